@@ -1,0 +1,318 @@
+//! `lockstep.toml`: found by walking up from the current directory (or named by
+//! `--config`), parsed strictly (unknown keys are errors citing `file:line:col`),
+//! every key defaulted where a default makes sense. Each area owns one table.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::error::{Error, Result};
+
+/// File name looked up from the current directory upwards.
+pub const FILE_NAME: &str = "lockstep.toml";
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Config {
+    #[serde(default)]
+    pub integrate: IntegrateConfig,
+}
+
+/// A loaded configuration and where it came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    /// The file, or `None` when no file was found and defaults are in force.
+    pub path: Option<PathBuf>,
+    /// The directory relative paths in the file are resolved against.
+    pub root: PathBuf,
+}
+
+/// `[integrate]`: stepping an upstream pin forward.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct IntegrateConfig {
+    /// Path of the pinned upstream checkout (a git submodule), relative to the superproject.
+    pub submodule: String,
+    /// Remote inside the submodule that tracks upstream.
+    pub upstream_remote: String,
+    /// When set, the upstream remote is created (or corrected) with this URL.
+    pub upstream_url: Option<String>,
+    pub upstream_branch: String,
+    /// How the upstream is named in messages ("Advance LLVM to ...").
+    pub upstream_name: String,
+    /// Superproject ref a new integrate branch starts from.
+    pub base: String,
+    /// Integrate branch name; `{date}` becomes YYYYMMDD.
+    pub branch: String,
+    /// Only commits touching these paths are stopping points; empty means all.
+    pub track_paths: Vec<String>,
+    /// Commits whose subject contains one of these are never stopping points.
+    pub skip_subjects: Vec<String>,
+    /// Smoke command (argv) run in the superproject: 0 good, 125 skip, other bad.
+    #[serde(deserialize_with = "argv")]
+    pub smoke: Vec<String>,
+    /// A smoke that runs longer counts as bad.
+    #[serde(deserialize_with = "duration")]
+    pub smoke_timeout: Duration,
+    pub strategy: Strategy,
+    /// Link to an upstream commit; `{sha}` is replaced.
+    pub commit_url: Option<String>,
+    pub export: ExportConfig,
+    pub notify: NotifyConfig,
+    pub report: ReportConfig,
+}
+
+impl Default for IntegrateConfig {
+    fn default() -> Self {
+        IntegrateConfig {
+            submodule: "third_party/llvm-project".into(),
+            upstream_remote: "upstream".into(),
+            upstream_url: None,
+            upstream_branch: "main".into(),
+            upstream_name: "LLVM".into(),
+            base: "origin/main".into(),
+            branch: "integrates/llvm-{date}".into(),
+            track_paths: Vec::new(),
+            skip_subjects: vec!["[Docs]".into(), "Apply clang-tidy fixes".into()],
+            smoke: Vec::new(),
+            smoke_timeout: Duration::from_secs(2 * 3600),
+            strategy: Strategy::Gallop,
+            commit_url: None,
+            export: ExportConfig::default(),
+            notify: NotifyConfig::default(),
+            report: ReportConfig::default(),
+        }
+    }
+}
+
+/// How `integrate loop` chooses which commits to smoke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// Probe upstream head, bisect to the first bad commit: logarithmic smokes.
+    Gallop,
+    /// One smoke and one commit per affecting commit (megabump's loop).
+    Each,
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "gallop" => Ok(Strategy::Gallop),
+            "each" => Ok(Strategy::Each),
+            other => Err(format!(
+                "unknown strategy `{other}`: expected `gallop` or `each`"
+            )),
+        }
+    }
+}
+
+/// `[integrate.export]`: where patched submodule heads are published.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct ExportConfig {
+    /// Remote inside the submodule that receives patched heads.
+    pub remote: String,
+    /// `{repo}` = superproject directory name, `{branch}` = integrate branch.
+    pub branch: String,
+}
+
+impl Default for ExportConfig {
+    fn default() -> Self {
+        ExportConfig {
+            remote: "origin".into(),
+            branch: "sm-{repo}-{branch}".into(),
+        }
+    }
+}
+
+/// `[integrate.notify]`: where `integrate report --post` sends the report.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct NotifyConfig {
+    pub kind: NotifyKind,
+    /// Name of the environment variable holding the webhook URL (never printed).
+    pub url_env: String,
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        NotifyConfig {
+            kind: NotifyKind::Discord,
+            url_env: "LOCKSTEP_WEBHOOK_URL".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NotifyKind {
+    Discord,
+    Slack,
+    Json,
+}
+
+/// `[integrate.report]`: how the error summary is cut from a smoke log.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct ReportConfig {
+    /// A log line is an error line when it contains one of these substrings.
+    pub error_patterns: Vec<String>,
+    /// At most this many error lines, then `... and N more`.
+    pub max_error_lines: usize,
+}
+
+impl Default for ReportConfig {
+    fn default() -> Self {
+        ReportConfig {
+            error_patterns: vec!["FAILED: ".into(), " error: ".into(), "Assertion".into()],
+            max_error_lines: 20,
+        }
+    }
+}
+
+/// Accepts an argv array, or a string split like a shell would.
+fn argv<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Argv {
+        List(Vec<String>),
+        Line(String),
+    }
+    match Argv::deserialize(d)? {
+        Argv::List(v) => Ok(v),
+        Argv::Line(s) => shell_words(&s).map_err(serde::de::Error::custom),
+    }
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Duration, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_duration(&text).map_err(serde::de::Error::custom)
+}
+
+/// Parses `90s`, `5m`, `2h`, `1h 30m` (humantime syntax).
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    humantime::parse_duration(text)
+        .map_err(|e| format!("invalid duration `{text}` ({e}); write e.g. `90s`, `20m` or `2h`"))
+}
+
+/// Splits a command line like a POSIX shell would (quotes, backslashes).
+pub fn shell_words(line: &str) -> std::result::Result<Vec<String>, String> {
+    shlex::split(line).ok_or_else(|| format!("cannot split `{line}` into words: unbalanced quotes"))
+}
+
+/// Finds `lockstep.toml` in `start` or its ancestors.
+pub fn discover(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .map(|dir| dir.join(FILE_NAME))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Loads the configuration: `explicit` (from `--config`) or the file found from
+/// `cwd` upwards, or defaults when there is none.
+pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Loaded> {
+    let path = match explicit {
+        Some(p) => {
+            if !p.is_file() {
+                return Err(Error::usage(format!(
+                    "configuration file {} does not exist",
+                    p.display()
+                ))
+                .hint("pass an existing lockstep.toml with --config PATH, or omit --config"));
+            }
+            Some(p.to_path_buf())
+        }
+        None => discover(cwd),
+    };
+    match path {
+        None => Ok(Loaded {
+            config: Config::default(),
+            path: None,
+            root: cwd.to_path_buf(),
+        }),
+        Some(path) => {
+            let text = fs_err::read_to_string(&path)
+                .map_err(|e| Error::usage(format!("cannot read {}", path.display())).cause(e.to_string()))?;
+            let config = parse(&text, &path)?;
+            let root = path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| cwd.to_path_buf());
+            let root = if root.as_os_str().is_empty() { cwd.to_path_buf() } else { root };
+            Ok(Loaded {
+                config,
+                path: Some(path),
+                root,
+            })
+        }
+    }
+}
+
+/// Parses configuration text; errors cite `file:line:col` and the key.
+pub fn parse(text: &str, path: &Path) -> Result<Config> {
+    toml::from_str::<Config>(text).map_err(|err| {
+        let location = match err.span() {
+            Some(span) => {
+                let (line, col) = line_col(text, span.start);
+                format!("{}:{line}:{col}", path.display())
+            }
+            None => path.display().to_string(),
+        };
+        Error::usage(format!("invalid configuration at {location}"))
+            .cause(err.message().to_string())
+            .hint(format!(
+                "fix {} (keys are documented in docs/integrate.md)",
+                path.display()
+            ))
+    })
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_apply() {
+        let c = parse("[integrate]\nsubmodule = \"deps/llvm\"\n", Path::new("x.toml")).unwrap();
+        assert_eq!(c.integrate.submodule, "deps/llvm");
+        assert_eq!(c.integrate.upstream_remote, "upstream");
+        assert_eq!(c.integrate.strategy, Strategy::Gallop);
+        assert_eq!(c.integrate.smoke_timeout, Duration::from_secs(7200));
+    }
+
+    #[test]
+    fn unknown_key_cites_line_and_column() {
+        let text = "[integrate]\nsubmodule = \"a\"\n  smoke-timout = \"2h\"\n";
+        let err = parse(text, Path::new("lockstep.toml")).unwrap_err();
+        assert!(err.message.contains("lockstep.toml:3:3"), "{}", err.message);
+        assert!(err.causes[0].contains("smoke-timout"), "{:?}", err.causes);
+        assert_eq!(err.exit_code(), 2);
+    }
+
+    #[test]
+    fn smoke_accepts_string_or_list() {
+        let c = parse("[integrate]\nsmoke = \"./x.sh 'a b'\"\n", Path::new("x")).unwrap();
+        assert_eq!(c.integrate.smoke, vec!["./x.sh", "a b"]);
+        let c = parse("[integrate]\nsmoke = [\"a\", \"b\"]\n", Path::new("x")).unwrap();
+        assert_eq!(c.integrate.smoke, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn bad_duration_is_named() {
+        let err = parse("[integrate]\nsmoke-timeout = \"soon\"\n", Path::new("x")).unwrap_err();
+        assert!(err.causes[0].contains("soon"), "{:?}", err.causes);
+    }
+}

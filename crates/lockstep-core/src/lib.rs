@@ -1,0 +1,15 @@
+//! Shared foundation of lockstep: the `lockstep.toml` configuration, per-user
+//! paths, running external processes (argv, timeouts, captured logs), the event
+//! stream that engines emit and reporters consume, and the error type every
+//! command reports through.
+//!
+//! This crate must not know about git, SQLite or any one area's engine: it is the
+//! layer the others stand on.
+
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod paths;
+pub mod process;
+
+pub use error::{Error, ErrorKind, Result};

@@ -1,0 +1,34 @@
+//! Per-user directories: `$LOCKSTEP_HOME` (default `$XDG_CACHE_HOME/lockstep`
+//! or `~/.cache/lockstep`), toolchains and content-addressed caches below it,
+//! each overridable on its own so tests can isolate caches without reinstalling
+//! toolchains.
+
+use std::path::PathBuf;
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `$LOCKSTEP_HOME`, or `$XDG_CACHE_HOME/lockstep`, or `~/.cache/lockstep`.
+pub fn home() -> PathBuf {
+    if let Some(p) = env_path("LOCKSTEP_HOME") {
+        return p;
+    }
+    if let Some(p) = env_path("XDG_CACHE_HOME") {
+        return p.join("lockstep");
+    }
+    let home = env_path("HOME").unwrap_or_else(std::env::temp_dir);
+    home.join(".cache").join("lockstep")
+}
+
+/// `$LOCKSTEP_TOOLCHAINS`, default `$LOCKSTEP_HOME/toolchains`.
+pub fn toolchains() -> PathBuf {
+    env_path("LOCKSTEP_TOOLCHAINS").unwrap_or_else(|| home().join("toolchains"))
+}
+
+/// `$LOCKSTEP_CACHE`, default `$LOCKSTEP_HOME/cache`.
+pub fn cache() -> PathBuf {
+    env_path("LOCKSTEP_CACHE").unwrap_or_else(|| home().join("cache"))
+}

@@ -1,0 +1,182 @@
+//! Running external programs the way every lockstep command does: an argv
+//! vector (never a shell unless the user's argv names one), an explicit working
+//! directory and extra environment, a timeout, and output captured to a log file
+//! that reports can point at.
+//!
+//! Each child gets its own process group so a timeout kills the whole tree the
+//! child started (a build spawns compilers), not just the direct child.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use wait_timeout::ChildExt;
+
+use crate::error::{Error, Result};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    /// Added to (not replacing) the inherited environment.
+    pub env: Vec<(String, String)>,
+    pub timeout: Option<Duration>,
+    /// stdout and stderr both go here (created or truncated).
+    pub log: PathBuf,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    TimedOut,
+}
+
+impl Exit {
+    pub fn describe(&self) -> String {
+        match self {
+            Exit::Code(c) => format!("exit status {c}"),
+            Exit::Signal(s) => format!("killed by signal {s}"),
+            Exit::TimedOut => "timed out".to_string(),
+        }
+    }
+}
+
+/// The result of [`run`].
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub exit: Exit,
+    pub elapsed: Duration,
+}
+
+/// Runs `spec` to completion. `on_spawn` receives the child's process group id
+/// before waiting, so callers can journal it (and kill a leftover group after a
+/// crash).
+pub fn run(spec: &Spec, on_spawn: impl FnOnce(i32)) -> Result<Finished> {
+    use std::os::unix::process::CommandExt;
+    use std::os::unix::process::ExitStatusExt;
+
+    let Some((program, args)) = spec.argv.split_first() else {
+        return Err(Error::usage("empty command").hint("configure a command with at least one word"));
+    };
+    if let Some(dir) = spec.log.parent() {
+        fs_err::create_dir_all(dir)?;
+    }
+    let log = fs_err::File::create(&spec.log)?;
+    let log_err = log.try_clone()?;
+    let start = Instant::now();
+    let mut child = Command::new(resolve_program(program, &spec.cwd))
+        .args(args)
+        .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log.into_parts().0))
+        .stderr(Stdio::from(log_err.into_parts().0))
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            Error::failed(format!("cannot start `{}`", spec.argv.join(" ")))
+                .cause(format!("in {}: {e}", spec.cwd.display()))
+                .hint("check that the command exists and is executable")
+        })?;
+    let pgid = child.id() as i32;
+    on_spawn(pgid);
+    let status = match spec.timeout {
+        Some(limit) => match child.wait_timeout(limit)? {
+            Some(status) => Some(status),
+            None => {
+                kill_group(pgid);
+                let _ = child.wait();
+                None
+            }
+        },
+        None => Some(child.wait()?),
+    };
+    // Whatever the child left running in its group must not outlive it.
+    kill_group(pgid);
+    let exit = match status {
+        None => Exit::TimedOut,
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => Exit::Code(code),
+            (None, Some(sig)) => Exit::Signal(sig),
+            (None, None) => Exit::Code(-1),
+        },
+    };
+    Ok(Finished {
+        exit,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// A relative program path with a slash is relative to the child's working
+/// directory (as a shell started there would see it); bare names use PATH.
+fn resolve_program(program: &str, cwd: &Path) -> PathBuf {
+    let p = Path::new(program);
+    if p.is_relative() && program.contains('/') {
+        cwd.join(p)
+    } else {
+        p.to_path_buf()
+    }
+}
+
+/// Sends SIGKILL to a process group; a group that no longer exists is fine.
+pub fn kill_group(pgid: i32) {
+    use nix::sys::signal::{killpg, Signal};
+    use nix::unistd::Pid;
+    if pgid > 1 {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+}
+
+/// Whether a process with this pid exists (a zombie counts as dead).
+pub fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // Field 3 (after the parenthesised command) is the state.
+            let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X"))
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_output_and_exit_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = Spec {
+            argv: vec!["sh".into(), "-c".into(), "echo hi; echo err >&2; exit 3".into()],
+            cwd: dir.path().to_path_buf(),
+            env: vec![],
+            timeout: None,
+            log: dir.path().join("log.txt"),
+        };
+        let done = run(&spec, |_| {}).unwrap();
+        assert_eq!(done.exit, Exit::Code(3));
+        let log = std::fs::read_to_string(dir.path().join("log.txt")).unwrap();
+        assert!(log.contains("hi") && log.contains("err"));
+    }
+
+    #[test]
+    fn timeout_kills_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = Spec {
+            argv: vec!["sh".into(), "-c".into(), "sleep 30 & sleep 30".into()],
+            cwd: dir.path().to_path_buf(),
+            env: vec![],
+            timeout: Some(Duration::from_millis(200)),
+            log: dir.path().join("log.txt"),
+        };
+        let done = run(&spec, |_| {}).unwrap();
+        assert_eq!(done.exit, Exit::TimedOut);
+        assert!(done.elapsed < Duration::from_secs(10));
+    }
+}

@@ -1,0 +1,466 @@
+//! Typed operations over the `git` command line.
+//!
+//! lockstep drives git through the CLI users already trust (their config, hooks
+//! and credentials), never through a reimplementation. Each function here runs
+//! one git command with an argv vector, parses porcelain or `-z` output, and
+//! returns errors that name the repository, the command and git's own message.
+//!
+//! This crate knows nothing about integrates, submodule policies or the store:
+//! it only wraps git.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use lockstep_core::Error;
+
+/// A full 40-hex object name.
+pub type Oid = String;
+
+/// A git repository (a work tree, or a bare repository).
+#[derive(Debug, Clone)]
+pub struct Repo {
+    dir: PathBuf,
+}
+
+/// Output of a git command that may legitimately fail.
+#[derive(Debug)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// One commit as `git log` describes it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Commit {
+    pub sha: Oid,
+    pub subject: String,
+    pub author: String,
+    /// Author date, strict ISO 8601.
+    pub date: String,
+}
+
+/// A commit's metadata needed to recreate it elsewhere.
+#[derive(Debug, Clone)]
+pub struct CommitDetail {
+    pub sha: Oid,
+    pub parents: Vec<Oid>,
+    pub tree: Oid,
+    pub author_name: String,
+    pub author_email: String,
+    /// Raw author date (`%ad` with `--date=raw`).
+    pub author_date: String,
+    pub subject: String,
+    /// Whole message (subject, blank line, body).
+    pub message: String,
+}
+
+/// Result of a three-way merge computed without touching any work tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Merge {
+    Clean { tree: Oid },
+    Conflict { files: Vec<String> },
+}
+
+/// A path that `git status` reports as changed or untracked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dirty {
+    pub code: String,
+    pub path: String,
+}
+
+impl Repo {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Repo { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C")
+            .arg(&self.dir)
+            .args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", "true")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs git and returns its output whatever the exit status.
+    pub fn try_git(&self, args: &[&str]) -> Result<Output, Error> {
+        self.try_git_env(args, &[], None)
+    }
+
+    /// Runs git with extra environment and optional stdin.
+    pub fn try_git_env(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        input: Option<&[u8]>,
+    ) -> Result<Output, Error> {
+        let mut cmd = self.command(args);
+        cmd.envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if input.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
+        tracing::debug!(repo = %self.dir.display(), "git {}", args.join(" "));
+        let mut child = cmd.spawn().map_err(|e| {
+            Error::failed("cannot run git").cause(e.to_string()).hint("install git and put it on PATH")
+        })?;
+        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+            stdin.write_all(bytes)?;
+        }
+        let out = child.wait_with_output()?;
+        Ok(Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+
+    /// Runs git; a non-zero exit is an error naming the command and git's message.
+    pub fn git(&self, args: &[&str]) -> Result<String, Error> {
+        self.git_env(args, &[], None)
+    }
+
+    pub fn git_env(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        input: Option<&[u8]>,
+    ) -> Result<String, Error> {
+        let out = self.try_git_env(args, env, input)?;
+        if out.code != 0 {
+            return Err(self.failure(args, &out));
+        }
+        Ok(out.stdout)
+    }
+
+    fn failure(&self, args: &[&str], out: &Output) -> Error {
+        let msg = out.stderr.trim();
+        Error::failed(format!("`git {}` failed in {}", args.join(" "), self.dir.display()))
+            .cause(if msg.is_empty() { format!("exit status {}", out.code) } else { msg.to_string() })
+    }
+
+    /// The top of the work tree containing `dir`.
+    pub fn discover(dir: &Path) -> Result<Repo, Error> {
+        let top = Repo::new(dir).git(&["rev-parse", "--show-toplevel"]).map_err(|e| {
+            e.context(format!("{} is not inside a git work tree", dir.display()))
+                .hint("run lockstep from the superproject's checkout, or pass --config")
+        })?;
+        Ok(Repo::new(top.trim()))
+    }
+
+    /// The directory shared by all work trees (`.git` for a plain clone).
+    pub fn common_dir(&self) -> Result<PathBuf, Error> {
+        let out = self.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+        Ok(PathBuf::from(out.trim()))
+    }
+
+    /// This work tree's own git dir (for a submodule: inside the superproject's `.git/modules`).
+    pub fn git_dir(&self) -> Result<PathBuf, Error> {
+        let out = self.git(&["rev-parse", "--path-format=absolute", "--git-dir"])?;
+        Ok(PathBuf::from(out.trim()))
+    }
+
+    /// Resolves `rev` to a commit; `None` when it names nothing (or is ambiguous).
+    pub fn resolve(&self, rev: &str) -> Result<Option<Oid>, Error> {
+        let spec = format!("{rev}^{{commit}}");
+        let out = self.try_git(&["rev-parse", "--verify", "--quiet", "--end-of-options", &spec])?;
+        Ok(if out.code == 0 { Some(out.stdout.trim().to_string()) } else { None })
+    }
+
+    /// Like [`Repo::resolve`] but an error when the revision does not exist.
+    pub fn must_resolve(&self, rev: &str) -> Result<Oid, Error> {
+        self.resolve(rev)?.ok_or_else(|| {
+            Error::usage(format!("`{rev}` does not name a commit in {}", self.dir.display()))
+                .hint("check the revision (an ambiguous abbreviation also fails); fetch if it is new")
+        })
+    }
+
+    pub fn head(&self) -> Result<Oid, Error> {
+        self.must_resolve("HEAD")
+    }
+
+    /// The checked-out branch (short name), `None` when HEAD is detached.
+    pub fn current_branch(&self) -> Result<Option<String>, Error> {
+        let out = self.try_git(&["symbolic-ref", "--quiet", "--short", "HEAD"])?;
+        Ok(if out.code == 0 { Some(out.stdout.trim().to_string()) } else { None })
+    }
+
+    pub fn branch_exists(&self, name: &str) -> Result<bool, Error> {
+        Ok(self.resolve(&format!("refs/heads/{name}"))?.is_some())
+    }
+
+    /// Whether `ancestor` is an ancestor of (or equal to) `descendant`.
+    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool, Error> {
+        let out = self.try_git(&["merge-base", "--is-ancestor", ancestor, descendant])?;
+        match out.code {
+            0 => Ok(true),
+            1 => Ok(false),
+            _ => Err(self.failure(&["merge-base", "--is-ancestor", ancestor, descendant], &out)),
+        }
+    }
+
+    pub fn merge_base(&self, a: &str, b: &str) -> Result<Option<Oid>, Error> {
+        let out = self.try_git(&["merge-base", a, b])?;
+        Ok(if out.code == 0 { Some(out.stdout.trim().to_string()) } else { None })
+    }
+
+    /// `git rev-list` with the given arguments, one oid per line.
+    pub fn rev_list(&self, args: &[&str]) -> Result<Vec<Oid>, Error> {
+        let mut full = vec!["rev-list"];
+        full.extend_from_slice(args);
+        Ok(self.git(&full)?.lines().map(str::to_string).collect())
+    }
+
+    /// Commits of `range` (e.g. `["upstream/main", "^base"]`), oldest first,
+    /// limited to commits touching `paths` when it is not empty.
+    pub fn log(&self, range: &[&str], paths: &[String]) -> Result<Vec<Commit>, Error> {
+        let mut args = vec!["log", "-z", "--reverse", "--format=%H%x1f%s%x1f%an%x1f%aI"];
+        args.extend_from_slice(range);
+        args.push("--");
+        args.extend(paths.iter().map(String::as_str));
+        let out = self.git(&args)?;
+        Ok(out
+            .split('\0')
+            .filter(|rec| !rec.trim().is_empty())
+            .filter_map(parse_commit_record)
+            .collect())
+    }
+
+    /// Metadata of one commit.
+    pub fn commit(&self, rev: &str) -> Result<Commit, Error> {
+        let out = self.git(&["log", "-1", "-z", "--format=%H%x1f%s%x1f%an%x1f%aI", rev, "--"])?;
+        parse_commit_record(out.trim_end_matches('\0'))
+            .ok_or_else(|| Error::failed(format!("cannot read commit {rev}")))
+    }
+
+    /// Everything needed to recreate `rev` on another base.
+    pub fn commit_detail(&self, rev: &str) -> Result<CommitDetail, Error> {
+        let out = self.git(&[
+            "log",
+            "-1",
+            "--date=raw",
+            "--format=%H%x1f%P%x1f%T%x1f%an%x1f%ae%x1f%ad%x1f%s%x1f%B",
+            rev,
+            "--",
+        ])?;
+        let f: Vec<&str> = out.splitn(8, '\x1f').collect();
+        if f.len() != 8 {
+            return Err(Error::failed(format!("cannot parse commit {rev}")));
+        }
+        Ok(CommitDetail {
+            sha: f[0].to_string(),
+            parents: f[1].split_whitespace().map(str::to_string).collect(),
+            tree: f[2].to_string(),
+            author_name: f[3].to_string(),
+            author_email: f[4].to_string(),
+            author_date: f[5].to_string(),
+            subject: f[6].to_string(),
+            message: f[7].trim_end_matches('\n').to_string() + "\n",
+        })
+    }
+
+    /// The tree of a commit.
+    pub fn tree_of(&self, rev: &str) -> Result<Oid, Error> {
+        Ok(self.git(&["rev-parse", &format!("{rev}^{{tree}}")])?.trim().to_string())
+    }
+
+    /// The commit a gitlink (submodule entry) at `path` points to in `rev`'s tree.
+    pub fn gitlink(&self, rev: &str, path: &str) -> Result<Option<Oid>, Error> {
+        let out = self.git(&["ls-tree", "-z", rev, "--", path])?;
+        for entry in out.split('\0').filter(|e| !e.is_empty()) {
+            let (meta, name) = entry.split_once('\t').unwrap_or((entry, ""));
+            let fields: Vec<&str> = meta.split_whitespace().collect();
+            if name == path && fields.len() == 3 && fields[1] == "commit" {
+                return Ok(Some(fields[2].to_string()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Changed and untracked paths (`git status --porcelain -z`), submodule
+    /// changes included.
+    pub fn dirty(&self) -> Result<Vec<Dirty>, Error> {
+        let out = self.git(&["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none"])?;
+        let mut entries = Vec::new();
+        let mut records = out.split('\0').filter(|r| !r.is_empty());
+        while let Some(rec) = records.next() {
+            if rec.len() < 4 {
+                continue;
+            }
+            let code = rec[..2].to_string();
+            let path = rec[3..].to_string();
+            if code.starts_with('R') || code.starts_with('C') {
+                records.next(); // the rename source
+            }
+            entries.push(Dirty { code, path });
+        }
+        Ok(entries)
+    }
+
+    /// Stages `path` as a gitlink to `sha` without touching anything else.
+    pub fn stage_gitlink(&self, path: &str, sha: &str) -> Result<(), Error> {
+        self.git(&["update-index", "--cacheinfo", &format!("160000,{sha},{path}")])?;
+        Ok(())
+    }
+
+    /// Commits what is staged (hooks run); returns the new HEAD.
+    pub fn commit_staged(&self, message: &str, allow_empty: bool) -> Result<Oid, Error> {
+        let mut args = vec!["commit", "-q", "-F", "-"];
+        if allow_empty {
+            args.push("--allow-empty");
+        }
+        self.git_env(&args, &[], Some(message.as_bytes()))?;
+        self.head()
+    }
+
+    /// Detaches HEAD at `rev`, updating the work tree (which must be clean).
+    pub fn checkout_detached(&self, rev: &str) -> Result<(), Error> {
+        self.git(&["checkout", "-q", "--detach", rev])?;
+        Ok(())
+    }
+
+    /// Three-way merge of `theirs` onto `ours` with `base`, in the object store only.
+    pub fn merge_tree(&self, base: &str, ours: &str, theirs: &str) -> Result<Merge, Error> {
+        let merge_base = format!("--merge-base={base}");
+        let args = ["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", &merge_base, ours, theirs];
+        let out = self.try_git(&args)?;
+        match out.code {
+            0 => Ok(Merge::Clean { tree: out.stdout.split('\0').next().unwrap_or("").trim().to_string() }),
+            1 => {
+                let mut files: Vec<String> =
+                    out.stdout.split('\0').skip(1).filter(|s| !s.is_empty()).map(str::to_string).collect();
+                files.dedup();
+                Ok(Merge::Conflict { files })
+            }
+            _ => Err(self.failure(&args, &out)),
+        }
+    }
+
+    /// Creates a commit object (no ref moves). Author from `author`, committer
+    /// from the user's configuration.
+    pub fn commit_tree(
+        &self,
+        tree: &str,
+        parents: &[&str],
+        message: &str,
+        author: Option<(&str, &str, &str)>,
+    ) -> Result<Oid, Error> {
+        let mut args = vec!["commit-tree", tree];
+        for p in parents {
+            args.push("-p");
+            args.push(p);
+        }
+        args.push("-F");
+        args.push("-");
+        let env: Vec<(&str, &str)> = match author {
+            Some((name, email, date)) => vec![
+                ("GIT_AUTHOR_NAME", name),
+                ("GIT_AUTHOR_EMAIL", email),
+                ("GIT_AUTHOR_DATE", date),
+            ],
+            None => vec![],
+        };
+        Ok(self.git_env(&args, &env, Some(message.as_bytes()))?.trim().to_string())
+    }
+
+    /// Stable patch-id of one commit's change against its first parent, `None`
+    /// for an empty change.
+    pub fn patch_id(&self, rev: &str) -> Result<Option<String>, Error> {
+        let diff = self.git(&["diff-tree", "-p", "--no-color", "--full-index", "--root", rev])?;
+        let out = self.git_env(&["patch-id", "--stable"], &[], Some(diff.as_bytes()))?;
+        Ok(out.split_whitespace().next().map(str::to_string))
+    }
+
+    /// Patch-ids of every commit in `range` touching `paths`: `(patch_id, sha)`.
+    pub fn patch_ids(&self, range: &[&str], paths: &[String]) -> Result<Vec<(String, Oid)>, Error> {
+        let mut args = vec!["log", "-p", "--no-color", "--full-index", "--no-merges", "--format=commit %H"];
+        args.extend_from_slice(range);
+        args.push("--");
+        args.extend(paths.iter().map(String::as_str));
+        let diff = self.git(&args)?;
+        let out = self.git_env(&["patch-id", "--stable"], &[], Some(diff.as_bytes()))?;
+        Ok(out
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(id, sha)| (id.to_string(), sha.to_string()))
+            .collect())
+    }
+
+    /// Paths a commit changes relative to its first parent.
+    pub fn changed_paths(&self, rev: &str) -> Result<Vec<String>, Error> {
+        let out = self.git(&["diff-tree", "--no-commit-id", "--name-only", "-r", "-z", "--root", rev])?;
+        Ok(out.split('\0').filter(|s| !s.is_empty()).map(str::to_string).collect())
+    }
+
+    pub fn remote_url(&self, name: &str) -> Result<Option<String>, Error> {
+        let out = self.try_git(&["remote", "get-url", name])?;
+        Ok(if out.code == 0 { Some(out.stdout.trim().to_string()) } else { None })
+    }
+
+    /// Makes `name` point at `url`, adding the remote (without tags) if missing.
+    pub fn ensure_remote(&self, name: &str, url: &str) -> Result<(), Error> {
+        match self.remote_url(name)? {
+            Some(existing) if existing == url => Ok(()),
+            Some(_) => {
+                self.git(&["remote", "set-url", name, url])?;
+                Ok(())
+            }
+            None => {
+                self.git(&["remote", "add", "--no-tags", name, url])?;
+                Ok(())
+            }
+        }
+    }
+
+    pub fn fetch(&self, remote: &str, refspecs: &[&str]) -> Result<(), Error> {
+        let mut args = vec!["fetch", "--quiet", "--no-tags", remote];
+        args.extend_from_slice(refspecs);
+        self.git(&args).map_err(|e| e.hint(format!("check that remote `{remote}` is reachable")))?;
+        Ok(())
+    }
+
+    /// The commit a remote branch points at, asked of the remote itself.
+    pub fn ls_remote_branch(&self, remote: &str, branch: &str) -> Result<Option<Oid>, Error> {
+        let refname = format!("refs/heads/{branch}");
+        let out = self.git(&["ls-remote", remote, &refname])?;
+        Ok(out
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .find(|(_, name)| *name == refname)
+            .map(|(sha, _)| sha.to_string()))
+    }
+
+    /// Pushes `sha` to `refs/heads/<branch>` on `remote`. Never forced: a
+    /// non-fast-forward is rejected by git and reported as an error.
+    pub fn push(&self, remote: &str, sha: &str, branch: &str) -> Result<(), Error> {
+        let spec = format!("{sha}:refs/heads/{branch}");
+        self.git(&["push", "--quiet", remote, &spec])?;
+        Ok(())
+    }
+
+    /// Whether a commit object is present locally.
+    pub fn has_commit(&self, sha: &str) -> Result<bool, Error> {
+        let out = self.try_git(&["cat-file", "-e", &format!("{sha}^{{commit}}")])?;
+        Ok(out.code == 0)
+    }
+}
+
+fn parse_commit_record(rec: &str) -> Option<Commit> {
+    let rec = rec.trim_start_matches('\n');
+    let mut f = rec.splitn(4, '\x1f');
+    Some(Commit {
+        sha: f.next()?.to_string(),
+        subject: f.next()?.to_string(),
+        author: f.next()?.to_string(),
+        date: f.next()?.trim_end().to_string(),
+    })
+}
