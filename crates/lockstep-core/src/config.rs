@@ -236,14 +236,19 @@ pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Loaded> {
             root: cwd.to_path_buf(),
         }),
         Some(path) => {
-            let text = fs_err::read_to_string(&path)
-                .map_err(|e| Error::usage(format!("cannot read {}", path.display())).cause(e.to_string()))?;
+            let text = fs_err::read_to_string(&path).map_err(|e| {
+                Error::usage(format!("cannot read {}", path.display())).cause(e.to_string())
+            })?;
             let config = parse(&text, &path)?;
             let root = path
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| cwd.to_path_buf());
-            let root = if root.as_os_str().is_empty() { cwd.to_path_buf() } else { root };
+            let root = if root.as_os_str().is_empty() {
+                cwd.to_path_buf()
+            } else {
+                root
+            };
             Ok(Loaded {
                 config,
                 path: Some(path),
@@ -286,7 +291,11 @@ mod tests {
 
     #[test]
     fn defaults_apply() {
-        let c = parse("[integrate]\nsubmodule = \"deps/llvm\"\n", Path::new("x.toml")).unwrap();
+        let c = parse(
+            "[integrate]\nsubmodule = \"deps/llvm\"\n",
+            Path::new("x.toml"),
+        )
+        .unwrap();
         assert_eq!(c.integrate.submodule, "deps/llvm");
         assert_eq!(c.integrate.upstream_remote, "upstream");
         assert_eq!(c.integrate.strategy, Strategy::Gallop);

@@ -59,7 +59,9 @@ pub fn run(spec: &Spec, on_spawn: impl FnOnce(i32)) -> Result<Finished> {
     use std::os::unix::process::ExitStatusExt;
 
     let Some((program, args)) = spec.argv.split_first() else {
-        return Err(Error::usage("empty command").hint("configure a command with at least one word"));
+        return Err(
+            Error::usage("empty command").hint("configure a command with at least one word")
+        );
     };
     if let Some(dir) = spec.log.parent() {
         fs_err::create_dir_all(dir)?;
@@ -138,7 +140,10 @@ pub fn pid_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             // Field 3 (after the parenthesised command) is the state.
-            let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
             !matches!(state, Some("Z") | Some("X"))
         }
         Err(_) => false,
@@ -153,7 +158,11 @@ mod tests {
     fn captures_output_and_exit_code() {
         let dir = tempfile::tempdir().unwrap();
         let spec = Spec {
-            argv: vec!["sh".into(), "-c".into(), "echo hi; echo err >&2; exit 3".into()],
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "echo hi; echo err >&2; exit 3".into(),
+            ],
             cwd: dir.path().to_path_buf(),
             env: vec![],
             timeout: None,

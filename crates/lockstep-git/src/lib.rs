@@ -32,7 +32,7 @@ pub struct Output {
 }
 
 /// One commit as `git log` describes it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Commit {
     pub sha: Oid,
     pub subject: String,
@@ -51,6 +51,8 @@ pub struct CommitDetail {
     pub author_email: String,
     /// Raw author date (`%ad` with `--date=raw`).
     pub author_date: String,
+    /// Raw committer date.
+    pub committer_date: String,
     pub subject: String,
     /// Whole message (subject, blank line, body).
     pub message: String,
@@ -111,7 +113,9 @@ impl Repo {
         }
         tracing::debug!(repo = %self.dir.display(), "git {}", args.join(" "));
         let mut child = cmd.spawn().map_err(|e| {
-            Error::failed("cannot run git").cause(e.to_string()).hint("install git and put it on PATH")
+            Error::failed("cannot run git")
+                .cause(e.to_string())
+                .hint("install git and put it on PATH")
         })?;
         if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
             stdin.write_all(bytes)?;
@@ -144,16 +148,26 @@ impl Repo {
 
     fn failure(&self, args: &[&str], out: &Output) -> Error {
         let msg = out.stderr.trim();
-        Error::failed(format!("`git {}` failed in {}", args.join(" "), self.dir.display()))
-            .cause(if msg.is_empty() { format!("exit status {}", out.code) } else { msg.to_string() })
+        Error::failed(format!(
+            "`git {}` failed in {}",
+            args.join(" "),
+            self.dir.display()
+        ))
+        .cause(if msg.is_empty() {
+            format!("exit status {}", out.code)
+        } else {
+            msg.to_string()
+        })
     }
 
     /// The top of the work tree containing `dir`.
     pub fn discover(dir: &Path) -> Result<Repo, Error> {
-        let top = Repo::new(dir).git(&["rev-parse", "--show-toplevel"]).map_err(|e| {
-            e.context(format!("{} is not inside a git work tree", dir.display()))
-                .hint("run lockstep from the superproject's checkout, or pass --config")
-        })?;
+        let top = Repo::new(dir)
+            .git(&["rev-parse", "--show-toplevel"])
+            .map_err(|e| {
+                e.context(format!("{} is not inside a git work tree", dir.display()))
+                    .hint("run lockstep from the superproject's checkout, or pass --config")
+            })?;
         Ok(Repo::new(top.trim()))
     }
 
@@ -172,15 +186,38 @@ impl Repo {
     /// Resolves `rev` to a commit; `None` when it names nothing (or is ambiguous).
     pub fn resolve(&self, rev: &str) -> Result<Option<Oid>, Error> {
         let spec = format!("{rev}^{{commit}}");
-        let out = self.try_git(&["rev-parse", "--verify", "--quiet", "--end-of-options", &spec])?;
-        Ok(if out.code == 0 { Some(out.stdout.trim().to_string()) } else { None })
+        let out = self.try_git(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &spec,
+        ])?;
+        Ok(if out.code == 0 {
+            Some(out.stdout.trim().to_string())
+        } else {
+            None
+        })
     }
 
     /// Like [`Repo::resolve`] but an error when the revision does not exist.
     pub fn must_resolve(&self, rev: &str) -> Result<Oid, Error> {
         self.resolve(rev)?.ok_or_else(|| {
-            Error::usage(format!("`{rev}` does not name a commit in {}", self.dir.display()))
-                .hint("check the revision (an ambiguous abbreviation also fails); fetch if it is new")
+            Error::usage(format!(
+                "`{rev}` does not name a commit in {}",
+                self.dir.display()
+            ))
+            .hint("check the revision (an ambiguous abbreviation also fails); fetch if it is new")
+        })
+    }
+
+    /// The blob at `spec` (`rev:path`), `None` when there is none.
+    pub fn resolve_blob(&self, spec: &str) -> Result<Option<Oid>, Error> {
+        let out = self.try_git(&["rev-parse", "--verify", "--quiet", "--end-of-options", spec])?;
+        Ok(if out.code == 0 {
+            Some(out.stdout.trim().to_string())
+        } else {
+            None
         })
     }
 
@@ -191,7 +228,11 @@ impl Repo {
     /// The checked-out branch (short name), `None` when HEAD is detached.
     pub fn current_branch(&self) -> Result<Option<String>, Error> {
         let out = self.try_git(&["symbolic-ref", "--quiet", "--short", "HEAD"])?;
-        Ok(if out.code == 0 { Some(out.stdout.trim().to_string()) } else { None })
+        Ok(if out.code == 0 {
+            Some(out.stdout.trim().to_string())
+        } else {
+            None
+        })
     }
 
     pub fn branch_exists(&self, name: &str) -> Result<bool, Error> {
@@ -210,7 +251,11 @@ impl Repo {
 
     pub fn merge_base(&self, a: &str, b: &str) -> Result<Option<Oid>, Error> {
         let out = self.try_git(&["merge-base", a, b])?;
-        Ok(if out.code == 0 { Some(out.stdout.trim().to_string()) } else { None })
+        Ok(if out.code == 0 {
+            Some(out.stdout.trim().to_string())
+        } else {
+            None
+        })
     }
 
     /// `git rev-list` with the given arguments, one oid per line.
@@ -237,7 +282,14 @@ impl Repo {
 
     /// Metadata of one commit.
     pub fn commit(&self, rev: &str) -> Result<Commit, Error> {
-        let out = self.git(&["log", "-1", "-z", "--format=%H%x1f%s%x1f%an%x1f%aI", rev, "--"])?;
+        let out = self.git(&[
+            "log",
+            "-1",
+            "-z",
+            "--format=%H%x1f%s%x1f%an%x1f%aI",
+            rev,
+            "--",
+        ])?;
         parse_commit_record(out.trim_end_matches('\0'))
             .ok_or_else(|| Error::failed(format!("cannot read commit {rev}")))
     }
@@ -248,12 +300,12 @@ impl Repo {
             "log",
             "-1",
             "--date=raw",
-            "--format=%H%x1f%P%x1f%T%x1f%an%x1f%ae%x1f%ad%x1f%s%x1f%B",
+            "--format=%H%x1f%P%x1f%T%x1f%an%x1f%ae%x1f%ad%x1f%cd%x1f%s%x1f%B",
             rev,
             "--",
         ])?;
-        let f: Vec<&str> = out.splitn(8, '\x1f').collect();
-        if f.len() != 8 {
+        let f: Vec<&str> = out.splitn(9, '\x1f').collect();
+        if f.len() != 9 {
             return Err(Error::failed(format!("cannot parse commit {rev}")));
         }
         Ok(CommitDetail {
@@ -263,14 +315,18 @@ impl Repo {
             author_name: f[3].to_string(),
             author_email: f[4].to_string(),
             author_date: f[5].to_string(),
-            subject: f[6].to_string(),
-            message: f[7].trim_end_matches('\n').to_string() + "\n",
+            committer_date: f[6].to_string(),
+            subject: f[7].to_string(),
+            message: f[8].trim_end_matches('\n').to_string() + "\n",
         })
     }
 
     /// The tree of a commit.
     pub fn tree_of(&self, rev: &str) -> Result<Oid, Error> {
-        Ok(self.git(&["rev-parse", &format!("{rev}^{{tree}}")])?.trim().to_string())
+        Ok(self
+            .git(&["rev-parse", &format!("{rev}^{{tree}}")])?
+            .trim()
+            .to_string())
     }
 
     /// The commit a gitlink (submodule entry) at `path` points to in `rev`'s tree.
@@ -289,7 +345,13 @@ impl Repo {
     /// Changed and untracked paths (`git status --porcelain -z`), submodule
     /// changes included.
     pub fn dirty(&self) -> Result<Vec<Dirty>, Error> {
-        let out = self.git(&["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none"])?;
+        let out = self.git(&[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignore-submodules=none",
+        ])?;
         let mut entries = Vec::new();
         let mut records = out.split('\0').filter(|r| !r.is_empty());
         while let Some(rec) = records.next() {
@@ -308,7 +370,11 @@ impl Repo {
 
     /// Stages `path` as a gitlink to `sha` without touching anything else.
     pub fn stage_gitlink(&self, path: &str, sha: &str) -> Result<(), Error> {
-        self.git(&["update-index", "--cacheinfo", &format!("160000,{sha},{path}")])?;
+        self.git(&[
+            "update-index",
+            "--cacheinfo",
+            &format!("160000,{sha},{path}"),
+        ])?;
         Ok(())
     }
 
@@ -331,13 +397,35 @@ impl Repo {
     /// Three-way merge of `theirs` onto `ours` with `base`, in the object store only.
     pub fn merge_tree(&self, base: &str, ours: &str, theirs: &str) -> Result<Merge, Error> {
         let merge_base = format!("--merge-base={base}");
-        let args = ["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", &merge_base, ours, theirs];
+        let args = [
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "--no-messages",
+            "-z",
+            &merge_base,
+            ours,
+            theirs,
+        ];
         let out = self.try_git(&args)?;
         match out.code {
-            0 => Ok(Merge::Clean { tree: out.stdout.split('\0').next().unwrap_or("").trim().to_string() }),
+            0 => Ok(Merge::Clean {
+                tree: out
+                    .stdout
+                    .split('\0')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string(),
+            }),
             1 => {
-                let mut files: Vec<String> =
-                    out.stdout.split('\0').skip(1).filter(|s| !s.is_empty()).map(str::to_string).collect();
+                let mut files: Vec<String> = out
+                    .stdout
+                    .split('\0')
+                    .skip(1)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect();
                 files.dedup();
                 Ok(Merge::Conflict { files })
             }
@@ -353,6 +441,7 @@ impl Repo {
         parents: &[&str],
         message: &str,
         author: Option<(&str, &str, &str)>,
+        committer_date: Option<&str>,
     ) -> Result<Oid, Error> {
         let mut args = vec!["commit-tree", tree];
         for p in parents {
@@ -361,7 +450,7 @@ impl Repo {
         }
         args.push("-F");
         args.push("-");
-        let env: Vec<(&str, &str)> = match author {
+        let mut env: Vec<(&str, &str)> = match author {
             Some((name, email, date)) => vec![
                 ("GIT_AUTHOR_NAME", name),
                 ("GIT_AUTHOR_EMAIL", email),
@@ -369,20 +458,40 @@ impl Repo {
             ],
             None => vec![],
         };
-        Ok(self.git_env(&args, &env, Some(message.as_bytes()))?.trim().to_string())
+        if let Some(date) = committer_date {
+            env.push(("GIT_COMMITTER_DATE", date));
+        }
+        Ok(self
+            .git_env(&args, &env, Some(message.as_bytes()))?
+            .trim()
+            .to_string())
     }
 
     /// Stable patch-id of one commit's change against its first parent, `None`
     /// for an empty change.
     pub fn patch_id(&self, rev: &str) -> Result<Option<String>, Error> {
-        let diff = self.git(&["diff-tree", "-p", "--no-color", "--full-index", "--root", rev])?;
+        let diff = self.git(&[
+            "diff-tree",
+            "-p",
+            "--no-color",
+            "--full-index",
+            "--root",
+            rev,
+        ])?;
         let out = self.git_env(&["patch-id", "--stable"], &[], Some(diff.as_bytes()))?;
         Ok(out.split_whitespace().next().map(str::to_string))
     }
 
     /// Patch-ids of every commit in `range` touching `paths`: `(patch_id, sha)`.
     pub fn patch_ids(&self, range: &[&str], paths: &[String]) -> Result<Vec<(String, Oid)>, Error> {
-        let mut args = vec!["log", "-p", "--no-color", "--full-index", "--no-merges", "--format=commit %H"];
+        let mut args = vec![
+            "log",
+            "-p",
+            "--no-color",
+            "--full-index",
+            "--no-merges",
+            "--format=commit %H",
+        ];
         args.extend_from_slice(range);
         args.push("--");
         args.extend(paths.iter().map(String::as_str));
@@ -397,13 +506,29 @@ impl Repo {
 
     /// Paths a commit changes relative to its first parent.
     pub fn changed_paths(&self, rev: &str) -> Result<Vec<String>, Error> {
-        let out = self.git(&["diff-tree", "--no-commit-id", "--name-only", "-r", "-z", "--root", rev])?;
-        Ok(out.split('\0').filter(|s| !s.is_empty()).map(str::to_string).collect())
+        let out = self.git(&[
+            "diff-tree",
+            "--no-commit-id",
+            "--name-only",
+            "-r",
+            "-z",
+            "--root",
+            rev,
+        ])?;
+        Ok(out
+            .split('\0')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect())
     }
 
     pub fn remote_url(&self, name: &str) -> Result<Option<String>, Error> {
         let out = self.try_git(&["remote", "get-url", name])?;
-        Ok(if out.code == 0 { Some(out.stdout.trim().to_string()) } else { None })
+        Ok(if out.code == 0 {
+            Some(out.stdout.trim().to_string())
+        } else {
+            None
+        })
     }
 
     /// Makes `name` point at `url`, adding the remote (without tags) if missing.
@@ -424,7 +549,8 @@ impl Repo {
     pub fn fetch(&self, remote: &str, refspecs: &[&str]) -> Result<(), Error> {
         let mut args = vec!["fetch", "--quiet", "--no-tags", remote];
         args.extend_from_slice(refspecs);
-        self.git(&args).map_err(|e| e.hint(format!("check that remote `{remote}` is reachable")))?;
+        self.git(&args)
+            .map_err(|e| e.hint(format!("check that remote `{remote}` is reachable")))?;
         Ok(())
     }
 

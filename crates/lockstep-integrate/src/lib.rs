@@ -1,1 +1,28 @@
-//! placeholder
+//! The integrate engine: moving an upstream pin (a git submodule that may carry
+//! local patches) forward through upstream commits while keeping the
+//! superproject building.
+//!
+//! It owns the integrate workflow: status (pin, carried patches, pending
+//! affecting commits), advancing the pin with a patch-stack replay that never
+//! leaves a half-done rebase, the smoke search strategies (`each`, `gallop`),
+//! exporting patched heads, halt reports, bisecting, and recovery after a crash.
+//! It returns data and emits events; it never prints.
+//!
+//! It must not parse command lines or format human output beyond report text.
+
+pub mod advance;
+pub mod bisect;
+pub mod context;
+pub mod demo;
+pub mod export;
+pub mod notify;
+pub mod probe;
+pub mod recover;
+pub mod replay;
+pub mod report;
+pub mod sandbox;
+pub mod search;
+pub mod start;
+pub mod status;
+
+pub use context::Integrate;

@@ -87,13 +87,19 @@ impl Store {
     /// Opens (creating if needed) the store in `dir`.
     pub fn open(dir: &Path) -> Result<Store, Error> {
         fs_err::create_dir_all(dir).map_err(|e| {
-            Error::failed(format!("cannot create lockstep's state directory {}", dir.display()))
-                .cause(e.to_string())
+            Error::failed(format!(
+                "cannot create lockstep's state directory {}",
+                dir.display()
+            ))
+            .cause(e.to_string())
         })?;
         let conn = Connection::open(dir.join("state.db")).map_err(db_error)?;
-        conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(db_error)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(db_error)?;
-        conn.pragma_update(None, "synchronous", "FULL").map_err(db_error)?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(db_error)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(db_error)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(db_error)?;
         conn.execute_batch(SCHEMA).map_err(db_error)?;
         Ok(Store {
             conn,
@@ -122,7 +128,10 @@ impl Store {
     pub fn update(&self, id: i64, state: &impl Serialize) -> Result<(), Error> {
         let state = serde_json::to_string(state).map_err(|e| Error::failed(e.to_string()))?;
         self.conn
-            .execute("UPDATE journal SET state = ?2 WHERE id = ?1", params![id, state])
+            .execute(
+                "UPDATE journal SET state = ?2 WHERE id = ?1",
+                params![id, state],
+            )
             .map_err(db_error)?;
         Ok(())
     }
@@ -140,15 +149,20 @@ impl Store {
 
     /// The newest unfinished operation, if any.
     pub fn unfinished(&self) -> Result<Option<Op>, Error> {
-        self.conn
-            .query_row(
+        Ok(self.unfinished_all()?.into_iter().next())
+    }
+
+    /// Every unfinished operation, newest first (the order to recover them in).
+    pub fn unfinished_all(&self) -> Result<Vec<Op>, Error> {
+        let mut stmt = self
+            .conn
+            .prepare(
                 "SELECT id, kind, state, started_at, finished_at, outcome FROM journal
-                 WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1",
-                [],
-                row_to_op,
+                 WHERE finished_at IS NULL ORDER BY id DESC",
             )
-            .optional()
-            .map_err(db_error)
+            .map_err(db_error)?;
+        let rows = stmt.query_map([], row_to_op).map_err(db_error)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(db_error)
     }
 
     /// The newest operations, newest first.
@@ -191,7 +205,15 @@ impl Store {
             .execute(
                 "INSERT OR REPLACE INTO probes (key, commit_sha, outcome, detail, log, seconds, at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![rec.key, rec.commit, rec.outcome, rec.detail, rec.log, rec.seconds, now()],
+                params![
+                    rec.key,
+                    rec.commit,
+                    rec.outcome,
+                    rec.detail,
+                    rec.log,
+                    rec.seconds,
+                    now()
+                ],
             )
             .map_err(db_error)?;
         Ok(())
@@ -201,14 +223,18 @@ impl Store {
     pub fn get<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, Error> {
         let text: Option<String> = self
             .conn
-            .query_row("SELECT value FROM records WHERE name = ?1", params![name], |r| r.get(0))
+            .query_row(
+                "SELECT value FROM records WHERE name = ?1",
+                params![name],
+                |r| r.get(0),
+            )
             .optional()
             .map_err(db_error)?;
         match text {
             None => Ok(None),
-            Some(t) => serde_json::from_str(&t)
-                .map(Some)
-                .map_err(|e| Error::failed(format!("stored record `{name}` is unreadable")).cause(e.to_string())),
+            Some(t) => serde_json::from_str(&t).map(Some).map_err(|e| {
+                Error::failed(format!("stored record `{name}` is unreadable")).cause(e.to_string())
+            }),
         }
     }
 
@@ -252,7 +278,9 @@ mod tests {
     fn journal_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let id = store.begin("advance", &serde_json::json!({"to": "abc"})).unwrap();
+        let id = store
+            .begin("advance", &serde_json::json!({"to": "abc"}))
+            .unwrap();
         let op = store.unfinished().unwrap().unwrap();
         assert_eq!(op.id, id);
         assert_eq!(op.state["to"], "abc");
@@ -261,7 +289,10 @@ mod tests {
         // Survives reopening.
         drop(store);
         let store = Store::open(dir.path()).unwrap();
-        assert_eq!(store.history(5).unwrap()[0].outcome.as_deref(), Some("done"));
+        assert_eq!(
+            store.history(5).unwrap()[0].outcome.as_deref(),
+            Some("done")
+        );
     }
 
     #[test]

@@ -33,7 +33,9 @@ impl RepoLock {
             .create(true)
             .truncate(false)
             .open(&path)
-            .map_err(|e| Error::failed(format!("cannot open {}", path.display())).cause(e.to_string()))?;
+            .map_err(|e| {
+                Error::failed(format!("cannot open {}", path.display())).cause(e.to_string())
+            })?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -48,7 +50,9 @@ impl RepoLock {
                 .hint("wait for it to finish, or stop it; a lock whose holder died is taken over automatically"));
             }
             Err(TryLockError::Error(e)) => {
-                return Err(Error::failed(format!("cannot lock {}", path.display())).cause(e.to_string()))
+                return Err(
+                    Error::failed(format!("cannot lock {}", path.display())).cause(e.to_string())
+                )
             }
         }
         let holder = Holder {
@@ -58,7 +62,11 @@ impl RepoLock {
         };
         file.set_len(0)?;
         file.seek(SeekFrom::Start(0))?;
-        file.write_all(serde_json::to_string(&holder).unwrap_or_default().as_bytes())?;
+        file.write_all(
+            serde_json::to_string(&holder)
+                .unwrap_or_default()
+                .as_bytes(),
+        )?;
         Ok(RepoLock { _file: file })
     }
 }
@@ -71,7 +79,9 @@ mod tests {
     fn second_holder_is_refused_then_admitted_after_release() {
         let dir = tempfile::tempdir().unwrap();
         let first = RepoLock::acquire(dir.path(), "integrate loop").unwrap();
-        let err = RepoLock::acquire(dir.path(), "integrate next").err().unwrap();
+        let err = RepoLock::acquire(dir.path(), "integrate next")
+            .err()
+            .unwrap();
         assert!(err.message.contains("integrate loop"), "{}", err.message);
         drop(first);
         RepoLock::acquire(dir.path(), "integrate next").unwrap();

@@ -1,1 +1,34 @@
-fn main() {}
+//! The `lockstep` command: parses arguments, dispatches to the engines, prints.
+//! No logic lives here; see the `lockstep-*` crates.
+
+mod cli;
+mod integrate;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    output::init_tracing(cli.verbose);
+    let code = match dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprint!("{}", err.render());
+            err.exit_code()
+        }
+    };
+    ExitCode::from(code as u8)
+}
+
+fn dispatch(cli: cli::Cli) -> Result<i32, lockstep_core::Error> {
+    let cwd = std::env::current_dir()?;
+    match cli.command {
+        cli::Command::Integrate(cmd) => {
+            let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;
+            integrate::run(cmd, &loaded)
+        }
+        cli::Command::Demo(args) => integrate::demo(args),
+    }
+}

@@ -1,0 +1,342 @@
+//! Advancing the pin: `integrate next`, and the commits the loop makes.
+//!
+//! An advance is journaled before it acts: the submodule moves to the new
+//! (replayed) head, exactly the submodule path is staged, the superproject gets
+//! `Advance <upstream> to <sha>: <subject> (<author> on <date>) (<k> of <n>)`,
+//! and the patched head is exported. A rerun after a crash finishes it.
+
+use lockstep_core::Error;
+use lockstep_git::{Commit, Oid};
+use serde::{Deserialize, Serialize};
+
+use crate::replay::{load_stack, replay, Dropped, Replay};
+use crate::report::{ConflictInfo, Halt, HaltKind};
+use crate::Integrate;
+
+/// Journaled state of one advance.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdvanceJournal {
+    pub target: Oid,
+    pub superproject_before: Oid,
+    pub submodule_before: Oid,
+    pub new_head: Oid,
+    pub message: String,
+    pub export: bool,
+}
+
+/// A planned advance.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub target: Commit,
+    /// The new submodule head (the target itself when nothing is carried).
+    pub head: Oid,
+    pub dropped: Vec<Dropped>,
+    /// 1-based position of the target in the pending list and its length.
+    pub position: usize,
+    pub pending: usize,
+    pub message: String,
+}
+
+/// What `integrate next` did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum NextOutcome {
+    UpToDate,
+    WouldAdvance {
+        plan: Plan,
+    },
+    WouldConflict {
+        target: Commit,
+        conflict: ConflictInfo,
+    },
+    Advanced {
+        plan: Plan,
+        superproject_commit: Oid,
+        export: Option<String>,
+    },
+    Conflict {
+        halt: Box<Halt>,
+    },
+}
+
+/// Options of `integrate next`.
+#[derive(Debug, Clone, Default)]
+pub struct NextOptions {
+    pub to: Option<String>,
+    pub no_export: bool,
+    pub dry_run: bool,
+}
+
+impl Integrate<'_> {
+    /// `integrate next`.
+    pub fn next(&self, opts: &NextOptions) -> Result<NextOutcome, Error> {
+        let _lock = if opts.dry_run {
+            None
+        } else {
+            Some(self.lock("integrate next")?)
+        };
+        let _session = if opts.dry_run {
+            None
+        } else {
+            Some(self.begin_session("integrate next")?)
+        };
+        self.require_clean()?;
+        let status = self.status(false)?;
+        let (target, position) = match &opts.to {
+            None => match status.pending.first() {
+                Some(c) => (c.clone(), 1),
+                None if status.upstream_head != status.merge_base => {
+                    // Only untracked commits remain: take upstream head itself.
+                    (self.sub.commit(&status.upstream_head)?, 0)
+                }
+                None => return Ok(NextOutcome::UpToDate),
+            },
+            Some(rev) => self.resolve_target(
+                rev,
+                &status.merge_base,
+                &status.upstream_head,
+                &status.pending,
+            )?,
+        };
+        let stack = load_stack(&self.sub, &status.merge_base, &status.current)?;
+        let replayed = if stack.is_empty() {
+            Replay::Applied {
+                head: target.sha.clone(),
+                kept: vec![],
+                dropped: vec![],
+            }
+        } else {
+            replay(&self.sub, &stack, &target.sha)?
+        };
+        match replayed {
+            Replay::Conflict {
+                sha,
+                subject,
+                files,
+            } => {
+                let conflict = ConflictInfo {
+                    patch: sha,
+                    subject,
+                    files,
+                };
+                if opts.dry_run {
+                    return Ok(NextOutcome::WouldConflict { target, conflict });
+                }
+                let halt = self.conflict_halt(&target, &status.merge_base, conflict)?;
+                Ok(NextOutcome::Conflict {
+                    halt: Box::new(halt),
+                })
+            }
+            Replay::Applied { head, dropped, .. } => {
+                let plan = self.plan(target, head, dropped, position, status.pending.len());
+                if opts.dry_run {
+                    return Ok(NextOutcome::WouldAdvance { plan });
+                }
+                let (superproject_commit, export) = self.commit_advance(&plan, !opts.no_export)?;
+                if let Some(halt) = self.halt()? {
+                    if self.sub.is_ancestor(&halt.culprit.sha, &plan.target.sha)? {
+                        self.clear_halt()?;
+                    }
+                }
+                Ok(NextOutcome::Advanced {
+                    plan,
+                    superproject_commit,
+                    export,
+                })
+            }
+        }
+    }
+
+    /// Resolves `--to REV` inside the pending range; returns the commit and its
+    /// 1-based position among the pending affecting commits (the number of
+    /// pending commits it includes).
+    fn resolve_target(
+        &self,
+        rev: &str,
+        base: &str,
+        upstream: &str,
+        pending: &[Commit],
+    ) -> Result<(Commit, usize), Error> {
+        let range_hint = || {
+            format!(
+                "the pending range is {}..{} ({} affecting commits); `lockstep integrate status` lists them",
+                crate::report::short(base),
+                crate::report::short(upstream),
+                pending.len()
+            )
+        };
+        let Some(sha) = self.sub.resolve(rev)? else {
+            return Err(Error::usage(format!(
+                "`{rev}` does not name exactly one commit in the submodule"
+            ))
+            .cause("it is unknown, or an ambiguous abbreviation")
+            .hint(range_hint()));
+        };
+        let in_range = sha != base
+            && self.sub.is_ancestor(base, &sha)?
+            && self.sub.is_ancestor(&sha, upstream)?;
+        if !in_range {
+            return Err(
+                Error::usage(format!("`{rev}` ({sha}) is not in the pending range"))
+                    .hint(range_hint()),
+            );
+        }
+        if let Some(i) = pending.iter().position(|c| c.sha == sha) {
+            return Ok((pending[i].clone(), i + 1));
+        }
+        // An untracked commit: count the pending commits it includes.
+        let (mut lo, mut hi) = (0usize, pending.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.sub.is_ancestor(&pending[mid].sha, &sha)? {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok((self.sub.commit(&sha)?, lo))
+    }
+
+    /// Builds the commit message and plan for advancing to `target`.
+    pub fn plan(
+        &self,
+        target: Commit,
+        head: Oid,
+        dropped: Vec<Dropped>,
+        position: usize,
+        pending: usize,
+    ) -> Plan {
+        let date = target.date.get(..10).unwrap_or(&target.date).to_string();
+        let mut message = format!(
+            "Advance {} to {}: {} ({} on {}) ({} of {})\n",
+            self.cfg.upstream_name,
+            target.sha,
+            target.subject,
+            target.author,
+            date,
+            position,
+            pending
+        );
+        if !dropped.is_empty() {
+            message.push('\n');
+            for d in &dropped {
+                message.push_str(&format!(
+                    "Lockstep-Dropped-Patch: {} {}\n",
+                    d.sha, d.subject
+                ));
+            }
+        }
+        Plan {
+            target,
+            head,
+            dropped,
+            position,
+            pending,
+            message,
+        }
+    }
+
+    /// Moves the submodule, commits the new pin, exports. Journaled.
+    pub fn commit_advance(
+        &self,
+        plan: &Plan,
+        export: bool,
+    ) -> Result<(Oid, Option<String>), Error> {
+        let state = AdvanceJournal {
+            target: plan.target.sha.clone(),
+            superproject_before: self.superproject.head()?,
+            submodule_before: self.sub.head()?,
+            new_head: plan.head.clone(),
+            message: plan.message.clone(),
+            export,
+        };
+        let id = self.store.begin("advance", &state)?;
+        self.finish_advance(id, &state)
+    }
+
+    /// Rolls an advance forward from wherever it stopped.
+    pub(crate) fn finish_advance(
+        &self,
+        id: i64,
+        state: &AdvanceJournal,
+    ) -> Result<(Oid, Option<String>), Error> {
+        let head = self.superproject.head()?;
+        let committed = if head == state.superproject_before {
+            false
+        } else {
+            let parent = self.superproject.resolve("HEAD^")?;
+            if parent.as_deref() == Some(state.superproject_before.as_str())
+                && self.pin()? == state.new_head
+            {
+                true
+            } else {
+                return Err(Error::failed(
+                    "cannot finish the interrupted advance: the superproject moved",
+                )
+                .cause(format!(
+                    "expected HEAD at {} or one commit after it",
+                    state.superproject_before
+                ))
+                .hint("run `lockstep integrate abort` to drop the interrupted step"));
+            }
+        };
+        let current = self.sub.head()?;
+        crate::recover::checkout_submodule(
+            self,
+            &state.new_head,
+            &[&current, &state.new_head, &state.submodule_before],
+        )?;
+        let commit = if committed {
+            head
+        } else {
+            self.superproject
+                .stage_gitlink(&self.cfg.submodule, &state.new_head)?;
+            let commit = self.superproject.commit_staged(&state.message, false)?;
+            self.emit(lockstep_core::events::Event::Advanced {
+                commit: state.target.clone(),
+                superproject_commit: commit.clone(),
+                message: state.message.lines().next().unwrap_or("").to_string(),
+            });
+            commit
+        };
+        let exported = if state.export {
+            Some(self.export_head(&state.new_head)?.describe())
+        } else {
+            None
+        };
+        self.store.finish(id, "done")?;
+        Ok((commit, exported))
+    }
+
+    /// Records a conflict halt at `target`.
+    pub(crate) fn conflict_halt(
+        &self,
+        target: &Commit,
+        last_good: &str,
+        conflict: ConflictInfo,
+    ) -> Result<Halt, Error> {
+        let last_good = self.sub.commit(last_good)?;
+        let (untracked, untracked_total) = self.untracked_between(&last_good.sha, &target.sha)?;
+        self.record_halt(Halt {
+            kind: HaltKind::Conflict,
+            culprit: target.clone(),
+            last_good,
+            at_pin: false,
+            branch: self.superproject.current_branch()?.unwrap_or_default(),
+            superproject_head: self.superproject.head()?,
+            probe_head: None,
+            conflict: Some(conflict),
+            log: None,
+            exit: None,
+            skipped: vec![],
+            untracked,
+            untracked_total,
+            smoke: self.cfg.smoke.clone(),
+            submodule: self.cfg.submodule.clone(),
+            superproject: self.superproject.dir().display().to_string(),
+            link: self.commit_link(&target.sha),
+            report_path: String::new(),
+            created_at: jiff::Timestamp::now().to_string(),
+        })
+    }
+}

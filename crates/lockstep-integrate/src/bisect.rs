@@ -1,0 +1,327 @@
+//! `integrate bisect`: find the first bad commit with a user command, with the
+//! submodule's carried patches handled.
+//!
+//! Submodule mode (default) bisects upstream commits: at every step the
+//! pristine upstream commit gets the carried patch stack replayed onto it, the
+//! result is checked out, and the command runs in the superproject. Superproject
+//! mode bisects the integrate branch itself, updating the submodule at every
+//! step (what `git bisect` alone does not do). Exit codes follow
+//! `git bisect run`: 0 good, 125 skip, 1-127 bad, anything else aborts.
+//! Verdicts are cached in the store like smoke results.
+
+use std::time::Duration;
+
+use lockstep_core::events::Event;
+use lockstep_core::process::{self, Spec};
+use lockstep_core::Error;
+use lockstep_git::{Commit, Oid};
+use lockstep_store::ProbeRecord;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::probe::{Prober, Verdict};
+use crate::replay::load_stack;
+use crate::search::narrow;
+use crate::Integrate;
+
+/// Options of `integrate bisect`.
+#[derive(Debug, Clone)]
+pub struct BisectOptions {
+    pub good: String,
+    pub bad: String,
+    pub superproject: bool,
+    pub command: Vec<String>,
+    pub timeout: Option<Duration>,
+}
+
+/// One tested commit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    pub commit: Commit,
+    pub verdict: Verdict,
+    pub cached: bool,
+    pub log: Option<String>,
+}
+
+/// What the bisect found.
+#[derive(Debug, Clone, Serialize)]
+pub struct BisectResult {
+    pub mode: String,
+    pub first_bad: Commit,
+    pub last_good: Option<Commit>,
+    /// Untestable commits that lie between the last good and the first bad:
+    /// the first bad commit may be any of them.
+    pub ambiguous: Vec<Oid>,
+    pub candidates: usize,
+    pub steps: Vec<Step>,
+    pub runs: usize,
+}
+
+/// Journal of a superproject bisect (to return the user's checkout).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SuperBisectJournal {
+    pub original_branch: Option<String>,
+    pub original_head: Oid,
+}
+
+impl Integrate<'_> {
+    /// `integrate bisect`.
+    pub fn bisect(&self, opts: &BisectOptions) -> Result<BisectResult, Error> {
+        if opts.command.is_empty() {
+            return Err(Error::usage("no command to bisect with").hint(
+                "pass it after `--`: lockstep integrate bisect --good A --bad B -- ./repro.sh",
+            ));
+        }
+        let _lock = self.lock("integrate bisect")?;
+        let _session = self.begin_session("integrate bisect")?;
+        self.require_clean()?;
+        if opts.superproject {
+            self.bisect_superproject(opts)
+        } else {
+            self.bisect_submodule(opts)
+        }
+    }
+
+    fn candidates_in(
+        &self,
+        repo: &lockstep_git::Repo,
+        good: &str,
+        bad: &str,
+        first_parent: bool,
+    ) -> Result<Vec<Commit>, Error> {
+        let good_sha = repo.must_resolve(good)?;
+        let bad_sha = repo.must_resolve(bad)?;
+        if !repo.is_ancestor(&good_sha, &bad_sha)? || good_sha == bad_sha {
+            return Err(
+                Error::usage(format!("--good {good} is not an ancestor of --bad {bad}"))
+                    .hint("give an older good commit and a newer bad one"),
+            );
+        }
+        let exclude = format!("^{good_sha}");
+        let mut args = vec![bad_sha.as_str(), exclude.as_str()];
+        if first_parent {
+            args.insert(0, "--first-parent");
+        } else {
+            args.insert(0, "--ancestry-path");
+        }
+        repo.log(&args, &[])
+    }
+
+    fn bisect_submodule(&self, opts: &BisectOptions) -> Result<BisectResult, Error> {
+        let upstream = self.upstream_head()?;
+        let current = self.sub.head()?;
+        let merge_base = self
+            .sub
+            .merge_base(&current, &upstream)?
+            .unwrap_or_else(|| current.clone());
+        // Patched commits given as good/bad stand for their upstream base.
+        let to_upstream = |rev: &str| -> Result<Oid, Error> {
+            let sha = self.sub.must_resolve(rev)?;
+            Ok(self.sub.merge_base(&sha, &upstream)?.unwrap_or(sha))
+        };
+        let good = to_upstream(&opts.good)?;
+        let bad = to_upstream(&opts.bad)?;
+        let candidates = self.candidates_in(&self.sub, &good, &bad, false)?;
+        let stack = load_stack(&self.sub, &merge_base, &current)?;
+        let mut prober = Prober::new(self, stack, opts.command.clone(), opts.timeout, "bisect")?;
+        let n = candidates.len();
+        let mut steps = Vec::new();
+        let mut skipped = Vec::new();
+        let result = narrow(-1, n - 1, &mut skipped, |m| {
+            let probe = prober.probe(&candidates[m], m + 1, n)?;
+            check_abort(&probe.exit)?;
+            steps.push(Step {
+                commit: probe.commit.clone(),
+                verdict: probe.verdict,
+                cached: probe.cached,
+                log: probe.log.clone(),
+            });
+            Ok(probe.verdict)
+        });
+        let runs = prober.runs;
+        let restored = prober.finish();
+        let (lo, hi) = result?;
+        restored?;
+        Ok(self.bisect_result(
+            "submodule",
+            &candidates,
+            lo,
+            hi,
+            &skipped,
+            steps,
+            runs,
+            &good,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn bisect_result(
+        &self,
+        mode: &str,
+        candidates: &[Commit],
+        lo: isize,
+        hi: usize,
+        skipped: &[usize],
+        steps: Vec<Step>,
+        runs: usize,
+        good: &str,
+    ) -> BisectResult {
+        let last_good = if lo >= 0 {
+            Some(candidates[lo as usize].clone())
+        } else {
+            self.sub
+                .commit(good)
+                .ok()
+                .or_else(|| self.superproject.commit(good).ok())
+        };
+        BisectResult {
+            mode: mode.into(),
+            first_bad: candidates[hi].clone(),
+            last_good,
+            ambiguous: skipped
+                .iter()
+                .filter(|&&s| (s as isize) > lo && s < hi)
+                .map(|&s| candidates[s].sha.clone())
+                .collect(),
+            candidates: candidates.len(),
+            steps,
+            runs,
+        }
+    }
+
+    fn bisect_superproject(&self, opts: &BisectOptions) -> Result<BisectResult, Error> {
+        let sp = &self.superproject;
+        let candidates = self.candidates_in(sp, &opts.good, &opts.bad, true)?;
+        let good_sha = sp.must_resolve(&opts.good)?;
+        let state = SuperBisectJournal {
+            original_branch: sp.current_branch()?,
+            original_head: sp.head()?,
+        };
+        let id = self.store.begin("bisect-superproject", &state)?;
+        let run_dir = self.run_dir("bisect")?;
+        let n = candidates.len();
+        let mut steps = Vec::new();
+        let mut skipped = Vec::new();
+        let mut runs = 0;
+        let result = narrow(-1, n - 1, &mut skipped, |m| {
+            let commit = &candidates[m];
+            let key = {
+                let mut h = Sha256::new();
+                h.update(b"superproject\0");
+                h.update(sp.tree_of(&commit.sha)?.as_bytes());
+                for w in &opts.command {
+                    h.update(b"\0");
+                    h.update(w.as_bytes());
+                }
+                hex::encode(h.finalize())
+            };
+            if let Some(rec) = self.store.probe(&key)? {
+                let verdict = parse_verdict(&rec.outcome);
+                steps.push(Step {
+                    commit: commit.clone(),
+                    verdict,
+                    cached: true,
+                    log: rec.log,
+                });
+                return Ok(verdict);
+            }
+            self.emit(Event::ProbeStarted {
+                commit: commit.sha.clone(),
+                subject: commit.subject.clone(),
+                position: m + 1,
+                total: n,
+            });
+            sp.git(&["checkout", "-q", "--detach", &commit.sha])?;
+            let pin = self.pin()?;
+            let current = self.sub.head()?;
+            crate::recover::checkout_submodule(self, &pin, &[&current, &pin])?;
+            let log = run_dir.join(format!("bisect-{}.log", crate::report::short(&commit.sha)));
+            let spec = Spec {
+                argv: opts.command.clone(),
+                cwd: sp.dir().to_path_buf(),
+                env: vec![("LOCKSTEP_PROBE_COMMIT".into(), commit.sha.clone())],
+                timeout: opts.timeout,
+                log: log.clone(),
+            };
+            let done = process::run(&spec, |_| {})?;
+            runs += 1;
+            check_abort(&Some(done.exit.describe()))?;
+            let verdict = Verdict::from_exit(done.exit);
+            self.store.put_probe(&ProbeRecord {
+                key,
+                commit: commit.sha.clone(),
+                outcome: verdict.as_str().into(),
+                detail: done.exit.describe(),
+                log: Some(log.display().to_string()),
+                seconds: done.elapsed.as_secs_f64(),
+            })?;
+            self.emit(Event::ProbeFinished {
+                commit: commit.sha.clone(),
+                outcome: verdict.as_str().into(),
+                cached: false,
+                seconds: done.elapsed.as_secs_f64(),
+            });
+            steps.push(Step {
+                commit: commit.clone(),
+                verdict,
+                cached: false,
+                log: Some(log.display().to_string()),
+            });
+            Ok(verdict)
+        });
+        let restored = self.restore_superproject(&state);
+        self.store.finish(id, "done")?;
+        let (lo, hi) = result?;
+        restored?;
+        Ok(self.bisect_result(
+            "superproject",
+            &candidates,
+            lo,
+            hi,
+            &skipped,
+            steps,
+            runs,
+            &good_sha,
+        ))
+    }
+
+    /// Returns the superproject (and its submodule) to where the user was.
+    pub(crate) fn restore_superproject(&self, state: &SuperBisectJournal) -> Result<(), Error> {
+        let sp = &self.superproject;
+        match &state.original_branch {
+            Some(b) => sp.git(&["checkout", "-q", b])?,
+            None => sp.git(&["checkout", "-q", "--detach", &state.original_head])?,
+        };
+        let pin = self.pin()?;
+        let current = self.sub.head()?;
+        crate::recover::checkout_submodule(self, &pin, &[&current, &pin])
+    }
+}
+
+fn parse_verdict(s: &str) -> Verdict {
+    match s {
+        "good" => Verdict::Good,
+        "skip" => Verdict::Skip,
+        _ => Verdict::Bad,
+    }
+}
+
+/// `git bisect run` aborts on exit codes of 128 and above (and signals).
+fn check_abort(exit: &Option<String>) -> Result<(), Error> {
+    let Some(text) = exit else { return Ok(()) };
+    let code = text
+        .strip_prefix("exit status ")
+        .and_then(|c| c.parse::<i32>().ok());
+    let abort = match code {
+        Some(c) => !(0..128).contains(&c),
+        None => text.starts_with("killed by signal"),
+    };
+    if abort {
+        return Err(
+            Error::failed(format!("the bisect command {text}; bisect aborted"))
+                .cause("as with `git bisect run`, exit codes of 128 and above (and signals) abort")
+                .hint("make the command exit 0 (good), 1-127 (bad) or 125 (skip)"),
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! The integrate context: the superproject, the pinned submodule inside it, the
+//! configuration and the store, resolved once per command.
+
+use std::path::{Path, PathBuf};
+
+use lockstep_core::config::{IntegrateConfig, Loaded};
+use lockstep_core::events::{Event, EventSink};
+use lockstep_core::Error;
+use lockstep_git::{Oid, Repo};
+use lockstep_store::{RepoLock, Store};
+
+/// Everything an integrate command works on.
+pub struct Integrate<'a> {
+    pub cfg: IntegrateConfig,
+    pub superproject: Repo,
+    pub sub: Repo,
+    pub store: Store,
+    /// `<git common dir>/lockstep`: store, lock, reports, logs.
+    pub state_dir: PathBuf,
+    pub sink: &'a dyn EventSink,
+    /// Whether the loaded configuration came from a file (vs defaults).
+    pub config_path: Option<PathBuf>,
+}
+
+impl<'a> Integrate<'a> {
+    /// Resolves the superproject from the configuration's directory and checks
+    /// that the submodule is there.
+    pub fn open(loaded: &Loaded, sink: &'a dyn EventSink) -> Result<Integrate<'a>, Error> {
+        let superproject = Repo::discover(&loaded.root)?;
+        let cfg = loaded.config.integrate.clone();
+        let sub_dir = superproject.dir().join(&cfg.submodule);
+        if !sub_dir.join(".git").exists() {
+            return Err(Error::usage(format!(
+                "the submodule `{}` is not checked out in {}",
+                cfg.submodule,
+                superproject.dir().display()
+            ))
+            .hint(format!(
+                "run `git submodule update --init {}`, or set [integrate] submodule in lockstep.toml",
+                cfg.submodule
+            )));
+        }
+        let state_dir = superproject.common_dir()?.join("lockstep");
+        let store = Store::open(&state_dir)?;
+        Ok(Integrate {
+            cfg,
+            sub: Repo::new(sub_dir),
+            superproject,
+            store,
+            state_dir,
+            sink,
+            config_path: loaded.path.clone(),
+        })
+    }
+
+    /// Takes the per-repository integrate lock.
+    pub fn lock(&self, command: &str) -> Result<RepoLock, Error> {
+        RepoLock::acquire(&self.state_dir, command)
+    }
+
+    pub fn emit(&self, event: Event) {
+        self.sink.emit(event);
+    }
+
+    pub fn info(&self, message: impl Into<String>) {
+        self.sink.emit(Event::Info {
+            message: message.into(),
+        });
+    }
+
+    pub fn warn(&self, message: impl Into<String>) {
+        self.sink.emit(Event::Warn {
+            message: message.into(),
+        });
+    }
+
+    /// `refs/remotes/<upstream-remote>/<upstream-branch>`.
+    pub fn upstream_ref(&self) -> String {
+        format!(
+            "refs/remotes/{}/{}",
+            self.cfg.upstream_remote, self.cfg.upstream_branch
+        )
+    }
+
+    /// Where upstream is, fetching it first when it was never fetched.
+    pub fn upstream_head(&self) -> Result<Oid, Error> {
+        if let Some(sha) = self.sub.resolve(&self.upstream_ref())? {
+            return Ok(sha);
+        }
+        self.fetch_upstream()?;
+        self.sub.resolve(&self.upstream_ref())?.ok_or_else(|| {
+            Error::usage(format!(
+                "upstream branch `{}` of remote `{}` does not exist",
+                self.cfg.upstream_branch, self.cfg.upstream_remote
+            ))
+            .hint("check [integrate] upstream-remote and upstream-branch in lockstep.toml")
+        })
+    }
+
+    /// Makes sure the upstream remote exists (from `upstream-url`) and fetches it.
+    pub fn fetch_upstream(&self) -> Result<(), Error> {
+        let remote = &self.cfg.upstream_remote;
+        match (&self.cfg.upstream_url, self.sub.remote_url(remote)?) {
+            (Some(url), _) => self.sub.ensure_remote(remote, url)?,
+            (None, Some(_)) => {}
+            (None, None) => {
+                return Err(Error::usage(format!(
+                    "the submodule has no remote `{remote}` and no upstream-url is configured"
+                ))
+                .hint("set [integrate] upstream-url in lockstep.toml, or add the remote with `git remote add`"))
+            }
+        }
+        self.info(format!("fetching {remote}"));
+        let refspec = format!(
+            "+refs/heads/{b}:refs/remotes/{remote}/{b}",
+            b = self.cfg.upstream_branch
+        );
+        self.sub.fetch(remote, &[&refspec])
+    }
+
+    /// The submodule commit recorded in the superproject's HEAD.
+    pub fn pin(&self) -> Result<Oid, Error> {
+        self.superproject
+            .gitlink("HEAD", &self.cfg.submodule)?
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "HEAD of {} has no submodule at `{}`",
+                    self.superproject.dir().display(),
+                    self.cfg.submodule
+                ))
+                .hint("set [integrate] submodule to the path of the pinned submodule")
+            })
+    }
+
+    /// Superproject changes other than the submodule pointer, as `XY path` lines.
+    pub fn superproject_dirt(&self) -> Result<Vec<String>, Error> {
+        Ok(self
+            .superproject
+            .dirty()?
+            .into_iter()
+            .filter(|d| d.path != self.cfg.submodule)
+            .map(|d| format!("{} {}", d.code, d.path))
+            .collect())
+    }
+
+    /// Refuses to act on uncommitted work, naming the files.
+    pub fn require_clean(&self) -> Result<(), Error> {
+        let dirt = self.superproject_dirt()?;
+        if !dirt.is_empty() {
+            return Err(dirty_error(self.superproject.dir(), &dirt));
+        }
+        let sub_dirt: Vec<String> = self
+            .sub
+            .dirty()?
+            .into_iter()
+            .map(|d| format!("{} {}", d.code, d.path))
+            .collect();
+        if !sub_dirt.is_empty() {
+            return Err(dirty_error(self.sub.dir(), &sub_dirt));
+        }
+        Ok(())
+    }
+
+    /// The superproject's current branch, required for commits and exports.
+    pub fn branch(&self) -> Result<String, Error> {
+        self.superproject.current_branch()?.ok_or_else(|| {
+            Error::usage("the superproject's HEAD is detached").hint(
+                "check out the integrate branch (or start one with `lockstep integrate start`)",
+            )
+        })
+    }
+
+    /// Directory name of the superproject (`{repo}` in the export branch).
+    pub fn repo_name(&self) -> String {
+        self.superproject
+            .dir()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "repo".into())
+    }
+
+    /// A new directory for one run's logs and reports.
+    pub fn run_dir(&self, label: &str) -> Result<PathBuf, Error> {
+        let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S").to_string();
+        let base = self.state_dir.join("runs");
+        for n in 0.. {
+            let dir = base.join(if n == 0 {
+                format!("{stamp}-{label}")
+            } else {
+                format!("{stamp}-{label}-{n}")
+            });
+            if !dir.exists() {
+                fs_err::create_dir_all(&dir)?;
+                return Ok(dir);
+            }
+        }
+        unreachable!("the loop above returns")
+    }
+
+    /// Link to an upstream commit, when `commit-url` is configured.
+    pub fn commit_link(&self, sha: &str) -> Option<String> {
+        self.cfg
+            .commit_url
+            .as_ref()
+            .map(|u| u.replace("{sha}", sha))
+    }
+}
+
+fn dirty_error(dir: &Path, dirt: &[String]) -> Error {
+    let mut err = Error::usage(format!(
+        "{} has uncommitted changes; lockstep never discards them",
+        dir.display()
+    ));
+    for line in dirt.iter().take(20) {
+        err = err.cause(line.clone());
+    }
+    if dirt.len() > 20 {
+        err = err.cause(format!("... and {} more", dirt.len() - 20));
+    }
+    err.hint("commit or stash them (`git stash -u`), then rerun")
+}

@@ -1,0 +1,141 @@
+//! Publishing patched submodule heads so every pin the superproject records
+//! stays fetchable.
+//!
+//! The scheme is megabump's splice: the export branch only ever fast-forwards.
+//! When the pinned head is not already on the branch, a "splice" commit with the
+//! head's tree and two parents (the head, then the old branch tip) is pushed, so
+//! earlier rebased heads stay reachable and protected branches accept the push.
+//! Never a force push.
+
+use lockstep_core::Error;
+use lockstep_git::Oid;
+use serde::Serialize;
+
+use crate::Integrate;
+
+/// What an export did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum Exported {
+    /// The head is an upstream commit: nothing to publish.
+    PureUpstream { head: Oid },
+    /// The branch already contains the head.
+    AlreadyThere { branch: String, head: Oid },
+    /// The branch did not exist and now points at the head.
+    Created { branch: String, head: Oid },
+    /// A splice commit fast-forwarded the branch.
+    Spliced {
+        branch: String,
+        head: Oid,
+        splice: Oid,
+        previous: Oid,
+    },
+}
+
+impl Exported {
+    pub fn describe(&self) -> String {
+        match self {
+            Exported::PureUpstream { .. } => "nothing to export (pure upstream)".into(),
+            Exported::AlreadyThere { branch, .. } => format!("already on {branch}"),
+            Exported::Created { branch, head } => format!(
+                "pushed {} to new branch {branch}",
+                crate::report::short(head)
+            ),
+            Exported::Spliced { branch, splice, .. } => {
+                format!("spliced onto {branch} ({})", crate::report::short(splice))
+            }
+        }
+    }
+}
+
+impl Integrate<'_> {
+    /// The export branch name for the superproject's current branch.
+    pub fn export_branch(&self) -> Result<String, Error> {
+        let branch = self.branch()?;
+        Ok(self
+            .cfg
+            .export
+            .branch
+            .replace("{repo}", &self.repo_name())
+            .replace("{branch}", &branch))
+    }
+
+    /// `integrate export`: publishes the pin recorded in the superproject's HEAD.
+    pub fn export(&self) -> Result<Exported, Error> {
+        let _lock = self.lock("integrate export")?;
+        let _session = self.begin_session("integrate export")?;
+        let pin = self.pin()?;
+        self.export_head(&pin)
+    }
+
+    /// Publishes `head` with the splice scheme.
+    pub fn export_head(&self, head: &str) -> Result<Exported, Error> {
+        let upstream = self.upstream_head()?;
+        if self.sub.is_ancestor(head, &upstream)? {
+            return Ok(Exported::PureUpstream {
+                head: head.to_string(),
+            });
+        }
+        let remote = &self.cfg.export.remote;
+        let branch = self.export_branch()?;
+        let remote_ref = format!("refs/lockstep/export/{branch}");
+        let tip = self.sub.ls_remote_branch(remote, &branch).map_err(|e| {
+            e.context(format!(
+                "cannot read export branch `{branch}` from remote `{remote}`"
+            ))
+            .hint("check [integrate.export] remote in lockstep.toml")
+        })?;
+        let Some(tip) = tip else {
+            self.sub.push(remote, head, &branch)?;
+            return Ok(self.exported(Exported::Created {
+                branch,
+                head: head.to_string(),
+            }));
+        };
+        if tip == head {
+            return Ok(Exported::AlreadyThere {
+                branch,
+                head: head.to_string(),
+            });
+        }
+        if !self.sub.has_commit(&tip)? {
+            self.sub
+                .fetch(remote, &[&format!("+refs/heads/{branch}:{remote_ref}")])?;
+        }
+        if self.sub.is_ancestor(head, &tip)? {
+            return Ok(Exported::AlreadyThere {
+                branch,
+                head: head.to_string(),
+            });
+        }
+        let tree = self.sub.tree_of(head)?;
+        let message = format!("Splice submodule rebase {head} onto {tip}\n");
+        let splice = self
+            .sub
+            .commit_tree(&tree, &[head, &tip], &message, None, None)?;
+        self.sub.push(remote, &splice, &branch).map_err(|e| {
+            e.context(format!("the export branch `{branch}` moved while exporting"))
+                .hint("rerun `lockstep integrate export`; it splices onto the new tip (never a force push)")
+        })?;
+        Ok(self.exported(Exported::Spliced {
+            branch,
+            head: head.to_string(),
+            splice,
+            previous: tip,
+        }))
+    }
+
+    fn exported(&self, e: Exported) -> Exported {
+        if let Exported::Created { branch, .. } | Exported::Spliced { branch, .. } = &e {
+            self.emit(lockstep_core::events::Event::Exported {
+                branch: branch.clone(),
+                commit: match &e {
+                    Exported::Spliced { splice, .. } => splice.clone(),
+                    Exported::Created { head, .. } => head.clone(),
+                    _ => String::new(),
+                },
+            });
+        }
+        e
+    }
+}

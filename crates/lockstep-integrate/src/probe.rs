@@ -1,0 +1,390 @@
+//! Probing one upstream commit: replay the carried patches onto it, check the
+//! result out in the submodule, run the smoke command in the superproject, and
+//! cache the verdict in the store.
+//!
+//! The cache key is (superproject tree without the submodule entry, upstream
+//! commit, patch stack, smoke command): a rerun never repeats a smoke already
+//! run, and a fix committed in the superproject gets a fresh smoke.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lockstep_core::events::Event;
+use lockstep_core::process::{self, Exit, Spec};
+use lockstep_core::Error;
+use lockstep_git::{Commit, Oid};
+use lockstep_store::ProbeRecord;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::replay::{replay, Dropped, Replay, StackEntry};
+use crate::report::ConflictInfo;
+use crate::Integrate;
+
+/// The verdict on one commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Good,
+    Bad,
+    /// Untestable (exit 125), as `git bisect run` treats it.
+    Skip,
+    /// The carried patches do not apply (no smoke was run).
+    Conflict,
+}
+
+impl Verdict {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Verdict::Good => "good",
+            Verdict::Bad => "bad",
+            Verdict::Skip => "skip",
+            Verdict::Conflict => "conflict",
+        }
+    }
+
+    fn parse(s: &str) -> Verdict {
+        match s {
+            "good" => Verdict::Good,
+            "skip" => Verdict::Skip,
+            "conflict" => Verdict::Conflict,
+            _ => Verdict::Bad,
+        }
+    }
+
+    /// `git bisect run` semantics: 0 good, 125 skip, anything else bad.
+    pub fn from_exit(exit: Exit) -> Verdict {
+        match exit {
+            Exit::Code(0) => Verdict::Good,
+            Exit::Code(125) => Verdict::Skip,
+            _ => Verdict::Bad,
+        }
+    }
+}
+
+/// What probing one commit found.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub commit: Commit,
+    pub verdict: Verdict,
+    /// The patched head that was (or would be) tested.
+    pub head: Option<Oid>,
+    pub dropped: Vec<Dropped>,
+    pub conflict: Option<ConflictInfo>,
+    pub log: Option<String>,
+    pub exit: Option<String>,
+    pub cached: bool,
+}
+
+/// State journaled while probes move the submodule away from the pin.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProbeJournal {
+    /// Superproject HEAD when the search started.
+    pub superproject_head: Oid,
+    /// Submodule HEAD to return to when the superproject HEAD has not moved.
+    pub restore: Oid,
+    /// Process group of the running smoke, if any.
+    pub pgid: Option<i32>,
+    /// Submodule commit a checkout was moving to (its files may be half written).
+    #[serde(default)]
+    pub moving_to: Option<Oid>,
+}
+
+/// Runs probes for one search (one loop iteration or one bisect).
+pub struct Prober<'i, 'a> {
+    ig: &'i Integrate<'a>,
+    pub stack: Vec<StackEntry>,
+    pub command: Vec<String>,
+    timeout: Option<Duration>,
+    tree_key: String,
+    run_dir: PathBuf,
+    replays: HashMap<Oid, Replay>,
+    journal: Option<(i64, ProbeJournal)>,
+    /// Smoke processes actually started (cache hits excluded).
+    pub runs: usize,
+    pub cache_hits: usize,
+    /// What the submodule is checked out at now.
+    checked_out: Oid,
+}
+
+impl<'i, 'a> Prober<'i, 'a> {
+    /// Prepares probes against the current superproject HEAD.
+    pub fn new(
+        ig: &'i Integrate<'a>,
+        stack: Vec<StackEntry>,
+        command: Vec<String>,
+        timeout: Option<Duration>,
+        label: &str,
+    ) -> Result<Self, Error> {
+        if command.is_empty() {
+            return Err(Error::usage("no smoke command is configured")
+                .hint("set [integrate] smoke = [\"./build_tools/smoke.sh\"] in lockstep.toml"));
+        }
+        let tree_key = superproject_tree_key(ig)?;
+        let checked_out = ig.sub.head()?;
+        Ok(Prober {
+            ig,
+            stack,
+            command,
+            timeout,
+            tree_key,
+            run_dir: ig.run_dir(label)?,
+            replays: HashMap::new(),
+            journal: None,
+            runs: 0,
+            cache_hits: 0,
+            checked_out,
+        })
+    }
+
+    /// Replays the stack onto `commit` (memoized).
+    pub fn replay(&mut self, commit: &str) -> Result<Replay, Error> {
+        if let Some(r) = self.replays.get(commit) {
+            return Ok(r.clone());
+        }
+        let r = replay(&self.ig.sub, &self.stack, commit)?;
+        self.replays.insert(commit.to_string(), r.clone());
+        Ok(r)
+    }
+
+    fn key(&self, upstream: &str, patch_ids: &[String]) -> String {
+        let mut h = Sha256::new();
+        h.update(self.tree_key.as_bytes());
+        h.update(b"\0");
+        h.update(upstream.as_bytes());
+        for id in patch_ids {
+            h.update(b"\0p");
+            h.update(id.as_bytes());
+        }
+        for word in &self.command {
+            h.update(b"\0c");
+            h.update(word.as_bytes());
+        }
+        hex::encode(h.finalize())
+    }
+
+    /// Probes the current pin (the submodule HEAD, patches as they are).
+    pub fn probe_head(
+        &mut self,
+        commit: &Commit,
+        head: &str,
+        position: usize,
+        total: usize,
+    ) -> Result<Probe, Error> {
+        let ids: Vec<String> = self.stack.iter().map(|e| e.patch_id.clone()).collect();
+        self.run_probe(commit, head.to_string(), ids, Vec::new(), position, total)
+    }
+
+    /// Probes upstream `commit` with the carried patches replayed onto it.
+    pub fn probe(
+        &mut self,
+        commit: &Commit,
+        position: usize,
+        total: usize,
+    ) -> Result<Probe, Error> {
+        match self.replay(&commit.sha)? {
+            Replay::Conflict {
+                sha,
+                subject,
+                files,
+            } => Ok(Probe {
+                commit: commit.clone(),
+                verdict: Verdict::Conflict,
+                head: None,
+                dropped: Vec::new(),
+                conflict: Some(ConflictInfo {
+                    patch: sha,
+                    subject,
+                    files,
+                }),
+                log: None,
+                exit: None,
+                cached: false,
+            }),
+            Replay::Applied {
+                head,
+                kept,
+                dropped,
+            } => self.run_probe(commit, head, kept, dropped, position, total),
+        }
+    }
+
+    fn run_probe(
+        &mut self,
+        commit: &Commit,
+        head: Oid,
+        patch_ids: Vec<String>,
+        dropped: Vec<Dropped>,
+        position: usize,
+        total: usize,
+    ) -> Result<Probe, Error> {
+        let key = self.key(&commit.sha, &patch_ids);
+        if let Some(rec) = self.ig.store.probe(&key)? {
+            self.cache_hits += 1;
+            let verdict = Verdict::parse(&rec.outcome);
+            self.ig.emit(Event::ProbeFinished {
+                commit: commit.sha.clone(),
+                outcome: verdict.as_str().into(),
+                cached: true,
+                seconds: rec.seconds,
+            });
+            return Ok(Probe {
+                commit: commit.clone(),
+                verdict,
+                head: Some(head),
+                dropped,
+                conflict: None,
+                log: rec.log,
+                exit: Some(rec.detail),
+                cached: true,
+            });
+        }
+        self.ig.emit(Event::ProbeStarted {
+            commit: commit.sha.clone(),
+            subject: commit.subject.clone(),
+            position,
+            total,
+        });
+        self.begin_journal()?;
+        self.checkout(&head)?;
+        let log = self.run_dir.join(format!(
+            "smoke-{}.log",
+            &commit.sha[..12.min(commit.sha.len())]
+        ));
+        let spec = Spec {
+            argv: self.command.clone(),
+            cwd: self.ig.superproject.dir().to_path_buf(),
+            env: vec![
+                ("LOCKSTEP_PROBE_COMMIT".into(), commit.sha.clone()),
+                ("LOCKSTEP_PROBE_SUBJECT".into(), commit.subject.clone()),
+                ("LOCKSTEP_PROBE_HEAD".into(), head.clone()),
+                ("LOCKSTEP_SUBMODULE".into(), self.ig.cfg.submodule.clone()),
+                (
+                    "LOCKSTEP_SUPERPROJECT".into(),
+                    self.ig.superproject.dir().display().to_string(),
+                ),
+                ("LOCKSTEP_LOG".into(), log.display().to_string()),
+            ],
+            timeout: self.timeout,
+            log: log.clone(),
+        };
+        let journal = self.journal.clone();
+        let finished = process::run(&spec, |pgid| {
+            if let Some((id, mut state)) = journal {
+                state.pgid = Some(pgid);
+                let _ = self.ig.store.update(id, &state);
+            }
+        })?;
+        self.runs += 1;
+        let verdict = Verdict::from_exit(finished.exit);
+        let detail = match finished.exit {
+            Exit::TimedOut => format!(
+                "timed out after {} (smoke-timeout)",
+                humantime_secs(self.timeout.unwrap_or_default())
+            ),
+            other => other.describe(),
+        };
+        let log_text = log.display().to_string();
+        self.ig.store.put_probe(&ProbeRecord {
+            key,
+            commit: commit.sha.clone(),
+            outcome: verdict.as_str().into(),
+            detail: detail.clone(),
+            log: Some(log_text.clone()),
+            seconds: finished.elapsed.as_secs_f64(),
+        })?;
+        self.ig.emit(Event::ProbeFinished {
+            commit: commit.sha.clone(),
+            outcome: verdict.as_str().into(),
+            cached: false,
+            seconds: finished.elapsed.as_secs_f64(),
+        });
+        Ok(Probe {
+            commit: commit.clone(),
+            verdict,
+            head: Some(head),
+            dropped,
+            conflict: None,
+            log: Some(log_text),
+            exit: Some(detail),
+            cached: false,
+        })
+    }
+
+    fn begin_journal(&mut self) -> Result<(), Error> {
+        if self.journal.is_some() {
+            return Ok(());
+        }
+        let state = ProbeJournal {
+            superproject_head: self.ig.superproject.head()?,
+            restore: self.ig.sub.head()?,
+            pgid: None,
+            moving_to: None,
+        };
+        let id = self.ig.store.begin("probe", &state)?;
+        self.journal = Some((id, state));
+        Ok(())
+    }
+
+    fn checkout(&mut self, head: &str) -> Result<(), Error> {
+        if self.checked_out != head {
+            if let Some((id, state)) = &mut self.journal {
+                state.moving_to = Some(head.to_string());
+                state.pgid = None;
+                self.ig.store.update(*id, state)?;
+            }
+            crate::recover::checkout_submodule(self.ig, head, &[&self.checked_out, head])?;
+            self.checked_out = head.to_string();
+        }
+        Ok(())
+    }
+
+    /// The submodule was moved by an advance: that is now where probes return to.
+    pub fn rebase_on(&mut self, stack: Vec<StackEntry>) -> Result<(), Error> {
+        self.stack = stack;
+        self.replays.clear();
+        self.checked_out = self.ig.sub.head()?;
+        if let Some((id, state)) = &mut self.journal {
+            state.superproject_head = self.ig.superproject.head()?;
+            state.restore = self.checked_out.clone();
+            self.ig.store.update(*id, state)?;
+        }
+        Ok(())
+    }
+
+    /// Returns the submodule to where the search started (or the last advance
+    /// put it) and closes the journal entry.
+    pub fn finish(mut self) -> Result<(), Error> {
+        if let Some((id, state)) = self.journal.take() {
+            let current = self.checked_out.clone();
+            crate::recover::checkout_submodule(
+                self.ig,
+                &state.restore,
+                &[&current, &state.restore],
+            )?;
+            self.ig.store.finish(id, "done")?;
+        }
+        Ok(())
+    }
+}
+
+fn humantime_secs(d: Duration) -> String {
+    format!("{}s", d.as_secs())
+}
+
+/// Hash of the superproject's HEAD tree listing without the submodule entry.
+pub fn superproject_tree_key(ig: &Integrate) -> Result<String, Error> {
+    let listing = ig
+        .superproject
+        .git(&["ls-tree", "-r", "-z", "--full-tree", "HEAD"])?;
+    let mut h = Sha256::new();
+    for entry in listing.split('\0').filter(|e| !e.is_empty()) {
+        let path = entry.split_once('\t').map(|(_, p)| p).unwrap_or("");
+        if path != ig.cfg.submodule {
+            h.update(entry.as_bytes());
+            h.update(b"\0");
+        }
+    }
+    Ok(hex::encode(h.finalize()))
+}

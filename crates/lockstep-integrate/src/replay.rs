@@ -1,0 +1,109 @@
+//! Replaying the carried patch stack onto another upstream commit.
+//!
+//! The replay is computed entirely in the object store (`git merge-tree
+//! --write-tree` and `git commit-tree`): no work tree, no index, no rebase
+//! state. A conflict therefore cannot leave a half-done rebase behind, and a
+//! process killed mid-replay leaves only unreferenced objects. Replays are
+//! deterministic (author kept, committer date taken from the target), so the
+//! same stack onto the same target always gives the same commit ids.
+
+use lockstep_core::Error;
+use lockstep_git::{CommitDetail, Merge, Oid, Repo};
+use serde::{Deserialize, Serialize};
+
+/// A carried patch as the replay needs it.
+#[derive(Debug, Clone)]
+pub struct StackEntry {
+    pub detail: CommitDetail,
+    /// Stable patch-id of the change (for cache keys).
+    pub patch_id: String,
+}
+
+/// A patch the replay dropped because upstream already has its change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dropped {
+    pub sha: Oid,
+    pub subject: String,
+}
+
+/// What replaying onto one target gave.
+#[derive(Debug, Clone)]
+pub enum Replay {
+    /// The patched head; `kept` are the patch-ids that still apply.
+    Applied {
+        head: Oid,
+        kept: Vec<String>,
+        dropped: Vec<Dropped>,
+    },
+    /// Patch `patch` does not apply; `files` conflict.
+    Conflict {
+        sha: Oid,
+        subject: String,
+        files: Vec<String>,
+    },
+}
+
+/// Loads the stack `base..head` (oldest first) with patch-ids.
+pub fn load_stack(repo: &Repo, base: &str, head: &str) -> Result<Vec<StackEntry>, Error> {
+    if base == head {
+        return Ok(Vec::new());
+    }
+    let shas = repo.rev_list(&["--reverse", &format!("{base}..{head}")])?;
+    shas.iter()
+        .map(|sha| {
+            Ok(StackEntry {
+                detail: repo.commit_detail(sha)?,
+                patch_id: repo
+                    .patch_id(sha)?
+                    .unwrap_or_else(|| format!("empty:{sha}")),
+            })
+        })
+        .collect()
+}
+
+/// Replays `stack` onto `onto`.
+pub fn replay(repo: &Repo, stack: &[StackEntry], onto: &str) -> Result<Replay, Error> {
+    let committer_date = repo.commit_detail(onto)?.committer_date;
+    let mut head = onto.to_string();
+    let mut head_tree = repo.tree_of(onto)?;
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for entry in stack {
+        let patch = &entry.detail;
+        let Some(parent) = patch.parents.first() else {
+            return Err(Error::failed(format!(
+                "carried patch {} has no parent",
+                patch.sha
+            )));
+        };
+        match repo.merge_tree(parent, &head, &patch.sha)? {
+            Merge::Conflict { files } => {
+                return Ok(Replay::Conflict {
+                    sha: patch.sha.clone(),
+                    subject: patch.subject.clone(),
+                    files,
+                })
+            }
+            Merge::Clean { tree } if tree == head_tree => dropped.push(Dropped {
+                sha: patch.sha.clone(),
+                subject: patch.subject.clone(),
+            }),
+            Merge::Clean { tree } => {
+                head = repo.commit_tree(
+                    &tree,
+                    &[&head],
+                    &patch.message,
+                    Some((&patch.author_name, &patch.author_email, &patch.author_date)),
+                    Some(&committer_date),
+                )?;
+                head_tree = tree;
+                kept.push(entry.patch_id.clone());
+            }
+        }
+    }
+    Ok(Replay::Applied {
+        head,
+        kept,
+        dropped,
+    })
+}

@@ -1,0 +1,284 @@
+//! Halts and their reports: what stopped the integrate (a smoke failure or a
+//! patch conflict at an exact upstream commit), the error summary cut from the
+//! smoke log, the untracked upstream commits that may be the real cause, and the
+//! commands that reproduce it.
+
+use std::path::PathBuf;
+
+use lockstep_core::config::ReportConfig;
+use lockstep_core::Error;
+use lockstep_git::{Commit, Oid};
+use serde::{Deserialize, Serialize};
+
+use crate::Integrate;
+
+const HALT_RECORD: &str = "halt";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HaltKind {
+    Smoke,
+    Conflict,
+}
+
+impl HaltKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            HaltKind::Smoke => "smoke",
+            HaltKind::Conflict => "conflict",
+        }
+    }
+}
+
+/// A carried patch that did not apply.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConflictInfo {
+    pub patch: Oid,
+    pub subject: String,
+    pub files: Vec<String>,
+}
+
+/// Why and where the integrate stopped (kept in the store until resolved).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Halt {
+    pub kind: HaltKind,
+    pub culprit: Commit,
+    /// The last upstream commit known good (the pin's base when nothing advanced).
+    pub last_good: Commit,
+    /// True when the current pin itself failed (nothing to blame upstream).
+    pub at_pin: bool,
+    pub branch: String,
+    pub superproject_head: Oid,
+    /// The culprit with the carried patches applied (kept under `refs/lockstep/halt`).
+    pub probe_head: Option<Oid>,
+    pub conflict: Option<ConflictInfo>,
+    pub log: Option<String>,
+    pub exit: Option<String>,
+    /// Candidates that could not be tested (exit 125) next to the culprit.
+    pub skipped: Vec<Oid>,
+    /// Untracked upstream commits strictly between `last_good` and `culprit`.
+    pub untracked: Vec<Commit>,
+    pub untracked_total: usize,
+    pub smoke: Vec<String>,
+    pub submodule: String,
+    pub superproject: String,
+    pub link: Option<String>,
+    pub report_path: String,
+    pub created_at: String,
+}
+
+/// A rendered report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub title: String,
+    pub text: String,
+    /// The error lines (the `errors.txt` attachment).
+    pub errors: String,
+    pub error_lines: usize,
+}
+
+/// Error lines of a log: lines containing any pattern, at most `max` of them,
+/// then `... and N more`.
+pub fn error_summary(log: &str, cfg: &ReportConfig) -> (Vec<String>, usize) {
+    let matching: Vec<&str> = log
+        .lines()
+        .filter(|l| cfg.error_patterns.iter().any(|p| l.contains(p.as_str())))
+        .collect();
+    let total = matching.len();
+    let mut lines: Vec<String> = matching
+        .into_iter()
+        .take(cfg.max_error_lines)
+        .map(str::to_string)
+        .collect();
+    if total > cfg.max_error_lines {
+        lines.push(format!("... and {} more", total - cfg.max_error_lines));
+    }
+    (lines, total)
+}
+
+impl Integrate<'_> {
+    pub fn halt(&self) -> Result<Option<Halt>, Error> {
+        self.store.get(HALT_RECORD)
+    }
+
+    pub fn clear_halt(&self) -> Result<(), Error> {
+        self.store.remove(HALT_RECORD)
+    }
+
+    /// Records a halt, writes its report file and keeps the culprit's patched
+    /// head reachable.
+    pub fn record_halt(&self, mut halt: Halt) -> Result<Halt, Error> {
+        if let Some(head) = &halt.probe_head {
+            self.sub.git(&["update-ref", "refs/lockstep/halt", head])?;
+        }
+        let dir = self.state_dir.join("reports");
+        fs_err::create_dir_all(&dir)?;
+        let path: PathBuf = dir.join(format!(
+            "{}-{}.md",
+            jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S"),
+            &halt.culprit.sha[..12.min(halt.culprit.sha.len())]
+        ));
+        halt.report_path = path.display().to_string();
+        let report = self.render(&halt);
+        fs_err::write(&path, &report.text)?;
+        self.store.set(HALT_RECORD, &halt)?;
+        Ok(halt)
+    }
+
+    /// Renders a halt as Markdown text plus the error attachment.
+    pub fn render(&self, halt: &Halt) -> Report {
+        let name = &self.cfg.upstream_name;
+        let c = &halt.culprit;
+        let title = match (halt.kind, halt.at_pin) {
+            (_, true) => format!("{name} integrate halted: the current pin fails the smoke test"),
+            (HaltKind::Smoke, false) => {
+                format!("{name} integrate halted: smoke failed at {}", short(&c.sha))
+            }
+            (HaltKind::Conflict, false) => {
+                format!(
+                    "{name} integrate halted: carried patch conflicts at {}",
+                    short(&c.sha)
+                )
+            }
+        };
+        let mut t = format!("# {title}\n\n");
+        t += &format!(
+            "- integrate branch: `{}` in {}\n",
+            halt.branch, halt.superproject
+        );
+        t += &format!("- kind: {}\n", halt.kind.as_str());
+        t += &format!("- culprit: {} {}\n", c.sha, c.subject);
+        t += &format!("- author: {} on {}\n", c.author, c.date);
+        if let Some(link) = &halt.link {
+            t += &format!("- link: {link}\n");
+        }
+        t += &format!(
+            "- last good: {} {}\n",
+            halt.last_good.sha, halt.last_good.subject
+        );
+        if let Some(exit) = &halt.exit {
+            t += &format!("- smoke: `{}` ended with {exit}\n", halt.smoke.join(" "));
+        }
+        if !halt.skipped.is_empty() {
+            t += &format!(
+                "- untestable (exit 125) next to the culprit, so it may be any of: {}\n",
+                halt.skipped
+                    .iter()
+                    .map(|s| short(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let mut errors = String::new();
+        let mut error_lines = 0;
+        if let Some(conflict) = &halt.conflict {
+            t += &format!(
+                "\n## Conflict\n\nCarried patch {} \"{}\" does not apply on the culprit. Conflicting files:\n\n",
+                short(&conflict.patch),
+                conflict.subject
+            );
+            for f in &conflict.files {
+                t += &format!("- {f}\n");
+                errors += &format!("conflict: {f}\n");
+            }
+        }
+        if let Some(log) = &halt.log {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let (lines, total) = error_summary(&text, &self.cfg.report);
+            error_lines = total;
+            t += &format!("\n## Errors ({total} matching lines)\n\n```\n");
+            for l in &lines {
+                t += l;
+                t += "\n";
+                errors += l;
+                errors += "\n";
+            }
+            t += &format!("```\n\nFull log: {log}\n");
+        }
+        if halt.untracked_total > 0 {
+            t += &format!(
+                "\n## Untracked upstream commits between last good and culprit ({})\n\nAny of these may be the real cause:\n\n",
+                halt.untracked_total
+            );
+            for u in &halt.untracked {
+                t += &format!("- {} {} ({})\n", short(&u.sha), u.subject, u.author);
+            }
+            if halt.untracked_total > halt.untracked.len() {
+                t += &format!(
+                    "- ... and {} more\n",
+                    halt.untracked_total - halt.untracked.len()
+                );
+            }
+        }
+        t += "\n## Reproduce\n\n```\n";
+        t += &format!("cd {}\n", halt.superproject);
+        match (&halt.probe_head, halt.kind) {
+            (Some(head), _) => {
+                t += &format!(
+                    "git -C {} checkout --detach {head}   # culprit with carried patches\n",
+                    halt.submodule
+                );
+                t += &format!("{}\n", halt.smoke.join(" "));
+                t += "git submodule update   # back to the pin\n";
+            }
+            (None, HaltKind::Conflict) => {
+                t += &format!(
+                    "git -C {} rebase {}   # replays the carried patches\n",
+                    halt.submodule, c.sha
+                );
+            }
+            (None, HaltKind::Smoke) => t += &format!("{}\n", halt.smoke.join(" ")),
+        }
+        t += "```\n\n## Next\n\n";
+        match halt.kind {
+            HaltKind::Smoke if !halt.at_pin => {
+                t += &format!(
+                    "Advance to the culprit (`lockstep integrate next --to {}`), commit a fix, then `lockstep integrate loop`; or revert it in the submodule.\n",
+                    short(&c.sha)
+                )
+            }
+            HaltKind::Smoke => t += "Fix the superproject at its current pin, commit, then `lockstep integrate loop`.\n",
+            HaltKind::Conflict => t += &format!(
+                "Rebase the carried patches onto {} in the submodule by hand (or drop the patch), commit the new pin in the superproject, then `lockstep integrate loop`.\n",
+                short(&c.sha)
+            ),
+        }
+        Report {
+            title,
+            text: t,
+            errors,
+            error_lines,
+        }
+    }
+
+    /// Untracked upstream commits strictly between `good` and `bad`.
+    pub fn untracked_between(&self, good: &str, bad: &str) -> Result<(Vec<Commit>, usize), Error> {
+        let exclude = format!("^{good}");
+        let parent = format!("{bad}^");
+        let between = self.sub.log(&[&parent, &exclude], &[])?;
+        let affecting: std::collections::HashSet<String> = self
+            .pending(good, &parent)?
+            .into_iter()
+            .map(|c| c.sha)
+            .collect();
+        let untracked: Vec<Commit> = between
+            .into_iter()
+            .filter(|c| !affecting.contains(&c.sha))
+            .collect();
+        let total = untracked.len();
+        Ok((untracked.into_iter().rev().take(50).collect(), total))
+    }
+}
+
+/// The first 12 hex digits.
+pub fn short(sha: &str) -> &str {
+    &sha[..12.min(sha.len())]
+}
+
+/// Loads the halt for `integrate report`, or explains there is none.
+pub fn require_halt(halt: Option<Halt>) -> Result<Halt, Error> {
+    halt.ok_or_else(|| {
+        Error::failed("there is no halt to report")
+            .hint("`lockstep integrate status` shows where the integrate stands")
+    })
+}

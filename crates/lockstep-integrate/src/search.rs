@@ -1,0 +1,469 @@
+//! `integrate loop`: smoke and advance until upstream head or a halt.
+//!
+//! Two strategies share one prober:
+//! - `each` (megabump's loop): one smoke and one commit per affecting commit.
+//! - `gallop` (default): verify the pin, find the first commit the carried
+//!   patches conflict at (replays only, no smoke), probe the farthest candidate
+//!   before it, and when that fails bisect for the first bad commit. Like git
+//!   bisect it assumes a breakage persists; exit 125 is skipped by probing a
+//!   neighbour. For K breaking commits among N candidates this needs at most
+//!   K x (ceil(log2 N) + 2) smoke runs.
+//!
+//! Candidates are the pending affecting commits, plus upstream head itself when
+//! it is not one of them, so the loop finishes at head.
+
+use std::time::Duration;
+
+use lockstep_core::config::Strategy;
+use lockstep_core::Error;
+use lockstep_git::Commit;
+use serde::Serialize;
+
+use crate::probe::{Probe, Prober, Verdict};
+use crate::replay::{load_stack, Replay};
+use crate::report::{Halt, HaltKind};
+use crate::status::Status;
+use crate::Integrate;
+
+/// Options of `integrate loop`.
+#[derive(Debug, Clone)]
+pub struct LoopOptions {
+    pub strategy: Strategy,
+    /// Consider at most this many pending commits.
+    pub max_steps: Option<usize>,
+    /// At upstream head, poll for new commits this often instead of exiting.
+    pub wait: Option<Duration>,
+    pub dry_run: bool,
+    pub no_export: bool,
+    pub fetch: bool,
+}
+
+/// How the loop ended.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum LoopEnd {
+    /// The pin is at upstream head.
+    AtHead,
+    /// `--max-steps` ran out; these are still pending.
+    StepsExhausted { pending: Vec<Commit> },
+    /// Halted at a breaking or conflicting commit.
+    Halted { halt: Box<Halt> },
+    /// `--dry-run`: what would be probed.
+    Plan {
+        candidates: Vec<Commit>,
+        strategy: String,
+    },
+}
+
+/// The loop's outcome with its cost.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoopReport {
+    pub end: LoopEnd,
+    /// Smoke processes started.
+    pub smoke_runs: usize,
+    /// Probe verdicts taken from the store instead of running the smoke.
+    pub cached: usize,
+    /// Superproject commits made (one per advance).
+    pub advances: Vec<String>,
+}
+
+/// Where a search left things.
+enum SearchEnd {
+    /// Advanced to (or stayed at) the end of the candidates.
+    Done,
+    Halt(Box<Halt>),
+}
+
+impl Integrate<'_> {
+    /// `integrate loop`.
+    pub fn run_loop(&self, opts: &LoopOptions) -> Result<LoopReport, Error> {
+        let _lock = if opts.dry_run {
+            None
+        } else {
+            Some(self.lock("integrate loop")?)
+        };
+        let _session = if opts.dry_run {
+            None
+        } else {
+            Some(self.begin_session("integrate loop")?)
+        };
+        let mut report = LoopReport {
+            end: LoopEnd::AtHead,
+            smoke_runs: 0,
+            cached: 0,
+            advances: vec![],
+        };
+        if opts.fetch {
+            self.fetch_upstream()?;
+        }
+        loop {
+            self.require_clean()?;
+            let status = self.status(false)?;
+            let (candidates, limited) = candidates(self, &status, opts.max_steps)?;
+            if opts.dry_run {
+                report.end = LoopEnd::Plan {
+                    candidates,
+                    strategy: format!("{:?}", opts.strategy).to_lowercase(),
+                };
+                return Ok(report);
+            }
+            if candidates.is_empty() {
+                if let Some(wait) = opts.wait {
+                    self.info(format!(
+                        "at upstream head; checking again in {}s",
+                        wait.as_secs()
+                    ));
+                    std::thread::sleep(wait);
+                    self.fetch_upstream()?;
+                    continue;
+                }
+                report.end = LoopEnd::AtHead;
+                return Ok(report);
+            }
+            self.clear_halt()?;
+            let end = self.search(&status, &candidates, opts, &mut report)?;
+            match end {
+                SearchEnd::Halt(halt) => {
+                    report.end = LoopEnd::Halted { halt };
+                    return Ok(report);
+                }
+                SearchEnd::Done if limited => {
+                    let status = self.status(false)?;
+                    report.end = LoopEnd::StepsExhausted {
+                        pending: status.pending,
+                    };
+                    return Ok(report);
+                }
+                SearchEnd::Done if opts.wait.is_none() => {
+                    report.end = LoopEnd::AtHead;
+                    return Ok(report);
+                }
+                SearchEnd::Done => continue,
+            }
+        }
+    }
+
+    fn search(
+        &self,
+        status: &Status,
+        candidates: &[Commit],
+        opts: &LoopOptions,
+        report: &mut LoopReport,
+    ) -> Result<SearchEnd, Error> {
+        let stack = load_stack(&self.sub, &status.merge_base, &status.current)?;
+        let mut prober = Prober::new(
+            self,
+            stack,
+            self.cfg.smoke.clone(),
+            Some(self.cfg.smoke_timeout),
+            "loop",
+        )?;
+        let mut search = Search {
+            ig: self,
+            status,
+            candidates,
+            no_export: opts.no_export,
+            report,
+        };
+        let result = match opts.strategy {
+            Strategy::Gallop => search.gallop(&mut prober),
+            Strategy::Each => search.each(&mut prober),
+        };
+        search.report.smoke_runs += prober.runs;
+        search.report.cached += prober.cache_hits;
+        let finished = prober.finish();
+        let end = result?;
+        finished?;
+        Ok(end)
+    }
+}
+
+/// The loop's stopping points: pending affecting commits, then upstream head.
+fn candidates(
+    ig: &Integrate,
+    status: &Status,
+    max_steps: Option<usize>,
+) -> Result<(Vec<Commit>, bool), Error> {
+    let mut list = status.pending.clone();
+    let head_listed = list
+        .last()
+        .map(|c| c.sha == status.upstream_head)
+        .unwrap_or(false);
+    if !head_listed && status.upstream_head != status.merge_base {
+        list.push(ig.sub.commit(&status.upstream_head)?);
+    }
+    match max_steps {
+        Some(n) if n < list.len() => {
+            list.truncate(n);
+            Ok((list, true))
+        }
+        _ => Ok((list, false)),
+    }
+}
+
+struct Search<'s, 'a> {
+    ig: &'s Integrate<'a>,
+    status: &'s Status,
+    candidates: &'s [Commit],
+    no_export: bool,
+    report: &'s mut LoopReport,
+}
+
+impl Search<'_, '_> {
+    /// The pin's own verdict; a failing pin halts at once (nothing upstream to blame).
+    fn verify_pin(&mut self, prober: &mut Prober) -> Result<Option<Box<Halt>>, Error> {
+        let base = self.ig.sub.commit(&self.status.merge_base)?;
+        let probe = prober.probe_head(&base, &self.status.current, 0, self.candidates.len())?;
+        match probe.verdict {
+            Verdict::Bad => Ok(Some(Box::new(self.smoke_halt(
+                &probe,
+                &base,
+                true,
+                vec![],
+            )?))),
+            Verdict::Skip => {
+                self.ig.warn(
+                    "the smoke test cannot test the current pin (exit 125); assuming it is good",
+                );
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn each(&mut self, prober: &mut Prober) -> Result<SearchEnd, Error> {
+        if let Some(halt) = self.verify_pin(prober)? {
+            return Ok(SearchEnd::Halt(halt));
+        }
+        let total = self.candidates.len();
+        let mut last_good = self.ig.sub.commit(&self.status.merge_base)?;
+        let mut skipped = Vec::new();
+        for (i, commit) in self.candidates.iter().enumerate() {
+            let probe = prober.probe(commit, i + 1, total)?;
+            match probe.verdict {
+                Verdict::Good => {
+                    self.advance(prober, &probe, i)?;
+                    last_good = commit.clone();
+                    skipped.clear();
+                }
+                Verdict::Skip => skipped.push(commit.sha.clone()),
+                Verdict::Bad => {
+                    return Ok(SearchEnd::Halt(Box::new(
+                        self.smoke_halt(&probe, &last_good, false, skipped)?,
+                    )))
+                }
+                Verdict::Conflict => {
+                    return Ok(SearchEnd::Halt(Box::new(
+                        self.conflict(&probe, &last_good)?,
+                    )))
+                }
+            }
+        }
+        Ok(SearchEnd::Done)
+    }
+
+    fn gallop(&mut self, prober: &mut Prober) -> Result<SearchEnd, Error> {
+        if let Some(halt) = self.verify_pin(prober)? {
+            return Ok(SearchEnd::Halt(halt));
+        }
+        let n = self.candidates.len();
+        // 1. The first commit the patches conflict at, with replays alone.
+        let conflict_at = self.first_conflict(prober)?;
+        let limit = conflict_at.unwrap_or(n);
+        // 2. The first smoke failure before it.
+        let mut good: Option<usize> = None;
+        let mut bad: Option<usize> = None;
+        let mut skipped: Vec<usize> = Vec::new();
+        let mut probes: Vec<Option<Probe>> = vec![None; n];
+        // Probe the farthest candidate first (a neighbour when it is untestable).
+        for i in (0..limit).rev() {
+            let probe = prober.probe(&self.candidates[i], i + 1, n)?;
+            let verdict = probe.verdict;
+            probes[i] = Some(probe);
+            match verdict {
+                Verdict::Good => {
+                    good = Some(i);
+                    break;
+                }
+                Verdict::Bad | Verdict::Conflict => {
+                    bad = Some(i);
+                    break;
+                }
+                Verdict::Skip => skipped.push(i),
+            }
+        }
+        if let Some(hi) = bad {
+            let candidates = self.candidates;
+            let (lo, hi) = narrow(-1, hi, &mut skipped, |m| {
+                let probe = prober.probe(&candidates[m], m + 1, n)?;
+                let verdict = probe.verdict;
+                probes[m] = Some(probe);
+                Ok(verdict)
+            })?;
+            good = if lo >= 0 { Some(lo as usize) } else { None };
+            bad = Some(hi);
+        }
+        let mut last_good = self.ig.sub.commit(&self.status.merge_base)?;
+        if let Some(g) = good {
+            let probe = probes[g]
+                .clone()
+                .ok_or_else(|| Error::failed("internal: missing probe"))?;
+            self.advance(prober, &probe, g)?;
+            last_good = self.candidates[g].clone();
+        }
+        if let Some(b) = bad {
+            let probe = probes[b]
+                .clone()
+                .ok_or_else(|| Error::failed("internal: missing probe"))?;
+            let lo = good.map(|g| g as isize).unwrap_or(-1);
+            let ambiguous: Vec<String> = skipped
+                .iter()
+                .filter(|&&s| (s as isize) > lo && s < b)
+                .map(|&s| self.candidates[s].sha.clone())
+                .collect();
+            return Ok(SearchEnd::Halt(Box::new(
+                self.smoke_halt(&probe, &last_good, false, ambiguous)?,
+            )));
+        }
+        if let Some(c) = conflict_at {
+            let probe = prober.probe(&self.candidates[c], c + 1, n)?;
+            return Ok(SearchEnd::Halt(Box::new(
+                self.conflict(&probe, &last_good)?,
+            )));
+        }
+        if good.is_none() && limit > 0 {
+            self.ig
+                .warn("every remaining candidate was untestable (exit 125); the pin did not move");
+        }
+        Ok(SearchEnd::Done)
+    }
+
+    /// Binary search over replays for the first candidate the patches conflict at.
+    fn first_conflict(&mut self, prober: &mut Prober) -> Result<Option<usize>, Error> {
+        let n = self.candidates.len();
+        if prober.stack.is_empty() || n == 0 {
+            return Ok(None);
+        }
+        let conflicts = |p: &mut Prober, i: usize, c: &[Commit]| -> Result<bool, Error> {
+            Ok(matches!(p.replay(&c[i].sha)?, Replay::Conflict { .. }))
+        };
+        if !conflicts(prober, n - 1, self.candidates)? {
+            return Ok(None);
+        }
+        let (mut lo, mut hi): (isize, usize) = (-1, n - 1);
+        while hi as isize - lo > 1 {
+            let mid = ((lo + hi as isize) / 2) as usize;
+            if conflicts(prober, mid, self.candidates)? {
+                hi = mid;
+            } else {
+                lo = mid as isize;
+            }
+        }
+        Ok(Some(hi))
+    }
+
+    /// Commits the pin at candidate `i` (exporting unless told not to).
+    fn advance(&mut self, prober: &mut Prober, probe: &Probe, i: usize) -> Result<(), Error> {
+        let head = probe
+            .head
+            .clone()
+            .ok_or_else(|| Error::failed("internal: advance without a head"))?;
+        // Candidates are the pending list, then possibly upstream head (which
+        // includes every pending commit).
+        let pending = self.status.pending.len();
+        let plan = self.ig.plan(
+            probe.commit.clone(),
+            head,
+            probe.dropped.clone(),
+            (i + 1).min(pending),
+            pending,
+        );
+        let (commit, _) = self.ig.commit_advance(&plan, !self.no_export)?;
+        self.report.advances.push(commit);
+        // The patch stack is now the replayed one; later probes replay it.
+        let merge_base = probe.commit.sha.clone();
+        let stack = load_stack(&self.ig.sub, &merge_base, &plan.head)?;
+        prober.rebase_on(stack)
+    }
+
+    fn smoke_halt(
+        &self,
+        probe: &Probe,
+        last_good: &Commit,
+        at_pin: bool,
+        skipped: Vec<String>,
+    ) -> Result<Halt, Error> {
+        let (untracked, untracked_total) = if at_pin {
+            (vec![], 0)
+        } else {
+            self.ig
+                .untracked_between(&last_good.sha, &probe.commit.sha)?
+        };
+        self.ig.record_halt(Halt {
+            kind: HaltKind::Smoke,
+            culprit: probe.commit.clone(),
+            last_good: last_good.clone(),
+            at_pin,
+            branch: self.ig.superproject.current_branch()?.unwrap_or_default(),
+            superproject_head: self.ig.superproject.head()?,
+            probe_head: probe.head.clone(),
+            conflict: None,
+            log: probe.log.clone(),
+            exit: probe.exit.clone(),
+            skipped,
+            untracked,
+            untracked_total,
+            smoke: self.ig.cfg.smoke.clone(),
+            submodule: self.ig.cfg.submodule.clone(),
+            superproject: self.ig.superproject.dir().display().to_string(),
+            link: self.ig.commit_link(&probe.commit.sha),
+            report_path: String::new(),
+            created_at: jiff::Timestamp::now().to_string(),
+        })
+    }
+
+    fn conflict(&self, probe: &Probe, last_good: &Commit) -> Result<Halt, Error> {
+        let conflict = probe
+            .conflict
+            .clone()
+            .ok_or_else(|| Error::failed("internal: conflict without details"))?;
+        self.ig
+            .conflict_halt(&probe.commit, &last_good.sha, conflict)
+    }
+}
+
+/// Bisects between a good index `lo` (-1: before the first candidate) and a
+/// bad index `hi`: returns the last good and first bad. Untestable indices are
+/// added to `skipped` and a neighbour is tried instead.
+pub(crate) fn narrow(
+    mut lo: isize,
+    mut hi: usize,
+    skipped: &mut Vec<usize>,
+    mut verdict: impl FnMut(usize) -> Result<Verdict, Error>,
+) -> Result<(isize, usize), Error> {
+    while let Some(m) = pick_between(lo, hi, skipped) {
+        match verdict(m)? {
+            Verdict::Good => lo = m as isize,
+            Verdict::Bad | Verdict::Conflict => hi = m,
+            Verdict::Skip => skipped.push(m),
+        }
+    }
+    Ok((lo, hi))
+}
+
+/// The untested index in (lo, hi) nearest the middle, skipping untestable ones.
+fn pick_between(lo: isize, hi: usize, skipped: &[usize]) -> Option<usize> {
+    let (lo, hi) = (lo + 1, hi as isize - 1);
+    if lo > hi {
+        return None;
+    }
+    let mid = (lo + hi) / 2;
+    for d in 0..=(hi - lo) {
+        for cand in [mid + d, mid - d] {
+            if cand >= lo && cand <= hi && !skipped.contains(&(cand as usize)) {
+                return Some(cand as usize);
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,140 @@
+//! `integrate start`: a fresh integrate branch from the configured base, with
+//! an empty commit that names it. Journaled, so a crash mid-start finishes on
+//! rerun and `integrate abort --all` can return to where the user was.
+
+use lockstep_core::Error;
+use lockstep_git::Oid;
+use serde::{Deserialize, Serialize};
+
+use crate::Integrate;
+
+/// The record of the integrate in progress (and the start step's journal).
+pub const INTEGRATE_RECORD: &str = "integrate";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StartJournal {
+    pub branch: String,
+    pub base: Oid,
+    /// Where the user was before: branch (or None when detached) and commit.
+    pub original_branch: Option<String>,
+    pub original_head: Oid,
+}
+
+/// What `start` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Started {
+    pub branch: String,
+    pub base: Oid,
+    pub commit: Oid,
+}
+
+impl Integrate<'_> {
+    /// `integrate start [--branch NAME]`.
+    pub fn start(&self, branch: Option<&str>, fetch: bool) -> Result<Started, Error> {
+        let _lock = self.lock("integrate start")?;
+        let _session = self.begin_session("integrate start")?;
+        self.require_clean()?;
+        let pin = self.pin()?;
+        if self.sub.head()? != pin {
+            return Err(
+                Error::usage("the submodule is not at the commit the superproject pins")
+                    .hint("run `git submodule update` (or commit the submodule change) first"),
+            );
+        }
+        if fetch {
+            if let Some((remote, _)) = self.cfg.base.split_once('/') {
+                if self.superproject.remote_url(remote)?.is_some() {
+                    self.info(format!("fetching {remote}"));
+                    self.superproject.fetch(remote, &[])?;
+                }
+            }
+            self.fetch_upstream()?;
+        }
+        let base = self
+            .superproject
+            .must_resolve(&self.cfg.base)
+            .map_err(|e| {
+                e.context(format!(
+                    "the integrate base `{}` does not exist",
+                    self.cfg.base
+                ))
+                .hint("set [integrate] base in lockstep.toml to an existing ref")
+            })?;
+        let branch = match branch {
+            Some(name) => {
+                if self.superproject.branch_exists(name)? {
+                    return Err(Error::usage(format!("branch `{name}` already exists"))
+                        .hint("choose another --branch, or omit it for a dated name"));
+                }
+                name.to_string()
+            }
+            None => self.free_branch_name()?,
+        };
+        let state = StartJournal {
+            branch: branch.clone(),
+            base,
+            original_branch: self.superproject.current_branch()?,
+            original_head: self.superproject.head()?,
+        };
+        let id = self.store.begin("start", &state)?;
+        self.finish_start(id, &state)
+    }
+
+    /// `integrates/llvm-{date}`, with `_1`, `_2` ... appended while taken.
+    fn free_branch_name(&self) -> Result<String, Error> {
+        let date = jiff::Zoned::now().strftime("%Y%m%d").to_string();
+        let name = self.cfg.branch.replace("{date}", &date);
+        if !self.superproject.branch_exists(&name)? {
+            return Ok(name);
+        }
+        for n in 1.. {
+            let candidate = format!("{name}_{n}");
+            if !self.superproject.branch_exists(&candidate)? {
+                return Ok(candidate);
+            }
+        }
+        unreachable!("the loop above returns")
+    }
+
+    pub(crate) fn finish_start(&self, id: i64, state: &StartJournal) -> Result<Started, Error> {
+        let sp = &self.superproject;
+        if !sp.branch_exists(&state.branch)? {
+            sp.git(&["branch", "--no-track", &state.branch, &state.base])?;
+        }
+        if sp.current_branch()?.as_deref() != Some(state.branch.as_str()) {
+            sp.git(&["checkout", "-q", &state.branch])?;
+        }
+        let pin = self.pin()?;
+        let current = self.sub.head()?;
+        crate::recover::checkout_submodule(self, &pin, &[&current, &pin])?;
+        let commit = if sp.head()? == state.base {
+            let message = format!(
+                "Start {} integrate {}\n",
+                self.cfg.upstream_name, state.branch
+            );
+            sp.commit_staged(&message, true)?
+        } else {
+            sp.head()?
+        };
+        self.store.set(INTEGRATE_RECORD, state)?;
+        self.clear_halt()?;
+        self.store.finish(id, "done")?;
+        Ok(Started {
+            branch: state.branch.clone(),
+            base: state.base.clone(),
+            commit,
+        })
+    }
+
+    /// Returns to where the user was before `start` (the branch is kept).
+    pub(crate) fn undo_start(&self, state: &StartJournal) -> Result<(), Error> {
+        let sp = &self.superproject;
+        match &state.original_branch {
+            Some(b) => sp.git(&["checkout", "-q", b])?,
+            None => sp.git(&["checkout", "-q", "--detach", &state.original_head])?,
+        };
+        let pin = self.pin()?;
+        let current = self.sub.head()?;
+        crate::recover::checkout_submodule(self, &pin, &[&current, &pin])
+    }
+}

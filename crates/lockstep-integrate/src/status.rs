@@ -1,0 +1,231 @@
+//! Where the integrate stands: the pin, the carried patches (with their reasons
+//! and whether upstream already has them), the pending affecting commits and
+//! any halt.
+//!
+//! Cost matters here: on a big upstream, `status` is one path-limited `git log`
+//! plus patch-id work limited to the files the carried patches touch.
+
+use std::collections::HashMap;
+
+use lockstep_core::Error;
+use lockstep_git::{Commit, Oid, Repo};
+use regex::Regex;
+use serde::Serialize;
+
+use crate::report::Halt;
+use crate::Integrate;
+
+/// A carried patch: a commit in `merge_base..current`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Patch {
+    pub sha: Oid,
+    pub subject: String,
+    /// Why it is carried: a `Lockstep-Reason:` trailer, else the first body line.
+    pub reason: Option<String>,
+    /// True when a pending upstream commit makes the same change (same patch-id).
+    pub upstreamed: bool,
+    pub upstreamed_by: Option<Oid>,
+    /// The commit this patch reverts, when it is a revert.
+    pub reverts: Option<String>,
+    /// A pending upstream commit that reverts the same commit.
+    pub reverted_upstream_by: Option<Oid>,
+}
+
+/// The state `integrate status` shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub superproject: String,
+    pub branch: Option<String>,
+    /// Submodule commit recorded in the superproject's HEAD.
+    pub pin: Oid,
+    /// Submodule HEAD (differs from `pin` when the user changed it by hand).
+    pub current: Oid,
+    /// Upstream commit the current head is based on.
+    pub merge_base: Oid,
+    pub upstream_ref: String,
+    pub upstream_head: Oid,
+    /// No carried patches.
+    pub clean: bool,
+    pub patches: Vec<Patch>,
+    /// Affecting commits not yet taken, oldest first.
+    pub pending: Vec<Commit>,
+    pub halted: Option<HaltSummary>,
+}
+
+/// The halt as `status --json` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct HaltSummary {
+    pub commit: Oid,
+    pub kind: String,
+    pub report: String,
+}
+
+impl From<&Halt> for HaltSummary {
+    fn from(h: &Halt) -> Self {
+        HaltSummary {
+            commit: h.culprit.sha.clone(),
+            kind: h.kind.as_str().to_string(),
+            report: h.report_path.clone(),
+        }
+    }
+}
+
+impl Integrate<'_> {
+    /// Computes the status. `fetch` fetches upstream first.
+    pub fn status(&self, fetch: bool) -> Result<Status, Error> {
+        if fetch {
+            self.fetch_upstream()?;
+        }
+        let upstream_head = self.upstream_head()?;
+        let pin = self.pin()?;
+        let current = self.sub.head()?;
+        let merge_base = self
+            .sub
+            .merge_base(&current, &upstream_head)?
+            .ok_or_else(|| {
+                Error::failed(format!(
+                "the submodule HEAD {current} shares no history with {}",
+                self.upstream_ref()
+            ))
+            .hint("check [integrate] upstream-url / upstream-remote point at the right repository")
+            })?;
+        let pending = self.pending(&merge_base, &upstream_head)?;
+        let patches = if merge_base == current {
+            Vec::new()
+        } else {
+            self.patches(&merge_base, &current, &upstream_head)?
+        };
+        let halted = self.halt()?.as_ref().map(HaltSummary::from);
+        Ok(Status {
+            superproject: self.superproject.dir().display().to_string(),
+            branch: self.superproject.current_branch()?,
+            clean: patches.is_empty(),
+            pin,
+            current,
+            merge_base,
+            upstream_ref: self.upstream_ref(),
+            upstream_head,
+            patches,
+            pending,
+            halted,
+        })
+    }
+
+    /// Affecting commits in `base..head`, oldest first.
+    pub fn pending(&self, base: &str, head: &str) -> Result<Vec<Commit>, Error> {
+        let exclude = format!("^{base}");
+        let commits = self.sub.log(&[head, &exclude], &self.cfg.track_paths)?;
+        Ok(commits
+            .into_iter()
+            .filter(|c| !self.skipped_subject(&c.subject))
+            .collect())
+    }
+
+    fn skipped_subject(&self, subject: &str) -> bool {
+        self.cfg
+            .skip_subjects
+            .iter()
+            .any(|s| !s.is_empty() && subject.contains(s.as_str()))
+    }
+
+    /// The carried patches in `base..current`, annotated against `base..upstream`.
+    pub fn patches(&self, base: &str, current: &str, upstream: &str) -> Result<Vec<Patch>, Error> {
+        let range = format!("{base}..{current}");
+        let merges = self.sub.rev_list(&["--merges", &range])?;
+        if let Some(merge) = merges.first() {
+            return Err(Error::usage(format!(
+                "the carried patch stack {range} contains a merge commit {merge}"
+            ))
+            .hint(
+                "lockstep replays linear patch stacks; rebase the submodule's patches into a line",
+            ));
+        }
+        let shas = self.sub.rev_list(&["--reverse", &range])?;
+        let mut patches = Vec::with_capacity(shas.len());
+        let mut touched: Vec<String> = Vec::new();
+        for sha in &shas {
+            let detail = self.sub.commit_detail(sha)?;
+            for path in self.sub.changed_paths(sha)? {
+                if !touched.contains(&path) {
+                    touched.push(path);
+                }
+            }
+            patches.push(Patch {
+                sha: sha.clone(),
+                subject: detail.subject.clone(),
+                reason: reason(&detail.message),
+                upstreamed: false,
+                upstreamed_by: None,
+                reverts: reverted_commit(&detail.message),
+                reverted_upstream_by: None,
+            });
+        }
+        let upstream_range = [upstream, &format!("^{base}")].map(str::to_string);
+        let range_args: Vec<&str> = upstream_range.iter().map(String::as_str).collect();
+        // Only upstream commits touching the patches' files can carry the same change.
+        let upstream_ids: HashMap<String, Oid> = if touched.is_empty() {
+            HashMap::new()
+        } else {
+            self.sub
+                .patch_ids(&range_args, &touched)?
+                .into_iter()
+                .collect()
+        };
+        for patch in &mut patches {
+            if let Some(id) = self.sub.patch_id(&patch.sha)? {
+                if let Some(up) = upstream_ids.get(&id) {
+                    patch.upstreamed = true;
+                    patch.upstreamed_by = Some(up.clone());
+                }
+            }
+            if let Some(reverted) = &patch.reverts {
+                patch.reverted_upstream_by = upstream_revert_of(&self.sub, &range_args, reverted)?;
+            }
+        }
+        Ok(patches)
+    }
+}
+
+/// The reason a patch is carried: a `Lockstep-Reason:` trailer wins, else the
+/// first non-empty body line (after the subject).
+pub fn reason(message: &str) -> Option<String> {
+    for line in message.lines() {
+        if let Some(rest) = line.strip_prefix("Lockstep-Reason:") {
+            let rest = rest.trim();
+            if !rest.is_empty() {
+                return Some(rest.to_string());
+            }
+        }
+    }
+    message
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !is_trailer(l))
+        .map(str::to_string)
+}
+
+fn is_trailer(line: &str) -> bool {
+    static PREFIXES: [&str; 6] = [
+        "Signed-off-by:",
+        "Change-Id:",
+        "Co-authored-by:",
+        "Reviewed-by:",
+        "Lockstep-",
+        "(cherry picked from",
+    ];
+    PREFIXES.iter().any(|p| line.starts_with(p))
+}
+
+/// `This reverts commit <sha>.` in a message.
+pub fn reverted_commit(message: &str) -> Option<String> {
+    let re = Regex::new(r"This reverts commit ([0-9a-f]{7,40})").ok()?;
+    re.captures(message).map(|c| c[1].to_string())
+}
+
+fn upstream_revert_of(repo: &Repo, range: &[&str], reverted: &str) -> Result<Option<Oid>, Error> {
+    let grep = format!("--grep=This reverts commit {reverted}");
+    let mut args = vec!["--fixed-strings", grep.as_str(), "-n1"];
+    args.extend_from_slice(range);
+    Ok(repo.rev_list(&args)?.into_iter().next())
+}

@@ -1,0 +1,384 @@
+//! `lockstep integrate ...` and `lockstep demo`: dispatch and printing.
+
+use std::time::Duration;
+
+use lockstep_core::config::Loaded;
+use lockstep_core::Error;
+use lockstep_integrate::advance::{NextOptions, NextOutcome};
+use lockstep_integrate::bisect::BisectOptions;
+use lockstep_integrate::report::{require_halt, short};
+use lockstep_integrate::search::{LoopEnd, LoopOptions};
+use lockstep_integrate::status::Status;
+use lockstep_integrate::Integrate;
+
+use crate::cli::{self, DemoArgs};
+use crate::output::Console;
+
+/// Exit status for a halt at a breaking or conflicting commit.
+const HALTED: i32 = 3;
+
+fn print_json(value: &impl serde::Serialize) -> Result<(), Error> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Error::failed(e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}
+
+pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
+    let console = Console::new();
+    let ig = Integrate::open(loaded, &console)?;
+    match cmd {
+        cli::Integrate::Start { branch, no_fetch } => {
+            let started = ig.start(branch.as_deref(), !no_fetch)?;
+            println!(
+                "started {} from {} ({})",
+                started.branch,
+                short(&started.base),
+                short(&started.commit)
+            );
+            Ok(0)
+        }
+        cli::Integrate::Status { json, fetch } => {
+            let status = ig.status(fetch)?;
+            if json {
+                print_json(&status)?;
+            } else {
+                print_status(&ig, &status);
+            }
+            Ok(0)
+        }
+        cli::Integrate::Next {
+            to,
+            no_export,
+            dry_run,
+            json,
+        } => {
+            let outcome = ig.next(&NextOptions {
+                to,
+                no_export,
+                dry_run,
+            })?;
+            if json {
+                print_json(&outcome)?;
+            }
+            Ok(print_next(&outcome, json))
+        }
+        cli::Integrate::Loop {
+            strategy,
+            max_steps,
+            wait,
+            dry_run,
+            no_export,
+            no_fetch,
+            json,
+        } => {
+            let opts = LoopOptions {
+                strategy: strategy.unwrap_or(ig.cfg.strategy),
+                max_steps,
+                wait: wait.map(Duration::from_secs),
+                dry_run,
+                no_export,
+                fetch: !no_fetch,
+            };
+            let report = ig.run_loop(&opts)?;
+            if json {
+                print_json(&report)?;
+            }
+            let code = match &report.end {
+                LoopEnd::Halted { .. } => HALTED,
+                _ => 0,
+            };
+            if !json {
+                match &report.end {
+                    LoopEnd::AtHead => println!("at upstream head"),
+                    LoopEnd::StepsExhausted { pending } => {
+                        println!(
+                            "--max-steps reached; {} affecting commits still pending:",
+                            pending.len()
+                        );
+                        for c in pending.iter().take(20) {
+                            println!("  {} {}", short(&c.sha), c.subject);
+                        }
+                    }
+                    LoopEnd::Halted { halt } => {
+                        println!(
+                            "halted ({}) at {} {}\nreport: {}",
+                            halt.kind.as_str(),
+                            halt.culprit.sha,
+                            halt.culprit.subject,
+                            halt.report_path
+                        );
+                    }
+                    LoopEnd::Plan {
+                        candidates,
+                        strategy,
+                    } => {
+                        println!(
+                            "would search {} candidates with `{strategy}`:",
+                            candidates.len()
+                        );
+                        for c in candidates {
+                            println!("  {} {}", short(&c.sha), c.subject);
+                        }
+                    }
+                }
+                println!(
+                    "smoke runs: {} (cached: {}), advances: {}",
+                    report.smoke_runs,
+                    report.cached,
+                    report.advances.len()
+                );
+            }
+            Ok(code)
+        }
+        cli::Integrate::Export => {
+            let exported = ig.export()?;
+            println!("{}", exported.describe());
+            Ok(0)
+        }
+        cli::Integrate::Report { post, json } => {
+            let halt = match ig.halt()? {
+                Some(h) => h,
+                None => {
+                    eprint!(
+                        "{}",
+                        require_halt(None)
+                            .err()
+                            .map(|e| e.render())
+                            .unwrap_or_default()
+                    );
+                    return Ok(1);
+                }
+            };
+            let report = ig.render(&halt);
+            if json {
+                print_json(&halt)?;
+            } else {
+                print!("{}", report.text);
+            }
+            if post {
+                let msg = lockstep_integrate::notify::Message {
+                    content: &report.text,
+                    errors_txt: &report.errors,
+                };
+                lockstep_integrate::notify::post(ig.cfg.notify.kind, &ig.cfg.notify.url_env, &msg)?;
+                eprintln!(
+                    "posted the report to the webhook in ${}",
+                    ig.cfg.notify.url_env
+                );
+            }
+            Ok(0)
+        }
+        cli::Integrate::Bisect {
+            good,
+            bad,
+            superproject,
+            timeout,
+            json,
+            command,
+        } => {
+            let result = ig.bisect(&BisectOptions {
+                good,
+                bad,
+                superproject,
+                command,
+                timeout: timeout.map(Duration::from_secs),
+            })?;
+            if json {
+                print_json(&result)?;
+            } else {
+                println!(
+                    "first bad commit: {} {}\n  ({} by {} on {})",
+                    result.first_bad.sha,
+                    result.first_bad.subject,
+                    result.mode,
+                    result.first_bad.author,
+                    result.first_bad.date
+                );
+                if !result.ambiguous.is_empty() {
+                    println!(
+                        "  untestable commits before it, any of which may be first: {}",
+                        result.ambiguous.join(", ")
+                    );
+                }
+                println!(
+                    "{} of {} candidates tested, {} runs",
+                    result.steps.len(),
+                    result.candidates,
+                    result.runs
+                );
+            }
+            Ok(0)
+        }
+        cli::Integrate::Abort { all } => {
+            let aborted = ig.abort(all)?;
+            if aborted.undone.is_empty() {
+                println!("nothing unfinished to undo");
+            }
+            for u in aborted.undone {
+                println!("undone: {u}");
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn print_status(ig: &Integrate, s: &Status) {
+    println!(
+        "superproject: {} ({})",
+        s.superproject,
+        s.branch.as_deref().unwrap_or("detached HEAD")
+    );
+    let carrying = if s.clean {
+        "clean".to_string()
+    } else {
+        format!("carrying {} patches", s.patches.len())
+    };
+    println!("pin:          {} ({carrying})", s.pin);
+    if s.current != s.pin {
+        println!(
+            "submodule:    HEAD is {} (not the pin; the next advance starts from it)",
+            s.current
+        );
+    }
+    println!("based on:     {}", s.merge_base);
+    println!(
+        "upstream:     {} at {}",
+        s.upstream_ref.trim_start_matches("refs/remotes/"),
+        s.upstream_head
+    );
+    if !s.patches.is_empty() {
+        println!("\ncarried patches (oldest first):");
+        for p in &s.patches {
+            println!("  {} {}", short(&p.sha), p.subject);
+            match &p.reason {
+                Some(r) => println!("      reason: {r}"),
+                None => println!(
+                    "      ! no reason recorded: add a `Lockstep-Reason:` trailer or a body line"
+                ),
+            }
+            if let Some(up) = &p.upstreamed_by {
+                println!(
+                    "      already upstream as {} (dropped when the pin passes it)",
+                    short(up)
+                );
+            }
+            if let (Some(rev), Some(by)) = (&p.reverts, &p.reverted_upstream_by) {
+                println!(
+                    "      reverts {rev}, which upstream reverted in {} (dropped then)",
+                    short(by)
+                );
+            }
+        }
+    }
+    println!(
+        "\npending affecting commits: {} (oldest first)",
+        s.pending.len()
+    );
+    let show = 30;
+    for (i, c) in s.pending.iter().enumerate().take(show) {
+        println!(
+            "  {:>4} {} {} {} {}",
+            i + 1,
+            short(&c.sha),
+            &c.date[..10.min(c.date.len())],
+            c.author,
+            c.subject
+        );
+    }
+    if s.pending.len() > show {
+        println!("  ... and {} more", s.pending.len() - show);
+    }
+    if let Some(h) = &s.halted {
+        println!(
+            "\nhalted ({}) at {}\n  report: {}\n  see `lockstep integrate report`",
+            h.kind, h.commit, h.report
+        );
+    }
+    let _ = ig;
+}
+
+fn print_next(outcome: &NextOutcome, json: bool) -> i32 {
+    match outcome {
+        NextOutcome::UpToDate => {
+            if !json {
+                println!("up to date: nothing pending");
+            }
+            0
+        }
+        NextOutcome::WouldAdvance { plan } => {
+            if !json {
+                println!(
+                    "would commit: {}",
+                    plan.message.lines().next().unwrap_or("")
+                );
+                println!("submodule would move to {}", plan.head);
+                for d in &plan.dropped {
+                    println!(
+                        "would drop carried patch {} {} (upstream has it)",
+                        short(&d.sha),
+                        d.subject
+                    );
+                }
+            }
+            0
+        }
+        NextOutcome::WouldConflict { target, conflict } => {
+            if !json {
+                println!(
+                    "would halt: carried patch {} \"{}\" conflicts at {} in {}",
+                    short(&conflict.patch),
+                    conflict.subject,
+                    short(&target.sha),
+                    conflict.files.join(", ")
+                );
+            }
+            HALTED
+        }
+        NextOutcome::Advanced {
+            plan,
+            superproject_commit,
+            export,
+        } => {
+            if !json {
+                println!(
+                    "{} {}",
+                    short(superproject_commit),
+                    plan.message.lines().next().unwrap_or("")
+                );
+                for d in &plan.dropped {
+                    println!(
+                        "dropped carried patch {} {} (upstream has it)",
+                        short(&d.sha),
+                        d.subject
+                    );
+                }
+                if let Some(e) = export {
+                    println!("export: {e}");
+                }
+            }
+            0
+        }
+        NextOutcome::Conflict { halt } => {
+            if !json {
+                if let Some(c) = &halt.conflict {
+                    println!(
+                        "halted: carried patch {} \"{}\" conflicts at {} in {}\nreport: {}",
+                        short(&c.patch),
+                        c.subject,
+                        short(&halt.culprit.sha),
+                        c.files.join(", "),
+                        halt.report_path
+                    );
+                }
+            }
+            HALTED
+        }
+    }
+}
+
+pub fn demo(args: DemoArgs) -> Result<i32, Error> {
+    let console = Console::new();
+    let summary =
+        lockstep_integrate::demo::run(args.dir.as_deref(), &console, &mut std::io::stdout())?;
+    Ok(if summary.ok { 0 } else { 1 })
+}
