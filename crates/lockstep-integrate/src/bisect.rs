@@ -249,6 +249,7 @@ impl Integrate<'_> {
             let verdict = Verdict::from_exit(done.exit);
             self.store.put_probe(&ProbeRecord {
                 key,
+                context: "superproject-bisect".into(),
                 commit: commit.sha.clone(),
                 outcome: verdict.as_str().into(),
                 detail: done.exit.describe(),

@@ -148,20 +148,40 @@ impl<'i, 'a> Prober<'i, 'a> {
         Ok(r)
     }
 
-    fn key(&self, upstream: &str, patch_ids: &[String]) -> String {
+    /// The superproject tree and the command: what every verdict of this
+    /// search depends on besides the commit and the patches.
+    fn context(&self) -> String {
         let mut h = Sha256::new();
         h.update(self.tree_key.as_bytes());
+        for word in &self.command {
+            h.update(b"\0c");
+            h.update(word.as_bytes());
+        }
+        hex::encode(h.finalize())
+    }
+
+    fn key(&self, upstream: &str, patch_ids: &[String]) -> String {
+        let mut h = Sha256::new();
+        h.update(self.context().as_bytes());
         h.update(b"\0");
         h.update(upstream.as_bytes());
         for id in patch_ids {
             h.update(b"\0p");
             h.update(id.as_bytes());
         }
-        for word in &self.command {
-            h.update(b"\0c");
-            h.update(word.as_bytes());
-        }
         hex::encode(h.finalize())
+    }
+
+    /// Verdicts recorded earlier for these commits in this context (the patch
+    /// stack is not checked here: [`Prober::probe`] checks it when asked).
+    pub fn earlier_verdicts(&self) -> Result<HashMap<Oid, Verdict>, Error> {
+        Ok(self
+            .ig
+            .store
+            .probes_in_context(&self.context())?
+            .into_iter()
+            .map(|r| (r.commit, Verdict::parse(&r.outcome)))
+            .collect())
     }
 
     /// Probes the current pin (the submodule HEAD, patches as they are).
@@ -288,6 +308,7 @@ impl<'i, 'a> Prober<'i, 'a> {
         let log_text = log.display().to_string();
         self.ig.store.put_probe(&ProbeRecord {
             key,
+            context: self.context(),
             commit: commit.sha.clone(),
             outcome: verdict.as_str().into(),
             detail: detail.clone(),

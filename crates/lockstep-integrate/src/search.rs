@@ -275,8 +275,20 @@ impl Search<'_, '_> {
         let mut bad: Option<usize> = None;
         let mut skipped: Vec<usize> = Vec::new();
         let mut probes: Vec<Option<Probe>> = vec![None; n];
-        // Probe the farthest candidate first (a neighbour when it is untestable).
-        for i in (0..limit).rev() {
+        // Start from what earlier runs found: the first candidate known bad
+        // bounds the search (a rerun after a halt probes nothing new).
+        // Otherwise probe the farthest candidate first (a neighbour when it is
+        // untestable).
+        let earlier = prober.earlier_verdicts()?;
+        let known_bad = (0..limit)
+            .find(|&i| matches!(earlier.get(&self.candidates[i].sha), Some(Verdict::Bad)));
+        let order: Vec<usize> = match known_bad {
+            Some(i) => std::iter::once(i)
+                .chain((0..limit).rev().filter(|&j| j != i))
+                .collect(),
+            None => (0..limit).rev().collect(),
+        };
+        for i in order {
             let probe = prober.probe(&self.candidates[i], i + 1, n)?;
             let verdict = probe.verdict;
             probes[i] = Some(probe);

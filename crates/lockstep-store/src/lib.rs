@@ -40,6 +40,9 @@ pub struct Op {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeRecord {
     pub key: String,
+    /// What the verdict depends on besides the commit and patches (the
+    /// superproject tree and the command), to find earlier verdicts cheaply.
+    pub context: String,
     pub commit: String,
     /// `good`, `bad`, `skip` or `conflict`.
     pub outcome: String,
@@ -70,6 +73,7 @@ CREATE TABLE IF NOT EXISTS journal (
 );
 CREATE TABLE IF NOT EXISTS probes (
     key TEXT PRIMARY KEY,
+    context TEXT NOT NULL,
     commit_sha TEXT NOT NULL,
     outcome TEXT NOT NULL,
     detail TEXT NOT NULL,
@@ -77,6 +81,7 @@ CREATE TABLE IF NOT EXISTS probes (
     seconds REAL NOT NULL,
     at REAL NOT NULL
 );
+CREATE INDEX IF NOT EXISTS probes_by_context ON probes (context, commit_sha);
 CREATE TABLE IF NOT EXISTS records (
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -183,30 +188,36 @@ impl Store {
     pub fn probe(&self, key: &str) -> Result<Option<ProbeRecord>, Error> {
         self.conn
             .query_row(
-                "SELECT key, commit_sha, outcome, detail, log, seconds FROM probes WHERE key = ?1",
+                "SELECT key, context, commit_sha, outcome, detail, log, seconds FROM probes WHERE key = ?1",
                 params![key],
-                |r| {
-                    Ok(ProbeRecord {
-                        key: r.get(0)?,
-                        commit: r.get(1)?,
-                        outcome: r.get(2)?,
-                        detail: r.get(3)?,
-                        log: r.get(4)?,
-                        seconds: r.get(5)?,
-                    })
-                },
+                row_to_probe,
             )
             .optional()
             .map_err(db_error)
     }
 
+    /// Every verdict recorded in `context` (any patch stack), by commit.
+    pub fn probes_in_context(&self, context: &str) -> Result<Vec<ProbeRecord>, Error> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT key, context, commit_sha, outcome, detail, log, seconds FROM probes WHERE context = ?1",
+            )
+            .map_err(db_error)?;
+        let rows = stmt
+            .query_map(params![context], row_to_probe)
+            .map_err(db_error)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(db_error)
+    }
+
     pub fn put_probe(&self, rec: &ProbeRecord) -> Result<(), Error> {
         self.conn
             .execute(
-                "INSERT OR REPLACE INTO probes (key, commit_sha, outcome, detail, log, seconds, at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT OR REPLACE INTO probes (key, context, commit_sha, outcome, detail, log, seconds, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     rec.key,
+                    rec.context,
                     rec.commit,
                     rec.outcome,
                     rec.detail,
@@ -258,6 +269,18 @@ impl Store {
     }
 }
 
+fn row_to_probe(r: &rusqlite::Row<'_>) -> rusqlite::Result<ProbeRecord> {
+    Ok(ProbeRecord {
+        key: r.get(0)?,
+        context: r.get(1)?,
+        commit: r.get(2)?,
+        outcome: r.get(3)?,
+        detail: r.get(4)?,
+        log: r.get(5)?,
+        seconds: r.get(6)?,
+    })
+}
+
 fn row_to_op(r: &rusqlite::Row<'_>) -> rusqlite::Result<Op> {
     let state: String = r.get(2)?;
     Ok(Op {
@@ -305,6 +328,7 @@ mod tests {
         assert_eq!(store.get::<Vec<i32>>("halt").unwrap(), None);
         let rec = ProbeRecord {
             key: "k".into(),
+            context: "ctx".into(),
             commit: "c".into(),
             outcome: "good".into(),
             detail: String::new(),
@@ -312,6 +336,7 @@ mod tests {
             seconds: 1.5,
         };
         store.put_probe(&rec).unwrap();
-        assert_eq!(store.probe("k").unwrap(), Some(rec));
+        assert_eq!(store.probe("k").unwrap(), Some(rec.clone()));
+        assert_eq!(store.probes_in_context("ctx").unwrap(), vec![rec]);
     }
 }
