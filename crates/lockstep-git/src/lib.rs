@@ -165,8 +165,11 @@ impl Repo {
         let top = Repo::new(dir)
             .git(&["rev-parse", "--show-toplevel"])
             .map_err(|e| {
-                e.context(format!("{} is not inside a git work tree", dir.display()))
-                    .hint("run lockstep from the superproject's checkout, or pass --config")
+                let mut err = e
+                    .context(format!("{} is not inside a git work tree", dir.display()))
+                    .hint("run lockstep from the superproject's checkout, or pass --config");
+                err.kind = lockstep_core::ErrorKind::Usage;
+                err
             })?;
         Ok(Repo::new(top.trim()))
     }
