@@ -81,7 +81,7 @@ impl Integrate<'_> {
             Some(self.begin_session("integrate next")?)
         };
         self.require_clean()?;
-        let status = self.status(false)?;
+        let status = self.position()?;
         let (target, position) = match &opts.to {
             None => match status.pending.first() {
                 Some(c) => (c.clone(), 1),

@@ -109,7 +109,11 @@ impl<'a> Integrate<'a> {
                         "finishing the interrupted advance to {}",
                         state.target
                     ));
-                    self.finish_advance(op.id, &state)?;
+                    self.finish_advance(op.id, &state).map_err(|e| {
+                        e.context("cannot finish an interrupted advance").hint(
+                            "fix the cause and rerun, or `lockstep integrate abort` to undo the advance",
+                        )
+                    })?;
                 }
                 "probe" | "bisect" => {
                     let state: ProbeJournal = parse_state(&op.state)?;
@@ -179,6 +183,9 @@ impl<'a> Integrate<'a> {
                             .hint("inspect `git log` and reset by hand"));
                         }
                     }
+                    // Unstage the new pin an interrupted commit may have left staged.
+                    self.superproject
+                        .git(&["reset", "-q", "--", &self.cfg.submodule])?;
                     let current = self.sub.head()?;
                     checkout_submodule(
                         self,

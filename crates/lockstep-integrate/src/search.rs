@@ -98,7 +98,7 @@ impl Integrate<'_> {
         }
         loop {
             self.require_clean()?;
-            let status = self.status(false)?;
+            let status = self.position()?;
             let (candidates, limited) = candidates(self, &status, opts.max_steps)?;
             if opts.dry_run {
                 report.end = LoopEnd::Plan {
@@ -128,7 +128,7 @@ impl Integrate<'_> {
                     return Ok(report);
                 }
                 SearchEnd::Done if limited => {
-                    let status = self.status(false)?;
+                    let status = self.position()?;
                     report.end = LoopEnd::StepsExhausted {
                         pending: status.pending,
                     };

@@ -76,6 +76,19 @@ impl Integrate<'_> {
         if fetch {
             self.fetch_upstream()?;
         }
+        let mut status = self.position()?;
+        if status.merge_base != status.current {
+            status.patches =
+                self.patches(&status.merge_base, &status.current, &status.upstream_head)?;
+            status.clean = status.patches.is_empty();
+        }
+        status.halted = self.halt()?.as_ref().map(HaltSummary::from);
+        Ok(status)
+    }
+
+    /// Where the pin is and what is pending, without annotating the carried
+    /// patches (what `next` and `loop` need; cheaper than [`Integrate::status`]).
+    pub fn position(&self) -> Result<Status, Error> {
         let upstream_head = self.upstream_head()?;
         let pin = self.pin()?;
         let current = self.sub.head()?;
@@ -90,24 +103,18 @@ impl Integrate<'_> {
             .hint("check [integrate] upstream-url / upstream-remote point at the right repository")
             })?;
         let pending = self.pending(&merge_base, &upstream_head)?;
-        let patches = if merge_base == current {
-            Vec::new()
-        } else {
-            self.patches(&merge_base, &current, &upstream_head)?
-        };
-        let halted = self.halt()?.as_ref().map(HaltSummary::from);
         Ok(Status {
             superproject: self.superproject.dir().display().to_string(),
             branch: self.superproject.current_branch()?,
-            clean: patches.is_empty(),
+            clean: merge_base == current,
             pin,
             current,
             merge_base,
             upstream_ref: self.upstream_ref(),
             upstream_head,
-            patches,
+            patches: Vec::new(),
             pending,
-            halted,
+            halted: None,
         })
     }
 
