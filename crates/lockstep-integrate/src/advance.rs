@@ -57,6 +57,10 @@ pub enum NextOutcome {
     Conflict {
         halt: Box<Halt>,
     },
+    /// A crashed `next` was finished instead of starting a new advance.
+    Resumed {
+        resumed: crate::recover::Resumed,
+    },
 }
 
 /// Options of `integrate next`.
@@ -75,11 +79,18 @@ impl Integrate<'_> {
         } else {
             Some(self.lock("integrate next")?)
         };
-        let _session = if opts.dry_run {
+        let session = if opts.dry_run {
             None
         } else {
             Some(self.begin_session("integrate next")?)
         };
+        // Rerunning `next` after a crash finishes the interrupted advance: that
+        // was this command's step, so it stops there.
+        if let Some(resumed) = session.as_ref().and_then(|s| s.resumed.last()) {
+            return Ok(NextOutcome::Resumed {
+                resumed: resumed.clone(),
+            });
+        }
         self.require_clean()?;
         let status = self.position()?;
         let (target, position) = match &opts.to {

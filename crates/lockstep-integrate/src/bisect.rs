@@ -19,7 +19,7 @@ use lockstep_store::ProbeRecord;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::probe::{Prober, Verdict};
+use crate::probe::{is_abort, Prober, Verdict};
 use crate::replay::load_stack;
 use crate::search::narrow;
 use crate::Integrate;
@@ -124,12 +124,12 @@ impl Integrate<'_> {
         let candidates = self.candidates_in(&self.sub, &good, &bad, false)?;
         let stack = load_stack(&self.sub, &merge_base, &current)?;
         let mut prober = Prober::new(self, stack, opts.command.clone(), opts.timeout, "bisect")?;
+        prober.abort_on_crash = true;
         let n = candidates.len();
         let mut steps = Vec::new();
         let mut skipped = Vec::new();
         let result = narrow(-1, n - 1, &mut skipped, |m| {
             let probe = prober.probe(&candidates[m], m + 1, n)?;
-            check_abort(&probe.exit)?;
             steps.push(Step {
                 commit: probe.commit.clone(),
                 verdict: probe.verdict,
@@ -216,7 +216,7 @@ impl Integrate<'_> {
                 hex::encode(h.finalize())
             };
             if let Some(rec) = self.store.probe(&key)? {
-                let verdict = parse_verdict(&rec.outcome);
+                let verdict = Verdict::parse(&rec.outcome);
                 steps.push(Step {
                     commit: commit.clone(),
                     verdict,
@@ -245,7 +245,16 @@ impl Integrate<'_> {
             };
             let done = process::run(&spec, |_| {})?;
             runs += 1;
-            check_abort(&Some(done.exit.describe()))?;
+            if is_abort(done.exit) {
+                return Err(Error::failed(format!(
+                    "`{}` {} at {}; bisect aborted",
+                    opts.command.join(" "),
+                    done.exit.describe(),
+                    commit.sha
+                ))
+                .cause("as with `git bisect run`, exit codes of 128 and above (and signals) abort")
+                .hint("make the command exit 0 (good), 1-127 (bad) or 125 (skip)"));
+            }
             let verdict = Verdict::from_exit(done.exit);
             self.store.put_probe(&ProbeRecord {
                 key,
@@ -297,32 +306,4 @@ impl Integrate<'_> {
         let current = self.sub.head()?;
         crate::recover::checkout_submodule(self, &pin, &[&current, &pin])
     }
-}
-
-fn parse_verdict(s: &str) -> Verdict {
-    match s {
-        "good" => Verdict::Good,
-        "skip" => Verdict::Skip,
-        _ => Verdict::Bad,
-    }
-}
-
-/// `git bisect run` aborts on exit codes of 128 and above (and signals).
-fn check_abort(exit: &Option<String>) -> Result<(), Error> {
-    let Some(text) = exit else { return Ok(()) };
-    let code = text
-        .strip_prefix("exit status ")
-        .and_then(|c| c.parse::<i32>().ok());
-    let abort = match code {
-        Some(c) => !(0..128).contains(&c),
-        None => text.starts_with("killed by signal"),
-    };
-    if abort {
-        return Err(
-            Error::failed(format!("the bisect command {text}; bisect aborted"))
-                .cause("as with `git bisect run`, exit codes of 128 and above (and signals) abort")
-                .hint("make the command exit 0 (good), 1-127 (bad) or 125 (skip)"),
-        );
-    }
-    Ok(())
 }

@@ -44,7 +44,7 @@ impl Verdict {
         }
     }
 
-    fn parse(s: &str) -> Verdict {
+    pub(crate) fn parse(s: &str) -> Verdict {
         match s {
             "good" => Verdict::Good,
             "skip" => Verdict::Skip,
@@ -106,6 +106,8 @@ pub struct Prober<'i, 'a> {
     pub cache_hits: usize,
     /// What the submodule is checked out at now.
     checked_out: Oid,
+    /// Exit codes of 128 and above (and signals) abort instead of meaning bad.
+    pub abort_on_crash: bool,
 }
 
 impl<'i, 'a> Prober<'i, 'a> {
@@ -135,6 +137,7 @@ impl<'i, 'a> Prober<'i, 'a> {
             runs: 0,
             cache_hits: 0,
             checked_out,
+            abort_on_crash: false,
         })
     }
 
@@ -297,6 +300,18 @@ impl<'i, 'a> Prober<'i, 'a> {
             }
         })?;
         self.runs += 1;
+        if self.abort_on_crash && is_abort(finished.exit) {
+            // `git bisect run` semantics: not a verdict, so nothing is cached.
+            return Err(Error::failed(format!(
+                "`{}` {} at {}; bisect aborted",
+                self.command.join(" "),
+                finished.exit.describe(),
+                &commit.sha
+            ))
+            .cause("as with `git bisect run`, exit codes of 128 and above (and signals) abort")
+            .cause(format!("log: {}", log.display()))
+            .hint("make the command exit 0 (good), 1-127 (bad) or 125 (skip)"));
+        }
         let verdict = Verdict::from_exit(finished.exit);
         let detail = match finished.exit {
             Exit::TimedOut => format!(
@@ -387,6 +402,15 @@ impl<'i, 'a> Prober<'i, 'a> {
             self.ig.store.finish(id, "done")?;
         }
         Ok(())
+    }
+}
+
+/// `git bisect run` aborts on these exits.
+pub fn is_abort(exit: Exit) -> bool {
+    match exit {
+        Exit::Code(c) => !(0..128).contains(&c),
+        Exit::Signal(_) => true,
+        Exit::TimedOut => false,
     }
 }
 

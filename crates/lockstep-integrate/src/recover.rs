@@ -26,6 +26,17 @@ const SESSION_RECORD: &str = "session";
 /// means that command died.
 pub struct Session<'i, 'a> {
     ig: &'i Integrate<'a>,
+    /// Advances a dead predecessor left unfinished and this session finished.
+    pub resumed: Vec<Resumed>,
+}
+
+/// An interrupted advance that a new session finished.
+#[derive(Debug, Clone, Serialize)]
+pub struct Resumed {
+    pub target: Oid,
+    pub superproject_commit: Oid,
+    pub message: String,
+    pub export: Option<String>,
 }
 
 impl Drop for Session<'_, '_> {
@@ -60,8 +71,11 @@ impl<'a> Integrate<'a> {
                 started_at: lockstep_store::now(),
             },
         )?;
-        let session = Session { ig: self };
-        self.roll_forward()?;
+        let mut session = Session {
+            ig: self,
+            resumed: Vec::new(),
+        };
+        session.resumed = self.roll_forward()?;
         Ok(session)
     }
 
@@ -100,7 +114,8 @@ impl<'a> Integrate<'a> {
     }
 
     /// Finishes every journaled step a killed process left unfinished.
-    fn roll_forward(&self) -> Result<(), Error> {
+    fn roll_forward(&self) -> Result<Vec<Resumed>, Error> {
+        let mut resumed = Vec::new();
         for op in self.store.unfinished_all()? {
             match op.kind.as_str() {
                 "advance" => {
@@ -109,11 +124,17 @@ impl<'a> Integrate<'a> {
                         "finishing the interrupted advance to {}",
                         state.target
                     ));
-                    self.finish_advance(op.id, &state).map_err(|e| {
+                    let (commit, export) = self.finish_advance(op.id, &state).map_err(|e| {
                         e.context("cannot finish an interrupted advance").hint(
                             "fix the cause and rerun, or `lockstep integrate abort` to undo the advance",
                         )
                     })?;
+                    resumed.push(Resumed {
+                        target: state.target.clone(),
+                        superproject_commit: commit,
+                        message: state.message.clone(),
+                        export,
+                    });
                 }
                 "probe" | "bisect" => {
                     let state: ProbeJournal = parse_state(&op.state)?;
@@ -136,7 +157,7 @@ impl<'a> Integrate<'a> {
                 _ => self.store.finish(op.id, "unknown")?,
             }
         }
-        Ok(())
+        Ok(resumed)
     }
 
     /// Puts the submodule back where a search found it.

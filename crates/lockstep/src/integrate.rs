@@ -358,6 +358,19 @@ fn print_next(outcome: &NextOutcome, json: bool) -> i32 {
             }
             0
         }
+        NextOutcome::Resumed { resumed } => {
+            if !json {
+                println!(
+                    "finished the interrupted advance: {} {}",
+                    short(&resumed.superproject_commit),
+                    resumed.message.lines().next().unwrap_or("")
+                );
+                if let Some(e) = &resumed.export {
+                    println!("export: {e}");
+                }
+            }
+            0
+        }
         NextOutcome::Conflict { halt } => {
             if !json {
                 if let Some(c) = &halt.conflict {

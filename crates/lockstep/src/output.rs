@@ -12,9 +12,13 @@ pub fn init_tracing(verbose: u8) {
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("LOCKSTEP_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+        // The HTTP client logs request URLs, and webhook URLs are secrets.
+        .add_directive("ureq=warn".parse().expect("static directive"))
+        .add_directive("rustls=warn".parse().expect("static directive"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .without_time()
         .try_init();
