@@ -485,20 +485,38 @@ impl Repo {
         Ok(out.split_whitespace().next().map(str::to_string))
     }
 
-    /// Patch-ids of every commit in `range` touching `paths`: `(patch_id, sha)`.
-    pub fn patch_ids(&self, range: &[&str], paths: &[String]) -> Result<Vec<(String, Oid)>, Error> {
-        let mut args = vec![
-            "log",
-            "-p",
-            "--no-color",
-            "--full-index",
-            "--no-merges",
-            "--format=commit %H",
-        ];
+    /// `(sha, full message)` of the commits in `range` touching `paths`, oldest first.
+    pub fn messages(&self, range: &[&str], paths: &[String]) -> Result<Vec<(Oid, String)>, Error> {
+        let mut args = vec!["log", "-z", "--reverse", "--no-merges", "--format=%H%x1f%B"];
         args.extend_from_slice(range);
         args.push("--");
         args.extend(paths.iter().map(String::as_str));
-        let diff = self.git(&args)?;
+        let out = self.git(&args)?;
+        Ok(out
+            .split('\0')
+            .filter_map(|rec| rec.split_once('\x1f'))
+            .map(|(sha, msg)| (sha.trim().to_string(), msg.to_string()))
+            .collect())
+    }
+
+    /// Stable patch-ids of the given commits: `(patch_id, sha)`.
+    pub fn patch_ids_of(&self, shas: &[&str]) -> Result<Vec<(String, Oid)>, Error> {
+        if shas.is_empty() {
+            return Ok(Vec::new());
+        }
+        let input = shas.join("\n") + "\n";
+        let diff = self.git_env(
+            &[
+                "diff-tree",
+                "--stdin",
+                "-p",
+                "--no-color",
+                "--full-index",
+                "--root",
+            ],
+            &[],
+            Some(input.as_bytes()),
+        )?;
         let out = self.git_env(&["patch-id", "--stable"], &[], Some(diff.as_bytes()))?;
         Ok(out
             .lines()

@@ -2,12 +2,13 @@
 //!
 //! Two strategies share one prober:
 //! - `each` (megabump's loop): one smoke and one commit per affecting commit.
-//! - `gallop` (default): verify the pin, find the first commit the carried
-//!   patches conflict at (replays only, no smoke), probe the farthest candidate
-//!   before it, and when that fails bisect for the first bad commit. Like git
-//!   bisect it assumes a breakage persists; exit 125 is skipped by probing a
-//!   neighbour. For K breaking commits among N candidates this needs at most
-//!   K x (ceil(log2 N) + 2) smoke runs.
+//! - `gallop` (default): find the first commit the carried patches conflict
+//!   at (replays only, no smoke), probe the farthest candidate before it, and
+//!   when that fails bisect for the first bad commit (verifying the pin only
+//!   when nothing is good). Like git bisect it assumes a breakage persists;
+//!   exit 125 is skipped by probing a neighbour. For K breaking commits among N
+//!   candidates this needs at most K x (ceil(log2 N) + 2) smoke runs, plus one
+//!   for the run that reaches head.
 //!
 //! Candidates are the pending affecting commits, plus upstream head itself when
 //! it is not one of them, so the loop finishes at head.
@@ -210,7 +211,8 @@ struct Search<'s, 'a> {
 }
 
 impl Search<'_, '_> {
-    /// The pin's own verdict; a failing pin halts at once (nothing upstream to blame).
+    /// The pin's own verdict, asked for when every candidate probed so far is
+    /// bad: a failing pin halts (nothing upstream to blame).
     fn verify_pin(&mut self, prober: &mut Prober) -> Result<Option<Box<Halt>>, Error> {
         let base = self.ig.sub.commit(&self.status.merge_base)?;
         let probe = prober.probe_head(&base, &self.status.current, 0, self.candidates.len())?;
@@ -232,9 +234,6 @@ impl Search<'_, '_> {
     }
 
     fn each(&mut self, prober: &mut Prober) -> Result<SearchEnd, Error> {
-        if let Some(halt) = self.verify_pin(prober)? {
-            return Ok(SearchEnd::Halt(halt));
-        }
         let total = self.candidates.len();
         let mut last_good = self.ig.sub.commit(&self.status.merge_base)?;
         let mut skipped = Vec::new();
@@ -248,9 +247,15 @@ impl Search<'_, '_> {
                 }
                 Verdict::Skip => skipped.push(commit.sha.clone()),
                 Verdict::Bad => {
+                    // Nothing good yet in this run: the pin itself may be broken.
+                    if self.report.advances.is_empty() {
+                        if let Some(halt) = self.verify_pin(prober)? {
+                            return Ok(SearchEnd::Halt(halt));
+                        }
+                    }
                     return Ok(SearchEnd::Halt(Box::new(
                         self.smoke_halt(&probe, &last_good, false, skipped)?,
-                    )))
+                    )));
                 }
                 Verdict::Conflict => {
                     return Ok(SearchEnd::Halt(Box::new(
@@ -263,9 +268,6 @@ impl Search<'_, '_> {
     }
 
     fn gallop(&mut self, prober: &mut Prober) -> Result<SearchEnd, Error> {
-        if let Some(halt) = self.verify_pin(prober)? {
-            return Ok(SearchEnd::Halt(halt));
-        }
         let n = self.candidates.len();
         // 1. The first commit the patches conflict at, with replays alone.
         let conflict_at = self.first_conflict(prober)?;
@@ -314,6 +316,13 @@ impl Search<'_, '_> {
             })?;
             good = if lo >= 0 { Some(lo as usize) } else { None };
             bad = Some(hi);
+        }
+        // Only when no candidate is good can the pin itself be to blame:
+        // verify it then (and only then, to keep the smoke count down).
+        if bad.is_some() && good.is_none() {
+            if let Some(halt) = self.verify_pin(prober)? {
+                return Ok(SearchEnd::Halt(halt));
+            }
         }
         let mut last_good = self.ig.sub.commit(&self.status.merge_base)?;
         if let Some(g) = good {

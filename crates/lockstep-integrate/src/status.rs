@@ -8,9 +8,9 @@
 use std::collections::HashMap;
 
 use lockstep_core::Error;
-use lockstep_git::{Commit, Oid, Repo};
+use lockstep_git::{Commit, Oid};
 use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::report::Halt;
 use crate::Integrate;
@@ -93,8 +93,7 @@ impl Integrate<'_> {
         let pin = self.pin()?;
         let current = self.sub.head()?;
         let merge_base = self
-            .sub
-            .merge_base(&current, &upstream_head)?
+            .merge_base_memo(&current, &upstream_head)?
             .ok_or_else(|| {
                 Error::failed(format!(
                 "the submodule HEAD {current} shares no history with {}",
@@ -167,26 +166,23 @@ impl Integrate<'_> {
                 reverted_upstream_by: None,
             });
         }
-        let upstream_range = [upstream, &format!("^{base}")].map(str::to_string);
-        let range_args: Vec<&str> = upstream_range.iter().map(String::as_str).collect();
-        // Only upstream commits touching the patches' files can carry the same change.
-        let upstream_ids: HashMap<String, Oid> = if touched.is_empty() {
-            HashMap::new()
-        } else {
-            self.sub
-                .patch_ids(&range_args, &touched)?
-                .into_iter()
-                .collect()
-        };
+        let scan = self.scan_upstream(base, &shas, &touched, upstream)?;
         for patch in &mut patches {
             if let Some(id) = self.sub.patch_id(&patch.sha)? {
-                if let Some(up) = upstream_ids.get(&id) {
+                if let Some(up) = scan.patch_ids.get(&id) {
                     patch.upstreamed = true;
                     patch.upstreamed_by = Some(up.clone());
                 }
             }
             if let Some(reverted) = &patch.reverts {
-                patch.reverted_upstream_by = upstream_revert_of(&self.sub, &range_args, reverted)?;
+                patch.reverted_upstream_by = scan
+                    .reverts
+                    .iter()
+                    .find(|(target, _)| {
+                        target.starts_with(reverted.as_str())
+                            || reverted.starts_with(target.as_str())
+                    })
+                    .map(|(_, by)| by.clone());
             }
         }
         Ok(patches)
@@ -230,9 +226,76 @@ pub fn reverted_commit(message: &str) -> Option<String> {
     re.captures(message).map(|c| c[1].to_string())
 }
 
-fn upstream_revert_of(repo: &Repo, range: &[&str], reverted: &str) -> Result<Option<Oid>, Error> {
-    let grep = format!("--grep=This reverts commit {reverted}");
-    let mut args = vec!["--fixed-strings", grep.as_str(), "-n1"];
-    args.extend_from_slice(range);
-    Ok(repo.rev_list(&args)?.into_iter().next())
+/// What upstream commits touching the carried patches' files contain: their
+/// patch-ids and the commits they revert. Kept in the store and extended
+/// incrementally as upstream moves, since the walk over a long pending range
+/// is the expensive part of `status`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct UpstreamScan {
+    pub base: Oid,
+    pub patches: Vec<Oid>,
+    /// The upstream commit scanned up to.
+    pub upstream: Oid,
+    pub patch_ids: HashMap<String, Oid>,
+    /// (reverted commit, reverting upstream commit), oldest first.
+    pub reverts: Vec<(String, Oid)>,
+}
+
+const SCAN_RECORD: &str = "upstream-scan";
+const MERGE_BASE_RECORD: &str = "merge-base";
+
+impl Integrate<'_> {
+    /// `git merge-base`, remembered for the last pair asked: commits are
+    /// immutable, and without a commit-graph the walk costs as much as the
+    /// pending list itself.
+    fn merge_base_memo(&self, current: &str, upstream: &str) -> Result<Option<Oid>, Error> {
+        let key = (current.to_string(), upstream.to_string());
+        if let Some((a, b, base)) = self.store.get::<(String, String, Oid)>(MERGE_BASE_RECORD)? {
+            if (a, b) == key {
+                return Ok(Some(base));
+            }
+        }
+        let base = self.sub.merge_base(current, upstream)?;
+        if let Some(b) = &base {
+            self.store.set(MERGE_BASE_RECORD, &(current, upstream, b))?;
+        }
+        Ok(base)
+    }
+
+    fn scan_upstream(
+        &self,
+        base: &str,
+        patches: &[Oid],
+        touched: &[String],
+        upstream: &str,
+    ) -> Result<UpstreamScan, Error> {
+        let previous: Option<UpstreamScan> = self.store.get(SCAN_RECORD)?;
+        let reusable = previous.filter(|p| p.base == base && p.patches == patches);
+        let mut scan = match reusable {
+            Some(p) if p.upstream == upstream => return Ok(p),
+            Some(p) if self.sub.is_ancestor(&p.upstream, upstream)? => p,
+            _ => UpstreamScan {
+                base: base.to_string(),
+                patches: patches.to_vec(),
+                upstream: base.to_string(),
+                ..UpstreamScan::default()
+            },
+        };
+        if !touched.is_empty() {
+            let exclude = format!("^{}", scan.upstream);
+            let commits = self.sub.messages(&[upstream, &exclude], touched)?;
+            let shas: Vec<&str> = commits.iter().map(|(sha, _)| sha.as_str()).collect();
+            for (id, sha) in self.sub.patch_ids_of(&shas)? {
+                scan.patch_ids.entry(id).or_insert(sha);
+            }
+            for (sha, message) in commits {
+                if let Some(reverted) = reverted_commit(&message) {
+                    scan.reverts.push((reverted, sha));
+                }
+            }
+        }
+        scan.upstream = upstream.to_string();
+        self.store.set(SCAN_RECORD, &scan)?;
+        Ok(scan)
+    }
 }

@@ -1,0 +1,988 @@
+//! Benchmark for `lockstep integrate` (run it with `scripts/bench-integrate`).
+//!
+//! Part A, smoke runs: an upstream of 2000 commits (400 with `--quick`), about
+//! 60% affecting the tracked path, 3 API-breaking commits at 15%, 50% and 85% of
+//! the affecting range, a pin carrying patches. For `gallop` and `each` it runs
+//! the real `lockstep` binary the way a person does: `integrate start`, then
+//! `integrate loop --json` until upstream head, resolving every halt with
+//! `integrate next --to <culprit>` and a commit of the fixed `API_LEVEL`. It
+//! counts the smoke runs (lines the sandbox smoke script appends to
+//! `$LOCKSTEP_SANDBOX_SMOKE_LOG`, independent of lockstep's own counter) and
+//! checks that the halts name exactly the 3 breaking commits.
+//! Target: `gallop` at most 40 smoke runs, all 3 culprits exact.
+//!
+//! Part B, status speed: on an upstream of 50,000 commits (10,000 with
+//! `--quick`), the median wall time of `integrate status --json` divided by the
+//! median of `git rev-list --count upstream ^merge-base -- mlir` (the same range
+//! and path filter). Target: at most 1.5.
+//!
+//! Exits 0 whether or not the targets are met (it is a benchmark) and 1 when
+//! something failed unexpectedly (a lockstep command exited with an unexpected
+//! status, unparsable output, a git error).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use lockstep_integrate::sandbox::{self, Sandbox, SandboxSpec};
+use serde_json::Value;
+
+type Res<T> = Result<T, String>;
+
+const SMOKE_TARGET: usize = 40;
+const RATIO_TARGET: f64 = 1.5;
+const MAX_ROUNDS: usize = 10;
+const STATUS_RUNS: usize = 7;
+const BREAKS: [f64; 3] = [0.15, 0.5, 0.85];
+
+struct Args {
+    lockstep: PathBuf,
+    quick: bool,
+    skip_each: bool,
+    status_only: bool,
+    keep: bool,
+}
+
+const USAGE: &str =
+    "usage: bench_integrate --lockstep PATH [--quick] [--skip-each] [--status-only] [--keep]
+
+  --lockstep PATH  the lockstep binary to benchmark (e.g. target/release/lockstep)
+  --quick          400 commits for part A, 10,000 for part B (a fast sanity run)
+  --skip-each      do not run the (slow) `each` strategy in part A
+  --status-only    run part B (status speed) only
+  --keep           keep the sandboxes (their directory is printed)";
+
+fn parse_args() -> Res<Args> {
+    let mut lockstep = None;
+    let mut quick = false;
+    let mut skip_each = false;
+    let mut status_only = false;
+    let mut keep = false;
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--lockstep" => {
+                lockstep = Some(PathBuf::from(it.next().ok_or("--lockstep needs a path")?))
+            }
+            "--quick" => quick = true,
+            "--skip-each" => skip_each = true,
+            "--status-only" => status_only = true,
+            "--keep" => keep = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+        }
+    }
+    let lockstep = lockstep.ok_or_else(|| format!("--lockstep is required\n{USAGE}"))?;
+    let lockstep = fs::canonicalize(&lockstep).map_err(|e| {
+        format!(
+            "cannot find the lockstep binary {}: {e}",
+            lockstep.display()
+        )
+    })?;
+    Ok(Args {
+        lockstep,
+        quick,
+        skip_each,
+        status_only,
+        keep,
+    })
+}
+
+fn main() {
+    // Hermetic git, as in scripts/test: no user or system configuration (hooks,
+    // fsmonitor, identity) changes what is measured. Set before any thread starts.
+    std::env::set_var("GIT_CONFIG_NOSYSTEM", "1");
+    std::env::set_var("GIT_CONFIG_GLOBAL", "/dev/null");
+    std::env::remove_var("LOCKSTEP_SANDBOX_SMOKE_SLEEP");
+    std::env::remove_var("LOCKSTEP_SANDBOX_SMOKE_LOG");
+    std::env::remove_var("LOCKSTEP_WEBHOOK_URL");
+
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    match run(&args) {
+        Ok(()) => {}
+        Err(e) => {
+            eprintln!("\nerror: {e}");
+            println!("\nbenchmark aborted: {}", e.lines().next().unwrap_or(""));
+            std::process::exit(1);
+        }
+    }
+}
+
+fn run(args: &Args) -> Res<()> {
+    let tmp = tempfile::Builder::new()
+        .prefix("lockstep-bench-integrate-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let root = tmp.path().to_path_buf();
+    if args.keep {
+        let kept = tmp.keep();
+        println!("sandboxes kept in {}", kept.display());
+    }
+    let commits_a = if args.quick { 400 } else { 2000 };
+    let commits_b = if args.quick { 10_000 } else { 50_000 };
+    println!(
+        "lockstep integrate benchmark{} ({})",
+        if args.quick { " --quick" } else { "" },
+        args.lockstep.display()
+    );
+
+    // Part A.
+    let mut results = Vec::new();
+    if !args.status_only {
+        println!(
+            "\n== A. smoke runs: {commits_a} upstream commits, ~60% affecting mlir/, 3 breaking commits at 15%, 50%, 85% of the affecting range, carried patches"
+        );
+        let mut strategies = vec!["gallop"];
+        if !args.skip_each {
+            strategies.push("each");
+        }
+        for (i, strategy) in strategies.iter().enumerate() {
+            let dir = root.join(format!("a-{strategy}"));
+            results.push(part_a(args, &dir, commits_a, strategy, i == 0)?);
+        }
+        print_part_a(&results);
+    }
+
+    // Part B.
+    println!(
+        "\n== B. status speed: {commits_b} upstream commits, ~60% affecting mlir/, carried patches"
+    );
+    let b = part_b(args, &root.join("b"), commits_b)?;
+
+    // Summary.
+    println!("\n== summary");
+    let mut all_pass = true;
+    if let Some(gallop) = results.first() {
+        let each = results.get(1);
+        let a_pass = gallop.smoke_runs <= SMOKE_TARGET && gallop.all_exact();
+        let k = gallop.expected.len();
+        let n = gallop.candidates;
+        println!("  part A ({commits_a} commits, {n} candidates at start)");
+        for r in &results {
+            println!(
+                "    {:<7} smoke runs {} (lockstep says {}, cached {}), halts {}, culprits exact {}/{}, advances {}, rounds {}, end {}, wall {:.1} s",
+                r.strategy,
+                r.smoke_runs,
+                r.reported_smoke,
+                r.reported_cached,
+                r.halts.len(),
+                r.exact_count(),
+                r.expected.len(),
+                r.advances,
+                r.rounds,
+                r.end,
+                r.wall
+            );
+        }
+        println!(
+            "    theoretical bound for gallop: K x (ceil(log2 N) + 2) + 1 = {k} x ({} + 2) + 1 = {} (N = {n}); gallop used {} -> {}",
+            ceil_log2(n),
+            bound(k, n),
+            gallop.smoke_runs,
+            within(gallop.smoke_runs, bound(k, n))
+        );
+        if let Some(each) = each {
+            if each.smoke_runs > 0 {
+                println!(
+                    "    gallop/each smoke ratio: {:.3}",
+                    gallop.smoke_runs as f64 / each.smoke_runs as f64
+                );
+            }
+        }
+        println!(
+            "    target: gallop <= {SMOKE_TARGET} smoke runs ({}), all culprits exact ({}/{k}) -> {}",
+            gallop.smoke_runs,
+            gallop.exact_count(),
+            pass(a_pass)
+        );
+        all_pass &= a_pass;
+        if let Some(each) = each {
+            println!(
+                "    each: all culprits exact ({}/{}) -> {}",
+                each.exact_count(),
+                each.expected.len(),
+                pass(each.all_exact())
+            );
+            all_pass &= each.all_exact();
+        }
+    }
+    let b_pass = b.ratio <= RATIO_TARGET;
+    println!("  part B ({commits_b} commits)");
+    println!(
+        "    median status {:.3} s, median rev-list {:.3} s, ratio {:.2}",
+        b.status_median, b.revlist_median, b.ratio
+    );
+    println!(
+        "    pending from status {} vs rev-list count {} -> {}",
+        b.pending,
+        b.revlist_count,
+        if b.pending == b.revlist_count {
+            "equal"
+        } else {
+            "DIFFERENT"
+        }
+    );
+    println!(
+        "    target: status / rev-list <= {RATIO_TARGET} ({:.2}) -> {}",
+        b.ratio,
+        pass(b_pass)
+    );
+    all_pass &= b_pass && b.pending == b.revlist_count;
+    let notes: Vec<String> = results
+        .iter()
+        .flat_map(|r| r.notes.iter().map(move |n| format!("{}: {n}", r.strategy)))
+        .chain(b.notes.iter().map(|n| format!("status: {n}")))
+        .collect();
+    if !notes.is_empty() {
+        println!("  observations:");
+        for n in notes {
+            println!("    - {n}");
+        }
+    }
+    println!("  overall: {}", pass(all_pass));
+    Ok(())
+}
+
+fn pass(ok: bool) -> &'static str {
+    if ok {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
+fn ceil_log2(n: usize) -> usize {
+    if n <= 1 {
+        0
+    } else {
+        (usize::BITS - (n - 1).leading_zeros()) as usize
+    }
+}
+
+/// K halting runs of at most ceil(log2 N) + 2 smokes each, plus the one
+/// smoke of the final run that reaches head.
+fn bound(k: usize, n: usize) -> usize {
+    k * (ceil_log2(n) + 2) + 1
+}
+
+fn within(used: usize, bound: usize) -> String {
+    if used <= bound {
+        "within the bound".to_string()
+    } else {
+        format!("EXCEEDS the bound by {}", used - bound)
+    }
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..12.min(sha.len())]
+}
+
+// ---------------------------------------------------------------------------
+// Running commands.
+
+/// A finished command.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    secs: f64,
+}
+
+impl Run {
+    fn describe(&self, what: &str) -> String {
+        let tail = |s: &str| {
+            let lines: Vec<&str> = s.lines().collect();
+            let from = lines.len().saturating_sub(30);
+            lines[from..].join("\n")
+        };
+        format!(
+            "{what} exited {}\n--- stdout (last 30 lines) ---\n{}\n--- stderr (last 30 lines) ---\n{}",
+            match self.code {
+                Some(c) => c.to_string(),
+                None => "by a signal".to_string(),
+            },
+            tail(&self.stdout),
+            tail(&self.stderr)
+        )
+    }
+}
+
+fn finish(out: Output, started: Instant) -> Run {
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        secs: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// Where lockstep runs: the superproject, with its own lockstep home.
+struct Ctx<'a> {
+    lockstep: &'a Path,
+    superproject: &'a Path,
+    home: PathBuf,
+    smoke_log: Option<PathBuf>,
+}
+
+impl Ctx<'_> {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(self.lockstep);
+        cmd.args(args)
+            .current_dir(self.superproject)
+            .env("LOCKSTEP_HOME", &self.home);
+        if let Some(log) = &self.smoke_log {
+            cmd.env("LOCKSTEP_SANDBOX_SMOKE_LOG", log);
+        }
+        cmd
+    }
+
+    /// Runs `lockstep ARGS`; an exit status outside `ok` is an error.
+    fn run(&self, args: &[&str], ok: &[i32]) -> Res<Run> {
+        let started = Instant::now();
+        let out = self
+            .command(args)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", self.lockstep.display()))?;
+        let run = finish(out, started);
+        check(run, &format!("lockstep {}", args.join(" ")), ok)
+    }
+
+    /// Like [`Ctx::run`], printing `progress()` to stderr every 15 s while it runs.
+    fn run_with_progress(
+        &self,
+        args: &[&str],
+        ok: &[i32],
+        progress: &(dyn Fn() -> String + Sync),
+    ) -> Res<Run> {
+        let (tx, rx) = mpsc::channel::<()>();
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) =
+                    rx.recv_timeout(Duration::from_secs(15))
+                {
+                    eprintln!("    ... {}", progress());
+                }
+            });
+            let result = self.run(args, ok);
+            drop(tx);
+            result
+        })
+    }
+}
+
+fn check(run: Run, what: &str, ok: &[i32]) -> Res<Run> {
+    match run.code {
+        Some(c) if ok.contains(&c) => Ok(run),
+        _ => Err(run.describe(what)),
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> Res<String> {
+    let started = Instant::now();
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    let run = finish(out, started);
+    let run = check(
+        run,
+        &format!("git -C {} {}", dir.display(), args.join(" ")),
+        &[0],
+    )?;
+    Ok(run.stdout.trim().to_string())
+}
+
+fn parse_json(run: &Run, what: &str) -> Res<Value> {
+    serde_json::from_str(&run.stdout)
+        .map_err(|e| format!("{what}: cannot parse its JSON output ({e})\n{}", run.stdout))
+}
+
+fn str_field<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    let mut cur = v;
+    for key in path {
+        cur = cur.get(key)?;
+    }
+    cur.as_str()
+}
+
+fn smoke_lines(log: &Path) -> usize {
+    fs::read_to_string(log)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+fn create_sandbox(dir: &Path, spec: &SandboxSpec) -> Res<Sandbox> {
+    let started = Instant::now();
+    let sb = sandbox::create(dir, spec)
+        .map_err(|e| format!("cannot create the sandbox in {}: {e}", dir.display()))?;
+    eprintln!(
+        "  sandbox: {} pending commits, {} affecting, created in {:.1} s",
+        sb.pending.len(),
+        sb.affecting.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(sb)
+}
+
+// ---------------------------------------------------------------------------
+// Part A: smoke runs and culprits.
+
+struct StrategyResult {
+    strategy: String,
+    /// Lines in the smoke log: smoke processes actually started.
+    smoke_runs: usize,
+    /// Sum of lockstep's own `smoke_runs` over the loop rounds.
+    reported_smoke: usize,
+    reported_cached: usize,
+    advances: usize,
+    rounds: usize,
+    /// Halt culprits in order.
+    halts: Vec<String>,
+    /// The sandbox's breaking commits in order.
+    expected: Vec<String>,
+    /// Candidates of the first loop (pending affecting commits, plus upstream
+    /// head when it is untracked).
+    candidates: usize,
+    /// How it ended: "at_head", or what went wrong.
+    end: String,
+    wall: f64,
+    notes: Vec<String>,
+}
+
+impl StrategyResult {
+    fn exact(&self, i: usize) -> bool {
+        self.halts.get(i) == self.expected.get(i) && i < self.expected.len()
+    }
+
+    fn exact_count(&self) -> usize {
+        (0..self.expected.len()).filter(|&i| self.exact(i)).count()
+    }
+
+    fn all_exact(&self) -> bool {
+        self.halts == self.expected && self.end == "at_head"
+    }
+}
+
+fn part_a(
+    args: &Args,
+    dir: &Path,
+    commits: usize,
+    strategy: &str,
+    describe: bool,
+) -> Res<StrategyResult> {
+    eprintln!("\n[A] strategy {strategy}");
+    let spec = SandboxSpec {
+        commits,
+        affecting_ratio: 0.6,
+        breaks: BREAKS.to_vec(),
+        patches: true,
+        conflict_at: None,
+        upstreams_patch_at: None,
+        docs_commits: 0,
+        seed: 42,
+    };
+    let sb = create_sandbox(&dir.join("sb"), &spec)?;
+    let log = dir.join("smoke.log");
+    let ctx = Ctx {
+        lockstep: &args.lockstep,
+        superproject: &sb.superproject,
+        home: dir.join("home"),
+        smoke_log: Some(log.clone()),
+    };
+    let position = |sha: &str| sb.affecting.iter().position(|a| a == sha);
+    if describe {
+        println!(
+            "  sandbox: {} pending, {} affecting, pin carries {} patches",
+            sb.pending.len(),
+            sb.affecting.len(),
+            sb.patch_subjects.len()
+        );
+        for (k, b) in sb.breaks.iter().enumerate() {
+            println!(
+                "  break {} at {:.0}%: {} (affecting #{} of {}, API level {})",
+                k + 1,
+                BREAKS[k] * 100.0,
+                short(b),
+                position(b).map(|p| p + 1).unwrap_or(0),
+                sb.affecting.len(),
+                sandbox::api_level_at(&sb, b).unwrap_or(0)
+            );
+        }
+    }
+
+    let mut r = StrategyResult {
+        strategy: strategy.to_string(),
+        smoke_runs: 0,
+        reported_smoke: 0,
+        reported_cached: 0,
+        advances: 0,
+        rounds: 0,
+        halts: vec![],
+        expected: sb.breaks.clone(),
+        candidates: 0,
+        end: "rounds cap".to_string(),
+        wall: 0.0,
+        notes: vec![],
+    };
+
+    let started = ctx.run(&["integrate", "start"], &[0])?;
+    let mut wall = started.secs;
+    eprintln!("  {}", started.stdout.trim());
+
+    // Untimed: the candidates the loop starts with.
+    let status = ctx.run(&["integrate", "status", "--json"], &[0])?;
+    let status = parse_json(&status, "lockstep integrate status --json")?;
+    let pending: Vec<&str> = status["pending"]
+        .as_array()
+        .ok_or("status --json has no `pending` array")?
+        .iter()
+        .filter_map(|c| c["sha"].as_str())
+        .collect();
+    let head = str_field(&status, &["upstream_head"]).unwrap_or("");
+    r.candidates = pending.len() + usize::from(!pending.contains(&head));
+    if pending.len() != sb.affecting.len() {
+        r.notes.push(format!(
+            "status lists {} pending commits, the sandbox has {} affecting",
+            pending.len(),
+            sb.affecting.len()
+        ));
+    }
+
+    for round in 1..=MAX_ROUNDS {
+        r.rounds = round;
+        let before = smoke_lines(&log);
+        let round_start = Instant::now();
+        let progress = || {
+            format!(
+                "{strategy} round {round}: {} smoke runs so far, {:.0} s into the round",
+                smoke_lines(&log),
+                round_start.elapsed().as_secs_f64()
+            )
+        };
+        eprintln!(
+            "  round {round}: lockstep integrate loop --strategy {strategy} --json ({} smoke runs so far)",
+            before
+        );
+        let what = format!("lockstep integrate loop --strategy {strategy} --json");
+        let run = ctx.run_with_progress(
+            &["integrate", "loop", "--strategy", strategy, "--json"],
+            &[0, 3],
+            &progress,
+        )?;
+        wall += run.secs;
+        let report = parse_json(&run, &what)?;
+        let smokes = report["smoke_runs"].as_u64().unwrap_or(0) as usize;
+        let cached = report["cached"].as_u64().unwrap_or(0) as usize;
+        let advances = report["advances"].as_array().map(|a| a.len()).unwrap_or(0);
+        r.reported_smoke += smokes;
+        r.reported_cached += cached;
+        r.advances += advances;
+        let result = str_field(&report, &["end", "result"]).unwrap_or("?");
+        let logged = smoke_lines(&log) - before;
+        eprintln!(
+            "    exit {}, {result}: {logged} smoke runs logged (lockstep: {smokes}, cached {cached}), {advances} advances, {:.1} s",
+            run.code.unwrap_or(-1),
+            run.secs
+        );
+        if logged != smokes {
+            r.notes.push(format!(
+                "round {round}: the smoke log grew by {logged} lines but lockstep reported {smokes} smoke runs"
+            ));
+        }
+        match (run.code, result) {
+            (Some(0), "at_head") => {
+                r.end = "at_head".to_string();
+                break;
+            }
+            (Some(3), "halted") => {
+                let halt = &report["end"]["halt"];
+                let culprit = str_field(halt, &["culprit", "sha"])
+                    .ok_or_else(|| format!("{what}: halted without end.halt.culprit.sha"))?
+                    .to_string();
+                let kind = str_field(halt, &["kind"]).unwrap_or("?").to_string();
+                let at_pin = halt["at_pin"].as_bool().unwrap_or(false);
+                let last_good = str_field(halt, &["last_good", "sha"]).unwrap_or("?");
+                let k = r.halts.len();
+                let expected = sb.breaks.get(k).map(String::as_str).unwrap_or("(none)");
+                eprintln!(
+                    "    halted ({kind}{}) at {} (affecting #{}), last good {}; expected break {}: {}",
+                    if at_pin { ", at the pin" } else { "" },
+                    short(&culprit),
+                    position(&culprit).map(|p| (p + 1).to_string()).unwrap_or_else(|| "-".into()),
+                    short(last_good),
+                    k + 1,
+                    if culprit == expected { "exact" } else { "WRONG" }
+                );
+                if culprit != expected {
+                    r.notes.push(format!(
+                        "round {round}: halted at {culprit} (affecting #{}), expected break {} {expected} (affecting #{})",
+                        position(&culprit).map(|p| (p + 1).to_string()).unwrap_or_else(|| "-".into()),
+                        k + 1,
+                        position(expected).map(|p| (p + 1).to_string()).unwrap_or_else(|| "-".into()),
+                    ));
+                }
+                r.halts.push(culprit.clone());
+                if kind != "smoke" || at_pin {
+                    r.notes.push(format!(
+                        "round {round}: unexpected halt kind {kind} (at_pin {at_pin}) at {culprit}; stopped"
+                    ));
+                    r.end = format!("halted ({kind})");
+                    break;
+                }
+                wall += resolve(&ctx, &sb, &culprit, &mut r.notes, round)?;
+            }
+            (code, result) => {
+                r.notes.push(format!(
+                    "round {round}: exit {code:?} with end.result {result:?}; stopped"
+                ));
+                r.end = result.to_string();
+                break;
+            }
+        }
+    }
+    if r.end == "rounds cap" {
+        r.notes.push(format!(
+            "not at upstream head after {MAX_ROUNDS} loop rounds"
+        ));
+    }
+    r.wall = wall;
+    r.smoke_runs = smoke_lines(&log);
+
+    // Untimed check: at the end nothing is pending and the pin is based on head.
+    if r.end == "at_head" {
+        let status = ctx.run(&["integrate", "status", "--json"], &[0])?;
+        let status = parse_json(&status, "lockstep integrate status --json")?;
+        let left = status["pending"].as_array().map(|a| a.len()).unwrap_or(0);
+        let base = str_field(&status, &["merge_base"]).unwrap_or("");
+        if left != 0 || base != sb.head {
+            r.notes.push(format!(
+                "after at_head: {left} commits still pending, merge base {base} (upstream head {})",
+                sb.head
+            ));
+        }
+    }
+    eprintln!(
+        "  {strategy}: {} smoke runs, {} halts, {}/{} culprits exact, {:.1} s",
+        r.smoke_runs,
+        r.halts.len(),
+        r.exact_count(),
+        r.expected.len(),
+        r.wall
+    );
+    Ok(r)
+}
+
+/// What a person does after an API break: `next --to <culprit>`, declare the
+/// culprit's API level in `API_LEVEL`, commit. Returns the seconds it took.
+fn resolve(
+    ctx: &Ctx<'_>,
+    sb: &Sandbox,
+    culprit: &str,
+    notes: &mut Vec<String>,
+    round: usize,
+) -> Res<f64> {
+    let started = Instant::now();
+    ctx.run(&["integrate", "next", "--to", culprit], &[0])?;
+    let level = sandbox::api_level_at(sb, culprit)
+        .ok_or_else(|| format!("the halt culprit {culprit} is not a commit of the sandbox"))?;
+    let sp = &sb.superproject;
+    fs::write(sp.join("API_LEVEL"), format!("{level}\n"))
+        .map_err(|e| format!("cannot write API_LEVEL: {e}"))?;
+    git(sp, &["add", "API_LEVEL"])?;
+    let message = format!("Fix for API level {level}");
+    let unchanged = Command::new("git")
+        .arg("-C")
+        .arg(sp)
+        .args(["diff", "--cached", "--quiet"])
+        .status()
+        .map_err(|e| format!("cannot run git: {e}"))?
+        .success();
+    if unchanged {
+        // A wrong culprit: the project already declares its level. Commit
+        // anyway so the loop can go on (it will likely halt there again).
+        notes.push(format!(
+            "round {round}: API_LEVEL already {level} at culprit {culprit}; committed an empty fix"
+        ));
+        git(sp, &["commit", "--quiet", "--allow-empty", "-m", &message])?;
+    } else {
+        git(sp, &["commit", "--quiet", "-m", &message])?;
+    }
+    eprintln!(
+        "    resolved: next --to {}, API_LEVEL = {level}, committed ({:.1} s)",
+        short(culprit),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(started.elapsed().as_secs_f64())
+}
+
+fn print_part_a(results: &[StrategyResult]) {
+    let gallop = &results[0];
+    println!("\n  culprits:");
+    for (k, b) in gallop.expected.iter().enumerate() {
+        let named: Vec<String> = results
+            .iter()
+            .map(|r| {
+                let got = r.halts.get(k).map(|s| short(s)).unwrap_or("(no halt)");
+                format!(
+                    "{} {got} {}",
+                    r.strategy,
+                    if r.exact(k) { "exact" } else { "NOT EXACT" }
+                )
+            })
+            .collect();
+        println!(
+            "    break {} ({:.0}%) {}: {}",
+            k + 1,
+            BREAKS[k] * 100.0,
+            short(b),
+            named.join(", ")
+        );
+    }
+    for r in results {
+        for extra in r.halts.iter().skip(r.expected.len()) {
+            println!("    {} extra halt at {}", r.strategy, short(extra));
+        }
+    }
+    println!();
+    println!(
+        "  {:<9} {:>10} {:>9} {:>6} {:>15} {:>9}",
+        "strategy", "smoke runs", "(lockstep)", "halts", "culprits exact", "wall"
+    );
+    for r in results {
+        let exact = format!(
+            "{}/{} {}",
+            r.exact_count(),
+            r.expected.len(),
+            if r.all_exact() { "yes" } else { "no" }
+        );
+        println!(
+            "  {:<9} {:>10} {:>9} {:>6} {:>15} {:>7.1} s",
+            r.strategy,
+            r.smoke_runs,
+            r.reported_smoke,
+            r.halts.len(),
+            exact,
+            r.wall
+        );
+    }
+    println!(
+        "  (smoke runs = lines the smoke script logged; (lockstep) = the sum of lockstep's own smoke_runs)"
+    );
+    println!(
+        "  theoretical bound K x (ceil(log2 N) + 2) + 1 (the run reaching head) with K = {}, N = {} candidates at start: {} (gallop used {}: {})",
+        gallop.expected.len(),
+        gallop.candidates,
+        bound(gallop.expected.len(), gallop.candidates),
+        gallop.smoke_runs,
+        within(gallop.smoke_runs, bound(gallop.expected.len(), gallop.candidates))
+    );
+    println!(
+        "  target: gallop <= {SMOKE_TARGET} smoke runs, all culprits exact -> {}",
+        pass(gallop.smoke_runs <= SMOKE_TARGET && gallop.all_exact())
+    );
+    if let Some(each) = results.get(1) {
+        if each.smoke_runs > 0 {
+            println!(
+                "  gallop/each smoke ratio: {:.3}",
+                gallop.smoke_runs as f64 / each.smoke_runs as f64
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Part B: status speed.
+
+struct StatusResult {
+    status_median: f64,
+    revlist_median: f64,
+    ratio: f64,
+    pending: usize,
+    revlist_count: usize,
+    notes: Vec<String>,
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.total_cmp(b));
+    let n = xs.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+fn part_b(args: &Args, dir: &Path, commits: usize) -> Res<StatusResult> {
+    eprintln!("\n[B] status speed, {commits} commits");
+    let spec = SandboxSpec {
+        commits,
+        affecting_ratio: 0.6,
+        breaks: vec![],
+        patches: true,
+        conflict_at: None,
+        upstreams_patch_at: None,
+        docs_commits: 0,
+        seed: 1,
+    };
+    let sb = create_sandbox(&dir.join("sb"), &spec)?;
+    let ctx = Ctx {
+        lockstep: &args.lockstep,
+        superproject: &sb.superproject,
+        home: dir.join("home"),
+        smoke_log: None,
+    };
+    let mut notes = vec![];
+
+    // Untimed: fetch upstream the way lockstep would (remote from upstream-url).
+    let sub = sb.superproject.join(&sb.submodule_path);
+    let upstream_url = sb.upstream.to_string_lossy().into_owned();
+    let fetch_started = Instant::now();
+    git(
+        &sub,
+        &["remote", "add", "--no-tags", "upstream", &upstream_url],
+    )?;
+    git(
+        &sub,
+        &[
+            "fetch",
+            "-q",
+            "upstream",
+            "+refs/heads/main:refs/remotes/upstream/main",
+        ],
+    )?;
+    println!(
+        "  fetch (untimed): {:.2} s",
+        fetch_started.elapsed().as_secs_f64()
+    );
+    // The first status after a fetch is cold: it computes the merge base and
+    // scans the pending range for the carried patches' files; later ones reuse
+    // those (kept in the store, extended incrementally when upstream moves).
+    let first_run = ctx.run(&["integrate", "status", "--json"], &[0])?;
+    let first = parse_json(&first_run, "lockstep integrate status --json")?;
+    let cold_secs = first_run.secs;
+    let merge_base = str_field(&first, &["merge_base"]).unwrap_or("").to_string();
+    if merge_base != sb.base {
+        notes.push(format!(
+            "status reports merge_base {merge_base}, the sandbox's base is {}",
+            sb.base
+        ));
+    }
+    let sub_arg = sub.to_string_lossy().into_owned();
+    let exclude = format!("^{}", sb.base);
+    let revlist_args = [
+        "-C",
+        sub_arg.as_str(),
+        "rev-list",
+        "--count",
+        "refs/remotes/upstream/main",
+        exclude.as_str(),
+        "--",
+        "mlir",
+    ];
+
+    let mut status_times = vec![];
+    let mut revlist_times = vec![];
+    let mut pending = 0;
+    let mut revlist_count = 0;
+    for i in 1..=STATUS_RUNS {
+        let run = ctx.run(&["integrate", "status", "--json"], &[0])?;
+        let v = parse_json(&run, "lockstep integrate status --json")?;
+        pending = v["pending"].as_array().map(|a| a.len()).unwrap_or(0);
+        status_times.push(run.secs);
+
+        let started = Instant::now();
+        let out = Command::new("git")
+            .args(revlist_args)
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        let run = check(
+            finish(out, started),
+            &format!("git {}", revlist_args.join(" ")),
+            &[0],
+        )?;
+        revlist_count =
+            run.stdout.trim().parse().map_err(|e| {
+                format!("git rev-list --count printed {:?}: {e}", run.stdout.trim())
+            })?;
+        revlist_times.push(run.secs);
+        eprintln!(
+            "  run {i}/{STATUS_RUNS}: status {:.3} s ({pending} pending), rev-list {:.3} s ({revlist_count})",
+            status_times[i - 1],
+            revlist_times[i - 1]
+        );
+    }
+    let status_median = median(status_times.clone());
+    let revlist_median = median(revlist_times.clone());
+    let ratio = if revlist_median > 0.0 {
+        status_median / revlist_median
+    } else {
+        f64::INFINITY
+    };
+    let fmt = |xs: &[f64]| {
+        xs.iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    println!(
+        "  sandbox: {} pending, {} affecting; range ^{} refs/remotes/upstream/main -- mlir",
+        sb.pending.len(),
+        sb.affecting.len(),
+        short(&sb.base)
+    );
+    println!(
+        "  lockstep integrate status --json      runs (s): {}",
+        fmt(&status_times)
+    );
+    println!(
+        "  git rev-list --count ... -- mlir      runs (s): {}",
+        fmt(&revlist_times)
+    );
+    println!(
+        "  first (cold) status {cold_secs:.3} s = {:.2} x median rev-list",
+        cold_secs / revlist_median
+    );
+    println!(
+        "  median status {status_median:.3} s, median rev-list {revlist_median:.3} s, ratio {ratio:.2}"
+    );
+    println!(
+        "  pending commits from status: {pending}, rev-list count: {revlist_count} ({})",
+        if pending == revlist_count {
+            "equal"
+        } else {
+            "DIFFERENT"
+        }
+    );
+    println!(
+        "  target: status / rev-list <= {RATIO_TARGET} -> {}",
+        pass(ratio <= RATIO_TARGET)
+    );
+    if pending != revlist_count {
+        notes.push(format!(
+            "status lists {pending} pending commits, rev-list counts {revlist_count}"
+        ));
+    }
+    Ok(StatusResult {
+        status_median,
+        revlist_median,
+        ratio,
+        pending,
+        revlist_count,
+        notes,
+    })
+}
