@@ -7,6 +7,7 @@
 //! process group it left running, and then rolls each unfinished step forward
 //! (so rerunning the same command continues) or, with `integrate abort`, back.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -271,37 +272,50 @@ fn git_dir_of_path(path: &Path) -> PathBuf {
     }
 }
 
-/// `*.lock` files in a git dir (top level, `refs/`, `logs/`) modified since `since`.
+/// `*.lock` files in a git dir modified since `since`: at the top level, in
+/// `refs/` and `logs/`, and where git's maintenance and pack writers put them
+/// in `objects/` (not the loose-object fan-out directories).
 fn stale_locks(git_dir: &Path, since: SystemTime) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    let mut stack = vec![git_dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(meta) = entry.metadata() else { continue };
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if meta.is_dir() {
-                let top = dir == git_dir;
-                if !top || name == "refs" || name == "logs" {
-                    stack.push(path);
-                }
-            } else if name.ends_with(".lock")
-                && meta.modified().map(|m| m >= since).unwrap_or(false)
-            {
-                found.push(path);
-            }
-        }
+    let places = [
+        ("", false),
+        ("refs", true),
+        ("logs", true),
+        ("objects", false),
+        ("objects/info", true),
+        ("objects/pack", false),
+    ];
+    for (sub, recursive) in places {
+        collect_locks(&git_dir.join(sub), recursive, since, &mut found);
     }
     found
 }
 
+fn collect_locks(dir: &Path, recursive: bool, since: SystemTime, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else { continue };
+        let path = entry.path();
+        if meta.is_dir() {
+            if recursive {
+                collect_locks(&path, true, since, found);
+            }
+        } else if entry.file_name().to_string_lossy().ends_with(".lock")
+            && meta.modified().map(|m| m >= since).unwrap_or(false)
+        {
+            found.push(path);
+        }
+    }
+}
+
 /// Checks the submodule out at `target`. Local changes are allowed only when
-/// every changed file's content equals its content in one of `sources` (that
-/// is, an interrupted checkout of ours wrote them); anything else is the
-/// user's work and stops the checkout.
+/// lockstep's own interrupted checkout between two of `sources` can explain
+/// them: a file whose content equals its content in one of `sources`, or a
+/// file that differs between the sources and is missing, empty or a prefix of
+/// one of its versions (git deletes, creates, then writes). Anything else is
+/// the user's work and stops the checkout.
 pub fn checkout_submodule(ig: &Integrate, target: &str, sources: &[&str]) -> Result<(), Error> {
     let sub = &ig.sub;
     let dirt = sub.dirty()?;
@@ -311,9 +325,10 @@ pub fn checkout_submodule(ig: &Integrate, target: &str, sources: &[&str]) -> Res
         }
         return Ok(());
     }
+    let in_flight = paths_changed_between(sub, sources)?;
     let foreign: Vec<String> = dirt
         .iter()
-        .filter(|d| !content_matches_any(sub, &d.path, sources))
+        .filter(|d| !written_by_checkout(sub, &d.path, sources, &in_flight))
         .map(|d| format!("{} {}", d.code, d.path))
         .collect();
     if !foreign.is_empty() {
@@ -332,24 +347,63 @@ pub fn checkout_submodule(ig: &Integrate, target: &str, sources: &[&str]) -> Res
     // An interrupted checkout can also leave files git does not track.
     let leftover = sub.dirty()?;
     for d in leftover.iter().filter(|d| d.code == "??") {
-        if content_matches_any(sub, &d.path, sources) {
+        if written_by_checkout(sub, &d.path, sources, &in_flight) {
             let _ = fs_err::remove_file(sub.dir().join(&d.path));
         }
     }
     Ok(())
 }
 
-fn content_matches_any(repo: &Repo, path: &str, sources: &[&str]) -> bool {
+/// Paths that differ between any two of `sources`.
+fn paths_changed_between(repo: &Repo, sources: &[&str]) -> Result<HashSet<String>, Error> {
+    let mut paths = HashSet::new();
+    for (i, a) in sources.iter().enumerate() {
+        for b in &sources[i + 1..] {
+            if a != b {
+                let out = repo.git(&["diff", "--name-only", "-z", "--no-renames", a, b])?;
+                paths.extend(
+                    out.split('\0')
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_string),
+                );
+            }
+        }
+    }
+    Ok(paths)
+}
+
+fn written_by_checkout(
+    repo: &Repo,
+    path: &str,
+    sources: &[&str],
+    in_flight: &HashSet<String>,
+) -> bool {
     let on_disk = repo.dir().join(path);
-    let disk_id: Option<Oid> = if on_disk.is_file() {
-        repo.git(&["hash-object", "--no-filters", "--", path])
+    let disk: Option<Vec<u8>> = std::fs::read(&on_disk).ok();
+    let versions: Vec<Option<Oid>> = sources
+        .iter()
+        .map(|src| repo.resolve_blob(&format!("{src}:{path}")).unwrap_or(None))
+        .collect();
+    let disk_id: Option<Oid> = match &disk {
+        Some(_) => repo
+            .git(&["hash-object", "--no-filters", "--", path])
             .ok()
-            .map(|s| s.trim().to_string())
-    } else {
-        None
+            .map(|s| s.trim().to_string()),
+        None => None,
     };
-    sources.iter().any(|src| {
-        let in_tree = repo.resolve_blob(&format!("{src}:{path}")).unwrap_or(None);
-        in_tree == disk_id
-    })
+    if versions.contains(&disk_id) {
+        return true;
+    }
+    if !in_flight.contains(path) {
+        return false;
+    }
+    let Some(bytes) = disk else {
+        return true; // deleted, not yet recreated
+    };
+    bytes.is_empty()
+        || versions.iter().flatten().any(|blob| {
+            repo.git(&["cat-file", "blob", blob])
+                .map(|content| content.as_bytes().starts_with(&bytes))
+                .unwrap_or(false)
+        })
 }
