@@ -637,7 +637,11 @@ fn a_failing_pin_halts_without_blaming_upstream() {
     let out = loop_json(&env, &[], 3, &log);
     assert_eq!(out["end"]["halt"]["at_pin"], true);
     let candidates = env.sb.affecting.len() + 1;
-    assert!(smoke_count(&log) <= ceil_log2(candidates) + 2, "{}", smoke_count(&log));
+    assert!(
+        smoke_count(&log) <= ceil_log2(candidates) + 2,
+        "{}",
+        smoke_count(&log)
+    );
     let report = env.ok(&["integrate", "report"], 0);
     assert!(report.contains("the current pin fails"), "{report}");
 }
