@@ -232,9 +232,7 @@ impl Integrate<'_> {
                 total: n,
             });
             sp.git(&["checkout", "-q", "--detach", &commit.sha])?;
-            let pin = self.pin()?;
-            let current = self.sub.head()?;
-            crate::recover::checkout_submodule(self, &pin, &[&current, &pin])?;
+            self.sync_submodule_to_pin()?;
             let log = run_dir.join(format!("bisect-{}.log", crate::report::short(&commit.sha)));
             let spec = Spec {
                 argv: opts.command.clone(),
@@ -297,13 +295,6 @@ impl Integrate<'_> {
 
     /// Returns the superproject (and its submodule) to where the user was.
     pub(crate) fn restore_superproject(&self, state: &SuperBisectJournal) -> Result<(), Error> {
-        let sp = &self.superproject;
-        match &state.original_branch {
-            Some(b) => sp.git(&["checkout", "-q", b])?,
-            None => sp.git(&["checkout", "-q", "--detach", &state.original_head])?,
-        };
-        let pin = self.pin()?;
-        let current = self.sub.head()?;
-        crate::recover::checkout_submodule(self, &pin, &[&current, &pin])
+        self.return_to(state.original_branch.as_deref(), &state.original_head)
     }
 }

@@ -272,6 +272,26 @@ fn git_dir_of_path(path: &Path) -> PathBuf {
     }
 }
 
+impl Integrate<'_> {
+    /// Checks the submodule out at the pin recorded in the superproject's HEAD.
+    pub(crate) fn sync_submodule_to_pin(&self) -> Result<(), Error> {
+        let pin = self.pin()?;
+        let current = self.sub.head()?;
+        checkout_submodule(self, &pin, &[&current, &pin])
+    }
+
+    /// Checks out the branch (or detached commit) the user had, with its pin.
+    pub(crate) fn return_to(&self, branch: Option<&str>, head: &str) -> Result<(), Error> {
+        match branch {
+            Some(b) => self.superproject.git(&["checkout", "-q", b])?,
+            None => self
+                .superproject
+                .git(&["checkout", "-q", "--detach", head])?,
+        };
+        self.sync_submodule_to_pin()
+    }
+}
+
 /// `*.lock` files in a git dir modified since `since`: at the top level, in
 /// `refs/` and `logs/`, and where git's maintenance and pack writers put them
 /// in `objects/` (not the loose-object fan-out directories).

@@ -104,9 +104,7 @@ impl Integrate<'_> {
         if sp.current_branch()?.as_deref() != Some(state.branch.as_str()) {
             sp.git(&["checkout", "-q", &state.branch])?;
         }
-        let pin = self.pin()?;
-        let current = self.sub.head()?;
-        crate::recover::checkout_submodule(self, &pin, &[&current, &pin])?;
+        self.sync_submodule_to_pin()?;
         let commit = if sp.head()? == state.base {
             let message = format!(
                 "Start {} integrate {}\n",
@@ -128,13 +126,6 @@ impl Integrate<'_> {
 
     /// Returns to where the user was before `start` (the branch is kept).
     pub(crate) fn undo_start(&self, state: &StartJournal) -> Result<(), Error> {
-        let sp = &self.superproject;
-        match &state.original_branch {
-            Some(b) => sp.git(&["checkout", "-q", b])?,
-            None => sp.git(&["checkout", "-q", "--detach", &state.original_head])?,
-        };
-        let pin = self.pin()?;
-        let current = self.sub.head()?;
-        crate::recover::checkout_submodule(self, &pin, &[&current, &pin])
+        self.return_to(state.original_branch.as_deref(), &state.original_head)
     }
 }

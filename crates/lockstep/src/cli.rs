@@ -46,6 +46,9 @@ pub enum Integrate {
         /// Do not fetch the superproject's base remote and upstream first.
         #[arg(long)]
         no_fetch: bool,
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Show the pin, carried patches, pending affecting commits and any halt.
     Status {
@@ -96,7 +99,11 @@ pub enum Integrate {
         json: bool,
     },
     /// Publish the pinned patched head (splice commits, fast-forward only, never forced).
-    Export,
+    Export {
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the halt report (exit 1 when there is no halt); --post sends it.
     Report {
         /// Send it to the webhook configured in [integrate.notify].
@@ -129,5 +136,8 @@ pub enum Integrate {
     Abort {
         #[arg(long)]
         all: bool,
+        /// Print what was undone as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }

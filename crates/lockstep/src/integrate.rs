@@ -27,8 +27,16 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
     let console = Console::new();
     let ig = Integrate::open(loaded, &console)?;
     match cmd {
-        cli::Integrate::Start { branch, no_fetch } => {
+        cli::Integrate::Start {
+            branch,
+            no_fetch,
+            json,
+        } => {
             let started = ig.start(branch.as_deref(), !no_fetch)?;
+            if json {
+                print_json(&started)?;
+                return Ok(0);
+            }
             println!(
                 "started {} from {} ({})",
                 started.branch,
@@ -130,8 +138,12 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
             }
             Ok(code)
         }
-        cli::Integrate::Export => {
+        cli::Integrate::Export { json } => {
             let exported = ig.export()?;
+            if json {
+                print_json(&exported)?;
+                return Ok(0);
+            }
             println!("{}", exported.describe());
             Ok(0)
         }
@@ -209,8 +221,12 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
             }
             Ok(0)
         }
-        cli::Integrate::Abort { all } => {
+        cli::Integrate::Abort { all, json } => {
             let aborted = ig.abort(all)?;
+            if json {
+                print_json(&aborted)?;
+                return Ok(0);
+            }
             if aborted.undone.is_empty() {
                 println!("nothing unfinished to undo");
             }

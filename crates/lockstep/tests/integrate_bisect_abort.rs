@@ -2,37 +2,11 @@ mod common;
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use common::{git, is_clean, spec, subjects, Env};
-use lockstep_integrate::sandbox::SandboxSpec;
+use common::{expect_code, git, is_clean, spec, subjects, text, with_break, Env};
 
 // ---------------------------------------------------------------------------
 // Helpers.
-
-fn with_break(commits: usize) -> SandboxSpec {
-    SandboxSpec {
-        breaks: vec![0.5],
-        patches: true,
-        ..spec(commits)
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Asserts the exit code of an already-run command; returns (stdout, stderr).
-fn expect_code(out: &Output, code: i32, what: &str) -> (String, String) {
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{what} exited {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status.code()
-    );
-    (stdout, stderr)
-}
 
 fn head(dir: &Path) -> String {
     git(dir, &["rev-parse", "HEAD"])

@@ -7,7 +7,7 @@ use std::process::Output;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{git, is_clean, spec, Env};
+use common::{expect_code, git, is_clean, spec, text, with_break, Env};
 use lockstep_integrate::sandbox::SandboxSpec;
 
 // ---------------------------------------------------------------------------
@@ -18,30 +18,6 @@ fn patched(commits: usize) -> SandboxSpec {
         patches: true,
         ..spec(commits)
     }
-}
-
-fn with_break(commits: usize) -> SandboxSpec {
-    SandboxSpec {
-        breaks: vec![0.5],
-        patches: true,
-        ..spec(commits)
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Asserts the exit code of an already-run command; returns (stdout, stderr).
-fn expect_code(out: &Output, code: i32, what: &str) -> (String, String) {
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{what} exited {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status.code()
-    );
-    (stdout, stderr)
 }
 
 /// The integrate branch the superproject has checked out.

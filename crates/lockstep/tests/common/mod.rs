@@ -85,6 +85,31 @@ impl Env {
     }
 }
 
+/// A sandbox with one API break halfway and carried patches.
+pub fn with_break(commits: usize) -> SandboxSpec {
+    SandboxSpec {
+        breaks: vec![0.5],
+        patches: true,
+        ..spec(commits)
+    }
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Asserts the exit code of an already-run command; returns (stdout, stderr).
+pub fn expect_code(out: &Output, code: i32, what: &str) -> (String, String) {
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what} exited {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status.code()
+    );
+    (stdout, stderr)
+}
+
 /// Runs git in `dir`, asserting success; returns trimmed stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
