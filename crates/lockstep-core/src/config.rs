@@ -18,6 +18,74 @@ pub const FILE_NAME: &str = "lockstep.toml";
 pub struct Config {
     #[serde(default)]
     pub integrate: IntegrateConfig,
+    #[serde(default)]
+    pub toolchain: ToolchainConfig,
+    #[serde(default)]
+    pub test: TestConfig,
+}
+
+/// The IREE version lockstep provisions when no tools are given.
+pub const DEFAULT_IREE_VERSION: &str = "3.13.0";
+
+/// `[toolchain]`: which IREE tools commands use.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct ToolchainConfig {
+    /// Version of iree-base-compiler / iree-base-runtime to provision.
+    pub iree: String,
+    /// A directory of IREE tools to use instead of a provisioned toolchain
+    /// (relative to lockstep.toml).
+    pub iree_bin: Option<PathBuf>,
+}
+
+impl Default for ToolchainConfig {
+    fn default() -> Self {
+        ToolchainConfig {
+            iree: DEFAULT_IREE_VERSION.into(),
+            iree_bin: None,
+        }
+    }
+}
+
+/// `[test]`: regression tests.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct TestConfig {
+    /// What `lockstep test` runs without PATH arguments (relative to lockstep.toml).
+    pub paths: Vec<PathBuf>,
+    /// Suite configs used when no --suite-config is given.
+    pub suite_configs: Vec<PathBuf>,
+    /// Targets used when no --target is given (default `["cpu"]`).
+    pub default_targets: Vec<String>,
+    /// Per-process timeouts.
+    #[serde(deserialize_with = "duration")]
+    pub compile_timeout: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub run_timeout: Duration,
+    /// Named targets (`[test.targets.NAME]`), beside the built-in `cpu` and `cpu-sync`.
+    pub targets: std::collections::BTreeMap<String, TargetConfig>,
+}
+
+impl Default for TestConfig {
+    fn default() -> Self {
+        TestConfig {
+            paths: Vec::new(),
+            suite_configs: Vec::new(),
+            default_targets: Vec::new(),
+            compile_timeout: Duration::from_secs(600),
+            run_timeout: Duration::from_secs(300),
+            targets: Default::default(),
+        }
+    }
+}
+
+/// One `[test.targets.NAME]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct TargetConfig {
+    pub compile_flags: Vec<String>,
+    pub run_flags: Vec<String>,
+    pub markers: Vec<String>,
 }
 
 /// A loaded configuration and where it came from.
@@ -288,6 +356,16 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_targets_and_toolchain() {
+        let text = "[toolchain]\niree = \"3.12.0\"\n[test]\ndefault-targets = [\"gpu\"]\n[test.targets.gpu]\nrun-flags = [\"--device=hip\"]\n";
+        let c = parse(text, Path::new("x")).unwrap();
+        assert_eq!(c.toolchain.iree, "3.12.0");
+        assert_eq!(c.test.default_targets, vec!["gpu"]);
+        assert_eq!(c.test.targets["gpu"].run_flags, vec!["--device=hip"]);
+        assert_eq!(c.test.compile_timeout, Duration::from_secs(600));
+    }
 
     #[test]
     fn defaults_apply() {

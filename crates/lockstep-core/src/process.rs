@@ -24,6 +24,8 @@ pub struct Spec {
     pub timeout: Option<Duration>,
     /// stdout and stderr both go here (created or truncated).
     pub log: PathBuf,
+    /// Written at the top of the log before the output (e.g. the command).
+    pub header: Option<String>,
 }
 
 /// How a child ended.
@@ -66,7 +68,12 @@ pub fn run(spec: &Spec, on_spawn: impl FnOnce(i32)) -> Result<Finished> {
     if let Some(dir) = spec.log.parent() {
         fs_err::create_dir_all(dir)?;
     }
-    let log = fs_err::File::create(&spec.log)?;
+    let mut log = fs_err::File::create(&spec.log)?;
+    if let Some(header) = &spec.header {
+        use std::io::Write;
+        log.write_all(header.as_bytes())?;
+        log.flush()?;
+    }
     let log_err = log.try_clone()?;
     let start = Instant::now();
     let mut child = Command::new(resolve_program(program, &spec.cwd))
@@ -150,6 +157,22 @@ pub fn pid_alive(pid: i32) -> bool {
     }
 }
 
+/// A command line a person can paste into a shell: `cd DIR && prog args...`,
+/// each word quoted when it needs to be.
+pub fn shell_command(cwd: &Path, argv: &[String]) -> String {
+    let quote = |w: &str| {
+        shlex::try_quote(w)
+            .map(|q| q.into_owned())
+            .unwrap_or_else(|_| w.to_string())
+    };
+    let words: Vec<String> = argv.iter().map(|w| quote(w)).collect();
+    format!(
+        "cd {} && {}",
+        quote(&cwd.display().to_string()),
+        words.join(" ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +190,7 @@ mod tests {
             env: vec![],
             timeout: None,
             log: dir.path().join("log.txt"),
+            header: None,
         };
         let done = run(&spec, |_| {}).unwrap();
         assert_eq!(done.exit, Exit::Code(3));
@@ -183,6 +207,7 @@ mod tests {
             env: vec![],
             timeout: Some(Duration::from_millis(200)),
             log: dir.path().join("log.txt"),
+            header: None,
         };
         let done = run(&spec, |_| {}).unwrap();
         assert_eq!(done.exit, Exit::TimedOut);

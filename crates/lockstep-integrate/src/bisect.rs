@@ -240,6 +240,7 @@ impl Integrate<'_> {
                 env: vec![("LOCKSTEP_PROBE_COMMIT".into(), commit.sha.clone())],
                 timeout: opts.timeout,
                 log: log.clone(),
+                header: None,
             };
             let done = process::run(&spec, |_| {})?;
             runs += 1;

@@ -291,6 +291,7 @@ impl<'i, 'a> Prober<'i, 'a> {
             ],
             timeout: self.timeout,
             log: log.clone(),
+            header: None,
         };
         let journal = self.journal.clone();
         let finished = process::run(&spec, |pgid| {

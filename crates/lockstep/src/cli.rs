@@ -27,6 +27,104 @@ pub enum Command {
     Integrate(Integrate),
     /// Build a sandbox and run the main jobs on it, end to end.
     Demo(DemoArgs),
+    /// Provision the IREE toolchain (iree-base-compiler and iree-base-runtime from PyPI).
+    #[command(subcommand)]
+    Toolchain(Toolchain),
+    /// Compile and run regression tests with the real IREE tools.
+    Test(TestArgs),
+    /// Manage lockstep's content-addressed caches.
+    #[command(subcommand)]
+    Cache(Cache),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Toolchain {
+    /// Install a pinned IREE version under $LOCKSTEP_TOOLCHAINS (idempotent).
+    Install {
+        /// Version of iree-base-compiler / iree-base-runtime (default: [toolchain] iree, else 3.13.0).
+        #[arg(long, value_name = "VERSION")]
+        iree: Option<String>,
+        /// Print the installed toolchain as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the directory holding every IREE tool lockstep uses (provisioning it if needed).
+    Path {
+        /// Use the tools in DIR instead (as every command accepts).
+        #[arg(long, value_name = "DIR")]
+        iree_bin: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cache {
+    /// Remove cache entries: the oldest first beyond --max-size, and those unused for --older-than days.
+    Prune {
+        /// Keep the cache under this size (e.g. 500M, 2G).
+        #[arg(long, value_name = "SIZE")]
+        max_size: Option<String>,
+        /// Remove entries not used for this many days.
+        #[arg(long, value_name = "DAYS")]
+        older_than: Option<u64>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Suite directories or files (default: [test] paths in lockstep.toml, else ./suites).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// iree-test-suites config (JSON or JSON5); repeatable.
+    #[arg(long = "suite-config", value_name = "FILE")]
+    pub suite_configs: Vec<PathBuf>,
+    /// Target to run native tests on (repeatable; default [test] default-targets, else cpu).
+    #[arg(long = "target", value_name = "NAME")]
+    pub targets: Vec<String>,
+    /// Only tests whose markers match this expression (`and`, `or`, `not`, parentheses).
+    #[arg(short = 'm', value_name = "EXPR")]
+    pub markers: Option<String>,
+    /// Only tests whose name contains this substring.
+    #[arg(short = 'k', value_name = "SUBSTRING")]
+    pub keyword: Option<String>,
+    /// Worker processes (default: all cores).
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Run only shard I of N (1-based, a stable partition by test name).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// List the selected tests and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Rerun only the tests that failed last time.
+    #[arg(long)]
+    pub last_failed: bool,
+    /// Timeout in seconds for every compile and run (default 600 compile, 300 run).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Write a JUnit XML report.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write the JSON results (documented in docs/test.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set).
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+    /// Compile everything again (and do not store the results in the cache).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Treat the configs' expected-failure lists as empty.
+    #[arg(long)]
+    pub ignore_xfails: bool,
+    /// Compile only.
+    #[arg(long)]
+    pub skip_all_runs: bool,
+    /// Rewrite the configs' expected-failure lists from this run's results.
+    #[arg(long)]
+    pub update_xfails: bool,
+    /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).
+    #[arg(long, value_name = "DIR")]
+    pub iree_bin: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,8 @@
 mod cli;
 mod integrate;
 mod output;
+mod suite;
+mod toolchain;
 
 use std::process::ExitCode;
 
@@ -30,5 +32,14 @@ fn dispatch(cli: cli::Cli) -> Result<i32, lockstep_core::Error> {
             integrate::run(cmd, &loaded)
         }
         cli::Command::Demo(args) => integrate::demo(args),
+        cli::Command::Toolchain(cmd) => {
+            let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;
+            toolchain::run(cmd, &loaded)
+        }
+        cli::Command::Test(args) => {
+            let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;
+            suite::run(args, &loaded, &cwd)
+        }
+        cli::Command::Cache(cmd) => suite::cache(cmd),
     }
 }

@@ -1,0 +1,1204 @@
+//! Which IREE tools a command uses, and provisioning them.
+//!
+//! Precedence ([`resolve`]): `--iree-bin DIR`, then `$LOCKSTEP_IREE_BIN`, then
+//! `[toolchain] iree-bin`, then the provisioned toolchain for the pinned version
+//! (installed on first use). Tools on `PATH` are never used: results must say
+//! which compiler produced them.
+//!
+//! A provisioned toolchain lives in `$LOCKSTEP_TOOLCHAINS/iree-<version>/`:
+//!
+//! ```text
+//! venv/            uv venv with iree-base-compiler and iree-base-runtime
+//! bin/             relative symlinks to the native binaries inside venv/
+//! toolchain.json   the Toolchain (identity computed once, at install time)
+//! ```
+//!
+//! [`install`] builds it in `.iree-<version>.tmp-<pid>/` under an exclusive
+//! `flock` on `.iree-<version>.lock`, writes `toolchain.json` last, then renames
+//! the directory into place, so the final name only ever holds a complete
+//! install. The venv's console scripts (`venv/bin/iree-compile`, Python
+//! wrappers with absolute shebangs) are never used; the native binaries find
+//! `libIREECompiler.so` through `$ORIGIN`, which the kernel resolves through the
+//! symlinks, so renaming the directory does not break them.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::Write;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::UNIX_EPOCH;
+
+use lockstep_core::events::{Event, EventSink};
+use lockstep_core::{paths, Error};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Environment variable naming a directory of IREE tools.
+pub const ENV_IREE_BIN: &str = "LOCKSTEP_IREE_BIN";
+
+/// The PyPI packages a provisioned toolchain consists of.
+pub const PACKAGES: [&str; 2] = ["iree-base-compiler", "iree-base-runtime"];
+
+/// The manifest that marks a provisioned toolchain complete.
+const MANIFEST: &str = "toolchain.json";
+
+/// The compiler library whose size and mtime go into the identity.
+const COMPILER_LIB: &str = "libIREECompiler.so";
+
+/// Folders inside site-packages whose native `iree-*` executables are linked
+/// into `bin/` (compiler first; `_runtime_libs_tracy` is deliberately absent).
+const NATIVE_DIRS: [&str; 2] = ["iree/compiler/_mlir_libs", "iree/_runtime_libs"];
+
+/// Where the tools came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    Flag,
+    Env,
+    Config,
+    Provisioned,
+}
+
+impl Source {
+    /// How the source is named in messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Source::Flag => "--iree-bin",
+            Source::Env => "$LOCKSTEP_IREE_BIN",
+            Source::Config => "[toolchain] iree-bin",
+            Source::Provisioned => "the provisioned toolchain",
+        }
+    }
+
+    fn fix_hint(self) -> &'static str {
+        match self {
+            Source::Flag => "pass --iree-bin a directory holding iree-compile and iree-run-module, or omit it to use the provisioned IREE",
+            Source::Env => "set LOCKSTEP_IREE_BIN to a directory holding iree-compile and iree-run-module, or unset it to use the provisioned IREE",
+            Source::Config => "fix `iree-bin` in the [toolchain] table of lockstep.toml (relative to the file), or remove it to use the provisioned IREE",
+            Source::Provisioned => "reinstall it: remove the toolchain directory and run `lockstep toolchain install`",
+        }
+    }
+}
+
+/// A set of IREE tools and the identity of its compiler.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Toolchain {
+    /// One directory holding every tool (for a provisioned toolchain: symlinks to the native binaries).
+    pub bin: PathBuf,
+    pub source: Source,
+    /// Package versions, e.g. [("iree-base-compiler","3.13.0"),("iree-base-runtime","3.13.0")] (empty for --iree-bin dirs).
+    pub packages: Vec<(String, String)>,
+    /// The `IREE compiler version ...` line of `iree-compile --version`
+    /// (e.g. "IREE compiler version 3.13.0rc20261016 @ 89ece87b...").
+    pub compiler_version: String,
+    /// Stable identity of the compiler for cache keys: hex sha256 over the package versions, the version output, and
+    /// the size+mtime (not the content) of iree-compile and libIREECompiler.so. Computed ONCE per provisioned toolchain
+    /// at install time and stored in `<dir>/toolchain.json`; for user-given dirs computed per process (cheap: --version + stat).
+    pub identity: String,
+}
+
+impl Toolchain {
+    /// Path of a tool ("iree-compile", "iree-run-module", ...) in `bin`; error naming the tool and dir when missing.
+    pub fn tool(&self, name: &str) -> Result<PathBuf, Error> {
+        let path = self.bin.join(name);
+        if is_executable(&path) {
+            return Ok(path);
+        }
+        let message = format!(
+            "IREE tool {name} not found in {} (from {})",
+            self.bin.display(),
+            self.source.describe()
+        );
+        let err = match self.source {
+            Source::Provisioned => Error::failed(message),
+            _ => Error::usage(message),
+        };
+        Err(err.hint(self.source.fix_hint()))
+    }
+
+    /// The version part of [`Toolchain::compiler_version`] (`3.13.0rc20261016 @ 89ece87b...`).
+    pub fn compiler_stamp(&self) -> &str {
+        let v = self.compiler_version.trim();
+        v.strip_prefix("IREE compiler version ").unwrap_or(v)
+    }
+}
+
+/// What a command asked for.
+pub struct Request<'a> {
+    /// `--iree-bin`.
+    pub flag: Option<&'a Path>,
+    /// `[toolchain] iree-bin`, already resolved against the config file's directory.
+    pub config_bin: Option<&'a Path>,
+    /// `[toolchain] iree` (or `--iree`): the version to provision when no directory is given.
+    pub version: &'a str,
+}
+
+/// Precedence: flag, then env LOCKSTEP_IREE_BIN (non-empty), then config_bin, then the provisioned `version` (installed on first
+/// use with an Event::Info progress message "installing IREE 3.13.0 into ... (first use)"). Never PATH.
+/// A given dir must exist and contain iree-compile (error naming where it came from: "--iree-bin", "$LOCKSTEP_IREE_BIN", "[toolchain] iree-bin").
+pub fn resolve(req: &Request, sink: &dyn EventSink) -> Result<Toolchain, Error> {
+    let env = std::env::var_os(ENV_IREE_BIN);
+    resolve_in(req, env, &toolchains_root()?, sink)
+}
+
+/// Installs (idempotent): $LOCKSTEP_TOOLCHAINS/iree-<version>/ containing venv/, bin/ (symlinks), toolchain.json.
+pub fn install(version: &str, sink: &dyn EventSink) -> Result<Toolchain, Error> {
+    install_in(&toolchains_root()?, version, sink, false)
+}
+
+/// The installed toolchain for `version`, if complete (toolchain.json present and bin/iree-compile exists).
+pub fn installed(version: &str) -> Result<Option<Toolchain>, Error> {
+    installed_in(&toolchains_root()?, version)
+}
+
+/// `$LOCKSTEP_TOOLCHAINS/iree-<version>` (whether or not it is installed).
+pub fn install_dir(version: &str) -> Result<PathBuf, Error> {
+    validate_version(version)?;
+    Ok(toolchains_root()?.join(dir_name(version)))
+}
+
+/// Accepts PEP 440-style release versions: `3.13.0`, `3.13.0rc20261016`,
+/// `3.14.0a1`, `3.13.0.post1`, `3.14.0.dev20261101`. Anything else is a usage
+/// error (the version becomes a directory name and a requirement).
+pub fn validate_version(version: &str) -> Result<(), Error> {
+    if is_pep440ish(version) {
+        return Ok(());
+    }
+    Err(Error::usage(format!("invalid IREE version `{version}`"))
+        .cause("expected a release version such as 3.13.0, 3.13.0rc20261016 or 3.14.0.dev20261101")
+        .hint("pass --iree VERSION (or set [toolchain] iree in lockstep.toml) to a version listed at https://pypi.org/project/iree-base-compiler/#history"))
+}
+
+fn is_pep440ish(v: &str) -> bool {
+    if v.is_empty() || v.len() > 64 {
+        return false;
+    }
+    let b = v.as_bytes();
+    let mut i = 0;
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i > start
+    };
+    // Release: N(.N)*
+    loop {
+        if !digits(&mut i) {
+            return false;
+        }
+        if i + 1 < b.len() && b[i] == b'.' && b[i + 1].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    // Pre-release: (a|b|rc)N
+    for tag in ["rc", "a", "b"] {
+        if v[i..].starts_with(tag) {
+            i += tag.len();
+            if !digits(&mut i) {
+                return false;
+            }
+            break;
+        }
+    }
+    // Post and dev releases: [.]postN, [.]devN, in that order.
+    for tag in ["post", "dev"] {
+        let rest = &v[i..];
+        let skip = if rest.starts_with('.') { 1 } else { 0 };
+        if rest[skip..].starts_with(tag) {
+            i += skip + tag.len();
+            if !digits(&mut i) {
+                return false;
+            }
+        }
+    }
+    i == b.len()
+}
+
+fn dir_name(version: &str) -> String {
+    format!("iree-{version}")
+}
+
+fn toolchains_root() -> Result<PathBuf, Error> {
+    let root = paths::toolchains();
+    std::path::absolute(&root).map_err(|e| {
+        Error::failed(format!(
+            "cannot locate the toolchains directory {}",
+            root.display()
+        ))
+        .cause(e.to_string())
+    })
+}
+
+/// [`resolve`] with the environment value and the toolchains root given.
+fn resolve_in(
+    req: &Request,
+    env_bin: Option<OsString>,
+    root: &Path,
+    sink: &dyn EventSink,
+) -> Result<Toolchain, Error> {
+    if let Some(dir) = req.flag {
+        return user_dir(dir, Source::Flag);
+    }
+    if let Some(dir) = env_bin.filter(|v| !v.is_empty()) {
+        return user_dir(Path::new(&dir), Source::Env);
+    }
+    if let Some(dir) = req.config_bin {
+        return user_dir(dir, Source::Config);
+    }
+    validate_version(req.version)?;
+    if let Some(toolchain) = installed_in(root, req.version)? {
+        return Ok(toolchain);
+    }
+    install_in(root, req.version, sink, true)
+}
+
+/// A directory of tools the user named.
+fn user_dir(dir: &Path, source: Source) -> Result<Toolchain, Error> {
+    let bin = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if !bin.is_dir() {
+        return Err(Error::usage(format!(
+            "the IREE tools directory {} (from {}) does not exist",
+            bin.display(),
+            source.describe()
+        ))
+        .hint(source.fix_hint()));
+    }
+    let compile = bin.join("iree-compile");
+    if !is_executable(&compile) {
+        return Err(Error::usage(format!(
+            "the IREE tools directory {} (from {}) holds no executable iree-compile",
+            bin.display(),
+            source.describe()
+        ))
+        .hint(source.fix_hint()));
+    }
+    let output = version_output(&compile).map_err(|e| {
+        e.context(format!(
+            "cannot use the IREE tools from {}",
+            source.describe()
+        ))
+    })?;
+    let lib = compiler_lib_near(&compile);
+    let identity = identity(&[], &output, &compile, lib.as_deref());
+    Ok(Toolchain {
+        bin,
+        source,
+        packages: Vec::new(),
+        compiler_version: compiler_version_line(&output),
+        identity,
+    })
+}
+
+/// `libIREECompiler.so` next to `bin`, next to the real iree-compile (a pip
+/// layout), or in `../lib` of either (a build tree).
+fn compiler_lib_near(compile: &Path) -> Option<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(d) = compile.parent() {
+        dirs.push(d.to_path_buf());
+    }
+    if let Some(d) = std::fs::canonicalize(compile)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+    {
+        dirs.push(d);
+    }
+    let with_lib: Vec<PathBuf> = dirs.iter().map(|d| d.join("../lib")).collect();
+    dirs.extend(with_lib);
+    dirs.into_iter()
+        .map(|d| d.join(COMPILER_LIB))
+        .find(|p| p.is_file())
+}
+
+/// The installed toolchain in `root`, if complete.
+fn installed_in(root: &Path, version: &str) -> Result<Option<Toolchain>, Error> {
+    validate_version(version)?;
+    let dir = root.join(dir_name(version));
+    let manifest = dir.join(MANIFEST);
+    let text = match std::fs::read_to_string(&manifest) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(
+                Error::failed(format!("cannot read {}", manifest.display())).cause(e.to_string())
+            )
+        }
+    };
+    let bin = dir.join("bin");
+    if !is_executable(&bin.join("iree-compile")) {
+        tracing::warn!(dir = %dir.display(), "toolchain has a manifest but no bin/iree-compile");
+        return Ok(None);
+    }
+    match serde_json::from_str::<Toolchain>(&text) {
+        Ok(mut toolchain) => {
+            // The directory may have moved with $LOCKSTEP_TOOLCHAINS.
+            toolchain.bin = bin;
+            toolchain.source = Source::Provisioned;
+            Ok(Some(toolchain))
+        }
+        Err(e) => {
+            tracing::warn!(manifest = %manifest.display(), error = %e, "unreadable toolchain manifest");
+            Ok(None)
+        }
+    }
+}
+
+/// [`install`] into `root`.
+fn install_in(
+    root: &Path,
+    version: &str,
+    sink: &dyn EventSink,
+    first_use: bool,
+) -> Result<Toolchain, Error> {
+    validate_version(version)?;
+    if let Some(toolchain) = installed_in(root, version)? {
+        return Ok(toolchain);
+    }
+    fs_err::create_dir_all(root).map_err(|e| {
+        Error::failed(format!(
+            "cannot create the toolchains directory {}",
+            root.display()
+        ))
+        .cause(e.to_string())
+        .hint("set LOCKSTEP_TOOLCHAINS (or LOCKSTEP_HOME) to a writable directory")
+    })?;
+    let _lock = lock(root, version, sink)?;
+    // Another process may have finished while we waited.
+    if let Some(toolchain) = installed_in(root, version)? {
+        return Ok(toolchain);
+    }
+    let final_dir = root.join(dir_name(version));
+    sink.emit(Event::Info {
+        message: format!(
+            "installing IREE {version} into {}{}",
+            final_dir.display(),
+            if first_use { " (first use)" } else { "" }
+        ),
+    });
+    remove_leftovers(root, version, &final_dir)?;
+    let tmp = root.join(format!(".iree-{version}.tmp-{}", std::process::id()));
+    match build(&tmp, &final_dir, version, sink) {
+        Ok(toolchain) => {
+            std::fs::rename(&tmp, &final_dir).map_err(|e| {
+                let _ = std::fs::remove_dir_all(&tmp);
+                Error::failed(format!(
+                    "cannot move the new toolchain into {}",
+                    final_dir.display()
+                ))
+                .cause(e.to_string())
+            })?;
+            Ok(toolchain)
+        }
+        Err(err) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Err(err)
+        }
+    }
+}
+
+/// Takes the per-version install lock, saying so when someone else holds it.
+fn lock(root: &Path, version: &str, sink: &dyn EventSink) -> Result<File, Error> {
+    let path = root.join(format!(".iree-{version}.lock"));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| {
+            Error::failed(format!("cannot open {}", path.display())).cause(e.to_string())
+        })?;
+    let locked = match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => {
+            sink.emit(Event::Info {
+                message: format!(
+                    "waiting for another lockstep process installing IREE {version} (lock {})",
+                    path.display()
+                ),
+            });
+            file.lock()
+        }
+        Err(TryLockError::Error(e)) => Err(e),
+    };
+    locked.map_err(|e| {
+        Error::failed(format!("cannot lock {}", path.display())).cause(e.to_string())
+    })?;
+    Ok(file)
+}
+
+/// Under the lock: half-built directories of killed installs, and a final
+/// directory without a valid manifest, are garbage.
+fn remove_leftovers(root: &Path, version: &str, final_dir: &Path) -> Result<(), Error> {
+    let prefix = format!(".iree-{version}.tmp-");
+    let entries = std::fs::read_dir(root).map_err(|e| {
+        Error::failed(format!("cannot list {}", root.display())).cause(e.to_string())
+    })?;
+    let mut garbage: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect();
+    if final_dir.symlink_metadata().is_ok() {
+        garbage.push(final_dir.to_path_buf());
+    }
+    for path in garbage {
+        tracing::info!(path = %path.display(), "removing an incomplete toolchain");
+        let removed = if path.is_dir() && !path.is_symlink() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(|e| {
+            Error::failed(format!(
+                "cannot remove the incomplete toolchain {}",
+                path.display()
+            ))
+            .cause(e.to_string())
+            .hint("remove it by hand and run `lockstep toolchain install` again")
+        })?;
+    }
+    Ok(())
+}
+
+/// Builds a complete toolchain in `tmp` that will be renamed to `final_dir`.
+fn build(
+    tmp: &Path,
+    final_dir: &Path,
+    version: &str,
+    sink: &dyn EventSink,
+) -> Result<Toolchain, Error> {
+    fs_err::create_dir_all(tmp)?;
+    let uv = find_uv(tmp, sink)?;
+    let venv = tmp.join("venv");
+    let mut cmd = uv.command(tmp);
+    cmd.args(["venv", "--quiet"]).arg(&venv);
+    run_captured(&mut cmd, "uv venv").map_err(|e| {
+        e.context(format!("cannot create a Python venv for IREE {version}"))
+            .hint("check that uv can find or download a Python interpreter (`uv python list`)")
+    })?;
+
+    sink.emit(Event::Info {
+        message: format!(
+            "downloading {} {version} from PyPI (about 500 MB unless uv's cache has them)",
+            PACKAGES.join(" and ")
+        ),
+    });
+    let mut cmd = uv.command(tmp);
+    cmd.args(["pip", "install", "--python"])
+        .arg(venv.join("bin").join("python"))
+        .args(PACKAGES.iter().map(|p| format!("{p}=={version}")));
+    if let Err(err) = run_captured(&mut cmd, "uv pip install") {
+        let text = err.causes.join("\n").to_lowercase();
+        if text.contains("no version of") || text.contains("no versions of") {
+            // uv names the first package it could not find.
+            let missing = PACKAGES
+                .iter()
+                .filter_map(|p| text.find(&format!("of {p}")).map(|at| (at, *p)))
+                .min()
+                .map_or(PACKAGES[0], |(_, p)| p);
+            let mut e = Error::usage(format!(
+                "no version {version} of {missing} on the package index"
+            ));
+            e.causes = err.causes;
+            return Err(e.hint("pick a released version from https://pypi.org/project/iree-base-compiler/#history (the default is 3.13.0)"));
+        }
+        return Err(err
+            .context(format!("cannot install IREE {version} from PyPI"))
+            .hint("check network access to PyPI (or the index uv is configured with), then run `lockstep toolchain install` again"));
+    }
+
+    let site = site_packages(&venv)?;
+    let packages = package_versions(&site)?;
+    for name in PACKAGES {
+        if !packages.iter().any(|(n, _)| n == name) {
+            return Err(
+                Error::failed(format!("uv installed no {name} into {}", venv.display()))
+                    .hint("run `lockstep toolchain install` again; report a bug if it persists"),
+            );
+        }
+    }
+
+    let bin = tmp.join("bin");
+    fs_err::create_dir_all(&bin)?;
+    link_native_tools(tmp, &site, &bin)?;
+    for required in ["iree-compile", "iree-run-module"] {
+        if !is_executable(&bin.join(required)) {
+            return Err(Error::failed(format!(
+                "the IREE {version} packages hold no native {required}"
+            ))
+            .cause(format!("looked in {}", NATIVE_DIRS.join(" and ")))
+            .hint("this IREE version is packaged differently; pick another with --iree VERSION"));
+        }
+    }
+
+    let real_compile = site.join(NATIVE_DIRS[0]).join("iree-compile");
+    let output = version_output(&bin.join("iree-compile"))?;
+    let lib = site.join(NATIVE_DIRS[0]).join(COMPILER_LIB);
+    let identity = identity(&packages, &output, &real_compile, Some(&lib));
+    let toolchain = Toolchain {
+        bin: final_dir.join("bin"),
+        source: Source::Provisioned,
+        packages,
+        compiler_version: compiler_version_line(&output),
+        identity,
+    };
+    write_manifest(&tmp.join(MANIFEST), &toolchain)?;
+    Ok(toolchain)
+}
+
+/// Links every native `iree-*` executable of the packages into `bin` with
+/// relative symlinks (`../venv/...`), valid wherever the directory moves.
+fn link_native_tools(top: &Path, site: &Path, bin: &Path) -> Result<(), Error> {
+    for rel in NATIVE_DIRS {
+        let dir = site.join(rel);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut names: Vec<OsString> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("iree-")
+                    && !name.contains('.')
+                    && e.file_type().is_ok_and(|t| t.is_file())
+                    && is_executable(&e.path())
+            })
+            .map(|e| e.file_name())
+            .collect();
+        names.sort();
+        for name in names {
+            let link = bin.join(&name);
+            if link.symlink_metadata().is_ok() {
+                continue; // the compiler's copy wins
+            }
+            let target = dir.join(&name);
+            let relative = Path::new("..").join(target.strip_prefix(top).map_err(|_| {
+                Error::failed(format!("{} is outside {}", target.display(), top.display()))
+            })?);
+            symlink(&relative, &link).map_err(|e| {
+                Error::failed(format!("cannot link {}", link.display())).cause(e.to_string())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// `venv/lib/python3.X/site-packages` holding `iree/`.
+fn site_packages(venv: &Path) -> Result<PathBuf, Error> {
+    let lib = venv.join("lib");
+    let mut candidates: Vec<PathBuf> = std::fs::read_dir(&lib)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path().join("site-packages"))
+                .collect()
+        })
+        .unwrap_or_default();
+    candidates.sort();
+    candidates
+        .into_iter()
+        .find(|p| p.join("iree").is_dir())
+        .ok_or_else(|| {
+            Error::failed(format!(
+                "no site-packages with iree/ under {}",
+                lib.display()
+            ))
+            .hint("run `lockstep toolchain install` again; report a bug if it persists")
+        })
+}
+
+/// Versions of the IREE packages from the `*.dist-info` directory names.
+fn package_versions(site: &Path) -> Result<Vec<(String, String)>, Error> {
+    let entries = std::fs::read_dir(site).map_err(|e| {
+        Error::failed(format!("cannot list {}", site.display())).cause(e.to_string())
+    })?;
+    let found: Vec<(String, String)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| parse_dist_info(&e.file_name().to_string_lossy()))
+        .collect();
+    Ok(PACKAGES
+        .iter()
+        .filter_map(|want| found.iter().find(|(name, _)| name == want).cloned())
+        .collect())
+}
+
+/// `iree_base_compiler-3.13.0.dist-info` -> `("iree-base-compiler", "3.13.0")`.
+fn parse_dist_info(name: &str) -> Option<(String, String)> {
+    let stem = name.strip_suffix(".dist-info")?;
+    let (package, version) = stem.split_once('-')?;
+    if package.is_empty() || version.is_empty() {
+        return None;
+    }
+    let package = package.to_lowercase().replace(['_', '.'], "-");
+    Some((package, version.to_string()))
+}
+
+fn write_manifest(path: &Path, toolchain: &Toolchain) -> Result<(), Error> {
+    let text = serde_json::to_string_pretty(toolchain)
+        .map_err(|e| Error::failed("cannot encode the toolchain manifest").cause(e.to_string()))?;
+    let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut file = File::create(&tmp)?;
+        file.write_all(text.as_bytes())?;
+        file.write_all(b"\n")?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::failed(format!("cannot write {}", path.display())).cause(e.to_string())
+    })
+}
+
+/// How to run uv.
+struct Uv {
+    argv: Vec<String>,
+}
+
+impl Uv {
+    fn command(&self, cwd: &Path) -> Command {
+        let mut cmd = Command::new(&self.argv[0]);
+        cmd.args(&self.argv[1..])
+            // A project's pyproject.toml / uv.toml in the user's cwd must not steer the install.
+            .current_dir(cwd)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        cmd
+    }
+}
+
+/// `uv` on PATH, else `python3 -m uv`, else installs uv with pip.
+fn find_uv(cwd: &Path, sink: &dyn EventSink) -> Result<Uv, Error> {
+    let works = |argv: &[&str]| {
+        Command::new(argv[0])
+            .args(&argv[1..])
+            .arg("--version")
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let owned = |argv: &[&str]| Uv {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+    };
+    for argv in [&["uv"][..], &["python3", "-m", "uv"][..]] {
+        if works(argv) {
+            return Ok(owned(argv));
+        }
+    }
+    sink.emit(Event::Info {
+        message: "uv not found: installing it with `python3 -m pip install --user uv`".into(),
+    });
+    let pip = |user: bool| {
+        let mut cmd = Command::new("python3");
+        cmd.args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ]);
+        if user {
+            cmd.arg("--user");
+        }
+        cmd.arg("uv").current_dir(cwd).stdin(Stdio::null());
+        run_captured(&mut cmd, "python3 -m pip install uv")
+    };
+    let installed = pip(true).or_else(|first| {
+        tracing::info!(error = %first, "pip install --user uv failed; trying without --user");
+        pip(false)
+    });
+    let hint = "install uv (https://docs.astral.sh/uv/getting-started/installation/) so that `uv` is on PATH, and check network access to PyPI";
+    if let Err(err) = installed {
+        return Err(err
+            .context("cannot find uv, and cannot install it with pip")
+            .hint(hint));
+    }
+    let argv = ["python3", "-m", "uv"];
+    if works(&argv) {
+        Ok(owned(&argv))
+    } else {
+        Err(Error::failed("pip installed uv, but `python3 -m uv --version` still fails").hint(hint))
+    }
+}
+
+/// Runs a command capturing its output; a failure carries the stderr tail.
+fn run_captured(cmd: &mut Command, what: &str) -> Result<Output, Error> {
+    let output = cmd.output().map_err(|e| {
+        Error::failed(format!("cannot start {what}"))
+            .cause(format!("{}: {e}", cmd.get_program().to_string_lossy()))
+    })?;
+    if output.status.success() {
+        return Ok(output);
+    }
+    let mut err = Error::failed(format!("{what} failed ({})", output.status));
+    let tail = tail(&output.stderr, 15);
+    let tail = if tail.is_empty() {
+        self::tail(&output.stdout, 15)
+    } else {
+        tail
+    };
+    if !tail.is_empty() {
+        err = err.cause(tail);
+    }
+    Err(err)
+}
+
+/// The last `n` informative lines of a process's output, without uv's
+/// `error:` / `cause:` prefixes (the report adds its own).
+fn tail(bytes: &[u8], n: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| {
+            let l = l.trim();
+            let l = l.strip_prefix("error: ").unwrap_or(l);
+            l.strip_prefix("cause: ").unwrap_or(l)
+        })
+        .filter(|l| !l.is_empty() && !l.starts_with("Using Python "))
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Size and mtime of a file (following symlinks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime_ns: u128,
+}
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Some(Stamp {
+        size: meta.len(),
+        mtime_ns,
+    })
+}
+
+/// `iree-compile --version` output, memoized per process by path, size and mtime.
+fn version_output(compile: &Path) -> Result<String, Error> {
+    static SEEN: Mutex<Option<HashMap<PathBuf, (Stamp, String)>>> = Mutex::new(None);
+    let key = std::fs::canonicalize(compile).unwrap_or_else(|_| compile.to_path_buf());
+    let current = stamp(&key);
+    if let (Some(current), Ok(seen)) = (current, SEEN.lock()) {
+        if let Some((s, out)) = seen.as_ref().and_then(|m| m.get(&key)) {
+            if *s == current {
+                return Ok(out.clone());
+            }
+        }
+    }
+    let mut cmd = Command::new(compile);
+    cmd.arg("--version").stdin(Stdio::null());
+    let output = run_captured(&mut cmd, &format!("{} --version", compile.display()))?;
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    if text.trim().is_empty() {
+        text = String::from_utf8_lossy(&output.stderr).into_owned();
+    }
+    if let (Some(current), Ok(mut seen)) = (current, SEEN.lock()) {
+        seen.get_or_insert_with(HashMap::new)
+            .insert(key, (current, text.clone()));
+    }
+    Ok(text)
+}
+
+/// The `IREE compiler version ...` line, else the first non-empty line.
+fn compiler_version_line(output: &str) -> String {
+    let lines = || output.lines().map(str::trim).filter(|l| !l.is_empty());
+    lines()
+        .find(|l| l.contains("IREE compiler version"))
+        .or_else(|| lines().next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// sha256 over the package versions, the version output and the size+mtime
+/// of iree-compile and libIREECompiler.so.
+fn identity(
+    packages: &[(String, String)],
+    version_output: &str,
+    compile: &Path,
+    lib: Option<&Path>,
+) -> String {
+    let mut h = Sha256::new();
+    h.update(b"lockstep-iree identity v1\n");
+    for (name, version) in packages {
+        h.update(format!("package {name} {version}\n"));
+    }
+    h.update(format!("version-output {}\n", version_output.len()));
+    h.update(version_output.as_bytes());
+    for (label, path) in [("iree-compile", Some(compile)), (COMPILER_LIB, lib)] {
+        let line = match path.and_then(stamp) {
+            Some(s) => format!("\nfile {label} {} {}", s.size, s.mtime_ns),
+            None => format!("\nfile {label} absent"),
+        };
+        h.update(line);
+    }
+    hex::encode(h.finalize())
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockstep_core::events::{Collect, NullSink};
+
+    /// Tests that write or run the fake tool scripts take turns: a script being
+    /// written while another thread forks can fail to execute ("Text file busy").
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static SERIAL: Mutex<()> = Mutex::new(());
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A directory with an executable `iree-compile` printing `stamp`.
+    fn fake_tools(parent: &Path, name: &str, stamp: &str) -> PathBuf {
+        let dir = parent.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        for tool in ["iree-compile", "iree-run-module"] {
+            let path = dir.join(tool);
+            std::fs::write(
+                &path,
+                format!("#!/bin/sh\necho 'IREE (https://iree.dev):'\necho '  IREE compiler version {stamp} @ fake'\n"),
+            )
+            .unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        dir
+    }
+
+    /// A complete-looking provisioned toolchain in `root` (no network).
+    fn fake_install(root: &Path, version: &str) -> PathBuf {
+        let dir = root.join(dir_name(version));
+        let bin = fake_tools(&dir, "bin", "provisioned");
+        let toolchain = Toolchain {
+            bin: PathBuf::from("/moved/elsewhere/bin"),
+            source: Source::Provisioned,
+            packages: PACKAGES
+                .iter()
+                .map(|p| (p.to_string(), version.to_string()))
+                .collect(),
+            compiler_version: "IREE compiler version provisioned @ fake".into(),
+            identity: "0".repeat(64),
+        };
+        write_manifest(&dir.join(MANIFEST), &toolchain).unwrap();
+        bin
+    }
+
+    fn req<'a>(flag: Option<&'a Path>, config: Option<&'a Path>) -> Request<'a> {
+        Request {
+            flag,
+            config_bin: config,
+            version: "3.13.0",
+        }
+    }
+
+    #[test]
+    fn versions_are_validated() {
+        for good in [
+            "3.13.0",
+            "3.13",
+            "3",
+            "3.13.0rc20261016",
+            "3.14.0a1",
+            "3.14.0b2",
+            "3.13.0.post1",
+            "3.13.0post1",
+            "3.14.0.dev20261101",
+            "3.14.0rc1.post2.dev3",
+        ] {
+            assert!(validate_version(good).is_ok(), "{good} should be valid");
+        }
+        for bad in [
+            "",
+            "1.2.x",
+            "v3.13.0",
+            "3.13.0 ",
+            "3..13",
+            "3.13.",
+            ".3",
+            "../x",
+            "3.13.0rc",
+            "3.13.0-1",
+            "latest",
+            "3.13.0/..",
+            "3.13.0.dev",
+            "3.13.0c1",
+        ] {
+            let err = validate_version(bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad}");
+            assert!(err.message.contains(bad), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn dist_info_names_parse() {
+        assert_eq!(
+            parse_dist_info("iree_base_compiler-3.13.0.dist-info"),
+            Some(("iree-base-compiler".into(), "3.13.0".into()))
+        );
+        assert_eq!(
+            parse_dist_info("iree_base_runtime-3.14.0rc20261101.dist-info"),
+            Some(("iree-base-runtime".into(), "3.14.0rc20261101".into()))
+        );
+        assert_eq!(parse_dist_info("iree"), None);
+        assert_eq!(parse_dist_info("numpy.libs"), None);
+    }
+
+    #[test]
+    fn package_versions_read_dist_info_dirs() {
+        let tmp = tempfile::tempdir().unwrap();
+        for d in [
+            "iree_base_runtime-3.13.0.dist-info",
+            "numpy-2.4.6.dist-info",
+            "iree_base_compiler-3.13.0.dist-info",
+            "iree",
+        ] {
+            std::fs::create_dir(tmp.path().join(d)).unwrap();
+        }
+        assert_eq!(
+            package_versions(tmp.path()).unwrap(),
+            vec![
+                ("iree-base-compiler".to_string(), "3.13.0".to_string()),
+                ("iree-base-runtime".to_string(), "3.13.0".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn precedence_flag_env_config() {
+        let _serial = serial();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("toolchains");
+        let flag = fake_tools(tmp.path(), "flag", "1.0.0");
+        let env = fake_tools(tmp.path(), "env", "2.0.0");
+        let config = fake_tools(tmp.path(), "config", "3.0.0");
+        let env_os = || Some(env.clone().into_os_string());
+
+        let t = resolve_in(&req(Some(&flag), Some(&config)), env_os(), &root, &NullSink).unwrap();
+        assert_eq!((t.source, &t.bin), (Source::Flag, &flag));
+        assert_eq!(t.compiler_version, "IREE compiler version 1.0.0 @ fake");
+        assert_eq!(t.compiler_stamp(), "1.0.0 @ fake");
+        assert!(t.packages.is_empty());
+
+        // The environment beats the configuration.
+        let t = resolve_in(&req(None, Some(&config)), env_os(), &root, &NullSink).unwrap();
+        assert_eq!((t.source, &t.bin), (Source::Env, &env));
+        assert_eq!(t.compiler_version, "IREE compiler version 2.0.0 @ fake");
+
+        // An empty environment variable counts as unset.
+        let t = resolve_in(&req(None, Some(&config)), Some("".into()), &root, &NullSink).unwrap();
+        assert_eq!((t.source, &t.bin), (Source::Config, &config));
+        assert_eq!(t.compiler_version, "IREE compiler version 3.0.0 @ fake");
+
+        // Nothing was provisioned along the way.
+        assert!(!root.exists());
+    }
+
+    #[test]
+    fn missing_dirs_name_their_source() {
+        let _serial = serial();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("toolchains");
+        let missing = tmp.path().join("nope");
+        let cases = [
+            (req(Some(&missing), None), None, "--iree-bin"),
+            (
+                req(None, None),
+                Some(missing.clone().into_os_string()),
+                "$LOCKSTEP_IREE_BIN",
+            ),
+            (req(None, Some(&missing)), None, "[toolchain] iree-bin"),
+        ];
+        for (request, env, source) in cases {
+            let err = resolve_in(&request, env, &root, &NullSink).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.message.contains(source), "{}", err.message);
+            assert!(err.message.contains("nope"), "{}", err.message);
+            assert!(err.message.contains("does not exist"), "{}", err.message);
+        }
+
+        // A directory without iree-compile is as bad as a missing one.
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        let err = resolve_in(&req(Some(&empty), None), None, &root, &NullSink).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.message.contains("no executable iree-compile"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("--iree-bin"), "{}", err.message);
+        assert!(err.hint.is_some());
+    }
+
+    #[test]
+    fn path_is_never_used() {
+        let _serial = serial();
+        let tmp = tempfile::tempdir().unwrap();
+        let on_path = fake_tools(tmp.path(), "on-path", "from-PATH");
+        let old = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![on_path.clone()];
+        dirs.extend(std::env::split_paths(&old));
+        std::env::set_var("PATH", std::env::join_paths(dirs).unwrap());
+
+        // Without a flag, env or config: the provisioned toolchain, not PATH.
+        let root = tmp.path().join("toolchains");
+        let bin = fake_install(&root, "3.13.0");
+        let t = resolve_in(&req(None, None), None, &root, &NullSink).unwrap();
+        assert_eq!(t.source, Source::Provisioned);
+        assert_eq!(t.bin, bin);
+        assert!(!t.compiler_version.contains("from-PATH"));
+        assert_eq!(t.tool("iree-compile").unwrap(), bin.join("iree-compile"));
+
+        // A bad pinned version is an error, not a fall back to PATH.
+        let bad = Request {
+            flag: None,
+            config_bin: None,
+            version: "1.2.x",
+        };
+        let err = resolve_in(&bad, None, &root, &NullSink).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        std::env::set_var("PATH", old);
+    }
+
+    #[test]
+    fn installed_needs_manifest_and_compiler() {
+        let _serial = serial();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        assert!(installed_in(root, "3.13.0").unwrap().is_none());
+
+        // A half-built directory of a killed install is not named like the final one.
+        fake_install(&root.join(".iree-3.13.0.tmp-4242"), "3.13.0");
+        assert!(installed_in(root, "3.13.0").unwrap().is_none());
+
+        // Tools without a manifest: incomplete.
+        let dir = root.join("iree-3.13.0");
+        fake_tools(&dir, "bin", "x");
+        assert!(installed_in(root, "3.13.0").unwrap().is_none());
+
+        // A manifest without tools: incomplete.
+        let bin = fake_install(root, "3.13.0");
+        std::fs::remove_file(bin.join("iree-compile")).unwrap();
+        assert!(installed_in(root, "3.13.0").unwrap().is_none());
+
+        // Complete: bin follows the directory, whatever the manifest says.
+        let bin = fake_install(root, "3.13.0");
+        let t = installed_in(root, "3.13.0").unwrap().unwrap();
+        assert_eq!(t.bin, bin);
+        assert_eq!(t.source, Source::Provisioned);
+        assert_eq!(
+            t.packages[0],
+            ("iree-base-compiler".into(), "3.13.0".into())
+        );
+
+        // A corrupt manifest: incomplete (the next install replaces it).
+        std::fs::write(root.join("iree-3.13.0").join(MANIFEST), "{").unwrap();
+        assert!(installed_in(root, "3.13.0").unwrap().is_none());
+
+        assert_eq!(installed_in(root, "../etc").unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn leftovers_are_removed_under_the_lock() {
+        let _serial = serial();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        fake_install(&root.join(".iree-3.13.0.tmp-4242"), "3.13.0");
+        fake_install(&root.join(".iree-3.13.tmp-4242"), "3.13");
+        std::fs::create_dir_all(root.join("iree-3.13.0/venv")).unwrap();
+        let sink = Collect::default();
+        let _lock = lock(root, "3.13.0", &sink).unwrap();
+        remove_leftovers(root, "3.13.0", &root.join("iree-3.13.0")).unwrap();
+        assert!(!root.join(".iree-3.13.0.tmp-4242").exists());
+        assert!(!root.join("iree-3.13.0").exists());
+        // Another version's build is not ours to remove.
+        assert!(root.join(".iree-3.13.tmp-4242").exists());
+        assert!(root.join(".iree-3.13.0.lock").exists());
+    }
+
+    #[test]
+    fn identity_follows_the_compiler() {
+        let _serial = serial();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = fake_tools(tmp.path(), "tools", "1.0.0");
+        let a = resolve_in(&req(Some(&dir), None), None, tmp.path(), &NullSink).unwrap();
+        let b = resolve_in(&req(Some(&dir), None), None, tmp.path(), &NullSink).unwrap();
+        assert_eq!(a.identity, b.identity);
+        assert_eq!(a.identity.len(), 64);
+
+        // A rebuilt compiler (different size and output) is a different identity.
+        fake_tools(tmp.path(), "tools", "1.0.0-rebuilt");
+        let c = resolve_in(&req(Some(&dir), None), None, tmp.path(), &NullSink).unwrap();
+        assert_ne!(a.identity, c.identity);
+        assert_eq!(
+            c.compiler_version,
+            "IREE compiler version 1.0.0-rebuilt @ fake"
+        );
+
+        // Packages count too.
+        let compile = dir.join("iree-compile");
+        let pkgs = vec![("iree-base-compiler".to_string(), "3.13.0".to_string())];
+        assert_ne!(
+            identity(&[], "x", &compile, None),
+            identity(&pkgs, "x", &compile, None)
+        );
+    }
+
+    #[test]
+    fn missing_tool_names_tool_and_dir() {
+        let _serial = serial();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = fake_tools(tmp.path(), "tools", "1.0.0");
+        let t = resolve_in(&req(Some(&dir), None), None, tmp.path(), &NullSink).unwrap();
+        assert_eq!(
+            t.tool("iree-run-module").unwrap(),
+            dir.join("iree-run-module")
+        );
+        let err = t.tool("iree-benchmark-module").unwrap_err();
+        assert!(
+            err.message.contains("iree-benchmark-module"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message.contains(&dir.display().to_string()),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("--iree-bin"), "{}", err.message);
+    }
+
+    #[test]
+    fn version_line_and_tail() {
+        let out = "IREE (https://iree.dev):\n  IREE compiler version 3.13.0rc20261016 @ 89ece87b\n  LLVM version 24.0.0git\n";
+        assert_eq!(
+            compiler_version_line(out),
+            "IREE compiler version 3.13.0rc20261016 @ 89ece87b"
+        );
+        assert_eq!(compiler_version_line("custom 1\n"), "custom 1");
+        assert_eq!(compiler_version_line(""), "");
+        assert_eq!(tail(b"a\n\nb\nc\n", 2), "b\nc");
+        let uv = b"Using Python 3.11.7 environment at: venv\nerror: No solution found\n  cause: Because there is no version\n";
+        assert_eq!(
+            tail(uv, 15),
+            "No solution found\nBecause there is no version"
+        );
+    }
+}

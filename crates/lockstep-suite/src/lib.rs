@@ -1,0 +1,18 @@
+//! Regression tests on the real IREE compiler and runtime.
+//!
+//! It owns test discovery (the iree-test-suites layout with its JSON/JSON5
+//! configs, and native `*.suite.toml` files), the target matrix, the scheduler
+//! that runs compile and run steps on N workers, the content-addressed compile
+//! cache, the reporters (JUnit, JSON, Markdown) and the run history.
+//! It must not know how the toolchain is installed (lockstep-iree does).
+
+pub mod cache;
+pub mod download;
+pub mod history;
+pub mod markers;
+pub mod model;
+pub mod plan;
+pub mod report;
+pub mod runner;
+pub mod sources;
+pub mod xfails;

@@ -1,0 +1,431 @@
+//! From sources to tests: every case crossed with its configs (iree-test-suites)
+//! or targets (native suites and cases without configs), with the exact flags
+//! of each step, then filtered by `-k`, `-m`, `--last-failed` and `--shard`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use lockstep_core::config::TestConfig;
+use lockstep_core::Error;
+use sha2::{Digest, Sha256};
+
+use crate::markers::MarkerExpr;
+use crate::model::Expect;
+use crate::sources::{self, ExpectText, LayoutCase, NativeSuite, NativeTest, SuiteConfig};
+
+/// A named set of flags tests run with.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: String,
+    pub compile_flags: Vec<String>,
+    pub run_flags: Vec<String>,
+    pub markers: Vec<String>,
+}
+
+/// Compile flags for the host CPU with IREE's llvm-cpu backend.
+pub fn cpu_compile_flags() -> Vec<String> {
+    vec![
+        "--iree-hal-target-device=local".into(),
+        "--iree-hal-local-target-device-backends=llvm-cpu".into(),
+        "--iree-llvmcpu-target-cpu=host".into(),
+    ]
+}
+
+/// The built-in targets plus `[test.targets.NAME]` (which may redefine them).
+pub fn targets(config: &TestConfig) -> BTreeMap<String, Target> {
+    let mut all = BTreeMap::new();
+    for (name, device) in [("cpu", "local-task"), ("cpu-sync", "local-sync")] {
+        all.insert(
+            name.to_string(),
+            Target {
+                name: name.into(),
+                compile_flags: cpu_compile_flags(),
+                run_flags: vec![format!("--device={device}")],
+                markers: vec!["cpu".into()],
+            },
+        );
+    }
+    for (name, t) in &config.targets {
+        all.insert(
+            name.clone(),
+            Target {
+                name: name.clone(),
+                compile_flags: t.compile_flags.clone(),
+                run_flags: t.run_flags.clone(),
+                markers: t.markers.clone(),
+            },
+        );
+    }
+    all
+}
+
+/// Where a program comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Source {
+    File(PathBuf),
+    Url { url: String, sha256: String },
+}
+
+/// How to compile a test's program.
+#[derive(Debug, Clone)]
+pub struct CompileSpec {
+    pub source: Source,
+    pub flags: Vec<String>,
+    /// Directory the compile runs in (the case directory).
+    pub cwd: PathBuf,
+    /// Ask the compiler for dispatch statistics (benchmark goldens).
+    pub statistics: bool,
+}
+
+/// How to run the compiled module (`--module=` is added by the runner).
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub cwd: PathBuf,
+    pub flags: Vec<String>,
+    /// Input files that must exist before running (reported on the test when missing).
+    pub files: Vec<PathBuf>,
+}
+
+/// Benchmark step settings (native suites with `[test.benchmark]`).
+#[derive(Debug, Clone)]
+pub struct BenchSpec {
+    pub goldens: sources::BenchmarkGoldens,
+    /// Flags for iree-benchmark-module (device, function, inputs).
+    pub flags: Vec<String>,
+}
+
+/// One test: a case on one config or target.
+#[derive(Debug, Clone)]
+pub struct Test {
+    pub id: String,
+    pub case: String,
+    pub group: String,
+    pub markers: Vec<String>,
+    /// `None`: compile skipped (the test is skipped).
+    pub compile: Option<CompileSpec>,
+    /// `None`: run skipped (compile only).
+    pub run: Option<RunSpec>,
+    pub benchmark: Option<BenchSpec>,
+    pub expect: Expect,
+    /// Why the expectation (which list or setting).
+    pub expect_reason: String,
+    /// The config this test came from (for `--update-xfails`).
+    pub config: Option<PathBuf>,
+}
+
+/// What to select.
+#[derive(Debug, Default)]
+pub struct Selection {
+    pub configs: Vec<SuiteConfig>,
+    pub targets: Vec<Target>,
+    pub markers: Option<MarkerExpr>,
+    pub keyword: Option<String>,
+    /// (index, count), 1-based index.
+    pub shard: Option<(usize, usize)>,
+    pub only: Option<HashSet<String>>,
+    pub skip_all_runs: bool,
+    pub ignore_xfails: bool,
+}
+
+/// Parses `I/N` (1 <= I <= N).
+pub fn parse_shard(text: &str) -> Result<(usize, usize), Error> {
+    let bad = || {
+        Error::usage(format!("invalid --shard `{text}`"))
+            .hint("write I/N with 1 <= I <= N, e.g. --shard 2/4")
+    };
+    let (i, n) = text.split_once('/').ok_or_else(bad)?;
+    let (i, n): (usize, usize) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if i == 0 || n == 0 || i > n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// The shard a test belongs to: a stable hash of its id, so adding a test
+/// never moves the others.
+pub fn shard_of(id: &str, count: usize) -> usize {
+    let digest = Sha256::digest(id.as_bytes());
+    let mut n = [0u8; 8];
+    n.copy_from_slice(&digest[..8]);
+    (u64::from_be_bytes(n) % count as u64) as usize + 1
+}
+
+/// Builds the selected tests from `paths` (directories or suite files).
+pub fn plan(paths: &[PathBuf], sel: &Selection) -> Result<Vec<Test>, Error> {
+    let mut tests = Vec::new();
+    for root in paths {
+        if !root.exists() {
+            return Err(Error::usage(format!("{} does not exist", root.display()))
+                .hint("pass suite directories or *.suite.toml files"));
+        }
+        for file in sources::find_suite_files(root)? {
+            let suite = NativeSuite::load(&file)?;
+            for test in &suite.tests {
+                for target in &sel.targets {
+                    tests.push(native_test(&suite, test, target, sel));
+                }
+            }
+        }
+        if root.is_dir() {
+            for case in sources::find_layout_cases(root)? {
+                if sel.configs.is_empty() {
+                    for target in &sel.targets {
+                        tests.push(layout_on_target(&case, target, sel));
+                    }
+                } else {
+                    for config in &sel.configs {
+                        tests.push(layout_on_config(&case, config, sel));
+                    }
+                }
+            }
+        }
+    }
+    let mut seen = HashSet::new();
+    tests.retain(|t| seen.insert(t.id.clone()));
+    tests.retain(|t| selected(t, sel));
+    Ok(tests)
+}
+
+fn selected(t: &Test, sel: &Selection) -> bool {
+    if let Some(k) = &sel.keyword {
+        if !t.id.contains(k.as_str()) {
+            return false;
+        }
+    }
+    if let Some(m) = &sel.markers {
+        if !m.matches(&t.markers) {
+            return false;
+        }
+    }
+    if let Some(only) = &sel.only {
+        if !only.contains(&t.id) {
+            return false;
+        }
+    }
+    if let Some((i, n)) = sel.shard {
+        if shard_of(&t.id, n) != i {
+            return false;
+        }
+    }
+    true
+}
+
+fn layout_on_config(case: &LayoutCase, config: &SuiteConfig, sel: &Selection) -> Test {
+    let listed = |list: &[String]| list.iter().any(|n| n == &case.name);
+    let (expect, expect_reason) = if sel.ignore_xfails {
+        (Expect::Pass, String::new())
+    } else if listed(&config.expected_compile_failures) {
+        (
+            Expect::CompileFail,
+            format!(
+                "listed in expected_compile_failures of {}",
+                config.path.display()
+            ),
+        )
+    } else if listed(&config.expected_run_failures) {
+        (
+            Expect::RunFail,
+            format!(
+                "listed in expected_run_failures of {}",
+                config.path.display()
+            ),
+        )
+    } else {
+        (Expect::Pass, String::new())
+    };
+    let compile = (!listed(&config.skip_compile_tests)).then(|| CompileSpec {
+        source: Source::File(case.model.clone()),
+        flags: config.iree_compile_flags.clone(),
+        cwd: case.dir.clone(),
+        statistics: false,
+    });
+    let run = (!listed(&config.skip_run_tests) && !sel.skip_all_runs)
+        .then(|| layout_run(case, &config.iree_run_module_flags));
+    Test {
+        id: format!("{} [{}]", case.name, config.config_name),
+        case: case.name.clone(),
+        group: config.config_name.clone(),
+        markers: vec![config.config_name.clone()],
+        compile,
+        run,
+        benchmark: None,
+        expect,
+        expect_reason,
+        config: Some(config.path.clone()),
+    }
+}
+
+fn layout_on_target(case: &LayoutCase, target: &Target, sel: &Selection) -> Test {
+    let mut markers = target.markers.clone();
+    markers.push(target.name.clone());
+    Test {
+        id: format!("{} [{}]", case.name, target.name),
+        case: case.name.clone(),
+        group: target.name.clone(),
+        markers,
+        compile: Some(CompileSpec {
+            source: Source::File(case.model.clone()),
+            flags: target.compile_flags.clone(),
+            cwd: case.dir.clone(),
+            statistics: false,
+        }),
+        run: (!sel.skip_all_runs).then(|| layout_run(case, &target.run_flags)),
+        benchmark: None,
+        expect: Expect::Pass,
+        expect_reason: String::new(),
+        config: None,
+    }
+}
+
+fn layout_run(case: &LayoutCase, flags: &[String]) -> RunSpec {
+    let mut flags = flags.to_vec();
+    flags.push("--flagfile=run_module_io_flags.txt".into());
+    RunSpec {
+        cwd: case.dir.clone(),
+        flags,
+        files: vec![case.dir.join("run_module_io_flags.txt")],
+    }
+}
+
+fn native_test(suite: &NativeSuite, test: &NativeTest, target: &Target, sel: &Selection) -> Test {
+    let dir = suite.dir();
+    let over = test.targets.get(&target.name).cloned().unwrap_or_default();
+    let source = match (&test.source, &test.url, &test.sha256) {
+        (Some(path), _, _) => Source::File(dir.join(path)),
+        (None, Some(url), Some(sha)) => Source::Url {
+            url: url.clone(),
+            sha256: sha.to_lowercase(),
+        },
+        _ => Source::File(dir.join(&test.name)),
+    };
+    let mut compile_flags = target.compile_flags.clone();
+    compile_flags.extend(suite.suite.compile_flags.iter().cloned());
+    compile_flags.extend(test.compile_flags.iter().cloned());
+    compile_flags.extend(over.compile_flags.iter().cloned());
+    let mut io = Vec::new();
+    let mut files = Vec::new();
+    io.push(format!("--function={}", test.function));
+    for input in &test.inputs {
+        let (arg, file) = resolve_value(input, &dir);
+        io.push(format!("--input={arg}"));
+        files.extend(file);
+    }
+    for output in &test.outputs {
+        let (arg, file) = resolve_value(output, &dir);
+        io.push(format!("--expected_output={arg}"));
+        files.extend(file);
+    }
+    if let Some(tol) = test.tolerance {
+        for ty in ["f16", "bf16", "f32", "f64"] {
+            io.push(format!("--expected_{ty}_threshold={tol}"));
+        }
+    }
+    let mut run_flags = target.run_flags.clone();
+    run_flags.extend(test.run_flags.iter().cloned());
+    run_flags.extend(over.run_flags.iter().cloned());
+    let (expect, expect_reason) = match (over.expect, sel.ignore_xfails) {
+        (Some(ExpectText::CompileFail), false) => (
+            Expect::CompileFail,
+            format!("expect = \"compile-fail\" for target {}", target.name),
+        ),
+        (Some(ExpectText::RunFail), false) => (
+            Expect::RunFail,
+            format!("expect = \"run-fail\" for target {}", target.name),
+        ),
+        _ => (Expect::Pass, String::new()),
+    };
+    let benchmark = test
+        .benchmark
+        .clone()
+        .filter(|_| !sel.skip_all_runs)
+        .map(|goldens| {
+            let mut flags: Vec<String> = run_flags
+                .iter()
+                .filter(|f| f.starts_with("--device"))
+                .cloned()
+                .collect();
+            flags.push(format!("--function={}", test.function));
+            for input in &test.inputs {
+                flags.push(format!("--input={}", resolve_value(input, &dir).0));
+            }
+            BenchSpec { goldens, flags }
+        });
+    let mut markers = suite.suite.markers.clone();
+    markers.extend(test.markers.iter().cloned());
+    markers.extend(target.markers.iter().cloned());
+    markers.push(target.name.clone());
+    markers.push(suite.name());
+    run_flags.extend(io);
+    Test {
+        id: format!("{}/{} [{}]", suite.name(), test.name, target.name),
+        case: format!("{}/{}", suite.name(), test.name),
+        group: target.name.clone(),
+        markers,
+        compile: Some(CompileSpec {
+            source,
+            flags: compile_flags,
+            cwd: dir.clone(),
+            statistics: benchmark.is_some(),
+        }),
+        run: (!sel.skip_all_runs).then(|| RunSpec {
+            cwd: dir.clone(),
+            flags: run_flags,
+            files,
+        }),
+        benchmark,
+        expect,
+        expect_reason,
+        config: None,
+    }
+}
+
+/// `@file` -> `@/abs/file`; `TYPE=@file` -> `TYPE=@/abs/file`; anything else
+/// (splats, inline values) unchanged. Returns the argument and the file it names.
+fn resolve_value(value: &str, dir: &Path) -> (String, Option<PathBuf>) {
+    let (prefix, path) = if let Some(rest) = value.strip_prefix('@') {
+        ("", rest)
+    } else if let Some((ty, rest)) = value.split_once("=@") {
+        (ty, rest)
+    } else {
+        return (value.to_string(), None);
+    };
+    let file = dir.join(path);
+    let arg = if prefix.is_empty() {
+        format!("@{}", file.display())
+    } else {
+        format!("{prefix}=@{}", file.display())
+    };
+    (arg, Some(file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_partition_stably() {
+        let ids: Vec<String> = (0..200).map(|i| format!("case{i} [cpu]")).collect();
+        let mut counts = [0usize; 4];
+        for id in &ids {
+            let s = shard_of(id, 4);
+            assert_eq!(s, shard_of(id, 4));
+            counts[s - 1] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 20), "{counts:?}");
+        assert_eq!(parse_shard("2/4").unwrap(), (2, 4));
+        assert!(
+            parse_shard("5/4").is_err() && parse_shard("0/1").is_err() && parse_shard("x").is_err()
+        );
+    }
+
+    #[test]
+    fn values_resolve_relative_to_the_suite() {
+        let dir = Path::new("/s");
+        assert_eq!(resolve_value("@a.npy", dir).0, "@/s/a.npy");
+        assert_eq!(resolve_value("2xf32=@a.bin", dir).0, "2xf32=@/s/a.bin");
+        assert_eq!(resolve_value("2xf32=1", dir), ("2xf32=1".to_string(), None));
+    }
+}

@@ -1,0 +1,890 @@
+//! The scheduler: compile and run steps on N workers. Each distinct compile
+//! (by cache key) runs once even when several tests need it; a run step waits
+//! for its compile; benchmark steps run afterwards, one at a time, so their
+//! timings are not disturbed by other work. Every process has a timeout and a
+//! log whose first line is the exact command, reproducible from a shell.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use lockstep_core::process::{self, shell_command, Exit, Spec};
+use lockstep_core::Error;
+use lockstep_iree::toolchain::Toolchain;
+
+use crate::cache::{self, CompileCache, Failure};
+use crate::model::{
+    Expect, Metrics, Outcome, RunReport, StepKind, StepResult, StepStatus, TestResult,
+};
+use crate::plan::{Source, Test};
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub jobs: usize,
+    pub compile_timeout: Duration,
+    pub run_timeout: Duration,
+    /// Compile everything; keep modules in the run directory only.
+    pub no_cache: bool,
+    /// Logs and uncached modules go here.
+    pub run_dir: PathBuf,
+}
+
+/// Receives progress as tests finish.
+pub trait Progress: Sync {
+    fn started(&self, _total: usize) {}
+    fn finished(&self, result: &TestResult, done: usize, total: usize);
+}
+
+/// A compile's result, shared by the tests that need it.
+#[derive(Debug, Clone)]
+struct Compiled {
+    step: StepResult,
+    module: Option<PathBuf>,
+    statistics: Option<PathBuf>,
+}
+
+enum Job {
+    Compile(String),
+    Run(usize),
+}
+
+struct State {
+    queue: VecDeque<Job>,
+    in_flight: usize,
+    compiled: HashMap<String, Compiled>,
+    runs: HashMap<usize, StepResult>,
+    done: Vec<Option<TestResult>>,
+    finished: usize,
+}
+
+/// Runs `tests`; returns the report (results in the tests' order).
+pub fn run(
+    tests: &[Test],
+    toolchain: &Toolchain,
+    cache: &CompileCache,
+    opts: &RunOptions,
+    progress: &dyn Progress,
+) -> Result<RunReport, Error> {
+    let started = Instant::now();
+    fs_err::create_dir_all(&opts.run_dir)?;
+    let compiler = toolchain.tool("iree-compile")?;
+    let runner = toolchain.tool("iree-run-module")?;
+    // Resolve sources (downloads happen here, once each) and compile keys.
+    let mut keys: Vec<Option<String>> = Vec::with_capacity(tests.len());
+    let mut sources: HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)> = HashMap::new();
+    let mut early: Vec<Option<TestResult>> = vec![None; tests.len()];
+    let mut downloads: HashMap<Source, Result<PathBuf, String>> = HashMap::new();
+    for (i, t) in tests.iter().enumerate() {
+        let Some(spec) = &t.compile else {
+            keys.push(None);
+            continue;
+        };
+        let path = match downloads
+            .entry(spec.source.clone())
+            .or_insert_with(|| resolve_source(&spec.source))
+        {
+            Ok(p) => p.clone(),
+            Err(msg) => {
+                early[i] = Some(failed_before_compile(t, msg));
+                keys.push(None);
+                continue;
+            }
+        };
+        let bytes = match fs_err::read(&path) {
+            Ok(b) => b,
+            Err(e) => {
+                early[i] = Some(failed_before_compile(
+                    t,
+                    &format!("cannot read the source: {e}"),
+                ));
+                keys.push(None);
+                continue;
+            }
+        };
+        let key = cache::key(&toolchain.identity, &bytes, &spec.flags, spec.statistics);
+        sources.entry(key.clone()).or_insert((
+            path,
+            spec.flags.clone(),
+            spec.cwd.clone(),
+            spec.statistics,
+        ));
+        keys.push(Some(key));
+    }
+    let mut queue = VecDeque::new();
+    let mut queued = std::collections::HashSet::new();
+    for k in keys.iter().flatten() {
+        if queued.insert(k.clone()) {
+            queue.push_back(Job::Compile(k.clone()));
+        }
+    }
+    let total = tests.len();
+    progress.started(total);
+    let state = Mutex::new(State {
+        queue,
+        in_flight: 0,
+        compiled: HashMap::new(),
+        runs: HashMap::new(),
+        done: early,
+        finished: 0,
+    });
+    // Tests already decided (skipped compile, bad source) are reported first.
+    {
+        let mut st = lock(&state);
+        for (i, t) in tests.iter().enumerate() {
+            if st.done[i].is_none() && t.compile.is_none() {
+                st.done[i] = Some(skipped(t));
+            }
+        }
+        let decided: Vec<TestResult> = st.done.iter().flatten().cloned().collect();
+        for r in decided {
+            st.finished += 1;
+            progress.finished(&r, st.finished, total);
+        }
+    }
+    let wake = Condvar::new();
+    let ctx = Ctx {
+        tests,
+        keys: &keys,
+        sources: &sources,
+        compiler: &compiler,
+        runner: &runner,
+        toolchain,
+        cache,
+        opts,
+        progress,
+        total,
+    };
+    let jobs = opts.jobs.max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| worker(&ctx, &state, &wake));
+        }
+    });
+    let mut st = state.into_inner().unwrap_or_else(|e| e.into_inner());
+    // Benchmarks, one at a time.
+    for (i, t) in tests.iter().enumerate() {
+        let (Some(bench), Some(result)) = (&t.benchmark, st.done[i].as_mut()) else {
+            continue;
+        };
+        if result.outcome != Outcome::Pass {
+            continue;
+        }
+        let Some(key) = &keys[i] else { continue };
+        let Some(compiled) = st.compiled.get(key).cloned() else {
+            continue;
+        };
+        let step = benchmark(&ctx, t, bench, &compiled)?;
+        result.seconds += step.seconds;
+        if step.status == StepStatus::Failed {
+            result.outcome = Outcome::Fail;
+            result.reason = format!("benchmark: {}", step.message);
+        }
+        result.steps.push(step);
+    }
+    let compiles_cached = st.compiled.values().filter(|c| c.step.cached).count();
+    let compiles_run = st.compiled.len() - compiles_cached;
+    let results: Vec<TestResult> = st.done.into_iter().flatten().collect();
+    Ok(RunReport {
+        results,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        jobs,
+        compiler: toolchain.compiler_version.clone(),
+        compiler_identity: toolchain.identity.clone(),
+        compiles_run,
+        compiles_cached,
+        changes: Default::default(),
+    })
+}
+
+struct Ctx<'a> {
+    tests: &'a [Test],
+    keys: &'a [Option<String>],
+    sources: &'a HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)>,
+    compiler: &'a Path,
+    runner: &'a Path,
+    toolchain: &'a Toolchain,
+    cache: &'a CompileCache,
+    opts: &'a RunOptions,
+    progress: &'a dyn Progress,
+    total: usize,
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn worker(ctx: &Ctx, state: &Mutex<State>, wake: &Condvar) {
+    loop {
+        let job = {
+            let mut st = lock(state);
+            loop {
+                if let Some(job) = st.queue.pop_front() {
+                    st.in_flight += 1;
+                    break job;
+                }
+                if st.in_flight == 0 {
+                    wake.notify_all();
+                    return;
+                }
+                st = wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        match job {
+            Job::Compile(key) => {
+                let compiled = compile(ctx, &key);
+                let mut st = lock(state);
+                st.compiled.insert(key.clone(), compiled.clone());
+                for (i, k) in ctx.keys.iter().enumerate() {
+                    if k.as_deref() != Some(key.as_str()) || st.done[i].is_some() {
+                        continue;
+                    }
+                    let t = &ctx.tests[i];
+                    if compiled.step.status == StepStatus::Passed
+                        && t.run.is_some()
+                        && t.expect != Expect::CompileFail
+                    {
+                        // Runs go first so results stream while compiles continue.
+                        st.queue.push_front(Job::Run(i));
+                    } else {
+                        let r = decide(t, compiled.step.clone(), None);
+                        finish(ctx, &mut st, i, r);
+                    }
+                }
+                st.in_flight -= 1;
+                wake.notify_all();
+            }
+            Job::Run(i) => {
+                let key = ctx.keys[i].clone().unwrap_or_default();
+                let compiled = lock(state).compiled.get(&key).cloned();
+                let Some(compiled) = compiled else { continue };
+                let run_step = run_module(ctx, &ctx.tests[i], &compiled);
+                let mut st = lock(state);
+                st.runs.insert(i, run_step.clone());
+                let r = decide(&ctx.tests[i], compiled.step.clone(), Some(run_step));
+                finish(ctx, &mut st, i, r);
+                st.in_flight -= 1;
+                wake.notify_all();
+            }
+        }
+    }
+}
+
+fn finish(ctx: &Ctx, st: &mut State, i: usize, result: TestResult) {
+    st.finished += 1;
+    ctx.progress.finished(&result, st.finished, ctx.total);
+    st.done[i] = Some(result);
+}
+
+fn resolve_source(source: &Source) -> Result<PathBuf, String> {
+    match source {
+        Source::File(p) if p.is_file() => Ok(p.clone()),
+        Source::File(p) => Err(format!("source file {} does not exist", p.display())),
+        Source::Url { url, sha256 } => {
+            crate::download::fetch(url, sha256).map_err(|e| e.to_string())
+        }
+    }
+}
+
+fn compile(ctx: &Ctx, key: &str) -> Compiled {
+    let (source, flags, cwd, statistics) = &ctx.sources[key];
+    let started = Instant::now();
+    let result = compile_inner(ctx, key, source, flags, cwd, *statistics);
+    match result {
+        Ok(mut c) => {
+            if !c.step.cached {
+                c.step.seconds = started.elapsed().as_secs_f64();
+            }
+            c
+        }
+        Err(e) => Compiled {
+            step: step(
+                StepKind::Compile,
+                StepStatus::Failed,
+                String::new(),
+                None,
+                format!("{e}"),
+            ),
+            module: None,
+            statistics: None,
+        },
+    }
+}
+
+fn compile_argv(
+    ctx: &Ctx,
+    source: &Path,
+    flags: &[String],
+    out: &Path,
+    stats: Option<&Path>,
+) -> Vec<String> {
+    let mut argv = vec![
+        ctx.compiler.display().to_string(),
+        source.display().to_string(),
+    ];
+    argv.extend(flags.iter().cloned());
+    if let Some(stats) = stats {
+        argv.push("--iree-scheduling-dump-statistics-format=json".into());
+        argv.push(format!(
+            "--iree-scheduling-dump-statistics-file={}",
+            stats.display()
+        ));
+    }
+    argv.push("-o".into());
+    argv.push(out.display().to_string());
+    argv
+}
+
+fn compile_inner(
+    ctx: &Ctx,
+    key: &str,
+    source: &Path,
+    flags: &[String],
+    cwd: &Path,
+    statistics: bool,
+) -> Result<Compiled, Error> {
+    let from_entry = |entry: cache::Entry| {
+        let command = entry.meta.command.clone();
+        match &entry.meta.failure {
+            Some(f) => Compiled {
+                step: StepResult {
+                    cached: true,
+                    output_tail: f.output.clone(),
+                    ..step(
+                        StepKind::Compile,
+                        StepStatus::Failed,
+                        command,
+                        None,
+                        format!("iree-compile {} (cached)", f.exit),
+                    )
+                },
+                module: None,
+                statistics: None,
+            },
+            None => Compiled {
+                step: StepResult {
+                    cached: true,
+                    ..step(
+                        StepKind::Compile,
+                        StepStatus::Passed,
+                        command,
+                        None,
+                        format!("cached in {}", entry.dir.display()),
+                    )
+                },
+                module: Some(entry.module()),
+                statistics: statistics.then(|| entry.statistics()),
+            },
+        }
+    };
+    if !ctx.opts.no_cache {
+        if let Some(entry) = ctx.cache.lookup(key) {
+            return Ok(from_entry(entry));
+        }
+    }
+    let _guard = if ctx.opts.no_cache {
+        None
+    } else {
+        Some(ctx.cache.lock(key)?)
+    };
+    if !ctx.opts.no_cache {
+        // Another runner may have built it while we waited for the lock.
+        if let Some(entry) = ctx.cache.lookup(key) {
+            return Ok(from_entry(entry));
+        }
+    }
+    let staging = if ctx.opts.no_cache {
+        let dir = ctx.opts.run_dir.join("modules").join(key);
+        fs_err::create_dir_all(&dir)?;
+        dir
+    } else {
+        ctx.cache.staging(key)?
+    };
+    let module = staging.join("module.vmfb");
+    let stats = staging.join("statistics.json");
+    let argv = compile_argv(
+        ctx,
+        source,
+        flags,
+        &module,
+        statistics.then_some(stats.as_path()),
+    );
+    let command = shell_command(cwd, &argv);
+    let log = ctx
+        .opts
+        .run_dir
+        .join("compile")
+        .join(format!("{}.log", &key[..16]));
+    let spec = Spec {
+        argv,
+        cwd: cwd.to_path_buf(),
+        env: vec![],
+        timeout: Some(ctx.opts.compile_timeout),
+        log: log.clone(),
+        header: Some(format!("$ {command}\n")),
+    };
+    let done = process::run(&spec, |_| {})?;
+    let tail = tail(&log, 30);
+    match done.exit {
+        Exit::Code(0) => {
+            let (module, statistics_file) = if ctx.opts.no_cache {
+                (module, statistics.then_some(stats))
+            } else {
+                let entry = ctx.cache.commit(
+                    key,
+                    &staging,
+                    &command,
+                    &ctx.toolchain.compiler_version,
+                    None,
+                )?;
+                (entry.module(), statistics.then(|| entry.statistics()))
+            };
+            Ok(Compiled {
+                step: StepResult {
+                    log: Some(log),
+                    output_tail: tail,
+                    ..step(
+                        StepKind::Compile,
+                        StepStatus::Passed,
+                        command,
+                        None,
+                        String::new(),
+                    )
+                },
+                module: Some(module),
+                statistics: statistics_file,
+            })
+        }
+        exit => {
+            let message = match exit {
+                Exit::TimedOut => format!(
+                    "iree-compile timed out after {}s",
+                    ctx.opts.compile_timeout.as_secs()
+                ),
+                Exit::Signal(s) => format!("iree-compile crashed (signal {s})"),
+                other => format!("iree-compile failed ({})", other.describe()),
+            };
+            // Deterministic compile errors are cached; timeouts and crashes are not.
+            if let (Exit::Code(_), false) = (exit, ctx.opts.no_cache) {
+                let failure = Failure {
+                    exit: exit.describe(),
+                    output: tail.clone(),
+                };
+                let _ = ctx.cache.commit(
+                    key,
+                    &staging,
+                    &command,
+                    &ctx.toolchain.compiler_version,
+                    Some(failure),
+                );
+            } else if !ctx.opts.no_cache {
+                let _ = std::fs::remove_dir_all(&staging);
+            }
+            Ok(Compiled {
+                step: StepResult {
+                    log: Some(log),
+                    output_tail: tail,
+                    ..step(
+                        StepKind::Compile,
+                        StepStatus::Failed,
+                        command,
+                        None,
+                        message,
+                    )
+                },
+                module: None,
+                statistics: None,
+            })
+        }
+    }
+}
+
+fn run_module(ctx: &Ctx, t: &Test, compiled: &Compiled) -> StepResult {
+    let Some(spec) = &t.run else {
+        return step(
+            StepKind::Run,
+            StepStatus::Skipped,
+            String::new(),
+            None,
+            "run skipped".into(),
+        );
+    };
+    let Some(module) = &compiled.module else {
+        return step(
+            StepKind::Run,
+            StepStatus::Skipped,
+            String::new(),
+            None,
+            "no module".into(),
+        );
+    };
+    let mut argv = vec![
+        ctx.runner.display().to_string(),
+        format!("--module={}", module.display()),
+    ];
+    argv.extend(spec.flags.iter().cloned());
+    let command = shell_command(&spec.cwd, &argv);
+    if let Some(missing) = spec.files.iter().find(|f| !f.is_file()) {
+        return step(
+            StepKind::Run,
+            StepStatus::Failed,
+            command,
+            None,
+            format!("missing input file {}", missing.display()),
+        );
+    }
+    let log = ctx
+        .opts
+        .run_dir
+        .join("run")
+        .join(format!("{}.log", sanitize(&t.id)));
+    let pspec = Spec {
+        argv,
+        cwd: spec.cwd.clone(),
+        env: vec![],
+        timeout: Some(ctx.opts.run_timeout),
+        log: log.clone(),
+        header: Some(format!("$ {command}\n")),
+    };
+    match process::run(&pspec, |_| {}) {
+        Err(e) => step(
+            StepKind::Run,
+            StepStatus::Failed,
+            command,
+            Some(log),
+            e.to_string(),
+        ),
+        Ok(done) => {
+            let tail = tail(&log, 30);
+            let (status, message) = match done.exit {
+                Exit::Code(0) => (StepStatus::Passed, String::new()),
+                Exit::TimedOut => (
+                    StepStatus::Failed,
+                    format!(
+                        "iree-run-module timed out after {}s",
+                        ctx.opts.run_timeout.as_secs()
+                    ),
+                ),
+                Exit::Signal(s) => (
+                    StepStatus::Failed,
+                    format!("iree-run-module crashed (signal {s})"),
+                ),
+                other => (
+                    StepStatus::Failed,
+                    format!(
+                        "iree-run-module failed ({}): {}",
+                        other.describe(),
+                        first_error(&tail)
+                    ),
+                ),
+            };
+            StepResult {
+                seconds: done.elapsed.as_secs_f64(),
+                output_tail: tail,
+                ..step(StepKind::Run, status, command, Some(log), message)
+            }
+        }
+    }
+}
+
+fn benchmark(
+    ctx: &Ctx,
+    t: &Test,
+    bench: &crate::plan::BenchSpec,
+    compiled: &Compiled,
+) -> Result<StepResult, Error> {
+    let tool = ctx.toolchain.tool("iree-benchmark-module")?;
+    let Some(module) = &compiled.module else {
+        return Ok(step(
+            StepKind::Benchmark,
+            StepStatus::Skipped,
+            String::new(),
+            None,
+            "no module".into(),
+        ));
+    };
+    let g = &bench.goldens;
+    let mut argv = vec![
+        tool.display().to_string(),
+        format!("--module={}", module.display()),
+    ];
+    argv.extend(bench.flags.iter().cloned());
+    argv.push(format!("--benchmark_repetitions={}", g.repetitions.max(1)));
+    argv.push(format!("--benchmark_min_time={}s", g.min_time_s));
+    argv.push("--benchmark_format=json".into());
+    let cwd = t.run.as_ref().map(|r| r.cwd.clone()).unwrap_or_default();
+    let command = shell_command(&cwd, &argv);
+    let log = ctx
+        .opts
+        .run_dir
+        .join("benchmark")
+        .join(format!("{}.log", sanitize(&t.id)));
+    let spec = Spec {
+        argv,
+        cwd,
+        env: vec![],
+        timeout: Some(ctx.opts.run_timeout),
+        log: log.clone(),
+        header: None,
+    };
+    let done = process::run(&spec, |_| {})?;
+    let text = fs_err::read_to_string(&log).unwrap_or_default();
+    let mut metrics = Metrics {
+        golden_time_ms: g.time_ms,
+        vmfb_size: fs_err::metadata(module).ok().map(|m| m.len()),
+        dispatch_count: compiled.statistics.as_ref().and_then(|p| dispatch_count(p)),
+        ..Metrics::default()
+    };
+    if done.exit != Exit::Code(0) {
+        return Ok(StepResult {
+            seconds: done.elapsed.as_secs_f64(),
+            output_tail: tail(&log, 30),
+            metrics: Some(metrics),
+            ..step(
+                StepKind::Benchmark,
+                StepStatus::Failed,
+                command,
+                Some(log),
+                format!("iree-benchmark-module {}", done.exit.describe()),
+            )
+        });
+    }
+    metrics.time_ms = median_time_ms(&text);
+    let mut problems = Vec::new();
+    if let (Some(golden), Some(got)) = (g.time_ms, metrics.time_ms) {
+        if got > golden * g.tolerance {
+            problems.push(format!(
+                "time {got:.3} ms > golden {golden} ms x {}",
+                g.tolerance
+            ));
+        }
+    }
+    if let Some(golden) = g.dispatch_count {
+        match metrics.dispatch_count {
+            Some(got) if got > golden => {
+                problems.push(format!("dispatch count {got} > golden {golden}"))
+            }
+            None => problems.push("no dispatch count in the compiler statistics".into()),
+            _ => {}
+        }
+    }
+    if let (Some(golden), Some(got)) = (g.vmfb_size, metrics.vmfb_size) {
+        if got > golden {
+            problems.push(format!("vmfb size {got} > golden {golden}"));
+        }
+    }
+    let status = if problems.is_empty() {
+        StepStatus::Passed
+    } else {
+        StepStatus::Failed
+    };
+    Ok(StepResult {
+        seconds: done.elapsed.as_secs_f64(),
+        metrics: Some(metrics),
+        ..step(
+            StepKind::Benchmark,
+            status,
+            command,
+            Some(log),
+            problems.join("; "),
+        )
+    })
+}
+
+/// The median `real_time` (ms) of the repetitions in iree-benchmark-module's JSON.
+fn median_time_ms(text: &str) -> Option<f64> {
+    let start = text.find('{')?;
+    let v: serde_json::Value = serde_json::from_str(&text[start..]).ok()?;
+    let benches = v.get("benchmarks")?.as_array()?;
+    let to_ms = |b: &serde_json::Value| {
+        let t = b.get("real_time")?.as_f64()?;
+        let unit = b.get("time_unit").and_then(|u| u.as_str()).unwrap_or("ns");
+        Some(match unit {
+            "ns" => t / 1e6,
+            "us" => t / 1e3,
+            "ms" => t,
+            "s" => t * 1e3,
+            _ => t / 1e6,
+        })
+    };
+    if let Some(m) = benches
+        .iter()
+        .find(|b| b.get("aggregate_name").and_then(|a| a.as_str()) == Some("median"))
+    {
+        return to_ms(m);
+    }
+    let mut times: Vec<f64> = benches.iter().filter_map(to_ms).collect();
+    times.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    times.get(times.len() / 2).copied()
+}
+
+/// `["stream-aggregate"]["execution"]["dispatch-count"]` of the compiler's statistics.
+fn dispatch_count(path: &Path) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    v.get("stream-aggregate")?
+        .get("execution")?
+        .get("dispatch-count")?
+        .as_u64()
+}
+
+/// The outcome of a test from its steps, following the iree-test-suites runner.
+pub fn decide(t: &Test, compile: StepResult, run: Option<StepResult>) -> TestResult {
+    let compile_ok = compile.status == StepStatus::Passed;
+    let run_status = run.as_ref().map(|r| r.status);
+    let (outcome, reason) = match (compile_ok, t.expect, run_status) {
+        (false, Expect::CompileFail, _) => (Outcome::Xfail, t.expect_reason.clone()),
+        (false, _, _) => (Outcome::Fail, format!("compile: {}", compile.message)),
+        (true, Expect::CompileFail, _) => (
+            Outcome::Xpass,
+            format!("compiled although {}", t.expect_reason),
+        ),
+        (true, Expect::RunFail, Some(StepStatus::Failed)) => {
+            (Outcome::Xfail, t.expect_reason.clone())
+        }
+        (true, Expect::RunFail, Some(StepStatus::Passed)) => {
+            (Outcome::Xpass, format!("ran although {}", t.expect_reason))
+        }
+        (true, _, Some(StepStatus::Failed)) => (
+            Outcome::Fail,
+            format!(
+                "run: {}",
+                run.as_ref().map(|r| r.message.clone()).unwrap_or_default()
+            ),
+        ),
+        (true, _, _) => (Outcome::Pass, String::new()),
+    };
+    let mut steps = vec![compile];
+    match run {
+        Some(r) => steps.push(r),
+        None => {
+            let why = if !compile_ok {
+                "compile failed"
+            } else if t.expect == Expect::CompileFail {
+                "compile was expected to fail"
+            } else {
+                "run skipped"
+            };
+            steps.push(step(
+                StepKind::Run,
+                StepStatus::Skipped,
+                String::new(),
+                None,
+                why.into(),
+            ));
+        }
+    }
+    TestResult {
+        id: t.id.clone(),
+        case: t.case.clone(),
+        group: t.group.clone(),
+        outcome,
+        reason,
+        seconds: steps.iter().map(|s| s.seconds).sum(),
+        steps,
+        markers: t.markers.clone(),
+    }
+}
+
+fn skipped(t: &Test) -> TestResult {
+    TestResult {
+        id: t.id.clone(),
+        case: t.case.clone(),
+        group: t.group.clone(),
+        outcome: Outcome::Skip,
+        reason: "listed in skip_compile_tests".into(),
+        steps: vec![
+            step(
+                StepKind::Compile,
+                StepStatus::Skipped,
+                String::new(),
+                None,
+                "skipped by configuration".into(),
+            ),
+            step(
+                StepKind::Run,
+                StepStatus::Skipped,
+                String::new(),
+                None,
+                "skipped by configuration".into(),
+            ),
+        ],
+        seconds: 0.0,
+        markers: t.markers.clone(),
+    }
+}
+
+fn failed_before_compile(t: &Test, message: &str) -> TestResult {
+    let compile = step(
+        StepKind::Compile,
+        StepStatus::Failed,
+        String::new(),
+        None,
+        message.to_string(),
+    );
+    let mut r = decide(
+        &Test {
+            expect: Expect::Pass,
+            ..t.clone()
+        },
+        compile,
+        None,
+    );
+    r.outcome = Outcome::Fail;
+    r.reason = format!("compile: {message}");
+    r
+}
+
+fn step(
+    kind: StepKind,
+    status: StepStatus,
+    command: String,
+    log: Option<PathBuf>,
+    message: String,
+) -> StepResult {
+    StepResult {
+        kind,
+        status,
+        command,
+        log,
+        seconds: 0.0,
+        cached: false,
+        message,
+        output_tail: String::new(),
+        metrics: None,
+    }
+}
+
+fn tail(log: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+fn first_error(tail: &str) -> String {
+    tail.lines()
+        .find(|l| {
+            l.contains("error")
+                || l.contains("FAILED")
+                || l.contains("mismatch")
+                || l.contains("[FAILED]")
+        })
+        .or_else(|| tail.lines().last())
+        .unwrap_or("")
+        .trim()
+        .chars()
+        .take(200)
+        .collect()
+}
+
+fn sanitize(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,313 @@
+//! `lockstep test` and `lockstep cache`: resolve options, dispatch to
+//! lockstep-suite, print progress and the summary, write the reports.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use lockstep_core::config::Loaded;
+use lockstep_core::Error;
+use lockstep_iree::toolchain::{self, Request};
+use lockstep_suite::cache::{self, CompileCache};
+use lockstep_suite::history::{self, History};
+use lockstep_suite::markers::MarkerExpr;
+use lockstep_suite::model::{Outcome, RunReport, StepKind, StepStatus, TestResult};
+use lockstep_suite::plan::{self, Selection, Test};
+use lockstep_suite::runner::{self, Progress, RunOptions};
+use lockstep_suite::sources::SuiteConfig;
+use lockstep_suite::{report, xfails};
+
+use crate::cli;
+use crate::output::Console;
+
+pub fn run(args: cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<i32, Error> {
+    let cfg = &loaded.config.test;
+    let paths = suite_paths(&args, loaded, cwd)?;
+    let config_paths: Vec<PathBuf> = if args.suite_configs.is_empty() {
+        cfg.suite_configs
+            .iter()
+            .map(|p| loaded.root.join(p))
+            .collect()
+    } else {
+        args.suite_configs.clone()
+    };
+    let configs = config_paths
+        .iter()
+        .map(|p| SuiteConfig::load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let known = plan::targets(cfg);
+    let target_names: Vec<String> = if !args.targets.is_empty() {
+        args.targets.clone()
+    } else if !cfg.default_targets.is_empty() {
+        cfg.default_targets.clone()
+    } else {
+        vec!["cpu".into()]
+    };
+    let targets = target_names
+        .iter()
+        .map(|n| {
+            known.get(n).cloned().ok_or_else(|| {
+                Error::usage(format!("unknown target `{n}`")).hint(format!(
+                    "known targets: {} (define more in [test.targets.NAME])",
+                    known.keys().cloned().collect::<Vec<_>>().join(", ")
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let markers = args.markers.as_deref().map(MarkerExpr::parse).transpose()?;
+    let shard = args.shard.as_deref().map(plan::parse_shard).transpose()?;
+    let mut history = History::open(cwd)?;
+    let only = if args.last_failed {
+        let failed = history.failed();
+        if failed.is_empty() {
+            eprintln!("no failures recorded from the last run; running every selected test");
+            None
+        } else {
+            Some(failed)
+        }
+    } else {
+        None
+    };
+    let selection = Selection {
+        configs,
+        targets,
+        markers,
+        keyword: args.keyword.clone(),
+        shard,
+        only,
+        skip_all_runs: args.skip_all_runs,
+        ignore_xfails: args.ignore_xfails,
+    };
+    let tests = plan::plan(&paths, &selection)?;
+    if args.list {
+        for t in &tests {
+            println!("{}  [{}]", t.id, t.markers.join(", "));
+        }
+        eprintln!("{} tests", tests.len());
+        return Ok(0);
+    }
+    if tests.is_empty() {
+        eprintln!("no tests selected");
+        return Ok(0);
+    }
+    let console = Console::new();
+    let tc = toolchain::resolve(
+        &Request {
+            flag: args.iree_bin.as_deref(),
+            config_bin: loaded
+                .config
+                .toolchain
+                .iree_bin
+                .as_ref()
+                .map(|p| loaded.root.join(p))
+                .as_deref(),
+            version: &loaded.config.toolchain.iree,
+        },
+        &console,
+    )?;
+    let run_dir = history::state_dir(cwd).join("test-runs").join(
+        jiff::Timestamp::now()
+            .strftime("%Y%m%dT%H%M%S%.3f")
+            .to_string(),
+    );
+    let opts = RunOptions {
+        jobs: args.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        }),
+        compile_timeout: args
+            .timeout
+            .map(Duration::from_secs)
+            .unwrap_or(cfg.compile_timeout),
+        run_timeout: args
+            .timeout
+            .map(Duration::from_secs)
+            .unwrap_or(cfg.run_timeout),
+        no_cache: args.no_cache,
+        run_dir: run_dir.clone(),
+    };
+    eprintln!(
+        "{} tests, {} workers, {} ({})",
+        tests.len(),
+        opts.jobs,
+        tc.compiler_version,
+        tc.bin.display()
+    );
+    let progress = Printer::new(tests.len());
+    let mut report = runner::run(
+        &tests,
+        &tc,
+        &CompileCache::default_location(),
+        &opts,
+        &progress,
+    )?;
+    progress.done();
+    report.changes = history.record(&report)?;
+    print!("{}", report::console_summary(&report));
+    println!("logs: {}", run_dir.display());
+    if let Some(path) = &args.junit {
+        write(path, &report::junit(&report)?)?;
+    }
+    if let Some(path) = &args.json {
+        write(path, &report::json(&report)?)?;
+    }
+    report::write_summary(&report, args.summary.as_deref())?;
+    if args.update_xfails {
+        update_xfails(&tests, &report)?;
+    }
+    Ok(if report.failed() { 1 } else { 0 })
+}
+
+/// PATH arguments, else `[test] paths`, else `suites/` next to lockstep.toml.
+fn suite_paths(args: &cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<Vec<PathBuf>, Error> {
+    if !args.paths.is_empty() {
+        return Ok(args.paths.iter().map(|p| cwd.join(p)).collect());
+    }
+    if !loaded.config.test.paths.is_empty() {
+        return Ok(loaded
+            .config
+            .test
+            .paths
+            .iter()
+            .map(|p| loaded.root.join(p))
+            .collect());
+    }
+    let default = loaded.root.join("suites");
+    if default.is_dir() {
+        return Ok(vec![default]);
+    }
+    Err(
+        Error::usage("no tests to run: give suite directories or files")
+            .hint("lockstep test path/to/suite, or set [test] paths in lockstep.toml"),
+    )
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Error> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs_err::create_dir_all(dir)?;
+    }
+    fs_err::write(path, text)
+        .map_err(|e| Error::failed(format!("cannot write {}", path.display())).cause(e.to_string()))
+}
+
+/// Rewrites each config's expected-failure lists from this run's results.
+fn update_xfails(tests: &[Test], report: &RunReport) -> Result<(), Error> {
+    let mut lists: BTreeMap<PathBuf, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    for (t, r) in tests.iter().zip(&report.results) {
+        let Some(config) = &t.config else { continue };
+        let entry = lists.entry(config.clone()).or_default();
+        let failed = |kind: StepKind| {
+            r.steps
+                .iter()
+                .any(|s| s.kind == kind && s.status == StepStatus::Failed)
+        };
+        if failed(StepKind::Compile) {
+            entry.0.insert(t.case.clone());
+        } else if failed(StepKind::Run) {
+            entry.1.insert(t.case.clone());
+        }
+    }
+    for (path, (compile, run)) in lists {
+        let text = fs_err::read_to_string(&path)?;
+        let compile: Vec<String> = compile.into_iter().collect();
+        let run: Vec<String> = run.into_iter().collect();
+        let updated = xfails::rewrite_lists(&text, &compile, &run)?;
+        if updated != text {
+            fs_err::write(&path, updated)?;
+        }
+        eprintln!(
+            "updated {}: {} expected compile failures, {} expected run failures",
+            path.display(),
+            compile.len(),
+            run.len()
+        );
+    }
+    Ok(())
+}
+
+/// Progress: a bar on a TTY, plain lines otherwise.
+struct Printer {
+    bar: Option<indicatif::ProgressBar>,
+    lines: Mutex<()>,
+}
+
+impl Printer {
+    fn new(total: usize) -> Printer {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}")
+            {
+                bar.set_style(style);
+            }
+            bar
+        });
+        Printer {
+            bar,
+            lines: Mutex::new(()),
+        }
+    }
+
+    fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Progress for Printer {
+    fn finished(&self, r: &TestResult, done: usize, total: usize) {
+        let _guard = self.lines.lock();
+        let line = format!(
+            "[{done}/{total}] {:<5} {} ({:.1}s){}",
+            r.outcome.as_str(),
+            r.id,
+            r.seconds,
+            if r.reason.is_empty() || r.outcome == Outcome::Pass {
+                String::new()
+            } else {
+                format!(" - {}", r.reason)
+            }
+        );
+        match &self.bar {
+            Some(bar) => {
+                if r.outcome != Outcome::Pass {
+                    bar.println(line);
+                }
+                bar.set_message(r.id.clone());
+                bar.inc(1);
+            }
+            None => eprintln!("{line}"),
+        }
+    }
+}
+
+pub fn cache(cmd: cli::Cache) -> Result<i32, Error> {
+    match cmd {
+        cli::Cache::Prune {
+            max_size,
+            older_than,
+        } => {
+            if max_size.is_none() && older_than.is_none() {
+                return Err(Error::usage("nothing to prune by")
+                    .hint("give --max-size SIZE and/or --older-than DAYS"));
+            }
+            let max = max_size.as_deref().map(cache::parse_size).transpose()?;
+            let cache = CompileCache::default_location();
+            let pruned = cache::prune(&cache, max, older_than);
+            println!(
+                "removed {} entries ({} bytes); kept {} ({} bytes) in {}",
+                pruned.removed,
+                pruned.freed_bytes,
+                pruned.kept,
+                pruned.kept_bytes,
+                cache.root().display()
+            );
+            let _ = Console::new();
+            Ok(0)
+        }
+    }
+}
