@@ -474,7 +474,8 @@ fn build(
     sink: &dyn EventSink,
 ) -> Result<Toolchain, Error> {
     fs_err::create_dir_all(tmp)?;
-    let uv = find_uv(tmp, sink)?;
+    let root = tmp.parent().unwrap_or(tmp);
+    let uv = find_uv(root, tmp, sink)?;
     let venv = tmp.join("venv");
     let mut cmd = uv.command(tmp);
     cmd.args(["venv", "--quiet"]).arg(&venv);
@@ -674,10 +675,13 @@ impl Uv {
     }
 }
 
-/// `uv` on PATH, else `python3 -m uv`, else installs uv with pip.
-fn find_uv(cwd: &Path, sink: &dyn EventSink) -> Result<Uv, Error> {
-    let works = |argv: &[&str]| {
-        Command::new(argv[0])
+/// `uv` on PATH, else `python3 -m uv`, else the private uv of an earlier
+/// install (`$LOCKSTEP_TOOLCHAINS/.uv`), else installs uv: `python3 -m pip
+/// install --user uv`, else without `--user`, else (a PEP 668 "externally
+/// managed" Python refuses both) into the private venv `$LOCKSTEP_TOOLCHAINS/.uv`.
+fn find_uv(root: &Path, cwd: &Path, sink: &dyn EventSink) -> Result<Uv, Error> {
+    let works = |argv: &[String]| {
+        Command::new(&argv[0])
             .args(&argv[1..])
             .arg("--version")
             .current_dir(cwd)
@@ -687,12 +691,19 @@ fn find_uv(cwd: &Path, sink: &dyn EventSink) -> Result<Uv, Error> {
             .status()
             .is_ok_and(|s| s.success())
     };
-    let owned = |argv: &[&str]| Uv {
-        argv: argv.iter().map(|s| s.to_string()).collect(),
-    };
-    for argv in [&["uv"][..], &["python3", "-m", "uv"][..]] {
-        if works(argv) {
-            return Ok(owned(argv));
+    let python_uv: Vec<String> = ["python3", "-m", "uv"].map(String::from).to_vec();
+    let private_uv = vec![private_uv_dir(root)
+        .join("bin")
+        .join("uv")
+        .to_string_lossy()
+        .into_owned()];
+    for argv in [
+        vec!["uv".to_string()],
+        python_uv.clone(),
+        private_uv.clone(),
+    ] {
+        if works(&argv) {
+            return Ok(Uv { argv });
         }
     }
     sink.emit(Event::Info {
@@ -713,22 +724,88 @@ fn find_uv(cwd: &Path, sink: &dyn EventSink) -> Result<Uv, Error> {
         cmd.arg("uv").current_dir(cwd).stdin(Stdio::null());
         run_captured(&mut cmd, "python3 -m pip install uv")
     };
-    let installed = pip(true).or_else(|first| {
+    let pip_error = match pip(true).or_else(|first| {
         tracing::info!(error = %first, "pip install --user uv failed; trying without --user");
         pip(false)
+    }) {
+        Ok(_) if works(&python_uv) => return Ok(Uv { argv: python_uv }),
+        Ok(_) => Error::failed("pip installed uv, but `python3 -m uv --version` still fails"),
+        Err(err) => err,
+    };
+    sink.emit(Event::Info {
+        message: format!(
+            "pip cannot install uv for python3; installing it into {}",
+            private_uv_dir(root).display()
+        ),
     });
-    let hint = "install uv (https://docs.astral.sh/uv/getting-started/installation/) so that `uv` is on PATH, and check network access to PyPI";
-    if let Err(err) = installed {
-        return Err(err
-            .context("cannot find uv, and cannot install it with pip")
-            .hint(hint));
+    match install_private_uv(root, cwd) {
+        Ok(()) if works(&private_uv) => Ok(Uv { argv: private_uv }),
+        Ok(()) => Err(Error::failed(format!(
+            "installed uv into {}, but `{} --version` fails",
+            private_uv_dir(root).display(),
+            private_uv[0]
+        ))),
+        Err(err) => {
+            let mut err = err.context("cannot find uv, and cannot install it");
+            let pip_tail: Vec<String> = pip_error
+                .causes
+                .iter()
+                .flat_map(|c| c.lines().map(String::from).collect::<Vec<_>>())
+                .collect();
+            let pip_tail = pip_tail[pip_tail.len().saturating_sub(3)..].join("\n");
+            err = err.cause(format!("before that, {}: {pip_tail}", pip_error.message));
+            Err(err)
+        }
     }
-    let argv = ["python3", "-m", "uv"];
-    if works(&argv) {
-        Ok(owned(&argv))
-    } else {
-        Err(Error::failed("pip installed uv, but `python3 -m uv --version` still fails").hint(hint))
+    .map_err(|e| e.hint("install uv (https://docs.astral.sh/uv/getting-started/installation/) so that `uv` is on PATH, and check network access to PyPI"))
+}
+
+fn private_uv_dir(root: &Path) -> PathBuf {
+    root.join(".uv")
+}
+
+/// `python3 -m venv` + `pip install uv`, built beside and renamed into place
+/// (a concurrent install of another IREE version may do the same).
+fn install_private_uv(root: &Path, cwd: &Path) -> Result<(), Error> {
+    // Half-built private venvs of dead processes.
+    if let Ok(entries) = std::fs::read_dir(root) {
+        for entry in entries.filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name.strip_prefix(".uv.tmp-").and_then(|p| p.parse().ok());
+            if pid.is_some_and(|pid| !lockstep_core::process::pid_alive(pid)) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
     }
+    let tmp = root.join(format!(".uv.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let result = (|| {
+        let mut cmd = Command::new("python3");
+        cmd.args(["-m", "venv"])
+            .arg(&tmp)
+            .current_dir(cwd)
+            .stdin(Stdio::null());
+        run_captured(&mut cmd, "python3 -m venv")?;
+        let mut cmd = Command::new(tmp.join("bin").join("python"));
+        cmd.args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "uv",
+        ])
+        .current_dir(cwd)
+        .stdin(Stdio::null());
+        run_captured(&mut cmd, "pip install uv (in a private venv)")?;
+        let dest = private_uv_dir(root);
+        if std::fs::rename(&tmp, &dest).is_err() && !dest.join("bin").join("uv").is_file() {
+            return Err(Error::failed(format!("cannot create {}", dest.display())));
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&tmp);
+    result
 }
 
 /// Runs a command capturing its output; a failure carries the stderr tail.

@@ -285,6 +285,39 @@ impl Progress for Printer {
     }
 }
 
+/// The test part of `lockstep demo`: the embedded smoke suite on the CPU.
+pub fn demo() -> Result<i32, Error> {
+    let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/smoke");
+    println!("\n== lockstep test {} (the embedded smoke suite, real IREE compiler and runtime)", "suites/smoke");
+    if !smoke.is_dir() {
+        println!("   suites/smoke is not here: run the demo from a lockstep checkout");
+        return Ok(0);
+    }
+    let cwd = std::env::current_dir()?;
+    let loaded = lockstep_core::config::load(None, &smoke)?;
+    let args = cli::TestArgs {
+        paths: vec![smoke.clone()],
+        suite_configs: vec![],
+        targets: vec![],
+        markers: None,
+        keyword: None,
+        jobs: None,
+        shard: None,
+        list: false,
+        last_failed: false,
+        timeout: None,
+        junit: None,
+        json: None,
+        summary: None,
+        no_cache: false,
+        ignore_xfails: false,
+        skip_all_runs: false,
+        update_xfails: false,
+        iree_bin: None,
+    };
+    run(args, &loaded, &cwd)
+}
+
 pub fn cache(cmd: cli::Cache) -> Result<i32, Error> {
     match cmd {
         cli::Cache::Prune {
