@@ -671,7 +671,22 @@ impl Uv {
             .current_dir(cwd)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
+        dies_with_us(&mut cmd);
         cmd
+    }
+}
+
+/// The child is killed when lockstep dies: a killed install must not leave uv
+/// or pip writing into a directory the next install is about to remove.
+fn dies_with_us(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the hook only makes the prctl system call, which is
+    // async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                .map_err(std::io::Error::from)
+        });
     }
 }
 
@@ -722,6 +737,7 @@ fn find_uv(root: &Path, cwd: &Path, sink: &dyn EventSink) -> Result<Uv, Error> {
             cmd.arg("--user");
         }
         cmd.arg("uv").current_dir(cwd).stdin(Stdio::null());
+        dies_with_us(&mut cmd);
         run_captured(&mut cmd, "python3 -m pip install uv")
     };
     let pip_error = match pip(true).or_else(|first| {
@@ -785,6 +801,7 @@ fn install_private_uv(root: &Path, cwd: &Path) -> Result<(), Error> {
             .arg(&tmp)
             .current_dir(cwd)
             .stdin(Stdio::null());
+        dies_with_us(&mut cmd);
         run_captured(&mut cmd, "python3 -m venv")?;
         let mut cmd = Command::new(tmp.join("bin").join("python"));
         cmd.args([
@@ -797,6 +814,7 @@ fn install_private_uv(root: &Path, cwd: &Path) -> Result<(), Error> {
         ])
         .current_dir(cwd)
         .stdin(Stdio::null());
+        dies_with_us(&mut cmd);
         run_captured(&mut cmd, "pip install uv (in a private venv)")?;
         let dest = private_uv_dir(root);
         if std::fs::rename(&tmp, &dest).is_err() && !dest.join("bin").join("uv").is_file() {

@@ -257,8 +257,23 @@ fn worker(ctx: &Ctx, state: &Mutex<State>, wake: &Condvar) {
             }
             Job::Run(i) => {
                 let key = ctx.keys[i].clone().unwrap_or_default();
-                let compiled = lock(state).compiled.get(&key).cloned();
-                let Some(compiled) = compiled else { continue };
+                // A run is only queued after its compile was recorded.
+                let compiled =
+                    lock(state)
+                        .compiled
+                        .get(&key)
+                        .cloned()
+                        .unwrap_or_else(|| Compiled {
+                            step: step(
+                                StepKind::Compile,
+                                StepStatus::Failed,
+                                String::new(),
+                                None,
+                                "internal: compile result missing".into(),
+                            ),
+                            module: None,
+                            statistics: None,
+                        });
                 let run_step = run_module(ctx, &ctx.tests[i], &compiled);
                 let mut st = lock(state);
                 st.runs.insert(i, run_step.clone());

@@ -407,7 +407,8 @@ fn print_next(outcome: &NextOutcome, json: bool) -> i32 {
 
 pub fn demo(args: DemoArgs) -> Result<i32, Error> {
     let console = Console::new();
-    let summary = lockstep_integrate::demo::run(args.dir.as_deref(), &console, &mut std::io::stdout())?;
+    let summary =
+        lockstep_integrate::demo::run(args.dir.as_deref(), &console, &mut std::io::stdout())?;
     let tests = crate::suite::demo()?;
     Ok(if summary.ok && tests == 0 { 0 } else { 1 })
 }
