@@ -199,8 +199,8 @@ fn junit_cases(result: &TestResult) -> Vec<TestCase> {
 ///     "jobs": 8,
 ///     "compiles_run": 5,                // compiler processes that ran
 ///     "compiles_cached": 7,             // compiles served from the cache
-///     "compiler": "/path/to/iree-compile",
-///     "compiler_identity": "IREE (https://iree.dev): IREE compiler version 3.13.0rc..."
+///     "compiler": "IREE compiler version 3.13.0rc20261016 @ 89ece87b...",
+///     "compiler_identity": "<64 hex: the compile cache's compiler identity>"
 ///   },
 ///   "changes": {                        // compared with the previous run
 ///     "newly_failing": ["<test id>"],
@@ -437,7 +437,7 @@ pub fn markdown(report: &RunReport) -> String {
         report.jobs,
         report.compiles_run,
         report.compiles_cached,
-        md_code(nonempty(&report.compiler_identity, &report.compiler), false),
+        md_code(nonempty(&report.compiler, &report.compiler_identity), false),
     );
 
     let failures: Vec<&TestResult> = report
@@ -671,7 +671,7 @@ pub fn console_summary(report: &RunReport) -> String {
         "compiles: {} run, {} cached ({})",
         report.compiles_run,
         report.compiles_cached,
-        nonempty(&report.compiler_identity, &report.compiler)
+        nonempty(&report.compiler, &report.compiler_identity)
     );
     let _ = writeln!(
         out,

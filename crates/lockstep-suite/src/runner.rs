@@ -409,15 +409,12 @@ fn compile_inner(
             return Ok(from_entry(entry));
         }
     }
-    let staging = if ctx.opts.no_cache {
-        let dir = ctx.opts.run_dir.join("modules").join(key);
-        fs_err::create_dir_all(&dir)?;
-        dir
-    } else {
-        ctx.cache.staging(key)?
-    };
-    let module = staging.join("module.vmfb");
-    let stats = staging.join("statistics.json");
+    // The compiler writes into the run directory, which is kept, so the
+    // logged command reproduces exactly; the cache gets a copy.
+    let out_dir = ctx.opts.run_dir.join("modules").join(&key[..16]);
+    fs_err::create_dir_all(&out_dir)?;
+    let module = out_dir.join("module.vmfb");
+    let stats = out_dir.join("statistics.json");
     let argv = compile_argv(
         ctx,
         source,
@@ -446,6 +443,11 @@ fn compile_inner(
             let (module, statistics_file) = if ctx.opts.no_cache {
                 (module, statistics.then_some(stats))
             } else {
+                let staging = ctx.cache.staging(key)?;
+                fs_err::copy(&module, staging.join("module.vmfb"))?;
+                if statistics && stats.is_file() {
+                    fs_err::copy(&stats, staging.join("statistics.json"))?;
+                }
                 let entry = ctx.cache.commit(
                     key,
                     &staging,
@@ -486,15 +488,15 @@ fn compile_inner(
                     exit: exit.describe(),
                     output: tail.clone(),
                 };
-                let _ = ctx.cache.commit(
-                    key,
-                    &staging,
-                    &command,
-                    &ctx.toolchain.compiler_version,
-                    Some(failure),
-                );
-            } else if !ctx.opts.no_cache {
-                let _ = std::fs::remove_dir_all(&staging);
+                if let Ok(staging) = ctx.cache.staging(key) {
+                    let _ = ctx.cache.commit(
+                        key,
+                        &staging,
+                        &command,
+                        &ctx.toolchain.compiler_version,
+                        Some(failure),
+                    );
+                }
             }
             Ok(Compiled {
                 step: StepResult {
@@ -641,10 +643,16 @@ fn benchmark(
         env: vec![],
         timeout: Some(ctx.opts.run_timeout),
         log: log.clone(),
-        header: None,
+        header: Some(format!("$ {command}\n")),
     };
     let done = process::run(&spec, |_| {})?;
-    let text = fs_err::read_to_string(&log).unwrap_or_default();
+    // Skip the command line: the JSON starts after it.
+    let text: String = fs_err::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut metrics = Metrics {
         golden_time_ms: g.time_ms,
         vmfb_size: fs_err::metadata(module).ok().map(|m| m.len()),
@@ -878,6 +886,7 @@ fn tail(log: &Path, lines: usize) -> String {
 
 fn first_error(tail: &str) -> String {
     tail.lines()
+        .filter(|l| !l.starts_with("$ "))
         .find(|l| {
             l.contains("error")
                 || l.contains("FAILED")
