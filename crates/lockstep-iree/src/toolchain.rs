@@ -478,7 +478,9 @@ fn build(
     let uv = find_uv(root, tmp, sink)?;
     let venv = tmp.join("venv");
     let mut cmd = uv.command(tmp);
-    cmd.args(["venv", "--quiet"]).arg(&venv);
+    // Built in a temporary directory and renamed into place: --relocatable
+    // keeps the venv's own scripts working after the rename.
+    cmd.args(["venv", "--quiet", "--relocatable"]).arg(&venv);
     run_captured(&mut cmd, "uv venv").map_err(|e| {
         e.context(format!("cannot create a Python venv for IREE {version}"))
             .hint("check that uv can find or download a Python interpreter (`uv python list`)")

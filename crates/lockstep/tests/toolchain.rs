@@ -218,6 +218,16 @@ fn concurrent_installs_leave_one_complete_install() {
     let dir = toolchains.join("iree-3.13.0");
     assert!(dir.join("toolchain.json").is_file());
     assert!(is_elf(&dir.join("bin/iree-compile")));
+    // The venv was built elsewhere and renamed: its own scripts still work.
+    let wrapper = Command::new(dir.join("venv/bin/iree-compile"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(
+        wrapper.status.success(),
+        "{}",
+        String::from_utf8_lossy(&wrapper.stderr)
+    );
 
     // Installed: `path` prints it without installing again.
     let out =
