@@ -35,6 +35,8 @@ pub enum Command {
     /// Manage lockstep's content-addressed caches.
     #[command(subcommand)]
     Cache(Cache),
+    /// Run every hal.executable through tools and pass pipelines: bounded, cached, checked.
+    Preprocess(PreprocessArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -238,4 +240,55 @@ pub enum Integrate {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct PreprocessArgs {
+    /// A module at the executable-sources phase, or a source program (compiled to that phase first).
+    #[arg(value_name = "INPUT", required_unless_present = "wrap")]
+    pub input: Option<PathBuf>,
+    /// Where to write the preprocessed module (`-` for stdout).
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "OUTPUT",
+        required_unless_present = "wrap"
+    )]
+    pub output: Option<PathBuf>,
+    /// A tool (`"tool args"`, run as an argv) or a pass pipeline (`builtin.module(...)`); repeatable, run in order.
+    #[arg(long = "with", value_name = "CMD")]
+    pub with: Vec<String>,
+    /// Run the --with tool commands with `sh -c` (pipes, redirections).
+    #[arg(long)]
+    pub with_shell: bool,
+    /// At most N tool processes at once, machine-wide (default: all cores).
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Run every tool again (and do not store results in the cache).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Only executables whose symbol matches this regular expression get the commands.
+    #[arg(long, value_name = "REGEX")]
+    pub only: Option<String>,
+    /// Kill a tool process that runs longer than SECS seconds (fractions allowed).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Keep every executable's inputs and outputs in DIR.
+    #[arg(long, value_name = "DIR")]
+    pub keep_temps: Option<PathBuf>,
+    /// Continue with iree-compile --compile-from=executable-sources to this vmfb.
+    #[arg(long, value_name = "OUT.vmfb")]
+    pub compile: Option<PathBuf>,
+    /// Wrapper form for --iree-hal-preprocess-executables-with=: one executable on stdin through `-- CMD ARGS...`.
+    #[arg(long)]
+    pub wrap: bool,
+    /// Write the results as JSON (documented in docs/preprocess.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).
+    #[arg(long, value_name = "DIR")]
+    pub iree_bin: Option<PathBuf>,
+    /// After `--`: iree-compile flags (direct form) or the tool's argv (--wrap).
+    #[arg(last = true, value_name = "ARGS")]
+    pub rest: Vec<String>,
 }

@@ -4,6 +4,7 @@
 mod cli;
 mod integrate;
 mod output;
+mod preprocess;
 mod suite;
 mod toolchain;
 
@@ -41,5 +42,6 @@ fn dispatch(cli: cli::Cli) -> Result<i32, lockstep_core::Error> {
             suite::run(args, &loaded, &cwd)
         }
         cli::Command::Cache(cmd) => suite::cache(cmd),
+        cli::Command::Preprocess(args) => preprocess::run(args, cli.config.as_deref(), &cwd),
     }
 }

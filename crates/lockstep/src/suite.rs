@@ -288,10 +288,7 @@ impl Progress for Printer {
 /// The test part of `lockstep demo`: the embedded smoke suite on the CPU.
 pub fn demo() -> Result<i32, Error> {
     let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/smoke");
-    println!(
-        "\n== lockstep test {} (the embedded smoke suite, real IREE compiler and runtime)",
-        "suites/smoke"
-    );
+    println!("\n== lockstep test suites/smoke (the embedded smoke suite, real IREE compiler and runtime)");
     if !smoke.is_dir() {
         println!("   suites/smoke is not here: run the demo from a lockstep checkout");
         return Ok(0);

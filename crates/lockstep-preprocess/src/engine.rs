@@ -1,0 +1,985 @@
+//! The engine: each selected `hal.executable` through the steps in order
+//! (cache, permit, tool, checks), spliced back; one `iree-opt` parse of the
+//! result at the end. Also the `--wrap` form (one executable from stdin) and
+//! the iree-compile phases around it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use lockstep_core::events::{Event, EventSink};
+use lockstep_core::process::{self, Exit};
+use lockstep_core::Error;
+use serde::Serialize;
+
+use crate::cache::{self, Cache};
+use crate::exec::{self, tail_lines};
+use crate::limit::Limiter;
+use crate::scan::{self, Module};
+use crate::step::Step;
+
+/// How many stderr lines an error shows.
+const STDERR_LINES: usize = 12;
+
+/// What `lockstep preprocess` (the direct form) needs.
+pub struct Options<'a> {
+    pub steps: &'a [Step],
+    /// Worker threads (tool processes are bounded by `limiter` too).
+    pub jobs: usize,
+    pub cache: Option<Cache>,
+    /// Only executables whose symbol matches get the steps.
+    pub only: Option<regex::Regex>,
+    pub timeout: Option<Duration>,
+    /// Keep every executable's inputs and outputs here.
+    pub keep_temps: Option<PathBuf>,
+    /// Parent of run directories (kept after a failure), e.g. `$LOCKSTEP_HOME/preprocess/runs`.
+    pub runs_dir: PathBuf,
+    /// `iree-opt` and its identity: pipelines, normalising outputs, validating the result.
+    pub iree_opt: Option<(PathBuf, String)>,
+    pub cwd: PathBuf,
+    pub limiter: &'a Limiter,
+}
+
+/// One step on one executable.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    pub command: String,
+    pub cached: bool,
+    /// Time inside the tool processes (0 for a cache hit).
+    pub tool_seconds: f64,
+}
+
+/// One executable.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecutableReport {
+    pub symbol: String,
+    /// Whether `--only` selected it.
+    pub selected: bool,
+    /// Whether its text changed.
+    pub changed: bool,
+    pub steps: Vec<StepReport>,
+}
+
+/// The result of [`preprocess`].
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    #[serde(skip)]
+    pub text: String,
+    pub executables: Vec<ExecutableReport>,
+    /// Tool processes run / steps answered from the cache.
+    pub ran: usize,
+    pub cached: usize,
+    /// Sum of the time inside tool processes.
+    pub tool_seconds: f64,
+    /// Whether the result was parsed with iree-opt (skipped when nothing changed).
+    pub validated: bool,
+    pub validate_seconds: f64,
+    pub seconds: f64,
+    /// Where inputs and outputs were kept (`--keep-temps`).
+    pub kept: Option<PathBuf>,
+    pub limiter: String,
+}
+
+/// A step that failed on one executable.
+#[derive(Debug, Clone)]
+struct Failure {
+    symbol: String,
+    step: usize,
+    steps: usize,
+    command: String,
+    what: String,
+    exit: Option<String>,
+    stderr: Vec<String>,
+    /// (label, path) of kept files.
+    kept: Vec<(&'static str, PathBuf)>,
+    /// How to rerun it by hand.
+    rerun: Option<String>,
+}
+
+impl Failure {
+    fn into_error(self) -> Error {
+        let mut err = Error::failed(format!(
+            "preprocessing executable @{} failed: {}",
+            self.symbol, self.what
+        ))
+        .cause(if self.steps > 1 {
+            format!(
+                "command (step {} of {}): {}",
+                self.step, self.steps, self.command
+            )
+        } else {
+            format!("command: {}", self.command)
+        });
+        if let Some(exit) = &self.exit {
+            err = err.cause(format!("exit: {exit}"));
+        }
+        if self.stderr.is_empty() {
+            err = err.cause("stderr: (empty)");
+        } else {
+            err = err.cause(format!("stderr (last {} lines):", self.stderr.len()));
+            for line in &self.stderr {
+                err = err.cause(format!("  {line}"));
+            }
+        }
+        for (label, path) in &self.kept {
+            err = err.cause(format!("{label} kept at {}", path.display()));
+        }
+        match self.rerun {
+            Some(rerun) => err.hint(format!("reproduce it with: {rerun}")),
+            None => err.hint("look at the kept files, fix the tool, and run again"),
+        }
+    }
+}
+
+/// The shared per-step machinery of both forms.
+struct Ctx<'a> {
+    steps: &'a [Step],
+    cache: Option<&'a Cache>,
+    timeout: Option<Duration>,
+    iree_opt: Option<&'a (PathBuf, String)>,
+    cwd: &'a Path,
+    limiter: &'a Limiter,
+    /// The original module (for alias definitions and resources).
+    module: &'a Module,
+    text: &'a str,
+    /// `--wrap`: the tool's output is returned as printed (the compiler parses it).
+    raw_output: bool,
+    /// Keep cache hits' inputs and outputs too.
+    keep_all: bool,
+}
+
+struct Done {
+    /// The replacement op text (no trailing newline), or the raw output in wrap form.
+    output: String,
+    steps: Vec<StepReport>,
+}
+
+impl Ctx<'_> {
+    /// Runs every step on one executable. `dir` holds its temporary files.
+    fn process(&self, symbol: &str, op: &str, dir: &Path) -> Result<Done, Box<Failure>> {
+        let mut current = op.to_string();
+        let mut raw = String::new();
+        let mut reports = Vec::with_capacity(self.steps.len());
+        let fail_setup = |what: String, e: Error| {
+            Box::new(Failure {
+                symbol: symbol.to_string(),
+                step: 0,
+                steps: self.steps.len(),
+                command: String::new(),
+                what: format!("{what}: {e}"),
+                exit: None,
+                stderr: Vec::new(),
+                kept: Vec::new(),
+                rerun: None,
+            })
+        };
+        for (k, step) in self.steps.iter().enumerate() {
+            let n = k + 1;
+            let input = if self.raw_output {
+                self.text.to_string()
+            } else {
+                scan::self_contained_op(self.text, self.module, &current).map_err(|e| {
+                    fail_setup(
+                        "cannot assemble its input".into(),
+                        Error::failed(e.describe(&current)),
+                    )
+                })?
+            };
+            let iree_id = self.iree_opt.map(|(_, id)| id.as_str()).unwrap_or("");
+            let key = cache::key(&input, &step.key_material(iree_id));
+            let in_path = dir.join(format!("{n}.in.mlir"));
+            let out_path = dir.join(format!("{n}.out.mlir"));
+            let err_path = dir.join(format!("{n}.err.txt"));
+            if let Some(hit) = self.cache.and_then(|c| c.get(&key)) {
+                if self.keep_all {
+                    let _ = fs_err::create_dir_all(dir);
+                    let _ = std::fs::write(&in_path, &input);
+                    let _ = std::fs::write(&out_path, &hit);
+                }
+                reports.push(StepReport {
+                    command: step.display(),
+                    cached: true,
+                    tool_seconds: 0.0,
+                });
+                if self.raw_output {
+                    raw = hit;
+                } else {
+                    current = hit.trim_end().to_string();
+                }
+                continue;
+            }
+            fs_err::create_dir_all(dir).map_err(|e| {
+                fail_setup("cannot create its temporary directory".into(), e.into())
+            })?;
+            std::fs::write(&in_path, &input)
+                .map_err(|e| fail_setup(format!("cannot write {}", in_path.display()), e.into()))?;
+            let failure = |what: String, exit: Option<Exit>, kept_out: bool| {
+                Box::new(Failure {
+                    symbol: symbol.to_string(),
+                    step: n,
+                    steps: self.steps.len(),
+                    command: step.display(),
+                    what,
+                    exit: exit.map(|e| e.describe()),
+                    stderr: tail_lines(&err_path, STDERR_LINES),
+                    kept: {
+                        let mut kept = vec![("input", in_path.clone())];
+                        if kept_out {
+                            kept.push(("output", out_path.clone()));
+                        }
+                        kept.push(("stderr", err_path.clone()));
+                        kept
+                    },
+                    rerun: Some(rerun_line(step, self, &in_path)),
+                })
+            };
+            let (program, mut argv) = match self.argv(step) {
+                Ok(x) => x,
+                Err(e) => return Err(failure(e.to_string(), None, false)),
+            };
+            if step.is_pipeline() && !input.contains("loc(") {
+                // No debug locations in: print none (iree-opt would invent `<stdin>` ones).
+                argv.retain(|a| a != "--mlir-print-debuginfo");
+            }
+            let ran = {
+                let _permit = self
+                    .limiter
+                    .acquire()
+                    .map_err(|e| fail_setup("cannot get a permit to run".into(), e))?;
+                exec::run(&exec::Run {
+                    program: &program,
+                    argv: &argv,
+                    cwd: self.cwd,
+                    stdin: &in_path,
+                    stdout: &out_path,
+                    stderr: &err_path,
+                    timeout: self.timeout,
+                })
+                .map_err(|e| failure(e.to_string(), None, false))?
+            };
+            let mut report = StepReport {
+                command: step.display(),
+                cached: false,
+                tool_seconds: ran.elapsed.as_secs_f64(),
+            };
+            match ran.exit {
+                Exit::Code(0) => {}
+                Exit::TimedOut => {
+                    let secs = self.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
+                    return Err(failure(
+                        format!("the tool did not finish within {secs}s and was killed"),
+                        Some(ran.exit),
+                        true,
+                    ));
+                }
+                other => {
+                    return Err(failure(
+                        format!("the tool failed ({})", other.describe()),
+                        Some(other),
+                        true,
+                    ))
+                }
+            }
+            let out_bytes = std::fs::read(&out_path).unwrap_or_default();
+            let Ok(out_text) = String::from_utf8(out_bytes) else {
+                return Err(failure(
+                    "the tool printed bytes that are not UTF-8 text".into(),
+                    Some(ran.exit),
+                    true,
+                ));
+            };
+            let checked =
+                match check_output(&out_text, symbol, self.module, self.text, self.raw_output) {
+                    Ok(c) => c,
+                    Err(what) => return Err(failure(what, Some(ran.exit), true)),
+                };
+            let accepted = match checked {
+                Checked::Op(op) => op,
+                Checked::Raw => out_text.clone(),
+                Checked::NeedsNormalising => {
+                    let Some((opt, _)) = self.iree_opt else {
+                        return Err(failure(
+                            "the output defines aliases that differ from the input's, and no iree-opt is available to inline them".into(),
+                            Some(ran.exit),
+                            true,
+                        ));
+                    };
+                    let norm_path = dir.join(format!("{n}.local-scope.mlir"));
+                    let norm_err = dir.join(format!("{n}.local-scope.err.txt"));
+                    let argv: Vec<String> = vec![
+                        "iree-opt".into(),
+                        "--mlir-print-local-scope".into(),
+                        "--mlir-print-debuginfo".into(),
+                    ];
+                    let ran2 = {
+                        let _permit = self
+                            .limiter
+                            .acquire()
+                            .map_err(|e| fail_setup("cannot get a permit to run".into(), e))?;
+                        exec::run(&exec::Run {
+                            program: opt,
+                            argv: &argv,
+                            cwd: self.cwd,
+                            stdin: &out_path,
+                            stdout: &norm_path,
+                            stderr: &norm_err,
+                            timeout: self.timeout,
+                        })
+                        .map_err(|e| failure(e.to_string(), None, true))?
+                    };
+                    report.tool_seconds += ran2.elapsed.as_secs_f64();
+                    let norm = std::fs::read_to_string(&norm_path).unwrap_or_default();
+                    if ran2.exit != Exit::Code(0) {
+                        let mut f = failure(
+                            "the output does not parse (iree-opt, inlining its aliases)".into(),
+                            Some(ran2.exit),
+                            true,
+                        );
+                        f.stderr = tail_lines(&norm_err, STDERR_LINES);
+                        f.kept.push(("iree-opt stderr", norm_err.clone()));
+                        return Err(f);
+                    }
+                    match check_output(&norm, symbol, self.module, self.text, false) {
+                        Ok(Checked::Op(op)) => op,
+                        Ok(_) => {
+                            return Err(failure(
+                                "iree-opt --mlir-print-local-scope still printed aliases".into(),
+                                Some(ran.exit),
+                                true,
+                            ))
+                        }
+                        Err(what) => return Err(failure(what, Some(ran.exit), true)),
+                    }
+                }
+            };
+            if let Some(c) = self.cache {
+                if let Err(e) = c.put(&key, &accepted) {
+                    tracing::warn!("cannot store a preprocess cache entry: {e}");
+                }
+            }
+            if self.raw_output {
+                raw = accepted;
+            } else {
+                current = accepted.trim_end().to_string();
+            }
+            reports.push(report);
+        }
+        Ok(Done {
+            output: if self.raw_output { raw } else { current },
+            steps: reports,
+        })
+    }
+
+    /// (program, argv) that runs `step`.
+    fn argv(&self, step: &Step) -> Result<(PathBuf, Vec<String>), Error> {
+        match step {
+            Step::Tool { argv, program, .. } => Ok((program.clone(), argv.clone())),
+            Step::Pipeline { inner, .. } => {
+                let (opt, _) = self.iree_opt.ok_or_else(|| {
+                    Error::usage("pass pipelines need iree-opt, which is not available here")
+                })?;
+                Ok((
+                    opt.clone(),
+                    vec![
+                        "iree-opt".into(),
+                        format!("--pass-pipeline=builtin.module(hal.executable({inner}))"),
+                        "--mlir-print-local-scope".into(),
+                        "--mlir-print-debuginfo".into(),
+                    ],
+                ))
+            }
+        }
+    }
+}
+
+fn rerun_line(step: &Step, ctx: &Ctx, input: &Path) -> String {
+    let words = match ctx.argv(step) {
+        Ok((program, mut argv)) => {
+            if step.is_pipeline() {
+                argv[0] = program.display().to_string();
+            }
+            argv
+        }
+        Err(_) => vec![step.display()],
+    };
+    let quote = |w: &str| {
+        shlex::try_quote(w)
+            .map(|q| q.into_owned())
+            .unwrap_or_else(|_| w.to_string())
+    };
+    format!(
+        "{} < {}",
+        process::shell_command(ctx.cwd, &words),
+        quote(&input.display().to_string())
+    )
+}
+
+enum Checked {
+    /// The replacement op text.
+    Op(String),
+    /// The output as printed (wrap form).
+    Raw,
+    /// Aliases differ from the input's: inline them with iree-opt.
+    NeedsNormalising,
+}
+
+/// The cheap in-process checks on a tool's output.
+fn check_output(
+    out: &str,
+    symbol: &str,
+    module: &Module,
+    text: &str,
+    raw: bool,
+) -> Result<Checked, String> {
+    if out.trim().is_empty() {
+        return Err("the tool printed nothing (expected one hal.executable on stdout)".into());
+    }
+    let scanned = scan::scan(out)
+        .map_err(|e| format!("the output is not well-formed MLIR: {}", e.describe(out)))?;
+    let exe = match scanned.top_ops.as_slice() {
+        [only] if only.name == "hal.executable" => &scanned.executables[0],
+        [only] if scanned.wrapped && (only.name == "module" || only.name == "builtin.module") => {
+            if scanned.executables.len() != 1 || !scanned.other_ops.is_empty() {
+                return Err(format!(
+                    "expected exactly one hal.executable, found a module holding {}",
+                    describe_ops(&scanned)
+                ));
+            }
+            &scanned.executables[0]
+        }
+        [] => return Err("the output holds no operation (expected one hal.executable)".into()),
+        ops => {
+            let names: Vec<&str> = ops.iter().map(|o| o.name.as_str()).collect();
+            return Err(format!(
+                "expected exactly one hal.executable, found {} top-level ops ({})",
+                ops.len(),
+                names.join(", ")
+            ));
+        }
+    };
+    if exe.symbol != symbol {
+        return Err(format!(
+            "the output is hal.executable @{} but the input was @{symbol} (the symbol name must be kept)",
+            exe.symbol
+        ));
+    }
+    if raw {
+        return Ok(Checked::Raw);
+    }
+    if let Some(block) = &scanned.resource_block {
+        let theirs = scan::resources(&out[block.clone()]);
+        let ours = module
+            .resource_block
+            .as_ref()
+            .map(|b| scan::resources(&text[b.clone()]))
+            .unwrap_or_default();
+        for (k, v) in &theirs.entries {
+            if ours.entries.get(k) != Some(v) {
+                return Err(format!(
+                    "the output adds or changes the dialect resource `{}` ({}), which splicing does not support",
+                    k.1, k.0
+                ));
+            }
+        }
+    }
+    for alias in &scanned.aliases {
+        let same = module
+            .alias_index
+            .get(&alias.name)
+            .is_some_and(|&i| text[module.aliases[i].span.clone()] == out[alias.span.clone()]);
+        if !same {
+            return Ok(Checked::NeedsNormalising);
+        }
+    }
+    Ok(Checked::Op(out[exe.span.clone()].to_string()))
+}
+
+fn describe_ops(m: &Module) -> String {
+    let mut names: Vec<String> = m
+        .executables
+        .iter()
+        .map(|e| format!("hal.executable @{}", e.symbol))
+        .collect();
+    names.extend(m.other_ops.iter().map(|o| o.name.clone()));
+    if names.is_empty() {
+        "nothing".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// A file-name-safe label: `007-main_dispatch_3`.
+fn label(index: usize, symbol: &str) -> String {
+    let clean: String = symbol
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect();
+    format!("{index:03}-{clean}")
+}
+
+/// Runs the steps on every selected executable of `text` and returns the
+/// spliced module. Nothing is written outside the run/keep directories.
+pub fn preprocess(text: &str, opts: &Options, sink: &dyn EventSink) -> Result<Outcome, Error> {
+    let started = Instant::now();
+    if opts.steps.is_empty() {
+        return Err(Error::usage("nothing to run: no --with command given")
+            .hint("add --with 'TOOL ARGS' or --with 'builtin.module(PASSES)'"));
+    }
+    let module = scan::scan(text).map_err(|e| {
+        Error::failed("cannot split the input into executables")
+            .cause(e.describe(text))
+            .hint("the input must be MLIR text as iree-compile or iree-opt print it")
+    })?;
+    let run_dir = match &opts.keep_temps {
+        Some(dir) => dir.clone(),
+        None => opts.runs_dir.join(exec::run_name("")),
+    };
+    let ctx = Ctx {
+        steps: opts.steps,
+        cache: opts.cache.as_ref(),
+        timeout: opts.timeout,
+        iree_opt: opts.iree_opt.as_ref(),
+        cwd: &opts.cwd,
+        limiter: opts.limiter,
+        module: &module,
+        text,
+        raw_output: false,
+        keep_all: opts.keep_temps.is_some(),
+    };
+    let selected: Vec<usize> = module
+        .executables
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| opts.only.as_ref().is_none_or(|re| re.is_match(&e.symbol)))
+        .map(|(i, _)| i)
+        .collect();
+    if module.executables.is_empty() {
+        sink.emit(Event::Warn {
+            message: "the input holds no hal.executable; the output is the input unchanged".into(),
+        });
+    } else if selected.is_empty() {
+        sink.emit(Event::Warn {
+            message: "--only selected no executable; the output is the input unchanged".into(),
+        });
+    }
+    let results: Mutex<BTreeMap<usize, Result<Done, Box<Failure>>>> = Mutex::new(BTreeMap::new());
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let workers = opts.jobs.max(1).min(selected.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let k = next.fetch_add(1, Ordering::SeqCst);
+                let Some(&i) = selected.get(k) else { break };
+                let exe = &module.executables[i];
+                let dir = run_dir.join(label(i, &exe.symbol));
+                let result = ctx.process(&exe.symbol, &text[exe.span.clone()], &dir);
+                if result.is_err() {
+                    // Start nothing new; running tools finish (or time out).
+                    stop.store(true, Ordering::SeqCst);
+                }
+                results.lock().expect("results lock").insert(i, result);
+            });
+        }
+    });
+    let results = results.into_inner().expect("results lock");
+    let failures: Vec<Failure> = results
+        .values()
+        .filter_map(|r| r.as_ref().err().map(|f| (**f).clone()))
+        .collect();
+    if let Some(first) = failures.first() {
+        let mut err = first.clone().into_error();
+        let unfinished = selected.len() - results.len();
+        if failures.len() > 1 || unfinished > 0 {
+            let others: Vec<String> = failures[1..]
+                .iter()
+                .map(|f| format!("@{}", f.symbol))
+                .collect();
+            let mut line = String::new();
+            if !others.is_empty() {
+                line.push_str(&format!("also failed: {}", others.join(", ")));
+            }
+            if unfinished > 0 {
+                if !line.is_empty() {
+                    line.push_str("; ");
+                }
+                line.push_str(&format!(
+                    "{unfinished} executables were not started after the failure"
+                ));
+            }
+            err = err.cause(line);
+        }
+        err = err.cause(format!(
+            "temporary files of this run: {}",
+            run_dir.display()
+        ));
+        return Err(err);
+    }
+    // Splice.
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    let mut reports = Vec::with_capacity(module.executables.len());
+    let mut spans: Vec<(std::ops::Range<usize>, usize)> = Vec::new();
+    let mut prev = 0;
+    let (mut ran, mut cached, mut tool_seconds) = (0, 0, 0.0);
+    for (i, exe) in module.executables.iter().enumerate() {
+        out.push_str(&text[prev..exe.span.start]);
+        let original = &text[exe.span.clone()];
+        let (replacement, steps) = match results.get(&i) {
+            Some(Ok(done)) => (done.output.as_str(), done.steps.clone()),
+            _ => (original, Vec::new()),
+        };
+        for s in &steps {
+            if s.cached {
+                cached += 1;
+            } else {
+                ran += 1;
+                tool_seconds += s.tool_seconds;
+            }
+        }
+        let start = out.len();
+        out.push_str(replacement);
+        spans.push((start..out.len(), i));
+        reports.push(ExecutableReport {
+            symbol: exe.symbol.clone(),
+            selected: results.contains_key(&i),
+            changed: replacement != original,
+            steps,
+        });
+        prev = exe.span.end;
+    }
+    out.push_str(&text[prev..]);
+    // One parse of the result, when anything changed.
+    let changed = reports.iter().any(|r| r.changed);
+    let mut validate_seconds = 0.0;
+    if changed {
+        let t = Instant::now();
+        validate(&out, &spans, &module, &run_dir, opts, &reports)?;
+        validate_seconds = t.elapsed().as_secs_f64();
+    }
+    if opts.keep_temps.is_none() {
+        let _ = std::fs::remove_dir_all(&run_dir);
+    } else {
+        let _ = fs_err::create_dir_all(&run_dir);
+        let _ = std::fs::write(run_dir.join("output.mlir"), &out);
+    }
+    Ok(Outcome {
+        text: out,
+        executables: reports,
+        ran,
+        cached,
+        tool_seconds,
+        validated: changed,
+        validate_seconds,
+        seconds: started.elapsed().as_secs_f64(),
+        kept: opts.keep_temps.clone(),
+        limiter: opts.limiter.describe(),
+    })
+}
+
+/// Parses the spliced module once with iree-opt; an error is mapped back to
+/// the executable whose text holds its location (or, when the location is a
+/// debug location, found by parsing the changed executables one by one).
+fn validate(
+    out: &str,
+    spans: &[(std::ops::Range<usize>, usize)],
+    module: &Module,
+    run_dir: &Path,
+    opts: &Options,
+    reports: &[ExecutableReport],
+) -> Result<(), Error> {
+    let Some((opt, _)) = &opts.iree_opt else {
+        return Ok(());
+    };
+    fs_err::create_dir_all(run_dir)?;
+    let path = run_dir.join("spliced.mlir");
+    fs_err::write(&path, out)?;
+    let log = run_dir.join("spliced.iree-opt.log");
+    let check = |file: &Path, log: &Path| -> Result<bool, Error> {
+        let done = process::run(
+            &process::Spec {
+                argv: vec![
+                    opt.display().to_string(),
+                    file.display().to_string(),
+                    "-o".into(),
+                    "/dev/null".into(),
+                ],
+                cwd: opts.cwd.clone(),
+                env: vec![],
+                timeout: Some(
+                    opts.timeout
+                        .unwrap_or(Duration::from_secs(600))
+                        .max(Duration::from_secs(60)),
+                ),
+                log: log.to_path_buf(),
+                header: None,
+            },
+            |_| {},
+        )?;
+        Ok(done.exit == Exit::Code(0))
+    };
+    if check(&path, &log)? {
+        return Ok(());
+    }
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    // `.../spliced.mlir:LINE:COL: error: ...`
+    let mut culprit: Option<usize> = None;
+    if let Ok(re) = regex::Regex::new(r"spliced\.mlir:(\d+):(\d+):") {
+        if let Some(c) = re.captures(&log_text) {
+            let line: usize = c[1].parse().unwrap_or(0);
+            let offset = line_offset(out, line);
+            culprit = spans
+                .iter()
+                .find(|(span, _)| span.contains(&offset))
+                .map(|(_, i)| *i);
+        }
+    }
+    if culprit.is_none() {
+        // A verifier error at a debug location: parse each changed executable alone.
+        for (span, i) in spans {
+            if !reports[*i].changed {
+                continue;
+            }
+            let alone = scan::self_contained_op(out, module, &out[span.clone()]).ok();
+            let Some(alone) = alone else { continue };
+            let file = run_dir.join(format!(
+                "{}.check.mlir",
+                label(*i, &module.executables[*i].symbol)
+            ));
+            fs_err::write(&file, alone)?;
+            if !check(&file, &file.with_extension("log"))? {
+                culprit = Some(*i);
+                break;
+            }
+        }
+    }
+    let mut err = match culprit {
+        Some(i) => Error::failed(format!(
+            "preprocessing executable @{} failed: the result does not parse or verify",
+            module.executables[i].symbol
+        )),
+        None => Error::failed("the preprocessed module does not parse or verify"),
+    };
+    err = err.cause("iree-opt says:");
+    for line in log_text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(STDERR_LINES)
+    {
+        err = err.cause(format!("  {line}"));
+    }
+    if let Some(i) = culprit {
+        let dir = run_dir.join(label(i, &module.executables[i].symbol));
+        err = err.cause(format!(
+            "its inputs and outputs are kept in {}",
+            dir.display()
+        ));
+    }
+    Err(err
+        .cause(format!("spliced module kept at {}", path.display()))
+        .hint(format!(
+            "reproduce with: {} {} -o /dev/null",
+            opt.display(),
+            path.display()
+        )))
+}
+
+fn line_offset(text: &str, line: usize) -> usize {
+    if line <= 1 {
+        return 0;
+    }
+    text.match_indices('\n')
+        .nth(line - 2)
+        .map(|(i, _)| i + 1)
+        .unwrap_or(text.len())
+}
+
+/// What the `--wrap` form needs.
+pub struct WrapOptions<'a> {
+    pub step: &'a Step,
+    pub cache: Option<Cache>,
+    pub timeout: Option<Duration>,
+    pub runs_dir: PathBuf,
+    pub cwd: PathBuf,
+    pub limiter: &'a Limiter,
+}
+
+/// The `--wrap` form: one executable (as the compiler prints it) through one
+/// tool, with the permit, cache and checks. Returns what to print on stdout.
+pub fn wrap(input: &str, opts: &WrapOptions) -> Result<String, Error> {
+    let module = scan::scan(input).map_err(|e| {
+        Error::failed("cannot read the executable on stdin")
+            .cause(e.describe(input))
+            .hint("`lockstep preprocess --wrap` reads one hal.executable on stdin, as iree-compile --iree-hal-preprocess-executables-with= passes it")
+    })?;
+    let symbol = match module.executables.as_slice() {
+        [one] => one.symbol.clone(),
+        other => {
+            return Err(Error::failed(format!(
+                "expected one hal.executable on stdin, found {}",
+                other.len()
+            ))
+            .hint("`lockstep preprocess --wrap -- TOOL` is meant to be run by iree-compile; use `lockstep preprocess INPUT -o OUTPUT --with TOOL` for a whole module"))
+        }
+    };
+    let dir = opts
+        .runs_dir
+        .join(exec::run_name(&format!("wrap-{}-", label(0, &symbol))));
+    let steps = std::slice::from_ref(opts.step);
+    let ctx = Ctx {
+        steps,
+        cache: opts.cache.as_ref(),
+        timeout: opts.timeout,
+        iree_opt: None,
+        cwd: &opts.cwd,
+        limiter: opts.limiter,
+        module: &module,
+        text: input,
+        raw_output: true,
+        keep_all: false,
+    };
+    match ctx.process(&symbol, input, &dir) {
+        Ok(done) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            Ok(done.output)
+        }
+        Err(f) => Err((*f).into_error()),
+    }
+}
+
+/// Runs `iree-compile FLAGS --compile-to=executable-sources INPUT` and returns the text.
+pub fn compile_to_executable_sources(
+    iree_compile: &Path,
+    input: &Path,
+    flags: &[String],
+    work: &Path,
+    cwd: &Path,
+    timeout: Option<Duration>,
+) -> Result<String, Error> {
+    fs_err::create_dir_all(work)?;
+    let out = work.join("executable-sources.mlir");
+    let mut argv = vec![iree_compile.display().to_string()];
+    argv.extend(flags.iter().cloned());
+    argv.push("--compile-to=executable-sources".into());
+    argv.push(input.display().to_string());
+    argv.push("-o".into());
+    argv.push(out.display().to_string());
+    run_compiler(
+        &argv,
+        work,
+        cwd,
+        timeout,
+        "compile-to-executable-sources.log",
+        || {
+            format!(
+                "cannot compile {} to the executable-sources phase",
+                input.display()
+            )
+        },
+    )?;
+    fs_err::read_to_string(&out).map_err(Error::from)
+}
+
+/// Runs `iree-compile FLAGS --compile-from=executable-sources INPUT -o VMFB`.
+pub fn compile_from_executable_sources(
+    iree_compile: &Path,
+    input: &Path,
+    flags: &[String],
+    vmfb: &Path,
+    work: &Path,
+    cwd: &Path,
+    timeout: Option<Duration>,
+) -> Result<(), Error> {
+    fs_err::create_dir_all(work)?;
+    let mut argv = vec![iree_compile.display().to_string()];
+    argv.extend(flags.iter().cloned());
+    argv.push("--compile-from=executable-sources".into());
+    argv.push(input.display().to_string());
+    argv.push("-o".into());
+    argv.push(vmfb.display().to_string());
+    run_compiler(
+        &argv,
+        work,
+        cwd,
+        timeout,
+        "compile-from-executable-sources.log",
+        || format!("cannot compile {} to {}", input.display(), vmfb.display()),
+    )
+}
+
+fn run_compiler(
+    argv: &[String],
+    work: &Path,
+    cwd: &Path,
+    timeout: Option<Duration>,
+    log_name: &str,
+    what: impl FnOnce() -> String,
+) -> Result<(), Error> {
+    let log = work.join(log_name);
+    let done = process::run(
+        &process::Spec {
+            argv: argv.to_vec(),
+            cwd: cwd.to_path_buf(),
+            env: vec![],
+            timeout: Some(
+                timeout
+                    .unwrap_or(Duration::from_secs(600))
+                    .max(Duration::from_secs(600)),
+            ),
+            log: log.clone(),
+            header: None,
+        },
+        |_| {},
+    )?;
+    if done.exit == Exit::Code(0) {
+        return Ok(());
+    }
+    let mut err = Error::failed(what()).cause(format!("iree-compile: {}", done.exit.describe()));
+    for line in tail_lines(&log, STDERR_LINES) {
+        err = err.cause(format!("  {line}"));
+    }
+    Err(err
+        .cause(format!("log kept at {}", log.display()))
+        .hint(format!(
+            "reproduce with: {}",
+            process::shell_command(cwd, argv)
+        )))
+}
+
+/// Compiles an `--only` expression.
+pub fn only(pattern: &str) -> Result<regex::Regex, Error> {
+    regex::Regex::new(pattern).map_err(|e| {
+        Error::usage(format!("invalid --only expression `{pattern}`"))
+            .cause(e.to_string())
+            .hint("--only takes a regular expression matched against executable symbols, e.g. 'dispatch_(0|3)$'")
+    })
+}
+
+/// Writes `path` through a temporary file in the same directory and a rename:
+/// never half a file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let fail = |e: String| Error::failed(format!("cannot write {}", path.display())).cause(e);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".lockstep-preprocess-")
+        .tempfile_in(dir)
+        .map_err(|e| fail(e.to_string()))?;
+    use std::io::Write;
+    tmp.write_all(bytes).map_err(|e| fail(e.to_string()))?;
+    tmp.persist(path).map_err(|e| fail(e.error.to_string()))?;
+    Ok(())
+}

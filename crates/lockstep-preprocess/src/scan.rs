@@ -1,0 +1,882 @@
+//! A small scanner for MLIR text: just enough structure to cut the top-level
+//! `hal.executable` ops out of a module and splice replacements back in.
+//!
+//! It tracks string literals (with escapes), `//` comments, the nesting of
+//! `{}`, `()` and `[]` outside strings (`<>` need not be tracked: a brace
+//! inside `<...>` is always balanced), `{-# ... #-}` resource blocks and
+//! top-level attribute/type alias definitions (`#name = ...`, `!name = ...`),
+//! which may appear before or after the module (the printer puts location
+//! aliases at the end). Everything is byte offsets into the original text, so
+//! what is not an executable can be kept byte for byte.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+/// Why text could not be scanned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanError {
+    pub offset: usize,
+    pub message: String,
+}
+
+impl ScanError {
+    fn new(offset: usize, message: impl Into<String>) -> Self {
+        ScanError {
+            offset,
+            message: message.into(),
+        }
+    }
+
+    /// `line:col: message` within `text`.
+    pub fn describe(&self, text: &str) -> String {
+        let (line, col) = line_col(text, self.offset);
+        format!("{line}:{col}: {}", self.message)
+    }
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text.as_bytes()[..offset.min(text.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let col = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+    (line, col)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A bare word, possibly with a sigil: `hal.executable`, `#map`, `@sym`, `%0`.
+    Word,
+    /// A string literal, quotes included (`@"sym"` is a Word starting with `@"`).
+    Str,
+    Open(u8),
+    Close(u8),
+    Newline,
+    ResourceBlock,
+    /// Any other single byte (`=`, `:`, `,`, `<`, `>`, `-` ...).
+    Other(u8),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Token {
+    kind: Kind,
+    start: usize,
+    end: usize,
+    /// Bracket depth before this token.
+    depth: usize,
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.')
+}
+
+/// Skips a string literal starting at `i` (a `"`); returns the offset after it.
+fn skip_string(bytes: &[u8], i: usize) -> Result<usize, ScanError> {
+    let mut j = i + 1;
+    while j < bytes.len() {
+        match bytes[j] {
+            b'\\' => j += 2,
+            b'"' => return Ok(j + 1),
+            b'\n' => {
+                return Err(ScanError::new(
+                    i,
+                    "string literal is not closed on its line",
+                ))
+            }
+            _ => j += 1,
+        }
+    }
+    Err(ScanError::new(i, "string literal is not closed"))
+}
+
+fn tokenize(text: &str) -> Result<Vec<Token>, ScanError> {
+    let bytes = text.as_bytes();
+    let mut tokens = Vec::with_capacity(text.len() / 4);
+    let mut stack: Vec<(u8, usize)> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let depth = stack.len();
+        let push = |tokens: &mut Vec<Token>, kind, start, end| {
+            tokens.push(Token {
+                kind,
+                start,
+                end,
+                depth,
+            })
+        };
+        match b {
+            b' ' | b'\t' | b'\r' => i += 1,
+            b'\n' => {
+                push(&mut tokens, Kind::Newline, i, i + 1);
+                i += 1;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'"' => {
+                let end = skip_string(bytes, i)?;
+                push(&mut tokens, Kind::Str, i, end);
+                i = end;
+            }
+            b'{' if bytes.get(i + 1) == Some(&b'-') && bytes.get(i + 2) == Some(&b'#') => {
+                // `{-# ... #-}`: skip to the end, honouring strings.
+                let mut j = i + 3;
+                loop {
+                    if j >= bytes.len() {
+                        return Err(ScanError::new(i, "`{-#` resource block is not closed"));
+                    }
+                    match bytes[j] {
+                        b'"' => j = skip_string(bytes, j)?,
+                        b'#' if bytes.get(j + 1) == Some(&b'-')
+                            && bytes.get(j + 2) == Some(&b'}') =>
+                        {
+                            j += 3;
+                            break;
+                        }
+                        _ => j += 1,
+                    }
+                }
+                push(&mut tokens, Kind::ResourceBlock, i, j);
+                i = j;
+            }
+            b'{' | b'(' | b'[' => {
+                push(&mut tokens, Kind::Open(b), i, i + 1);
+                stack.push((b, i));
+                i += 1;
+            }
+            b'}' | b')' | b']' => {
+                let want = match b {
+                    b'}' => b'{',
+                    b')' => b'(',
+                    _ => b'[',
+                };
+                match stack.pop() {
+                    Some((open, _)) if open == want => {}
+                    Some((open, at)) => {
+                        let (l, c) = line_col(text, at);
+                        return Err(ScanError::new(
+                            i,
+                            format!(
+                                "`{}` does not match the `{}` opened at {l}:{c}",
+                                b as char, open as char
+                            ),
+                        ));
+                    }
+                    None => {
+                        return Err(ScanError::new(
+                            i,
+                            format!("`{}` without a matching opening bracket", b as char),
+                        ))
+                    }
+                }
+                tokens.push(Token {
+                    kind: Kind::Close(b),
+                    start: i,
+                    end: i + 1,
+                    depth: stack.len(),
+                });
+                i += 1;
+            }
+            b'#' | b'!' | b'@' | b'%' | b'^' => {
+                if b == b'@' && bytes.get(i + 1) == Some(&b'"') {
+                    let end = skip_string(bytes, i + 1)?;
+                    push(&mut tokens, Kind::Word, i, end);
+                    i = end;
+                } else {
+                    let mut j = i + 1;
+                    while j < bytes.len()
+                        && (is_word_byte(bytes[j]) || (bytes[j] == b'-' && b == b'%'))
+                    {
+                        j += 1;
+                    }
+                    push(&mut tokens, Kind::Word, i, j);
+                    i = j;
+                }
+            }
+            _ if is_word_byte(b) => {
+                let mut j = i + 1;
+                while j < bytes.len() && is_word_byte(bytes[j]) {
+                    j += 1;
+                }
+                push(&mut tokens, Kind::Word, i, j);
+                i = j;
+            }
+            _ => {
+                // Multi-byte UTF-8 outside strings is not MLIR; treat each byte alone.
+                push(&mut tokens, Kind::Other(b), i, i + 1);
+                i += 1;
+            }
+        }
+    }
+    if let Some((open, at)) = stack.last() {
+        return Err(ScanError::new(
+            *at,
+            format!("`{}` is never closed", *open as char),
+        ));
+    }
+    Ok(tokens)
+}
+
+/// A top-level alias definition (`#map = ...`, `!ty = ...`).
+#[derive(Debug, Clone)]
+pub struct Alias {
+    /// With its sigil: `#map`.
+    pub name: String,
+    /// The whole definition, without the trailing newline.
+    pub span: Range<usize>,
+    /// Aliases this definition refers to (indices into [`Module::aliases`]).
+    pub refs: Vec<usize>,
+}
+
+/// A top-level `hal.executable` op.
+#[derive(Debug, Clone)]
+pub struct Executable {
+    /// Without `@` (and unquoted): `main_dispatch_0`.
+    pub symbol: String,
+    /// `private`, `public`, `nested` or empty.
+    pub visibility: String,
+    /// From `hal.executable` to the end of its region and trailing `loc(...)`.
+    pub span: Range<usize>,
+    /// Every alias it needs, transitively, in file order.
+    pub aliases: Vec<usize>,
+    /// `dense_resource<KEY>` keys it refers to.
+    pub resources: BTreeSet<String>,
+}
+
+/// Another top-level op (anything but an executable), for the checks.
+#[derive(Debug, Clone)]
+pub struct Op {
+    pub name: String,
+    pub span: Range<usize>,
+}
+
+/// The scanned structure of a module.
+#[derive(Debug, Clone, Default)]
+pub struct Module {
+    pub aliases: Vec<Alias>,
+    pub executables: Vec<Executable>,
+    /// Ops at the executables' level that are not executables.
+    pub other_ops: Vec<Op>,
+    /// Ops at the very top of the file (`module` counts as one).
+    pub top_ops: Vec<Op>,
+    /// Whether the executables sit inside an explicit `module { ... }`.
+    pub wrapped: bool,
+    /// The `{-# ... #-}` block, if any.
+    pub resource_block: Option<Range<usize>>,
+    /// Alias name (with sigil) -> index into `aliases`.
+    pub alias_index: BTreeMap<String, usize>,
+}
+
+struct Cursor<'a> {
+    text: &'a str,
+    tokens: &'a [Token],
+}
+
+impl Cursor<'_> {
+    fn slice(&self, t: &Token) -> &str {
+        &self.text[t.start..t.end]
+    }
+
+    fn word_is(&self, i: usize, word: &str) -> bool {
+        self.tokens
+            .get(i)
+            .is_some_and(|t| t.kind == Kind::Word && self.slice(t) == word)
+    }
+
+    /// Next index after `i` that is not a newline.
+    fn next_significant(&self, mut i: usize) -> usize {
+        i += 1;
+        while i < self.tokens.len() && self.tokens[i].kind == Kind::Newline {
+            i += 1;
+        }
+        i
+    }
+
+    /// Index of the token closing the bracket opened at `open`.
+    fn matching(&self, open: usize) -> usize {
+        let depth = self.tokens[open].depth;
+        let mut i = open + 1;
+        while i < self.tokens.len() {
+            let t = &self.tokens[i];
+            if matches!(t.kind, Kind::Close(_)) && t.depth == depth {
+                return i;
+            }
+            i += 1;
+        }
+        self.tokens.len() - 1
+    }
+
+    /// End (token index, exclusive) of a generic op starting at `start`: the
+    /// first newline at the op's depth, or the close of the enclosing block.
+    fn op_end(&self, start: usize) -> usize {
+        let depth = self.tokens[start].depth;
+        let mut i = start + 1;
+        while i < self.tokens.len() {
+            let t = &self.tokens[i];
+            if t.depth == depth && t.kind == Kind::Newline {
+                return i;
+            }
+            // The close of the enclosing block (a close token carries the depth after it).
+            if matches!(t.kind, Kind::Close(_)) && t.depth < depth {
+                return i;
+            }
+            i += 1;
+        }
+        self.tokens.len()
+    }
+
+    /// For an op with a region: the index of the region's `{` (skipping an
+    /// `attributes {...}` dictionary), searching up to `limit`.
+    fn region_open(&self, start: usize, limit: usize) -> Option<usize> {
+        let depth = self.tokens[start].depth;
+        let mut i = start + 1;
+        while i < limit {
+            let t = &self.tokens[i];
+            if t.depth == depth && t.kind == Kind::Open(b'{') {
+                let prev = (start..i)
+                    .rev()
+                    .find(|&k| self.tokens[k].kind != Kind::Newline);
+                if prev.is_some_and(|k| self.word_is(k, "attributes")) {
+                    i = self.matching(i) + 1;
+                    continue;
+                }
+                return Some(i);
+            }
+            if t.depth < depth {
+                return None;
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// End (token index, exclusive) of a `hal.executable` op: its region's
+    /// closing brace and an optional trailing `loc(...)`.
+    fn executable_end(&self, start: usize) -> Result<usize, ScanError> {
+        let open = self.region_open(start, self.tokens.len()).ok_or_else(|| {
+            ScanError::new(self.tokens[start].start, "hal.executable has no body")
+        })?;
+        let close = self.matching(open);
+        let mut end = close + 1;
+        if self.word_is(end, "loc")
+            && self
+                .tokens
+                .get(end + 1)
+                .is_some_and(|t| t.kind == Kind::Open(b'('))
+        {
+            end = self.matching(end + 1) + 1;
+        }
+        Ok(end)
+    }
+
+    fn byte_end(&self, end_token: usize) -> usize {
+        // The op's text ends at the last token before `end_token`.
+        self.tokens[..end_token].last().map(|t| t.end).unwrap_or(0)
+    }
+}
+
+/// Scans a whole module (or a single op, as a tool prints it).
+pub fn scan(text: &str) -> Result<Module, ScanError> {
+    let tokens = tokenize(text)?;
+    let cur = Cursor {
+        text,
+        tokens: &tokens,
+    };
+    let mut module = Module::default();
+    let mut alias_index: BTreeMap<String, usize> = BTreeMap::new();
+    // Pass 1: the top level.
+    let mut top_module_region: Option<(usize, usize)> = None;
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = tokens[i];
+        debug_assert_eq!(t.depth, 0);
+        match t.kind {
+            Kind::Newline => i += 1,
+            Kind::ResourceBlock => {
+                if module.resource_block.is_some() {
+                    return Err(ScanError::new(
+                        t.start,
+                        "more than one `{-#` resource block",
+                    ));
+                }
+                module.resource_block = Some(t.start..t.end);
+                i += 1;
+            }
+            Kind::Word
+                if (cur.slice(&t).starts_with('#') || cur.slice(&t).starts_with('!'))
+                    && tokens
+                        .get(cur.next_significant(i))
+                        .is_some_and(|n| n.kind == Kind::Other(b'=')) =>
+            {
+                let end = cur.op_end(i);
+                let name = cur.slice(&t).to_string();
+                if alias_index
+                    .insert(name.clone(), module.aliases.len())
+                    .is_some()
+                {
+                    return Err(ScanError::new(
+                        t.start,
+                        format!("alias `{name}` is defined twice"),
+                    ));
+                }
+                module.aliases.push(Alias {
+                    name,
+                    span: t.start..cur.byte_end(end),
+                    refs: Vec::new(),
+                });
+                i = end;
+            }
+            Kind::Word => {
+                let name = cur.slice(&t).to_string();
+                let end = if name == "hal.executable" {
+                    cur.executable_end(i)?
+                } else {
+                    cur.op_end(i)
+                };
+                if (name == "module" || name == "builtin.module") && top_module_region.is_none() {
+                    if let Some(open) = cur.region_open(i, end) {
+                        top_module_region = Some((open, cur.matching(open)));
+                    }
+                }
+                module.top_ops.push(Op {
+                    name,
+                    span: t.start..cur.byte_end(end),
+                });
+                i = end;
+            }
+            _ => {
+                return Err(ScanError::new(
+                    t.start,
+                    format!(
+                        "expected an operation or an alias definition at the top level, found `{}`",
+                        cur.slice(&t)
+                    ),
+                ))
+            }
+        }
+    }
+    // Pass 2: the executables' level.
+    let (level, from, to) = match top_module_region {
+        Some((open, close)) if module.top_ops.len() == 1 => (1, open + 1, close),
+        _ => (0, 0, tokens.len()),
+    };
+    module.wrapped = level == 1;
+    let mut i = from;
+    while i < to {
+        let t = tokens[i];
+        if t.depth != level || t.kind != Kind::Word {
+            i += 1;
+            continue;
+        }
+        let name = cur.slice(&t);
+        if level == 0 && (name.starts_with('#') || name.starts_with('!')) {
+            // An alias definition, handled in pass 1.
+            i = cur.op_end(i);
+            continue;
+        }
+        if name == "hal.executable" {
+            let end = cur.executable_end(i)?;
+            let mut visibility = String::new();
+            let mut symbol = None;
+            let mut k = i + 1;
+            while k < end {
+                let w = &tokens[k];
+                if w.kind == Kind::Word {
+                    let s = cur.slice(w);
+                    if let Some(sym) = s.strip_prefix('@') {
+                        symbol = Some(unquote(sym));
+                        break;
+                    }
+                    if visibility.is_empty() && matches!(s, "public" | "private" | "nested") {
+                        visibility = s.to_string();
+                    }
+                }
+                if w.kind != Kind::Word && w.kind != Kind::Newline {
+                    break;
+                }
+                k += 1;
+            }
+            let symbol = symbol
+                .ok_or_else(|| ScanError::new(t.start, "hal.executable without a @symbol name"))?;
+            let mut resources = BTreeSet::new();
+            let mut direct = BTreeSet::new();
+            for k in i..end {
+                let w = &tokens[k];
+                if w.kind != Kind::Word {
+                    continue;
+                }
+                let s = cur.slice(w);
+                if let Some(&a) = alias_index.get(s) {
+                    direct.insert(a);
+                } else if s == "dense_resource"
+                    && tokens
+                        .get(k + 1)
+                        .is_some_and(|n| n.kind == Kind::Other(b'<'))
+                {
+                    if let Some(key) = tokens.get(k + 2) {
+                        resources.insert(unquote(cur.slice(key)));
+                    }
+                }
+            }
+            module.executables.push(Executable {
+                symbol,
+                visibility,
+                span: t.start..cur.byte_end(end),
+                aliases: direct.into_iter().collect(),
+                resources,
+            });
+            i = end;
+        } else {
+            let end = cur.op_end(i);
+            if level == 1 {
+                module.other_ops.push(Op {
+                    name: name.to_string(),
+                    span: t.start..cur.byte_end(end),
+                });
+            }
+            i = end.max(i + 1);
+        }
+    }
+    if level == 0 {
+        module.other_ops = module
+            .top_ops
+            .iter()
+            .filter(|op| op.name != "hal.executable")
+            .cloned()
+            .collect();
+    }
+    // Alias references, then the transitive closure per executable.
+    let alias_tokens: Vec<Vec<usize>> = module
+        .aliases
+        .iter()
+        .map(|a| {
+            tokens
+                .iter()
+                .filter(|t| t.start > a.span.start && t.end <= a.span.end && t.kind == Kind::Word)
+                .filter_map(|t| alias_index.get(cur.slice(t)).copied())
+                .collect()
+        })
+        .collect();
+    for (a, refs) in module.aliases.iter_mut().zip(alias_tokens) {
+        a.refs = refs;
+    }
+    for exe in &mut module.executables {
+        let mut seen: BTreeSet<usize> = BTreeSet::new();
+        let mut stack: Vec<usize> = exe.aliases.clone();
+        while let Some(a) = stack.pop() {
+            if seen.insert(a) {
+                stack.extend(module.aliases[a].refs.iter().copied());
+            }
+        }
+        exe.aliases = seen.into_iter().collect();
+    }
+    module.alias_index = alias_index;
+    Ok(module)
+}
+
+/// Aliases of `module` (transitively, in file order) and resource keys that
+/// the op text `op` refers to.
+pub fn references(op: &str, module: &Module) -> Result<(Vec<usize>, BTreeSet<String>), ScanError> {
+    let tokens = tokenize(op)?;
+    let mut direct = BTreeSet::new();
+    let mut resources = BTreeSet::new();
+    for (k, t) in tokens.iter().enumerate() {
+        if t.kind != Kind::Word {
+            continue;
+        }
+        let s = &op[t.start..t.end];
+        if let Some(&a) = module.alias_index.get(s) {
+            direct.insert(a);
+        } else if s == "dense_resource"
+            && tokens
+                .get(k + 1)
+                .is_some_and(|n| n.kind == Kind::Other(b'<'))
+        {
+            if let Some(key) = tokens.get(k + 2) {
+                resources.insert(unquote(&op[key.start..key.end]));
+            }
+        }
+    }
+    let mut seen: BTreeSet<usize> = BTreeSet::new();
+    let mut stack: Vec<usize> = direct.into_iter().collect();
+    while let Some(a) = stack.pop() {
+        if seen.insert(a) {
+            stack.extend(module.aliases[a].refs.iter().copied());
+        }
+    }
+    Ok((seen.into_iter().collect(), resources))
+}
+
+fn unquote(s: &str) -> String {
+    match s.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        Some(inner) => inner.to_string(),
+        None => s.to_string(),
+    }
+}
+
+/// Entries of a `{-# dialect_resources: { DIALECT: { KEY: "VALUE" } } #-}` block.
+#[derive(Debug, Clone, Default)]
+pub struct Resources {
+    /// (dialect, key) -> value text (with quotes).
+    pub entries: BTreeMap<(String, String), String>,
+    /// Whether the block has sections other than `dialect_resources`.
+    pub other_sections: bool,
+}
+
+/// Parses the `dialect_resources` section of a resource block.
+pub fn resources(block: &str) -> Resources {
+    let block = block.trim();
+    let inner = block
+        .strip_prefix("{-#")
+        .and_then(|b| b.strip_suffix("#-}"))
+        .unwrap_or(block);
+    let Ok(tokens) = tokenize(inner) else {
+        return Resources::default();
+    };
+    let sig: Vec<Token> = tokens
+        .into_iter()
+        .filter(|t| t.kind != Kind::Newline)
+        .collect();
+    let text = |t: &Token| &inner[t.start..t.end];
+    let mut out = Resources::default();
+    let mut path: Vec<String> = Vec::new();
+    let mut pending: Option<String> = None;
+    for (k, t) in sig.iter().enumerate() {
+        match t.kind {
+            Kind::Word | Kind::Str
+                if sig.get(k + 1).is_some_and(|n| n.kind == Kind::Other(b':')) =>
+            {
+                pending = Some(unquote(text(t)));
+            }
+            Kind::Open(b'{') => {
+                path.push(pending.take().unwrap_or_default());
+                if path.len() == 1 && path[0] != "dialect_resources" {
+                    out.other_sections = true;
+                }
+            }
+            Kind::Close(b'}') => {
+                path.pop();
+            }
+            Kind::Str | Kind::Word if pending.is_some() => {
+                let key = pending.take().unwrap_or_default();
+                if path.len() == 2 && path[0] == "dialect_resources" {
+                    out.entries
+                        .insert((path[1].clone(), key), text(t).to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A resource block holding only `keys` (in every dialect that has them).
+pub fn trimmed_resource_block(all: &Resources, keys: &BTreeSet<String>) -> Option<String> {
+    let mut by_dialect: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for ((dialect, key), value) in &all.entries {
+        if keys.contains(key) {
+            by_dialect.entry(dialect).or_default().push((key, value));
+        }
+    }
+    if by_dialect.is_empty() {
+        return None;
+    }
+    let mut out = String::from("{-#\n  dialect_resources: {\n");
+    let dialects: Vec<String> = by_dialect
+        .iter()
+        .map(|(dialect, entries)| {
+            let lines: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("      {}: {v}", quote_key(k)))
+                .collect();
+            format!("    {dialect}: {{\n{}\n    }}", lines.join(",\n"))
+        })
+        .collect();
+    out.push_str(&dialects.join(",\n"));
+    out.push_str("\n  }\n#-}\n");
+    Some(out)
+}
+
+fn quote_key(key: &str) -> String {
+    if !key.is_empty() && key.bytes().all(is_word_byte) {
+        key.to_string()
+    } else {
+        format!("\"{key}\"")
+    }
+}
+
+/// The text a tool gets for executable `index` of `module`: the aliases it
+/// needs (in file order), the op itself, and the resources it refers to.
+pub fn self_contained(text: &str, module: &Module, index: usize) -> String {
+    let exe = &module.executables[index];
+    assemble(
+        text,
+        module,
+        &text[exe.span.clone()],
+        &exe.aliases,
+        &exe.resources,
+    )
+}
+
+/// Like [`self_contained`] for a replacement op text (a later step's input):
+/// its references are looked up in `module` (whose text is `text`).
+pub fn self_contained_op(text: &str, module: &Module, op: &str) -> Result<String, ScanError> {
+    let (aliases, resources) = references(op, module)?;
+    Ok(assemble(text, module, op, &aliases, &resources))
+}
+
+fn assemble(
+    text: &str,
+    module: &Module,
+    op: &str,
+    aliases: &[usize],
+    resource_keys: &BTreeSet<String>,
+) -> String {
+    let mut out = String::with_capacity(op.len() + 64);
+    for &a in aliases {
+        out.push_str(&text[module.aliases[a].span.clone()]);
+        out.push('\n');
+    }
+    out.push_str(op);
+    out.push('\n');
+    if !resource_keys.is_empty() {
+        if let Some(block) = &module.resource_block {
+            let all = resources(&text[block.clone()]);
+            if let Some(trimmed) = trimmed_resource_block(&all, resource_keys) {
+                out.push_str(&trimmed);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MODULE: &str = r##"#map = affine_map<(d0) -> (d0)>
+#target = #hal.executable.target<"llvm-cpu", "x", {map = #map}>
+#unused = #hal.executable.target<"llvm-cpu", "y", {}>
+module attributes {hal.device.targets = [#target]} {
+  util.global private @dev = #hal.device.target<"local", [#target]> : !hal.device
+  hal.executable private @ex_a {
+    hal.executable.variant public @v target(#target) {
+      // a comment with } and { braces
+      builtin.module {
+        func.func @f() attributes {s = "}{ \" ]"} {
+          %cst = arith.constant dense_resource<blob1> : tensor<2xf32> loc("weird{file}.mlir":1:2)
+          return loc(#loc1)
+        }
+      }
+    }
+  } loc(#loc2)
+  hal.executable public @"ex b" attributes {note = "{"} {
+    hal.executable.variant public @v target(<"llvm-cpu", "z", {}>) {
+    }
+  }
+  func.func @main() {
+    return
+  }
+}
+#loc1 = loc("a.mlir":1:1)
+#loc2 = loc(callsite(#loc1 at "b{.mlir":2:2))
+{-#
+  dialect_resources: {
+    builtin: {
+      blob1: "0x0400000000000000",
+      blob2: "0x04000000FFFFFFFF"
+    }
+  }
+#-}
+"##;
+
+    #[test]
+    fn finds_executables_aliases_and_resources() {
+        let m = scan(MODULE).unwrap();
+        assert!(m.wrapped);
+        let names: Vec<&str> = m.aliases.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["#map", "#target", "#unused", "#loc1", "#loc2"]);
+        assert_eq!(m.executables.len(), 2);
+        let a = &m.executables[0];
+        assert_eq!(a.symbol, "ex_a");
+        assert_eq!(a.visibility, "private");
+        assert!(MODULE[a.span.clone()].starts_with("hal.executable private @ex_a {"));
+        assert!(MODULE[a.span.clone()].ends_with("} loc(#loc2)"));
+        // #target needs #map; #loc2 needs #loc1; #unused is not referenced.
+        let needed: Vec<&str> = a
+            .aliases
+            .iter()
+            .map(|&i| m.aliases[i].name.as_str())
+            .collect();
+        assert_eq!(needed, ["#map", "#target", "#loc1", "#loc2"]);
+        assert_eq!(a.resources.iter().collect::<Vec<_>>(), ["blob1"]);
+        let b = &m.executables[1];
+        assert_eq!(b.symbol, "ex b");
+        assert!(MODULE[b.span.clone()].ends_with("}\n  }"));
+        assert!(b.aliases.is_empty());
+        let others: Vec<&str> = m.other_ops.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(others, ["util.global", "func.func"]);
+        assert!(MODULE[m.resource_block.clone().unwrap()].starts_with("{-#"));
+    }
+
+    #[test]
+    fn self_contained_text_carries_aliases_and_resources() {
+        let m = scan(MODULE).unwrap();
+        let text = self_contained(MODULE, &m, 0);
+        assert!(text.starts_with("#map = affine_map<(d0) -> (d0)>\n#target = "));
+        assert!(text.contains(
+            "#loc2 = loc(callsite(#loc1 at \"b{.mlir\":2:2))\nhal.executable private @ex_a"
+        ));
+        assert!(text.contains("blob1: \"0x0400000000000000\""));
+        assert!(!text.contains("blob2"));
+        assert!(!text.contains("#unused"));
+        // The result scans on its own as exactly one executable.
+        let again = scan(&text).unwrap();
+        assert_eq!(again.executables.len(), 1);
+        assert_eq!(again.top_ops.len(), 1);
+        assert!(again.resource_block.is_some());
+    }
+
+    #[test]
+    fn strings_and_locs_with_braces_do_not_confuse_nesting() {
+        let text = "hal.executable @x {\n  %0 = \"a.b\"() {s = \"}}}\\\"{\"} : () -> () loc(\"f{{.mlir\":1:1)\n}\n";
+        let m = scan(text).unwrap();
+        assert_eq!(m.executables.len(), 1);
+        assert!(!m.wrapped);
+        assert_eq!(&text[m.executables[0].span.clone()], text.trim_end());
+    }
+
+    #[test]
+    fn unbalanced_text_is_an_error_with_a_position() {
+        let err = scan("hal.executable @x {\n  %0 = \"x\"() : () -> ()\n").unwrap_err();
+        assert!(
+            err.describe("hal.executable @x {\n").starts_with("1:19"),
+            "{err:?}"
+        );
+        let err = scan("module {\n  \"unterminated\n}\n").unwrap_err();
+        assert!(err.message.contains("string"), "{err:?}");
+        assert!(scan("module { ) }").is_err());
+    }
+
+    #[test]
+    fn a_module_wrapping_one_executable_on_one_line() {
+        let m = scan("module {hal.executable private @x {}}").unwrap();
+        assert_eq!(m.executables.len(), 1);
+        assert_eq!(m.top_ops.len(), 1);
+        assert!(m.other_ops.is_empty());
+    }
+
+    #[test]
+    fn resource_blocks_parse_and_trim() {
+        let m = scan(MODULE).unwrap();
+        let all = resources(&MODULE[m.resource_block.clone().unwrap()]);
+        assert_eq!(all.entries.len(), 2);
+        assert!(!all.other_sections);
+        let keys: BTreeSet<String> = ["blob2".to_string()].into();
+        let trimmed = trimmed_resource_block(&all, &keys).unwrap();
+        assert!(trimmed.contains("blob2: \"0x04000000FFFFFFFF\"") && !trimmed.contains("blob1"));
+        assert_eq!(resources(&trimmed).entries.len(), 1);
+    }
+}

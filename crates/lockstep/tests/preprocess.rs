@@ -1,0 +1,799 @@
+//! `lockstep preprocess` with the real binary and the real IREE tools: the
+//! direct form, pass pipelines, the `--wrap` form run by iree-compile, the
+//! machine-wide limit, the cache and every failure the checks catch.
+//!
+//! Toolchains come from `$LOCKSTEP_TOOLCHAINS` as the environment sets it
+//! (default `~/.cache/lockstep/toolchains`, provisioned once per test binary);
+//! caches and the token pool are isolated per test.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+const CPU_FLAGS: [&str; 3] = [
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=host",
+];
+
+/// The IREE tools directory, provisioned once.
+fn iree_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args(["toolchain", "path"])
+            .current_dir(dir.path())
+            .env_remove("LOCKSTEP_IREE_BIN")
+            .env("LOCKSTEP_TOOLCHAINS", toolchains())
+            .output()
+            .expect("run lockstep toolchain path");
+        assert!(
+            out.status.success(),
+            "cannot provision IREE: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    })
+}
+
+fn toolchains() -> PathBuf {
+    match std::env::var_os("LOCKSTEP_TOOLCHAINS").filter(|v| !v.is_empty()) {
+        Some(v) => PathBuf::from(v),
+        None => PathBuf::from(std::env::var_os("HOME").expect("HOME"))
+            .join(".cache/lockstep/toolchains"),
+    }
+}
+
+/// A test's sandbox: a working directory with an empty lockstep.toml, its own
+/// LOCKSTEP_HOME and LOCKSTEP_CACHE, and a `tools/` directory.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
+        std::fs::create_dir_all(dir.path().join("tools")).unwrap();
+        Sandbox { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn env(&self, cmd: &mut Command) {
+        cmd.current_dir(self.path())
+            .env_remove("LOCKSTEP_IREE_BIN")
+            .env_remove("MAKEFLAGS")
+            .env("LOCKSTEP_HOME", self.path().join("home"))
+            .env("LOCKSTEP_CACHE", self.path().join("cache"))
+            .env("LOCKSTEP_TOOLCHAINS", toolchains())
+            .stdin(Stdio::null());
+    }
+
+    fn lockstep(&self, args: &[&str]) -> Command {
+        iree_bin();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+        cmd.args(args);
+        self.env(&mut cmd);
+        cmd
+    }
+
+    /// An executable script in tools/.
+    fn tool(&self, name: &str, body: &str) -> PathBuf {
+        let path = self.path().join("tools").join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// iree-compile with the CPU flags.
+    fn iree_compile(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(iree_bin().join("iree-compile"));
+        cmd.args(CPU_FLAGS).args(args);
+        self.env(&mut cmd);
+        cmd
+    }
+
+    /// `source` compiled to the executable-sources phase.
+    fn executable_sources(&self, source: &Path, name: &str) -> PathBuf {
+        let out = self.path().join(name);
+        let o = run(self.iree_compile(&[
+            "--compile-to=executable-sources",
+            source.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]));
+        assert!(o.status.success(), "{}", stderr(&o));
+        out
+    }
+
+    /// Runs `main` of a vmfb on inputs of 3.0 and returns the printed results.
+    fn run_module(&self, vmfb: &Path, dispatches: usize) -> String {
+        let mut cmd = Command::new(iree_bin().join("iree-run-module"));
+        cmd.args([
+            "--device=local-task",
+            &format!("--module={}", vmfb.display()),
+            "--function=main",
+        ]);
+        for i in 0..dispatches {
+            cmd.arg(format!("--input={}xf32=3", i + 2));
+        }
+        self.env(&mut cmd);
+        let o = run(cmd);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    }
+}
+
+fn run(mut cmd: Command) -> Output {
+    let out = cmd.output().expect("run");
+    eprintln!(
+        "$ {:?}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
+        cmd,
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout)
+            .chars()
+            .take(2000)
+            .collect::<String>(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A program with `n` independent dispatches: `%r_i = %a_i * %a_i` on
+/// tensor<(i+2)xf32>.
+fn program(n: usize) -> String {
+    let args: Vec<String> = (0..n)
+        .map(|i| format!("%a{i}: tensor<{}xf32>", i + 2))
+        .collect();
+    let types: Vec<String> = (0..n).map(|i| format!("tensor<{}xf32>", i + 2)).collect();
+    let body: Vec<String> = (0..n)
+        .map(|i| format!("  %r{i} = arith.mulf %a{i}, %a{i} : tensor<{}xf32>", i + 2))
+        .collect();
+    let vals: Vec<String> = (0..n).map(|i| format!("%r{i}")).collect();
+    format!(
+        "func.func @main({}) -> ({}) {{\n{}\n  return {} : {}\n}}\n",
+        args.join(", "),
+        types.join(", "),
+        body.join("\n"),
+        vals.join(", "),
+        types.join(", ")
+    )
+}
+
+/// A tool that really changes the executables: multiplications become additions.
+const SWAP: &str = "exec sed 's/arith.mulf/arith.addf/g'";
+
+/// A tool recording its start and end times (to LOG), sleeping 0.2 s.
+fn recorder(sb: &Sandbox, log: &Path) -> PathBuf {
+    sb.tool(
+        "record",
+        &format!(
+            "echo \"start $(date +%s.%N)\" >> {log}\nsleep 0.2\ncat\necho \"end $(date +%s.%N)\" >> {log}",
+            log = log.display()
+        ),
+    )
+}
+
+/// The most intervals of the log open at once.
+fn max_overlap(log: &Path) -> (usize, usize) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut events: Vec<(f64, i32)> = text
+        .lines()
+        .filter_map(|l| {
+            let (kind, t) = l.split_once(' ')?;
+            let t: f64 = t.trim().parse().ok()?;
+            Some((t, if kind == "start" { 1 } else { -1 }))
+        })
+        .collect();
+    let starts = events.iter().filter(|e| e.1 == 1).count();
+    // Ends sort before starts at the same instant.
+    events.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap().then(a.1.cmp(&b.1)));
+    let (mut now, mut max) = (0i32, 0i32);
+    for (_, d) in events {
+        now += d;
+        max = max.max(now);
+    }
+    (max as usize, starts)
+}
+
+#[test]
+fn tool_results_match_iree_compile_and_the_wrapper() {
+    let sb = Sandbox::new();
+    let n = 4;
+    let source = sb.write("prog.mlir", &program(n));
+    sb.tool("swap", SWAP);
+    let tools = sb.path().join("tools");
+    // (0) no preprocessing: multiplications.
+    let plain = sb.path().join("plain.vmfb");
+    assert!(
+        run(sb.iree_compile(&[source.to_str().unwrap(), "-o", plain.to_str().unwrap()]))
+            .status
+            .success()
+    );
+    let plain_out = sb.run_module(&plain, n);
+    assert!(plain_out.contains("2xf32=9 9"), "{plain_out}");
+    // (a) iree-compile runs the tool itself (found on PATH: it cannot take a path).
+    let a = sb.path().join("a.vmfb");
+    let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap());
+    let mut cmd = sb.iree_compile(&[
+        source.to_str().unwrap(),
+        "-o",
+        a.to_str().unwrap(),
+        "--iree-hal-preprocess-executables-with=swap",
+    ]);
+    cmd.env("PATH", &path);
+    assert!(run(cmd).status.success());
+    let a_out = sb.run_module(&a, n);
+    assert!(a_out.contains("2xf32=6 6"), "the tool ran: {a_out}");
+    // (b) lockstep preprocess from the source program, then --compile.
+    let b = sb.path().join("b.vmfb");
+    let mut args = vec![
+        "preprocess",
+        source.to_str().unwrap(),
+        "-o",
+        "b.mlir",
+        "--with",
+        "tools/swap",
+        "--compile",
+        b.to_str().unwrap(),
+        "--",
+    ];
+    args.extend(CPU_FLAGS);
+    let o = run(sb.lockstep(&args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(sb.run_module(&b, n), a_out);
+    let b_text = std::fs::read_to_string(sb.path().join("b.mlir")).unwrap();
+    assert!(b_text.contains("arith.addf") && !b_text.contains("arith.mulf"));
+    // (c) the wrapper, found by iree-compile on PATH, around the same tool.
+    let wrap_bin = sb.path().join("wrapbin");
+    std::fs::create_dir_all(&wrap_bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lockstep"), wrap_bin.join("lockstep")).unwrap();
+    let c = sb.path().join("c.vmfb");
+    let mut cmd = sb.iree_compile(&[
+        source.to_str().unwrap(),
+        "-o",
+        c.to_str().unwrap(),
+        "--iree-hal-preprocess-executables-with=lockstep preprocess --wrap -j 2 -- swap",
+    ]);
+    cmd.env("PATH", format!("{}:{path}", wrap_bin.display()));
+    assert!(run(cmd).status.success());
+    assert_eq!(sb.run_module(&c, n), a_out);
+}
+
+#[test]
+fn tool_lookup_absolute_relative_and_path() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(2));
+    let es = sb.executable_sources(&source, "es.mlir");
+    let tool = sb.tool("swap", SWAP);
+    let path = format!(
+        "{}:{}",
+        sb.path().join("tools").display(),
+        std::env::var("PATH").unwrap()
+    );
+    for (i, with) in [tool.to_str().unwrap(), "tools/swap", "./tools/swap", "swap"]
+        .iter()
+        .enumerate()
+    {
+        let out = format!("out{i}.mlir");
+        let mut cmd = sb.lockstep(&[
+            "preprocess",
+            es.to_str().unwrap(),
+            "-o",
+            &out,
+            "--with",
+            with,
+            "--no-cache",
+        ]);
+        cmd.env("PATH", &path);
+        let o = run(cmd);
+        assert!(o.status.success(), "{with}: {}", stderr(&o));
+        assert!(std::fs::read_to_string(sb.path().join(&out))
+            .unwrap()
+            .contains("arith.addf"));
+    }
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es.to_str().unwrap(),
+        "-o",
+        "x.mlir",
+        "--with",
+        "no-such-tool-xyz",
+    ]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("tool `no-such-tool-xyz` not found on PATH"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn pass_pipeline_matches_iree_compile() {
+    let sb = Sandbox::new();
+    let n = 3;
+    let source = sb.write("prog.mlir", &program(n));
+    let pipeline = "builtin.module(canonicalize,cse)";
+    let a = sb.path().join("a.vmfb");
+    let flag = format!("--iree-hal-preprocess-executables-with={pipeline}");
+    assert!(
+        run(sb.iree_compile(&[source.to_str().unwrap(), "-o", a.to_str().unwrap(), &flag]))
+            .status
+            .success()
+    );
+    let b = sb.path().join("b.vmfb");
+    let mut args = vec![
+        "preprocess",
+        source.to_str().unwrap(),
+        "-o",
+        "b.mlir",
+        "--with",
+        pipeline,
+        "--compile",
+        b.to_str().unwrap(),
+        "--json",
+        "b.json",
+        "--",
+    ];
+    args.extend(CPU_FLAGS);
+    let o = run(sb.lockstep(&args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(sb.run_module(&b, n), sb.run_module(&a, n));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.path().join("b.json")).unwrap()).unwrap();
+    assert_eq!(json["executables"].as_array().unwrap().len(), n);
+    assert_eq!(json["executables"][0]["steps"][0]["command"], pipeline);
+    // The final iree-opt parse runs exactly when some executable changed.
+    let changed = json["executables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["changed"] == true);
+    assert_eq!(json["validated"], changed);
+}
+
+#[test]
+fn aliases_and_resources_are_carried_and_spliced_back() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(3));
+    let es = sb.executable_sources(&source, "es.mlir");
+    // iree-opt prints aliases at the top and location aliases at the end.
+    let aliased = sb.path().join("aliased.mlir");
+    let o = run({
+        let mut c = Command::new(iree_bin().join("iree-opt"));
+        c.args([
+            es.to_str().unwrap(),
+            "--mlir-print-debuginfo",
+            "-o",
+            aliased.to_str().unwrap(),
+        ]);
+        c
+    });
+    assert!(o.status.success());
+    let text = std::fs::read_to_string(&aliased).unwrap();
+    assert!(
+        text.starts_with('#') && text.contains("#loc"),
+        "{}",
+        &text[..200]
+    );
+    // Each executable must reach the tool self-contained: check it parses alone.
+    let opt = iree_bin().join("iree-opt");
+    sb.tool(
+        "check-alone",
+        &format!(
+            "tee in.$$.mlir | {} -o /dev/null || exit 9\ncat in.$$.mlir; rm -f in.$$.mlir",
+            opt.display()
+        ),
+    );
+    // cat passes aliases back unchanged: the output is the input byte for byte.
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        "aliased.mlir",
+        "-o",
+        "same.mlir",
+        "--with",
+        "tools/check-alone",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("same.mlir")).unwrap(),
+        text
+    );
+    // A tool that rewrites and prints its own aliases (iree-opt, no local scope).
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        "aliased.mlir",
+        "-o",
+        "opt.mlir",
+        "--with",
+        &format!("{} --mlir-print-debuginfo", opt.display()),
+        "--with",
+        "tools/check-alone",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn the_limit_holds_across_processes_for_the_direct_form() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(8));
+    let es = sb.executable_sources(&source, "es.mlir");
+    let log = sb.path().join("times.log");
+    recorder(&sb, &log);
+    // Two lockstep processes at once, -j 2 each, sharing the machine-wide pool.
+    let spawn = |out: &str| {
+        let mut cmd = sb.lockstep(&[
+            "preprocess",
+            es.to_str().unwrap(),
+            "-o",
+            out,
+            "--with",
+            "tools/record",
+            "-j",
+            "2",
+            "--no-cache",
+        ]);
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    let (p1, p2) = (spawn("o1.mlir"), spawn("o2.mlir"));
+    for p in [p1, p2] {
+        let o = p.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let (max, starts) = max_overlap(&log);
+    assert_eq!(starts, 16);
+    assert!(max <= 2, "at most 2 tools at once, saw {max}");
+}
+
+#[test]
+fn the_limit_holds_for_the_wrapper_under_iree_compile() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(8));
+    let log = sb.path().join("times.log");
+    recorder(&sb, &log);
+    let wrap_bin = sb.path().join("wrapbin");
+    std::fs::create_dir_all(&wrap_bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lockstep"), wrap_bin.join("lockstep")).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        wrap_bin.display(),
+        sb.path().join("tools").display(),
+        std::env::var("PATH").unwrap()
+    );
+    // Without the wrapper the compiler overlaps tools (it has at least 2 threads)...
+    let mut cmd = sb.iree_compile(&[
+        source.to_str().unwrap(),
+        "-o",
+        "plain.vmfb",
+        "--iree-hal-preprocess-executables-with=record",
+    ]);
+    cmd.env("PATH", &path).env("IREE_COMPILER_TASK_COUNT", "4");
+    assert!(run(cmd).status.success());
+    let (unbounded, _) = max_overlap(&log);
+    std::fs::remove_file(&log).unwrap();
+    // ... with it, -j 1 holds.
+    let mut cmd = sb.iree_compile(&[
+        source.to_str().unwrap(),
+        "-o",
+        "wrapped.vmfb",
+        "--iree-hal-preprocess-executables-with=lockstep preprocess --wrap -j 1 -- record",
+    ]);
+    cmd.env("PATH", &path).env("IREE_COMPILER_TASK_COUNT", "4");
+    assert!(run(cmd).status.success());
+    let (max, starts) = max_overlap(&log);
+    assert_eq!(starts, 8);
+    assert_eq!(
+        max, 1,
+        "the wrapper's limit (unbounded the compiler reached {unbounded})"
+    );
+    eprintln!("unbounded overlap {unbounded}, wrapped {max}");
+}
+
+#[test]
+fn the_wrapper_uses_the_make_jobserver() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(8));
+    let log = sb.path().join("times.log");
+    recorder(&sb, &log);
+    let wrap_bin = sb.path().join("wrapbin");
+    std::fs::create_dir_all(&wrap_bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lockstep"), wrap_bin.join("lockstep")).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        wrap_bin.display(),
+        sb.path().join("tools").display(),
+        std::env::var("PATH").unwrap()
+    );
+    // A make-style fifo jobserver offering 1 token beside the implicit one (-j2);
+    // the wrapper's own -j 8 would allow more.
+    let fifo = sb.path().join("jobserver");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let keep = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
+    use std::io::Write;
+    (&keep).write_all(b"+").unwrap();
+    let mut cmd = sb.iree_compile(&[
+        source.to_str().unwrap(),
+        "-o",
+        "wrapped.vmfb",
+        "--iree-hal-preprocess-executables-with=lockstep preprocess --wrap -j 8 -- record",
+    ]);
+    cmd.env("PATH", &path)
+        .env("IREE_COMPILER_TASK_COUNT", "4")
+        .env(
+            "MAKEFLAGS",
+            format!(" -j2 --jobserver-auth=fifo:{}", fifo.display()),
+        );
+    assert!(run(cmd).status.success());
+    let (max, starts) = max_overlap(&log);
+    assert_eq!(starts, 8);
+    assert!(max <= 2, "make -j2 allows 2 at once, saw {max}");
+    // The token came back.
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut r = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(&fifo)
+        .unwrap();
+    let mut buf = [0u8; 4];
+    assert_eq!(r.read(&mut buf).unwrap(), 1);
+}
+
+#[test]
+fn cache_hits_on_rerun_and_no_cache_bypasses() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(3));
+    let es = sb.executable_sources(&source, "es.mlir");
+    let log = sb.path().join("times.log");
+    recorder(&sb, &log);
+    let args = [
+        "preprocess",
+        es.to_str().unwrap(),
+        "-o",
+        "out.mlir",
+        "--with",
+        "tools/record",
+    ];
+    let o = run(sb.lockstep(&args));
+    assert!(o.status.success());
+    assert!(
+        stderr(&o).contains("3 tool runs, 0 cached"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(sb.lockstep(&args));
+    assert!(o.status.success());
+    assert!(
+        stderr(&o).contains("0 tool runs, 3 cached"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(max_overlap(&log).1, 3, "the tool did not run again");
+    // A changed tool is a different identity: it runs again.
+    let tool = sb.path().join("tools/record");
+    let mut body = std::fs::read_to_string(&tool).unwrap();
+    body.push_str("# changed\n");
+    std::fs::write(&tool, body).unwrap();
+    let o = run(sb.lockstep(&args));
+    assert!(
+        stderr(&o).contains("3 tool runs, 0 cached"),
+        "{}",
+        stderr(&o)
+    );
+    let mut no_cache = args.to_vec();
+    no_cache.push("--no-cache");
+    let o = run(sb.lockstep(&no_cache));
+    assert!(
+        stderr(&o).contains("3 tool runs, 0 cached"),
+        "{}",
+        stderr(&o)
+    );
+    // --only: one executable gets the tool.
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es.to_str().unwrap(),
+        "-o",
+        "only.mlir",
+        "--with",
+        "tools/record",
+        "--no-cache",
+        "--only",
+        "dispatch_1$",
+        "--keep-temps",
+        "kept",
+    ]));
+    assert!(
+        stderr(&o).contains("preprocessed 1 of 3 executables"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(sb
+        .path()
+        .join("kept/001-main_dispatch_1/1.in.mlir")
+        .is_file());
+    assert!(sb
+        .path()
+        .join("kept/001-main_dispatch_1/1.out.mlir")
+        .is_file());
+    assert!(!sb.path().join("kept/000-main_dispatch_0").exists());
+}
+
+/// Runs a failing tool; checks the exit status, that OUTPUT was not written,
+/// and that the message names the executable, command and what is expected.
+fn expect_failure(sb: &Sandbox, es: &Path, with: &str, extra: &[&str], needles: &[&str]) -> String {
+    let mut args = vec![
+        "preprocess",
+        es.to_str().unwrap(),
+        "-o",
+        "out.mlir",
+        "--with",
+        with,
+        "--no-cache",
+        "-j",
+        "1",
+    ];
+    args.extend(extra);
+    let o = run(sb.lockstep(&args));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        !sb.path().join("out.mlir").exists(),
+        "no half-written output"
+    );
+    let err = stderr(&o);
+    for needle in needles {
+        assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
+    }
+    err
+}
+
+#[test]
+fn failures_name_the_executable_command_status_stderr_and_kept_files() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(3));
+    let es = sb.executable_sources(&source, "es.mlir");
+    sb.tool("fail-on-1", "x=$(cat); case \"$x\" in *main_dispatch_1*) echo 'line one' >&2; echo 'it broke' >&2; exit 3;; esac; printf '%s\\n' \"$x\"");
+    let err = expect_failure(
+        &sb,
+        &es,
+        "tools/fail-on-1",
+        &[],
+        &["error: preprocessing executable @main_dispatch_1 failed: the tool failed (exit status 3)", "cause: command: tools/fail-on-1", "exit status 3", "it broke", "input kept at", "stderr kept at", "hint: reproduce it with: cd "],
+    );
+    // The kept input is the executable.
+    let kept = err
+        .lines()
+        .find_map(|l| l.strip_prefix("cause: input kept at "))
+        .unwrap();
+    assert!(std::fs::read_to_string(kept.trim())
+        .unwrap()
+        .contains("hal.executable private @main_dispatch_1"));
+
+    // The wrapper reports the same on stderr (iree-compile keeps it in a file).
+    let module = std::fs::read_to_string(&es).unwrap();
+    let start = module
+        .find("hal.executable private @main_dispatch_1")
+        .unwrap();
+    let end = module[start..].find("\n  }\n").unwrap() + start + 4;
+    let one = sb.write("one.mlir", &module[start..end]);
+    let mut cmd = sb.lockstep(&["preprocess", "--wrap", "--", "tools/fail-on-1"]);
+    cmd.stdin(std::fs::File::open(&one).unwrap());
+    let o = run(cmd);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).is_empty());
+    for needle in [
+        "@main_dispatch_1 failed",
+        "exit status 3",
+        "it broke",
+        "input kept at",
+    ] {
+        assert!(stderr(&o).contains(needle), "missing {needle:?}");
+    }
+    let mut cmd = sb.lockstep(&["preprocess", "--wrap", "--", "cat"]);
+    cmd.stdin(std::fs::File::open(&one).unwrap());
+    let o = run(cmd);
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), std::fs::read_to_string(&one).unwrap());
+
+    sb.tool("empty", "cat > /dev/null");
+    expect_failure(
+        &sb,
+        &es,
+        "tools/empty",
+        &[],
+        &[
+            "@main_dispatch_0 failed: the tool printed nothing",
+            "output kept at",
+        ],
+    );
+
+    sb.tool(
+        "garbage",
+        "cat > /dev/null; echo 'hal.executable private @main_dispatch_0 {'",
+    );
+    expect_failure(
+        &sb,
+        &es,
+        "tools/garbage",
+        &[],
+        &["the output is not well-formed MLIR", "is never closed"],
+    );
+
+    sb.tool("two", "x=$(cat); printf '%s\\n%s\\n' \"$x\" \"$x\"");
+    expect_failure(
+        &sb,
+        &es,
+        "tools/two",
+        &[],
+        &["expected exactly one hal.executable, found 2 top-level ops"],
+    );
+
+    sb.tool(
+        "rename",
+        "sed 's/hal.executable private @\\([a-z_0-9]*\\)/hal.executable private @\\1_renamed/'",
+    );
+    expect_failure(
+        &sb,
+        &es,
+        "tools/rename",
+        &[],
+        &["is hal.executable @main_dispatch_0_renamed but the input was @main_dispatch_0"],
+    );
+
+    sb.tool("slow", "sleep 30; cat");
+    let t = std::time::Instant::now();
+    expect_failure(
+        &sb,
+        &es,
+        "tools/slow",
+        &["--timeout", "0.5"],
+        &[
+            "did not finish within 0.5s and was killed",
+            "exit: timed out",
+        ],
+    );
+    assert!(t.elapsed().as_secs() < 20, "the timeout killed the tool");
+
+    // Scans fine but does not parse: caught by the one final iree-opt parse
+    // and mapped back to its executable.
+    sb.tool("bad-op", "sed 's/arith.mulf/arith.mulx/'");
+    expect_failure(
+        &sb,
+        &es,
+        "tools/bad-op",
+        &[],
+        &[
+            "failed: the result does not parse or verify",
+            "arith.mulx",
+            "spliced module kept at",
+        ],
+    );
+}
