@@ -1,0 +1,1759 @@
+//! MIOpenDriver command lines: the flag tables and their meaning.
+//!
+//! A command starts with its command word, which picks the operation and the
+//! element type: `conv` (f32), `convfp16`, `convbfp16`, `convint8` (int8 in,
+//! int32 out); `gemm`, `gemmfp16`; `layernorm`, `layernormfp16`,
+//! `layernormbfp16` (the last two as the BOO driver parses them). Every flag
+//! has a long (`--batchsize`) and a short (`-n`) form and its value is always
+//! the next word (so `-S -1` works); `--long=value` is accepted too.
+//!
+//! Where lockstep departs from MIOpenDriver (as the BOO driver does):
+//! - timing is on unless a line says `-t 0`, and `-i/--iter` defaults to 100;
+//! - verification is off unless a line says `-V 1` (MIOpen defaults to 1);
+//! - flags that only steer MIOpen itself (`-s`, `-S`, `-G`, `-w`, cast types,
+//!   data files ...) are accepted and ignored; a note is recorded when their
+//!   value differs from MIOpen's default (at the default they change nothing);
+//! - `convint8` runs forward only, as in MIOpen (backward directions that `-F`
+//!   asks for are dropped with a note).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Element types of benchmark tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    F32,
+    F16,
+    BF16,
+    I8,
+    I32,
+}
+
+impl ElemType {
+    /// The name used in BOO function names (torch's dtype names).
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::F32 => "float32",
+            ElemType::F16 => "float16",
+            ElemType::BF16 => "bfloat16",
+            ElemType::I8 => "int8",
+            ElemType::I32 => "int32",
+        }
+    }
+
+    /// The MLIR element type.
+    pub fn mlir(self) -> &'static str {
+        match self {
+            ElemType::F32 => "f32",
+            ElemType::F16 => "f16",
+            ElemType::BF16 => "bf16",
+            ElemType::I8 => "i8",
+            ElemType::I32 => "i32",
+        }
+    }
+
+    /// Size of one element in bytes.
+    pub fn bytes(self) -> u64 {
+        match self {
+            ElemType::F32 | ElemType::I32 => 4,
+            ElemType::F16 | ElemType::BF16 => 2,
+            ElemType::I8 => 1,
+        }
+    }
+
+    /// The type products are accumulated in: f32 for floating point, i32 for
+    /// integers.
+    pub fn accumulator(self) -> ElemType {
+        match self {
+            ElemType::F32 | ElemType::F16 | ElemType::BF16 => ElemType::F32,
+            ElemType::I8 | ElemType::I32 => ElemType::I32,
+        }
+    }
+}
+
+impl fmt::Display for ElemType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A convolution direction, as selected by MIOpen's `-F` bitmask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// `-F 1`: y = conv(x, w).
+    Forward,
+    /// `-F 2` ("bwd"): dx from dy and w.
+    BackwardData,
+    /// `-F 4` ("wrw"): dw from dy and x.
+    BackwardWeight,
+}
+
+impl Direction {
+    /// All directions in MIOpen's order (fwd, bwd, wrw).
+    pub const ALL: [Direction; 3] = [
+        Direction::Forward,
+        Direction::BackwardData,
+        Direction::BackwardWeight,
+    ];
+
+    /// The mode word in BOO function names.
+    pub fn boo_name(self) -> &'static str {
+        match self {
+            Direction::Forward => "forward",
+            Direction::BackwardData => "input_backward",
+            Direction::BackwardWeight => "weight_backward",
+        }
+    }
+
+    /// MIOpen's short name (`fwd`, `bwd`, `wrw`).
+    pub fn miopen_name(self) -> &'static str {
+        match self {
+            Direction::Forward => "fwd",
+            Direction::BackwardData => "bwd",
+            Direction::BackwardWeight => "wrw",
+        }
+    }
+
+    /// The bit of this direction in `-F`.
+    pub fn bit(self) -> u8 {
+        match self {
+            Direction::Forward => 1,
+            Direction::BackwardData => 2,
+            Direction::BackwardWeight => 4,
+        }
+    }
+
+    /// Directions selected by an `-F` value, as MIOpenDriver reads it: 0 means
+    /// all three, otherwise bit 1 = fwd, 2 = bwd, 4 = wrw (so 3 = fwd+bwd,
+    /// 5 = fwd+wrw, 6 = bwd+wrw, 7 = all three).
+    pub fn from_forw(forw: i64) -> Result<Vec<Direction>, String> {
+        if !(0..=7).contains(&forw) {
+            return Err(format!(
+                "-F/--forw must be 0 (fwd+bwd+wrw) or a combination of 1 (fwd), 2 (bwd) and 4 (wrw) \
+                 between 1 and 7, found {forw}"
+            ));
+        }
+        Ok(Direction::ALL
+            .into_iter()
+            .filter(|d| forw == 0 || (forw as u8) & d.bit() != 0)
+            .collect())
+    }
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.boo_name())
+    }
+}
+
+/// `-m conv|trans`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConvMode {
+    Conv,
+    Trans,
+}
+
+/// `-z default|same|valid`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PadMode {
+    Default,
+    Same,
+    Valid,
+}
+
+/// A tensor layout. Letters: N batch (output channels K for a filter), C
+/// channels, D/H/W spatial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Layout {
+    Nchw,
+    Nhwc,
+    Ncdhw,
+    Ndhwc,
+}
+
+impl Layout {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layout::Nchw => "NCHW",
+            Layout::Nhwc => "NHWC",
+            Layout::Ncdhw => "NCDHW",
+            Layout::Ndhwc => "NDHWC",
+        }
+    }
+
+    /// Number of spatial dimensions (2 or 3).
+    pub fn spatial_dims(self) -> usize {
+        self.as_str().len() - 2
+    }
+
+    /// MIOpen's default layout for a number of spatial dimensions.
+    pub fn default_for(spatial_dims: usize) -> Layout {
+        if spatial_dims == 3 {
+            Layout::Ncdhw
+        } else {
+            Layout::Nchw
+        }
+    }
+
+    /// Parses a layout value, case-insensitively.
+    pub fn parse(value: &str) -> Result<Layout, String> {
+        match value.to_ascii_uppercase().as_str() {
+            "NCHW" => Ok(Layout::Nchw),
+            "NHWC" => Ok(Layout::Nhwc),
+            "NCDHW" => Ok(Layout::Ncdhw),
+            "NDHWC" => Ok(Layout::Ndhwc),
+            "CHWN" => Err("layout CHWN is not supported: use NCHW, NHWC, NCDHW or NDHWC".into()),
+            _ => Err(format!(
+                "unknown layout `{value}`: expected NCHW, NHWC (2-D) or NCDHW, NDHWC (3-D)"
+            )),
+        }
+    }
+
+    /// Arranges `n`, `c` and the spatial sizes (`[D,] H, W`) in this layout.
+    pub fn arrange(self, n: u64, c: u64, spatial: &[u64]) -> Vec<u64> {
+        let sp = spatial.len();
+        self.as_str()
+            .chars()
+            .map(|letter| match letter {
+                'N' => n,
+                'C' => c,
+                'D' => spatial[0],
+                'H' => spatial[sp - 2],
+                _ => spatial[sp - 1],
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A convolution command (`conv`, `convfp16`, `convbfp16`, `convint8`).
+///
+/// Spatial vectors hold `[H, W]` for 2-D and `[D, H, W]` for 3-D.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConvCommand {
+    /// The command word.
+    pub command: String,
+    pub dtype: ElemType,
+    /// 2 or 3.
+    pub spatial_dims: usize,
+    /// Batch size (`-n`).
+    pub n: u64,
+    /// Input channels (`-c`).
+    pub c: u64,
+    /// Output channels (`-k`).
+    pub k: u64,
+    pub groups: u64,
+    pub input_spatial: Vec<u64>,
+    pub filter_spatial: Vec<u64>,
+    pub stride: Vec<u64>,
+    /// Effective padding (after `-z same|valid`).
+    pub padding: Vec<u64>,
+    pub dilation: Vec<u64>,
+    /// Transposed-convolution output padding (zero in `conv` mode).
+    pub output_padding: Vec<u64>,
+    pub pad_mode: PadMode,
+    pub bias: bool,
+    pub mode: ConvMode,
+    pub input_layout: Layout,
+    pub filter_layout: Layout,
+    pub output_layout: Layout,
+    /// The `-F` value as given.
+    pub forw: u8,
+    /// The directions to run, in MIOpen's order (fwd, bwd, wrw).
+    pub directions: Vec<Direction>,
+    /// Output spatial sizes.
+    pub output_spatial: Vec<u64>,
+}
+
+impl ConvCommand {
+    /// The two leading filter dimensions in MIOpen's order: `(K, C/g)` for a
+    /// convolution, `(C, K/g)` for a transposed convolution. In a filter
+    /// layout the first is the `N` letter, the second the `C` letter.
+    pub fn filter_channels(&self) -> (u64, u64) {
+        match self.mode {
+            ConvMode::Conv => (self.k, self.c / self.groups),
+            ConvMode::Trans => (self.c, self.k / self.groups),
+        }
+    }
+
+    /// The input tensor's shape in its layout.
+    pub fn input_shape(&self) -> Vec<u64> {
+        self.input_layout
+            .arrange(self.n, self.c, &self.input_spatial)
+    }
+
+    /// The filter tensor's shape in its layout.
+    pub fn filter_shape(&self) -> Vec<u64> {
+        let (outer, inner) = self.filter_channels();
+        self.filter_layout
+            .arrange(outer, inner, &self.filter_spatial)
+    }
+
+    /// The output tensor's shape in its layout (K channels).
+    pub fn output_shape(&self) -> Vec<u64> {
+        self.output_layout
+            .arrange(self.n, self.k, &self.output_spatial)
+    }
+}
+
+/// Output size of a convolution along one dimension (may be < 1 for
+/// impossible shapes): `floor((in + 2*pad - dil*(fil-1) - 1) / stride) + 1`.
+pub fn conv_output_size(input: u64, filter: u64, stride: u64, pad: u64, dilation: u64) -> i64 {
+    let (input, filter, stride, pad, dilation) = (
+        input as i128,
+        filter as i128,
+        stride.max(1) as i128,
+        pad as i128,
+        dilation as i128,
+    );
+    let numerator = (input + 2 * pad)
+        .saturating_sub(dilation.saturating_mul(filter - 1))
+        .saturating_sub(1);
+    clamp_i64(numerator.div_euclid(stride) + 1)
+}
+
+fn clamp_i64(value: i128) -> i64 {
+    value.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+}
+
+/// Output size of a transposed convolution along one dimension:
+/// `stride*(in-1) + dil*(fil-1) + 1 - 2*pad + output_pad`.
+pub fn trans_output_size(
+    input: u64,
+    filter: u64,
+    stride: u64,
+    pad: u64,
+    dilation: u64,
+    output_pad: u64,
+) -> i64 {
+    let size = (stride as i128)
+        .saturating_mul(input as i128 - 1)
+        .saturating_add((dilation as i128).saturating_mul(filter as i128 - 1))
+        .saturating_add(1)
+        .saturating_sub(2 * pad as i128)
+        .saturating_add(output_pad as i128);
+    clamp_i64(size)
+}
+
+/// The gemm direction (`-F` as BOO reads it: 1, 2, 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GemmMode {
+    /// C = A·B.
+    Forward,
+    /// dA = dC·Bᵀ.
+    ABackward,
+    /// dB = Aᵀ·dC.
+    BBackward,
+}
+
+impl GemmMode {
+    pub fn boo_name(self) -> &'static str {
+        match self {
+            GemmMode::Forward => "forward",
+            GemmMode::ABackward => "a_backward",
+            GemmMode::BBackward => "b_backward",
+        }
+    }
+}
+
+/// A gemm command (`gemm`, `gemmfp16`): C (M×N) = A (M×K) · B (K×N).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GemmCommand {
+    pub command: String,
+    pub dtype: ElemType,
+    /// `-m/--a_h`: rows of A.
+    pub m: u64,
+    /// `-k/--a_w`: columns of A.
+    pub k: u64,
+    /// `-n/--b_w`: columns of B.
+    pub n: u64,
+    /// `-u/--transA`: A is stored as K×M.
+    pub trans_a: bool,
+    /// `-v/--transB`: B is stored as N×K.
+    pub trans_b: bool,
+    pub mode: GemmMode,
+}
+
+/// The layer-norm direction (`-F` as BOO reads it: 1, 2, 3, 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LayerNormMode {
+    Forward,
+    InputBackward,
+    WeightBackward,
+    BiasBackward,
+}
+
+impl LayerNormMode {
+    pub fn boo_name(self) -> &'static str {
+        match self {
+            LayerNormMode::Forward => "forward",
+            LayerNormMode::InputBackward => "input_backward",
+            LayerNormMode::WeightBackward => "weight_backward",
+            LayerNormMode::BiasBackward => "bias_backward",
+        }
+    }
+}
+
+/// A layer-norm command (`layernorm`, `layernormfp16`, `layernormbfp16`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerNormCommand {
+    pub command: String,
+    pub dtype: ElemType,
+    /// `-X/--input`, e.g. `32x4x16x16`.
+    pub input_shape: Vec<u64>,
+    /// `-o/--normalized_dim`: the first normalized dimension (always the last
+    /// one, as in BOO).
+    pub normalized_dim: usize,
+    /// `-e/--eps`.
+    pub eps: f64,
+    /// `-m 0` (MIOpen's elementwise-affine mode) gives a weight, as in BOO.
+    pub elementwise_affine: bool,
+    /// BOO always passes a bias.
+    pub bias: bool,
+    pub mode: LayerNormMode,
+}
+
+impl LayerNormCommand {
+    /// The trailing, normalized dimensions.
+    pub fn normalized_shape(&self) -> Vec<u64> {
+        self.input_shape[self.normalized_dim..].to_vec()
+    }
+}
+
+/// The operation a command asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum Op {
+    Conv(ConvCommand),
+    Gemm(GemmCommand),
+    #[serde(rename = "layernorm")]
+    LayerNorm(LayerNormCommand),
+}
+
+/// A parsed command line with its run options.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchCommand {
+    /// The words parsed, starting at the command word.
+    pub argv: Vec<String>,
+    pub op: Op,
+    /// Timed iterations (`-i/--iter`, default 100).
+    pub iterations: u32,
+    /// Timing (on unless `-t 0`).
+    pub time: bool,
+    /// Verification asked for on the line (`-V 1`).
+    pub verify: bool,
+    /// Flags accepted but without effect here, and other remarks.
+    pub notes: Vec<String>,
+}
+
+/// Why a command line was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct ParseError {
+    pub reason: String,
+}
+
+impl ParseError {
+    fn new(reason: impl Into<String>) -> Self {
+        ParseError {
+            reason: reason.into(),
+        }
+    }
+
+    /// The error for the single-command form: a usage error (exit 2).
+    pub fn into_usage_error(self, command: &str) -> lockstep_core::Error {
+        lockstep_core::Error::usage(format!("invalid benchmark command `{command}`"))
+            .cause(self.reason)
+            .hint(
+                "fix the command: it takes MIOpenDriver's flags, e.g. \
+                 `convbfp16 -n 16 -c 96 -H 48 -W 32 -k 288 -y 1 -x 1 -F 1`",
+            )
+    }
+}
+
+/// The type of a flag's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    Int,
+    Float,
+    Str,
+}
+
+/// What lockstep does with a flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagUse {
+    /// The flag shapes the benchmark.
+    Used,
+    /// Accepted and ignored; a note gives the reason when the value differs
+    /// from the default.
+    Ignored(&'static str),
+    /// Only the default value is supported; another value is an error with
+    /// this reason.
+    DefaultOnly(&'static str),
+}
+
+/// One flag of a flag table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlagSpec {
+    pub long: &'static str,
+    pub short: char,
+    /// The default lockstep applies (MIOpen's unless said otherwise).
+    pub default: &'static str,
+    pub kind: ValueKind,
+    pub help: &'static str,
+    pub usage: FlagUse,
+}
+
+const fn flag(
+    long: &'static str,
+    short: char,
+    default: &'static str,
+    kind: ValueKind,
+    help: &'static str,
+) -> FlagSpec {
+    FlagSpec {
+        long,
+        short,
+        default,
+        kind,
+        help,
+        usage: FlagUse::Used,
+    }
+}
+
+const fn ignored(
+    long: &'static str,
+    short: char,
+    default: &'static str,
+    kind: ValueKind,
+    why: &'static str,
+) -> FlagSpec {
+    FlagSpec {
+        long,
+        short,
+        default,
+        kind,
+        help: why,
+        usage: FlagUse::Ignored(why),
+    }
+}
+
+const fn default_only(
+    long: &'static str,
+    short: char,
+    default: &'static str,
+    help: &'static str,
+    why: &'static str,
+) -> FlagSpec {
+    FlagSpec {
+        long,
+        short,
+        default,
+        kind: ValueKind::Int,
+        help,
+        usage: FlagUse::DefaultOnly(why),
+    }
+}
+
+use ValueKind::{Float, Int, Str};
+
+/// Flags every command takes: timing and verification.
+#[rustfmt::skip]
+pub const COMMON_FLAGS: &[FlagSpec] = &[
+    flag("iter", 'i', "100", Int, "timed iterations (BOO's default 100; MIOpen's is 10)"),
+    flag("time", 't', "1", Int, "time the kernel unless 0 (MIOpen's default is 0)"),
+    flag("verify", 'V', "0", Int, "verify against a reference when 1 (MIOpen's default of 1 is not adopted)"),
+    ignored("wall", 'w', "0", Int, "lockstep always reports kernel times from its own timer"),
+];
+
+const VECTORIZED: &str = "vectorized tensors (NCHWc4/c8) are not supported";
+const CAST: &str = "tensor casts are not supported; the command's type is used";
+
+/// The MIOpenDriver convolution flags (long, short, default, type, meaning).
+#[rustfmt::skip]
+pub const CONV_FLAGS: &[FlagSpec] = &[
+    flag("in_layout", 'I', "", Str, "input layout (NCHW, NHWC, NCDHW, NDHWC)"),
+    flag("out_layout", 'O', "", Str, "output layout"),
+    flag("fil_layout", 'f', "", Str, "filter layout"),
+    flag("spatial_dim", '_', "2", Int, "spatial dimensions (2 or 3)"),
+    flag("forw", 'F', "0", Int, "0 fwd+bwd+wrw, 1 fwd, 2 bwd, 4 wrw, 3 fwd+bwd, 5 fwd+wrw, 6 bwd+wrw"),
+    flag("batchsize", 'n', "100", Int, "mini-batch size N"),
+    flag("in_channels", 'c', "3", Int, "input channels C"),
+    flag("in_d", '!', "32", Int, "input depth"),
+    flag("in_h", 'H', "32", Int, "input height"),
+    flag("in_w", 'W', "32", Int, "input width"),
+    flag("out_channels", 'k', "32", Int, "output channels K"),
+    flag("fil_d", '@', "3", Int, "filter depth"),
+    flag("fil_h", 'y', "3", Int, "filter height"),
+    flag("fil_w", 'x', "3", Int, "filter width"),
+    flag("conv_stride_d", '#', "1", Int, "stride in depth"),
+    flag("conv_stride_h", 'u', "1", Int, "stride in height"),
+    flag("conv_stride_w", 'v', "1", Int, "stride in width"),
+    flag("pad_d", '$', "0", Int, "zero padding in depth"),
+    flag("pad_h", 'p', "0", Int, "zero padding in height"),
+    flag("pad_w", 'q', "0", Int, "zero padding in width"),
+    ignored("pad_val", 'r', "0", Int, "MIOpen's convolutions pad with zeros whatever this says"),
+    flag("trans_output_pad_d", '%', "0", Int, "transposed-convolution output padding in depth"),
+    flag("trans_output_pad_h", 'Y', "0", Int, "transposed-convolution output padding in height"),
+    flag("trans_output_pad_w", 'X', "0", Int, "transposed-convolution output padding in width"),
+    flag("dilation_d", '^', "1", Int, "dilation in depth"),
+    flag("dilation_h", 'l', "1", Int, "dilation in height"),
+    flag("dilation_w", 'j', "1", Int, "dilation in width"),
+    ignored("search", 's', "0", Int, "there are no MIOpen solutions to search: IREE compiles the kernel"),
+    ignored("printconv", 'P', "1", Int, "lockstep prints every command"),
+    ignored("dump_output", 'o', "0", Int, "lockstep does not dump tensors"),
+    ignored("in_data", 'd', "", Str, "inputs are generated, not read from files"),
+    ignored("weights", 'e', "", Str, "weights are generated, not read from files"),
+    ignored("in_bias", 'a', "", Str, "the bias is generated, not read from files"),
+    ignored("dout_data", 'D', "", Str, "dy is generated, not read from files"),
+    flag("bias", 'b', "0", Int, "add a bias (forward)"),
+    flag("mode", 'm', "conv", Str, "conv or trans (transposed)"),
+    flag("pad_mode", 'z', "default", Str, "same, valid or default"),
+    flag("group_count", 'g', "1", Int, "groups"),
+    ignored("solution", 'S', "-1", Str, "there are no MIOpen solutions: IREE compiles the kernel"),
+    ignored("gpualloc", 'G', "0", Int, "buffers are allocated by the IREE runtime"),
+    ignored("in_cast_type", 'U', "-1", Str, CAST),
+    ignored("out_cast_type", 'T', "-1", Str, CAST),
+    ignored("wei_cast_type", 'R', "-1", Str, CAST),
+    ignored("verification_cache", 'C', "", Str, "lockstep has its own caches"),
+    default_only("tensor_vect", 'Z', "0", "tensor vectorization (only 0)", VECTORIZED),
+    default_only("vector_length", 'L', "1", "tensor vectorization length (only 1)", VECTORIZED),
+];
+
+/// The gemm flags as BOO parses them.
+#[rustfmt::skip]
+pub const GEMM_FLAGS: &[FlagSpec] = &[
+    flag("a_w", 'k', "256", Int, "width of A (K)"),
+    flag("a_h", 'm', "256", Int, "height of A (M)"),
+    flag("b_w", 'n', "256", Int, "width of B (N)"),
+    flag("transA", 'u', "0", Int, "A is transposed"),
+    flag("transB", 'v', "0", Int, "B is transposed"),
+    flag("forw", 'F', "1", Int, "1 forward, 2 backward for A, 3 backward for B"),
+];
+
+/// The layer-norm flags as BOO parses them.
+#[rustfmt::skip]
+pub const LAYERNORM_FLAGS: &[FlagSpec] = &[
+    flag("forw", 'F', "1", Int, "1 forward, 2 input backward, 3 weight backward, 4 bias backward"),
+    flag("input", 'X', "", Str, "input shape NxC[xD]xHxW"),
+    flag("eps", 'e', "1e-5", Float, "epsilon"),
+    flag("mode", 'm', "0", Int, "0 elementwise affine, 1 weight and bias"),
+    flag("normalized_dim", 'o', "3", Int, "first normalized dimension (must be the last)"),
+];
+
+const CONV_COMMANDS: &[(&str, ElemType)] = &[
+    ("conv", ElemType::F32),
+    ("convfp16", ElemType::F16),
+    ("convbfp16", ElemType::BF16),
+    ("convint8", ElemType::I8),
+];
+const GEMM_COMMANDS: &[(&str, ElemType)] = &[("gemm", ElemType::F32), ("gemmfp16", ElemType::F16)];
+const LAYERNORM_COMMANDS: &[(&str, ElemType)] = &[
+    ("layernorm", ElemType::F32),
+    ("layernormfp16", ElemType::F16),
+    ("layernormbfp16", ElemType::BF16),
+];
+
+/// Every command word lockstep accepts.
+pub fn command_words() -> Vec<&'static str> {
+    CONV_COMMANDS
+        .iter()
+        .chain(GEMM_COMMANDS)
+        .chain(LAYERNORM_COMMANDS)
+        .map(|(word, _)| *word)
+        .collect()
+}
+
+fn lookup(table: &[(&'static str, ElemType)], word: &str) -> Option<ElemType> {
+    table.iter().find(|(w, _)| *w == word).map(|(_, t)| *t)
+}
+
+/// Parses a command's words, starting at the command word.
+pub fn parse_argv<S: AsRef<str>>(argv: &[S]) -> Result<BenchCommand, ParseError> {
+    let argv: Vec<String> = argv.iter().map(|s| s.as_ref().to_string()).collect();
+    let Some(word) = argv.first() else {
+        return Err(ParseError::new(
+            "empty command: expected e.g. `convbfp16 -n 16 ...`",
+        ));
+    };
+    let rest = &argv[1..];
+    let mut notes = Vec::new();
+    let (op, args) = if let Some(dtype) = lookup(CONV_COMMANDS, word) {
+        let args = Args::collect(rest, &[CONV_FLAGS, COMMON_FLAGS])?;
+        (Op::Conv(conv(word, dtype, &args, &mut notes)?), args)
+    } else if let Some(dtype) = lookup(GEMM_COMMANDS, word) {
+        let args = Args::collect(rest, &[GEMM_FLAGS, COMMON_FLAGS])?;
+        (Op::Gemm(gemm(word, dtype, &args)?), args)
+    } else if let Some(dtype) = lookup(LAYERNORM_COMMANDS, word) {
+        let args = Args::collect(rest, &[LAYERNORM_FLAGS, COMMON_FLAGS])?;
+        (Op::LayerNorm(layernorm(word, dtype, &args)?), args)
+    } else if word == "convfp8" || word == "convbfp8" {
+        return Err(ParseError::new(format!(
+            "command `{word}` is not supported: fp8 convolutions have no lockstep kernels yet; \
+             use conv, convfp16, convbfp16 or convint8"
+        )));
+    } else {
+        return Err(ParseError::new(format!(
+            "unknown command `{word}`: expected one of {}",
+            command_words().join(", ")
+        )));
+    };
+    let iterations = args.positive("iter")?;
+    let iterations = u32::try_from(iterations)
+        .map_err(|_| ParseError::new(format!("-i/--iter is too large: {iterations}")))?;
+    let time = args.int("time")? != 0;
+    let verify = args.int("verify")? != 0;
+    notes.extend(args.ignored_notes()?);
+    Ok(BenchCommand {
+        argv,
+        op,
+        iterations,
+        time,
+        verify,
+        notes,
+    })
+}
+
+/// Flag values of one command line.
+struct Args {
+    specs: Vec<&'static FlagSpec>,
+    /// long name -> (the flag as written, the value).
+    given: HashMap<&'static str, (String, String)>,
+}
+
+impl Args {
+    fn collect(words: &[String], tables: &[&'static [FlagSpec]]) -> Result<Args, ParseError> {
+        let specs: Vec<&'static FlagSpec> = tables.iter().flat_map(|t| t.iter()).collect();
+        let mut given = HashMap::new();
+        let mut i = 0;
+        while i < words.len() {
+            let word = &words[i];
+            let (spec, inline) = if let Some(body) = word.strip_prefix("--") {
+                let (name, inline) = match body.split_once('=') {
+                    Some((name, value)) => (name, Some(value.to_string())),
+                    None => (body, None),
+                };
+                let spec = specs
+                    .iter()
+                    .find(|s| s.long == name)
+                    .ok_or_else(|| ParseError::new(format!("unknown flag `{word}`")))?;
+                (*spec, inline)
+            } else if let Some(body) = word.strip_prefix('-') {
+                let mut chars = body.chars();
+                let short = match (chars.next(), chars.next()) {
+                    (Some(c), None) => c,
+                    _ => {
+                        return Err(ParseError::new(format!(
+                            "unknown flag `{word}`: short flags are one character and take \
+                             their value from the next word (`-n 16`)"
+                        )))
+                    }
+                };
+                let spec = specs
+                    .iter()
+                    .find(|s| s.short == short)
+                    .ok_or_else(|| ParseError::new(format!("unknown flag `{word}`")))?;
+                (*spec, None)
+            } else {
+                return Err(ParseError::new(format!(
+                    "unexpected word `{word}`: expected a flag such as `-n` or `--batchsize`"
+                )));
+            };
+            let value = match inline {
+                Some(value) => value,
+                None => {
+                    i += 1;
+                    words.get(i).cloned().ok_or_else(|| {
+                        ParseError::new(format!("flag {} needs a value", spec_name(spec)))
+                    })?
+                }
+            };
+            given.insert(spec.long, (word.clone(), value));
+            i += 1;
+        }
+        Ok(Args { specs, given })
+    }
+
+    fn spec(&self, long: &str) -> &'static FlagSpec {
+        self.specs
+            .iter()
+            .find(|s| s.long == long)
+            .copied()
+            .unwrap_or_else(|| panic!("flag `{long}` is not in the table"))
+    }
+
+    fn is_given(&self, long: &str) -> bool {
+        self.given.contains_key(long)
+    }
+
+    fn raw(&self, long: &str) -> &str {
+        match self.given.get(long) {
+            Some((_, value)) => value,
+            None => self.spec(long).default,
+        }
+    }
+
+    /// An integer; like MIOpenDriver, 32-bit.
+    fn int(&self, long: &str) -> Result<i64, ParseError> {
+        let value = self.raw(long);
+        let parsed = value.trim().parse::<i64>().map_err(|_| {
+            ParseError::new(format!(
+                "bad value for {}: expected an integer, found `{value}`",
+                spec_name(self.spec(long))
+            ))
+        })?;
+        if i32::try_from(parsed).is_err() {
+            return Err(ParseError::new(format!(
+                "bad value for {}: {parsed} is out of range (MIOpenDriver takes 32-bit integers)",
+                spec_name(self.spec(long))
+            )));
+        }
+        Ok(parsed)
+    }
+
+    fn float(&self, long: &str) -> Result<f64, ParseError> {
+        let value = self.raw(long);
+        match value.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err(ParseError::new(format!(
+                "bad value for {}: expected a number, found `{value}`",
+                spec_name(self.spec(long))
+            ))),
+        }
+    }
+
+    /// An integer that must be at least 1.
+    fn positive(&self, long: &str) -> Result<u64, ParseError> {
+        let v = self.int(long)?;
+        if v < 1 {
+            return Err(ParseError::new(format!(
+                "bad value for {}: must be at least 1, found {v}",
+                spec_name(self.spec(long))
+            )));
+        }
+        Ok(v as u64)
+    }
+
+    /// An integer that must be at least 0.
+    fn non_negative(&self, long: &str) -> Result<u64, ParseError> {
+        let v = self.int(long)?;
+        if v < 0 {
+            return Err(ParseError::new(format!(
+                "bad value for {}: must not be negative, found {v}",
+                spec_name(self.spec(long))
+            )));
+        }
+        Ok(v as u64)
+    }
+
+    fn flag_bool(&self, long: &str) -> Result<bool, ParseError> {
+        Ok(self.int(long)? != 0)
+    }
+
+    /// Notes for ignored flags given with a non-default value; errors for
+    /// default-only flags with another value.
+    fn ignored_notes(&self) -> Result<Vec<String>, ParseError> {
+        let mut notes = Vec::new();
+        for spec in &self.specs {
+            let Some((written, value)) = self.given.get(spec.long) else {
+                continue;
+            };
+            let is_default = match spec.kind {
+                Int => self.int(spec.long).ok() == spec.default.parse::<i64>().ok(),
+                Float => value.trim().parse::<f64>().ok() == spec.default.parse::<f64>().ok(),
+                Str => value == spec.default,
+            };
+            match spec.usage {
+                FlagUse::Used => {}
+                FlagUse::Ignored(why) if !is_default => {
+                    notes.push(format!(
+                        "ignored `{written} {value}` ({}): {why}",
+                        spec_name(spec)
+                    ));
+                }
+                FlagUse::Ignored(_) => {}
+                FlagUse::DefaultOnly(why) if !is_default => {
+                    return Err(ParseError::new(format!(
+                        "unsupported value `{value}` for {}: {why}",
+                        spec_name(spec)
+                    )));
+                }
+                FlagUse::DefaultOnly(_) => {}
+            }
+        }
+        notes.sort();
+        Ok(notes)
+    }
+}
+
+fn spec_name(spec: &FlagSpec) -> String {
+    format!("-{}/--{}", spec.short, spec.long)
+}
+
+fn conv(
+    command: &str,
+    dtype: ElemType,
+    args: &Args,
+    notes: &mut Vec<String>,
+) -> Result<ConvCommand, ParseError> {
+    // Layouts and the number of spatial dimensions.
+    let mut layouts: Vec<(&str, Option<Layout>)> = Vec::new();
+    for long in ["in_layout", "fil_layout", "out_layout"] {
+        let raw = args.raw(long);
+        let layout = if raw.is_empty() {
+            None
+        } else {
+            Some(Layout::parse(raw).map_err(|e| {
+                ParseError::new(format!("bad value for {}: {e}", spec_name(args.spec(long))))
+            })?)
+        };
+        layouts.push((long, layout));
+    }
+    let spatial_dims = if args.is_given("spatial_dim") {
+        let dims = args.int("spatial_dim")?;
+        if dims != 2 && dims != 3 {
+            return Err(ParseError::new(format!(
+                "bad value for -_/--spatial_dim: expected 2 or 3, found {dims}"
+            )));
+        }
+        let dims = dims as usize;
+        for (long, layout) in &layouts {
+            if let Some(layout) = layout {
+                if layout.spatial_dims() != dims {
+                    return Err(ParseError::new(format!(
+                        "--{long} {layout} has {} spatial dimensions but --spatial_dim is {dims}",
+                        layout.spatial_dims()
+                    )));
+                }
+            }
+        }
+        dims
+    } else {
+        // As BOO: without --spatial_dim, the layouts given decide (and must agree).
+        let mut dims = None;
+        for (long, layout) in &layouts {
+            if let Some(layout) = layout {
+                match dims {
+                    None => dims = Some((layout.spatial_dims(), *long, *layout)),
+                    Some((d, first, first_layout)) if d != layout.spatial_dims() => {
+                        return Err(ParseError::new(format!(
+                            "layouts disagree on the number of spatial dimensions: \
+                             --{first} {first_layout} but --{long} {layout}"
+                        )));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        dims.map(|(d, _, _)| d).unwrap_or(2)
+    };
+    let layout_or_default = |i: usize| layouts[i].1.unwrap_or(Layout::default_for(spatial_dims));
+    let input_layout = layout_or_default(0);
+    let filter_layout = layout_or_default(1);
+    let output_layout = layout_or_default(2);
+
+    // Per-dimension flags, ordered [D,] H, W.
+    let per_dim = |d: &'static str, h: &'static str, w: &'static str| -> Vec<&'static str> {
+        if spatial_dims == 3 {
+            vec![d, h, w]
+        } else {
+            vec![h, w]
+        }
+    };
+    let positives = |names: Vec<&'static str>| -> Result<Vec<u64>, ParseError> {
+        names.into_iter().map(|n| args.positive(n)).collect()
+    };
+    let non_negatives = |names: Vec<&'static str>| -> Result<Vec<u64>, ParseError> {
+        names.into_iter().map(|n| args.non_negative(n)).collect()
+    };
+    if spatial_dims == 2 {
+        for long in [
+            "in_d",
+            "fil_d",
+            "conv_stride_d",
+            "pad_d",
+            "dilation_d",
+            "trans_output_pad_d",
+        ] {
+            if args.is_given(long) && args.raw(long) != args.spec(long).default {
+                notes.push(format!(
+                    "ignored {} {}: the convolution is 2-D (add --spatial_dim 3 for 3-D)",
+                    spec_name(args.spec(long)),
+                    args.raw(long)
+                ));
+            }
+        }
+    }
+
+    let n = args.positive("batchsize")?;
+    let c = args.positive("in_channels")?;
+    let k = args.positive("out_channels")?;
+    let groups = args.positive("group_count")?;
+    let input_spatial = positives(per_dim("in_d", "in_h", "in_w"))?;
+    let filter_spatial = positives(per_dim("fil_d", "fil_h", "fil_w"))?;
+    let stride = positives(per_dim("conv_stride_d", "conv_stride_h", "conv_stride_w"))?;
+    let dilation = positives(per_dim("dilation_d", "dilation_h", "dilation_w"))?;
+    let mut padding = non_negatives(per_dim("pad_d", "pad_h", "pad_w"))?;
+    let mut output_padding = non_negatives(per_dim(
+        "trans_output_pad_d",
+        "trans_output_pad_h",
+        "trans_output_pad_w",
+    ))?;
+    let bias = args.flag_bool("bias")?;
+
+    let mode = match args.raw("mode") {
+        "conv" => ConvMode::Conv,
+        "trans" => ConvMode::Trans,
+        other => {
+            return Err(ParseError::new(format!(
+                "bad value for -m/--mode: expected conv or trans, found `{other}`"
+            )))
+        }
+    };
+    let pad_mode = match args.raw("pad_mode") {
+        "default" => PadMode::Default,
+        "same" => PadMode::Same,
+        "valid" => PadMode::Valid,
+        other => {
+            return Err(ParseError::new(format!(
+                "bad value for -z/--pad_mode: expected default, same or valid, found `{other}`"
+            )))
+        }
+    };
+
+    if c % groups != 0 || k % groups != 0 {
+        return Err(ParseError::new(format!(
+            "invalid group count: input channels ({c}) and output channels ({k}) must both be \
+             divisible by -g/--group_count ({groups})"
+        )));
+    }
+
+    // MIOpen recomputes the padding for `same`/`valid` in conv mode when all
+    // dilations or all filter sizes are 1.
+    if mode == ConvMode::Conv
+        && pad_mode != PadMode::Default
+        && (dilation.iter().all(|&d| d == 1) || filter_spatial.iter().all(|&f| f == 1))
+    {
+        for i in 0..spatial_dims {
+            padding[i] = match pad_mode {
+                PadMode::Valid => 0,
+                _ => {
+                    let (input, fil, s) = (input_spatial[i], filter_spatial[i], stride[i]);
+                    let total = if input % s == 0 {
+                        fil.saturating_sub(s)
+                    } else {
+                        fil.saturating_sub(input % s)
+                    };
+                    total / 2
+                }
+            };
+        }
+    }
+
+    match mode {
+        ConvMode::Conv => {
+            if output_padding.iter().any(|&p| p != 0) {
+                notes.push(
+                    "ignored the transposed-convolution output padding (-Y/-X/-%): \
+                     the convolution is not transposed (-m conv)"
+                        .to_string(),
+                );
+                output_padding.iter_mut().for_each(|p| *p = 0);
+            }
+        }
+        ConvMode::Trans => {
+            for i in 0..spatial_dims {
+                if output_padding[i] >= stride[i] && output_padding[i] >= dilation[i] {
+                    return Err(ParseError::new(format!(
+                        "impossible transposed convolution: output padding {} in {} must be \
+                         smaller than the stride ({}) or the dilation ({})",
+                        output_padding[i],
+                        dim_name(spatial_dims, i),
+                        stride[i],
+                        dilation[i]
+                    )));
+                }
+            }
+        }
+    }
+
+    let mut output_spatial = Vec::with_capacity(spatial_dims);
+    for i in 0..spatial_dims {
+        let size = match mode {
+            ConvMode::Conv => conv_output_size(
+                input_spatial[i],
+                filter_spatial[i],
+                stride[i],
+                padding[i],
+                dilation[i],
+            ),
+            ConvMode::Trans => trans_output_size(
+                input_spatial[i],
+                filter_spatial[i],
+                stride[i],
+                padding[i],
+                dilation[i],
+                output_padding[i],
+            ),
+        };
+        if size < 1 {
+            return Err(ParseError::new(format!(
+                "impossible shape: the output {} would be {size} (input {}, filter {}, stride {}, \
+                 padding {}, dilation {}); it must be at least 1",
+                dim_name(spatial_dims, i),
+                input_spatial[i],
+                filter_spatial[i],
+                stride[i],
+                padding[i],
+                dilation[i]
+            )));
+        }
+        output_spatial.push(size as u64);
+    }
+
+    let forw = args.int("forw")?;
+    let mut directions = Direction::from_forw(forw).map_err(ParseError::new)?;
+    if dtype == ElemType::I8 {
+        let dropped: Vec<&str> = directions
+            .iter()
+            .filter(|d| **d != Direction::Forward)
+            .map(|d| d.miopen_name())
+            .collect();
+        if !dropped.is_empty() {
+            if !directions.contains(&Direction::Forward) {
+                return Err(ParseError::new(format!(
+                    "convint8 supports only the forward direction, but -F {forw} asks for {}: \
+                     use -F 1",
+                    dropped.join("+")
+                )));
+            }
+            notes.push(format!(
+                "skipped {} for convint8: int8 convolutions run forward only (as in MIOpen)",
+                dropped.join("+")
+            ));
+            directions.retain(|d| *d == Direction::Forward);
+        }
+    }
+
+    Ok(ConvCommand {
+        command: command.to_string(),
+        dtype,
+        spatial_dims,
+        n,
+        c,
+        k,
+        groups,
+        input_spatial,
+        filter_spatial,
+        stride,
+        padding,
+        dilation,
+        output_padding,
+        pad_mode,
+        bias,
+        mode,
+        input_layout,
+        filter_layout,
+        output_layout,
+        forw: forw as u8,
+        directions,
+        output_spatial,
+    })
+}
+
+fn dim_name(spatial_dims: usize, i: usize) -> &'static str {
+    let names: &[&str] = if spatial_dims == 3 {
+        &["depth", "height", "width"]
+    } else {
+        &["height", "width"]
+    };
+    names[i]
+}
+
+fn gemm(command: &str, dtype: ElemType, args: &Args) -> Result<GemmCommand, ParseError> {
+    let mode = match args.int("forw")? {
+        1 => GemmMode::Forward,
+        2 => GemmMode::ABackward,
+        3 => GemmMode::BBackward,
+        other => {
+            return Err(ParseError::new(format!(
+                "bad value for -F/--forw: gemm takes 1 (forward), 2 (backward for A) or \
+                 3 (backward for B), found {other}"
+            )))
+        }
+    };
+    Ok(GemmCommand {
+        command: command.to_string(),
+        dtype,
+        m: args.positive("a_h")?,
+        k: args.positive("a_w")?,
+        n: args.positive("b_w")?,
+        trans_a: args.flag_bool("transA")?,
+        trans_b: args.flag_bool("transB")?,
+        mode,
+    })
+}
+
+fn layernorm(command: &str, dtype: ElemType, args: &Args) -> Result<LayerNormCommand, ParseError> {
+    let mode = match args.int("forw")? {
+        1 => LayerNormMode::Forward,
+        2 => LayerNormMode::InputBackward,
+        3 => LayerNormMode::WeightBackward,
+        4 => LayerNormMode::BiasBackward,
+        other => {
+            return Err(ParseError::new(format!(
+                "bad value for -F/--forw: layernorm takes 1 (forward), 2 (input backward), \
+                 3 (weight backward) or 4 (bias backward), found {other}"
+            )))
+        }
+    };
+    let raw = args.raw("input");
+    if raw.is_empty() {
+        return Err(ParseError::new(
+            "missing -X/--input: layernorm needs the input shape, e.g. `-X 32x4x16x16`",
+        ));
+    }
+    let input_shape = raw
+        .split('x')
+        .map(|d| match d.parse::<u64>() {
+            Ok(v)
+                if (1..=i32::MAX as u64).contains(&v) && d.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                Ok(v)
+            }
+            _ => Err(ParseError::new(format!(
+                "bad value for -X/--input: expected sizes of at least 1 joined by `x` \
+                 (NxC[xD]xHxW), found `{raw}`"
+            ))),
+        })
+        .collect::<Result<Vec<u64>, ParseError>>()?;
+    let normalized_dim = args.int("normalized_dim")?;
+    if normalized_dim != input_shape.len() as i64 - 1 {
+        return Err(ParseError::new(format!(
+            "bad value for -o/--normalized_dim: only the last dimension can be normalized \
+             (as in BOO), so it must be {} for input {raw}, found {normalized_dim}",
+            input_shape.len() - 1
+        )));
+    }
+    let eps = args.float("eps")?;
+    if eps <= 0.0 {
+        return Err(ParseError::new(format!(
+            "bad value for -e/--eps: must be positive, found {eps}"
+        )));
+    }
+    let elementwise_affine = match args.int("mode")? {
+        0 => true,
+        1 => false,
+        other => {
+            return Err(ParseError::new(format!(
+                "bad value for -m/--mode: expected 0 (elementwise affine) or 1 (weight and bias), \
+                 found {other}"
+            )))
+        }
+    };
+    Ok(LayerNormCommand {
+        command: command.to_string(),
+        dtype,
+        input_shape,
+        normalized_dim: normalized_dim as usize,
+        eps,
+        elementwise_affine,
+        bias: true,
+        mode,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<BenchCommand, ParseError> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        parse_argv(&words)
+    }
+
+    fn conv_of(line: &str) -> ConvCommand {
+        match parse(line).unwrap_or_else(|e| panic!("{line}: {e}")).op {
+            Op::Conv(c) => c,
+            other => panic!("not a conv: {other:?}"),
+        }
+    }
+
+    fn err(line: &str) -> String {
+        match parse(line) {
+            Ok(cmd) => panic!("{line} parsed: {cmd:?}"),
+            Err(e) => e.reason,
+        }
+    }
+
+    #[test]
+    fn defaults_are_miopens_with_boo_run_options() {
+        let cmd = parse("conv").unwrap();
+        assert_eq!(cmd.iterations, 100);
+        assert!(cmd.time);
+        assert!(!cmd.verify);
+        assert!(cmd.notes.is_empty());
+        let Op::Conv(c) = cmd.op else { panic!() };
+        assert_eq!(c.dtype, ElemType::F32);
+        assert_eq!(c.spatial_dims, 2);
+        assert_eq!((c.n, c.c, c.k, c.groups), (100, 3, 32, 1));
+        assert_eq!(c.input_spatial, [32, 32]);
+        assert_eq!(c.filter_spatial, [3, 3]);
+        assert_eq!(c.stride, [1, 1]);
+        assert_eq!(c.padding, [0, 0]);
+        assert_eq!(c.dilation, [1, 1]);
+        assert_eq!(c.output_padding, [0, 0]);
+        assert_eq!(c.output_spatial, [30, 30]);
+        assert_eq!(c.mode, ConvMode::Conv);
+        assert_eq!(c.pad_mode, PadMode::Default);
+        assert!(!c.bias);
+        assert_eq!(
+            (c.input_layout, c.filter_layout, c.output_layout),
+            (Layout::Nchw, Layout::Nchw, Layout::Nchw)
+        );
+        assert_eq!(c.forw, 0);
+        assert_eq!(c.directions, Direction::ALL);
+    }
+
+    #[test]
+    fn command_words_pick_the_type() {
+        for (word, ty) in [
+            ("conv", ElemType::F32),
+            ("convfp16", ElemType::F16),
+            ("convbfp16", ElemType::BF16),
+            ("convint8", ElemType::I8),
+        ] {
+            assert_eq!(conv_of(&format!("{word} -F 1")).dtype, ty);
+        }
+        assert!(err("convfp8 -n 1").contains("not supported"));
+        assert!(err("convbfp8").contains("not supported"));
+        let e = err("pool -n 1");
+        assert!(e.contains("unknown command `pool`"), "{e}");
+        assert!(e.contains("convbfp16"), "{e}");
+        assert!(parse_argv::<&str>(&[])
+            .unwrap_err()
+            .reason
+            .contains("empty"));
+    }
+
+    /// Every used conv flag, in long and short form, lands in the same field.
+    #[test]
+    fn every_flag_in_long_and_short_form() {
+        type Case = (&'static str, char, &'static str, fn(&ConvCommand) -> String);
+        let cases: &[Case] = &[
+            ("batchsize", 'n', "7", |c| c.n.to_string()),
+            ("in_channels", 'c', "6", |c| c.c.to_string()),
+            ("in_h", 'H', "20", |c| c.input_spatial[0].to_string()),
+            ("in_w", 'W', "21", |c| c.input_spatial[1].to_string()),
+            ("out_channels", 'k', "9", |c| c.k.to_string()),
+            ("fil_h", 'y', "5", |c| c.filter_spatial[0].to_string()),
+            ("fil_w", 'x', "1", |c| c.filter_spatial[1].to_string()),
+            ("conv_stride_h", 'u', "2", |c| c.stride[0].to_string()),
+            ("conv_stride_w", 'v', "3", |c| c.stride[1].to_string()),
+            ("pad_h", 'p', "1", |c| c.padding[0].to_string()),
+            ("pad_w", 'q', "2", |c| c.padding[1].to_string()),
+            ("dilation_h", 'l', "2", |c| c.dilation[0].to_string()),
+            ("dilation_w", 'j', "3", |c| c.dilation[1].to_string()),
+            ("group_count", 'g', "3", |c| c.groups.to_string()),
+            ("bias", 'b', "1", |c| c.bias.to_string()),
+            ("forw", 'F', "5", |c| c.forw.to_string()),
+            ("in_layout", 'I', "NHWC", |c| c.input_layout.to_string()),
+            ("fil_layout", 'f', "NHWC", |c| c.filter_layout.to_string()),
+            ("out_layout", 'O', "NHWC", |c| c.output_layout.to_string()),
+            ("spatial_dim", '_', "2", |c| c.spatial_dims.to_string()),
+            ("mode", 'm', "trans", |c| format!("{:?}", c.mode)),
+            ("pad_mode", 'z', "valid", |c| format!("{:?}", c.pad_mode)),
+        ];
+        let base = "conv -c 6 -k 9";
+        for (long, short, value, get) in cases {
+            let from_long = conv_of(&format!("{base} --{long} {value}"));
+            let from_short = conv_of(&format!("{base} -{short} {value}"));
+            let from_eq = conv_of(&format!("{base} --{long}={value}"));
+            assert_eq!(from_long, from_short, "--{long} vs -{short}");
+            assert_eq!(from_long, from_eq, "--{long}=");
+            let got = get(&from_long);
+            let expected = match *value {
+                "1" if *long == "bias" => "true",
+                "trans" => "Trans",
+                "valid" => "Valid",
+                v => v,
+            };
+            assert_eq!(got, expected, "--{long}");
+        }
+    }
+
+    #[test]
+    fn three_d_flags() {
+        let line = "convfp16 --spatial_dim 3 -n 2 -c 4 -! 10 -H 12 -W 14 -k 8 -@ 3 -y 3 -x 1 \
+                    -# 2 -u 1 -v 1 -$ 1 -p 0 -q 0 -^ 2 -l 1 -j 1 -F 1";
+        let c = conv_of(line);
+        assert_eq!(c.spatial_dims, 3);
+        assert_eq!(c.input_spatial, [10, 12, 14]);
+        assert_eq!(c.filter_spatial, [3, 3, 1]);
+        assert_eq!(c.stride, [2, 1, 1]);
+        assert_eq!(c.padding, [1, 0, 0]);
+        assert_eq!(c.dilation, [2, 1, 1]);
+        // depth: (10 + 2 - 2*2 - 1)/2 + 1 = 4
+        assert_eq!(c.output_spatial, [4, 10, 14]);
+        assert_eq!(c.input_layout, Layout::Ncdhw);
+        assert_eq!(c.input_shape(), [2, 4, 10, 12, 14]);
+        assert_eq!(c.filter_shape(), [8, 4, 3, 3, 1]);
+        assert_eq!(c.output_shape(), [2, 8, 4, 10, 14]);
+
+        let long = "convfp16 -_ 3 --in_d 10 --fil_d 3 --conv_stride_d 2 --pad_d 1 --dilation_d 2 \
+                    -n 2 -c 4 -H 12 -W 14 -k 8 -x 1 -F 1";
+        assert_eq!(conv_of(long), conv_of(&line.replace("-y 3 ", "")));
+
+        // 3-D layouts, with --spatial_dim or inferred from the layouts.
+        let c = conv_of("conv -_ 3 -I NDHWC -f NDHWC -O ndhwc -F 1");
+        assert_eq!(c.input_layout, Layout::Ndhwc);
+        assert_eq!(c.output_layout, Layout::Ndhwc);
+        assert_eq!(c.input_shape(), [100, 32, 32, 32, 3]);
+        let inferred = conv_of("conv -I NDHWC -F 1");
+        assert_eq!(inferred.spatial_dims, 3);
+        assert_eq!(inferred.filter_layout, Layout::Ncdhw);
+
+        // Depth flags on a 2-D convolution are noted, not used.
+        let cmd = parse("conv -! 8 -@ 1").unwrap();
+        assert!(cmd
+            .notes
+            .iter()
+            .any(|n| n.contains("-!/--in_d") && n.contains("2-D")));
+        let Op::Conv(c) = cmd.op else { panic!() };
+        assert_eq!(c.input_spatial.len(), 2);
+    }
+
+    #[test]
+    fn layouts_are_independent() {
+        let c =
+            conv_of("convbfp16 -n 2 -c 4 -H 5 -W 6 -k 8 -y 3 -x 1 -I NHWC -f NCHW -O NHWC -F 1");
+        assert_eq!(c.input_shape(), [2, 5, 6, 4]);
+        assert_eq!(c.filter_shape(), [8, 4, 3, 1]);
+        assert_eq!(c.output_shape(), [2, 3, 6, 8]);
+        let c = conv_of("conv -n 2 -c 4 -H 5 -W 6 -k 8 -y 3 -x 1 -I nchw -f nhwc -O nchw -F 1");
+        assert_eq!(c.input_shape(), [2, 4, 5, 6]);
+        assert_eq!(c.filter_shape(), [8, 3, 1, 4]);
+        assert_eq!(c.output_shape(), [2, 8, 3, 6]);
+
+        assert!(err("conv -I NCWH").contains("unknown layout `NCWH`"));
+        assert!(err("conv -f CHWN").contains("CHWN is not supported"));
+        let e = err("conv -_ 2 -I NCDHW");
+        assert!(e.contains("--spatial_dim is 2"), "{e}");
+        let e = err("conv -I NHWC -O NDHWC");
+        assert!(e.contains("disagree"), "{e}");
+        assert!(err("conv -_ 1").contains("expected 2 or 3"));
+    }
+
+    #[test]
+    fn every_forw_combination() {
+        use Direction::*;
+        let expected: &[(i64, &[Direction])] = &[
+            (0, &[Forward, BackwardData, BackwardWeight]),
+            (1, &[Forward]),
+            (2, &[BackwardData]),
+            (3, &[Forward, BackwardData]),
+            (4, &[BackwardWeight]),
+            (5, &[Forward, BackwardWeight]),
+            (6, &[BackwardData, BackwardWeight]),
+            (7, &[Forward, BackwardData, BackwardWeight]),
+        ];
+        for (forw, dirs) in expected {
+            assert_eq!(
+                conv_of(&format!("conv -F {forw}")).directions,
+                *dirs,
+                "-F {forw}"
+            );
+            assert_eq!(Direction::from_forw(*forw).unwrap(), *dirs);
+        }
+        assert!(err("conv -F 8").contains("-F/--forw"));
+        assert!(err("conv --forw -1").contains("-F/--forw"));
+        assert!(err("conv -F x").contains("expected an integer"));
+    }
+
+    #[test]
+    fn int8_runs_forward_only() {
+        let cmd = parse("convint8 -c 8 -k 8").unwrap();
+        let Op::Conv(c) = &cmd.op else { panic!() };
+        assert_eq!(c.directions, [Direction::Forward]);
+        assert!(
+            cmd.notes.iter().any(|n| n.contains("bwd+wrw")),
+            "{:?}",
+            cmd.notes
+        );
+        let e = err("convint8 -F 6");
+        assert!(e.contains("only the forward direction"), "{e}");
+        assert!(parse("convint8 -F 1").unwrap().notes.is_empty());
+    }
+
+    #[test]
+    fn transposed_convolution_with_output_padding() {
+        let c = conv_of("convfp16 -m trans -n 2 -c 16 -H 7 -W 9 -k 8 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 -Y 1 -X 0 -g 2 -F 1");
+        assert_eq!(c.mode, ConvMode::Trans);
+        assert_eq!(c.output_padding, [1, 0]);
+        // 2*(7-1) + (3-1) + 1 - 2 + 1 = 14 ; 2*(9-1) + 2 + 1 - 2 + 0 = 17
+        assert_eq!(c.output_spatial, [14, 17]);
+        // MIOpen's transposed filter: C x K/g x Y x X.
+        assert_eq!(c.filter_channels(), (16, 4));
+        assert_eq!(c.filter_shape(), [16, 4, 3, 3]);
+        assert_eq!(c.output_shape(), [2, 8, 14, 17]);
+        let long = conv_of("convfp16 --mode trans -n 2 -c 16 -H 7 -W 9 -k 8 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 --trans_output_pad_h 1 --trans_output_pad_w 0 -g 2 -F 1");
+        assert_eq!(c, long);
+        let three = conv_of("conv -_ 3 -m trans -# 2 -% 1 -F 1");
+        assert_eq!(three.output_padding, [1, 0, 0]);
+        // 2*(32-1) + 2 + 1 + 1 = 66
+        assert_eq!(three.output_spatial, [66, 34, 34]);
+
+        let e = err("conv -m trans -Y 1");
+        assert!(e.contains("smaller than the stride"), "{e}");
+        let e = err("conv -m deconv");
+        assert!(e.contains("expected conv or trans"), "{e}");
+
+        // Output padding is meaningless without -m trans: noted and dropped.
+        let cmd = parse("conv -Y 1").unwrap();
+        assert!(cmd.notes.iter().any(|n| n.contains("not transposed")));
+        let Op::Conv(c) = cmd.op else { panic!() };
+        assert_eq!(c.output_padding, [0, 0]);
+    }
+
+    #[test]
+    fn groups() {
+        let c = conv_of("conv -c 32 -k 64 -g 4 -F 1");
+        assert_eq!(c.filter_shape(), [64, 8, 3, 3]);
+        let depthwise = conv_of("conv -c 32 -k 32 -g 32 -F 1");
+        assert_eq!(depthwise.filter_shape(), [32, 1, 3, 3]);
+        let e = err("conv -c 30 -k 64 -g 4");
+        assert!(e.contains("divisible"), "{e}");
+        let e = err("conv -c 32 -k 30 -g 4");
+        assert!(e.contains("divisible"), "{e}");
+        assert!(err("conv -g 0").contains("at least 1"));
+    }
+
+    #[test]
+    fn pad_modes() {
+        let same = conv_of("conv -H 32 -W 31 -y 3 -x 4 -u 2 -v 2 -z same -F 1");
+        // H: 32 % 2 == 0 -> (3-2)/2 = 0 ; W: 31 % 2 == 1 -> (4-1)/2 = 1
+        assert_eq!(same.padding, [0, 1]);
+        let same = conv_of("conv -y 3 -x 3 -z same -F 1");
+        assert_eq!(same.padding, [1, 1]);
+        assert_eq!(same.output_spatial, [32, 32]);
+        let valid = conv_of("conv -p 2 -q 2 -z valid -F 1");
+        assert_eq!(valid.padding, [0, 0]);
+        // Not applied with dilation > 1 and filters > 1 (as MIOpen).
+        let kept = conv_of("conv -p 2 -q 2 -l 2 -z valid -F 1");
+        assert_eq!(kept.padding, [2, 2]);
+        assert!(err("conv -z full").contains("default, same or valid"));
+    }
+
+    #[test]
+    fn output_sizes() {
+        assert_eq!(conv_output_size(32, 3, 1, 0, 1), 30);
+        assert_eq!(conv_output_size(32, 3, 2, 1, 1), 16);
+        assert_eq!(conv_output_size(7, 3, 1, 0, 3), 1);
+        assert_eq!(conv_output_size(2, 3, 1, 0, 1), 0);
+        assert_eq!(conv_output_size(1, 5, 1, 0, 1), -3);
+        assert_eq!(trans_output_size(16, 3, 2, 1, 1, 1), 32);
+        assert_eq!(trans_output_size(1, 1, 1, 1, 1, 0), -1);
+        let e = err("conv -H 2 -y 3");
+        assert!(
+            e.contains("impossible shape") && e.contains("height"),
+            "{e}"
+        );
+        let e = err("conv -W 5 -x 3 -j 3");
+        assert!(e.contains("width would be -1"), "{e}");
+        let e = err("conv -m trans -H 1 -W 1 -y 1 -x 1 -p 1 -q 1");
+        assert!(e.contains("impossible shape"), "{e}");
+    }
+
+    #[test]
+    fn run_options() {
+        let cmd = parse("conv -i 7 -t 0 -V 1").unwrap();
+        assert_eq!((cmd.iterations, cmd.time, cmd.verify), (7, false, true));
+        let cmd = parse("conv --iter 9 --time 1 --verify 0").unwrap();
+        assert_eq!((cmd.iterations, cmd.time, cmd.verify), (9, true, false));
+        assert!(err("conv -i 0").contains("at least 1"));
+        assert!(err("conv --iter many").contains("expected an integer"));
+        assert!(parse("gemm -i 3 -t 0 -V 1").unwrap().verify);
+        assert_eq!(parse("layernorm -X 2x8 -o 1 -i 3").unwrap().iterations, 3);
+    }
+
+    #[test]
+    fn ignored_flags_are_noted_when_not_default() {
+        let all = "conv -r 1 -s 1 -P 0 -o 1 -d in.bin -e w.bin -a b.bin -D dy.bin -S 42 -G 1 \
+                   -U fp8 -T fp8 -R fp8 -C /tmp/cache -w 1";
+        let cmd = parse(all).unwrap();
+        assert_eq!(cmd.notes.len(), 15, "{:#?}", cmd.notes);
+        for flag in [
+            "--search",
+            "--solution",
+            "--gpualloc",
+            "--wall",
+            "--in_cast_type",
+            "--pad_val",
+        ] {
+            assert!(
+                cmd.notes.iter().any(|n| n.contains(flag)),
+                "{flag}: {:#?}",
+                cmd.notes
+            );
+        }
+        let long = "conv --pad_val 1 --search 1 --printconv 0 --dump_output 1 --in_data in.bin \
+                    --weights w.bin --in_bias b.bin --dout_data dy.bin --solution 42 --gpualloc 1 \
+                    --in_cast_type fp8 --out_cast_type fp8 --wei_cast_type fp8 \
+                    --verification_cache /tmp/cache --wall 1";
+        assert_eq!(parse(long).unwrap().notes.len(), 15);
+        // At MIOpen's defaults they change nothing and are not noted.
+        let cmd = parse("conv -s 0 -S -1 -P 1 -w 0 -G 0 -Z 0 -L 1").unwrap();
+        assert!(cmd.notes.is_empty(), "{:?}", cmd.notes);
+        // Vectorized layouts are refused.
+        assert!(err("conv -Z 1 -L 4").contains("vectorized"));
+        assert!(err("conv --vector_length 8").contains("vectorized"));
+    }
+
+    #[test]
+    fn bad_lines_have_reasons() {
+        assert_eq!(err("conv --bogus 1"), "unknown flag `--bogus`");
+        assert_eq!(err("conv -K 1"), "unknown flag `-K`");
+        assert!(err("conv -n16").contains("next word"));
+        assert!(err("conv 16").contains("unexpected word `16`"));
+        assert_eq!(err("conv -n"), "flag -n/--batchsize needs a value");
+        assert!(err("conv -n 1.5").contains("bad value for -n/--batchsize: expected an integer"));
+        assert!(err("conv -n 0").contains("must be at least 1"));
+        assert!(err("conv -p -1").contains("must not be negative"));
+        assert!(err("conv -u 0").contains("-u/--conv_stride_h"));
+        assert!(err("conv -l 0").contains("-l/--dilation_h"));
+        // A value may start with a dash: it is always the next word.
+        assert!(parse("conv -S -1").unwrap().notes.is_empty());
+        // Gemm flags are not conv flags and the reverse.
+        assert!(err("conv --transA 1").contains("unknown flag"));
+        assert!(err("gemm -g 2").contains("unknown flag"));
+    }
+
+    #[test]
+    fn huge_values_are_refused_or_saturate_without_panicking() {
+        assert!(err("conv -n 99999999999").contains("out of range"));
+        assert!(err("layernorm -X 99999999999x2 -o 1").contains("-X/--input"));
+        let big = i32::MAX;
+        let c = conv_of(&format!(
+            "conv -n {big} -c {big} -k {big} -H {big} -W {big} -y 1 -x 1 -u {big} -p {big} -F 1"
+        ));
+        assert_eq!(c.output_spatial, [3, i32::MAX as u64]);
+        let sigs = crate::signature::signatures(&Op::Conv(c));
+        assert_eq!(sigs[0].flops, u64::MAX);
+        assert_eq!(sigs[0].bytes, u64::MAX);
+        assert_eq!(
+            trans_output_size(u64::MAX, u64::MAX, u64::MAX, 0, 1, 0),
+            i64::MAX
+        );
+    }
+
+    #[test]
+    fn later_flags_win() {
+        assert_eq!(conv_of("conv -n 2 --batchsize 3").n, 3);
+    }
+
+    #[test]
+    fn gemm_commands() {
+        let cmd = parse("gemm").unwrap();
+        let Op::Gemm(g) = cmd.op else { panic!() };
+        assert_eq!((g.m, g.k, g.n), (256, 256, 256));
+        assert_eq!(g.dtype, ElemType::F32);
+        assert_eq!(g.mode, GemmMode::Forward);
+        assert!(!g.trans_a && !g.trans_b);
+
+        let short = parse("gemmfp16 -m 64 -k 32 -n 16 -u 1 -v 0 -F 2").unwrap();
+        let long =
+            parse("gemmfp16 --a_h 64 --a_w 32 --b_w 16 --transA 1 --transB 0 --forw 2").unwrap();
+        assert_eq!(short.op, long.op);
+        let Op::Gemm(g) = short.op else { panic!() };
+        assert_eq!((g.m, g.k, g.n), (64, 32, 16));
+        assert_eq!(g.dtype, ElemType::F16);
+        assert!(g.trans_a && !g.trans_b);
+        assert_eq!(g.mode, GemmMode::ABackward);
+        let Op::Gemm(g) = parse("gemm -F 3").unwrap().op else {
+            panic!()
+        };
+        assert_eq!(g.mode, GemmMode::BBackward);
+        assert!(err("gemm -F 0").contains("gemm takes 1"));
+        assert!(err("gemm -m 0").contains("at least 1"));
+    }
+
+    #[test]
+    fn layernorm_commands() {
+        let short = parse("layernormbfp16 -X 32x4x16x16 -e 1e-6 -m 1 -o 3 -F 3").unwrap();
+        let long = parse(
+            "layernormbfp16 --input 32x4x16x16 --eps 1e-6 --mode 1 --normalized_dim 3 --forw 3",
+        )
+        .unwrap();
+        assert_eq!(short.op, long.op);
+        let Op::LayerNorm(l) = short.op else { panic!() };
+        assert_eq!(l.dtype, ElemType::BF16);
+        assert_eq!(l.input_shape, [32, 4, 16, 16]);
+        assert_eq!(l.normalized_shape(), [16]);
+        assert_eq!(l.eps, 1e-6);
+        assert!(!l.elementwise_affine);
+        assert!(l.bias);
+        assert_eq!(l.mode, LayerNormMode::WeightBackward);
+
+        let Op::LayerNorm(l) = parse("layernorm -X 2x3x4x5").unwrap().op else {
+            panic!()
+        };
+        assert_eq!(l.dtype, ElemType::F32);
+        assert_eq!(l.eps, 1e-5);
+        assert!(l.elementwise_affine);
+        assert_eq!(l.mode, LayerNormMode::Forward);
+        let Op::LayerNorm(l) = parse("layernormfp16 -X 2x3x4x5x6 -o 4 -F 4").unwrap().op else {
+            panic!()
+        };
+        assert_eq!(l.dtype, ElemType::F16);
+        assert_eq!(l.mode, LayerNormMode::BiasBackward);
+
+        assert!(err("layernorm").contains("missing -X/--input"));
+        assert!(err("layernorm -X 2x0x4").contains("-X/--input"));
+        assert!(err("layernorm -X 2,3").contains("-X/--input"));
+        assert!(err("layernorm -X 2x3x4x5 -o 2").contains("must be 3"));
+        assert!(err("layernorm -X 2x3x4x5 -F 5").contains("layernorm takes"));
+        assert!(err("layernorm -X 2x3x4x5 -m 2").contains("-m/--mode"));
+        assert!(err("layernorm -X 2x3x4x5 -e 0").contains("positive"));
+        assert!(err("layernorm -X 2x3x4x5 -e x").contains("expected a number"));
+    }
+
+    #[test]
+    fn flag_tables_have_unique_names() {
+        for tables in [
+            &[CONV_FLAGS, COMMON_FLAGS][..],
+            &[GEMM_FLAGS, COMMON_FLAGS][..],
+            &[LAYERNORM_FLAGS, COMMON_FLAGS][..],
+        ] {
+            let specs: Vec<&FlagSpec> = tables.iter().flat_map(|t| t.iter()).collect();
+            for (i, a) in specs.iter().enumerate() {
+                for b in &specs[i + 1..] {
+                    assert_ne!(a.long, b.long);
+                    assert_ne!(a.short, b.short, "{} and {}", a.long, b.long);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn usage_error_for_the_single_command_form() {
+        let e = parse("conv -n 0")
+            .unwrap_err()
+            .into_usage_error("conv -n 0");
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.causes[0].contains("at least 1"));
+    }
+}
