@@ -58,7 +58,6 @@ pub struct Finished {
 /// crash).
 pub fn run(spec: &Spec, on_spawn: impl FnOnce(i32)) -> Result<Finished> {
     use std::os::unix::process::CommandExt;
-    use std::os::unix::process::ExitStatusExt;
 
     let Some((program, args)) = spec.argv.split_first() else {
         return Err(
@@ -92,7 +91,23 @@ pub fn run(spec: &Spec, on_spawn: impl FnOnce(i32)) -> Result<Finished> {
         })?;
     let pgid = child.id() as i32;
     on_spawn(pgid);
-    let status = match spec.timeout {
+    let exit = wait_group(&mut child, spec.timeout)?;
+    Ok(Finished {
+        exit,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// Waits for a child started as the leader of its own process group, killing
+/// the group at the timeout; whatever the child left running in its group is
+/// killed too, so nothing outlives it.
+pub fn wait_group(
+    child: &mut std::process::Child,
+    timeout: Option<Duration>,
+) -> std::io::Result<Exit> {
+    use std::os::unix::process::ExitStatusExt;
+    let pgid = child.id() as i32;
+    let status = match timeout {
         Some(limit) => match child.wait_timeout(limit)? {
             Some(status) => Some(status),
             None => {
@@ -103,19 +118,14 @@ pub fn run(spec: &Spec, on_spawn: impl FnOnce(i32)) -> Result<Finished> {
         },
         None => Some(child.wait()?),
     };
-    // Whatever the child left running in its group must not outlive it.
     kill_group(pgid);
-    let exit = match status {
+    Ok(match status {
         None => Exit::TimedOut,
         Some(s) => match (s.code(), s.signal()) {
             (Some(code), _) => Exit::Code(code),
             (None, Some(sig)) => Exit::Signal(sig),
             (None, None) => Exit::Code(-1),
         },
-    };
-    Ok(Finished {
-        exit,
-        elapsed: start.elapsed(),
     })
 }
 

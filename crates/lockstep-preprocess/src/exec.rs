@@ -5,9 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lockstep_core::process::{kill_group, Exit};
+use lockstep_core::process::Exit;
 use lockstep_core::Error;
-use wait_timeout::ChildExt;
 
 /// One tool run.
 #[derive(Debug, Clone)]
@@ -30,7 +29,7 @@ pub struct Ran {
 }
 
 pub fn run(r: &Run) -> Result<Ran, Error> {
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::os::unix::process::CommandExt;
     let open = |p: &Path, write: bool| {
         let f = if write {
             std::fs::File::create(p)
@@ -57,28 +56,7 @@ pub fn run(r: &Run) -> Result<Ran, Error> {
                 .cause(format!("{}: {e}", r.program.display()))
                 .hint("check that the tool exists and is executable")
         })?;
-    let pgid = child.id() as i32;
-    let status = match r.timeout {
-        Some(limit) => match child.wait_timeout(limit)? {
-            Some(status) => Some(status),
-            None => {
-                kill_group(pgid);
-                let _ = child.wait();
-                None
-            }
-        },
-        None => Some(child.wait()?),
-    };
-    // Whatever the tool left running in its group must not outlive it.
-    kill_group(pgid);
-    let exit = match status {
-        None => Exit::TimedOut,
-        Some(s) => match (s.code(), s.signal()) {
-            (Some(code), _) => Exit::Code(code),
-            (None, Some(sig)) => Exit::Signal(sig),
-            (None, None) => Exit::Code(-1),
-        },
-    };
+    let exit = lockstep_core::process::wait_group(&mut child, r.timeout)?;
     Ok(Ran {
         exit,
         elapsed: start.elapsed(),
