@@ -10,6 +10,7 @@
 
 pub mod commands;
 pub mod miopen;
+pub mod mlir;
 pub mod signature;
 
 pub use commands::{parse_file, split_command, strip_prefixes, Line};
