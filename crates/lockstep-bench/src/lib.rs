@@ -4,14 +4,21 @@
 //! It owns the commands-file format ([`commands`]), the MIOpenDriver flag tables
 //! and their validation ([`miopen`]) and the op signatures derived from a parsed
 //! command, one per direction, with shapes, FLOP and byte counts ([`signature`]).
-//! It is pure: no processes, files or toolchains. It must not know how kernels
-//! are compiled or launched (lockstep-iree and the bench runner do that) nor
-//! print anything (the binary does).
+//! Parsing, signatures and MLIR generation are pure. [`run`] compiles the
+//! kernels with iree-compile through the kernel [`cache`] and times each with
+//! iree-benchmark-module in its own process; [`report`] holds the rows, their
+//! statistics and the CSV. Tool paths come from the caller (lockstep-iree
+//! resolves them); nothing here prints (the binary does).
 
+pub mod cache;
 pub mod commands;
+pub mod defaults;
 pub mod miopen;
 pub mod mlir;
+pub mod report;
+pub mod run;
 pub mod signature;
+pub mod verify;
 
 pub use commands::{parse_file, split_command, strip_prefixes, Line};
 pub use miopen::{

@@ -37,6 +37,8 @@ pub enum Command {
     Cache(Cache),
     /// Run every hal.executable through tools and pass pipelines: bounded, cached, checked.
     Preprocess(PreprocessArgs),
+    /// Compile and time MIOpenDriver-style kernels on the host CPU (BOO's driver, see docs/bench.md).
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -291,4 +293,48 @@ pub struct PreprocessArgs {
     /// After `--`: iree-compile flags (direct form) or the tool's argv (--wrap).
     #[arg(last = true, value_name = "ARGS")]
     pub rest: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// One command per line (`#` comments; a `.tsv` splits at tabs); extra MIOpen flags after `--` go on every line.
+    #[arg(long, value_name = "FILE")]
+    pub commands_file: Option<PathBuf>,
+    /// Write the results as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the results as JSON (rows plus `compiled` and `cache_hits`).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Verify numerics (accepted; the `verify` column stays empty for now).
+    #[arg(long)]
+    pub verify: bool,
+    /// Compile workers (default: all cores).
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    pub jobs: Option<usize>,
+    /// IREE runtime device.
+    #[arg(long, value_name = "D", default_value = "local-task")]
+    pub device: String,
+    /// Extra iree-compile flag (repeatable).
+    #[arg(long = "compile-flag", value_name = "F", allow_hyphen_values = true)]
+    pub compile_flags: Vec<String>,
+    /// Kill a compile or timed run after SECS seconds (default 600).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// CPU worker threads of the timed runtime (local-task).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Fill every input with this value (default 1).
+    #[arg(long, value_name = "V", allow_hyphen_values = true)]
+    pub splat_input_value: Option<String>,
+    /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).
+    #[arg(long, value_name = "DIR")]
+    pub iree_bin: Option<PathBuf>,
+    /// The MIOpenDriver command (e.g. `convbfp16 -n 16 ...`); with --commands-file, extra flags for every line.
+    #[arg(
+        value_name = "MIOPEN COMMAND",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<String>,
 }

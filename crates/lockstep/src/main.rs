@@ -1,6 +1,7 @@
 //! The `lockstep` command: parses arguments, dispatches to the engines, prints.
 //! No logic lives here; see the `lockstep-*` crates.
 
+mod bench;
 mod cli;
 mod integrate;
 mod output;
@@ -43,5 +44,9 @@ fn dispatch(cli: cli::Cli) -> Result<i32, lockstep_core::Error> {
         }
         cli::Command::Cache(cmd) => suite::cache(cmd),
         cli::Command::Preprocess(args) => preprocess::run(args, cli.config.as_deref(), &cwd),
+        cli::Command::Bench(args) => {
+            let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;
+            bench::run(args, &loaded)
+        }
     }
 }

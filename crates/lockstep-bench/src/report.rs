@@ -1,0 +1,179 @@
+//! Results of a bench run: one row per kernel (a `-F 0` line gives one per
+//! direction), their statistics, the BOO-style text lines and the CSV.
+
+use serde::Serialize;
+
+/// The CSV header, exactly.
+pub const CSV_HEADER: &str = "arguments,min_time (us),max_time (us),mean_time (us),median_time (us),stddev (us),gflops,gbps,func_name,verify,status";
+
+/// Statistics over the timed samples, in microseconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub median: f64,
+    pub stddev: f64,
+    pub samples: usize,
+}
+
+impl Stats {
+    /// `None` for no samples. The standard deviation is the sample one (n-1).
+    pub fn from_samples(samples: &[f64]) -> Option<Stats> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut sorted = samples.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let mean = sorted.iter().sum::<f64>() / n as f64;
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
+        let stddev = if n > 1 {
+            (sorted.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        Some(Stats {
+            min: sorted[0],
+            max: sorted[n - 1],
+            mean,
+            median,
+            stddev,
+            samples: n,
+        })
+    }
+}
+
+/// One result row.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Index of the command (line) this row belongs to, in input order.
+    pub command: usize,
+    /// Line number in the commands file.
+    pub line: Option<usize>,
+    /// The MIOpen command without a driver prefix.
+    pub arguments: String,
+    pub func_name: String,
+    /// Shape and dtype of the kernel's result (empty when unknown).
+    pub output_shape: Vec<u64>,
+    pub output_dtype: String,
+    pub stats: Option<Stats>,
+    pub gflops: Option<f64>,
+    pub gbps: Option<f64>,
+    /// Verification result; empty until verification exists.
+    pub verify: String,
+    /// `ok` or why the row failed.
+    pub status: String,
+    /// True when the module came from the cache.
+    pub cached: bool,
+}
+
+impl Row {
+    pub fn ok(&self) -> bool {
+        self.status == "ok"
+    }
+
+    /// The `>>>` lines BOO prints after the command.
+    pub fn boo_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if !self.output_dtype.is_empty() {
+            let dims: Vec<String> = self.output_shape.iter().map(u64::to_string).collect();
+            lines.push(format!(
+                ">>> tensor(size=({}), dtype={})  {}",
+                dims.join(", "),
+                self.output_dtype,
+                self.func_name
+            ));
+        }
+        match &self.stats {
+            Some(s) if self.ok() => lines.push(format!(
+                ">>> min={:.2}us max={:.2}us mean={:.2}us median={:.2}us stddev={:.2}us",
+                s.min, s.max, s.mean, s.median, s.stddev
+            )),
+            _ => lines.push(format!(">>> failed: {}", self.status)),
+        }
+        lines
+    }
+
+    /// The row as a CSV line (no newline).
+    pub fn csv(&self) -> String {
+        let num = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_default();
+        let s = self.stats.as_ref().filter(|_| self.ok());
+        [
+            quote(&self.arguments),
+            num(s.map(|s| s.min)),
+            num(s.map(|s| s.max)),
+            num(s.map(|s| s.mean)),
+            num(s.map(|s| s.median)),
+            num(s.map(|s| s.stddev)),
+            num(self.gflops.filter(|_| s.is_some())),
+            num(self.gbps.filter(|_| s.is_some())),
+            quote(&self.func_name),
+            quote(&self.verify),
+            quote(&self.status),
+        ]
+        .join(",")
+    }
+}
+
+/// The whole CSV file.
+pub fn csv(rows: &[Row]) -> String {
+    let mut text = String::from(CSV_HEADER);
+    text.push('\n');
+    for row in rows {
+        text.push_str(&row.csv());
+        text.push('\n');
+    }
+    text
+}
+
+/// RFC 4180 quoting when needed.
+fn quote(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statistics() {
+        let s = Stats::from_samples(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!((s.min, s.max, s.mean, s.median), (1.0, 4.0, 2.5, 2.5));
+        assert!((s.stddev - 1.290_994).abs() < 1e-5);
+        let s = Stats::from_samples(&[5.0]).unwrap();
+        assert_eq!((s.median, s.stddev), (5.0, 0.0));
+        assert!(Stats::from_samples(&[]).is_none());
+    }
+
+    #[test]
+    fn failed_rows_leave_times_empty_and_fields_are_quoted() {
+        let row = Row {
+            command: 0,
+            line: Some(3),
+            arguments: "conv --bogus 1".into(),
+            func_name: String::new(),
+            output_shape: vec![],
+            output_dtype: String::new(),
+            stats: Some(Stats::from_samples(&[1.0]).unwrap()),
+            gflops: Some(1.0),
+            gbps: Some(1.0),
+            verify: String::new(),
+            status: "line 3: unknown flag `--bogus`, really".into(),
+            cached: false,
+        };
+        assert_eq!(
+            row.csv(),
+            "conv --bogus 1,,,,,,,,,,\"line 3: unknown flag `--bogus`, really\""
+        );
+        assert_eq!(csv(&[]).trim_end(), CSV_HEADER);
+    }
+}

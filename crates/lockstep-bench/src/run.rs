@@ -1,0 +1,433 @@
+//! Running a batch: parsed commands become signatures, unique signatures are
+//! compiled by iree-compile on `jobs` workers (through the kernel cache), then
+//! each kernel is timed by iree-benchmark-module in its own process, one at a
+//! time.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use lockstep_core::process::{self, Exit, Spec};
+use serde::Serialize;
+
+use crate::cache::{self, Entry};
+use crate::miopen::BenchCommand;
+use crate::mlir::conv_module;
+use crate::report::{Row, Stats};
+use crate::signature::{signatures, OpSignature};
+
+/// The host CPU target flags every kernel is compiled with.
+pub const TARGET_FLAGS: &[&str] = &[
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=host",
+];
+
+/// One command of the batch.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Line number in the commands file.
+    pub line: Option<usize>,
+    /// The command words without a driver prefix, joined.
+    pub arguments: String,
+    /// The parsed command or why it was rejected.
+    pub parsed: Result<BenchCommand, String>,
+}
+
+/// How to compile and run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub compiler: PathBuf,
+    pub benchmark: PathBuf,
+    /// Compiler identity for the cache key.
+    pub identity: String,
+    pub device: String,
+    /// Added after the target flags.
+    pub compile_flags: Vec<String>,
+    pub jobs: usize,
+    /// Per compile and per timed process.
+    pub timeout: Option<Duration>,
+    /// `--task_topology_max_group_count` for local-task.
+    pub threads: Option<usize>,
+    /// The value every input is filled with (default 1).
+    pub splat: Option<String>,
+    /// Kernel cache directory (`None`: off).
+    pub cache: Option<PathBuf>,
+    /// Logs and uncached modules.
+    pub work_dir: PathBuf,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub rows: Vec<Row>,
+    /// Kernels compiled by iree-compile in this run.
+    pub compiled: usize,
+    /// Kernels taken from the cache.
+    pub cache_hits: usize,
+}
+
+impl Summary {
+    pub fn failed(&self) -> usize {
+        self.rows.iter().filter(|r| !r.ok()).count()
+    }
+}
+
+/// A row waiting for its kernel.
+struct Planned {
+    row: Row,
+    /// (key, iterations, signature) when there is a kernel to time.
+    kernel: Option<(String, u32, OpSignature)>,
+}
+
+/// A compiled module and whether it came from the cache, or why there is none.
+type Module = Result<(PathBuf, bool), String>;
+
+struct Kernel {
+    func_name: String,
+    mlir: String,
+}
+
+/// Runs every job; `on_row` sees each row as soon as it is final, in order.
+pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summary {
+    let flags: Vec<String> = TARGET_FLAGS
+        .iter()
+        .map(|f| f.to_string())
+        .chain(opts.compile_flags.iter().cloned())
+        .collect();
+    let mut planned = Vec::new();
+    let mut kernels: Vec<(String, Kernel)> = Vec::new();
+    let mut seen = HashSet::new();
+    for (index, job) in jobs.iter().enumerate() {
+        let base = Row {
+            command: index,
+            line: job.line,
+            arguments: job.arguments.clone(),
+            func_name: String::new(),
+            output_shape: Vec::new(),
+            output_dtype: String::new(),
+            stats: None,
+            gflops: None,
+            gbps: None,
+            verify: String::new(),
+            status: String::new(),
+            cached: false,
+        };
+        let command = match &job.parsed {
+            Ok(command) => command,
+            Err(reason) => {
+                let status = match job.line {
+                    Some(n) => format!("line {n}: {reason}"),
+                    None => reason.clone(),
+                };
+                planned.push(Planned {
+                    row: Row { status, ..base },
+                    kernel: None,
+                });
+                continue;
+            }
+        };
+        for sig in signatures(&command.op) {
+            let mut row = base.clone();
+            row.func_name = sig.func_name.clone();
+            if let Some(out) = sig.outputs.first() {
+                row.output_shape = out.shape.clone();
+                row.output_dtype = out.elem.name().to_string();
+            }
+            match conv_module(&sig) {
+                Ok(mlir) => {
+                    let key = cache::key(&opts.identity, &mlir, &flags);
+                    if seen.insert(key.clone()) {
+                        kernels.push((
+                            key.clone(),
+                            Kernel {
+                                func_name: sig.func_name.clone(),
+                                mlir,
+                            },
+                        ));
+                    }
+                    planned.push(Planned {
+                        row,
+                        kernel: Some((key, command.iterations, sig)),
+                    });
+                }
+                Err(reason) => {
+                    let prefix = format!("{}: ", sig.func_name);
+                    let reason = reason.strip_prefix(&prefix).unwrap_or(&reason);
+                    row.status = format!("not supported yet: {reason}");
+                    planned.push(Planned { row, kernel: None });
+                }
+            }
+        }
+    }
+
+    let compiled = AtomicUsize::new(0);
+    let hits = AtomicUsize::new(0);
+    let modules: Mutex<HashMap<String, Module>> = Mutex::new(HashMap::new());
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..opts.jobs.max(1).min(kernels.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((key, kernel)) = kernels.get(i) else {
+                    break;
+                };
+                let result = obtain(key, kernel, &flags, opts, &compiled, &hits);
+                modules
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(key.clone(), result);
+            });
+        }
+    });
+    let modules = modules.into_inner().unwrap_or_else(|e| e.into_inner());
+
+    let mut rows = Vec::new();
+    for Planned { mut row, kernel } in planned {
+        if let Some((key, iterations, sig)) = kernel {
+            match &modules[&key] {
+                Err(reason) => row.status = reason.clone(),
+                Ok((module, cached)) => {
+                    row.cached = *cached;
+                    match time(module, &sig, iterations, opts, rows.len()) {
+                        Ok(stats) => {
+                            let seconds = stats.median * 1e-6;
+                            if seconds > 0.0 {
+                                row.gflops = Some(sig.flops as f64 / seconds / 1e9);
+                                row.gbps = Some(sig.bytes as f64 / seconds / 1e9);
+                            }
+                            row.stats = Some(stats);
+                            row.status = "ok".to_string();
+                        }
+                        Err(reason) => row.status = reason,
+                    }
+                }
+            }
+        }
+        on_row(&row);
+        rows.push(row);
+    }
+    Summary {
+        rows,
+        compiled: compiled.into_inner(),
+        cache_hits: hits.into_inner(),
+    }
+}
+
+/// The module of a kernel: from the cache, or compiled (and cached). The
+/// flag says whether it came from the cache.
+fn obtain(
+    key: &str,
+    kernel: &Kernel,
+    flags: &[String],
+    opts: &Options,
+    compiled: &AtomicUsize,
+    hits: &AtomicUsize,
+) -> Module {
+    let root = opts
+        .cache
+        .clone()
+        .unwrap_or_else(|| opts.work_dir.join("modules"));
+    let entry = Entry::new(&root, &kernel.func_name, key);
+    if opts.cache.is_some() && entry.is_valid() {
+        hits.fetch_add(1, Ordering::Relaxed);
+        return Ok((entry.module(), true));
+    }
+    let io = |e: lockstep_core::Error| format!("cannot write the kernel cache: {}", e.render());
+    cache::write_atomic(&entry.mlir(), kernel.mlir.as_bytes()).map_err(io)?;
+    let tmp = cache::temp_name(&entry.module());
+    let mut argv = vec![
+        opts.compiler.display().to_string(),
+        entry.mlir().display().to_string(),
+    ];
+    argv.extend(flags.iter().cloned());
+    argv.push("-o".to_string());
+    // The recorded command names the entry's module, not the temporary file.
+    let command = shell_join(
+        argv.iter()
+            .cloned()
+            .chain([entry.module().display().to_string()]),
+    );
+    argv.push(tmp.display().to_string());
+    cache::write_atomic(&entry.command(), format!("{command}\n").as_bytes()).map_err(io)?;
+    let log = opts
+        .work_dir
+        .join("logs")
+        .join(format!("{key}.compile.log"));
+    let spec = Spec {
+        argv,
+        cwd: opts.work_dir.clone(),
+        env: Vec::new(),
+        timeout: opts.timeout,
+        log: log.clone(),
+        header: None,
+    };
+    compiled.fetch_add(1, Ordering::Relaxed);
+    let finished = process::run(&spec, |_| {}).map_err(|e| e.render())?;
+    if finished.exit != Exit::Code(0) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!(
+            "compile failed ({}): {}",
+            describe(finished.exit, opts.timeout),
+            first_error(&log)
+        ));
+    }
+    fs_err::rename(&tmp, entry.module()).map_err(|e| e.to_string())?;
+    if opts.cache.is_some() {
+        entry.seal(&command).map_err(io)?;
+    }
+    Ok((entry.module(), false))
+}
+
+/// Times one kernel; `iterations` samples after one warm-up run.
+fn time(
+    module: &Path,
+    sig: &OpSignature,
+    iterations: u32,
+    opts: &Options,
+    index: usize,
+) -> Result<Stats, String> {
+    let out = opts.work_dir.join("runs").join(format!("{index}.json"));
+    let log = opts.work_dir.join("runs").join(format!("{index}.log"));
+    let _ = std::fs::remove_file(&out);
+    let splat = opts.splat.as_deref().unwrap_or("1");
+    let mut argv = vec![
+        opts.benchmark.display().to_string(),
+        format!("--module={}", module.display()),
+        format!("--function={}", sig.func_name),
+        format!("--device={}", opts.device),
+    ];
+    for input in &sig.inputs {
+        let dims: Vec<String> = input.shape.iter().map(u64::to_string).collect();
+        argv.push(format!(
+            "--input={}x{}={splat}",
+            dims.join("x"),
+            input.elem.mlir()
+        ));
+    }
+    argv.extend([
+        format!("--benchmark_repetitions={}", u64::from(iterations) + 1),
+        "--benchmark_min_time=1x".to_string(),
+        "--benchmark_format=json".to_string(),
+        format!("--benchmark_out={}", out.display()),
+        "--benchmark_out_format=json".to_string(),
+    ]);
+    if let Some(threads) = opts.threads {
+        if opts.device == "local-task" {
+            argv.push(format!("--task_topology_max_group_count={threads}"));
+        }
+    }
+    let spec = Spec {
+        argv,
+        cwd: opts.work_dir.clone(),
+        env: Vec::new(),
+        timeout: opts.timeout,
+        log: log.clone(),
+        header: None,
+    };
+    let finished = process::run(&spec, |_| {}).map_err(|e| e.render())?;
+    if finished.exit != Exit::Code(0) {
+        return Err(format!(
+            "run failed ({}): {}",
+            describe(finished.exit, opts.timeout),
+            first_error(&log)
+        ));
+    }
+    let text = std::fs::read_to_string(&out)
+        .map_err(|e| format!("run failed: no benchmark output ({e})"))?;
+    let mut samples = parse_samples(&text)?;
+    // The first repetition is the warm-up.
+    if samples.len() > 1 {
+        samples.remove(0);
+    }
+    Stats::from_samples(&samples).ok_or_else(|| "run failed: no timing samples".to_string())
+}
+
+/// Per-repetition real times in microseconds from google-benchmark JSON.
+pub fn parse_samples(text: &str) -> Result<Vec<f64>, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("unreadable benchmark output: {e}"))?;
+    let mut samples = Vec::new();
+    for bench in value["benchmarks"].as_array().into_iter().flatten() {
+        if bench["run_type"] != "iteration" {
+            continue;
+        }
+        // google-benchmark reports the per-iteration time in `time_unit`.
+        let Some(time) = bench["real_time"].as_f64() else {
+            continue;
+        };
+        let scale = match bench["time_unit"].as_str().unwrap_or("ns") {
+            "s" => 1e6,
+            "ms" => 1e3,
+            "us" => 1.0,
+            _ => 1e-3,
+        };
+        samples.push(time * scale);
+    }
+    Ok(samples)
+}
+
+fn describe(exit: Exit, timeout: Option<Duration>) -> String {
+    match (exit, timeout) {
+        (Exit::TimedOut, Some(limit)) => format!("timed out after {}s", limit.as_secs_f64()),
+        _ => exit.describe(),
+    }
+}
+
+/// The first `error:` line of a log, else its last non-blank line.
+fn first_error(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let line = text
+        .lines()
+        .find(|l| l.contains("error:") || l.contains("ERROR"))
+        .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
+        .unwrap_or("no output");
+    let line = line.trim();
+    let short: String = line.chars().take(300).collect();
+    format!("{short} (log: {})", log.display())
+}
+
+fn shell_join(words: impl Iterator<Item = String>) -> String {
+    words
+        .map(|w| {
+            if !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_=./,:+@%".contains(&b))
+            {
+                w
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_from_benchmark_json() {
+        let text = r#"{"benchmarks":[
+            {"run_type":"iteration","iterations":1,"real_time":0.5,"time_unit":"ms"},
+            {"run_type":"iteration","iterations":1,"real_time":750.0,"time_unit":"ns"},
+            {"run_type":"aggregate","iterations":2,"real_time":0.3,"time_unit":"ms"}]}"#;
+        assert_eq!(parse_samples(text).unwrap(), vec![500.0, 0.75]);
+        assert!(parse_samples("not json").is_err());
+    }
+
+    #[test]
+    fn commands_are_quoted_for_a_shell() {
+        assert_eq!(
+            shell_join(
+                ["iree-compile", "a b.mlir", "--x=1"]
+                    .map(String::from)
+                    .into_iter()
+            ),
+            "iree-compile 'a b.mlir' --x=1"
+        );
+    }
+}

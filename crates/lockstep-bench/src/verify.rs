@@ -1,0 +1,944 @@
+//! Numerical verification of convolution kernels: deterministic inputs, their
+//! raw encodings for `iree-run-module --input=SHAPExTYPE=@file.bin`, a direct
+//! f64 reference convolution and a tolerance model for comparing results.
+//!
+//! The reference matches the MLIR generator ([`crate::mlir`]) exactly:
+//! forward `y[n,g,k,o] += x_pad[n,g,c,o*s+f*d] * w[g,k,c,f]` (+ `bias[g*K/G+k]`),
+//! backward data and backward weight as its gradients with respect to `x` and
+//! `w`. Inputs are exactly representable in their element type (small
+//! integers for int8, multiples of 1/8 in [-2, 2] for floats), so the
+//! reference computed in f64 from them is the exact result.
+//!
+//! An element passes when `|got - ref| <= rtol*|ref| + atol*S`, where `S` is
+//! the sum of the absolute values of the products summed into it (plus
+//! `|bias|`): `rtol` covers the final rounding to the output type, `atol*S`
+//! the accumulation. Tolerances depend on the output's element type: `2^-7`
+//! for bf16, `2^-10` for f16, `1e-5` for f32 and exact for integer results
+//! (int8 convolutions write i32).
+
+use crate::miopen::{ConvMode, Direction, ElemType, Layout};
+use crate::signature::{OpSignature, SignatureDetails};
+
+/// Deterministic seeded input data for each operand of `sig.inputs`, as f64,
+/// in the operand's layout order. Values are exactly representable in the
+/// operand's type: integers in [-4, 4] for integer types, multiples of 1/8
+/// in [-2, 2] for floating-point types.
+pub fn inputs(sig: &OpSignature, seed: u64) -> Vec<Vec<f64>> {
+    sig.inputs
+        .iter()
+        .enumerate()
+        .map(|(a, operand)| {
+            let mut state = seed ^ (a as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+            (0..operand.elements())
+                .map(|_| {
+                    let r = splitmix64(&mut state);
+                    if is_float(operand.elem) {
+                        (r % 33) as f64 / 8.0 - 2.0
+                    } else {
+                        (r % 9) as f64 - 4.0
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// SplitMix64: a small, well-mixed deterministic generator.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn is_float(elem: ElemType) -> bool {
+    matches!(elem, ElemType::F32 | ElemType::F16 | ElemType::BF16)
+}
+
+/// A binary floating-point format: exponent and explicit mantissa bits.
+#[derive(Clone, Copy)]
+struct Format {
+    exp_bits: u32,
+    man_bits: u32,
+}
+
+const F16: Format = Format {
+    exp_bits: 5,
+    man_bits: 10,
+};
+const BF16: Format = Format {
+    exp_bits: 8,
+    man_bits: 7,
+};
+#[cfg(test)]
+const F32: Format = Format {
+    exp_bits: 8,
+    man_bits: 23,
+};
+
+impl Format {
+    fn bias(self) -> i32 {
+        (1 << (self.exp_bits - 1)) - 1
+    }
+
+    fn exp_all_ones(self) -> u32 {
+        (1 << self.exp_bits) - 1
+    }
+
+    /// The bit pattern of `x` rounded to nearest, ties to even (overflow
+    /// gives infinity, NaN a quiet NaN).
+    fn bits(self, x: f64) -> u32 {
+        let m = self.man_bits;
+        let sign = if x.is_sign_negative() {
+            1u32 << (self.exp_bits + m)
+        } else {
+            0
+        };
+        let inf = sign | (self.exp_all_ones() << m);
+        if x.is_nan() {
+            return (self.exp_all_ones() << m) | (1 << (m - 1));
+        }
+        let a = x.abs();
+        if a.is_infinite() {
+            return inf;
+        }
+        let biased = (a.to_bits() >> 52) as i32;
+        if biased == 0 {
+            // Zero or an f64 subnormal: far below any target's subnormals.
+            return sign;
+        }
+        let (emin, emax) = (1 - self.bias(), self.bias());
+        let mut e = (biased - 1023).max(emin);
+        // Scaling by powers of two is exact; n counts quanta at exponent e.
+        let quantum = 2f64.powi(e - m as i32);
+        let mut n = (a / quantum).round_ties_even() as u64;
+        if n >= 1 << (m + 1) {
+            n >>= 1;
+            e += 1;
+        }
+        if e > emax {
+            return inf;
+        }
+        if n < 1 << m {
+            // Subnormal (or zero): exponent field 0.
+            return sign | n as u32;
+        }
+        sign | (((e + self.bias()) as u32) << m) | (n as u32 - (1 << m))
+    }
+
+    fn value(self, bits: u32) -> f64 {
+        let m = self.man_bits;
+        let negative = ((bits >> (self.exp_bits + m)) & 1) == 1;
+        let field = (bits >> m) & self.exp_all_ones();
+        let man = f64::from(bits & ((1 << m) - 1));
+        let magnitude = if field == self.exp_all_ones() {
+            if man == 0.0 {
+                f64::INFINITY
+            } else {
+                f64::NAN
+            }
+        } else if field == 0 {
+            man * 2f64.powi(1 - self.bias() - m as i32)
+        } else {
+            (man + f64::from(1u32 << m)) * 2f64.powi(field as i32 - self.bias() - m as i32)
+        };
+        if negative {
+            -magnitude
+        } else {
+            magnitude
+        }
+    }
+}
+
+/// Raw little-endian bytes of `values` in `elem`: floats rounded to nearest
+/// (ties to even), integers rounded to nearest and saturated to the type's
+/// range. This is what `iree-run-module --input=SHAPExTYPE=@file.bin` reads.
+pub fn encode(values: &[f64], elem: ElemType) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * elem.bytes() as usize);
+    for &v in values {
+        match elem {
+            ElemType::F32 => out.extend((v as f32).to_le_bytes()),
+            ElemType::F16 => out.extend((F16.bits(v) as u16).to_le_bytes()),
+            ElemType::BF16 => out.extend((BF16.bits(v) as u16).to_le_bytes()),
+            ElemType::I8 => out.extend((v.round() as i8).to_le_bytes()),
+            ElemType::I32 => out.extend((v.round() as i32).to_le_bytes()),
+        }
+    }
+    out
+}
+
+/// Decodes raw little-endian bytes of `elem` (e.g. `--output=@out.bin`).
+pub fn decode(bytes: &[u8], elem: ElemType) -> Result<Vec<f64>, String> {
+    let size = elem.bytes() as usize;
+    if !bytes.len().is_multiple_of(size) {
+        return Err(format!(
+            "{} bytes are not a whole number of {} elements ({size} bytes each)",
+            bytes.len(),
+            elem.mlir()
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(size)
+        .map(|b| match elem {
+            ElemType::F32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            ElemType::F16 => F16.value(u32::from(u16::from_le_bytes([b[0], b[1]]))),
+            ElemType::BF16 => BF16.value(u32::from(u16::from_le_bytes([b[0], b[1]]))),
+            ElemType::I8 => f64::from(i8::from_le_bytes([b[0]])),
+            ElemType::I32 => f64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        })
+        .collect())
+}
+
+/// Element strides of a tensor in `layout` with `channels` channels:
+/// `(batch, channel, [spatial...])` in `[D,] H, W` order.
+fn strides(layout: Layout, batch: u64, channels: u64, spatial: &[u64]) -> (u64, u64, Vec<u64>) {
+    let letters: Vec<char> = layout.as_str().chars().collect();
+    let shape = layout.arrange(batch, channels, spatial);
+    let sp = spatial.len();
+    let (mut sn, mut sc, mut ss) = (0, 0, vec![0; sp]);
+    let mut stride = 1;
+    for (letter, size) in letters.iter().zip(&shape).rev() {
+        match letter {
+            'N' => sn = stride,
+            'C' => sc = stride,
+            'D' => ss[0] = stride,
+            'H' => ss[sp - 2] = stride,
+            _ => ss[sp - 1] = stride,
+        }
+        stride *= size;
+    }
+    (sn, sc, ss)
+}
+
+/// All multi-indices below `sizes`, last dimension fastest.
+fn multi_index(sizes: &[u64]) -> Vec<Vec<u64>> {
+    let mut all = vec![vec![]];
+    for &size in sizes {
+        all = all
+            .into_iter()
+            .flat_map(|prefix: Vec<u64>| {
+                (0..size).map(move |v| {
+                    let mut p = prefix.clone();
+                    p.push(v);
+                    p
+                })
+            })
+            .collect();
+    }
+    all
+}
+
+/// Direct convolution in f64 of `inputs` (one vector per operand of
+/// `sig.inputs`, in layout order, already rounded to their types): the
+/// reference output of the signature's direction, and for each output element
+/// the sum `S` of the absolute values of its products (`|x*w|`, `|dy*w|` or
+/// `|dy*x|`, plus `|bias|` for a forward convolution with bias).
+pub fn reference(sig: &OpSignature, inputs: &[Vec<f64>]) -> Result<(Vec<f64>, Vec<f64>), String> {
+    let name = &sig.func_name;
+    let SignatureDetails::Conv(cs) = &sig.details else {
+        return Err(format!(
+            "{name}: not a convolution signature (mode `{}`)",
+            sig.mode
+        ));
+    };
+    let conv = &cs.conv;
+    if conv.mode == ConvMode::Trans {
+        return Err(format!(
+            "{name}: transposed convolutions (-m trans) have no reference"
+        ));
+    }
+    let s = conv.spatial_dims;
+    let per_dim = [
+        &conv.input_spatial,
+        &conv.filter_spatial,
+        &conv.output_spatial,
+        &conv.stride,
+        &conv.padding,
+        &conv.dilation,
+    ];
+    let layouts = [conv.input_layout, conv.filter_layout, conv.output_layout];
+    if per_dim.iter().any(|v| v.len() != s) || layouts.iter().any(|l| l.spatial_dims() != s) {
+        return Err(format!(
+            "{name}: per-dimension values or layouts do not match {s} spatial dimensions"
+        ));
+    }
+    if conv.groups == 0
+        || !conv.c.is_multiple_of(conv.groups)
+        || !conv.k.is_multiple_of(conv.groups)
+    {
+        return Err(format!(
+            "{name}: {} groups do not divide C={} and K={}",
+            conv.groups, conv.c, conv.k
+        ));
+    }
+    let (cg, kg) = (conv.c / conv.groups, conv.k / conv.groups);
+    let x_shape = conv
+        .input_layout
+        .arrange(conv.n, conv.c, &conv.input_spatial);
+    let w_shape = conv.filter_layout.arrange(conv.k, cg, &conv.filter_spatial);
+    let y_shape = conv
+        .output_layout
+        .arrange(conv.n, conv.k, &conv.output_spatial);
+    if cs.input_shape != x_shape || cs.filter_shape != w_shape || cs.output_shape != y_shape {
+        return Err(format!(
+            "{name}: operand shapes do not match the convolution parameters"
+        ));
+    }
+    let bias = conv.bias && cs.direction == Direction::Forward;
+    let (a_shape, b_shape, out_shape) = match cs.direction {
+        Direction::Forward => (&x_shape, &w_shape, &y_shape),
+        Direction::BackwardData => (&y_shape, &w_shape, &x_shape),
+        Direction::BackwardWeight => (&y_shape, &x_shape, &w_shape),
+    };
+    let count = |shape: &[u64]| shape.iter().product::<u64>() as usize;
+    let mut expected = vec![a_shape.clone(), b_shape.clone()];
+    if bias {
+        expected.push(vec![conv.k]);
+    }
+    let operands: Vec<&Vec<u64>> = sig.inputs.iter().map(|o| &o.shape).collect();
+    if operands.len() != expected.len()
+        || operands.iter().zip(&expected).any(|(a, b)| *a != b)
+        || sig.outputs.len() != 1
+        || sig.outputs[0].shape != *out_shape
+    {
+        return Err(format!("{name}: operands do not match the convolution"));
+    }
+    if inputs.len() != expected.len() {
+        return Err(format!(
+            "{name}: {} input vectors for {} operands",
+            inputs.len(),
+            expected.len()
+        ));
+    }
+    for (i, (values, shape)) in inputs.iter().zip(&expected).enumerate() {
+        if values.len() != count(shape) {
+            return Err(format!(
+                "{name}: input {i} has {} values, its operand {} elements",
+                values.len(),
+                count(shape)
+            ));
+        }
+    }
+
+    let (xn, xc, xs) = strides(conv.input_layout, conv.n, conv.c, &conv.input_spatial);
+    let (wk, wc, ws) = strides(conv.filter_layout, conv.k, cg, &conv.filter_spatial);
+    let (yn, yk, ys) = strides(conv.output_layout, conv.n, conv.k, &conv.output_spatial);
+    let dot = |coords: &[u64], strides: &[u64]| -> u64 {
+        coords.iter().zip(strides).map(|(c, s)| c * s).sum()
+    };
+    let mut out = vec![0f64; count(out_shape)];
+    let mut sums = vec![0f64; out.len()];
+    let (a, b) = (&inputs[0], &inputs[1]);
+    let taps = multi_index(&conv.filter_spatial);
+    for o in multi_index(&conv.output_spatial) {
+        let y_sp = dot(&o, &ys);
+        for f in &taps {
+            // The input position read by output `o` and tap `f`; padding reads zeros.
+            let position: Option<Vec<u64>> = (0..s)
+                .map(|j| {
+                    let pos = (o[j] * conv.stride[j] + f[j] * conv.dilation[j]) as i64
+                        - conv.padding[j] as i64;
+                    (pos >= 0 && pos < conv.input_spatial[j] as i64).then_some(pos as u64)
+                })
+                .collect();
+            let Some(i) = position else { continue };
+            let x_sp = dot(&i, &xs);
+            let w_sp = dot(f, &ws);
+            for n in 0..conv.n {
+                for g in 0..conv.groups {
+                    for k in 0..kg {
+                        let kk = g * kg + k;
+                        let yo = (n * yn + kk * yk + y_sp) as usize;
+                        for c in 0..cg {
+                            let xo = (n * xn + (g * cg + c) * xc + x_sp) as usize;
+                            let wo = (kk * wk + c * wc + w_sp) as usize;
+                            let (ai, bi, oi) = match cs.direction {
+                                Direction::Forward => (xo, wo, yo),
+                                Direction::BackwardData => (yo, wo, xo),
+                                Direction::BackwardWeight => (yo, xo, wo),
+                            };
+                            let product = a[ai] * b[bi];
+                            out[oi] += product;
+                            sums[oi] += product.abs();
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if bias {
+        let positions: Vec<u64> = multi_index(&conv.output_spatial)
+            .iter()
+            .map(|o| dot(o, &ys))
+            .collect();
+        for n in 0..conv.n {
+            for k in 0..conv.k {
+                for y_sp in &positions {
+                    let yo = (n * yn + k * yk + y_sp) as usize;
+                    out[yo] += inputs[2][k as usize];
+                    sums[yo] += inputs[2][k as usize].abs();
+                }
+            }
+        }
+    }
+    Ok((out, sums))
+}
+
+/// The outcome of comparing a kernel's output with the reference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Verdict {
+    /// Largest `|got - ref|` (infinite when an element is NaN).
+    pub max_abs: f64,
+    /// Largest `|got - ref| / |ref|` over elements with a nonzero reference.
+    pub max_rel: f64,
+    /// Elements outside the tolerance (missing or extra elements count too).
+    pub failures: usize,
+    pub passed: bool,
+}
+
+/// `(rtol, atol)` for results of `elem`: `2^-7` for bf16, `2^-10` for f16,
+/// `1e-5` for f32, zero (exact) for integers.
+pub fn tolerance(elem: ElemType) -> (f64, f64) {
+    let t = match elem {
+        ElemType::BF16 => 2f64.powi(-7),
+        ElemType::F16 => 2f64.powi(-10),
+        ElemType::F32 => 1e-5,
+        ElemType::I8 | ElemType::I32 => 0.0,
+    };
+    (t, t)
+}
+
+/// Compares `got` with `reference` element by element: an element passes
+/// when `|got - ref| <= rtol*|ref| + atol*S` (`S` from `sums`), with the
+/// tolerances of the signature's output type ([`tolerance`]).
+pub fn compare(sig: &OpSignature, got: &[f64], reference: &[f64], sums: &[f64]) -> Verdict {
+    let elem = sig.outputs.first().map_or(sig.dtype, |o| o.elem);
+    let (rtol, atol) = tolerance(elem);
+    let mut verdict = Verdict {
+        max_abs: 0.0,
+        max_rel: 0.0,
+        failures: got.len().abs_diff(reference.len()),
+        passed: false,
+    };
+    for (i, (&g, &r)) in got.iter().zip(reference).enumerate() {
+        let s = sums.get(i).copied().unwrap_or(0.0);
+        let err = if g.is_nan() {
+            f64::INFINITY
+        } else {
+            (g - r).abs()
+        };
+        verdict.max_abs = verdict.max_abs.max(err);
+        if r != 0.0 {
+            verdict.max_rel = verdict.max_rel.max(err / r.abs());
+        }
+        if err > rtol * r.abs() + atol * s {
+            verdict.failures += 1;
+        }
+    }
+    verdict.passed = verdict.failures == 0;
+    verdict
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::miopen::parse_argv;
+    use crate::signature::signatures;
+
+    fn sig(line: &str) -> OpSignature {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let op = parse_argv(&words)
+            .unwrap_or_else(|e| panic!("{line}: {e}"))
+            .op;
+        let mut all = signatures(&op);
+        assert_eq!(all.len(), 1, "{line}: expected one direction");
+        all.remove(0)
+    }
+
+    fn run(line: &str, inputs: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>) {
+        reference(&sig(line), inputs).unwrap_or_else(|e| panic!("{line}: {e}"))
+    }
+
+    fn seq(n: usize) -> Vec<f64> {
+        (1..=n).map(|v| v as f64).collect()
+    }
+
+    const BASE: &str = "conv -n 1 -c 1 -H 3 -W 3 -k 1 -y 2 -x 2 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1";
+
+    #[test]
+    fn forward_by_hand() {
+        // x = 1..9 (3x3), w = 1..4 (2x2): y[i,j] = sum x[i+a, j+b] * w[a, b].
+        let (y, s) = run(&format!("{BASE} -F 1"), &[seq(9), seq(4)]);
+        assert_eq!(y, [37.0, 47.0, 67.0, 77.0]);
+        assert_eq!(s, y);
+        // Negative values: S sums magnitudes.
+        let x = vec![1.0, -2.0, 3.0, -4.0, 5.0, -6.0, 7.0, -8.0, 9.0];
+        let (y, s) = run(&format!("{BASE} -F 1"), &[x, seq(4)]);
+        // y00 = 1*1 - 2*2 - 4*3 + 5*4
+        assert_eq!(y[0], 1.0 - 4.0 - 12.0 + 20.0);
+        assert_eq!(s[0], 1.0 + 4.0 + 12.0 + 20.0);
+    }
+
+    #[test]
+    fn backward_data_by_hand() {
+        // dx[i] = sum over o + f = i of dy[o] * w[f] (a full correlation).
+        let (dx, s) = run(&format!("{BASE} -F 2"), &[seq(4), seq(4)]);
+        assert_eq!(dx, [1.0, 4.0, 4.0, 6.0, 20.0, 16.0, 9.0, 24.0, 16.0]);
+        assert_eq!(s, dx);
+    }
+
+    #[test]
+    fn backward_weight_by_hand() {
+        // dw[f] = sum_o dy[o] * x[o + f]; inputs are (dy, x).
+        let (dw, _) = run(&format!("{BASE} -F 4"), &[seq(4), seq(9)]);
+        assert_eq!(dw, [37.0, 47.0, 67.0, 77.0]);
+    }
+
+    #[test]
+    fn stride_pad_dilation_by_hand() {
+        // Pad 1, stride 2: rows/cols read are {-1, 0} and {1, 2}.
+        let line = BASE.replace("-p 0 -q 0 -u 1 -v 1", "-p 1 -q 1 -u 2 -v 2");
+        let (y, _) = run(&format!("{line} -F 1"), &[seq(9), seq(4)]);
+        assert_eq!(y, [4.0, 2.0 * 3.0 + 3.0 * 4.0, 4.0 * 2.0 + 7.0 * 4.0, 77.0]);
+        // Dilation 2: the taps are the four corners.
+        let line = BASE.replace("-l 1 -j 1", "-l 2 -j 2");
+        let (y, _) = run(&format!("{line} -F 1"), &[seq(9), seq(4)]);
+        assert_eq!(y, [1.0 + 3.0 * 2.0 + 7.0 * 3.0 + 9.0 * 4.0]);
+        // Backward data with stride 2 and pad 1 is the transpose of the
+        // forward: <y(x), dy> == <x, dx(dy)> for any x and dy.
+        let line = "conv -n 1 -c 2 -H 5 -W 4 -k 3 -y 3 -x 2 -p 1 -q 1 -u 2 -v 1 -l 1 -j 2";
+        let fwd = sig(&format!("{line} -F 1"));
+        let data = inputs(&fwd, 7);
+        let (y, _) = reference(&fwd, &data).unwrap();
+        let dy = inputs(&fwd, 8)[0].clone();
+        let dy: Vec<f64> = dy.iter().cycle().take(y.len()).copied().collect();
+        let (dx, _) = run(&format!("{line} -F 2"), &[dy.clone(), data[1].clone()]);
+        let (dw, _) = run(&format!("{line} -F 4"), &[dy.clone(), data[0].clone()]);
+        let inner = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<f64>();
+        assert_eq!(inner(&y, &dy), inner(&data[0], &dx));
+        assert_eq!(inner(&y, &dy), inner(&data[1], &dw));
+    }
+
+    #[test]
+    fn groups_and_bias() {
+        // Two groups of one channel with 1x1 filters: y[k] = x[k] * w[k] + b[k].
+        let line = "conv -n 1 -c 2 -H 1 -W 1 -k 2 -y 1 -x 1 -g 2 -F 1";
+        let (y, _) = run(line, &[vec![3.0, 5.0], vec![2.0, 7.0]]);
+        assert_eq!(y, [6.0, 35.0]);
+        let (y, s) = run(
+            &format!("{line} -b 1"),
+            &[vec![3.0, 5.0], vec![2.0, 7.0], vec![-1.0, 0.5]],
+        );
+        assert_eq!(y, [5.0, 35.5]);
+        assert_eq!(s, [7.0, 35.5]);
+        // One group mixes channels: w is 2x2 (K x C).
+        let line = "conv -n 1 -c 2 -H 1 -W 1 -k 2 -y 1 -x 1 -g 1 -F 1";
+        let (y, _) = run(line, &[vec![3.0, 5.0], vec![1.0, 2.0, 3.0, 4.0]]);
+        assert_eq!(y, [3.0 + 10.0, 9.0 + 20.0]);
+    }
+
+    /// Reorders a tensor given in NCHW to NHWC.
+    fn nchw_to_nhwc(values: &[f64], c: usize, h: usize, w: usize) -> Vec<f64> {
+        let mut out = vec![0.0; values.len()];
+        for (i, v) in values.iter().enumerate() {
+            let (b, ch, y, x) = (i / (c * h * w), i / (h * w) % c, i / w % h, i % w);
+            out[((b * h + y) * w + x) * c + ch] = *v;
+        }
+        out
+    }
+
+    #[test]
+    fn layouts_permute_the_same_values() {
+        let params = "-n 2 -c 4 -H 5 -W 6 -k 6 -y 3 -x 2 -p 1 -q 0 -u 2 -v 1 -l 1 -j 2 -g 2";
+        let nchw = format!("conv {params} -I NCHW -f NCHW -O NCHW");
+        let nhwc = format!("conv {params} -I NHWC -f NHWC -O NHWC");
+        for dir in ["1", "2", "4"] {
+            let s1 = sig(&format!("{nchw} -F {dir}"));
+            let s2 = sig(&format!("{nhwc} -F {dir}"));
+            let data = inputs(&s1, 3);
+            let perm = |v: &[f64], shape: &[u64]| {
+                let d: Vec<usize> = shape.iter().map(|&x| x as usize).collect();
+                nchw_to_nhwc(v, d[1], d[2], d[3])
+            };
+            let (a_shape, b_shape) = (&s1.inputs[0].shape, &s1.inputs[1].shape);
+            let out_shape = &s1.outputs[0].shape;
+            let (r1, sum1) = reference(&s1, &data).unwrap();
+            let (r2, sum2) =
+                reference(&s2, &[perm(&data[0], a_shape), perm(&data[1], b_shape)]).unwrap();
+            assert_eq!(perm(&r1, out_shape), r2, "-F {dir}");
+            assert_eq!(perm(&sum1, out_shape), sum2, "-F {dir}");
+            assert!(r1.iter().any(|v| *v != 0.0));
+        }
+    }
+
+    #[test]
+    fn inputs_are_deterministic_and_representable() {
+        let s = sig("convbfp16 -n 2 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -b 1 -F 1");
+        let a = inputs(&s, 1);
+        assert_eq!(a, inputs(&s, 1));
+        assert_ne!(a, inputs(&s, 2));
+        assert_eq!(a.len(), 3);
+        assert_eq!(a[0].len(), 200);
+        assert_eq!(a[2].len(), 4);
+        assert_ne!(a[0][..144], a[1][..]);
+        for v in a.iter().flatten() {
+            assert!((-2.0..=2.0).contains(v) && (v * 8.0).fract() == 0.0, "{v}");
+            assert_eq!(
+                decode(&encode(&[*v], ElemType::BF16), ElemType::BF16),
+                Ok(vec![*v])
+            );
+            assert_eq!(
+                decode(&encode(&[*v], ElemType::F16), ElemType::F16),
+                Ok(vec![*v])
+            );
+        }
+        let distinct: std::collections::BTreeSet<i64> =
+            a[0].iter().map(|v| (v * 8.0) as i64).collect();
+        assert!(distinct.len() > 20, "{distinct:?}");
+        let s = sig("convint8 -n 1 -c 4 -H 8 -W 8 -k 4 -y 1 -x 1 -F 1");
+        let a = inputs(&s, 5);
+        for v in a.iter().flatten() {
+            assert!((-4.0..=4.0).contains(v) && v.fract() == 0.0, "{v}");
+        }
+        assert!(a[0].contains(&-4.0) && a[0].contains(&4.0));
+    }
+
+    #[test]
+    fn encode_decode_round_trips() {
+        let values = [0.0, -0.0, 1.0, -2.5, 0.125, 1024.0, -3.0];
+        for elem in [ElemType::F32, ElemType::F16, ElemType::BF16] {
+            let bytes = encode(&values, elem);
+            assert_eq!(bytes.len(), values.len() * elem.bytes() as usize);
+            assert_eq!(decode(&bytes, elem).unwrap(), values, "{elem}");
+        }
+        let ints = [0.0, -4.0, 4.0, 127.0, -128.0];
+        for elem in [ElemType::I8, ElemType::I32] {
+            assert_eq!(decode(&encode(&ints, elem), elem).unwrap(), ints);
+        }
+        assert_eq!(encode(&[-1.0], ElemType::I8), [0xFF]);
+        assert_eq!(encode(&[300.0, -300.0], ElemType::I8), [0x7F, 0x80]);
+        assert_eq!(encode(&[-2.0], ElemType::I32), (-2i32).to_le_bytes());
+        assert_eq!(encode(&[1.0], ElemType::F32), 1f32.to_le_bytes());
+        assert!(decode(&[0, 0, 0], ElemType::F32).is_err());
+        assert!(decode(&[0], ElemType::F16).is_err());
+    }
+
+    fn bits16(v: f64, elem: ElemType) -> u16 {
+        let b = encode(&[v], elem);
+        u16::from_le_bytes([b[0], b[1]])
+    }
+
+    #[test]
+    fn bf16_rounds_to_nearest_even() {
+        assert_eq!(bits16(1.0, ElemType::BF16), 0x3F80);
+        assert_eq!(bits16(-2.0, ElemType::BF16), 0xC000);
+        // Quantum at 1 is 2^-7: halfway cases go to the even mantissa.
+        let q = 2f64.powi(-7);
+        assert_eq!(bits16(1.0 + q / 2.0, ElemType::BF16), 0x3F80);
+        assert_eq!(bits16(1.0 + 1.5 * q, ElemType::BF16), 0x3F82);
+        assert_eq!(bits16(1.0 + 0.6 * q, ElemType::BF16), 0x3F81);
+        assert_eq!(bits16(1.0 + 0.4 * q, ElemType::BF16), 0x3F80);
+        // 1 + 2^-8 + 2^-20 is just above halfway: rounds up.
+        assert_eq!(
+            bits16(1.0 + q / 2.0 + 2f64.powi(-20), ElemType::BF16),
+            0x3F81
+        );
+        // Carry into the exponent, overflow, infinities, NaN, subnormals.
+        assert_eq!(bits16(2.0 - q / 4.0, ElemType::BF16), 0x4000);
+        assert_eq!(bits16(f64::MAX, ElemType::BF16), 0x7F80);
+        assert_eq!(bits16(f64::NEG_INFINITY, ElemType::BF16), 0xFF80);
+        assert_eq!(bits16(2f64.powi(-133), ElemType::BF16), 0x0001);
+        assert_eq!(bits16(2f64.powi(-134), ElemType::BF16), 0x0000);
+        assert!(decode(&encode(&[f64::NAN], ElemType::BF16), ElemType::BF16).unwrap()[0].is_nan());
+        // The same as truncating f32 bits with round-to-nearest-even.
+        let mut state = 3;
+        for _ in 0..20_000 {
+            // Finite f32 values of every magnitude, normal and subnormal.
+            let f = (splitmix64(&mut state) as u32) & 0xFF7F_FFFF;
+            let x = f32::from_bits(f);
+            let expected = ((f + 0x7FFF + ((f >> 16) & 1)) >> 16) as u16;
+            assert_eq!(bits16(f64::from(x), ElemType::BF16), expected, "{x}");
+        }
+        let rounded = decode(&encode(&[1.0 + 1.5 * q], ElemType::BF16), ElemType::BF16);
+        assert_eq!(rounded, Ok(vec![1.0 + 2.0 * q]));
+    }
+
+    #[test]
+    fn f16_rounds_to_nearest_even() {
+        assert_eq!(bits16(1.0, ElemType::F16), 0x3C00);
+        assert_eq!(bits16(-2.0, ElemType::F16), 0xC000);
+        assert_eq!(bits16(65504.0, ElemType::F16), 0x7BFF);
+        assert_eq!(bits16(65519.0, ElemType::F16), 0x7BFF);
+        // Halfway to 65536 rounds to even, i.e. overflows.
+        assert_eq!(bits16(65520.0, ElemType::F16), 0x7C00);
+        let q = 2f64.powi(-10);
+        assert_eq!(bits16(1.0 + q / 2.0, ElemType::F16), 0x3C00);
+        assert_eq!(bits16(1.0 + 1.5 * q, ElemType::F16), 0x3C02);
+        // Subnormals: smallest 2^-24; 2^-25 ties to zero, 1.5 * 2^-25 up.
+        assert_eq!(bits16(2f64.powi(-24), ElemType::F16), 0x0001);
+        assert_eq!(bits16(2f64.powi(-25), ElemType::F16), 0x0000);
+        assert_eq!(bits16(-1.5 * 2f64.powi(-25), ElemType::F16), 0x8001);
+        assert_eq!(bits16(3.0 * 2f64.powi(-25), ElemType::F16), 0x0002);
+        // Largest subnormal rounding into the smallest normal.
+        assert_eq!(
+            bits16(2f64.powi(-14) - 2f64.powi(-26), ElemType::F16),
+            0x0400
+        );
+        for bits in 0..=u16::MAX {
+            let v = F16.value(u32::from(bits));
+            if !v.is_nan() {
+                assert_eq!(bits16(v, ElemType::F16), bits, "{v}");
+            }
+        }
+        assert_eq!(decode(&[0x00, 0x3C], ElemType::F16), Ok(vec![1.0]));
+        assert_eq!(
+            decode(&[0x01, 0x00], ElemType::F16),
+            Ok(vec![2f64.powi(-24)])
+        );
+        assert_eq!(
+            decode(&[0x00, 0xFC], ElemType::F16),
+            Ok(vec![f64::NEG_INFINITY])
+        );
+    }
+
+    #[test]
+    fn generic_rounding_agrees_with_f32_casts() {
+        let mut state = 11;
+        for _ in 0..20_000 {
+            let r = splitmix64(&mut state);
+            let x = f64::from_bits(r & 0x8000_0000_0000_0000 | (r % 0x4800_0000_0000_0000));
+            let x = if x.abs() < 1e-300 { 0.0 } else { x };
+            assert_eq!(F32.bits(x), (x as f32).to_bits(), "{x:e}");
+            let y = f64::from(f32::from_bits(F32.bits(x)));
+            assert_eq!(y, f64::from(x as f32));
+        }
+    }
+
+    #[test]
+    fn tolerances_bound_each_element() {
+        let bf16 = sig("convbfp16 -n 1 -c 1 -H 3 -W 3 -k 1 -y 2 -x 2 -F 1");
+        let bound = 2f64.powi(-7) * 1.0 + 2f64.powi(-7) * 1.0;
+        let inside = compare(&bf16, &[1.0 + bound], &[1.0], &[1.0]);
+        assert!(inside.passed && inside.failures == 0, "{inside:?}");
+        assert_eq!(inside.max_abs, bound);
+        assert_eq!(inside.max_rel, bound);
+        let outside = compare(&bf16, &[1.0 + bound + 2f64.powi(-30)], &[1.0], &[1.0]);
+        assert!(!outside.passed && outside.failures == 1, "{outside:?}");
+        // S widens the bound: a large cancelling sum allows more.
+        assert!(compare(&bf16, &[1.0 + 0.1], &[1.0], &[20.0]).passed);
+        assert!(!compare(&bf16, &[1.0 + 0.1], &[1.0], &[1.0]).passed);
+
+        let f16 = sig("convfp16 -n 1 -c 1 -H 3 -W 3 -k 1 -y 2 -x 2 -F 1");
+        let t = 2f64.powi(-10);
+        assert!(compare(&f16, &[4.0 + 4.0 * t + 2.0 * t], &[4.0], &[2.0]).passed);
+        assert!(!compare(&f16, &[4.0 + 4.0 * t + 2.0 * t + 1e-9], &[4.0], &[2.0]).passed);
+
+        let f32 = sig("conv -n 1 -c 1 -H 3 -W 3 -k 1 -y 2 -x 2 -F 1");
+        assert!(compare(&f32, &[100.0 + 0.9e-3], &[100.0], &[0.0]).passed);
+        assert!(!compare(&f32, &[100.0 + 1.1e-3], &[100.0], &[0.0]).passed);
+        // bf16's tolerance is far looser than f32's.
+        assert!(!compare(&f32, &[1.0 + bound], &[1.0], &[1.0]).passed);
+
+        // int8 convolutions produce i32 and must match exactly.
+        let i8 = sig("convint8 -n 1 -c 1 -H 3 -W 3 -k 1 -y 2 -x 2 -F 1");
+        assert!(compare(&i8, &[5.0, -7.0], &[5.0, -7.0], &[100.0, 100.0]).passed);
+        let v = compare(&i8, &[5.0, -6.0], &[5.0, -7.0], &[100.0, 100.0]);
+        assert_eq!((v.failures, v.max_abs, v.passed), (1, 1.0, false));
+
+        // NaN, zero references, missing elements.
+        let v = compare(&f32, &[f64::NAN, 0.5], &[1.0, 0.0], &[1.0, 1.0]);
+        assert_eq!(v.failures, 2);
+        assert_eq!(v.max_abs, f64::INFINITY);
+        let v = compare(&f32, &[1.0], &[1.0, 2.0], &[1.0, 1.0]);
+        assert_eq!((v.failures, v.passed), (1, false));
+        let v = compare(&f32, &[0.0], &[0.0], &[0.0]);
+        assert_eq!(
+            v,
+            Verdict {
+                max_abs: 0.0,
+                max_rel: 0.0,
+                failures: 0,
+                passed: true
+            }
+        );
+    }
+
+    #[test]
+    fn wrong_signatures_and_inputs_are_errors() {
+        let s = sig(&format!("{BASE} -F 1"));
+        assert!(reference(&s, &[seq(9)])
+            .unwrap_err()
+            .contains("input vectors"));
+        assert!(reference(&s, &[seq(8), seq(4)])
+            .unwrap_err()
+            .contains("8 values"));
+        let err = reference(&sig("gemm -m 4 -k 4 -n 4"), &[]).unwrap_err();
+        assert!(err.contains("not a convolution"), "{err}");
+        let t = sig("conv -m trans -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -u 2 -v 2 -F 1");
+        let err = reference(&t, &inputs(&t, 0)).unwrap_err();
+        assert!(err.contains("transposed"), "{err}");
+    }
+
+    /// End to end with the real tools: generated modules compiled for the
+    /// host CPU and run on encoded inputs must pass `compare`.
+    mod iree {
+        use super::*;
+        use crate::mlir::conv_module;
+        use std::io::Write as _;
+        use std::path::PathBuf;
+        use std::process::{Command, Stdio};
+
+        /// The IREE tools, provisioned on first use (never skipped).
+        fn iree_bin() -> PathBuf {
+            static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+            BIN.get_or_init(|| {
+                let request = lockstep_iree::toolchain::Request {
+                    flag: None,
+                    config_bin: None,
+                    version: lockstep_core::config::DEFAULT_IREE_VERSION,
+                };
+                lockstep_iree::toolchain::resolve(&request, &lockstep_core::events::NullSink)
+                    .unwrap_or_else(|e| panic!("cannot provision the IREE tools: {}", e.render()))
+                    .bin
+            })
+            .clone()
+        }
+
+        fn temp(name: &str) -> PathBuf {
+            std::env::temp_dir().join(format!("lockstep-verify-{}-{name}", std::process::id()))
+        }
+
+        /// Compiles and runs `sig` on `inputs(sig, seed)`; returns the
+        /// decoded output and the reference with its sums.
+        fn execute(sig: &OpSignature, seed: u64, tag: &str) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+            let name = &sig.func_name;
+            let text = conv_module(sig).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let vmfb = temp(&format!("{tag}.vmfb"));
+            let mut child = Command::new(iree_bin().join("iree-compile"))
+                .args([
+                    "-",
+                    "--iree-hal-target-device=local",
+                    "--iree-hal-local-target-device-backends=llvm-cpu",
+                    "--iree-llvmcpu-target-cpu=host",
+                    "-o",
+                ])
+                .arg(&vmfb)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("starting iree-compile");
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{name}: iree-compile failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+
+            let data = inputs(sig, seed);
+            let mut cmd = Command::new(iree_bin().join("iree-run-module"));
+            cmd.arg(format!("--module={}", vmfb.display()))
+                .arg(format!("--function={name}"))
+                .arg("--device=local-task");
+            let mut files = vec![vmfb];
+            for (a, (operand, values)) in sig.inputs.iter().zip(&data).enumerate() {
+                let path = temp(&format!("{tag}-in{a}.bin"));
+                std::fs::write(&path, encode(values, operand.elem)).unwrap();
+                let dims: Vec<String> = operand.shape.iter().map(u64::to_string).collect();
+                cmd.arg(format!(
+                    "--input={}x{}=@{}",
+                    dims.join("x"),
+                    operand.elem.mlir(),
+                    path.display()
+                ));
+                files.push(path);
+            }
+            let out_path = temp(&format!("{tag}-out.bin"));
+            cmd.arg(format!("--output=@{}", out_path.display()));
+            let out = cmd.output().expect("starting iree-run-module");
+            assert!(
+                out.status.success(),
+                "{name}: iree-run-module failed:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let got = decode(&std::fs::read(&out_path).unwrap(), sig.outputs[0].elem).unwrap();
+            files.push(out_path);
+            for path in files {
+                let _ = std::fs::remove_file(path);
+            }
+            let (reference, sums) = reference(sig, &data).unwrap();
+            (got, reference, sums)
+        }
+
+        fn check(line: &str, tag: &str) -> (OpSignature, Vec<f64>, Vec<f64>, Verdict) {
+            let sig = sig(line);
+            let (got, reference, sums) = execute(&sig, 42, tag);
+            assert_eq!(got.len(), reference.len(), "{line}: output size");
+            let verdict = compare(&sig, &got, &reference, &sums);
+            assert!(verdict.passed, "{line}: {verdict:?}");
+            assert!(reference.iter().any(|v| *v != 0.0), "{line}: trivial");
+            (sig, got, reference, verdict)
+        }
+
+        #[test]
+        fn f32_directions_pass() {
+            let lines = [
+                // forward with groups, stride, padding, dilation and bias
+                "conv -n 2 -c 4 -H 7 -W 6 -k 6 -y 3 -x 3 -u 2 -v 1 -p 1 -q 1 -l 1 -j 2 -g 2 -b 1 -F 1 -I NHWC -f NHWC -O NCHW",
+                // backward data, strided with groups
+                "conv -n 2 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 2 -F 2",
+                // backward weight, strided and dilated
+                "conv -n 2 -c 4 -H 7 -W 7 -k 4 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -l 2 -j 2 -F 4 -I NHWC -f NHWC -O NHWC",
+            ];
+            std::thread::scope(|scope| {
+                let jobs: Vec<_> = lines
+                    .iter()
+                    .enumerate()
+                    .map(|(i, line)| scope.spawn(move || check(line, &format!("f32-{i}"))))
+                    .collect();
+                for job in jobs {
+                    let (_, got, reference, verdict) = job.join().unwrap();
+                    // Exact inputs, f32 accumulation: the results are exact.
+                    assert_eq!(got, reference, "{verdict:?}");
+                }
+            });
+        }
+
+        #[test]
+        fn bf16_forward_passes_within_its_tolerance() {
+            let line = "convbfp16 -n 2 -c 16 -H 8 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1 -I NHWC -f NHWC -O NHWC";
+            let (mut sig, got, reference, verdict) = check(line, "bf16");
+            // The output really was rounded to bf16 ...
+            assert!(verdict.max_abs > 0.0, "{verdict:?}");
+            assert!(verdict.max_rel <= 2f64.powi(-8), "{verdict:?}");
+            // ... so f32's tolerance would reject it.
+            sig.outputs[0].elem = ElemType::F32;
+            let strict = compare(&sig, &got, &reference, &vec![0.0; got.len()]);
+            assert!(!strict.passed, "{strict:?}");
+        }
+
+        #[test]
+        fn f16_and_int8_pass() {
+            for (line, tag) in [
+                (
+                    "convfp16 -n 1 -c 8 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -g 2 -F 4",
+                    "f16-wrw",
+                ),
+                (
+                    "convint8 -n 1 -c 8 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -F 1 -I NHWC -f NHWC -O NHWC",
+                    "i8-fwd",
+                ),
+            ] {
+                check(line, tag);
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! `lockstep bench`: turn the command line or commands file into jobs, resolve
+//! the tools, run them through lockstep-bench, print BOO's lines and write the
+//! reports.
+
+use std::path::Path;
+use std::time::Duration;
+
+use lockstep_bench::run::{self, Job, Options};
+use lockstep_bench::{commands, defaults, parse_argv};
+use lockstep_core::config::Loaded;
+use lockstep_core::Error;
+use lockstep_iree::toolchain::{self, Request};
+
+use crate::cli;
+use crate::output::Console;
+
+pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
+    let jobs = jobs(&args)?;
+    let timeout = match args.timeout {
+        Some(secs) if !(secs > 0.0 && secs.is_finite()) => {
+            return Err(Error::usage(format!(
+                "--timeout must be positive, got {secs}"
+            )))
+        }
+        Some(secs) => Duration::from_secs_f64(secs),
+        None => Duration::from_secs(600),
+    };
+    if args.threads == Some(0) || args.jobs == Some(0) {
+        return Err(Error::usage("-j and --threads must be at least 1"));
+    }
+    let console = Console::new();
+    let config_bin = loaded
+        .config
+        .toolchain
+        .iree_bin
+        .as_ref()
+        .map(|p| loaded.root.join(p));
+    let tc = toolchain::resolve(
+        &Request {
+            flag: args.iree_bin.as_deref(),
+            config_bin: config_bin.as_deref(),
+            version: &loaded.config.toolchain.iree,
+        },
+        &console,
+    )?;
+    let work = tempfile::Builder::new()
+        .prefix("lockstep-bench-")
+        .tempdir()
+        .map_err(|e| Error::failed("cannot create a temporary directory").cause(e.to_string()))?;
+    let opts = Options {
+        compiler: tc.tool("iree-compile")?,
+        benchmark: tc.tool("iree-benchmark-module")?,
+        identity: tc.identity.clone(),
+        device: args.device.clone(),
+        compile_flags: args.compile_flags.clone(),
+        jobs: args.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        }),
+        timeout: Some(timeout),
+        threads: args.threads,
+        splat: args.splat_input_value.clone(),
+        cache: lockstep_bench::cache::location(),
+        work_dir: work.path().to_path_buf(),
+    };
+    let mut last = None;
+    let summary = run::run(&jobs, &opts, |row| {
+        if last != Some(row.command) {
+            println!("{}", row.arguments);
+            last = Some(row.command);
+        }
+        for line in row.boo_lines() {
+            println!("{line}");
+        }
+    });
+    if let Some(path) = &args.csv {
+        write(path, &lockstep_bench::report::csv(&summary.rows))?;
+    }
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&summary)
+            .map_err(|e| Error::failed("cannot encode the results").cause(e.to_string()))?;
+        write(path, &text)?;
+    }
+    let failed = summary.failed();
+    eprintln!(
+        "{} kernels: {} ok, {} failed ({} compiled, {} from the cache)",
+        summary.rows.len(),
+        summary.rows.len() - failed,
+        failed,
+        summary.compiled,
+        summary.cache_hits
+    );
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// The jobs: the single command (invalid → usage error), the commands file
+/// (invalid lines become failed rows) or the embedded defaults.
+fn jobs(args: &cli::BenchArgs) -> Result<Vec<Job>, Error> {
+    let (text, is_tsv, extra) = match &args.commands_file {
+        Some(path) => {
+            let text = fs_err::read_to_string(path)?;
+            let is_tsv = path.extension().is_some_and(|e| e == "tsv");
+            (text, is_tsv, args.command.clone())
+        }
+        None if args.command.is_empty() => (defaults::COMMANDS.to_string(), false, Vec::new()),
+        None => {
+            let (_, argv) = commands::strip_prefixes(args.command.clone());
+            let arguments = argv.join(" ");
+            let parsed = parse_argv(&argv).map_err(|e| e.into_usage_error(&arguments))?;
+            return Ok(vec![Job {
+                line: None,
+                arguments,
+                parsed: Ok(parsed),
+            }]);
+        }
+    };
+    Ok(commands::parse_file(&text, is_tsv)
+        .into_iter()
+        .map(|line| {
+            if !line.is_ok() {
+                let reason = line.error.clone().unwrap_or_default();
+                return Job {
+                    line: Some(line.number),
+                    arguments: line.text,
+                    parsed: Err(reason),
+                };
+            }
+            let argv: Vec<String> = line.argv.iter().chain(&extra).cloned().collect();
+            Job {
+                line: Some(line.number),
+                arguments: argv.join(" "),
+                parsed: parse_argv(&argv).map_err(|e| e.reason),
+            }
+        })
+        .collect())
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Error> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs_err::create_dir_all(dir)?;
+    }
+    fs_err::write(path, text)?;
+    Ok(())
+}

@@ -1,0 +1,275 @@
+//! `lockstep bench` with the real binary and the real IREE tools (provisioned
+//! once through `lockstep toolchain path`); every test has its own cache.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+const SMALL: &str = "conv -n 1 -c 4 -H 8 -W 8 -k 4 -y 3 -x 3 -p 1 -q 1 -i 3";
+const HEADER: &str = "arguments,min_time (us),max_time (us),mean_time (us),median_time (us),stddev (us),gflops,gbps,func_name,verify,status";
+
+/// The IREE tools directory, provisioned on first use (never skipped).
+fn iree_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args(["toolchain", "path"])
+            .current_dir(dir.path())
+            .env_remove("LOCKSTEP_IREE_BIN")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run lockstep toolchain path");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    })
+}
+
+/// A working directory (empty lockstep.toml) with its own cache.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
+        Env { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.path().join("cache")
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+        cmd.arg("bench")
+            .arg("--iree-bin")
+            .arg(iree_bin())
+            .args(args)
+            .current_dir(self.path())
+            .env("LOCKSTEP_CACHE", self.cache())
+            .env_remove("BOO_CACHE_DIR")
+            .env_remove("BOO_CACHE_ON")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    fn run(&self, cmd: &mut Command, code: i32) -> (String, String) {
+        let out: Output = cmd.output().expect("run lockstep bench");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{cmd:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+        (stdout, stderr)
+    }
+
+    fn json(&self, name: &str) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.path().join(name)).unwrap()).unwrap()
+    }
+
+    fn files_in_cache(&self) -> usize {
+        fn count(dir: &Path) -> usize {
+            std::fs::read_dir(dir).map_or(0, |entries| {
+                entries
+                    .flatten()
+                    .map(|e| {
+                        if e.path().is_dir() {
+                            count(&e.path())
+                        } else {
+                            1
+                        }
+                    })
+                    .sum()
+            })
+        }
+        count(&self.cache())
+    }
+}
+
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+#[test]
+fn single_command_prints_boo_lines() {
+    let env = Env::new();
+    // `-j`/`-V` after the command word belong to MIOpen (dilation, verify).
+    let mut args = vec!["-j", "2", "./bin/MIOpenDriver"];
+    args.extend(words(SMALL));
+    args.extend(["-F", "1", "-j", "1", "-V", "0"]);
+    let (stdout, _) = env.run(&mut env.cmd(&args), 0);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert_eq!(lines[0], format!("{SMALL} -F 1 -j 1 -V 0"));
+    assert!(
+        lines[1].starts_with(">>> tensor(size=(1, 4, 8, 8), dtype=float32)"),
+        "{stdout}"
+    );
+    assert!(lines[2].starts_with(">>> min="), "{stdout}");
+    for stat in ["max=", "mean=", "median=", "stddev="] {
+        assert!(lines[2].contains(stat), "{stdout}");
+    }
+}
+
+#[test]
+fn csv_has_a_row_per_direction_and_warm_runs_compile_nothing() {
+    let env = Env::new();
+    let mut args = vec!["--csv", "out.csv", "--json", "out.json"];
+    args.extend(words(SMALL));
+    args.extend(["-F", "0"]);
+    env.run(&mut env.cmd(&args), 0);
+    let csv = std::fs::read_to_string(env.path().join("out.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], HEADER);
+    assert_eq!(lines.len(), 4, "{csv}");
+    for (line, mode) in
+        lines[1..]
+            .iter()
+            .zip(["_forward_", "_input_backward_", "_weight_backward_"])
+    {
+        let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!(fields.len(), 11, "{line}");
+        assert_eq!(fields[0], format!("{SMALL} -F 0"));
+        assert!(fields[8].contains(mode), "{line}");
+        assert_eq!(fields[9], "");
+        assert_eq!(fields[10], "ok");
+        for time in &fields[1..8] {
+            time.parse::<f64>()
+                .unwrap_or_else(|_| panic!("not a number: {line}"));
+        }
+    }
+    let first = env.json("out.json");
+    assert_eq!(first["compiled"], 3);
+    assert_eq!(first["cache_hits"], 0);
+    // Entries: module, MLIR, compile command and record per kernel.
+    assert_eq!(env.files_in_cache(), 12);
+
+    env.run(&mut env.cmd(&args), 0);
+    let warm = env.json("out.json");
+    assert_eq!(warm["compiled"], 0, "{warm}");
+    assert_eq!(warm["cache_hits"], 3);
+
+    // A corrupt module is rebuilt.
+    let bench = env.cache().join("bench");
+    let module = std::fs::read_dir(&bench)
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "vmfb"))
+        .unwrap();
+    std::fs::write(&module, b"garbage").unwrap();
+    env.run(&mut env.cmd(&args), 0);
+    let repaired = env.json("out.json");
+    assert_eq!(repaired["compiled"], 1, "{repaired}");
+    assert_eq!(repaired["cache_hits"], 2);
+}
+
+#[test]
+fn boo_cache_on_0_leaves_the_cache_empty() {
+    let env = Env::new();
+    let mut args = vec!["--json", "out.json"];
+    args.extend(words(SMALL));
+    args.extend(["-F", "1"]);
+    let mut cmd = env.cmd(&args);
+    cmd.env("BOO_CACHE_ON", "0");
+    env.run(&mut cmd, 0);
+    assert_eq!(env.files_in_cache(), 0);
+    assert_eq!(env.json("out.json")["compiled"], 1);
+
+    // BOO_CACHE_DIR moves it.
+    let moved = env.path().join("boo");
+    let mut cmd = env.cmd(&args);
+    cmd.env("BOO_CACHE_DIR", &moved);
+    env.run(&mut cmd, 0);
+    assert_eq!(env.files_in_cache(), 0);
+    assert!(std::fs::read_dir(&moved).unwrap().count() == 1);
+}
+
+#[test]
+fn a_bad_line_fails_its_row_and_the_batch_continues() {
+    let env = Env::new();
+    let text = format!(
+        "# a batch\n{SMALL} -F 1\nconv --bogus 1\n\n./bin/MIOpenDriver {SMALL} -F 4\ngemm -m 4 -k 4 -n 4\n"
+    );
+    std::fs::write(env.path().join("batch.txt"), text).unwrap();
+    let (stdout, _) = env.run(
+        &mut env.cmd(&[
+            "--commands-file",
+            "batch.txt",
+            "--csv",
+            "out.csv",
+            "--",
+            "-i",
+            "2",
+        ]),
+        1,
+    );
+    assert!(
+        stdout.contains("line 3: unknown flag `--bogus`"),
+        "{stdout}"
+    );
+    let csv = std::fs::read_to_string(env.path().join("out.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 4, "{csv}");
+    assert_eq!(rows[0][0], format!("{SMALL} -F 1 -i 2"));
+    assert_eq!(rows[0][10], "ok");
+    assert!(rows[0][4].parse::<f64>().is_ok());
+    assert_eq!(rows[1][10], "line 3: unknown flag `--bogus`");
+    assert!(rows[1][1..8].iter().all(|f| f.is_empty()), "{csv}");
+    assert_eq!(rows[2][0], format!("{SMALL} -F 4 -i 2"));
+    assert_eq!(rows[2][10], "ok");
+    assert!(rows[2][8].contains("weight_backward"));
+    assert!(rows[3][10].starts_with("not supported yet"), "{csv}");
+}
+
+#[test]
+fn an_invalid_single_command_is_a_usage_error() {
+    let env = Env::new();
+    let (_, stderr) = env.run(&mut env.cmd(&["conv", "-n", "1", "--bogus", "2"]), 2);
+    assert!(stderr.contains("unknown flag `--bogus`"), "{stderr}");
+    assert_eq!(env.files_in_cache(), 0);
+}
+
+#[test]
+fn no_command_runs_the_embedded_set() {
+    let env = Env::new();
+    env.run(&mut env.cmd(&["--csv", "out.csv", "--threads", "1"]), 0);
+    let csv = std::fs::read_to_string(env.path().join("out.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert!(rows.len() >= 8, "{csv}");
+    assert!(rows.iter().all(|r| r.ends_with(",ok")), "{csv}");
+    assert!(csv.contains("conv_3d_"));
+    assert!(csv.contains("_64g,"));
+    assert!(csv.contains("_weight_backward_"));
+}
+
+#[test]
+fn a_timeout_is_reported_on_its_row() {
+    let env = Env::new();
+    let mut args = vec!["--timeout", "0.001", "--csv", "out.csv"];
+    args.extend(words(SMALL));
+    let (stdout, _) = env.run(&mut env.cmd(&args), 1);
+    assert!(stdout.contains("timed out after 0.001s"), "{stdout}");
+    let csv = std::fs::read_to_string(env.path().join("out.csv")).unwrap();
+    assert!(csv.lines().nth(1).unwrap().contains(",,,,,,,"), "{csv}");
+}
