@@ -6,7 +6,9 @@
 //! command, one per direction, with shapes, FLOP and byte counts ([`signature`]).
 //! Parsing, signatures and MLIR generation are pure. [`run`] compiles the
 //! kernels with iree-compile through the kernel [`cache`] and times each with
-//! iree-benchmark-module in its own process; [`report`] holds the rows, their
+//! iree-benchmark-module in its own process, and with verification on runs it
+//! once more with iree-run-module on deterministic inputs and checks the output
+//! against [`verify`]'s f64 reference; [`report`] holds the rows, their
 //! statistics and the CSV. Tool paths come from the caller (lockstep-iree
 //! resolves them); nothing here prints (the binary does).
 

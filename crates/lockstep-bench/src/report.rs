@@ -64,12 +64,48 @@ pub struct Row {
     pub stats: Option<Stats>,
     pub gflops: Option<f64>,
     pub gbps: Option<f64>,
-    /// Verification result; empty until verification exists.
+    /// `PASS`, `FAIL`, or empty when the kernel was not verified.
     pub verify: String,
     /// `ok` or why the row failed.
     pub status: String,
     /// True when the module came from the cache.
     pub cached: bool,
+    /// The line's leading repeat count (recorded only).
+    pub repeat: Option<u64>,
+    /// The verification details when the kernel was verified.
+    pub check: Option<Check>,
+}
+
+/// Details of a verification.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    /// Largest absolute error (`None` when there was no output to compare).
+    pub max_abs: Option<f64>,
+    /// Largest relative error over elements with a nonzero reference.
+    pub max_rel: Option<f64>,
+    /// Elements outside the tolerance.
+    pub failures: usize,
+    /// Why the kernel could not be verified.
+    pub error: Option<String>,
+    pub passed: bool,
+}
+
+impl Check {
+    /// The `>>> verify:` line.
+    pub fn line(&self) -> String {
+        let verdict = if self.passed { "PASS" } else { "FAIL" };
+        match (&self.error, self.max_abs, self.max_rel) {
+            (Some(reason), _, _) => format!(">>> verify: {verdict} ({reason})"),
+            (None, Some(abs), Some(rel)) if self.failures > 0 => format!(
+                ">>> verify: max_abs={abs:.3e} max_rel={rel:.3e} {verdict} ({} elements out of tolerance)",
+                self.failures
+            ),
+            (None, Some(abs), Some(rel)) => {
+                format!(">>> verify: max_abs={abs:.3e} max_rel={rel:.3e} {verdict}")
+            }
+            _ => format!(">>> verify: {verdict}"),
+        }
+    }
 }
 
 impl Row {
@@ -94,7 +130,11 @@ impl Row {
                 ">>> min={:.2}us max={:.2}us mean={:.2}us median={:.2}us stddev={:.2}us",
                 s.min, s.max, s.mean, s.median, s.stddev
             )),
+            None if self.ok() => lines.push(">>> not timed (-t 0)".to_string()),
             _ => lines.push(format!(">>> failed: {}", self.status)),
+        }
+        if let Some(check) = &self.check {
+            lines.push(check.line());
         }
         lines
     }
@@ -169,11 +209,36 @@ mod tests {
             verify: String::new(),
             status: "line 3: unknown flag `--bogus`, really".into(),
             cached: false,
+            repeat: None,
+            check: None,
         };
         assert_eq!(
             row.csv(),
             "conv --bogus 1,,,,,,,,,,\"line 3: unknown flag `--bogus`, really\""
         );
         assert_eq!(csv(&[]).trim_end(), CSV_HEADER);
+    }
+
+    #[test]
+    fn verify_lines() {
+        let mut check = Check {
+            max_abs: Some(0.5),
+            max_rel: Some(0.25),
+            failures: 0,
+            error: None,
+            passed: true,
+        };
+        assert_eq!(
+            check.line(),
+            ">>> verify: max_abs=5.000e-1 max_rel=2.500e-1 PASS"
+        );
+        check.failures = 3;
+        check.passed = false;
+        assert_eq!(
+            check.line(),
+            ">>> verify: max_abs=5.000e-1 max_rel=2.500e-1 FAIL (3 elements out of tolerance)"
+        );
+        check.error = Some("verification run failed".into());
+        assert_eq!(check.line(), ">>> verify: FAIL (verification run failed)");
     }
 }

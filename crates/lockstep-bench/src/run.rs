@@ -1,7 +1,11 @@
 //! Running a batch: parsed commands become signatures, unique signatures are
 //! compiled by iree-compile on `jobs` workers (through the kernel cache), then
 //! each kernel is timed by iree-benchmark-module in its own process, one at a
-//! time.
+//! time. With verification on (`--verify` or a line's `-V 1`) the kernel gets
+//! deterministic inputs ([`verify::inputs`]) written as raw `.bin` files; the
+//! timed run uses them too (unless a splat value is forced), and
+//! iree-run-module runs the kernel once more on them, in its own process, for
+//! the output compared with the f64 reference.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -15,8 +19,12 @@ use serde::Serialize;
 use crate::cache::{self, Entry};
 use crate::miopen::BenchCommand;
 use crate::mlir::conv_module;
-use crate::report::{Row, Stats};
+use crate::report::{Check, Row, Stats};
 use crate::signature::{signatures, OpSignature};
+use crate::verify;
+
+/// The seed of the verification inputs: every run gets the same data.
+pub const VERIFY_SEED: u64 = 0x5EED;
 
 /// The host CPU target flags every kernel is compiled with.
 pub const TARGET_FLAGS: &[&str] = &[
@@ -34,6 +42,8 @@ pub struct Job {
     pub arguments: String,
     /// The parsed command or why it was rejected.
     pub parsed: Result<BenchCommand, String>,
+    /// The line's leading repeat count (recorded in the rows, not acted on).
+    pub repeat: Option<u64>,
 }
 
 /// How to compile and run.
@@ -41,6 +51,8 @@ pub struct Job {
 pub struct Options {
     pub compiler: PathBuf,
     pub benchmark: PathBuf,
+    /// iree-run-module, for verification runs.
+    pub runner: PathBuf,
     /// Compiler identity for the cache key.
     pub identity: String,
     pub device: String,
@@ -51,8 +63,11 @@ pub struct Options {
     pub timeout: Option<Duration>,
     /// `--task_topology_max_group_count` for local-task.
     pub threads: Option<usize>,
-    /// The value every input is filled with (default 1).
+    /// Fill every timed input with this value. Unset: the verification
+    /// inputs when verifying, else 1.
     pub splat: Option<String>,
+    /// Verify every kernel (as if each line had `-V 1`).
+    pub verify: bool,
     /// Kernel cache directory (`None`: off).
     pub cache: Option<PathBuf>,
     /// Logs and uncached modules.
@@ -70,16 +85,30 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Rows that failed, including rows whose verification failed.
     pub fn failed(&self) -> usize {
-        self.rows.iter().filter(|r| !r.ok()).count()
+        self.rows
+            .iter()
+            .filter(|r| !r.ok() || r.verify == "FAIL")
+            .count()
     }
 }
 
 /// A row waiting for its kernel.
 struct Planned {
     row: Row,
-    /// (key, iterations, signature) when there is a kernel to time.
-    kernel: Option<(String, u32, OpSignature)>,
+    /// The kernel to run, when there is one.
+    kernel: Option<Work>,
+}
+
+/// What to do with one kernel.
+struct Work {
+    key: String,
+    iterations: u32,
+    /// False for `-t 0`.
+    time: bool,
+    verify: bool,
+    sig: OpSignature,
 }
 
 /// A compiled module and whether it came from the cache, or why there is none.
@@ -114,6 +143,8 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
             verify: String::new(),
             status: String::new(),
             cached: false,
+            repeat: job.repeat,
+            check: None,
         };
         let command = match &job.parsed {
             Ok(command) => command,
@@ -150,7 +181,13 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
                     }
                     planned.push(Planned {
                         row,
-                        kernel: Some((key, command.iterations, sig)),
+                        kernel: Some(Work {
+                            key,
+                            iterations: command.iterations,
+                            time: command.time,
+                            verify: opts.verify || command.verify,
+                            sig,
+                        }),
                     });
                 }
                 Err(reason) => {
@@ -186,23 +223,12 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
 
     let mut rows = Vec::new();
     for Planned { mut row, kernel } in planned {
-        if let Some((key, iterations, sig)) = kernel {
-            match &modules[&key] {
+        if let Some(work) = kernel {
+            match &modules[&work.key] {
                 Err(reason) => row.status = reason.clone(),
                 Ok((module, cached)) => {
                     row.cached = *cached;
-                    match time(module, &sig, iterations, opts, rows.len()) {
-                        Ok(stats) => {
-                            let seconds = stats.median * 1e-6;
-                            if seconds > 0.0 {
-                                row.gflops = Some(sig.flops as f64 / seconds / 1e9);
-                                row.gbps = Some(sig.bytes as f64 / seconds / 1e9);
-                            }
-                            row.stats = Some(stats);
-                            row.status = "ok".to_string();
-                        }
-                        Err(reason) => row.status = reason,
-                    }
+                    execute(&mut row, module, &work, opts, rows.len());
                 }
             }
         }
@@ -214,6 +240,141 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
         compiled: compiled.into_inner(),
         cache_hits: hits.into_inner(),
     }
+}
+
+/// Times and/or verifies one compiled kernel, filling its row.
+fn execute(row: &mut Row, module: &Path, work: &Work, opts: &Options, index: usize) {
+    let sig = &work.sig;
+    let dir = opts.work_dir.join("verify").join(index.to_string());
+    let data = if work.verify {
+        match write_inputs(sig, &dir) {
+            Ok(data) => Some(data),
+            Err(reason) => {
+                row.status = reason;
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    let files = data.as_ref().map(|(files, _)| files.as_slice());
+    if work.time {
+        match time(module, sig, work.iterations, opts, index, files) {
+            Ok(stats) => {
+                let seconds = stats.median * 1e-6;
+                if seconds > 0.0 {
+                    row.gflops = Some(sig.flops as f64 / seconds / 1e9);
+                    row.gbps = Some(sig.bytes as f64 / seconds / 1e9);
+                }
+                row.stats = Some(stats);
+            }
+            Err(reason) => {
+                row.status = reason;
+                let _ = std::fs::remove_dir_all(&dir);
+                return;
+            }
+        }
+    }
+    row.status = "ok".to_string();
+    if let Some((files, inputs)) = &data {
+        let check = match check(module, sig, opts, &dir, files, inputs) {
+            Ok(v) => Check {
+                max_abs: Some(v.max_abs),
+                max_rel: Some(v.max_rel),
+                failures: v.failures,
+                error: None,
+                passed: v.passed,
+            },
+            Err(reason) => Check {
+                max_abs: None,
+                max_rel: None,
+                failures: 0,
+                error: Some(reason),
+                passed: false,
+            },
+        };
+        row.verify = if check.passed { "PASS" } else { "FAIL" }.to_string();
+        row.check = Some(check);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Writes the deterministic inputs of `sig` as `in0.bin`, `in1.bin`, ... in
+/// `dir`; returns the files and the values.
+fn write_inputs(sig: &OpSignature, dir: &Path) -> Result<(Vec<PathBuf>, Vec<Vec<f64>>), String> {
+    let io = |e: std::io::Error| format!("cannot write the verification inputs: {e}");
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let inputs = verify::inputs(sig, VERIFY_SEED);
+    let mut files = Vec::new();
+    for (i, (operand, values)) in sig.inputs.iter().zip(&inputs).enumerate() {
+        let file = dir.join(format!("in{i}.bin"));
+        std::fs::write(&file, verify::encode(values, operand.elem)).map_err(io)?;
+        files.push(file);
+    }
+    Ok((files, inputs))
+}
+
+/// `--input=DIMSxTYPE=VALUE` for each input: the files when given (and no
+/// splat is forced), else the splat value (default 1).
+fn input_flags(sig: &OpSignature, files: Option<&[PathBuf]>, splat: Option<&str>) -> Vec<String> {
+    sig.inputs
+        .iter()
+        .enumerate()
+        .map(|(i, input)| {
+            let dims: Vec<String> = input.shape.iter().map(u64::to_string).collect();
+            let value = match (splat, files) {
+                (None, Some(files)) => format!("@{}", files[i].display()),
+                (splat, _) => splat.unwrap_or("1").to_string(),
+            };
+            format!("--input={}x{}={value}", dims.join("x"), input.elem.mlir())
+        })
+        .collect()
+}
+
+/// Runs the kernel once on the verification inputs with iree-run-module and
+/// compares its output with the reference.
+fn check(
+    module: &Path,
+    sig: &OpSignature,
+    opts: &Options,
+    dir: &Path,
+    files: &[PathBuf],
+    inputs: &[Vec<f64>],
+) -> Result<verify::Verdict, String> {
+    let output = sig
+        .outputs
+        .first()
+        .ok_or_else(|| "the kernel has no output".to_string())?;
+    let out = dir.join("out.bin");
+    let log = dir.with_extension("verify.log");
+    let mut argv = vec![
+        opts.runner.display().to_string(),
+        format!("--module={}", module.display()),
+        format!("--device={}", opts.device),
+        format!("--function={}", sig.func_name),
+    ];
+    argv.extend(input_flags(sig, Some(files), None));
+    argv.push(format!("--output=@{}", out.display()));
+    let spec = Spec {
+        argv,
+        cwd: opts.work_dir.clone(),
+        env: Vec::new(),
+        timeout: opts.timeout,
+        log: log.clone(),
+        header: None,
+    };
+    let finished = process::run(&spec, |_| {}).map_err(|e| e.render())?;
+    if finished.exit != Exit::Code(0) {
+        return Err(format!(
+            "verification run failed ({}): {}",
+            describe(finished.exit, opts.timeout),
+            first_error(&log)
+        ));
+    }
+    let bytes = std::fs::read(&out).map_err(|e| format!("no verification output ({e})"))?;
+    let got = verify::decode(&bytes, output.elem)?;
+    let (reference, sums) = verify::reference(sig, inputs)?;
+    Ok(verify::compare(sig, &got, &reference, &sums))
 }
 
 /// The module of a kernel: from the cache, or compiled (and cached). The
@@ -288,25 +449,18 @@ fn time(
     iterations: u32,
     opts: &Options,
     index: usize,
+    files: Option<&[PathBuf]>,
 ) -> Result<Stats, String> {
     let out = opts.work_dir.join("runs").join(format!("{index}.json"));
     let log = opts.work_dir.join("runs").join(format!("{index}.log"));
     let _ = std::fs::remove_file(&out);
-    let splat = opts.splat.as_deref().unwrap_or("1");
     let mut argv = vec![
         opts.benchmark.display().to_string(),
         format!("--module={}", module.display()),
         format!("--function={}", sig.func_name),
         format!("--device={}", opts.device),
     ];
-    for input in &sig.inputs {
-        let dims: Vec<String> = input.shape.iter().map(u64::to_string).collect();
-        argv.push(format!(
-            "--input={}x{}={splat}",
-            dims.join("x"),
-            input.elem.mlir()
-        ));
-    }
+    argv.extend(input_flags(sig, files, opts.splat.as_deref()));
     argv.extend([
         format!("--benchmark_repetitions={}", u64::from(iterations) + 1),
         "--benchmark_min_time=1x".to_string(),

@@ -50,6 +50,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
     let opts = Options {
         compiler: tc.tool("iree-compile")?,
         benchmark: tc.tool("iree-benchmark-module")?,
+        runner: tc.tool("iree-run-module")?,
         identity: tc.identity.clone(),
         device: args.device.clone(),
         compile_flags: args.compile_flags.clone(),
@@ -61,6 +62,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
         timeout: Some(timeout),
         threads: args.threads,
         splat: args.splat_input_value.clone(),
+        verify: args.verify,
         cache: lockstep_bench::cache::location(),
         work_dir: work.path().to_path_buf(),
     };
@@ -94,6 +96,30 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
     Ok(if failed > 0 { 1 } else { 0 })
 }
 
+/// The bench part of `lockstep demo`: the embedded default set, timed and
+/// verified on the CPU, printed like a normal run.
+// Called by `lockstep demo` (wired by the owner).
+pub fn demo() -> Result<i32, Error> {
+    println!("\n== lockstep bench --verify (the embedded default commands, real IREE compiler and runtime)");
+    let cwd = std::env::current_dir()?;
+    let loaded = lockstep_core::config::load(None, &cwd)?;
+    let args = cli::BenchArgs {
+        commands_file: None,
+        csv: None,
+        json: None,
+        verify: true,
+        jobs: None,
+        device: "local-task".to_string(),
+        compile_flags: Vec::new(),
+        timeout: None,
+        threads: None,
+        splat_input_value: None,
+        iree_bin: None,
+        command: Vec::new(),
+    };
+    run(args, &loaded)
+}
+
 /// The jobs: the single command (invalid → usage error), the commands file
 /// (invalid lines become failed rows) or the embedded defaults.
 fn jobs(args: &cli::BenchArgs) -> Result<Vec<Job>, Error> {
@@ -112,6 +138,7 @@ fn jobs(args: &cli::BenchArgs) -> Result<Vec<Job>, Error> {
                 line: None,
                 arguments,
                 parsed: Ok(parsed),
+                repeat: None,
             }]);
         }
     };
@@ -124,6 +151,7 @@ fn jobs(args: &cli::BenchArgs) -> Result<Vec<Job>, Error> {
                     line: Some(line.number),
                     arguments: line.text,
                     parsed: Err(reason),
+                    repeat: line.repeat,
                 };
             }
             let argv: Vec<String> = line.argv.iter().chain(&extra).cloned().collect();
@@ -131,6 +159,7 @@ fn jobs(args: &cli::BenchArgs) -> Result<Vec<Job>, Error> {
                 line: Some(line.number),
                 arguments: argv.join(" "),
                 parsed: parse_argv(&argv).map_err(|e| e.reason),
+                repeat: line.repeat,
             }
         })
         .collect())

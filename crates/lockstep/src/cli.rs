@@ -306,7 +306,7 @@ pub struct BenchArgs {
     /// Write the results as JSON (rows plus `compiled` and `cache_hits`).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Verify numerics (accepted; the `verify` column stays empty for now).
+    /// Verify every kernel against an f64 reference (as if each line had `-V 1`); a FAIL exits 1.
     #[arg(long)]
     pub verify: bool,
     /// Compile workers (default: all cores).
@@ -324,7 +324,7 @@ pub struct BenchArgs {
     /// CPU worker threads of the timed runtime (local-task).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// Fill every input with this value (default 1).
+    /// Fill every timed input with this value (default: the verification inputs when verifying, else 1).
     #[arg(long, value_name = "V", allow_hyphen_values = true)]
     pub splat_input_value: Option<String>,
     /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).

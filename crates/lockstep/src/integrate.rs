@@ -410,5 +410,10 @@ pub fn demo(args: DemoArgs) -> Result<i32, Error> {
     let summary =
         lockstep_integrate::demo::run(args.dir.as_deref(), &console, &mut std::io::stdout())?;
     let tests = crate::suite::demo()?;
-    Ok(if summary.ok && tests == 0 { 0 } else { 1 })
+    let bench = crate::bench::demo()?;
+    Ok(if summary.ok && tests == 0 && bench == 0 {
+        0
+    } else {
+        1
+    })
 }

@@ -273,3 +273,91 @@ fn a_timeout_is_reported_on_its_row() {
     let csv = std::fs::read_to_string(env.path().join("out.csv")).unwrap();
     assert!(csv.lines().nth(1).unwrap().contains(",,,,,,,"), "{csv}");
 }
+
+#[test]
+fn verify_passes_for_every_direction_and_bf16() {
+    let env = Env::new();
+    // A strided, grouped line for variety; `-V 1` on the bf16 line verifies
+    // it without `--verify`.
+    let text = format!(
+        "{SMALL} -F 1\n{SMALL} -F 2\n2 {SMALL} -F 4\n\
+         convbfp16 -n 2 -c 4 -H 7 -W 7 -k 8 -y 3 -x 3 -u 2 -v 2 -g 2 -F 1 -i 2 -V 1\n"
+    );
+    std::fs::write(env.path().join("batch.txt"), text).unwrap();
+    let (stdout, _) = env.run(
+        &mut env.cmd(&[
+            "--verify",
+            "--commands-file",
+            "batch.txt",
+            "--csv",
+            "out.csv",
+            "--json",
+            "out.json",
+        ]),
+        0,
+    );
+    let csv = std::fs::read_to_string(env.path().join("out.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 4, "{csv}");
+    for (row, mode) in rows.iter().zip([
+        "float32_forward",
+        "float32_input_backward",
+        "float32_weight_backward",
+        "bfloat16_forward",
+    ]) {
+        assert!(row[8].contains(mode), "{csv}");
+        assert_eq!((row[9], row[10]), ("PASS", "ok"), "{csv}");
+        // Timed on the verification inputs.
+        assert!(row[4].parse::<f64>().is_ok(), "{csv}");
+    }
+    let verdicts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with(">>> verify: max_abs="))
+        .collect();
+    assert_eq!(verdicts.len(), 4, "{stdout}");
+    assert!(verdicts.iter().all(|l| l.ends_with(" PASS")), "{stdout}");
+    // The verify line follows the timing line.
+    let lines: Vec<&str> = stdout.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with(">>> verify"))
+        .unwrap();
+    assert!(lines[at - 1].starts_with(">>> min="), "{stdout}");
+    let json = env.json("out.json");
+    assert_eq!(json["rows"][2]["repeat"], 2);
+    assert_eq!(json["rows"][0]["check"]["passed"], true);
+    assert_eq!(json["rows"][0]["check"]["failures"], 0);
+}
+
+#[test]
+fn without_verify_the_column_stays_empty_and_t_0_skips_timing() {
+    let env = Env::new();
+    let text = format!("{SMALL} -F 1 -t 0\n{SMALL} -F 1 -t 0 -V 1\n");
+    std::fs::write(env.path().join("batch.txt"), text).unwrap();
+    let (stdout, _) = env.run(
+        &mut env.cmd(&["--commands-file", "batch.txt", "--csv", "out.csv"]),
+        0,
+    );
+    assert_eq!(
+        stdout.matches(">>> not timed (-t 0)").count(),
+        2,
+        "{stdout}"
+    );
+    let csv = std::fs::read_to_string(env.path().join("out.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    for row in &rows {
+        assert!(row[1..8].iter().all(|f| f.is_empty()), "{csv}");
+        assert_eq!(row[10], "ok");
+    }
+    assert_eq!(rows[0][9], "");
+    assert_eq!(rows[1][9], "PASS");
+}
