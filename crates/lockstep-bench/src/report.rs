@@ -1,6 +1,8 @@
 //! Results of a bench run: one row per kernel (a `-F 0` line gives one per
 //! direction), their statistics, the BOO-style text lines and the CSV.
 
+use std::path::PathBuf;
+
 use serde::Serialize;
 
 /// The CSV header, exactly.
@@ -70,6 +72,14 @@ pub struct Row {
     pub status: String,
     /// True when the module came from the cache.
     pub cached: bool,
+    /// Wall seconds of the iree-compile run that built this row's module: 0
+    /// when it came from the cache or an earlier row of the run built it.
+    pub compile_seconds: f64,
+    /// Wall seconds of the timed iree-benchmark-module process (`None` when
+    /// the kernel was not timed).
+    pub timing_seconds: Option<f64>,
+    /// The compiled module (`.vmfb`) the row ran (`None` when there is none).
+    pub module: Option<PathBuf>,
     /// The line's leading repeat count (recorded only).
     pub repeat: Option<u64>,
     /// The verification details when the kernel was verified.
@@ -209,6 +219,9 @@ mod tests {
             verify: String::new(),
             status: "line 3: unknown flag `--bogus`, really".into(),
             cached: false,
+            compile_seconds: 0.0,
+            timing_seconds: None,
+            module: None,
             repeat: None,
             check: None,
         };

@@ -111,8 +111,9 @@ struct Work {
     sig: OpSignature,
 }
 
-/// A compiled module and whether it came from the cache, or why there is none.
-type Module = Result<(PathBuf, bool), String>;
+/// A compiled module, whether it came from the cache and the wall seconds of
+/// its compile (0 when cached), or why there is none.
+type Module = Result<(PathBuf, bool, f64), String>;
 
 struct Kernel {
     func_name: String,
@@ -143,6 +144,9 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
             verify: String::new(),
             status: String::new(),
             cached: false,
+            compile_seconds: 0.0,
+            timing_seconds: None,
+            module: None,
             repeat: job.repeat,
             check: None,
         };
@@ -222,12 +226,18 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
     let modules = modules.into_inner().unwrap_or_else(|e| e.into_inner());
 
     let mut rows = Vec::new();
+    // Kernels whose compile time is already on an earlier row.
+    let mut charged = HashSet::new();
     for Planned { mut row, kernel } in planned {
         if let Some(work) = kernel {
             match &modules[&work.key] {
                 Err(reason) => row.status = reason.clone(),
-                Ok((module, cached)) => {
+                Ok((module, cached, seconds)) => {
                     row.cached = *cached;
+                    row.module = Some(module.clone());
+                    if charged.insert(work.key.clone()) {
+                        row.compile_seconds = *seconds;
+                    }
                     execute(&mut row, module, &work, opts, rows.len());
                 }
             }
@@ -259,7 +269,9 @@ fn execute(row: &mut Row, module: &Path, work: &Work, opts: &Options, index: usi
     };
     let files = data.as_ref().map(|(files, _)| files.as_slice());
     if work.time {
-        match time(module, sig, work.iterations, opts, index, files) {
+        let timed = time(module, sig, work.iterations, opts, index, files);
+        row.timing_seconds = timed.0;
+        match timed.1 {
             Ok(stats) => {
                 let seconds = stats.median * 1e-6;
                 if seconds > 0.0 {
@@ -394,7 +406,7 @@ fn obtain(
     let entry = Entry::new(&root, &kernel.func_name, key);
     if opts.cache.is_some() && entry.is_valid() {
         hits.fetch_add(1, Ordering::Relaxed);
-        return Ok((entry.module(), true));
+        return Ok((entry.module(), true, 0.0));
     }
     let io = |e: lockstep_core::Error| format!("cannot write the kernel cache: {}", e.render());
     cache::write_atomic(&entry.mlir(), kernel.mlir.as_bytes()).map_err(io)?;
@@ -439,10 +451,11 @@ fn obtain(
     if opts.cache.is_some() {
         entry.seal(&command).map_err(io)?;
     }
-    Ok((entry.module(), false))
+    Ok((entry.module(), false, finished.elapsed.as_secs_f64()))
 }
 
-/// Times one kernel; `iterations` samples after one warm-up run.
+/// Times one kernel; `iterations` samples after one warm-up run. Also gives
+/// the wall seconds of the iree-benchmark-module process when it ran.
 fn time(
     module: &Path,
     sig: &OpSignature,
@@ -450,6 +463,20 @@ fn time(
     opts: &Options,
     index: usize,
     files: Option<&[PathBuf]>,
+) -> (Option<f64>, Result<Stats, String>) {
+    let mut elapsed = None;
+    let stats = time_process(module, sig, iterations, opts, index, files, &mut elapsed);
+    (elapsed, stats)
+}
+
+fn time_process(
+    module: &Path,
+    sig: &OpSignature,
+    iterations: u32,
+    opts: &Options,
+    index: usize,
+    files: Option<&[PathBuf]>,
+    elapsed: &mut Option<f64>,
 ) -> Result<Stats, String> {
     let out = opts.work_dir.join("runs").join(format!("{index}.json"));
     let log = opts.work_dir.join("runs").join(format!("{index}.log"));
@@ -482,6 +509,7 @@ fn time(
         header: None,
     };
     let finished = process::run(&spec, |_| {}).map_err(|e| e.render())?;
+    *elapsed = Some(finished.elapsed.as_secs_f64());
     if finished.exit != Exit::Code(0) {
         return Err(format!(
             "run failed ({}): {}",

@@ -156,6 +156,15 @@ fn csv_has_a_row_per_direction_and_warm_runs_compile_nothing() {
     let first = env.json("out.json");
     assert_eq!(first["compiled"], 3);
     assert_eq!(first["cache_hits"], 0);
+    for row in first["rows"].as_array().unwrap() {
+        assert!(row["compile_seconds"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["timing_seconds"].as_f64().unwrap() > 0.0, "{row}");
+        let module = row["module"].as_str().unwrap();
+        assert!(
+            module.ends_with(".vmfb") && Path::new(module).is_file(),
+            "{row}"
+        );
+    }
     // Entries: module, MLIR, compile command and record per kernel.
     assert_eq!(env.files_in_cache(), 12);
 
@@ -163,6 +172,11 @@ fn csv_has_a_row_per_direction_and_warm_runs_compile_nothing() {
     let warm = env.json("out.json");
     assert_eq!(warm["compiled"], 0, "{warm}");
     assert_eq!(warm["cache_hits"], 3);
+    for row in warm["rows"].as_array().unwrap() {
+        assert_eq!(row["compile_seconds"], 0.0, "{row}");
+        assert!(row["timing_seconds"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["module"].is_string(), "{row}");
+    }
 
     // A corrupt module is rebuilt.
     let bench = env.cache().join("bench");

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Figures of scripts/bench-bench from the cold and warm `lockstep bench` JSON.
+
+(a) cold wall / (sum of compile_seconds / jobs + sum of timing_seconds)
+(b) warm wall / cold wall
+(c) per row, interleaved over ROUNDS rounds: `lockstep bench` on that one
+    command (warm cache) then iree-benchmark-module on the row's cached vmfb
+    with the same function, device and splat inputs
+    (--benchmark_repetitions=REPS --benchmark_min_time=20x, real_time median
+    aggregate; also, as a diagnostic, lockstep's own scheme: min_time=1x with
+    samples+1 repetitions); the row's ratio is the median over rounds of
+    lockstep median / iree-benchmark-module median; the figure is the median
+    over rows.
+Exit 0 when the figures were computed (targets met or not), 1 otherwise.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def log(msg):
+    print(f"bench-bench: {msg}", file=sys.stderr, flush=True)
+
+
+def input_flags(module, func, splat):
+    """--input flags from the func signature in the .mlir next to the vmfb."""
+    mlir = os.path.splitext(module)[0] + ".mlir"
+    text = open(mlir).read()
+    m = re.search(r"func\.func @" + re.escape(func) + r"\((.*?)\)\s*->", text)
+    if not m:
+        raise SystemExit(f"bench-bench: error: no signature for {func} in {mlir}")
+    types = re.findall(r"tensor<([^>]*)>", m.group(1))
+    return [f"--input={t}={splat}" for t in types]
+
+
+def iree_median_us(bench, module, func, device, flags, reps, out, min_time="20x"):
+    argv = [
+        bench,
+        f"--module={module}",
+        f"--function={func}",
+        f"--device={device}",
+        *flags,
+        f"--benchmark_repetitions={reps}",
+        f"--benchmark_min_time={min_time}",
+        "--benchmark_format=json",
+        f"--benchmark_out={out}",
+        "--benchmark_out_format=json",
+    ]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    data = json.load(open(out))
+    scale = {"s": 1e6, "ms": 1e3, "us": 1.0, "ns": 1e-3}
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") == "median":
+            return b["real_time"] * scale[b.get("time_unit", "ns")]
+    raise SystemExit(f"bench-bench: error: no median aggregate in {out}")
+
+
+def lockstep_median_us(lockstep, command, splat, device, out, cwd):
+    argv = [lockstep, "bench", "-j", "1", "--device", device,
+            "--splat-input-value", splat, "--json", out, *command.split()]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
+    data = json.load(open(out))
+    (row,) = data["rows"]
+    if data["compiled"] != 0:
+        raise SystemExit(f"bench-bench: error: interleaved lockstep run recompiled: {command}")
+    return row["stats"]["median"], row["module"]
+
+
+def verdict(ok):
+    return "PASS" if ok else "FAIL"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--cold", required=True)
+    p.add_argument("--warm", required=True)
+    p.add_argument("--cold-wall", type=float, required=True)
+    p.add_argument("--warm-wall", type=float, required=True)
+    p.add_argument("--jobs", type=int, required=True)
+    p.add_argument("--lockstep", required=True)
+    p.add_argument("--iree-bench", required=True)
+    p.add_argument("--device", default="local-task")
+    p.add_argument("--splat", default="1")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--cwd", required=True)
+    a = p.parse_args()
+
+    cold = json.load(open(a.cold))
+    warm = json.load(open(a.warm))
+    for name, data in (("cold", cold), ("warm", warm)):
+        bad = [r for r in data["rows"] if r["status"] != "ok"]
+        if bad:
+            raise SystemExit(f"bench-bench: error: {name} run has failed rows: {bad[0]['status']}")
+    rows = cold["rows"]
+    compile_sum = sum(r["compile_seconds"] for r in rows)
+    timing_sum = sum(r["timing_seconds"] for r in rows)
+    ideal = compile_sum / a.jobs + timing_sum
+    ratio_a = a.cold_wall / ideal
+    ratio_b = a.warm_wall / a.cold_wall
+    warm_compile = sum(r["compile_seconds"] for r in warm["rows"])
+
+    # (c), interleaved per row and per round.
+    per_row = []
+    with tempfile.TemporaryDirectory(prefix="bench-bench-c-") as tmp:
+        for i, row in enumerate(rows):
+            module, func = row["module"], row["func_name"]
+            flags = input_flags(module, func, a.splat)
+            ratios, ls_meds, ib_meds, ratios1 = [], [], [], []
+            # lockstep's own scheme (one iteration per repetition, warm-up
+            # included here), as a diagnostic next to the 20x reference.
+            reps1 = row["stats"]["samples"] + 1
+            for r in range(a.rounds):
+                ls, ls_module = lockstep_median_us(
+                    a.lockstep, row["arguments"], a.splat, a.device,
+                    os.path.join(tmp, "one.json"), a.cwd)
+                if ls_module != module:
+                    raise SystemExit(f"bench-bench: error: row {i} ran {ls_module}, expected {module}")
+                ib = iree_median_us(a.iree_bench, module, func, a.device, flags, a.reps,
+                                    os.path.join(tmp, "ib.json"))
+                ib1 = iree_median_us(a.iree_bench, module, func, a.device, flags, reps1,
+                                     os.path.join(tmp, "ib1.json"), "1x")
+                ratios1.append(ls / ib1)
+                ls_meds.append(ls)
+                ib_meds.append(ib)
+                ratios.append(ls / ib)
+            per_row.append((statistics.median(ratios), statistics.median(ls_meds),
+                            statistics.median(ib_meds), row["arguments"],
+                            statistics.median(ratios1)))
+            log(f"(c) {i + 1}/{len(rows)} lockstep {statistics.median(ls_meds):9.2f}us"
+                f"  iree-benchmark-module {statistics.median(ib_meds):9.2f}us"
+                f"  ratio {statistics.median(ratios):.3f}"
+                f" (vs 1x scheme {statistics.median(ratios1):.3f})")
+    ratio_c = statistics.median(r[0] for r in per_row)
+
+    print()
+    print(f"rows: {len(rows)} (cold: {cold['compiled']} compiled, {cold['cache_hits']} cached;"
+          f" warm: {warm['compiled']} compiled, {warm['cache_hits']} cached)")
+    print(f"(a) cold wall / (compile/jobs + timing) = {ratio_a:.3f}  target <= 1.15  {verdict(ratio_a <= 1.15)}")
+    print(f"    cold wall {a.cold_wall:.2f}s; sum compile {compile_sum:.2f}s / {a.jobs} jobs"
+          f" = {compile_sum / a.jobs:.2f}s; sum timing-process {timing_sum:.2f}s; ideal {ideal:.2f}s")
+    print(f"(b) warm / cold = {ratio_b:.3f}  target <= 0.3  {verdict(ratio_b <= 0.3)}")
+    print(f"    warm wall {a.warm_wall:.2f}s (sum compile {warm_compile:.2f}s,"
+          f" sum timing-process {sum(r['timing_seconds'] for r in warm['rows']):.2f}s);"
+          f" cold wall {a.cold_wall:.2f}s")
+    ok_c = 0.9 <= ratio_c <= 1.1
+    rs = sorted(r[0] for r in per_row)
+    print(f"(c) median over rows of lockstep median / iree-benchmark-module median = {ratio_c:.3f}"
+          f"  target 0.9..1.1  {verdict(ok_c)}")
+    print(f"    per-row ratios: min {rs[0]:.3f} p25 {rs[len(rs) // 4]:.3f} max {rs[-1]:.3f};"
+          f" {a.rounds} interleaved rounds per row; reference"
+          f" --benchmark_repetitions={a.reps} --benchmark_min_time=20x (median real_time),"
+          f" splat {a.splat}")
+    print(f"    diagnostic: same vmfb with lockstep's scheme (--benchmark_min_time=1x,"
+          f" samples+1 repetitions): median ratio {statistics.median(r[4] for r in per_row):.3f}")
+    print(f"    median lockstep {statistics.median(r[1] for r in per_row):.2f}us,"
+          f" median iree-benchmark-module {statistics.median(r[2] for r in per_row):.2f}us")
+
+
+if __name__ == "__main__":
+    main()
