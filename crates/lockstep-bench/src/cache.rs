@@ -151,12 +151,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-pub fn sha256_file(path: &Path) -> Result<String, Error> {
-    let mut file = fs_err::File::open(path)?;
-    let mut h = Sha256::new();
-    std::io::copy(&mut file, &mut h)?;
-    Ok(hex::encode(h.finalize()))
-}
+pub use lockstep_core::hash::sha256_file;
 
 #[cfg(test)]
 mod tests {

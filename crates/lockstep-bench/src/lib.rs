@@ -28,3 +28,6 @@ pub use miopen::{
     LayerNormCommand, LayerNormMode, Layout, Op, PadMode, ParseError,
 };
 pub use signature::{signatures, OpSignature, Operand, SignatureDetails};
+
+#[cfg(test)]
+mod testing;

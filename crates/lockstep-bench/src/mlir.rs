@@ -1014,9 +1014,9 @@ mod tests {
     use super::*;
     use crate::miopen::parse_argv;
     use crate::signature::signatures;
-    use std::io::Write as _;
+    use crate::testing::iree_bin;
     use std::path::PathBuf;
-    use std::process::{Command, Stdio};
+    use std::process::Command;
 
     fn sig(line: &str) -> OpSignature {
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -1028,23 +1028,6 @@ mod tests {
         all.remove(0)
     }
 
-    /// The IREE tools, provisioned on first use (never skipped): the same
-    /// resolution every lockstep command uses.
-    fn iree_bin() -> PathBuf {
-        static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-        BIN.get_or_init(|| {
-            let request = lockstep_iree::toolchain::Request {
-                flag: None,
-                config_bin: None,
-                version: lockstep_core::config::DEFAULT_IREE_VERSION,
-            };
-            lockstep_iree::toolchain::resolve(&request, &lockstep_core::events::NullSink)
-                .unwrap_or_else(|e| panic!("cannot provision the IREE tools: {}", e.render()))
-                .bin
-        })
-        .clone()
-    }
-
     fn temp(name: &str, ext: &str) -> PathBuf {
         std::env::temp_dir().join(format!("lockstep-mlir-{}-{name}.{ext}", std::process::id()))
     }
@@ -1054,32 +1037,7 @@ mod tests {
         let sig = sig(line);
         let text = conv_module(&sig).unwrap_or_else(|e| panic!("{line}: {e}"));
         let vmfb = temp(tag, "vmfb");
-        let mut child = Command::new(iree_bin().join("iree-compile"))
-            .args([
-                "-",
-                "--iree-hal-target-device=local",
-                "--iree-hal-local-target-device-backends=llvm-cpu",
-                "--iree-llvmcpu-target-cpu=host",
-                "-o",
-            ])
-            .arg(&vmfb)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting iree-compile");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{line}: iree-compile failed:\n{}\n--- module ---\n{text}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::testing::compile(&text, &vmfb, line);
         (sig, vmfb)
     }
 

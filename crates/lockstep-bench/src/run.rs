@@ -27,11 +27,7 @@ use crate::verify;
 pub const VERIFY_SEED: u64 = 0x5EED;
 
 /// The host CPU target flags every kernel is compiled with.
-pub const TARGET_FLAGS: &[&str] = &[
-    "--iree-hal-target-device=local",
-    "--iree-hal-local-target-device-backends=llvm-cpu",
-    "--iree-llvmcpu-target-cpu=host",
-];
+pub const TARGET_FLAGS: &[&str] = lockstep_iree::HOST_CPU_FLAGS;
 
 /// One command of the batch.
 #[derive(Debug, Clone)]

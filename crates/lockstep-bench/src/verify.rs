@@ -785,25 +785,9 @@ mod tests {
     mod iree {
         use super::*;
         use crate::mlir::conv_module;
-        use std::io::Write as _;
+        use crate::testing::iree_bin;
         use std::path::PathBuf;
-        use std::process::{Command, Stdio};
-
-        /// The IREE tools, provisioned on first use (never skipped).
-        fn iree_bin() -> PathBuf {
-            static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-            BIN.get_or_init(|| {
-                let request = lockstep_iree::toolchain::Request {
-                    flag: None,
-                    config_bin: None,
-                    version: lockstep_core::config::DEFAULT_IREE_VERSION,
-                };
-                lockstep_iree::toolchain::resolve(&request, &lockstep_core::events::NullSink)
-                    .unwrap_or_else(|e| panic!("cannot provision the IREE tools: {}", e.render()))
-                    .bin
-            })
-            .clone()
-        }
+        use std::process::Command;
 
         fn temp(name: &str) -> PathBuf {
             std::env::temp_dir().join(format!("lockstep-verify-{}-{name}", std::process::id()))
@@ -815,32 +799,7 @@ mod tests {
             let name = &sig.func_name;
             let text = conv_module(sig).unwrap_or_else(|e| panic!("{name}: {e}"));
             let vmfb = temp(&format!("{tag}.vmfb"));
-            let mut child = Command::new(iree_bin().join("iree-compile"))
-                .args([
-                    "-",
-                    "--iree-hal-target-device=local",
-                    "--iree-hal-local-target-device-backends=llvm-cpu",
-                    "--iree-llvmcpu-target-cpu=host",
-                    "-o",
-                ])
-                .arg(&vmfb)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("starting iree-compile");
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(text.as_bytes())
-                .unwrap();
-            let out = child.wait_with_output().unwrap();
-            assert!(
-                out.status.success(),
-                "{name}: iree-compile failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            crate::testing::compile(&text, &vmfb, name);
 
             let data = inputs(sig, seed);
             let mut cmd = Command::new(iree_bin().join("iree-run-module"));

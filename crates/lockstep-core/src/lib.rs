@@ -9,6 +9,7 @@
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod hash;
 pub mod paths;
 pub mod process;
 

@@ -6,3 +6,11 @@
 //! It must not know about suites, benchmarks or integrates.
 
 pub mod toolchain;
+
+/// iree-compile flags for the host CPU with the llvm-cpu backend (what tests,
+/// benchmarks and the demo compile for when no GPU target is configured).
+pub const HOST_CPU_FLAGS: &[&str] = &[
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=host",
+];

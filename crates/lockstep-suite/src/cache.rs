@@ -73,12 +73,7 @@ pub fn key(identity: &str, source: &[u8], flags: &[String], statistics: bool) ->
     hex::encode(h.finalize())
 }
 
-pub fn sha256_file(path: &Path) -> Result<String, Error> {
-    let mut file = fs_err::File::open(path)?;
-    let mut h = Sha256::new();
-    std::io::copy(&mut file, &mut h)?;
-    Ok(hex::encode(h.finalize()))
-}
+pub use lockstep_core::hash::sha256_file;
 
 impl CompileCache {
     pub fn new(root: PathBuf) -> CompileCache {

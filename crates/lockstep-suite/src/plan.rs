@@ -24,11 +24,10 @@ pub struct Target {
 
 /// Compile flags for the host CPU with IREE's llvm-cpu backend.
 pub fn cpu_compile_flags() -> Vec<String> {
-    vec![
-        "--iree-hal-target-device=local".into(),
-        "--iree-hal-local-target-device-backends=llvm-cpu".into(),
-        "--iree-llvmcpu-target-cpu=host".into(),
-    ]
+    lockstep_iree::HOST_CPU_FLAGS
+        .iter()
+        .map(|f| f.to_string())
+        .collect()
 }
 
 /// The built-in targets plus `[test.targets.NAME]` (which may redefine them).
