@@ -63,3 +63,41 @@ fn outside_a_repository_is_a_usage_error_with_a_hint() {
     assert!(stderr.starts_with("error: "), "{stderr}");
     assert!(stderr.contains("hint: "), "{stderr}");
 }
+
+/// The README's first command: the whole demo, end to end, with the real
+/// tools (provisioned on first use) and a cache of its own.
+#[test]
+fn demo_runs_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let toolchains = std::env::var_os("LOCKSTEP_TOOLCHAINS").unwrap_or_else(|| {
+        std::path::Path::new(&std::env::var_os("HOME").expect("HOME"))
+            .join(".cache/lockstep/toolchains")
+            .into_os_string()
+    });
+    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["demo", "--dir"])
+        .arg(dir.path().join("demo"))
+        .current_dir(dir.path())
+        .env("LOCKSTEP_HOME", dir.path().join("home"))
+        .env("LOCKSTEP_CACHE", dir.path().join("cache"))
+        .env("LOCKSTEP_TOOLCHAINS", toolchains)
+        .env_remove("LOCKSTEP_IREE_BIN")
+        .output()
+        .expect("run lockstep demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("3 expected culprits named exactly: yes"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("24 tests: 24 pass, 0 fail"), "{stdout}");
+    assert!(
+        stdout.contains("PASS") && !stdout.contains("FAIL ("),
+        "{stdout}"
+    );
+}
