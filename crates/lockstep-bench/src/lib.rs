@@ -15,6 +15,8 @@
 pub mod cache;
 pub mod commands;
 pub mod defaults;
+pub mod gemm;
+pub mod layernorm;
 pub mod miopen;
 pub mod mlir;
 pub mod report;

@@ -29,6 +29,15 @@ use std::fmt::Write as _;
 use crate::miopen::{ConvMode, Direction, ElemType};
 use crate::signature::{ConvSignature, OpSignature, SignatureDetails};
 
+/// The MLIR module of any signature: a convolution, a gemm or a layer norm.
+pub fn module(sig: &OpSignature) -> Result<String, String> {
+    match &sig.details {
+        SignatureDetails::Conv(_) => conv_module(sig),
+        SignatureDetails::Gemm(_) => crate::gemm::module(sig),
+        SignatureDetails::LayerNorm(_) => crate::layernorm::module(sig),
+    }
+}
+
 /// The MLIR module of a convolution signature.
 pub fn conv_module(sig: &OpSignature) -> Result<String, String> {
     let SignatureDetails::Conv(conv_sig) = &sig.details else {

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::cache::{self, Entry};
 use crate::miopen::BenchCommand;
-use crate::mlir::conv_module;
+use crate::mlir;
 use crate::report::{Check, Row, Stats};
 use crate::signature::{signatures, OpSignature};
 use crate::verify;
@@ -167,7 +167,7 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
                 row.output_shape = out.shape.clone();
                 row.output_dtype = out.elem.name().to_string();
             }
-            match conv_module(&sig) {
+            match mlir::module(&sig) {
                 Ok(mlir) => {
                     let key = cache::key(&opts.identity, &mlir, &flags);
                     if seen.insert(key.clone()) {
@@ -340,7 +340,7 @@ fn input_flags(sig: &OpSignature, files: Option<&[PathBuf]>, splat: Option<&str>
 }
 
 /// Runs the kernel once on the verification inputs with iree-run-module and
-/// compares its output with the reference.
+/// compares each of its outputs with the reference.
 fn check(
     module: &Path,
     sig: &OpSignature,
@@ -349,11 +349,12 @@ fn check(
     files: &[PathBuf],
     inputs: &[Vec<f64>],
 ) -> Result<verify::Verdict, String> {
-    let output = sig
-        .outputs
-        .first()
-        .ok_or_else(|| "the kernel has no output".to_string())?;
-    let out = dir.join("out.bin");
+    if sig.outputs.is_empty() {
+        return Err("the kernel has no output".to_string());
+    }
+    let outs: Vec<PathBuf> = (0..sig.outputs.len())
+        .map(|i| dir.join(format!("out{i}.bin")))
+        .collect();
     let log = dir.with_extension("verify.log");
     let mut argv = vec![
         opts.runner.display().to_string(),
@@ -362,7 +363,10 @@ fn check(
         format!("--function={}", sig.func_name),
     ];
     argv.extend(input_flags(sig, Some(files), None));
-    argv.push(format!("--output=@{}", out.display()));
+    argv.extend(
+        outs.iter()
+            .map(|out| format!("--output=@{}", out.display())),
+    );
     let spec = Spec {
         argv,
         cwd: opts.work_dir.clone(),
@@ -379,10 +383,26 @@ fn check(
             first_error(&log)
         ));
     }
-    let bytes = std::fs::read(&out).map_err(|e| format!("no verification output ({e})"))?;
-    let got = verify::decode(&bytes, output.elem)?;
-    let (reference, sums) = verify::reference(sig, inputs)?;
-    Ok(verify::compare(sig, &got, &reference, &sums))
+    let expected = verify::reference(sig, inputs)?;
+    if expected.len() != sig.outputs.len() {
+        return Err(format!(
+            "the reference has {} outputs, the kernel {}",
+            expected.len(),
+            sig.outputs.len()
+        ));
+    }
+    let mut verdict: Option<verify::Verdict> = None;
+    for ((operand, out), want) in sig.outputs.iter().zip(&outs).zip(&expected) {
+        let bytes = std::fs::read(out)
+            .map_err(|e| format!("no verification output for {} ({e})", operand.name))?;
+        let got = verify::decode(&bytes, operand.elem)?;
+        let this = verify::compare_as(operand.elem, &got, &want.values, &want.sums);
+        verdict = Some(match verdict {
+            Some(v) => v.merge(this),
+            None => this,
+        });
+    }
+    verdict.ok_or_else(|| "the kernel has no output".to_string())
 }
 
 /// The module of a kernel: from the cache, or compiled (and cached). The

@@ -234,7 +234,10 @@ fn multi_index(sizes: &[u64]) -> Vec<Vec<u64>> {
 /// reference output of the signature's direction, and for each output element
 /// the sum `S` of the absolute values of its products (`|x*w|`, `|dy*w|` or
 /// `|dy*x|`, plus `|bias|` for a forward convolution with bias).
-pub fn reference(sig: &OpSignature, inputs: &[Vec<f64>]) -> Result<(Vec<f64>, Vec<f64>), String> {
+pub fn conv_reference(
+    sig: &OpSignature,
+    inputs: &[Vec<f64>],
+) -> Result<(Vec<f64>, Vec<f64>), String> {
     let name = &sig.func_name;
     let SignatureDetails::Conv(cs) = &sig.details else {
         return Err(format!(
@@ -385,6 +388,27 @@ pub fn reference(sig: &OpSignature, inputs: &[Vec<f64>]) -> Result<(Vec<f64>, Ve
     Ok((out, sums))
 }
 
+/// What one output of a kernel should hold: the reference values and, per
+/// element, the magnitude `S` its absolute tolerance scales with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expected {
+    pub values: Vec<f64>,
+    pub sums: Vec<f64>,
+}
+
+/// The reference of every output of `sig` (in `sig.outputs` order) from its
+/// `inputs` (one vector per operand of `sig.inputs`).
+pub fn reference(sig: &OpSignature, inputs: &[Vec<f64>]) -> Result<Vec<Expected>, String> {
+    match &sig.details {
+        SignatureDetails::Conv(_) => {
+            let (values, sums) = conv_reference(sig, inputs)?;
+            Ok(vec![Expected { values, sums }])
+        }
+        SignatureDetails::Gemm(_) => crate::gemm::reference(sig, inputs),
+        SignatureDetails::LayerNorm(_) => crate::layernorm::reference(sig, inputs),
+    }
+}
+
 /// The outcome of comparing a kernel's output with the reference.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Verdict {
@@ -395,6 +419,18 @@ pub struct Verdict {
     /// Elements outside the tolerance (missing or extra elements count too).
     pub failures: usize,
     pub passed: bool,
+}
+
+impl Verdict {
+    /// The verdict of two outputs of one kernel taken together.
+    pub fn merge(self, other: Verdict) -> Verdict {
+        Verdict {
+            max_abs: self.max_abs.max(other.max_abs),
+            max_rel: self.max_rel.max(other.max_rel),
+            failures: self.failures + other.failures,
+            passed: self.passed && other.passed,
+        }
+    }
 }
 
 /// `(rtol, atol)` for results of `elem`: `2^-7` for bf16, `2^-10` for f16,
@@ -414,6 +450,11 @@ pub fn tolerance(elem: ElemType) -> (f64, f64) {
 /// tolerances of the signature's output type ([`tolerance`]).
 pub fn compare(sig: &OpSignature, got: &[f64], reference: &[f64], sums: &[f64]) -> Verdict {
     let elem = sig.outputs.first().map_or(sig.dtype, |o| o.elem);
+    compare_as(elem, got, reference, sums)
+}
+
+/// [`compare`] for an output of element type `elem`.
+pub fn compare_as(elem: ElemType, got: &[f64], reference: &[f64], sums: &[f64]) -> Verdict {
     let (rtol, atol) = tolerance(elem);
     let mut verdict = Verdict {
         max_abs: 0.0,
@@ -457,7 +498,7 @@ mod tests {
     }
 
     fn run(line: &str, inputs: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>) {
-        reference(&sig(line), inputs).unwrap_or_else(|e| panic!("{line}: {e}"))
+        conv_reference(&sig(line), inputs).unwrap_or_else(|e| panic!("{line}: {e}"))
     }
 
     fn seq(n: usize) -> Vec<f64> {
@@ -510,7 +551,7 @@ mod tests {
         let line = "conv -n 1 -c 2 -H 5 -W 4 -k 3 -y 3 -x 2 -p 1 -q 1 -u 2 -v 1 -l 1 -j 2";
         let fwd = sig(&format!("{line} -F 1"));
         let data = inputs(&fwd, 7);
-        let (y, _) = reference(&fwd, &data).unwrap();
+        let (y, _) = conv_reference(&fwd, &data).unwrap();
         let dy = inputs(&fwd, 8)[0].clone();
         let dy: Vec<f64> = dy.iter().cycle().take(y.len()).copied().collect();
         let (dx, _) = run(&format!("{line} -F 2"), &[dy.clone(), data[1].clone()]);
@@ -563,9 +604,9 @@ mod tests {
             };
             let (a_shape, b_shape) = (&s1.inputs[0].shape, &s1.inputs[1].shape);
             let out_shape = &s1.outputs[0].shape;
-            let (r1, sum1) = reference(&s1, &data).unwrap();
+            let (r1, sum1) = conv_reference(&s1, &data).unwrap();
             let (r2, sum2) =
-                reference(&s2, &[perm(&data[0], a_shape), perm(&data[1], b_shape)]).unwrap();
+                conv_reference(&s2, &[perm(&data[0], a_shape), perm(&data[1], b_shape)]).unwrap();
             assert_eq!(perm(&r1, out_shape), r2, "-F {dir}");
             assert_eq!(perm(&sum1, out_shape), sum2, "-F {dir}");
             assert!(r1.iter().any(|v| *v != 0.0));
@@ -767,16 +808,16 @@ mod tests {
     #[test]
     fn wrong_signatures_and_inputs_are_errors() {
         let s = sig(&format!("{BASE} -F 1"));
-        assert!(reference(&s, &[seq(9)])
+        assert!(conv_reference(&s, &[seq(9)])
             .unwrap_err()
             .contains("input vectors"));
-        assert!(reference(&s, &[seq(8), seq(4)])
+        assert!(conv_reference(&s, &[seq(8), seq(4)])
             .unwrap_err()
             .contains("8 values"));
-        let err = reference(&sig("gemm -m 4 -k 4 -n 4"), &[]).unwrap_err();
+        let err = conv_reference(&sig("gemm -m 4 -k 4 -n 4"), &[]).unwrap_err();
         assert!(err.contains("not a convolution"), "{err}");
         let t = sig("conv -m trans -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -u 2 -v 2 -F 1");
-        let err = reference(&t, &inputs(&t, 0)).unwrap_err();
+        let err = conv_reference(&t, &inputs(&t, 0)).unwrap_err();
         assert!(err.contains("transposed"), "{err}");
     }
 
@@ -833,7 +874,7 @@ mod tests {
             for path in files {
                 let _ = std::fs::remove_file(path);
             }
-            let (reference, sums) = reference(sig, &data).unwrap();
+            let (reference, sums) = conv_reference(sig, &data).unwrap();
             (got, reference, sums)
         }
 
