@@ -2,8 +2,8 @@
 //! next to `<key>.mlir`, `<key>.cmd` (the exact compile command) and
 //! `<key>.json` (size and sha256 of the module, written last).
 //!
-//! Location: `$BOO_CACHE_DIR` when set, else `$LOCKSTEP_CACHE/bench`;
-//! `BOO_CACHE_ON=0` turns it off. The key covers the compiler identity, the
+//! Location: `$BOO_CACHE_DIR` when set, else `[bench] cache-dir`, else
+//! `$LOCKSTEP_CACHE/bench`; `BOO_CACHE_ON=0` turns it off. The key covers the compiler identity, the
 //! MLIR text and every compile flag (BOO's ignores the compiler version).
 //! Every file is written under a temporary name and renamed into place; an
 //! entry whose module is missing, truncated or altered is removed and rebuilt.
@@ -14,14 +14,19 @@ use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// Where kernels are cached, or `None` when the cache is off.
-pub fn location() -> Option<PathBuf> {
+/// Where kernels are cached, or `None` when the cache is off; `configured`
+/// is `[bench] cache-dir` (already resolved against lockstep.toml's directory).
+pub fn location(configured: Option<&Path>) -> Option<PathBuf> {
     if std::env::var("BOO_CACHE_ON").is_ok_and(|v| v.trim() == "0") {
         return None;
     }
     match std::env::var_os("BOO_CACHE_DIR") {
         Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => Some(lockstep_core::paths::cache().join("bench")),
+        _ => Some(
+            configured
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| lockstep_core::paths::cache().join("bench")),
+        ),
     }
 }
 

@@ -15,6 +15,7 @@
 pub mod cache;
 pub mod commands;
 pub mod defaults;
+pub mod device;
 pub mod gemm;
 pub mod layernorm;
 pub mod miopen;

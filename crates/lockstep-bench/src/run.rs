@@ -17,6 +17,7 @@ use lockstep_core::process::{self, Exit, Spec};
 use serde::Serialize;
 
 use crate::cache::{self, Entry};
+use crate::device::Device;
 use crate::miopen::BenchCommand;
 use crate::mlir;
 use crate::report::{Check, Row, Stats};
@@ -25,9 +26,6 @@ use crate::verify;
 
 /// The seed of the verification inputs: every run gets the same data.
 pub const VERIFY_SEED: u64 = 0x5EED;
-
-/// The host CPU target flags every kernel is compiled with.
-pub const TARGET_FLAGS: &[&str] = lockstep_iree::HOST_CPU_FLAGS;
 
 /// One command of the batch.
 #[derive(Debug, Clone)]
@@ -51,8 +49,9 @@ pub struct Options {
     pub runner: PathBuf,
     /// Compiler identity for the cache key.
     pub identity: String,
-    pub device: String,
-    /// Added after the target flags.
+    /// Target flags, runtime device and its flags.
+    pub device: Device,
+    /// Added after the device's target flags.
     pub compile_flags: Vec<String>,
     pub jobs: usize,
     /// Per compile and per timed process.
@@ -73,6 +72,9 @@ pub struct Options {
 /// What a run did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// The device name given and the runtime device it opened.
+    pub device: String,
+    pub runtime_device: String,
     pub rows: Vec<Row>,
     /// Kernels compiled by iree-compile in this run.
     pub compiled: usize,
@@ -118,10 +120,12 @@ struct Kernel {
 
 /// Runs every job; `on_row` sees each row as soon as it is final, in order.
 pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summary {
-    let flags: Vec<String> = TARGET_FLAGS
+    let flags: Vec<String> = opts
+        .device
+        .target_flags
         .iter()
-        .map(|f| f.to_string())
-        .chain(opts.compile_flags.iter().cloned())
+        .chain(&opts.compile_flags)
+        .cloned()
         .collect();
     let mut planned = Vec::new();
     let mut kernels: Vec<(String, Kernel)> = Vec::new();
@@ -242,6 +246,8 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
         rows.push(row);
     }
     Summary {
+        device: opts.device.name.clone(),
+        runtime_device: opts.device.runtime.clone(),
         rows,
         compiled: compiled.into_inner(),
         cache_hits: hits.into_inner(),
@@ -359,9 +365,10 @@ fn check(
     let mut argv = vec![
         opts.runner.display().to_string(),
         format!("--module={}", module.display()),
-        format!("--device={}", opts.device),
+        format!("--device={}", opts.device.runtime),
         format!("--function={}", sig.func_name),
     ];
+    argv.extend(opts.device.run_flags.iter().cloned());
     argv.extend(input_flags(sig, Some(files), None));
     argv.extend(
         outs.iter()
@@ -501,8 +508,9 @@ fn time_process(
         opts.benchmark.display().to_string(),
         format!("--module={}", module.display()),
         format!("--function={}", sig.func_name),
-        format!("--device={}", opts.device),
+        format!("--device={}", opts.device.runtime),
     ];
+    argv.extend(opts.device.run_flags.iter().cloned());
     argv.extend(input_flags(sig, files, opts.splat.as_deref()));
     argv.extend([
         format!("--benchmark_repetitions={}", u64::from(iterations) + 1),
@@ -512,7 +520,7 @@ fn time_process(
         "--benchmark_out_format=json".to_string(),
     ]);
     if let Some(threads) = opts.threads {
-        if opts.device == "local-task" {
+        if opts.device.is_local_task() {
             argv.push(format!("--task_topology_max_group_count={threads}"));
         }
     }

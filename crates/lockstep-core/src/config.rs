@@ -22,6 +22,8 @@ pub struct Config {
     pub toolchain: ToolchainConfig,
     #[serde(default)]
     pub test: TestConfig,
+    #[serde(default)]
+    pub bench: BenchConfig,
 }
 
 /// The IREE version lockstep provisions when no tools are given.
@@ -86,6 +88,37 @@ pub struct TargetConfig {
     pub compile_flags: Vec<String>,
     pub run_flags: Vec<String>,
     pub markers: Vec<String>,
+}
+
+/// `[bench]`: kernel benchmarks.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct BenchConfig {
+    /// Kernel cache directory (relative to lockstep.toml); `$BOO_CACHE_DIR`
+    /// overrides it, the default is `$LOCKSTEP_CACHE/bench`.
+    pub cache_dir: Option<PathBuf>,
+    /// Device used when no `--device` is given (default `local-task`).
+    pub device: Option<String>,
+    /// iree-compile flags added to every kernel's compile, after the device's.
+    pub compile_flags: Vec<String>,
+    /// Per compile and per timed process (default 10m); `--timeout` wins.
+    #[serde(default, deserialize_with = "optional_duration")]
+    pub timeout: Option<Duration>,
+    /// Named devices (`[bench.devices.NAME]`), beside the built-in ones.
+    pub devices: std::collections::BTreeMap<String, BenchDeviceConfig>,
+}
+
+/// One `[bench.devices.NAME]` table: how to compile for a device and which
+/// runtime device runs the kernels.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct BenchDeviceConfig {
+    /// The IREE runtime device (`--device=` of the runtime tools); default NAME.
+    pub runtime_device: Option<String>,
+    /// The iree-compile target flags, replacing the built-in ones for NAME.
+    pub compile_flags: Option<Vec<String>>,
+    /// Extra flags for iree-benchmark-module and iree-run-module.
+    pub run_flags: Vec<String>,
 }
 
 /// A loaded configuration and where it came from.
@@ -262,6 +295,12 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Duration, D:
     parse_duration(&text).map_err(serde::de::Error::custom)
 }
 
+fn optional_duration<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Duration>, D::Error> {
+    duration(d).map(Some)
+}
+
 /// Parses `90s`, `5m`, `2h`, `1h 30m` (humantime syntax).
 pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     humantime::parse_duration(text)
@@ -365,6 +404,24 @@ mod tests {
         assert_eq!(c.test.default_targets, vec!["gpu"]);
         assert_eq!(c.test.targets["gpu"].run_flags, vec!["--device=hip"]);
         assert_eq!(c.test.compile_timeout, Duration::from_secs(600));
+    }
+
+    #[test]
+    fn bench_devices() {
+        let text = "[bench]\ncache-dir = \"k\"\ndevice = \"mi300\"\ntimeout = \"2m\"\n\
+                    [bench.devices.mi300]\nruntime-device = \"hip://0\"\n\
+                    compile-flags = [\"--iree-hal-target-device=hip\", \"--iree-hip-target=gfx942\"]\n";
+        let c = parse(text, Path::new("x")).unwrap();
+        assert_eq!(c.bench.cache_dir, Some(PathBuf::from("k")));
+        assert_eq!(c.bench.device.as_deref(), Some("mi300"));
+        assert_eq!(c.bench.timeout, Some(Duration::from_secs(120)));
+        let d = &c.bench.devices["mi300"];
+        assert_eq!(d.runtime_device.as_deref(), Some("hip://0"));
+        assert_eq!(d.compile_flags.as_ref().map(Vec::len), Some(2));
+        assert!(d.run_flags.is_empty());
+        let err = parse("[bench.devices.x]\nflags = []\n", Path::new("x")).unwrap_err();
+        assert!(err.causes[0].contains("flags"), "{:?}", err.causes);
+        assert_eq!(parse("", Path::new("x")).unwrap().bench.timeout, None);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use lockstep_bench::run::{self, Job, Options};
-use lockstep_bench::{commands, defaults, parse_argv};
+use lockstep_bench::{commands, defaults, device, parse_argv};
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
 use lockstep_iree::toolchain::{self, Request};
@@ -16,6 +16,8 @@ use crate::output::Console;
 
 pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
     let jobs = jobs(&args)?;
+    let bench_config = &loaded.config.bench;
+    let device = device::resolve(args.device.as_deref(), bench_config)?;
     let timeout = match args.timeout {
         Some(secs) if !(secs > 0.0 && secs.is_finite()) => {
             return Err(Error::usage(format!(
@@ -23,7 +25,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
             )))
         }
         Some(secs) => Duration::from_secs_f64(secs),
-        None => Duration::from_secs(600),
+        None => bench_config.timeout.unwrap_or(Duration::from_secs(600)),
     };
     if args.threads == Some(0) || args.jobs == Some(0) {
         return Err(Error::usage("-j and --threads must be at least 1"));
@@ -52,8 +54,13 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
         benchmark: tc.tool("iree-benchmark-module")?,
         runner: tc.tool("iree-run-module")?,
         identity: tc.identity.clone(),
-        device: args.device.clone(),
-        compile_flags: args.compile_flags.clone(),
+        device,
+        compile_flags: bench_config
+            .compile_flags
+            .iter()
+            .chain(&args.compile_flags)
+            .cloned()
+            .collect(),
         jobs: args.jobs.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -63,7 +70,13 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
         threads: args.threads,
         splat: args.splat_input_value.clone(),
         verify: args.verify,
-        cache: lockstep_bench::cache::location(),
+        cache: lockstep_bench::cache::location(
+            bench_config
+                .cache_dir
+                .as_ref()
+                .map(|dir| loaded.root.join(dir))
+                .as_deref(),
+        ),
         work_dir: work.path().to_path_buf(),
     };
     let mut last = None;
@@ -93,6 +106,11 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
         summary.compiled,
         summary.cache_hits
     );
+    if failed > 0 {
+        // The failed rows cite logs in the work directory: keep it.
+        let kept = work.keep();
+        eprintln!("logs kept in {}", kept.display());
+    }
     Ok(if failed > 0 { 1 } else { 0 })
 }
 
@@ -109,7 +127,7 @@ pub fn demo() -> Result<i32, Error> {
         json: None,
         verify: true,
         jobs: None,
-        device: "local-task".to_string(),
+        device: Some(device::DEFAULT_DEVICE.to_string()),
         compile_flags: Vec::new(),
         timeout: None,
         threads: None,

@@ -312,13 +312,13 @@ pub struct BenchArgs {
     /// Compile workers (default: all cores).
     #[arg(short = 'j', long = "jobs", value_name = "N")]
     pub jobs: Option<usize>,
-    /// IREE runtime device.
-    #[arg(long, value_name = "D", default_value = "local-task")]
-    pub device: String,
+    /// Device: local-task (default), local-sync, cuda, vulkan, or a [bench.devices.NAME] of lockstep.toml.
+    #[arg(long, value_name = "D")]
+    pub device: Option<String>,
     /// Extra iree-compile flag (repeatable).
     #[arg(long = "compile-flag", value_name = "F", allow_hyphen_values = true)]
     pub compile_flags: Vec<String>,
-    /// Kill a compile or timed run after SECS seconds (default 600).
+    /// Kill a compile or timed run after SECS seconds (default [bench] timeout, else 600).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
     /// CPU worker threads of the timed runtime (local-task).

@@ -375,3 +375,108 @@ fn without_verify_the_column_stays_empty_and_t_0_skips_timing() {
     assert_eq!(rows[0][9], "");
     assert_eq!(rows[1][9], "PASS");
 }
+
+/// The `.cmd` files (recorded compile commands) under `dir`.
+fn recorded_commands(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(recorded_commands(&path));
+        } else if path.extension().is_some_and(|e| e == "cmd") {
+            found.push(std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    found
+}
+
+#[test]
+fn the_bench_table_moves_the_cache_and_boo_cache_dir_wins() {
+    let env = Env::new();
+    std::fs::write(
+        env.path().join("lockstep.toml"),
+        "[bench]\ncache-dir = \"kernels\"\ncompile-flags = [\"--iree-opt-level=O1\"]\n",
+    )
+    .unwrap();
+    let mut args = words(SMALL);
+    args.extend(["-F", "1"]);
+    env.run(&mut env.cmd(&args), 0);
+    assert_eq!(env.files_in_cache(), 0, "the default location stayed empty");
+    let commands = recorded_commands(&env.path().join("kernels"));
+    assert_eq!(commands.len(), 1, "{commands:?}");
+    assert!(commands[0].contains("--iree-opt-level=O1"), "{commands:?}");
+
+    let boo = env.path().join("boo");
+    env.run(env.cmd(&args).env("BOO_CACHE_DIR", &boo), 0);
+    assert_eq!(recorded_commands(&boo).len(), 1);
+    assert_eq!(recorded_commands(&env.path().join("kernels")).len(), 1);
+}
+
+#[test]
+fn configured_devices_choose_target_flags_and_runtime_device() {
+    let env = Env::new();
+    std::fs::write(
+        env.path().join("lockstep.toml"),
+        "[bench]\ndevice = \"cpu1\"\n[bench.devices.cpu1]\nruntime-device = \"local-sync\"\n",
+    )
+    .unwrap();
+    let mut args = vec!["--json", "out.json"];
+    args.extend(words(SMALL));
+    args.extend(["-F", "1"]);
+    env.run(&mut env.cmd(&args), 0);
+    let json = env.json("out.json");
+    assert_eq!(json["device"], "cpu1");
+    assert_eq!(json["runtime_device"], "local-sync");
+    assert_eq!(json["rows"][0]["status"], "ok");
+    let commands = recorded_commands(&env.cache());
+    assert!(
+        commands[0].contains("--iree-llvmcpu-target-cpu=host"),
+        "{commands:?}"
+    );
+
+    // hip has no default GPU target: a usage error that says what to add.
+    let mut hip = vec!["--device", "hip"];
+    hip.extend(words(SMALL));
+    let (_, stderr) = env.run(&mut env.cmd(&hip), 2);
+    assert!(stderr.contains("[bench.devices.hip]"), "{stderr}");
+    let mut unknown = vec!["--device", "tpu"];
+    unknown.extend(words(SMALL));
+    let (_, stderr) = env.run(&mut env.cmd(&unknown), 2);
+    assert!(stderr.contains("unknown device `tpu`"), "{stderr}");
+}
+
+#[test]
+fn a_gpu_device_compiles_for_its_target_and_a_missing_gpu_fails_its_row() {
+    let env = Env::new();
+    let mut args = vec!["--device", "vulkan", "--json", "out.json"];
+    args.extend(words(SMALL));
+    args.extend(["-F", "1"]);
+    let out = env.cmd(&args).output().unwrap();
+    let json = env.json("out.json");
+    let row = &json["rows"][0];
+    let commands = recorded_commands(&env.cache());
+    assert_eq!(commands.len(), 1, "{commands:?}");
+    assert!(
+        commands[0].contains("--iree-hal-target-device=vulkan") && !commands[0].contains("llvmcpu"),
+        "{commands:?}"
+    );
+    // Without a Vulkan driver (CI, this machine) the runtime's error lands on
+    // the row and the run exits 1; with one, the kernel runs.
+    let status = row["status"].as_str().unwrap();
+    if out.status.code() == Some(1) {
+        assert!(status.starts_with("run failed"), "{status}");
+        assert!(status.to_lowercase().contains("vulkan"), "{status}");
+        // The log the row cites outlives the run.
+        let log = status
+            .rsplit("(log: ")
+            .next()
+            .unwrap()
+            .trim_end_matches(')');
+        assert!(Path::new(log).is_file(), "{status}");
+        let _ = std::fs::remove_dir_all(Path::new(log).parent().unwrap().parent().unwrap());
+        assert!(row["min_time"].is_null() || row["stats"].is_null(), "{row}");
+    } else {
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(status, "ok");
+    }
+}
