@@ -374,22 +374,7 @@ fn check(
         outs.iter()
             .map(|out| format!("--output=@{}", out.display())),
     );
-    let spec = Spec {
-        argv,
-        cwd: opts.work_dir.clone(),
-        env: Vec::new(),
-        timeout: opts.timeout,
-        log: log.clone(),
-        header: None,
-    };
-    let finished = process::run(&spec, |_| {}).map_err(|e| e.render())?;
-    if finished.exit != Exit::Code(0) {
-        return Err(format!(
-            "verification run failed ({}): {}",
-            describe(finished.exit, opts.timeout),
-            first_error(&log)
-        ));
-    }
+    run_tool(argv, &log, opts, "verification run failed")?;
     let expected = verify::reference(sig, inputs)?;
     if expected.len() != sig.outputs.len() {
         return Err(format!(
@@ -452,29 +437,15 @@ fn obtain(
         .work_dir
         .join("logs")
         .join(format!("{key}.compile.log"));
-    let spec = Spec {
-        argv,
-        cwd: opts.work_dir.clone(),
-        env: Vec::new(),
-        timeout: opts.timeout,
-        log: log.clone(),
-        header: None,
-    };
     compiled.fetch_add(1, Ordering::Relaxed);
-    let finished = process::run(&spec, |_| {}).map_err(|e| e.render())?;
-    if finished.exit != Exit::Code(0) {
+    let seconds = run_tool(argv, &log, opts, "compile failed").inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
-        return Err(format!(
-            "compile failed ({}): {}",
-            describe(finished.exit, opts.timeout),
-            first_error(&log)
-        ));
-    }
+    })?;
     fs_err::rename(&tmp, entry.module()).map_err(|e| e.to_string())?;
     if opts.cache.is_some() {
         entry.seal(&command).map_err(io)?;
     }
-    Ok((entry.module(), false, finished.elapsed.as_secs_f64()))
+    Ok((entry.module(), false, seconds))
 }
 
 /// Times one kernel; `iterations` samples after one warm-up run. Also gives
@@ -524,23 +495,7 @@ fn time_process(
             argv.push(format!("--task_topology_max_group_count={threads}"));
         }
     }
-    let spec = Spec {
-        argv,
-        cwd: opts.work_dir.clone(),
-        env: Vec::new(),
-        timeout: opts.timeout,
-        log: log.clone(),
-        header: None,
-    };
-    let finished = process::run(&spec, |_| {}).map_err(|e| e.render())?;
-    *elapsed = Some(finished.elapsed.as_secs_f64());
-    if finished.exit != Exit::Code(0) {
-        return Err(format!(
-            "run failed ({}): {}",
-            describe(finished.exit, opts.timeout),
-            first_error(&log)
-        ));
-    }
+    *elapsed = Some(run_tool(argv, &log, opts, "run failed")?);
     let text = std::fs::read_to_string(&out)
         .map_err(|e| format!("run failed: no benchmark output ({e})"))?;
     let mut samples = parse_samples(&text)?;
@@ -549,6 +504,29 @@ fn time_process(
         samples.remove(0);
     }
     Stats::from_samples(&samples).ok_or_else(|| "run failed: no timing samples".to_string())
+}
+
+/// Runs one tool in its own process group under the run's timeout, its
+/// output in `log`; gives its wall seconds, or `"{failure} ({exit}): {first
+/// error line} (log: ...)"`.
+fn run_tool(argv: Vec<String>, log: &Path, opts: &Options, failure: &str) -> Result<f64, String> {
+    let spec = Spec {
+        argv,
+        cwd: opts.work_dir.clone(),
+        env: Vec::new(),
+        timeout: opts.timeout,
+        log: log.to_path_buf(),
+        header: None,
+    };
+    let finished = process::run(&spec, |_| {}).map_err(|e| e.render())?;
+    if finished.exit != Exit::Code(0) {
+        return Err(format!(
+            "{failure} ({}): {}",
+            describe(finished.exit, opts.timeout),
+            first_error(log)
+        ));
+    }
+    Ok(finished.elapsed.as_secs_f64())
 }
 
 /// Per-repetition real times in microseconds from google-benchmark JSON.

@@ -9,7 +9,6 @@ use lockstep_bench::run::{self, Job, Options};
 use lockstep_bench::{commands, defaults, device, parse_argv};
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
-use lockstep_iree::toolchain::{self, Request};
 
 use crate::cli;
 use crate::output::Console;
@@ -31,20 +30,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
         return Err(Error::usage("-j and --threads must be at least 1"));
     }
     let console = Console::new();
-    let config_bin = loaded
-        .config
-        .toolchain
-        .iree_bin
-        .as_ref()
-        .map(|p| loaded.root.join(p));
-    let tc = toolchain::resolve(
-        &Request {
-            flag: args.iree_bin.as_deref(),
-            config_bin: config_bin.as_deref(),
-            version: &loaded.config.toolchain.iree,
-        },
-        &console,
-    )?;
+    let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), loaded, &console)?;
     let work = tempfile::Builder::new()
         .prefix("lockstep-bench-")
         .tempdir()

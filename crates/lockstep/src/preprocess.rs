@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use lockstep_core::events::{Event, EventSink};
 use lockstep_core::Error;
-use lockstep_iree::toolchain::{self, Request};
 use lockstep_preprocess::cache::Cache;
 use lockstep_preprocess::engine::{self, Options, WrapOptions};
 use lockstep_preprocess::limit::Limiter;
@@ -67,20 +66,7 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
     let only = args.only.as_deref().map(engine::only).transpose()?;
     let console = Console::new();
     let loaded = lockstep_core::config::load(config, cwd)?;
-    let config_bin = loaded
-        .config
-        .toolchain
-        .iree_bin
-        .as_ref()
-        .map(|p| loaded.root.join(p));
-    let tc = toolchain::resolve(
-        &Request {
-            flag: args.iree_bin.as_deref(),
-            config_bin: config_bin.as_deref(),
-            version: &loaded.config.toolchain.iree,
-        },
-        &console,
-    )?;
+    let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), &loaded, &console)?;
     let iree_opt = tc.tool("iree-opt")?;
     let started = Instant::now();
     let bytes = fs_err::read(input).map_err(|e| {

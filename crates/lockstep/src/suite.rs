@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
-use lockstep_iree::toolchain::{self, Request};
 use lockstep_suite::cache::{self, CompileCache};
 use lockstep_suite::history::{self, History};
 use lockstep_suite::markers::MarkerExpr;
@@ -93,20 +92,7 @@ pub fn run(args: cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<i32, Erro
         return Ok(0);
     }
     let console = Console::new();
-    let tc = toolchain::resolve(
-        &Request {
-            flag: args.iree_bin.as_deref(),
-            config_bin: loaded
-                .config
-                .toolchain
-                .iree_bin
-                .as_ref()
-                .map(|p| loaded.root.join(p))
-                .as_deref(),
-            version: &loaded.config.toolchain.iree,
-        },
-        &console,
-    )?;
+    let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), loaded, &console)?;
     let run_dir = history::state_dir(cwd).join("test-runs").join(
         jiff::Timestamp::now()
             .strftime("%Y%m%dT%H%M%S%.3f")

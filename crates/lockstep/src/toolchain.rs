@@ -1,8 +1,11 @@
 //! `lockstep toolchain ...`: dispatch and printing.
 
+use std::path::Path;
+
 use lockstep_core::config::Loaded;
+use lockstep_core::events::EventSink;
 use lockstep_core::Error;
-use lockstep_iree::toolchain::{self, Request};
+use lockstep_iree::toolchain::{self, Request, Toolchain};
 
 use crate::cli;
 use crate::output::Console;
@@ -31,20 +34,33 @@ pub fn run(cmd: cli::Toolchain, loaded: &Loaded) -> Result<i32, Error> {
             Ok(0)
         }
         cli::Toolchain::Path { iree_bin } => {
-            let config_bin = loaded
-                .config
-                .toolchain
-                .iree_bin
-                .as_ref()
-                .map(|p| loaded.root.join(p));
-            let request = Request {
-                flag: iree_bin.as_deref(),
-                config_bin: config_bin.as_deref(),
-                version: &loaded.config.toolchain.iree,
-            };
-            let resolved = toolchain::resolve(&request, &console)?;
+            let resolved = resolve(iree_bin.as_deref(), loaded, &console)?;
             println!("{}", resolved.bin.display());
             Ok(0)
         }
     }
+}
+
+/// The IREE tools a command uses: `--iree-bin` (`flag`), else
+/// `$LOCKSTEP_IREE_BIN`, else `[toolchain] iree-bin` (relative to
+/// lockstep.toml), else the provisioned `[toolchain] iree` version.
+pub fn resolve(
+    flag: Option<&Path>,
+    loaded: &Loaded,
+    sink: &dyn EventSink,
+) -> Result<Toolchain, Error> {
+    let config_bin = loaded
+        .config
+        .toolchain
+        .iree_bin
+        .as_ref()
+        .map(|p| loaded.root.join(p));
+    toolchain::resolve(
+        &Request {
+            flag,
+            config_bin: config_bin.as_deref(),
+            version: &loaded.config.toolchain.iree,
+        },
+        sink,
+    )
 }
