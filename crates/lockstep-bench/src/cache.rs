@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use lockstep_core::cache::{modified, Item};
 use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -123,37 +124,53 @@ impl Entry {
         write_atomic(&self.meta(), text.as_bytes())
     }
 
+    /// Every file of the entry, the record first (removing it first makes
+    /// the entry invalid before any other file goes).
+    pub fn files(&self) -> [PathBuf; 4] {
+        [self.meta(), self.module(), self.command(), self.mlir()]
+    }
+
     pub fn remove(&self) {
-        for path in [self.meta(), self.module(), self.command(), self.mlir()] {
+        for path in self.files() {
             let _ = std::fs::remove_file(path);
         }
     }
 }
 
-/// A unique temporary name next to `path` (same directory, so a rename is atomic).
-pub fn temp_name(path: &Path) -> PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ))
-}
+pub use lockstep_core::cache::{temp_name, write_atomic};
 
-/// Writes `bytes` to `path` through a temporary file and a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    if let Some(dir) = path.parent() {
-        fs_err::create_dir_all(dir)?;
+/// Every entry under `root`, for `lockstep cache prune`: its four files, their
+/// size and its last use (the record's modification time, moved on each hit).
+pub fn items(root: &Path) -> Vec<Item> {
+    let mut found = Vec::new();
+    for dir in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        let dir = dir.path();
+        for file in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = file.path();
+            let is_module = path.extension().is_some_and(|e| e == "vmfb");
+            let hidden = file.file_name().to_string_lossy().starts_with('.');
+            let Some(stem) = path.file_stem().filter(|_| is_module && !hidden) else {
+                continue;
+            };
+            let entry = Entry {
+                dir: dir.clone(),
+                key: stem.to_string_lossy().into_owned(),
+            };
+            let paths = entry.files().to_vec();
+            let size = paths
+                .iter()
+                .filter_map(|p| std::fs::metadata(p).ok())
+                .map(|m| m.len())
+                .sum();
+            found.push(Item {
+                cache: "bench",
+                used: modified(&entry.meta()),
+                size,
+                paths,
+            });
+        }
     }
-    let tmp = temp_name(path);
-    fs_err::write(&tmp, bytes)?;
-    fs_err::rename(&tmp, path)?;
-    Ok(())
+    found
 }
 
 pub use lockstep_core::hash::sha256_file;

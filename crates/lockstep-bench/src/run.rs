@@ -413,6 +413,7 @@ fn obtain(
         .unwrap_or_else(|| opts.work_dir.join("modules"));
     let entry = Entry::new(&root, &kernel.func_name, key);
     if opts.cache.is_some() && entry.is_valid() {
+        lockstep_core::cache::mark_used(&entry.meta());
         hits.fetch_add(1, Ordering::Relaxed);
         return Ok((entry.module(), true, 0.0));
     }

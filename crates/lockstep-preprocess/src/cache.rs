@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use lockstep_core::cache::Item;
 use lockstep_core::Error;
 use sha2::{Digest, Sha256};
 
@@ -57,6 +58,7 @@ impl Cache {
             hex::encode(Sha256::digest(body.as_bytes()))
         );
         if header == expected {
+            lockstep_core::cache::mark_used(&path);
             Some(body.to_string())
         } else {
             tracing::warn!("removing damaged cache entry {}", path.display());
@@ -69,29 +71,44 @@ impl Cache {
     /// same key writes the same bytes).
     pub fn put(&self, key: &str, output: &str) -> Result<(), Error> {
         let path = self.path(key);
-        let dir = path.parent().unwrap_or(&self.root);
-        fs_err::create_dir_all(dir)?;
         let header = format!(
             "{MAGIC} {key} {} {}\n",
             output.len(),
             hex::encode(Sha256::digest(output.as_bytes()))
         );
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{}-", &key[..16]))
-            .tempfile_in(dir)
-            .map_err(|e| {
-                Error::failed("cannot write a preprocess cache entry").cause(e.to_string())
-            })?;
-        use std::io::Write;
-        tmp.write_all(header.as_bytes())
-            .and_then(|_| tmp.write_all(output.as_bytes()))
-            .map_err(|e| {
-                Error::failed("cannot write a preprocess cache entry").cause(e.to_string())
-            })?;
-        tmp.persist(&path).map_err(|e| {
-            Error::failed("cannot commit a preprocess cache entry").cause(e.error.to_string())
-        })?;
-        Ok(())
+        let mut bytes = header.into_bytes();
+        bytes.extend_from_slice(output.as_bytes());
+        lockstep_core::cache::write_atomic(&path, &bytes)
+    }
+
+    /// Every entry, for `lockstep cache prune` (last use: the file's
+    /// modification time, moved on each hit).
+    pub fn items(&self) -> Vec<Item> {
+        let mut found = Vec::new();
+        for shard in std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for file in std::fs::read_dir(shard.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let path = file.path();
+                let hidden = file.file_name().to_string_lossy().starts_with('.');
+                if hidden || path.extension().is_none_or(|e| e != "mlir") {
+                    continue;
+                }
+                found.push(Item {
+                    cache: "preprocess",
+                    size: file.metadata().map(|m| m.len()).unwrap_or(0),
+                    used: lockstep_core::cache::modified(&path),
+                    paths: vec![path],
+                });
+            }
+        }
+        found
     }
 }
 

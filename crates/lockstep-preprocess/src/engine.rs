@@ -965,21 +965,3 @@ pub fn only(pattern: &str) -> Result<regex::Regex, Error> {
             .hint("--only takes a regular expression matched against executable symbols, e.g. 'dispatch_(0|3)$'")
     })
 }
-
-/// Writes `path` through a temporary file in the same directory and a rename:
-/// never half a file.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let fail = |e: String| Error::failed(format!("cannot write {}", path.display())).cause(e);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".lockstep-preprocess-")
-        .tempfile_in(dir)
-        .map_err(|e| fail(e.to_string()))?;
-    use std::io::Write;
-    tmp.write_all(bytes).map_err(|e| fail(e.to_string()))?;
-    tmp.persist(path).map_err(|e| fail(e.error.to_string()))?;
-    Ok(())
-}

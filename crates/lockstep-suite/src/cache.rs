@@ -12,6 +12,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use lockstep_core::cache::{dir_size, modified, Item};
+
 use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -184,8 +186,8 @@ impl CompileCache {
         Ok(Entry { dir, meta })
     }
 
-    /// Every entry with its size and last use.
-    pub fn entries(&self) -> Vec<(PathBuf, u64, SystemTime)> {
+    /// Every entry, for pruning: its directory, size and last use.
+    pub fn items(&self) -> Vec<Item> {
         let mut found = Vec::new();
         let Ok(shards) = std::fs::read_dir(&self.root) else {
             return found;
@@ -200,11 +202,12 @@ impl CompileCache {
             };
             for entry in entries.flatten() {
                 let dir = entry.path();
-                let size = dir_size(&dir);
-                let used = std::fs::metadata(dir.join("used"))
-                    .and_then(|m| m.modified())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
-                found.push((dir, size, used));
+                found.push(Item {
+                    cache: "compile",
+                    size: dir_size(&dir),
+                    used: modified(&dir.join("used")),
+                    paths: vec![dir],
+                });
             }
         }
         found
@@ -252,82 +255,6 @@ pub fn remove_entry(root: &Path, dir: &Path) {
     }
 }
 
-fn dir_size(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.metadata().ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
-/// Parses `500M`, `2G`, `1024K`, `123` (bytes).
-pub fn parse_size(text: &str) -> Result<u64, Error> {
-    let t = text.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_uppercase() {
-                'K' => 1u64 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                'B' => 1,
-                _ => 0,
-            };
-            (&t[..i], m)
-        }
-        _ => (t, 1),
-    };
-    let value: f64 = num.trim().parse().unwrap_or(-1.0);
-    if mult == 0 || value < 0.0 {
-        return Err(
-            Error::usage(format!("invalid size `{text}`")).hint("write e.g. 500M, 2G or 1048576")
-        );
-    }
-    Ok((value * mult as f64) as u64)
-}
-
-/// What pruning removed.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Pruned {
-    pub removed: usize,
-    pub freed_bytes: u64,
-    pub kept: usize,
-    pub kept_bytes: u64,
-}
-
-/// Removes entries unused for `older_than_days`, then the least recently used
-/// until the cache is at most `max_size` bytes.
-pub fn prune(cache: &CompileCache, max_size: Option<u64>, older_than_days: Option<u64>) -> Pruned {
-    let mut entries = cache.entries();
-    entries.sort_by_key(|(_, _, used)| *used);
-    let now = SystemTime::now();
-    let mut pruned = Pruned::default();
-    let mut total: u64 = entries.iter().map(|(_, s, _)| s).sum();
-    for (dir, size, used) in entries {
-        let too_old = older_than_days
-            .map(|d| {
-                now.duration_since(used)
-                    .map(|age| age.as_secs() > d * 86_400)
-                    .unwrap_or(false)
-            })
-            .unwrap_or(false);
-        let too_big = max_size.map(|m| total > m).unwrap_or(false);
-        if too_old || too_big {
-            remove_entry(cache.root(), &dir);
-            pruned.removed += 1;
-            pruned.freed_bytes += size;
-            total = total.saturating_sub(size);
-        } else {
-            pruned.kept += 1;
-            pruned.kept_bytes += size;
-        }
-    }
-    pruned
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,10 +300,8 @@ mod tests {
         staged(&cache, &a, &[0u8; 4000]);
         std::thread::sleep(std::time::Duration::from_millis(20));
         staged(&cache, &b, &[0u8; 4000]);
-        let pruned = prune(&cache, Some(5000), None);
-        assert_eq!(pruned.removed, 1);
+        let pruned = lockstep_core::cache::prune(cache.items(), Some(5000), None);
+        assert_eq!(pruned[0].1.removed, 1);
         assert!(cache.lookup(&a).is_none() && cache.lookup(&b).is_some());
-        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
-        assert!(parse_size("lots").is_err());
     }
 }

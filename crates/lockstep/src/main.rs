@@ -2,6 +2,7 @@
 //! No logic lives here; see the `lockstep-*` crates.
 
 mod bench;
+mod cache;
 mod cli;
 mod integrate;
 mod output;
@@ -42,7 +43,10 @@ fn dispatch(cli: cli::Cli) -> Result<i32, lockstep_core::Error> {
             let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;
             suite::run(args, &loaded, &cwd)
         }
-        cli::Command::Cache(cmd) => suite::cache(cmd),
+        cli::Command::Cache(cmd) => {
+            let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;
+            cache::run(cmd, &loaded)
+        }
         cli::Command::Preprocess(args) => preprocess::run(args, cli.config.as_deref(), &cwd),
         cli::Command::Bench(args) => {
             let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;

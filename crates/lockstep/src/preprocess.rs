@@ -125,7 +125,7 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
         None
     } else {
         let path = cwd.join(output);
-        engine::write_atomically(&path, outcome.text.as_bytes())?;
+        lockstep_core::cache::write_atomic(&path, outcome.text.as_bytes())?;
         Some(path)
     };
     if let Some(vmfb) = &args.compile {

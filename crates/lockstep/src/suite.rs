@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
-use lockstep_suite::cache::{self, CompileCache};
+use lockstep_suite::cache::CompileCache;
 use lockstep_suite::history::{self, History};
 use lockstep_suite::markers::MarkerExpr;
 use lockstep_suite::model::{Outcome, RunReport, StepKind, StepStatus, TestResult};
@@ -302,31 +302,4 @@ pub fn demo() -> Result<i32, Error> {
         iree_bin: None,
     };
     run(args, &loaded, &cwd)
-}
-
-pub fn cache(cmd: cli::Cache) -> Result<i32, Error> {
-    match cmd {
-        cli::Cache::Prune {
-            max_size,
-            older_than,
-        } => {
-            if max_size.is_none() && older_than.is_none() {
-                return Err(Error::usage("nothing to prune by")
-                    .hint("give --max-size SIZE and/or --older-than DAYS"));
-            }
-            let max = max_size.as_deref().map(cache::parse_size).transpose()?;
-            let cache = CompileCache::default_location();
-            let pruned = cache::prune(&cache, max, older_than);
-            println!(
-                "removed {} entries ({} bytes); kept {} ({} bytes) in {}",
-                pruned.removed,
-                pruned.freed_bytes,
-                pruned.kept,
-                pruned.kept_bytes,
-                cache.root().display()
-            );
-            let _ = Console::new();
-            Ok(0)
-        }
-    }
 }

@@ -480,3 +480,96 @@ fn a_gpu_device_compiles_for_its_target_and_a_missing_gpu_fails_its_row() {
         assert_eq!(status, "ok");
     }
 }
+
+/// Sets the modification time of `path` to `days` days ago.
+fn age(path: &Path, days: u64) {
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400);
+    std::fs::File::options()
+        .append(true)
+        .open(path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+#[test]
+fn cache_prune_covers_the_kernel_compile_and_preprocess_caches() {
+    let env = Env::new();
+    for line in [SMALL, "conv -n 1 -c 4 -H 6 -W 6 -k 8 -y 1 -x 1 -i 3"] {
+        let mut args = words(line);
+        args.extend(["-F", "1"]);
+        env.run(&mut env.cmd(&args), 0);
+    }
+    let records: Vec<PathBuf> = walk(&env.cache().join("bench"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(records.len(), 2, "{records:?}");
+    // The record of SMALL's kernel (input 1x4x8x8) is 40 days old.
+    let (old, fresh): (Vec<PathBuf>, Vec<PathBuf>) = records
+        .into_iter()
+        .partition(|p| p.to_string_lossy().contains("_1x4x8x8_"));
+    let (old, fresh) = (&old[0], &fresh[0]);
+    age(old, 40);
+    // An old compile-cache entry and a fresh preprocess entry beside them.
+    let compile_entry = env.cache().join("compile/ab/abcdef");
+    std::fs::create_dir_all(&compile_entry).unwrap();
+    std::fs::write(compile_entry.join("module.vmfb"), [0u8; 64]).unwrap();
+    std::fs::write(compile_entry.join("used"), "").unwrap();
+    age(&compile_entry.join("used"), 50);
+    let preprocess_entry = env.cache().join("preprocess/cd/cdef.mlir");
+    std::fs::create_dir_all(preprocess_entry.parent().unwrap()).unwrap();
+    std::fs::write(&preprocess_entry, "x").unwrap();
+
+    let prune = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args(["cache", "prune"])
+            .args(args)
+            .current_dir(env.path())
+            .env("LOCKSTEP_CACHE", env.cache())
+            .env_remove("BOO_CACHE_DIR")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let stdout = prune(&["--older-than", "30"]);
+    assert!(stdout.contains("compile: removed 1 entries"), "{stdout}");
+    assert!(stdout.contains("bench: removed 1 entries"), "{stdout}");
+    assert!(stdout.contains("preprocess: removed 0 entries"), "{stdout}");
+    assert!(!compile_entry.exists() && !old.exists() && fresh.exists());
+    assert!(
+        walk(old.parent().unwrap()).is_empty(),
+        "every file of the entry went"
+    );
+    // The surviving kernel is still a cache hit, the pruned one compiles again.
+    let mut args = vec!["--json", "again.json"];
+    args.extend(words("conv -n 1 -c 4 -H 6 -W 6 -k 8 -y 1 -x 1 -i 3 -F 1"));
+    env.run(&mut env.cmd(&args), 0);
+    assert_eq!(env.json("again.json")["cache_hits"], 1);
+    let mut args = vec!["--json", "again.json"];
+    args.extend(words(SMALL));
+    args.extend(["-F", "1"]);
+    env.run(&mut env.cmd(&args), 0);
+    assert_eq!(env.json("again.json")["compiled"], 1);
+    // Size limit 0: everything goes, least recently used first.
+    let stdout = prune(&["--max-size", "0"]);
+    assert!(stdout.contains("preprocess: removed 1 entries"), "{stdout}");
+    assert!(!preprocess_entry.exists());
+    assert!(walk(&env.cache().join("bench"))
+        .iter()
+        .all(|p| p.extension().is_none_or(|e| e != "vmfb")));
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.path().is_dir() {
+            found.extend(walk(&entry.path()));
+        } else {
+            found.push(entry.path());
+        }
+    }
+    found
+}
