@@ -21,8 +21,19 @@
 //! (f32 for f16/bf16, i32 for int8): operands are extended inside the generic
 //! body and the result truncated to the output's element type at the end
 //! (int8 forward results stay i32, as MIOpen writes them). A forward bias is
-//! added in the accumulator type before the truncation. Transposed
-//! convolutions (`-m trans`) are not supported and return an error.
+//! added in the accumulator type before the truncation.
+//!
+//! A transposed convolution (`-m trans`) is generated as the plain
+//! convolution with the roles of input and output swapped: its input `x`
+//! (C channels) is that convolution's output, its output `y` (K channels,
+//! `s*(I-1) + d*(F-1) + 1 - 2p + op` per spatial dimension) that
+//! convolution's input, and its filter, MIOpen's `C x K/G x F` (the `N`
+//! layout letter is C, grouped as `[G, C/G]`), that convolution's `K x C/G`
+//! filter. So the transposed forward is the backward data above, `y` taking
+//! `dx`'s place (the output padding's `op` elements at the high end of each
+//! spatial dimension get whatever taps reach them, zero otherwise), the
+//! transposed backward data is the forward, and the transposed backward
+//! weight is the backward weight with the operands `dy` and `x` exchanged.
 
 use std::fmt::Write as _;
 
@@ -79,7 +90,12 @@ struct Conv<'a> {
     output_layout: String,
     dtype: ElemType,
     acc: ElemType,
+    /// A forward bias, added to the result's channels (`bias_channels`).
     bias: bool,
+    bias_channels: u64,
+    /// The arguments read as the generic's first and second data operands:
+    /// (x, w) forward, (dy, w) backward data, (dy, x) backward weight.
+    operands: [&'static str; 2],
 }
 
 /// Emits SSA names and lines.
@@ -210,11 +226,6 @@ impl<'a> Conv<'a> {
     fn new(sig: &'a OpSignature, cs: &ConvSignature) -> Result<Conv<'a>, String> {
         let conv = &cs.conv;
         let name = &sig.func_name;
-        if conv.mode == ConvMode::Trans {
-            return Err(format!(
-                "{name}: transposed convolutions (-m trans) are not supported by the MLIR generator"
-            ));
-        }
         let spatial = conv.spatial_dims;
         let layouts = [conv.input_layout, conv.filter_layout, conv.output_layout];
         if !(2..=3).contains(&spatial) || layouts.iter().any(|l| l.spatial_dims() != spatial) {
@@ -257,17 +268,6 @@ impl<'a> Conv<'a> {
                 conv.groups, conv.c, conv.k
             ));
         }
-        for j in 0..spatial {
-            let reach = (conv.output_spatial[j] - 1) * conv.stride[j]
-                + (conv.filter_spatial[j] - 1) * conv.dilation[j]
-                + 1;
-            if reach > conv.input_spatial[j] + 2 * conv.padding[j] {
-                return Err(format!(
-                    "{name}: output size {} does not fit the padded input along dimension {j}",
-                    conv.output_spatial[j]
-                ));
-            }
-        }
         let acc = sig.dtype.accumulator();
         if sig.accumulator != acc {
             return Err(format!(
@@ -276,6 +276,7 @@ impl<'a> Conv<'a> {
                 sig.dtype.mlir()
             ));
         }
+        let bias = conv.bias && cs.direction == Direction::Forward;
         let this = Conv {
             sig,
             direction: cs.direction,
@@ -295,14 +296,60 @@ impl<'a> Conv<'a> {
             output_layout: conv.output_layout.as_str().to_string(),
             dtype: sig.dtype,
             acc,
-            bias: conv.bias && cs.direction == Direction::Forward,
+            bias,
+            bias_channels: conv.k,
+            operands: ["%arg0", "%arg1"],
         };
         this.check_operands(cs)?;
+        let this = match conv.mode {
+            ConvMode::Conv => this,
+            ConvMode::Trans => this.into_plain(),
+        };
+        this.check_reach()?;
         Ok(this)
     }
 
+    /// The plain convolution that computes this transposed one: input and
+    /// output (sizes, layouts, channel counts) exchange places, which makes
+    /// MIOpen's transposed `C x K/G` filter the plain `K x C/G` one, and the
+    /// directions map as the module documentation says.
+    fn into_plain(mut self) -> Conv<'a> {
+        std::mem::swap(&mut self.c, &mut self.k);
+        std::mem::swap(&mut self.input_spatial, &mut self.output_spatial);
+        std::mem::swap(&mut self.input_layout, &mut self.output_layout);
+        self.direction = match self.direction {
+            Direction::Forward => Direction::BackwardData,
+            Direction::BackwardData => Direction::Forward,
+            Direction::BackwardWeight => {
+                // The plain dy is the transposed x (second argument).
+                self.operands = ["%arg1", "%arg0"];
+                Direction::BackwardWeight
+            }
+        };
+        self
+    }
+
+    /// Every output position's taps must lie in the padded input (the plain
+    /// view; a transposed convolution's output size always satisfies it).
+    fn check_reach(&self) -> Result<(), String> {
+        for j in 0..self.spatial {
+            let reach = (self.output_spatial[j] - 1) * self.stride[j]
+                + (self.filter_spatial[j] - 1) * self.dilation[j]
+                + 1;
+            if reach > self.input_spatial[j] + 2 * self.padding[j] {
+                return Err(format!(
+                    "{}: output size {} does not fit the padded input along dimension {j}",
+                    self.sig.func_name, self.output_spatial[j]
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The signature's operands must be the tensors this generator reads and
-    /// writes (shapes in their layouts, element types), in order.
+    /// writes (shapes in their layouts, element types), in order. Checked in
+    /// the command's own terms, before a transposed convolution is mapped
+    /// onto a plain one.
     fn check_operands(&self, cs: &ConvSignature) -> Result<(), String> {
         let x = (cs.input_shape.clone(), self.dtype);
         let w = (cs.filter_shape.clone(), self.dtype);
@@ -320,7 +367,7 @@ impl<'a> Conv<'a> {
             Direction::BackwardWeight => (vec![y, x], w),
         };
         if self.bias {
-            inputs.push((vec![self.k], self.dtype));
+            inputs.push((vec![self.bias_channels], self.dtype));
         }
         let got_inputs: Vec<(Vec<u64>, ElemType)> = self
             .sig
@@ -340,12 +387,18 @@ impl<'a> Conv<'a> {
                 self.sig.func_name, got_inputs, got_outputs
             ));
         }
-        // Shapes in layouts must agree with the computed ones.
+        // Shapes in layouts must agree with the computed ones; MIOpen's
+        // transposed filter is C x K/G.
+        let g = self.groups;
+        let (filter_outer, filter_inner) = match cs.conv.mode {
+            ConvMode::Conv => (self.k, self.c / g),
+            ConvMode::Trans => (self.c, self.k / g),
+        };
         let expected_x = arrange(&self.input_layout, self.n, self.c, &self.input_spatial);
         let expected_w = arrange(
             &self.filter_layout,
-            self.k,
-            self.c / self.groups,
+            filter_outer,
+            filter_inner,
             &self.filter_spatial,
         );
         let expected_y = arrange(&self.output_layout, self.n, self.k, &self.output_spatial);
@@ -631,7 +684,7 @@ impl<'a> Conv<'a> {
             let channel = layout.find('C').expect("layout has C");
             maps.push(format!("affine_map<({dim_list}) -> (d{channel})>"));
             ins.push(format!("%arg{}", self.sig.inputs.len() - 1));
-            types.push(tensor_type(&[self.k], self.dtype));
+            types.push(tensor_type(&[self.bias_channels], self.dtype));
         }
         maps.push(identity);
         let out_type = tensor_type(shape, out_elem);
@@ -694,7 +747,7 @@ impl<'a> Conv<'a> {
         let c = 3 + s;
         let f = |j: usize| 4 + s + j;
         let dims = 4 + 2 * s;
-        let (x, padded) = self.pad_input(body, "%arg0");
+        let (x, padded) = self.pad_input(body, self.operands[0]);
         let x_exprs: Vec<String> = (0..s)
             .map(|j| affine(&[(o(j), self.stride[j]), (f(j), self.dilation[j])], 0))
             .collect();
@@ -739,7 +792,7 @@ impl<'a> Conv<'a> {
         );
         let w = self.expand(
             body,
-            "%arg1",
+            self.operands[1],
             &self.filter_layout_shape(),
             &w_acc,
             self.dtype,
@@ -765,7 +818,7 @@ impl<'a> Conv<'a> {
         let n = 3 + s;
         let o = |j: usize| 4 + s + j;
         let dims = 4 + 2 * s;
-        let (x, padded) = self.pad_input(body, "%arg1");
+        let (x, padded) = self.pad_input(body, self.operands[1]);
         let x_exprs: Vec<String> = (0..s)
             .map(|j| affine(&[(o(j), self.stride[j]), (f(j), self.dilation[j])], 0))
             .collect();
@@ -803,7 +856,7 @@ impl<'a> Conv<'a> {
         );
         let dy = self.expand(
             body,
-            "%arg0",
+            self.operands[0],
             &self.output_layout_shape(&self.output_spatial),
             &dy_acc,
             self.dtype,
@@ -889,12 +942,13 @@ impl<'a> Conv<'a> {
         let dy_padded = if empty_range {
             zeros
         } else {
-            let mut src = "%arg0".to_string();
+            let dy = self.operands[0];
+            let mut src = dy.to_string();
             if first.iter().any(|&v| v != 0) || counts != self.output_spatial {
                 let sliced = body.fresh("dy_slice");
                 let slice_shape = per_letter(&counts, self.n, self.k);
                 body.line(&format!(
-                    "{sliced} = tensor.extract_slice %arg0[{}] [{}] [{}] : {} to {}",
+                    "{sliced} = tensor.extract_slice {dy}[{}] [{}] [{}] : {} to {}",
                     list(per_letter(&first, 0, 0)),
                     list(&slice_shape),
                     list(per_letter(&vec![1; s], 1, 1)),
@@ -918,7 +972,7 @@ impl<'a> Conv<'a> {
         // The filter flipped along its spatial dimensions.
         let w_shape = self.filter_layout_shape();
         let w_type = tensor_type(&w_shape, self.dtype);
-        let mut w = "%arg1".to_string();
+        let mut w = self.operands[1].to_string();
         for (pos, letter) in self.filter_layout.chars().enumerate() {
             if letter == 'N' || letter == 'C' {
                 continue;
@@ -1109,14 +1163,49 @@ mod tests {
     }
 
     #[test]
-    fn transposed_and_other_ops_are_refused() {
-        let err = conv_module(&sig(
-            "conv -m trans -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -u 2 -v 2 -F 1",
-        ))
-        .unwrap_err();
-        assert!(err.contains("transposed"), "{err}");
+    fn other_ops_are_refused() {
         let err = conv_module(&sig("gemm -m 4 -k 4 -n 4")).unwrap_err();
         assert!(err.contains("not a convolution"), "{err}");
+    }
+
+    #[test]
+    fn transposed_directions_map_onto_plain_ones() {
+        let line = "convfp16 -m trans -n 1 -c 4 -H 5 -W 5 -k 8 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 -Y 1 -X 0 -g 2";
+        // Forward is the plain backward data: x dilated into zeros, the
+        // filter flipped, y (with its output padding) the result; the bias
+        // has K entries.
+        let text = conv_module(&sig(&format!("{line} -b 1 -F 1"))).unwrap();
+        assert!(text.contains(
+            "func.func @conv_2d_float16_forward_b_1x4x5x5_nchw_4x4x3x3_fchw_nfhw_2x2s_1x1p_1x1d_2g_trans_1x0op(\
+             %arg0: tensor<1x4x5x5xf16>, %arg1: tensor<4x4x3x3xf16>, %arg2: tensor<8xf16>) -> tensor<1x8x10x9xf16>"
+        ), "{text}");
+        assert!(text.contains("tensor.insert_slice %arg0 into"), "{text}");
+        assert!(text.contains("tensor.concat"), "{text}");
+        assert!(!text.contains("tensor.pad"), "{text}");
+        // Backward data is the plain forward over the padded dy.
+        let text = conv_module(&sig(&format!("{line} -F 2"))).unwrap();
+        assert!(text.contains("tensor.pad %arg0 low[0, 0, 1, 1]"), "{text}");
+        assert!(text.contains("-> tensor<1x4x5x5xf16>"), "{text}");
+        assert!(!text.contains("tensor.concat"), "{text}");
+        // Backward weight reads x (argument 1) as the plain dy and pads dy.
+        let text = conv_module(&sig(&format!("{line} -F 4"))).unwrap();
+        assert!(text.contains("tensor.pad %arg0 low[0, 0, 1, 1]"), "{text}");
+        assert!(text.contains("tensor.expand_shape %arg1"), "{text}");
+        assert!(text.contains("-> tensor<4x4x3x3xf16>"), "{text}");
+    }
+
+    #[test]
+    fn transposed_operands_must_have_the_transposed_filter() {
+        let mut s = sig("conv -m trans -n 1 -c 4 -H 5 -W 5 -k 8 -y 3 -x 3 -g 2 -F 1");
+        assert!(conv_module(&s).is_ok());
+        // The plain convolution's K x C/G filter is not the transposed one.
+        let SignatureDetails::Conv(cs) = &mut s.details else {
+            panic!()
+        };
+        cs.filter_shape = vec![8, 2, 3, 3];
+        s.inputs[1].shape = vec![8, 2, 3, 3];
+        let err = conv_module(&s).unwrap_err();
+        assert!(err.contains("do not match"), "{err}");
     }
 
     /// Offset of logical element (batch, channel, spatial) in a layout.

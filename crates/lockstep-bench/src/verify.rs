@@ -5,7 +5,13 @@
 //! The reference matches the MLIR generator ([`crate::mlir`]) exactly:
 //! forward `y[n,g,k,o] += x_pad[n,g,c,o*s+f*d] * w[g,k,c,f]` (+ `bias[g*K/G+k]`),
 //! backward data and backward weight as its gradients with respect to `x` and
-//! `w`. Inputs are exactly representable in their element type (small
+//! `w`. A transposed convolution (`-m trans`) is computed directly as the
+//! scatter `y[n,g,k,i*s+f*d-p] += x[n,g,c,i] * w[g,c,k,f]` with MIOpen's
+//! transposed filter (`C x K/G`, the group outermost in its `C`) and `y`
+//! sized `s*(I-1) + d*(F-1) + 1 - 2p + op` (the output padding `op` extends
+//! it at the high end), not by the generator's mapping onto a plain
+//! convolution; its backward data and weight are again the gradients with
+//! respect to `x` and `w`. Inputs are exactly representable in their element type (small
 //! integers for int8, multiples of 1/8 in [-2, 2] for floats), so the
 //! reference computed in f64 from them is the exact result.
 //!
@@ -16,7 +22,7 @@
 //! for bf16, `2^-10` for f16, `1e-5` for f32 and exact for integer results
 //! (int8 convolutions write i32).
 
-use crate::miopen::{ConvMode, Direction, ElemType, Layout};
+use crate::miopen::{ConvCommand, ConvMode, Direction, ElemType, Layout};
 use crate::signature::{OpSignature, SignatureDetails};
 
 /// Deterministic seeded input data for each operand of `sig.inputs`, as f64,
@@ -246,11 +252,6 @@ pub fn conv_reference(
         ));
     };
     let conv = &cs.conv;
-    if conv.mode == ConvMode::Trans {
-        return Err(format!(
-            "{name}: transposed convolutions (-m trans) have no reference"
-        ));
-    }
     let s = conv.spatial_dims;
     let per_dim = [
         &conv.input_spatial,
@@ -276,10 +277,18 @@ pub fn conv_reference(
         ));
     }
     let (cg, kg) = (conv.c / conv.groups, conv.k / conv.groups);
+    // The filter's outer (layout letter N) and inner (letter C) channels:
+    // K x C/G, or MIOpen's transposed C x K/G.
+    let (w_outer, w_inner) = match conv.mode {
+        ConvMode::Conv => (conv.k, cg),
+        ConvMode::Trans => (conv.c, kg),
+    };
     let x_shape = conv
         .input_layout
         .arrange(conv.n, conv.c, &conv.input_spatial);
-    let w_shape = conv.filter_layout.arrange(conv.k, cg, &conv.filter_spatial);
+    let w_shape = conv
+        .filter_layout
+        .arrange(w_outer, w_inner, &conv.filter_spatial);
     let y_shape = conv
         .output_layout
         .arrange(conv.n, conv.k, &conv.output_spatial);
@@ -325,51 +334,45 @@ pub fn conv_reference(
     }
 
     let (xn, xc, xs) = strides(conv.input_layout, conv.n, conv.c, &conv.input_spatial);
-    let (wk, wc, ws) = strides(conv.filter_layout, conv.k, cg, &conv.filter_spatial);
+    let (wo_stride, wi_stride, ws) =
+        strides(conv.filter_layout, w_outer, w_inner, &conv.filter_spatial);
     let (yn, yk, ys) = strides(conv.output_layout, conv.n, conv.k, &conv.output_spatial);
     let dot = |coords: &[u64], strides: &[u64]| -> u64 {
         coords.iter().zip(strides).map(|(c, s)| c * s).sum()
     };
+    // The filter element joining input channel c and output channel k of
+    // group g.
+    let filter_channels = |g: u64, c: u64, k: u64| -> u64 {
+        match conv.mode {
+            ConvMode::Conv => (g * kg + k) * wo_stride + c * wi_stride,
+            ConvMode::Trans => (g * cg + c) * wo_stride + k * wi_stride,
+        }
+    };
     let mut out = vec![0f64; count(out_shape)];
     let mut sums = vec![0f64; out.len()];
     let (a, b) = (&inputs[0], &inputs[1]);
-    let taps = multi_index(&conv.filter_spatial);
-    for o in multi_index(&conv.output_spatial) {
-        let y_sp = dot(&o, &ys);
-        for f in &taps {
-            // The input position read by output `o` and tap `f`; padding reads zeros.
-            let position: Option<Vec<u64>> = (0..s)
-                .map(|j| {
-                    let pos = (o[j] * conv.stride[j] + f[j] * conv.dilation[j]) as i64
-                        - conv.padding[j] as i64;
-                    (pos >= 0 && pos < conv.input_spatial[j] as i64).then_some(pos as u64)
-                })
-                .collect();
-            let Some(i) = position else { continue };
-            let x_sp = dot(&i, &xs);
-            let w_sp = dot(f, &ws);
-            for n in 0..conv.n {
-                for g in 0..conv.groups {
-                    for k in 0..kg {
-                        let kk = g * kg + k;
-                        let yo = (n * yn + kk * yk + y_sp) as usize;
-                        for c in 0..cg {
-                            let xo = (n * xn + (g * cg + c) * xc + x_sp) as usize;
-                            let wo = (kk * wk + c * wc + w_sp) as usize;
-                            let (ai, bi, oi) = match cs.direction {
-                                Direction::Forward => (xo, wo, yo),
-                                Direction::BackwardData => (yo, wo, xo),
-                                Direction::BackwardWeight => (yo, xo, wo),
-                            };
-                            let product = a[ai] * b[bi];
-                            out[oi] += product;
-                            sums[oi] += product.abs();
-                        }
+    for_each_tap(conv, |x_pos, y_pos, f| {
+        let (x_sp, y_sp, w_sp) = (dot(x_pos, &xs), dot(y_pos, &ys), dot(f, &ws));
+        for n in 0..conv.n {
+            for g in 0..conv.groups {
+                for k in 0..kg {
+                    let yo = (n * yn + (g * kg + k) * yk + y_sp) as usize;
+                    for c in 0..cg {
+                        let xo = (n * xn + (g * cg + c) * xc + x_sp) as usize;
+                        let wo = (filter_channels(g, c, k) + w_sp) as usize;
+                        let (ai, bi, oi) = match cs.direction {
+                            Direction::Forward => (xo, wo, yo),
+                            Direction::BackwardData => (yo, wo, xo),
+                            Direction::BackwardWeight => (yo, xo, wo),
+                        };
+                        let product = a[ai] * b[bi];
+                        out[oi] += product;
+                        sums[oi] += product.abs();
                     }
                 }
             }
         }
-    }
+    });
     if bias {
         let positions: Vec<u64> = multi_index(&conv.output_spatial)
             .iter()
@@ -386,6 +389,38 @@ pub fn conv_reference(
         }
     }
     Ok((out, sums))
+}
+
+/// Calls `visit(input position, output position, filter tap)` for every
+/// pair of positions the convolution multiplies together; positions in the
+/// zero padding are left out.
+///
+/// A convolution's output `o` reads input `o*s + f*d - p`; a transposed
+/// convolution's input `i` scatters into output `i*s + f*d - p` (its output
+/// padding only makes the output longer at the high end).
+fn for_each_tap(conv: &ConvCommand, mut visit: impl FnMut(&[u64], &[u64], &[u64])) {
+    let s = conv.spatial_dims;
+    let (from, to) = match conv.mode {
+        ConvMode::Conv => (&conv.output_spatial, &conv.input_spatial),
+        ConvMode::Trans => (&conv.input_spatial, &conv.output_spatial),
+    };
+    let taps = multi_index(&conv.filter_spatial);
+    for a in multi_index(from) {
+        for f in &taps {
+            let reached: Option<Vec<u64>> = (0..s)
+                .map(|j| {
+                    let pos = (a[j] * conv.stride[j] + f[j] * conv.dilation[j]) as i64
+                        - conv.padding[j] as i64;
+                    (pos >= 0 && pos < to[j] as i64).then_some(pos as u64)
+                })
+                .collect();
+            let Some(b) = reached else { continue };
+            match conv.mode {
+                ConvMode::Conv => visit(&b, &a, f),
+                ConvMode::Trans => visit(&a, &b, f),
+            }
+        }
+    }
 }
 
 /// What one output of a kernel should hold: the reference values and, per
@@ -579,6 +614,121 @@ mod tests {
         assert_eq!(y, [3.0 + 10.0, 9.0 + 20.0]);
     }
 
+    /// A transposed convolution along W only (H = 1): x = [1, 2, 3].
+    const TRANS: &str = "conv -m trans -n 1 -c 1 -H 1 -W 3 -k 1 -y 1 -p 0 -u 1 -l 1";
+
+    #[test]
+    fn transposed_forward_by_hand() {
+        let x = vec![1.0, 2.0, 3.0];
+        let w = vec![1.0, 2.0];
+        // Stride 2: y[2i + f] += x[i] * w[f], out = 2*(3-1) + (2-1) + 1 = 6.
+        let (y, s) = run(
+            &format!("{TRANS} -x 2 -v 2 -q 0 -F 1"),
+            &[x.clone(), w.clone()],
+        );
+        assert_eq!(y, [1.0, 2.0, 2.0, 4.0, 3.0, 6.0]);
+        assert_eq!(s, y);
+        // Padding 1 drops y[-1] and y[5]: out = 6 - 2 = 4.
+        let (y, _) = run(
+            &format!("{TRANS} -x 2 -v 2 -q 1 -F 1"),
+            &[x.clone(), w.clone()],
+        );
+        assert_eq!(y, [2.0, 2.0, 4.0, 3.0]);
+        // Output padding 1 adds y[4] at the high end, which x[2]*w[1] reaches ...
+        let (y, _) = run(
+            &format!("{TRANS} -x 2 -v 2 -q 1 -X 1 -F 1"),
+            &[x.clone(), w.clone()],
+        );
+        assert_eq!(y, [2.0, 2.0, 4.0, 3.0, 6.0]);
+        // ... and without padding a new element no tap reaches, left zero.
+        let (y, _) = run(
+            &format!("{TRANS} -x 2 -v 2 -q 0 -X 1 -F 1"),
+            &[x.clone(), w.clone()],
+        );
+        assert_eq!(y, [1.0, 2.0, 2.0, 4.0, 3.0, 6.0, 0.0]);
+        // Dilation 2, stride 1: y[i + 2f] += x[i] * w[f], out = 2 + 2 + 1 = 5.
+        let (y, _) = run(&format!("{TRANS} -x 2 -v 1 -j 2 -q 0 -F 1"), &[x, w]);
+        assert_eq!(y, [1.0, 2.0, 3.0 + 2.0, 4.0, 6.0]);
+    }
+
+    #[test]
+    fn transposed_backward_by_hand() {
+        let line = format!("{TRANS} -x 2 -v 2 -q 0");
+        // Backward data gathers what the forward scattered:
+        // dx[i] = dy[2i] * w[0] + dy[2i + 1] * w[1].
+        let (dx, s) = run(&format!("{line} -F 2"), &[seq(6), vec![1.0, 2.0]]);
+        assert_eq!(dx, [1.0 + 4.0, 3.0 + 8.0, 5.0 + 12.0]);
+        assert_eq!(s, dx);
+        // dw[f] = sum_i x[i] * dy[2i + f]; inputs are (dy, x).
+        let (dw, _) = run(&format!("{line} -F 4"), &[seq(6), vec![1.0, 2.0, 3.0]]);
+        assert_eq!(dw, [1.0 + 6.0 + 15.0, 2.0 + 8.0 + 18.0]);
+    }
+
+    #[test]
+    fn transposed_filter_is_c_by_k_per_group() {
+        // One group: w is C x K, y[k] = sum_c x[c] * w[c, k] (a plain
+        // convolution's K x C filter would give [13, 29]).
+        let line = "conv -m trans -n 1 -c 2 -H 1 -W 1 -k 2 -y 1 -x 1 -g 1 -F 1";
+        let (y, _) = run(line, &[vec![3.0, 5.0], vec![1.0, 2.0, 3.0, 4.0]]);
+        assert_eq!(y, [3.0 + 15.0, 6.0 + 20.0]);
+        // Two groups, C = 2, K = 4: w is C x K/G = 2 x 2, channel c of x
+        // feeds outputs 2c and 2c + 1: y[2g + k] = x[g] * w[g, k].
+        let line = "conv -m trans -n 1 -c 2 -H 1 -W 1 -k 4 -y 1 -x 1 -g 2 -F 1";
+        let (y, _) = run(line, &[vec![3.0, 5.0], vec![1.0, 2.0, 3.0, 4.0]]);
+        assert_eq!(y, [3.0, 6.0, 15.0, 20.0]);
+        // With a bias of K entries.
+        let (y, s) = run(
+            &format!("{line} -b 1"),
+            &[
+                vec![3.0, 5.0],
+                vec![1.0, 2.0, 3.0, 4.0],
+                vec![1.0, -1.0, 0.5, 0.0],
+            ],
+        );
+        assert_eq!(y, [4.0, 5.0, 15.5, 20.0]);
+        assert_eq!(s, [4.0, 7.0, 15.5, 20.0]);
+    }
+
+    #[test]
+    fn transposed_directions_are_adjoint() {
+        // <y(x), dy> == <x, dx(dy)> == <w, dw(dy, x)>, with stride, padding,
+        // dilation, output padding (reached by taps in H, not in W) and groups.
+        let line = "conv -m trans -_ 3 -n 2 -c 4 -! 2 -H 3 -W 4 -k 6 -@ 2 -y 3 -x 2 \
+                    -# 1 -u 2 -v 2 -$ 0 -p 2 -q 0 -^ 2 -l 1 -j 1 -% 1 -Y 1 -X 1 -g 2 \
+                    -I NDHWC -f NCDHW -O NDHWC";
+        let fwd = sig(&format!("{line} -F 1"));
+        let data = inputs(&fwd, 7);
+        let (y, _) = conv_reference(&fwd, &data).unwrap();
+        let dy = inputs(&fwd, 8)[0].clone();
+        let dy: Vec<f64> = dy.iter().cycle().take(y.len()).copied().collect();
+        let (dx, _) = run(&format!("{line} -F 2"), &[dy.clone(), data[1].clone()]);
+        let (dw, _) = run(&format!("{line} -F 4"), &[dy.clone(), data[0].clone()]);
+        let inner = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<f64>();
+        assert_ne!(inner(&y, &dy), 0.0);
+        assert_eq!(inner(&y, &dy), inner(&data[0], &dx));
+        assert_eq!(inner(&y, &dy), inner(&data[1], &dw));
+    }
+
+    #[test]
+    fn transposed_forward_is_plain_backward_data() {
+        // x [2, 6, 4, 5] -> y [2, 4, 8, 10] with filter 6 x 2 x 3 x 3 is the
+        // plain convolution's backward data with 4 input channels of 8 x 10
+        // (output padding 1 < stride 2 keeps its output at 4 x 5).
+        let trans = "conv -m trans -n 2 -c 6 -H 4 -W 5 -k 4 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 \
+                     -Y 1 -X 1 -g 2 -F 1";
+        let plain = "conv -n 2 -c 4 -H 8 -W 10 -k 6 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 -g 2 -F 2";
+        let t = sig(trans);
+        let p = sig(plain);
+        assert_eq!(p.inputs[0].shape, t.inputs[0].shape);
+        assert_eq!(p.inputs[1].shape, t.inputs[1].shape);
+        let data = inputs(&t, 3);
+        let (y, sums) = conv_reference(&t, &data).unwrap();
+        assert_eq!(conv_reference(&p, &data).unwrap(), (y.clone(), sums));
+        // The high-end output-padding row and column are reached (pad 1).
+        let last_row = &y[8 * 10 - 10..8 * 10];
+        assert!(last_row.iter().any(|v| *v != 0.0), "{last_row:?}");
+    }
+
     /// Reorders a tensor given in NCHW to NHWC.
     fn nchw_to_nhwc(values: &[f64], c: usize, h: usize, w: usize) -> Vec<f64> {
         let mut out = vec![0.0; values.len()];
@@ -592,9 +742,14 @@ mod tests {
     #[test]
     fn layouts_permute_the_same_values() {
         let params = "-n 2 -c 4 -H 5 -W 6 -k 6 -y 3 -x 2 -p 1 -q 0 -u 2 -v 1 -l 1 -j 2 -g 2";
-        let nchw = format!("conv {params} -I NCHW -f NCHW -O NCHW");
-        let nhwc = format!("conv {params} -I NHWC -f NHWC -O NHWC");
-        for dir in ["1", "2", "4"] {
+        let trans = "-m trans -n 2 -c 4 -H 3 -W 4 -k 6 -y 3 -x 2 -p 1 -q 0 -u 2 -v 1 -l 1 -j 2 \
+                     -Y 1 -X 1 -g 2";
+        for (params, dir) in [params, trans]
+            .into_iter()
+            .flat_map(|p| ["1", "2", "4"].map(|d| (p, d)))
+        {
+            let nchw = format!("conv {params} -I NCHW -f NCHW -O NCHW");
+            let nhwc = format!("conv {params} -I NHWC -f NHWC -O NHWC");
             let s1 = sig(&format!("{nchw} -F {dir}"));
             let s2 = sig(&format!("{nhwc} -F {dir}"));
             let data = inputs(&s1, 3);
@@ -607,8 +762,8 @@ mod tests {
             let (r1, sum1) = conv_reference(&s1, &data).unwrap();
             let (r2, sum2) =
                 conv_reference(&s2, &[perm(&data[0], a_shape), perm(&data[1], b_shape)]).unwrap();
-            assert_eq!(perm(&r1, out_shape), r2, "-F {dir}");
-            assert_eq!(perm(&sum1, out_shape), sum2, "-F {dir}");
+            assert_eq!(perm(&r1, out_shape), r2, "{params} -F {dir}");
+            assert_eq!(perm(&sum1, out_shape), sum2, "{params} -F {dir}");
             assert!(r1.iter().any(|v| *v != 0.0));
         }
     }
@@ -816,9 +971,19 @@ mod tests {
             .contains("8 values"));
         let err = conv_reference(&sig("gemm -m 4 -k 4 -n 4"), &[]).unwrap_err();
         assert!(err.contains("not a convolution"), "{err}");
-        let t = sig("conv -m trans -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -u 2 -v 2 -F 1");
-        let err = conv_reference(&t, &inputs(&t, 0)).unwrap_err();
-        assert!(err.contains("transposed"), "{err}");
+        // A transposed convolution's filter is C x K/G: the plain K x C/G
+        // shape is refused.
+        let mut t = sig("conv -m trans -n 1 -c 4 -H 5 -W 5 -k 8 -y 3 -x 3 -u 2 -v 2 -g 2 -F 1");
+        assert_eq!(t.inputs[1].shape, [4, 4, 3, 3]);
+        let data = inputs(&t, 0);
+        assert!(conv_reference(&t, &data).is_ok());
+        let SignatureDetails::Conv(cs) = &mut t.details else {
+            panic!()
+        };
+        cs.filter_shape = vec![8, 2, 3, 3];
+        t.inputs[1].shape = vec![8, 2, 3, 3];
+        let err = conv_reference(&t, &data).unwrap_err();
+        assert!(err.contains("shapes do not match"), "{err}");
     }
 
     /// End to end with the real tools: generated modules compiled for the
@@ -910,6 +1075,66 @@ mod tests {
                     assert_eq!(got, reference, "{verdict:?}");
                 }
             });
+        }
+
+        /// Checks every line in its own thread (compiles dominate).
+        fn check_all(lines: &[&str], tag: &str) -> Vec<(Vec<f64>, Vec<f64>, Verdict)> {
+            std::thread::scope(|scope| {
+                let jobs: Vec<_> = lines
+                    .iter()
+                    .enumerate()
+                    .map(|(i, line)| scope.spawn(move || check(line, &format!("{tag}-{i}"))))
+                    .collect();
+                jobs.into_iter()
+                    .map(|job| {
+                        let (_, got, reference, verdict) = job.join().unwrap();
+                        (got, reference, verdict)
+                    })
+                    .collect()
+            })
+        }
+
+        #[test]
+        fn transposed_f32_directions_pass() {
+            let lines = [
+                // forward: stride 2, padding, output padding reached by taps,
+                // groups, bias, NHWC
+                "conv -m trans -n 2 -c 4 -H 4 -W 5 -k 6 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 -Y 1 -X 1 -g 2 -b 1 -F 1 -I NHWC -f NHWC -O NHWC",
+                // forward: dilation, output padding beyond the stride (below
+                // the dilation) that no tap reaches, padding past the filter's
+                // reach in W, mixed layouts
+                "conv -m trans -n 1 -c 4 -H 5 -W 4 -k 4 -y 3 -x 2 -u 1 -v 2 -p 2 -q 2 -l 2 -j 1 -Y 1 -X 0 -F 1 -I NCHW -f NHWC -O NHWC",
+                // backward data: stride 2, groups, output padding, NCHW
+                "conv -m trans -n 2 -c 4 -H 4 -W 4 -k 6 -y 3 -x 3 -u 2 -v 2 -p 1 -q 0 -Y 1 -X 0 -g 2 -F 2",
+                // backward weight: stride, dilation, output padding, groups
+                "conv -m trans -n 2 -c 4 -H 4 -W 3 -k 4 -y 3 -x 2 -u 2 -v 1 -p 1 -q 1 -l 1 -j 2 -Y 1 -X 1 -g 2 -F 4 -I NHWC -f NHWC -O NHWC",
+                // backward weight, NCHW with depthwise groups
+                "conv -m trans -n 2 -c 4 -H 3 -W 4 -k 8 -y 2 -x 3 -u 2 -v 2 -p 0 -q 1 -X 1 -g 4 -F 4",
+                // 3-D forward with output padding in depth and height
+                "conv -_ 3 -m trans -n 1 -c 4 -! 3 -H 3 -W 4 -k 4 -@ 2 -y 3 -x 3 -# 2 -u 2 -v 1 -$ 0 -p 1 -q 1 -% 1 -Y 1 -X 0 -g 2 -F 1 -I NDHWC -f NDHWC -O NDHWC",
+                // 3-D backward data and weight, NCDHW
+                "conv -_ 3 -m trans -n 1 -c 4 -! 2 -H 3 -W 3 -k 4 -@ 2 -y 2 -x 3 -# 2 -u 1 -v 2 -$ 1 -p 0 -q 1 -X 1 -F 2",
+                "conv -_ 3 -m trans -n 2 -c 4 -! 2 -H 3 -W 3 -k 2 -@ 2 -y 2 -x 3 -# 2 -u 1 -v 2 -$ 0 -p 1 -q 1 -% 1 -F 4",
+            ];
+            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines, "trans")) {
+                // Exact inputs, f32 accumulation: the results are exact.
+                assert_eq!(got, reference, "{line}: {verdict:?}");
+            }
+        }
+
+        #[test]
+        fn transposed_low_precision_passes() {
+            let lines = [
+                "convfp16 -m trans -n 1 -c 8 -H 4 -W 4 -k 8 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 -Y 1 -X 1 -g 2 -b 1 -F 1 -I NHWC -f NHWC -O NHWC",
+                "convbfp16 -m trans -n 1 -c 8 -H 5 -W 5 -k 4 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 -Y 1 -F 2",
+                "convbfp16 -m trans -n 2 -c 4 -H 4 -W 4 -k 4 -y 2 -x 2 -u 2 -v 2 -X 1 -F 4 -I NHWC -f NHWC -O NHWC",
+                "convfp16 -_ 3 -m trans -n 1 -c 4 -! 2 -H 3 -W 3 -k 4 -@ 2 -y 3 -x 2 -# 2 -u 2 -v 1 -$ 1 -p 1 -q 0 -F 4",
+                "convint8 -m trans -n 1 -c 8 -H 4 -W 4 -k 4 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 -Y 1 -X 1 -g 2 -b 1 -F 1 -I NHWC -f NHWC -O NHWC",
+            ];
+            let results = check_all(&lines, "trans-low");
+            // int8 accumulates in i32 and writes i32: exact.
+            let (got, reference, _) = &results[4];
+            assert_eq!(got, reference);
         }
 
         #[test]
