@@ -39,26 +39,41 @@ def input_flags(module, func, splat):
     return [f"--input={t}={splat}" for t in types]
 
 
-def iree_median_us(bench, module, func, device, flags, reps, out, min_time="20x"):
+SCALE = {"s": 1e6, "ms": 1e3, "us": 1.0, "ns": 1e-3}
+
+
+def iree_benchmarks(bench, module, func, device, flags, extra, out):
+    """Runs iree-benchmark-module; returns its JSON `benchmarks` list."""
     argv = [
         bench,
         f"--module={module}",
         f"--function={func}",
         f"--device={device}",
         *flags,
-        f"--benchmark_repetitions={reps}",
-        f"--benchmark_min_time={min_time}",
+        *extra,
         "--benchmark_format=json",
         f"--benchmark_out={out}",
         "--benchmark_out_format=json",
     ]
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    data = json.load(open(out))
-    scale = {"s": 1e6, "ms": 1e3, "us": 1.0, "ns": 1e-3}
-    for b in data["benchmarks"]:
+    return json.load(open(out))["benchmarks"]
+
+
+def iree_median_us(bench, module, func, device, flags, reps, out, min_time="20x"):
+    extra = [f"--benchmark_repetitions={reps}", f"--benchmark_min_time={min_time}"]
+    for b in iree_benchmarks(bench, module, func, device, flags, extra, out):
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") == "median":
-            return b["real_time"] * scale[b.get("time_unit", "ns")]
+            return b["real_time"] * SCALE[b.get("time_unit", "ns")]
     raise SystemExit(f"bench-bench: error: no median aggregate in {out}")
+
+
+def iree_default_us(bench, module, func, device, flags, out):
+    """What a plain `iree-benchmark-module` invocation reports: the mean time
+    per iteration over the iteration count google-benchmark picks (~0.5 s)."""
+    for b in iree_benchmarks(bench, module, func, device, flags, [], out):
+        if b.get("run_type") == "iteration":
+            return b["real_time"] * SCALE[b.get("time_unit", "ns")]
+    raise SystemExit(f"bench-bench: error: no iteration row in {out}")
 
 
 def lockstep_median_us(lockstep, command, splat, device, out, cwd):
@@ -106,38 +121,41 @@ def main():
     ratio_b = a.warm_wall / a.cold_wall
     warm_compile = sum(r["compile_seconds"] for r in warm["rows"])
 
-    # (c), interleaved per row and per round.
-    per_row = []
+    # (c), interleaved per row and per round: lockstep, then three ways of
+    # asking iree-benchmark-module about the same vmfb.
+    refs = {
+        "default": "plain invocation (mean per iteration, auto iteration count)",
+        "20x": f"--benchmark_repetitions={a.reps} --benchmark_min_time=20x (median of 20-iteration means)",
+        "1x": "lockstep's scheme: --benchmark_min_time=1x, samples+1 repetitions (median)",
+    }
+    per_row = []  # (lockstep median us, {ref: (ratio, us)})
     with tempfile.TemporaryDirectory(prefix="bench-bench-c-") as tmp:
         for i, row in enumerate(rows):
             module, func = row["module"], row["func_name"]
             flags = input_flags(module, func, a.splat)
-            ratios, ls_meds, ib_meds, ratios1 = [], [], [], []
-            # lockstep's own scheme (one iteration per repetition, warm-up
-            # included here), as a diagnostic next to the 20x reference.
             reps1 = row["stats"]["samples"] + 1
-            for r in range(a.rounds):
+            ls_meds, ref_us, ratios = [], {k: [] for k in refs}, {k: [] for k in refs}
+            for _ in range(a.rounds):
                 ls, ls_module = lockstep_median_us(
                     a.lockstep, row["arguments"], a.splat, a.device,
                     os.path.join(tmp, "one.json"), a.cwd)
                 if ls_module != module:
                     raise SystemExit(f"bench-bench: error: row {i} ran {ls_module}, expected {module}")
-                ib = iree_median_us(a.iree_bench, module, func, a.device, flags, a.reps,
-                                    os.path.join(tmp, "ib.json"))
-                ib1 = iree_median_us(a.iree_bench, module, func, a.device, flags, reps1,
-                                     os.path.join(tmp, "ib1.json"), "1x")
-                ratios1.append(ls / ib1)
+                out = os.path.join(tmp, "ib.json")
+                got = {
+                    "default": iree_default_us(a.iree_bench, module, func, a.device, flags, out),
+                    "20x": iree_median_us(a.iree_bench, module, func, a.device, flags, a.reps, out),
+                    "1x": iree_median_us(a.iree_bench, module, func, a.device, flags, reps1, out, "1x"),
+                }
                 ls_meds.append(ls)
-                ib_meds.append(ib)
-                ratios.append(ls / ib)
-            per_row.append((statistics.median(ratios), statistics.median(ls_meds),
-                            statistics.median(ib_meds), row["arguments"],
-                            statistics.median(ratios1)))
-            log(f"(c) {i + 1}/{len(rows)} lockstep {statistics.median(ls_meds):9.2f}us"
-                f"  iree-benchmark-module {statistics.median(ib_meds):9.2f}us"
-                f"  ratio {statistics.median(ratios):.3f}"
-                f" (vs 1x scheme {statistics.median(ratios1):.3f})")
-    ratio_c = statistics.median(r[0] for r in per_row)
+                for k, us in got.items():
+                    ref_us[k].append(us)
+                    ratios[k].append(ls / us)
+            med = {k: (statistics.median(ratios[k]), statistics.median(ref_us[k])) for k in refs}
+            per_row.append((statistics.median(ls_meds), med))
+            log(f"(c) {i + 1}/{len(rows)} lockstep {statistics.median(ls_meds):9.2f}us  "
+                + "  ".join(f"{k} {med[k][1]:9.2f}us ({med[k][0]:.3f})" for k in refs))
+    ratio_c = statistics.median(m["default"][0] for _, m in per_row)
 
     print()
     print(f"rows: {len(rows)} (cold: {cold['compiled']} compiled, {cold['cache_hits']} cached;"
@@ -150,17 +168,17 @@ def main():
           f" sum timing-process {sum(r['timing_seconds'] for r in warm['rows']):.2f}s);"
           f" cold wall {a.cold_wall:.2f}s")
     ok_c = 0.9 <= ratio_c <= 1.1
-    rs = sorted(r[0] for r in per_row)
-    print(f"(c) median over rows of lockstep median / iree-benchmark-module median = {ratio_c:.3f}"
+    rs = sorted(m["default"][0] for _, m in per_row)
+    print(f"(c) median over rows of lockstep median / iree-benchmark-module = {ratio_c:.3f}"
           f"  target 0.9..1.1  {verdict(ok_c)}")
-    print(f"    per-row ratios: min {rs[0]:.3f} p25 {rs[len(rs) // 4]:.3f} max {rs[-1]:.3f};"
-          f" {a.rounds} interleaved rounds per row; reference"
-          f" --benchmark_repetitions={a.reps} --benchmark_min_time=20x (median real_time),"
-          f" splat {a.splat}")
-    print(f"    diagnostic: same vmfb with lockstep's scheme (--benchmark_min_time=1x,"
-          f" samples+1 repetitions): median ratio {statistics.median(r[4] for r in per_row):.3f}")
-    print(f"    median lockstep {statistics.median(r[1] for r in per_row):.2f}us,"
-          f" median iree-benchmark-module {statistics.median(r[2] for r in per_row):.2f}us")
+    print(f"    reference: {refs['default']}; per-row ratios min {rs[0]:.3f}"
+          f" p25 {rs[len(rs) // 4]:.3f} p75 {rs[3 * len(rs) // 4]:.3f} max {rs[-1]:.3f};"
+          f" {a.rounds} interleaved rounds per row, splat {a.splat}")
+    for k in ("20x", "1x"):
+        print(f"    against {refs[k]}:"
+              f" median ratio {statistics.median(m[k][0] for _, m in per_row):.3f}")
+    print(f"    median lockstep {statistics.median(ls for ls, _ in per_row):.2f}us,"
+          f" median iree-benchmark-module {statistics.median(m['default'][1] for _, m in per_row):.2f}us")
 
 
 if __name__ == "__main__":
