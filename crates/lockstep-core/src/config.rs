@@ -24,6 +24,8 @@ pub struct Config {
     pub test: TestConfig,
     #[serde(default)]
     pub bench: BenchConfig,
+    #[serde(default)]
+    pub preprocess: PreprocessConfig,
 }
 
 /// The IREE version lockstep provisions when no tools are given.
@@ -88,6 +90,22 @@ pub struct TargetConfig {
     pub compile_flags: Vec<String>,
     pub run_flags: Vec<String>,
     pub markers: Vec<String>,
+}
+
+/// `[preprocess]`: defaults of `lockstep preprocess`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct PreprocessConfig {
+    /// Steps used when no `--with` is given (tool paths relative to
+    /// lockstep.toml's directory).
+    pub with: Vec<String>,
+    /// Run `with` steps through `sh -c` (as `--with-shell`).
+    pub with_shell: bool,
+    /// Concurrency limit when no `-j` is given (default: every core).
+    pub jobs: Option<usize>,
+    /// Per tool process when no `--timeout` is given (default: none).
+    #[serde(default, deserialize_with = "optional_duration")]
+    pub timeout: Option<Duration>,
 }
 
 /// `[bench]`: kernel benchmarks.
@@ -422,6 +440,16 @@ mod tests {
         let err = parse("[bench.devices.x]\nflags = []\n", Path::new("x")).unwrap_err();
         assert!(err.causes[0].contains("flags"), "{:?}", err.causes);
         assert_eq!(parse("", Path::new("x")).unwrap().bench.timeout, None);
+    }
+
+    #[test]
+    fn preprocess_defaults() {
+        let text = "[preprocess]\nwith = [\"tools/swap\", \"builtin.module(canonicalize)\"]\njobs = 3\ntimeout = \"30s\"\n";
+        let c = parse(text, Path::new("x")).unwrap().preprocess;
+        assert_eq!(c.with.len(), 2);
+        assert_eq!(c.jobs, Some(3));
+        assert_eq!(c.timeout, Some(Duration::from_secs(30)));
+        assert!(!c.with_shell);
     }
 
     #[test]

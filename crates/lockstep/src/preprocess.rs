@@ -16,23 +16,25 @@ use crate::cli::PreprocessArgs;
 use crate::output::Console;
 
 pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i32, Error> {
-    let jobs = match args.jobs {
-        Some(0) => {
-            return Err(Error::usage("-j 0: at least one job is needed")
-                .hint("pass -j N with N >= 1, or omit it to use every core"))
-        }
-        Some(n) => n,
-        None => std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
-    };
+    let loaded = lockstep_core::config::load(config, cwd)?;
+    let defaults = &loaded.config.preprocess;
+    let jobs =
+        match args.jobs.or(defaults.jobs) {
+            Some(0) => return Err(Error::usage("-j 0: at least one job is needed").hint(
+                "pass -j N with N >= 1 (or set [preprocess] jobs), or omit it to use every core",
+            )),
+            Some(n) => n,
+            None => std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        };
     let timeout = match args.timeout {
         Some(s) if !(s > 0.0 && s.is_finite()) => {
             return Err(Error::usage(format!("invalid --timeout {s}"))
                 .hint("give a number of seconds greater than 0, e.g. --timeout 30"))
         }
         Some(s) => Some(Duration::from_secs_f64(s)),
-        None => None,
+        None => defaults.timeout,
     };
     let home = lockstep_core::paths::home();
     let runs_dir = home.join("preprocess").join("runs");
@@ -54,18 +56,23 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
         return Err(Error::usage("INPUT and -o OUTPUT are required")
             .hint("lockstep preprocess INPUT -o OUTPUT --with CMD"));
     };
-    if args.with.is_empty() {
+    // --with replaces the configured steps; those resolve their tool paths
+    // against lockstep.toml's directory.
+    let (with, shell, base) = if args.with.is_empty() {
+        (&defaults.with, defaults.with_shell, loaded.root.as_path())
+    } else {
+        (&args.with, args.with_shell, cwd)
+    };
+    if with.is_empty() {
         return Err(Error::usage("nothing to run: no --with command given")
-            .hint("add --with 'TOOL ARGS' (stdin to stdout) or --with 'builtin.module(PASSES)'"));
+            .hint("add --with 'TOOL ARGS' (stdin to stdout) or --with 'builtin.module(PASSES)', or set [preprocess] with in lockstep.toml"));
     }
-    let steps = args
-        .with
+    let steps = with
         .iter()
-        .map(|w| Step::parse(w, args.with_shell, cwd))
+        .map(|w| Step::parse(w, shell, base))
         .collect::<Result<Vec<_>, _>>()?;
     let only = args.only.as_deref().map(engine::only).transpose()?;
     let console = Console::new();
-    let loaded = lockstep_core::config::load(config, cwd)?;
     let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), &loaded, &console)?;
     let iree_opt = tc.tool("iree-opt")?;
     let started = Instant::now();

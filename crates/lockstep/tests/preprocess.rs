@@ -329,6 +329,60 @@ fn tool_lookup_absolute_relative_and_path() {
 }
 
 #[test]
+fn configured_steps_resolve_against_lockstep_toml_and_with_replaces_them() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(2));
+    let es = sb.executable_sources(&source, "es.mlir");
+    sb.tool("swap", SWAP);
+    sb.write(
+        "lockstep.toml",
+        "[preprocess]\nwith = [\"tools/swap\"]\njobs = 1\ntimeout = \"30s\"\n",
+    );
+    let sub = sb.path().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let json = sb.path().join("r.json");
+    let mut cmd = sb.lockstep(&[
+        "preprocess",
+        es.to_str().unwrap(),
+        "-o",
+        "../configured.mlir",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    cmd.current_dir(&sub);
+    let o = run(cmd);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = std::fs::read_to_string(sb.path().join("configured.mlir")).unwrap();
+    assert!(
+        out.contains("arith.addf") && !out.contains("arith.mulf"),
+        "{out}"
+    );
+
+    // --with replaces the configured steps.
+    let mut cmd = sb.lockstep(&[
+        "preprocess",
+        es.to_str().unwrap(),
+        "-o",
+        "../given.mlir",
+        "--with",
+        "cat",
+    ]);
+    cmd.current_dir(&sub);
+    let o = run(cmd);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = std::fs::read_to_string(sb.path().join("given.mlir")).unwrap();
+    assert!(out.contains("arith.mulf"), "{out}");
+
+    sb.write(
+        "lockstep.toml",
+        "[preprocess]\njobs = 0\nwith = [\"cat\"]\n",
+    );
+    let o = run(sb.lockstep(&["preprocess", es.to_str().unwrap(), "-o", "x.mlir"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("[preprocess] jobs"), "{}", stderr(&o));
+}
+
+#[test]
 fn pass_pipeline_matches_iree_compile() {
     let sb = Sandbox::new();
     let n = 3;
