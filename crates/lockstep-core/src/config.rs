@@ -396,7 +396,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Config> {
         Error::usage(format!("invalid configuration at {location}"))
             .cause(err.message().to_string())
             .hint(format!(
-                "fix {} (keys are documented in docs/integrate.md)",
+                "fix {} (each table's keys are documented in docs/: [integrate] in \
+                 integrate.md, [toolchain] and [test] in test.md, [preprocess] in \
+                 preprocess.md, [bench] in bench.md)",
                 path.display()
             ))
     })
