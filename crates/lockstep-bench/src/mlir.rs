@@ -100,25 +100,25 @@ struct Conv<'a> {
 
 /// Emits SSA names and lines.
 #[derive(Default)]
-struct Body {
-    text: String,
+pub(crate) struct Body {
+    pub(crate) text: String,
     next: usize,
 }
 
 impl Body {
-    fn fresh(&mut self, prefix: &str) -> String {
+    pub(crate) fn fresh(&mut self, prefix: &str) -> String {
         self.next += 1;
         format!("%{prefix}{}", self.next)
     }
 
-    fn line(&mut self, line: &str) {
+    pub(crate) fn line(&mut self, line: &str) {
         self.text.push_str("    ");
         self.text.push_str(line);
         self.text.push('\n');
     }
 }
 
-fn tensor_type(shape: &[u64], elem: ElemType) -> String {
+pub(crate) fn tensor_type(shape: &[u64], elem: ElemType) -> String {
     let mut s = String::from("tensor<");
     for d in shape {
         let _ = write!(s, "{d}x");
@@ -128,7 +128,7 @@ fn tensor_type(shape: &[u64], elem: ElemType) -> String {
     s
 }
 
-fn list(values: impl IntoIterator<Item = impl ToString>) -> String {
+pub(crate) fn list(values: impl IntoIterator<Item = impl ToString>) -> String {
     values
         .into_iter()
         .map(|v| v.to_string())
@@ -136,11 +136,11 @@ fn list(values: impl IntoIterator<Item = impl ToString>) -> String {
         .join(", ")
 }
 
-fn is_float(elem: ElemType) -> bool {
+pub(crate) fn is_float(elem: ElemType) -> bool {
     matches!(elem, ElemType::F32 | ElemType::F16 | ElemType::BF16)
 }
 
-fn zero(elem: ElemType) -> String {
+pub(crate) fn zero(elem: ElemType) -> String {
     if is_float(elem) {
         format!("0.000000e+00 : {}", elem.mlir())
     } else {
@@ -153,7 +153,12 @@ fn bits(elem: ElemType) -> u64 {
 }
 
 /// Converts `value` from one element type to another inside a region.
-fn convert(body: &mut Body, value: &str, from: ElemType, to: ElemType) -> Result<String, String> {
+pub(crate) fn convert(
+    body: &mut Body,
+    value: &str,
+    from: ElemType,
+    to: ElemType,
+) -> Result<String, String> {
     if from == to {
         return Ok(value.to_string());
     }

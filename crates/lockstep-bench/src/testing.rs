@@ -1,6 +1,7 @@
 //! Test support shared by the modules that compile and run generated kernels
 //! with the real IREE tools: the tools (provisioned on first use, never
-//! skipped) and compiling MLIR text for the host CPU.
+//! skipped), compiling MLIR text for the host CPU and running a compiled
+//! signature on given inputs.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -47,4 +48,55 @@ pub fn compile(text: &str, vmfb: &Path, what: &str) {
         "{what}: iree-compile failed:\n{}\n--- module ---\n{text}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Compiles `text` and runs `sig`'s function once on `inputs` (one vector per
+/// operand of `sig.inputs`, encoded in the operand's type) with
+/// iree-run-module; returns every output of `sig.outputs`, decoded.
+pub fn execute(
+    sig: &crate::signature::OpSignature,
+    text: &str,
+    inputs: &[Vec<f64>],
+) -> Vec<Vec<f64>> {
+    use crate::verify::{decode, encode};
+    let name = &sig.func_name;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let vmfb = dir.path().join("module.vmfb");
+    compile(text, &vmfb, name);
+    let mut cmd = Command::new(iree_bin().join("iree-run-module"));
+    cmd.arg(format!("--module={}", vmfb.display()))
+        .arg(format!("--function={name}"))
+        .arg("--device=local-task");
+    for (a, (operand, values)) in sig.inputs.iter().zip(inputs).enumerate() {
+        let path = dir.path().join(format!("in{a}.bin"));
+        std::fs::write(&path, encode(values, operand.elem)).expect("writing an input");
+        let dims: Vec<String> = operand.shape.iter().map(u64::to_string).collect();
+        cmd.arg(format!(
+            "--input={}x{}=@{}",
+            dims.join("x"),
+            operand.elem.mlir(),
+            path.display()
+        ));
+    }
+    let outs: Vec<PathBuf> = (0..sig.outputs.len())
+        .map(|i| dir.path().join(format!("out{i}.bin")))
+        .collect();
+    for out in &outs {
+        cmd.arg(format!("--output=@{}", out.display()));
+    }
+    let run = cmd.output().expect("starting iree-run-module");
+    assert!(
+        run.status.success(),
+        "{name}: iree-run-module failed:\n{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    sig.outputs
+        .iter()
+        .zip(&outs)
+        .map(|(operand, path)| {
+            let bytes = std::fs::read(path).expect("reading an output");
+            decode(&bytes, operand.elem).unwrap_or_else(|e| panic!("{name}: {e}"))
+        })
+        .collect()
 }
