@@ -5,12 +5,12 @@
 (b) warm wall / cold wall
 (c) per row, interleaved over ROUNDS rounds: `lockstep bench` on that one
     command (warm cache) then iree-benchmark-module on the row's cached vmfb
-    with the same function, device and splat inputs
-    (--benchmark_repetitions=REPS --benchmark_min_time=20x, real_time median
-    aggregate; also, as a diagnostic, lockstep's own scheme: min_time=1x with
-    samples+1 repetitions); the row's ratio is the median over rounds of
-    lockstep median / iree-benchmark-module median; the figure is the median
-    over rows.
+    with the same function, device, worker threads and splat inputs, invoked
+    plainly (the mean time per iteration it reports); the row's ratio is the
+    median over rounds of lockstep median / that; the figure is the median
+    over rows. Also against --benchmark_repetitions=REPS
+    --benchmark_min_time=20x (median aggregate) and lockstep's own scheme
+    (min_time=1x, samples+1 repetitions, median).
 Exit 0 when the figures were computed (targets met or not), 1 otherwise.
 """
 import argparse
@@ -76,9 +76,12 @@ def iree_default_us(bench, module, func, device, flags, out):
     raise SystemExit(f"bench-bench: error: no iteration row in {out}")
 
 
-def lockstep_median_us(lockstep, command, splat, device, out, cwd):
+def lockstep_median_us(lockstep, command, splat, device, threads, out, cwd):
     argv = [lockstep, "bench", "-j", "1", "--device", device,
-            "--splat-input-value", splat, "--json", out, *command.split()]
+            "--splat-input-value", splat, "--json", out]
+    if threads:
+        argv += ["--threads", str(threads)]
+    argv += command.split()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     data = json.load(open(out))
     (row,) = data["rows"]
@@ -102,6 +105,7 @@ def main():
     p.add_argument("--iree-bench", required=True)
     p.add_argument("--device", default="local-task")
     p.add_argument("--splat", default="1")
+    p.add_argument("--threads", type=int, default=0)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--cwd", required=True)
@@ -133,11 +137,13 @@ def main():
         for i, row in enumerate(rows):
             module, func = row["module"], row["func_name"]
             flags = input_flags(module, func, a.splat)
+            if a.threads:
+                flags.append(f"--task_topology_max_group_count={a.threads}")
             reps1 = row["stats"]["samples"] + 1
             ls_meds, ref_us, ratios = [], {k: [] for k in refs}, {k: [] for k in refs}
             for _ in range(a.rounds):
                 ls, ls_module = lockstep_median_us(
-                    a.lockstep, row["arguments"], a.splat, a.device,
+                    a.lockstep, row["arguments"], a.splat, a.device, a.threads,
                     os.path.join(tmp, "one.json"), a.cwd)
                 if ls_module != module:
                     raise SystemExit(f"bench-bench: error: row {i} ran {ls_module}, expected {module}")
@@ -173,7 +179,8 @@ def main():
           f"  target 0.9..1.1  {verdict(ok_c)}")
     print(f"    reference: {refs['default']}; per-row ratios min {rs[0]:.3f}"
           f" p25 {rs[len(rs) // 4]:.3f} p75 {rs[3 * len(rs) // 4]:.3f} max {rs[-1]:.3f};"
-          f" {a.rounds} interleaved rounds per row, splat {a.splat}")
+          f" {a.rounds} interleaved rounds per row, splat {a.splat},"
+          f" worker threads {a.threads or 'runtime default'}")
     for k in ("20x", "1x"):
         print(f"    against {refs[k]}:"
               f" median ratio {statistics.median(m[k][0] for _, m in per_row):.3f}")

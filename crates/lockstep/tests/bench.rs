@@ -253,7 +253,8 @@ fn a_bad_line_fails_its_row_and_the_batch_continues() {
     assert_eq!(rows[2][0], format!("{SMALL} -F 4 -i 2"));
     assert_eq!(rows[2][10], "ok");
     assert!(rows[2][8].contains("weight_backward"));
-    assert!(rows[3][10].starts_with("not supported yet"), "{csv}");
+    assert_eq!(rows[3][8], "gemm_float32_forward_4x4x4");
+    assert_eq!(rows[3][10], "ok", "{csv}");
 }
 
 #[test]
@@ -275,6 +276,9 @@ fn no_command_runs_the_embedded_set() {
     assert!(csv.contains("conv_3d_"));
     assert!(csv.contains("_64g,"));
     assert!(csv.contains("_weight_backward_"));
+    assert!(csv.contains("_trans_1x1op,"));
+    assert!(csv.contains(",gemm_float16_forward_128x256x256,"));
+    assert!(csv.contains(",layer_norm_1d_float32_forward_128x256_w_b,"), "{csv}");
 }
 
 #[test]
@@ -345,6 +349,58 @@ fn verify_passes_for_every_direction_and_bf16() {
     assert_eq!(json["rows"][2]["repeat"], 2);
     assert_eq!(json["rows"][0]["check"]["passed"], true);
     assert_eq!(json["rows"][0]["check"]["failures"], 0);
+}
+
+#[test]
+fn transposed_gemm_and_layernorm_commands_run_and_verify() {
+    let env = Env::new();
+    let text = "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -m trans -Y 1 -X 1 -F 0 -i 2\n\
+                gemmfp16 -m 8 -k 12 -n 4 -u 1 -F 2 -i 2\n\
+                layernorm -X 4x16 -o 1 -m 0 -F 1 -i 2\n\
+                layernormbfp16 -X 2x3x8 -o 2 -m 0 -F 2 -i 2\n";
+    std::fs::write(env.path().join("batch.txt"), text).unwrap();
+    let (stdout, _) = env.run(
+        &mut env.cmd(&[
+            "--verify",
+            "--commands-file",
+            "batch.txt",
+            "--json",
+            "out.json",
+        ]),
+        0,
+    );
+    let json = env.json("out.json");
+    let rows = json["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["func_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(rows.len(), 6, "{names:?}");
+    assert!(
+        names[..3].iter().all(|n| n.ends_with("_trans_1x1op")),
+        "{names:?}"
+    );
+    assert_eq!(names[3], "gemm_float16_a_backward_8x12x4_transA");
+    assert!(
+        names[4].starts_with("layer_norm_1d_float32_forward_4x16"),
+        "{names:?}"
+    );
+    assert!(
+        names[5].starts_with("layer_norm_1d_bfloat16_input_backward"),
+        "{names:?}"
+    );
+    for row in rows {
+        assert_eq!(
+            (row["status"].as_str(), row["verify"].as_str()),
+            (Some("ok"), Some("PASS")),
+            "{row}"
+        );
+    }
+    // Layer-norm forward has three results (output, mean, rstd); the first is printed.
+    assert!(
+        stdout.contains(">>> tensor(size=(4, 16), dtype=float32)  layer_norm_"),
+        "{stdout}"
+    );
 }
 
 #[test]
