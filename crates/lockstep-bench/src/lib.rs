@@ -27,8 +27,8 @@ pub mod verify;
 
 pub use commands::{parse_file, split_command, strip_prefixes, Line};
 pub use miopen::{
-    parse_argv, BenchCommand, ConvCommand, ConvMode, Direction, ElemType, GemmCommand, GemmMode,
-    LayerNormCommand, LayerNormMode, Layout, Op, PadMode, ParseError,
+    parse_argv, Axis, BenchCommand, ConvCommand, ConvMode, Direction, ElemType, GemmCommand,
+    GemmMode, LayerNormCommand, LayerNormMode, Layout, Op, PadMode, ParseError,
 };
 pub use signature::{signatures, OpSignature, Operand, SignatureDetails};
 

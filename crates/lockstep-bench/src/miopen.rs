@@ -14,7 +14,11 @@
 //!   data files ...) are accepted and ignored; a note is recorded when their
 //!   value differs from MIOpen's default (at the default they change nothing);
 //! - `convint8` runs forward only, as in MIOpen (backward directions that `-F`
-//!   asks for are dropped with a note).
+//!   asks for are dropped with a note);
+//! - `--spatial_dim 1` (or a layout `NCW`/`NWC`) asks for a 1-D convolution,
+//!   which MIOpenDriver does not have but BOO's signatures (from PyTorch's
+//!   `conv1d`) do: it takes the width flags only (`-W`, `-x`, `-v`, `-q`,
+//!   `-j`, `-X`); height and depth flags are noted and ignored.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -172,6 +176,8 @@ pub enum PadMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Layout {
+    Ncw,
+    Nwc,
     Nchw,
     Nhwc,
     Ncdhw,
@@ -181,6 +187,8 @@ pub enum Layout {
 impl Layout {
     pub fn as_str(self) -> &'static str {
         match self {
+            Layout::Ncw => "NCW",
+            Layout::Nwc => "NWC",
             Layout::Nchw => "NCHW",
             Layout::Nhwc => "NHWC",
             Layout::Ncdhw => "NCDHW",
@@ -188,48 +196,78 @@ impl Layout {
         }
     }
 
-    /// Number of spatial dimensions (2 or 3).
+    /// Number of spatial dimensions (1, 2 or 3).
     pub fn spatial_dims(self) -> usize {
         self.as_str().len() - 2
     }
 
-    /// MIOpen's default layout for a number of spatial dimensions.
+    /// MIOpen's default layout for a number of spatial dimensions (NCW for
+    /// lockstep's 1-D extension).
     pub fn default_for(spatial_dims: usize) -> Layout {
-        if spatial_dims == 3 {
-            Layout::Ncdhw
-        } else {
-            Layout::Nchw
+        match spatial_dims {
+            1 => Layout::Ncw,
+            3 => Layout::Ncdhw,
+            _ => Layout::Nchw,
         }
+    }
+
+    /// What each letter addresses, in layout order. Spatial letters index
+    /// the per-dimension vectors (`[W]`, `[H, W]` or `[D, H, W]`), so `W` is
+    /// always the last entry whatever the number of dimensions.
+    pub fn axes(self) -> Vec<Axis> {
+        let last = self.spatial_dims() - 1;
+        self.as_str()
+            .chars()
+            .map(|letter| match letter {
+                'N' => Axis::Batch,
+                'C' => Axis::Channel,
+                'D' => Axis::Spatial(0),
+                // Only 2-D and 3-D layouts have an H, just before their W.
+                'H' => Axis::Spatial(last - 1),
+                _ => Axis::Spatial(last),
+            })
+            .collect()
     }
 
     /// Parses a layout value, case-insensitively.
     pub fn parse(value: &str) -> Result<Layout, String> {
         match value.to_ascii_uppercase().as_str() {
+            "NCW" => Ok(Layout::Ncw),
+            "NWC" => Ok(Layout::Nwc),
             "NCHW" => Ok(Layout::Nchw),
             "NHWC" => Ok(Layout::Nhwc),
             "NCDHW" => Ok(Layout::Ncdhw),
             "NDHWC" => Ok(Layout::Ndhwc),
-            "CHWN" => Err("layout CHWN is not supported: use NCHW, NHWC, NCDHW or NDHWC".into()),
+            "CHWN" => Err("layout CHWN is not supported: use NCHW or NHWC".into()),
             _ => Err(format!(
-                "unknown layout `{value}`: expected NCHW, NHWC (2-D) or NCDHW, NDHWC (3-D)"
+                "unknown layout `{value}`: expected NCW, NWC (1-D), NCHW, NHWC (2-D) or \
+                 NCDHW, NDHWC (3-D)"
             )),
         }
     }
 
-    /// Arranges `n`, `c` and the spatial sizes (`[D,] H, W`) in this layout.
+    /// Arranges `n`, `c` and the spatial sizes (`[[D,] H,] W`) in this layout.
     pub fn arrange(self, n: u64, c: u64, spatial: &[u64]) -> Vec<u64> {
-        let sp = spatial.len();
-        self.as_str()
-            .chars()
-            .map(|letter| match letter {
-                'N' => n,
-                'C' => c,
-                'D' => spatial[0],
-                'H' => spatial[sp - 2],
-                _ => spatial[sp - 1],
+        self.axes()
+            .into_iter()
+            .map(|axis| match axis {
+                Axis::Batch => n,
+                Axis::Channel => c,
+                Axis::Spatial(j) => spatial[j],
             })
             .collect()
     }
+}
+
+/// What one letter of a layout addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Axis {
+    /// `N`: the batch (a filter's outer channels).
+    Batch,
+    /// `C`: the channels (a filter's inner channels).
+    Channel,
+    /// `D`, `H` or `W`: this entry of the per-dimension vectors.
+    Spatial(usize),
 }
 
 impl fmt::Display for Layout {
@@ -240,13 +278,14 @@ impl fmt::Display for Layout {
 
 /// A convolution command (`conv`, `convfp16`, `convbfp16`, `convint8`).
 ///
-/// Spatial vectors hold `[H, W]` for 2-D and `[D, H, W]` for 3-D.
+/// Spatial vectors hold `[W]` for 1-D, `[H, W]` for 2-D and `[D, H, W]` for
+/// 3-D.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConvCommand {
     /// The command word.
     pub command: String,
     pub dtype: ElemType,
-    /// 2 or 3.
+    /// 1, 2 or 3.
     pub spatial_dims: usize,
     /// Batch size (`-n`).
     pub n: u64,
@@ -586,10 +625,10 @@ const CAST: &str = "tensor casts are not supported; the command's type is used";
 /// The MIOpenDriver convolution flags (long, short, default, type, meaning).
 #[rustfmt::skip]
 pub const CONV_FLAGS: &[FlagSpec] = &[
-    flag("in_layout", 'I', "", Str, "input layout (NCHW, NHWC, NCDHW, NDHWC)"),
+    flag("in_layout", 'I', "", Str, "input layout (NCW, NWC, NCHW, NHWC, NCDHW, NDHWC)"),
     flag("out_layout", 'O', "", Str, "output layout"),
     flag("fil_layout", 'f', "", Str, "filter layout"),
-    flag("spatial_dim", '_', "2", Int, "spatial dimensions (2 or 3)"),
+    flag("spatial_dim", '_', "2", Int, "spatial dimensions (2 or 3; 1 is lockstep's extension)"),
     flag("forw", 'F', "0", Int, "0 fwd+bwd+wrw, 1 fwd, 2 bwd, 4 wrw, 3 fwd+bwd, 5 fwd+wrw, 6 bwd+wrw"),
     flag("batchsize", 'n', "100", Int, "mini-batch size N"),
     flag("in_channels", 'c', "3", Int, "input channels C"),
@@ -925,9 +964,10 @@ fn conv(
     }
     let spatial_dims = if args.is_given("spatial_dim") {
         let dims = args.int("spatial_dim")?;
-        if dims != 2 && dims != 3 {
+        if !(1..=3).contains(&dims) {
             return Err(ParseError::new(format!(
-                "bad value for -_/--spatial_dim: expected 2 or 3, found {dims}"
+                "bad value for -_/--spatial_dim: expected 1, 2 or 3 (spatial dimensions of \
+                 the convolution), found {dims}"
             )));
         }
         let dims = dims as usize;
@@ -966,13 +1006,9 @@ fn conv(
     let filter_layout = layout_or_default(1);
     let output_layout = layout_or_default(2);
 
-    // Per-dimension flags, ordered [D,] H, W.
+    // Per-dimension flags, ordered [[D,] H,] W.
     let per_dim = |d: &'static str, h: &'static str, w: &'static str| -> Vec<&'static str> {
-        if spatial_dims == 3 {
-            vec![d, h, w]
-        } else {
-            vec![h, w]
-        }
+        [d, h, w][3 - spatial_dims..].to_vec()
     };
     let positives = |names: Vec<&'static str>| -> Result<Vec<u64>, ParseError> {
         names.into_iter().map(|n| args.positive(n)).collect()
@@ -980,24 +1016,7 @@ fn conv(
     let non_negatives = |names: Vec<&'static str>| -> Result<Vec<u64>, ParseError> {
         names.into_iter().map(|n| args.non_negative(n)).collect()
     };
-    if spatial_dims == 2 {
-        for long in [
-            "in_d",
-            "fil_d",
-            "conv_stride_d",
-            "pad_d",
-            "dilation_d",
-            "trans_output_pad_d",
-        ] {
-            if args.is_given(long) && args.raw(long) != args.spec(long).default {
-                notes.push(format!(
-                    "ignored {} {}: the convolution is 2-D (add --spatial_dim 3 for 3-D)",
-                    spec_name(args.spec(long)),
-                    args.raw(long)
-                ));
-            }
-        }
-    }
+    note_unused_dimension_flags(args, spatial_dims, notes);
 
     let n = args.positive("batchsize")?;
     let c = args.positive("in_channels")?;
@@ -1175,13 +1194,53 @@ fn conv(
     })
 }
 
-fn dim_name(spatial_dims: usize, i: usize) -> &'static str {
-    let names: &[&str] = if spatial_dims == 3 {
-        &["depth", "height", "width"]
-    } else {
-        &["height", "width"]
+const DEPTH_FLAGS: [&str; 6] = [
+    "in_d",
+    "fil_d",
+    "conv_stride_d",
+    "pad_d",
+    "dilation_d",
+    "trans_output_pad_d",
+];
+const HEIGHT_FLAGS: [&str; 6] = [
+    "in_h",
+    "fil_h",
+    "conv_stride_h",
+    "pad_h",
+    "dilation_h",
+    "trans_output_pad_h",
+];
+
+/// Notes the depth flags of a 2-D convolution and the height and depth flags
+/// of a 1-D one: MIOpen accepts them whatever the dimensions, so they are
+/// ignored rather than refused (at their defaults they change nothing and
+/// are not noted).
+fn note_unused_dimension_flags(args: &Args, spatial_dims: usize, notes: &mut Vec<String>) {
+    let (unused, hint): (Vec<&str>, &str) = match spatial_dims {
+        1 => (
+            HEIGHT_FLAGS.iter().chain(&DEPTH_FLAGS).copied().collect(),
+            "the convolution is 1-D: only the width flags apply",
+        ),
+        2 => (
+            DEPTH_FLAGS.to_vec(),
+            "the convolution is 2-D (add --spatial_dim 3 for 3-D)",
+        ),
+        _ => return,
     };
-    names[i]
+    for long in unused {
+        if args.is_given(long) && args.raw(long) != args.spec(long).default {
+            notes.push(format!(
+                "ignored {} {}: {hint}",
+                spec_name(args.spec(long)),
+                args.raw(long)
+            ));
+        }
+    }
+}
+
+/// The name of spatial dimension `i` of a `spatial_dims`-D convolution.
+fn dim_name(spatial_dims: usize, i: usize) -> &'static str {
+    ["depth", "height", "width"][3 - spatial_dims + i]
 }
 
 fn gemm(command: &str, dtype: ElemType, args: &Args) -> Result<GemmCommand, ParseError> {
@@ -1438,6 +1497,96 @@ mod tests {
     }
 
     #[test]
+    fn one_d_flags() {
+        let line = "convfp16 --spatial_dim 1 -n 2 -c 4 -W 14 -k 8 -x 3 -v 2 -q 1 -j 2 -F 1";
+        let c = conv_of(line);
+        assert_eq!(c.spatial_dims, 1);
+        assert_eq!(c.input_spatial, [14]);
+        assert_eq!(c.filter_spatial, [3]);
+        assert_eq!(c.stride, [2]);
+        assert_eq!(c.padding, [1]);
+        assert_eq!(c.dilation, [2]);
+        assert_eq!(c.output_padding, [0]);
+        // (14 + 2 - 2*2 - 1)/2 + 1 = 6
+        assert_eq!(c.output_spatial, [6]);
+        assert_eq!(
+            (c.input_layout, c.filter_layout, c.output_layout),
+            (Layout::Ncw, Layout::Ncw, Layout::Ncw)
+        );
+        assert_eq!(c.input_shape(), [2, 4, 14]);
+        assert_eq!(c.filter_shape(), [8, 4, 3]);
+        assert_eq!(c.output_shape(), [2, 8, 6]);
+        let long = "convfp16 -_ 1 --in_w 14 --fil_w 3 --conv_stride_w 2 --pad_w 1 \
+                    --dilation_w 2 -n 2 -c 4 -k 8 -F 1";
+        assert_eq!(conv_of(long), c);
+
+        // NCW and NWC, given with -_ 1 or deciding the dimensions alone.
+        let c = conv_of("conv -_ 1 -I NWC -f NWC -O nwc -W 10 -x 3 -F 1");
+        assert_eq!(c.input_shape(), [100, 10, 3]);
+        assert_eq!(c.filter_shape(), [32, 3, 3]);
+        assert_eq!(c.output_shape(), [100, 8, 32]);
+        let implied = conv_of("conv -I NWC -W 10 -x 3 -F 1");
+        assert_eq!(implied.spatial_dims, 1);
+        assert_eq!(implied.input_layout, Layout::Nwc);
+        // Layouts not given take the 1-D default.
+        assert_eq!(implied.filter_layout, Layout::Ncw);
+        assert_eq!(implied.output_shape(), [100, 32, 8]);
+        let mixed = conv_of("conv -I ncw -f NWC -O NWC -c 4 -k 6 -W 9 -x 2 -F 1");
+        assert_eq!(mixed.spatial_dims, 1);
+        assert_eq!(mixed.input_shape(), [100, 4, 9]);
+        assert_eq!(mixed.filter_shape(), [6, 2, 4]);
+        assert_eq!(mixed.output_shape(), [100, 8, 6]);
+
+        let e = err("conv -I NWC -O NCHW");
+        assert!(e.contains("disagree"), "{e}");
+        let e = err("conv -f NCDHW -O NCW");
+        assert!(e.contains("disagree"), "{e}");
+        let e = err("conv -_ 1 -I NHWC");
+        assert!(e.contains("--spatial_dim is 1"), "{e}");
+        let e = err("conv -_ 2 -f NCW");
+        assert!(e.contains("--spatial_dim is 2"), "{e}");
+
+        // Height and depth flags on a 1-D convolution are noted, not used.
+        let cmd = parse("conv -_ 1 -H 8 -y 1 -u 2 -p 1 -l 2 -Y 1 -! 4 -W 9 -F 1").unwrap();
+        for flag in [
+            "-H/--in_h",
+            "-y/--fil_h",
+            "-u/--conv_stride_h",
+            "-p/--pad_h",
+            "-l/--dilation_h",
+            "-Y/--trans_output_pad_h",
+            "-!/--in_d",
+        ] {
+            assert!(
+                cmd.notes
+                    .iter()
+                    .any(|n| n.contains(flag) && n.contains("1-D")),
+                "{flag}: {:#?}",
+                cmd.notes
+            );
+        }
+        assert_eq!(cmd.notes.len(), 7, "{:#?}", cmd.notes);
+        let Op::Conv(c) = cmd.op else { panic!() };
+        assert_eq!((c.input_spatial, c.output_spatial), (vec![9], vec![7]));
+        // At MIOpen's defaults they change nothing and are not noted.
+        assert!(parse("conv -_ 1 -H 32 -y 3 -F 1").unwrap().notes.is_empty());
+
+        // Transposed, with output padding in width.
+        let t = conv_of("conv -_ 1 -m trans -n 1 -c 4 -W 5 -k 6 -x 3 -v 2 -q 1 -X 1 -g 2 -F 1");
+        assert_eq!(t.output_padding, [1]);
+        // 2*(5-1) + (3-1) + 1 - 2 + 1 = 10
+        assert_eq!(t.output_spatial, [10]);
+        assert_eq!(t.filter_shape(), [4, 3, 3]);
+        let e = err("conv -_ 1 -m trans -X 1");
+        assert!(
+            e.contains("smaller than the stride") && e.contains("width"),
+            "{e}"
+        );
+        let e = err("conv -_ 1 -W 2 -x 3");
+        assert!(e.contains("output width would be 0"), "{e}");
+    }
+
+    #[test]
     fn layouts_are_independent() {
         let c =
             conv_of("convbfp16 -n 2 -c 4 -H 5 -W 6 -k 8 -y 3 -x 1 -I NHWC -f NCHW -O NHWC -F 1");
@@ -1455,7 +1604,12 @@ mod tests {
         assert!(e.contains("--spatial_dim is 2"), "{e}");
         let e = err("conv -I NHWC -O NDHWC");
         assert!(e.contains("disagree"), "{e}");
-        assert!(err("conv -_ 1").contains("expected 2 or 3"));
+        let e = err("conv -_ 4");
+        assert!(
+            e.contains("expected 1, 2 or 3") && e.contains("found 4"),
+            "{e}"
+        );
+        assert!(err("conv -_ 0").contains("expected 1, 2 or 3"));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! covers any layout the parser accepts (each operand's dimensions are
 //! addressed by their layout letters), groups (the grouped channel dimension
 //! is expanded to `[G, C/G]` with `tensor.expand_shape` and collapsed back
-//! afterwards), strides, dilations, padding and 2-D or 3-D spatial sizes:
+//! afterwards), strides, dilations, padding and 1-D, 2-D or 3-D spatial
+//! sizes:
 //!
 //! - forward: `y[n, g, k, o] += x_pad[n, g, c, o*s + f*d] * w[g, k, c, f]`,
 //!   the input zero-padded with `tensor.pad`;
@@ -37,7 +38,7 @@
 
 use std::fmt::Write as _;
 
-use crate::miopen::{ConvMode, Direction, ElemType};
+use crate::miopen::{Axis, ConvMode, Direction, ElemType, Layout};
 use crate::signature::{ConvSignature, OpSignature, SignatureDetails};
 
 /// The MLIR module of any signature: a convolution, a gemm or a layer norm.
@@ -85,9 +86,9 @@ struct Conv<'a> {
     stride: Vec<u64>,
     padding: Vec<u64>,
     dilation: Vec<u64>,
-    input_layout: String,
-    filter_layout: String,
-    output_layout: String,
+    input_layout: Layout,
+    filter_layout: Layout,
+    output_layout: Layout,
     dtype: ElemType,
     acc: ElemType,
     /// A forward bias, added to the result's channels (`bias_channels`).
@@ -233,7 +234,7 @@ impl<'a> Conv<'a> {
         let name = &sig.func_name;
         let spatial = conv.spatial_dims;
         let layouts = [conv.input_layout, conv.filter_layout, conv.output_layout];
-        if !(2..=3).contains(&spatial) || layouts.iter().any(|l| l.spatial_dims() != spatial) {
+        if !(1..=3).contains(&spatial) || layouts.iter().any(|l| l.spatial_dims() != spatial) {
             return Err(format!(
                 "{name}: layouts {}/{}/{} do not match {spatial} spatial dimensions",
                 layouts[0].as_str(),
@@ -296,9 +297,9 @@ impl<'a> Conv<'a> {
             stride: conv.stride.clone(),
             padding: conv.padding.clone(),
             dilation: conv.dilation.clone(),
-            input_layout: conv.input_layout.as_str().to_string(),
-            filter_layout: conv.filter_layout.as_str().to_string(),
-            output_layout: conv.output_layout.as_str().to_string(),
+            input_layout: conv.input_layout,
+            filter_layout: conv.filter_layout,
+            output_layout: conv.output_layout,
             dtype: sig.dtype,
             acc,
             bias,
@@ -399,14 +400,11 @@ impl<'a> Conv<'a> {
             ConvMode::Conv => (self.k, self.c / g),
             ConvMode::Trans => (self.c, self.k / g),
         };
-        let expected_x = arrange(&self.input_layout, self.n, self.c, &self.input_spatial);
-        let expected_w = arrange(
-            &self.filter_layout,
-            filter_outer,
-            filter_inner,
-            &self.filter_spatial,
-        );
-        let expected_y = arrange(&self.output_layout, self.n, self.k, &self.output_spatial);
+        let expected_x = self.input_layout_shape(&self.input_spatial);
+        let expected_w =
+            self.filter_layout
+                .arrange(filter_outer, filter_inner, &self.filter_spatial);
+        let expected_y = self.output_layout_shape(&self.output_spatial);
         if cs.input_shape != expected_x
             || cs.filter_shape != expected_w
             || cs.output_shape != expected_y
@@ -419,14 +417,6 @@ impl<'a> Conv<'a> {
         Ok(())
     }
 
-    fn spatial_index(&self, letter: char) -> usize {
-        match letter {
-            'D' => 0,
-            'H' => self.spatial - 2,
-            _ => self.spatial - 1,
-        }
-    }
-
     /// The access of a tensor in `layout` with role `role`: `batch` is the
     /// iteration dimension of N (for the input and output), `group`, `outer`
     /// (K for filter/output, C/G for input) and `inner` (C/G, filter only),
@@ -434,7 +424,7 @@ impl<'a> Conv<'a> {
     #[allow(clippy::too_many_arguments)]
     fn access(
         &self,
-        layout: &str,
+        layout: Layout,
         role: Role,
         batch: Option<usize>,
         group: usize,
@@ -447,31 +437,30 @@ impl<'a> Conv<'a> {
         let mut exprs = Vec::new();
         let mut reassociation = Vec::new();
         let g = self.groups;
-        for letter in layout.chars() {
+        for axis in layout.axes() {
             let start = shape.len();
-            match (letter, role) {
-                ('N', Role::Filter) => {
+            match (axis, role) {
+                (Axis::Batch, Role::Filter) => {
                     shape.extend([g, self.k / g]);
                     exprs.extend([format!("d{group}"), format!("d{grouped}")]);
                 }
-                ('C', Role::Filter) => {
+                (Axis::Channel, Role::Filter) => {
                     shape.push(self.c / g);
                     exprs.push(format!("d{}", inner.expect("filter inner dim")));
                 }
-                ('N', _) => {
+                (Axis::Batch, _) => {
                     shape.push(self.n);
                     exprs.push(format!("d{}", batch.expect("batch dim")));
                 }
-                ('C', Role::Input) => {
+                (Axis::Channel, Role::Input) => {
                     shape.extend([g, self.c / g]);
                     exprs.extend([format!("d{group}"), format!("d{grouped}")]);
                 }
-                ('C', _) => {
+                (Axis::Channel, _) => {
                     shape.extend([g, self.k / g]);
                     exprs.extend([format!("d{group}"), format!("d{grouped}")]);
                 }
-                (other, _) => {
-                    let j = self.spatial_index(other);
+                (Axis::Spatial(j), _) => {
                     shape.push(spatial_sizes[j]);
                     exprs.push(spatial_exprs[j].clone());
                 }
@@ -529,28 +518,14 @@ impl<'a> Conv<'a> {
         if low.iter().chain(&high).all(|&p| p == 0) {
             return (arg.to_string(), padded);
         }
-        let layout: Vec<char> = self.input_layout.chars().collect();
-        let per_letter = |values: &[u64]| -> Vec<u64> {
-            layout
-                .iter()
-                .map(|&l| match l {
-                    'N' | 'C' => 0,
-                    other => values[self.spatial_index(other)],
-                })
-                .collect()
-        };
-        let src = tensor_type(
-            &arrange(&self.input_layout, self.n, self.c, &self.input_spatial),
-            self.dtype,
-        );
-        let dst = tensor_type(
-            &arrange(&self.input_layout, self.n, self.c, &padded),
-            self.dtype,
-        );
+        let per_letter = |values: &[u64]| self.input_layout.arrange(0, 0, values);
+        let src = tensor_type(&self.input_layout_shape(&self.input_spatial), self.dtype);
+        let dst = tensor_type(&self.input_layout_shape(&padded), self.dtype);
         let cst = body.fresh("pad_value");
         body.line(&format!("{cst} = arith.constant {}", zero(self.dtype)));
         let value = body.fresh("padded");
-        let block_args = list((0..layout.len()).map(|i| format!("%i{i}: index")));
+        let rank = self.input_layout.axes().len();
+        let block_args = list((0..rank).map(|i| format!("%i{i}: index")));
         body.line(&format!(
             "{value} = tensor.pad {arg} low[{}] high[{}] {{",
             list(per_letter(&low)),
@@ -671,7 +646,7 @@ impl<'a> Conv<'a> {
         &self,
         body: &mut Body,
         value: &str,
-        layout: &str,
+        layout: Layout,
         shape: &[u64],
     ) -> Result<String, String> {
         let out_elem = self.sig.outputs[0].elem;
@@ -686,7 +661,11 @@ impl<'a> Conv<'a> {
         let mut ins = vec![value.to_string()];
         let mut types = vec![tensor_type(shape, acc)];
         if self.bias {
-            let channel = layout.find('C').expect("layout has C");
+            let channel = layout
+                .axes()
+                .iter()
+                .position(|axis| *axis == Axis::Channel)
+                .ok_or_else(|| format!("layout {layout} has no channels"))?;
             maps.push(format!("affine_map<({dim_list}) -> (d{channel})>"));
             ins.push(format!("%arg{}", self.sig.inputs.len() - 1));
             types.push(tensor_type(&[self.bias_channels], self.dtype));
@@ -728,20 +707,16 @@ impl<'a> Conv<'a> {
     }
 
     fn input_layout_shape(&self, spatial: &[u64]) -> Vec<u64> {
-        arrange(&self.input_layout, self.n, self.c, spatial)
+        self.input_layout.arrange(self.n, self.c, spatial)
     }
 
     fn filter_layout_shape(&self) -> Vec<u64> {
-        arrange(
-            &self.filter_layout,
-            self.k,
-            self.c / self.groups,
-            &self.filter_spatial,
-        )
+        self.filter_layout
+            .arrange(self.k, self.c / self.groups, &self.filter_spatial)
     }
 
     fn output_layout_shape(&self, spatial: &[u64]) -> Vec<u64> {
-        arrange(&self.output_layout, self.n, self.k, spatial)
+        self.output_layout.arrange(self.n, self.k, spatial)
     }
 
     /// Iteration dims: n, g, k, o..., c, f... (reduction from c).
@@ -757,7 +732,7 @@ impl<'a> Conv<'a> {
             .map(|j| affine(&[(o(j), self.stride[j]), (f(j), self.dilation[j])], 0))
             .collect();
         let x_acc = self.access(
-            &self.input_layout,
+            self.input_layout,
             Role::Input,
             Some(n),
             g,
@@ -768,7 +743,7 @@ impl<'a> Conv<'a> {
         );
         let f_exprs: Vec<String> = (0..s).map(|j| format!("d{}", f(j))).collect();
         let w_acc = self.access(
-            &self.filter_layout,
+            self.filter_layout,
             Role::Filter,
             None,
             g,
@@ -779,7 +754,7 @@ impl<'a> Conv<'a> {
         );
         let o_exprs: Vec<String> = (0..s).map(|j| format!("d{}", o(j))).collect();
         let y_acc = self.access(
-            &self.output_layout,
+            self.output_layout,
             Role::Output,
             Some(n),
             g,
@@ -812,7 +787,7 @@ impl<'a> Conv<'a> {
             &y_acc,
             &y_shape,
         )?;
-        self.finish(body, &y, &self.output_layout, &y_shape)
+        self.finish(body, &y, self.output_layout, &y_shape)
     }
 
     /// Iteration dims: g, k, c, f..., n, o... (reduction from n).
@@ -828,7 +803,7 @@ impl<'a> Conv<'a> {
             .map(|j| affine(&[(o(j), self.stride[j]), (f(j), self.dilation[j])], 0))
             .collect();
         let x_acc = self.access(
-            &self.input_layout,
+            self.input_layout,
             Role::Input,
             Some(n),
             g,
@@ -839,7 +814,7 @@ impl<'a> Conv<'a> {
         );
         let o_exprs: Vec<String> = (0..s).map(|j| format!("d{}", o(j))).collect();
         let dy_acc = self.access(
-            &self.output_layout,
+            self.output_layout,
             Role::Output,
             Some(n),
             g,
@@ -850,7 +825,7 @@ impl<'a> Conv<'a> {
         );
         let f_exprs: Vec<String> = (0..s).map(|j| format!("d{}", f(j))).collect();
         let dw_acc = self.access(
-            &self.filter_layout,
+            self.filter_layout,
             Role::Filter,
             None,
             g,
@@ -883,7 +858,7 @@ impl<'a> Conv<'a> {
             &dw_acc,
             &w_shape,
         )?;
-        self.finish(body, &dw, &self.filter_layout, &w_shape)
+        self.finish(body, &dw, self.filter_layout, &w_shape)
     }
 
     /// Iteration dims: n, g, c, i..., k, f... (reduction from k).
@@ -897,7 +872,6 @@ impl<'a> Conv<'a> {
 
         // dy dilated by the stride and padded by (F-1)*d - p on both sides,
         // to (I + (F-1)*d) per spatial dimension.
-        let dy_layout: Vec<char> = self.output_layout.chars().collect();
         let dy_shape = self.output_layout_shape(&self.output_spatial);
         let mut p_sizes = Vec::new();
         let mut offsets = vec![0u64; s];
@@ -935,14 +909,7 @@ impl<'a> Conv<'a> {
             self.dtype.mlir()
         ));
         let per_letter = |values: &[u64], batch: u64, channel: u64| -> Vec<u64> {
-            dy_layout
-                .iter()
-                .map(|&l| match l {
-                    'N' => batch,
-                    'C' => channel,
-                    other => values[self.spatial_index(other)],
-                })
-                .collect()
+            self.output_layout.arrange(batch, channel, values)
         };
         let dy_padded = if empty_range {
             zeros
@@ -978,8 +945,8 @@ impl<'a> Conv<'a> {
         let w_shape = self.filter_layout_shape();
         let w_type = tensor_type(&w_shape, self.dtype);
         let mut w = self.operands[1].to_string();
-        for (pos, letter) in self.filter_layout.chars().enumerate() {
-            if letter == 'N' || letter == 'C' {
+        for (pos, axis) in self.filter_layout.axes().into_iter().enumerate() {
+            if !matches!(axis, Axis::Spatial(_)) {
                 continue;
             }
             let taps = w_shape[pos];
@@ -1015,7 +982,7 @@ impl<'a> Conv<'a> {
             .map(|j| affine(&[(i(j), 1), (f(j), self.dilation[j])], 0))
             .collect();
         let p_acc = self.access(
-            &self.output_layout,
+            self.output_layout,
             Role::Output,
             Some(n),
             g,
@@ -1026,7 +993,7 @@ impl<'a> Conv<'a> {
         );
         let f_exprs: Vec<String> = (0..s).map(|j| format!("d{}", f(j))).collect();
         let w_acc = self.access(
-            &self.filter_layout,
+            self.filter_layout,
             Role::Filter,
             None,
             g,
@@ -1037,7 +1004,7 @@ impl<'a> Conv<'a> {
         );
         let i_exprs: Vec<String> = (0..s).map(|j| format!("d{}", i(j))).collect();
         let dx_acc = self.access(
-            &self.input_layout,
+            self.input_layout,
             Role::Input,
             Some(n),
             g,
@@ -1058,23 +1025,8 @@ impl<'a> Conv<'a> {
             &dx_acc,
             &dx_shape,
         )?;
-        self.finish(body, &dx, &self.input_layout, &dx_shape)
+        self.finish(body, &dx, self.input_layout, &dx_shape)
     }
-}
-
-/// Arranges `n`, `c` and spatial sizes (`[D,] H, W`) in a layout's order.
-fn arrange(layout: &str, n: u64, c: u64, spatial: &[u64]) -> Vec<u64> {
-    let sp = spatial.len();
-    layout
-        .chars()
-        .map(|letter| match letter {
-            'N' => n,
-            'C' => c,
-            'D' => spatial[0],
-            'H' => spatial[sp - 2],
-            _ => spatial[sp - 1],
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -1168,6 +1120,29 @@ mod tests {
     }
 
     #[test]
+    fn one_d_module_text() {
+        let line = "conv -_ 1 -n 2 -c 4 -W 10 -k 6 -x 3 -v 2 -q 1 -g 2 -F 1 -I NWC -f NWC -O NWC";
+        let text = conv_module(&sig(line)).unwrap();
+        let func = "func.func @conv_1d_float32_forward_2x10x4_nwc_6x3x2_fwc_nwf_2s_1p_1d_2g(\
+                    %arg0: tensor<2x10x4xf32>, %arg1: tensor<6x3x2xf32>) -> tensor<2x5x6xf32>";
+        assert!(text.contains(func), "{text}");
+        assert!(
+            text.contains("tensor.pad %arg0 low[0, 1, 0] high[0, 0, 0]"),
+            "{text}"
+        );
+        // n, g, k, o, c, f: x (N W C) reads n, o*s + f*d, [g, c].
+        assert!(
+            text.contains("affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3 * 2 + d5, d1, d4)>"),
+            "{text}"
+        );
+        // The transposed backward data is a plain forward over dy.
+        let trans = "conv -_ 1 -m trans -n 1 -c 4 -W 5 -k 6 -x 3 -v 2 -q 1 -X 1 -F 2";
+        let text = conv_module(&sig(trans)).unwrap();
+        assert!(text.contains("tensor.pad %arg0 low[0, 0, 1]"), "{text}");
+        assert!(text.contains("-> tensor<1x4x5xf32>"), "{text}");
+    }
+
+    #[test]
     fn other_ops_are_refused() {
         let err = conv_module(&sig("gemm -m 4 -k 4 -n 4")).unwrap_err();
         assert!(err.contains("not a convolution"), "{err}");
@@ -1214,21 +1189,12 @@ mod tests {
     }
 
     /// Offset of logical element (batch, channel, spatial) in a layout.
-    fn offset(layout: &str, shape: &[u64], batch: u64, channel: u64, sp: &[u64]) -> usize {
-        let n = sp.len();
+    fn offset(layout: Layout, shape: &[u64], batch: u64, channel: u64, sp: &[u64]) -> usize {
         layout
-            .chars()
+            .arrange(batch, channel, sp)
+            .iter()
             .zip(shape)
-            .fold(0u64, |acc, (letter, &size)| {
-                let coord = match letter {
-                    'N' => batch,
-                    'C' => channel,
-                    'D' => sp[0],
-                    'H' => sp[n - 2],
-                    _ => sp[n - 1],
-                };
-                acc * size + coord
-            }) as usize
+            .fold(0u64, |acc, (coord, &size)| acc * size + coord) as usize
     }
 
     fn multi_index(sizes: &[u64]) -> Vec<Vec<u64>> {
@@ -1303,11 +1269,7 @@ mod tests {
         }
 
         // Direct reference: one scatter over (n, g, k, c, o, f).
-        let (il, fl, ol) = (
-            conv.input_layout.as_str(),
-            conv.filter_layout.as_str(),
-            conv.output_layout.as_str(),
-        );
+        let (il, fl, ol) = (conv.input_layout, conv.filter_layout, conv.output_layout);
         let (xs, ws, ys) = (&cs.input_shape, &cs.filter_shape, &cs.output_shape);
         let (cg, kg) = (conv.c / conv.groups, conv.k / conv.groups);
         let mut expected = vec![0f32; sig.outputs[0].elements() as usize];

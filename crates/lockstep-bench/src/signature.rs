@@ -3,10 +3,10 @@
 //! it does (FLOPs, bytes moved) for GFLOP/s and GB/s.
 //!
 //! Convolution names follow BOO:
-//! `conv_{2|3}d_{dtype}_{mode}[_b]_{input shape}_{input layout}_{filter shape}_{filter layout}_{output layout}_{strides}s_{pads}p_{dilations}d_{groups}g`
+//! `conv_{1|2|3}d_{dtype}_{mode}[_b]_{input shape}_{input layout}_{filter shape}_{filter layout}_{output layout}_{strides}s_{pads}p_{dilations}d_{groups}g`
 //! where shapes are in their layouts, layouts are lower case with the filter's
 //! `n` written `f` and the output's `c` written `f`, per-dimension values are
-//! ordered `[d x] h x w`, the mode is `forward`, `input_backward` or
+//! ordered `[[d x] h x] w` (one value for 1-D), the mode is `forward`, `input_backward` or
 //! `weight_backward`, and `_b` marks a forward convolution with bias. BOO has no
 //! marker for transposed convolutions; lockstep appends
 //! `_trans_{output padding}op` so they never share a name (or a cache entry)
@@ -492,6 +492,42 @@ mod tests {
             names("conv -_ 3 -n 1 -c 4 -! 5 -H 6 -W 7 -k 8 -@ 1 -y 3 -x 3 -# 1 -u 2 -v 2 -$ 0 -p 1 -q 1 -I NDHWC -f NDHWC -O NDHWC -F 4"),
             ["conv_3d_float32_weight_backward_1x5x6x7x4_ndhwc_8x1x3x3x4_fdhwc_ndhwf_1x2x2s_0x1x1p_1x1x1d_1g"]
         );
+    }
+
+    #[test]
+    fn one_d_names() {
+        let line = "conv -_ 1 -n 2 -c 8 -W 20 -k 4 -x 3 -v 2 -q 1 -j 2 -g 2 -b 1 -F 1";
+        let sig = &sigs(line)[0];
+        // (20 + 2 - 2*2 - 1)/2 + 1 = 9 output positions.
+        assert_eq!(
+            sig.func_name,
+            "conv_1d_float32_forward_b_2x8x20_ncw_4x4x3_fcw_nfw_2s_1p_2d_2g"
+        );
+        assert_eq!(sig.outputs[0].shape, [2, 4, 9]);
+        assert_eq!(sig.inputs[2].shape, [4]);
+        // 2*N*K*Wo*(C/g)*X + N*K*Wo
+        assert_eq!(sig.flops, 2 * 2 * 4 * 9 * 4 * 3 + 2 * 4 * 9);
+        assert_eq!(sig.bytes, 4 * (2 * 8 * 20 + 4 * 4 * 3 + 4 + 2 * 4 * 9));
+        let nwc = line.replace("-F 1", "-F 4 -I NWC -f NWC -O NWC");
+        assert_eq!(
+            names(&nwc),
+            ["conv_1d_float32_weight_backward_2x20x8_nwc_4x3x4_fwc_nwf_2s_1p_2d_2g"]
+        );
+    }
+
+    #[test]
+    fn one_d_transposed_names_are_marked() {
+        let line = "convbfp16 -m trans -_ 1 -n 1 -c 16 -W 7 -k 8 -x 3 -v 2 -q 1 -X 1 -g 2 -F 1 \
+                    -I NWC -f NWC -O NWC";
+        let sig = &sigs(line)[0];
+        assert_eq!(
+            sig.func_name,
+            "conv_1d_bfloat16_forward_1x7x16_nwc_16x3x4_fwc_nwf_2s_1p_1d_2g_trans_1op"
+        );
+        // 2*(7-1) + (3-1) + 1 - 2 + 1 = 14
+        assert_eq!(sig.outputs[0].shape, [1, 14, 8]);
+        // N * C * W * (K/g) * X multiply-adds.
+        assert_eq!(sig.flops, 2 * 16 * 7 * 4 * 3);
     }
 
     #[test]

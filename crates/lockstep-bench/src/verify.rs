@@ -22,7 +22,7 @@
 //! for bf16, `2^-10` for f16, `1e-5` for f32 and exact for integer results
 //! (int8 convolutions write i32).
 
-use crate::miopen::{ConvCommand, ConvMode, Direction, ElemType, Layout};
+use crate::miopen::{Axis, ConvCommand, ConvMode, Direction, ElemType, Layout};
 use crate::signature::{OpSignature, SignatureDetails};
 
 /// Deterministic seeded input data for each operand of `sig.inputs`, as f64,
@@ -197,20 +197,16 @@ pub fn decode(bytes: &[u8], elem: ElemType) -> Result<Vec<f64>, String> {
 }
 
 /// Element strides of a tensor in `layout` with `channels` channels:
-/// `(batch, channel, [spatial...])` in `[D,] H, W` order.
+/// `(batch, channel, [spatial...])` in `[[D,] H,] W` order.
 fn strides(layout: Layout, batch: u64, channels: u64, spatial: &[u64]) -> (u64, u64, Vec<u64>) {
-    let letters: Vec<char> = layout.as_str().chars().collect();
     let shape = layout.arrange(batch, channels, spatial);
-    let sp = spatial.len();
-    let (mut sn, mut sc, mut ss) = (0, 0, vec![0; sp]);
+    let (mut sn, mut sc, mut ss) = (0, 0, vec![0; spatial.len()]);
     let mut stride = 1;
-    for (letter, size) in letters.iter().zip(&shape).rev() {
-        match letter {
-            'N' => sn = stride,
-            'C' => sc = stride,
-            'D' => ss[0] = stride,
-            'H' => ss[sp - 2] = stride,
-            _ => ss[sp - 1] = stride,
+    for (axis, size) in layout.axes().into_iter().zip(&shape).rev() {
+        match axis {
+            Axis::Batch => sn = stride,
+            Axis::Channel => sc = stride,
+            Axis::Spatial(j) => ss[j] = stride,
         }
         stride *= size;
     }
@@ -612,6 +608,31 @@ mod tests {
         let line = "conv -n 1 -c 2 -H 1 -W 1 -k 2 -y 1 -x 1 -g 1 -F 1";
         let (y, _) = run(line, &[vec![3.0, 5.0], vec![1.0, 2.0, 3.0, 4.0]]);
         assert_eq!(y, [3.0 + 10.0, 9.0 + 20.0]);
+    }
+
+    /// A 1-D convolution is a 2-D one of height 1, and NCW and NWC hold their
+    /// elements in the order of NCHW and NHWC with H = 1: both references
+    /// agree on the same data in every direction, plain and transposed.
+    #[test]
+    fn one_d_is_two_d_of_height_one() {
+        let lines = [
+            "conv -_ 1 -n 2 -c 4 -W 9 -k 6 -x 3 -v 2 -q 1 -j 2 -g 2 -b 1 -I NWC -f NCW -O NWC",
+            "conv -_ 1 -m trans -n 2 -c 4 -W 5 -k 6 -x 3 -v 2 -q 1 -X 1 -g 2 -b 1 -I NCW -f NWC -O NCW",
+        ];
+        for line in lines {
+            for forw in [1, 2, 4] {
+                let one_d = format!("{line} -F {forw}");
+                let two_d = one_d
+                    .replace("-_ 1", "-H 1 -y 1")
+                    .replace("NWC", "NHWC")
+                    .replace("NCW", "NCHW");
+                let one = sig(&one_d);
+                let data = inputs(&one, 3);
+                let (values, sums) = run(&one_d, &data);
+                assert!(values.iter().any(|v| *v != 0.0), "{one_d}: trivial");
+                assert_eq!((values, sums), run(&two_d, &data), "{one_d}");
+            }
+        }
     }
 
     /// A transposed convolution along W only (H = 1): x = [1, 2, 3].
@@ -1148,6 +1169,60 @@ mod tests {
             sig.outputs[0].elem = ElemType::F32;
             let strict = compare(&sig, &got, &reference, &vec![0.0; got.len()]);
             assert!(!strict.passed, "{strict:?}");
+        }
+
+        #[test]
+        fn one_d_f32_directions_pass() {
+            let lines = [
+                // forward: stride, padding, dilation, groups, bias; NWC in, NCW out
+                "conv -_ 1 -n 2 -c 4 -W 11 -k 6 -x 3 -v 2 -q 1 -j 2 -g 2 -b 1 -F 1 -I NWC -f NWC -O NCW",
+                // forward, NCW implied by the layouts
+                "conv -n 2 -c 3 -W 8 -k 4 -x 3 -q 1 -F 1 -I NCW -f NCW -O NCW",
+                // backward data: stride, padding, groups, NCW
+                "conv -_ 1 -n 2 -c 4 -W 10 -k 4 -x 3 -v 2 -q 1 -g 2 -F 2",
+                // backward data: dilation, padding beyond the filter's reach
+                // (dy is cropped, not padded), NWC
+                "conv -_ 1 -n 1 -c 4 -W 9 -k 2 -x 3 -v 2 -q 5 -j 2 -F 2 -I NWC -f NCW -O NWC",
+                // backward weight: stride, padding, dilation, groups, NWC
+                "conv -_ 1 -n 2 -c 4 -W 12 -k 4 -x 3 -v 2 -q 1 -j 2 -g 2 -F 4 -I NWC -f NWC -O NWC",
+                // backward weight, NCW
+                "conv -_ 1 -n 2 -c 4 -W 9 -k 6 -x 2 -q 1 -F 4",
+            ];
+            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines, "1d")) {
+                // Exact inputs, f32 accumulation: the results are exact.
+                assert_eq!(got, reference, "{line}: {verdict:?}");
+            }
+        }
+
+        #[test]
+        fn one_d_transposed_f32_directions_pass() {
+            let lines = [
+                // forward: stride, padding, output padding, groups, bias, NWC
+                "conv -_ 1 -m trans -n 2 -c 4 -W 5 -k 6 -x 3 -v 2 -q 1 -X 1 -g 2 -b 1 -F 1 -I NWC -f NWC -O NWC",
+                // backward data: dilation, output padding, groups, NCW
+                "conv -_ 1 -m trans -n 2 -c 4 -W 4 -k 4 -x 3 -v 2 -q 1 -j 2 -X 1 -g 2 -F 2",
+                // backward weight: output padding below a stride of 3, mixed layouts
+                "conv -_ 1 -m trans -n 2 -c 4 -W 4 -k 6 -x 2 -v 3 -X 2 -F 4 -I NCW -f NWC -O NWC",
+            ];
+            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines, "1d-trans"))
+            {
+                // Exact inputs, f32 accumulation: the results are exact.
+                assert_eq!(got, reference, "{line}: {verdict:?}");
+            }
+        }
+
+        #[test]
+        fn one_d_bf16_and_int8_pass() {
+            let lines = [
+                "convbfp16 -_ 1 -n 2 -c 16 -W 16 -k 8 -x 5 -q 2 -b 1 -F 1 -I NWC -f NWC -O NWC",
+                "convint8 -_ 1 -n 1 -c 8 -W 10 -k 4 -x 3 -q 1 -j 2 -g 2 -F 1",
+            ];
+            let results = check_all(&lines, "1d-low");
+            // The bf16 output really was rounded ...
+            assert!(results[0].2.max_abs > 0.0, "{:?}", results[0].2);
+            // ... and int8 accumulates in i32 and writes i32: exact.
+            let (got, reference, _) = &results[1];
+            assert_eq!(got, reference);
         }
 
         #[test]

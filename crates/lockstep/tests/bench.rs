@@ -357,7 +357,8 @@ fn transposed_gemm_and_layernorm_commands_run_and_verify() {
     let text = "conv -n 1 -c 4 -H 5 -W 5 -k 4 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -m trans -Y 1 -X 1 -F 0 -i 2\n\
                 gemmfp16 -m 8 -k 12 -n 4 -u 1 -F 2 -i 2\n\
                 layernorm -X 4x16 -o 1 -m 0 -F 1 -i 2\n\
-                layernormbfp16 -X 2x3x8 -o 2 -m 0 -F 2 -i 2\n";
+                layernormbfp16 -X 2x3x8 -o 2 -m 0 -F 2 -i 2\n\
+                conv -_ 1 -n 2 -c 4 -W 9 -k 6 -x 3 -v 2 -q 1 -g 2 -b 1 -F 1 -I NWC -f NWC -O NWC -i 2\n";
     std::fs::write(env.path().join("batch.txt"), text).unwrap();
     let (stdout, _) = env.run(
         &mut env.cmd(&[
@@ -375,7 +376,7 @@ fn transposed_gemm_and_layernorm_commands_run_and_verify() {
         .iter()
         .map(|r| r["func_name"].as_str().unwrap())
         .collect();
-    assert_eq!(rows.len(), 6, "{names:?}");
+    assert_eq!(rows.len(), 7, "{names:?}");
     assert!(
         names[..3].iter().all(|n| n.ends_with("_trans_1x1op")),
         "{names:?}"
@@ -388,6 +389,11 @@ fn transposed_gemm_and_layernorm_commands_run_and_verify() {
     assert!(
         names[5].starts_with("layer_norm_1d_bfloat16_input_backward"),
         "{names:?}"
+    );
+    // lockstep's 1-D extension of MIOpen's command line.
+    assert_eq!(
+        names[6],
+        "conv_1d_float32_forward_b_2x9x4_nwc_6x3x2_fwc_nwf_2s_1p_1d_2g"
     );
     for row in rows {
         assert_eq!(
