@@ -278,7 +278,10 @@ fn no_command_runs_the_embedded_set() {
     assert!(csv.contains("_weight_backward_"));
     assert!(csv.contains("_trans_1x1op,"));
     assert!(csv.contains(",gemm_float16_forward_128x256x256,"));
-    assert!(csv.contains(",layer_norm_1d_float32_forward_128x256_w_b,"), "{csv}");
+    assert!(
+        csv.contains(",layer_norm_1d_float32_forward_128x256_w_b,"),
+        "{csv}"
+    );
 }
 
 #[test]
