@@ -975,8 +975,10 @@ fn conv(
             if let Some(layout) = layout {
                 if layout.spatial_dims() != dims {
                     return Err(ParseError::new(format!(
-                        "--{long} {layout} has {} spatial dimensions but --spatial_dim is {dims}",
-                        layout.spatial_dims()
+                        "--{long} {layout} has {} spatial dimensions but --spatial_dim is {dims}; \
+                         give a {dims}-D layout ({}) or drop --spatial_dim",
+                        layout.spatial_dims(),
+                        layouts_of(dims)
                     )));
                 }
             }
@@ -992,7 +994,9 @@ fn conv(
                     Some((d, first, first_layout)) if d != layout.spatial_dims() => {
                         return Err(ParseError::new(format!(
                             "layouts disagree on the number of spatial dimensions: \
-                             --{first} {first_layout} but --{long} {layout}"
+                             --{first} {first_layout} but --{long} {layout}; give every \
+                             tensor a layout of the same rank ({} for {d}-D)",
+                            layouts_of(d)
                         )));
                     }
                     Some(_) => {}
@@ -1241,6 +1245,15 @@ fn note_unused_dimension_flags(args: &Args, spatial_dims: usize, notes: &mut Vec
 /// The name of spatial dimension `i` of a `spatial_dims`-D convolution.
 fn dim_name(spatial_dims: usize, i: usize) -> &'static str {
     ["depth", "height", "width"][3 - spatial_dims + i]
+}
+
+/// The layouts of a convolution with `dims` spatial dimensions, for messages.
+fn layouts_of(dims: usize) -> &'static str {
+    match dims {
+        1 => "NCW or NWC",
+        3 => "NCDHW or NDHWC",
+        _ => "NCHW or NHWC",
+    }
 }
 
 fn gemm(command: &str, dtype: ElemType, args: &Args) -> Result<GemmCommand, ParseError> {

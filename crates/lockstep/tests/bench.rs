@@ -638,3 +638,76 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     found
 }
+
+/// A tools directory with the real iree-compile and iree-run-module and an
+/// iree-benchmark-module that hangs (recording its pid) or crashes for the
+/// functions named in `hang` and `crash`, and runs the real one otherwise.
+fn flaky_tools(dir: &Path, hang: &str, crash: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let tools = dir.join("flaky-tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    for tool in ["iree-compile", "iree-run-module"] {
+        std::os::unix::fs::symlink(iree_bin().join(tool), tools.join(tool)).unwrap();
+    }
+    let script = format!(
+        "#!/bin/sh\ncase \"$*\" in\n\
+         *--function={hang}*) echo $$ > {pids}; sleep 60 & echo $! >> {pids}; wait ;;\n\
+         *--function={crash}*) kill -SEGV $$ ;;\n\
+         esac\nexec {real} \"$@\"\n",
+        pids = dir.join("hung.pids").display(),
+        real = iree_bin().join("iree-benchmark-module").display(),
+    );
+    let bench = tools.join("iree-benchmark-module");
+    std::fs::write(&bench, script).unwrap();
+    std::fs::set_permissions(&bench, std::fs::Permissions::from_mode(0o755)).unwrap();
+    tools
+}
+
+#[test]
+fn a_hung_or_crashed_kernel_fails_its_row_and_the_batch_goes_on() {
+    let env = Env::new();
+    let hang = "conv_2d_float32_forward_1x4x8x8_";
+    let crash = "conv_2d_float32_weight_backward_1x4x8x8_";
+    let tools = flaky_tools(env.path(), hang, crash);
+    let text = format!("{SMALL} -F 1\n{SMALL} -F 4\n{SMALL} -F 2\n");
+    std::fs::write(env.path().join("batch.txt"), text).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+    cmd.args(["bench", "--iree-bin"])
+        .arg(&tools)
+        .args([
+            "--timeout",
+            "8",
+            "--commands-file",
+            "batch.txt",
+            "--json",
+            "out.json",
+        ])
+        .current_dir(env.path())
+        .env("LOCKSTEP_CACHE", env.cache())
+        .env_remove("BOO_CACHE_DIR")
+        .env_remove("BOO_CACHE_ON")
+        .stdin(Stdio::null());
+    // Compiles take well under the timeout; the hung run is killed at it.
+    let (stdout, stderr) = env.run(&mut cmd, 1);
+    let json = env.json("out.json");
+    let status = |i: usize| json["rows"][i]["status"].as_str().unwrap().to_string();
+    assert!(
+        status(0).starts_with("run failed (timed out after 8s)"),
+        "{stdout}"
+    );
+    assert!(
+        status(1).starts_with("run failed (killed by signal 11)"),
+        "{stdout}"
+    );
+    assert_eq!(status(2), "ok", "{stdout}");
+    assert!(stderr.contains("3 kernels: 1 ok, 2 failed"), "{stderr}");
+    // The hung process and the child it started were killed with its group.
+    let pids = std::fs::read_to_string(env.path().join("hung.pids")).unwrap();
+    for pid in pids.split_whitespace() {
+        let alive = Path::new(&format!("/proc/{pid}")).exists()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default()
+                .contains(") Z ");
+        assert!(!alive, "process {pid} outlived its timeout");
+    }
+}
