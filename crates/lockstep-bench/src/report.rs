@@ -128,8 +128,10 @@ impl Row {
         let mut lines = Vec::new();
         if !self.output_dtype.is_empty() {
             let dims: Vec<String> = self.output_shape.iter().map(u64::to_string).collect();
+            // Printed as Python prints a tuple: `(64,)` for one dimension.
+            let trailing = if dims.len() == 1 { "," } else { "" };
             lines.push(format!(
-                ">>> tensor(size=({}), dtype={})  {}",
+                ">>> tensor(size=({}{trailing}), dtype={})  {}",
                 dims.join(", "),
                 self.output_dtype,
                 self.func_name
@@ -230,6 +232,38 @@ mod tests {
             "conv --bogus 1,,,,,,,,,,\"line 3: unknown flag `--bogus`, really\""
         );
         assert_eq!(csv(&[]).trim_end(), CSV_HEADER);
+    }
+
+    #[test]
+    fn shapes_print_as_python_tuples() {
+        let mut row = Row {
+            command: 0,
+            line: None,
+            arguments: "layernorm -X 8x64 -F 4".into(),
+            func_name: "f".into(),
+            output_shape: vec![64],
+            output_dtype: "float16".into(),
+            stats: None,
+            gflops: None,
+            gbps: None,
+            verify: String::new(),
+            status: "ok".into(),
+            cached: false,
+            compile_seconds: 0.0,
+            timing_seconds: None,
+            module: None,
+            repeat: None,
+            check: None,
+        };
+        assert_eq!(
+            row.boo_lines()[0],
+            ">>> tensor(size=(64,), dtype=float16)  f"
+        );
+        row.output_shape = vec![2, 3];
+        assert_eq!(
+            row.boo_lines()[0],
+            ">>> tensor(size=(2, 3), dtype=float16)  f"
+        );
     }
 
     #[test]
