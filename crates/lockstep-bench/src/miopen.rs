@@ -616,7 +616,7 @@ pub const COMMON_FLAGS: &[FlagSpec] = &[
     flag("iter", 'i', "100", Int, "timed iterations (BOO's default 100; MIOpen's is 10)"),
     flag("time", 't', "1", Int, "time the kernel unless 0 (MIOpen's default is 0)"),
     flag("verify", 'V', "0", Int, "verify against a reference when 1 (MIOpen's default of 1 is not adopted)"),
-    ignored("wall", 'w', "0", Int, "lockstep always reports kernel times from its own timer"),
+    ignored("wall", 'w', "0", Int, "kernel times always come from iree-benchmark-module, one call per sample"),
 ];
 
 const VECTORIZED: &str = "vectorized tensors (NCHWc4/c8) are not supported";

@@ -84,6 +84,8 @@ pub struct Row {
     pub repeat: Option<u64>,
     /// The verification details when the kernel was verified.
     pub check: Option<Check>,
+    /// Remarks from parsing the command (flags accepted and ignored).
+    pub notes: Vec<String>,
 }
 
 /// Details of a verification.
@@ -226,6 +228,7 @@ mod tests {
             module: None,
             repeat: None,
             check: None,
+            notes: Vec::new(),
         };
         assert_eq!(
             row.csv(),
@@ -254,6 +257,7 @@ mod tests {
             module: None,
             repeat: None,
             check: None,
+            notes: Vec::new(),
         };
         assert_eq!(
             row.boo_lines()[0],

@@ -149,6 +149,11 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
             module: None,
             repeat: job.repeat,
             check: None,
+            notes: job
+                .parsed
+                .as_ref()
+                .map(|c| c.notes.clone())
+                .unwrap_or_default(),
         };
         let command = match &job.parsed {
             Ok(command) => command,

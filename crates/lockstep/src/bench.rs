@@ -69,6 +69,12 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
     let summary = run::run(&jobs, &opts, |row| {
         if last != Some(row.command) {
             println!("{}", row.arguments);
+            for note in &row.notes {
+                match row.line {
+                    Some(n) => eprintln!("note: line {n}: {note}"),
+                    None => eprintln!("note: {note}"),
+                }
+            }
             last = Some(row.command);
         }
         for line in row.boo_lines() {

@@ -111,11 +111,16 @@ fn single_command_prints_boo_lines() {
     // `-j`/`-V` after the command word belong to MIOpen (dilation, verify).
     let mut args = vec!["-j", "2", "./bin/MIOpenDriver"];
     args.extend(words(SMALL));
-    args.extend(["-F", "1", "-j", "1", "-V", "0"]);
-    let (stdout, _) = env.run(&mut env.cmd(&args), 0);
+    // `-S 5` is accepted and ignored with a note on stderr.
+    args.extend(["-F", "1", "-j", "1", "-V", "0", "-S", "5"]);
+    let (stdout, stderr) = env.run(&mut env.cmd(&args), 0);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 3, "{stdout}");
-    assert_eq!(lines[0], format!("{SMALL} -F 1 -j 1 -V 0"));
+    assert_eq!(lines[0], format!("{SMALL} -F 1 -j 1 -V 0 -S 5"));
+    assert!(
+        stderr.contains("note: ignored `-S 5` (-S/--solution)"),
+        "{stderr}"
+    );
     assert!(
         lines[1].starts_with(">>> tensor(size=(1, 4, 8, 8), dtype=float32)"),
         "{stdout}"
