@@ -298,17 +298,8 @@ pub fn reference(sig: &OpSignature, inputs: &[Vec<f64>]) -> Result<Vec<Expected>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::miopen::parse_argv;
-    use crate::signature::signatures;
+    use crate::testing::sig;
     use crate::verify::{compare_as, inputs, Verdict};
-
-    fn sig(line: &str) -> OpSignature {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let op = parse_argv(&words)
-            .unwrap_or_else(|e| panic!("{line}: {e}"))
-            .op;
-        signatures(&op).remove(0)
-    }
 
     fn run(line: &str, inputs: &[Vec<f64>]) -> Expected {
         let mut all = reference(&sig(line), inputs).unwrap_or_else(|e| panic!("{line}: {e}"));

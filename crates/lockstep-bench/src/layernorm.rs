@@ -807,17 +807,8 @@ impl Expected {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::miopen::parse_argv;
-    use crate::signature::signatures;
+    use crate::testing::sig;
     use crate::verify::{compare_as, inputs, tolerance, Verdict};
-
-    fn sig(line: &str) -> OpSignature {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let op = parse_argv(&words)
-            .unwrap_or_else(|e| panic!("{line}: {e}"))
-            .op;
-        signatures(&op).remove(0)
-    }
 
     fn refs(line: &str, inputs: &[Vec<f64>]) -> Vec<Expected> {
         reference(&sig(line), inputs).unwrap_or_else(|e| panic!("{line}: {e}"))

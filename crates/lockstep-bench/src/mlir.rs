@@ -1032,21 +1032,8 @@ impl<'a> Conv<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::miopen::parse_argv;
-    use crate::signature::signatures;
-    use crate::testing::iree_bin;
+    use crate::testing::sig;
     use std::path::PathBuf;
-    use std::process::Command;
-
-    fn sig(line: &str) -> OpSignature {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let op = parse_argv(&words)
-            .unwrap_or_else(|e| panic!("{line}: {e}"))
-            .op;
-        let mut all = signatures(&op);
-        assert_eq!(all.len(), 1, "{line}: expected one direction");
-        all.remove(0)
-    }
 
     fn temp(name: &str, ext: &str) -> PathBuf {
         std::env::temp_dir().join(format!("lockstep-mlir-{}-{name}.{ext}", std::process::id()))
@@ -1216,63 +1203,31 @@ mod tests {
 
     /// Runs an f32 signature on deterministic small-integer inputs and
     /// compares every output element with a direct convolution.
-    fn run_and_check(line: &str, tag: &str) {
-        let (sig, vmfb) = compile(line, tag);
+    fn run_and_check(line: &str) {
+        let sig = sig(line);
+        let text = conv_module(&sig).unwrap_or_else(|e| panic!("{line}: {e}"));
         let SignatureDetails::Conv(cs) = &sig.details else {
             panic!()
         };
         let conv = &cs.conv;
         assert_eq!(sig.dtype, ElemType::F32);
-        let data: Vec<Vec<f32>> = sig
+        let data: Vec<Vec<f64>> = sig
             .inputs
             .iter()
             .enumerate()
             .map(|(a, o)| {
                 (0..o.elements())
-                    .map(|i| ((i * 7 + 3 + a as u64) % 5) as f32 - 2.0)
+                    .map(|i| ((i * 7 + 3 + a as u64) % 5) as f64 - 2.0)
                     .collect()
             })
             .collect();
-        let mut cmd = Command::new(iree_bin().join("iree-run-module"));
-        cmd.arg(format!("--module={}", vmfb.display()))
-            .arg(format!("--function={}", sig.func_name))
-            .arg("--device=local-task");
-        let mut files = Vec::new();
-        for (a, (operand, values)) in sig.inputs.iter().zip(&data).enumerate() {
-            let path = temp(&format!("{tag}-in{a}"), "bin");
-            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-            std::fs::write(&path, bytes).unwrap();
-            let dims: Vec<String> = operand.shape.iter().map(u64::to_string).collect();
-            cmd.arg(format!(
-                "--input={}xf32=@{}",
-                dims.join("x"),
-                path.display()
-            ));
-            files.push(path);
-        }
-        let out_path = temp(&format!("{tag}-out"), "bin");
-        cmd.arg(format!("--output=@{}", out_path.display()));
-        let out = cmd.output().expect("starting iree-run-module");
-        assert!(
-            out.status.success(),
-            "{line}: iree-run-module failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let raw = std::fs::read(&out_path).unwrap();
-        let got: Vec<f32> = raw
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        for path in files.iter().chain([&out_path, &vmfb]) {
-            let _ = std::fs::remove_file(path);
-        }
+        let got = crate::testing::execute(&sig, &text, &data).remove(0);
 
         // Direct reference: one scatter over (n, g, k, c, o, f).
         let (il, fl, ol) = (conv.input_layout, conv.filter_layout, conv.output_layout);
         let (xs, ws, ys) = (&cs.input_shape, &cs.filter_shape, &cs.output_shape);
         let (cg, kg) = (conv.c / conv.groups, conv.k / conv.groups);
-        let mut expected = vec![0f32; sig.outputs[0].elements() as usize];
+        let mut expected = vec![0f64; sig.outputs[0].elements() as usize];
         let outs = multi_index(&conv.output_spatial);
         let taps = multi_index(&conv.filter_spatial);
         for n in 0..conv.n {
@@ -1320,28 +1275,19 @@ mod tests {
 
     #[test]
     fn forward_runs_and_matches_reference() {
-        run_and_check(MATRIX[0], "run-fwd");
-        run_and_check(
-            "conv -n 1 -c 4 -H 7 -W 6 -k 6 -y 3 -x 2 -u 2 -v 1 -p 1 -q 1 -l 1 -j 2 -g 2 -F 1 -I NHWC -f NHWC -O NCHW",
-            "run-fwd-g2",
-        );
+        run_and_check(MATRIX[0]);
+        run_and_check("conv -n 1 -c 4 -H 7 -W 6 -k 6 -y 3 -x 2 -u 2 -v 1 -p 1 -q 1 -l 1 -j 2 -g 2 -F 1 -I NHWC -f NHWC -O NCHW");
     }
 
     #[test]
     fn backward_data_runs_and_matches_reference() {
-        run_and_check(MATRIX[5], "run-bwd");
-        run_and_check(
-            "conv -n 1 -c 4 -H 6 -W 5 -k 2 -y 3 -x 3 -p 3 -q 1 -u 1 -v 2 -l 1 -j 2 -F 2 -I NHWC -f NHWC -O NHWC",
-            "run-bwd-negpad",
-        );
+        run_and_check(MATRIX[5]);
+        run_and_check("conv -n 1 -c 4 -H 6 -W 5 -k 2 -y 3 -x 3 -p 3 -q 1 -u 1 -v 2 -l 1 -j 2 -F 2 -I NHWC -f NHWC -O NHWC");
     }
 
     #[test]
     fn backward_weight_runs_and_matches_reference() {
-        run_and_check(MATRIX[8], "run-wrw");
-        run_and_check(
-            "conv -_ 3 -n 2 -c 4 -! 4 -H 5 -W 5 -k 4 -@ 2 -y 3 -x 3 -# 1 -u 2 -v 2 -$ 1 -p 1 -q 0 -g 2 -F 4",
-            "run-wrw-3d",
-        );
+        run_and_check(MATRIX[8]);
+        run_and_check("conv -_ 3 -n 2 -c 4 -! 4 -H 5 -W 5 -k 4 -@ 2 -y 3 -x 3 -# 1 -u 2 -v 2 -$ 1 -p 1 -q 0 -g 2 -F 4");
     }
 }

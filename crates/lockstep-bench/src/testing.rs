@@ -100,3 +100,14 @@ pub fn execute(
         })
         .collect()
 }
+
+/// The one signature of a command line with one direction (panics otherwise).
+pub fn sig(line: &str) -> crate::OpSignature {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let op = crate::parse_argv(&words)
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+        .op;
+    let mut all = crate::signatures(&op);
+    assert_eq!(all.len(), 1, "{line}: expected one direction");
+    all.remove(0)
+}

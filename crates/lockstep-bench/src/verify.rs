@@ -515,18 +515,7 @@ pub fn compare_as(elem: ElemType, got: &[f64], reference: &[f64], sums: &[f64]) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::miopen::parse_argv;
-    use crate::signature::signatures;
-
-    fn sig(line: &str) -> OpSignature {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let op = parse_argv(&words)
-            .unwrap_or_else(|e| panic!("{line}: {e}"))
-            .op;
-        let mut all = signatures(&op);
-        assert_eq!(all.len(), 1, "{line}: expected one direction");
-        all.remove(0)
-    }
+    use crate::testing::sig;
 
     fn run(line: &str, inputs: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>) {
         conv_reference(&sig(line), inputs).unwrap_or_else(|e| panic!("{line}: {e}"))
@@ -1012,61 +1001,21 @@ mod tests {
     mod iree {
         use super::*;
         use crate::mlir::conv_module;
-        use crate::testing::iree_bin;
-        use std::path::PathBuf;
-        use std::process::Command;
-
-        fn temp(name: &str) -> PathBuf {
-            std::env::temp_dir().join(format!("lockstep-verify-{}-{name}", std::process::id()))
-        }
 
         /// Compiles and runs `sig` on `inputs(sig, seed)`; returns the
         /// decoded output and the reference with its sums.
-        fn execute(sig: &OpSignature, seed: u64, tag: &str) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        fn execute(sig: &OpSignature, seed: u64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
             let name = &sig.func_name;
             let text = conv_module(sig).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let vmfb = temp(&format!("{tag}.vmfb"));
-            crate::testing::compile(&text, &vmfb, name);
-
             let data = inputs(sig, seed);
-            let mut cmd = Command::new(iree_bin().join("iree-run-module"));
-            cmd.arg(format!("--module={}", vmfb.display()))
-                .arg(format!("--function={name}"))
-                .arg("--device=local-task");
-            let mut files = vec![vmfb];
-            for (a, (operand, values)) in sig.inputs.iter().zip(&data).enumerate() {
-                let path = temp(&format!("{tag}-in{a}.bin"));
-                std::fs::write(&path, encode(values, operand.elem)).unwrap();
-                let dims: Vec<String> = operand.shape.iter().map(u64::to_string).collect();
-                cmd.arg(format!(
-                    "--input={}x{}=@{}",
-                    dims.join("x"),
-                    operand.elem.mlir(),
-                    path.display()
-                ));
-                files.push(path);
-            }
-            let out_path = temp(&format!("{tag}-out.bin"));
-            cmd.arg(format!("--output=@{}", out_path.display()));
-            let out = cmd.output().expect("starting iree-run-module");
-            assert!(
-                out.status.success(),
-                "{name}: iree-run-module failed:\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let got = decode(&std::fs::read(&out_path).unwrap(), sig.outputs[0].elem).unwrap();
-            files.push(out_path);
-            for path in files {
-                let _ = std::fs::remove_file(path);
-            }
+            let got = crate::testing::execute(sig, &text, &data).remove(0);
             let (reference, sums) = conv_reference(sig, &data).unwrap();
             (got, reference, sums)
         }
 
-        fn check(line: &str, tag: &str) -> (OpSignature, Vec<f64>, Vec<f64>, Verdict) {
+        fn check(line: &str) -> (OpSignature, Vec<f64>, Vec<f64>, Verdict) {
             let sig = sig(line);
-            let (got, reference, sums) = execute(&sig, 42, tag);
+            let (got, reference, sums) = execute(&sig, 42);
             assert_eq!(got.len(), reference.len(), "{line}: output size");
             let verdict = compare(&sig, &got, &reference, &sums);
             assert!(verdict.passed, "{line}: {verdict:?}");
@@ -1087,8 +1036,7 @@ mod tests {
             std::thread::scope(|scope| {
                 let jobs: Vec<_> = lines
                     .iter()
-                    .enumerate()
-                    .map(|(i, line)| scope.spawn(move || check(line, &format!("f32-{i}"))))
+                    .map(|line| scope.spawn(move || check(line)))
                     .collect();
                 for job in jobs {
                     let (_, got, reference, verdict) = job.join().unwrap();
@@ -1099,12 +1047,11 @@ mod tests {
         }
 
         /// Checks every line in its own thread (compiles dominate).
-        fn check_all(lines: &[&str], tag: &str) -> Vec<(Vec<f64>, Vec<f64>, Verdict)> {
+        fn check_all(lines: &[&str]) -> Vec<(Vec<f64>, Vec<f64>, Verdict)> {
             std::thread::scope(|scope| {
                 let jobs: Vec<_> = lines
                     .iter()
-                    .enumerate()
-                    .map(|(i, line)| scope.spawn(move || check(line, &format!("{tag}-{i}"))))
+                    .map(|line| scope.spawn(move || check(line)))
                     .collect();
                 jobs.into_iter()
                     .map(|job| {
@@ -1137,7 +1084,7 @@ mod tests {
                 "conv -_ 3 -m trans -n 1 -c 4 -! 2 -H 3 -W 3 -k 4 -@ 2 -y 2 -x 3 -# 2 -u 1 -v 2 -$ 1 -p 0 -q 1 -X 1 -F 2",
                 "conv -_ 3 -m trans -n 2 -c 4 -! 2 -H 3 -W 3 -k 2 -@ 2 -y 2 -x 3 -# 2 -u 1 -v 2 -$ 0 -p 1 -q 1 -% 1 -F 4",
             ];
-            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines, "trans")) {
+            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines)) {
                 // Exact inputs, f32 accumulation: the results are exact.
                 assert_eq!(got, reference, "{line}: {verdict:?}");
             }
@@ -1152,7 +1099,7 @@ mod tests {
                 "convfp16 -_ 3 -m trans -n 1 -c 4 -! 2 -H 3 -W 3 -k 4 -@ 2 -y 3 -x 2 -# 2 -u 2 -v 1 -$ 1 -p 1 -q 0 -F 4",
                 "convint8 -m trans -n 1 -c 8 -H 4 -W 4 -k 4 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 -Y 1 -X 1 -g 2 -b 1 -F 1 -I NHWC -f NHWC -O NHWC",
             ];
-            let results = check_all(&lines, "trans-low");
+            let results = check_all(&lines);
             // int8 accumulates in i32 and writes i32: exact.
             let (got, reference, _) = &results[4];
             assert_eq!(got, reference);
@@ -1161,7 +1108,7 @@ mod tests {
         #[test]
         fn bf16_forward_passes_within_its_tolerance() {
             let line = "convbfp16 -n 2 -c 16 -H 8 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1 -I NHWC -f NHWC -O NHWC";
-            let (mut sig, got, reference, verdict) = check(line, "bf16");
+            let (mut sig, got, reference, verdict) = check(line);
             // The output really was rounded to bf16 ...
             assert!(verdict.max_abs > 0.0, "{verdict:?}");
             assert!(verdict.max_rel <= 2f64.powi(-8), "{verdict:?}");
@@ -1188,7 +1135,7 @@ mod tests {
                 // backward weight, NCW
                 "conv -_ 1 -n 2 -c 4 -W 9 -k 6 -x 2 -q 1 -F 4",
             ];
-            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines, "1d")) {
+            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines)) {
                 // Exact inputs, f32 accumulation: the results are exact.
                 assert_eq!(got, reference, "{line}: {verdict:?}");
             }
@@ -1204,8 +1151,7 @@ mod tests {
                 // backward weight: output padding below a stride of 3, mixed layouts
                 "conv -_ 1 -m trans -n 2 -c 4 -W 4 -k 6 -x 2 -v 3 -X 2 -F 4 -I NCW -f NWC -O NWC",
             ];
-            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines, "1d-trans"))
-            {
+            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines)) {
                 // Exact inputs, f32 accumulation: the results are exact.
                 assert_eq!(got, reference, "{line}: {verdict:?}");
             }
@@ -1217,7 +1163,7 @@ mod tests {
                 "convbfp16 -_ 1 -n 2 -c 16 -W 16 -k 8 -x 5 -q 2 -b 1 -F 1 -I NWC -f NWC -O NWC",
                 "convint8 -_ 1 -n 1 -c 8 -W 10 -k 4 -x 3 -q 1 -j 2 -g 2 -F 1",
             ];
-            let results = check_all(&lines, "1d-low");
+            let results = check_all(&lines);
             // The bf16 output really was rounded ...
             assert!(results[0].2.max_abs > 0.0, "{:?}", results[0].2);
             // ... and int8 accumulates in i32 and writes i32: exact.
@@ -1227,17 +1173,11 @@ mod tests {
 
         #[test]
         fn f16_and_int8_pass() {
-            for (line, tag) in [
-                (
-                    "convfp16 -n 1 -c 8 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -g 2 -F 4",
-                    "f16-wrw",
-                ),
-                (
-                    "convint8 -n 1 -c 8 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -F 1 -I NHWC -f NHWC -O NHWC",
-                    "i8-fwd",
-                ),
+            for line in [
+                "convfp16 -n 1 -c 8 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -g 2 -F 4",
+                "convint8 -n 1 -c 8 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -F 1 -I NHWC -f NHWC -O NHWC",
             ] {
-                check(line, tag);
+                check(line);
             }
         }
     }
