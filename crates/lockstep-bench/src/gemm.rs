@@ -24,7 +24,7 @@
 //! (atol·S, as for convolutions).
 
 use crate::miopen::{ElemType, GemmCommand, GemmMode};
-use crate::mlir::{convert, is_float, list, tensor_type, zero, Body};
+use crate::mlir::{convert, is_float, list, tensor_type, Body};
 use crate::signature::{OpSignature, SignatureDetails};
 use crate::verify::Expected;
 
@@ -182,15 +182,7 @@ fn contract(
     acc: ElemType,
 ) -> Result<String, String> {
     let acc_type = tensor_type(&shape(gemm, c.out), acc);
-    let empty = body.fresh("empty");
-    body.line(&format!("{empty} = tensor.empty() : {acc_type}"));
-    let zero_acc = body.fresh("zero");
-    body.line(&format!("{zero_acc} = arith.constant {}", zero(acc)));
-    let init = body.fresh("init");
-    body.line(&format!(
-        "{init} = linalg.fill ins({zero_acc} : {}) outs({empty} : {acc_type}) -> {acc_type}",
-        acc.mlir()
-    ));
+    let init = body.zeros(&shape(gemm, c.out), acc);
     let result = body.fresh("gemm");
     body.line(&format!(
         "{result} = linalg.generic {{indexing_maps = [{}, {}, {}], iterator_types = [\"parallel\", \"parallel\", \"reduction\"]}} ins(%arg0, %arg1 : {}, {}) outs({init} : {acc_type}) {{",

@@ -45,7 +45,7 @@
 //! (`2^-11`, `2^-8` relative) is within its `rtol`.
 
 use crate::miopen::{ElemType, LayerNormCommand, LayerNormMode};
-use crate::mlir::{convert, is_float, list, tensor_type, zero, Body};
+use crate::mlir::{convert, is_float, list, tensor_type, Body};
 use crate::signature::{OpSignature, SignatureDetails};
 use crate::verify::Expected;
 
@@ -217,20 +217,7 @@ impl<'a> Kernel<'a> {
 
     /// A zero-filled f32 tensor, the initial value of a reduction.
     fn zeros(&mut self, shape: &[u64]) -> Tensor {
-        let t = Tensor::new(self.body.fresh("empty"), shape.to_vec(), ACC);
-        self.body
-            .line(&format!("{} = tensor.empty() : {}", t.value, t.ty()));
-        let z = self.body.fresh("zero");
-        self.body
-            .line(&format!("{z} = arith.constant {}", zero(ACC)));
-        let filled = self.body.fresh("init");
-        self.body.line(&format!(
-            "{filled} = linalg.fill ins({z} : {}) outs({} : {}) -> {}",
-            ACC.mlir(),
-            t.value,
-            t.ty(),
-            t.ty()
-        ));
+        let filled = self.body.zeros(shape, ACC);
         Tensor::new(filled, shape.to_vec(), ACC)
     }
 

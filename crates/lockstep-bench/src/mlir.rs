@@ -117,6 +117,22 @@ impl Body {
         self.text.push_str(line);
         self.text.push('\n');
     }
+
+    /// A zero-filled tensor (the initial value of a reduction, or padding);
+    /// returns its SSA name.
+    pub(crate) fn zeros(&mut self, shape: &[u64], elem: ElemType) -> String {
+        let ty = tensor_type(shape, elem);
+        let empty = self.fresh("empty");
+        self.line(&format!("{empty} = tensor.empty() : {ty}"));
+        let zero_value = self.fresh("zero");
+        self.line(&format!("{zero_value} = arith.constant {}", zero(elem)));
+        let filled = self.fresh("init");
+        self.line(&format!(
+            "{filled} = linalg.fill ins({zero_value} : {}) outs({empty} : {ty}) -> {ty}",
+            elem.mlir()
+        ));
+        filled
+    }
 }
 
 pub(crate) fn tensor_type(shape: &[u64], elem: ElemType) -> String {
@@ -577,15 +593,7 @@ impl<'a> Conv<'a> {
     ) -> Result<String, String> {
         let (dtype, acc) = (self.dtype, self.acc);
         let acc_type = tensor_type(&out.shape, acc);
-        let empty = body.fresh("empty");
-        body.line(&format!("{empty} = tensor.empty() : {acc_type}"));
-        let zero_acc = body.fresh("zero");
-        body.line(&format!("{zero_acc} = arith.constant {}", zero(acc)));
-        let init = body.fresh("init");
-        body.line(&format!(
-            "{init} = linalg.fill ins({zero_acc} : {}) outs({empty} : {acc_type}) -> {acc_type}",
-            acc.mlir()
-        ));
+        let init = body.zeros(&out.shape, acc);
         let dim_list = list((0..dims).map(|d| format!("d{d}")));
         let map = |acc: &Access| format!("affine_map<({dim_list}) -> ({})>", list(&acc.exprs));
         let iterators = list((0..dims).map(|d| {
@@ -899,15 +907,7 @@ impl<'a> Conv<'a> {
         }
         let p_shape = self.output_layout_shape(&p_sizes);
         let p_type = tensor_type(&p_shape, self.dtype);
-        let zeros_empty = body.fresh("empty");
-        body.line(&format!("{zeros_empty} = tensor.empty() : {p_type}"));
-        let zero_in = body.fresh("zero");
-        body.line(&format!("{zero_in} = arith.constant {}", zero(self.dtype)));
-        let zeros = body.fresh("zeros");
-        body.line(&format!(
-            "{zeros} = linalg.fill ins({zero_in} : {}) outs({zeros_empty} : {p_type}) -> {p_type}",
-            self.dtype.mlir()
-        ));
+        let zeros = body.zeros(&p_shape, self.dtype);
         let per_letter = |values: &[u64], batch: u64, channel: u64| -> Vec<u64> {
             self.output_layout.arrange(batch, channel, values)
         };
