@@ -100,13 +100,15 @@ pub fn run(spec: &Spec, on_spawn: impl FnOnce(i32)) -> Result<Finished> {
 
 /// Waits for a child started as the leader of its own process group, killing
 /// the group at the timeout; whatever the child left running in its group is
-/// killed too, so nothing outlives it.
+/// killed too, so nothing outlives it. While it waits, the group is killed if
+/// lockstep is interrupted ([`kill_children_on_signals`]).
 pub fn wait_group(
     child: &mut std::process::Child,
     timeout: Option<Duration>,
 ) -> std::io::Result<Exit> {
     use std::os::unix::process::ExitStatusExt;
     let pgid = child.id() as i32;
+    let _tracked = track_group(pgid);
     let status = match timeout {
         Some(limit) => match child.wait_timeout(limit)? {
             Some(status) => Some(status),
@@ -138,6 +140,55 @@ fn resolve_program(program: &str, cwd: &Path) -> PathBuf {
     } else {
         p.to_path_buf()
     }
+}
+
+/// The process groups of children running now (each started as the leader of
+/// its own group, so a terminal's Ctrl-C does not reach them).
+static LIVE_GROUPS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// Keeps a child's process group on the list [`kill_children_on_signals`]
+/// kills; dropping it takes the group off.
+pub struct TrackedGroup(i32);
+
+impl Drop for TrackedGroup {
+    fn drop(&mut self) {
+        let mut live = LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|&g| g != self.0);
+    }
+}
+
+/// Puts `pgid` on the list of groups to kill when lockstep is interrupted.
+pub fn track_group(pgid: i32) -> TrackedGroup {
+    LIVE_GROUPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(pgid);
+    TrackedGroup(pgid)
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: kill every tracked child process group,
+/// then die of the signal as if it had not been caught (same exit status, so
+/// shells and `integrate`'s crash recovery see what they expect). Without
+/// this, children in their own groups would outlive an interrupted lockstep.
+pub fn kill_children_on_signals() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                let live = LIVE_GROUPS
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                for pgid in live {
+                    kill_group(pgid);
+                }
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                std::process::exit(128 + signal);
+            }
+        })?;
+    Ok(())
 }
 
 /// Sends SIGKILL to a process group; a group that no longer exists is fine.

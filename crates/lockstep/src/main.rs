@@ -17,6 +17,9 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     output::init_tracing(cli.verbose);
+    if let Err(e) = lockstep_core::process::kill_children_on_signals() {
+        tracing::warn!("cannot watch for interrupts: {e}");
+    }
     let code = match dispatch(cli) {
         Ok(code) => code,
         Err(err) => {

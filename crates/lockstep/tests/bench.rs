@@ -716,3 +716,51 @@ fn a_hung_or_crashed_kernel_fails_its_row_and_the_batch_goes_on() {
         assert!(!alive, "process {pid} outlived its timeout");
     }
 }
+
+#[test]
+fn an_interrupted_driver_takes_its_running_kernel_with_it() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new();
+    let hang = "conv_2d_float32_forward_1x4x8x8_";
+    let tools = flaky_tools(env.path(), hang, "no-such-function");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+    cmd.args(["bench", "--iree-bin"])
+        .arg(&tools)
+        .args(["--timeout", "600"])
+        .args(words(SMALL))
+        .args(["-F", "1"])
+        .current_dir(env.path())
+        .env("LOCKSTEP_CACHE", env.cache())
+        .env_remove("BOO_CACHE_DIR")
+        .env_remove("BOO_CACHE_ON")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut driver = cmd.spawn().unwrap();
+    let pids = env.path().join("hung.pids");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&pids).map_or(true, |t| t.lines().count() < 2) {
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "the kernel never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // What a terminal's Ctrl-C sends to lockstep (its kernels run in their
+    // own process groups, so they do not get it).
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(driver.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = driver.wait().unwrap();
+    assert_eq!(status.signal(), Some(2), "{status:?}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    for pid in std::fs::read_to_string(&pids).unwrap().split_whitespace() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z "),
+            "process {pid} outlived the interrupted driver: {stat}"
+        );
+    }
+}
