@@ -19,8 +19,9 @@ conv -_ 3 -n 1 -c 8 -! 8 -H 16 -W 16 -k 16 -@ 3 -y 3 -x 3 -$ 1 -p 1 -q 1 -F 1 -i
 conv -n 1 -c 32 -H 28 -W 28 -k 32 -y 3 -x 3 -p 1 -q 1 -F 6 -i 10
 # transposed 3x3, stride 2 (a decoder's upsampling)
 conv -n 1 -c 64 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -m trans -Y 1 -X 1 -F 1 -i 10
-# a transformer block's projection and layer norm (128 tokens, width 256)
-gemmfp16 -m 128 -k 256 -n 256 -F 1 -i 10
+# a transformer block's projection and layer norm (128 tokens, width 256);
+# as in BOO, gemm's -k is M (the tokens) and -m is K (the contracted width)
+gemmfp16 -k 128 -m 256 -n 256 -F 1 -i 10
 layernorm -X 128x256 -o 1 -m 0 -F 1 -i 10
 ";
 

@@ -1,14 +1,16 @@
 //! Gemm kernels (`gemm`, `gemmfp16`): the MLIR of each mode and its f64
 //! reference, kept side by side so that one file defines what the op computes.
 //!
-//! Every mode is one contraction over the three gemm dimensions M, K, N, with
-//! each operand addressed in its storage order (`trans_a` stores A as K×M,
-//! `trans_b` stores B as N×K, and a gradient is stored like the matrix it is
-//! the gradient of):
+//! Every mode is one contraction over the three gemm dimensions M, K, N (as
+//! BOO's parser makes them: M from `-k`, K from `-m`, see
+//! [`GemmCommand`]), with each operand addressed in its storage order
+//! (`trans_a` stores A as K×M, `trans_b` stores B as N×K, and a gradient is
+//! stored like the matrix it is the gradient of), the operands in the order
+//! of BOO's modules:
 //!
-//! - forward: `C[m,n] = sum_k A[m,k]·B[k,n]`;
-//! - `a_backward`: `dA[m,k] = sum_n dC[m,n]·B[k,n]` (dC·Bᵀ);
-//! - `b_backward`: `dB[k,n] = sum_m A[m,k]·dC[m,n]` (Aᵀ·dC).
+//! - forward `(A, B)`: `C[m,n] = sum_k A[m,k]·B[k,n]`;
+//! - `a_backward` `(dC, B)`: `dA[m,k] = sum_n dC[m,n]·B[k,n]` (dC·Bᵀ);
+//! - `b_backward` `(dC, A)`: `dB[k,n] = sum_m dC[m,n]·A[m,k]` (Aᵀ·dC).
 //!
 //! The MLIR is a `linalg.generic` whose iteration dimensions are the result's
 //! two dimensions (parallel) then the summed one (reduction), so IREE sees a
@@ -62,7 +64,7 @@ impl Contraction {
         let (lhs, rhs, out, reduced) = match gemm.mode {
             GemmMode::Forward => (a, b, c, Dim::K),
             GemmMode::ABackward => (c, b, a, Dim::N),
-            GemmMode::BBackward => (a, c, b, Dim::M),
+            GemmMode::BBackward => (c, a, b, Dim::M),
         };
         Contraction {
             lhs,
@@ -299,6 +301,9 @@ mod tests {
         all.remove(0)
     }
 
+    /// M = 2, K = 3, N = 2: BOO takes M from `-k` and K from `-m`.
+    const SMALL: &str = "gemm -k 2 -m 3 -n 2";
+
     /// A (2×3) = [[1, 2, 3], [4, 5, -6]], B (3×2) = [[1, 0], [0, 1], [1, -1]].
     const A: [f64; 6] = [1.0, 2.0, 3.0, 4.0, 5.0, -6.0];
     const A_T: [f64; 6] = [1.0, 4.0, 2.0, 5.0, 3.0, -6.0];
@@ -307,7 +312,7 @@ mod tests {
 
     #[test]
     fn forward_by_hand() {
-        let c = run("gemm -m 2 -k 3 -n 2 -F 1", &[A.to_vec(), B.to_vec()]);
+        let c = run(&format!("{SMALL} -F 1"), &[A.to_vec(), B.to_vec()]);
         // [[1 + 3, 2 - 3], [4 - 6, 5 + 6]]
         assert_eq!(c.values, [4.0, -1.0, -2.0, 11.0]);
         assert_eq!(c.sums, [4.0, 5.0, 10.0, 11.0]);
@@ -317,7 +322,7 @@ mod tests {
             ("-v 1", &A, &B_T),
             ("-u 1 -v 1", &A_T, &B_T),
         ] {
-            let line = format!("gemm -m 2 -k 3 -n 2 {flags} -F 1");
+            let line = format!("{SMALL} {flags} -F 1");
             assert_eq!(run(&line, &[a.to_vec(), b.to_vec()]), c, "{flags}");
         }
     }
@@ -326,24 +331,32 @@ mod tests {
     fn a_backward_by_hand() {
         // dA = dC·Bᵀ with dC (2×2) = [[1, 2], [3, 4]].
         let dc = vec![1.0, 2.0, 3.0, 4.0];
-        let da = run("gemm -m 2 -k 3 -n 2 -F 2", &[dc.clone(), B.to_vec()]);
+        let da = run(&format!("{SMALL} -F 2"), &[dc.clone(), B.to_vec()]);
         assert_eq!(da.values, [1.0, 2.0, -1.0, 3.0, 4.0, -1.0]);
         assert_eq!(da.sums, [1.0, 2.0, 3.0, 3.0, 4.0, 7.0]);
         // A transposed A is given its gradient transposed (K×M).
-        let da_t = run("gemm -m 2 -k 3 -n 2 -u 1 -v 1 -F 2", &[dc, B_T.to_vec()]);
+        let da_t = run(&format!("{SMALL} -u 1 -v 1 -F 2"), &[dc, B_T.to_vec()]);
         assert_eq!(da_t.values, [1.0, 3.0, 2.0, 4.0, -1.0, -1.0]);
     }
 
     #[test]
     fn b_backward_by_hand() {
-        // dB = Aᵀ·dC with dC (2×2) = [[1, 0], [0, 1]]: dB = Aᵀ.
+        // dB = Aᵀ·dC with dC (2×2) = [[1, 0], [0, 1]]: dB = Aᵀ. The
+        // inputs are (dC, A), as BOO's GEMMBackwardB takes them.
         let dc = vec![1.0, 0.0, 0.0, 1.0];
-        let db = run("gemm -m 2 -k 3 -n 2 -F 3", &[A.to_vec(), dc.clone()]);
+        let db = run(&format!("{SMALL} -F 3"), &[dc.clone(), A.to_vec()]);
         assert_eq!(db.values, A_T);
         assert_eq!(db.sums, A_T.map(f64::abs));
         // Stored N×K, the gradient is Aᵀ transposed: A itself.
-        let db_t = run("gemm -m 2 -k 3 -n 2 -u 1 -v 1 -F 3", &[A_T.to_vec(), dc]);
+        let db_t = run(&format!("{SMALL} -u 1 -v 1 -F 3"), &[dc, A_T.to_vec()]);
         assert_eq!(db_t.values, A);
+        // A non-symmetric dC tells the operands apart: dC = [[1, 2], [0, 0]]
+        // keeps row 0 of A: dB[k, n] = A[0, k]·dC[0, n].
+        let db = run(
+            &format!("{SMALL} -F 3"),
+            &[vec![1.0, 2.0, 0.0, 0.0], A.to_vec()],
+        );
+        assert_eq!(db.values, [1.0, 2.0, 2.0, 4.0, 3.0, 6.0]);
     }
 
     /// The backward modes are the adjoints of the forward one: for any A, B
@@ -352,13 +365,13 @@ mod tests {
     fn backward_modes_are_adjoints_in_every_storage() {
         let inner = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<f64>();
         for flags in ["", "-u 1", "-v 1", "-u 1 -v 1"] {
-            let base = format!("gemm -m 5 -k 7 -n 3 {flags}");
+            let base = format!("gemm -k 5 -m 7 -n 3 {flags}");
             let fwd = sig(&format!("{base} -F 1"));
             let ab = inputs(&fwd, 1);
             let dc = inputs(&sig(&format!("{base} -F 2")), 2).remove(0);
             let c = run(&format!("{base} -F 1"), &ab).values;
             let da = run(&format!("{base} -F 2"), &[dc.clone(), ab[1].clone()]).values;
-            let db = run(&format!("{base} -F 3"), &[ab[0].clone(), dc.clone()]).values;
+            let db = run(&format!("{base} -F 3"), &[dc.clone(), ab[0].clone()]).values;
             assert_eq!(inner(&c, &dc), inner(&ab[0], &da), "{flags}");
             assert_eq!(inner(&c, &dc), inner(&ab[1], &db), "{flags}");
             assert!(inner(&c, &dc) != 0.0);
@@ -367,7 +380,7 @@ mod tests {
 
     #[test]
     fn module_text() {
-        let text = module(&sig("gemmfp16 -m 6 -k 9 -n 4 -u 1 -v 1 -F 1")).unwrap();
+        let text = module(&sig("gemmfp16 -k 6 -m 9 -n 4 -u 1 -v 1 -F 1")).unwrap();
         assert!(text.contains(
             "func.func @gemm_float16_forward_6x9x4_transA_transB(%arg0: tensor<9x6xf16>, %arg1: tensor<4x9xf16>) -> tensor<6x4xf16>"
         ));
@@ -375,18 +388,21 @@ mod tests {
         assert!(text.contains("affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>"));
         assert!(text.contains("arith.extf %lhs : f16 to f32"));
         assert!(text.contains("arith.truncf %sum : f32 to f16"));
-        // b_backward with A transposed: loops (k, n, m), dB stored K×N.
-        let text = module(&sig("gemm -m 6 -k 9 -n 4 -u 1 -F 3")).unwrap();
-        assert!(text.contains("-> tensor<9x4xf32>"));
+        // b_backward with A transposed: loops (k, n, m), dC (M×N) then A
+        // (stored K×M) in, dB stored K×N out.
+        let text = module(&sig("gemm -k 6 -m 9 -n 4 -u 1 -F 3")).unwrap();
         assert!(text.contains(
-            "affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>"
+            "func.func @gemm_float32_b_backward_6x9x4_transA(%arg0: tensor<6x4xf32>, %arg1: tensor<9x6xf32>) -> tensor<9x4xf32>"
+        ));
+        assert!(text.contains(
+            "affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>"
         ));
         assert!(!text.contains("truncf") && !text.contains("extf"));
     }
 
     #[test]
     fn wrong_signatures_and_inputs_are_errors() {
-        let s = sig("gemm -m 2 -k 3 -n 2");
+        let s = sig(SMALL);
         let err = reference(&s, &[A.to_vec()]).unwrap_err();
         assert!(err.contains("input vectors"), "{err}");
         let err = reference(&s, &[A.to_vec(), vec![1.0; 5]]).unwrap_err();
@@ -411,17 +427,18 @@ mod tests {
         (sig, got, want, verdict)
     }
 
-    /// Every mode and storage, f32 and f16, M, K, N all different.
+    /// Every mode and storage, f32 and f16, M, K, N all different (M from
+    /// `-k`, K from `-m`).
     const MATRIX: &[&str] = &[
-        "gemm -m 5 -k 7 -n 3 -F 1",
-        "gemm -m 5 -k 7 -n 3 -u 1 -F 1",
-        "gemm -m 5 -k 7 -n 3 -v 1 -F 2",
-        "gemm -m 5 -k 7 -n 3 -u 1 -v 1 -F 2",
-        "gemm -m 5 -k 7 -n 3 -u 1 -F 3",
-        "gemm -m 5 -k 7 -n 3 -v 1 -F 3",
-        "gemmfp16 -m 6 -k 300 -n 4 -u 1 -v 1 -F 1",
-        "gemmfp16 -m 6 -k 4 -n 300 -F 2",
-        "gemmfp16 -m 300 -k 6 -n 4 -u 1 -v 1 -F 3",
+        "gemm -k 5 -m 7 -n 3 -F 1",
+        "gemm -k 5 -m 7 -n 3 -u 1 -F 1",
+        "gemm -k 5 -m 7 -n 3 -v 1 -F 2",
+        "gemm -k 5 -m 7 -n 3 -u 1 -v 1 -F 2",
+        "gemm -k 5 -m 7 -n 3 -u 1 -F 3",
+        "gemm -k 5 -m 7 -n 3 -v 1 -F 3",
+        "gemmfp16 -k 6 -m 300 -n 4 -u 1 -v 1 -F 1",
+        "gemmfp16 -k 6 -m 4 -n 300 -F 2",
+        "gemmfp16 -k 300 -m 6 -n 4 -u 1 -v 1 -F 3",
     ];
 
     #[test]
@@ -454,13 +471,13 @@ mod tests {
     /// storage of A, a missing product) and when perturbed past its bound.
     #[test]
     fn wrong_results_fail() {
-        let line = "gemmfp16 -m 6 -k 40 -n 4 -u 1 -F 1";
+        let line = "gemmfp16 -k 6 -m 40 -n 4 -u 1 -F 1";
         let (sig, got, want, verdict) = execute(line, 7);
         assert!(verdict.passed, "{verdict:?}");
         let elem = sig.outputs[0].elem;
         let data = inputs(&sig, 7);
 
-        let untransposed = run("gemmfp16 -m 6 -k 40 -n 4 -F 1", &data);
+        let untransposed = run("gemmfp16 -k 6 -m 40 -n 4 -F 1", &data);
         let v = compare_as(elem, &got, &untransposed.values, &untransposed.sums);
         assert!(!v.passed, "{v:?}");
 

@@ -408,16 +408,19 @@ impl GemmMode {
     }
 }
 
-/// A gemm command (`gemm`, `gemmfp16`): C (M×N) = A (M×K) · B (K×N).
+/// A gemm command (`gemm`, `gemmfp16`): C (M×N) = A (M×K) · B (K×N), with
+/// M, K and N as BOO's parser makes them (`a_shape = [a_w, a_h]`,
+/// `b_shape = [a_h, b_w]`): M from `-k`, K from `-m`, whatever the flag
+/// names say, so that names and kernels match BOO's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GemmCommand {
     pub command: String,
     pub dtype: ElemType,
-    /// `-m/--a_h`: rows of A.
+    /// M, rows of A and C: the `-k/--a_w` value.
     pub m: u64,
-    /// `-k/--a_w`: columns of A.
+    /// K, the contracted dimension: the `-m/--a_h` value.
     pub k: u64,
-    /// `-n/--b_w`: columns of B.
+    /// N, columns of B and C: the `-n/--b_w` value.
     pub n: u64,
     /// `-u/--transA`: A is stored as K×M.
     pub trans_a: bool,
@@ -676,9 +679,9 @@ pub const CONV_FLAGS: &[FlagSpec] = &[
 /// The gemm flags as BOO parses them.
 #[rustfmt::skip]
 pub const GEMM_FLAGS: &[FlagSpec] = &[
-    flag("a_w", 'k', "256", Int, "width of A (K)"),
-    flag("a_h", 'm', "256", Int, "height of A (M)"),
-    flag("b_w", 'n', "256", Int, "width of B (N)"),
+    flag("a_w", 'k', "256", Int, "\"width of A\", which BOO makes M (rows of A and C)"),
+    flag("a_h", 'm', "256", Int, "\"height of A\", which BOO makes K (the contracted dimension)"),
+    flag("b_w", 'n', "256", Int, "width of B and C (N)"),
     flag("transA", 'u', "0", Int, "A is transposed"),
     flag("transB", 'v', "0", Int, "B is transposed"),
     flag("forw", 'F', "1", Int, "1 forward, 2 backward for A, 3 backward for B"),
@@ -1268,11 +1271,12 @@ fn gemm(command: &str, dtype: ElemType, args: &Args) -> Result<GemmCommand, Pars
             )))
         }
     };
+    // BOO's a_shape is [a_w, a_h]: M is the "width" and K the "height".
     Ok(GemmCommand {
         command: command.to_string(),
         dtype,
-        m: args.positive("a_h")?,
-        k: args.positive("a_w")?,
+        m: args.positive("a_w")?,
+        k: args.positive("a_h")?,
         n: args.positive("b_w")?,
         trans_a: args.flag_bool("transA")?,
         trans_b: args.flag_bool("transB")?,
@@ -1846,7 +1850,8 @@ mod tests {
             parse("gemmfp16 --a_h 64 --a_w 32 --b_w 16 --transA 1 --transB 0 --forw 2").unwrap();
         assert_eq!(short.op, long.op);
         let Op::Gemm(g) = short.op else { panic!() };
-        assert_eq!((g.m, g.k, g.n), (64, 32, 16));
+        // As BOO: M from -k/--a_w, K from -m/--a_h.
+        assert_eq!((g.m, g.k, g.n), (32, 64, 16));
         assert_eq!(g.dtype, ElemType::F16);
         assert!(g.trans_a && !g.trans_b);
         assert_eq!(g.mode, GemmMode::ABackward);

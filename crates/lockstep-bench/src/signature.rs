@@ -12,7 +12,10 @@
 //! `_trans_{output padding}op` so they never share a name (or a cache entry)
 //! with a plain convolution.
 //!
-//! Gemm: `gemm_{dtype}_{mode}_{m}x{k}x{n}[_transA][_transB]` (BOO's format).
+//! Gemm: `gemm_{dtype}_{mode}_{M}x{K}x{N}[_transA][_transB]` (BOO's format,
+//! with BOO's M from `-k` and K from `-m`), operands in the order of BOO's
+//! modules: forward `(a, b)`, `a_backward` `(c_grad, b)`, `b_backward`
+//! `(c_grad, a)`.
 //! Layer norm: `layer_norm_{normalized dims}d_{dtype}_{mode}_{input shape}[_w][_b]`
 //! (BOO's format without its empty items and `aten` suffix).
 
@@ -288,8 +291,9 @@ pub fn gemm_signature(gemm: &GemmCommand) -> OpSignature {
             vec![c("c_grad"), op("b", &b_shape)],
             vec![op("a_grad", &a_shape)],
         ),
+        // BOO's GEMMBackwardB.forward(grad_output, a).
         GemmMode::BBackward => (
-            vec![op("a", &a_shape), c("c_grad")],
+            vec![c("c_grad"), op("a", &a_shape)],
             vec![op("b_grad", &b_shape)],
         ),
     };
@@ -561,7 +565,12 @@ mod tests {
 
     #[test]
     fn gemm_signatures() {
-        let sig = &sigs("gemmfp16 -m 64 -k 32 -n 16")[0];
+        // BOO's parser makes A [a_w, a_h]: M is the -k value, K the -m value.
+        let sig = &sigs("gemm -m 8 -k 12 -n 4")[0];
+        assert_eq!(sig.func_name, "gemm_float32_forward_12x8x4");
+        assert_eq!(sig.outputs[0].shape, [12, 4]);
+
+        let sig = &sigs("gemmfp16 -k 64 -m 32 -n 16")[0];
         assert_eq!(sig.func_name, "gemm_float16_forward_64x32x16");
         assert_eq!(sig.inputs[0].shape, [64, 32]);
         assert_eq!(sig.inputs[1].shape, [32, 16]);
@@ -570,17 +579,27 @@ mod tests {
         assert_eq!(sig.bytes, 2 * (64 * 32 + 32 * 16 + 64 * 16));
         assert_eq!(sig.accumulator, ElemType::F32);
 
-        let sig = &sigs("gemm -m 64 -k 32 -n 16 -u 1 -v 1 -F 2")[0];
+        let sig = &sigs("gemm -k 64 -m 32 -n 16 -u 1 -v 1 -F 2")[0];
         assert_eq!(
             sig.func_name,
             "gemm_float32_a_backward_64x32x16_transA_transB"
         );
         assert_eq!(sig.inputs[0].name, "c_grad");
+        assert_eq!(sig.inputs[0].shape, [64, 16]);
         assert_eq!(sig.inputs[1].shape, [16, 32]);
         assert_eq!(sig.outputs[0].shape, [32, 64]);
-        let sig = &sigs("gemm -m 64 -k 32 -n 16 -F 3")[0];
-        assert_eq!(sig.func_name, "gemm_float32_b_backward_64x32x16");
+
+        // b_backward takes (grad_output, a), as BOO's GEMMBackwardB.
+        let sig = &sigs("gemm -k 64 -m 32 -n 16 -u 1 -F 3")[0];
+        assert_eq!(sig.func_name, "gemm_float32_b_backward_64x32x16_transA");
+        let inputs: Vec<(&str, &[u64])> = sig
+            .inputs
+            .iter()
+            .map(|o| (o.name.as_str(), o.shape.as_slice()))
+            .collect();
+        assert_eq!(inputs, [("c_grad", &[64, 16][..]), ("a", &[32, 64][..])]);
         assert_eq!(sig.outputs[0].name, "b_grad");
+        assert_eq!(sig.outputs[0].shape, [32, 16]);
     }
 
     #[test]
