@@ -53,6 +53,8 @@ impl Line {
 /// ends in `.tsv`) instead of shell-like splitting.
 pub fn parse_file(text: &str, is_tsv: bool) -> Vec<Line> {
     let mut lines = Vec::new();
+    // Editors on some systems start files with a byte-order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (index, raw) in text.lines().enumerate() {
         let trimmed = raw.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {

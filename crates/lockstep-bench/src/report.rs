@@ -133,7 +133,7 @@ impl Row {
             // Printed as Python prints a tuple: `(64,)` for one dimension.
             let trailing = if dims.len() == 1 { "," } else { "" };
             lines.push(format!(
-                ">>> tensor(size=({}{trailing}), dtype={})  {}",
+                ">>> tensor(size=({}{trailing}), dtype=torch.{})  {}",
                 dims.join(", "),
                 self.output_dtype,
                 self.func_name

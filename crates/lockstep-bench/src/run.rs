@@ -525,12 +525,23 @@ fn run_tool(argv: Vec<String>, log: &Path, opts: &Options, failure: &str) -> Res
         header: None,
     };
     let finished = process::run(&spec, |_| {}).map_err(|e| e.render())?;
-    if finished.exit != Exit::Code(0) {
-        return Err(format!(
-            "{failure} ({}): {}",
-            describe(finished.exit, opts.timeout),
-            first_error(log)
-        ));
+    match finished.exit {
+        Exit::Code(0) => {}
+        // What a killed process printed last is not the reason.
+        Exit::TimedOut => {
+            return Err(format!(
+                "{failure} ({}) (log: {})",
+                describe(finished.exit, opts.timeout),
+                log.display()
+            ))
+        }
+        exit => {
+            return Err(format!(
+                "{failure} ({}): {}",
+                describe(exit, opts.timeout),
+                first_error(log)
+            ))
+        }
     }
     Ok(finished.elapsed.as_secs_f64())
 }
@@ -566,13 +577,25 @@ fn describe(exit: Exit, timeout: Option<Duration>) -> String {
     }
 }
 
-/// The first `error:` line of a log, else its last non-blank line.
+/// The line of a log that says what went wrong: the first that reads like
+/// an error (`error:`, `ERROR`, IREE's status codes, an unknown flag), else
+/// the first non-blank one (tools print the cause first and advice after).
 fn first_error(log: &Path) -> String {
+    const MARKERS: &[&str] = &[
+        "error:",
+        "ERROR",
+        "Unknown command line argument",
+        "INVALID_ARGUMENT",
+        "NOT_FOUND",
+        "UNAVAILABLE",
+        "INTERNAL",
+        "RESOURCE_EXHAUSTED",
+    ];
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let line = text
         .lines()
-        .find(|l| l.contains("error:") || l.contains("ERROR"))
-        .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
+        .find(|l| MARKERS.iter().any(|m| l.contains(m)))
+        .or_else(|| text.lines().find(|l| !l.trim().is_empty()))
         .unwrap_or("no output");
     let line = line.trim();
     let short: String = line.chars().take(300).collect();

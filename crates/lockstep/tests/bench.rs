@@ -122,7 +122,7 @@ fn single_command_prints_boo_lines() {
         "{stderr}"
     );
     assert!(
-        lines[1].starts_with(">>> tensor(size=(1, 4, 8, 8), dtype=float32)"),
+        lines[1].starts_with(">>> tensor(size=(1, 4, 8, 8), dtype=torch.float32)"),
         "{stdout}"
     );
     assert!(lines[2].starts_with(">>> min="), "{stdout}");
@@ -389,7 +389,7 @@ fn transposed_gemm_and_layernorm_commands_run_and_verify() {
         names[..3].iter().all(|n| n.ends_with("_trans_1x1op")),
         "{names:?}"
     );
-    assert_eq!(names[3], "gemm_float16_a_backward_8x12x4_transA");
+    assert_eq!(names[3], "gemm_float16_a_backward_12x8x4_transA");
     assert!(
         names[4].starts_with("layer_norm_1d_float32_forward_4x16"),
         "{names:?}"
@@ -412,7 +412,7 @@ fn transposed_gemm_and_layernorm_commands_run_and_verify() {
     }
     // Layer-norm forward has three results (output, mean, rstd); the first is printed.
     assert!(
-        stdout.contains(">>> tensor(size=(4, 16), dtype=float32)  layer_norm_"),
+        stdout.contains(">>> tensor(size=(4, 16), dtype=torch.float32)  layer_norm_"),
         "{stdout}"
     );
 }
@@ -763,4 +763,84 @@ fn an_interrupted_driver_takes_its_running_kernel_with_it() {
             "process {pid} outlived the interrupted driver: {stat}"
         );
     }
+}
+
+#[test]
+fn misplaced_options_and_bad_values_are_usage_errors_before_any_compile() {
+    let env = Env::new();
+    std::fs::write(env.path().join("one.txt"), format!("{SMALL} -F 1\n")).unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["-j4", "conv", "-n", "1"],
+            "`-j4` is not an option of lockstep bench",
+        ),
+        (
+            &["--commands-file", "one.txt", "--verfy"],
+            "`--verfy` after --commands-file is not a MIOpen flag",
+        ),
+        (
+            &["--commands-file", "nope.txt"],
+            "cannot read the commands file nope.txt",
+        ),
+        (
+            &["--timeout", "1e30", "conv", "-n", "1"],
+            "invalid --timeout",
+        ),
+        (
+            &["--splat-input-value", "abc", "conv", "-n", "1"],
+            "not a finite number",
+        ),
+        (
+            &[
+                "--splat-input-value",
+                "2.5",
+                "convint8",
+                "-n",
+                "1",
+                "-F",
+                "1",
+            ],
+            "int8 inputs need an integer",
+        ),
+    ];
+    for (args, needle) in cases {
+        let (_, stderr) = env.run(&mut env.cmd(args), 2);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(stderr.contains("hint: "), "{args:?}: {stderr}");
+    }
+    assert_eq!(env.files_in_cache(), 0, "nothing was compiled");
+    // The extra flags after `--` are MIOpen's and are fine.
+    env.run(
+        &mut env.cmd(&["--commands-file", "one.txt", "--", "-i", "2"]),
+        0,
+    );
+}
+
+#[test]
+fn commands_files_with_a_bom_quoted_words_or_no_commands() {
+    let env = Env::new();
+    let text = format!("\u{feff}{SMALL} -F 1 -d 'my input.bin'\n");
+    std::fs::write(env.path().join("bom.txt"), text).unwrap();
+    let (stdout, stderr) = env.run(
+        &mut env.cmd(&["--commands-file", "bom.txt", "--csv", "out.csv"]),
+        0,
+    );
+    // The echoed command splits back into the same words.
+    assert!(
+        stdout.starts_with(&format!("{SMALL} -F 1 -d 'my input.bin'\n")),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("note: line 1: ignored `-d my input.bin`"),
+        "{stderr}"
+    );
+    let csv = std::fs::read_to_string(env.path().join("out.csv")).unwrap();
+    assert!(csv.contains(",ok\n"), "{csv}");
+
+    std::fs::write(env.path().join("empty.txt"), "# nothing yet\n\n").unwrap();
+    let (_, stderr) = env.run(&mut env.cmd(&["--commands-file", "empty.txt"]), 0);
+    assert!(
+        stderr.contains("warning: empty.txt has no commands"),
+        "{stderr}"
+    );
 }
