@@ -127,6 +127,7 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
         .chain(&opts.compile_flags)
         .cloned()
         .collect();
+    let key_identity = lockstep_iree::key_identity(&opts.identity, &flags);
     let mut planned = Vec::new();
     let mut kernels: Vec<(String, Kernel)> = Vec::new();
     let mut seen = HashSet::new();
@@ -178,7 +179,7 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
             }
             match mlir::module(&sig) {
                 Ok(mlir) => {
-                    let key = cache::key(&opts.identity, &mlir, &flags);
+                    let key = cache::key(&key_identity, &mlir, &flags);
                     if seen.insert(key.clone()) {
                         kernels.push((
                             key.clone(),

@@ -14,3 +14,50 @@ pub const HOST_CPU_FLAGS: &[&str] = &[
     "--iree-hal-local-target-device-backends=llvm-cpu",
     "--iree-llvmcpu-target-cpu=host",
 ];
+
+/// What a compile cache key must cover besides the compiler identity: with
+/// `--iree-llvmcpu-target-cpu=host` the module depends on the machine that
+/// compiled it, so the host CPU's model and feature flags (from
+/// /proc/cpuinfo) join the key and a cache shared between machines never
+/// hands out code built for another CPU.
+pub fn key_identity(compiler_identity: &str, flags: &[String]) -> String {
+    if flags.iter().any(|f| f == "--iree-llvmcpu-target-cpu=host") {
+        format!("{compiler_identity}\0host-cpu:{}", host_cpu())
+    } else {
+        compiler_identity.to_string()
+    }
+}
+
+/// The first processor's model name and feature flags, as /proc/cpuinfo
+/// lists them (empty where there is no such file).
+fn host_cpu() -> &'static str {
+    static CPU: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CPU.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let field = |name: &str| {
+            text.lines()
+                .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        format!("{}|{}", field("model name"), field("flags"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_cpu_compiles_key_on_the_machine() {
+        let host: Vec<String> = HOST_CPU_FLAGS.iter().map(|f| f.to_string()).collect();
+        let with_host = key_identity("iree 3.13.0", &host);
+        assert!(with_host.starts_with("iree 3.13.0\0host-cpu:"), "{with_host}");
+        if std::path::Path::new("/proc/cpuinfo").exists() {
+            assert!(with_host.len() > "iree 3.13.0\0host-cpu:|".len());
+        }
+        let gpu = vec!["--iree-hal-target-device=vulkan".to_string()];
+        assert_eq!(key_identity("iree 3.13.0", &gpu), "iree 3.13.0");
+    }
+}

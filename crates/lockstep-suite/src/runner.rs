@@ -103,7 +103,8 @@ pub fn run(
                 continue;
             }
         };
-        let key = cache::key(&toolchain.identity, &bytes, &spec.flags, spec.statistics);
+        let identity = lockstep_iree::key_identity(&toolchain.identity, &spec.flags);
+        let key = cache::key(&identity, &bytes, &spec.flags, spec.statistics);
         sources.entry(key.clone()).or_insert((
             path,
             spec.flags.clone(),
