@@ -1,9 +1,9 @@
 //! Running a batch: parsed commands become signatures, unique signatures are
 //! compiled by iree-compile on `jobs` workers (through the kernel cache), then
 //! each kernel is timed by iree-benchmark-module in its own process, one at a
-//! time. With verification on (`--verify` or a line's `-V 1`) the kernel gets
-//! deterministic inputs ([`verify::inputs`]) written as raw `.bin` files; the
-//! timed run uses them too (unless a splat value is forced), and
+//! time. Every kernel gets deterministic seeded inputs ([`verify::inputs`])
+//! written as raw `.bin` files, which the timed run reads (unless a splat
+//! value is forced); with verification on (`--verify` or a line's `-V 1`)
 //! iree-run-module runs the kernel once more on them, in its own process, for
 //! the output compared with the f64 reference.
 
@@ -275,9 +275,27 @@ fn execute(row: &mut Row, module: &Path, work: &Work, opts: &Options, index: usi
     } else {
         None
     };
-    let files = data.as_ref().map(|(files, _)| files.as_slice());
+    // Timing runs on the seeded inputs too, unless a splat value is forced.
+    let timing_files = match (&data, &opts.splat) {
+        (Some((files, _)), None) => Some(files.clone()),
+        (None, None) if work.time => match write_timing_inputs(sig, &dir) {
+            Ok(files) => Some(files),
+            Err(reason) => {
+                row.status = reason;
+                return;
+            }
+        },
+        _ => None,
+    };
     if work.time {
-        let timed = time(module, sig, work.iterations, opts, index, files);
+        let timed = time(
+            module,
+            sig,
+            work.iterations,
+            opts,
+            index,
+            timing_files.as_deref(),
+        );
         row.timing_seconds = timed.0;
         match timed.1 {
             Ok(stats) => {
@@ -334,8 +352,31 @@ fn write_inputs(sig: &OpSignature, dir: &Path) -> Result<(Vec<PathBuf>, Vec<Vec<
     Ok((files, inputs))
 }
 
+/// Writes the seeded inputs of `sig` (the values [`verify::inputs`] gives)
+/// as `in0.bin`, `in1.bin`, ... in `dir`, encoding as it goes so a large
+/// tensor is never held as f64.
+fn write_timing_inputs(sig: &OpSignature, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    use std::io::Write as _;
+    let io = |e: std::io::Error| format!("cannot write the kernel's inputs: {e}");
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut files = Vec::new();
+    for (a, operand) in sig.inputs.iter().enumerate() {
+        let file = dir.join(format!("in{a}.bin"));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&file).map_err(io)?);
+        let mut values = verify::input_values(sig, a, VERIFY_SEED).peekable();
+        while values.peek().is_some() {
+            let chunk: Vec<f64> = values.by_ref().take(1 << 16).collect();
+            out.write_all(&verify::encode(&chunk, operand.elem))
+                .map_err(io)?;
+        }
+        out.flush().map_err(io)?;
+        files.push(file);
+    }
+    Ok(files)
+}
+
 /// `--input=DIMSxTYPE=VALUE` for each input: the files when given (and no
-/// splat is forced), else the splat value (default 1).
+/// splat is forced), else the splat value (1 when none is given).
 fn input_flags(sig: &OpSignature, files: Option<&[PathBuf]>, splat: Option<&str>) -> Vec<String> {
     sig.inputs
         .iter()

@@ -30,23 +30,27 @@ use crate::signature::{OpSignature, SignatureDetails};
 /// operand's type: integers in [-4, 4] for integer types, multiples of 1/8
 /// in [-2, 2] for floating-point types.
 pub fn inputs(sig: &OpSignature, seed: u64) -> Vec<Vec<f64>> {
-    sig.inputs
-        .iter()
-        .enumerate()
-        .map(|(a, operand)| {
-            let mut state = seed ^ (a as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
-            (0..operand.elements())
-                .map(|_| {
-                    let r = splitmix64(&mut state);
-                    if is_float(operand.elem) {
-                        (r % 33) as f64 / 8.0 - 2.0
-                    } else {
-                        (r % 9) as f64 - 4.0
-                    }
-                })
-                .collect()
-        })
+    (0..sig.inputs.len())
+        .map(|a| input_values(sig, a, seed).collect())
         .collect()
+}
+
+/// The values of input `a` of [`inputs`], one at a time (for writing large
+/// timing inputs without holding them as f64).
+pub fn input_values(sig: &OpSignature, a: usize, seed: u64) -> impl Iterator<Item = f64> {
+    let (count, float) = sig
+        .inputs
+        .get(a)
+        .map_or((0, true), |o| (o.elements(), is_float(o.elem)));
+    let mut state = seed ^ (a as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    (0..count).map(move |_| {
+        let r = splitmix64(&mut state);
+        if float {
+            (r % 33) as f64 / 8.0 - 2.0
+        } else {
+            (r % 9) as f64 - 4.0
+        }
+    })
 }
 
 /// SplitMix64: a small, well-mixed deterministic generator.

@@ -53,7 +53,10 @@ mod tests {
     fn host_cpu_compiles_key_on_the_machine() {
         let host: Vec<String> = HOST_CPU_FLAGS.iter().map(|f| f.to_string()).collect();
         let with_host = key_identity("iree 3.13.0", &host);
-        assert!(with_host.starts_with("iree 3.13.0\0host-cpu:"), "{with_host}");
+        assert!(
+            with_host.starts_with("iree 3.13.0\0host-cpu:"),
+            "{with_host}"
+        );
         if std::path::Path::new("/proc/cpuinfo").exists() {
             assert!(with_host.len() > "iree 3.13.0\0host-cpu:|".len());
         }

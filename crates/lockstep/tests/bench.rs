@@ -645,8 +645,9 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A tools directory with the real iree-compile and iree-run-module and an
-/// iree-benchmark-module that hangs (recording its pid) or crashes for the
-/// functions named in `hang` and `crash`, and runs the real one otherwise.
+/// iree-benchmark-module that records its arguments in `bench-calls.log`,
+/// hangs (recording its pid) or crashes for the functions named in `hang`
+/// and `crash`, and runs the real one otherwise.
 fn flaky_tools(dir: &Path, hang: &str, crash: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let tools = dir.join("flaky-tools");
@@ -655,11 +656,12 @@ fn flaky_tools(dir: &Path, hang: &str, crash: &str) -> PathBuf {
         std::os::unix::fs::symlink(iree_bin().join(tool), tools.join(tool)).unwrap();
     }
     let script = format!(
-        "#!/bin/sh\ncase \"$*\" in\n\
+        "#!/bin/sh\necho \"$*\" >> {calls}\ncase \"$*\" in\n\
          *--function={hang}*) echo $$ > {pids}; sleep 60 & echo $! >> {pids}; wait ;;\n\
          *--function={crash}*) kill -SEGV $$ ;;\n\
          esac\nexec {real} \"$@\"\n",
         pids = dir.join("hung.pids").display(),
+        calls = dir.join("bench-calls.log").display(),
         real = iree_bin().join("iree-benchmark-module").display(),
     );
     let bench = tools.join("iree-benchmark-module");
@@ -843,4 +845,35 @@ fn commands_files_with_a_bom_quoted_words_or_no_commands() {
         stderr.contains("warning: empty.txt has no commands"),
         "{stderr}"
     );
+}
+
+#[test]
+fn timed_runs_read_seeded_inputs_unless_a_splat_is_forced() {
+    let env = Env::new();
+    let tools = flaky_tools(env.path(), "no-hang", "no-crash");
+    let run = |extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+        cmd.args(["bench", "--iree-bin"])
+            .arg(&tools)
+            .args(extra)
+            .args(words(SMALL))
+            .args(["-F", "1"])
+            .current_dir(env.path())
+            .env("LOCKSTEP_CACHE", env.cache())
+            .env_remove("BOO_CACHE_DIR")
+            .env_remove("BOO_CACHE_ON")
+            .stdin(Stdio::null());
+        env.run(&mut cmd, 0);
+        let log = std::fs::read_to_string(env.path().join("bench-calls.log")).unwrap();
+        std::fs::remove_file(env.path().join("bench-calls.log")).unwrap();
+        log
+    };
+    let seeded = run(&[]);
+    assert!(
+        seeded.contains("--input=1x4x8x8xf32=@") && seeded.contains("in0.bin"),
+        "{seeded}"
+    );
+    let splat = run(&["--splat-input-value", "0.5"]);
+    assert!(splat.contains("--input=1x4x8x8xf32=0.5"), "{splat}");
+    assert!(!splat.contains(".bin"), "{splat}");
 }
