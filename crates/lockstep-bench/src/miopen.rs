@@ -15,10 +15,13 @@
 //!   value differs from MIOpen's default (at the default they change nothing);
 //! - `convint8` runs forward only, as in MIOpen (backward directions that `-F`
 //!   asks for are dropped with a note);
-//! - `--spatial_dim 1` (or a layout `NCW`/`NWC`) asks for a 1-D convolution,
-//!   which MIOpenDriver does not have but BOO's signatures (from PyTorch's
-//!   `conv1d`) do: it takes the width flags only (`-W`, `-x`, `-v`, `-q`,
-//!   `-j`, `-X`); height and depth flags are noted and ignored.
+//! - `--spatial_dim 1` (or a 1-D layout) asks for a 1-D convolution, which
+//!   MIOpenDriver does not have but BOO's parser and signatures (from
+//!   PyTorch's `conv1d`) do. As in BOO, its layouts are `NCH` (the default)
+//!   or `NHC`, which take the height flags (`-H`, `-y`, `-u`, `-p`, `-l`,
+//!   `-Y`), or `NCW` or `NWC`, which take the width flags (`-W`, `-x`, `-v`,
+//!   `-q`, `-j`, `-X`); all three tensors use the same letter, and the flags
+//!   of the other letters are noted and ignored.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -172,10 +175,12 @@ pub enum PadMode {
 }
 
 /// A tensor layout. Letters: N batch (output channels K for a filter), C
-/// channels, D/H/W spatial.
+/// channels, D/H/W spatial. A 1-D layout has one spatial letter, H or W.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Layout {
+    Nch,
+    Nhc,
     Ncw,
     Nwc,
     Nchw,
@@ -187,6 +192,8 @@ pub enum Layout {
 impl Layout {
     pub fn as_str(self) -> &'static str {
         match self {
+            Layout::Nch => "NCH",
+            Layout::Nhc => "NHC",
             Layout::Ncw => "NCW",
             Layout::Nwc => "NWC",
             Layout::Nchw => "NCHW",
@@ -196,35 +203,58 @@ impl Layout {
         }
     }
 
-    /// Number of spatial dimensions (1, 2 or 3).
-    pub fn spatial_dims(self) -> usize {
-        self.as_str().len() - 2
+    /// The spatial letters, in the order of the per-dimension vectors:
+    /// `H` or `W` (1-D), `HW`, `DHW`.
+    pub fn spatial_letters(self) -> &'static str {
+        match self {
+            Layout::Nch | Layout::Nhc => "H",
+            Layout::Ncw | Layout::Nwc => "W",
+            Layout::Nchw | Layout::Nhwc => "HW",
+            Layout::Ncdhw | Layout::Ndhwc => "DHW",
+        }
     }
 
-    /// MIOpen's default layout for a number of spatial dimensions (NCW for
-    /// lockstep's 1-D extension).
+    /// Number of spatial dimensions (1, 2 or 3).
+    pub fn spatial_dims(self) -> usize {
+        self.spatial_letters().len()
+    }
+
+    /// The default layout for a number of spatial dimensions: MIOpen's NCHW
+    /// and NCDHW, and BOO's NCH for 1-D (its `DEFAULT_LAYOUTS`).
     pub fn default_for(spatial_dims: usize) -> Layout {
         match spatial_dims {
-            1 => Layout::Ncw,
+            1 => Layout::Nch,
             3 => Layout::Ncdhw,
             _ => Layout::Nchw,
         }
     }
 
+    /// The channels-first layout with the same spatial letters (NCW for
+    /// NWC, NCHW for NHWC ...).
+    pub fn channels_first(self) -> Layout {
+        match self {
+            Layout::Nch | Layout::Nhc => Layout::Nch,
+            Layout::Ncw | Layout::Nwc => Layout::Ncw,
+            Layout::Nchw | Layout::Nhwc => Layout::Nchw,
+            Layout::Ncdhw | Layout::Ndhwc => Layout::Ncdhw,
+        }
+    }
+
     /// What each letter addresses, in layout order. Spatial letters index
-    /// the per-dimension vectors (`[W]`, `[H, W]` or `[D, H, W]`), so `W` is
-    /// always the last entry whatever the number of dimensions.
+    /// the per-dimension vectors (`[H]` or `[W]`, `[H, W]`, `[D, H, W]`):
+    /// every layout lists its spatial letters in that order, so the j-th
+    /// spatial letter is entry j.
     pub fn axes(self) -> Vec<Axis> {
-        let last = self.spatial_dims() - 1;
+        let mut spatial = 0;
         self.as_str()
             .chars()
             .map(|letter| match letter {
                 'N' => Axis::Batch,
                 'C' => Axis::Channel,
-                'D' => Axis::Spatial(0),
-                // Only 2-D and 3-D layouts have an H, just before their W.
-                'H' => Axis::Spatial(last - 1),
-                _ => Axis::Spatial(last),
+                _ => {
+                    spatial += 1;
+                    Axis::Spatial(spatial - 1)
+                }
             })
             .collect()
     }
@@ -232,6 +262,8 @@ impl Layout {
     /// Parses a layout value, case-insensitively.
     pub fn parse(value: &str) -> Result<Layout, String> {
         match value.to_ascii_uppercase().as_str() {
+            "NCH" => Ok(Layout::Nch),
+            "NHC" => Ok(Layout::Nhc),
             "NCW" => Ok(Layout::Ncw),
             "NWC" => Ok(Layout::Nwc),
             "NCHW" => Ok(Layout::Nchw),
@@ -240,13 +272,14 @@ impl Layout {
             "NDHWC" => Ok(Layout::Ndhwc),
             "CHWN" => Err("layout CHWN is not supported: use NCHW or NHWC".into()),
             _ => Err(format!(
-                "unknown layout `{value}`: expected NCW, NWC (1-D), NCHW, NHWC (2-D) or \
-                 NCDHW, NDHWC (3-D)"
+                "unknown layout `{value}`: expected NCH, NHC, NCW, NWC (1-D), NCHW, NHWC \
+                 (2-D) or NCDHW, NDHWC (3-D)"
             )),
         }
     }
 
-    /// Arranges `n`, `c` and the spatial sizes (`[[D,] H,] W`) in this layout.
+    /// Arranges `n`, `c` and the spatial sizes (ordered as
+    /// [`Layout::spatial_letters`]) in this layout.
     pub fn arrange(self, n: u64, c: u64, spatial: &[u64]) -> Vec<u64> {
         self.axes()
             .into_iter()
@@ -278,8 +311,9 @@ impl fmt::Display for Layout {
 
 /// A convolution command (`conv`, `convfp16`, `convbfp16`, `convint8`).
 ///
-/// Spatial vectors hold `[W]` for 1-D, `[H, W]` for 2-D and `[D, H, W]` for
-/// 3-D.
+/// Spatial vectors hold one entry per spatial letter of the layouts, ordered
+/// as [`Layout::spatial_letters`]: `[H]` or `[W]` for 1-D, `[H, W]` for 2-D
+/// and `[D, H, W]` for 3-D.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConvCommand {
     /// The command word.
@@ -628,7 +662,7 @@ const CAST: &str = "tensor casts are not supported; the command's type is used";
 /// The MIOpenDriver convolution flags (long, short, default, type, meaning).
 #[rustfmt::skip]
 pub const CONV_FLAGS: &[FlagSpec] = &[
-    flag("in_layout", 'I', "", Str, "input layout (NCW, NWC, NCHW, NHWC, NCDHW, NDHWC)"),
+    flag("in_layout", 'I', "", Str, "input layout (NCH, NHC, NCW, NWC, NCHW, NHWC, NCDHW, NDHWC)"),
     flag("out_layout", 'O', "", Str, "output layout"),
     flag("fil_layout", 'f', "", Str, "filter layout"),
     flag("spatial_dim", '_', "2", Int, "spatial dimensions (2 or 3; 1 is lockstep's extension)"),
@@ -952,93 +986,27 @@ fn conv(
     args: &Args,
     notes: &mut Vec<String>,
 ) -> Result<ConvCommand, ParseError> {
-    // Layouts and the number of spatial dimensions.
-    let mut layouts: Vec<(&str, Option<Layout>)> = Vec::new();
-    for long in ["in_layout", "fil_layout", "out_layout"] {
-        let raw = args.raw(long);
-        let layout = if raw.is_empty() {
-            None
-        } else {
-            Some(Layout::parse(raw).map_err(|e| {
-                ParseError::new(format!("bad value for {}: {e}", spec_name(args.spec(long))))
-            })?)
-        };
-        layouts.push((long, layout));
-    }
-    let spatial_dims = if args.is_given("spatial_dim") {
-        let dims = args.int("spatial_dim")?;
-        if !(1..=3).contains(&dims) {
-            return Err(ParseError::new(format!(
-                "bad value for -_/--spatial_dim: expected 1, 2 or 3 (spatial dimensions of \
-                 the convolution), found {dims}"
-            )));
-        }
-        let dims = dims as usize;
-        for (long, layout) in &layouts {
-            if let Some(layout) = layout {
-                if layout.spatial_dims() != dims {
-                    return Err(ParseError::new(format!(
-                        "--{long} {layout} has {} spatial dimensions but --spatial_dim is {dims}; \
-                         give a {dims}-D layout ({}) or drop --spatial_dim",
-                        layout.spatial_dims(),
-                        layouts_of(dims)
-                    )));
-                }
-            }
-        }
-        dims
-    } else {
-        // As BOO: without --spatial_dim, the layouts given decide (and must agree).
-        let mut dims = None;
-        for (long, layout) in &layouts {
-            if let Some(layout) = layout {
-                match dims {
-                    None => dims = Some((layout.spatial_dims(), *long, *layout)),
-                    Some((d, first, first_layout)) if d != layout.spatial_dims() => {
-                        return Err(ParseError::new(format!(
-                            "layouts disagree on the number of spatial dimensions: \
-                             --{first} {first_layout} but --{long} {layout}; give every \
-                             tensor a layout of the same rank ({} for {d}-D)",
-                            layouts_of(d)
-                        )));
-                    }
-                    Some(_) => {}
-                }
-            }
-        }
-        dims.map(|(d, _, _)| d).unwrap_or(2)
+    let [input_layout, filter_layout, output_layout] = conv_layouts(args)?;
+    let spatial_dims = input_layout.spatial_dims();
+    let dims = dim_flags_of(input_layout);
+    let positives = |name: fn(&DimFlags) -> &'static str| -> Result<Vec<u64>, ParseError> {
+        dims.iter().map(|d| args.positive(name(d))).collect()
     };
-    let layout_or_default = |i: usize| layouts[i].1.unwrap_or(Layout::default_for(spatial_dims));
-    let input_layout = layout_or_default(0);
-    let filter_layout = layout_or_default(1);
-    let output_layout = layout_or_default(2);
-
-    // Per-dimension flags, ordered [[D,] H,] W.
-    let per_dim = |d: &'static str, h: &'static str, w: &'static str| -> Vec<&'static str> {
-        [d, h, w][3 - spatial_dims..].to_vec()
+    let non_negatives = |name: fn(&DimFlags) -> &'static str| -> Result<Vec<u64>, ParseError> {
+        dims.iter().map(|d| args.non_negative(name(d))).collect()
     };
-    let positives = |names: Vec<&'static str>| -> Result<Vec<u64>, ParseError> {
-        names.into_iter().map(|n| args.positive(n)).collect()
-    };
-    let non_negatives = |names: Vec<&'static str>| -> Result<Vec<u64>, ParseError> {
-        names.into_iter().map(|n| args.non_negative(n)).collect()
-    };
-    note_unused_dimension_flags(args, spatial_dims, notes);
+    note_unused_dimension_flags(args, input_layout, notes);
 
     let n = args.positive("batchsize")?;
     let c = args.positive("in_channels")?;
     let k = args.positive("out_channels")?;
     let groups = args.positive("group_count")?;
-    let input_spatial = positives(per_dim("in_d", "in_h", "in_w"))?;
-    let filter_spatial = positives(per_dim("fil_d", "fil_h", "fil_w"))?;
-    let stride = positives(per_dim("conv_stride_d", "conv_stride_h", "conv_stride_w"))?;
-    let dilation = positives(per_dim("dilation_d", "dilation_h", "dilation_w"))?;
-    let mut padding = non_negatives(per_dim("pad_d", "pad_h", "pad_w"))?;
-    let mut output_padding = non_negatives(per_dim(
-        "trans_output_pad_d",
-        "trans_output_pad_h",
-        "trans_output_pad_w",
-    ))?;
+    let input_spatial = positives(|d| d.input)?;
+    let filter_spatial = positives(|d| d.filter)?;
+    let stride = positives(|d| d.stride)?;
+    let dilation = positives(|d| d.dilation)?;
+    let mut padding = non_negatives(|d| d.pad)?;
+    let mut output_padding = non_negatives(|d| d.output_pad)?;
     let bias = args.flag_bool("bias")?;
 
     let mode = match args.raw("mode") {
@@ -1107,10 +1075,7 @@ fn conv(
                     return Err(ParseError::new(format!(
                         "impossible transposed convolution: output padding {} in {} must be \
                          smaller than the stride ({}) or the dilation ({})",
-                        output_padding[i],
-                        dim_name(spatial_dims, i),
-                        stride[i],
-                        dilation[i]
+                        output_padding[i], dims[i].name, stride[i], dilation[i]
                     )));
                 }
             }
@@ -1140,7 +1105,7 @@ fn conv(
             return Err(ParseError::new(format!(
                 "impossible shape: the output {} would be {size} (input {}, filter {}, stride {}, \
                  padding {}, dilation {}); it must be at least 1",
-                dim_name(spatial_dims, i),
+                dims[i].name,
                 input_spatial[i],
                 filter_spatial[i],
                 stride[i],
@@ -1201,40 +1166,181 @@ fn conv(
     })
 }
 
-const DEPTH_FLAGS: [&str; 6] = [
-    "in_d",
-    "fil_d",
-    "conv_stride_d",
-    "pad_d",
-    "dilation_d",
-    "trans_output_pad_d",
-];
-const HEIGHT_FLAGS: [&str; 6] = [
-    "in_h",
-    "fil_h",
-    "conv_stride_h",
-    "pad_h",
-    "dilation_h",
-    "trans_output_pad_h",
+/// The layouts of a convolution's input, filter and output, all with the
+/// same spatial letters. Without --spatial_dim the layouts given decide the
+/// dimensions (as in BOO); a layout not given is the channels-first one with
+/// the letters of those given, or the default for the dimensions.
+fn conv_layouts(args: &Args) -> Result<[Layout; 3], ParseError> {
+    let mut given: Vec<(&str, Layout)> = Vec::new();
+    for long in ["in_layout", "fil_layout", "out_layout"] {
+        let raw = args.raw(long);
+        if !raw.is_empty() {
+            let layout = Layout::parse(raw).map_err(|e| {
+                ParseError::new(format!("bad value for {}: {e}", spec_name(args.spec(long))))
+            })?;
+            given.push((long, layout));
+        }
+    }
+    if args.is_given("spatial_dim") {
+        check_spatial_dim(args, &given)?;
+    }
+    if let Some(&(first, first_layout)) = given.first() {
+        if let Some(&(long, layout)) = given
+            .iter()
+            .find(|(_, l)| l.spatial_letters() != first_layout.spatial_letters())
+        {
+            return Err(disagreeing_layouts(first, first_layout, long, layout));
+        }
+    }
+    let default = match given.first() {
+        Some((_, layout)) => layout.channels_first(),
+        None => Layout::default_for(args.int("spatial_dim")? as usize),
+    };
+    let layout = |long: &str| {
+        given
+            .iter()
+            .find(|(l, _)| *l == long)
+            .map_or(default, |(_, layout)| *layout)
+    };
+    Ok([
+        layout("in_layout"),
+        layout("fil_layout"),
+        layout("out_layout"),
+    ])
+}
+
+/// Checks an explicit --spatial_dim against the layouts given.
+fn check_spatial_dim(args: &Args, given: &[(&str, Layout)]) -> Result<(), ParseError> {
+    let dims = args.int("spatial_dim")?;
+    if !(1..=3).contains(&dims) {
+        return Err(ParseError::new(format!(
+            "bad value for -_/--spatial_dim: expected 1, 2 or 3 (spatial dimensions of \
+             the convolution), found {dims}"
+        )));
+    }
+    let dims = dims as usize;
+    match given.iter().find(|(_, l)| l.spatial_dims() != dims) {
+        Some((long, layout)) => Err(ParseError::new(format!(
+            "--{long} {layout} has {} spatial dimensions but --spatial_dim is {dims}; \
+             give a {dims}-D layout ({}) or drop --spatial_dim",
+            layout.spatial_dims(),
+            layouts_of(dims)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The error for two layouts with different spatial letters.
+fn disagreeing_layouts(first: &str, a: Layout, long: &str, b: Layout) -> ParseError {
+    if a.spatial_dims() != b.spatial_dims() {
+        let d = a.spatial_dims();
+        return ParseError::new(format!(
+            "layouts disagree on the number of spatial dimensions: --{first} {a} but \
+             --{long} {b}; give every tensor a layout of the same rank ({} for {d}-D)",
+            layouts_of(d)
+        ));
+    }
+    // Only 1-D layouts share a rank but not their letter.
+    ParseError::new(format!(
+        "layouts disagree on the spatial dimension: --{first} {a} runs along {} but \
+         --{long} {b} along {}; a 1-D convolution takes the height flags with NCH/NHC or \
+         the width flags with NCW/NWC, so give all three tensors the same letter",
+        a.spatial_letters(),
+        b.spatial_letters()
+    ))
+}
+
+/// The flags of one spatial dimension.
+#[derive(Debug)]
+struct DimFlags {
+    /// Its layout letter.
+    letter: char,
+    /// Its name in messages.
+    name: &'static str,
+    input: &'static str,
+    filter: &'static str,
+    stride: &'static str,
+    pad: &'static str,
+    dilation: &'static str,
+    output_pad: &'static str,
+}
+
+impl DimFlags {
+    fn all(&self) -> [&'static str; 6] {
+        [
+            self.input,
+            self.filter,
+            self.stride,
+            self.pad,
+            self.dilation,
+            self.output_pad,
+        ]
+    }
+}
+
+/// The per-dimension flags of D, H and W, in that order.
+const DIM_FLAGS: [DimFlags; 3] = [
+    DimFlags {
+        letter: 'D',
+        name: "depth",
+        input: "in_d",
+        filter: "fil_d",
+        stride: "conv_stride_d",
+        pad: "pad_d",
+        dilation: "dilation_d",
+        output_pad: "trans_output_pad_d",
+    },
+    DimFlags {
+        letter: 'H',
+        name: "height",
+        input: "in_h",
+        filter: "fil_h",
+        stride: "conv_stride_h",
+        pad: "pad_h",
+        dilation: "dilation_h",
+        output_pad: "trans_output_pad_h",
+    },
+    DimFlags {
+        letter: 'W',
+        name: "width",
+        input: "in_w",
+        filter: "fil_w",
+        stride: "conv_stride_w",
+        pad: "pad_w",
+        dilation: "dilation_w",
+        output_pad: "trans_output_pad_w",
+    },
 ];
 
-/// Notes the depth flags of a 2-D convolution and the height and depth flags
-/// of a 1-D one: MIOpen accepts them whatever the dimensions, so they are
-/// ignored rather than refused (at their defaults they change nothing and
-/// are not noted).
-fn note_unused_dimension_flags(args: &Args, spatial_dims: usize, notes: &mut Vec<String>) {
-    let (unused, hint): (Vec<&str>, &str) = match spatial_dims {
-        1 => (
-            HEIGHT_FLAGS.iter().chain(&DEPTH_FLAGS).copied().collect(),
-            "the convolution is 1-D: only the width flags apply",
-        ),
-        2 => (
-            DEPTH_FLAGS.to_vec(),
-            "the convolution is 2-D (add --spatial_dim 3 for 3-D)",
-        ),
+/// The flags of a layout's spatial letters, in per-dimension order (as
+/// BOO, which takes the flags of the letters in the layout).
+fn dim_flags_of(layout: Layout) -> Vec<&'static DimFlags> {
+    DIM_FLAGS
+        .iter()
+        .filter(|d| layout.spatial_letters().contains(d.letter))
+        .collect()
+}
+
+/// Notes the flags of the spatial letters a convolution's layout does not
+/// have (depth flags in 2-D; in 1-D those of the two other letters): MIOpen
+/// accepts them whatever the dimensions, so they are ignored rather than
+/// refused (at their defaults they change nothing and are not noted).
+fn note_unused_dimension_flags(args: &Args, layout: Layout, notes: &mut Vec<String>) {
+    let letters = layout.spatial_letters();
+    let hint = match letters {
+        "H" => {
+            "the convolution is 1-D along H (NCH/NHC take the height flags; \
+                give NCW or NWC layouts for the width flags)"
+        }
+        "W" => {
+            "the convolution is 1-D along W (NCW/NWC take the width flags; \
+                give NCH or NHC layouts for the height flags)"
+        }
+        "HW" => "the convolution is 2-D (add --spatial_dim 3 for 3-D)",
         _ => return,
     };
-    for long in unused {
+    let unused = DIM_FLAGS.iter().filter(|d| !letters.contains(d.letter));
+    for long in unused.flat_map(DimFlags::all) {
         if args.is_given(long) && args.raw(long) != args.spec(long).default {
             notes.push(format!(
                 "ignored {} {}: {hint}",
@@ -1245,15 +1351,10 @@ fn note_unused_dimension_flags(args: &Args, spatial_dims: usize, notes: &mut Vec
     }
 }
 
-/// The name of spatial dimension `i` of a `spatial_dims`-D convolution.
-fn dim_name(spatial_dims: usize, i: usize) -> &'static str {
-    ["depth", "height", "width"][3 - spatial_dims + i]
-}
-
 /// The layouts of a convolution with `dims` spatial dimensions, for messages.
 fn layouts_of(dims: usize) -> &'static str {
     match dims {
-        1 => "NCW or NWC",
+        1 => "NCH, NHC, NCW or NWC",
         3 => "NCDHW or NDHWC",
         _ => "NCHW or NHWC",
     }
@@ -1515,7 +1616,8 @@ mod tests {
 
     #[test]
     fn one_d_flags() {
-        let line = "convfp16 --spatial_dim 1 -n 2 -c 4 -W 14 -k 8 -x 3 -v 2 -q 1 -j 2 -F 1";
+        // As in BOO, 1-D defaults to NCH and takes the height flags.
+        let line = "convfp16 --spatial_dim 1 -n 2 -c 4 -H 14 -k 8 -y 3 -u 2 -p 1 -l 2 -F 1";
         let c = conv_of(line);
         assert_eq!(c.spatial_dims, 1);
         assert_eq!(c.input_spatial, [14]);
@@ -1528,43 +1630,153 @@ mod tests {
         assert_eq!(c.output_spatial, [6]);
         assert_eq!(
             (c.input_layout, c.filter_layout, c.output_layout),
-            (Layout::Ncw, Layout::Ncw, Layout::Ncw)
+            (Layout::Nch, Layout::Nch, Layout::Nch)
         );
         assert_eq!(c.input_shape(), [2, 4, 14]);
         assert_eq!(c.filter_shape(), [8, 4, 3]);
         assert_eq!(c.output_shape(), [2, 8, 6]);
-        let long = "convfp16 -_ 1 --in_w 14 --fil_w 3 --conv_stride_w 2 --pad_w 1 \
-                    --dilation_w 2 -n 2 -c 4 -k 8 -F 1";
+        let long = "convfp16 -_ 1 --in_h 14 --fil_h 3 --conv_stride_h 2 --pad_h 1 \
+                    --dilation_h 2 -n 2 -c 4 -k 8 -F 1";
         assert_eq!(conv_of(long), c);
 
-        // NCW and NWC, given with -_ 1 or deciding the dimensions alone.
-        let c = conv_of("conv -_ 1 -I NWC -f NWC -O nwc -W 10 -x 3 -F 1");
+        // NCW takes the same values from the width flags.
+        let w = conv_of(
+            "convfp16 -_ 1 -n 2 -c 4 -W 14 -k 8 -x 3 -v 2 -q 1 -j 2 -F 1 -I NCW -f NCW -O NCW",
+        );
+        assert_eq!(w.input_layout, Layout::Ncw);
+        let as_nch = |mut c: ConvCommand| {
+            c.input_layout = Layout::Nch;
+            c.filter_layout = Layout::Nch;
+            c.output_layout = Layout::Nch;
+            c
+        };
+        assert_eq!(as_nch(w), c);
+
+        // NHC, given with -_ 1 or deciding the dimensions alone.
+        let c = conv_of("conv -_ 1 -I NHC -f NHC -O nhc -H 10 -y 3 -F 1");
         assert_eq!(c.input_shape(), [100, 10, 3]);
         assert_eq!(c.filter_shape(), [32, 3, 3]);
         assert_eq!(c.output_shape(), [100, 8, 32]);
-        let implied = conv_of("conv -I NWC -W 10 -x 3 -F 1");
+        let implied = conv_of("conv -I NHC -H 10 -y 3 -F 1");
         assert_eq!(implied.spatial_dims, 1);
-        assert_eq!(implied.input_layout, Layout::Nwc);
-        // Layouts not given take the 1-D default.
-        assert_eq!(implied.filter_layout, Layout::Ncw);
+        assert_eq!(implied.input_layout, Layout::Nhc);
+        assert_eq!(implied.filter_layout, Layout::Nch);
         assert_eq!(implied.output_shape(), [100, 32, 8]);
-        let mixed = conv_of("conv -I ncw -f NWC -O NWC -c 4 -k 6 -W 9 -x 2 -F 1");
+        let mixed = conv_of("conv -I nch -f NHC -O NHC -c 4 -k 6 -H 9 -y 2 -F 1");
         assert_eq!(mixed.spatial_dims, 1);
         assert_eq!(mixed.input_shape(), [100, 4, 9]);
         assert_eq!(mixed.filter_shape(), [6, 2, 4]);
         assert_eq!(mixed.output_shape(), [100, 8, 6]);
 
-        let e = err("conv -I NWC -O NCHW");
+        let e = err("conv -I NHC -O NCHW");
         assert!(e.contains("disagree"), "{e}");
-        let e = err("conv -f NCDHW -O NCW");
+        let e = err("conv -f NCDHW -O NCH");
         assert!(e.contains("disagree"), "{e}");
         let e = err("conv -_ 1 -I NHWC");
-        assert!(e.contains("--spatial_dim is 1"), "{e}");
-        let e = err("conv -_ 2 -f NCW");
+        assert!(
+            e.contains("--spatial_dim is 1") && e.contains("NCH, NHC, NCW or NWC"),
+            "{e}"
+        );
+        let e = err("conv -_ 2 -f NCH");
         assert!(e.contains("--spatial_dim is 2"), "{e}");
+    }
 
-        // Height and depth flags on a 1-D convolution are noted, not used.
-        let cmd = parse("conv -_ 1 -H 8 -y 1 -u 2 -p 1 -l 2 -Y 1 -! 4 -W 9 -F 1").unwrap();
+    /// Every layout parses from its name and puts each size under its letter.
+    #[test]
+    fn layouts_place_sizes_by_letter() {
+        use Layout::*;
+        for layout in [Nch, Nhc, Ncw, Nwc, Nchw, Nhwc, Ncdhw, Ndhwc] {
+            let name = layout.as_str();
+            assert_eq!(Layout::parse(&name.to_ascii_lowercase()), Ok(layout));
+            assert_eq!(layout.channels_first().as_str().chars().nth(1), Some('C'));
+            assert_eq!(
+                layout.channels_first().spatial_letters(),
+                layout.spatial_letters()
+            );
+            // Sizes 10 (N), 20 (C), then 3, 4, 5 for the spatial letters in order.
+            let spatial: Vec<u64> = (3..3 + layout.spatial_dims() as u64).collect();
+            let by_letter = |letter: char| match letter {
+                'N' => 10,
+                'C' => 20,
+                l => spatial[layout.spatial_letters().find(l).unwrap()],
+            };
+            let expected: Vec<u64> = name.chars().map(by_letter).collect();
+            assert_eq!(layout.arrange(10, 20, &spatial), expected, "{name}");
+        }
+        assert_eq!(Layout::default_for(1), Nch);
+    }
+
+    #[test]
+    fn one_d_width_layouts() {
+        let c = conv_of("conv -_ 1 -I NWC -f NWC -O nwc -W 10 -x 3 -F 1");
+        assert_eq!(c.input_shape(), [100, 10, 3]);
+        assert_eq!(c.filter_shape(), [32, 3, 3]);
+        assert_eq!(c.output_shape(), [100, 8, 32]);
+        // Layouts not given take the channels-first layout of the same letter.
+        let implied = conv_of("conv -I NWC -W 10 -x 3 -F 1");
+        assert_eq!(implied.spatial_dims, 1);
+        assert_eq!(implied.input_layout, Layout::Nwc);
+        assert_eq!(implied.filter_layout, Layout::Ncw);
+        assert_eq!(implied.output_shape(), [100, 32, 8]);
+        let mixed = conv_of("conv -I ncw -f NWC -O NWC -c 4 -k 6 -W 9 -x 2 -F 1");
+        assert_eq!(mixed.input_shape(), [100, 4, 9]);
+        assert_eq!(mixed.filter_shape(), [6, 2, 4]);
+        assert_eq!(mixed.output_shape(), [100, 8, 6]);
+        let e = err("conv -I NWC -O NCHW");
+        assert!(e.contains("disagree"), "{e}");
+    }
+
+    #[test]
+    fn one_d_layouts_share_their_letter() {
+        for line in [
+            "conv -_ 1 -I NCH -f NCW",
+            "conv -I NWC -O NHC",
+            "conv -_ 1 -f NCH -O NWC",
+        ] {
+            let e = err(line);
+            assert!(
+                e.contains("disagree on the spatial dimension")
+                    && e.contains("along H")
+                    && e.contains("along W")
+                    && e.contains("same letter"),
+                "{line}: {e}"
+            );
+        }
+        let e = err("conv -I NCH -f NWC");
+        assert!(
+            e.contains("--in_layout NCH") && e.contains("--fil_layout NWC"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn one_d_flags_of_other_letters_are_noted() {
+        // Along H (the default): width and depth flags are noted, not used.
+        let cmd = parse("conv -_ 1 -W 8 -x 1 -v 2 -q 1 -j 2 -X 1 -! 4 -H 9 -F 1").unwrap();
+        let along_h = [
+            "-W/--in_w",
+            "-x/--fil_w",
+            "-v/--conv_stride_w",
+            "-q/--pad_w",
+            "-j/--dilation_w",
+            "-X/--trans_output_pad_w",
+            "-!/--in_d",
+        ];
+        for flag in along_h {
+            assert!(
+                cmd.notes
+                    .iter()
+                    .any(|n| n.contains(flag) && n.contains("1-D along H") && n.contains("NCW")),
+                "{flag}: {:#?}",
+                cmd.notes
+            );
+        }
+        assert_eq!(cmd.notes.len(), 7, "{:#?}", cmd.notes);
+        let Op::Conv(c) = cmd.op else { panic!() };
+        assert_eq!((c.input_spatial, c.output_spatial), (vec![9], vec![7]));
+
+        // Along W: height and depth flags are.
+        let cmd = parse("conv -_ 1 -H 8 -y 1 -u 2 -p 1 -l 2 -Y 1 -! 4 -W 9 -I NCW -F 1").unwrap();
         for flag in [
             "-H/--in_h",
             "-y/--fil_h",
@@ -1577,7 +1789,7 @@ mod tests {
             assert!(
                 cmd.notes
                     .iter()
-                    .any(|n| n.contains(flag) && n.contains("1-D")),
+                    .any(|n| n.contains(flag) && n.contains("1-D along W")),
                 "{flag}: {:#?}",
                 cmd.notes
             );
@@ -1586,20 +1798,34 @@ mod tests {
         let Op::Conv(c) = cmd.op else { panic!() };
         assert_eq!((c.input_spatial, c.output_spatial), (vec![9], vec![7]));
         // At MIOpen's defaults they change nothing and are not noted.
-        assert!(parse("conv -_ 1 -H 32 -y 3 -F 1").unwrap().notes.is_empty());
+        assert!(parse("conv -_ 1 -W 32 -x 3 -F 1").unwrap().notes.is_empty());
+        assert!(parse("conv -_ 1 -I NCW -H 32 -y 3 -F 1")
+            .unwrap()
+            .notes
+            .is_empty());
+    }
 
-        // Transposed, with output padding in width.
-        let t = conv_of("conv -_ 1 -m trans -n 1 -c 4 -W 5 -k 6 -x 3 -v 2 -q 1 -X 1 -g 2 -F 1");
+    #[test]
+    fn one_d_transposed_and_impossible_shapes() {
+        // Transposed, with output padding in height.
+        let t = conv_of("conv -_ 1 -m trans -n 1 -c 4 -H 5 -k 6 -y 3 -u 2 -p 1 -Y 1 -g 2 -F 1");
         assert_eq!(t.output_padding, [1]);
         // 2*(5-1) + (3-1) + 1 - 2 + 1 = 10
         assert_eq!(t.output_spatial, [10]);
         assert_eq!(t.filter_shape(), [4, 3, 3]);
-        let e = err("conv -_ 1 -m trans -X 1");
+        let e = err("conv -_ 1 -m trans -Y 1");
+        assert!(
+            e.contains("smaller than the stride") && e.contains("height"),
+            "{e}"
+        );
+        let e = err("conv -_ 1 -m trans -X 1 -I NWC");
         assert!(
             e.contains("smaller than the stride") && e.contains("width"),
             "{e}"
         );
-        let e = err("conv -_ 1 -W 2 -x 3");
+        let e = err("conv -_ 1 -H 2 -y 3");
+        assert!(e.contains("output height would be 0"), "{e}");
+        let e = err("conv -_ 1 -W 2 -x 3 -I NCW -f NCW -O NCW");
         assert!(e.contains("output width would be 0"), "{e}");
     }
 

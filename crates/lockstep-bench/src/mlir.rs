@@ -1122,11 +1122,16 @@ mod tests {
             text.contains("affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3 * 2 + d5, d1, d4)>"),
             "{text}"
         );
-        // The transposed backward data is a plain forward over dy.
-        let trans = "conv -_ 1 -m trans -n 1 -c 4 -W 5 -k 6 -x 3 -v 2 -q 1 -X 1 -F 2";
+        // The transposed backward data is a plain forward over dy; NCH (the
+        // 1-D default) takes the height flags.
+        let trans = "conv -_ 1 -m trans -n 1 -c 4 -H 5 -k 6 -y 3 -u 2 -p 1 -Y 1 -F 2";
         let text = conv_module(&sig(trans)).unwrap();
         assert!(text.contains("tensor.pad %arg0 low[0, 0, 1]"), "{text}");
         assert!(text.contains("-> tensor<1x4x5xf32>"), "{text}");
+        assert!(
+            text.contains("func.func @conv_1d_float32_input_backward_1x4x5_nch_4x6x3_fch_nfh_2s_1p_1d_1g_trans_1op("),
+            "{text}"
+        );
     }
 
     #[test]

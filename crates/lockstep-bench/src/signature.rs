@@ -500,19 +500,37 @@ mod tests {
 
     #[test]
     fn one_d_names() {
-        let line = "conv -_ 1 -n 2 -c 8 -W 20 -k 4 -x 3 -v 2 -q 1 -j 2 -g 2 -b 1 -F 1";
+        // BOO's 1-D default layout is NCH, and its names spell the layouts
+        // as given: the filter `fch`, the output `nfh`.
+        assert_eq!(
+            names("conv -_ 1 -n 2 -c 4 -H 11 -k 8 -y 3 -F 1"),
+            ["conv_1d_float32_forward_2x4x11_nch_8x4x3_fch_nfh_1s_0p_1d_1g"]
+        );
+        let line = "conv -_ 1 -n 2 -c 8 -H 20 -k 4 -y 3 -u 2 -p 1 -l 2 -g 2 -b 1 -F 1";
         let sig = &sigs(line)[0];
         // (20 + 2 - 2*2 - 1)/2 + 1 = 9 output positions.
         assert_eq!(
             sig.func_name,
-            "conv_1d_float32_forward_b_2x8x20_ncw_4x4x3_fcw_nfw_2s_1p_2d_2g"
+            "conv_1d_float32_forward_b_2x8x20_nch_4x4x3_fch_nfh_2s_1p_2d_2g"
         );
         assert_eq!(sig.outputs[0].shape, [2, 4, 9]);
         assert_eq!(sig.inputs[2].shape, [4]);
-        // 2*N*K*Wo*(C/g)*X + N*K*Wo
+        // 2*N*K*Ho*(C/g)*Y + N*K*Ho
         assert_eq!(sig.flops, 2 * 2 * 4 * 9 * 4 * 3 + 2 * 4 * 9);
         assert_eq!(sig.bytes, 4 * (2 * 8 * 20 + 4 * 4 * 3 + 4 + 2 * 4 * 9));
-        let nwc = line.replace("-F 1", "-F 4 -I NWC -f NWC -O NWC");
+        let nhc = line.replace("-F 1", "-F 4 -I NHC -f NHC -O NHC");
+        assert_eq!(
+            names(&nhc),
+            ["conv_1d_float32_weight_backward_2x20x8_nhc_4x3x4_fhc_nhf_2s_1p_2d_2g"]
+        );
+        // The width layouts take the width flags.
+        let ncw = "conv -_ 1 -n 2 -c 8 -W 20 -k 4 -x 3 -v 2 -q 1 -j 2 -g 2 -b 1 -F 1 -I NCW -f NCW -O NCW";
+        assert_eq!(
+            names(ncw),
+            ["conv_1d_float32_forward_b_2x8x20_ncw_4x4x3_fcw_nfw_2s_1p_2d_2g"]
+        );
+        assert_eq!(sigs(ncw)[0].flops, sig.flops);
+        let nwc = ncw.replace("-F 1 -I NCW -f NCW -O NCW", "-F 4 -I NWC -f NWC -O NWC");
         assert_eq!(
             names(&nwc),
             ["conv_1d_float32_weight_backward_2x20x8_nwc_4x3x4_fwc_nwf_2s_1p_2d_2g"]

@@ -603,22 +603,39 @@ mod tests {
         assert_eq!(y, [3.0 + 10.0, 9.0 + 20.0]);
     }
 
-    /// A 1-D convolution is a 2-D one of height 1, and NCW and NWC hold their
-    /// elements in the order of NCHW and NHWC with H = 1: both references
-    /// agree on the same data in every direction, plain and transposed.
+    /// A 1-D convolution along W is a 2-D one of height 1, and NCW and NWC
+    /// hold their elements in the order of NCHW and NHWC with H = 1; one
+    /// along H is a 2-D one of width 1, NCH and NHC in the order of NCHW and
+    /// NHWC with W = 1: both references agree on the same data in every
+    /// direction, plain and transposed.
     #[test]
-    fn one_d_is_two_d_of_height_one() {
+    fn one_d_is_two_d_of_size_one() {
+        let along_w = [("-_ 1", "-H 1 -y 1"), ("NWC", "NHWC"), ("NCW", "NCHW")];
+        let along_h = [("-_ 1", "-W 1 -x 1"), ("NHC", "NHWC"), ("NCH", "NCHW")];
         let lines = [
-            "conv -_ 1 -n 2 -c 4 -W 9 -k 6 -x 3 -v 2 -q 1 -j 2 -g 2 -b 1 -I NWC -f NCW -O NWC",
-            "conv -_ 1 -m trans -n 2 -c 4 -W 5 -k 6 -x 3 -v 2 -q 1 -X 1 -g 2 -b 1 -I NCW -f NWC -O NCW",
+            (
+                "conv -_ 1 -n 2 -c 4 -W 9 -k 6 -x 3 -v 2 -q 1 -j 2 -g 2 -b 1 -I NWC -f NCW -O NWC",
+                along_w,
+            ),
+            (
+                "conv -_ 1 -m trans -n 2 -c 4 -W 5 -k 6 -x 3 -v 2 -q 1 -X 1 -g 2 -b 1 -I NCW -f NWC -O NCW",
+                along_w,
+            ),
+            (
+                "conv -_ 1 -n 2 -c 4 -H 9 -k 6 -y 3 -u 2 -p 1 -l 2 -g 2 -b 1 -I NHC -f NCH -O NHC",
+                along_h,
+            ),
+            (
+                "conv -_ 1 -m trans -n 2 -c 4 -H 5 -k 6 -y 3 -u 2 -p 1 -Y 1 -g 2 -b 1 -I NCH -f NHC -O NCH",
+                along_h,
+            ),
         ];
-        for line in lines {
+        for (line, replacements) in lines {
             for forw in [1, 2, 4] {
                 let one_d = format!("{line} -F {forw}");
-                let two_d = one_d
-                    .replace("-_ 1", "-H 1 -y 1")
-                    .replace("NWC", "NHWC")
-                    .replace("NCW", "NCHW");
+                let two_d = replacements
+                    .iter()
+                    .fold(one_d.clone(), |l, (from, to)| l.replace(from, to));
                 let one = sig(&one_d);
                 let data = inputs(&one, 3);
                 let (values, sums) = run(&one_d, &data);
@@ -1129,15 +1146,36 @@ mod tests {
                 "conv -_ 1 -n 2 -c 4 -W 11 -k 6 -x 3 -v 2 -q 1 -j 2 -g 2 -b 1 -F 1 -I NWC -f NWC -O NCW",
                 // forward, NCW implied by the layouts
                 "conv -n 2 -c 3 -W 8 -k 4 -x 3 -q 1 -F 1 -I NCW -f NCW -O NCW",
-                // backward data: stride, padding, groups, NCW
-                "conv -_ 1 -n 2 -c 4 -W 10 -k 4 -x 3 -v 2 -q 1 -g 2 -F 2",
+                // backward data: stride, padding, groups, NCW (the other
+                // layouts implied)
+                "conv -_ 1 -n 2 -c 4 -W 10 -k 4 -x 3 -v 2 -q 1 -g 2 -F 2 -I NCW",
                 // backward data: dilation, padding beyond the filter's reach
                 // (dy is cropped, not padded), NWC
                 "conv -_ 1 -n 1 -c 4 -W 9 -k 2 -x 3 -v 2 -q 5 -j 2 -F 2 -I NWC -f NCW -O NWC",
                 // backward weight: stride, padding, dilation, groups, NWC
                 "conv -_ 1 -n 2 -c 4 -W 12 -k 4 -x 3 -v 2 -q 1 -j 2 -g 2 -F 4 -I NWC -f NWC -O NWC",
                 // backward weight, NCW
-                "conv -_ 1 -n 2 -c 4 -W 9 -k 6 -x 2 -q 1 -F 4",
+                "conv -_ 1 -n 2 -c 4 -W 9 -k 6 -x 2 -q 1 -F 4 -I NCW -f NCW -O NCW",
+            ];
+            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines)) {
+                // Exact inputs, f32 accumulation: the results are exact.
+                assert_eq!(got, reference, "{line}: {verdict:?}");
+            }
+        }
+
+        /// 1-D along H: NCH (BOO's 1-D default) and NHC, with the height
+        /// flags.
+        #[test]
+        fn one_d_along_h_f32_directions_pass() {
+            let lines = [
+                // forward: stride, padding, dilation, groups, bias; NCH by default
+                "conv -_ 1 -n 2 -c 4 -H 11 -k 6 -y 3 -u 2 -p 1 -l 2 -g 2 -b 1 -F 1",
+                // forward, NHC implied by the layout given
+                "conv -n 2 -c 3 -H 8 -k 4 -y 3 -p 1 -F 1 -I NHC",
+                // backward data: stride, padding, groups, NHC in, NCH filter
+                "conv -_ 1 -n 2 -c 4 -H 10 -k 4 -y 3 -u 2 -p 1 -g 2 -F 2 -I NHC -f NCH -O NHC",
+                // backward weight: stride, padding, dilation, NHC
+                "conv -_ 1 -n 2 -c 4 -H 12 -k 4 -y 3 -u 2 -p 1 -l 2 -F 4 -I NHC -f NHC -O NHC",
             ];
             for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines)) {
                 // Exact inputs, f32 accumulation: the results are exact.
@@ -1150,8 +1188,8 @@ mod tests {
             let lines = [
                 // forward: stride, padding, output padding, groups, bias, NWC
                 "conv -_ 1 -m trans -n 2 -c 4 -W 5 -k 6 -x 3 -v 2 -q 1 -X 1 -g 2 -b 1 -F 1 -I NWC -f NWC -O NWC",
-                // backward data: dilation, output padding, groups, NCW
-                "conv -_ 1 -m trans -n 2 -c 4 -W 4 -k 4 -x 3 -v 2 -q 1 -j 2 -X 1 -g 2 -F 2",
+                // backward data: dilation, output padding, groups, NCH
+                "conv -_ 1 -m trans -n 2 -c 4 -H 4 -k 4 -y 3 -u 2 -p 1 -l 2 -Y 1 -g 2 -F 2",
                 // backward weight: output padding below a stride of 3, mixed layouts
                 "conv -_ 1 -m trans -n 2 -c 4 -W 4 -k 6 -x 2 -v 3 -X 2 -F 4 -I NCW -f NWC -O NWC",
             ];
@@ -1165,7 +1203,7 @@ mod tests {
         fn one_d_bf16_and_int8_pass() {
             let lines = [
                 "convbfp16 -_ 1 -n 2 -c 16 -W 16 -k 8 -x 5 -q 2 -b 1 -F 1 -I NWC -f NWC -O NWC",
-                "convint8 -_ 1 -n 1 -c 8 -W 10 -k 4 -x 3 -q 1 -j 2 -g 2 -F 1",
+                "convint8 -_ 1 -n 1 -c 8 -H 10 -k 4 -y 3 -p 1 -l 2 -g 2 -F 1",
             ];
             let results = check_all(&lines);
             // The bf16 output really was rounded ...
