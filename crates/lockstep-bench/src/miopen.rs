@@ -2,8 +2,9 @@
 //!
 //! A command starts with its command word, which picks the operation and the
 //! element type: `conv` (f32), `convfp16`, `convbfp16`, `convint8` (int8 in,
-//! int32 out); `gemm`, `gemmfp16`; `layernorm`, `layernormfp16`,
-//! `layernormbfp16` (the last two as the BOO driver parses them). Every flag
+//! int32 out); `gemm`, `gemmfp16` (as the BOO driver parses them: M from
+//! `-k`, K from `-m`); `layernorm`, `layernormfp16`, `layernormbfp16` (the
+//! last two as the BOO driver parses them). Every flag
 //! has a long (`--batchsize`) and a short (`-n`) form and its value is always
 //! the next word (so `-S -1` works); `--long=value` is accepted too.
 //!
@@ -15,6 +16,8 @@
 //!   value differs from MIOpen's default (at the default they change nothing);
 //! - `convint8` runs forward only, as in MIOpen (backward directions that `-F`
 //!   asks for are dropped with a note);
+//! - `-z/--pad_mode same` is refused where its total padding in a dimension
+//!   is odd, which MIOpen splits unevenly: lockstep pads both ends alike;
 //! - `--spatial_dim 1` (or a 1-D layout) asks for a 1-D convolution, which
 //!   MIOpenDriver does not have but BOO's parser and signatures (from
 //!   PyTorch's `conv1d`) do. As in BOO, its layouts are `NCH` (the default)
@@ -1036,26 +1039,9 @@ fn conv(
         )));
     }
 
-    // MIOpen recomputes the padding for `same`/`valid` in conv mode when all
-    // dilations or all filter sizes are 1.
-    if mode == ConvMode::Conv
-        && pad_mode != PadMode::Default
-        && (dilation.iter().all(|&d| d == 1) || filter_spatial.iter().all(|&f| f == 1))
-    {
-        for i in 0..spatial_dims {
-            padding[i] = match pad_mode {
-                PadMode::Valid => 0,
-                _ => {
-                    let (input, fil, s) = (input_spatial[i], filter_spatial[i], stride[i]);
-                    let total = if input % s == 0 {
-                        fil.saturating_sub(s)
-                    } else {
-                        fil.saturating_sub(input % s)
-                    };
-                    total / 2
-                }
-            };
-        }
+    if pad_mode != PadMode::Default {
+        let sizes = [&input_spatial, &filter_spatial, &stride, &dilation];
+        padding = padding_for_mode(args, pad_mode, mode, &dims, sizes, padding, notes)?;
     }
 
     match mode {
@@ -1346,6 +1332,104 @@ fn note_unused_dimension_flags(args: &Args, layout: Layout, notes: &mut Vec<Stri
                 "ignored {} {}: {hint}",
                 spec_name(args.spec(long)),
                 args.raw(long)
+            ));
+        }
+    }
+}
+
+/// The padding after `-z same|valid`: MIOpen recomputes it for convolutions
+/// (not transposed) whose dilations or filter sizes are all 1 and leaves the
+/// explicit padding alone otherwise; either way a note says what was
+/// ignored.
+fn padding_for_mode(
+    args: &Args,
+    pad_mode: PadMode,
+    mode: ConvMode,
+    dims: &[&DimFlags],
+    sizes: [&Vec<u64>; 4],
+    explicit: Vec<u64>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<u64>, ParseError> {
+    let [_, filter, _, dilation] = sizes;
+    if mode == ConvMode::Conv
+        && (dilation.iter().all(|&d| d == 1) || filter.iter().all(|&f| f == 1))
+    {
+        let computed = pad_mode_padding(args, pad_mode, dims, sizes)?;
+        note_overridden_padding(args, dims, &computed, notes);
+        return Ok(computed);
+    }
+    notes.push(format!(
+        "ignored `-z {}` (-z/--pad_mode): MIOpen applies it only to convolutions \
+         (not -m trans) whose dilations or filter sizes are all 1; the -p/-q/-$ \
+         padding is used",
+        args.raw("pad_mode")
+    ));
+    Ok(explicit)
+}
+
+/// The padding `-z same|valid` gives each dimension, as MIOpen computes it:
+/// zero for `valid`; for `same`, half the total padding that makes the
+/// output `ceil(in/stride)`, `max((out-1)*stride + (fil-1)*dil + 1 - in, 0)`.
+/// MIOpen pads an odd total unevenly (one more element after than before);
+/// lockstep's kernels pad both ends alike, so an odd total is refused rather
+/// than rounded down to a smaller kernel than MIOpen's.
+fn pad_mode_padding(
+    args: &Args,
+    pad_mode: PadMode,
+    dims: &[&DimFlags],
+    [input, filter, stride, dilation]: [&Vec<u64>; 4],
+) -> Result<Vec<u64>, ParseError> {
+    let mut padding = Vec::with_capacity(dims.len());
+    for (i, dim) in dims.iter().enumerate() {
+        if pad_mode == PadMode::Valid {
+            padding.push(0);
+            continue;
+        }
+        let output = input[i].div_ceil(stride[i]);
+        let total = (output - 1)
+            .saturating_mul(stride[i])
+            .saturating_add((filter[i] - 1).saturating_mul(dilation[i]))
+            .saturating_add(1)
+            .saturating_sub(input[i]);
+        if total % 2 == 1 {
+            return Err(ParseError::new(format!(
+                "-z/--pad_mode same needs an odd total padding of {total} in {} (input {}, \
+                 filter {}, stride {}, dilation {}, for an output of {output}), which MIOpen \
+                 splits unevenly ({} before, {} after) but lockstep pads both ends alike: \
+                 drop -z same and give the padding explicitly, e.g. {} {} or {}",
+                dim.name,
+                input[i],
+                filter[i],
+                stride[i],
+                dilation[i],
+                total / 2,
+                total / 2 + 1,
+                spec_name(args.spec(dim.pad)),
+                total / 2,
+                total / 2 + 1
+            )));
+        }
+        padding.push(total / 2);
+    }
+    Ok(padding)
+}
+
+/// Notes explicit padding flags that `-z same|valid` overrides (as MIOpen
+/// does) with another value.
+fn note_overridden_padding(
+    args: &Args,
+    dims: &[&DimFlags],
+    computed: &[u64],
+    notes: &mut Vec<String>,
+) {
+    for (dim, pad) in dims.iter().zip(computed) {
+        if args.is_given(dim.pad) && args.non_negative(dim.pad).ok() != Some(*pad) {
+            notes.push(format!(
+                "ignored {} {}: -z {} sets the {} padding to {pad}, as in MIOpen",
+                spec_name(args.spec(dim.pad)),
+                args.raw(dim.pad),
+                args.raw("pad_mode"),
+                dim.name
             ));
         }
     }
@@ -1941,18 +2025,93 @@ mod tests {
 
     #[test]
     fn pad_modes() {
-        let same = conv_of("conv -H 32 -W 31 -y 3 -x 4 -u 2 -v 2 -z same -F 1");
-        // H: 32 % 2 == 0 -> (3-2)/2 = 0 ; W: 31 % 2 == 1 -> (4-1)/2 = 1
-        assert_eq!(same.padding, [0, 1]);
+        // "same": output ceil(in/stride), padding half the total
+        // max((out-1)*stride + (fil-1)*dil + 1 - in, 0) when it is even.
         let same = conv_of("conv -y 3 -x 3 -z same -F 1");
         assert_eq!(same.padding, [1, 1]);
         assert_eq!(same.output_spatial, [32, 32]);
+        // H: out 16, 15*2 + 3 - 31 = 2 ; W: out 16, 15*2 + 4 - 32 = 2.
+        let same = conv_of("conv -H 31 -W 32 -y 3 -x 4 -u 2 -v 2 -z same -F 1");
+        assert_eq!(same.padding, [1, 1]);
+        assert_eq!(same.output_spatial, [16, 16]);
+        // A total below zero is no padding: 1x1 filters, stride 2.
+        let same = conv_of("conv -y 1 -x 1 -u 2 -v 2 -l 2 -j 2 -z same -F 1");
+        assert_eq!(same.padding, [0, 0]);
+        assert_eq!(same.output_spatial, [16, 16]);
+        // 1-D along H and 3-D.
+        let same = conv_of("conv -_ 1 -H 10 -y 5 -z same -F 1");
+        assert_eq!((same.padding, same.output_spatial), (vec![2], vec![10]));
+        let same = conv_of("conv -_ 3 -! 8 -@ 5 -z same -F 1");
+        assert_eq!(same.padding, [2, 1, 1]);
+        assert_eq!(same.output_spatial, [8, 32, 32]);
+
         let valid = conv_of("conv -p 2 -q 2 -z valid -F 1");
         assert_eq!(valid.padding, [0, 0]);
-        // Not applied with dilation > 1 and filters > 1 (as MIOpen).
-        let kept = conv_of("conv -p 2 -q 2 -l 2 -z valid -F 1");
-        assert_eq!(kept.padding, [2, 2]);
         assert!(err("conv -z full").contains("default, same or valid"));
+    }
+
+    /// MIOpen pads an odd "same" total unevenly; lockstep refuses the line
+    /// instead of timing a smaller, evenly padded kernel.
+    #[test]
+    fn odd_same_padding_is_refused() {
+        // 3x3, stride 2, even input: out 16, total 15*2 + 3 - 32 = 1.
+        let e = err("conv -H 32 -W 32 -y 3 -x 3 -u 2 -v 2 -z same -F 1");
+        for part in [
+            "-z/--pad_mode same",
+            "odd total padding of 1 in height",
+            "output of 16",
+            "0 before, 1 after",
+            "-p/--pad_h 0 or 1",
+        ] {
+            assert!(e.contains(part), "{part}: {e}");
+        }
+        // Even in H, odd in W (4 wide filter, stride 1: total 3).
+        let e = err("conv -y 3 -x 4 -z same -F 1");
+        assert!(
+            e.contains("3 in width") && e.contains("-q/--pad_w 1 or 2"),
+            "{e}"
+        );
+        let e = err("conv -_ 3 -@ 2 -z same -F 1");
+        assert!(e.contains("in depth") && e.contains("-$/--pad_d"), "{e}");
+        // The explicit padding the error asks for is accepted.
+        let c = conv_of("conv -H 32 -W 32 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 -F 1");
+        assert_eq!(c.output_spatial, [16, 16]);
+    }
+
+    #[test]
+    fn pad_modes_override_explicit_padding_with_a_note() {
+        // As MIOpen, same/valid replace -p/-q; a different value is noted.
+        let cmd = parse("conv -y 3 -x 3 -p 3 -q 1 -z same -F 1").unwrap();
+        assert_eq!(cmd.notes.len(), 1, "{:#?}", cmd.notes);
+        assert!(
+            cmd.notes[0].contains("-p/--pad_h 3") && cmd.notes[0].contains("height padding to 1"),
+            "{:#?}",
+            cmd.notes
+        );
+        let Op::Conv(c) = cmd.op else { panic!() };
+        assert_eq!(c.padding, [1, 1]);
+        let cmd = parse("conv -p 2 -q 0 -z valid -F 1").unwrap();
+        assert_eq!(cmd.notes.len(), 1, "{:#?}", cmd.notes);
+        assert!(cmd.notes[0].contains("-z valid"), "{:#?}", cmd.notes);
+
+        // Not applied with dilation > 1 and filters > 1, nor to transposed
+        // convolutions (as MIOpen): the explicit padding stays, noted.
+        for line in [
+            "conv -p 2 -q 2 -l 2 -z valid -F 1",
+            "conv -m trans -p 2 -q 2 -z same -F 1",
+        ] {
+            let cmd = parse(line).unwrap();
+            let Op::Conv(c) = &cmd.op else { panic!() };
+            assert_eq!(c.padding, [2, 2], "{line}");
+            assert!(
+                cmd.notes
+                    .iter()
+                    .any(|n| n.contains("-z/--pad_mode") && n.contains("padding is used")),
+                "{line}: {:#?}",
+                cmd.notes
+            );
+        }
+        assert!(parse("conv -z default -p 1 -F 1").unwrap().notes.is_empty());
     }
 
     #[test]
