@@ -261,12 +261,12 @@ mod tests {
         };
         assert_eq!(
             row.boo_lines()[0],
-            ">>> tensor(size=(64,), dtype=float16)  f"
+            ">>> tensor(size=(64,), dtype=torch.float16)  f"
         );
         row.output_shape = vec![2, 3];
         assert_eq!(
             row.boo_lines()[0],
-            ">>> tensor(size=(2, 3), dtype=float16)  f"
+            ">>> tensor(size=(2, 3), dtype=torch.float16)  f"
         );
     }
 
