@@ -1067,6 +1067,14 @@ mod tests {
             });
         }
 
+        /// Checks every line and requires results equal to the reference:
+        /// exact inputs and f32 accumulation leave nothing to round.
+        fn assert_exact(lines: &[&str]) {
+            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(lines)) {
+                assert_eq!(got, reference, "{line}: {verdict:?}");
+            }
+        }
+
         /// Checks every line in its own thread (compiles dominate).
         fn check_all(lines: &[&str]) -> Vec<(Vec<f64>, Vec<f64>, Verdict)> {
             std::thread::scope(|scope| {
@@ -1105,10 +1113,7 @@ mod tests {
                 "conv -_ 3 -m trans -n 1 -c 4 -! 2 -H 3 -W 3 -k 4 -@ 2 -y 2 -x 3 -# 2 -u 1 -v 2 -$ 1 -p 0 -q 1 -X 1 -F 2",
                 "conv -_ 3 -m trans -n 2 -c 4 -! 2 -H 3 -W 3 -k 2 -@ 2 -y 2 -x 3 -# 2 -u 1 -v 2 -$ 0 -p 1 -q 1 -% 1 -F 4",
             ];
-            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines)) {
-                // Exact inputs, f32 accumulation: the results are exact.
-                assert_eq!(got, reference, "{line}: {verdict:?}");
-            }
+            assert_exact(&lines);
         }
 
         #[test]
@@ -1157,10 +1162,7 @@ mod tests {
                 // backward weight, NCW
                 "conv -_ 1 -n 2 -c 4 -W 9 -k 6 -x 2 -q 1 -F 4 -I NCW -f NCW -O NCW",
             ];
-            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines)) {
-                // Exact inputs, f32 accumulation: the results are exact.
-                assert_eq!(got, reference, "{line}: {verdict:?}");
-            }
+            assert_exact(&lines);
         }
 
         /// 1-D along H: NCH (BOO's 1-D default) and NHC, with the height
@@ -1177,10 +1179,7 @@ mod tests {
                 // backward weight: stride, padding, dilation, NHC
                 "conv -_ 1 -n 2 -c 4 -H 12 -k 4 -y 3 -u 2 -p 1 -l 2 -F 4 -I NHC -f NHC -O NHC",
             ];
-            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines)) {
-                // Exact inputs, f32 accumulation: the results are exact.
-                assert_eq!(got, reference, "{line}: {verdict:?}");
-            }
+            assert_exact(&lines);
         }
 
         #[test]
@@ -1193,10 +1192,7 @@ mod tests {
                 // backward weight: output padding below a stride of 3, mixed layouts
                 "conv -_ 1 -m trans -n 2 -c 4 -W 4 -k 6 -x 2 -v 3 -X 2 -F 4 -I NCW -f NWC -O NWC",
             ];
-            for (line, (got, reference, verdict)) in lines.iter().zip(check_all(&lines)) {
-                // Exact inputs, f32 accumulation: the results are exact.
-                assert_eq!(got, reference, "{line}: {verdict:?}");
-            }
+            assert_exact(&lines);
         }
 
         #[test]

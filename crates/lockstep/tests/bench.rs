@@ -51,10 +51,15 @@ impl Env {
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
+        self.cmd_with_tools(iree_bin(), args)
+    }
+
+    /// `lockstep bench --iree-bin TOOLS ARGS...` in this environment.
+    fn cmd_with_tools(&self, tools: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
         cmd.arg("bench")
             .arg("--iree-bin")
-            .arg(iree_bin())
+            .arg(tools)
             .args(args)
             .current_dir(self.path())
             .env("LOCKSTEP_CACHE", self.cache())
@@ -678,22 +683,17 @@ fn a_hung_or_crashed_kernel_fails_its_row_and_the_batch_goes_on() {
     let tools = flaky_tools(env.path(), hang, crash);
     let text = format!("{SMALL} -F 1\n{SMALL} -F 4\n{SMALL} -F 2\n");
     std::fs::write(env.path().join("batch.txt"), text).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
-    cmd.args(["bench", "--iree-bin"])
-        .arg(&tools)
-        .args([
+    let mut cmd = env.cmd_with_tools(
+        &tools,
+        &[
             "--timeout",
             "8",
             "--commands-file",
             "batch.txt",
             "--json",
             "out.json",
-        ])
-        .current_dir(env.path())
-        .env("LOCKSTEP_CACHE", env.cache())
-        .env_remove("BOO_CACHE_DIR")
-        .env_remove("BOO_CACHE_ON")
-        .stdin(Stdio::null());
+        ],
+    );
     // Compiles take well under the timeout; the hung run is killed at it.
     let (stdout, stderr) = env.run(&mut cmd, 1);
     let json = env.json("out.json");
@@ -725,19 +725,11 @@ fn an_interrupted_driver_takes_its_running_kernel_with_it() {
     let env = Env::new();
     let hang = "conv_2d_float32_forward_1x4x8x8_";
     let tools = flaky_tools(env.path(), hang, "no-such-function");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
-    cmd.args(["bench", "--iree-bin"])
-        .arg(&tools)
-        .args(["--timeout", "600"])
-        .args(words(SMALL))
-        .args(["-F", "1"])
-        .current_dir(env.path())
-        .env("LOCKSTEP_CACHE", env.cache())
-        .env_remove("BOO_CACHE_DIR")
-        .env_remove("BOO_CACHE_ON")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut args = vec!["--timeout", "600"];
+    args.extend(words(SMALL));
+    args.extend(["-F", "1"]);
+    let mut cmd = env.cmd_with_tools(&tools, &args);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
     let mut driver = cmd.spawn().unwrap();
     let pids = env.path().join("hung.pids");
     let started = std::time::Instant::now();
@@ -852,17 +844,10 @@ fn timed_runs_read_seeded_inputs_unless_a_splat_is_forced() {
     let env = Env::new();
     let tools = flaky_tools(env.path(), "no-hang", "no-crash");
     let run = |extra: &[&str]| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
-        cmd.args(["bench", "--iree-bin"])
-            .arg(&tools)
-            .args(extra)
-            .args(words(SMALL))
-            .args(["-F", "1"])
-            .current_dir(env.path())
-            .env("LOCKSTEP_CACHE", env.cache())
-            .env_remove("BOO_CACHE_DIR")
-            .env_remove("BOO_CACHE_ON")
-            .stdin(Stdio::null());
+        let mut args = extra.to_vec();
+        args.extend(words(SMALL));
+        args.extend(["-F", "1"]);
+        let mut cmd = env.cmd_with_tools(&tools, &args);
         env.run(&mut cmd, 0);
         let log = std::fs::read_to_string(env.path().join("bench-calls.log")).unwrap();
         std::fs::remove_file(env.path().join("bench-calls.log")).unwrap();
