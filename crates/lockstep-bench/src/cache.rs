@@ -11,24 +11,28 @@
 use std::path::{Path, PathBuf};
 
 use lockstep_core::cache::{modified, Item};
+use lockstep_core::config::Loaded;
 use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// Where kernels are cached, or `None` when the cache is off; `configured`
-/// is `[bench] cache-dir` (already resolved against lockstep.toml's directory).
-pub fn location(configured: Option<&Path>) -> Option<PathBuf> {
-    if std::env::var("BOO_CACHE_ON").is_ok_and(|v| v.trim() == "0") {
-        return None;
-    }
+/// The kernel cache's directory: `$BOO_CACHE_DIR`, else `[bench] cache-dir`
+/// (relative to lockstep.toml), else `$LOCKSTEP_CACHE/bench`.
+pub fn dir(loaded: &Loaded) -> PathBuf {
     match std::env::var_os("BOO_CACHE_DIR") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => Some(
-            configured
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| lockstep_core::paths::cache().join("bench")),
-        ),
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => match &loaded.config.bench.cache_dir {
+            Some(dir) => loaded.root.join(dir),
+            None => lockstep_core::paths::cache().join("bench"),
+        },
     }
+}
+
+/// Where kernels are cached, or `None` when `BOO_CACHE_ON=0` turns the
+/// cache off.
+pub fn location(loaded: &Loaded) -> Option<PathBuf> {
+    let off = std::env::var("BOO_CACHE_ON").is_ok_and(|v| v.trim() == "0");
+    (!off).then(|| dir(loaded))
 }
 
 /// The cache key of one kernel.
@@ -145,27 +149,39 @@ pub fn items(root: &Path) -> Vec<Item> {
     let mut found = Vec::new();
     for dir in std::fs::read_dir(root).into_iter().flatten().flatten() {
         let dir = dir.path();
+        // An entry is its key's files, whichever exist: a failed compile
+        // leaves `.mlir` and `.cmd` without a module, and they must go too.
+        let mut keys = std::collections::BTreeSet::new();
         for file in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = file.path();
-            let is_module = path.extension().is_some_and(|e| e == "vmfb");
-            let hidden = file.file_name().to_string_lossy().starts_with('.');
-            let Some(stem) = path.file_stem().filter(|_| is_module && !hidden) else {
-                continue;
-            };
+            let name = file.file_name().to_string_lossy().into_owned();
+            if let Some((key, _)) = name.split_once('.').filter(|(key, _)| !key.is_empty()) {
+                keys.insert(key.to_string());
+            }
+        }
+        for key in keys {
             let entry = Entry {
                 dir: dir.clone(),
-                key: stem.to_string_lossy().into_owned(),
+                key,
             };
-            let paths = entry.files().to_vec();
-            let size = paths
-                .iter()
-                .filter_map(|p| std::fs::metadata(p).ok())
-                .map(|m| m.len())
-                .sum();
+            let paths: Vec<PathBuf> = entry.files().into_iter().filter(|p| p.exists()).collect();
             found.push(Item {
                 cache: "bench",
-                used: modified(&entry.meta()),
-                size,
+                // Last use is the record's time (a hit moves it); an entry
+                // without a record is as old as its newest file.
+                used: if entry.meta().exists() {
+                    modified(&entry.meta())
+                } else {
+                    paths
+                        .iter()
+                        .map(|p| modified(p))
+                        .max()
+                        .unwrap_or(std::time::UNIX_EPOCH)
+                },
+                size: paths
+                    .iter()
+                    .filter_map(|p| std::fs::metadata(p).ok())
+                    .map(|m| m.len())
+                    .sum(),
                 paths,
             });
         }
@@ -207,5 +223,26 @@ mod tests {
         write_atomic(&entry.module(), b"module bytes").unwrap();
         assert!(!entry.is_valid());
         assert!(!entry.module().exists());
+    }
+
+    #[test]
+    fn items_cover_sealed_entries_and_failed_compiles() {
+        let dir = tempfile::tempdir().unwrap();
+        let sealed = Entry::new(dir.path(), "f", "aaa");
+        write_atomic(&sealed.mlir(), b"module {}").unwrap();
+        write_atomic(&sealed.module(), b"module bytes").unwrap();
+        write_atomic(&sealed.command(), b"iree-compile x").unwrap();
+        sealed.seal("iree-compile x").unwrap();
+        // A failed compile leaves its source and command, no module.
+        let failed = Entry::new(dir.path(), "f", "bbb");
+        write_atomic(&failed.mlir(), b"module {}").unwrap();
+        write_atomic(&failed.command(), b"iree-compile y").unwrap();
+        let mut items = items(dir.path());
+        items.sort_by_key(|i| i.paths.len());
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0].paths.len(), 2, "{:?}", items[0].paths);
+        assert_eq!(items[0].size, 9 + 14);
+        assert_eq!(items[1].paths.len(), 4, "{:?}", items[1].paths);
+        assert!(items.iter().all(|i| i.cache == "bench"));
     }
 }

@@ -54,12 +54,11 @@ pub struct Options {
     /// Added after the device's target flags.
     pub compile_flags: Vec<String>,
     pub jobs: usize,
-    /// Per compile and per timed process.
-    pub timeout: Option<Duration>,
+    /// Per compile, timed and verification process.
+    pub timeout: Duration,
     /// `--task_topology_max_group_count` for local-task.
     pub threads: Option<usize>,
-    /// Fill every timed input with this value. Unset: the verification
-    /// inputs when verifying, else 1.
+    /// Fill every timed input with this value instead of the seeded inputs.
     pub splat: Option<String>,
     /// Verify every kernel (as if each line had `-V 1`).
     pub verify: bool,
@@ -262,60 +261,46 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
 
 /// Times and/or verifies one compiled kernel, filling its row.
 fn execute(row: &mut Row, module: &Path, work: &Work, opts: &Options, index: usize) {
+    let dir = opts.work_dir.join("inputs").join(index.to_string());
+    if let Err(reason) = time_and_check(row, module, work, opts, index, &dir) {
+        row.status = reason;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn time_and_check(
+    row: &mut Row,
+    module: &Path,
+    work: &Work,
+    opts: &Options,
+    index: usize,
+    dir: &Path,
+) -> Result<(), String> {
     let sig = &work.sig;
-    let dir = opts.work_dir.join("verify").join(index.to_string());
-    let data = if work.verify {
-        match write_inputs(sig, &dir) {
-            Ok(data) => Some(data),
-            Err(reason) => {
-                row.status = reason;
-                return;
-            }
-        }
+    // The seeded inputs feed verification, and the timed run unless a splat
+    // value is forced.
+    let files = if work.verify || (work.time && opts.splat.is_none()) {
+        write_inputs(sig, dir)?
     } else {
-        None
-    };
-    // Timing runs on the seeded inputs too, unless a splat value is forced.
-    let timing_files = match (&data, &opts.splat) {
-        (Some((files, _)), None) => Some(files.clone()),
-        (None, None) if work.time => match write_timing_inputs(sig, &dir) {
-            Ok(files) => Some(files),
-            Err(reason) => {
-                row.status = reason;
-                return;
-            }
-        },
-        _ => None,
+        Vec::new()
     };
     if work.time {
-        let timed = time(
-            module,
-            sig,
-            work.iterations,
-            opts,
-            index,
-            timing_files.as_deref(),
-        );
-        row.timing_seconds = timed.0;
-        match timed.1 {
-            Ok(stats) => {
-                let seconds = stats.median * 1e-6;
-                if seconds > 0.0 {
-                    row.gflops = Some(sig.flops as f64 / seconds / 1e9);
-                    row.gbps = Some(sig.bytes as f64 / seconds / 1e9);
-                }
-                row.stats = Some(stats);
-            }
-            Err(reason) => {
-                row.status = reason;
-                let _ = std::fs::remove_dir_all(&dir);
-                return;
-            }
+        let inputs = match &opts.splat {
+            Some(value) => Inputs::Splat(value),
+            None => Inputs::Files(&files),
+        };
+        let (seconds, stats) = time(module, sig, work.iterations, opts, index, inputs)?;
+        row.timing_seconds = Some(seconds);
+        let median = stats.median * 1e-6;
+        if median > 0.0 {
+            row.gflops = Some(sig.flops as f64 / median / 1e9);
+            row.gbps = Some(sig.bytes as f64 / median / 1e9);
         }
+        row.stats = Some(stats);
     }
     row.status = "ok".to_string();
-    if let Some((files, inputs)) = &data {
-        let check = match check(module, sig, opts, &dir, files, inputs) {
+    if work.verify {
+        let check = match check(module, sig, opts, dir, &files) {
             Ok(v) => Check {
                 max_abs: Some(v.max_abs),
                 max_rel: Some(v.max_rel),
@@ -334,28 +319,13 @@ fn execute(row: &mut Row, module: &Path, work: &Work, opts: &Options, index: usi
         row.verify = if check.passed { "PASS" } else { "FAIL" }.to_string();
         row.check = Some(check);
     }
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Writes the deterministic inputs of `sig` as `in0.bin`, `in1.bin`, ... in
-/// `dir`; returns the files and the values.
-fn write_inputs(sig: &OpSignature, dir: &Path) -> Result<(Vec<PathBuf>, Vec<Vec<f64>>), String> {
-    let io = |e: std::io::Error| format!("cannot write the verification inputs: {e}");
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let inputs = verify::inputs(sig, VERIFY_SEED);
-    let mut files = Vec::new();
-    for (i, (operand, values)) in sig.inputs.iter().zip(&inputs).enumerate() {
-        let file = dir.join(format!("in{i}.bin"));
-        std::fs::write(&file, verify::encode(values, operand.elem)).map_err(io)?;
-        files.push(file);
-    }
-    Ok((files, inputs))
+    Ok(())
 }
 
 /// Writes the seeded inputs of `sig` (the values [`verify::inputs`] gives)
 /// as `in0.bin`, `in1.bin`, ... in `dir`, encoding as it goes so a large
 /// tensor is never held as f64.
-fn write_timing_inputs(sig: &OpSignature, dir: &Path) -> Result<Vec<PathBuf>, String> {
+fn write_inputs(sig: &OpSignature, dir: &Path) -> Result<Vec<PathBuf>, String> {
     use std::io::Write as _;
     let io = |e: std::io::Error| format!("cannot write the kernel's inputs: {e}");
     std::fs::create_dir_all(dir).map_err(io)?;
@@ -375,17 +345,25 @@ fn write_timing_inputs(sig: &OpSignature, dir: &Path) -> Result<Vec<PathBuf>, St
     Ok(files)
 }
 
-/// `--input=DIMSxTYPE=VALUE` for each input: the files when given (and no
-/// splat is forced), else the splat value (1 when none is given).
-fn input_flags(sig: &OpSignature, files: Option<&[PathBuf]>, splat: Option<&str>) -> Vec<String> {
+/// What a run feeds the kernel's arguments.
+#[derive(Clone, Copy)]
+enum Inputs<'a> {
+    /// One raw `.bin` file per input.
+    Files(&'a [PathBuf]),
+    /// Every element of every input set to this value.
+    Splat(&'a str),
+}
+
+/// `--input=DIMSxTYPE=VALUE` for each input of `sig`.
+fn input_flags(sig: &OpSignature, inputs: Inputs) -> Vec<String> {
     sig.inputs
         .iter()
         .enumerate()
         .map(|(i, input)| {
             let dims: Vec<String> = input.shape.iter().map(u64::to_string).collect();
-            let value = match (splat, files) {
-                (None, Some(files)) => format!("@{}", files[i].display()),
-                (splat, _) => splat.unwrap_or("1").to_string(),
+            let value = match inputs {
+                Inputs::Files(files) => format!("@{}", files[i].display()),
+                Inputs::Splat(value) => value.to_string(),
             };
             format!("--input={}x{}={value}", dims.join("x"), input.elem.mlir())
         })
@@ -400,7 +378,6 @@ fn check(
     opts: &Options,
     dir: &Path,
     files: &[PathBuf],
-    inputs: &[Vec<f64>],
 ) -> Result<verify::Verdict, String> {
     if sig.outputs.is_empty() {
         return Err("the kernel has no output".to_string());
@@ -416,13 +393,13 @@ fn check(
         format!("--function={}", sig.func_name),
     ];
     argv.extend(opts.device.run_flags.iter().cloned());
-    argv.extend(input_flags(sig, Some(files), None));
+    argv.extend(input_flags(sig, Inputs::Files(files)));
     argv.extend(
         outs.iter()
             .map(|out| format!("--output=@{}", out.display())),
     );
     run_tool(argv, &log, opts, "verification run failed")?;
-    let expected = verify::reference(sig, inputs)?;
+    let expected = verify::reference(sig, &verify::inputs(sig, VERIFY_SEED))?;
     if expected.len() != sig.outputs.len() {
         return Err(format!(
             "the reference has {} outputs, the kernel {}",
@@ -496,30 +473,16 @@ fn obtain(
     Ok((entry.module(), false, seconds))
 }
 
-/// Times one kernel; `iterations` samples after one warm-up run. Also gives
-/// the wall seconds of the iree-benchmark-module process when it ran.
+/// Times one kernel: `iterations` samples after one warm-up run, and the wall
+/// seconds of the iree-benchmark-module process.
 fn time(
     module: &Path,
     sig: &OpSignature,
     iterations: u32,
     opts: &Options,
     index: usize,
-    files: Option<&[PathBuf]>,
-) -> (Option<f64>, Result<Stats, String>) {
-    let mut elapsed = None;
-    let stats = time_process(module, sig, iterations, opts, index, files, &mut elapsed);
-    (elapsed, stats)
-}
-
-fn time_process(
-    module: &Path,
-    sig: &OpSignature,
-    iterations: u32,
-    opts: &Options,
-    index: usize,
-    files: Option<&[PathBuf]>,
-    elapsed: &mut Option<f64>,
-) -> Result<Stats, String> {
+    inputs: Inputs,
+) -> Result<(f64, Stats), String> {
     let out = opts.work_dir.join("runs").join(format!("{index}.json"));
     let log = opts.work_dir.join("runs").join(format!("{index}.log"));
     let _ = std::fs::remove_file(&out);
@@ -530,7 +493,7 @@ fn time_process(
         format!("--device={}", opts.device.runtime),
     ];
     argv.extend(opts.device.run_flags.iter().cloned());
-    argv.extend(input_flags(sig, files, opts.splat.as_deref()));
+    argv.extend(input_flags(sig, inputs));
     argv.extend([
         format!("--benchmark_repetitions={}", u64::from(iterations) + 1),
         "--benchmark_min_time=1x".to_string(),
@@ -543,7 +506,7 @@ fn time_process(
             argv.push(format!("--task_topology_max_group_count={threads}"));
         }
     }
-    *elapsed = Some(run_tool(argv, &log, opts, "run failed")?);
+    let seconds = run_tool(argv, &log, opts, "run failed")?;
     let text = std::fs::read_to_string(&out)
         .map_err(|e| format!("run failed: no benchmark output ({e})"))?;
     let mut samples = parse_samples(&text)?;
@@ -551,7 +514,9 @@ fn time_process(
     if samples.len() > 1 {
         samples.remove(0);
     }
-    Stats::from_samples(&samples).ok_or_else(|| "run failed: no timing samples".to_string())
+    let stats =
+        Stats::from_samples(&samples).ok_or_else(|| "run failed: no timing samples".to_string())?;
+    Ok((seconds, stats))
 }
 
 /// Runs one tool in its own process group under the run's timeout, its
@@ -562,7 +527,7 @@ fn run_tool(argv: Vec<String>, log: &Path, opts: &Options, failure: &str) -> Res
         argv,
         cwd: opts.work_dir.clone(),
         env: Vec::new(),
-        timeout: opts.timeout,
+        timeout: Some(opts.timeout),
         log: log.to_path_buf(),
         header: None,
     };
@@ -612,9 +577,9 @@ pub fn parse_samples(text: &str) -> Result<Vec<f64>, String> {
     Ok(samples)
 }
 
-fn describe(exit: Exit, timeout: Option<Duration>) -> String {
-    match (exit, timeout) {
-        (Exit::TimedOut, Some(limit)) => format!("timed out after {}s", limit.as_secs_f64()),
+fn describe(exit: Exit, timeout: Duration) -> String {
+    match exit {
+        Exit::TimedOut => format!("timed out after {}s", timeout.as_secs_f64()),
         _ => exit.describe(),
     }
 }

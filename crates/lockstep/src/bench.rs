@@ -56,17 +56,11 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
                 .map(|n| n.get())
                 .unwrap_or(1)
         }),
-        timeout: Some(timeout),
+        timeout,
         threads: args.threads,
         splat: args.splat_input_value.clone(),
         verify: args.verify,
-        cache: lockstep_bench::cache::location(
-            bench_config
-                .cache_dir
-                .as_ref()
-                .map(|dir| loaded.root.join(dir))
-                .as_deref(),
-        ),
+        cache: lockstep_bench::cache::location(loaded),
         work_dir: work.path().to_path_buf(),
     };
     let mut last = None;
@@ -288,9 +282,5 @@ fn shell_join(words: &[String]) -> String {
 }
 
 fn write(path: &Path, text: &str) -> Result<(), Error> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs_err::create_dir_all(dir)?;
-    }
-    fs_err::write(path, text)?;
-    Ok(())
+    lockstep_core::cache::write_atomic(path, text.as_bytes())
 }

@@ -2,8 +2,6 @@
 //! compile cache of `lockstep test`, the kernel cache of `lockstep bench`
 //! and the preprocessing cache), least recently used first.
 
-use std::path::PathBuf;
-
 use lockstep_core::cache::{self, Item};
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
@@ -22,7 +20,7 @@ pub fn run(cmd: cli::Cache, loaded: &Loaded) -> Result<i32, Error> {
     }
     let max = max_size.as_deref().map(cache::parse_size).transpose()?;
     let compile = CompileCache::default_location();
-    let bench = bench_root(loaded);
+    let bench = lockstep_bench::cache::dir(loaded);
     let preprocess = lockstep_preprocess::cache::Cache::default_location();
     let mut items: Vec<Item> = compile.items();
     items.extend(lockstep_bench::cache::items(&bench));
@@ -49,18 +47,4 @@ pub fn run(cmd: cli::Cache, loaded: &Loaded) -> Result<i32, Error> {
         );
     }
     Ok(0)
-}
-
-/// The bench cache's directory, found as `lockstep bench` finds it
-/// (`BOO_CACHE_DIR`, `[bench] cache-dir`, `$LOCKSTEP_CACHE/bench`); its
-/// default place when `BOO_CACHE_ON=0`, since pruning never fills it.
-fn bench_root(loaded: &Loaded) -> PathBuf {
-    let configured = loaded
-        .config
-        .bench
-        .cache_dir
-        .as_ref()
-        .map(|dir| loaded.root.join(dir));
-    lockstep_bench::cache::location(configured.as_deref())
-        .unwrap_or_else(|| lockstep_core::paths::cache().join("bench"))
 }

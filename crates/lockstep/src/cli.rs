@@ -324,7 +324,7 @@ pub struct BenchArgs {
     /// CPU worker threads of the timed runtime (local-task).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// Fill every timed input with this value (default: the verification inputs when verifying, else 1).
+    /// Fill every timed input with this value instead of the seeded inputs (verification always uses the seeded inputs).
     #[arg(long, value_name = "V", allow_hyphen_values = true)]
     pub splat_input_value: Option<String>,
     /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).
