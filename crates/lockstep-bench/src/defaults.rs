@@ -30,12 +30,16 @@ mod tests {
     use crate::commands::parse_file;
 
     #[test]
-    fn every_default_line_parses() {
+    fn every_default_line_parses_and_generates_its_kernels() {
         let lines = parse_file(super::COMMANDS, false);
         assert!(lines.len() >= 6);
         for line in lines {
-            line.parse()
+            let command = line
+                .parse()
                 .unwrap_or_else(|e| panic!("line {}: {e}", line.number));
+            for sig in crate::signatures(&command.op) {
+                crate::mlir::module(&sig).unwrap_or_else(|e| panic!("line {}: {e}", line.number));
+            }
         }
     }
 }

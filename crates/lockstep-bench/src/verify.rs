@@ -573,6 +573,13 @@ mod tests {
         // Backward data with stride 2 and pad 1 is the transpose of the
         // forward: <y(x), dy> == <x, dx(dy)> for any x and dy.
         let line = "conv -n 1 -c 2 -H 5 -W 4 -k 3 -y 3 -x 2 -p 1 -q 1 -u 2 -v 1 -l 1 -j 2";
+        assert_adjoint(line);
+    }
+
+    /// The three directions of `line` (without `-F`) are each other's
+    /// adjoints: <y(x), dy> == <x, dx(dy)> == <w, dw(dy, x)>, and not
+    /// trivially (all zero).
+    fn assert_adjoint(line: &str) {
         let fwd = sig(&format!("{line} -F 1"));
         let data = inputs(&fwd, 7);
         let (y, _) = conv_reference(&fwd, &data).unwrap();
@@ -581,8 +588,9 @@ mod tests {
         let (dx, _) = run(&format!("{line} -F 2"), &[dy.clone(), data[1].clone()]);
         let (dw, _) = run(&format!("{line} -F 4"), &[dy.clone(), data[0].clone()]);
         let inner = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<f64>();
-        assert_eq!(inner(&y, &dy), inner(&data[0], &dx));
-        assert_eq!(inner(&y, &dy), inner(&data[1], &dw));
+        assert_ne!(inner(&y, &dy), 0.0, "{line}");
+        assert_eq!(inner(&y, &dy), inner(&data[0], &dx), "{line}");
+        assert_eq!(inner(&y, &dy), inner(&data[1], &dw), "{line}");
     }
 
     #[test]
@@ -727,17 +735,7 @@ mod tests {
         let line = "conv -m trans -_ 3 -n 2 -c 4 -! 2 -H 3 -W 4 -k 6 -@ 2 -y 3 -x 2 \
                     -# 1 -u 2 -v 2 -$ 0 -p 2 -q 0 -^ 2 -l 1 -j 1 -% 1 -Y 1 -X 1 -g 2 \
                     -I NDHWC -f NCDHW -O NDHWC";
-        let fwd = sig(&format!("{line} -F 1"));
-        let data = inputs(&fwd, 7);
-        let (y, _) = conv_reference(&fwd, &data).unwrap();
-        let dy = inputs(&fwd, 8)[0].clone();
-        let dy: Vec<f64> = dy.iter().cycle().take(y.len()).copied().collect();
-        let (dx, _) = run(&format!("{line} -F 2"), &[dy.clone(), data[1].clone()]);
-        let (dw, _) = run(&format!("{line} -F 4"), &[dy.clone(), data[0].clone()]);
-        let inner = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<f64>();
-        assert_ne!(inner(&y, &dy), 0.0);
-        assert_eq!(inner(&y, &dy), inner(&data[0], &dx));
-        assert_eq!(inner(&y, &dy), inner(&data[1], &dw));
+        assert_adjoint(line);
     }
 
     #[test]
