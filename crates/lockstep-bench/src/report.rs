@@ -51,7 +51,7 @@ impl Stats {
 }
 
 /// One result row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Row {
     /// Index of the command (line) this row belongs to, in input order.
     pub command: usize,
@@ -211,24 +211,13 @@ mod tests {
     #[test]
     fn failed_rows_leave_times_empty_and_fields_are_quoted() {
         let row = Row {
-            command: 0,
             line: Some(3),
             arguments: "conv --bogus 1".into(),
-            func_name: String::new(),
-            output_shape: vec![],
-            output_dtype: String::new(),
             stats: Some(Stats::from_samples(&[1.0]).unwrap()),
             gflops: Some(1.0),
             gbps: Some(1.0),
-            verify: String::new(),
             status: "line 3: unknown flag `--bogus`, really".into(),
-            cached: false,
-            compile_seconds: 0.0,
-            timing_seconds: None,
-            module: None,
-            repeat: None,
-            check: None,
-            notes: Vec::new(),
+            ..Row::default()
         };
         assert_eq!(
             row.csv(),
@@ -240,24 +229,12 @@ mod tests {
     #[test]
     fn shapes_print_as_python_tuples() {
         let mut row = Row {
-            command: 0,
-            line: None,
             arguments: "layernorm -X 8x64 -F 4".into(),
             func_name: "f".into(),
             output_shape: vec![64],
             output_dtype: "float16".into(),
-            stats: None,
-            gflops: None,
-            gbps: None,
-            verify: String::new(),
             status: "ok".into(),
-            cached: false,
-            compile_seconds: 0.0,
-            timing_seconds: None,
-            module: None,
-            repeat: None,
-            check: None,
-            notes: Vec::new(),
+            ..Row::default()
         };
         assert_eq!(
             row.boo_lines()[0],

@@ -135,25 +135,13 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
             command: index,
             line: job.line,
             arguments: job.arguments.clone(),
-            func_name: String::new(),
-            output_shape: Vec::new(),
-            output_dtype: String::new(),
-            stats: None,
-            gflops: None,
-            gbps: None,
-            verify: String::new(),
-            status: String::new(),
-            cached: false,
-            compile_seconds: 0.0,
-            timing_seconds: None,
-            module: None,
             repeat: job.repeat,
-            check: None,
             notes: job
                 .parsed
                 .as_ref()
                 .map(|c| c.notes.clone())
                 .unwrap_or_default(),
+            ..Row::default()
         };
         let command = match &job.parsed {
             Ok(command) => command,
