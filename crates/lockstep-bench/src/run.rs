@@ -358,6 +358,31 @@ fn input_flags(sig: &OpSignature, inputs: Inputs) -> Vec<String> {
         .collect()
 }
 
+/// `iree-run-module` running `sig`'s function once on the input `files`,
+/// writing each result to its file in `outs`.
+pub(crate) fn run_module_argv(
+    runner: &Path,
+    module: &Path,
+    device: &Device,
+    sig: &OpSignature,
+    files: &[PathBuf],
+    outs: &[PathBuf],
+) -> Vec<String> {
+    let mut argv = vec![
+        runner.display().to_string(),
+        format!("--module={}", module.display()),
+        format!("--device={}", device.runtime),
+        format!("--function={}", sig.func_name),
+    ];
+    argv.extend(device.run_flags.iter().cloned());
+    argv.extend(input_flags(sig, Inputs::Files(files)));
+    argv.extend(
+        outs.iter()
+            .map(|out| format!("--output=@{}", out.display())),
+    );
+    argv
+}
+
 /// Runs the kernel once on the verification inputs with iree-run-module and
 /// compares each of its outputs with the reference.
 fn check(
@@ -374,18 +399,7 @@ fn check(
         .map(|i| dir.join(format!("out{i}.bin")))
         .collect();
     let log = dir.with_extension("verify.log");
-    let mut argv = vec![
-        opts.runner.display().to_string(),
-        format!("--module={}", module.display()),
-        format!("--device={}", opts.device.runtime),
-        format!("--function={}", sig.func_name),
-    ];
-    argv.extend(opts.device.run_flags.iter().cloned());
-    argv.extend(input_flags(sig, Inputs::Files(files)));
-    argv.extend(
-        outs.iter()
-            .map(|out| format!("--output=@{}", out.display())),
-    );
+    let argv = run_module_argv(&opts.runner, module, &opts.device, sig, files, &outs);
     run_tool(argv, &log, opts, "verification run failed")?;
     let expected = verify::reference(sig, &verify::inputs(sig, VERIFY_SEED))?;
     if expected.len() != sig.outputs.len() {

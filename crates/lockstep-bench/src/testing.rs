@@ -63,27 +63,32 @@ pub fn execute(
     let dir = tempfile::tempdir().expect("a temporary directory");
     let vmfb = dir.path().join("module.vmfb");
     compile(text, &vmfb, name);
-    let mut cmd = Command::new(iree_bin().join("iree-run-module"));
-    cmd.arg(format!("--module={}", vmfb.display()))
-        .arg(format!("--function={name}"))
-        .arg("--device=local-task");
-    for (a, (operand, values)) in sig.inputs.iter().zip(inputs).enumerate() {
-        let path = dir.path().join(format!("in{a}.bin"));
-        std::fs::write(&path, encode(values, operand.elem)).expect("writing an input");
-        let dims: Vec<String> = operand.shape.iter().map(u64::to_string).collect();
-        cmd.arg(format!(
-            "--input={}x{}=@{}",
-            dims.join("x"),
-            operand.elem.mlir(),
-            path.display()
-        ));
-    }
+    let files: Vec<PathBuf> = sig
+        .inputs
+        .iter()
+        .zip(inputs)
+        .enumerate()
+        .map(|(a, (operand, values))| {
+            let path = dir.path().join(format!("in{a}.bin"));
+            std::fs::write(&path, encode(values, operand.elem)).expect("writing an input");
+            path
+        })
+        .collect();
     let outs: Vec<PathBuf> = (0..sig.outputs.len())
         .map(|i| dir.path().join(format!("out{i}.bin")))
         .collect();
-    for out in &outs {
-        cmd.arg(format!("--output=@{}", out.display()));
-    }
+    // The command lockstep bench runs to verify a kernel.
+    let device = crate::device::resolve(None, &Default::default()).expect("the default device");
+    let argv = crate::run::run_module_argv(
+        &iree_bin().join("iree-run-module"),
+        &vmfb,
+        &device,
+        sig,
+        &files,
+        &outs,
+    );
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
     let run = cmd.output().expect("starting iree-run-module");
     assert!(
         run.status.success(),
