@@ -433,6 +433,23 @@ impl<'a> Conv<'a> {
         Ok(())
     }
 
+    /// The filter as every direction reads or writes it: loops `g`, `k`
+    /// and `c` index its group, output and input channels, `f(j)` its
+    /// taps.
+    fn filter_access(&self, g: usize, k: usize, c: usize, f: &dyn Fn(usize) -> usize) -> Access {
+        let taps: Vec<String> = (0..self.spatial).map(|j| format!("d{}", f(j))).collect();
+        self.access(
+            self.filter_layout,
+            Role::Filter,
+            None,
+            g,
+            k,
+            Some(c),
+            &self.filter_spatial,
+            &taps,
+        )
+    }
+
     /// The access of a tensor in `layout` with role `role`: `batch` is the
     /// iteration dimension of N (for the input and output), `group`, `outer`
     /// (K for filter/output, C/G for input) and `inner` (C/G, filter only),
@@ -749,17 +766,7 @@ impl<'a> Conv<'a> {
             &padded,
             &x_exprs,
         );
-        let f_exprs: Vec<String> = (0..s).map(|j| format!("d{}", f(j))).collect();
-        let w_acc = self.access(
-            self.filter_layout,
-            Role::Filter,
-            None,
-            g,
-            k,
-            Some(c),
-            &self.filter_spatial,
-            &f_exprs,
-        );
+        let w_acc = self.filter_access(g, k, c, &f);
         let o_exprs: Vec<String> = (0..s).map(|j| format!("d{}", o(j))).collect();
         let y_acc = self.access(
             self.output_layout,
@@ -831,17 +838,7 @@ impl<'a> Conv<'a> {
             &self.output_spatial,
             &o_exprs,
         );
-        let f_exprs: Vec<String> = (0..s).map(|j| format!("d{}", f(j))).collect();
-        let dw_acc = self.access(
-            self.filter_layout,
-            Role::Filter,
-            None,
-            g,
-            k,
-            Some(c),
-            &self.filter_spatial,
-            &f_exprs,
-        );
+        let dw_acc = self.filter_access(g, k, c, &f);
         let dy = self.expand(
             body,
             self.operands[0],
@@ -991,17 +988,7 @@ impl<'a> Conv<'a> {
             &p_sizes,
             &p_exprs,
         );
-        let f_exprs: Vec<String> = (0..s).map(|j| format!("d{}", f(j))).collect();
-        let w_acc = self.access(
-            self.filter_layout,
-            Role::Filter,
-            None,
-            g,
-            k,
-            Some(c),
-            &self.filter_spatial,
-            &f_exprs,
-        );
+        let w_acc = self.filter_access(g, k, c, &f);
         let i_exprs: Vec<String> = (0..s).map(|j| format!("d{}", i(j))).collect();
         let dx_acc = self.access(
             self.input_layout,
