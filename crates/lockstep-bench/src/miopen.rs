@@ -917,22 +917,19 @@ impl Args {
 
     /// An integer that must be at least 1.
     fn positive(&self, long: &str) -> Result<u64, ParseError> {
-        let v = self.int(long)?;
-        if v < 1 {
-            return Err(ParseError::new(format!(
-                "bad value for {}: must be at least 1, found {v}",
-                spec_name(self.spec(long))
-            )));
-        }
-        Ok(v as u64)
+        self.at_least(long, 1, "must be at least 1")
     }
 
     /// An integer that must be at least 0.
     fn non_negative(&self, long: &str) -> Result<u64, ParseError> {
+        self.at_least(long, 0, "must not be negative")
+    }
+
+    fn at_least(&self, long: &str, min: i64, rule: &str) -> Result<u64, ParseError> {
         let v = self.int(long)?;
-        if v < 0 {
+        if v < min {
             return Err(ParseError::new(format!(
-                "bad value for {}: must not be negative, found {v}",
+                "bad value for {}: {rule}, found {v}",
                 spec_name(self.spec(long))
             )));
         }
