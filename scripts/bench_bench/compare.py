@@ -17,11 +17,11 @@ import argparse
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 
 def log(msg):
@@ -81,7 +81,7 @@ def lockstep_median_us(lockstep, command, splat, device, threads, out, cwd):
             "--splat-input-value", splat, "--json", out]
     if threads:
         argv += ["--threads", str(threads)]
-    argv += command.split()
+    argv += shlex.split(command)
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     data = json.load(open(out))
     (row,) = data["rows"]
