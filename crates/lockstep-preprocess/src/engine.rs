@@ -529,16 +529,32 @@ fn label(index: usize, symbol: &str) -> String {
 /// Runs the steps on every selected executable of `text` and returns the
 /// spliced module. Nothing is written outside the run/keep directories.
 pub fn preprocess(text: &str, opts: &Options, sink: &dyn EventSink) -> Result<Outcome, Error> {
+    let module = scan_module(text)?;
+    preprocess_scanned(text, &module, opts, sink)
+}
+
+/// Scans a module for [`preprocess_scanned`], with the error a user sees.
+pub fn scan_module(text: &str) -> Result<Module, Error> {
+    scan::scan(text).map_err(|e| {
+        Error::failed("cannot split the input into executables")
+            .cause(e.describe(text))
+            .hint("the input must be MLIR text as iree-compile or iree-opt print it")
+    })
+}
+
+/// [`preprocess`] for a module already scanned (`module` is `scan(text)`):
+/// large modules are not scanned twice.
+pub fn preprocess_scanned(
+    text: &str,
+    module: &Module,
+    opts: &Options,
+    sink: &dyn EventSink,
+) -> Result<Outcome, Error> {
     let started = Instant::now();
     if opts.steps.is_empty() {
         return Err(Error::usage("nothing to run: no --with command given")
             .hint("add --with 'TOOL ARGS' or --with 'builtin.module(PASSES)'"));
     }
-    let module = scan::scan(text).map_err(|e| {
-        Error::failed("cannot split the input into executables")
-            .cause(e.describe(text))
-            .hint("the input must be MLIR text as iree-compile or iree-opt print it")
-    })?;
     let run_dir = match &opts.keep_temps {
         Some(dir) => dir.clone(),
         None => opts.runs_dir.join(exec::run_name("")),
@@ -550,7 +566,7 @@ pub fn preprocess(text: &str, opts: &Options, sink: &dyn EventSink) -> Result<Ou
         iree_opt: opts.iree_opt.as_ref(),
         cwd: &opts.cwd,
         limiter: opts.limiter,
-        module: &module,
+        module,
         text,
         raw_output: false,
         keep_all: opts.keep_temps.is_some(),
@@ -665,7 +681,7 @@ pub fn preprocess(text: &str, opts: &Options, sink: &dyn EventSink) -> Result<Ou
     let mut validate_seconds = 0.0;
     if changed {
         let t = Instant::now();
-        validate(&out, &spans, &module, &run_dir, opts, &reports)?;
+        validate(&out, &spans, module, &run_dir, opts, &reports)?;
         validate_seconds = t.elapsed().as_secs_f64();
     }
     if opts.keep_temps.is_none() {

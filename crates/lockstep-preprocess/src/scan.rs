@@ -386,6 +386,9 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
     };
     let mut module = Module::default();
     let mut alias_index: BTreeMap<String, usize> = BTreeMap::new();
+    // Token range of each alias definition (after its name), so that finding
+    // what an alias refers to walks only its own tokens.
+    let mut alias_tokens: Vec<Range<usize>> = Vec::new();
     // Pass 1: the top level.
     let mut top_module_region: Option<(usize, usize)> = None;
     let mut i = 0;
@@ -426,6 +429,7 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
                     span: t.start..cur.byte_end(end),
                     refs: Vec::new(),
                 });
+                alias_tokens.push(i + 1..end);
                 i = end;
             }
             Kind::Word => {
@@ -548,19 +552,12 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
             .collect();
     }
     // Alias references, then the transitive closure per executable.
-    let alias_tokens: Vec<Vec<usize>> = module
-        .aliases
-        .iter()
-        .map(|a| {
-            tokens
-                .iter()
-                .filter(|t| t.start > a.span.start && t.end <= a.span.end && t.kind == Kind::Word)
-                .filter_map(|t| alias_index.get(cur.slice(t)).copied())
-                .collect()
-        })
-        .collect();
-    for (a, refs) in module.aliases.iter_mut().zip(alias_tokens) {
-        a.refs = refs;
+    for (a, range) in module.aliases.iter_mut().zip(alias_tokens) {
+        a.refs = tokens[range]
+            .iter()
+            .filter(|t| t.kind == Kind::Word)
+            .filter_map(|t| alias_index.get(cur.slice(t)).copied())
+            .collect();
     }
     for exe in &mut module.executables {
         let mut seen: BTreeSet<usize> = BTreeSet::new();
