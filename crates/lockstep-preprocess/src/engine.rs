@@ -188,7 +188,7 @@ impl Ctx<'_> {
                 })?
             };
             let iree_id = self.iree_opt.map(|(_, id)| id.as_str()).unwrap_or("");
-            let key = cache::key(&input, &step.key_material(iree_id));
+            let key = cache::key(&input, &step.key_material(self.raw_output, iree_id));
             let in_path = dir.join(format!("{n}.in.mlir"));
             let out_path = dir.join(format!("{n}.out.mlir"));
             let err_path = dir.join(format!("{n}.err.txt"));

@@ -701,6 +701,62 @@ fn cache_hits_on_rerun_and_no_cache_bypasses() {
     assert!(!sb.path().join("kept/000-main_dispatch_0").exists());
 }
 
+#[test]
+fn wrap_and_direct_forms_do_not_share_cache_entries() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(2));
+    let es = sb.executable_sources(&source, "es.mlir");
+    // One executable alone: what --wrap reads on stdin is then byte for byte
+    // what the direct form gives the tool.
+    let module = std::fs::read_to_string(&es).unwrap();
+    let start = module
+        .find("hal.executable private @main_dispatch_1")
+        .unwrap();
+    let end = module[start..].find("\n  }\n").unwrap() + start + 5;
+    let one = sb.write("one.mlir", &module[start..end]);
+    // The wrap form caches the output as printed: here inside `module {}`.
+    sb.tool("in-module", "x=$(cat); printf 'module {\n%s\n}\n' \"$x\"");
+    let mut cmd = sb.lockstep(&["preprocess", "--wrap", "--", "tools/in-module"]);
+    cmd.stdin(std::fs::File::open(&one).unwrap());
+    let o = run(cmd);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("module {"), "{}", stdout(&o));
+    // The direct form must not take that raw text as the op to splice.
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        one.to_str().unwrap(),
+        "-o",
+        "direct.mlir",
+        "--with",
+        "tools/in-module",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 tool runs, 0 cached"),
+        "{}",
+        stderr(&o)
+    );
+    let direct = std::fs::read_to_string(sb.path().join("direct.mlir")).unwrap();
+    assert_eq!(direct, std::fs::read_to_string(&one).unwrap());
+    // The other way round, from an empty cache: the direct form's op text is
+    // not what the wrap form prints.
+    std::fs::remove_dir_all(sb.path().join("cache")).unwrap();
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        one.to_str().unwrap(),
+        "-o",
+        "direct2.mlir",
+        "--with",
+        "tools/in-module",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut cmd = sb.lockstep(&["preprocess", "--wrap", "--", "tools/in-module"]);
+    cmd.stdin(std::fs::File::open(&one).unwrap());
+    let o = run(cmd);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("module {"), "{}", stdout(&o));
+}
+
 /// Runs a failing tool; checks the exit status, that OUTPUT was not written,
 /// and that the message names the executable, command and what is expected.
 fn expect_failure(sb: &Sandbox, es: &Path, with: &str, extra: &[&str], needles: &[&str]) -> String {
