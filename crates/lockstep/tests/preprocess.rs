@@ -387,7 +387,8 @@ fn pass_pipeline_matches_iree_compile() {
     let sb = Sandbox::new();
     let n = 3;
     let source = sb.write("prog.mlir", &program(n));
-    let pipeline = "builtin.module(canonicalize,cse)";
+    // A pipeline whose effect shows in the text (the dispatches get vectors).
+    let pipeline = "builtin.module(hal.executable.variant(builtin.module(func.func(iree-codegen-generic-vectorization))))";
     let a = sb.path().join("a.vmfb");
     let flag = format!("--iree-hal-preprocess-executables-with={pipeline}");
     assert!(
@@ -395,6 +396,17 @@ fn pass_pipeline_matches_iree_compile() {
             .status
             .success()
     );
+    // The compiler preprocesses before it stops at the executable-sources phase.
+    let expected = sb.path().join("expected.mlir");
+    assert!(run(sb.iree_compile(&[
+        source.to_str().unwrap(),
+        "--compile-to=executable-sources",
+        "-o",
+        expected.to_str().unwrap(),
+        &flag
+    ]))
+    .status
+    .success());
     let b = sb.path().join("b.vmfb");
     let mut args = vec![
         "preprocess",
@@ -415,15 +427,23 @@ fn pass_pipeline_matches_iree_compile() {
     assert_eq!(sb.run_module(&b, n), sb.run_module(&a, n));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.path().join("b.json")).unwrap()).unwrap();
-    assert_eq!(json["executables"].as_array().unwrap().len(), n);
-    assert_eq!(json["executables"][0]["steps"][0]["command"], pipeline);
-    // The final iree-opt parse runs exactly when some executable changed.
-    let changed = json["executables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|e| e["changed"] == true);
-    assert_eq!(json["validated"], changed);
+    let b_text = std::fs::read_to_string(sb.path().join("b.mlir")).unwrap();
+    assert!(b_text.contains("vector.transfer_read"), "{b_text}");
+    assert_eq!(
+        b_text,
+        std::fs::read_to_string(&expected).unwrap(),
+        "the same text as iree-compile's own preprocessing"
+    );
+    let executables = json["executables"].as_array().unwrap();
+    assert_eq!(executables.len(), n);
+    for e in executables {
+        assert_eq!(e["steps"][0]["command"], pipeline);
+        assert_eq!(e["steps"][0]["cached"], false, "{e}");
+        assert_eq!(e["changed"], true, "every executable went through it: {e}");
+    }
+    assert_eq!(json["ran"], n);
+    // The final iree-opt parse runs when some executable changed.
+    assert_eq!(json["validated"], true);
 }
 
 #[test]
@@ -483,8 +503,32 @@ fn aliases_and_resources_are_carried_and_spliced_back() {
         &format!("{} --mlir-print-debuginfo", opt.display()),
         "--with",
         "tools/check-alone",
+        "--keep-temps",
+        "kept",
     ]));
     assert!(o.status.success(), "{}", stderr(&o));
+    // Its aliases were inlined with iree-opt --mlir-print-local-scope ...
+    assert!(
+        sb.path()
+            .join("kept/000-main_dispatch_0/1.local-scope.mlir")
+            .is_file(),
+        "the normalising path was taken"
+    );
+    // ... so the spliced module defines each alias once.
+    let out = std::fs::read_to_string(sb.path().join("opt.mlir")).unwrap();
+    let mut names: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with('#') || l.starts_with('!'))
+        .filter_map(|l| l.split_once(" = ").map(|(name, _)| name))
+        .collect();
+    let defined = names.len();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(
+        names.len(),
+        defined,
+        "duplicate alias definitions in:\n{out}"
+    );
 }
 
 #[test]
@@ -517,7 +561,9 @@ fn the_limit_holds_across_processes_for_the_direct_form() {
     }
     let (max, starts) = max_overlap(&log);
     assert_eq!(starts, 16);
-    assert!(max <= 2, "at most 2 tools at once, saw {max}");
+    // Each process alone runs 2 at once (8 executables, -j 2): the pool is
+    // used in full, never beyond.
+    assert_eq!(max, 2, "at most 2 tools at once, and 2 reached, saw {max}");
 }
 
 #[test]
@@ -544,6 +590,8 @@ fn the_limit_holds_for_the_wrapper_under_iree_compile() {
     ]);
     cmd.env("PATH", &path).env("IREE_COMPILER_TASK_COUNT", "4");
     assert!(run(cmd).status.success());
+    // Not asserted: on a 2-core machine the compiler's thread pool does not
+    // always run two tools at once (seen: 2, 2, 1 in three runs).
     let (unbounded, _) = max_overlap(&log);
     std::fs::remove_file(&log).unwrap();
     // ... with it, -j 1 holds.
@@ -609,6 +657,8 @@ fn the_wrapper_uses_the_make_jobserver() {
     assert!(run(cmd).status.success());
     let (max, starts) = max_overlap(&log);
     assert_eq!(starts, 8);
+    // Only `<=`: whether 2 are reached depends on the compiler overlapping its
+    // tools, which it does not always do on a 2-core machine.
     assert!(max <= 2, "make -j2 allows 2 at once, saw {max}");
     // The token came back.
     use std::io::Read;
