@@ -23,8 +23,18 @@ use crate::step::Step;
 /// How many stderr lines an error shows.
 const STDERR_LINES: usize = 12;
 
+/// Limit for a whole-module iree-compile phase, and for the final iree-opt
+/// parse when no --timeout is given: whole modules, not single executables.
+const WHOLE_MODULE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The final parse gets at least this long even under a short per-tool
+/// --timeout, which is sized for one executable.
+const MIN_PARSE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// What `lockstep preprocess` (the direct form) needs.
 pub struct Options<'a> {
+    /// In order; none leaves the input unchanged (the binary refuses that
+    /// with a hint before compiling anything).
     pub steps: &'a [Step],
     /// Worker threads (tool processes are bounded by `limiter` too).
     pub jobs: usize,
@@ -162,12 +172,13 @@ impl Ctx<'_> {
         let mut current = op.to_string();
         let mut raw = String::new();
         let mut reports = Vec::with_capacity(self.steps.len());
-        let fail_setup = |what: String, e: Error| {
+        // Before or around a step's tool (no exit status, no stderr).
+        let fail_setup = |n: usize, what: String, e: Error| {
             Box::new(Failure {
                 symbol: symbol.to_string(),
-                step: 0,
+                step: n,
                 steps: self.steps.len(),
-                command: String::new(),
+                command: self.steps[n - 1].display(),
                 what: format!("{what}: {e}"),
                 exit: None,
                 stderr: Vec::new(),
@@ -182,6 +193,7 @@ impl Ctx<'_> {
             } else {
                 scan::self_contained_op(self.text, self.module, &current).map_err(|e| {
                     fail_setup(
+                        n,
                         "cannot assemble its input".into(),
                         Error::failed(e.describe(&current)),
                     )
@@ -211,10 +223,11 @@ impl Ctx<'_> {
                 continue;
             }
             fs_err::create_dir_all(dir).map_err(|e| {
-                fail_setup("cannot create its temporary directory".into(), e.into())
+                fail_setup(n, "cannot create its temporary directory".into(), e.into())
             })?;
-            std::fs::write(&in_path, &input)
-                .map_err(|e| fail_setup(format!("cannot write {}", in_path.display()), e.into()))?;
+            std::fs::write(&in_path, &input).map_err(|e| {
+                fail_setup(n, format!("cannot write {}", in_path.display()), e.into())
+            })?;
             let failure = |what: String, exit: Option<Exit>, kept_out: bool| {
                 Box::new(Failure {
                     symbol: symbol.to_string(),
@@ -247,7 +260,7 @@ impl Ctx<'_> {
                 let _permit = self
                     .limiter
                     .acquire()
-                    .map_err(|e| fail_setup("cannot get a permit to run".into(), e))?;
+                    .map_err(|e| fail_setup(n, "cannot get a permit to run".into(), e))?;
                 exec::run(&exec::Run {
                     program: &program,
                     argv: &argv,
@@ -317,7 +330,7 @@ impl Ctx<'_> {
                         let _permit = self
                             .limiter
                             .acquire()
-                            .map_err(|e| fail_setup("cannot get a permit to run".into(), e))?;
+                            .map_err(|e| fail_setup(n, "cannot get a permit to run".into(), e))?;
                         exec::run(&exec::Run {
                             program: opt,
                             argv: &argv,
@@ -551,10 +564,6 @@ pub fn preprocess_scanned(
     sink: &dyn EventSink,
 ) -> Result<Outcome, Error> {
     let started = Instant::now();
-    if opts.steps.is_empty() {
-        return Err(Error::usage("nothing to run: no --with command given")
-            .hint("add --with 'TOOL ARGS' or --with 'builtin.module(PASSES)'"));
-    }
     let run_dir = match &opts.keep_temps {
         Some(dir) => dir.clone(),
         None => opts.runs_dir.join(exec::run_name("")),
@@ -735,8 +744,7 @@ fn validate(
                 env: vec![],
                 timeout: Some(
                     opts.timeout
-                        .unwrap_or(Duration::from_secs(600))
-                        .max(Duration::from_secs(60)),
+                        .map_or(WHOLE_MODULE_TIMEOUT, |t| t.max(MIN_PARSE_TIMEOUT)),
                 ),
                 log: log.to_path_buf(),
                 header: None,
@@ -881,7 +889,6 @@ pub fn compile_to_executable_sources(
     flags: &[String],
     work: &Path,
     cwd: &Path,
-    timeout: Option<Duration>,
 ) -> Result<String, Error> {
     fs_err::create_dir_all(work)?;
     let out = work.join("executable-sources.mlir");
@@ -895,7 +902,6 @@ pub fn compile_to_executable_sources(
         &argv,
         work,
         cwd,
-        timeout,
         "compile-to-executable-sources.log",
         || {
             format!(
@@ -915,7 +921,6 @@ pub fn compile_from_executable_sources(
     vmfb: &Path,
     work: &Path,
     cwd: &Path,
-    timeout: Option<Duration>,
 ) -> Result<(), Error> {
     fs_err::create_dir_all(work)?;
     let mut argv = vec![iree_compile.display().to_string()];
@@ -928,7 +933,6 @@ pub fn compile_from_executable_sources(
         &argv,
         work,
         cwd,
-        timeout,
         "compile-from-executable-sources.log",
         || format!("cannot compile {} to {}", input.display(), vmfb.display()),
     )
@@ -938,7 +942,6 @@ fn run_compiler(
     argv: &[String],
     work: &Path,
     cwd: &Path,
-    timeout: Option<Duration>,
     log_name: &str,
     what: impl FnOnce() -> String,
 ) -> Result<(), Error> {
@@ -948,11 +951,7 @@ fn run_compiler(
             argv: argv.to_vec(),
             cwd: cwd.to_path_buf(),
             env: vec![],
-            timeout: Some(
-                timeout
-                    .unwrap_or(Duration::from_secs(600))
-                    .max(Duration::from_secs(600)),
-            ),
+            timeout: Some(WHOLE_MODULE_TIMEOUT),
             log: log.clone(),
             header: None,
         },

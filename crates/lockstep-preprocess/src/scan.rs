@@ -235,8 +235,6 @@ pub struct Alias {
 pub struct Executable {
     /// Without `@` (and unquoted): `main_dispatch_0`.
     pub symbol: String,
-    /// `private`, `public`, `nested` or empty.
-    pub visibility: String,
     /// From `hal.executable` to the end of its region and trailing `loc(...)`.
     pub span: Range<usize>,
     /// Every alias it needs, transitively, in file order.
@@ -482,7 +480,6 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
         }
         if name == "hal.executable" {
             let end = cur.executable_end(i)?;
-            let mut visibility = String::new();
             let mut symbol = None;
             let mut k = i + 1;
             while k < end {
@@ -492,9 +489,6 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
                     if let Some(sym) = s.strip_prefix('@') {
                         symbol = Some(unquote(sym));
                         break;
-                    }
-                    if visibility.is_empty() && matches!(s, "public" | "private" | "nested") {
-                        visibility = s.to_string();
                     }
                 }
                 if w.kind != Kind::Word && w.kind != Kind::Newline {
@@ -526,7 +520,6 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
             }
             module.executables.push(Executable {
                 symbol,
-                visibility,
                 span: t.start..cur.byte_end(end),
                 aliases: direct.into_iter().collect(),
                 resources,
@@ -618,8 +611,6 @@ fn unquote(s: &str) -> String {
 pub struct Resources {
     /// (dialect, key) -> value text (with quotes).
     pub entries: BTreeMap<(String, String), String>,
-    /// Whether the block has sections other than `dialect_resources`.
-    pub other_sections: bool,
 }
 
 /// Parses the `dialect_resources` section of a resource block.
@@ -649,9 +640,6 @@ pub fn resources(block: &str) -> Resources {
             }
             Kind::Open(b'{') => {
                 path.push(pending.take().unwrap_or_default());
-                if path.len() == 1 && path[0] != "dialect_resources" {
-                    out.other_sections = true;
-                }
             }
             Kind::Close(b'}') => {
                 path.pop();
@@ -798,7 +786,6 @@ module attributes {hal.device.targets = [#target]} {
         assert_eq!(m.executables.len(), 2);
         let a = &m.executables[0];
         assert_eq!(a.symbol, "ex_a");
-        assert_eq!(a.visibility, "private");
         assert!(MODULE[a.span.clone()].starts_with("hal.executable private @ex_a {"));
         assert!(MODULE[a.span.clone()].ends_with("} loc(#loc2)"));
         // #target needs #map; #loc2 needs #loc1; #unused is not referenced.
@@ -870,7 +857,6 @@ module attributes {hal.device.targets = [#target]} {
         let m = scan(MODULE).unwrap();
         let all = resources(&MODULE[m.resource_block.clone().unwrap()]);
         assert_eq!(all.entries.len(), 2);
-        assert!(!all.other_sections);
         let keys: BTreeSet<String> = ["blob2".to_string()].into();
         let trimmed = trimmed_resource_block(&all, &keys).unwrap();
         assert!(trimmed.contains("blob2: \"0x04000000FFFFFFFF\"") && !trimmed.contains("blob1"));

@@ -108,7 +108,6 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
                 &args.rest,
                 &work,
                 cwd,
-                None,
             )?;
             let module = engine::scan_module(&text)?;
             (text, module)
@@ -159,7 +158,6 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
             &cwd.join(vmfb),
             &work,
             cwd,
-            None,
         )?;
     }
     let _ = std::fs::remove_dir_all(work.parent().unwrap_or(&work));
