@@ -256,22 +256,12 @@ impl Ctx<'_> {
                 // No debug locations in: print none (iree-opt would invent `<stdin>` ones).
                 argv.retain(|a| a != "--mlir-print-debuginfo");
             }
-            let ran = {
-                let _permit = self
-                    .limiter
-                    .acquire()
-                    .map_err(|e| fail_setup(n, "cannot get a permit to run".into(), e))?;
-                exec::run(&exec::Run {
-                    program: &program,
-                    argv: &argv,
-                    cwd: self.cwd,
-                    stdin: &in_path,
-                    stdout: &out_path,
-                    stderr: &err_path,
-                    timeout: self.timeout,
-                })
-                .map_err(|e| failure(e.to_string(), None, false))?
-            };
+            let ran = self
+                .run_limited(&program, &argv, &in_path, &out_path, &err_path)
+                .map_err(|e| match e {
+                    NotRun::Permit(e) => fail_setup(n, "cannot get a permit to run".into(), e),
+                    NotRun::Run(e) => failure(e.to_string(), None, false),
+                })?;
             let mut report = StepReport {
                 command: step.display(),
                 cached: false,
@@ -326,22 +316,14 @@ impl Ctx<'_> {
                         "--mlir-print-local-scope".into(),
                         "--mlir-print-debuginfo".into(),
                     ];
-                    let ran2 = {
-                        let _permit = self
-                            .limiter
-                            .acquire()
-                            .map_err(|e| fail_setup(n, "cannot get a permit to run".into(), e))?;
-                        exec::run(&exec::Run {
-                            program: opt,
-                            argv: &argv,
-                            cwd: self.cwd,
-                            stdin: &out_path,
-                            stdout: &norm_path,
-                            stderr: &norm_err,
-                            timeout: self.timeout,
-                        })
-                        .map_err(|e| failure(e.to_string(), None, true))?
-                    };
+                    let ran2 = self
+                        .run_limited(opt, &argv, &out_path, &norm_path, &norm_err)
+                        .map_err(|e| match e {
+                            NotRun::Permit(e) => {
+                                fail_setup(n, "cannot get a permit to run".into(), e)
+                            }
+                            NotRun::Run(e) => failure(e.to_string(), None, true),
+                        })?;
                     report.tool_seconds += ran2.elapsed.as_secs_f64();
                     let norm = std::fs::read_to_string(&norm_path).unwrap_or_default();
                     if ran2.exit != Exit::Code(0) {
@@ -407,6 +389,39 @@ impl Ctx<'_> {
     }
 }
 
+/// Why [`Ctx::run_limited`] ran nothing.
+enum NotRun {
+    /// No permit from the machine-wide limit.
+    Permit(Error),
+    /// The process could not be started or waited for.
+    Run(Error),
+}
+
+impl Ctx<'_> {
+    /// Runs one tool process (stdin, stdout and stderr are files) holding a
+    /// permit of the machine-wide limit until it ends.
+    fn run_limited(
+        &self,
+        program: &Path,
+        argv: &[String],
+        stdin: &Path,
+        stdout: &Path,
+        stderr: &Path,
+    ) -> Result<exec::Ran, NotRun> {
+        let _permit = self.limiter.acquire().map_err(NotRun::Permit)?;
+        exec::run(&exec::Run {
+            program,
+            argv,
+            cwd: self.cwd,
+            stdin,
+            stdout,
+            stderr,
+            timeout: self.timeout,
+        })
+        .map_err(NotRun::Run)
+    }
+}
+
 fn rerun_line(step: &Step, ctx: &Ctx, input: &Path) -> String {
     let words = match ctx.argv(step) {
         Ok((program, mut argv)) => {
@@ -417,15 +432,10 @@ fn rerun_line(step: &Step, ctx: &Ctx, input: &Path) -> String {
         }
         Err(_) => vec![step.display()],
     };
-    let quote = |w: &str| {
-        shlex::try_quote(w)
-            .map(|q| q.into_owned())
-            .unwrap_or_else(|_| w.to_string())
-    };
     format!(
         "{} < {}",
         process::shell_command(ctx.cwd, &words),
-        quote(&input.display().to_string())
+        process::quote(&input.display().to_string())
     )
 }
 
@@ -882,73 +892,46 @@ pub fn wrap(input: &str, opts: &WrapOptions) -> Result<String, Error> {
     }
 }
 
-/// Runs `iree-compile FLAGS --compile-to=executable-sources INPUT` and returns the text.
-pub fn compile_to_executable_sources(
-    iree_compile: &Path,
-    input: &Path,
-    flags: &[String],
-    work: &Path,
-    cwd: &Path,
-) -> Result<String, Error> {
-    fs_err::create_dir_all(work)?;
-    let out = work.join("executable-sources.mlir");
-    let mut argv = vec![iree_compile.display().to_string()];
-    argv.extend(flags.iter().cloned());
-    argv.push("--compile-to=executable-sources".into());
-    argv.push(input.display().to_string());
-    argv.push("-o".into());
-    argv.push(out.display().to_string());
-    run_compiler(
-        &argv,
-        work,
-        cwd,
-        "compile-to-executable-sources.log",
-        || {
-            format!(
-                "cannot compile {} to the executable-sources phase",
-                input.display()
-            )
-        },
-    )?;
-    fs_err::read_to_string(&out).map_err(Error::from)
+/// Which side of the executable-sources phase an iree-compile run is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// From a source program up to the executable-sources phase.
+    To,
+    /// From the executable-sources phase to a vmfb.
+    From,
 }
 
-/// Runs `iree-compile FLAGS --compile-from=executable-sources INPUT -o VMFB`.
-pub fn compile_from_executable_sources(
+impl Phase {
+    fn flag(self) -> &'static str {
+        match self {
+            Phase::To => "to",
+            Phase::From => "from",
+        }
+    }
+}
+
+/// Runs `iree-compile FLAGS --compile-{to,from}=executable-sources INPUT -o
+/// OUTPUT`, logging to `work`.
+pub fn compile(
     iree_compile: &Path,
+    phase: Phase,
     input: &Path,
     flags: &[String],
-    vmfb: &Path,
+    output: &Path,
     work: &Path,
     cwd: &Path,
 ) -> Result<(), Error> {
     fs_err::create_dir_all(work)?;
     let mut argv = vec![iree_compile.display().to_string()];
     argv.extend(flags.iter().cloned());
-    argv.push("--compile-from=executable-sources".into());
+    argv.push(format!("--compile-{}=executable-sources", phase.flag()));
     argv.push(input.display().to_string());
     argv.push("-o".into());
-    argv.push(vmfb.display().to_string());
-    run_compiler(
-        &argv,
-        work,
-        cwd,
-        "compile-from-executable-sources.log",
-        || format!("cannot compile {} to {}", input.display(), vmfb.display()),
-    )
-}
-
-fn run_compiler(
-    argv: &[String],
-    work: &Path,
-    cwd: &Path,
-    log_name: &str,
-    what: impl FnOnce() -> String,
-) -> Result<(), Error> {
-    let log = work.join(log_name);
+    argv.push(output.display().to_string());
+    let log = work.join(format!("compile-{}-executable-sources.log", phase.flag()));
     let done = process::run(
         &process::Spec {
-            argv: argv.to_vec(),
+            argv: argv.clone(),
             cwd: cwd.to_path_buf(),
             env: vec![],
             timeout: Some(WHOLE_MODULE_TIMEOUT),
@@ -960,7 +943,14 @@ fn run_compiler(
     if done.exit == Exit::Code(0) {
         return Ok(());
     }
-    let mut err = Error::failed(what()).cause(format!("iree-compile: {}", done.exit.describe()));
+    let what = match phase {
+        Phase::To => format!(
+            "cannot compile {} to the executable-sources phase",
+            input.display()
+        ),
+        Phase::From => format!("cannot compile {} to {}", input.display(), output.display()),
+    };
+    let mut err = Error::failed(what).cause(format!("iree-compile: {}", done.exit.describe()));
     for line in tail_lines(&log, STDERR_LINES) {
         err = err.cause(format!("  {line}"));
     }
@@ -968,7 +958,7 @@ fn run_compiler(
         .cause(format!("log kept at {}", log.display()))
         .hint(format!(
             "reproduce with: {}",
-            process::shell_command(cwd, argv)
+            process::shell_command(cwd, &argv)
         )))
 }
 

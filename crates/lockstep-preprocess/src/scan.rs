@@ -498,26 +498,8 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
             }
             let symbol = symbol
                 .ok_or_else(|| ScanError::new(t.start, "hal.executable without a @symbol name"))?;
-            let mut resources = BTreeSet::new();
-            let mut direct = BTreeSet::new();
-            for k in i..end {
-                let w = &tokens[k];
-                if w.kind != Kind::Word {
-                    continue;
-                }
-                let s = cur.slice(w);
-                if let Some(&a) = alias_index.get(s) {
-                    direct.insert(a);
-                } else if s == "dense_resource"
-                    && tokens
-                        .get(k + 1)
-                        .is_some_and(|n| n.kind == Kind::Other(b'<'))
-                {
-                    if let Some(key) = tokens.get(k + 2) {
-                        resources.insert(unquote(cur.slice(key)));
-                    }
-                }
-            }
+            // Direct references for now; made transitive once every alias's are known.
+            let (direct, resources) = direct_references(text, &tokens[i..end], &alias_index);
             module.executables.push(Executable {
                 symbol,
                 span: t.start..cur.byte_end(end),
@@ -553,14 +535,7 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
             .collect();
     }
     for exe in &mut module.executables {
-        let mut seen: BTreeSet<usize> = BTreeSet::new();
-        let mut stack: Vec<usize> = exe.aliases.clone();
-        while let Some(a) = stack.pop() {
-            if seen.insert(a) {
-                stack.extend(module.aliases[a].refs.iter().copied());
-            }
-        }
-        exe.aliases = seen.into_iter().collect();
+        exe.aliases = transitive(&module.aliases, exe.aliases.iter().copied());
     }
     module.alias_index = alias_index;
     Ok(module)
@@ -570,14 +545,25 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
 /// the op text `op` refers to.
 pub fn references(op: &str, module: &Module) -> Result<(Vec<usize>, BTreeSet<String>), ScanError> {
     let tokens = tokenize(op)?;
+    let (direct, resources) = direct_references(op, &tokens, &module.alias_index);
+    Ok((transitive(&module.aliases, direct), resources))
+}
+
+/// The aliases (indices) and `dense_resource<KEY>` keys that `tokens` (of
+/// `text`) name directly.
+fn direct_references(
+    text: &str,
+    tokens: &[Token],
+    alias_index: &BTreeMap<String, usize>,
+) -> (BTreeSet<usize>, BTreeSet<String>) {
     let mut direct = BTreeSet::new();
     let mut resources = BTreeSet::new();
     for (k, t) in tokens.iter().enumerate() {
         if t.kind != Kind::Word {
             continue;
         }
-        let s = &op[t.start..t.end];
-        if let Some(&a) = module.alias_index.get(s) {
+        let s = &text[t.start..t.end];
+        if let Some(&a) = alias_index.get(s) {
             direct.insert(a);
         } else if s == "dense_resource"
             && tokens
@@ -585,18 +571,23 @@ pub fn references(op: &str, module: &Module) -> Result<(Vec<usize>, BTreeSet<Str
                 .is_some_and(|n| n.kind == Kind::Other(b'<'))
         {
             if let Some(key) = tokens.get(k + 2) {
-                resources.insert(unquote(&op[key.start..key.end]));
+                resources.insert(unquote(&text[key.start..key.end]));
             }
         }
     }
+    (direct, resources)
+}
+
+/// `direct` and every alias they refer to, transitively, in file order.
+fn transitive(aliases: &[Alias], direct: impl IntoIterator<Item = usize>) -> Vec<usize> {
     let mut seen: BTreeSet<usize> = BTreeSet::new();
     let mut stack: Vec<usize> = direct.into_iter().collect();
     while let Some(a) = stack.pop() {
         if seen.insert(a) {
-            stack.extend(module.aliases[a].refs.iter().copied());
+            stack.extend(aliases[a].refs.iter().copied());
         }
     }
-    Ok((seen.into_iter().collect(), resources))
+    seen.into_iter().collect()
 }
 
 fn unquote(s: &str) -> String {

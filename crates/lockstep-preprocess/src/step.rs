@@ -92,11 +92,7 @@ impl Step {
         match self {
             Step::Tool { argv, .. } => argv
                 .iter()
-                .map(|w| {
-                    shlex::try_quote(w)
-                        .map(|q| q.into_owned())
-                        .unwrap_or_else(|_| w.clone())
-                })
+                .map(|w| lockstep_core::process::quote(w))
                 .collect::<Vec<_>>()
                 .join(" "),
             Step::Pipeline { pipeline, .. } => pipeline.clone(),

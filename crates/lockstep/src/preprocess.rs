@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use lockstep_core::events::{Event, EventSink};
 use lockstep_core::Error;
 use lockstep_preprocess::cache::Cache;
-use lockstep_preprocess::engine::{self, Options, WrapOptions};
+use lockstep_preprocess::engine::{self, Options, Phase, WrapOptions};
 use lockstep_preprocess::limit::Limiter;
 use lockstep_preprocess::{scan, Step};
 
@@ -102,13 +102,17 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
                     input.display()
                 ),
             });
-            let text = engine::compile_to_executable_sources(
+            let sources = work.join("executable-sources.mlir");
+            engine::compile(
                 &tc.tool("iree-compile")?,
+                Phase::To,
                 input,
                 &args.rest,
+                &sources,
                 &work,
                 cwd,
             )?;
+            let text = fs_err::read_to_string(&sources)?;
             let module = engine::scan_module(&text)?;
             (text, module)
         }
@@ -151,8 +155,9 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
         console.emit(Event::Info {
             message: format!("compiling to {}", vmfb.display()),
         });
-        engine::compile_from_executable_sources(
+        engine::compile(
             &tc.tool("iree-compile")?,
+            Phase::From,
             &source,
             &args.rest,
             &cwd.join(vmfb),
