@@ -491,20 +491,12 @@ fn check_output(
     if raw {
         return Ok(Checked::Raw);
     }
-    if let Some(block) = &scanned.resource_block {
-        let theirs = scan::resources(&out[block.clone()]);
-        let ours = module
-            .resource_block
-            .as_ref()
-            .map(|b| scan::resources(&text[b.clone()]))
-            .unwrap_or_default();
-        for (k, v) in &theirs.entries {
-            if ours.entries.get(k) != Some(v) {
-                return Err(format!(
-                    "the output adds or changes the dialect resource `{}` ({}), which splicing does not support",
-                    k.1, k.0
-                ));
-            }
+    for (k, v) in &scanned.resources.entries {
+        if module.resources.entries.get(k) != Some(v) {
+            return Err(format!(
+                "the output adds or changes the dialect resource `{}` ({}), which splicing does not support",
+                k.1, k.0
+            ));
         }
     }
     for alias in &scanned.aliases {

@@ -263,6 +263,9 @@ pub struct Module {
     pub wrapped: bool,
     /// The `{-# ... #-}` block, if any.
     pub resource_block: Option<Range<usize>>,
+    /// Its `dialect_resources` entries, parsed once (every executable's text
+    /// and every check reads them).
+    pub resources: Resources,
     /// Alias name (with sigil) -> index into `aliases`.
     pub alias_index: BTreeMap<String, usize>,
 }
@@ -458,6 +461,9 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
                 ))
             }
         }
+    }
+    if let Some(block) = &module.resource_block {
+        module.resources = resources(&text[block.clone()]);
     }
     // Pass 2: the executables' level.
     let (level, from, to) = match top_module_region {
@@ -718,11 +724,8 @@ fn assemble(
     out.push_str(op);
     out.push('\n');
     if !resource_keys.is_empty() {
-        if let Some(block) = &module.resource_block {
-            let all = resources(&text[block.clone()]);
-            if let Some(trimmed) = trimmed_resource_block(&all, resource_keys) {
-                out.push_str(&trimmed);
-            }
+        if let Some(trimmed) = trimmed_resource_block(&module.resources, resource_keys) {
+            out.push_str(&trimmed);
         }
     }
     out
@@ -848,6 +851,7 @@ module attributes {hal.device.targets = [#target]} {
         let m = scan(MODULE).unwrap();
         let all = resources(&MODULE[m.resource_block.clone().unwrap()]);
         assert_eq!(all.entries.len(), 2);
+        assert_eq!(m.resources.entries, all.entries, "parsed once by scan");
         let keys: BTreeSet<String> = ["blob2".to_string()].into();
         let trimmed = trimmed_resource_block(&all, &keys).unwrap();
         assert!(trimmed.contains("blob2: \"0x04000000FFFFFFFF\"") && !trimmed.contains("blob1"));
