@@ -97,6 +97,27 @@ impl Sandbox {
         path
     }
 
+    /// PATH with tools/ first: iree-compile finds tools by name only.
+    fn tools_path(&self) -> String {
+        format!(
+            "{}:{}",
+            self.path().join("tools").display(),
+            std::env::var("PATH").unwrap()
+        )
+    }
+
+    /// [`Sandbox::tools_path`] with this `lockstep` binary first, so that
+    /// iree-compile runs `lockstep preprocess --wrap` by name.
+    fn wrapper_path(&self) -> String {
+        let wrap_bin = self.path().join("wrapbin");
+        if !wrap_bin.exists() {
+            std::fs::create_dir_all(&wrap_bin).unwrap();
+            std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lockstep"), wrap_bin.join("lockstep"))
+                .unwrap();
+        }
+        format!("{}:{}", wrap_bin.display(), self.tools_path())
+    }
+
     /// iree-compile with the CPU flags.
     fn iree_compile(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(iree_bin().join("iree-compile"));
@@ -222,7 +243,6 @@ fn tool_results_match_iree_compile_and_the_wrapper() {
     let n = 4;
     let source = sb.write("prog.mlir", &program(n));
     sb.tool("swap", SWAP);
-    let tools = sb.path().join("tools");
     // (0) no preprocessing: multiplications.
     let plain = sb.path().join("plain.vmfb");
     assert!(
@@ -234,7 +254,7 @@ fn tool_results_match_iree_compile_and_the_wrapper() {
     assert!(plain_out.contains("2xf32=9 9"), "{plain_out}");
     // (a) iree-compile runs the tool itself (found on PATH: it cannot take a path).
     let a = sb.path().join("a.vmfb");
-    let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap());
+    let path = sb.tools_path();
     let mut cmd = sb.iree_compile(&[
         source.to_str().unwrap(),
         "-o",
@@ -265,9 +285,6 @@ fn tool_results_match_iree_compile_and_the_wrapper() {
     let b_text = std::fs::read_to_string(sb.path().join("b.mlir")).unwrap();
     assert!(b_text.contains("arith.addf") && !b_text.contains("arith.mulf"));
     // (c) the wrapper, found by iree-compile on PATH, around the same tool.
-    let wrap_bin = sb.path().join("wrapbin");
-    std::fs::create_dir_all(&wrap_bin).unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lockstep"), wrap_bin.join("lockstep")).unwrap();
     let c = sb.path().join("c.vmfb");
     let mut cmd = sb.iree_compile(&[
         source.to_str().unwrap(),
@@ -275,7 +292,7 @@ fn tool_results_match_iree_compile_and_the_wrapper() {
         c.to_str().unwrap(),
         "--iree-hal-preprocess-executables-with=lockstep preprocess --wrap -j 2 -- swap",
     ]);
-    cmd.env("PATH", format!("{}:{path}", wrap_bin.display()));
+    cmd.env("PATH", sb.wrapper_path());
     assert!(run(cmd).status.success());
     assert_eq!(sb.run_module(&c, n), a_out);
 }
@@ -286,11 +303,7 @@ fn tool_lookup_absolute_relative_and_path() {
     let source = sb.write("prog.mlir", &program(2));
     let es = sb.executable_sources(&source, "es.mlir");
     let tool = sb.tool("swap", SWAP);
-    let path = format!(
-        "{}:{}",
-        sb.path().join("tools").display(),
-        std::env::var("PATH").unwrap()
-    );
+    let path = sb.tools_path();
     for (i, with) in [tool.to_str().unwrap(), "tools/swap", "./tools/swap", "swap"]
         .iter()
         .enumerate()
@@ -572,15 +585,7 @@ fn the_limit_holds_for_the_wrapper_under_iree_compile() {
     let source = sb.write("prog.mlir", &program(8));
     let log = sb.path().join("times.log");
     recorder(&sb, &log);
-    let wrap_bin = sb.path().join("wrapbin");
-    std::fs::create_dir_all(&wrap_bin).unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lockstep"), wrap_bin.join("lockstep")).unwrap();
-    let path = format!(
-        "{}:{}:{}",
-        wrap_bin.display(),
-        sb.path().join("tools").display(),
-        std::env::var("PATH").unwrap()
-    );
+    let path = sb.wrapper_path();
     // Without the wrapper the compiler overlaps tools (it has at least 2 threads)...
     let mut cmd = sb.iree_compile(&[
         source.to_str().unwrap(),
@@ -618,15 +623,7 @@ fn the_wrapper_uses_the_make_jobserver() {
     let source = sb.write("prog.mlir", &program(8));
     let log = sb.path().join("times.log");
     recorder(&sb, &log);
-    let wrap_bin = sb.path().join("wrapbin");
-    std::fs::create_dir_all(&wrap_bin).unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lockstep"), wrap_bin.join("lockstep")).unwrap();
-    let path = format!(
-        "{}:{}:{}",
-        wrap_bin.display(),
-        sb.path().join("tools").display(),
-        std::env::var("PATH").unwrap()
-    );
+    let path = sb.wrapper_path();
     // A make-style fifo jobserver offering 1 token beside the implicit one (-j2);
     // the wrapper's own -j 8 would allow more.
     let fifo = sb.path().join("jobserver");
