@@ -218,14 +218,17 @@ pub fn pid_alive(pid: i32) -> bool {
     }
 }
 
+/// One word quoted for a POSIX shell when it needs to be (as is when it
+/// cannot be: a NUL byte).
+pub fn quote(w: &str) -> String {
+    shlex::try_quote(w)
+        .map(|q| q.into_owned())
+        .unwrap_or_else(|_| w.to_string())
+}
+
 /// A command line a person can paste into a shell: `cd DIR && prog args...`,
 /// each word quoted when it needs to be.
 pub fn shell_command(cwd: &Path, argv: &[String]) -> String {
-    let quote = |w: &str| {
-        shlex::try_quote(w)
-            .map(|q| q.into_owned())
-            .unwrap_or_else(|_| w.to_string())
-    };
     let words: Vec<String> = argv.iter().map(|w| quote(w)).collect();
     format!(
         "cd {} && {}",

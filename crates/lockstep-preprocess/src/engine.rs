@@ -23,8 +23,18 @@ use crate::step::Step;
 /// How many stderr lines an error shows.
 const STDERR_LINES: usize = 12;
 
+/// Limit for a whole-module iree-compile phase, and for the final iree-opt
+/// parse when no --timeout is given: whole modules, not single executables.
+const WHOLE_MODULE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The final parse gets at least this long even under a short per-tool
+/// --timeout, which is sized for one executable.
+const MIN_PARSE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// What `lockstep preprocess` (the direct form) needs.
 pub struct Options<'a> {
+    /// In order; none leaves the input unchanged (the binary refuses that
+    /// with a hint before compiling anything).
     pub steps: &'a [Step],
     /// Worker threads (tool processes are bounded by `limiter` too).
     pub jobs: usize,
@@ -162,12 +172,13 @@ impl Ctx<'_> {
         let mut current = op.to_string();
         let mut raw = String::new();
         let mut reports = Vec::with_capacity(self.steps.len());
-        let fail_setup = |what: String, e: Error| {
+        // Before or around a step's tool (no exit status, no stderr).
+        let fail_setup = |n: usize, what: String, e: Error| {
             Box::new(Failure {
                 symbol: symbol.to_string(),
-                step: 0,
+                step: n,
                 steps: self.steps.len(),
-                command: String::new(),
+                command: self.steps[n - 1].display(),
                 what: format!("{what}: {e}"),
                 exit: None,
                 stderr: Vec::new(),
@@ -182,13 +193,14 @@ impl Ctx<'_> {
             } else {
                 scan::self_contained_op(self.text, self.module, &current).map_err(|e| {
                     fail_setup(
+                        n,
                         "cannot assemble its input".into(),
                         Error::failed(e.describe(&current)),
                     )
                 })?
             };
             let iree_id = self.iree_opt.map(|(_, id)| id.as_str()).unwrap_or("");
-            let key = cache::key(&input, &step.key_material(iree_id));
+            let key = cache::key(&input, &step.key_material(self.raw_output, iree_id));
             let in_path = dir.join(format!("{n}.in.mlir"));
             let out_path = dir.join(format!("{n}.out.mlir"));
             let err_path = dir.join(format!("{n}.err.txt"));
@@ -211,10 +223,11 @@ impl Ctx<'_> {
                 continue;
             }
             fs_err::create_dir_all(dir).map_err(|e| {
-                fail_setup("cannot create its temporary directory".into(), e.into())
+                fail_setup(n, "cannot create its temporary directory".into(), e.into())
             })?;
-            std::fs::write(&in_path, &input)
-                .map_err(|e| fail_setup(format!("cannot write {}", in_path.display()), e.into()))?;
+            std::fs::write(&in_path, &input).map_err(|e| {
+                fail_setup(n, format!("cannot write {}", in_path.display()), e.into())
+            })?;
             let failure = |what: String, exit: Option<Exit>, kept_out: bool| {
                 Box::new(Failure {
                     symbol: symbol.to_string(),
@@ -243,22 +256,12 @@ impl Ctx<'_> {
                 // No debug locations in: print none (iree-opt would invent `<stdin>` ones).
                 argv.retain(|a| a != "--mlir-print-debuginfo");
             }
-            let ran = {
-                let _permit = self
-                    .limiter
-                    .acquire()
-                    .map_err(|e| fail_setup("cannot get a permit to run".into(), e))?;
-                exec::run(&exec::Run {
-                    program: &program,
-                    argv: &argv,
-                    cwd: self.cwd,
-                    stdin: &in_path,
-                    stdout: &out_path,
-                    stderr: &err_path,
-                    timeout: self.timeout,
-                })
-                .map_err(|e| failure(e.to_string(), None, false))?
-            };
+            let ran = self
+                .run_limited(&program, &argv, &in_path, &out_path, &err_path)
+                .map_err(|e| match e {
+                    NotRun::Permit(e) => fail_setup(n, "cannot get a permit to run".into(), e),
+                    NotRun::Run(e) => failure(e.to_string(), None, false),
+                })?;
             let mut report = StepReport {
                 command: step.display(),
                 cached: false,
@@ -313,22 +316,14 @@ impl Ctx<'_> {
                         "--mlir-print-local-scope".into(),
                         "--mlir-print-debuginfo".into(),
                     ];
-                    let ran2 = {
-                        let _permit = self
-                            .limiter
-                            .acquire()
-                            .map_err(|e| fail_setup("cannot get a permit to run".into(), e))?;
-                        exec::run(&exec::Run {
-                            program: opt,
-                            argv: &argv,
-                            cwd: self.cwd,
-                            stdin: &out_path,
-                            stdout: &norm_path,
-                            stderr: &norm_err,
-                            timeout: self.timeout,
-                        })
-                        .map_err(|e| failure(e.to_string(), None, true))?
-                    };
+                    let ran2 = self
+                        .run_limited(opt, &argv, &out_path, &norm_path, &norm_err)
+                        .map_err(|e| match e {
+                            NotRun::Permit(e) => {
+                                fail_setup(n, "cannot get a permit to run".into(), e)
+                            }
+                            NotRun::Run(e) => failure(e.to_string(), None, true),
+                        })?;
                     report.tool_seconds += ran2.elapsed.as_secs_f64();
                     let norm = std::fs::read_to_string(&norm_path).unwrap_or_default();
                     if ran2.exit != Exit::Code(0) {
@@ -394,6 +389,39 @@ impl Ctx<'_> {
     }
 }
 
+/// Why [`Ctx::run_limited`] ran nothing.
+enum NotRun {
+    /// No permit from the machine-wide limit.
+    Permit(Error),
+    /// The process could not be started or waited for.
+    Run(Error),
+}
+
+impl Ctx<'_> {
+    /// Runs one tool process (stdin, stdout and stderr are files) holding a
+    /// permit of the machine-wide limit until it ends.
+    fn run_limited(
+        &self,
+        program: &Path,
+        argv: &[String],
+        stdin: &Path,
+        stdout: &Path,
+        stderr: &Path,
+    ) -> Result<exec::Ran, NotRun> {
+        let _permit = self.limiter.acquire().map_err(NotRun::Permit)?;
+        exec::run(&exec::Run {
+            program,
+            argv,
+            cwd: self.cwd,
+            stdin,
+            stdout,
+            stderr,
+            timeout: self.timeout,
+        })
+        .map_err(NotRun::Run)
+    }
+}
+
 fn rerun_line(step: &Step, ctx: &Ctx, input: &Path) -> String {
     let words = match ctx.argv(step) {
         Ok((program, mut argv)) => {
@@ -404,15 +432,10 @@ fn rerun_line(step: &Step, ctx: &Ctx, input: &Path) -> String {
         }
         Err(_) => vec![step.display()],
     };
-    let quote = |w: &str| {
-        shlex::try_quote(w)
-            .map(|q| q.into_owned())
-            .unwrap_or_else(|_| w.to_string())
-    };
     format!(
         "{} < {}",
         process::shell_command(ctx.cwd, &words),
-        quote(&input.display().to_string())
+        process::quote(&input.display().to_string())
     )
 }
 
@@ -468,20 +491,12 @@ fn check_output(
     if raw {
         return Ok(Checked::Raw);
     }
-    if let Some(block) = &scanned.resource_block {
-        let theirs = scan::resources(&out[block.clone()]);
-        let ours = module
-            .resource_block
-            .as_ref()
-            .map(|b| scan::resources(&text[b.clone()]))
-            .unwrap_or_default();
-        for (k, v) in &theirs.entries {
-            if ours.entries.get(k) != Some(v) {
-                return Err(format!(
-                    "the output adds or changes the dialect resource `{}` ({}), which splicing does not support",
-                    k.1, k.0
-                ));
-            }
+    for (k, v) in &scanned.resources.entries {
+        if module.resources.entries.get(k) != Some(v) {
+            return Err(format!(
+                "the output adds or changes the dialect resource `{}` ({}), which splicing does not support",
+                k.1, k.0
+            ));
         }
     }
     for alias in &scanned.aliases {
@@ -529,16 +544,28 @@ fn label(index: usize, symbol: &str) -> String {
 /// Runs the steps on every selected executable of `text` and returns the
 /// spliced module. Nothing is written outside the run/keep directories.
 pub fn preprocess(text: &str, opts: &Options, sink: &dyn EventSink) -> Result<Outcome, Error> {
-    let started = Instant::now();
-    if opts.steps.is_empty() {
-        return Err(Error::usage("nothing to run: no --with command given")
-            .hint("add --with 'TOOL ARGS' or --with 'builtin.module(PASSES)'"));
-    }
-    let module = scan::scan(text).map_err(|e| {
+    let module = scan_module(text)?;
+    preprocess_scanned(text, &module, opts, sink)
+}
+
+/// Scans a module for [`preprocess_scanned`], with the error a user sees.
+pub fn scan_module(text: &str) -> Result<Module, Error> {
+    scan::scan(text).map_err(|e| {
         Error::failed("cannot split the input into executables")
             .cause(e.describe(text))
             .hint("the input must be MLIR text as iree-compile or iree-opt print it")
-    })?;
+    })
+}
+
+/// [`preprocess`] for a module already scanned (`module` is `scan(text)`):
+/// large modules are not scanned twice.
+pub fn preprocess_scanned(
+    text: &str,
+    module: &Module,
+    opts: &Options,
+    sink: &dyn EventSink,
+) -> Result<Outcome, Error> {
+    let started = Instant::now();
     let run_dir = match &opts.keep_temps {
         Some(dir) => dir.clone(),
         None => opts.runs_dir.join(exec::run_name("")),
@@ -550,7 +577,7 @@ pub fn preprocess(text: &str, opts: &Options, sink: &dyn EventSink) -> Result<Ou
         iree_opt: opts.iree_opt.as_ref(),
         cwd: &opts.cwd,
         limiter: opts.limiter,
-        module: &module,
+        module,
         text,
         raw_output: false,
         keep_all: opts.keep_temps.is_some(),
@@ -665,7 +692,7 @@ pub fn preprocess(text: &str, opts: &Options, sink: &dyn EventSink) -> Result<Ou
     let mut validate_seconds = 0.0;
     if changed {
         let t = Instant::now();
-        validate(&out, &spans, &module, &run_dir, opts, &reports)?;
+        validate(&out, &spans, module, &run_dir, opts, &reports)?;
         validate_seconds = t.elapsed().as_secs_f64();
     }
     if opts.keep_temps.is_none() {
@@ -719,8 +746,7 @@ fn validate(
                 env: vec![],
                 timeout: Some(
                     opts.timeout
-                        .unwrap_or(Duration::from_secs(600))
-                        .max(Duration::from_secs(60)),
+                        .map_or(WHOLE_MODULE_TIMEOUT, |t| t.max(MIN_PARSE_TIMEOUT)),
                 ),
                 log: log.to_path_buf(),
                 header: None,
@@ -858,85 +884,49 @@ pub fn wrap(input: &str, opts: &WrapOptions) -> Result<String, Error> {
     }
 }
 
-/// Runs `iree-compile FLAGS --compile-to=executable-sources INPUT` and returns the text.
-pub fn compile_to_executable_sources(
-    iree_compile: &Path,
-    input: &Path,
-    flags: &[String],
-    work: &Path,
-    cwd: &Path,
-    timeout: Option<Duration>,
-) -> Result<String, Error> {
-    fs_err::create_dir_all(work)?;
-    let out = work.join("executable-sources.mlir");
-    let mut argv = vec![iree_compile.display().to_string()];
-    argv.extend(flags.iter().cloned());
-    argv.push("--compile-to=executable-sources".into());
-    argv.push(input.display().to_string());
-    argv.push("-o".into());
-    argv.push(out.display().to_string());
-    run_compiler(
-        &argv,
-        work,
-        cwd,
-        timeout,
-        "compile-to-executable-sources.log",
-        || {
-            format!(
-                "cannot compile {} to the executable-sources phase",
-                input.display()
-            )
-        },
-    )?;
-    fs_err::read_to_string(&out).map_err(Error::from)
+/// Which side of the executable-sources phase an iree-compile run is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// From a source program up to the executable-sources phase.
+    To,
+    /// From the executable-sources phase to a vmfb.
+    From,
 }
 
-/// Runs `iree-compile FLAGS --compile-from=executable-sources INPUT -o VMFB`.
-pub fn compile_from_executable_sources(
+impl Phase {
+    fn flag(self) -> &'static str {
+        match self {
+            Phase::To => "to",
+            Phase::From => "from",
+        }
+    }
+}
+
+/// Runs `iree-compile FLAGS --compile-{to,from}=executable-sources INPUT -o
+/// OUTPUT`, logging to `work`.
+pub fn compile(
     iree_compile: &Path,
+    phase: Phase,
     input: &Path,
     flags: &[String],
-    vmfb: &Path,
+    output: &Path,
     work: &Path,
     cwd: &Path,
-    timeout: Option<Duration>,
 ) -> Result<(), Error> {
     fs_err::create_dir_all(work)?;
     let mut argv = vec![iree_compile.display().to_string()];
     argv.extend(flags.iter().cloned());
-    argv.push("--compile-from=executable-sources".into());
+    argv.push(format!("--compile-{}=executable-sources", phase.flag()));
     argv.push(input.display().to_string());
     argv.push("-o".into());
-    argv.push(vmfb.display().to_string());
-    run_compiler(
-        &argv,
-        work,
-        cwd,
-        timeout,
-        "compile-from-executable-sources.log",
-        || format!("cannot compile {} to {}", input.display(), vmfb.display()),
-    )
-}
-
-fn run_compiler(
-    argv: &[String],
-    work: &Path,
-    cwd: &Path,
-    timeout: Option<Duration>,
-    log_name: &str,
-    what: impl FnOnce() -> String,
-) -> Result<(), Error> {
-    let log = work.join(log_name);
+    argv.push(output.display().to_string());
+    let log = work.join(format!("compile-{}-executable-sources.log", phase.flag()));
     let done = process::run(
         &process::Spec {
-            argv: argv.to_vec(),
+            argv: argv.clone(),
             cwd: cwd.to_path_buf(),
             env: vec![],
-            timeout: Some(
-                timeout
-                    .unwrap_or(Duration::from_secs(600))
-                    .max(Duration::from_secs(600)),
-            ),
+            timeout: Some(WHOLE_MODULE_TIMEOUT),
             log: log.clone(),
             header: None,
         },
@@ -945,7 +935,14 @@ fn run_compiler(
     if done.exit == Exit::Code(0) {
         return Ok(());
     }
-    let mut err = Error::failed(what()).cause(format!("iree-compile: {}", done.exit.describe()));
+    let what = match phase {
+        Phase::To => format!(
+            "cannot compile {} to the executable-sources phase",
+            input.display()
+        ),
+        Phase::From => format!("cannot compile {} to {}", input.display(), output.display()),
+    };
+    let mut err = Error::failed(what).cause(format!("iree-compile: {}", done.exit.describe()));
     for line in tail_lines(&log, STDERR_LINES) {
         err = err.cause(format!("  {line}"));
     }
@@ -953,7 +950,7 @@ fn run_compiler(
         .cause(format!("log kept at {}", log.display()))
         .hint(format!(
             "reproduce with: {}",
-            process::shell_command(cwd, argv)
+            process::shell_command(cwd, &argv)
         )))
 }
 

@@ -235,8 +235,6 @@ pub struct Alias {
 pub struct Executable {
     /// Without `@` (and unquoted): `main_dispatch_0`.
     pub symbol: String,
-    /// `private`, `public`, `nested` or empty.
-    pub visibility: String,
     /// From `hal.executable` to the end of its region and trailing `loc(...)`.
     pub span: Range<usize>,
     /// Every alias it needs, transitively, in file order.
@@ -265,6 +263,9 @@ pub struct Module {
     pub wrapped: bool,
     /// The `{-# ... #-}` block, if any.
     pub resource_block: Option<Range<usize>>,
+    /// Its `dialect_resources` entries, parsed once (every executable's text
+    /// and every check reads them).
+    pub resources: Resources,
     /// Alias name (with sigil) -> index into `aliases`.
     pub alias_index: BTreeMap<String, usize>,
 }
@@ -386,6 +387,9 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
     };
     let mut module = Module::default();
     let mut alias_index: BTreeMap<String, usize> = BTreeMap::new();
+    // Token range of each alias definition (after its name), so that finding
+    // what an alias refers to walks only its own tokens.
+    let mut alias_tokens: Vec<Range<usize>> = Vec::new();
     // Pass 1: the top level.
     let mut top_module_region: Option<(usize, usize)> = None;
     let mut i = 0;
@@ -426,6 +430,7 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
                     span: t.start..cur.byte_end(end),
                     refs: Vec::new(),
                 });
+                alias_tokens.push(i + 1..end);
                 i = end;
             }
             Kind::Word => {
@@ -457,6 +462,9 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
             }
         }
     }
+    if let Some(block) = &module.resource_block {
+        module.resources = resources(&text[block.clone()]);
+    }
     // Pass 2: the executables' level.
     let (level, from, to) = match top_module_region {
         Some((open, close)) if module.top_ops.len() == 1 => (1, open + 1, close),
@@ -478,7 +486,6 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
         }
         if name == "hal.executable" {
             let end = cur.executable_end(i)?;
-            let mut visibility = String::new();
             let mut symbol = None;
             let mut k = i + 1;
             while k < end {
@@ -489,9 +496,6 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
                         symbol = Some(unquote(sym));
                         break;
                     }
-                    if visibility.is_empty() && matches!(s, "public" | "private" | "nested") {
-                        visibility = s.to_string();
-                    }
                 }
                 if w.kind != Kind::Word && w.kind != Kind::Newline {
                     break;
@@ -500,29 +504,10 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
             }
             let symbol = symbol
                 .ok_or_else(|| ScanError::new(t.start, "hal.executable without a @symbol name"))?;
-            let mut resources = BTreeSet::new();
-            let mut direct = BTreeSet::new();
-            for k in i..end {
-                let w = &tokens[k];
-                if w.kind != Kind::Word {
-                    continue;
-                }
-                let s = cur.slice(w);
-                if let Some(&a) = alias_index.get(s) {
-                    direct.insert(a);
-                } else if s == "dense_resource"
-                    && tokens
-                        .get(k + 1)
-                        .is_some_and(|n| n.kind == Kind::Other(b'<'))
-                {
-                    if let Some(key) = tokens.get(k + 2) {
-                        resources.insert(unquote(cur.slice(key)));
-                    }
-                }
-            }
+            // Direct references for now; made transitive once every alias's are known.
+            let (direct, resources) = direct_references(text, &tokens[i..end], &alias_index);
             module.executables.push(Executable {
                 symbol,
-                visibility,
                 span: t.start..cur.byte_end(end),
                 aliases: direct.into_iter().collect(),
                 resources,
@@ -548,29 +533,15 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
             .collect();
     }
     // Alias references, then the transitive closure per executable.
-    let alias_tokens: Vec<Vec<usize>> = module
-        .aliases
-        .iter()
-        .map(|a| {
-            tokens
-                .iter()
-                .filter(|t| t.start > a.span.start && t.end <= a.span.end && t.kind == Kind::Word)
-                .filter_map(|t| alias_index.get(cur.slice(t)).copied())
-                .collect()
-        })
-        .collect();
-    for (a, refs) in module.aliases.iter_mut().zip(alias_tokens) {
-        a.refs = refs;
+    for (a, range) in module.aliases.iter_mut().zip(alias_tokens) {
+        a.refs = tokens[range]
+            .iter()
+            .filter(|t| t.kind == Kind::Word)
+            .filter_map(|t| alias_index.get(cur.slice(t)).copied())
+            .collect();
     }
     for exe in &mut module.executables {
-        let mut seen: BTreeSet<usize> = BTreeSet::new();
-        let mut stack: Vec<usize> = exe.aliases.clone();
-        while let Some(a) = stack.pop() {
-            if seen.insert(a) {
-                stack.extend(module.aliases[a].refs.iter().copied());
-            }
-        }
-        exe.aliases = seen.into_iter().collect();
+        exe.aliases = transitive(&module.aliases, exe.aliases.iter().copied());
     }
     module.alias_index = alias_index;
     Ok(module)
@@ -580,14 +551,25 @@ pub fn scan(text: &str) -> Result<Module, ScanError> {
 /// the op text `op` refers to.
 pub fn references(op: &str, module: &Module) -> Result<(Vec<usize>, BTreeSet<String>), ScanError> {
     let tokens = tokenize(op)?;
+    let (direct, resources) = direct_references(op, &tokens, &module.alias_index);
+    Ok((transitive(&module.aliases, direct), resources))
+}
+
+/// The aliases (indices) and `dense_resource<KEY>` keys that `tokens` (of
+/// `text`) name directly.
+fn direct_references(
+    text: &str,
+    tokens: &[Token],
+    alias_index: &BTreeMap<String, usize>,
+) -> (BTreeSet<usize>, BTreeSet<String>) {
     let mut direct = BTreeSet::new();
     let mut resources = BTreeSet::new();
     for (k, t) in tokens.iter().enumerate() {
         if t.kind != Kind::Word {
             continue;
         }
-        let s = &op[t.start..t.end];
-        if let Some(&a) = module.alias_index.get(s) {
+        let s = &text[t.start..t.end];
+        if let Some(&a) = alias_index.get(s) {
             direct.insert(a);
         } else if s == "dense_resource"
             && tokens
@@ -595,18 +577,23 @@ pub fn references(op: &str, module: &Module) -> Result<(Vec<usize>, BTreeSet<Str
                 .is_some_and(|n| n.kind == Kind::Other(b'<'))
         {
             if let Some(key) = tokens.get(k + 2) {
-                resources.insert(unquote(&op[key.start..key.end]));
+                resources.insert(unquote(&text[key.start..key.end]));
             }
         }
     }
+    (direct, resources)
+}
+
+/// `direct` and every alias they refer to, transitively, in file order.
+fn transitive(aliases: &[Alias], direct: impl IntoIterator<Item = usize>) -> Vec<usize> {
     let mut seen: BTreeSet<usize> = BTreeSet::new();
     let mut stack: Vec<usize> = direct.into_iter().collect();
     while let Some(a) = stack.pop() {
         if seen.insert(a) {
-            stack.extend(module.aliases[a].refs.iter().copied());
+            stack.extend(aliases[a].refs.iter().copied());
         }
     }
-    Ok((seen.into_iter().collect(), resources))
+    seen.into_iter().collect()
 }
 
 fn unquote(s: &str) -> String {
@@ -621,8 +608,6 @@ fn unquote(s: &str) -> String {
 pub struct Resources {
     /// (dialect, key) -> value text (with quotes).
     pub entries: BTreeMap<(String, String), String>,
-    /// Whether the block has sections other than `dialect_resources`.
-    pub other_sections: bool,
 }
 
 /// Parses the `dialect_resources` section of a resource block.
@@ -652,9 +637,6 @@ pub fn resources(block: &str) -> Resources {
             }
             Kind::Open(b'{') => {
                 path.push(pending.take().unwrap_or_default());
-                if path.len() == 1 && path[0] != "dialect_resources" {
-                    out.other_sections = true;
-                }
             }
             Kind::Close(b'}') => {
                 path.pop();
@@ -742,11 +724,8 @@ fn assemble(
     out.push_str(op);
     out.push('\n');
     if !resource_keys.is_empty() {
-        if let Some(block) = &module.resource_block {
-            let all = resources(&text[block.clone()]);
-            if let Some(trimmed) = trimmed_resource_block(&all, resource_keys) {
-                out.push_str(&trimmed);
-            }
+        if let Some(trimmed) = trimmed_resource_block(&module.resources, resource_keys) {
+            out.push_str(&trimmed);
         }
     }
     out
@@ -801,7 +780,6 @@ module attributes {hal.device.targets = [#target]} {
         assert_eq!(m.executables.len(), 2);
         let a = &m.executables[0];
         assert_eq!(a.symbol, "ex_a");
-        assert_eq!(a.visibility, "private");
         assert!(MODULE[a.span.clone()].starts_with("hal.executable private @ex_a {"));
         assert!(MODULE[a.span.clone()].ends_with("} loc(#loc2)"));
         // #target needs #map; #loc2 needs #loc1; #unused is not referenced.
@@ -873,7 +851,7 @@ module attributes {hal.device.targets = [#target]} {
         let m = scan(MODULE).unwrap();
         let all = resources(&MODULE[m.resource_block.clone().unwrap()]);
         assert_eq!(all.entries.len(), 2);
-        assert!(!all.other_sections);
+        assert_eq!(m.resources.entries, all.entries, "parsed once by scan");
         let keys: BTreeSet<String> = ["blob2".to_string()].into();
         let trimmed = trimmed_resource_block(&all, &keys).unwrap();
         assert!(trimmed.contains("blob2: \"0x04000000FFFFFFFF\"") && !trimmed.contains("blob1"));

@@ -92,26 +92,27 @@ impl Step {
         match self {
             Step::Tool { argv, .. } => argv
                 .iter()
-                .map(|w| {
-                    shlex::try_quote(w)
-                        .map(|q| q.into_owned())
-                        .unwrap_or_else(|_| w.clone())
-                })
+                .map(|w| lockstep_core::process::quote(w))
                 .collect::<Vec<_>>()
                 .join(" "),
             Step::Pipeline { pipeline, .. } => pipeline.clone(),
         }
     }
 
-    /// What the cache key covers besides the input: the command and the
-    /// identity of what runs it (`iree_opt_identity` for pipelines).
-    pub fn key_material(&self, iree_opt_identity: &str) -> String {
+    /// What the cache key covers besides the input: the form of the entry
+    /// (`raw` tool output for `--wrap`, or the checked op text of the direct
+    /// form, which may have been normalised with iree-opt), the command, and
+    /// the identity of what runs it (`iree_opt_identity`: pipelines, and the
+    /// normalising of the op form).
+    pub fn key_material(&self, raw: bool, iree_opt_identity: &str) -> String {
+        let form = if raw { "raw" } else { "op" };
         match self {
             Step::Tool { argv, identity, .. } => {
-                format!("tool\0{}\0{identity}", argv.join("\0"))
+                let iree_opt = if raw { "" } else { iree_opt_identity };
+                format!("tool\0{form}\0{}\0{identity}\0{iree_opt}", argv.join("\0"))
             }
             Step::Pipeline { pipeline, .. } => {
-                format!("pipeline\0{pipeline}\0{iree_opt_identity}")
+                format!("pipeline\0{form}\0{pipeline}\0{iree_opt_identity}")
             }
         }
     }

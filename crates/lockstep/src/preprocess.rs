@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use lockstep_core::events::{Event, EventSink};
 use lockstep_core::Error;
 use lockstep_preprocess::cache::Cache;
-use lockstep_preprocess::engine::{self, Options, WrapOptions};
+use lockstep_preprocess::engine::{self, Options, Phase, WrapOptions};
 use lockstep_preprocess::limit::Limiter;
 use lockstep_preprocess::{scan, Step};
 
@@ -87,12 +87,14 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
             jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S%.3f")
         ))
         .join(std::process::id().to_string());
-    // At the executable-sources phase already, or a source program?
-    let at_phase = String::from_utf8(bytes)
-        .ok()
-        .filter(|t| scan::scan(t).is_ok_and(|m| !m.executables.is_empty()));
-    let text = match at_phase {
-        Some(text) => text,
+    // At the executable-sources phase already, or a source program? The scan
+    // that decides is the one the engine uses.
+    let scanned = String::from_utf8(bytes).ok().and_then(|t| {
+        let module = scan::scan(&t).ok().filter(|m| !m.executables.is_empty())?;
+        Some((t, module))
+    });
+    let (text, module) = match scanned {
+        Some(x) => x,
         None => {
             console.emit(Event::Info {
                 message: format!(
@@ -100,14 +102,19 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
                     input.display()
                 ),
             });
-            engine::compile_to_executable_sources(
+            let sources = work.join("executable-sources.mlir");
+            engine::compile(
                 &tc.tool("iree-compile")?,
+                Phase::To,
                 input,
                 &args.rest,
+                &sources,
                 &work,
                 cwd,
-                None,
-            )?
+            )?;
+            let text = fs_err::read_to_string(&sources)?;
+            let module = engine::scan_module(&text)?;
+            (text, module)
         }
     };
     let limiter = Limiter::from_env(makeflags.as_deref(), &home, jobs, std::process::id())?;
@@ -123,7 +130,7 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
         cwd: cwd.to_path_buf(),
         limiter: &limiter,
     };
-    let outcome = engine::preprocess(&text, &opts, &console)?;
+    let outcome = engine::preprocess_scanned(&text, &module, &opts, &console)?;
     let out_path = if output.as_os_str() == "-" {
         std::io::stdout()
             .lock()
@@ -148,14 +155,14 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
         console.emit(Event::Info {
             message: format!("compiling to {}", vmfb.display()),
         });
-        engine::compile_from_executable_sources(
+        engine::compile(
             &tc.tool("iree-compile")?,
+            Phase::From,
             &source,
             &args.rest,
             &cwd.join(vmfb),
             &work,
             cwd,
-            None,
         )?;
     }
     let _ = std::fs::remove_dir_all(work.parent().unwrap_or(&work));
