@@ -1029,6 +1029,77 @@ fn update_xfails_rewrites_the_lists_and_keeps_comments() {
     );
 }
 
+/// `--update-xfails` changes only the entries of cases whose step ran: a
+/// partial run (`-k`, `--skip-all-runs`) keeps the others' entries.
+#[test]
+fn update_xfails_keeps_entries_of_cases_that_did_not_run() {
+    let sb = Sandbox::new();
+    let root = sb.root().join("its");
+    layout_case(&root, "broken_compile", BAD_MLIR, GOOD_FLAGS);
+    layout_case(&root, "broken_run", &add4(), WRONG_FLAGS);
+    layout_case(&root, "fixed", &add4(), GOOD_FLAGS);
+    let config = sb.root().join("config.json");
+    write(
+        &config,
+        &config_json(
+            "cfg",
+            "local-task",
+            &[
+                ("expected_compile_failures", &["broken_compile"]),
+                ("expected_run_failures", &["broken_run", "fixed"]),
+            ],
+        ),
+    );
+    let (root_arg, config_arg) = (root.display().to_string(), config.display().to_string());
+    let lists = || {
+        let text = std::fs::read_to_string(&config).unwrap();
+        (
+            json5_list(&text, "expected_compile_failures"),
+            json5_list(&text, "expected_run_failures"),
+        )
+    };
+
+    // No run step ran: the run list stays as it was.
+    let base = [root_arg.as_str(), "--suite-config", &config_arg];
+    let skip_runs = [&base[..], &["--skip-all-runs", "--update-xfails"]].concat();
+    let (json, _) = sb.test(&skip_runs, 0);
+    expect_outcomes(
+        &json,
+        &[
+            ("broken_compile [cfg]", "xfail"),
+            ("broken_run [cfg]", "pass"),
+            ("fixed [cfg]", "pass"),
+        ],
+    );
+    assert_eq!(
+        lists(),
+        (
+            vec!["broken_compile".into()],
+            vec!["broken_run".into(), "fixed".into()]
+        )
+    );
+
+    // Only `fixed` ran: it leaves the run list, the others stay listed.
+    let one = [&base[..], &["-k", "fixed", "--update-xfails"]].concat();
+    let (json, _) = sb.test(&one, 1);
+    expect_outcomes(&json, &[("fixed [cfg]", "xpass")]);
+    assert_eq!(
+        lists(),
+        (vec!["broken_compile".into()], vec!["broken_run".into()])
+    );
+
+    // The lists still describe the suite: a full run succeeds.
+    let (json, _) = sb.test(&base, 0);
+    expect_outcomes(
+        &json,
+        &[
+            ("broken_compile [cfg]", "xfail"),
+            ("broken_run [cfg]", "xfail"),
+            ("fixed [cfg]", "pass"),
+        ],
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 4. JUnit XML
 
