@@ -71,6 +71,11 @@ pub fn run(
     fs_err::create_dir_all(&opts.run_dir)?;
     let compiler = toolchain.tool("iree-compile")?;
     let runner = toolchain.tool("iree-run-module")?;
+    // Missing only matters to tests with a benchmark step: each reports it
+    // there, and the rest of the run still counts.
+    let bench_tool = toolchain
+        .tool("iree-benchmark-module")
+        .map_err(|e| e.to_string());
     // Resolve sources (downloads happen here, once each) and compile keys.
     let mut keys: Vec<Option<String>> = Vec::with_capacity(tests.len());
     let mut sources: HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)> = HashMap::new();
@@ -151,6 +156,7 @@ pub fn run(
         sources: &sources,
         compiler: &compiler,
         runner: &runner,
+        bench_tool: &bench_tool,
         toolchain,
         cache,
         opts,
@@ -176,7 +182,7 @@ pub fn run(
         let Some(compiled) = st.compiled.get(key).cloned() else {
             continue;
         };
-        let step = benchmark(&ctx, t, bench, &compiled)?;
+        let step = benchmark(&ctx, t, bench, &compiled);
         result.seconds += step.seconds;
         if step.status == StepStatus::Failed {
             result.outcome = Outcome::Fail;
@@ -205,6 +211,8 @@ struct Ctx<'a> {
     sources: &'a HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)>,
     compiler: &'a Path,
     runner: &'a Path,
+    /// iree-benchmark-module, or why it is not there.
+    bench_tool: &'a Result<PathBuf, String>,
     toolchain: &'a Toolchain,
     cache: &'a CompileCache,
     opts: &'a RunOptions,
@@ -606,21 +614,35 @@ fn run_module(ctx: &Ctx, t: &Test, compiled: &Compiled) -> StepResult {
     }
 }
 
+/// The benchmark step; a failure to start it is a failed step, not an
+/// error, so the finished run is still reported.
 fn benchmark(
     ctx: &Ctx,
     t: &Test,
     bench: &crate::plan::BenchSpec,
     compiled: &Compiled,
-) -> Result<StepResult, Error> {
-    let tool = ctx.toolchain.tool("iree-benchmark-module")?;
+) -> StepResult {
+    let failed = |command: String, log: Option<PathBuf>, message: String| {
+        step(
+            StepKind::Benchmark,
+            StepStatus::Failed,
+            command,
+            log,
+            message,
+        )
+    };
+    let tool = match ctx.bench_tool {
+        Ok(tool) => tool,
+        Err(e) => return failed(String::new(), None, e.clone()),
+    };
     let Some(module) = &compiled.module else {
-        return Ok(step(
+        return step(
             StepKind::Benchmark,
             StepStatus::Skipped,
             String::new(),
             None,
             "no module".into(),
-        ));
+        );
     };
     let g = &bench.goldens;
     let mut argv = vec![
@@ -646,7 +668,10 @@ fn benchmark(
         log: log.clone(),
         header: Some(format!("$ {command}\n")),
     };
-    let done = process::run(&spec, |_| {})?;
+    let done = match process::run(&spec, |_| {}) {
+        Ok(done) => done,
+        Err(e) => return failed(command, Some(log), e.to_string()),
+    };
     // Skip the command line: the JSON starts after it.
     let text: String = fs_err::read_to_string(&log)
         .unwrap_or_default()
@@ -661,7 +686,7 @@ fn benchmark(
         ..Metrics::default()
     };
     if done.exit != Exit::Code(0) {
-        return Ok(StepResult {
+        return StepResult {
             seconds: done.elapsed.as_secs_f64(),
             output_tail: tail(&log, 30),
             metrics: Some(metrics),
@@ -672,7 +697,7 @@ fn benchmark(
                 Some(log),
                 format!("iree-benchmark-module {}", done.exit.describe()),
             )
-        });
+        };
     }
     metrics.time_ms = median_time_ms(&text);
     let mut problems = Vec::new();
@@ -703,7 +728,7 @@ fn benchmark(
     } else {
         StepStatus::Failed
     };
-    Ok(StepResult {
+    StepResult {
         seconds: done.elapsed.as_secs_f64(),
         metrics: Some(metrics),
         ..step(
@@ -713,7 +738,7 @@ fn benchmark(
             Some(log),
             problems.join("; "),
         )
-    })
+    }
 }
 
 /// The median `real_time` (ms) of the repetitions in iree-benchmark-module's JSON.

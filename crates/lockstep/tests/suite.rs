@@ -1871,6 +1871,45 @@ fn timeouts_and_compiler_crashes_are_reported_on_their_tests() {
 // ---------------------------------------------------------------------------
 // 13. Benchmark goldens
 
+/// Without iree-benchmark-module the benchmark step fails on its test; the
+/// run still finishes and writes its report.
+#[test]
+fn a_missing_benchmark_tool_fails_the_step_not_the_run() {
+    let sb = Sandbox::new();
+    let bin = sb.root().join("no-bench-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["iree-compile", "iree-run-module"] {
+        std::os::unix::fs::symlink(toolchain_bin().join(tool), bin.join(tool)).unwrap();
+    }
+    let dir = sb.root().join("native");
+    write(&dir.join("add.mlir"), &add4());
+    let mut text = String::from("[suite]\nname = \"bench\"\n\n");
+    text.push_str(&native_add_test(
+        "timed",
+        "add.mlir",
+        "11 22 33 44",
+        "[test.benchmark]\ntime-ms = 10000.0\n",
+    ));
+    text.push_str(&native_add_test("plain", "add.mlir", "11 22 33 44", ""));
+    write(&dir.join("bench.suite.toml"), &text);
+    let (d, b) = (dir.display().to_string(), bin.display().to_string());
+    let (json, _) = sb.test(&[&d, "--iree-bin", &b], 1);
+    expect_outcomes(
+        &json,
+        &[("bench/timed [cpu]", "fail"), ("bench/plain [cpu]", "pass")],
+    );
+    let t = test_by_id(&json, "bench/timed [cpu]");
+    assert_eq!(step(t, "run")["status"], "passed");
+    let bench = step(t, "benchmark");
+    assert_eq!(bench["status"], "failed", "{t:#}");
+    let message = bench["message"].as_str().unwrap();
+    assert!(message.contains("iree-benchmark-module"), "{message}");
+    assert!(
+        t["reason"].as_str().unwrap().starts_with("benchmark: "),
+        "{t:#}"
+    );
+}
+
 #[test]
 fn benchmark_goldens_are_checked() {
     let sb = Sandbox::new();
