@@ -62,11 +62,22 @@ impl Entry {
 
 /// Computes a cache key.
 pub fn key(identity: &str, source: &[u8], flags: &[String], statistics: bool) -> String {
+    key_of_digest(identity, &Sha256::digest(source), flags, statistics)
+}
+
+/// [`key`] from the source's sha256 (raw bytes), so a runner hashes each
+/// source once however many tests compile it.
+pub fn key_of_digest(
+    identity: &str,
+    source_sha256: &[u8],
+    flags: &[String],
+    statistics: bool,
+) -> String {
     let mut h = Sha256::new();
     h.update(b"lockstep-compile-v1\0");
     h.update(identity.as_bytes());
     h.update(b"\0");
-    h.update(Sha256::digest(source));
+    h.update(source_sha256);
     for f in flags {
         h.update(b"\0f");
         h.update(f.as_bytes());
@@ -289,6 +300,8 @@ mod tests {
         assert_ne!(base, key("id", b"src2", &["-a".into()], false));
         assert_ne!(base, key("id", b"src", &["-b".into()], false));
         assert_ne!(base, key("id", b"src", &["-a".into()], true));
+        let digest = Sha256::digest(b"src");
+        assert_eq!(base, key_of_digest("id", &digest, &["-a".into()], false));
     }
 
     #[test]

@@ -80,36 +80,30 @@ pub fn run(
     let mut keys: Vec<Option<String>> = Vec::with_capacity(tests.len());
     let mut sources: HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)> = HashMap::new();
     let mut early: Vec<Option<TestResult>> = vec![None; tests.len()];
-    let mut downloads: HashMap<Source, Result<PathBuf, String>> = HashMap::new();
+    // Each source is fetched and hashed once, each flag list's identity
+    // computed once, however many tests share them.
+    let mut resolved: HashMap<Source, Result<(PathBuf, Vec<u8>), String>> = HashMap::new();
+    let mut identities: HashMap<&[String], String> = HashMap::new();
     for (i, t) in tests.iter().enumerate() {
         let Some(spec) = &t.compile else {
             keys.push(None);
             continue;
         };
-        let path = match downloads
+        let (path, digest) = match resolved
             .entry(spec.source.clone())
             .or_insert_with(|| resolve_source(&spec.source))
         {
-            Ok(p) => p.clone(),
+            Ok(found) => found.clone(),
             Err(msg) => {
                 early[i] = Some(failed_before_compile(t, msg));
                 keys.push(None);
                 continue;
             }
         };
-        let bytes = match fs_err::read(&path) {
-            Ok(b) => b,
-            Err(e) => {
-                early[i] = Some(failed_before_compile(
-                    t,
-                    &format!("cannot read the source: {e}"),
-                ));
-                keys.push(None);
-                continue;
-            }
-        };
-        let identity = lockstep_iree::key_identity(&toolchain.identity, &spec.flags);
-        let key = cache::key(&identity, &bytes, &spec.flags, spec.statistics);
+        let identity = identities
+            .entry(spec.flags.as_slice())
+            .or_insert_with(|| lockstep_iree::key_identity(&toolchain.identity, &spec.flags));
+        let key = cache::key_of_digest(identity, &digest, &spec.flags, spec.statistics);
         sources.entry(key.clone()).or_insert((
             path,
             spec.flags.clone(),
@@ -301,14 +295,23 @@ fn finish(ctx: &Ctx, st: &mut State, i: usize, result: TestResult) {
     st.done[i] = Some(result);
 }
 
-fn resolve_source(source: &Source) -> Result<PathBuf, String> {
-    match source {
-        Source::File(p) if p.is_file() => Ok(p.clone()),
-        Source::File(p) => Err(format!("source file {} does not exist", p.display())),
-        Source::Url { url, sha256 } => {
-            crate::download::fetch(url, sha256).map_err(|e| e.to_string())
+/// The source's local path and sha256 (raw bytes).
+fn resolve_source(source: &Source) -> Result<(PathBuf, Vec<u8>), String> {
+    let (path, hex_digest) = match source {
+        Source::File(p) if p.is_file() => {
+            let digest =
+                cache::sha256_file(p).map_err(|e| format!("cannot read the source: {e}"))?;
+            (p.clone(), digest)
         }
-    }
+        Source::File(p) => return Err(format!("source file {} does not exist", p.display())),
+        // fetch verified the file against this digest.
+        Source::Url { url, sha256 } => (
+            crate::download::fetch(url, sha256).map_err(|e| e.to_string())?,
+            sha256.trim().to_lowercase(),
+        ),
+    };
+    let digest = hex::decode(&hex_digest).map_err(|e| format!("bad sha256 {hex_digest}: {e}"))?;
+    Ok((path, digest))
 }
 
 fn compile(ctx: &Ctx, key: &str) -> Compiled {
