@@ -7,16 +7,22 @@
 //! per-key `flock` lets a second runner wait for the first instead of compiling
 //! the same module twice. Deterministic compile errors are cached too (a second
 //! run of an unchanged suite compiles nothing); timeouts and crashes are not.
+//! Pruning removes an entry together with its lock file, and reclaims what
+//! crashed runs left in `tmp/`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use lockstep_core::cache::{dir_size, modified, Item};
 
 use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+/// How long a `tmp/` entry stays untouched before pruning treats it as left
+/// behind by a crashed run (no compile takes a day).
+pub const STALE_TMP: Duration = Duration::from_secs(86_400);
 
 /// The compile cache under `$LOCKSTEP_CACHE/compile`.
 #[derive(Debug, Clone)]
@@ -125,15 +131,21 @@ impl CompileCache {
         }
     }
 
+    fn lock_path(&self, key: &str) -> PathBuf {
+        self.root.join("locks").join(format!("{key}.lock"))
+    }
+
     /// Holds an exclusive lock on `key` until dropped (other processes wait).
     pub fn lock(&self, key: &str) -> Result<File, Error> {
-        let dir = self.root.join("locks");
-        fs_err::create_dir_all(&dir)?;
+        let path = self.lock_path(key);
+        if let Some(dir) = path.parent() {
+            fs_err::create_dir_all(dir)?;
+        }
         let file = File::options()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(dir.join(format!("{key}.lock")))
+            .open(&path)
             .map_err(|e| Error::failed("cannot create a cache lock").cause(e.to_string()))?;
         file.lock()
             .map_err(|e| Error::failed("cannot lock a cache entry").cause(e.to_string()))?;
@@ -197,9 +209,10 @@ impl CompileCache {
         Ok(Entry { dir, meta })
     }
 
-    /// Every entry, for pruning: its directory, size and last use.
+    /// Every entry, for pruning: its directory and lock file, size and last
+    /// use; plus what crashed runs left in `tmp/` (see [`STALE_TMP`]).
     pub fn items(&self) -> Vec<Item> {
-        let mut found = Vec::new();
+        let mut found = self.stale_tmp();
         let Ok(shards) = std::fs::read_dir(&self.root) else {
             return found;
         };
@@ -213,16 +226,49 @@ impl CompileCache {
             };
             for entry in entries.flatten() {
                 let dir = entry.path();
+                let lock = self.lock_path(&entry.file_name().to_string_lossy());
                 found.push(Item {
                     cache: "compile",
                     size: dir_size(&dir),
                     used: modified(&dir.join("used")),
-                    paths: vec![dir],
+                    paths: vec![dir, lock],
                 });
             }
         }
         found
     }
+
+    /// Staging directories and trash in `tmp/` untouched for [`STALE_TMP`]:
+    /// a run that crashed mid-compile or mid-delete left them. Younger ones
+    /// may belong to a running compile and are not listed.
+    fn stale_tmp(&self) -> Vec<Item> {
+        let Ok(entries) = std::fs::read_dir(self.root.join("tmp")) else {
+            return Vec::new();
+        };
+        let now = SystemTime::now();
+        entries
+            .flatten()
+            .map(|e| e.path())
+            .filter_map(|path| {
+                let used = modified(&path);
+                let age = now.duration_since(used).ok()?;
+                (age > STALE_TMP).then(|| Item {
+                    cache: "compile",
+                    size: if path.is_dir() {
+                        dir_size(&path)
+                    } else {
+                        file_len(&path)
+                    },
+                    used,
+                    paths: vec![path],
+                })
+            })
+            .collect()
+    }
+}
+
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
 fn verify(dir: &Path, key: &str) -> Option<Meta> {
@@ -316,5 +362,31 @@ mod tests {
         let pruned = lockstep_core::cache::prune(cache.items(), Some(5000), None);
         assert_eq!(pruned[0].1.removed, 1);
         assert!(cache.lookup(&a).is_none() && cache.lookup(&b).is_some());
+    }
+
+    #[test]
+    fn prune_reclaims_lock_files_and_stale_staging() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::new(dir.path().to_path_buf());
+        let k = key("id", b"a", &[], false);
+        drop(cache.lock(&k).unwrap());
+        staged(&cache, &k, &[0u8; 100]);
+        let lock = cache.lock_path(&k);
+        assert!(lock.is_file());
+        let stale = cache.staging(&k).unwrap();
+        std::fs::write(stale.join("module.vmfb"), [0u8; 10]).unwrap();
+        let old = SystemTime::now() - STALE_TMP - Duration::from_secs(60);
+        File::open(&stale).unwrap().set_modified(old).unwrap();
+        let fresh = cache.staging(&k).unwrap();
+
+        let items = cache.items();
+        assert_eq!(items.len(), 2, "{items:?}");
+        assert!(items.iter().any(|i| i.paths == [stale.clone()]));
+        let pruned = lockstep_core::cache::prune(items, Some(0), None);
+        assert_eq!(pruned[0].1.removed, 2);
+        assert!(!lock.exists() && !stale.exists());
+        assert!(cache.lookup(&k).is_none());
+        // A young staging directory may belong to a running compile.
+        assert!(fresh.is_dir());
     }
 }
