@@ -24,7 +24,6 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::Write;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -646,18 +645,8 @@ fn parse_dist_info(name: &str) -> Option<(String, String)> {
 fn write_manifest(path: &Path, toolchain: &Toolchain) -> Result<(), Error> {
     let text = serde_json::to_string_pretty(toolchain)
         .map_err(|e| Error::failed("cannot encode the toolchain manifest").cause(e.to_string()))?;
-    let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut file = File::create(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        file.write_all(b"\n")?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::failed(format!("cannot write {}", path.display())).cause(e.to_string())
-    })
+    lockstep_core::cache::write_atomic(path, format!("{text}\n").as_bytes())
+        .map_err(|e| e.context(format!("cannot write {}", path.display())))
 }
 
 /// How to run uv.

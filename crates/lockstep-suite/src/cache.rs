@@ -14,7 +14,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use lockstep_core::cache::{dir_size, modified, Item};
+use lockstep_core::cache::{dir_size, mark_used, modified, temp_name, Item};
 
 use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
@@ -120,12 +120,12 @@ impl CompileCache {
         }
         match verify(&dir, key) {
             Some(meta) => {
-                let _ = touch(&dir.join("used"));
+                mark_used(&dir.join("used"));
                 Some(Entry { dir, meta })
             }
             None => {
                 tracing::warn!("removing corrupt cache entry {}", dir.display());
-                remove_entry(&self.root, &dir);
+                remove_entry(&dir);
                 None
             }
         }
@@ -192,7 +192,8 @@ impl CompileCache {
         };
         let text = serde_json::to_string_pretty(&meta).map_err(|e| Error::failed(e.to_string()))?;
         fs_err::write(staging.join("meta.json"), text)?;
-        touch(&staging.join("used"))?;
+        // Created now: its modification time is the entry's last use.
+        fs_err::write(staging.join("used"), b"")?;
         let dir = self.entry_dir(key);
         if let Some(parent) = dir.parent() {
             fs_err::create_dir_all(parent)?;
@@ -200,7 +201,7 @@ impl CompileCache {
         if std::fs::rename(staging, &dir).is_err() {
             // Another runner committed first (or a corrupt entry is in the way).
             if self.lookup(key).is_none() {
-                remove_entry(&self.root, &dir);
+                remove_entry(&dir);
                 fs_err::rename(staging, &dir)?;
             } else {
                 let _ = std::fs::remove_dir_all(staging);
@@ -290,25 +291,11 @@ fn verify(dir: &Path, key: &str) -> Option<Meta> {
     Some(meta)
 }
 
-fn touch(path: &Path) -> Result<(), Error> {
-    let file = fs_err::File::create(path)?;
-    file.set_modified(SystemTime::now())?;
-    Ok(())
-}
-
-/// Moves an entry out of the way atomically, then deletes it.
-pub fn remove_entry(root: &Path, dir: &Path) {
-    let trash = root.join("tmp").join(format!(
-        "trash-{}-{}",
-        std::process::id(),
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    let _ = std::fs::create_dir_all(root.join("tmp"));
-    if std::fs::rename(dir, &trash).is_ok() {
-        let _ = std::fs::remove_dir_all(&trash);
+/// Renames an entry aside, then deletes it: a reader never finds half of it.
+fn remove_entry(dir: &Path) {
+    let aside = temp_name(dir);
+    if std::fs::rename(dir, &aside).is_ok() {
+        let _ = std::fs::remove_dir_all(&aside);
     }
 }
 

@@ -172,12 +172,10 @@ fn suite_paths(args: &cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<Vec<
     )
 }
 
+/// Writes a report whole (through a rename: a reader never sees half of it).
 fn write(path: &Path, text: &str) -> Result<(), Error> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs_err::create_dir_all(dir)?;
-    }
-    fs_err::write(path, text)
-        .map_err(|e| Error::failed(format!("cannot write {}", path.display())).cause(e.to_string()))
+    lockstep_core::cache::write_atomic(path, text.as_bytes())
+        .map_err(|e| e.context(format!("cannot write {}", path.display())))
 }
 
 /// Updates each config's expected-failure lists from this run's results.
