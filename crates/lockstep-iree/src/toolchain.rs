@@ -148,17 +148,6 @@ pub fn install(version: &str, sink: &dyn EventSink) -> Result<Toolchain, Error> 
     install_in(&toolchains_root()?, version, sink, false)
 }
 
-/// The installed toolchain for `version`, if complete (toolchain.json present and bin/iree-compile exists).
-pub fn installed(version: &str) -> Result<Option<Toolchain>, Error> {
-    installed_in(&toolchains_root()?, version)
-}
-
-/// `$LOCKSTEP_TOOLCHAINS/iree-<version>` (whether or not it is installed).
-pub fn install_dir(version: &str) -> Result<PathBuf, Error> {
-    validate_version(version)?;
-    Ok(toolchains_root()?.join(dir_name(version)))
-}
-
 /// Accepts PEP 440-style release versions: `3.13.0`, `3.13.0rc20261016`,
 /// `3.14.0a1`, `3.13.0.post1`, `3.14.0.dev20261101`. Anything else is a usage
 /// error (the version becomes a directory name and a requirement).

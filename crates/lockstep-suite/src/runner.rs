@@ -31,7 +31,8 @@ pub struct RunOptions {
     pub run_dir: PathBuf,
 }
 
-/// Receives progress as tests finish.
+/// Receives progress as tests finish, one call at a time (under the
+/// runner's lock), so an implementation needs no lock of its own.
 pub trait Progress: Sync {
     fn started(&self, _total: usize) {}
     fn finished(&self, result: &TestResult, done: usize, total: usize);
@@ -54,7 +55,6 @@ struct State {
     queue: VecDeque<Job>,
     in_flight: usize,
     compiled: HashMap<String, Compiled>,
-    runs: HashMap<usize, StepResult>,
     done: Vec<Option<TestResult>>,
     finished: usize,
 }
@@ -125,7 +125,6 @@ pub fn run(
         queue,
         in_flight: 0,
         compiled: HashMap::new(),
-        runs: HashMap::new(),
         done: early,
         finished: 0,
     });
@@ -144,9 +143,16 @@ pub fn run(
         }
     }
     let wake = Condvar::new();
+    let mut users: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        if let Some(k) = k {
+            users.entry(k.as_str()).or_default().push(i);
+        }
+    }
     let ctx = Ctx {
         tests,
         keys: &keys,
+        users: &users,
         sources: &sources,
         compiler: &compiler,
         runner: &runner,
@@ -202,6 +208,8 @@ pub fn run(
 struct Ctx<'a> {
     tests: &'a [Test],
     keys: &'a [Option<String>],
+    /// The tests that need each compile (by key).
+    users: &'a HashMap<&'a str, Vec<usize>>,
     sources: &'a HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)>,
     compiler: &'a Path,
     runner: &'a Path,
@@ -239,8 +247,8 @@ fn worker(ctx: &Ctx, state: &Mutex<State>, wake: &Condvar) {
                 let compiled = compile(ctx, &key);
                 let mut st = lock(state);
                 st.compiled.insert(key.clone(), compiled.clone());
-                for (i, k) in ctx.keys.iter().enumerate() {
-                    if k.as_deref() != Some(key.as_str()) || st.done[i].is_some() {
+                for &i in ctx.users.get(key.as_str()).into_iter().flatten() {
+                    if st.done[i].is_some() {
                         continue;
                     }
                     let t = &ctx.tests[i];
@@ -279,7 +287,6 @@ fn worker(ctx: &Ctx, state: &Mutex<State>, wake: &Condvar) {
                         });
                 let run_step = run_module(ctx, &ctx.tests[i], &compiled);
                 let mut st = lock(state);
-                st.runs.insert(i, run_step.clone());
                 let r = decide(&ctx.tests[i], compiled.step.clone(), Some(run_step));
                 finish(ctx, &mut st, i, r);
                 st.in_flight -= 1;

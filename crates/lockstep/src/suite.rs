@@ -5,7 +5,6 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use lockstep_core::config::Loaded;
@@ -264,7 +263,6 @@ impl XfailLists {
 /// Progress: a bar on a TTY, plain lines otherwise.
 struct Printer {
     bar: Option<indicatif::ProgressBar>,
-    lines: Mutex<()>,
 }
 
 impl Printer {
@@ -278,10 +276,7 @@ impl Printer {
             }
             bar
         });
-        Printer {
-            bar,
-            lines: Mutex::new(()),
-        }
+        Printer { bar }
     }
 
     fn done(&self) {
@@ -292,8 +287,8 @@ impl Printer {
 }
 
 impl Progress for Printer {
+    // The runner calls this under its state lock: lines never interleave.
     fn finished(&self, r: &TestResult, done: usize, total: usize) {
-        let _guard = self.lines.lock();
         let line = format!(
             "[{done}/{total}] {:<5} {} ({:.1}s){}",
             r.outcome.as_str(),
