@@ -76,42 +76,11 @@ pub fn run(
     let bench_tool = toolchain
         .tool("iree-benchmark-module")
         .map_err(|e| e.to_string());
-    // Resolve sources (downloads happen here, once each) and compile keys.
-    let mut keys: Vec<Option<String>> = Vec::with_capacity(tests.len());
-    let mut sources: HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)> = HashMap::new();
-    let mut early: Vec<Option<TestResult>> = vec![None; tests.len()];
-    // Each source is fetched and hashed once, each flag list's identity
-    // computed once, however many tests share them.
-    let mut resolved: HashMap<Source, Result<(PathBuf, Vec<u8>), String>> = HashMap::new();
-    let mut identities: HashMap<&[String], String> = HashMap::new();
-    for (i, t) in tests.iter().enumerate() {
-        let Some(spec) = &t.compile else {
-            keys.push(None);
-            continue;
-        };
-        let (path, digest) = match resolved
-            .entry(spec.source.clone())
-            .or_insert_with(|| resolve_source(&spec.source))
-        {
-            Ok(found) => found.clone(),
-            Err(msg) => {
-                early[i] = Some(failed_before_compile(t, msg));
-                keys.push(None);
-                continue;
-            }
-        };
-        let identity = identities
-            .entry(spec.flags.as_slice())
-            .or_insert_with(|| lockstep_iree::key_identity(&toolchain.identity, &spec.flags));
-        let key = cache::key_of_digest(identity, &digest, &spec.flags, spec.statistics);
-        sources.entry(key.clone()).or_insert((
-            path,
-            spec.flags.clone(),
-            spec.cwd.clone(),
-            spec.statistics,
-        ));
-        keys.push(Some(key));
-    }
+    let Compiles {
+        keys,
+        sources,
+        early,
+    } = compiles(tests, toolchain);
     let mut queue = VecDeque::new();
     let mut queued = std::collections::HashSet::new();
     for k in keys.iter().flatten() {
@@ -203,6 +172,60 @@ pub fn run(
         compiles_cached,
         changes: Default::default(),
     })
+}
+
+/// What a run compiles: per test its key, per key what to compile.
+struct Compiles {
+    /// `None`: nothing to compile (skipped, or it failed before compiling).
+    keys: Vec<Option<String>>,
+    /// Source, flags, directory and statistics of each key.
+    sources: HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)>,
+    /// Results of tests that failed before compiling (bad source).
+    early: Vec<Option<TestResult>>,
+}
+
+/// Resolves sources (downloads happen here, once each) and compile keys.
+fn compiles(tests: &[Test], toolchain: &Toolchain) -> Compiles {
+    let mut keys: Vec<Option<String>> = Vec::with_capacity(tests.len());
+    let mut sources: HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)> = HashMap::new();
+    let mut early: Vec<Option<TestResult>> = vec![None; tests.len()];
+    // Each source is fetched and hashed once, each flag list's identity
+    // computed once, however many tests share them.
+    let mut resolved: HashMap<Source, Result<(PathBuf, Vec<u8>), String>> = HashMap::new();
+    let mut identities: HashMap<&[String], String> = HashMap::new();
+    for (i, t) in tests.iter().enumerate() {
+        let Some(spec) = &t.compile else {
+            keys.push(None);
+            continue;
+        };
+        let (path, digest) = match resolved
+            .entry(spec.source.clone())
+            .or_insert_with(|| resolve_source(&spec.source))
+        {
+            Ok(found) => found.clone(),
+            Err(msg) => {
+                early[i] = Some(failed_before_compile(t, msg));
+                keys.push(None);
+                continue;
+            }
+        };
+        let identity = identities
+            .entry(spec.flags.as_slice())
+            .or_insert_with(|| lockstep_iree::key_identity(&toolchain.identity, &spec.flags));
+        let key = cache::key_of_digest(identity, &digest, &spec.flags, spec.statistics);
+        sources.entry(key.clone()).or_insert((
+            path,
+            spec.flags.clone(),
+            spec.cwd.clone(),
+            spec.statistics,
+        ));
+        keys.push(Some(key));
+    }
+    Compiles {
+        keys,
+        sources,
+        early,
+    }
 }
 
 struct Ctx<'a> {
