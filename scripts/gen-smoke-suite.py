@@ -1016,27 +1016,16 @@ def verify(cases: list[Case], iree_compile: str, iree_run: str) -> int:
 
 
 def find_dispatch_count(st) -> int:
-    """Sum dispatch counts from iree-compile's scheduling statistics JSON."""
-    total = 0
-    found = False
-
-    def walk(x):
-        nonlocal total, found
-        if isinstance(x, dict):
-            for k, v in x.items():
-                if k == "dispatch-count" and isinstance(v, int):
-                    total += v
-                    found = True
-                else:
-                    walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(st)
-    if not found:
-        raise ValueError("no dispatch-count in statistics")
-    return total
+    """The dispatch count lockstep checks against the golden: the value at
+    ["stream-aggregate"]["execution"]["dispatch-count"] of iree-compile's
+    scheduling statistics JSON (crates/lockstep-suite/src/runner.rs)."""
+    try:
+        count = st["stream-aggregate"]["execution"]["dispatch-count"]
+    except (KeyError, TypeError):
+        raise ValueError("no stream-aggregate.execution.dispatch-count in statistics") from None
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise ValueError(f"dispatch-count is not an integer: {count!r}")
+    return count
 
 
 def main() -> int:

@@ -24,7 +24,6 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::Write;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -147,17 +146,6 @@ pub fn resolve(req: &Request, sink: &dyn EventSink) -> Result<Toolchain, Error> 
 /// Installs (idempotent): $LOCKSTEP_TOOLCHAINS/iree-<version>/ containing venv/, bin/ (symlinks), toolchain.json.
 pub fn install(version: &str, sink: &dyn EventSink) -> Result<Toolchain, Error> {
     install_in(&toolchains_root()?, version, sink, false)
-}
-
-/// The installed toolchain for `version`, if complete (toolchain.json present and bin/iree-compile exists).
-pub fn installed(version: &str) -> Result<Option<Toolchain>, Error> {
-    installed_in(&toolchains_root()?, version)
-}
-
-/// `$LOCKSTEP_TOOLCHAINS/iree-<version>` (whether or not it is installed).
-pub fn install_dir(version: &str) -> Result<PathBuf, Error> {
-    validate_version(version)?;
-    Ok(toolchains_root()?.join(dir_name(version)))
 }
 
 /// Accepts PEP 440-style release versions: `3.13.0`, `3.13.0rc20261016`,
@@ -646,18 +634,8 @@ fn parse_dist_info(name: &str) -> Option<(String, String)> {
 fn write_manifest(path: &Path, toolchain: &Toolchain) -> Result<(), Error> {
     let text = serde_json::to_string_pretty(toolchain)
         .map_err(|e| Error::failed("cannot encode the toolchain manifest").cause(e.to_string()))?;
-    let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut file = File::create(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        file.write_all(b"\n")?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::failed(format!("cannot write {}", path.display())).cause(e.to_string())
-    })
+    lockstep_core::cache::write_atomic(path, format!("{text}\n").as_bytes())
+        .map_err(|e| e.context(format!("cannot write {}", path.display())))
 }
 
 /// How to run uv.

@@ -7,16 +7,22 @@
 //! per-key `flock` lets a second runner wait for the first instead of compiling
 //! the same module twice. Deterministic compile errors are cached too (a second
 //! run of an unchanged suite compiles nothing); timeouts and crashes are not.
+//! Pruning removes an entry together with its lock file, and reclaims what
+//! crashed runs left in `tmp/`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
-use lockstep_core::cache::{dir_size, modified, Item};
+use lockstep_core::cache::{dir_size, mark_used, modified, temp_name, Item};
 
 use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+/// How long a `tmp/` entry stays untouched before pruning treats it as left
+/// behind by a crashed run (no compile takes a day).
+pub const STALE_TMP: Duration = Duration::from_secs(86_400);
 
 /// The compile cache under `$LOCKSTEP_CACHE/compile`.
 #[derive(Debug, Clone)]
@@ -62,11 +68,22 @@ impl Entry {
 
 /// Computes a cache key.
 pub fn key(identity: &str, source: &[u8], flags: &[String], statistics: bool) -> String {
+    key_of_digest(identity, &Sha256::digest(source), flags, statistics)
+}
+
+/// [`key`] from the source's sha256 (raw bytes), so a runner hashes each
+/// source once however many tests compile it.
+pub fn key_of_digest(
+    identity: &str,
+    source_sha256: &[u8],
+    flags: &[String],
+    statistics: bool,
+) -> String {
     let mut h = Sha256::new();
     h.update(b"lockstep-compile-v1\0");
     h.update(identity.as_bytes());
     h.update(b"\0");
-    h.update(Sha256::digest(source));
+    h.update(source_sha256);
     for f in flags {
         h.update(b"\0f");
         h.update(f.as_bytes());
@@ -103,26 +120,32 @@ impl CompileCache {
         }
         match verify(&dir, key) {
             Some(meta) => {
-                let _ = touch(&dir.join("used"));
+                mark_used(&dir.join("used"));
                 Some(Entry { dir, meta })
             }
             None => {
                 tracing::warn!("removing corrupt cache entry {}", dir.display());
-                remove_entry(&self.root, &dir);
+                remove_entry(&dir);
                 None
             }
         }
     }
 
+    fn lock_path(&self, key: &str) -> PathBuf {
+        self.root.join("locks").join(format!("{key}.lock"))
+    }
+
     /// Holds an exclusive lock on `key` until dropped (other processes wait).
     pub fn lock(&self, key: &str) -> Result<File, Error> {
-        let dir = self.root.join("locks");
-        fs_err::create_dir_all(&dir)?;
+        let path = self.lock_path(key);
+        if let Some(dir) = path.parent() {
+            fs_err::create_dir_all(dir)?;
+        }
         let file = File::options()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(dir.join(format!("{key}.lock")))
+            .open(&path)
             .map_err(|e| Error::failed("cannot create a cache lock").cause(e.to_string()))?;
         file.lock()
             .map_err(|e| Error::failed("cannot lock a cache entry").cause(e.to_string()))?;
@@ -169,7 +192,8 @@ impl CompileCache {
         };
         let text = serde_json::to_string_pretty(&meta).map_err(|e| Error::failed(e.to_string()))?;
         fs_err::write(staging.join("meta.json"), text)?;
-        touch(&staging.join("used"))?;
+        // Created now: its modification time is the entry's last use.
+        fs_err::write(staging.join("used"), b"")?;
         let dir = self.entry_dir(key);
         if let Some(parent) = dir.parent() {
             fs_err::create_dir_all(parent)?;
@@ -177,7 +201,7 @@ impl CompileCache {
         if std::fs::rename(staging, &dir).is_err() {
             // Another runner committed first (or a corrupt entry is in the way).
             if self.lookup(key).is_none() {
-                remove_entry(&self.root, &dir);
+                remove_entry(&dir);
                 fs_err::rename(staging, &dir)?;
             } else {
                 let _ = std::fs::remove_dir_all(staging);
@@ -186,9 +210,10 @@ impl CompileCache {
         Ok(Entry { dir, meta })
     }
 
-    /// Every entry, for pruning: its directory, size and last use.
+    /// Every entry, for pruning: its directory and lock file, size and last
+    /// use; plus what crashed runs left in `tmp/` (see [`STALE_TMP`]).
     pub fn items(&self) -> Vec<Item> {
-        let mut found = Vec::new();
+        let mut found = self.stale_tmp();
         let Ok(shards) = std::fs::read_dir(&self.root) else {
             return found;
         };
@@ -202,16 +227,49 @@ impl CompileCache {
             };
             for entry in entries.flatten() {
                 let dir = entry.path();
+                let lock = self.lock_path(&entry.file_name().to_string_lossy());
                 found.push(Item {
                     cache: "compile",
                     size: dir_size(&dir),
                     used: modified(&dir.join("used")),
-                    paths: vec![dir],
+                    paths: vec![dir, lock],
                 });
             }
         }
         found
     }
+
+    /// Staging directories and trash in `tmp/` untouched for [`STALE_TMP`]:
+    /// a run that crashed mid-compile or mid-delete left them. Younger ones
+    /// may belong to a running compile and are not listed.
+    fn stale_tmp(&self) -> Vec<Item> {
+        let Ok(entries) = std::fs::read_dir(self.root.join("tmp")) else {
+            return Vec::new();
+        };
+        let now = SystemTime::now();
+        entries
+            .flatten()
+            .map(|e| e.path())
+            .filter_map(|path| {
+                let used = modified(&path);
+                let age = now.duration_since(used).ok()?;
+                (age > STALE_TMP).then(|| Item {
+                    cache: "compile",
+                    size: if path.is_dir() {
+                        dir_size(&path)
+                    } else {
+                        file_len(&path)
+                    },
+                    used,
+                    paths: vec![path],
+                })
+            })
+            .collect()
+    }
+}
+
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
 fn verify(dir: &Path, key: &str) -> Option<Meta> {
@@ -233,25 +291,11 @@ fn verify(dir: &Path, key: &str) -> Option<Meta> {
     Some(meta)
 }
 
-fn touch(path: &Path) -> Result<(), Error> {
-    let file = fs_err::File::create(path)?;
-    file.set_modified(SystemTime::now())?;
-    Ok(())
-}
-
-/// Moves an entry out of the way atomically, then deletes it.
-pub fn remove_entry(root: &Path, dir: &Path) {
-    let trash = root.join("tmp").join(format!(
-        "trash-{}-{}",
-        std::process::id(),
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    let _ = std::fs::create_dir_all(root.join("tmp"));
-    if std::fs::rename(dir, &trash).is_ok() {
-        let _ = std::fs::remove_dir_all(&trash);
+/// Renames an entry aside, then deletes it: a reader never finds half of it.
+fn remove_entry(dir: &Path) {
+    let aside = temp_name(dir);
+    if std::fs::rename(dir, &aside).is_ok() {
+        let _ = std::fs::remove_dir_all(&aside);
     }
 }
 
@@ -289,6 +333,8 @@ mod tests {
         assert_ne!(base, key("id", b"src2", &["-a".into()], false));
         assert_ne!(base, key("id", b"src", &["-b".into()], false));
         assert_ne!(base, key("id", b"src", &["-a".into()], true));
+        let digest = Sha256::digest(b"src");
+        assert_eq!(base, key_of_digest("id", &digest, &["-a".into()], false));
     }
 
     #[test]
@@ -303,5 +349,31 @@ mod tests {
         let pruned = lockstep_core::cache::prune(cache.items(), Some(5000), None);
         assert_eq!(pruned[0].1.removed, 1);
         assert!(cache.lookup(&a).is_none() && cache.lookup(&b).is_some());
+    }
+
+    #[test]
+    fn prune_reclaims_lock_files_and_stale_staging() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::new(dir.path().to_path_buf());
+        let k = key("id", b"a", &[], false);
+        drop(cache.lock(&k).unwrap());
+        staged(&cache, &k, &[0u8; 100]);
+        let lock = cache.lock_path(&k);
+        assert!(lock.is_file());
+        let stale = cache.staging(&k).unwrap();
+        std::fs::write(stale.join("module.vmfb"), [0u8; 10]).unwrap();
+        let old = SystemTime::now() - STALE_TMP - Duration::from_secs(60);
+        File::open(&stale).unwrap().set_modified(old).unwrap();
+        let fresh = cache.staging(&k).unwrap();
+
+        let items = cache.items();
+        assert_eq!(items.len(), 2, "{items:?}");
+        assert!(items.iter().any(|i| i.paths == [stale.clone()]));
+        let pruned = lockstep_core::cache::prune(items, Some(0), None);
+        assert_eq!(pruned[0].1.removed, 2);
+        assert!(!lock.exists() && !stale.exists());
+        assert!(cache.lookup(&k).is_none());
+        // A young staging directory may belong to a running compile.
+        assert!(fresh.is_dir());
     }
 }

@@ -708,11 +708,7 @@ fn console_step_details(out: &mut String, step: &StepResult) {
 pub fn write_summary(report: &RunReport, path: Option<&Path>) -> Result<(), Error> {
     let md = markdown(report);
     if let Some(path) = path {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs_err::create_dir_all(parent)
-                .context(|| format!("cannot write the summary to {}", path.display()))?;
-        }
-        fs_err::write(path, &md)
+        lockstep_core::cache::write_atomic(path, md.as_bytes())
             .context(|| format!("cannot write the summary to {}", path.display()))?;
     }
     if let Some(step_summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty()) {

@@ -31,7 +31,8 @@ pub struct RunOptions {
     pub run_dir: PathBuf,
 }
 
-/// Receives progress as tests finish.
+/// Receives progress as tests finish, one call at a time (under the
+/// runner's lock), so an implementation needs no lock of its own.
 pub trait Progress: Sync {
     fn started(&self, _total: usize) {}
     fn finished(&self, result: &TestResult, done: usize, total: usize);
@@ -54,7 +55,6 @@ struct State {
     queue: VecDeque<Job>,
     in_flight: usize,
     compiled: HashMap<String, Compiled>,
-    runs: HashMap<usize, StepResult>,
     done: Vec<Option<TestResult>>,
     finished: usize,
 }
@@ -71,48 +71,16 @@ pub fn run(
     fs_err::create_dir_all(&opts.run_dir)?;
     let compiler = toolchain.tool("iree-compile")?;
     let runner = toolchain.tool("iree-run-module")?;
-    // Resolve sources (downloads happen here, once each) and compile keys.
-    let mut keys: Vec<Option<String>> = Vec::with_capacity(tests.len());
-    let mut sources: HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)> = HashMap::new();
-    let mut early: Vec<Option<TestResult>> = vec![None; tests.len()];
-    let mut downloads: HashMap<Source, Result<PathBuf, String>> = HashMap::new();
-    for (i, t) in tests.iter().enumerate() {
-        let Some(spec) = &t.compile else {
-            keys.push(None);
-            continue;
-        };
-        let path = match downloads
-            .entry(spec.source.clone())
-            .or_insert_with(|| resolve_source(&spec.source))
-        {
-            Ok(p) => p.clone(),
-            Err(msg) => {
-                early[i] = Some(failed_before_compile(t, msg));
-                keys.push(None);
-                continue;
-            }
-        };
-        let bytes = match fs_err::read(&path) {
-            Ok(b) => b,
-            Err(e) => {
-                early[i] = Some(failed_before_compile(
-                    t,
-                    &format!("cannot read the source: {e}"),
-                ));
-                keys.push(None);
-                continue;
-            }
-        };
-        let identity = lockstep_iree::key_identity(&toolchain.identity, &spec.flags);
-        let key = cache::key(&identity, &bytes, &spec.flags, spec.statistics);
-        sources.entry(key.clone()).or_insert((
-            path,
-            spec.flags.clone(),
-            spec.cwd.clone(),
-            spec.statistics,
-        ));
-        keys.push(Some(key));
-    }
+    // Missing only matters to tests with a benchmark step: each reports it
+    // there, and the rest of the run still counts.
+    let bench_tool = toolchain
+        .tool("iree-benchmark-module")
+        .map_err(|e| e.to_string());
+    let Compiles {
+        keys,
+        sources,
+        early,
+    } = compiles(tests, toolchain);
     let mut queue = VecDeque::new();
     let mut queued = std::collections::HashSet::new();
     for k in keys.iter().flatten() {
@@ -126,7 +94,6 @@ pub fn run(
         queue,
         in_flight: 0,
         compiled: HashMap::new(),
-        runs: HashMap::new(),
         done: early,
         finished: 0,
     });
@@ -145,12 +112,20 @@ pub fn run(
         }
     }
     let wake = Condvar::new();
+    let mut users: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        if let Some(k) = k {
+            users.entry(k.as_str()).or_default().push(i);
+        }
+    }
     let ctx = Ctx {
         tests,
         keys: &keys,
+        users: &users,
         sources: &sources,
         compiler: &compiler,
         runner: &runner,
+        bench_tool: &bench_tool,
         toolchain,
         cache,
         opts,
@@ -176,7 +151,7 @@ pub fn run(
         let Some(compiled) = st.compiled.get(key).cloned() else {
             continue;
         };
-        let step = benchmark(&ctx, t, bench, &compiled)?;
+        let step = benchmark(&ctx, t, bench, &compiled);
         result.seconds += step.seconds;
         if step.status == StepStatus::Failed {
             result.outcome = Outcome::Fail;
@@ -199,12 +174,70 @@ pub fn run(
     })
 }
 
+/// What a run compiles: per test its key, per key what to compile.
+struct Compiles {
+    /// `None`: nothing to compile (skipped, or it failed before compiling).
+    keys: Vec<Option<String>>,
+    /// Source, flags, directory and statistics of each key.
+    sources: HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)>,
+    /// Results of tests that failed before compiling (bad source).
+    early: Vec<Option<TestResult>>,
+}
+
+/// Resolves sources (downloads happen here, once each) and compile keys.
+fn compiles(tests: &[Test], toolchain: &Toolchain) -> Compiles {
+    let mut keys: Vec<Option<String>> = Vec::with_capacity(tests.len());
+    let mut sources: HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)> = HashMap::new();
+    let mut early: Vec<Option<TestResult>> = vec![None; tests.len()];
+    // Each source is fetched and hashed once, each flag list's identity
+    // computed once, however many tests share them.
+    let mut resolved: HashMap<Source, Result<(PathBuf, Vec<u8>), String>> = HashMap::new();
+    let mut identities: HashMap<&[String], String> = HashMap::new();
+    for (i, t) in tests.iter().enumerate() {
+        let Some(spec) = &t.compile else {
+            keys.push(None);
+            continue;
+        };
+        let (path, digest) = match resolved
+            .entry(spec.source.clone())
+            .or_insert_with(|| resolve_source(&spec.source))
+        {
+            Ok(found) => found.clone(),
+            Err(msg) => {
+                early[i] = Some(failed_before_compile(t, msg));
+                keys.push(None);
+                continue;
+            }
+        };
+        let identity = identities
+            .entry(spec.flags.as_slice())
+            .or_insert_with(|| lockstep_iree::key_identity(&toolchain.identity, &spec.flags));
+        let key = cache::key_of_digest(identity, &digest, &spec.flags, spec.statistics);
+        sources.entry(key.clone()).or_insert((
+            path,
+            spec.flags.clone(),
+            spec.cwd.clone(),
+            spec.statistics,
+        ));
+        keys.push(Some(key));
+    }
+    Compiles {
+        keys,
+        sources,
+        early,
+    }
+}
+
 struct Ctx<'a> {
     tests: &'a [Test],
     keys: &'a [Option<String>],
+    /// The tests that need each compile (by key).
+    users: &'a HashMap<&'a str, Vec<usize>>,
     sources: &'a HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)>,
     compiler: &'a Path,
     runner: &'a Path,
+    /// iree-benchmark-module, or why it is not there.
+    bench_tool: &'a Result<PathBuf, String>,
     toolchain: &'a Toolchain,
     cache: &'a CompileCache,
     opts: &'a RunOptions,
@@ -237,8 +270,8 @@ fn worker(ctx: &Ctx, state: &Mutex<State>, wake: &Condvar) {
                 let compiled = compile(ctx, &key);
                 let mut st = lock(state);
                 st.compiled.insert(key.clone(), compiled.clone());
-                for (i, k) in ctx.keys.iter().enumerate() {
-                    if k.as_deref() != Some(key.as_str()) || st.done[i].is_some() {
+                for &i in ctx.users.get(key.as_str()).into_iter().flatten() {
+                    if st.done[i].is_some() {
                         continue;
                     }
                     let t = &ctx.tests[i];
@@ -277,7 +310,6 @@ fn worker(ctx: &Ctx, state: &Mutex<State>, wake: &Condvar) {
                         });
                 let run_step = run_module(ctx, &ctx.tests[i], &compiled);
                 let mut st = lock(state);
-                st.runs.insert(i, run_step.clone());
                 let r = decide(&ctx.tests[i], compiled.step.clone(), Some(run_step));
                 finish(ctx, &mut st, i, r);
                 st.in_flight -= 1;
@@ -293,14 +325,23 @@ fn finish(ctx: &Ctx, st: &mut State, i: usize, result: TestResult) {
     st.done[i] = Some(result);
 }
 
-fn resolve_source(source: &Source) -> Result<PathBuf, String> {
-    match source {
-        Source::File(p) if p.is_file() => Ok(p.clone()),
-        Source::File(p) => Err(format!("source file {} does not exist", p.display())),
-        Source::Url { url, sha256 } => {
-            crate::download::fetch(url, sha256).map_err(|e| e.to_string())
+/// The source's local path and sha256 (raw bytes).
+fn resolve_source(source: &Source) -> Result<(PathBuf, Vec<u8>), String> {
+    let (path, hex_digest) = match source {
+        Source::File(p) if p.is_file() => {
+            let digest =
+                cache::sha256_file(p).map_err(|e| format!("cannot read the source: {e}"))?;
+            (p.clone(), digest)
         }
-    }
+        Source::File(p) => return Err(format!("source file {} does not exist", p.display())),
+        // fetch verified the file against this digest.
+        Source::Url { url, sha256 } => (
+            crate::download::fetch(url, sha256).map_err(|e| e.to_string())?,
+            sha256.trim().to_lowercase(),
+        ),
+    };
+    let digest = hex::decode(&hex_digest).map_err(|e| format!("bad sha256 {hex_digest}: {e}"))?;
+    Ok((path, digest))
 }
 
 fn compile(ctx: &Ctx, key: &str) -> Compiled {
@@ -606,21 +647,35 @@ fn run_module(ctx: &Ctx, t: &Test, compiled: &Compiled) -> StepResult {
     }
 }
 
+/// The benchmark step; a failure to start it is a failed step, not an
+/// error, so the finished run is still reported.
 fn benchmark(
     ctx: &Ctx,
     t: &Test,
     bench: &crate::plan::BenchSpec,
     compiled: &Compiled,
-) -> Result<StepResult, Error> {
-    let tool = ctx.toolchain.tool("iree-benchmark-module")?;
+) -> StepResult {
+    let failed = |command: String, log: Option<PathBuf>, message: String| {
+        step(
+            StepKind::Benchmark,
+            StepStatus::Failed,
+            command,
+            log,
+            message,
+        )
+    };
+    let tool = match ctx.bench_tool {
+        Ok(tool) => tool,
+        Err(e) => return failed(String::new(), None, e.clone()),
+    };
     let Some(module) = &compiled.module else {
-        return Ok(step(
+        return step(
             StepKind::Benchmark,
             StepStatus::Skipped,
             String::new(),
             None,
             "no module".into(),
-        ));
+        );
     };
     let g = &bench.goldens;
     let mut argv = vec![
@@ -646,7 +701,10 @@ fn benchmark(
         log: log.clone(),
         header: Some(format!("$ {command}\n")),
     };
-    let done = process::run(&spec, |_| {})?;
+    let done = match process::run(&spec, |_| {}) {
+        Ok(done) => done,
+        Err(e) => return failed(command, Some(log), e.to_string()),
+    };
     // Skip the command line: the JSON starts after it.
     let text: String = fs_err::read_to_string(&log)
         .unwrap_or_default()
@@ -661,7 +719,7 @@ fn benchmark(
         ..Metrics::default()
     };
     if done.exit != Exit::Code(0) {
-        return Ok(StepResult {
+        return StepResult {
             seconds: done.elapsed.as_secs_f64(),
             output_tail: tail(&log, 30),
             metrics: Some(metrics),
@@ -672,7 +730,7 @@ fn benchmark(
                 Some(log),
                 format!("iree-benchmark-module {}", done.exit.describe()),
             )
-        });
+        };
     }
     metrics.time_ms = median_time_ms(&text);
     let mut problems = Vec::new();
@@ -703,7 +761,7 @@ fn benchmark(
     } else {
         StepStatus::Failed
     };
-    Ok(StepResult {
+    StepResult {
         seconds: done.elapsed.as_secs_f64(),
         metrics: Some(metrics),
         ..step(
@@ -713,7 +771,7 @@ fn benchmark(
             Some(log),
             problems.join("; "),
         )
-    })
+    }
 }
 
 /// The median `real_time` (ms) of the repetitions in iree-benchmark-module's JSON.

@@ -30,6 +30,7 @@
 //! the top-level object (after any comment lines that precede the brace), with a
 //! comma added after the previous last member when it had none.
 
+use lockstep_core::config::line_col;
 use lockstep_core::Error;
 
 /// The config key listing tests whose compile step is expected to fail.
@@ -240,16 +241,6 @@ fn line_indent(text: &str, pos: usize) -> Option<&str> {
         .chars()
         .all(|c| c == ' ' || c == '\t')
         .then_some(before)
-}
-
-/// 1-based line and (character) column of a byte offset.
-fn line_col(text: &str, pos: usize) -> (usize, usize) {
-    let pos = pos.min(text.len());
-    let before = &text[..pos];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count() + 1;
-    (line, column)
 }
 
 fn describe_span(text: &str, start: usize, end: usize) -> String {

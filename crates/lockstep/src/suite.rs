@@ -1,10 +1,10 @@
 //! `lockstep test` and `lockstep cache`: resolve options, dispatch to
 //! lockstep-suite, print progress and the summary, write the reports.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use lockstep_core::config::Loaded;
@@ -171,38 +171,38 @@ fn suite_paths(args: &cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<Vec<
     )
 }
 
+/// Writes a report whole (through a rename: a reader never sees half of it).
 fn write(path: &Path, text: &str) -> Result<(), Error> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs_err::create_dir_all(dir)?;
-    }
-    fs_err::write(path, text)
-        .map_err(|e| Error::failed(format!("cannot write {}", path.display())).cause(e.to_string()))
+    lockstep_core::cache::write_atomic(path, text.as_bytes())
+        .map_err(|e| e.context(format!("cannot write {}", path.display())))
 }
 
-/// Rewrites each config's expected-failure lists from this run's results.
+/// Updates each config's expected-failure lists from this run's results.
+///
+/// Starts from the lists in the file and changes only the cases whose step
+/// ran: a test filtered out (`-k`, `-m`, `--shard`, `--last-failed`), or whose
+/// run was skipped (`--skip-all-runs`, `skip_run_tests`), keeps its entries.
 fn update_xfails(tests: &[Test], report: &RunReport) -> Result<(), Error> {
-    let mut lists: BTreeMap<PathBuf, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
-    for (t, r) in tests.iter().zip(&report.results) {
-        let Some(config) = &t.config else { continue };
-        let entry = lists.entry(config.clone()).or_default();
-        let failed = |kind: StepKind| {
-            r.steps
-                .iter()
-                .any(|s| s.kind == kind && s.status == StepStatus::Failed)
+    let results: HashMap<&str, &TestResult> =
+        report.results.iter().map(|r| (r.id.as_str(), r)).collect();
+    let mut lists: BTreeMap<PathBuf, XfailLists> = BTreeMap::new();
+    for t in tests {
+        let (Some(config), Some(r)) = (&t.config, results.get(t.id.as_str())) else {
+            continue;
         };
-        if failed(StepKind::Compile) {
-            entry.0.insert(t.case.clone());
-        } else if failed(StepKind::Run) {
-            entry.1.insert(t.case.clone());
-        }
+        let entry = match lists.entry(config.clone()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(XfailLists::load(config)?),
+        };
+        entry.apply(&t.case, r);
     }
-    for (path, (compile, run)) in lists {
+    for (path, lists) in lists {
         let text = fs_err::read_to_string(&path)?;
-        let compile: Vec<String> = compile.into_iter().collect();
-        let run: Vec<String> = run.into_iter().collect();
+        let compile: Vec<String> = lists.compile.into_iter().collect();
+        let run: Vec<String> = lists.run.into_iter().collect();
         let updated = xfails::rewrite_lists(&text, &compile, &run)?;
         if updated != text {
-            fs_err::write(&path, updated)?;
+            write(&path, &updated)?;
         }
         eprintln!(
             "updated {}: {} expected compile failures, {} expected run failures",
@@ -214,10 +214,55 @@ fn update_xfails(tests: &[Test], report: &RunReport) -> Result<(), Error> {
     Ok(())
 }
 
+/// A config's expected-failure lists being updated.
+struct XfailLists {
+    compile: BTreeSet<String>,
+    run: BTreeSet<String>,
+}
+
+impl XfailLists {
+    fn load(path: &Path) -> Result<XfailLists, Error> {
+        let config = SuiteConfig::load(path)?;
+        Ok(XfailLists {
+            compile: config.expected_compile_failures.into_iter().collect(),
+            run: config.expected_run_failures.into_iter().collect(),
+        })
+    }
+
+    /// Lists or unlists `case` by the steps of `r` that ran.
+    fn apply(&mut self, case: &str, r: &TestResult) {
+        let status = |kind: StepKind| {
+            r.steps
+                .iter()
+                .find(|s| s.kind == kind)
+                .map_or(StepStatus::Skipped, |s| s.status)
+        };
+        match status(StepKind::Compile) {
+            StepStatus::Skipped => {}
+            StepStatus::Failed => {
+                self.compile.insert(case.to_string());
+                // A case that cannot compile cannot run: one list says it.
+                self.run.remove(case);
+            }
+            StepStatus::Passed => {
+                self.compile.remove(case);
+            }
+        }
+        match status(StepKind::Run) {
+            StepStatus::Skipped => {}
+            StepStatus::Failed => {
+                self.run.insert(case.to_string());
+            }
+            StepStatus::Passed => {
+                self.run.remove(case);
+            }
+        }
+    }
+}
+
 /// Progress: a bar on a TTY, plain lines otherwise.
 struct Printer {
     bar: Option<indicatif::ProgressBar>,
-    lines: Mutex<()>,
 }
 
 impl Printer {
@@ -231,10 +276,7 @@ impl Printer {
             }
             bar
         });
-        Printer {
-            bar,
-            lines: Mutex::new(()),
-        }
+        Printer { bar }
     }
 
     fn done(&self) {
@@ -245,8 +287,8 @@ impl Printer {
 }
 
 impl Progress for Printer {
+    // The runner calls this under its state lock: lines never interleave.
     fn finished(&self, r: &TestResult, done: usize, total: usize) {
-        let _guard = self.lines.lock();
         let line = format!(
             "[{done}/{total}] {:<5} {} ({:.1}s){}",
             r.outcome.as_str(),

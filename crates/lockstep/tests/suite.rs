@@ -693,8 +693,10 @@ fn embedded_smoke_suite_passes_and_second_run_compiles_nothing() {
     for k in ["newly_failing", "newly_passing", "slower"] {
         assert_eq!(first["changes"][k], serde_json::json!([]), "{k}");
     }
+    // Both layouts hold the same 12 programs, compiled with the same flags:
+    // one compile each, plus matmul_f32 again with statistics (its benchmark).
     let compiles = summary_count(&first, "compiles_run");
-    assert!(compiles > 0);
+    assert_eq!(compiles, 13);
     assert_eq!(summary_count(&first, "compiles_cached"), 0);
     for t in tests_of(&first) {
         assert_has_keys(
@@ -1025,6 +1027,77 @@ fn update_xfails_rewrites_the_lists_and_keeps_comments() {
             ("broken_compile [cpu_update]", "xfail"),
             ("broken_run [cpu_update]", "xfail"),
             ("stale [cpu_update]", "pass"),
+        ],
+    );
+}
+
+/// `--update-xfails` changes only the entries of cases whose step ran: a
+/// partial run (`-k`, `--skip-all-runs`) keeps the others' entries.
+#[test]
+fn update_xfails_keeps_entries_of_cases_that_did_not_run() {
+    let sb = Sandbox::new();
+    let root = sb.root().join("its");
+    layout_case(&root, "broken_compile", BAD_MLIR, GOOD_FLAGS);
+    layout_case(&root, "broken_run", &add4(), WRONG_FLAGS);
+    layout_case(&root, "fixed", &add4(), GOOD_FLAGS);
+    let config = sb.root().join("config.json");
+    write(
+        &config,
+        &config_json(
+            "cfg",
+            "local-task",
+            &[
+                ("expected_compile_failures", &["broken_compile"]),
+                ("expected_run_failures", &["broken_run", "fixed"]),
+            ],
+        ),
+    );
+    let (root_arg, config_arg) = (root.display().to_string(), config.display().to_string());
+    let lists = || {
+        let text = std::fs::read_to_string(&config).unwrap();
+        (
+            json5_list(&text, "expected_compile_failures"),
+            json5_list(&text, "expected_run_failures"),
+        )
+    };
+
+    // No run step ran: the run list stays as it was.
+    let base = [root_arg.as_str(), "--suite-config", &config_arg];
+    let skip_runs = [&base[..], &["--skip-all-runs", "--update-xfails"]].concat();
+    let (json, _) = sb.test(&skip_runs, 0);
+    expect_outcomes(
+        &json,
+        &[
+            ("broken_compile [cfg]", "xfail"),
+            ("broken_run [cfg]", "pass"),
+            ("fixed [cfg]", "pass"),
+        ],
+    );
+    assert_eq!(
+        lists(),
+        (
+            vec!["broken_compile".into()],
+            vec!["broken_run".into(), "fixed".into()]
+        )
+    );
+
+    // Only `fixed` ran: it leaves the run list, the others stay listed.
+    let one = [&base[..], &["-k", "fixed", "--update-xfails"]].concat();
+    let (json, _) = sb.test(&one, 1);
+    expect_outcomes(&json, &[("fixed [cfg]", "xpass")]);
+    assert_eq!(
+        lists(),
+        (vec!["broken_compile".into()], vec!["broken_run".into()])
+    );
+
+    // The lists still describe the suite: a full run succeeds.
+    let (json, _) = sb.test(&base, 0);
+    expect_outcomes(
+        &json,
+        &[
+            ("broken_compile [cfg]", "xfail"),
+            ("broken_run [cfg]", "xfail"),
+            ("fixed [cfg]", "pass"),
         ],
     );
 }
@@ -1799,6 +1872,45 @@ fn timeouts_and_compiler_crashes_are_reported_on_their_tests() {
 
 // ---------------------------------------------------------------------------
 // 13. Benchmark goldens
+
+/// Without iree-benchmark-module the benchmark step fails on its test; the
+/// run still finishes and writes its report.
+#[test]
+fn a_missing_benchmark_tool_fails_the_step_not_the_run() {
+    let sb = Sandbox::new();
+    let bin = sb.root().join("no-bench-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["iree-compile", "iree-run-module"] {
+        std::os::unix::fs::symlink(toolchain_bin().join(tool), bin.join(tool)).unwrap();
+    }
+    let dir = sb.root().join("native");
+    write(&dir.join("add.mlir"), &add4());
+    let mut text = String::from("[suite]\nname = \"bench\"\n\n");
+    text.push_str(&native_add_test(
+        "timed",
+        "add.mlir",
+        "11 22 33 44",
+        "[test.benchmark]\ntime-ms = 10000.0\n",
+    ));
+    text.push_str(&native_add_test("plain", "add.mlir", "11 22 33 44", ""));
+    write(&dir.join("bench.suite.toml"), &text);
+    let (d, b) = (dir.display().to_string(), bin.display().to_string());
+    let (json, _) = sb.test(&[&d, "--iree-bin", &b], 1);
+    expect_outcomes(
+        &json,
+        &[("bench/timed [cpu]", "fail"), ("bench/plain [cpu]", "pass")],
+    );
+    let t = test_by_id(&json, "bench/timed [cpu]");
+    assert_eq!(step(t, "run")["status"], "passed");
+    let bench = step(t, "benchmark");
+    assert_eq!(bench["status"], "failed", "{t:#}");
+    let message = bench["message"].as_str().unwrap();
+    assert!(message.contains("iree-benchmark-module"), "{message}");
+    assert!(
+        t["reason"].as_str().unwrap().starts_with("benchmark: "),
+        "{t:#}"
+    );
+}
 
 #[test]
 fn benchmark_goldens_are_checked() {
