@@ -557,26 +557,11 @@ fn run_tool(argv: Vec<String>, log: &Path, opts: &Options, failure: &str) -> Res
 
 /// Per-repetition real times in microseconds from google-benchmark JSON.
 pub fn parse_samples(text: &str) -> Result<Vec<f64>, String> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("unreadable benchmark output: {e}"))?;
-    let mut samples = Vec::new();
-    for bench in value["benchmarks"].as_array().into_iter().flatten() {
-        if bench["run_type"] != "iteration" {
-            continue;
-        }
-        // google-benchmark reports the per-iteration time in `time_unit`.
-        let Some(time) = bench["real_time"].as_f64() else {
-            continue;
-        };
-        let scale = match bench["time_unit"].as_str().unwrap_or("ns") {
-            "s" => 1e6,
-            "ms" => 1e3,
-            "us" => 1.0,
-            _ => 1e-3,
-        };
-        samples.push(time * scale);
-    }
-    Ok(samples)
+    Ok(lockstep_iree::benchmark::entries(text)?
+        .into_iter()
+        .filter(|e| e.run_type == "iteration")
+        .map(|e| e.real_time_us)
+        .collect())
 }
 
 fn describe(exit: Exit, timeout: Duration) -> String {

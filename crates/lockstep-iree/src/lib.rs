@@ -5,6 +5,7 @@
 //!
 //! It must not know about suites, benchmarks or integrates.
 
+pub mod benchmark;
 pub mod toolchain;
 
 /// iree-compile flags for the host CPU with the llvm-cpu backend (what tests,

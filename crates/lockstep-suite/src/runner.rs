@@ -776,29 +776,17 @@ fn benchmark(
 
 /// The median `real_time` (ms) of the repetitions in iree-benchmark-module's JSON.
 fn median_time_ms(text: &str) -> Option<f64> {
-    let start = text.find('{')?;
-    let v: serde_json::Value = serde_json::from_str(&text[start..]).ok()?;
-    let benches = v.get("benchmarks")?.as_array()?;
-    let to_ms = |b: &serde_json::Value| {
-        let t = b.get("real_time")?.as_f64()?;
-        let unit = b.get("time_unit").and_then(|u| u.as_str()).unwrap_or("ns");
-        Some(match unit {
-            "ns" => t / 1e6,
-            "us" => t / 1e3,
-            "ms" => t,
-            "s" => t * 1e3,
-            _ => t / 1e6,
-        })
-    };
-    if let Some(m) = benches
+    let entries = lockstep_iree::benchmark::entries(text).ok()?;
+    let median = entries
         .iter()
-        .find(|b| b.get("aggregate_name").and_then(|a| a.as_str()) == Some("median"))
-    {
-        return to_ms(m);
-    }
-    let mut times: Vec<f64> = benches.iter().filter_map(to_ms).collect();
-    times.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    times.get(times.len() / 2).copied()
+        .find(|e| e.aggregate.as_deref() == Some("median"))
+        .map(|e| e.real_time_us);
+    let us = median.or_else(|| {
+        let mut times: Vec<f64> = entries.iter().map(|e| e.real_time_us).collect();
+        times.sort_by(f64::total_cmp);
+        times.get(times.len() / 2).copied()
+    })?;
+    Some(us / 1e3)
 }
 
 /// `["stream-aggregate"]["execution"]["dispatch-count"]` of the compiler's statistics.
