@@ -72,6 +72,39 @@ pub struct Dirty {
     pub path: String,
 }
 
+/// Feeds `input` to the child's stdin while collecting its output.
+///
+/// The writing happens on its own thread because git commands that answer per
+/// input line (patch-id, diff-tree --stdin, cat-file --batch) fill their stdout
+/// pipe long before they finish reading; writing everything first would
+/// deadlock against them.
+fn exchange(
+    mut child: std::process::Child,
+    input: Option<&[u8]>,
+) -> std::io::Result<std::process::Output> {
+    let stdin = child.stdin.take();
+    let (out, written) = std::thread::scope(|scope| {
+        let writer = match (input, stdin) {
+            (Some(bytes), Some(mut stdin)) => Some(scope.spawn(move || stdin.write_all(bytes))),
+            _ => None,
+        };
+        let out = child.wait_with_output();
+        let written = writer.map_or(Ok(()), |handle| {
+            handle
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("stdin writer panicked")))
+        });
+        (out, written)
+    });
+    let out = out?;
+    match written {
+        // A child that exits without reading all its input closes the pipe;
+        // its exit status then tells the real story.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
+        _ => Ok(out),
+    }
+}
+
 impl Repo {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Repo { dir: dir.into() }
@@ -112,15 +145,12 @@ impl Repo {
             cmd.stdin(Stdio::piped());
         }
         tracing::debug!(repo = %self.dir.display(), "git {}", args.join(" "));
-        let mut child = cmd.spawn().map_err(|e| {
+        let child = cmd.spawn().map_err(|e| {
             Error::failed("cannot run git")
                 .cause(e.to_string())
                 .hint("install git and put it on PATH")
         })?;
-        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
-            stdin.write_all(bytes)?;
-        }
-        let out = child.wait_with_output()?;
+        let out = exchange(child, input)?;
         Ok(Output {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
