@@ -17,6 +17,28 @@ use lockstep_core::Error;
 /// A full 40-hex object name.
 pub type Oid = String;
 
+/// Environment variables that would redirect git away from `-C <dir>`. Git
+/// exports them to hooks, so lockstep run from a hook would otherwise act on
+/// the hook's repository instead of the one it names (say, the superproject
+/// instead of its submodule).
+const REPO_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+];
+
+/// The error for a git that cannot be started at all.
+pub fn spawn_error(e: std::io::Error) -> Error {
+    Error::failed("cannot run git")
+        .cause(e.to_string())
+        .hint("install git and put it on PATH")
+}
+
 /// A git repository (a work tree, or a bare repository).
 #[derive(Debug, Clone)]
 pub struct Repo {
@@ -114,12 +136,15 @@ impl Repo {
         &self.dir
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    /// A git command run in this repository, for callers that must stream
+    /// its input or output themselves; stdin is null unless they change it.
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("git");
-        cmd.arg("-C")
-            .arg(&self.dir)
-            .args(args)
-            .env("GIT_TERMINAL_PROMPT", "0")
+        cmd.arg("-C").arg(&self.dir).args(args);
+        for var in REPO_ENV {
+            cmd.env_remove(var);
+        }
+        cmd.env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_EDITOR", "true")
             .stdin(Stdio::null());
         cmd
@@ -145,11 +170,7 @@ impl Repo {
             cmd.stdin(Stdio::piped());
         }
         tracing::debug!(repo = %self.dir.display(), "git {}", args.join(" "));
-        let child = cmd.spawn().map_err(|e| {
-            Error::failed("cannot run git")
-                .cause(e.to_string())
-                .hint("install git and put it on PATH")
-        })?;
+        let child = cmd.spawn().map_err(spawn_error)?;
         let out = exchange(child, input)?;
         Ok(Output {
             code: out.status.code().unwrap_or(-1),
