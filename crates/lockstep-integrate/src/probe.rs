@@ -242,35 +242,6 @@ impl<'i, 'a> Prober<'i, 'a> {
         position: usize,
         total: usize,
     ) -> Result<Probe, Error> {
-        let key = self.key(&commit.sha, &patch_ids);
-        if let Some(rec) = self.ig.store.probe(&key)? {
-            self.cache_hits += 1;
-            let verdict = Verdict::parse(&rec.outcome);
-            self.ig.emit(Event::ProbeFinished {
-                commit: commit.sha.clone(),
-                outcome: verdict.as_str().into(),
-                cached: true,
-                seconds: rec.seconds,
-            });
-            return Ok(Probe {
-                commit: commit.clone(),
-                verdict,
-                head: Some(head),
-                dropped,
-                conflict: None,
-                log: rec.log,
-                exit: Some(rec.detail),
-                cached: true,
-            });
-        }
-        self.ig.emit(Event::ProbeStarted {
-            commit: commit.sha.clone(),
-            subject: commit.subject.clone(),
-            position,
-            total,
-        });
-        self.begin_journal()?;
-        self.checkout(&head)?;
         let log = self.run_dir.join(format!(
             "smoke-{}.log",
             &commit.sha[..12.min(commit.sha.len())]
@@ -290,62 +261,41 @@ impl<'i, 'a> Prober<'i, 'a> {
                 ("LOCKSTEP_LOG".into(), log.display().to_string()),
             ],
             timeout: self.timeout,
-            log: log.clone(),
+            log,
             header: None,
         };
-        let journal = self.journal.clone();
-        let finished = process::run(&spec, |pgid| {
-            if let Some((id, mut state)) = journal {
-                state.pgid = Some(pgid);
-                let _ = self.ig.store.update(id, &state);
-            }
-        })?;
-        self.runs += 1;
-        if self.abort_on_crash && is_abort(finished.exit) {
-            // `git bisect run` semantics: not a verdict, so nothing is cached.
-            return Err(Error::failed(format!(
-                "`{}` {} at {}; bisect aborted",
-                self.command.join(" "),
-                finished.exit.describe(),
-                &commit.sha
-            ))
-            .cause("as with `git bisect run`, exit codes of 128 and above (and signals) abort")
-            .cause(format!("log: {}", log.display()))
-            .hint("make the command exit 0 (good), 1-127 (bad) or 125 (skip)"));
-        }
-        let verdict = Verdict::from_exit(finished.exit);
-        let detail = match finished.exit {
-            Exit::TimedOut => format!(
-                "timed out after {} (smoke-timeout)",
-                humantime_secs(self.timeout.unwrap_or_default())
-            ),
-            other => other.describe(),
-        };
-        let log_text = log.display().to_string();
-        self.ig.store.put_probe(&ProbeRecord {
-            key,
+        let run = CachedRun {
+            key: self.key(&commit.sha, &patch_ids),
             context: self.context(),
-            commit: commit.sha.clone(),
-            outcome: verdict.as_str().into(),
-            detail: detail.clone(),
-            log: Some(log_text.clone()),
-            seconds: finished.elapsed.as_secs_f64(),
+            commit,
+            position,
+            total,
+            spec,
+            abort_on_crash: self.abort_on_crash,
+        };
+        let ig = self.ig;
+        let ran = run_cached(ig, run, || {
+            self.begin_journal()?;
+            self.checkout(&head)?;
+            Ok(self
+                .journal
+                .clone()
+                .map(|(id, state)| (id, journal_value(&state))))
         })?;
-        self.ig.emit(Event::ProbeFinished {
-            commit: commit.sha.clone(),
-            outcome: verdict.as_str().into(),
-            cached: false,
-            seconds: finished.elapsed.as_secs_f64(),
-        });
+        if ran.cached {
+            self.cache_hits += 1;
+        } else {
+            self.runs += 1;
+        }
         Ok(Probe {
             commit: commit.clone(),
-            verdict,
+            verdict: ran.verdict,
             head: Some(head),
             dropped,
             conflict: None,
-            log: Some(log_text),
-            exit: Some(detail),
-            cached: false,
+            log: ran.log,
+            exit: Some(ran.detail),
+            cached: ran.cached,
         })
     }
 
@@ -404,6 +354,133 @@ impl<'i, 'a> Prober<'i, 'a> {
         }
         Ok(())
     }
+}
+
+/// One run of a user command at a commit, its verdict cached in the store.
+pub(crate) struct CachedRun<'c> {
+    pub key: String,
+    pub context: String,
+    pub commit: &'c Commit,
+    pub position: usize,
+    pub total: usize,
+    pub spec: Spec,
+    /// Exit codes of 128 and above (and signals) abort instead of meaning bad.
+    pub abort_on_crash: bool,
+}
+
+/// What a [`CachedRun`] found, from the cache or by running.
+pub(crate) struct Ran {
+    pub verdict: Verdict,
+    pub detail: String,
+    pub log: Option<String>,
+    pub cached: bool,
+}
+
+/// A journal state as JSON, so [`run_cached`] can add the process group to it.
+pub(crate) fn journal_value(state: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(state).unwrap_or(serde_json::Value::Null)
+}
+
+/// Answers `run` from the cache, or prepares the work trees (`prepare`, which
+/// returns the journal entry guarding them) and runs the command.
+///
+/// The command's process group goes into the journal while it runs, so that
+/// a lockstep that dies mid-run leaves recovery a group to kill instead of a
+/// command still running against the half-moved checkout.
+pub(crate) fn run_cached(
+    ig: &Integrate,
+    run: CachedRun<'_>,
+    prepare: impl FnOnce() -> Result<Option<(i64, serde_json::Value)>, Error>,
+) -> Result<Ran, Error> {
+    let commit = run.commit;
+    if let Some(rec) = ig.store.probe(&run.key)? {
+        let verdict = Verdict::parse(&rec.outcome);
+        ig.emit(Event::ProbeFinished {
+            commit: commit.sha.clone(),
+            outcome: verdict.as_str().into(),
+            cached: true,
+            seconds: rec.seconds,
+        });
+        return Ok(Ran {
+            verdict,
+            detail: rec.detail,
+            log: rec.log,
+            cached: true,
+        });
+    }
+    ig.emit(Event::ProbeStarted {
+        commit: commit.sha.clone(),
+        subject: commit.subject.clone(),
+        position: run.position,
+        total: run.total,
+    });
+    let journal = prepare()?;
+    let finished = run_journaled(ig, &run.spec, journal)?;
+    let log = run.spec.log.display().to_string();
+    if run.abort_on_crash && is_abort(finished.exit) {
+        // `git bisect run` semantics: not a verdict, so nothing is cached.
+        return Err(Error::failed(format!(
+            "`{}` {} at {}; bisect aborted",
+            run.spec.argv.join(" "),
+            finished.exit.describe(),
+            &commit.sha
+        ))
+        .cause("as with `git bisect run`, exit codes of 128 and above (and signals) abort")
+        .cause(format!("log: {log}"))
+        .hint("make the command exit 0 (good), 1-127 (bad) or 125 (skip)"));
+    }
+    let verdict = Verdict::from_exit(finished.exit);
+    let detail = match finished.exit {
+        Exit::TimedOut => format!(
+            "timed out after {} (smoke-timeout)",
+            humantime_secs(run.spec.timeout.unwrap_or_default())
+        ),
+        other => other.describe(),
+    };
+    let seconds = finished.elapsed.as_secs_f64();
+    ig.store.put_probe(&ProbeRecord {
+        key: run.key,
+        context: run.context,
+        commit: commit.sha.clone(),
+        outcome: verdict.as_str().into(),
+        detail: detail.clone(),
+        log: Some(log.clone()),
+        seconds,
+    })?;
+    ig.emit(Event::ProbeFinished {
+        commit: commit.sha.clone(),
+        outcome: verdict.as_str().into(),
+        cached: false,
+        seconds,
+    });
+    Ok(Ran {
+        verdict,
+        detail,
+        log: Some(log),
+        cached: false,
+    })
+}
+
+/// Runs `spec` with its process group recorded in `journal` while it runs
+/// (and removed again once it has exited, so recovery never kills a group
+/// whose number has been reused).
+fn run_journaled(
+    ig: &Integrate,
+    spec: &Spec,
+    journal: Option<(i64, serde_json::Value)>,
+) -> Result<process::Finished, Error> {
+    let finished = process::run(spec, |pgid| {
+        if let Some((id, mut state)) = journal.clone() {
+            if let Some(fields) = state.as_object_mut() {
+                fields.insert("pgid".into(), pgid.into());
+                let _ = ig.store.update(id, &state);
+            }
+        }
+    })?;
+    if let Some((id, state)) = &journal {
+        ig.store.update(*id, state)?;
+    }
+    Ok(finished)
 }
 
 /// `git bisect run` aborts on these exits.
