@@ -146,9 +146,12 @@ pub fn run(
     }
     // `each` smokes every affecting commit plus upstream head.
     summary.each_would_need += sb.affecting.len() + 1;
-    let expected: Vec<&String> = sb.breaks.iter().chain(sb.conflict_commit.iter()).collect();
+    // Exactly the planted culprits, each once, in upstream order: an extra or
+    // repeated halt is as wrong as a missing one.
+    let mut expected: Vec<&String> = sb.breaks.iter().chain(sb.conflict_commit.iter()).collect();
+    expected.sort_by_key(|sha| sb.pending.iter().position(|p| p == *sha));
     let found: Vec<&String> = summary.halts.iter().map(|(_, s)| s).collect();
-    let exact = expected.iter().all(|e| found.contains(e));
+    let exact = found == expected;
     summary.ok &= exact;
     w(
         out,

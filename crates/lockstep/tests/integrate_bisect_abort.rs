@@ -446,7 +446,8 @@ fn abort_all_after_a_halt_clears_it() {
     assert!(is_clean(env.sp()));
     assert!(env.status()["halted"].is_null());
     let out = env.run(&["integrate", "report"]);
-    expect_code(&out, 1, "report after abort --all");
+    let (_, stderr) = expect_code(&out, 1, "report after abort --all");
+    assert!(stderr.contains("no halt"), "{stderr}");
 }
 
 /// Installs a superproject pre-commit hook that SIGKILLs the lockstep process

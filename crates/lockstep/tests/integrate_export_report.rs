@@ -450,14 +450,21 @@ fn halt_report_names_the_culprit_and_the_errors() {
         repro.iter().any(|l| l.contains("./build_tools/smoke.sh")),
         "{repro:?}"
     );
-    // The last good commit is the break's parent... or at least before it.
+    // The last good commit is the tracked commit just before the break.
     let last_good = report
         .lines()
         .find_map(|l| l.strip_prefix("- last good: "))
         .expect("last good line");
     let last_good = &last_good[..40];
+    let b0 = env
+        .sb
+        .affecting
+        .iter()
+        .position(|c| *c == culprit)
+        .expect("the break is a tracked commit");
+    assert!(b0 > 0, "the break is not the first tracked commit");
+    assert_eq!(last_good, env.sb.affecting[b0 - 1]);
     assert!(is_ancestor(&env.sb.upstream, last_good, &culprit));
-    assert_ne!(last_good, culprit);
 
     // JSON.
     let json: serde_json::Value =

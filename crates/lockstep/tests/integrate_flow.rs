@@ -566,9 +566,29 @@ fn dry_run_loop_changes_nothing() {
     let env = Env::new(&spec(20));
     env.start();
     let head = git(env.sp(), &["rev-parse", "HEAD"]);
-    let out = env.ok(&["integrate", "loop", "--dry-run"], 0);
-    assert!(out.contains("would search"), "{out}");
+    let pin = git(&env.sub(), &["rev-parse", "HEAD"]);
+    let log = env.dir.path().join("smoke.log");
+    let out = env
+        .cmd(&["integrate", "loop", "--dry-run"])
+        .env("LOCKSTEP_SANDBOX_SMOKE_LOG", &log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("would search"), "{stdout}");
+    assert_eq!(smoke_count(&log), 0, "a dry run runs no smoke");
     assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(&env.sub(), &["rev-parse", "HEAD"]), pin);
+    assert_eq!(
+        git(env.sp(), &["ls-tree", "HEAD", "third_party/llvm-project"])
+            .split_whitespace()
+            .nth(2)
+            .unwrap(),
+        pin
+    );
+    assert!(is_clean(env.sp()));
+    let out = env.ok(&["integrate", "abort"], 0);
+    assert!(out.contains("nothing unfinished"), "{out}");
 }
 
 #[test]
