@@ -207,7 +207,7 @@ fn resolve_conflict(ig: &Integrate, culprit: &str, out: &mut dyn Write) -> Resul
     sub.checkout_detached(culprit)?;
     let mut dropped = Vec::new();
     for p in &status.patches {
-        let picked = sub.try_git_env(&["cherry-pick", "--empty=drop", &p.sha], &[], None)?;
+        let picked = sub.try_git(&["cherry-pick", "--empty=drop", &p.sha])?;
         if picked.code != 0 {
             sub.git(&["cherry-pick", "--abort"])?;
             dropped.push(p.subject.clone());

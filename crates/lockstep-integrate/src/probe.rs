@@ -242,10 +242,9 @@ impl<'i, 'a> Prober<'i, 'a> {
         position: usize,
         total: usize,
     ) -> Result<Probe, Error> {
-        let log = self.run_dir.join(format!(
-            "smoke-{}.log",
-            &commit.sha[..12.min(commit.sha.len())]
-        ));
+        let log = self
+            .run_dir
+            .join(format!("smoke-{}.log", crate::report::short(&commit.sha)));
         let spec = Spec {
             argv: self.command.clone(),
             cwd: self.ig.superproject.dir().to_path_buf(),

@@ -283,11 +283,11 @@ impl Integrate<'_> {
     /// Checks out the branch (or detached commit) the user had, with its pin.
     pub(crate) fn return_to(&self, branch: Option<&str>, head: &str) -> Result<(), Error> {
         match branch {
-            Some(b) => self.superproject.git(&["checkout", "-q", b])?,
-            None => self
-                .superproject
-                .git(&["checkout", "-q", "--detach", head])?,
-        };
+            Some(b) => {
+                self.superproject.git(&["checkout", "-q", b])?;
+            }
+            None => self.superproject.checkout_detached(head)?,
+        }
         self.sync_submodule_to_pin()
     }
 }

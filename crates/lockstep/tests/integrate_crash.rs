@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{git, is_clean, smoke_count, Env};
+use lockstep_core::process::pid_alive;
 use lockstep_integrate::sandbox::SandboxSpec;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
@@ -124,12 +125,6 @@ fn group_members(pgid: i32) -> Vec<i32> {
         .filter(|&(_, state, pgrp)| pgrp == pgid && state != 'Z' && state != 'X')
         .map(|(pid, _, _)| pid)
         .collect()
-}
-
-fn pid_alive(pid: i32) -> bool {
-    processes()
-        .into_iter()
-        .any(|(p, state, _)| p == pid && state != 'Z' && state != 'X')
 }
 
 /// Waits until nothing of process group `pgid` is alive (SIGKILL is
