@@ -39,6 +39,28 @@ pub fn spawn_error(e: std::io::Error) -> Error {
         .hint("install git and put it on PATH")
 }
 
+/// `git log` format of a [`CommitDetail`], fields separated by US (0x1f).
+const DETAIL_FORMAT: &str = "--format=%H%x1f%P%x1f%T%x1f%an%x1f%ae%x1f%ad%x1f%cd%x1f%s%x1f%B";
+
+/// Parses one record of [`DETAIL_FORMAT`] (with `--date=raw`).
+fn parse_detail(record: &str) -> Option<CommitDetail> {
+    let f: Vec<&str> = record.splitn(9, '\x1f').collect();
+    if f.len() != 9 {
+        return None;
+    }
+    Some(CommitDetail {
+        sha: f[0].trim().to_string(),
+        parents: f[1].split_whitespace().map(str::to_string).collect(),
+        tree: f[2].to_string(),
+        author_name: f[3].to_string(),
+        author_email: f[4].to_string(),
+        author_date: f[5].to_string(),
+        committer_date: f[6].to_string(),
+        subject: f[7].to_string(),
+        message: f[8].trim_end_matches('\n').to_string() + "\n",
+    })
+}
+
 /// A git repository (a work tree, or a bare repository).
 #[derive(Debug, Clone)]
 pub struct Repo {
@@ -350,29 +372,54 @@ impl Repo {
 
     /// Everything needed to recreate `rev` on another base.
     pub fn commit_detail(&self, rev: &str) -> Result<CommitDetail, Error> {
-        let out = self.git(&[
-            "log",
-            "-1",
-            "--date=raw",
-            "--format=%H%x1f%P%x1f%T%x1f%an%x1f%ae%x1f%ad%x1f%cd%x1f%s%x1f%B",
-            rev,
-            "--",
-        ])?;
-        let f: Vec<&str> = out.splitn(9, '\x1f').collect();
-        if f.len() != 9 {
-            return Err(Error::failed(format!("cannot parse commit {rev}")));
+        let out = self.git(&["log", "-1", "--date=raw", DETAIL_FORMAT, rev, "--"])?;
+        parse_detail(&out).ok_or_else(|| Error::failed(format!("cannot parse commit {rev}")))
+    }
+
+    /// Details of every commit `revs` selects (`git log` revision arguments,
+    /// e.g. `["--reverse", "base..head"]`), in log order, from one git process.
+    pub fn commit_details(&self, revs: &[&str]) -> Result<Vec<CommitDetail>, Error> {
+        let mut args = vec!["log", "-z", "--date=raw", DETAIL_FORMAT];
+        args.extend_from_slice(revs);
+        args.push("--");
+        let out = self.git(&args)?;
+        out.split('\0')
+            .filter(|rec| !rec.is_empty())
+            .map(|rec| {
+                parse_detail(rec).ok_or_else(|| {
+                    Error::failed(format!("cannot parse `git log` of {}", revs.join(" ")))
+                })
+            })
+            .collect()
+    }
+
+    /// Paths changed by any of `shas` (each against its first parent), in the
+    /// order first seen, from one git process.
+    pub fn changed_paths_of(&self, shas: &[&str]) -> Result<Vec<String>, Error> {
+        if shas.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(CommitDetail {
-            sha: f[0].to_string(),
-            parents: f[1].split_whitespace().map(str::to_string).collect(),
-            tree: f[2].to_string(),
-            author_name: f[3].to_string(),
-            author_email: f[4].to_string(),
-            author_date: f[5].to_string(),
-            committer_date: f[6].to_string(),
-            subject: f[7].to_string(),
-            message: f[8].trim_end_matches('\n').to_string() + "\n",
-        })
+        let input = shas.join("\n") + "\n";
+        let out = self.git_env(
+            &[
+                "diff-tree",
+                "--stdin",
+                "--no-commit-id",
+                "--name-only",
+                "-r",
+                "-z",
+                "--root",
+            ],
+            &[],
+            Some(input.as_bytes()),
+        )?;
+        let mut paths: Vec<String> = Vec::new();
+        for path in out.split('\0').filter(|s| !s.is_empty()) {
+            if !paths.iter().any(|p| p == path) {
+                paths.push(path.to_string());
+            }
+        }
+        Ok(paths)
     }
 
     /// The tree of a commit.

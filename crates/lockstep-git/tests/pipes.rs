@@ -97,3 +97,31 @@ fn megabytes_of_stdin_with_streaming_output_does_not_deadlock() {
         .lines()
         .all(|l| l.starts_with(&shas[0]) && l.contains(" commit ")));
 }
+
+#[test]
+fn batched_lookups_agree_with_per_commit_ones() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let shas = repo_with_commits(tmp.path(), 5);
+    let repo = Repo::new(tmp.path());
+    let details = repo
+        .commit_details(&["--reverse", "main"])
+        .expect("details");
+    assert_eq!(details.len(), shas.len());
+    for (batch, sha) in details.iter().zip(&shas) {
+        let one = repo.commit_detail(sha).expect("detail");
+        assert_eq!(batch.sha, one.sha);
+        assert_eq!(batch.parents, one.parents);
+        assert_eq!(batch.tree, one.tree);
+        assert_eq!(batch.committer_date, one.committer_date);
+        assert_eq!(batch.message, one.message);
+    }
+    let refs: Vec<&str> = shas.iter().map(String::as_str).collect();
+    let ids = repo.patch_ids_of(&refs).expect("patch ids");
+    for (id, sha) in &ids {
+        assert_eq!(
+            repo.patch_id(sha).expect("patch id").as_deref(),
+            Some(id.as_str())
+        );
+    }
+    assert_eq!(repo.changed_paths_of(&refs).expect("paths"), vec!["f.txt"]);
+}
