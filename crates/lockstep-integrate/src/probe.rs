@@ -97,7 +97,9 @@ pub struct Prober<'i, 'a> {
     pub stack: Vec<StackEntry>,
     pub command: Vec<String>,
     timeout: Option<Duration>,
-    tree_key: String,
+    /// Hash of the superproject tree and the command: what every verdict of
+    /// this search depends on besides the commit and the patches.
+    context: String,
     run_dir: PathBuf,
     replays: HashMap<Oid, Replay>,
     journal: Option<(i64, ProbeJournal)>,
@@ -123,14 +125,14 @@ impl<'i, 'a> Prober<'i, 'a> {
             return Err(Error::usage("no smoke command is configured")
                 .hint("set [integrate] smoke = [\"./build_tools/smoke.sh\"] in lockstep.toml"));
         }
-        let tree_key = superproject_tree_key(ig)?;
+        let context = verdict_context(&superproject_tree_key(ig)?, &command);
         let checked_out = ig.sub.head()?;
         Ok(Prober {
             ig,
             stack,
             command,
             timeout,
-            tree_key,
+            context,
             run_dir: ig.run_dir(label)?,
             replays: HashMap::new(),
             journal: None,
@@ -151,21 +153,9 @@ impl<'i, 'a> Prober<'i, 'a> {
         Ok(r)
     }
 
-    /// The superproject tree and the command: what every verdict of this
-    /// search depends on besides the commit and the patches.
-    fn context(&self) -> String {
-        let mut h = Sha256::new();
-        h.update(self.tree_key.as_bytes());
-        for word in &self.command {
-            h.update(b"\0c");
-            h.update(word.as_bytes());
-        }
-        hex::encode(h.finalize())
-    }
-
     fn key(&self, upstream: &str, patch_ids: &[String]) -> String {
         let mut h = Sha256::new();
-        h.update(self.context().as_bytes());
+        h.update(self.context.as_bytes());
         h.update(b"\0");
         h.update(upstream.as_bytes());
         for id in patch_ids {
@@ -181,7 +171,7 @@ impl<'i, 'a> Prober<'i, 'a> {
         Ok(self
             .ig
             .store
-            .probes_in_context(&self.context())?
+            .probes_in_context(&self.context)?
             .into_iter()
             .map(|r| (r.commit, Verdict::parse(&r.outcome)))
             .collect())
@@ -265,7 +255,7 @@ impl<'i, 'a> Prober<'i, 'a> {
         };
         let run = CachedRun {
             key: self.key(&commit.sha, &patch_ids),
-            context: self.context(),
+            context: self.context.clone(),
             commit,
             position,
             total,
@@ -493,6 +483,18 @@ pub fn is_abort(exit: Exit) -> bool {
 
 fn humantime_secs(d: Duration) -> String {
     format!("{}s", d.as_secs())
+}
+
+/// The superproject tree and the command: what every verdict of a search
+/// depends on besides the commit and the patches.
+fn verdict_context(tree_key: &str, command: &[String]) -> String {
+    let mut h = Sha256::new();
+    h.update(tree_key.as_bytes());
+    for word in command {
+        h.update(b"\0c");
+        h.update(word.as_bytes());
+    }
+    hex::encode(h.finalize())
 }
 
 /// Hash of the superproject's HEAD tree listing without the submodule entry.

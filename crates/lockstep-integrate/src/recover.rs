@@ -137,7 +137,7 @@ impl<'a> Integrate<'a> {
                         export,
                     });
                 }
-                "probe" | "bisect" => {
+                "probe" => {
                     let state: ProbeJournal = parse_state(&op.state)?;
                     self.undo_probe(&state)?;
                     self.store.finish(op.id, "interrupted")?;
@@ -216,7 +216,7 @@ impl<'a> Integrate<'a> {
                     )?;
                     undone.push(format!("advance to {}", state.target));
                 }
-                "probe" | "bisect" => {
+                "probe" => {
                     let state: ProbeJournal = parse_state(&op.state)?;
                     self.undo_probe(&state)?;
                     undone.push("probe checkout".into());
