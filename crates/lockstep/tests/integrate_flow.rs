@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{git, is_clean, smoke_count, spec, subjects, Env};
+use common::{ceil_log2, git, is_clean, smoke_count, spec, subjects, Env};
 use lockstep_integrate::sandbox::{api_level_at, SandboxSpec};
 
 fn with_patches(commits: usize) -> SandboxSpec {
@@ -13,10 +13,6 @@ fn with_patches(commits: usize) -> SandboxSpec {
         docs_commits: 3,
         ..spec(commits)
     }
-}
-
-fn ceil_log2(n: usize) -> usize {
-    (usize::BITS - (n.max(1) - 1).leading_zeros()) as usize
 }
 
 /// The person's fix after a smoke halt: advance onto the culprit, declare its
