@@ -233,7 +233,7 @@ impl Integrate<'_> {
             let ran = run_cached(self, run, || {
                 sp.checkout_detached(&commit.sha)?;
                 self.sync_submodule_to_pin()?;
-                Ok(Some((id, journal_value(&state))))
+                Ok(Some((id, journal_value(&state)?)))
             })?;
             if !ran.cached {
                 runs += 1;

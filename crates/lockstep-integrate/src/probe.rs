@@ -266,10 +266,10 @@ impl<'i, 'a> Prober<'i, 'a> {
         let ran = run_cached(ig, run, || {
             self.begin_journal()?;
             self.checkout(&head)?;
-            Ok(self
-                .journal
-                .clone()
-                .map(|(id, state)| (id, journal_value(&state))))
+            match &self.journal {
+                Some((id, state)) => Ok(Some((*id, journal_value(state)?))),
+                None => Ok(None),
+            }
         })?;
         if ran.cached {
             self.cache_hits += 1;
@@ -366,8 +366,9 @@ pub(crate) struct Ran {
 }
 
 /// A journal state as JSON, so [`run_cached`] can add the process group to it.
-pub(crate) fn journal_value(state: &impl Serialize) -> serde_json::Value {
-    serde_json::to_value(state).unwrap_or(serde_json::Value::Null)
+pub(crate) fn journal_value(state: &impl Serialize) -> Result<serde_json::Value, Error> {
+    serde_json::to_value(state)
+        .map_err(|e| Error::failed("cannot record the journal state").cause(e.to_string()))
 }
 
 /// Answers `run` from the cache, or prepares the work trees (`prepare`, which
