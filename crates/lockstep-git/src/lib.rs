@@ -17,6 +17,50 @@ use lockstep_core::Error;
 /// A full 40-hex object name.
 pub type Oid = String;
 
+/// Environment variables that would redirect git away from `-C <dir>`. Git
+/// exports them to hooks, so lockstep run from a hook would otherwise act on
+/// the hook's repository instead of the one it names (say, the superproject
+/// instead of its submodule).
+const REPO_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+];
+
+/// The error for a git that cannot be started at all.
+pub fn spawn_error(e: std::io::Error) -> Error {
+    Error::failed("cannot run git")
+        .cause(e.to_string())
+        .hint("install git and put it on PATH")
+}
+
+/// `git log` format of a [`CommitDetail`], fields separated by US (0x1f).
+const DETAIL_FORMAT: &str = "--format=%H%x1f%P%x1f%T%x1f%an%x1f%ae%x1f%ad%x1f%cd%x1f%s%x1f%B";
+
+/// Parses one record of [`DETAIL_FORMAT`] (with `--date=raw`).
+fn parse_detail(record: &str) -> Option<CommitDetail> {
+    let f: Vec<&str> = record.splitn(9, '\x1f').collect();
+    if f.len() != 9 {
+        return None;
+    }
+    Some(CommitDetail {
+        sha: f[0].trim().to_string(),
+        parents: f[1].split_whitespace().map(str::to_string).collect(),
+        tree: f[2].to_string(),
+        author_name: f[3].to_string(),
+        author_email: f[4].to_string(),
+        author_date: f[5].to_string(),
+        committer_date: f[6].to_string(),
+        subject: f[7].to_string(),
+        message: f[8].trim_end_matches('\n').to_string() + "\n",
+    })
+}
+
 /// A git repository (a work tree, or a bare repository).
 #[derive(Debug, Clone)]
 pub struct Repo {
@@ -72,6 +116,39 @@ pub struct Dirty {
     pub path: String,
 }
 
+/// Feeds `input` to the child's stdin while collecting its output.
+///
+/// The writing happens on its own thread because git commands that answer per
+/// input line (patch-id, diff-tree --stdin, cat-file --batch) fill their stdout
+/// pipe long before they finish reading; writing everything first would
+/// deadlock against them.
+fn exchange(
+    mut child: std::process::Child,
+    input: Option<&[u8]>,
+) -> std::io::Result<std::process::Output> {
+    let stdin = child.stdin.take();
+    let (out, written) = std::thread::scope(|scope| {
+        let writer = match (input, stdin) {
+            (Some(bytes), Some(mut stdin)) => Some(scope.spawn(move || stdin.write_all(bytes))),
+            _ => None,
+        };
+        let out = child.wait_with_output();
+        let written = writer.map_or(Ok(()), |handle| {
+            handle
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("stdin writer panicked")))
+        });
+        (out, written)
+    });
+    let out = out?;
+    match written {
+        // A child that exits without reading all its input closes the pipe;
+        // its exit status then tells the real story.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
+        _ => Ok(out),
+    }
+}
+
 impl Repo {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Repo { dir: dir.into() }
@@ -81,12 +158,15 @@ impl Repo {
         &self.dir
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    /// A git command run in this repository, for callers that must stream
+    /// its input or output themselves; stdin is null unless they change it.
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("git");
-        cmd.arg("-C")
-            .arg(&self.dir)
-            .args(args)
-            .env("GIT_TERMINAL_PROMPT", "0")
+        cmd.arg("-C").arg(&self.dir).args(args);
+        for var in REPO_ENV {
+            cmd.env_remove(var);
+        }
+        cmd.env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_EDITOR", "true")
             .stdin(Stdio::null());
         cmd
@@ -112,15 +192,8 @@ impl Repo {
             cmd.stdin(Stdio::piped());
         }
         tracing::debug!(repo = %self.dir.display(), "git {}", args.join(" "));
-        let mut child = cmd.spawn().map_err(|e| {
-            Error::failed("cannot run git")
-                .cause(e.to_string())
-                .hint("install git and put it on PATH")
-        })?;
-        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
-            stdin.write_all(bytes)?;
-        }
-        let out = child.wait_with_output()?;
+        let child = cmd.spawn().map_err(spawn_error)?;
+        let out = exchange(child, input)?;
         Ok(Output {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -299,29 +372,54 @@ impl Repo {
 
     /// Everything needed to recreate `rev` on another base.
     pub fn commit_detail(&self, rev: &str) -> Result<CommitDetail, Error> {
-        let out = self.git(&[
-            "log",
-            "-1",
-            "--date=raw",
-            "--format=%H%x1f%P%x1f%T%x1f%an%x1f%ae%x1f%ad%x1f%cd%x1f%s%x1f%B",
-            rev,
-            "--",
-        ])?;
-        let f: Vec<&str> = out.splitn(9, '\x1f').collect();
-        if f.len() != 9 {
-            return Err(Error::failed(format!("cannot parse commit {rev}")));
+        let out = self.git(&["log", "-1", "--date=raw", DETAIL_FORMAT, rev, "--"])?;
+        parse_detail(&out).ok_or_else(|| Error::failed(format!("cannot parse commit {rev}")))
+    }
+
+    /// Details of every commit `revs` selects (`git log` revision arguments,
+    /// e.g. `["--reverse", "base..head"]`), in log order, from one git process.
+    pub fn commit_details(&self, revs: &[&str]) -> Result<Vec<CommitDetail>, Error> {
+        let mut args = vec!["log", "-z", "--date=raw", DETAIL_FORMAT];
+        args.extend_from_slice(revs);
+        args.push("--");
+        let out = self.git(&args)?;
+        out.split('\0')
+            .filter(|rec| !rec.is_empty())
+            .map(|rec| {
+                parse_detail(rec).ok_or_else(|| {
+                    Error::failed(format!("cannot parse `git log` of {}", revs.join(" ")))
+                })
+            })
+            .collect()
+    }
+
+    /// Paths changed by any of `shas` (each against its first parent), in the
+    /// order first seen, from one git process.
+    pub fn changed_paths_of(&self, shas: &[&str]) -> Result<Vec<String>, Error> {
+        if shas.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(CommitDetail {
-            sha: f[0].to_string(),
-            parents: f[1].split_whitespace().map(str::to_string).collect(),
-            tree: f[2].to_string(),
-            author_name: f[3].to_string(),
-            author_email: f[4].to_string(),
-            author_date: f[5].to_string(),
-            committer_date: f[6].to_string(),
-            subject: f[7].to_string(),
-            message: f[8].trim_end_matches('\n').to_string() + "\n",
-        })
+        let input = shas.join("\n") + "\n";
+        let out = self.git_env(
+            &[
+                "diff-tree",
+                "--stdin",
+                "--no-commit-id",
+                "--name-only",
+                "-r",
+                "-z",
+                "--root",
+            ],
+            &[],
+            Some(input.as_bytes()),
+        )?;
+        let mut paths: Vec<String> = Vec::new();
+        for path in out.split('\0').filter(|s| !s.is_empty()) {
+            if !paths.iter().any(|p| p == path) {
+                paths.push(path.to_string());
+            }
+        }
+        Ok(paths)
     }
 
     /// The tree of a commit.

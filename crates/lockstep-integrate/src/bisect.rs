@@ -11,15 +11,13 @@
 
 use std::time::Duration;
 
-use lockstep_core::events::Event;
-use lockstep_core::process::{self, Spec};
+use lockstep_core::process::Spec;
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
-use lockstep_store::ProbeRecord;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::probe::{is_abort, Prober, Verdict};
+use crate::probe::{journal_value, run_cached, CachedRun, Prober, Verdict};
 use crate::replay::load_stack;
 use crate::search::narrow;
 use crate::Integrate;
@@ -215,68 +213,38 @@ impl Integrate<'_> {
                 }
                 hex::encode(h.finalize())
             };
-            if let Some(rec) = self.store.probe(&key)? {
-                let verdict = Verdict::parse(&rec.outcome);
-                steps.push(Step {
-                    commit: commit.clone(),
-                    verdict,
-                    cached: true,
-                    log: rec.log,
-                });
-                return Ok(verdict);
-            }
-            self.emit(Event::ProbeStarted {
-                commit: commit.sha.clone(),
-                subject: commit.subject.clone(),
-                position: m + 1,
-                total: n,
-            });
-            sp.git(&["checkout", "-q", "--detach", &commit.sha])?;
-            self.sync_submodule_to_pin()?;
             let log = run_dir.join(format!("bisect-{}.log", crate::report::short(&commit.sha)));
-            let spec = Spec {
-                argv: opts.command.clone(),
-                cwd: sp.dir().to_path_buf(),
-                env: vec![("LOCKSTEP_PROBE_COMMIT".into(), commit.sha.clone())],
-                timeout: opts.timeout,
-                log: log.clone(),
-                header: None,
-            };
-            let done = process::run(&spec, |_| {})?;
-            runs += 1;
-            if is_abort(done.exit) {
-                return Err(Error::failed(format!(
-                    "`{}` {} at {}; bisect aborted",
-                    opts.command.join(" "),
-                    done.exit.describe(),
-                    commit.sha
-                ))
-                .cause("as with `git bisect run`, exit codes of 128 and above (and signals) abort")
-                .hint("make the command exit 0 (good), 1-127 (bad) or 125 (skip)"));
-            }
-            let verdict = Verdict::from_exit(done.exit);
-            self.store.put_probe(&ProbeRecord {
+            let run = CachedRun {
                 key,
                 context: "superproject-bisect".into(),
-                commit: commit.sha.clone(),
-                outcome: verdict.as_str().into(),
-                detail: done.exit.describe(),
-                log: Some(log.display().to_string()),
-                seconds: done.elapsed.as_secs_f64(),
+                commit,
+                position: m + 1,
+                total: n,
+                spec: Spec {
+                    argv: opts.command.clone(),
+                    cwd: sp.dir().to_path_buf(),
+                    env: vec![("LOCKSTEP_PROBE_COMMIT".into(), commit.sha.clone())],
+                    timeout: opts.timeout,
+                    log,
+                    header: None,
+                },
+                abort_on_crash: true,
+            };
+            let ran = run_cached(self, run, || {
+                sp.checkout_detached(&commit.sha)?;
+                self.sync_submodule_to_pin()?;
+                Ok(Some((id, journal_value(&state)?)))
             })?;
-            self.emit(Event::ProbeFinished {
-                commit: commit.sha.clone(),
-                outcome: verdict.as_str().into(),
-                cached: false,
-                seconds: done.elapsed.as_secs_f64(),
-            });
+            if !ran.cached {
+                runs += 1;
+            }
             steps.push(Step {
                 commit: commit.clone(),
-                verdict,
-                cached: false,
-                log: Some(log.display().to_string()),
+                verdict: ran.verdict,
+                cached: ran.cached,
+                log: ran.log,
             });
-            Ok(verdict)
+            Ok(ran.verdict)
         });
         let restored = self.restore_superproject(&state);
         self.store.finish(id, "done")?;

@@ -18,8 +18,6 @@ pub struct Integrate<'a> {
     /// `<git common dir>/lockstep`: store, lock, reports, logs.
     pub state_dir: PathBuf,
     pub sink: &'a dyn EventSink,
-    /// Whether the loaded configuration came from a file (vs defaults).
-    pub config_path: Option<PathBuf>,
 }
 
 impl<'a> Integrate<'a> {
@@ -49,7 +47,6 @@ impl<'a> Integrate<'a> {
             store,
             state_dir,
             sink,
-            config_path: loaded.path.clone(),
         })
     }
 

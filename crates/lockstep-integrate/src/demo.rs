@@ -146,9 +146,12 @@ pub fn run(
     }
     // `each` smokes every affecting commit plus upstream head.
     summary.each_would_need += sb.affecting.len() + 1;
-    let expected: Vec<&String> = sb.breaks.iter().chain(sb.conflict_commit.iter()).collect();
+    // Exactly the planted culprits, each once, in upstream order: an extra or
+    // repeated halt is as wrong as a missing one.
+    let mut expected: Vec<&String> = sb.breaks.iter().chain(sb.conflict_commit.iter()).collect();
+    expected.sort_by_key(|sha| sb.pending.iter().position(|p| p == *sha));
     let found: Vec<&String> = summary.halts.iter().map(|(_, s)| s).collect();
-    let exact = expected.iter().all(|e| found.contains(e));
+    let exact = found == expected;
     summary.ok &= exact;
     w(
         out,
@@ -204,7 +207,7 @@ fn resolve_conflict(ig: &Integrate, culprit: &str, out: &mut dyn Write) -> Resul
     sub.checkout_detached(culprit)?;
     let mut dropped = Vec::new();
     for p in &status.patches {
-        let picked = sub.try_git_env(&["cherry-pick", "--empty=drop", &p.sha], &[], None)?;
+        let picked = sub.try_git(&["cherry-pick", "--empty=drop", &p.sha])?;
         if picked.code != 0 {
             sub.git(&["cherry-pick", "--abort"])?;
             dropped.push(p.subject.clone());

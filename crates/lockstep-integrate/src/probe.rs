@@ -97,7 +97,9 @@ pub struct Prober<'i, 'a> {
     pub stack: Vec<StackEntry>,
     pub command: Vec<String>,
     timeout: Option<Duration>,
-    tree_key: String,
+    /// Hash of the superproject tree and the command: what every verdict of
+    /// this search depends on besides the commit and the patches.
+    context: String,
     run_dir: PathBuf,
     replays: HashMap<Oid, Replay>,
     journal: Option<(i64, ProbeJournal)>,
@@ -123,14 +125,14 @@ impl<'i, 'a> Prober<'i, 'a> {
             return Err(Error::usage("no smoke command is configured")
                 .hint("set [integrate] smoke = [\"./build_tools/smoke.sh\"] in lockstep.toml"));
         }
-        let tree_key = superproject_tree_key(ig)?;
+        let context = verdict_context(&superproject_tree_key(ig)?, &command);
         let checked_out = ig.sub.head()?;
         Ok(Prober {
             ig,
             stack,
             command,
             timeout,
-            tree_key,
+            context,
             run_dir: ig.run_dir(label)?,
             replays: HashMap::new(),
             journal: None,
@@ -151,21 +153,9 @@ impl<'i, 'a> Prober<'i, 'a> {
         Ok(r)
     }
 
-    /// The superproject tree and the command: what every verdict of this
-    /// search depends on besides the commit and the patches.
-    fn context(&self) -> String {
-        let mut h = Sha256::new();
-        h.update(self.tree_key.as_bytes());
-        for word in &self.command {
-            h.update(b"\0c");
-            h.update(word.as_bytes());
-        }
-        hex::encode(h.finalize())
-    }
-
     fn key(&self, upstream: &str, patch_ids: &[String]) -> String {
         let mut h = Sha256::new();
-        h.update(self.context().as_bytes());
+        h.update(self.context.as_bytes());
         h.update(b"\0");
         h.update(upstream.as_bytes());
         for id in patch_ids {
@@ -181,7 +171,7 @@ impl<'i, 'a> Prober<'i, 'a> {
         Ok(self
             .ig
             .store
-            .probes_in_context(&self.context())?
+            .probes_in_context(&self.context)?
             .into_iter()
             .map(|r| (r.commit, Verdict::parse(&r.outcome)))
             .collect())
@@ -242,39 +232,9 @@ impl<'i, 'a> Prober<'i, 'a> {
         position: usize,
         total: usize,
     ) -> Result<Probe, Error> {
-        let key = self.key(&commit.sha, &patch_ids);
-        if let Some(rec) = self.ig.store.probe(&key)? {
-            self.cache_hits += 1;
-            let verdict = Verdict::parse(&rec.outcome);
-            self.ig.emit(Event::ProbeFinished {
-                commit: commit.sha.clone(),
-                outcome: verdict.as_str().into(),
-                cached: true,
-                seconds: rec.seconds,
-            });
-            return Ok(Probe {
-                commit: commit.clone(),
-                verdict,
-                head: Some(head),
-                dropped,
-                conflict: None,
-                log: rec.log,
-                exit: Some(rec.detail),
-                cached: true,
-            });
-        }
-        self.ig.emit(Event::ProbeStarted {
-            commit: commit.sha.clone(),
-            subject: commit.subject.clone(),
-            position,
-            total,
-        });
-        self.begin_journal()?;
-        self.checkout(&head)?;
-        let log = self.run_dir.join(format!(
-            "smoke-{}.log",
-            &commit.sha[..12.min(commit.sha.len())]
-        ));
+        let log = self
+            .run_dir
+            .join(format!("smoke-{}.log", crate::report::short(&commit.sha)));
         let spec = Spec {
             argv: self.command.clone(),
             cwd: self.ig.superproject.dir().to_path_buf(),
@@ -290,62 +250,41 @@ impl<'i, 'a> Prober<'i, 'a> {
                 ("LOCKSTEP_LOG".into(), log.display().to_string()),
             ],
             timeout: self.timeout,
-            log: log.clone(),
+            log,
             header: None,
         };
-        let journal = self.journal.clone();
-        let finished = process::run(&spec, |pgid| {
-            if let Some((id, mut state)) = journal {
-                state.pgid = Some(pgid);
-                let _ = self.ig.store.update(id, &state);
+        let run = CachedRun {
+            key: self.key(&commit.sha, &patch_ids),
+            context: self.context.clone(),
+            commit,
+            position,
+            total,
+            spec,
+            abort_on_crash: self.abort_on_crash,
+        };
+        let ig = self.ig;
+        let ran = run_cached(ig, run, || {
+            self.begin_journal()?;
+            self.checkout(&head)?;
+            match &self.journal {
+                Some((id, state)) => Ok(Some((*id, journal_value(state)?))),
+                None => Ok(None),
             }
         })?;
-        self.runs += 1;
-        if self.abort_on_crash && is_abort(finished.exit) {
-            // `git bisect run` semantics: not a verdict, so nothing is cached.
-            return Err(Error::failed(format!(
-                "`{}` {} at {}; bisect aborted",
-                self.command.join(" "),
-                finished.exit.describe(),
-                &commit.sha
-            ))
-            .cause("as with `git bisect run`, exit codes of 128 and above (and signals) abort")
-            .cause(format!("log: {}", log.display()))
-            .hint("make the command exit 0 (good), 1-127 (bad) or 125 (skip)"));
+        if ran.cached {
+            self.cache_hits += 1;
+        } else {
+            self.runs += 1;
         }
-        let verdict = Verdict::from_exit(finished.exit);
-        let detail = match finished.exit {
-            Exit::TimedOut => format!(
-                "timed out after {} (smoke-timeout)",
-                humantime_secs(self.timeout.unwrap_or_default())
-            ),
-            other => other.describe(),
-        };
-        let log_text = log.display().to_string();
-        self.ig.store.put_probe(&ProbeRecord {
-            key,
-            context: self.context(),
-            commit: commit.sha.clone(),
-            outcome: verdict.as_str().into(),
-            detail: detail.clone(),
-            log: Some(log_text.clone()),
-            seconds: finished.elapsed.as_secs_f64(),
-        })?;
-        self.ig.emit(Event::ProbeFinished {
-            commit: commit.sha.clone(),
-            outcome: verdict.as_str().into(),
-            cached: false,
-            seconds: finished.elapsed.as_secs_f64(),
-        });
         Ok(Probe {
             commit: commit.clone(),
-            verdict,
+            verdict: ran.verdict,
             head: Some(head),
             dropped,
             conflict: None,
-            log: Some(log_text),
-            exit: Some(detail),
-            cached: false,
+            log: ran.log,
+            exit: Some(ran.detail),
+            cached: ran.cached,
         })
     }
 
@@ -406,6 +345,134 @@ impl<'i, 'a> Prober<'i, 'a> {
     }
 }
 
+/// One run of a user command at a commit, its verdict cached in the store.
+pub(crate) struct CachedRun<'c> {
+    pub key: String,
+    pub context: String,
+    pub commit: &'c Commit,
+    pub position: usize,
+    pub total: usize,
+    pub spec: Spec,
+    /// Exit codes of 128 and above (and signals) abort instead of meaning bad.
+    pub abort_on_crash: bool,
+}
+
+/// What a [`CachedRun`] found, from the cache or by running.
+pub(crate) struct Ran {
+    pub verdict: Verdict,
+    pub detail: String,
+    pub log: Option<String>,
+    pub cached: bool,
+}
+
+/// A journal state as JSON, so [`run_cached`] can add the process group to it.
+pub(crate) fn journal_value(state: &impl Serialize) -> Result<serde_json::Value, Error> {
+    serde_json::to_value(state)
+        .map_err(|e| Error::failed("cannot record the journal state").cause(e.to_string()))
+}
+
+/// Answers `run` from the cache, or prepares the work trees (`prepare`, which
+/// returns the journal entry guarding them) and runs the command.
+///
+/// The command's process group goes into the journal while it runs, so that
+/// a lockstep that dies mid-run leaves recovery a group to kill instead of a
+/// command still running against the half-moved checkout.
+pub(crate) fn run_cached(
+    ig: &Integrate,
+    run: CachedRun<'_>,
+    prepare: impl FnOnce() -> Result<Option<(i64, serde_json::Value)>, Error>,
+) -> Result<Ran, Error> {
+    let commit = run.commit;
+    if let Some(rec) = ig.store.probe(&run.key)? {
+        let verdict = Verdict::parse(&rec.outcome);
+        ig.emit(Event::ProbeFinished {
+            commit: commit.sha.clone(),
+            outcome: verdict.as_str().into(),
+            cached: true,
+            seconds: rec.seconds,
+        });
+        return Ok(Ran {
+            verdict,
+            detail: rec.detail,
+            log: rec.log,
+            cached: true,
+        });
+    }
+    ig.emit(Event::ProbeStarted {
+        commit: commit.sha.clone(),
+        subject: commit.subject.clone(),
+        position: run.position,
+        total: run.total,
+    });
+    let journal = prepare()?;
+    let finished = run_journaled(ig, &run.spec, journal)?;
+    let log = run.spec.log.display().to_string();
+    if run.abort_on_crash && is_abort(finished.exit) {
+        // `git bisect run` semantics: not a verdict, so nothing is cached.
+        return Err(Error::failed(format!(
+            "`{}` {} at {}; bisect aborted",
+            run.spec.argv.join(" "),
+            finished.exit.describe(),
+            &commit.sha
+        ))
+        .cause("as with `git bisect run`, exit codes of 128 and above (and signals) abort")
+        .cause(format!("log: {log}"))
+        .hint("make the command exit 0 (good), 1-127 (bad) or 125 (skip)"));
+    }
+    let verdict = Verdict::from_exit(finished.exit);
+    let detail = match finished.exit {
+        Exit::TimedOut => format!(
+            "timed out after {} (smoke-timeout)",
+            humantime_secs(run.spec.timeout.unwrap_or_default())
+        ),
+        other => other.describe(),
+    };
+    let seconds = finished.elapsed.as_secs_f64();
+    ig.store.put_probe(&ProbeRecord {
+        key: run.key,
+        context: run.context,
+        commit: commit.sha.clone(),
+        outcome: verdict.as_str().into(),
+        detail: detail.clone(),
+        log: Some(log.clone()),
+        seconds,
+    })?;
+    ig.emit(Event::ProbeFinished {
+        commit: commit.sha.clone(),
+        outcome: verdict.as_str().into(),
+        cached: false,
+        seconds,
+    });
+    Ok(Ran {
+        verdict,
+        detail,
+        log: Some(log),
+        cached: false,
+    })
+}
+
+/// Runs `spec` with its process group recorded in `journal` while it runs
+/// (and removed again once it has exited, so recovery never kills a group
+/// whose number has been reused).
+fn run_journaled(
+    ig: &Integrate,
+    spec: &Spec,
+    journal: Option<(i64, serde_json::Value)>,
+) -> Result<process::Finished, Error> {
+    let finished = process::run(spec, |pgid| {
+        if let Some((id, mut state)) = journal.clone() {
+            if let Some(fields) = state.as_object_mut() {
+                fields.insert("pgid".into(), pgid.into());
+                let _ = ig.store.update(id, &state);
+            }
+        }
+    })?;
+    if let Some((id, state)) = &journal {
+        ig.store.update(*id, state)?;
+    }
+    Ok(finished)
+}
+
 /// `git bisect run` aborts on these exits.
 pub fn is_abort(exit: Exit) -> bool {
     match exit {
@@ -417,6 +484,18 @@ pub fn is_abort(exit: Exit) -> bool {
 
 fn humantime_secs(d: Duration) -> String {
     format!("{}s", d.as_secs())
+}
+
+/// The superproject tree and the command: what every verdict of a search
+/// depends on besides the commit and the patches.
+fn verdict_context(tree_key: &str, command: &[String]) -> String {
+    let mut h = Sha256::new();
+    h.update(tree_key.as_bytes());
+    for word in command {
+        h.update(b"\0c");
+        h.update(word.as_bytes());
+    }
+    hex::encode(h.finalize())
 }
 
 /// Hash of the superproject's HEAD tree listing without the submodule entry.

@@ -137,7 +137,7 @@ impl<'a> Integrate<'a> {
                         export,
                     });
                 }
-                "probe" | "bisect" => {
+                "probe" => {
                     let state: ProbeJournal = parse_state(&op.state)?;
                     self.undo_probe(&state)?;
                     self.store.finish(op.id, "interrupted")?;
@@ -216,7 +216,7 @@ impl<'a> Integrate<'a> {
                     )?;
                     undone.push(format!("advance to {}", state.target));
                 }
-                "probe" | "bisect" => {
+                "probe" => {
                     let state: ProbeJournal = parse_state(&op.state)?;
                     self.undo_probe(&state)?;
                     undone.push("probe checkout".into());
@@ -283,11 +283,11 @@ impl Integrate<'_> {
     /// Checks out the branch (or detached commit) the user had, with its pin.
     pub(crate) fn return_to(&self, branch: Option<&str>, head: &str) -> Result<(), Error> {
         match branch {
-            Some(b) => self.superproject.git(&["checkout", "-q", b])?,
-            None => self
-                .superproject
-                .git(&["checkout", "-q", "--detach", head])?,
-        };
+            Some(b) => {
+                self.superproject.git(&["checkout", "-q", b])?;
+            }
+            None => self.superproject.checkout_detached(head)?,
+        }
         self.sync_submodule_to_pin()
     }
 }

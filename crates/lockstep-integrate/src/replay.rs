@@ -7,6 +7,8 @@
 //! deterministic (author kept, committer date taken from the target), so the
 //! same stack onto the same target always gives the same commit ids.
 
+use std::collections::HashMap;
+
 use lockstep_core::Error;
 use lockstep_git::{CommitDetail, Merge, Oid, Repo};
 use serde::{Deserialize, Serialize};
@@ -48,24 +50,31 @@ pub fn load_stack(repo: &Repo, base: &str, head: &str) -> Result<Vec<StackEntry>
     if base == head {
         return Ok(Vec::new());
     }
-    let shas = repo.rev_list(&["--reverse", &format!("{base}..{head}")])?;
-    shas.iter()
-        .map(|sha| {
-            Ok(StackEntry {
-                detail: repo.commit_detail(sha)?,
-                patch_id: repo
-                    .patch_id(sha)?
-                    .unwrap_or_else(|| format!("empty:{sha}")),
-            })
+    // Two git processes for the whole stack, not a few per patch.
+    let details = repo.commit_details(&["--reverse", &format!("{base}..{head}")])?;
+    let shas: Vec<&str> = details.iter().map(|d| d.sha.as_str()).collect();
+    let mut ids: HashMap<Oid, String> = repo
+        .patch_ids_of(&shas)?
+        .into_iter()
+        .map(|(id, sha)| (sha, id))
+        .collect();
+    Ok(details
+        .into_iter()
+        .map(|detail| StackEntry {
+            patch_id: ids
+                .remove(&detail.sha)
+                .unwrap_or_else(|| format!("empty:{}", detail.sha)),
+            detail,
         })
-        .collect()
+        .collect())
 }
 
 /// Replays `stack` onto `onto`.
 pub fn replay(repo: &Repo, stack: &[StackEntry], onto: &str) -> Result<Replay, Error> {
-    let committer_date = repo.commit_detail(onto)?.committer_date;
+    let onto_detail = repo.commit_detail(onto)?;
+    let committer_date = onto_detail.committer_date;
     let mut head = onto.to_string();
-    let mut head_tree = repo.tree_of(onto)?;
+    let mut head_tree = onto_detail.tree;
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
     for entry in stack {

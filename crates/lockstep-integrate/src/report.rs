@@ -112,15 +112,15 @@ impl Integrate<'_> {
             self.sub.git(&["update-ref", "refs/lockstep/halt", head])?;
         }
         let dir = self.state_dir.join("reports");
-        fs_err::create_dir_all(&dir)?;
         let path: PathBuf = dir.join(format!(
             "{}-{}.md",
             jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S"),
-            &halt.culprit.sha[..12.min(halt.culprit.sha.len())]
+            short(&halt.culprit.sha)
         ));
         halt.report_path = path.display().to_string();
         let report = self.render(&halt);
-        fs_err::write(&path, &report.text)?;
+        // Atomic, so a crash never leaves a half report the halt record points at.
+        lockstep_core::cache::write_atomic(&path, report.text.as_bytes())?;
         self.store.set(HALT_RECORD, &halt)?;
         Ok(halt)
     }

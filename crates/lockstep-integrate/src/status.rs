@@ -6,6 +6,7 @@
 //! plus patch-id work limited to the files the carried patches touch.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
@@ -146,30 +147,33 @@ impl Integrate<'_> {
                 "lockstep replays linear patch stacks; rebase the submodule's patches into a line",
             ));
         }
-        let shas = self.sub.rev_list(&["--reverse", &range])?;
-        let mut patches = Vec::with_capacity(shas.len());
-        let mut touched: Vec<String> = Vec::new();
-        for sha in &shas {
-            let detail = self.sub.commit_detail(sha)?;
-            for path in self.sub.changed_paths(sha)? {
-                if !touched.contains(&path) {
-                    touched.push(path);
-                }
-            }
-            patches.push(Patch {
-                sha: sha.clone(),
+        // A handful of git processes for the whole stack, not a few per patch.
+        let details = self.sub.commit_details(&["--reverse", &range])?;
+        let shas: Vec<Oid> = details.iter().map(|d| d.sha.clone()).collect();
+        let sha_refs: Vec<&str> = shas.iter().map(String::as_str).collect();
+        let touched = self.sub.changed_paths_of(&sha_refs)?;
+        let ids: HashMap<Oid, String> = self
+            .sub
+            .patch_ids_of(&sha_refs)?
+            .into_iter()
+            .map(|(id, sha)| (sha, id))
+            .collect();
+        let mut patches: Vec<Patch> = details
+            .iter()
+            .map(|detail| Patch {
+                sha: detail.sha.clone(),
                 subject: detail.subject.clone(),
                 reason: reason(&detail.message),
                 upstreamed: false,
                 upstreamed_by: None,
                 reverts: reverted_commit(&detail.message),
                 reverted_upstream_by: None,
-            });
-        }
+            })
+            .collect();
         let scan = self.scan_upstream(base, &shas, &touched, upstream)?;
         for patch in &mut patches {
-            if let Some(id) = self.sub.patch_id(&patch.sha)? {
-                if let Some(up) = scan.patch_ids.get(&id) {
+            if let Some(id) = ids.get(&patch.sha) {
+                if let Some(up) = scan.patch_ids.get(id) {
                     patch.upstreamed = true;
                     patch.upstreamed_by = Some(up.clone());
                 }
@@ -222,7 +226,11 @@ fn is_trailer(line: &str) -> bool {
 
 /// `This reverts commit <sha>.` in a message.
 pub fn reverted_commit(message: &str) -> Option<String> {
-    let re = Regex::new(r"This reverts commit ([0-9a-f]{7,40})").ok()?;
+    // Compiled once: status asks this of every carried patch and every
+    // upstream commit it scans.
+    static REVERTS: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r"This reverts commit ([0-9a-f]{7,40})").ok());
+    let re = REVERTS.as_ref()?;
     re.captures(message).map(|c| c[1].to_string())
 }
 

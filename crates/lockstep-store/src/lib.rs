@@ -9,7 +9,7 @@
 //!
 //! It knows nothing about git or what an operation means: callers give it JSON.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lockstep_core::Error;
@@ -17,12 +17,11 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 mod lock;
-pub use lock::{Holder, RepoLock};
+pub use lock::RepoLock;
 
 /// The open database.
 pub struct Store {
     conn: Connection,
-    dir: PathBuf,
 }
 
 /// One journaled operation.
@@ -106,15 +105,7 @@ impl Store {
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(db_error)?;
         conn.execute_batch(SCHEMA).map_err(db_error)?;
-        Ok(Store {
-            conn,
-            dir: dir.to_path_buf(),
-        })
-    }
-
-    /// The directory holding the database (reports and logs live beside it).
-    pub fn dir(&self) -> &Path {
-        &self.dir
+        Ok(Store { conn })
     }
 
     /// Records that an operation is about to act. Returns its id.

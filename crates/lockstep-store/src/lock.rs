@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// Who holds the lock (written into the lock file for the next contender).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Holder {
+struct Holder {
     pub pid: u32,
     pub command: String,
     pub since: f64,

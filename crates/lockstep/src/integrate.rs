@@ -50,7 +50,7 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
             if json {
                 print_json(&status)?;
             } else {
-                print_status(&ig, &status);
+                print_status(&status);
             }
             Ok(0)
         }
@@ -238,7 +238,7 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
     }
 }
 
-fn print_status(ig: &Integrate, s: &Status) {
+fn print_status(s: &Status) {
     println!(
         "superproject: {} ({})",
         s.superproject,
@@ -310,7 +310,6 @@ fn print_status(ig: &Integrate, s: &Status) {
             h.kind, h.commit, h.report
         );
     }
-    let _ = ig;
 }
 
 fn print_next(outcome: &NextOutcome, json: bool) -> i32 {

@@ -92,7 +92,7 @@ fn demo_runs_end_to_end() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("3 expected culprits named exactly: yes"),
+        stdout.contains("halts: 3 (3 expected culprits named exactly: yes)"),
         "{stdout}"
     );
     assert!(stdout.contains("24 tests: 24 pass, 0 fail"), "{stdout}");

@@ -3,17 +3,16 @@ mod common;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
-use common::{expect_code, git, is_clean, spec, subjects, text, with_break, Env};
+use common::{
+    ceil_log2, current_branch, expect_code, git, is_ancestor, is_clean, spec, subjects, text,
+    with_break, write_executable, Env,
+};
 
 // ---------------------------------------------------------------------------
 // Helpers.
 
 fn head(dir: &Path) -> String {
     git(dir, &["rev-parse", "HEAD"])
-}
-
-fn current_branch(env: &Env) -> String {
-    git(env.sp(), &["rev-parse", "--abbrev-ref", "HEAD"])
 }
 
 /// The submodule commit recorded in superproject commit `rev`.
@@ -24,23 +23,11 @@ fn pin_at(env: &Env, rev: &str) -> String {
     )
 }
 
-fn is_ancestor(repo: &Path, a: &str, b: &str) -> bool {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["merge-base", "--is-ancestor", a, b])
-        .status()
-        .expect("git")
-        .success()
-}
-
 /// Writes an executable script into the temp dir, outside the superproject
 /// (so it never makes the superproject dirty); returns its absolute path.
 fn script(env: &Env, name: &str, body: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let path = env.dir.path().join(name);
-    std::fs::write(&path, format!("#!/usr/bin/env bash\nset -u\n{body}")).expect("write script");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    write_executable(&path, &format!("#!/usr/bin/env bash\nset -u\n{body}"));
     path
 }
 
@@ -56,10 +43,6 @@ fn bisect_json(env: &Env, extra: &[&str], command: &[&str]) -> serde_json::Value
     args.extend(command);
     let out = env.ok(&args, 0);
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("bisect json ({e}):\n{out}"))
-}
-
-fn ceil_log2(n: usize) -> usize {
-    (usize::BITS - (n.max(1) - 1).leading_zeros()) as usize
 }
 
 /// Lines of a file, or none when it does not exist.
@@ -446,7 +429,8 @@ fn abort_all_after_a_halt_clears_it() {
     assert!(is_clean(env.sp()));
     assert!(env.status()["halted"].is_null());
     let out = env.run(&["integrate", "report"]);
-    expect_code(&out, 1, "report after abort --all");
+    let (_, stderr) = expect_code(&out, 1, "report after abort --all");
+    assert!(stderr.contains("no halt"), "{stderr}");
 }
 
 /// Installs a superproject pre-commit hook that SIGKILLs the lockstep process

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{git, is_clean, smoke_count, Env};
+use common::{current_branch, git, is_clean, smoke_count, write_executable, Env};
+use lockstep_core::process::pid_alive;
 use lockstep_integrate::sandbox::SandboxSpec;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
@@ -124,12 +125,6 @@ fn group_members(pgid: i32) -> Vec<i32> {
         .filter(|&(_, state, pgrp)| pgrp == pgid && state != 'Z' && state != 'X')
         .map(|(pid, _, _)| pid)
         .collect()
-}
-
-fn pid_alive(pid: i32) -> bool {
-    processes()
-        .into_iter()
-        .any(|(p, state, _)| p == pid && state != 'Z' && state != 'X')
 }
 
 /// Waits until nothing of process group `pgid` is alive (SIGKILL is
@@ -863,4 +858,87 @@ fn killed_git_maintenance_lock_is_cleaned_up() {
         "{:?}",
         all_lock_files(&env)
     );
+}
+
+/// lockstep dies (alone) while a superproject bisect's command sleeps in its
+/// own process group: `integrate abort` kills that group and returns the
+/// superproject to the branch, so bisect journals the group like a probe does.
+#[test]
+fn killed_superproject_bisect_command_is_cleaned_up() {
+    let env = Env::new(&small_spec());
+    env.start();
+    let branch = current_branch(&env);
+    for _ in 0..4 {
+        env.ok(&["integrate", "next"], 0);
+    }
+    let tip = git(env.sp(), &["rev-parse", "HEAD"]);
+    // A sleep length no other process uses: it marks our command's `sleep`.
+    let marker = format!("28.{:06}", std::process::id() % 1_000_000);
+    let script = env.dir.path().join("sleepy.sh");
+    write_executable(&script, &format!("#!/bin/sh\nsleep {marker}\nexit 0\n"));
+    let stderr_path = env.dir.path().join("bisect.stderr");
+    let mut first = env
+        .cmd(&["integrate", "bisect", "--superproject", "--good", "main"])
+        .args(["--bad", &branch, "--"])
+        .arg(&script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(
+            fs::File::create(&stderr_path).expect("stderr file"),
+        ))
+        .process_group(0)
+        .spawn()
+        .expect("spawn lockstep integrate bisect");
+    let pid = first.id() as i32;
+    let mut guard = GroupGuard(pid);
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (sleep_pid, command_pgid) = loop {
+        if let Some(&found) = processes_with_argv(&["sleep", &marker]).first() {
+            break found;
+        }
+        if let Some(status) = first.try_wait().expect("try_wait") {
+            panic!(
+                "the bisect exited {status:?} before its command slept\n{}",
+                fs::read_to_string(&stderr_path).unwrap_or_default()
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the bisect command never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let _command_guard = GroupGuard(command_pgid);
+    assert_ne!(
+        command_pgid, pid,
+        "the command must run in its own process group"
+    );
+    // Let the journal write that follows the spawn land.
+    std::thread::sleep(Duration::from_millis(300));
+
+    kill(Pid::from_raw(pid), Signal::SIGKILL).expect("kill");
+    let status = first.wait().expect("wait");
+    guard.disarm();
+    assert_eq!(status.signal(), Some(Signal::SIGKILL as i32));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        pid_alive(sleep_pid),
+        "precondition: the command's sleep should outlive lockstep"
+    );
+
+    let out = env.ok(&["integrate", "abort"], 0);
+    assert!(out.contains("superproject bisect checkout"), "{out}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !group_members(command_pgid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !pid_alive(sleep_pid),
+        "the bisect command's `sleep {marker}` (pid {sleep_pid}) survived the abort"
+    );
+    assert!(group_members(command_pgid).is_empty());
+    assert_eq!(current_branch(&env), branch);
+    assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]), tip);
+    assert!(is_clean(env.sp()));
 }

@@ -7,7 +7,10 @@ use std::process::Output;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{expect_code, git, is_clean, spec, text, with_break, Env};
+use common::{
+    current_branch, expect_code, git, is_ancestor, is_clean, spec, text, with_break,
+    write_executable, Env,
+};
 use lockstep_integrate::sandbox::SandboxSpec;
 
 // ---------------------------------------------------------------------------
@@ -18,11 +21,6 @@ fn patched(commits: usize) -> SandboxSpec {
         patches: true,
         ..spec(commits)
     }
-}
-
-/// The integrate branch the superproject has checked out.
-fn current_branch(env: &Env) -> String {
-    git(env.sp(), &["rev-parse", "--abbrev-ref", "HEAD"])
 }
 
 /// The submodule commit recorded in the superproject's HEAD.
@@ -45,16 +43,6 @@ fn fork_tip(env: &Env, branch: &str) -> Option<String> {
     out.status
         .success()
         .then(|| text(&out.stdout).trim().to_string())
-}
-
-fn is_ancestor(repo: &Path, a: &str, b: &str) -> bool {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["merge-base", "--is-ancestor", a, b])
-        .status()
-        .expect("git")
-        .success()
 }
 
 /// Branches of the fork whose name starts with `sm-`.
@@ -450,14 +438,21 @@ fn halt_report_names_the_culprit_and_the_errors() {
         repro.iter().any(|l| l.contains("./build_tools/smoke.sh")),
         "{repro:?}"
     );
-    // The last good commit is the break's parent... or at least before it.
+    // The last good commit is the tracked commit just before the break.
     let last_good = report
         .lines()
         .find_map(|l| l.strip_prefix("- last good: "))
         .expect("last good line");
     let last_good = &last_good[..40];
+    let b0 = env
+        .sb
+        .affecting
+        .iter()
+        .position(|c| *c == culprit)
+        .expect("the break is a tracked commit");
+    assert!(b0 > 0, "the break is not the first tracked commit");
+    assert_eq!(last_good, env.sb.affecting[b0 - 1]);
     assert!(is_ancestor(&env.sb.upstream, last_good, &culprit));
-    assert_ne!(last_good, culprit);
 
     // JSON.
     let json: serde_json::Value =
@@ -486,19 +481,14 @@ fn error_summary_is_limited_to_max_error_lines() {
     let env = Env::new(&with_break(40));
     env.start();
     let script = env.sp().join("build_tools/noisy.sh");
-    std::fs::write(
+    write_executable(
         &script,
         "#!/usr/bin/env bash\n\
          # Passes when the sandbox smoke passes; otherwise prints 30 errors.\n\
          if ./build_tools/smoke.sh >/dev/null 2>&1; then exit 0; fi\n\
          for i in $(seq 1 30); do echo \"FAILED: x$i\"; echo \"  noise $i\"; done\n\
          exit 1\n",
-    )
-    .expect("write noisy.sh");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    }
+    );
     set_smoke(&env, "./build_tools/noisy.sh");
     commit_all(env.sp(), "Use the noisy smoke");
     assert!(is_clean(env.sp()));

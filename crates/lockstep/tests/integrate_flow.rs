@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{git, is_clean, smoke_count, spec, subjects, Env};
+use common::{ceil_log2, git, is_clean, smoke_count, spec, subjects, Env};
 use lockstep_integrate::sandbox::{api_level_at, SandboxSpec};
 
 fn with_patches(commits: usize) -> SandboxSpec {
@@ -13,10 +13,6 @@ fn with_patches(commits: usize) -> SandboxSpec {
         docs_commits: 3,
         ..spec(commits)
     }
-}
-
-fn ceil_log2(n: usize) -> usize {
-    (usize::BITS - (n.max(1) - 1).leading_zeros()) as usize
 }
 
 /// The person's fix after a smoke halt: advance onto the culprit, declare its
@@ -566,9 +562,29 @@ fn dry_run_loop_changes_nothing() {
     let env = Env::new(&spec(20));
     env.start();
     let head = git(env.sp(), &["rev-parse", "HEAD"]);
-    let out = env.ok(&["integrate", "loop", "--dry-run"], 0);
-    assert!(out.contains("would search"), "{out}");
+    let pin = git(&env.sub(), &["rev-parse", "HEAD"]);
+    let log = env.dir.path().join("smoke.log");
+    let out = env
+        .cmd(&["integrate", "loop", "--dry-run"])
+        .env("LOCKSTEP_SANDBOX_SMOKE_LOG", &log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("would search"), "{stdout}");
+    assert_eq!(smoke_count(&log), 0, "a dry run runs no smoke");
     assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(&env.sub(), &["rev-parse", "HEAD"]), pin);
+    assert_eq!(
+        git(env.sp(), &["ls-tree", "HEAD", "third_party/llvm-project"])
+            .split_whitespace()
+            .nth(2)
+            .unwrap(),
+        pin
+    );
+    assert!(is_clean(env.sp()));
+    let out = env.ok(&["integrate", "abort"], 0);
+    assert!(out.contains("nothing unfinished"), "{out}");
 }
 
 #[test]

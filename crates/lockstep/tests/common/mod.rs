@@ -146,3 +146,31 @@ pub fn smoke_count(log: &Path) -> usize {
         .map(|t| t.lines().count())
         .unwrap_or(0)
 }
+
+/// The branch the superproject has checked out (`HEAD` when detached).
+pub fn current_branch(env: &Env) -> String {
+    git(env.sp(), &["rev-parse", "--abbrev-ref", "HEAD"])
+}
+
+/// Whether commit `a` is an ancestor of (or equal to) `b` in `repo`.
+pub fn is_ancestor(repo: &Path, a: &str, b: &str) -> bool {
+    Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["merge-base", "--is-ancestor", a, b])
+        .status()
+        .expect("git")
+        .success()
+}
+
+/// Steps a binary search needs over `n` candidates.
+pub fn ceil_log2(n: usize) -> usize {
+    (usize::BITS - (n.max(1) - 1).leading_zeros()) as usize
+}
+
+/// Writes `text` to `path` and makes it executable.
+pub fn write_executable(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).expect("write script");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
