@@ -16,7 +16,9 @@ use std::time::Duration;
 use lockstep_core::process::{self, Exit, Spec};
 use serde::Serialize;
 
-use crate::cache::{self, Entry};
+use lockstep_cache::{Bucket, Key};
+
+use crate::cache;
 use crate::device::Device;
 use crate::miopen::BenchCommand;
 use crate::mlir;
@@ -62,8 +64,8 @@ pub struct Options {
     pub splat: Option<String>,
     /// Verify every kernel (as if each line had `-V 1`).
     pub verify: bool,
-    /// Kernel cache directory (`None`: off).
-    pub cache: Option<PathBuf>,
+    /// The cache's kernel area (`None`: off).
+    pub cache: Option<Bucket>,
     /// Logs and uncached modules.
     pub work_dir: PathBuf,
 }
@@ -100,7 +102,7 @@ struct Planned {
 
 /// What to do with one kernel.
 struct Work {
-    key: String,
+    key: Key,
     iterations: u32,
     /// False for `-t 0`.
     time: bool,
@@ -128,7 +130,7 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
         .collect();
     let key_identity = lockstep_iree::key_identity(&opts.identity, &flags);
     let mut planned = Vec::new();
-    let mut kernels: Vec<(String, Kernel)> = Vec::new();
+    let mut kernels: Vec<(Key, Kernel)> = Vec::new();
     let mut seen = HashSet::new();
     for (index, job) in jobs.iter().enumerate() {
         let base = Row {
@@ -199,7 +201,7 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
 
     let compiled = AtomicUsize::new(0);
     let hits = AtomicUsize::new(0);
-    let modules: Mutex<HashMap<String, Module>> = Mutex::new(HashMap::new());
+    let modules: Mutex<HashMap<Key, Module>> = Mutex::new(HashMap::new());
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for _ in 0..opts.jobs.max(1).min(kernels.len().max(1)) {
@@ -426,53 +428,112 @@ fn check(
 /// The module of a kernel: from the cache, or compiled (and cached). The
 /// flag says whether it came from the cache.
 fn obtain(
-    key: &str,
+    key: &Key,
     kernel: &Kernel,
     flags: &[String],
     opts: &Options,
     compiled: &AtomicUsize,
     hits: &AtomicUsize,
 ) -> Module {
-    let root = opts
-        .cache
-        .clone()
-        .unwrap_or_else(|| opts.work_dir.join("modules"));
-    let entry = Entry::new(&root, &kernel.func_name, key);
-    if opts.cache.is_some() && entry.is_valid() {
-        lockstep_core::cache::mark_used(&entry.meta());
+    let Some(bucket) = &opts.cache else {
+        return compile_uncached(key, kernel, flags, opts, compiled);
+    };
+    let io = |e: lockstep_core::Error| format!("cannot use the kernel cache: {}", e.render());
+    let slot = bucket.slot(key, Some(&kernel.func_name));
+    let hit = |entry: lockstep_cache::Entry| {
         hits.fetch_add(1, Ordering::Relaxed);
-        return Ok((entry.module(), true, 0.0));
+        let module = entry.file(cache::MODULE).map(Path::to_path_buf);
+        module.map(|m| (m, true, 0.0))
+    };
+    if let Some(found) = slot.get().and_then(hit) {
+        return Ok(found);
     }
-    let io = |e: lockstep_core::Error| format!("cannot write the kernel cache: {}", e.render());
-    cache::write_atomic(&entry.mlir(), kernel.mlir.as_bytes()).map_err(io)?;
-    let tmp = cache::temp_name(&entry.module());
+    // Another run building the same kernel holds the lock: wait for it.
+    let lock = slot.lock().map_err(io)?;
+    if let Some(found) = lock.get().and_then(hit) {
+        return Ok(found);
+    }
+    let mut stage = lock.stage();
+    let source = stage
+        .write(cache::SOURCE, kernel.mlir.as_bytes())
+        .map_err(io)?;
+    let out = stage.path(cache::MODULE).map_err(io)?;
+    // The recorded command names the entry's files, not the staging ones.
+    let command = shell_join(
+        compile_argv(
+            opts,
+            &slot.path(cache::SOURCE),
+            flags,
+            &slot.path(cache::MODULE),
+        )
+        .into_iter(),
+    );
+    stage
+        .write(cache::COMMAND, format!("{command}\n").as_bytes())
+        .map_err(io)?;
+    // A failed compile drops the stage: nothing of it stays in the cache.
+    let seconds = run_compile(
+        key,
+        compile_argv(opts, &source, flags, &out),
+        opts,
+        compiled,
+    )?;
+    let entry = stage
+        .commit(serde_json::json!({ "command": command }))
+        .map_err(io)?;
+    let module = entry
+        .file(cache::MODULE)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| slot.path(cache::MODULE));
+    Ok((module, false, seconds))
+}
+/// Compiles a kernel into the run's work directory (the cache is off).
+fn compile_uncached(
+    key: &Key,
+    kernel: &Kernel,
+    flags: &[String],
+    opts: &Options,
+    compiled: &AtomicUsize,
+) -> Module {
+    let dir = opts.work_dir.join("modules").join(&kernel.func_name);
+    let source = dir.join(format!("{key}.{}", cache::SOURCE));
+    let module = dir.join(format!("{key}.{}", cache::MODULE));
+    lockstep_core::fs::write_atomic(&source, kernel.mlir.as_bytes())
+        .map_err(|e| format!("cannot write the kernel's source: {}", e.render()))?;
+    let seconds = run_compile(
+        key,
+        compile_argv(opts, &source, flags, &module),
+        opts,
+        compiled,
+    )?;
+    Ok((module, false, seconds))
+}
+
+/// `iree-compile SOURCE FLAGS -o MODULE`.
+fn compile_argv(opts: &Options, source: &Path, flags: &[String], module: &Path) -> Vec<String> {
     let mut argv = vec![
         opts.compiler.display().to_string(),
-        entry.mlir().display().to_string(),
+        source.display().to_string(),
     ];
     argv.extend(flags.iter().cloned());
     argv.push("-o".to_string());
-    // The recorded command names the entry's module, not the temporary file.
-    let command = shell_join(
-        argv.iter()
-            .cloned()
-            .chain([entry.module().display().to_string()]),
-    );
-    argv.push(tmp.display().to_string());
-    cache::write_atomic(&entry.command(), format!("{command}\n").as_bytes()).map_err(io)?;
+    argv.push(module.display().to_string());
+    argv
+}
+
+/// Runs one compile, counted in `compiled`, its log in the work directory.
+fn run_compile(
+    key: &Key,
+    argv: Vec<String>,
+    opts: &Options,
+    compiled: &AtomicUsize,
+) -> Result<f64, String> {
     let log = opts
         .work_dir
         .join("logs")
         .join(format!("{key}.compile.log"));
     compiled.fetch_add(1, Ordering::Relaxed);
-    let seconds = run_tool(argv, &log, opts, "compile failed").inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })?;
-    fs_err::rename(&tmp, entry.module()).map_err(|e| e.to_string())?;
-    if opts.cache.is_some() {
-        entry.seal(&command).map_err(io)?;
-    }
-    Ok((entry.module(), false, seconds))
+    run_tool(argv, &log, opts, "compile failed")
 }
 
 /// Times one kernel: `iterations` samples after one warm-up run, and the wall

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod fs;
 pub mod hash;
 pub mod paths;
 pub mod process;

@@ -32,3 +32,9 @@ pub fn toolchains() -> PathBuf {
 pub fn cache() -> PathBuf {
     env_path("LOCKSTEP_CACHE").unwrap_or_else(|| home().join("cache"))
 }
+
+/// `$LOCKSTEP_HOME/file-hashes`: the memo of content hashes of large files
+/// (see [`crate::hash::sha256_file_memo`]).
+pub fn file_hashes() -> PathBuf {
+    home().join("file-hashes")
+}

@@ -44,8 +44,11 @@ pub const PACKAGES: [&str; 2] = ["iree-base-compiler", "iree-base-runtime"];
 /// The manifest that marks a provisioned toolchain complete.
 const MANIFEST: &str = "toolchain.json";
 
-/// The compiler library whose size and mtime go into the identity.
+/// The compiler library whose content goes into the identity of a build tree.
 const COMPILER_LIB: &str = "libIREECompiler.so";
+
+/// How identities are computed (a manifest of another version is recomputed).
+const IDENTITY_VERSION: u32 = 2;
 
 /// Folders inside site-packages whose native `iree-*` executables are linked
 /// into `bin/` (compiler first; `_runtime_libs_tracy` is deliberately absent).
@@ -93,10 +96,17 @@ pub struct Toolchain {
     /// The `IREE compiler version ...` line of `iree-compile --version`
     /// (e.g. "IREE compiler version 3.13.0rc20261016 @ 89ece87b...").
     pub compiler_version: String,
-    /// Stable identity of the compiler for cache keys: hex sha256 over the package versions, the version output, and
-    /// the size+mtime (not the content) of iree-compile and libIREECompiler.so. Computed ONCE per provisioned toolchain
-    /// at install time and stored in `<dir>/toolchain.json`; for user-given dirs computed per process (cheap: --version + stat).
+    /// Identity of the compiler for cache keys, from content only (never a
+    /// path or an mtime), so the same IREE installed anywhere shares cache
+    /// entries: hex sha256 over the version output and, for pip-installed
+    /// tools, each IREE package's name, version and the sha256 of every file
+    /// its wheel installed (from the dist-info RECORD); for a build tree, the
+    /// sha256 of iree-compile and libIREECompiler.so. Computed once per
+    /// provisioned toolchain and stored in `<dir>/toolchain.json`.
     pub identity: String,
+    /// How `identity` was computed ([`IDENTITY_VERSION`]; 0 in old manifests).
+    #[serde(default)]
+    pub identity_version: u32,
 }
 
 impl Toolchain {
@@ -272,14 +282,14 @@ fn user_dir(dir: &Path, source: Source) -> Result<Toolchain, Error> {
             source.describe()
         ))
     })?;
-    let lib = compiler_lib_near(&compile);
-    let identity = identity(&[], &output, &compile, lib.as_deref());
+    let identity = identity(&output, &user_dir_content(&compile)?);
     Ok(Toolchain {
         bin,
         source,
         packages: Vec::new(),
         compiler_version: compiler_version_line(&output),
         identity,
+        identity_version: IDENTITY_VERSION,
     })
 }
 
@@ -327,6 +337,9 @@ fn installed_in(root: &Path, version: &str) -> Result<Option<Toolchain>, Error> 
             // The directory may have moved with $LOCKSTEP_TOOLCHAINS.
             toolchain.bin = bin;
             toolchain.source = Source::Provisioned;
+            if toolchain.identity_version != IDENTITY_VERSION {
+                refresh_identity(&dir, &manifest, &mut toolchain)?;
+            }
             Ok(Some(toolchain))
         }
         Err(e) => {
@@ -528,16 +541,15 @@ fn build(
         }
     }
 
-    let real_compile = site.join(NATIVE_DIRS[0]).join("iree-compile");
     let output = version_output(&bin.join("iree-compile"))?;
-    let lib = site.join(NATIVE_DIRS[0]).join(COMPILER_LIB);
-    let identity = identity(&packages, &output, &real_compile, Some(&lib));
+    let identity = identity(&output, &wheel_content(&site)?);
     let toolchain = Toolchain {
         bin: final_dir.join("bin"),
         source: Source::Provisioned,
         packages,
         compiler_version: compiler_version_line(&output),
         identity,
+        identity_version: IDENTITY_VERSION,
     };
     write_manifest(&tmp.join(MANIFEST), &toolchain)?;
     Ok(toolchain)
@@ -844,7 +856,8 @@ fn tail(bytes: &[u8], n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// Size and mtime of a file (following symlinks).
+/// Size and mtime of a file (following symlinks): what the per-process
+/// memo of `--version` output is keyed by (never an identity).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     size: u64,
@@ -900,29 +913,137 @@ fn compiler_version_line(output: &str) -> String {
         .to_string()
 }
 
-/// sha256 over the package versions, the version output and the size+mtime
-/// of iree-compile and libIREECompiler.so.
-fn identity(
-    packages: &[(String, String)],
-    version_output: &str,
-    compile: &Path,
-    lib: Option<&Path>,
-) -> String {
+/// The identity: sha256 over the version output and the content lines
+/// ([`wheel_content`] or [`binary_content`]).
+fn identity(version_output: &str, content: &[String]) -> String {
     let mut h = Sha256::new();
-    h.update(b"lockstep-iree identity v1\n");
-    for (name, version) in packages {
-        h.update(format!("package {name} {version}\n"));
-    }
+    h.update(format!("lockstep-iree identity v{IDENTITY_VERSION}\n"));
     h.update(format!("version-output {}\n", version_output.len()));
     h.update(version_output.as_bytes());
-    for (label, path) in [("iree-compile", Some(compile)), (COMPILER_LIB, lib)] {
-        let line = match path.and_then(stamp) {
-            Some(s) => format!("\nfile {label} {} {}", s.size, s.mtime_ns),
-            None => format!("\nfile {label} absent"),
-        };
-        h.update(line);
+    for line in content {
+        h.update(format!("\n{line}"));
     }
     hex::encode(h.finalize())
+}
+
+/// What identifies the IREE packages installed in `site` (a site-packages
+/// directory): per package, its name, version and the sha256 of every file
+/// its wheel installed, as the dist-info RECORD lists them. Files the
+/// installer wrote itself (console scripts outside the package, which carry
+/// the venv's Python path, and the dist-info's own records) are left out, so
+/// the same wheels installed anywhere give the same lines.
+fn wheel_content(site: &Path) -> Result<Vec<String>, Error> {
+    let mut lines = Vec::new();
+    for entry in dist_infos(site)? {
+        let Some((name, version)) = parse_dist_info(&entry.file_name().to_string_lossy()) else {
+            continue;
+        };
+        if !PACKAGES.contains(&name.as_str()) {
+            continue;
+        }
+        let record = entry.path().join("RECORD");
+        let text = std::fs::read_to_string(&record).map_err(|e| {
+            Error::failed(format!("cannot read {}", record.display()))
+                .cause(e.to_string())
+                .hint("reinstall the IREE packages (`lockstep toolchain install`, or pip for --iree-bin)")
+        })?;
+        lines.push(format!("package {name} {version} {}", record_digest(&text)));
+    }
+    lines.sort();
+    if lines.is_empty() {
+        return Err(Error::failed(format!(
+            "no IREE package records in {}",
+            site.display()
+        )));
+    }
+    Ok(lines)
+}
+
+fn dist_infos(site: &Path) -> Result<Vec<std::fs::DirEntry>, Error> {
+    let entries = std::fs::read_dir(site).map_err(|e| {
+        Error::failed(format!("cannot list {}", site.display())).cause(e.to_string())
+    })?;
+    Ok(entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".dist-info"))
+        .collect())
+}
+
+/// sha256 over the sorted `path,hash` lines of a RECORD that name a file of
+/// the package itself (no `..`, not the dist-info) with a hash.
+fn record_digest(record: &str) -> String {
+    let mut lines: Vec<&str> = record
+        .lines()
+        .filter(|line| {
+            let mut fields = line.split(',');
+            let path = fields.next().unwrap_or("");
+            let hash = fields.next().unwrap_or("");
+            !hash.is_empty()
+                && !path.split('/').any(|part| part == "..")
+                && !path
+                    .split('/')
+                    .next()
+                    .is_some_and(|top| top.ends_with(".dist-info"))
+        })
+        .map(|line| {
+            line.rsplit_once(',')
+                .map_or(line, |(path_hash, _size)| path_hash)
+        })
+        .collect();
+    lines.sort_unstable();
+    let mut h = Sha256::new();
+    for line in lines {
+        h.update(line.as_bytes());
+        h.update(b"\n");
+    }
+    hex::encode(h.finalize())
+}
+
+/// The content lines of a user's tools directory: the wheel records when the
+/// real iree-compile sits in a pip-installed package, else the binaries'
+/// own sha256 ([`binary_content`]).
+fn user_dir_content(compile: &Path) -> Result<Vec<String>, Error> {
+    let real = std::fs::canonicalize(compile).unwrap_or_else(|_| compile.to_path_buf());
+    // `site-packages/iree/compiler/_mlir_libs/iree-compile`.
+    let site = real.ancestors().skip(1).take(4).find(|dir| {
+        dist_infos(dir).is_ok_and(|infos| {
+            infos.iter().any(|e| {
+                parse_dist_info(&e.file_name().to_string_lossy())
+                    .is_some_and(|(name, _)| name == PACKAGES[0])
+            })
+        })
+    });
+    match site {
+        Some(site) => wheel_content(site),
+        None => binary_content(&real, compiler_lib_near(compile).as_deref()),
+    }
+}
+
+/// `file NAME sha256 HEX` for iree-compile and libIREECompiler.so (a build
+/// tree), hashed once per file version (see [`lockstep_core::hash::sha256_file_memo`]).
+fn binary_content(compile: &Path, lib: Option<&Path>) -> Result<Vec<String>, Error> {
+    let memo = paths::file_hashes();
+    let mut lines = Vec::new();
+    for (label, path) in [("iree-compile", Some(compile)), (COMPILER_LIB, lib)] {
+        lines.push(match path {
+            Some(path) => format!(
+                "file {label} sha256 {}",
+                lockstep_core::hash::sha256_file_memo(path, &memo)?
+            ),
+            None => format!("file {label} absent"),
+        });
+    }
+    Ok(lines)
+}
+
+/// Recomputes the identity of a toolchain installed by an older lockstep
+/// (its manifest's identity was not content-based) and saves it.
+fn refresh_identity(dir: &Path, manifest: &Path, toolchain: &mut Toolchain) -> Result<(), Error> {
+    let site = site_packages(&dir.join("venv"))?;
+    let output = version_output(&toolchain.bin.join("iree-compile"))?;
+    toolchain.identity = identity(&output, &wheel_content(&site)?);
+    toolchain.identity_version = IDENTITY_VERSION;
+    write_manifest(manifest, toolchain)
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -970,6 +1091,7 @@ mod tests {
                 .collect(),
             compiler_version: "IREE compiler version provisioned @ fake".into(),
             identity: "0".repeat(64),
+            identity_version: IDENTITY_VERSION,
         };
         write_manifest(&dir.join(MANIFEST), &toolchain).unwrap();
         bin
@@ -1209,7 +1331,7 @@ mod tests {
     }
 
     #[test]
-    fn identity_follows_the_compiler() {
+    fn identity_follows_the_compiler_not_its_place() {
         let _serial = serial();
         let tmp = tempfile::tempdir().unwrap();
         let dir = fake_tools(tmp.path(), "tools", "1.0.0");
@@ -1218,22 +1340,68 @@ mod tests {
         assert_eq!(a.identity, b.identity);
         assert_eq!(a.identity.len(), 64);
 
-        // A rebuilt compiler (different size and output) is a different identity.
+        // The same binaries elsewhere, written later: the same identity.
+        let copy = fake_tools(tmp.path(), "elsewhere", "1.0.0");
+        let c = resolve_in(&req(Some(&copy), None), None, tmp.path(), &NullSink).unwrap();
+        assert_eq!(a.identity, c.identity);
+
+        // A rebuilt compiler (different content and output) is a different identity.
         fake_tools(tmp.path(), "tools", "1.0.0-rebuilt");
-        let c = resolve_in(&req(Some(&dir), None), None, tmp.path(), &NullSink).unwrap();
-        assert_ne!(a.identity, c.identity);
+        let d = resolve_in(&req(Some(&dir), None), None, tmp.path(), &NullSink).unwrap();
+        assert_ne!(a.identity, d.identity);
         assert_eq!(
-            c.compiler_version,
+            d.compiler_version,
             "IREE compiler version 1.0.0-rebuilt @ fake"
         );
+    }
 
-        // Packages count too.
-        let compile = dir.join("iree-compile");
-        let pkgs = vec![("iree-base-compiler".to_string(), "3.13.0".to_string())];
-        assert_ne!(
-            identity(&[], "x", &compile, None),
-            identity(&pkgs, "x", &compile, None)
+    /// A site-packages with the two IREE dist-infos, their RECORDs naming
+    /// `compiler_hash` for the compiler's library and a console script
+    /// whose hash depends on `venv`.
+    fn fake_site(root: &Path, venv: &str, compiler_hash: &str) -> PathBuf {
+        let site = root.join(venv).join("lib/python3.11/site-packages");
+        for (dist, lib) in [
+            (
+                "iree_base_compiler-3.13.0",
+                "iree/compiler/_mlir_libs/libIREECompiler.so",
+            ),
+            (
+                "iree_base_runtime-3.13.0",
+                "iree/_runtime_libs/iree-run-module",
+            ),
+        ] {
+            let info = site.join(format!("{dist}.dist-info"));
+            std::fs::create_dir_all(&info).unwrap();
+            std::fs::write(
+                info.join("RECORD"),
+                format!(
+                    "../../../bin/iree-compile,sha256={venv},394\n\
+                     {lib},sha256={compiler_hash},1000\n\
+                     {dist}.dist-info/INSTALLER,sha256={venv},2\n\
+                     {dist}.dist-info/RECORD,,\n"
+                ),
+            )
+            .unwrap();
+        }
+        std::fs::create_dir_all(site.join("numpy-2.0.0.dist-info")).unwrap();
+        site
+    }
+
+    #[test]
+    fn wheel_identity_is_the_same_in_any_venv() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = wheel_content(&fake_site(tmp.path(), "a", "AAA")).unwrap();
+        let b = wheel_content(&fake_site(tmp.path(), "b", "AAA")).unwrap();
+        assert_eq!(a, b, "installer files and scripts do not count");
+        assert_eq!(a.len(), 2, "{a:?}");
+        assert!(
+            a[0].starts_with("package iree-base-compiler 3.13.0 "),
+            "{a:?}"
         );
+        let c = wheel_content(&fake_site(tmp.path(), "c", "CCC")).unwrap();
+        assert_ne!(a, c, "another wheel is another identity");
+        assert_ne!(identity("out", &a), identity("out", &c));
+        assert!(wheel_content(tmp.path()).is_err());
     }
 
     #[test]

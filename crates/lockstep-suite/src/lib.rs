@@ -7,7 +7,6 @@
 //! It must not know how the toolchain is installed (lockstep-iree does).
 
 pub mod cache;
-pub mod download;
 pub mod history;
 pub mod markers;
 pub mod model;

@@ -13,7 +13,9 @@ use lockstep_core::process::{self, shell_command, Exit, Spec};
 use lockstep_core::Error;
 use lockstep_iree::toolchain::Toolchain;
 
-use crate::cache::{self, CompileCache, Failure};
+use lockstep_cache::{Bucket, Cache, Entry, Key};
+
+use crate::cache::{self, Failure, Meta};
 use crate::model::{
     Expect, Metrics, Outcome, RunReport, StepKind, StepResult, StepStatus, TestResult,
 };
@@ -63,11 +65,12 @@ struct State {
 pub fn run(
     tests: &[Test],
     toolchain: &Toolchain,
-    cache: &CompileCache,
+    cache: &Cache,
     opts: &RunOptions,
     progress: &dyn Progress,
 ) -> Result<RunReport, Error> {
     let started = Instant::now();
+    let compiles_area = (!opts.no_cache).then(|| cache.bucket(lockstep_cache::Area::Compile));
     fs_err::create_dir_all(&opts.run_dir)?;
     let compiler = toolchain.tool("iree-compile")?;
     let runner = toolchain.tool("iree-run-module")?;
@@ -80,7 +83,7 @@ pub fn run(
         keys,
         sources,
         early,
-    } = compiles(tests, toolchain);
+    } = compiles(tests, toolchain, cache);
     let mut queue = VecDeque::new();
     let mut queued = std::collections::HashSet::new();
     for k in keys.iter().flatten() {
@@ -127,7 +130,7 @@ pub fn run(
         runner: &runner,
         bench_tool: &bench_tool,
         toolchain,
-        cache,
+        cache: compiles_area.as_ref(),
         opts,
         progress,
         total,
@@ -185,7 +188,7 @@ struct Compiles {
 }
 
 /// Resolves sources (downloads happen here, once each) and compile keys.
-fn compiles(tests: &[Test], toolchain: &Toolchain) -> Compiles {
+fn compiles(tests: &[Test], toolchain: &Toolchain, cache: &Cache) -> Compiles {
     let mut keys: Vec<Option<String>> = Vec::with_capacity(tests.len());
     let mut sources: HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)> = HashMap::new();
     let mut early: Vec<Option<TestResult>> = vec![None; tests.len()];
@@ -200,7 +203,7 @@ fn compiles(tests: &[Test], toolchain: &Toolchain) -> Compiles {
         };
         let (path, digest) = match resolved
             .entry(spec.source.clone())
-            .or_insert_with(|| resolve_source(&spec.source))
+            .or_insert_with(|| resolve_source(&spec.source, cache))
         {
             Ok(found) => found.clone(),
             Err(msg) => {
@@ -212,7 +215,7 @@ fn compiles(tests: &[Test], toolchain: &Toolchain) -> Compiles {
         let identity = identities
             .entry(spec.flags.as_slice())
             .or_insert_with(|| lockstep_iree::key_identity(&toolchain.identity, &spec.flags));
-        let key = cache::key_of_digest(identity, &digest, &spec.flags, spec.statistics);
+        let key = cache::key(identity, &digest, &spec.flags, spec.statistics).to_string();
         sources.entry(key.clone()).or_insert((
             path,
             spec.flags.clone(),
@@ -239,7 +242,8 @@ struct Ctx<'a> {
     /// iree-benchmark-module, or why it is not there.
     bench_tool: &'a Result<PathBuf, String>,
     toolchain: &'a Toolchain,
-    cache: &'a CompileCache,
+    /// The compile area (`None` with --no-cache).
+    cache: Option<&'a Bucket>,
     opts: &'a RunOptions,
     progress: &'a dyn Progress,
     total: usize,
@@ -326,17 +330,17 @@ fn finish(ctx: &Ctx, st: &mut State, i: usize, result: TestResult) {
 }
 
 /// The source's local path and sha256 (raw bytes).
-fn resolve_source(source: &Source) -> Result<(PathBuf, Vec<u8>), String> {
+fn resolve_source(source: &Source, cache: &Cache) -> Result<(PathBuf, Vec<u8>), String> {
     let (path, hex_digest) = match source {
         Source::File(p) if p.is_file() => {
-            let digest =
-                cache::sha256_file(p).map_err(|e| format!("cannot read the source: {e}"))?;
+            let digest = lockstep_core::hash::sha256_file(p)
+                .map_err(|e| format!("cannot read the source: {e}"))?;
             (p.clone(), digest)
         }
         Source::File(p) => return Err(format!("source file {} does not exist", p.display())),
         // fetch verified the file against this digest.
         Source::Url { url, sha256 } => (
-            crate::download::fetch(url, sha256).map_err(|e| e.to_string())?,
+            lockstep_cache::download::fetch(cache, url, sha256).map_err(|e| e.to_string())?,
             sha256.trim().to_lowercase(),
         ),
     };
@@ -401,55 +405,18 @@ fn compile_inner(
     cwd: &Path,
     statistics: bool,
 ) -> Result<Compiled, Error> {
-    let from_entry = |entry: cache::Entry| {
-        let command = entry.meta.command.clone();
-        match &entry.meta.failure {
-            Some(f) => Compiled {
-                step: StepResult {
-                    cached: true,
-                    output_tail: f.output.clone(),
-                    ..step(
-                        StepKind::Compile,
-                        StepStatus::Failed,
-                        command,
-                        None,
-                        format!("iree-compile {} (cached)", f.exit),
-                    )
-                },
-                module: None,
-                statistics: None,
-            },
-            None => Compiled {
-                step: StepResult {
-                    cached: true,
-                    ..step(
-                        StepKind::Compile,
-                        StepStatus::Passed,
-                        command,
-                        None,
-                        format!("cached in {}", entry.dir.display()),
-                    )
-                },
-                module: Some(entry.module()),
-                statistics: statistics.then(|| entry.statistics()),
-            },
-        }
+    let slot = match (ctx.cache, Key::parse(key)) {
+        (Some(bucket), Some(key)) => Some(bucket.slot(&key, None)),
+        _ => None,
     };
-    if !ctx.opts.no_cache {
-        if let Some(entry) = ctx.cache.lookup(key) {
-            return Ok(from_entry(entry));
-        }
+    if let Some(entry) = slot.as_ref().and_then(|s| s.get()) {
+        return Ok(from_entry(&entry, statistics));
     }
-    let _guard = if ctx.opts.no_cache {
-        None
-    } else {
-        Some(ctx.cache.lock(key)?)
-    };
-    if !ctx.opts.no_cache {
-        // Another runner may have built it while we waited for the lock.
-        if let Some(entry) = ctx.cache.lookup(key) {
-            return Ok(from_entry(entry));
-        }
+    // Another runner compiling the same key holds the lock: wait, then use
+    // what it built.
+    let lock = slot.as_ref().map(|s| s.lock()).transpose()?;
+    if let Some(entry) = lock.as_ref().and_then(|l| l.get()) {
+        return Ok(from_entry(&entry, statistics));
     }
     // The compiler writes into the run directory, which is kept, so the
     // logged command reproduces exactly; the cache gets a copy.
@@ -480,24 +447,29 @@ fn compile_inner(
     };
     let done = process::run(&spec, |_| {})?;
     let tail = tail(&log, 30);
+    let meta = |failure: Option<Failure>| Meta {
+        command: command.clone(),
+        compiler: ctx.toolchain.compiler_version.clone(),
+        failure,
+    };
     match done.exit {
         Exit::Code(0) => {
-            let (module, statistics_file) = if ctx.opts.no_cache {
-                (module, statistics.then_some(stats))
-            } else {
-                let staging = ctx.cache.staging(key)?;
-                fs_err::copy(&module, staging.join("module.vmfb"))?;
-                if statistics && stats.is_file() {
-                    fs_err::copy(&stats, staging.join("statistics.json"))?;
+            let (module, statistics_file) = match &lock {
+                None => (module, statistics.then_some(stats)),
+                Some(lock) => {
+                    let mut stage = lock.stage();
+                    stage.copy(cache::MODULE, &module)?;
+                    if statistics && stats.is_file() {
+                        stage.copy(cache::STATISTICS, &stats)?;
+                    }
+                    let entry = stage.commit(to_json(&meta(None))?)?;
+                    (
+                        entry.file(cache::MODULE).unwrap_or(&module).to_path_buf(),
+                        statistics
+                            .then(|| entry.file(cache::STATISTICS).map(Path::to_path_buf))
+                            .flatten(),
+                    )
                 }
-                let entry = ctx.cache.commit(
-                    key,
-                    &staging,
-                    &command,
-                    &ctx.toolchain.compiler_version,
-                    None,
-                )?;
-                (entry.module(), statistics.then(|| entry.statistics()))
             };
             Ok(Compiled {
                 step: StepResult {
@@ -525,19 +497,13 @@ fn compile_inner(
                 other => format!("iree-compile failed ({})", other.describe()),
             };
             // Deterministic compile errors are cached; timeouts and crashes are not.
-            if let (Exit::Code(_), false) = (exit, ctx.opts.no_cache) {
+            if let (Exit::Code(_), Some(lock)) = (exit, &lock) {
                 let failure = Failure {
                     exit: exit.describe(),
                     output: tail.clone(),
                 };
-                if let Ok(staging) = ctx.cache.staging(key) {
-                    let _ = ctx.cache.commit(
-                        key,
-                        &staging,
-                        &command,
-                        &ctx.toolchain.compiler_version,
-                        Some(failure),
-                    );
+                if let Ok(meta) = to_json(&meta(Some(failure))) {
+                    let _ = lock.stage().commit(meta);
                 }
             }
             Ok(Compiled {
@@ -557,6 +523,60 @@ fn compile_inner(
             })
         }
     }
+}
+
+/// A compile answered by the cache: its module, or its cached failure.
+fn from_entry(entry: &Entry, statistics: bool) -> Compiled {
+    let meta: Meta = entry.meta_as().unwrap_or(Meta {
+        command: String::new(),
+        compiler: String::new(),
+        failure: None,
+    });
+    let module = entry.file(cache::MODULE);
+    match (&meta.failure, module) {
+        (None, Some(module)) => Compiled {
+            step: StepResult {
+                cached: true,
+                ..step(
+                    StepKind::Compile,
+                    StepStatus::Passed,
+                    meta.command.clone(),
+                    None,
+                    format!("cached in {}", module.parent().unwrap_or(module).display()),
+                )
+            },
+            module: Some(module.to_path_buf()),
+            statistics: statistics
+                .then(|| entry.file(cache::STATISTICS).map(Path::to_path_buf))
+                .flatten(),
+        },
+        (failure, _) => {
+            let (exit, output) = failure
+                .as_ref()
+                .map(|f| (f.exit.clone(), f.output.clone()))
+                .unwrap_or_else(|| ("left no module".into(), String::new()));
+            Compiled {
+                step: StepResult {
+                    cached: true,
+                    output_tail: output,
+                    ..step(
+                        StepKind::Compile,
+                        StepStatus::Failed,
+                        meta.command,
+                        None,
+                        format!("iree-compile {exit} (cached)"),
+                    )
+                },
+                module: None,
+                statistics: None,
+            }
+        }
+    }
+}
+
+fn to_json(meta: &Meta) -> Result<serde_json::Value, Error> {
+    serde_json::to_value(meta)
+        .map_err(|e| Error::failed("cannot encode a cache record").cause(e.to_string()))
 }
 
 fn run_module(ctx: &Ctx, t: &Test, compiled: &Compiled) -> StepResult {

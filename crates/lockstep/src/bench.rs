@@ -60,7 +60,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
         threads: args.threads,
         splat: args.splat_input_value.clone(),
         verify: args.verify,
-        cache: lockstep_bench::cache::location(loaded),
+        cache: lockstep_cache::Cache::resolve(loaded).enabled(lockstep_cache::Area::Kernels),
         work_dir: work.path().to_path_buf(),
     };
     let mut last = None;

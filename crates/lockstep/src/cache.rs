@@ -1,50 +1,92 @@
-//! `lockstep cache prune`: one pruning over every cache lockstep keeps (the
-//! compile cache of `lockstep test`, the kernel cache of `lockstep bench`
-//! and the preprocessing cache), least recently used first.
+//! `lockstep cache info` and `lockstep cache prune`: one view and one pruning
+//! over every area of lockstep's cache (lockstep-cache does the work).
 
-use lockstep_core::cache::{self, Item};
+use std::time::Duration;
+
+use lockstep_cache::{parse_size, Cache, Policy};
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
-use lockstep_suite::cache::CompileCache;
 
 use crate::cli;
 
 pub fn run(cmd: cli::Cache, loaded: &Loaded) -> Result<i32, Error> {
-    let cli::Cache::Prune {
-        max_size,
-        older_than,
-    } = cmd;
+    let cache = Cache::resolve(loaded);
+    match cmd {
+        cli::Cache::Info { json } => info(&cache, json),
+        cli::Cache::Prune {
+            max_size,
+            older_than,
+        } => prune(&cache, max_size.as_deref(), older_than),
+    }
+}
+
+fn info(cache: &Cache, json: bool) -> Result<i32, Error> {
+    let info = cache.info();
+    if json {
+        let text = serde_json::to_string_pretty(&info)
+            .map_err(|e| Error::failed("cannot encode the cache info").cause(e.to_string()))?;
+        println!("{text}");
+        return Ok(0);
+    }
+    println!("cache: {}", info.root.display());
+    for area in &info.areas {
+        println!(
+            "{:<11} {:>6} entries {:>12} bytes  {}{}",
+            area.name,
+            area.entries,
+            area.bytes,
+            area.path.display(),
+            if area.enabled {
+                ""
+            } else {
+                " (off: BOO_CACHE_ON=0)"
+            }
+        );
+    }
+    print_foreign(&info.foreign);
+    Ok(0)
+}
+
+fn prune(cache: &Cache, max_size: Option<&str>, older_than: Option<u64>) -> Result<i32, Error> {
     if max_size.is_none() && older_than.is_none() {
         return Err(Error::usage("nothing to prune by")
             .hint("give --max-size SIZE and/or --older-than DAYS"));
     }
-    let max = max_size.as_deref().map(cache::parse_size).transpose()?;
-    let compile = CompileCache::default_location();
-    let bench = lockstep_bench::cache::dir(loaded);
-    let preprocess = lockstep_preprocess::cache::Cache::default_location();
-    let mut items: Vec<Item> = compile.items();
-    items.extend(lockstep_bench::cache::items(&bench));
-    items.extend(preprocess.items());
-    let pruned = cache::prune(items, max, older_than);
-    let roots = [
-        ("compile", compile.root()),
-        ("bench", bench.as_path()),
-        ("preprocess", preprocess.root()),
-    ];
-    for (name, root) in roots {
-        let counts = pruned
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, c)| c.clone())
-            .unwrap_or_default();
+    let policy = Policy {
+        max_size: max_size.map(parse_size).transpose()?,
+        older_than: older_than.map(|days| Duration::from_secs(days.saturating_mul(86_400))),
+    };
+    let pruned = cache.prune(&policy);
+    for area in &pruned.areas {
         println!(
-            "{name}: removed {} entries ({} bytes); kept {} ({} bytes) in {}",
-            counts.removed,
-            counts.freed_bytes,
-            counts.kept,
-            counts.kept_bytes,
-            root.display()
+            "{}: removed {} entries ({} bytes); kept {} ({} bytes{}) in {}",
+            area.name,
+            area.removed,
+            area.freed_bytes,
+            area.kept,
+            area.kept_bytes,
+            if area.busy > 0 {
+                format!(", {} in use", area.busy)
+            } else {
+                String::new()
+            },
+            area.path.display()
         );
     }
+    print_foreign(&pruned.foreign);
     Ok(0)
+}
+
+/// Names what lockstep found but did not create (and so leaves alone).
+fn print_foreign(foreign: &[std::path::PathBuf]) {
+    if foreign.is_empty() {
+        return;
+    }
+    println!(
+        "{} files in the cache areas are not lockstep's; left alone:",
+        foreign.len()
+    );
+    for path in foreign {
+        println!("  {}", path.display());
+    }
 }

@@ -62,7 +62,13 @@ pub enum Toolchain {
 
 #[derive(Debug, Subcommand)]
 pub enum Cache {
-    /// Remove cache entries: the oldest first beyond --max-size, and those unused for --older-than days.
+    /// Show every cache area: its directory, entries and bytes, and files lockstep did not create.
+    Info {
+        /// Print JSON (`{"schema": 1, "root", "areas": [...], "foreign": [...]}`, docs/cache.md).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove cache entries of every area: the least recently used first beyond --max-size, and those unused for --older-than days.
     Prune {
         /// Keep the cache under this size (e.g. 500M, 2G).
         #[arg(long, value_name = "SIZE")]

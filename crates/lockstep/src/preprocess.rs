@@ -38,7 +38,7 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
     };
     let home = lockstep_core::paths::home();
     let runs_dir = home.join("preprocess").join("runs");
-    let cache = (!args.no_cache).then(Cache::default_location);
+    let cache = (!args.no_cache).then(|| Cache::new(&lockstep_cache::Cache::resolve(&loaded)));
     let makeflags = std::env::var("MAKEFLAGS").ok();
     if args.wrap {
         return wrap(

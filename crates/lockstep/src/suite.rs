@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
-use lockstep_suite::cache::CompileCache;
 use lockstep_suite::history::{self, History};
 use lockstep_suite::markers::MarkerExpr;
 use lockstep_suite::model::{Outcome, RunReport, StepKind, StepStatus, TestResult};
@@ -126,7 +125,7 @@ pub fn run(args: cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<i32, Erro
     let mut report = runner::run(
         &tests,
         &tc,
-        &CompileCache::default_location(),
+        &lockstep_cache::Cache::resolve(loaded),
         &opts,
         &progress,
     )?;

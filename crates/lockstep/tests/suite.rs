@@ -391,6 +391,7 @@ fn assert_has_keys(v: &Value, want: &[&str], what: &str) {
 // The compile cache on disk
 
 /// `$LOCKSTEP_CACHE/compile/<2 hex>/<key>` directories.
+/// The seals (`compile/KK/KEY.json`) of the compile area's entries.
 fn cache_entries(cache: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(shards) = std::fs::read_dir(cache.join("compile")) else {
@@ -402,10 +403,40 @@ fn cache_entries(cache: &Path) -> Vec<PathBuf> {
             continue;
         }
         for entry in std::fs::read_dir(shard.path()).unwrap().flatten() {
-            found.push(entry.path());
+            let path = entry.path();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            if file.len() == 64 + ".json".len() && file.ends_with(".json") {
+                found.push(path);
+            }
         }
     }
     found.sort();
+    found
+}
+
+/// The module of the entry sealed by `seal`.
+fn module_of(seal: &Path) -> PathBuf {
+    seal.with_extension("vmfb")
+}
+
+/// Staging files (`.KEY.SUFFIX.tmp-...`) left in the compile area.
+fn staging_leftovers(cache: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for shard in std::fs::read_dir(cache.join("compile"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for entry in std::fs::read_dir(shard.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if entry.file_name().to_string_lossy().contains(".tmp-") {
+                found.push(entry.path());
+            }
+        }
+    }
     found
 }
 
@@ -422,29 +453,39 @@ fn sha256_of(path: &Path) -> String {
         .to_string()
 }
 
-/// Asserts an entry is complete: meta.json names its key and the module's size
-/// and sha256 (or a cached failure).
-fn assert_valid_entry(dir: &Path) {
-    let key = dir.file_name().unwrap().to_string_lossy().into_owned();
-    let meta: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("meta.json"))
-            .unwrap_or_else(|e| panic!("{}: no meta.json: {e}", dir.display())),
+/// Asserts an entry is complete: its seal names its key and every file's
+/// size and sha256; it holds a module unless it caches a failure.
+fn assert_valid_entry(seal_path: &Path) {
+    let name = seal_path
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let key = name.trim_end_matches(".json");
+    let seal: Value = serde_json::from_str(
+        &std::fs::read_to_string(seal_path)
+            .unwrap_or_else(|e| panic!("{}: no seal: {e}", seal_path.display())),
     )
-    .expect("meta.json is JSON");
-    assert_eq!(meta["key"], key.as_str(), "{}", dir.display());
+    .expect("the seal is JSON");
+    assert_eq!(seal["key"], key, "{}", seal_path.display());
+    assert_eq!(seal["area"], "compile");
     assert!(
-        dir.parent().unwrap().ends_with(&key[..2]),
+        seal_path.parent().unwrap().ends_with(&key[..2]),
         "entry {} not under its 2-hex shard",
-        dir.display()
+        seal_path.display()
     );
-    if meta["failure"].is_null() {
-        let module = dir.join("module.vmfb");
-        let size = std::fs::metadata(&module).expect("module.vmfb").len();
-        assert_eq!(meta["module_size"].as_u64(), Some(size), "{meta:#}");
+    let files = seal["files"].as_object().expect("files");
+    if seal["meta"]["failure"].is_null() {
+        assert!(files.contains_key("vmfb"), "{seal:#}");
+    }
+    for (suffix, record) in files {
+        let file = seal_path.with_file_name(format!("{key}.{suffix}"));
+        let size = std::fs::metadata(&file).expect("payload").len();
+        assert_eq!(record["size"].as_u64(), Some(size), "{seal:#}");
         assert_eq!(
-            meta["module_sha256"].as_str(),
-            Some(sha256_of(&module).as_str()),
-            "{meta:#}"
+            record["sha256"].as_str(),
+            Some(sha256_of(&file).as_str()),
+            "{seal:#}"
         );
     }
 }
@@ -1516,10 +1557,8 @@ fn concurrent_runners_share_the_cache_and_compile_each_module_once() {
     for e in &entries {
         assert_valid_entry(e);
     }
-    // No staging directory is left behind.
-    let leftovers: Vec<_> = std::fs::read_dir(sb.cache().join("compile").join("tmp"))
-        .map(|rd| rd.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
+    // No staging file is left behind.
+    let leftovers = staging_leftovers(&sb.cache());
     assert!(leftovers.is_empty(), "{leftovers:#?}");
 }
 
@@ -1536,7 +1575,7 @@ fn a_truncated_cache_entry_is_rebuilt() {
     assert_eq!(summary_count(&json, "compiles_run"), 2);
     let entries = cache_entries(&sb.cache());
     assert_eq!(entries.len(), 2);
-    let victim = entries[0].join("module.vmfb");
+    let victim = module_of(&entries[0]);
     let len = std::fs::metadata(&victim).unwrap().len();
     let file = std::fs::OpenOptions::new()
         .write(true)
@@ -1562,7 +1601,7 @@ fn a_truncated_cache_entry_is_rebuilt() {
     // --no-cache compiles everything and leaves the cache alone.
     let before: Vec<(PathBuf, String)> = entries
         .iter()
-        .map(|e| (e.clone(), sha256_of(&e.join("module.vmfb"))))
+        .map(|e| (e.clone(), sha256_of(&module_of(e))))
         .collect();
     let (json, _) = sb.test(&[&d, "--no-cache"], 0);
     assert_eq!(summary_count(&json, "compiles_run"), 2);
@@ -1572,7 +1611,7 @@ fn a_truncated_cache_entry_is_rebuilt() {
     }
     let after: Vec<(PathBuf, String)> = cache_entries(&sb.cache())
         .iter()
-        .map(|e| (e.clone(), sha256_of(&e.join("module.vmfb"))))
+        .map(|e| (e.clone(), sha256_of(&module_of(e))))
         .collect();
     assert_eq!(before, after);
 }
@@ -1639,10 +1678,28 @@ outputs = [\"4xf32=11 22 33 44\"]
     write(&dir.join("dl.suite.toml"), &suite_text(&wrong));
     let d = dir.display().to_string();
     let downloads = sb.cache().join("downloads");
+    // The downloaded files (`downloads/KK/SHA256.data`), without seals and locks.
     let stored = || -> Vec<PathBuf> {
-        std::fs::read_dir(&downloads)
-            .map(|rd| rd.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default()
+        let mut found = Vec::new();
+        for shard in std::fs::read_dir(&downloads)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if shard.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            for file in std::fs::read_dir(shard.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if !file.file_name().to_string_lossy().ends_with(".json") {
+                    found.push(file.path());
+                }
+            }
+        }
+        found
     };
 
     // Wrong sha256: that test fails, the others run, nothing is kept.
@@ -1667,11 +1724,9 @@ outputs = [\"4xf32=11 22 33 44\"]
         &[("dl/local [cpu]", "pass"), ("dl/remote [cpu]", "pass")],
     );
     assert_eq!(requests.load(Ordering::SeqCst), 2);
-    assert_eq!(stored(), vec![downloads.join(&right)]);
-    assert_eq!(
-        std::fs::read_to_string(downloads.join(&right)).unwrap(),
-        body
-    );
+    let kept = downloads.join(&right[..2]).join(format!("{right}.data"));
+    assert_eq!(stored(), vec![kept.clone()]);
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), body);
 
     // Next run: served from the download cache, the server is not contacted.
     let (json, _) = sb.test(&[&d], 0);
