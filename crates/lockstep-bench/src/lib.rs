@@ -20,6 +20,7 @@ pub mod gemm;
 pub mod layernorm;
 pub mod miopen;
 pub mod mlir;
+pub mod references;
 pub mod report;
 pub mod run;
 pub mod signature;

@@ -22,6 +22,7 @@ use crate::cache;
 use crate::device::Device;
 use crate::miopen::BenchCommand;
 use crate::mlir;
+use crate::references;
 use crate::report::{Check, Row, Stats};
 use crate::signature::{signatures, OpSignature};
 use crate::verify;
@@ -66,6 +67,8 @@ pub struct Options {
     pub verify: bool,
     /// The cache's kernel area (`None`: off).
     pub cache: Option<Bucket>,
+    /// The cache's references area (`None`: references computed every time).
+    pub references: Option<Bucket>,
     /// Logs and uncached modules.
     pub work_dir: PathBuf,
 }
@@ -202,19 +205,28 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
     let compiled = AtomicUsize::new(0);
     let hits = AtomicUsize::new(0);
     let modules: Mutex<HashMap<Key, Module>> = Mutex::new(HashMap::new());
+    // The workers compile the kernels, then fill in missing references.
+    let references = missing_references(&planned, opts);
+    let tasks = kernels.len() + references.len();
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
-        for _ in 0..opts.jobs.max(1).min(kernels.len().max(1)) {
+        for _ in 0..opts.jobs.max(1).min(tasks.max(1)) {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((key, kernel)) = kernels.get(i) else {
+                if let Some((key, kernel)) = kernels.get(i) {
+                    let result = obtain(key, kernel, &flags, opts, &compiled, &hits);
+                    modules
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(key.clone(), result);
+                } else if let Some((bucket, sig)) = references.get(i - kernels.len()) {
+                    // A failure shows again, on its row, when the check computes it.
+                    if let Err(e) = references::ensure(bucket, sig, VERIFY_SEED) {
+                        tracing::debug!("reference of {}: {e}", sig.func_name);
+                    }
+                } else {
                     break;
-                };
-                let result = obtain(key, kernel, &flags, opts, &compiled, &hits);
-                modules
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(key.clone(), result);
+                }
             });
         }
     });
@@ -247,6 +259,30 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
         compiled: compiled.into_inner(),
         cache_hits: hits.into_inner(),
     }
+}
+
+/// The references verified rows need that the area does not hold yet, one
+/// per signature (none without an area: each check computes its own).
+fn missing_references<'a>(
+    planned: &'a [Planned],
+    opts: &'a Options,
+) -> Vec<(&'a Bucket, &'a OpSignature)> {
+    let Some(bucket) = &opts.references else {
+        return Vec::new();
+    };
+    let mut seen = HashSet::new();
+    planned
+        .iter()
+        .filter_map(|p| p.kernel.as_ref())
+        .filter(|work| work.verify && seen.insert(work.sig.func_name.clone()))
+        .filter(|work| {
+            bucket
+                .slot(&references::key(&work.sig, VERIFY_SEED), None)
+                .get()
+                .is_none()
+        })
+        .map(|work| (bucket, &work.sig))
+        .collect()
 }
 
 /// Times and/or verifies one compiled kernel, filling its row.
@@ -403,7 +439,7 @@ fn check(
     let log = dir.with_extension("verify.log");
     let argv = run_module_argv(&opts.runner, module, &opts.device, sig, files, &outs);
     run_tool(argv, &log, opts, "verification run failed")?;
-    let expected = verify::reference(sig, &verify::inputs(sig, VERIFY_SEED))?;
+    let expected = references::load_or_compute(opts.references.as_ref(), sig, VERIFY_SEED)?;
     if expected.len() != sig.outputs.len() {
         return Err(format!(
             "the reference has {} outputs, the kernel {}",

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use lockstep_bench::run::{self, Job, Options};
 use lockstep_bench::{commands, defaults, device, parse_argv, ElemType};
+use lockstep_cache::{Area, Cache};
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
 
@@ -39,6 +40,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
         .prefix("lockstep-bench-")
         .tempdir()
         .map_err(|e| Error::failed("cannot create a temporary directory").cause(e.to_string()))?;
+    let cache = Cache::resolve(loaded);
     let opts = Options {
         compiler: tc.tool("iree-compile")?,
         benchmark: tc.tool("iree-benchmark-module")?,
@@ -60,7 +62,8 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
         threads: args.threads,
         splat: args.splat_input_value.clone(),
         verify: args.verify,
-        cache: lockstep_cache::Cache::resolve(loaded).enabled(lockstep_cache::Area::Kernels),
+        cache: cache.enabled(Area::Kernels),
+        references: cache.enabled(Area::References),
         work_dir: work.path().to_path_buf(),
     };
     let mut last = None;
