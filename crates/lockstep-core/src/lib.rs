@@ -12,6 +12,7 @@ pub mod error;
 pub mod events;
 pub mod fs;
 pub mod hash;
+pub mod output;
 pub mod paths;
 pub mod process;
 

@@ -38,3 +38,9 @@ pub fn cache() -> PathBuf {
 pub fn file_hashes() -> PathBuf {
     home().join("file-hashes")
 }
+
+/// `$LOCKSTEP_HOME/preprocess/runs`: temporary files of preprocessing runs
+/// (kept after a failure).
+pub fn preprocess_runs() -> PathBuf {
+    home().join("preprocess").join("runs")
+}

@@ -303,7 +303,7 @@ impl Integrate<'_> {
             self.superproject
                 .stage_gitlink(&self.cfg.submodule, &state.new_head)?;
             let commit = self.superproject.commit_staged(&state.message, false)?;
-            self.emit(lockstep_core::events::Event::Advanced {
+            self.emit(crate::events::IntegrateEvent::Advanced {
                 commit: state.target.clone(),
                 superproject_commit: commit.clone(),
                 message: state.message.lines().next().unwrap_or("").to_string(),

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use lockstep_core::config::{IntegrateConfig, Loaded};
-use lockstep_core::events::{Event, EventSink};
+use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_git::{Oid, Repo};
 use lockstep_store::{RepoLock, Store};
@@ -17,13 +17,13 @@ pub struct Integrate<'a> {
     pub store: Store,
     /// `<git common dir>/lockstep`: store, lock, reports, logs.
     pub state_dir: PathBuf,
-    pub sink: &'a dyn EventSink,
+    pub sink: &'a dyn Sink,
 }
 
 impl<'a> Integrate<'a> {
     /// Resolves the superproject from the configuration's directory and checks
     /// that the submodule is there.
-    pub fn open(loaded: &Loaded, sink: &'a dyn EventSink) -> Result<Integrate<'a>, Error> {
+    pub fn open(loaded: &Loaded, sink: &'a dyn Sink) -> Result<Integrate<'a>, Error> {
         let superproject = Repo::discover(&loaded.root)?;
         let cfg = loaded.config.integrate.clone();
         let sub_dir = superproject.dir().join(&cfg.submodule);
@@ -55,20 +55,16 @@ impl<'a> Integrate<'a> {
         RepoLock::acquire(&self.state_dir, command)
     }
 
-    pub fn emit(&self, event: Event) {
-        self.sink.emit(event);
+    pub fn emit(&self, event: crate::events::IntegrateEvent) {
+        self.sink.emit(&event);
     }
 
     pub fn info(&self, message: impl Into<String>) {
-        self.sink.emit(Event::Info {
-            message: message.into(),
-        });
+        self.sink.note(message);
     }
 
     pub fn warn(&self, message: impl Into<String>) {
-        self.sink.emit(Event::Warn {
-            message: message.into(),
-        });
+        self.sink.warn(message);
     }
 
     /// `refs/remotes/<upstream-remote>/<upstream-branch>`.

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 
 use lockstep_core::config::{self, Strategy};
-use lockstep_core::events::EventSink;
+use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_git::Repo;
 
@@ -28,11 +28,7 @@ pub struct DemoSummary {
 }
 
 /// Runs the demo in `dir` (or a temporary directory), writing the story to `out`.
-pub fn run(
-    dir: Option<&Path>,
-    sink: &dyn EventSink,
-    out: &mut dyn Write,
-) -> Result<DemoSummary, Error> {
+pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSummary, Error> {
     let temp;
     let root = match dir {
         Some(d) => {

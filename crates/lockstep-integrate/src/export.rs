@@ -127,7 +127,7 @@ impl Integrate<'_> {
 
     fn exported(&self, e: Exported) -> Exported {
         if let Exported::Created { branch, .. } | Exported::Spliced { branch, .. } = &e {
-            self.emit(lockstep_core::events::Event::Exported {
+            self.emit(crate::events::IntegrateEvent::Exported {
                 branch: branch.clone(),
                 commit: match &e {
                     Exported::Spliced { splice, .. } => splice.clone(),

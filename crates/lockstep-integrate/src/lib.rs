@@ -14,6 +14,7 @@ pub mod advance;
 pub mod bisect;
 pub mod context;
 pub mod demo;
+pub mod events;
 pub mod export;
 pub mod notify;
 pub mod probe;

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lockstep_core::events::Event;
+use crate::events::IntegrateEvent as Event;
 use lockstep_core::process::{self, Exit, Spec};
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};

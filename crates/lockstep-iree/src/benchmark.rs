@@ -46,6 +46,29 @@ pub fn entries(text: &str) -> Result<Vec<Entry>, String> {
         .collect())
 }
 
+/// The real times of the repetitions (not the aggregates), in microseconds.
+pub fn samples_us(entries: &[Entry]) -> Vec<f64> {
+    entries
+        .iter()
+        .filter(|e| e.run_type == "iteration")
+        .map(|e| e.real_time_us)
+        .collect()
+}
+
+/// The median real time in microseconds: the `median` aggregate when the
+/// tool computed one, else the median of every entry.
+pub fn median_us(entries: &[Entry]) -> Option<f64> {
+    let aggregate = entries
+        .iter()
+        .find(|e| e.aggregate.as_deref() == Some("median"))
+        .map(|e| e.real_time_us);
+    aggregate.or_else(|| {
+        let mut times: Vec<f64> = entries.iter().map(|e| e.real_time_us).collect();
+        times.sort_by(f64::total_cmp);
+        times.get(times.len() / 2).copied()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +88,9 @@ mod tests {
         assert_eq!(times, [500.0, 0.75, 2000.0, 1e6]);
         assert_eq!(got[2].aggregate.as_deref(), Some("median"));
         assert_eq!(got[2].run_type, "aggregate");
+        assert_eq!(samples_us(&got), [500.0, 0.75, 1e6]);
+        assert_eq!(median_us(&got), Some(2000.0));
+        assert_eq!(median_us(&got[..2]), Some(500.0));
         assert!(entries("not json").is_err());
         assert!(entries("{}").is_err());
     }

@@ -1,12 +1,18 @@
 //! The IREE toolchain: provisioning `iree-base-compiler` and `iree-base-runtime`
 //! from PyPI (a venv per version, made with uv), resolving which tools a command
 //! uses (`--iree-bin`, `LOCKSTEP_IREE_BIN`, `[toolchain] iree-bin`, then the
-//! provisioned one; never PATH), and the compiler identity that caches key on.
+//! provisioned one; never PATH), the compiler identity that caches key on,
+//! and the one layer that builds and runs IREE tool command lines and reads
+//! what they print ([`invoke`], [`benchmark`]).
 //!
 //! It must not know about suites, benchmarks or integrates.
 
 pub mod benchmark;
+pub mod invoke;
 pub mod toolchain;
+
+pub use invoke::{Benchmark, Compile, Invocation, Limits, MinTime, Phase, Ran, RunModule};
+pub use toolchain::Toolchain;
 
 /// iree-compile flags for the host CPU with the llvm-cpu backend (what tests,
 /// benchmarks and the demo compile for when no GPU target is configured).

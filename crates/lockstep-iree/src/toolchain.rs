@@ -30,7 +30,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::UNIX_EPOCH;
 
-use lockstep_core::events::{Event, EventSink};
+use lockstep_core::events::Sink;
 use lockstep_core::{paths, Error};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -146,15 +146,15 @@ pub struct Request<'a> {
 }
 
 /// Precedence: flag, then env LOCKSTEP_IREE_BIN (non-empty), then config_bin, then the provisioned `version` (installed on first
-/// use with an Event::Info progress message "installing IREE 3.13.0 into ... (first use)"). Never PATH.
+/// use with a note "installing IREE 3.13.0 into ... (first use)"). Never PATH.
 /// A given dir must exist and contain iree-compile (error naming where it came from: "--iree-bin", "$LOCKSTEP_IREE_BIN", "[toolchain] iree-bin").
-pub fn resolve(req: &Request, sink: &dyn EventSink) -> Result<Toolchain, Error> {
+pub fn resolve(req: &Request, sink: &dyn Sink) -> Result<Toolchain, Error> {
     let env = std::env::var_os(ENV_IREE_BIN);
     resolve_in(req, env, &toolchains_root()?, sink)
 }
 
 /// Installs (idempotent): $LOCKSTEP_TOOLCHAINS/iree-<version>/ containing venv/, bin/ (symlinks), toolchain.json.
-pub fn install(version: &str, sink: &dyn EventSink) -> Result<Toolchain, Error> {
+pub fn install(version: &str, sink: &dyn Sink) -> Result<Toolchain, Error> {
     install_in(&toolchains_root()?, version, sink, false)
 }
 
@@ -238,7 +238,7 @@ fn resolve_in(
     req: &Request,
     env_bin: Option<OsString>,
     root: &Path,
-    sink: &dyn EventSink,
+    sink: &dyn Sink,
 ) -> Result<Toolchain, Error> {
     if let Some(dir) = req.flag {
         return user_dir(dir, Source::Flag);
@@ -353,7 +353,7 @@ fn installed_in(root: &Path, version: &str) -> Result<Option<Toolchain>, Error> 
 fn install_in(
     root: &Path,
     version: &str,
-    sink: &dyn EventSink,
+    sink: &dyn Sink,
     first_use: bool,
 ) -> Result<Toolchain, Error> {
     validate_version(version)?;
@@ -374,13 +374,11 @@ fn install_in(
         return Ok(toolchain);
     }
     let final_dir = root.join(dir_name(version));
-    sink.emit(Event::Info {
-        message: format!(
-            "installing IREE {version} into {}{}",
-            final_dir.display(),
-            if first_use { " (first use)" } else { "" }
-        ),
-    });
+    sink.note(format!(
+        "installing IREE {version} into {}{}",
+        final_dir.display(),
+        if first_use { " (first use)" } else { "" }
+    ));
     remove_leftovers(root, version, &final_dir)?;
     let tmp = root.join(format!(".iree-{version}.tmp-{}", std::process::id()));
     match build(&tmp, &final_dir, version, sink) {
@@ -403,7 +401,7 @@ fn install_in(
 }
 
 /// Takes the per-version install lock, saying so when someone else holds it.
-fn lock(root: &Path, version: &str, sink: &dyn EventSink) -> Result<File, Error> {
+fn lock(root: &Path, version: &str, sink: &dyn Sink) -> Result<File, Error> {
     let path = root.join(format!(".iree-{version}.lock"));
     let file = OpenOptions::new()
         .read(true)
@@ -417,12 +415,10 @@ fn lock(root: &Path, version: &str, sink: &dyn EventSink) -> Result<File, Error>
     let locked = match file.try_lock() {
         Ok(()) => Ok(()),
         Err(TryLockError::WouldBlock) => {
-            sink.emit(Event::Info {
-                message: format!(
-                    "waiting for another lockstep process installing IREE {version} (lock {})",
-                    path.display()
-                ),
-            });
+            sink.note(format!(
+                "waiting for another lockstep process installing IREE {version} (lock {})",
+                path.display()
+            ));
             file.lock()
         }
         Err(TryLockError::Error(e)) => Err(e),
@@ -468,12 +464,7 @@ fn remove_leftovers(root: &Path, version: &str, final_dir: &Path) -> Result<(), 
 }
 
 /// Builds a complete toolchain in `tmp` that will be renamed to `final_dir`.
-fn build(
-    tmp: &Path,
-    final_dir: &Path,
-    version: &str,
-    sink: &dyn EventSink,
-) -> Result<Toolchain, Error> {
+fn build(tmp: &Path, final_dir: &Path, version: &str, sink: &dyn Sink) -> Result<Toolchain, Error> {
     fs_err::create_dir_all(tmp)?;
     let root = tmp.parent().unwrap_or(tmp);
     let uv = find_uv(root, tmp, sink)?;
@@ -487,12 +478,10 @@ fn build(
             .hint("check that uv can find or download a Python interpreter (`uv python list`)")
     })?;
 
-    sink.emit(Event::Info {
-        message: format!(
-            "downloading {} {version} from PyPI (about 500 MB unless uv's cache has them)",
-            PACKAGES.join(" and ")
-        ),
-    });
+    sink.note(format!(
+        "downloading {} {version} from PyPI (about 500 MB unless uv's cache has them)",
+        PACKAGES.join(" and ")
+    ));
     let mut cmd = uv.command(tmp);
     cmd.args(["pip", "install", "--python"])
         .arg(venv.join("bin").join("python"))
@@ -686,7 +675,7 @@ fn dies_with_us(cmd: &mut Command) {
 /// install (`$LOCKSTEP_TOOLCHAINS/.uv`), else installs uv: `python3 -m pip
 /// install --user uv`, else without `--user`, else (a PEP 668 "externally
 /// managed" Python refuses both) into the private venv `$LOCKSTEP_TOOLCHAINS/.uv`.
-fn find_uv(root: &Path, cwd: &Path, sink: &dyn EventSink) -> Result<Uv, Error> {
+fn find_uv(root: &Path, cwd: &Path, sink: &dyn Sink) -> Result<Uv, Error> {
     let works = |argv: &[String]| {
         Command::new(&argv[0])
             .args(&argv[1..])
@@ -713,9 +702,7 @@ fn find_uv(root: &Path, cwd: &Path, sink: &dyn EventSink) -> Result<Uv, Error> {
             return Ok(Uv { argv });
         }
     }
-    sink.emit(Event::Info {
-        message: "uv not found: installing it with `python3 -m pip install --user uv`".into(),
-    });
+    sink.note("uv not found: installing it with `python3 -m pip install --user uv`");
     let pip = |user: bool| {
         let mut cmd = Command::new("python3");
         cmd.args([
@@ -740,12 +727,10 @@ fn find_uv(root: &Path, cwd: &Path, sink: &dyn EventSink) -> Result<Uv, Error> {
         Ok(_) => Error::failed("pip installed uv, but `python3 -m uv --version` still fails"),
         Err(err) => err,
     };
-    sink.emit(Event::Info {
-        message: format!(
-            "pip cannot install uv for python3; installing it into {}",
-            private_uv_dir(root).display()
-        ),
-    });
+    sink.note(format!(
+        "pip cannot install uv for python3; installing it into {}",
+        private_uv_dir(root).display()
+    ));
     match install_private_uv(root, cwd) {
         Ok(()) if works(&private_uv) => Ok(Uv { argv: private_uv }),
         Ok(()) => Err(Error::failed(format!(

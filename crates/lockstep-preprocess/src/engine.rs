@@ -1,7 +1,7 @@
 //! The engine: each selected `hal.executable` through the steps in order
 //! (cache, permit, tool, checks), spliced back; one `iree-opt` parse of the
-//! result at the end. Also the `--wrap` form (one executable from stdin) and
-//! the iree-compile phases around it.
+//! result at the end. Also the `--wrap` form (one executable from stdin).
+//! The direct form's iree-compile phases around it are [`crate::direct`]'s.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,23 +9,25 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use lockstep_core::events::{Event, EventSink};
+use lockstep_core::events::Sink;
 use lockstep_core::process::{self, Exit};
 use lockstep_core::Error;
+use lockstep_iree::Toolchain;
 use serde::Serialize;
 
 use crate::cache::{self, Cache};
+use crate::events::PreprocessEvent;
 use crate::exec::{self, tail_lines};
 use crate::limit::Limiter;
 use crate::scan::{self, Module};
 use crate::step::Step;
 
 /// How many stderr lines an error shows.
-const STDERR_LINES: usize = 12;
+pub(crate) const STDERR_LINES: usize = 12;
 
 /// Limit for a whole-module iree-compile phase, and for the final iree-opt
 /// parse when no --timeout is given: whole modules, not single executables.
-const WHOLE_MODULE_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const WHOLE_MODULE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The final parse gets at least this long even under a short per-tool
 /// --timeout, which is sized for one executable.
@@ -46,8 +48,9 @@ pub struct Options<'a> {
     pub keep_temps: Option<PathBuf>,
     /// Parent of run directories (kept after a failure), e.g. `$LOCKSTEP_HOME/preprocess/runs`.
     pub runs_dir: PathBuf,
-    /// `iree-opt` and its identity: pipelines, normalising outputs, validating the result.
-    pub iree_opt: Option<(PathBuf, String)>,
+    /// The IREE tools: iree-opt for pipelines, normalising outputs and
+    /// validating the result (its identity keys the cache).
+    pub toolchain: Option<&'a Toolchain>,
     pub cwd: PathBuf,
     pub limiter: &'a Limiter,
 }
@@ -148,7 +151,7 @@ struct Ctx<'a> {
     steps: &'a [Step],
     cache: Option<&'a Cache>,
     timeout: Option<Duration>,
-    iree_opt: Option<&'a (PathBuf, String)>,
+    toolchain: Option<&'a Toolchain>,
     cwd: &'a Path,
     limiter: &'a Limiter,
     /// The original module (for alias definitions and resources).
@@ -199,7 +202,7 @@ impl Ctx<'_> {
                     )
                 })?
             };
-            let iree_id = self.iree_opt.map(|(_, id)| id.as_str()).unwrap_or("");
+            let iree_id = self.toolchain.map(|t| t.identity.as_str()).unwrap_or("");
             let key = cache::key(&input, &step.key_material(self.raw_output, iree_id));
             let in_path = dir.join(format!("{n}.in.mlir"));
             let out_path = dir.join(format!("{n}.out.mlir"));
@@ -302,7 +305,7 @@ impl Ctx<'_> {
                 Checked::Op(op) => op,
                 Checked::Raw => out_text.clone(),
                 Checked::NeedsNormalising => {
-                    let Some((opt, _)) = self.iree_opt else {
+                    let Some(print) = self.toolchain.and_then(|t| t.opt_print().ok()) else {
                         return Err(failure(
                             "the output defines aliases that differ from the input's, and no iree-opt is available to inline them".into(),
                             Some(ran.exit),
@@ -311,13 +314,9 @@ impl Ctx<'_> {
                     };
                     let norm_path = dir.join(format!("{n}.local-scope.mlir"));
                     let norm_err = dir.join(format!("{n}.local-scope.err.txt"));
-                    let argv: Vec<String> = vec![
-                        "iree-opt".into(),
-                        "--mlir-print-local-scope".into(),
-                        "--mlir-print-debuginfo".into(),
-                    ];
+                    let opt = PathBuf::from(&print.argv[0]);
                     let ran2 = self
-                        .run_limited(opt, &argv, &out_path, &norm_path, &norm_err)
+                        .run_limited(&opt, &print.argv, &out_path, &norm_path, &norm_err)
                         .map_err(|e| match e {
                             NotRun::Permit(e) => {
                                 fail_setup(n, "cannot get a permit to run".into(), e)
@@ -372,18 +371,11 @@ impl Ctx<'_> {
         match step {
             Step::Tool { argv, program, .. } => Ok((program.clone(), argv.clone())),
             Step::Pipeline { inner, .. } => {
-                let (opt, _) = self.iree_opt.ok_or_else(|| {
+                let toolchain = self.toolchain.ok_or_else(|| {
                     Error::usage("pass pipelines need iree-opt, which is not available here")
                 })?;
-                Ok((
-                    opt.clone(),
-                    vec![
-                        "iree-opt".into(),
-                        format!("--pass-pipeline=builtin.module(hal.executable({inner}))"),
-                        "--mlir-print-local-scope".into(),
-                        "--mlir-print-debuginfo".into(),
-                    ],
-                ))
+                let argv = toolchain.opt_pipeline(inner)?.argv;
+                Ok((PathBuf::from(&argv[0]), argv))
             }
         }
     }
@@ -424,12 +416,7 @@ impl Ctx<'_> {
 
 fn rerun_line(step: &Step, ctx: &Ctx, input: &Path) -> String {
     let words = match ctx.argv(step) {
-        Ok((program, mut argv)) => {
-            if step.is_pipeline() {
-                argv[0] = program.display().to_string();
-            }
-            argv
-        }
+        Ok((_, argv)) => argv,
         Err(_) => vec![step.display()],
     };
     format!(
@@ -543,7 +530,7 @@ fn label(index: usize, symbol: &str) -> String {
 
 /// Runs the steps on every selected executable of `text` and returns the
 /// spliced module. Nothing is written outside the run/keep directories.
-pub fn preprocess(text: &str, opts: &Options, sink: &dyn EventSink) -> Result<Outcome, Error> {
+pub fn preprocess(text: &str, opts: &Options, sink: &dyn Sink) -> Result<Outcome, Error> {
     let module = scan_module(text)?;
     preprocess_scanned(text, &module, opts, sink)
 }
@@ -563,7 +550,7 @@ pub fn preprocess_scanned(
     text: &str,
     module: &Module,
     opts: &Options,
-    sink: &dyn EventSink,
+    sink: &dyn Sink,
 ) -> Result<Outcome, Error> {
     let started = Instant::now();
     let run_dir = match &opts.keep_temps {
@@ -574,7 +561,7 @@ pub fn preprocess_scanned(
         steps: opts.steps,
         cache: opts.cache.as_ref(),
         timeout: opts.timeout,
-        iree_opt: opts.iree_opt.as_ref(),
+        toolchain: opts.toolchain,
         cwd: &opts.cwd,
         limiter: opts.limiter,
         module,
@@ -590,14 +577,15 @@ pub fn preprocess_scanned(
         .map(|(i, _)| i)
         .collect();
     if module.executables.is_empty() {
-        sink.emit(Event::Warn {
-            message: "the input holds no hal.executable; the output is the input unchanged".into(),
-        });
+        sink.warn("the input holds no hal.executable; the output is the input unchanged");
     } else if selected.is_empty() {
-        sink.emit(Event::Warn {
-            message: "--only selected no executable; the output is the input unchanged".into(),
-        });
+        sink.warn("--only selected no executable; the output is the input unchanged");
     }
+    sink.emit(&PreprocessEvent::Started {
+        executables: module.executables.len(),
+        selected: selected.len(),
+        steps: opts.steps.len(),
+    });
     let results: Mutex<BTreeMap<usize, Result<Done, Box<Failure>>>> = Mutex::new(BTreeMap::new());
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
@@ -612,16 +600,25 @@ pub fn preprocess_scanned(
                 let Some(&i) = selected.get(k) else { break };
                 let exe = &module.executables[i];
                 let dir = run_dir.join(label(i, &exe.symbol));
-                let result = ctx.process(&exe.symbol, &text[exe.span.clone()], &dir);
+                sink.emit(&PreprocessEvent::ExecutableStarted {
+                    symbol: exe.symbol.clone(),
+                    index: i,
+                });
+                let original = &text[exe.span.clone()];
+                let result = ctx.process(&exe.symbol, original, &dir);
+                sink.emit(&finished_event(&exe.symbol, i, original, &result));
                 if result.is_err() {
                     // Start nothing new; running tools finish (or time out).
                     stop.store(true, Ordering::SeqCst);
                 }
-                results.lock().expect("results lock").insert(i, result);
+                results
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(i, result);
             });
         }
     });
-    let results = results.into_inner().expect("results lock");
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     let failures: Vec<Failure> = results
         .values()
         .filter_map(|r| r.as_ref().err().map(|f| (**f).clone()))
@@ -692,9 +689,19 @@ pub fn preprocess_scanned(
     let mut validate_seconds = 0.0;
     if changed {
         let t = Instant::now();
-        validate(&out, &spans, module, &run_dir, opts, &reports)?;
+        let valid = validate(&out, &spans, module, &run_dir, opts, &reports);
         validate_seconds = t.elapsed().as_secs_f64();
+        sink.emit(&PreprocessEvent::Validated {
+            ok: valid.is_ok(),
+            seconds: validate_seconds,
+        });
+        valid?;
     }
+    sink.emit(&PreprocessEvent::Finished {
+        ran,
+        cached,
+        changed: reports.iter().filter(|r| r.changed).count(),
+    });
     if opts.keep_temps.is_none() {
         let _ = std::fs::remove_dir_all(&run_dir);
     } else {
@@ -715,6 +722,25 @@ pub fn preprocess_scanned(
     })
 }
 
+/// The event for an executable whose steps ended with `result`.
+fn finished_event(
+    symbol: &str,
+    index: usize,
+    original: &str,
+    result: &Result<Done, Box<Failure>>,
+) -> PreprocessEvent {
+    let steps = result.as_ref().map(|d| d.steps.as_slice()).unwrap_or(&[]);
+    PreprocessEvent::ExecutableFinished {
+        symbol: symbol.to_string(),
+        index,
+        ok: result.is_ok(),
+        changed: result.as_ref().is_ok_and(|d| d.output != original),
+        cached: steps.iter().filter(|s| s.cached).count(),
+        ran: steps.iter().filter(|s| !s.cached).count(),
+        tool_seconds: steps.iter().map(|s| s.tool_seconds).sum(),
+    }
+}
+
 /// Parses the spliced module once with iree-opt; an error is mapped back to
 /// the executable whose text holds its location (or, when the location is a
 /// debug location, found by parsing the changed executables one by one).
@@ -726,39 +752,28 @@ fn validate(
     opts: &Options,
     reports: &[ExecutableReport],
 ) -> Result<(), Error> {
-    let Some((opt, _)) = &opts.iree_opt else {
+    let Some(toolchain) = opts.toolchain else {
         return Ok(());
     };
     fs_err::create_dir_all(run_dir)?;
     let path = run_dir.join("spliced.mlir");
     fs_err::write(&path, out)?;
     let log = run_dir.join("spliced.iree-opt.log");
-    let check = |file: &Path, log: &Path| -> Result<bool, Error> {
-        let done = process::run(
-            &process::Spec {
-                argv: vec![
-                    opt.display().to_string(),
-                    file.display().to_string(),
-                    "-o".into(),
-                    "/dev/null".into(),
-                ],
-                cwd: opts.cwd.clone(),
-                env: vec![],
-                timeout: Some(
-                    opts.timeout
-                        .map_or(WHOLE_MODULE_TIMEOUT, |t| t.max(MIN_PARSE_TIMEOUT)),
-                ),
-                log: log.to_path_buf(),
-                header: None,
-            },
-            |_| {},
-        )?;
-        Ok(done.exit == Exit::Code(0))
+    let timeout = opts
+        .timeout
+        .map_or(WHOLE_MODULE_TIMEOUT, |t| t.max(MIN_PARSE_TIMEOUT));
+    let check = |file: &Path, log: &Path| -> Result<lockstep_iree::Ran, Error> {
+        toolchain.opt_check(file)?.run(&lockstep_iree::Limits {
+            cwd: &opts.cwd,
+            timeout,
+            log,
+        })
     };
-    if check(&path, &log)? {
+    let whole = check(&path, &log)?;
+    if whole.success() {
         return Ok(());
     }
-    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    let log_text = whole.output();
     // `.../spliced.mlir:LINE:COL: error: ...`
     let mut culprit: Option<usize> = None;
     if let Ok(re) = regex::Regex::new(r"spliced\.mlir:(\d+):(\d+):") {
@@ -784,7 +799,7 @@ fn validate(
                 label(*i, &module.executables[*i].symbol)
             ));
             fs_err::write(&file, alone)?;
-            if !check(&file, &file.with_extension("log"))? {
+            if !check(&file, &file.with_extension("log"))?.success() {
                 culprit = Some(*i);
                 break;
             }
@@ -814,11 +829,7 @@ fn validate(
     }
     Err(err
         .cause(format!("spliced module kept at {}", path.display()))
-        .hint(format!(
-            "reproduce with: {} {} -o /dev/null",
-            opt.display(),
-            path.display()
-        )))
+        .hint(format!("reproduce with: {}", whole.command)))
 }
 
 fn line_offset(text: &str, line: usize) -> usize {
@@ -867,7 +878,7 @@ pub fn wrap(input: &str, opts: &WrapOptions) -> Result<String, Error> {
         steps,
         cache: opts.cache.as_ref(),
         timeout: opts.timeout,
-        iree_opt: None,
+        toolchain: None,
         cwd: &opts.cwd,
         limiter: opts.limiter,
         module: &module,
@@ -882,76 +893,6 @@ pub fn wrap(input: &str, opts: &WrapOptions) -> Result<String, Error> {
         }
         Err(f) => Err((*f).into_error()),
     }
-}
-
-/// Which side of the executable-sources phase an iree-compile run is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// From a source program up to the executable-sources phase.
-    To,
-    /// From the executable-sources phase to a vmfb.
-    From,
-}
-
-impl Phase {
-    fn flag(self) -> &'static str {
-        match self {
-            Phase::To => "to",
-            Phase::From => "from",
-        }
-    }
-}
-
-/// Runs `iree-compile FLAGS --compile-{to,from}=executable-sources INPUT -o
-/// OUTPUT`, logging to `work`.
-pub fn compile(
-    iree_compile: &Path,
-    phase: Phase,
-    input: &Path,
-    flags: &[String],
-    output: &Path,
-    work: &Path,
-    cwd: &Path,
-) -> Result<(), Error> {
-    fs_err::create_dir_all(work)?;
-    let mut argv = vec![iree_compile.display().to_string()];
-    argv.extend(flags.iter().cloned());
-    argv.push(format!("--compile-{}=executable-sources", phase.flag()));
-    argv.push(input.display().to_string());
-    argv.push("-o".into());
-    argv.push(output.display().to_string());
-    let log = work.join(format!("compile-{}-executable-sources.log", phase.flag()));
-    let done = process::run(
-        &process::Spec {
-            argv: argv.clone(),
-            cwd: cwd.to_path_buf(),
-            env: vec![],
-            timeout: Some(WHOLE_MODULE_TIMEOUT),
-            log: log.clone(),
-            header: None,
-        },
-        |_| {},
-    )?;
-    if done.exit == Exit::Code(0) {
-        return Ok(());
-    }
-    let what = match phase {
-        Phase::To => format!(
-            "cannot compile {} to the executable-sources phase",
-            input.display()
-        ),
-        Phase::From => format!("cannot compile {} to {}", input.display(), output.display()),
-    };
-    let mut err = Error::failed(what).cause(format!("iree-compile: {}", done.exit.describe()));
-    for line in tail_lines(&log, STDERR_LINES) {
-        err = err.cause(format!("  {line}"));
-    }
-    Err(err
-        .cause(format!("log kept at {}", log.display()))
-        .hint(format!(
-            "reproduce with: {}",
-            process::shell_command(cwd, &argv)
-        )))
 }
 
 /// Compiles an `--only` expression.

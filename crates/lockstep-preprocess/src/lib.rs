@@ -12,7 +12,9 @@
 //! provision IREE; callers hand it the `iree-opt` it may use.
 
 pub mod cache;
+pub mod direct;
 pub mod engine;
+pub mod events;
 pub mod exec;
 pub mod limit;
 pub mod scan;

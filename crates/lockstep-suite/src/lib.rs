@@ -7,6 +7,7 @@
 //! It must not know how the toolchain is installed (lockstep-iree does).
 
 pub mod cache;
+pub mod events;
 pub mod history;
 pub mod markers;
 pub mod model;

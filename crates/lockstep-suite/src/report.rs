@@ -705,11 +705,13 @@ fn console_step_details(out: &mut String, step: &StepResult) {
 ///
 /// `path`'s parent directories are created. The step summary is appended to,
 /// never truncated, so several steps of a job can each add their summary.
-pub fn write_summary(report: &RunReport, path: Option<&Path>) -> Result<(), Error> {
+pub fn write_summary(
+    report: &RunReport,
+    target: Option<&lockstep_core::output::Target>,
+) -> Result<(), Error> {
     let md = markdown(report);
-    if let Some(path) = path {
-        lockstep_core::cache::write_atomic(path, md.as_bytes())
-            .context(|| format!("cannot write the summary to {}", path.display()))?;
+    if let Some(target) = target {
+        lockstep_core::output::write(target, md.as_bytes())?;
     }
     if let Some(step_summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty()) {
         let step_summary = Path::new(&step_summary);
@@ -1356,12 +1358,13 @@ mod tests {
         let report = sample();
         let expected = markdown(&report);
         let step_summary = dir.path().join("step_summary.md");
-        let out = dir.path().join("nested/dir/summary.md");
+        let out_path = dir.path().join("nested/dir/summary.md");
+        let out = lockstep_core::output::Target::Path(out_path.clone());
 
         // Unset: only the file is written.
         std::env::remove_var("GITHUB_STEP_SUMMARY");
         write_summary(&report, Some(&out)).expect("write summary");
-        assert_eq!(fs_err::read_to_string(&out).expect("read"), expected);
+        assert_eq!(fs_err::read_to_string(&out_path).expect("read"), expected);
         assert!(!step_summary.exists());
 
         // Set but empty: ignored.

@@ -2,20 +2,24 @@
 //! (by cache key) runs once even when several tests need it; a run step waits
 //! for its compile; benchmark steps run afterwards, one at a time, so their
 //! timings are not disturbed by other work. Every process has a timeout and a
-//! log whose first line is the exact command, reproducible from a shell.
+//! log whose first line is the exact command, reproducible from a shell. The
+//! command lines and their parsers are lockstep-iree's; progress goes out as
+//! [`TestEvent`]s.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use lockstep_core::process::{self, shell_command, Exit, Spec};
-use lockstep_core::Error;
-use lockstep_iree::toolchain::Toolchain;
-
 use lockstep_cache::{Bucket, Cache, Entry, Key};
+use lockstep_core::events::Sink;
+use lockstep_core::process::Exit;
+use lockstep_core::Error;
+use lockstep_iree::invoke::{self, Limits, MinTime};
+use lockstep_iree::{Benchmark, Compile, RunModule, Toolchain};
 
 use crate::cache::{self, Failure, Meta};
+use crate::events::TestEvent;
 use crate::model::{
     Expect, Metrics, Outcome, RunReport, StepKind, StepResult, StepStatus, TestResult,
 };
@@ -31,13 +35,6 @@ pub struct RunOptions {
     pub no_cache: bool,
     /// Logs and uncached modules go here.
     pub run_dir: PathBuf,
-}
-
-/// Receives progress as tests finish, one call at a time (under the
-/// runner's lock), so an implementation needs no lock of its own.
-pub trait Progress: Sync {
-    fn started(&self, _total: usize) {}
-    fn finished(&self, result: &TestResult, done: usize, total: usize);
 }
 
 /// A compile's result, shared by the tests that need it.
@@ -67,18 +64,14 @@ pub fn run(
     toolchain: &Toolchain,
     cache: &Cache,
     opts: &RunOptions,
-    progress: &dyn Progress,
+    sink: &dyn Sink,
 ) -> Result<RunReport, Error> {
     let started = Instant::now();
     let compiles_area = (!opts.no_cache).then(|| cache.bucket(lockstep_cache::Area::Compile));
     fs_err::create_dir_all(&opts.run_dir)?;
-    let compiler = toolchain.tool("iree-compile")?;
-    let runner = toolchain.tool("iree-run-module")?;
-    // Missing only matters to tests with a benchmark step: each reports it
-    // there, and the rest of the run still counts.
-    let bench_tool = toolchain
-        .tool("iree-benchmark-module")
-        .map_err(|e| e.to_string());
+    // Checked before anything runs: without these nothing can.
+    toolchain.tool("iree-compile")?;
+    toolchain.tool("iree-run-module")?;
     let Compiles {
         keys,
         sources,
@@ -92,7 +85,13 @@ pub fn run(
         }
     }
     let total = tests.len();
-    progress.started(total);
+    let jobs = opts.jobs.max(1);
+    sink.emit(&TestEvent::RunStarted {
+        tests: total,
+        jobs,
+        compiler: toolchain.compiler_version.clone(),
+        tools: toolchain.bin.clone(),
+    });
     let state = Mutex::new(State {
         queue,
         in_flight: 0,
@@ -111,7 +110,8 @@ pub fn run(
         let decided: Vec<TestResult> = st.done.iter().flatten().cloned().collect();
         for r in decided {
             st.finished += 1;
-            progress.finished(&r, st.finished, total);
+            sink.emit(&TestEvent::TestStarted { id: r.id.clone() });
+            sink.emit(&finished_event(&r, st.finished, total));
         }
     }
     let wake = Condvar::new();
@@ -126,16 +126,12 @@ pub fn run(
         keys: &keys,
         users: &users,
         sources: &sources,
-        compiler: &compiler,
-        runner: &runner,
-        bench_tool: &bench_tool,
         toolchain,
         cache: compiles_area.as_ref(),
         opts,
-        progress,
+        sink,
         total,
     };
-    let jobs = opts.jobs.max(1);
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| worker(&ctx, &state, &wake));
@@ -155,6 +151,12 @@ pub fn run(
             continue;
         };
         let step = benchmark(&ctx, t, bench, &compiled);
+        sink.emit(&TestEvent::BenchmarkFinished {
+            id: t.id.clone(),
+            status: step.status,
+            time_ms: step.metrics.as_ref().and_then(|m| m.time_ms),
+            message: step.message.clone(),
+        });
         result.seconds += step.seconds;
         if step.status == StepStatus::Failed {
             result.outcome = Outcome::Fail;
@@ -165,6 +167,12 @@ pub fn run(
     let compiles_cached = st.compiled.values().filter(|c| c.step.cached).count();
     let compiles_run = st.compiled.len() - compiles_cached;
     let results: Vec<TestResult> = st.done.into_iter().flatten().collect();
+    sink.emit(&TestEvent::RunFinished {
+        wall_seconds: started.elapsed().as_secs_f64(),
+        compiles_run,
+        compiles_cached,
+        failed: results.iter().any(|r| r.outcome.is_failure()),
+    });
     Ok(RunReport {
         results,
         wall_seconds: started.elapsed().as_secs_f64(),
@@ -237,15 +245,11 @@ struct Ctx<'a> {
     /// The tests that need each compile (by key).
     users: &'a HashMap<&'a str, Vec<usize>>,
     sources: &'a HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)>,
-    compiler: &'a Path,
-    runner: &'a Path,
-    /// iree-benchmark-module, or why it is not there.
-    bench_tool: &'a Result<PathBuf, String>,
     toolchain: &'a Toolchain,
     /// The compile area (`None` with --no-cache).
     cache: Option<&'a Bucket>,
     opts: &'a RunOptions,
-    progress: &'a dyn Progress,
+    sink: &'a dyn Sink,
     total: usize,
 }
 
@@ -323,10 +327,24 @@ fn worker(ctx: &Ctx, state: &Mutex<State>, wake: &Condvar) {
     }
 }
 
+/// Records a decided test; its event goes out under the state lock, so
+/// `done` counts up in order.
 fn finish(ctx: &Ctx, st: &mut State, i: usize, result: TestResult) {
     st.finished += 1;
-    ctx.progress.finished(&result, st.finished, ctx.total);
+    ctx.sink
+        .emit(&finished_event(&result, st.finished, ctx.total));
     st.done[i] = Some(result);
+}
+
+fn finished_event(r: &TestResult, done: usize, total: usize) -> TestEvent {
+    TestEvent::TestFinished {
+        id: r.id.clone(),
+        outcome: r.outcome,
+        seconds: r.seconds,
+        reason: r.reason.clone(),
+        done,
+        total,
+    }
 }
 
 /// The source's local path and sha256 (raw bytes).
@@ -350,9 +368,43 @@ fn resolve_source(source: &Source, cache: &Cache) -> Result<(PathBuf, Vec<u8>), 
 
 fn compile(ctx: &Ctx, key: &str) -> Compiled {
     let (source, flags, cwd, statistics) = &ctx.sources[key];
+    let users: Vec<String> = ctx
+        .users
+        .get(key)
+        .into_iter()
+        .flatten()
+        .map(|&i| ctx.tests[i].id.clone())
+        .collect();
+    for id in &users {
+        ctx.sink.emit(&TestEvent::TestStarted { id: id.clone() });
+    }
+    ctx.sink.emit(&TestEvent::CompileStarted {
+        key: key.to_string(),
+        source: source.clone(),
+        tests: users,
+    });
     let started = Instant::now();
-    let result = compile_inner(ctx, key, source, flags, cwd, *statistics);
-    match result {
+    let compiled = compile_step(ctx, key, source, flags, cwd, *statistics, started);
+    ctx.sink.emit(&TestEvent::CompileFinished {
+        key: key.to_string(),
+        status: compiled.step.status,
+        cached: compiled.step.cached,
+        seconds: compiled.step.seconds,
+        message: compiled.step.message.clone(),
+    });
+    compiled
+}
+
+fn compile_step(
+    ctx: &Ctx,
+    key: &str,
+    source: &Path,
+    flags: &[String],
+    cwd: &Path,
+    statistics: bool,
+    started: Instant,
+) -> Compiled {
+    match compile_inner(ctx, key, source, flags, cwd, statistics) {
         Ok(mut c) => {
             if !c.step.cached {
                 c.step.seconds = started.elapsed().as_secs_f64();
@@ -371,30 +423,6 @@ fn compile(ctx: &Ctx, key: &str) -> Compiled {
             statistics: None,
         },
     }
-}
-
-fn compile_argv(
-    ctx: &Ctx,
-    source: &Path,
-    flags: &[String],
-    out: &Path,
-    stats: Option<&Path>,
-) -> Vec<String> {
-    let mut argv = vec![
-        ctx.compiler.display().to_string(),
-        source.display().to_string(),
-    ];
-    argv.extend(flags.iter().cloned());
-    if let Some(stats) = stats {
-        argv.push("--iree-scheduling-dump-statistics-format=json".into());
-        argv.push(format!(
-            "--iree-scheduling-dump-statistics-file={}",
-            stats.display()
-        ));
-    }
-    argv.push("-o".into());
-    argv.push(out.display().to_string());
-    argv
 }
 
 fn compile_inner(
@@ -424,29 +452,25 @@ fn compile_inner(
     fs_err::create_dir_all(&out_dir)?;
     let module = out_dir.join("module.vmfb");
     let stats = out_dir.join("statistics.json");
-    let argv = compile_argv(
-        ctx,
+    let invocation = ctx.toolchain.compile(&Compile {
         source,
         flags,
-        &module,
-        statistics.then_some(stats.as_path()),
-    );
-    let command = shell_command(cwd, &argv);
+        output: &module,
+        phase: None,
+        statistics: statistics.then_some(stats.as_path()),
+    })?;
     let log = ctx
         .opts
         .run_dir
         .join("compile")
         .join(format!("{}.log", &key[..16]));
-    let spec = Spec {
-        argv,
-        cwd: cwd.to_path_buf(),
-        env: vec![],
-        timeout: Some(ctx.opts.compile_timeout),
-        log: log.clone(),
-        header: Some(format!("$ {command}\n")),
-    };
-    let done = process::run(&spec, |_| {})?;
-    let tail = tail(&log, 30);
+    let done = invocation.run(&Limits {
+        cwd,
+        timeout: ctx.opts.compile_timeout,
+        log: &log,
+    })?;
+    let command = done.command.clone();
+    let tail = done.tail(30);
     let meta = |failure: Option<Failure>| Meta {
         command: command.clone(),
         compiler: ctx.toolchain.compiler_version.clone(),
@@ -489,10 +513,7 @@ fn compile_inner(
         }
         exit => {
             let message = match exit {
-                Exit::TimedOut => format!(
-                    "iree-compile timed out after {}s",
-                    ctx.opts.compile_timeout.as_secs()
-                ),
+                Exit::TimedOut => format!("iree-compile {}", done.describe_exit()),
                 Exit::Signal(s) => format!("iree-compile crashed (signal {s})"),
                 other => format!("iree-compile failed ({})", other.describe()),
             };
@@ -598,16 +619,23 @@ fn run_module(ctx: &Ctx, t: &Test, compiled: &Compiled) -> StepResult {
             "no module".into(),
         );
     };
-    let mut argv = vec![
-        ctx.runner.display().to_string(),
-        format!("--module={}", module.display()),
-    ];
-    argv.extend(spec.flags.iter().cloned());
-    let command = shell_command(&spec.cwd, &argv);
+    let failed = |command: String, log: Option<PathBuf>, message: String| {
+        step(StepKind::Run, StepStatus::Failed, command, log, message)
+    };
+    let invocation = match ctx.toolchain.run_module(&RunModule {
+        module,
+        device: None,
+        function: None,
+        flags: &spec.flags,
+        inputs: &[],
+        outputs: &[],
+    }) {
+        Ok(invocation) => invocation,
+        Err(e) => return failed(String::new(), None, e.to_string()),
+    };
+    let command = invocation.command(&spec.cwd);
     if let Some(missing) = spec.files.iter().find(|f| !f.is_file()) {
-        return step(
-            StepKind::Run,
-            StepStatus::Failed,
+        return failed(
             command,
             None,
             format!("missing input file {}", missing.display()),
@@ -618,52 +646,38 @@ fn run_module(ctx: &Ctx, t: &Test, compiled: &Compiled) -> StepResult {
         .run_dir
         .join("run")
         .join(format!("{}.log", sanitize(&t.id)));
-    let pspec = Spec {
-        argv,
-        cwd: spec.cwd.clone(),
-        env: vec![],
-        timeout: Some(ctx.opts.run_timeout),
-        log: log.clone(),
-        header: Some(format!("$ {command}\n")),
+    let limits = Limits {
+        cwd: &spec.cwd,
+        timeout: ctx.opts.run_timeout,
+        log: &log,
     };
-    match process::run(&pspec, |_| {}) {
-        Err(e) => step(
-            StepKind::Run,
+    let done = match invocation.run(&limits) {
+        Ok(done) => done,
+        Err(e) => return failed(command, Some(log), e.to_string()),
+    };
+    let (status, message) = match done.exit {
+        Exit::Code(0) => (StepStatus::Passed, String::new()),
+        Exit::TimedOut => (
             StepStatus::Failed,
-            command,
-            Some(log),
-            e.to_string(),
+            format!("iree-run-module {}", done.describe_exit()),
         ),
-        Ok(done) => {
-            let tail = tail(&log, 30);
-            let (status, message) = match done.exit {
-                Exit::Code(0) => (StepStatus::Passed, String::new()),
-                Exit::TimedOut => (
-                    StepStatus::Failed,
-                    format!(
-                        "iree-run-module timed out after {}s",
-                        ctx.opts.run_timeout.as_secs()
-                    ),
-                ),
-                Exit::Signal(s) => (
-                    StepStatus::Failed,
-                    format!("iree-run-module crashed (signal {s})"),
-                ),
-                other => (
-                    StepStatus::Failed,
-                    format!(
-                        "iree-run-module failed ({}): {}",
-                        other.describe(),
-                        first_error(&tail)
-                    ),
-                ),
-            };
-            StepResult {
-                seconds: done.elapsed.as_secs_f64(),
-                output_tail: tail,
-                ..step(StepKind::Run, status, command, Some(log), message)
-            }
-        }
+        Exit::Signal(s) => (
+            StepStatus::Failed,
+            format!("iree-run-module crashed (signal {s})"),
+        ),
+        other => (
+            StepStatus::Failed,
+            format!(
+                "iree-run-module failed ({}): {}",
+                other.describe(),
+                done.first_error()
+            ),
+        ),
+    };
+    StepResult {
+        seconds: done.elapsed.as_secs_f64(),
+        output_tail: done.tail(30),
+        ..step(StepKind::Run, status, command, Some(log), message)
     }
 }
 
@@ -684,10 +698,6 @@ fn benchmark(
             message,
         )
     };
-    let tool = match ctx.bench_tool {
-        Ok(tool) => tool,
-        Err(e) => return failed(String::new(), None, e.clone()),
-    };
     let Some(module) = &compiled.module else {
         return step(
             StepKind::Benchmark,
@@ -698,61 +708,65 @@ fn benchmark(
         );
     };
     let g = &bench.goldens;
-    let mut argv = vec![
-        tool.display().to_string(),
-        format!("--module={}", module.display()),
-    ];
-    argv.extend(bench.flags.iter().cloned());
-    argv.push(format!("--benchmark_repetitions={}", g.repetitions.max(1)));
-    argv.push(format!("--benchmark_min_time={}s", g.min_time_s));
-    argv.push("--benchmark_format=json".into());
+    let invocation = match ctx.toolchain.benchmark_module(&Benchmark {
+        run: RunModule {
+            module,
+            device: None,
+            function: None,
+            flags: &bench.flags,
+            inputs: &[],
+            outputs: &[],
+        },
+        repetitions: g.repetitions.max(1) as u64,
+        min_time: MinTime::Seconds(g.min_time_s),
+        json_out: None,
+        threads: None,
+    }) {
+        Ok(invocation) => invocation,
+        // A missing iree-benchmark-module fails this step only.
+        Err(e) => return failed(String::new(), None, e.to_string()),
+    };
     let cwd = t.run.as_ref().map(|r| r.cwd.clone()).unwrap_or_default();
-    let command = shell_command(&cwd, &argv);
     let log = ctx
         .opts
         .run_dir
         .join("benchmark")
         .join(format!("{}.log", sanitize(&t.id)));
-    let spec = Spec {
-        argv,
-        cwd,
-        env: vec![],
-        timeout: Some(ctx.opts.run_timeout),
-        log: log.clone(),
-        header: Some(format!("$ {command}\n")),
-    };
-    let done = match process::run(&spec, |_| {}) {
+    let done = match invocation.run(&Limits {
+        cwd: &cwd,
+        timeout: ctx.opts.run_timeout,
+        log: &log,
+    }) {
         Ok(done) => done,
-        Err(e) => return failed(command, Some(log), e.to_string()),
+        Err(e) => return failed(invocation.command(&cwd), Some(log), e.to_string()),
     };
-    // Skip the command line: the JSON starts after it.
-    let text: String = fs_err::read_to_string(&log)
-        .unwrap_or_default()
-        .lines()
-        .skip(1)
-        .collect::<Vec<_>>()
-        .join("\n");
     let mut metrics = Metrics {
         golden_time_ms: g.time_ms,
         vmfb_size: fs_err::metadata(module).ok().map(|m| m.len()),
-        dispatch_count: compiled.statistics.as_ref().and_then(|p| dispatch_count(p)),
+        dispatch_count: compiled
+            .statistics
+            .as_ref()
+            .and_then(|p| invoke::dispatch_count(p)),
         ..Metrics::default()
     };
-    if done.exit != Exit::Code(0) {
+    if !done.success() {
         return StepResult {
             seconds: done.elapsed.as_secs_f64(),
-            output_tail: tail(&log, 30),
+            output_tail: done.tail(30),
             metrics: Some(metrics),
             ..step(
                 StepKind::Benchmark,
                 StepStatus::Failed,
-                command,
+                done.command.clone(),
                 Some(log),
                 format!("iree-benchmark-module {}", done.exit.describe()),
             )
         };
     }
-    metrics.time_ms = median_time_ms(&text);
+    metrics.time_ms = lockstep_iree::benchmark::entries(&done.output())
+        .ok()
+        .and_then(|entries| lockstep_iree::benchmark::median_us(&entries))
+        .map(|us| us / 1e3);
     let mut problems = Vec::new();
     if let (Some(golden), Some(got)) = (g.time_ms, metrics.time_ms) {
         if got > golden * g.tolerance {
@@ -787,35 +801,11 @@ fn benchmark(
         ..step(
             StepKind::Benchmark,
             status,
-            command,
+            done.command.clone(),
             Some(log),
             problems.join("; "),
         )
     }
-}
-
-/// The median `real_time` (ms) of the repetitions in iree-benchmark-module's JSON.
-fn median_time_ms(text: &str) -> Option<f64> {
-    let entries = lockstep_iree::benchmark::entries(text).ok()?;
-    let median = entries
-        .iter()
-        .find(|e| e.aggregate.as_deref() == Some("median"))
-        .map(|e| e.real_time_us);
-    let us = median.or_else(|| {
-        let mut times: Vec<f64> = entries.iter().map(|e| e.real_time_us).collect();
-        times.sort_by(f64::total_cmp);
-        times.get(times.len() / 2).copied()
-    })?;
-    Some(us / 1e3)
-}
-
-/// `["stream-aggregate"]["execution"]["dispatch-count"]` of the compiler's statistics.
-fn dispatch_count(path: &Path) -> Option<u64> {
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    v.get("stream-aggregate")?
-        .get("execution")?
-        .get("dispatch-count")?
-        .as_u64()
 }
 
 /// The outcome of a test from its steps, following the iree-test-suites runner.
@@ -943,29 +933,6 @@ fn step(
         output_tail: String::new(),
         metrics: None,
     }
-}
-
-fn tail(log: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-fn first_error(tail: &str) -> String {
-    tail.lines()
-        .filter(|l| !l.starts_with("$ "))
-        .find(|l| {
-            l.contains("error")
-                || l.contains("FAILED")
-                || l.contains("mismatch")
-                || l.contains("[FAILED]")
-        })
-        .or_else(|| tail.lines().last())
-        .unwrap_or("")
-        .trim()
-        .chars()
-        .take(200)
-        .collect()
 }
 
 fn sanitize(id: &str) -> String {

@@ -30,13 +30,113 @@
 //! the top-level object (after any comment lines that precede the brace), with a
 //! comma added after the previous last member when it had none.
 
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
 use lockstep_core::config::line_col;
 use lockstep_core::Error;
+
+use crate::model::{RunReport, StepKind, StepStatus, TestResult};
+use crate::plan::Test;
+use crate::sources::SuiteConfig;
 
 /// The config key listing tests whose compile step is expected to fail.
 pub const COMPILE_KEY: &str = "expected_compile_failures";
 /// The config key listing tests whose run step is expected to fail.
 pub const RUN_KEY: &str = "expected_run_failures";
+
+/// One config whose lists [`update`] rewrote (or found up to date).
+#[derive(Debug, Clone)]
+pub struct Updated {
+    pub path: PathBuf,
+    pub compile: usize,
+    pub run: usize,
+}
+
+/// Updates each config's expected-failure lists from a run's results.
+///
+/// Starts from the lists in the file and changes only the cases whose step
+/// ran: a test filtered out (`-k`, `-m`, `--shard`, `--last-failed`), or whose
+/// run was skipped (`--skip-all-runs`, `skip_run_tests`), keeps its entries.
+pub fn update(tests: &[Test], report: &RunReport) -> Result<Vec<Updated>, Error> {
+    let results: HashMap<&str, &TestResult> =
+        report.results.iter().map(|r| (r.id.as_str(), r)).collect();
+    let mut lists: BTreeMap<PathBuf, Lists> = BTreeMap::new();
+    for t in tests {
+        let (Some(config), Some(r)) = (&t.config, results.get(t.id.as_str())) else {
+            continue;
+        };
+        let entry = match lists.entry(config.clone()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(Lists::load(config)?),
+        };
+        entry.apply(&t.case, r);
+    }
+    let mut updated = Vec::new();
+    for (path, lists) in lists {
+        let text = fs_err::read_to_string(&path)?;
+        let compile: Vec<String> = lists.compile.into_iter().collect();
+        let run: Vec<String> = lists.run.into_iter().collect();
+        let rewritten = rewrite_lists(&text, &compile, &run)?;
+        if rewritten != text {
+            lockstep_core::fs::write_atomic(&path, rewritten.as_bytes())
+                .map_err(|e| e.context(format!("cannot write {}", path.display())))?;
+        }
+        updated.push(Updated {
+            path,
+            compile: compile.len(),
+            run: run.len(),
+        });
+    }
+    Ok(updated)
+}
+
+/// A config's expected-failure lists being updated.
+struct Lists {
+    compile: BTreeSet<String>,
+    run: BTreeSet<String>,
+}
+
+impl Lists {
+    fn load(path: &Path) -> Result<Lists, Error> {
+        let config = SuiteConfig::load(path)?;
+        Ok(Lists {
+            compile: config.expected_compile_failures.into_iter().collect(),
+            run: config.expected_run_failures.into_iter().collect(),
+        })
+    }
+
+    /// Lists or unlists `case` by the steps of `r` that ran.
+    fn apply(&mut self, case: &str, r: &TestResult) {
+        let status = |kind: StepKind| {
+            r.steps
+                .iter()
+                .find(|s| s.kind == kind)
+                .map_or(StepStatus::Skipped, |s| s.status)
+        };
+        match status(StepKind::Compile) {
+            StepStatus::Skipped => {}
+            StepStatus::Failed => {
+                self.compile.insert(case.to_string());
+                // A case that cannot compile cannot run: one list says it.
+                self.run.remove(case);
+            }
+            StepStatus::Passed => {
+                self.compile.remove(case);
+            }
+        }
+        match status(StepKind::Run) {
+            StepStatus::Skipped => {}
+            StepStatus::Failed => {
+                self.run.insert(case.to_string());
+            }
+            StepStatus::Passed => {
+                self.run.remove(case);
+            }
+        }
+    }
+}
 
 /// Replaces the two arrays' contents in `text` (JSON or JSON5) with `compile` and `run` (sorted, one string per line,
 /// indented like the surrounding file), preserving all other text. If a key is missing, inserts it before the closing brace

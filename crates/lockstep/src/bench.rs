@@ -11,11 +11,14 @@ use lockstep_cache::{Area, Cache};
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
 
-use crate::cli;
-use crate::output::Console;
+use lockstep_report::Reporters;
 
-pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
-    let jobs = jobs(&args)?;
+use crate::cli;
+
+pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32, Error> {
+    let out = rep.out();
+    let sink: &dyn lockstep_core::events::Sink = rep;
+    let jobs = jobs(&args, sink)?;
     let bench_config = &loaded.config.bench;
     let device = device::resolve(args.device.as_deref(), bench_config)?;
     let timeout = match args.timeout {
@@ -34,8 +37,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
     if args.threads == Some(0) || args.jobs == Some(0) {
         return Err(Error::usage("-j and --threads must be at least 1"));
     }
-    let console = Console::new();
-    let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), loaded, &console)?;
+    let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), loaded, rep)?;
     let work = tempfile::Builder::new()
         .prefix("lockstep-bench-")
         .tempdir()
@@ -69,17 +71,17 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
     let mut last = None;
     let summary = run::run(&jobs, &opts, |row| {
         if last != Some(row.command) {
-            println!("{}", row.arguments);
+            out.line(&row.arguments);
             for note in &row.notes {
                 match row.line {
-                    Some(n) => eprintln!("note: line {n}: {note}"),
-                    None => eprintln!("note: {note}"),
+                    Some(n) => sink.note(format!("note: line {n}: {note}")),
+                    None => sink.note(format!("note: {note}")),
                 }
             }
             last = Some(row.command);
         }
         for line in row.boo_lines() {
-            println!("{line}");
+            out.line(line);
         }
     });
     if let Some(path) = &args.csv {
@@ -91,14 +93,14 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
         write(path, &text)?;
     }
     let failed = summary.failed();
-    eprintln!(
+    sink.note(format!(
         "{} kernels: {} ok, {} failed ({} compiled, {} from the cache)",
         summary.rows.len(),
         summary.rows.len() - failed,
         failed,
         summary.compiled,
         summary.cache_hits
-    );
+    ));
     let cites_logs = |text: &str| text.contains("(log: ");
     let logs_cited = summary.rows.iter().any(|row| {
         cites_logs(&row.status)
@@ -111,7 +113,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
     if logs_cited {
         // Failed rows cite logs in the work directory: keep it.
         let kept = work.keep();
-        eprintln!("logs kept in {}", kept.display());
+        sink.note(format!("logs kept in {}", kept.display()));
     }
     Ok(if failed > 0 { 1 } else { 0 })
 }
@@ -119,8 +121,8 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
 /// The bench part of `lockstep demo`: the embedded default set, timed and
 /// verified on the CPU, printed like a normal run.
 // Called by `lockstep demo` (wired by the owner).
-pub fn demo() -> Result<i32, Error> {
-    println!("\n== lockstep bench --verify (the embedded default commands, real IREE compiler and runtime)");
+pub fn demo(rep: &Reporters) -> Result<i32, Error> {
+    rep.out().line("\n== lockstep bench --verify (the embedded default commands, real IREE compiler and runtime)");
     let cwd = std::env::current_dir()?;
     let loaded = lockstep_core::config::load(None, &cwd)?;
     let args = cli::BenchArgs {
@@ -137,12 +139,12 @@ pub fn demo() -> Result<i32, Error> {
         iree_bin: None,
         command: Vec::new(),
     };
-    run(args, &loaded)
+    run(args, &loaded, rep)
 }
 
 /// The jobs: the single command (invalid → usage error), the commands file
 /// (invalid lines become failed rows) or the embedded defaults.
-fn jobs(args: &cli::BenchArgs) -> Result<Vec<Job>, Error> {
+fn jobs(args: &cli::BenchArgs, sink: &dyn lockstep_core::events::Sink) -> Result<Vec<Job>, Error> {
     if args.commands_file.is_some() {
         check_extra_flags(&args.command)?;
     } else if let Some(word) = args.command.first().filter(|w| w.starts_with('-')) {
@@ -174,10 +176,10 @@ fn jobs(args: &cli::BenchArgs) -> Result<Vec<Job>, Error> {
     let lines = commands::parse_file(&text, is_tsv);
     if lines.is_empty() {
         if let Some(path) = &args.commands_file {
-            eprintln!(
-                "warning: {} has no commands (only blank lines and # comments)",
+            sink.warn(format!(
+                "{} has no commands (only blank lines and # comments)",
                 path.display()
-            );
+            ));
         }
     }
     Ok(lines
@@ -285,5 +287,5 @@ fn shell_join(words: &[String]) -> String {
 }
 
 fn write(path: &Path, text: &str) -> Result<(), Error> {
-    lockstep_core::cache::write_atomic(path, text.as_bytes())
+    lockstep_core::output::write(&lockstep_core::output::Target::parse(path), text.as_bytes())
 }

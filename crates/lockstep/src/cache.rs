@@ -7,30 +7,33 @@ use lockstep_cache::{parse_size, Cache, Policy};
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
 
+use lockstep_report::{Out, Reporters};
+
 use crate::cli;
 
-pub fn run(cmd: cli::Cache, loaded: &Loaded) -> Result<i32, Error> {
+pub fn run(cmd: cli::Cache, loaded: &Loaded, rep: &Reporters) -> Result<i32, Error> {
     let cache = Cache::resolve(loaded);
+    let out = rep.out();
     match cmd {
-        cli::Cache::Info { json } => info(&cache, json),
+        cli::Cache::Info { json } => info(&cache, json, out),
         cli::Cache::Prune {
             max_size,
             older_than,
-        } => prune(&cache, max_size.as_deref(), older_than),
+        } => prune(&cache, max_size.as_deref(), older_than, out),
     }
 }
 
-fn info(cache: &Cache, json: bool) -> Result<i32, Error> {
+fn info(cache: &Cache, json: bool, out: Out) -> Result<i32, Error> {
     let info = cache.info();
     if json {
         let text = serde_json::to_string_pretty(&info)
             .map_err(|e| Error::failed("cannot encode the cache info").cause(e.to_string()))?;
-        println!("{text}");
+        out.line(text);
         return Ok(0);
     }
-    println!("cache: {}", info.root.display());
+    out.line(format!("cache: {}", info.root.display()));
     for area in &info.areas {
-        println!(
+        out.line(format!(
             "{:<11} {:>6} entries {:>12} bytes  {}{}",
             area.name,
             area.entries,
@@ -41,13 +44,18 @@ fn info(cache: &Cache, json: bool) -> Result<i32, Error> {
             } else {
                 " (off: BOO_CACHE_ON=0)"
             }
-        );
+        ));
     }
-    print_foreign(&info.foreign);
+    print_foreign(&info.foreign, out);
     Ok(0)
 }
 
-fn prune(cache: &Cache, max_size: Option<&str>, older_than: Option<u64>) -> Result<i32, Error> {
+fn prune(
+    cache: &Cache,
+    max_size: Option<&str>,
+    older_than: Option<u64>,
+    out: Out,
+) -> Result<i32, Error> {
     if max_size.is_none() && older_than.is_none() {
         return Err(Error::usage("nothing to prune by")
             .hint("give --max-size SIZE and/or --older-than DAYS"));
@@ -58,7 +66,7 @@ fn prune(cache: &Cache, max_size: Option<&str>, older_than: Option<u64>) -> Resu
     };
     let pruned = cache.prune(&policy);
     for area in &pruned.areas {
-        println!(
+        out.line(format!(
             "{}: removed {} entries ({} bytes); kept {} ({} bytes{}) in {}",
             area.name,
             area.removed,
@@ -71,22 +79,22 @@ fn prune(cache: &Cache, max_size: Option<&str>, older_than: Option<u64>) -> Resu
                 String::new()
             },
             area.path.display()
-        );
+        ));
     }
-    print_foreign(&pruned.foreign);
+    print_foreign(&pruned.foreign, out);
     Ok(0)
 }
 
 /// Names what lockstep found but did not create (and so leaves alone).
-fn print_foreign(foreign: &[std::path::PathBuf]) {
+fn print_foreign(foreign: &[std::path::PathBuf], out: Out) {
     if foreign.is_empty() {
         return;
     }
-    println!(
+    out.line(format!(
         "{} files in the cache areas are not lockstep's; left alone:",
         foreign.len()
-    );
+    ));
     for path in foreign {
-        println!("  {}", path.display());
+        out.line(format!("  {}", path.display()));
     }
 }

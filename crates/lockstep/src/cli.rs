@@ -16,6 +16,14 @@ pub struct Cli {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
+    /// No progress on stderr: only warnings, errors and results.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    /// Stream every event as JSON Lines to FILE (`-`: stdout; human output then goes to stderr).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -111,13 +119,13 @@ pub struct TestArgs {
     /// Timeout in seconds for every compile and run (default 600 compile, 300 run).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,
-    /// Write a JUnit XML report.
+    /// Write a JUnit XML report (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Write the JSON results (documented in docs/test.md).
+    /// Write the JSON results (`-`: stdout; docs/test.md, docs/schemas/test-results.json).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set).
+    /// Write a Markdown summary (`-`: stdout; also appended to $GITHUB_STEP_SUMMARY when set).
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
     /// Compile everything again (and do not store the results in the cache).
@@ -290,7 +298,7 @@ pub struct PreprocessArgs {
     /// Wrapper form for --iree-hal-preprocess-executables-with=: one executable on stdin through `-- CMD ARGS...`.
     #[arg(long)]
     pub wrap: bool,
-    /// Write the results as JSON (documented in docs/preprocess.md).
+    /// Write the results as JSON (`-`: stdout; docs/preprocess.md, docs/schemas/preprocess-results.json).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).
@@ -306,10 +314,10 @@ pub struct BenchArgs {
     /// One command per line (`#` comments; a `.tsv` splits at tabs); extra MIOpen flags after `--` go on every line.
     #[arg(long, value_name = "FILE")]
     pub commands_file: Option<PathBuf>,
-    /// Write the results as CSV.
+    /// Write the results as CSV (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Write the results as JSON (rows plus `compiled` and `cache_hits`).
+    /// Write the results as JSON (`-`: stdout; rows plus `compiled` and `cache_hits`, docs/schemas/bench-results.json).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Verify every kernel against an f64 reference (as if each line had `-V 1`); a FAIL exits 1.
@@ -343,4 +351,77 @@ pub struct BenchArgs {
         allow_hyphen_values = true
     )]
     pub command: Vec<String>,
+}
+
+impl Command {
+    /// The command's name in events (`test`, `integrate loop`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Integrate(i) => match i {
+                Integrate::Start { .. } => "integrate start",
+                Integrate::Status { .. } => "integrate status",
+                Integrate::Next { .. } => "integrate next",
+                Integrate::Loop { .. } => "integrate loop",
+                Integrate::Export { .. } => "integrate export",
+                Integrate::Report { .. } => "integrate report",
+                Integrate::Bisect { .. } => "integrate bisect",
+                Integrate::Abort { .. } => "integrate abort",
+            },
+            Command::Demo(_) => "demo",
+            Command::Toolchain(Toolchain::Install { .. }) => "toolchain install",
+            Command::Toolchain(Toolchain::Path { .. }) => "toolchain path",
+            Command::Test(_) => "test",
+            Command::Cache(Cache::Info { .. }) => "cache info",
+            Command::Cache(Cache::Prune { .. }) => "cache prune",
+            Command::Preprocess(_) => "preprocess",
+            Command::Bench(_) => "bench",
+        }
+    }
+
+    /// The options of this command line that write machine output to
+    /// standard output (at most one may, and not beside `--events -`).
+    pub fn stdout_outputs(&self) -> Vec<&'static str> {
+        let dash = |p: &Option<PathBuf>| p.as_ref().is_some_and(|p| p.as_os_str() == "-");
+        let mut outputs = Vec::new();
+        let mut add = |on: bool, name: &'static str| {
+            if on {
+                outputs.push(name);
+            }
+        };
+        match self {
+            Command::Integrate(i) => {
+                let json = match i {
+                    Integrate::Start { json, .. }
+                    | Integrate::Status { json, .. }
+                    | Integrate::Next { json, .. }
+                    | Integrate::Loop { json, .. }
+                    | Integrate::Export { json }
+                    | Integrate::Report { json, .. }
+                    | Integrate::Bisect { json, .. }
+                    | Integrate::Abort { json, .. } => *json,
+                };
+                add(json, "--json");
+            }
+            Command::Toolchain(Toolchain::Install { json, .. }) => add(*json, "--json"),
+            Command::Cache(Cache::Info { json }) => add(*json, "--json"),
+            Command::Test(t) => {
+                add(dash(&t.json), "--json -");
+                add(dash(&t.junit), "--junit -");
+                add(dash(&t.summary), "--summary -");
+            }
+            Command::Bench(b) => {
+                add(dash(&b.json), "--json -");
+                add(dash(&b.csv), "--csv -");
+            }
+            Command::Preprocess(p) => {
+                add(dash(&p.json), "--json -");
+                add(dash(&p.output), "-o -");
+                add(p.wrap, "--wrap");
+            }
+            // Its one line is for scripts: `$(lockstep toolchain path)`.
+            Command::Toolchain(Toolchain::Path { .. }) => add(true, "toolchain path"),
+            Command::Demo(_) | Command::Cache(_) => {}
+        }
+        outputs
+    }
 }

@@ -11,21 +11,22 @@ use lockstep_integrate::search::{LoopEnd, LoopOptions};
 use lockstep_integrate::status::Status;
 use lockstep_integrate::Integrate;
 
+use lockstep_report::{Out, Reporters};
+
 use crate::cli::{self, DemoArgs};
-use crate::output::Console;
 
 /// Exit status for a halt at a breaking or conflicting commit.
 const HALTED: i32 = 3;
 
-fn print_json(value: &impl serde::Serialize) -> Result<(), Error> {
+fn print_json(out: Out, value: &impl serde::Serialize) -> Result<(), Error> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Error::failed(e.to_string()))?;
-    println!("{text}");
+    out.line(text);
     Ok(())
 }
 
-pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
-    let console = Console::new();
-    let ig = Integrate::open(loaded, &console)?;
+pub fn run(cmd: cli::Integrate, loaded: &Loaded, rep: &Reporters) -> Result<i32, Error> {
+    let out = rep.out();
+    let ig = Integrate::open(loaded, rep)?;
     match cmd {
         cli::Integrate::Start {
             branch,
@@ -34,23 +35,23 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
         } => {
             let started = ig.start(branch.as_deref(), !no_fetch)?;
             if json {
-                print_json(&started)?;
+                print_json(out, &started)?;
                 return Ok(0);
             }
-            println!(
+            out.line(format!(
                 "started {} from {} ({})",
                 started.branch,
                 short(&started.base),
                 short(&started.commit)
-            );
+            ));
             Ok(0)
         }
         cli::Integrate::Status { json, fetch } => {
             let status = ig.status(fetch)?;
             if json {
-                print_json(&status)?;
+                print_json(out, &status)?;
             } else {
-                print_status(&status);
+                print_status(out, &status);
             }
             Ok(0)
         }
@@ -66,9 +67,9 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
                 dry_run,
             })?;
             if json {
-                print_json(&outcome)?;
+                print_json(out, &outcome)?;
             }
-            Ok(print_next(&outcome, json))
+            Ok(print_next(out, &outcome, json))
         }
         cli::Integrate::Loop {
             strategy,
@@ -89,7 +90,7 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
             };
             let report = ig.run_loop(&opts)?;
             if json {
-                print_json(&report)?;
+                print_json(out, &report)?;
             }
             let code = match &report.end {
                 LoopEnd::Halted { .. } => HALTED,
@@ -97,75 +98,63 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
             };
             if !json {
                 match &report.end {
-                    LoopEnd::AtHead => println!("at upstream head"),
+                    LoopEnd::AtHead => out.line("at upstream head"),
                     LoopEnd::StepsExhausted { pending } => {
-                        println!(
+                        out.line(format!(
                             "--max-steps reached; {} affecting commits still pending:",
                             pending.len()
-                        );
+                        ));
                         for c in pending.iter().take(20) {
-                            println!("  {} {}", short(&c.sha), c.subject);
+                            out.line(format!("  {} {}", short(&c.sha), c.subject));
                         }
                     }
                     LoopEnd::Halted { halt } => {
-                        println!(
+                        out.line(format!(
                             "halted ({}) at {} {}\nreport: {}",
                             halt.kind.as_str(),
                             halt.culprit.sha,
                             halt.culprit.subject,
                             halt.report_path
-                        );
+                        ));
                     }
                     LoopEnd::Plan {
                         candidates,
                         strategy,
                     } => {
-                        println!(
+                        out.line(format!(
                             "would search {} candidates with `{strategy}`:",
                             candidates.len()
-                        );
+                        ));
                         for c in candidates {
-                            println!("  {} {}", short(&c.sha), c.subject);
+                            out.line(format!("  {} {}", short(&c.sha), c.subject));
                         }
                     }
                 }
-                println!(
+                out.line(format!(
                     "smoke runs: {} (cached: {}), advances: {}",
                     report.smoke_runs,
                     report.cached,
                     report.advances.len()
-                );
+                ));
             }
             Ok(code)
         }
         cli::Integrate::Export { json } => {
             let exported = ig.export()?;
             if json {
-                print_json(&exported)?;
+                print_json(out, &exported)?;
                 return Ok(0);
             }
-            println!("{}", exported.describe());
+            out.line(exported.describe());
             Ok(0)
         }
         cli::Integrate::Report { post, json } => {
-            let halt = match ig.halt()? {
-                Some(h) => h,
-                None => {
-                    eprint!(
-                        "{}",
-                        require_halt(None)
-                            .err()
-                            .map(|e| e.render())
-                            .unwrap_or_default()
-                    );
-                    return Ok(1);
-                }
-            };
+            let halt = require_halt(ig.halt()?)?;
             let report = ig.render(&halt);
             if json {
-                print_json(&halt)?;
+                print_json(out, &halt)?;
             } else {
-                print!("{}", report.text);
+                out.print(&report.text);
             }
             if post {
                 let msg = lockstep_integrate::notify::Message {
@@ -173,10 +162,11 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
                     errors_txt: &report.errors,
                 };
                 lockstep_integrate::notify::post(ig.cfg.notify.kind, &ig.cfg.notify.url_env, &msg)?;
-                eprintln!(
+                let sink: &dyn lockstep_core::events::Sink = rep;
+                sink.note(format!(
                     "posted the report to the webhook in ${}",
                     ig.cfg.notify.url_env
-                );
+                ));
             }
             Ok(0)
         }
@@ -196,156 +186,156 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded) -> Result<i32, Error> {
                 timeout: timeout.map(Duration::from_secs),
             })?;
             if json {
-                print_json(&result)?;
+                print_json(out, &result)?;
             } else {
-                println!(
+                out.line(format!(
                     "first bad commit: {} {}\n  ({} by {} on {})",
                     result.first_bad.sha,
                     result.first_bad.subject,
                     result.mode,
                     result.first_bad.author,
                     result.first_bad.date
-                );
+                ));
                 if !result.ambiguous.is_empty() {
-                    println!(
+                    out.line(format!(
                         "  untestable commits before it, any of which may be first: {}",
                         result.ambiguous.join(", ")
-                    );
+                    ));
                 }
-                println!(
+                out.line(format!(
                     "{} of {} candidates tested, {} runs",
                     result.steps.len(),
                     result.candidates,
                     result.runs
-                );
+                ));
             }
             Ok(0)
         }
         cli::Integrate::Abort { all, json } => {
             let aborted = ig.abort(all)?;
             if json {
-                print_json(&aborted)?;
+                print_json(out, &aborted)?;
                 return Ok(0);
             }
             if aborted.undone.is_empty() {
-                println!("nothing unfinished to undo");
+                out.line("nothing unfinished to undo");
             }
             for u in aborted.undone {
-                println!("undone: {u}");
+                out.line(format!("undone: {u}"));
             }
             Ok(0)
         }
     }
 }
 
-fn print_status(s: &Status) {
-    println!(
+fn print_status(out: Out, s: &Status) {
+    out.line(format!(
         "superproject: {} ({})",
         s.superproject,
         s.branch.as_deref().unwrap_or("detached HEAD")
-    );
+    ));
     let carrying = if s.clean {
         "clean".to_string()
     } else {
         format!("carrying {} patches", s.patches.len())
     };
-    println!("pin:          {} ({carrying})", s.pin);
+    out.line(format!("pin:          {} ({carrying})", s.pin));
     if s.current != s.pin {
-        println!(
+        out.line(format!(
             "submodule:    HEAD is {} (not the pin; the next advance starts from it)",
             s.current
-        );
+        ));
     }
-    println!("based on:     {}", s.merge_base);
-    println!(
+    out.line(format!("based on:     {}", s.merge_base));
+    out.line(format!(
         "upstream:     {} at {}",
         s.upstream_ref.trim_start_matches("refs/remotes/"),
         s.upstream_head
-    );
+    ));
     if !s.patches.is_empty() {
-        println!("\ncarried patches (oldest first):");
+        out.line("\ncarried patches (oldest first):");
         for p in &s.patches {
-            println!("  {} {}", short(&p.sha), p.subject);
+            out.line(format!("  {} {}", short(&p.sha), p.subject));
             match &p.reason {
-                Some(r) => println!("      reason: {r}"),
-                None => println!(
-                    "      ! no reason recorded: add a `Lockstep-Reason:` trailer or a body line"
+                Some(r) => out.line(format!("      reason: {r}")),
+                None => out.line(
+                    "      ! no reason recorded: add a `Lockstep-Reason:` trailer or a body line",
                 ),
             }
             if let Some(up) = &p.upstreamed_by {
-                println!(
+                out.line(format!(
                     "      already upstream as {} (dropped when the pin passes it)",
                     short(up)
-                );
+                ));
             }
             if let (Some(rev), Some(by)) = (&p.reverts, &p.reverted_upstream_by) {
-                println!(
+                out.line(format!(
                     "      reverts {rev}, which upstream reverted in {} (dropped then)",
                     short(by)
-                );
+                ));
             }
         }
     }
-    println!(
+    out.line(format!(
         "\npending affecting commits: {} (oldest first)",
         s.pending.len()
-    );
+    ));
     let show = 30;
     for (i, c) in s.pending.iter().enumerate().take(show) {
-        println!(
+        out.line(format!(
             "  {:>4} {} {} {} {}",
             i + 1,
             short(&c.sha),
             &c.date[..10.min(c.date.len())],
             c.author,
             c.subject
-        );
+        ));
     }
     if s.pending.len() > show {
-        println!("  ... and {} more", s.pending.len() - show);
+        out.line(format!("  ... and {} more", s.pending.len() - show));
     }
     if let Some(h) = &s.halted {
-        println!(
+        out.line(format!(
             "\nhalted ({}) at {}\n  report: {}\n  see `lockstep integrate report`",
             h.kind, h.commit, h.report
-        );
+        ));
     }
 }
 
-fn print_next(outcome: &NextOutcome, json: bool) -> i32 {
+fn print_next(out: Out, outcome: &NextOutcome, json: bool) -> i32 {
     match outcome {
         NextOutcome::UpToDate => {
             if !json {
-                println!("up to date: nothing pending");
+                out.line("up to date: nothing pending");
             }
             0
         }
         NextOutcome::WouldAdvance { plan } => {
             if !json {
-                println!(
+                out.line(format!(
                     "would commit: {}",
                     plan.message.lines().next().unwrap_or("")
-                );
-                println!("submodule would move to {}", plan.head);
+                ));
+                out.line(format!("submodule would move to {}", plan.head));
                 for d in &plan.dropped {
-                    println!(
+                    out.line(format!(
                         "would drop carried patch {} {} (upstream has it)",
                         short(&d.sha),
                         d.subject
-                    );
+                    ));
                 }
             }
             0
         }
         NextOutcome::WouldConflict { target, conflict } => {
             if !json {
-                println!(
+                out.line(format!(
                     "would halt: carried patch {} \"{}\" conflicts at {} in {}",
                     short(&conflict.patch),
                     conflict.subject,
                     short(&target.sha),
                     conflict.files.join(", ")
-                );
+                ));
             }
             HALTED
         }
@@ -355,33 +345,33 @@ fn print_next(outcome: &NextOutcome, json: bool) -> i32 {
             export,
         } => {
             if !json {
-                println!(
+                out.line(format!(
                     "{} {}",
                     short(superproject_commit),
                     plan.message.lines().next().unwrap_or("")
-                );
+                ));
                 for d in &plan.dropped {
-                    println!(
+                    out.line(format!(
                         "dropped carried patch {} {} (upstream has it)",
                         short(&d.sha),
                         d.subject
-                    );
+                    ));
                 }
                 if let Some(e) = export {
-                    println!("export: {e}");
+                    out.line(format!("export: {e}"));
                 }
             }
             0
         }
         NextOutcome::Resumed { resumed } => {
             if !json {
-                println!(
+                out.line(format!(
                     "finished the interrupted advance: {} {}",
                     short(&resumed.superproject_commit),
                     resumed.message.lines().next().unwrap_or("")
-                );
+                ));
                 if let Some(e) = &resumed.export {
-                    println!("export: {e}");
+                    out.line(format!("export: {e}"));
                 }
             }
             0
@@ -389,14 +379,14 @@ fn print_next(outcome: &NextOutcome, json: bool) -> i32 {
         NextOutcome::Conflict { halt } => {
             if !json {
                 if let Some(c) = &halt.conflict {
-                    println!(
+                    out.line(format!(
                         "halted: carried patch {} \"{}\" conflicts at {} in {}\nreport: {}",
                         short(&c.patch),
                         c.subject,
                         short(&halt.culprit.sha),
                         c.files.join(", "),
                         halt.report_path
-                    );
+                    ));
                 }
             }
             HALTED
@@ -404,15 +394,28 @@ fn print_next(outcome: &NextOutcome, json: bool) -> i32 {
     }
 }
 
-pub fn demo(args: DemoArgs) -> Result<i32, Error> {
-    let console = Console::new();
-    let summary =
-        lockstep_integrate::demo::run(args.dir.as_deref(), &console, &mut std::io::stdout())?;
-    let tests = crate::suite::demo()?;
-    let bench = crate::bench::demo()?;
+pub fn demo(args: DemoArgs, rep: &Reporters) -> Result<i32, Error> {
+    let mut story = OutWriter(rep.out());
+    let summary = lockstep_integrate::demo::run(args.dir.as_deref(), rep, &mut story)?;
+    let tests = crate::suite::demo(rep)?;
+    let bench = crate::bench::demo(rep)?;
     Ok(if summary.ok && tests == 0 && bench == 0 {
         0
     } else {
         1
     })
+}
+
+/// The demo's story goes where human output goes.
+struct OutWriter(Out);
+
+impl std::io::Write for OutWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.print(&String::from_utf8_lossy(buf));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -1,5 +1,6 @@
-//! The `lockstep` command: parses arguments, dispatches to the engines, prints.
-//! No logic lives here; see the `lockstep-*` crates.
+//! The `lockstep` command: parses arguments, loads the configuration, calls
+//! an engine and hands its events to the reporters (lockstep-report). No
+//! engine logic lives here; see the `lockstep-*` crates.
 
 mod bench;
 mod cache;
@@ -13,6 +14,9 @@ mod toolchain;
 use std::process::ExitCode;
 
 use clap::Parser;
+use lockstep_core::output::Target;
+use lockstep_core::Error;
+use lockstep_report::Reporters;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -20,40 +24,54 @@ fn main() -> ExitCode {
     if let Err(e) = lockstep_core::process::kill_children_on_signals() {
         tracing::warn!("cannot watch for interrupts: {e}");
     }
-    let code = match dispatch(cli) {
-        Ok(code) => code,
+    let reporters = match reporters(&cli) {
+        Ok(reporters) => reporters,
         Err(err) => {
             eprint!("{}", err.render());
+            return ExitCode::from(err.exit_code() as u8);
+        }
+    };
+    let code = match dispatch(cli, &reporters) {
+        Ok(code) => code,
+        Err(err) => {
+            output::report_error(&reporters, &err);
             err.exit_code()
         }
     };
+    reporters.finish(code);
     ExitCode::from(code as u8)
 }
 
-fn dispatch(cli: cli::Cli) -> Result<i32, lockstep_core::Error> {
+/// The command's reporters, once its outputs are known not to collide on
+/// standard output.
+fn reporters(cli: &cli::Cli) -> Result<Reporters, Error> {
+    let events = cli.events.as_deref().map(Target::parse);
+    let stdout = cli.command.stdout_outputs();
+    if let (Some(Target::Stdout), Some(other)) = (&events, stdout.first()) {
+        return Err(lockstep_report::stdout_conflict("--events -", other));
+    }
+    if let [first, second, ..] = stdout.as_slice() {
+        return Err(lockstep_report::stdout_conflict(first, second));
+    }
+    Reporters::new(
+        cli.command.name(),
+        &lockstep_report::Options {
+            quiet: cli.quiet,
+            events,
+        },
+    )
+}
+
+fn dispatch(cli: cli::Cli, rep: &Reporters) -> Result<i32, Error> {
     let cwd = std::env::current_dir()?;
+    let load = || lockstep_core::config::load(cli.config.as_deref(), &cwd);
     match cli.command {
-        cli::Command::Integrate(cmd) => {
-            let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;
-            integrate::run(cmd, &loaded)
-        }
-        cli::Command::Demo(args) => integrate::demo(args),
-        cli::Command::Toolchain(cmd) => {
-            let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;
-            toolchain::run(cmd, &loaded)
-        }
-        cli::Command::Test(args) => {
-            let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;
-            suite::run(args, &loaded, &cwd)
-        }
-        cli::Command::Cache(cmd) => {
-            let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;
-            cache::run(cmd, &loaded)
-        }
-        cli::Command::Preprocess(args) => preprocess::run(args, cli.config.as_deref(), &cwd),
-        cli::Command::Bench(args) => {
-            let loaded = lockstep_core::config::load(cli.config.as_deref(), &cwd)?;
-            bench::run(args, &loaded)
-        }
+        cli::Command::Integrate(cmd) => integrate::run(cmd, &load()?, rep),
+        cli::Command::Demo(args) => integrate::demo(args, rep),
+        cli::Command::Toolchain(cmd) => toolchain::run(cmd, &load()?, rep),
+        cli::Command::Test(args) => suite::run(args, &load()?, &cwd, rep),
+        cli::Command::Cache(cmd) => cache::run(cmd, &load()?, rep),
+        cli::Command::Preprocess(args) => preprocess::run(args, cli.config.as_deref(), &cwd, rep),
+        cli::Command::Bench(args) => bench::run(args, &load()?, rep),
     }
 }

@@ -1,8 +1,10 @@
-//! Human output: the console event printer and logging setup.
+//! Logging setup and the report of an error that ends a command.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
-use lockstep_core::events::{Event, EventSink};
+use lockstep_core::events::{Event, Human};
+use lockstep_core::Error;
+use lockstep_report::Reporters;
 
 /// Logs go to stderr; `-v` raises the level, `LOCKSTEP_LOG` overrides it.
 pub fn init_tracing(verbose: u8) {
@@ -24,66 +26,29 @@ pub fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-/// Prints engine events as plain progress lines on stderr.
-pub struct Console {
-    tty: bool,
+/// The error that ended a command: on stderr as `error:` / `cause:` /
+/// `hint:` lines, and in the event stream as an `error` event.
+pub fn report_error(reporters: &Reporters, err: &Error) {
+    use lockstep_core::events::Sink;
+    reporters.emit(&Failure(err));
+    eprint!("{}", err.render());
 }
 
-impl Console {
-    pub fn new() -> Self {
-        Console {
-            tty: std::io::stderr().is_terminal(),
-        }
+struct Failure<'a>(&'a Error);
+
+impl Event for Failure<'_> {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "event": "error",
+            "message": self.0.message,
+            "causes": self.0.causes,
+            "hint": self.0.hint,
+            "exit_code": self.0.exit_code(),
+        })
     }
-}
 
-impl EventSink for Console {
-    fn emit(&self, event: Event) {
-        let line = match event {
-            Event::Info { message } => message,
-            Event::Warn { message } => format!("warning: {message}"),
-            Event::ProbeStarted {
-                commit,
-                subject,
-                position,
-                total,
-            } => {
-                let at = if position == 0 {
-                    "pin".to_string()
-                } else {
-                    format!("{position}/{total}")
-                };
-                format!("probe {at} {} {subject}", &commit[..12.min(commit.len())])
-            }
-            Event::ProbeFinished {
-                commit,
-                outcome,
-                cached,
-                seconds,
-            } => format!(
-                "  {} {outcome}{} ({seconds:.1}s)",
-                &commit[..12.min(commit.len())],
-                if cached { " (cached)" } else { "" }
-            ),
-            Event::Advanced {
-                superproject_commit,
-                message,
-                ..
-            } => {
-                format!(
-                    "committed {} {message}",
-                    &superproject_commit[..12.min(superproject_commit.len())]
-                )
-            }
-            Event::Exported { branch, commit } => {
-                format!("exported {} to {branch}", &commit[..12.min(commit.len())])
-            }
-        };
-        let mut err = std::io::stderr().lock();
-        let _ = if self.tty {
-            writeln!(err, "\x1b[2m{line}\x1b[0m")
-        } else {
-            writeln!(err, "{line}")
-        };
+    fn human(&self) -> Human {
+        // Printed by report_error after every other reporter saw it.
+        Human::Silent
     }
 }

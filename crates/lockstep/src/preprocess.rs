@@ -1,21 +1,29 @@
-//! `lockstep preprocess`: resolve options, dispatch to lockstep-preprocess,
-//! print the summary, write the output and the JSON results.
+//! `lockstep preprocess`: resolve options, call lockstep-preprocess (the
+//! direct form, or the `--wrap` form), print the summary, write the results.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lockstep_core::events::{Event, EventSink};
+use lockstep_core::events::Sink;
+use lockstep_core::output::{self, Target};
 use lockstep_core::Error;
 use lockstep_preprocess::cache::Cache;
-use lockstep_preprocess::engine::{self, Options, Phase, WrapOptions};
+use lockstep_preprocess::direct::{self, Direct};
+use lockstep_preprocess::engine::{self, Options, WrapOptions};
 use lockstep_preprocess::limit::Limiter;
-use lockstep_preprocess::{scan, Step};
+use lockstep_preprocess::Step;
+use lockstep_report::Reporters;
 
 use crate::cli::PreprocessArgs;
-use crate::output::Console;
 
-pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i32, Error> {
+pub fn run(
+    args: PreprocessArgs,
+    config: Option<&Path>,
+    cwd: &Path,
+    rep: &Reporters,
+) -> Result<i32, Error> {
+    let sink: &dyn Sink = rep;
     let loaded = lockstep_core::config::load(config, cwd)?;
     let defaults = &loaded.config.preprocess;
     let jobs =
@@ -29,7 +37,7 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
                 .unwrap_or(1),
         };
     let timeout = match args.timeout {
-        Some(s) if !(s > 0.0 && s.is_finite()) => {
+        Some(s) if !(s > 0.0 && s.is_finite()) || Duration::try_from_secs_f64(s).is_err() => {
             return Err(Error::usage(format!("invalid --timeout {s}"))
                 .hint("give a number of seconds greater than 0, e.g. --timeout 30"))
         }
@@ -37,7 +45,7 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
         None => defaults.timeout,
     };
     let home = lockstep_core::paths::home();
-    let runs_dir = home.join("preprocess").join("runs");
+    let runs_dir = lockstep_core::paths::preprocess_runs();
     let cache = (!args.no_cache).then(|| Cache::new(&lockstep_cache::Cache::resolve(&loaded)));
     let makeflags = std::env::var("MAKEFLAGS").ok();
     if args.wrap {
@@ -72,51 +80,7 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
         .map(|w| Step::parse(w, shell, base))
         .collect::<Result<Vec<_>, _>>()?;
     let only = args.only.as_deref().map(engine::only).transpose()?;
-    let console = Console::new();
-    let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), &loaded, &console)?;
-    let iree_opt = tc.tool("iree-opt")?;
-    let started = Instant::now();
-    let bytes = fs_err::read(input).map_err(|e| {
-        Error::usage(format!("cannot read {}", input.display()))
-            .cause(e.to_string())
-            .hint("pass an existing MLIR file as INPUT")
-    })?;
-    let work = runs_dir
-        .join(format!(
-            "{}-compile",
-            jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S%.3f")
-        ))
-        .join(std::process::id().to_string());
-    // At the executable-sources phase already, or a source program? The scan
-    // that decides is the one the engine uses.
-    let scanned = String::from_utf8(bytes).ok().and_then(|t| {
-        let module = scan::scan(&t).ok().filter(|m| !m.executables.is_empty())?;
-        Some((t, module))
-    });
-    let (text, module) = match scanned {
-        Some(x) => x,
-        None => {
-            console.emit(Event::Info {
-                message: format!(
-                    "compiling {} to the executable-sources phase",
-                    input.display()
-                ),
-            });
-            let sources = work.join("executable-sources.mlir");
-            engine::compile(
-                &tc.tool("iree-compile")?,
-                Phase::To,
-                input,
-                &args.rest,
-                &sources,
-                &work,
-                cwd,
-            )?;
-            let text = fs_err::read_to_string(&sources)?;
-            let module = engine::scan_module(&text)?;
-            (text, module)
-        }
-    };
+    let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), &loaded, rep)?;
     let limiter = Limiter::from_env(makeflags.as_deref(), &home, jobs, std::process::id())?;
     let opts = Options {
         steps: &steps,
@@ -125,74 +89,41 @@ pub fn run(args: PreprocessArgs, config: Option<&Path>, cwd: &Path) -> Result<i3
         only,
         timeout,
         keep_temps: args.keep_temps.as_ref().map(|d| cwd.join(d)),
-        runs_dir: runs_dir.clone(),
-        iree_opt: Some((iree_opt, tc.identity.clone())),
+        runs_dir,
+        toolchain: Some(&tc),
         cwd: cwd.to_path_buf(),
         limiter: &limiter,
     };
-    let outcome = engine::preprocess_scanned(&text, &module, &opts, &console)?;
-    let out_path = if output.as_os_str() == "-" {
-        std::io::stdout()
-            .lock()
-            .write_all(outcome.text.as_bytes())
-            .map_err(|e| Error::failed("cannot write the output to stdout").cause(e.to_string()))?;
-        None
-    } else {
-        let path = cwd.join(output);
-        lockstep_core::cache::write_atomic(&path, outcome.text.as_bytes())?;
-        Some(path)
+    let output = Target::parse(output);
+    let direct = Direct {
+        input,
+        output: &output,
+        compile: args.compile.as_deref(),
+        flags: &args.rest,
+        toolchain: &tc,
     };
-    if let Some(vmfb) = &args.compile {
-        let source = match &out_path {
-            Some(p) => p.clone(),
-            None => {
-                fs_err::create_dir_all(&work)?;
-                let p = work.join("preprocessed.mlir");
-                fs_err::write(&p, &outcome.text)?;
-                p
-            }
-        };
-        console.emit(Event::Info {
-            message: format!("compiling to {}", vmfb.display()),
-        });
-        engine::compile(
-            &tc.tool("iree-compile")?,
-            Phase::From,
-            &source,
-            &args.rest,
-            &cwd.join(vmfb),
-            &work,
-            cwd,
-        )?;
-    }
-    let _ = std::fs::remove_dir_all(work.parent().unwrap_or(&work));
+    let report = direct::run(&direct, &opts, sink)?;
+    let outcome = &report.outcome;
     let selected = outcome.executables.iter().filter(|e| e.selected).count();
     let changed = outcome.executables.iter().filter(|e| e.changed).count();
-    let wall = started.elapsed().as_secs_f64();
-    eprintln!(
+    sink.note(format!(
         "preprocessed {selected} of {} executables with {} command{}: {} tool runs, {} cached, {changed} changed; {:.2}s ({:.2}s in tools, limit {})",
         outcome.executables.len(),
         steps.len(),
         if steps.len() == 1 { "" } else { "s" },
         outcome.ran,
         outcome.cached,
-        wall,
+        report.wall_seconds,
         outcome.tool_seconds,
         outcome.limiter,
-    );
+    ));
     if let Some(dir) = &outcome.kept {
-        eprintln!("inputs and outputs kept in {}", dir.display());
+        sink.note(format!("inputs and outputs kept in {}", dir.display()));
     }
     if let Some(json) = &args.json {
-        let mut value = serde_json::to_value(&outcome)
+        let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::failed("cannot encode the results as JSON").cause(e.to_string()))?;
-        value["output"] = serde_json::json!(out_path.as_ref().map(|p| p.display().to_string()));
-        value["compiled"] =
-            serde_json::json!(args.compile.as_ref().map(|p| p.display().to_string()));
-        value["wall_seconds"] = serde_json::json!(wall);
-        let text = serde_json::to_string_pretty(&value)
-            .map_err(|e| Error::failed("cannot encode the results as JSON").cause(e.to_string()))?;
-        fs_err::write(cwd.join(json), text + "\n")?;
+        output::write(&Target::parse(json), format!("{text}\n").as_bytes())?;
     }
     Ok(0)
 }

@@ -1,26 +1,29 @@
-//! `lockstep test` and `lockstep cache`: resolve options, dispatch to
-//! lockstep-suite, print progress and the summary, write the reports.
+//! `lockstep test`: resolve options, plan, call lockstep-suite's runner with
+//! the reporters, write the reports.
 
-use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lockstep_core::config::Loaded;
+use lockstep_core::output::{self, Target};
 use lockstep_core::Error;
+use lockstep_report::Reporters;
 use lockstep_suite::history::{self, History};
 use lockstep_suite::markers::MarkerExpr;
-use lockstep_suite::model::{Outcome, RunReport, StepKind, StepStatus, TestResult};
-use lockstep_suite::plan::{self, Selection, Test};
-use lockstep_suite::runner::{self, Progress, RunOptions};
+use lockstep_suite::plan::{self, Selection};
+use lockstep_suite::runner::{self, RunOptions};
 use lockstep_suite::sources::SuiteConfig;
 use lockstep_suite::{report, xfails};
 
 use crate::cli;
-use crate::output::Console;
 
-pub fn run(args: cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<i32, Error> {
+pub fn run(
+    args: cli::TestArgs,
+    loaded: &Loaded,
+    cwd: &Path,
+    rep: &Reporters,
+) -> Result<i32, Error> {
+    let out = rep.out();
     let cfg = &loaded.config.test;
     let paths = suite_paths(&args, loaded, cwd)?;
     let config_paths: Vec<PathBuf> = if args.suite_configs.is_empty() {
@@ -57,10 +60,11 @@ pub fn run(args: cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<i32, Erro
     let markers = args.markers.as_deref().map(MarkerExpr::parse).transpose()?;
     let shard = args.shard.as_deref().map(plan::parse_shard).transpose()?;
     let mut history = History::open(cwd)?;
+    let sink: &dyn lockstep_core::events::Sink = rep;
     let only = if args.last_failed {
         let failed = history.failed();
         if failed.is_empty() {
-            eprintln!("no failures recorded from the last run; running every selected test");
+            sink.note("no failures recorded from the last run; running every selected test");
             None
         } else {
             Some(failed)
@@ -81,17 +85,16 @@ pub fn run(args: cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<i32, Erro
     let tests = plan::plan(&paths, &selection)?;
     if args.list {
         for t in &tests {
-            println!("{}  [{}]", t.id, t.markers.join(", "));
+            out.line(format!("{}  [{}]", t.id, t.markers.join(", ")));
         }
-        eprintln!("{} tests", tests.len());
+        sink.note(format!("{} tests", tests.len()));
         return Ok(0);
     }
     if tests.is_empty() {
-        eprintln!("no tests selected");
+        sink.note("no tests selected");
         return Ok(0);
     }
-    let console = Console::new();
-    let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), loaded, &console)?;
+    let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), loaded, rep)?;
     let run_dir = history::state_dir(cwd).join("test-runs").join(
         jiff::Timestamp::now()
             .strftime("%Y%m%dT%H%M%S%.3f")
@@ -114,34 +117,32 @@ pub fn run(args: cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<i32, Erro
         no_cache: args.no_cache,
         run_dir: run_dir.clone(),
     };
-    eprintln!(
-        "{} tests, {} workers, {} ({})",
-        tests.len(),
-        opts.jobs,
-        tc.compiler_version,
-        tc.bin.display()
-    );
-    let progress = Printer::new(tests.len());
     let mut report = runner::run(
         &tests,
         &tc,
         &lockstep_cache::Cache::resolve(loaded),
         &opts,
-        &progress,
+        sink,
     )?;
-    progress.done();
     report.changes = history.record(&report)?;
-    print!("{}", report::console_summary(&report));
-    println!("logs: {}", run_dir.display());
+    out.print(&report::console_summary(&report));
+    out.line(format!("logs: {}", run_dir.display()));
     if let Some(path) = &args.junit {
-        write(path, &report::junit(&report)?)?;
+        output::write(&Target::parse(path), report::junit(&report)?.as_bytes())?;
     }
     if let Some(path) = &args.json {
-        write(path, &report::json(&report)?)?;
+        output::write(&Target::parse(path), report::json(&report)?.as_bytes())?;
     }
-    report::write_summary(&report, args.summary.as_deref())?;
+    report::write_summary(&report, args.summary.as_deref().map(Target::parse).as_ref())?;
     if args.update_xfails {
-        update_xfails(&tests, &report)?;
+        for updated in xfails::update(&tests, &report)? {
+            sink.note(format!(
+                "updated {}: {} expected compile failures, {} expected run failures",
+                updated.path.display(),
+                updated.compile,
+                updated.run
+            ));
+        }
     }
     Ok(if report.failed() { 1 } else { 0 })
 }
@@ -170,154 +171,13 @@ fn suite_paths(args: &cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<Vec<
     )
 }
 
-/// Writes a report whole (through a rename: a reader never sees half of it).
-fn write(path: &Path, text: &str) -> Result<(), Error> {
-    lockstep_core::cache::write_atomic(path, text.as_bytes())
-        .map_err(|e| e.context(format!("cannot write {}", path.display())))
-}
-
-/// Updates each config's expected-failure lists from this run's results.
-///
-/// Starts from the lists in the file and changes only the cases whose step
-/// ran: a test filtered out (`-k`, `-m`, `--shard`, `--last-failed`), or whose
-/// run was skipped (`--skip-all-runs`, `skip_run_tests`), keeps its entries.
-fn update_xfails(tests: &[Test], report: &RunReport) -> Result<(), Error> {
-    let results: HashMap<&str, &TestResult> =
-        report.results.iter().map(|r| (r.id.as_str(), r)).collect();
-    let mut lists: BTreeMap<PathBuf, XfailLists> = BTreeMap::new();
-    for t in tests {
-        let (Some(config), Some(r)) = (&t.config, results.get(t.id.as_str())) else {
-            continue;
-        };
-        let entry = match lists.entry(config.clone()) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(XfailLists::load(config)?),
-        };
-        entry.apply(&t.case, r);
-    }
-    for (path, lists) in lists {
-        let text = fs_err::read_to_string(&path)?;
-        let compile: Vec<String> = lists.compile.into_iter().collect();
-        let run: Vec<String> = lists.run.into_iter().collect();
-        let updated = xfails::rewrite_lists(&text, &compile, &run)?;
-        if updated != text {
-            write(&path, &updated)?;
-        }
-        eprintln!(
-            "updated {}: {} expected compile failures, {} expected run failures",
-            path.display(),
-            compile.len(),
-            run.len()
-        );
-    }
-    Ok(())
-}
-
-/// A config's expected-failure lists being updated.
-struct XfailLists {
-    compile: BTreeSet<String>,
-    run: BTreeSet<String>,
-}
-
-impl XfailLists {
-    fn load(path: &Path) -> Result<XfailLists, Error> {
-        let config = SuiteConfig::load(path)?;
-        Ok(XfailLists {
-            compile: config.expected_compile_failures.into_iter().collect(),
-            run: config.expected_run_failures.into_iter().collect(),
-        })
-    }
-
-    /// Lists or unlists `case` by the steps of `r` that ran.
-    fn apply(&mut self, case: &str, r: &TestResult) {
-        let status = |kind: StepKind| {
-            r.steps
-                .iter()
-                .find(|s| s.kind == kind)
-                .map_or(StepStatus::Skipped, |s| s.status)
-        };
-        match status(StepKind::Compile) {
-            StepStatus::Skipped => {}
-            StepStatus::Failed => {
-                self.compile.insert(case.to_string());
-                // A case that cannot compile cannot run: one list says it.
-                self.run.remove(case);
-            }
-            StepStatus::Passed => {
-                self.compile.remove(case);
-            }
-        }
-        match status(StepKind::Run) {
-            StepStatus::Skipped => {}
-            StepStatus::Failed => {
-                self.run.insert(case.to_string());
-            }
-            StepStatus::Passed => {
-                self.run.remove(case);
-            }
-        }
-    }
-}
-
-/// Progress: a bar on a TTY, plain lines otherwise.
-struct Printer {
-    bar: Option<indicatif::ProgressBar>,
-}
-
-impl Printer {
-    fn new(total: usize) -> Printer {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = indicatif::ProgressBar::new(total as u64);
-            if let Ok(style) =
-                indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}")
-            {
-                bar.set_style(style);
-            }
-            bar
-        });
-        Printer { bar }
-    }
-
-    fn done(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-impl Progress for Printer {
-    // The runner calls this under its state lock: lines never interleave.
-    fn finished(&self, r: &TestResult, done: usize, total: usize) {
-        let line = format!(
-            "[{done}/{total}] {:<5} {} ({:.1}s){}",
-            r.outcome.as_str(),
-            r.id,
-            r.seconds,
-            if r.reason.is_empty() || r.outcome == Outcome::Pass {
-                String::new()
-            } else {
-                format!(" - {}", r.reason)
-            }
-        );
-        match &self.bar {
-            Some(bar) => {
-                if r.outcome != Outcome::Pass {
-                    bar.println(line);
-                }
-                bar.set_message(r.id.clone());
-                bar.inc(1);
-            }
-            None => eprintln!("{line}"),
-        }
-    }
-}
-
 /// The test part of `lockstep demo`: the embedded smoke suite on the CPU.
-pub fn demo() -> Result<i32, Error> {
+pub fn demo(rep: &Reporters) -> Result<i32, Error> {
     let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/smoke");
-    println!("\n== lockstep test suites/smoke (the embedded smoke suite, real IREE compiler and runtime)");
+    let out = rep.out();
+    out.line("\n== lockstep test suites/smoke (the embedded smoke suite, real IREE compiler and runtime)");
     if !smoke.is_dir() {
-        println!("   suites/smoke is not here: run the demo from a lockstep checkout");
+        out.line("   suites/smoke is not here: run the demo from a lockstep checkout");
         return Ok(0);
     }
     let cwd = std::env::current_dir()?;
@@ -342,5 +202,5 @@ pub fn demo() -> Result<i32, Error> {
         update_xfails: false,
         iree_bin: None,
     };
-    run(args, &loaded, &cwd)
+    run(args, &loaded, &cwd, rep)
 }

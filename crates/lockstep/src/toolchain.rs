@@ -3,24 +3,25 @@
 use std::path::Path;
 
 use lockstep_core::config::Loaded;
-use lockstep_core::events::EventSink;
+use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_iree::toolchain::{self, Request, Toolchain};
 
-use crate::cli;
-use crate::output::Console;
+use lockstep_report::Reporters;
 
-pub fn run(cmd: cli::Toolchain, loaded: &Loaded) -> Result<i32, Error> {
-    let console = Console::new();
+use crate::cli;
+
+pub fn run(cmd: cli::Toolchain, loaded: &Loaded, rep: &Reporters) -> Result<i32, Error> {
+    let out = rep.out();
     match cmd {
         cli::Toolchain::Install { iree, json } => {
             let version = iree.unwrap_or_else(|| loaded.config.toolchain.iree.clone());
-            let installed = toolchain::install(&version, &console)?;
+            let installed = toolchain::install(&version, rep)?;
             if json {
                 let text = serde_json::to_string_pretty(&installed).map_err(|e| {
                     Error::failed("cannot encode the toolchain as JSON").cause(e.to_string())
                 })?;
-                println!("{text}");
+                out.line(text);
             } else {
                 let packages: Vec<String> = installed
                     .packages
@@ -28,14 +29,17 @@ pub fn run(cmd: cli::Toolchain, loaded: &Loaded) -> Result<i32, Error> {
                     .map(|(name, version)| format!("{name} {version}"))
                     .collect();
                 let dir = installed.bin.parent().unwrap_or(&installed.bin);
-                println!("{} in {}", packages.join(", "), dir.display());
-                println!("iree-compile reports {}", installed.compiler_stamp());
+                out.line(format!("{} in {}", packages.join(", "), dir.display()));
+                out.line(format!(
+                    "iree-compile reports {}",
+                    installed.compiler_stamp()
+                ));
             }
             Ok(0)
         }
         cli::Toolchain::Path { iree_bin } => {
-            let resolved = resolve(iree_bin.as_deref(), loaded, &console)?;
-            println!("{}", resolved.bin.display());
+            let resolved = resolve(iree_bin.as_deref(), loaded, rep)?;
+            out.line(resolved.bin.display());
             Ok(0)
         }
     }
@@ -44,11 +48,7 @@ pub fn run(cmd: cli::Toolchain, loaded: &Loaded) -> Result<i32, Error> {
 /// The IREE tools a command uses: `--iree-bin` (`flag`), else
 /// `$LOCKSTEP_IREE_BIN`, else `[toolchain] iree-bin` (relative to
 /// lockstep.toml), else the provisioned `[toolchain] iree` version.
-pub fn resolve(
-    flag: Option<&Path>,
-    loaded: &Loaded,
-    sink: &dyn EventSink,
-) -> Result<Toolchain, Error> {
+pub fn resolve(flag: Option<&Path>, loaded: &Loaded, sink: &dyn Sink) -> Result<Toolchain, Error> {
     let config_bin = loaded
         .config
         .toolchain

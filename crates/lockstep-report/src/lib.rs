@@ -1,0 +1,151 @@
+//! lockstep's reporters: everything that turns the event stream into output.
+//! Engines emit events ([`lockstep_core::events`]) and return data; the binary
+//! hands their events to [`Reporters`], which fans each one out to
+//!
+//! - the [`console::Console`] on stderr: a progress bar on a TTY, plain lines
+//!   otherwise, only warnings and results with `-q`;
+//! - the [`stream::EventStream`] of `--events FILE|-`: one JSON object per
+//!   line with `schema`, `command`, `event` and `time`, in the spirit of
+//!   cargo's `--message-format json` and nextest's machine output.
+//!
+//! It also decides where human output goes ([`Out`]): standard output, unless
+//! the event stream owns it, then standard error. This crate knows no area:
+//! how an event looks is the event's own ([`lockstep_core::events::Human`]).
+
+pub mod console;
+pub mod stream;
+
+use std::io::Write;
+use std::path::Path;
+
+use lockstep_core::events::{Event, Human, Sink};
+use lockstep_core::output::Target;
+use lockstep_core::Error;
+use serde_json::json;
+
+pub use console::Console;
+pub use stream::EventStream;
+
+/// Where human output that would go to standard output goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Out {
+    to_stderr: bool,
+}
+
+impl Out {
+    /// Standard output.
+    pub fn stdout() -> Out {
+        Out { to_stderr: false }
+    }
+
+    /// Prints `text` as it is (no newline added).
+    pub fn print(&self, text: &str) {
+        let _ = if self.to_stderr {
+            std::io::stderr().lock().write_all(text.as_bytes())
+        } else {
+            std::io::stdout().lock().write_all(text.as_bytes())
+        };
+    }
+
+    /// Prints `line` and a newline.
+    pub fn line(&self, line: impl std::fmt::Display) {
+        self.print(&format!("{line}\n"));
+    }
+}
+
+/// How a command reports.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `-q`: no progress, only warnings, results and errors.
+    pub quiet: bool,
+    /// `--events FILE|-`.
+    pub events: Option<Target>,
+}
+
+/// Every reporter of one command.
+pub struct Reporters {
+    console: Console,
+    stream: Option<EventStream>,
+    out: Out,
+}
+
+impl Reporters {
+    /// The reporters of `command` (the name in every event line); opens the
+    /// event stream and says that the command started.
+    pub fn new(command: &str, options: &Options) -> Result<Reporters, Error> {
+        let stream = options
+            .events
+            .as_ref()
+            .map(|target| EventStream::open(command, target))
+            .transpose()?;
+        let out = Out {
+            to_stderr: stream.as_ref().is_some_and(EventStream::owns_stdout),
+        };
+        let reporters = Reporters {
+            console: Console::new(options.quiet, out),
+            stream,
+            out,
+        };
+        reporters.emit(&Lifecycle::Started {
+            version: env!("CARGO_PKG_VERSION"),
+        });
+        Ok(reporters)
+    }
+
+    /// Where human output for standard output goes.
+    pub fn out(&self) -> Out {
+        self.out
+    }
+
+    /// Says that the command ended with `exit_code`.
+    pub fn finish(&self, exit_code: i32) {
+        self.emit(&Lifecycle::Finished { exit_code });
+    }
+}
+
+impl Sink for Reporters {
+    fn emit(&self, event: &dyn Event) {
+        self.console.emit(event);
+        if let Some(stream) = &self.stream {
+            stream.emit(event);
+        }
+    }
+}
+
+/// The first and last event of every command.
+enum Lifecycle {
+    Started { version: &'static str },
+    Finished { exit_code: i32 },
+}
+
+impl Event for Lifecycle {
+    fn to_json(&self) -> serde_json::Value {
+        match self {
+            Lifecycle::Started { version } => {
+                json!({"event": "command_started", "lockstep_version": version})
+            }
+            Lifecycle::Finished { exit_code } => {
+                json!({"event": "command_finished", "exit_code": exit_code})
+            }
+        }
+    }
+
+    fn human(&self) -> Human {
+        Human::Silent
+    }
+}
+
+/// The usage error for two outputs that both want standard output.
+pub fn stdout_conflict(first: &str, second: &str) -> Error {
+    Error::usage(format!(
+        "{first} and {second} cannot both write to standard output"
+    ))
+    .hint(format!(
+        "send one of them to a file, e.g. {first} events.jsonl"
+    ))
+}
+
+/// `path` as an output target (see [`Target::parse`]).
+pub fn target(path: &Path) -> Target {
+    Target::parse(path)
+}

@@ -1,0 +1,128 @@
+//! The `--events FILE|-` reporter: every event as one JSON object per line,
+//!
+//! ```json
+//! {"schema":1,"command":"test","event":"test_finished","time":"2026-11-24T03:00:00.123Z","id":"...",...}
+//! ```
+//!
+//! `schema` is [`lockstep_core::events::SCHEMA`], `time` RFC 3339 in UTC.
+//! Each line is flushed as it is written, so a reader (a pipe, a FIFO, `tail
+//! -f`) sees events as they happen. docs/schemas/events.json describes them.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use lockstep_core::events::{Event, Sink, SCHEMA};
+use lockstep_core::output::Target;
+use lockstep_core::Error;
+
+pub struct EventStream {
+    command: String,
+    owns_stdout: bool,
+    writer: Mutex<Box<dyn Write + Send>>,
+    /// Set after a write fails (a closed pipe): the stream stops, the command goes on.
+    broken: AtomicBool,
+}
+
+impl EventStream {
+    /// Opens `target` for `command`'s events (a file is created or truncated;
+    /// a FIFO or device is written in place).
+    pub fn open(command: &str, target: &Target) -> Result<EventStream, Error> {
+        let writer: Box<dyn Write + Send> = match target {
+            Target::Stdout => Box::new(std::io::stdout()),
+            Target::Path(path) => {
+                let file = fs_err::File::create(path).map_err(|e| {
+                    Error::usage(format!("cannot open the events file {}", path.display()))
+                        .cause(e.to_string())
+                        .hint("give --events a writable path, or `-` for standard output")
+                })?;
+                Box::new(std::io::BufWriter::new(file))
+            }
+        };
+        Ok(EventStream {
+            command: command.to_string(),
+            owns_stdout: target.is_stdout(),
+            writer: Mutex::new(writer),
+            broken: AtomicBool::new(false),
+        })
+    }
+
+    /// Whether the stream is standard output (human output then moves to stderr).
+    pub fn owns_stdout(&self) -> bool {
+        self.owns_stdout
+    }
+
+    /// The line for `event`.
+    fn line(&self, event: &dyn Event) -> String {
+        let mut fields = match event.to_json() {
+            serde_json::Value::Object(map) => map,
+            other => {
+                let mut map = serde_json::Map::new();
+                map.insert("value".into(), other);
+                map
+            }
+        };
+        let name = fields.remove("event").unwrap_or_else(|| "unknown".into());
+        let mut line = serde_json::Map::new();
+        line.insert("schema".into(), SCHEMA.into());
+        line.insert("command".into(), self.command.clone().into());
+        line.insert("event".into(), name);
+        line.insert("time".into(), now().into());
+        line.extend(fields);
+        serde_json::Value::Object(line).to_string()
+    }
+}
+
+impl Sink for EventStream {
+    fn emit(&self, event: &dyn Event) {
+        if self.broken.load(Ordering::Relaxed) {
+            return;
+        }
+        let line = self.line(event);
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if writeln!(writer, "{line}")
+            .and_then(|()| writer.flush())
+            .is_err()
+        {
+            self.broken.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Now, RFC 3339 in UTC with milliseconds.
+fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockstep_core::events::Message;
+
+    #[test]
+    fn lines_carry_schema_command_event_time_and_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let stream = EventStream::open("test", &Target::Path(path.clone())).unwrap();
+        stream.emit(&Message::Note("hi".into()));
+        stream.emit(&Message::Warning("careful".into()));
+        drop(stream);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["schema"], 1);
+        assert_eq!(lines[0]["command"], "test");
+        assert_eq!(lines[0]["event"], "note");
+        assert_eq!(lines[0]["message"], "hi");
+        assert_eq!(lines[1]["event"], "warning");
+        let time = lines[0]["time"].as_str().unwrap();
+        assert!(time.parse::<jiff::Timestamp>().is_ok(), "{time}");
+        assert!(time.ends_with('Z'), "{time}");
+        assert!(EventStream::open("x", &Target::Path(dir.path().join("no/such/dir/e"))).is_err());
+    }
+}
