@@ -8,7 +8,7 @@
 //! kernels with iree-compile through the kernel [`cache`] and times each with
 //! iree-benchmark-module in its own process, and with verification on runs it
 //! once more with iree-run-module on deterministic inputs and checks the output
-//! against [`verify`]'s f64 reference; [`report`] holds the rows, their
+//! against [`verify`]'s f64 reference; [`rows`] holds the rows, their
 //! statistics and the CSV. Tool paths come from the caller (lockstep-iree
 //! resolves them); nothing here prints (the binary does).
 
@@ -21,7 +21,7 @@ pub mod layernorm;
 pub mod miopen;
 pub mod mlir;
 pub mod references;
-pub mod report;
+pub mod rows;
 pub mod run;
 pub mod signature;
 pub mod verify;

@@ -23,7 +23,7 @@ use crate::device::Device;
 use crate::miopen::BenchCommand;
 use crate::mlir;
 use crate::references;
-use crate::report::{Check, Row, Stats};
+use crate::rows::{Check, Row, Stats};
 use crate::signature::{signatures, OpSignature};
 use crate::verify;
 

@@ -83,7 +83,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded) -> Result<i32, Error> {
         }
     });
     if let Some(path) = &args.csv {
-        write(path, &lockstep_bench::report::csv(&summary.rows))?;
+        write(path, &lockstep_bench::rows::csv(&summary.rows))?;
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&summary)
