@@ -9,8 +9,8 @@ use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
 use serde::{Deserialize, Serialize};
 
+use crate::halt::{ConflictInfo, Halt, HaltKind};
 use crate::replay::{load_stack, replay, Dropped, Replay};
-use crate::report::{ConflictInfo, Halt, HaltKind};
 use crate::Integrate;
 
 /// Journaled state of one advance.
@@ -171,8 +171,8 @@ impl Integrate<'_> {
         let range_hint = || {
             format!(
                 "the pending range is {}..{} ({} affecting commits); `lockstep integrate status` lists them",
-                crate::report::short(base),
-                crate::report::short(upstream),
+                crate::halt::short(base),
+                crate::halt::short(upstream),
                 pending.len()
             )
         };

@@ -213,7 +213,7 @@ impl Integrate<'_> {
                 }
                 hex::encode(h.finalize())
             };
-            let log = run_dir.join(format!("bisect-{}.log", crate::report::short(&commit.sha)));
+            let log = run_dir.join(format!("bisect-{}.log", crate::halt::short(&commit.sha)));
             let run = CachedRun {
                 key,
                 context: "superproject-bisect".into(),

@@ -18,8 +18,8 @@ use lockstep_store::ProbeRecord;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::halt::ConflictInfo;
 use crate::replay::{replay, Dropped, Replay, StackEntry};
-use crate::report::ConflictInfo;
 use crate::Integrate;
 
 /// The verdict on one commit.
@@ -234,7 +234,7 @@ impl<'i, 'a> Prober<'i, 'a> {
     ) -> Result<Probe, Error> {
         let log = self
             .run_dir
-            .join(format!("smoke-{}.log", crate::report::short(&commit.sha)));
+            .join(format!("smoke-{}.log", crate::halt::short(&commit.sha)));
         let spec = Spec {
             argv: self.command.clone(),
             cwd: self.ig.superproject.dir().to_path_buf(),
