@@ -12,10 +12,12 @@
 
 pub mod advance;
 pub mod bisect;
+pub mod checkout;
 pub mod context;
 pub mod demo;
 pub mod export;
 pub mod halt;
+pub mod journal;
 pub mod notify;
 pub mod probe;
 pub mod recover;
