@@ -38,7 +38,7 @@ mod tests {
                 .parse()
                 .unwrap_or_else(|e| panic!("line {}: {e}", line.number));
             for sig in crate::signatures(&command.op) {
-                crate::mlir::module(&sig).unwrap_or_else(|e| panic!("line {}: {e}", line.number));
+                crate::kernel::module(&sig).unwrap_or_else(|e| panic!("line {}: {e}", line.number));
             }
         }
     }

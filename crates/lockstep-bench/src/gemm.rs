@@ -25,10 +25,10 @@
 //! rounding to the output type (rtol) and the rounding of every partial sum
 //! (atol·S, as for convolutions).
 
+use crate::compare::Expected;
 use crate::miopen::{ElemType, GemmCommand, GemmMode};
-use crate::mlir::{convert, is_float, list, tensor_type, Body};
+use crate::mlir_text::{convert, is_float, list, tensor_type, Body};
 use crate::signature::{OpSignature, SignatureDetails};
-use crate::verify::Expected;
 
 /// One of the three gemm dimensions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,8 +292,9 @@ pub fn reference(sig: &OpSignature, inputs: &[Vec<f64>]) -> Result<Vec<Expected>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::{compare_as, Verdict};
+    use crate::tensor_data::inputs;
     use crate::testing::sig;
-    use crate::verify::{compare_as, inputs, Verdict};
 
     fn run(line: &str, inputs: &[Vec<f64>]) -> Expected {
         let mut all = reference(&sig(line), inputs).unwrap_or_else(|e| panic!("{line}: {e}"));
@@ -488,7 +489,7 @@ mod tests {
         let v = compare_as(elem, &got, &missing.values, &missing.sums);
         assert!(!v.passed, "{v:?}");
 
-        let (rtol, atol) = crate::verify::tolerance(elem);
+        let (rtol, atol) = crate::compare::tolerance(elem);
         let bound = rtol * want.values[5].abs() + atol * want.sums[5];
         let mut off = got.clone();
         off[5] = want.values[5] + 2.0 * bound;

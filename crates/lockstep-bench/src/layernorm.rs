@@ -44,10 +44,10 @@
 //! below `1e-5·S` up to 160 terms), and an f16/bf16 result's own rounding
 //! (`2^-11`, `2^-8` relative) is within its `rtol`.
 
+use crate::compare::Expected;
 use crate::miopen::{ElemType, LayerNormCommand, LayerNormMode};
-use crate::mlir::{convert, is_float, list, tensor_type, Body};
+use crate::mlir_text::{convert, is_float, list, tensor_type, Body};
 use crate::signature::{OpSignature, SignatureDetails};
-use crate::verify::Expected;
 
 /// The sizes of a layer norm: the input seen as `rows` rows of `n`.
 #[derive(Debug, Clone)]
@@ -794,8 +794,9 @@ impl Expected {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::{compare_as, tolerance, Verdict};
+    use crate::tensor_data::inputs;
     use crate::testing::sig;
-    use crate::verify::{compare_as, inputs, tolerance, Verdict};
 
     fn refs(line: &str, inputs: &[Vec<f64>]) -> Vec<Expected> {
         reference(&sig(line), inputs).unwrap_or_else(|e| panic!("{line}: {e}"))

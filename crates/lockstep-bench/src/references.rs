@@ -12,8 +12,9 @@
 use lockstep_cache::{Area, Bucket, Key, KeyBuilder, SlotLock};
 use lockstep_core::Error;
 
+use crate::compare::Expected;
 use crate::signature::OpSignature;
-use crate::verify::{self, Expected};
+use crate::{kernel, tensor_data};
 
 /// The version of the reference code: bump it whenever a reference (or the
 /// seeded inputs it is computed from) would come out differently.
@@ -68,7 +69,7 @@ pub fn load_or_compute(
 }
 
 fn compute(sig: &OpSignature, seed: u64) -> Result<Vec<Expected>, String> {
-    verify::reference(sig, &verify::inputs(sig, seed))
+    kernel::reference(sig, &tensor_data::inputs(sig, seed))
 }
 
 fn store(lock: &SlotLock, expected: &[Expected]) -> Result<(), Error> {

@@ -1,7 +1,7 @@
 //! Running a batch: parsed commands become signatures, unique signatures are
 //! compiled by iree-compile on `jobs` workers (through the kernel cache), then
 //! each kernel is timed by iree-benchmark-module in its own process, one at a
-//! time. Every kernel gets deterministic seeded inputs ([`verify::inputs`])
+//! time. Every kernel gets deterministic seeded inputs ([`tensor_data::inputs`])
 //! written as raw `.bin` files, which the timed run reads (unless a splat
 //! value is forced); with verification on (`--verify` or a line's `-V 1`)
 //! iree-run-module runs the kernel once more on them, in its own process, for
@@ -19,13 +19,14 @@ use serde::Serialize;
 use lockstep_cache::{Bucket, Key};
 
 use crate::cache;
+use crate::compare;
 use crate::device::Device;
+use crate::kernel;
 use crate::miopen::BenchCommand;
-use crate::mlir;
 use crate::references;
-use crate::report::{Check, Row, Stats};
+use crate::rows::{Check, Row, Stats};
 use crate::signature::{signatures, OpSignature};
-use crate::verify;
+use crate::tensor_data;
 
 /// The seed of the verification inputs: every run gets the same data.
 pub const VERIFY_SEED: u64 = 0x5EED;
@@ -169,7 +170,7 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
                 row.output_shape = out.shape.clone();
                 row.output_dtype = out.elem.name().to_string();
             }
-            match mlir::module(&sig) {
+            match kernel::module(&sig) {
                 Ok(mlir) => {
                     let key = cache::key(&key_identity, &mlir, &flags);
                     if seen.insert(key.clone()) {
@@ -348,7 +349,7 @@ fn time_and_check(
     Ok(())
 }
 
-/// Writes the seeded inputs of `sig` (the values [`verify::inputs`] gives)
+/// Writes the seeded inputs of `sig` (the values [`tensor_data::inputs`] gives)
 /// as `in0.bin`, `in1.bin`, ... in `dir`, encoding as it goes so a large
 /// tensor is never held as f64.
 fn write_inputs(sig: &OpSignature, dir: &Path) -> Result<Vec<PathBuf>, String> {
@@ -359,10 +360,10 @@ fn write_inputs(sig: &OpSignature, dir: &Path) -> Result<Vec<PathBuf>, String> {
     for (a, operand) in sig.inputs.iter().enumerate() {
         let file = dir.join(format!("in{a}.bin"));
         let mut out = std::io::BufWriter::new(std::fs::File::create(&file).map_err(io)?);
-        let mut values = verify::input_values(sig, a, VERIFY_SEED).peekable();
+        let mut values = tensor_data::input_values(sig, a, VERIFY_SEED).peekable();
         while values.peek().is_some() {
             let chunk: Vec<f64> = values.by_ref().take(1 << 16).collect();
-            out.write_all(&verify::encode(&chunk, operand.elem))
+            out.write_all(&tensor_data::encode(&chunk, operand.elem))
                 .map_err(io)?;
         }
         out.flush().map_err(io)?;
@@ -429,7 +430,7 @@ fn check(
     opts: &Options,
     dir: &Path,
     files: &[PathBuf],
-) -> Result<verify::Verdict, String> {
+) -> Result<compare::Verdict, String> {
     if sig.outputs.is_empty() {
         return Err("the kernel has no output".to_string());
     }
@@ -447,12 +448,12 @@ fn check(
             sig.outputs.len()
         ));
     }
-    let mut verdict: Option<verify::Verdict> = None;
+    let mut verdict: Option<compare::Verdict> = None;
     for ((operand, out), want) in sig.outputs.iter().zip(&outs).zip(&expected) {
         let bytes = std::fs::read(out)
             .map_err(|e| format!("no verification output for {} ({e})", operand.name))?;
-        let got = verify::decode(&bytes, operand.elem)?;
-        let this = verify::compare_as(operand.elem, &got, &want.values, &want.sums);
+        let got = tensor_data::decode(&bytes, operand.elem)?;
+        let this = compare::compare_as(operand.elem, &got, &want.values, &want.sums);
         verdict = Some(match verdict {
             Some(v) => v.merge(this),
             None => this,

@@ -570,6 +570,18 @@ mod tests {
     }
 
     #[test]
+    fn huge_sizes_saturate_flops_and_bytes() {
+        // miopen's `huge_values_are_refused_or_saturate_without_panicking`
+        // parses this line; its counts saturate instead of overflowing.
+        let big = i32::MAX;
+        let sigs = sigs(&format!(
+            "conv -n {big} -c {big} -k {big} -H {big} -W {big} -y 1 -x 1 -u {big} -p {big} -F 1"
+        ));
+        assert_eq!(sigs[0].flops, u64::MAX);
+        assert_eq!(sigs[0].bytes, u64::MAX);
+    }
+
+    #[test]
     fn int8_accumulates_and_writes_int32() {
         let sig = &sigs("convint8 -n 1 -c 4 -H 8 -W 8 -k 4 -y 1 -x 1 -F 1")[0];
         assert!(sig

@@ -58,7 +58,7 @@ pub fn execute(
     text: &str,
     inputs: &[Vec<f64>],
 ) -> Vec<Vec<f64>> {
-    use crate::verify::{decode, encode};
+    use crate::tensor_data::{decode, encode};
     let name = &sig.func_name;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let vmfb = dir.path().join("module.vmfb");

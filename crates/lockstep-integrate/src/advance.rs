@@ -7,22 +7,12 @@
 
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use crate::halt::{ConflictInfo, Halt, HaltKind};
+use crate::journal::AdvanceJournal;
 use crate::replay::{load_stack, replay, Dropped, Replay};
-use crate::report::{ConflictInfo, Halt, HaltKind};
 use crate::Integrate;
-
-/// Journaled state of one advance.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AdvanceJournal {
-    pub target: Oid,
-    pub superproject_before: Oid,
-    pub submodule_before: Oid,
-    pub new_head: Oid,
-    pub message: String,
-    pub export: bool,
-}
 
 /// A planned advance.
 #[derive(Debug, Clone, Serialize)]
@@ -59,7 +49,7 @@ pub enum NextOutcome {
     },
     /// A crashed `next` was finished instead of starting a new advance.
     Resumed {
-        resumed: crate::recover::Resumed,
+        resumed: crate::journal::Resumed,
     },
 }
 
@@ -171,8 +161,8 @@ impl Integrate<'_> {
         let range_hint = || {
             format!(
                 "the pending range is {}..{} ({} affecting commits); `lockstep integrate status` lists them",
-                crate::report::short(base),
-                crate::report::short(upstream),
+                crate::halt::short(base),
+                crate::halt::short(upstream),
                 pending.len()
             )
         };
@@ -292,7 +282,7 @@ impl Integrate<'_> {
             }
         };
         let current = self.sub.head()?;
-        crate::recover::checkout_submodule(
+        crate::checkout::checkout_submodule(
             self,
             &state.new_head,
             &[&current, &state.new_head, &state.submodule_before],

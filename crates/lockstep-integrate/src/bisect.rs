@@ -14,9 +14,10 @@ use std::time::Duration;
 use lockstep_core::process::Spec;
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::journal::SuperBisectJournal;
 use crate::probe::{journal_value, run_cached, CachedRun, Prober, Verdict};
 use crate::replay::load_stack;
 use crate::search::narrow;
@@ -53,13 +54,6 @@ pub struct BisectResult {
     pub candidates: usize,
     pub steps: Vec<Step>,
     pub runs: usize,
-}
-
-/// Journal of a superproject bisect (to return the user's checkout).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SuperBisectJournal {
-    pub original_branch: Option<String>,
-    pub original_head: Oid,
 }
 
 impl Integrate<'_> {
@@ -213,7 +207,7 @@ impl Integrate<'_> {
                 }
                 hex::encode(h.finalize())
             };
-            let log = run_dir.join(format!("bisect-{}.log", crate::report::short(&commit.sha)));
+            let log = run_dir.join(format!("bisect-{}.log", crate::halt::short(&commit.sha)));
             let run = CachedRun {
                 key,
                 context: "superproject-bisect".into(),

@@ -37,12 +37,11 @@ impl Exported {
         match self {
             Exported::PureUpstream { .. } => "nothing to export (pure upstream)".into(),
             Exported::AlreadyThere { branch, .. } => format!("already on {branch}"),
-            Exported::Created { branch, head } => format!(
-                "pushed {} to new branch {branch}",
-                crate::report::short(head)
-            ),
+            Exported::Created { branch, head } => {
+                format!("pushed {} to new branch {branch}", crate::halt::short(head))
+            }
             Exported::Spliced { branch, splice, .. } => {
-                format!("spliced onto {branch} ({})", crate::report::short(splice))
+                format!("spliced onto {branch} ({})", crate::halt::short(splice))
             }
         }
     }

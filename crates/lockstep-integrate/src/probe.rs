@@ -18,8 +18,9 @@ use lockstep_store::ProbeRecord;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::halt::ConflictInfo;
+use crate::journal::ProbeJournal;
 use crate::replay::{replay, Dropped, Replay, StackEntry};
-use crate::report::ConflictInfo;
 use crate::Integrate;
 
 /// The verdict on one commit.
@@ -75,20 +76,6 @@ pub struct Probe {
     pub log: Option<String>,
     pub exit: Option<String>,
     pub cached: bool,
-}
-
-/// State journaled while probes move the submodule away from the pin.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ProbeJournal {
-    /// Superproject HEAD when the search started.
-    pub superproject_head: Oid,
-    /// Submodule HEAD to return to when the superproject HEAD has not moved.
-    pub restore: Oid,
-    /// Process group of the running smoke, if any.
-    pub pgid: Option<i32>,
-    /// Submodule commit a checkout was moving to (its files may be half written).
-    #[serde(default)]
-    pub moving_to: Option<Oid>,
 }
 
 /// Runs probes for one search (one loop iteration or one bisect).
@@ -234,7 +221,7 @@ impl<'i, 'a> Prober<'i, 'a> {
     ) -> Result<Probe, Error> {
         let log = self
             .run_dir
-            .join(format!("smoke-{}.log", crate::report::short(&commit.sha)));
+            .join(format!("smoke-{}.log", crate::halt::short(&commit.sha)));
         let spec = Spec {
             argv: self.command.clone(),
             cwd: self.ig.superproject.dir().to_path_buf(),
@@ -310,7 +297,7 @@ impl<'i, 'a> Prober<'i, 'a> {
                 state.pgid = None;
                 self.ig.store.update(*id, state)?;
             }
-            crate::recover::checkout_submodule(self.ig, head, &[&self.checked_out, head])?;
+            crate::checkout::checkout_submodule(self.ig, head, &[&self.checked_out, head])?;
             self.checked_out = head.to_string();
         }
         Ok(())
@@ -334,7 +321,7 @@ impl<'i, 'a> Prober<'i, 'a> {
     pub fn finish(mut self) -> Result<(), Error> {
         if let Some((id, state)) = self.journal.take() {
             let current = self.checked_out.clone();
-            crate::recover::checkout_submodule(
+            crate::checkout::checkout_submodule(
                 self.ig,
                 &state.restore,
                 &[&current, &state.restore],

@@ -6,19 +6,19 @@
 //! children left behind (only those created after it started), kills a smoke
 //! process group it left running, and then rolls each unfinished step forward
 //! (so rerunning the same command continues) or, with `integrate abort`, back.
+//! The records it reads are defined in [`crate::journal`]; the submodule
+//! checkouts it undoes go through [`crate::checkout`].
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lockstep_core::Error;
-use lockstep_git::{Oid, Repo};
 use serde::{Deserialize, Serialize};
 
-use crate::advance::AdvanceJournal;
-use crate::bisect::SuperBisectJournal;
-use crate::probe::ProbeJournal;
-use crate::start::StartJournal;
+use crate::checkout::checkout_submodule;
+use crate::journal::{
+    AdvanceJournal, ProbeJournal, Resumed, StartJournal, SuperBisectJournal, INTEGRATE_RECORD,
+};
 use crate::Integrate;
 
 const SESSION_RECORD: &str = "session";
@@ -29,15 +29,6 @@ pub struct Session<'i, 'a> {
     ig: &'i Integrate<'a>,
     /// Advances a dead predecessor left unfinished and this session finished.
     pub resumed: Vec<Resumed>,
-}
-
-/// An interrupted advance that a new session finished.
-#[derive(Debug, Clone, Serialize)]
-pub struct Resumed {
-    pub target: Oid,
-    pub superproject_commit: Oid,
-    pub message: String,
-    pub export: Option<String>,
 }
 
 impl Drop for Session<'_, '_> {
@@ -236,13 +227,10 @@ impl<'a> Integrate<'a> {
             self.store.finish(op.id, "aborted")?;
         }
         if all {
-            if let Some(state) = self
-                .store
-                .get::<StartJournal>(crate::start::INTEGRATE_RECORD)?
-            {
+            if let Some(state) = self.store.get::<StartJournal>(INTEGRATE_RECORD)? {
                 self.require_clean()?;
                 self.undo_start(&state)?;
-                self.store.remove(crate::start::INTEGRATE_RECORD)?;
+                self.store.remove(INTEGRATE_RECORD)?;
                 self.clear_halt()?;
                 undone.push(format!(
                     "integrate {} (branch kept; delete it with `git branch -D {}`)",
@@ -269,26 +257,6 @@ fn git_dir_of_path(path: &Path) -> PathBuf {
         path.join(".git")
     } else {
         path.to_path_buf()
-    }
-}
-
-impl Integrate<'_> {
-    /// Checks the submodule out at the pin recorded in the superproject's HEAD.
-    pub(crate) fn sync_submodule_to_pin(&self) -> Result<(), Error> {
-        let pin = self.pin()?;
-        let current = self.sub.head()?;
-        checkout_submodule(self, &pin, &[&current, &pin])
-    }
-
-    /// Checks out the branch (or detached commit) the user had, with its pin.
-    pub(crate) fn return_to(&self, branch: Option<&str>, head: &str) -> Result<(), Error> {
-        match branch {
-            Some(b) => {
-                self.superproject.git(&["checkout", "-q", b])?;
-            }
-            None => self.superproject.checkout_detached(head)?,
-        }
-        self.sync_submodule_to_pin()
     }
 }
 
@@ -328,102 +296,4 @@ fn collect_locks(dir: &Path, recursive: bool, since: SystemTime, found: &mut Vec
             found.push(path);
         }
     }
-}
-
-/// Checks the submodule out at `target`. Local changes are allowed only when
-/// lockstep's own interrupted checkout between two of `sources` can explain
-/// them: a file whose content equals its content in one of `sources`, or a
-/// file that differs between the sources and is missing, empty or a prefix of
-/// one of its versions (git deletes, creates, then writes). Anything else is
-/// the user's work and stops the checkout.
-pub fn checkout_submodule(ig: &Integrate, target: &str, sources: &[&str]) -> Result<(), Error> {
-    let sub = &ig.sub;
-    let dirt = sub.dirty()?;
-    if dirt.is_empty() {
-        if sub.head()? != target {
-            sub.checkout_detached(target)?;
-        }
-        return Ok(());
-    }
-    let in_flight = paths_changed_between(sub, sources)?;
-    let foreign: Vec<String> = dirt
-        .iter()
-        .filter(|d| !written_by_checkout(sub, &d.path, sources, &in_flight))
-        .map(|d| format!("{} {}", d.code, d.path))
-        .collect();
-    if !foreign.is_empty() {
-        let mut err = Error::failed(format!(
-            "the submodule {} has changes lockstep did not make; not touching them",
-            sub.dir().display()
-        ));
-        for f in foreign.iter().take(20) {
-            err = err.cause(f.clone());
-        }
-        return Err(err.hint(format!(
-            "commit or stash them in the submodule, then rerun (lockstep wants it at {target})"
-        )));
-    }
-    sub.git(&["checkout", "-q", "-f", "--detach", target])?;
-    // An interrupted checkout can also leave files git does not track.
-    let leftover = sub.dirty()?;
-    for d in leftover.iter().filter(|d| d.code == "??") {
-        if written_by_checkout(sub, &d.path, sources, &in_flight) {
-            let _ = fs_err::remove_file(sub.dir().join(&d.path));
-        }
-    }
-    Ok(())
-}
-
-/// Paths that differ between any two of `sources`.
-fn paths_changed_between(repo: &Repo, sources: &[&str]) -> Result<HashSet<String>, Error> {
-    let mut paths = HashSet::new();
-    for (i, a) in sources.iter().enumerate() {
-        for b in &sources[i + 1..] {
-            if a != b {
-                let out = repo.git(&["diff", "--name-only", "-z", "--no-renames", a, b])?;
-                paths.extend(
-                    out.split('\0')
-                        .filter(|p| !p.is_empty())
-                        .map(str::to_string),
-                );
-            }
-        }
-    }
-    Ok(paths)
-}
-
-fn written_by_checkout(
-    repo: &Repo,
-    path: &str,
-    sources: &[&str],
-    in_flight: &HashSet<String>,
-) -> bool {
-    let on_disk = repo.dir().join(path);
-    let disk: Option<Vec<u8>> = std::fs::read(&on_disk).ok();
-    let versions: Vec<Option<Oid>> = sources
-        .iter()
-        .map(|src| repo.resolve_blob(&format!("{src}:{path}")).unwrap_or(None))
-        .collect();
-    let disk_id: Option<Oid> = match &disk {
-        Some(_) => repo
-            .git(&["hash-object", "--no-filters", "--", path])
-            .ok()
-            .map(|s| s.trim().to_string()),
-        None => None,
-    };
-    if versions.contains(&disk_id) {
-        return true;
-    }
-    if !in_flight.contains(path) {
-        return false;
-    }
-    let Some(bytes) = disk else {
-        return true; // deleted, not yet recreated
-    };
-    bytes.is_empty()
-        || versions.iter().flatten().any(|blob| {
-            repo.git(&["cat-file", "blob", blob])
-                .map(|content| content.as_bytes().starts_with(&bytes))
-                .unwrap_or(false)
-        })
 }

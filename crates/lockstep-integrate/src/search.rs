@@ -20,9 +20,9 @@ use lockstep_core::Error;
 use lockstep_git::Commit;
 use serde::Serialize;
 
+use crate::halt::{Halt, HaltKind};
 use crate::probe::{Probe, Prober, Verdict};
 use crate::replay::{load_stack, Replay};
-use crate::report::{Halt, HaltKind};
 use crate::status::Status;
 use crate::Integrate;
 

@@ -4,21 +4,10 @@
 
 use lockstep_core::Error;
 use lockstep_git::Oid;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use crate::journal::{StartJournal, INTEGRATE_RECORD};
 use crate::Integrate;
-
-/// The record of the integrate in progress (and the start step's journal).
-pub const INTEGRATE_RECORD: &str = "integrate";
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StartJournal {
-    pub branch: String,
-    pub base: Oid,
-    /// Where the user was before: branch (or None when detached) and commit.
-    pub original_branch: Option<String>,
-    pub original_head: Oid,
-}
 
 /// What `start` did.
 #[derive(Debug, Clone, Serialize)]

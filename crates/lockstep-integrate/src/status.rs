@@ -13,7 +13,7 @@ use lockstep_git::{Commit, Oid};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::report::Halt;
+use crate::halt::Halt;
 use crate::Integrate;
 
 /// A carried patch: a commit in `merge_base..current`.

@@ -85,7 +85,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32
         }
     });
     if let Some(path) = &args.csv {
-        write(path, &lockstep_bench::report::csv(&summary.rows))?;
+        write(path, &lockstep_bench::rows::csv(&summary.rows))?;
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&summary)

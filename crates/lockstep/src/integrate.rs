@@ -6,7 +6,7 @@ use lockstep_core::config::Loaded;
 use lockstep_core::Error;
 use lockstep_integrate::advance::{NextOptions, NextOutcome};
 use lockstep_integrate::bisect::BisectOptions;
-use lockstep_integrate::report::{require_halt, short};
+use lockstep_integrate::halt::{require_halt, short};
 use lockstep_integrate::search::{LoopEnd, LoopOptions};
 use lockstep_integrate::status::Status;
 use lockstep_integrate::Integrate;

@@ -35,20 +35,13 @@
 //! spatial dimension get whatever taps reach them, zero otherwise), the
 //! transposed backward data is the forward, and the transposed backward
 //! weight is the backward weight with the operands `dy` and `x` exchanged.
-
-use std::fmt::Write as _;
+//!
+//! The MLIR-text helpers it shares with the other ops are in `mlir_text`;
+//! `kernel` picks this generator for convolution signatures.
 
 use crate::miopen::{Axis, ConvMode, Direction, ElemType, Layout};
+use crate::mlir_text::{convert, is_float, list, tensor_type, zero, Body};
 use crate::signature::{ConvSignature, OpSignature, SignatureDetails};
-
-/// The MLIR module of any signature: a convolution, a gemm or a layer norm.
-pub fn module(sig: &OpSignature) -> Result<String, String> {
-    match &sig.details {
-        SignatureDetails::Conv(_) => conv_module(sig),
-        SignatureDetails::Gemm(_) => crate::gemm::module(sig),
-        SignatureDetails::LayerNorm(_) => crate::layernorm::module(sig),
-    }
-}
 
 /// The MLIR module of a convolution signature.
 pub fn conv_module(sig: &OpSignature) -> Result<String, String> {
@@ -97,108 +90,6 @@ struct Conv<'a> {
     /// The arguments read as the generic's first and second data operands:
     /// (x, w) forward, (dy, w) backward data, (dy, x) backward weight.
     operands: [&'static str; 2],
-}
-
-/// Emits SSA names and lines.
-#[derive(Default)]
-pub(crate) struct Body {
-    pub(crate) text: String,
-    next: usize,
-}
-
-impl Body {
-    pub(crate) fn fresh(&mut self, prefix: &str) -> String {
-        self.next += 1;
-        format!("%{prefix}{}", self.next)
-    }
-
-    pub(crate) fn line(&mut self, line: &str) {
-        self.text.push_str("    ");
-        self.text.push_str(line);
-        self.text.push('\n');
-    }
-
-    /// A zero-filled tensor (the initial value of a reduction, or padding);
-    /// returns its SSA name.
-    pub(crate) fn zeros(&mut self, shape: &[u64], elem: ElemType) -> String {
-        let ty = tensor_type(shape, elem);
-        let empty = self.fresh("empty");
-        self.line(&format!("{empty} = tensor.empty() : {ty}"));
-        let zero_value = self.fresh("zero");
-        self.line(&format!("{zero_value} = arith.constant {}", zero(elem)));
-        let filled = self.fresh("init");
-        self.line(&format!(
-            "{filled} = linalg.fill ins({zero_value} : {}) outs({empty} : {ty}) -> {ty}",
-            elem.mlir()
-        ));
-        filled
-    }
-}
-
-pub(crate) fn tensor_type(shape: &[u64], elem: ElemType) -> String {
-    let mut s = String::from("tensor<");
-    for d in shape {
-        let _ = write!(s, "{d}x");
-    }
-    s.push_str(elem.mlir());
-    s.push('>');
-    s
-}
-
-pub(crate) fn list(values: impl IntoIterator<Item = impl ToString>) -> String {
-    values
-        .into_iter()
-        .map(|v| v.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-pub(crate) fn is_float(elem: ElemType) -> bool {
-    matches!(elem, ElemType::F32 | ElemType::F16 | ElemType::BF16)
-}
-
-pub(crate) fn zero(elem: ElemType) -> String {
-    if is_float(elem) {
-        format!("0.000000e+00 : {}", elem.mlir())
-    } else {
-        format!("0 : {}", elem.mlir())
-    }
-}
-
-fn bits(elem: ElemType) -> u64 {
-    elem.bytes() * 8
-}
-
-/// Converts `value` from one element type to another inside a region.
-pub(crate) fn convert(
-    body: &mut Body,
-    value: &str,
-    from: ElemType,
-    to: ElemType,
-) -> Result<String, String> {
-    if from == to {
-        return Ok(value.to_string());
-    }
-    let op = match (is_float(from), is_float(to)) {
-        (true, true) if bits(from) < bits(to) => "arith.extf",
-        (true, true) => "arith.truncf",
-        (false, false) if bits(from) < bits(to) => "arith.extsi",
-        (false, false) => "arith.trunci",
-        _ => {
-            return Err(format!(
-                "no conversion from {} to {}",
-                from.mlir(),
-                to.mlir()
-            ))
-        }
-    };
-    let out = body.fresh("v");
-    body.line(&format!(
-        "  {out} = {op} {value} : {} to {}",
-        from.mlir(),
-        to.mlir()
-    ));
-    Ok(out)
 }
 
 /// One affine expression `sum(coef * dim) + constant`, printed for MLIR.
