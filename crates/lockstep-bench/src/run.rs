@@ -5,7 +5,8 @@
 //! written as raw `.bin` files, which the timed run reads (unless a splat
 //! value is forced); with verification on (`--verify` or a line's `-V 1`)
 //! iree-run-module runs the kernel once more on them, in its own process, for
-//! the output compared with the f64 reference.
+//! the output compared with the f64 reference. Command lines are
+//! lockstep-iree's; progress goes out as [`BenchEvent`]s.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -13,16 +14,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use lockstep_core::process::{self, Exit, Spec};
-use serde::Serialize;
-
 use lockstep_cache::{Bucket, Key};
+use lockstep_core::events::Sink;
+use lockstep_core::process::Exit;
+use lockstep_iree::{Benchmark, Compile, Invocation, Limits, MinTime, RunModule, Toolchain};
+use serde::Serialize;
 
 use crate::cache;
 use crate::compare;
 use crate::device::Device;
+use crate::events::BenchEvent;
+use crate::jobs::Job;
 use crate::kernel;
-use crate::miopen::BenchCommand;
 use crate::references;
 use crate::rows::{Check, Row, Stats};
 use crate::signature::{signatures, OpSignature};
@@ -31,28 +34,11 @@ use crate::tensor_data;
 /// The seed of the verification inputs: every run gets the same data.
 pub const VERIFY_SEED: u64 = 0x5EED;
 
-/// One command of the batch.
-#[derive(Debug, Clone)]
-pub struct Job {
-    /// Line number in the commands file.
-    pub line: Option<usize>,
-    /// The command words without a driver prefix, joined.
-    pub arguments: String,
-    /// The parsed command or why it was rejected.
-    pub parsed: Result<BenchCommand, String>,
-    /// The line's leading repeat count (recorded in the rows, not acted on).
-    pub repeat: Option<u64>,
-}
-
 /// How to compile and run.
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub compiler: PathBuf,
-    pub benchmark: PathBuf,
-    /// iree-run-module, for verification runs.
-    pub runner: PathBuf,
-    /// Compiler identity for the cache key.
-    pub identity: String,
+    /// The IREE tools (the compiler's identity keys the cache).
+    pub toolchain: Toolchain,
     /// Target flags, runtime device and its flags.
     pub device: Device,
     /// Added after the device's target flags.
@@ -123,8 +109,8 @@ struct Kernel {
     mlir: String,
 }
 
-/// Runs every job; `on_row` sees each row as soon as it is final, in order.
-pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summary {
+/// Runs every job; each row goes out as an event as soon as it is final, in order.
+pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
     let flags: Vec<String> = opts
         .device
         .target_flags
@@ -132,7 +118,7 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
         .chain(&opts.compile_flags)
         .cloned()
         .collect();
-    let key_identity = lockstep_iree::key_identity(&opts.identity, &flags);
+    let key_identity = lockstep_iree::key_identity(&opts.toolchain.identity, &flags);
     let mut planned = Vec::new();
     let mut kernels: Vec<(Key, Kernel)> = Vec::new();
     let mut seen = HashSet::new();
@@ -203,6 +189,13 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
         }
     }
 
+    sink.emit(&BenchEvent::BatchStarted {
+        commands: jobs.len(),
+        rows: planned.len(),
+        kernels: kernels.len(),
+        device: opts.device.name.clone(),
+        runtime_device: opts.device.runtime.clone(),
+    });
     let compiled = AtomicUsize::new(0);
     let hits = AtomicUsize::new(0);
     let modules: Mutex<HashMap<Key, Module>> = Mutex::new(HashMap::new());
@@ -216,6 +209,7 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if let Some((key, kernel)) = kernels.get(i) {
                     let result = obtain(key, kernel, &flags, opts, &compiled, &hits);
+                    sink.emit(&compiled_event(key, kernel, &result));
                     modules
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -250,15 +244,41 @@ pub fn run(jobs: &[Job], opts: &Options, mut on_row: impl FnMut(&Row)) -> Summar
                 }
             }
         }
-        on_row(&row);
+        sink.emit(&BenchEvent::RowFinished {
+            index: rows.len(),
+            first_of_command: rows
+                .last()
+                .is_none_or(|last: &Row| last.command != row.command),
+            boo_lines: row.boo_lines(),
+            row: Box::new(row.clone()),
+        });
         rows.push(row);
     }
-    Summary {
+    let summary = Summary {
         device: opts.device.name.clone(),
         runtime_device: opts.device.runtime.clone(),
         rows,
         compiled: compiled.into_inner(),
         cache_hits: hits.into_inner(),
+    };
+    sink.emit(&BenchEvent::BatchFinished {
+        rows: summary.rows.len(),
+        failed: summary.failed(),
+        compiled: summary.compiled,
+        cache_hits: summary.cache_hits,
+    });
+    summary
+}
+
+/// The event for a kernel whose module is `module`.
+fn compiled_event(key: &Key, kernel: &Kernel, module: &Module) -> BenchEvent {
+    BenchEvent::KernelCompiled {
+        func_name: kernel.func_name.clone(),
+        key: key.to_string(),
+        cached: module.as_ref().is_ok_and(|(_, cached, _)| *cached),
+        ok: module.is_ok(),
+        seconds: module.as_ref().map_or(0.0, |(_, _, seconds)| *seconds),
+        message: module.as_ref().err().cloned().unwrap_or_default(),
     }
 }
 
@@ -381,8 +401,8 @@ enum Inputs<'a> {
     Splat(&'a str),
 }
 
-/// `--input=DIMSxTYPE=VALUE` for each input of `sig`.
-fn input_flags(sig: &OpSignature, inputs: Inputs) -> Vec<String> {
+/// `DIMSxTYPE=VALUE` (the `--input=` values) for each input of `sig`.
+fn input_values(sig: &OpSignature, inputs: Inputs) -> Vec<String> {
     sig.inputs
         .iter()
         .enumerate()
@@ -392,34 +412,32 @@ fn input_flags(sig: &OpSignature, inputs: Inputs) -> Vec<String> {
                 Inputs::Files(files) => format!("@{}", files[i].display()),
                 Inputs::Splat(value) => value.to_string(),
             };
-            format!("--input={}x{}={value}", dims.join("x"), input.elem.mlir())
+            format!("{}x{}={value}", dims.join("x"), input.elem.mlir())
         })
         .collect()
 }
 
 /// `iree-run-module` running `sig`'s function once on the input `files`,
 /// writing each result to its file in `outs`.
-pub(crate) fn run_module_argv(
-    runner: &Path,
+pub(crate) fn run_module_invocation(
+    toolchain: &Toolchain,
     module: &Path,
     device: &Device,
     sig: &OpSignature,
     files: &[PathBuf],
     outs: &[PathBuf],
-) -> Vec<String> {
-    let mut argv = vec![
-        runner.display().to_string(),
-        format!("--module={}", module.display()),
-        format!("--device={}", device.runtime),
-        format!("--function={}", sig.func_name),
-    ];
-    argv.extend(device.run_flags.iter().cloned());
-    argv.extend(input_flags(sig, Inputs::Files(files)));
-    argv.extend(
-        outs.iter()
-            .map(|out| format!("--output=@{}", out.display())),
-    );
-    argv
+) -> Result<Invocation, String> {
+    let inputs = input_values(sig, Inputs::Files(files));
+    toolchain
+        .run_module(&RunModule {
+            module,
+            device: Some(&device.runtime),
+            function: Some(&sig.func_name),
+            flags: &device.run_flags,
+            inputs: &inputs,
+            outputs: outs,
+        })
+        .map_err(|e| e.render())
 }
 
 /// Runs the kernel once on the verification inputs with iree-run-module and
@@ -438,8 +456,9 @@ fn check(
         .map(|i| dir.join(format!("out{i}.bin")))
         .collect();
     let log = dir.with_extension("verify.log");
-    let argv = run_module_argv(&opts.runner, module, &opts.device, sig, files, &outs);
-    run_tool(argv, &log, opts, "verification run failed")?;
+    let invocation =
+        run_module_invocation(&opts.toolchain, module, &opts.device, sig, files, &outs)?;
+    run_tool(&invocation, &log, opts, "verification run failed")?;
     let expected = references::load_or_compute(opts.references.as_ref(), sig, VERIFY_SEED)?;
     if expected.len() != sig.outputs.len() {
         return Err(format!(
@@ -496,25 +515,18 @@ fn obtain(
         .map_err(io)?;
     let out = stage.path(cache::MODULE).map_err(io)?;
     // The recorded command names the entry's files, not the staging ones.
-    let command = shell_join(
-        compile_argv(
-            opts,
-            &slot.path(cache::SOURCE),
-            flags,
-            &slot.path(cache::MODULE),
-        )
-        .into_iter(),
-    );
+    let command = compile(
+        opts,
+        &slot.path(cache::SOURCE),
+        flags,
+        &slot.path(cache::MODULE),
+    )?
+    .words();
     stage
         .write(cache::COMMAND, format!("{command}\n").as_bytes())
         .map_err(io)?;
     // A failed compile drops the stage: nothing of it stays in the cache.
-    let seconds = run_compile(
-        key,
-        compile_argv(opts, &source, flags, &out),
-        opts,
-        compiled,
-    )?;
+    let seconds = run_compile(key, &compile(opts, &source, flags, &out)?, opts, compiled)?;
     let entry = stage
         .commit(serde_json::json!({ "command": command }))
         .map_err(io)?;
@@ -524,6 +536,7 @@ fn obtain(
         .unwrap_or_else(|| slot.path(cache::MODULE));
     Ok((module, false, seconds))
 }
+
 /// Compiles a kernel into the run's work directory (the cache is off).
 fn compile_uncached(
     key: &Key,
@@ -539,7 +552,7 @@ fn compile_uncached(
         .map_err(|e| format!("cannot write the kernel's source: {}", e.render()))?;
     let seconds = run_compile(
         key,
-        compile_argv(opts, &source, flags, &module),
+        &compile(opts, &source, flags, &module)?,
         opts,
         compiled,
     )?;
@@ -547,21 +560,27 @@ fn compile_uncached(
 }
 
 /// `iree-compile SOURCE FLAGS -o MODULE`.
-fn compile_argv(opts: &Options, source: &Path, flags: &[String], module: &Path) -> Vec<String> {
-    let mut argv = vec![
-        opts.compiler.display().to_string(),
-        source.display().to_string(),
-    ];
-    argv.extend(flags.iter().cloned());
-    argv.push("-o".to_string());
-    argv.push(module.display().to_string());
-    argv
+fn compile(
+    opts: &Options,
+    source: &Path,
+    flags: &[String],
+    module: &Path,
+) -> Result<Invocation, String> {
+    opts.toolchain
+        .compile(&Compile {
+            source,
+            flags,
+            output: module,
+            phase: None,
+            statistics: None,
+        })
+        .map_err(|e| e.render())
 }
 
 /// Runs one compile, counted in `compiled`, its log in the work directory.
 fn run_compile(
     key: &Key,
-    argv: Vec<String>,
+    invocation: &Invocation,
     opts: &Options,
     compiled: &AtomicUsize,
 ) -> Result<f64, String> {
@@ -570,7 +589,7 @@ fn run_compile(
         .join("logs")
         .join(format!("{key}.compile.log"));
     compiled.fetch_add(1, Ordering::Relaxed);
-    run_tool(argv, &log, opts, "compile failed")
+    run_tool(invocation, &log, opts, "compile failed")
 }
 
 /// Times one kernel: `iterations` samples after one warm-up run, and the wall
@@ -586,30 +605,30 @@ fn time(
     let out = opts.work_dir.join("runs").join(format!("{index}.json"));
     let log = opts.work_dir.join("runs").join(format!("{index}.log"));
     let _ = std::fs::remove_file(&out);
-    let mut argv = vec![
-        opts.benchmark.display().to_string(),
-        format!("--module={}", module.display()),
-        format!("--function={}", sig.func_name),
-        format!("--device={}", opts.device.runtime),
-    ];
-    argv.extend(opts.device.run_flags.iter().cloned());
-    argv.extend(input_flags(sig, inputs));
-    argv.extend([
-        format!("--benchmark_repetitions={}", u64::from(iterations) + 1),
-        "--benchmark_min_time=1x".to_string(),
-        "--benchmark_format=json".to_string(),
-        format!("--benchmark_out={}", out.display()),
-        "--benchmark_out_format=json".to_string(),
-    ]);
-    if let Some(threads) = opts.threads {
-        if opts.device.is_local_task() {
-            argv.push(format!("--task_topology_max_group_count={threads}"));
-        }
-    }
-    let seconds = run_tool(argv, &log, opts, "run failed")?;
+    let inputs = input_values(sig, inputs);
+    let invocation = opts
+        .toolchain
+        .benchmark_module(&Benchmark {
+            run: RunModule {
+                module,
+                device: Some(&opts.device.runtime),
+                function: Some(&sig.func_name),
+                flags: &opts.device.run_flags,
+                inputs: &inputs,
+                outputs: &[],
+            },
+            // One warm-up repetition, then one sample per iteration.
+            repetitions: u64::from(iterations) + 1,
+            min_time: MinTime::Iterations(1),
+            json_out: Some(&out),
+            threads: opts.threads.filter(|_| opts.device.is_local_task()),
+        })
+        .map_err(|e| e.render())?;
+    let seconds = run_tool(&invocation, &log, opts, "run failed")?;
     let text = std::fs::read_to_string(&out)
         .map_err(|e| format!("run failed: no benchmark output ({e})"))?;
-    let mut samples = parse_samples(&text)?;
+    let mut samples =
+        lockstep_iree::benchmark::samples_us(&lockstep_iree::benchmark::entries(&text)?);
     // The first repetition is the warm-up.
     if samples.len() > 1 {
         samples.remove(0);
@@ -622,117 +641,32 @@ fn time(
 /// Runs one tool in its own process group under the run's timeout, its
 /// output in `log`; gives its wall seconds, or `"{failure} ({exit}): {first
 /// error line} (log: ...)"`.
-fn run_tool(argv: Vec<String>, log: &Path, opts: &Options, failure: &str) -> Result<f64, String> {
-    let spec = Spec {
-        argv,
-        cwd: opts.work_dir.clone(),
-        env: Vec::new(),
-        timeout: Some(opts.timeout),
-        log: log.to_path_buf(),
-        header: None,
-    };
-    let finished = process::run(&spec, |_| {}).map_err(|e| e.render())?;
-    match finished.exit {
-        Exit::Code(0) => {}
-        // What a killed process printed last is not the reason.
-        Exit::TimedOut => {
-            return Err(format!(
-                "{failure} ({}) (log: {})",
-                describe(finished.exit, opts.timeout),
-                log.display()
-            ))
-        }
-        exit => {
-            return Err(format!(
-                "{failure} ({}): {}",
-                describe(exit, opts.timeout),
-                first_error(log)
-            ))
-        }
-    }
-    Ok(finished.elapsed.as_secs_f64())
-}
-
-/// Per-repetition real times in microseconds from google-benchmark JSON.
-pub fn parse_samples(text: &str) -> Result<Vec<f64>, String> {
-    Ok(lockstep_iree::benchmark::entries(text)?
-        .into_iter()
-        .filter(|e| e.run_type == "iteration")
-        .map(|e| e.real_time_us)
-        .collect())
-}
-
-fn describe(exit: Exit, timeout: Duration) -> String {
-    match exit {
-        Exit::TimedOut => format!("timed out after {}s", timeout.as_secs_f64()),
-        _ => exit.describe(),
-    }
-}
-
-/// The line of a log that says what went wrong: the first that reads like
-/// an error (`error:`, `ERROR`, IREE's status codes, an unknown flag), else
-/// the first non-blank one (tools print the cause first and advice after).
-fn first_error(log: &Path) -> String {
-    const MARKERS: &[&str] = &[
-        "error:",
-        "ERROR",
-        "Unknown command line argument",
-        "INVALID_ARGUMENT",
-        "NOT_FOUND",
-        "UNAVAILABLE",
-        "INTERNAL",
-        "RESOURCE_EXHAUSTED",
-    ];
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let line = text
-        .lines()
-        .find(|l| MARKERS.iter().any(|m| l.contains(m)))
-        .or_else(|| text.lines().find(|l| !l.trim().is_empty()))
-        .unwrap_or("no output");
-    let line = line.trim();
-    let short: String = line.chars().take(300).collect();
-    format!("{short} (log: {})", log.display())
-}
-
-fn shell_join(words: impl Iterator<Item = String>) -> String {
-    words
-        .map(|w| {
-            if !w.is_empty()
-                && w.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_=./,:+@%".contains(&b))
-            {
-                w
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
+fn run_tool(
+    invocation: &Invocation,
+    log: &Path,
+    opts: &Options,
+    failure: &str,
+) -> Result<f64, String> {
+    let ran = invocation
+        .run(&Limits {
+            cwd: &opts.work_dir,
+            timeout: opts.timeout,
+            log,
         })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn samples_from_benchmark_json() {
-        let text = r#"{"benchmarks":[
-            {"run_type":"iteration","iterations":1,"real_time":0.5,"time_unit":"ms"},
-            {"run_type":"iteration","iterations":1,"real_time":750.0,"time_unit":"ns"},
-            {"run_type":"aggregate","iterations":2,"real_time":0.3,"time_unit":"ms"}]}"#;
-        assert_eq!(parse_samples(text).unwrap(), vec![500.0, 0.75]);
-        assert!(parse_samples("not json").is_err());
-    }
-
-    #[test]
-    fn commands_are_quoted_for_a_shell() {
-        assert_eq!(
-            shell_join(
-                ["iree-compile", "a b.mlir", "--x=1"]
-                    .map(String::from)
-                    .into_iter()
-            ),
-            "iree-compile 'a b.mlir' --x=1"
-        );
+        .map_err(|e| e.render())?;
+    match ran.exit {
+        Exit::Code(0) => Ok(ran.elapsed.as_secs_f64()),
+        // What a killed process printed last is not the reason.
+        Exit::TimedOut => Err(format!(
+            "{failure} ({}) (log: {})",
+            ran.describe_exit(),
+            log.display()
+        )),
+        _ => Err(format!(
+            "{failure} ({}): {} (log: {})",
+            ran.describe_exit(),
+            ran.first_error(),
+            log.display()
+        )),
     }
 }

@@ -7,10 +7,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The IREE tools, resolved as every lockstep command resolves them.
-pub fn iree_bin() -> PathBuf {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
+/// The IREE toolchain, resolved as every lockstep command resolves it.
+pub fn toolchain() -> &'static lockstep_iree::Toolchain {
+    static TOOLCHAIN: std::sync::OnceLock<lockstep_iree::Toolchain> = std::sync::OnceLock::new();
+    TOOLCHAIN.get_or_init(|| {
         let request = lockstep_iree::toolchain::Request {
             flag: None,
             config_bin: None,
@@ -18,9 +18,12 @@ pub fn iree_bin() -> PathBuf {
         };
         lockstep_iree::toolchain::resolve(&request, &lockstep_core::events::NullSink)
             .unwrap_or_else(|e| panic!("cannot provision the IREE tools: {}", e.render()))
-            .bin
     })
-    .clone()
+}
+
+/// The directory of the IREE tools.
+pub fn iree_bin() -> PathBuf {
+    toolchain().bin.clone()
 }
 
 /// Compiles `text` (from stdin) for the host CPU into `vmfb`; panics with the
@@ -79,14 +82,9 @@ pub fn execute(
         .collect();
     // The command lockstep bench runs to verify a kernel.
     let device = crate::device::resolve(None, &Default::default()).expect("the default device");
-    let argv = crate::run::run_module_argv(
-        &iree_bin().join("iree-run-module"),
-        &vmfb,
-        &device,
-        sig,
-        &files,
-        &outs,
-    );
+    let argv = crate::run::run_module_invocation(toolchain(), &vmfb, &device, sig, &files, &outs)
+        .expect("the iree-run-module command")
+        .argv;
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
     let run = cmd.output().expect("starting iree-run-module");

@@ -43,6 +43,8 @@ pub enum Human {
     Done { line: String, notable: bool },
     /// The units are done: the bar goes away.
     End,
+    /// Several of the above, in order.
+    Many(Vec<Human>),
 }
 
 /// Receives events. Implementations must be cheap and thread-safe: engines

@@ -223,6 +223,12 @@ impl Invocation {
         shell_command(cwd, &self.argv)
     }
 
+    /// The command line, each word quoted for a shell when it needs to be.
+    pub fn words(&self) -> String {
+        let words: Vec<String> = self.argv.iter().map(|w| process::quote(w)).collect();
+        words.join(" ")
+    }
+
     /// The tool's file name (`iree-compile`), for messages.
     pub fn tool_name(&self) -> String {
         self.argv

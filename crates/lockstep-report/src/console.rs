@@ -90,7 +90,13 @@ impl Console {
 
 impl Sink for Console {
     fn emit(&self, event: &dyn Event) {
-        match event.human() {
+        self.show(event.human());
+    }
+}
+
+impl Console {
+    fn show(&self, human: Human) {
+        match human {
             Human::Silent => {}
             Human::Line(line) if !self.quiet => self.eprint(&line, true),
             Human::Line(_) => {}
@@ -104,6 +110,7 @@ impl Sink for Console {
             }
             Human::Done { line, notable } => self.done(&line, notable),
             Human::End => self.end(),
+            Human::Many(all) => all.into_iter().for_each(|h| self.show(h)),
         }
     }
 }

@@ -62,7 +62,9 @@ impl EventStream {
                 map
             }
         };
-        let name = fields.remove("event").unwrap_or_else(|| "unknown".into());
+        let name = fields
+            .shift_remove("event")
+            .unwrap_or_else(|| "unknown".into());
         let mut line = serde_json::Map::new();
         line.insert("schema".into(), SCHEMA.into());
         line.insert("command".into(), self.command.clone().into());

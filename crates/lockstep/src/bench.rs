@@ -1,12 +1,13 @@
-//! `lockstep bench`: turn the command line or commands file into jobs, resolve
-//! the tools, run them through lockstep-bench, print BOO's lines and write the
-//! reports.
+//! `lockstep bench`: resolve the options, let lockstep-bench turn the command
+//! line or commands file into jobs and run them (its events print BOO's
+//! lines), write the reports.
 
 use std::path::Path;
 use std::time::Duration;
 
-use lockstep_bench::run::{self, Job, Options};
-use lockstep_bench::{commands, defaults, device, parse_argv, ElemType};
+use lockstep_bench::device;
+use lockstep_bench::jobs;
+use lockstep_bench::run::{self, Options};
 use lockstep_cache::{Area, Cache};
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
@@ -16,9 +17,8 @@ use lockstep_report::Reporters;
 use crate::cli;
 
 pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32, Error> {
-    let out = rep.out();
     let sink: &dyn lockstep_core::events::Sink = rep;
-    let jobs = jobs(&args, sink)?;
+    let jobs = jobs::jobs(args.commands_file.as_deref(), &args.command, sink)?;
     let bench_config = &loaded.config.bench;
     let device = device::resolve(args.device.as_deref(), bench_config)?;
     let timeout = match args.timeout {
@@ -32,22 +32,23 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32
         None => bench_config.timeout.unwrap_or(Duration::from_secs(600)),
     };
     if let Some(value) = &args.splat_input_value {
-        check_splat(value, &jobs)?;
+        jobs::check_splat(value, &jobs)?;
     }
     if args.threads == Some(0) || args.jobs == Some(0) {
         return Err(Error::usage("-j and --threads must be at least 1"));
     }
     let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), loaded, rep)?;
+    // Every row needs these: a missing one is an error before any compile.
+    for tool in ["iree-compile", "iree-benchmark-module", "iree-run-module"] {
+        tc.tool(tool)?;
+    }
     let work = tempfile::Builder::new()
         .prefix("lockstep-bench-")
         .tempdir()
         .map_err(|e| Error::failed("cannot create a temporary directory").cause(e.to_string()))?;
     let cache = Cache::resolve(loaded);
     let opts = Options {
-        compiler: tc.tool("iree-compile")?,
-        benchmark: tc.tool("iree-benchmark-module")?,
-        runner: tc.tool("iree-run-module")?,
-        identity: tc.identity.clone(),
+        toolchain: tc.clone(),
         device,
         compile_flags: bench_config
             .compile_flags
@@ -68,22 +69,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32
         references: cache.enabled(Area::References),
         work_dir: work.path().to_path_buf(),
     };
-    let mut last = None;
-    let summary = run::run(&jobs, &opts, |row| {
-        if last != Some(row.command) {
-            out.line(&row.arguments);
-            for note in &row.notes {
-                match row.line {
-                    Some(n) => sink.note(format!("note: line {n}: {note}")),
-                    None => sink.note(format!("note: {note}")),
-                }
-            }
-            last = Some(row.command);
-        }
-        for line in row.boo_lines() {
-            out.line(line);
-        }
-    });
+    let summary = run::run(&jobs, &opts, sink);
     if let Some(path) = &args.csv {
         write(path, &lockstep_bench::rows::csv(&summary.rows))?;
     }
@@ -140,150 +126,6 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
         command: Vec::new(),
     };
     run(args, &loaded, rep)
-}
-
-/// The jobs: the single command (invalid → usage error), the commands file
-/// (invalid lines become failed rows) or the embedded defaults.
-fn jobs(args: &cli::BenchArgs, sink: &dyn lockstep_core::events::Sink) -> Result<Vec<Job>, Error> {
-    if args.commands_file.is_some() {
-        check_extra_flags(&args.command)?;
-    } else if let Some(word) = args.command.first().filter(|w| w.starts_with('-')) {
-        return Err(misplaced_option(word));
-    }
-    let (text, is_tsv, extra) = match &args.commands_file {
-        Some(path) => {
-            let text = fs_err::read_to_string(path).map_err(|e| {
-                Error::usage(format!("cannot read the commands file {}", path.display()))
-                    .cause(e.to_string())
-                    .hint("pass an existing file with one MIOpenDriver command per line")
-            })?;
-            let is_tsv = path.extension().is_some_and(|e| e == "tsv");
-            (text, is_tsv, args.command.clone())
-        }
-        None if args.command.is_empty() => (defaults::COMMANDS.to_string(), false, Vec::new()),
-        None => {
-            let (_, argv) = commands::strip_prefixes(args.command.clone());
-            let arguments = shell_join(&argv);
-            let parsed = parse_argv(&argv).map_err(|e| e.into_usage_error(&arguments))?;
-            return Ok(vec![Job {
-                line: None,
-                arguments,
-                parsed: Ok(parsed),
-                repeat: None,
-            }]);
-        }
-    };
-    let lines = commands::parse_file(&text, is_tsv);
-    if lines.is_empty() {
-        if let Some(path) = &args.commands_file {
-            sink.warn(format!(
-                "{} has no commands (only blank lines and # comments)",
-                path.display()
-            ));
-        }
-    }
-    Ok(lines
-        .into_iter()
-        .map(|line| {
-            if !line.is_ok() {
-                let reason = line.error.clone().unwrap_or_default();
-                return Job {
-                    line: Some(line.number),
-                    arguments: line.text,
-                    parsed: Err(reason),
-                    repeat: line.repeat,
-                };
-            }
-            let argv: Vec<String> = line.argv.iter().chain(&extra).cloned().collect();
-            Job {
-                line: Some(line.number),
-                arguments: shell_join(&argv),
-                parsed: parse_argv(&argv).map_err(|e| e.reason),
-                repeat: line.repeat,
-            }
-        })
-        .collect())
-}
-
-/// The error for a lockstep option found where the MIOpen command should
-/// start: a mistyped option, or a short option with its value attached.
-fn misplaced_option(word: &str) -> Error {
-    Error::usage(format!("`{word}` is not an option of lockstep bench")).hint(
-        "lockstep's options go before the MIOpen command word and take their value as the \
-         next word or after `=` (`-j 4`, `--jobs=4`); see `lockstep bench --help`",
-    )
-}
-
-/// The words after `--commands-file FILE` go on every line, so each must be
-/// a flag some MIOpen command knows: a mistyped lockstep option there would
-/// otherwise fail every line.
-fn check_extra_flags(extra: &[String]) -> Result<(), Error> {
-    if extra.is_empty() {
-        return Ok(());
-    }
-    let failures: Vec<String> = ["conv", "gemm", "layernorm"]
-        .iter()
-        .filter_map(|word| {
-            let argv: Vec<String> = std::iter::once(word.to_string())
-                .chain(extra.iter().cloned())
-                .collect();
-            parse_argv(&argv).err().map(|e| e.reason)
-        })
-        .filter(|reason| reason.contains("unknown flag"))
-        .collect();
-    if failures.len() < 3 {
-        return Ok(());
-    }
-    Err(Error::usage(format!(
-        "`{}` after --commands-file is not a MIOpen flag",
-        extra.join(" ")
-    ))
-    .cause(failures[0].clone())
-    .hint(
-        "lockstep's options go before --commands-file's extra flags; the words after \
-         `--` are MIOpen flags added to every line (e.g. `--commands-file cmds.txt -- -i 20`)",
-    ))
-}
-
-/// `--splat-input-value` must be a number every input can hold: a finite
-/// number, and an integer within int8's range when a kernel has int8 inputs.
-fn check_splat(value: &str, jobs: &[Job]) -> Result<(), Error> {
-    let bad = |why: &str| {
-        Error::usage(format!("invalid --splat-input-value `{value}`: {why}"))
-            .hint("give a number, e.g. --splat-input-value 1 (an integer for convint8)")
-    };
-    let number: f64 = value
-        .trim()
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite())
-        .ok_or_else(|| bad("not a finite number"))?;
-    let int8_inputs = jobs
-        .iter()
-        .filter_map(|job| job.parsed.as_ref().ok())
-        .flat_map(|command| lockstep_bench::signatures(&command.op))
-        .any(|sig| sig.inputs.iter().any(|o| o.elem == ElemType::I8));
-    if int8_inputs && !(number.fract() == 0.0 && (-128.0..=127.0).contains(&number)) {
-        return Err(bad("int8 inputs need an integer from -128 to 127"));
-    }
-    Ok(())
-}
-
-/// The words joined so that splitting them again gives the same words: a
-/// word with blanks or quotes is quoted; MIOpen's `-!`, `-$` ... stay as
-/// MIOpen writes them.
-fn shell_join(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            if !w.is_empty() && !w.contains(|c: char| c.is_whitespace() || "'\"\\".contains(c)) {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn write(path: &Path, text: &str) -> Result<(), Error> {
