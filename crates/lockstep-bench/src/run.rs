@@ -60,9 +60,13 @@ pub struct Options {
     pub work_dir: PathBuf,
 }
 
+/// The version of the `--json` results (docs/schemas/bench-results.json).
+pub const SCHEMA: u32 = 1;
+
 /// What a run did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    pub schema: u32,
     /// The device name given and the runtime device it opened.
     pub device: String,
     pub runtime_device: String,
@@ -255,6 +259,7 @@ pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
         rows.push(row);
     }
     let summary = Summary {
+        schema: SCHEMA,
         device: opts.device.name.clone(),
         runtime_device: opts.device.runtime.clone(),
         rows,

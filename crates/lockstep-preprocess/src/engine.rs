@@ -581,7 +581,7 @@ pub fn preprocess_scanned(
     } else if selected.is_empty() {
         sink.warn("--only selected no executable; the output is the input unchanged");
     }
-    sink.emit(&PreprocessEvent::Started {
+    sink.emit(&PreprocessEvent::ModuleStarted {
         executables: module.executables.len(),
         selected: selected.len(),
         steps: opts.steps.len(),
@@ -697,7 +697,7 @@ pub fn preprocess_scanned(
         });
         valid?;
     }
-    sink.emit(&PreprocessEvent::Finished {
+    sink.emit(&PreprocessEvent::ModuleFinished {
         ran,
         cached,
         changed: reports.iter().filter(|r| r.changed).count(),

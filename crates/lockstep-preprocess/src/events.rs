@@ -23,7 +23,7 @@ pub enum PreprocessEvent {
         seconds: f64,
     },
     /// The executables of the module; `selected` of them get the steps.
-    Started {
+    ModuleStarted {
         executables: usize,
         selected: usize,
         steps: usize,
@@ -44,7 +44,7 @@ pub enum PreprocessEvent {
     /// The spliced module was parsed (`ok`) with iree-opt.
     Validated { ok: bool, seconds: f64 },
     /// Every executable is done.
-    Finished {
+    ModuleFinished {
         ran: usize,
         cached: usize,
         changed: usize,
@@ -69,7 +69,7 @@ impl Event for PreprocessEvent {
             PreprocessEvent::PhaseStarted { output, .. } => {
                 Human::Line(format!("compiling to {}", output.display()))
             }
-            PreprocessEvent::Started { selected, .. } => Human::Begin {
+            PreprocessEvent::ModuleStarted { selected, .. } => Human::Begin {
                 total: *selected as u64,
                 line: String::new(),
             },
@@ -83,7 +83,7 @@ impl Event for PreprocessEvent {
                 },
                 notable: !*ok,
             },
-            PreprocessEvent::Finished { .. } => Human::End,
+            PreprocessEvent::ModuleFinished { .. } => Human::End,
             _ => Human::Silent,
         }
     }

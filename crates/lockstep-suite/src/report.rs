@@ -190,7 +190,8 @@ fn junit_cases(result: &TestResult) -> Vec<TestCase> {
 ///
 /// ```text
 /// {
-///   "version": 1,                       // bumped on incompatible changes
+///   "schema": 1,                        // docs/schemas/test-results.json
+///   "version": 1,                       // = schema (its name before `schema`)                       // bumped on incompatible changes
 ///   "summary": {
 ///     "total": 12,                      // number of tests
 ///     "pass": 8, "fail": 1, "xfail": 1, "xpass": 1, "skip": 1,
@@ -237,6 +238,7 @@ fn junit_cases(result: &TestResult) -> Vec<TestCase> {
 /// keys they do not know.
 pub fn json(report: &RunReport) -> Result<String, Error> {
     let value = JsonReport {
+        schema: JSON_VERSION,
         version: JSON_VERSION,
         summary: JsonSummary {
             total: report.results.len(),
@@ -277,6 +279,9 @@ pub fn json(report: &RunReport) -> Result<String, Error> {
 // The JSON document, field order as written (and as documented above).
 #[derive(Serialize)]
 struct JsonReport<'a> {
+    /// The results' schema (docs/schemas/test-results.json).
+    schema: u32,
+    /// The same number, under the name it had before every output had `schema`.
     version: u32,
     summary: JsonSummary<'a>,
     changes: JsonChanges<'a>,

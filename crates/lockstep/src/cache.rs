@@ -26,9 +26,7 @@ pub fn run(cmd: cli::Cache, loaded: &Loaded, rep: &Reporters) -> Result<i32, Err
 fn info(cache: &Cache, json: bool, out: Out) -> Result<i32, Error> {
     let info = cache.info();
     if json {
-        let text = serde_json::to_string_pretty(&info)
-            .map_err(|e| Error::failed("cannot encode the cache info").cause(e.to_string()))?;
-        out.line(text);
+        out.line(crate::output::json_document(&info)?);
         return Ok(0);
     }
     out.line(format!("cache: {}", info.root.display()));

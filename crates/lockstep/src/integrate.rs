@@ -18,9 +18,10 @@ use crate::cli::{self, DemoArgs};
 /// Exit status for a halt at a breaking or conflicting commit.
 const HALTED: i32 = 3;
 
+/// Prints `value` as the command's JSON: an object with `schema` first
+/// (docs/schemas/integrate-*.json).
 fn print_json(out: Out, value: &impl serde::Serialize) -> Result<(), Error> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| Error::failed(e.to_string()))?;
-    out.line(text);
+    out.line(crate::output::json_document(value)?);
     Ok(())
 }
 

@@ -52,3 +52,24 @@ impl Event for Failure<'_> {
         Human::Silent
     }
 }
+
+/// The version of every JSON document a query command prints.
+pub const JSON_SCHEMA: u32 = 1;
+
+/// `value` as a pretty JSON document with `"schema"` as its first key (when
+/// it is an object that has none).
+pub fn json_document(value: &impl serde::Serialize) -> Result<String, Error> {
+    let encoded = serde_json::to_value(value)
+        .map_err(|e| Error::failed("cannot encode the output as JSON").cause(e.to_string()))?;
+    let value = match encoded {
+        serde_json::Value::Object(fields) if !fields.contains_key("schema") => {
+            let mut with = serde_json::Map::new();
+            with.insert("schema".into(), JSON_SCHEMA.into());
+            with.extend(fields);
+            serde_json::Value::Object(with)
+        }
+        other => other,
+    };
+    serde_json::to_string_pretty(&value)
+        .map_err(|e| Error::failed("cannot encode the output as JSON").cause(e.to_string()))
+}

@@ -18,10 +18,7 @@ pub fn run(cmd: cli::Toolchain, loaded: &Loaded, rep: &Reporters) -> Result<i32,
             let version = iree.unwrap_or_else(|| loaded.config.toolchain.iree.clone());
             let installed = toolchain::install(&version, rep)?;
             if json {
-                let text = serde_json::to_string_pretty(&installed).map_err(|e| {
-                    Error::failed("cannot encode the toolchain as JSON").cause(e.to_string())
-                })?;
-                out.line(text);
+                out.line(crate::output::json_document(&installed)?);
             } else {
                 let packages: Vec<String> = installed
                     .packages
