@@ -7,9 +7,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
 use std::sync::OnceLock;
+
+use common::Project;
 
 use serde_json::Value;
 
@@ -62,105 +63,14 @@ fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["event"] == name).collect()
 }
 
-/// The provisioned IREE tools (installed once per test binary).
-fn iree_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let tmp = tempfile::tempdir().unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-            .args(["toolchain", "path"])
-            .current_dir(tmp.path())
-            .env("LOCKSTEP_HOME", tmp.path().join("home"))
-            .env("LOCKSTEP_TOOLCHAINS", toolchains())
-            .env_remove("LOCKSTEP_IREE_BIN")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-    })
-}
-
-fn toolchains() -> PathBuf {
-    std::env::var_os("LOCKSTEP_TOOLCHAINS")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/lockstep/toolchains")
-        })
-}
-
-/// A temporary project with its own lockstep home and cache.
-struct Project {
-    dir: tempfile::TempDir,
-}
-
-impl Project {
-    fn new() -> Project {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
-        Project { dir }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn write(&self, name: &str, text: &str) {
-        let path = self.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-
-    fn run(&self, args: &[&str], code: i32) -> Output {
-        iree_bin();
-        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-            .args(args)
-            .current_dir(self.path())
-            .env("LOCKSTEP_HOME", self.path().join("home"))
-            .env("LOCKSTEP_CACHE", self.path().join("cache"))
-            .env("LOCKSTEP_TOOLCHAINS", toolchains())
-            .env_remove("LOCKSTEP_IREE_BIN")
-            .env_remove("BOO_CACHE_DIR")
-            .env_remove("BOO_CACHE_ON")
-            .env_remove("MAKEFLAGS")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "lockstep {args:?}\nstdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    fn read(&self, name: &str) -> String {
-        std::fs::read_to_string(self.path().join(name)).unwrap()
-    }
-}
-
-const ADD: &str = "func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = arith.addf %a, %b : tensor<4xf32>
-  return %0 : tensor<4xf32>
-}
-";
-
-fn native_test(name: &str, expected: &str) -> String {
-    format!(
-        "[[test]]\nname = \"{name}\"\nsource = \"add.mlir\"\nfunction = \"main\"\n\
-         inputs = [\"4xf32=1 2 3 4\", \"4xf32=10 20 30 40\"]\noutputs = [\"4xf32={expected}\"]\n"
-    )
-}
-
 #[test]
 fn test_events_name_every_test() {
     let p = Project::new();
-    p.write("s/add.mlir", ADD);
+    p.write("s/add.mlir", common::ADD);
     p.write(
         "s/adds.suite.toml",
-        &(native_test("good", "11 22 33 44") + &native_test("bad", "11 22 33 45")),
+        &(common::native_add_test("good", "add.mlir", "11 22 33 44")
+            + &common::native_add_test("bad", "add.mlir", "11 22 33 45")),
     );
     p.run(&["test", "s", "--events", "ev.jsonl", "-j", "2"], 1);
     let events = stream(&p.read("ev.jsonl"), "test");

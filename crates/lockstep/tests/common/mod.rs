@@ -1,11 +1,13 @@
-//! Shared harness for the CLI integration tests: a sandbox of real git
-//! repositories in a temporary directory and a way to run the real `lockstep`
-//! binary in it.
+//! The one harness the CLI integration tests share: the IREE toolchain
+//! (provisioned once per test binary), temporary projects with their own
+//! lockstep home and cache ([`Project`]), integrate sandboxes of real git
+//! repositories ([`Env`]), and running the real `lockstep` binary in them.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 
 use lockstep_integrate::sandbox::{self, Sandbox, SandboxSpec};
 
@@ -173,4 +175,168 @@ pub fn write_executable(path: &Path, text: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, text).expect("write script");
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+// ---------------------------------------------------------------------------
+// Projects run with the real IREE tools
+
+/// The provisioned IREE tools (installed once per test binary).
+pub fn iree_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args(["toolchain", "path"])
+            .current_dir(tmp.path())
+            .env("LOCKSTEP_HOME", tmp.path().join("home"))
+            .env("LOCKSTEP_TOOLCHAINS", toolchains())
+            .env_remove("LOCKSTEP_IREE_BIN")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    })
+}
+
+pub fn toolchains() -> PathBuf {
+    std::env::var_os("LOCKSTEP_TOOLCHAINS")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/lockstep/toolchains")
+        })
+}
+
+/// A temporary project with its own lockstep home and cache.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    pub fn new() -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
+        Project { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, name: &str, text: &str) {
+        let path = self.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    pub fn run(&self, args: &[&str], code: i32) -> Output {
+        self.run_with(args, &[], code)
+    }
+
+    /// [`Project::run`] with extra environment variables (set last, so they
+    /// override the project's).
+    pub fn run_with(&self, args: &[&str], envs: &[(&str, &Path)], code: i32) -> Output {
+        iree_bin();
+        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args(args)
+            .current_dir(self.path())
+            .env("LOCKSTEP_HOME", self.path().join("home"))
+            .env("LOCKSTEP_CACHE", self.path().join("cache"))
+            .env("LOCKSTEP_TOOLCHAINS", toolchains())
+            .env_remove("LOCKSTEP_IREE_BIN")
+            .env_remove("BOO_CACHE_DIR")
+            .env_remove("BOO_CACHE_ON")
+            .env_remove("MAKEFLAGS")
+            .envs(envs.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "lockstep {args:?}\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path().join(name)).unwrap()
+    }
+
+    /// A JSON file the project holds.
+    pub fn json(&self, name: &str) -> serde_json::Value {
+        serde_json::from_str(&self.read(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    /// `$LOCKSTEP_CACHE` of the project's commands.
+    pub fn cache(&self) -> PathBuf {
+        self.path().join("cache")
+    }
+}
+
+/// A 4-element f32 add (`@main`), the source most fixtures compile.
+pub const ADD: &str = "func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %a, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+";
+
+/// A native `[[test]]` adding `1 2 3 4` and `10 20 30 40` from `source`,
+/// expecting `expected`.
+pub fn native_add_test(name: &str, source: &str, expected: &str) -> String {
+    format!(
+        "[[test]]\nname = \"{name}\"\nsource = \"{source}\"\nfunction = \"main\"\n\
+         inputs = [\"4xf32=1 2 3 4\", \"4xf32=10 20 30 40\"]\noutputs = [\"4xf32={expected}\"]\n"
+    )
+}
+
+/// Serves `body` over HTTP on 127.0.0.1 for up to `max` requests; returns
+/// the port and the count of requests served.
+pub fn serve(
+    body: &'static str,
+    max: usize,
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, Write};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(max) {
+            let Ok(mut stream) = stream else { continue };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                if line == "\r\n" || line == "\n" {
+                    break;
+                }
+                line.clear();
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.flush();
+        }
+    });
+    (port, count)
+}
+
+/// The sha256 of `bytes`, as `sha256sum` prints it.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x");
+    std::fs::write(&file, bytes).unwrap();
+    let out = Command::new("sha256sum").arg(&file).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
 }

@@ -1,0 +1,234 @@
+//! `lockstep cache info` and `lockstep cache prune` over every area with real
+//! entries (test's compiles, bench's kernels and references, preprocessed
+//! executables, a download from a loopback server), files lockstep did not
+//! create left alone and named, and a toolchain reinstalled elsewhere hitting
+//! a warm cache (docs/cache.md).
+
+mod common;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use common::Project;
+use serde_json::Value;
+
+const AREAS: [&str; 5] = [
+    "compile",
+    "kernels",
+    "preprocess",
+    "downloads",
+    "references",
+];
+
+fn area<'a>(info: &'a Value, name: &str) -> &'a Value {
+    info["areas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == name)
+        .unwrap_or_else(|| panic!("no area {name} in {info:#}"))
+}
+
+fn info(p: &Project) -> Value {
+    let out = p.run(&["cache", "info", "--json"], 0);
+    serde_json::from_slice(&out.stdout).expect("cache info --json is JSON")
+}
+
+/// Bytes of every file below `dir`, except `skip`.
+fn bytes_below(dir: &Path, skip: &[PathBuf]) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if skip.contains(&path) {
+            continue;
+        }
+        total += if path.is_dir() {
+            bytes_below(&path, skip)
+        } else {
+            entry.metadata().map(|m| m.len()).unwrap_or(0)
+        };
+    }
+    total
+}
+
+/// Fills every area with real entries.
+fn fill_every_area(p: &Project) {
+    static BODY: &str = "// served\nfunc.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = arith.addf %a, %b : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n";
+    let (port, _) = common::serve(BODY, 4);
+    let sha = common::sha256_hex(BODY.as_bytes());
+    p.write("s/add.mlir", common::ADD);
+    p.write(
+        "s/adds.suite.toml",
+        &(common::native_add_test("local", "add.mlir", "11 22 33 44")
+            + &format!(
+                "[[test]]\nname = \"remote\"\nurl = \"http://127.0.0.1:{port}/add.mlir\"\n\
+                 sha256 = \"{sha}\"\nfunction = \"main\"\n\
+                 inputs = [\"4xf32=1 2 3 4\", \"4xf32=10 20 30 40\"]\n\
+                 outputs = [\"4xf32=11 22 33 44\"]\n"
+            )),
+    );
+    p.run(&["test", "s"], 0);
+    p.run(
+        &[
+            "bench", "--verify", "conv", "-n", "1", "-c", "4", "-H", "6", "-W", "6", "-k", "8",
+            "-y", "3", "-x", "3", "-F", "1",
+        ],
+        0,
+    );
+    p.write("p.mlir", common::ADD);
+    p.run(
+        &[
+            "preprocess",
+            "p.mlir",
+            "-o",
+            "out.mlir",
+            "--with",
+            "cat",
+            "--",
+            "--iree-hal-target-device=local",
+            "--iree-hal-local-target-device-backends=llvm-cpu",
+        ],
+        0,
+    );
+}
+
+#[test]
+fn info_lists_every_area_and_prune_to_zero_empties_them_but_not_foreign_files() {
+    let p = Project::new();
+    fill_every_area(&p);
+    // Files lockstep did not create, in its areas and beside them.
+    let cache = p.cache();
+    let foreign = vec![
+        cache.join("bench/conv_2d_mine/0123.vmfb"),
+        cache.join("compile/notes.txt"),
+        cache.join("my-stuff"),
+    ];
+    for path in &foreign[..2] {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, b"not lockstep's").unwrap();
+    }
+    std::fs::create_dir_all(&foreign[2]).unwrap();
+
+    let before = info(&p);
+    assert_eq!(before["schema"], 1);
+    assert_eq!(
+        Path::new(before["root"].as_str().unwrap()),
+        cache.as_path(),
+        "{before:#}"
+    );
+    let names: Vec<&str> = before["areas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, AREAS);
+    for name in AREAS {
+        let a = area(&before, name);
+        assert!(a["entries"].as_u64().unwrap() >= 1, "{name}: {a}");
+        assert!(a["bytes"].as_u64().unwrap() > 0, "{name}: {a}");
+        assert!(Path::new(a["path"].as_str().unwrap()).is_dir(), "{a}");
+    }
+    assert_eq!(
+        area(&before, "kernels")["path"],
+        cache.join("bench").display().to_string()
+    );
+    let mut listed: Vec<PathBuf> = before["foreign"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| PathBuf::from(f.as_str().unwrap()))
+        .collect();
+    listed.sort();
+    let mut want = foreign.clone();
+    want.sort();
+    assert_eq!(listed, want);
+
+    let out = p.run(&["cache", "prune", "--max-size", "0"], 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for path in &foreign {
+        assert!(path.exists(), "{} was removed", path.display());
+        assert!(stdout.contains(&path.display().to_string()), "{stdout}");
+    }
+    assert!(stdout.contains("downloads: removed 1 entries"), "{stdout}");
+    let after = info(&p);
+    for name in AREAS {
+        let a = area(&after, name);
+        assert_eq!(
+            (a["entries"].as_u64(), a["bytes"].as_u64()),
+            (Some(0), Some(0)),
+            "{a}"
+        );
+    }
+    // What is left besides the foreign files (locks, the tag) is small.
+    let left = bytes_below(&cache, &foreign);
+    assert!(left < 1 << 20, "{left} bytes left");
+
+    // Emptied, the cache is rebuilt: both sources compile again.
+    p.run(&["test", "s", "--json", "again.json"], 0);
+    assert_eq!(p.json("again.json")["summary"]["compiles_run"], 2);
+}
+
+#[test]
+fn prune_needs_a_limit_and_rejects_bad_sizes() {
+    let p = Project::new();
+    let out = p.run(&["cache", "prune"], 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to prune by"));
+    for bad in ["-1M", "2Q", "lots", "1e30T"] {
+        let out = p.run(&["cache", "prune", &format!("--max-size={bad}")], 2);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("invalid size"),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn a_toolchain_reinstalled_elsewhere_hits_the_warm_cache() {
+    let p = Project::new();
+    p.write("s/add.mlir", common::ADD);
+    p.write(
+        "s/adds.suite.toml",
+        &common::native_add_test("add", "add.mlir", "11 22 33 44"),
+    );
+    p.run(&["test", "s", "--json", "first.json"], 0);
+    let first = p.json("first.json");
+    assert_eq!(first["summary"]["compiles_run"], 1);
+
+    // The same IREE version installed again in another directory: files
+    // copied (not hard-linked from uv's cache), with new mtimes.
+    let elsewhere = p.path().join("other-toolchains");
+    let install = p.run_with(
+        &["toolchain", "install", "--json"],
+        &[
+            ("LOCKSTEP_TOOLCHAINS", elsewhere.as_path()),
+            ("UV_LINK_MODE", Path::new("copy")),
+        ],
+        0,
+    );
+    let installed: Value = serde_json::from_slice(&install.stdout).unwrap();
+    let bin = PathBuf::from(installed["bin"].as_str().unwrap());
+    assert!(bin.starts_with(&elsewhere), "{installed:#}");
+    let real = |bin: &Path| std::fs::canonicalize(bin.join("iree-compile")).unwrap();
+    let (a, b) = (real(common::iree_bin()), real(&bin));
+    assert_ne!(a, b);
+    let (ma, mb) = (a.metadata().unwrap(), b.metadata().unwrap());
+    assert_ne!(ma.ino(), mb.ino(), "a copy, not a hard link");
+    assert_ne!(
+        ma.mtime_nsec() + ma.mtime() * 1_000_000_000,
+        mb.mtime_nsec() + mb.mtime() * 1_000_000_000
+    );
+
+    p.run_with(
+        &["test", "s", "--json", "second.json"],
+        &[("LOCKSTEP_TOOLCHAINS", elsewhere.as_path())],
+        0,
+    );
+    let second = p.json("second.json");
+    assert_eq!(second["summary"]["compiles_run"], 0, "{second:#}");
+    assert_eq!(second["summary"]["compiles_cached"], 1);
+    assert_eq!(
+        second["summary"]["compiler_identity"],
+        first["summary"]["compiler_identity"]
+    );
+}
