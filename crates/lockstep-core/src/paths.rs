@@ -44,3 +44,15 @@ pub fn file_hashes() -> PathBuf {
 pub fn preprocess_runs() -> PathBuf {
     home().join("preprocess").join("runs")
 }
+
+/// `$LOCKSTEP_HOME/state`: per-directory state of commands run outside a git
+/// repository (inside one, state lives in its git common dir).
+pub fn states() -> PathBuf {
+    home().join("state")
+}
+
+/// `$LOCKSTEP_HOME/tokens`: the machine-wide token pools that bound
+/// concurrent tool processes (`lockstep preprocess`).
+pub fn tokens() -> PathBuf {
+    home().join("tokens")
+}

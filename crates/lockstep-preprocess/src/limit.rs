@@ -85,18 +85,18 @@ impl Limiter {
     }
 
     /// The make jobserver when `makeflags` offers a usable one, else the token
-    /// pool under `home`. `job_pid` is the process that holds make's implicit
+    /// pool under `tokens` (`$LOCKSTEP_HOME/tokens`, lockstep_core::paths::tokens). `job_pid` is the process that holds make's implicit
     /// token (this process in the direct form, iree-compile for `--wrap`).
     pub fn from_env(
         makeflags: Option<&str>,
-        home: &Path,
+        tokens: &Path,
         slots: usize,
         job_pid: u32,
     ) -> Result<Limiter, Error> {
         if let Some(auth) = makeflags.and_then(jobserver_auth) {
             match open_jobserver(&auth) {
                 Ok((read, write)) => {
-                    let dir = home.join("tokens").join("jobserver");
+                    let dir = tokens.join("jobserver");
                     fs_err::create_dir_all(&dir)?;
                     return Ok(Limiter {
                         source: Source::Jobserver {
@@ -112,7 +112,7 @@ impl Limiter {
                 ),
             }
         }
-        Limiter::pool(home.join("tokens").join("preprocess"), slots)
+        Limiter::pool(tokens.join("preprocess"), slots)
     }
 
     /// For messages: `token pool of 4 in DIR` or `make jobserver (fifo:PATH)`.
@@ -292,7 +292,9 @@ mod tests {
             jobserver_auth(&flags).unwrap(),
             format!("fifo:{}", fifo.display())
         );
-        let limiter = Arc::new(Limiter::from_env(Some(&flags), dir.path(), 8, 12345).unwrap());
+        let limiter = Arc::new(
+            Limiter::from_env(Some(&flags), &dir.path().join("tokens"), 8, 12345).unwrap(),
+        );
         assert!(limiter.describe().contains("jobserver"));
         let max = max_concurrency(limiter, 6);
         assert!((1..=3).contains(&max), "max {max}");

@@ -9,11 +9,15 @@
 //!   cargo's `--message-format json` and nextest's machine output.
 //!
 //! It also decides where human output goes ([`Out`]): standard output, unless
-//! the event stream owns it, then standard error. This crate knows no area:
-//! how an event looks is the event's own ([`lockstep_core::events::Human`]).
+//! the event stream owns it, then standard error; and it holds the output
+//! formats written from an area's finished results ([`test_results`]: JUnit,
+//! JSON, Markdown for `lockstep test`), so a new format never touches an
+//! engine. How an event looks is the event's own
+//! ([`lockstep_core::events::Human`]).
 
 pub mod console;
 pub mod stream;
+pub mod test_results;
 
 use std::io::Write;
 use std::path::Path;

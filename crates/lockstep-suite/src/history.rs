@@ -31,20 +31,16 @@ pub struct History {
     pub tests: BTreeMap<String, Last>,
 }
 
-/// Where the store for `cwd` lives.
+/// Where the store for `cwd` lives: `lockstep/` in the git common dir of the
+/// repository holding `cwd` (git run through lockstep-git, so a hook's
+/// `GIT_DIR` does not redirect it), else a directory under
+/// `$LOCKSTEP_HOME/state` named after `cwd`.
 pub fn state_dir(cwd: &Path) -> PathBuf {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(cwd)
-        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {
-            PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()).join("lockstep")
-        }
-        _ => {
+    match lockstep_git::Repo::new(cwd).common_dir() {
+        Ok(common) => common.join("lockstep"),
+        Err(_) => {
             let id = hex::encode(Sha256::digest(cwd.display().to_string().as_bytes()));
-            lockstep_core::paths::home().join("state").join(&id[..16])
+            lockstep_core::paths::states().join(&id[..16])
         }
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! It owns test discovery (the iree-test-suites layout with its JSON/JSON5
 //! configs, and native `*.suite.toml` files), the target matrix, the scheduler
-//! that runs compile and run steps on N workers, the content-addressed compile
-//! cache, the reporters (JUnit, JSON, Markdown) and the run history.
+//! that runs compile and run steps on N workers, its events, what it keeps
+//! in the shared cache and the run history. Its output formats (JUnit, JSON,
+//! Markdown) are lockstep-report's.
 //! It must not know how the toolchain is installed (lockstep-iree does).
 
 pub mod cache;
@@ -12,7 +13,6 @@ pub mod history;
 pub mod markers;
 pub mod model;
 pub mod plan;
-pub mod report;
 pub mod runner;
 pub mod sources;
 pub mod xfails;

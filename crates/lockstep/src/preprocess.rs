@@ -44,7 +44,7 @@ pub fn run(
         Some(s) => Some(Duration::from_secs_f64(s)),
         None => defaults.timeout,
     };
-    let home = lockstep_core::paths::home();
+    let tokens = lockstep_core::paths::tokens();
     let runs_dir = lockstep_core::paths::preprocess_runs();
     let cache = (!args.no_cache).then(|| Cache::new(&lockstep_cache::Cache::resolve(&loaded)));
     let makeflags = std::env::var("MAKEFLAGS").ok();
@@ -55,7 +55,7 @@ pub fn run(
             timeout,
             cache,
             runs_dir,
-            &home,
+            &tokens,
             makeflags.as_deref(),
             cwd,
         );
@@ -81,7 +81,7 @@ pub fn run(
         .collect::<Result<Vec<_>, _>>()?;
     let only = args.only.as_deref().map(engine::only).transpose()?;
     let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), &loaded, rep)?;
-    let limiter = Limiter::from_env(makeflags.as_deref(), &home, jobs, std::process::id())?;
+    let limiter = Limiter::from_env(makeflags.as_deref(), &tokens, jobs, std::process::id())?;
     let opts = Options {
         steps: &steps,
         jobs,
@@ -135,7 +135,7 @@ fn wrap(
     timeout: Option<Duration>,
     cache: Option<Cache>,
     runs_dir: PathBuf,
-    home: &Path,
+    tokens: &Path,
     makeflags: Option<&str>,
     cwd: &Path,
 ) -> Result<i32, Error> {
@@ -162,7 +162,7 @@ fn wrap(
     };
     // make's implicit token belongs to the job iree-compile runs in: the
     // wrappers iree-compile starts share it.
-    let limiter = Limiter::from_env(makeflags, home, jobs, std::os::unix::process::parent_id())?;
+    let limiter = Limiter::from_env(makeflags, tokens, jobs, std::os::unix::process::parent_id())?;
     let mut input = String::new();
     std::io::stdin()
         .read_to_string(&mut input)

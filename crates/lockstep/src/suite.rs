@@ -7,13 +7,14 @@ use std::time::Duration;
 use lockstep_core::config::Loaded;
 use lockstep_core::output::{self, Target};
 use lockstep_core::Error;
+use lockstep_report::test_results as report;
 use lockstep_report::Reporters;
 use lockstep_suite::history::{self, History};
 use lockstep_suite::markers::MarkerExpr;
 use lockstep_suite::plan::{self, Selection};
 use lockstep_suite::runner::{self, RunOptions};
 use lockstep_suite::sources::SuiteConfig;
-use lockstep_suite::{report, xfails};
+use lockstep_suite::xfails;
 
 use crate::cli;
 

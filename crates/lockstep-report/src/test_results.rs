@@ -1,10 +1,11 @@
-//! Reporters: turn a finished [`RunReport`] into JUnit XML (for CI test
-//! dashboards), a versioned JSON results file (for scripts and later tooling),
-//! a Markdown summary (for pull requests and `$GITHUB_STEP_SUMMARY`) and the
-//! plain-text summary printed at the end of `lockstep test`.
+//! The output formats of `lockstep test`: a finished [`RunReport`] as JUnit
+//! XML (for CI test dashboards), a versioned JSON results file (for scripts
+//! and later tooling, docs/schemas/test-results.json), a Markdown summary (for
+//! pull requests and `$GITHUB_STEP_SUMMARY`) and the plain-text summary printed
+//! at the end of `lockstep test`.
 //!
-//! Reporters only read the result types in [`crate::model`]; they never run
-//! anything, so every format shows the same verdicts. They are written after
+//! These only read lockstep-suite's result types ([`lockstep_suite::model`]);
+//! they never run anything, so every format shows the same verdicts. They are written after
 //! the run, from the whole report, so tables can be sorted and summarised.
 
 use std::fmt::Write as _;
@@ -17,7 +18,7 @@ use lockstep_core::Error;
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
 
-use crate::model::{Outcome, RunReport, StepResult, StepStatus, TestResult};
+use lockstep_suite::model::{Outcome, RunReport, StepResult, StepStatus, TestResult};
 
 /// The version of the JSON results schema written by [`json`].
 pub const JSON_VERSION: u32 = 1;
@@ -741,7 +742,7 @@ pub fn write_summary(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Changes, Metrics, StepKind};
+    use lockstep_suite::model::{Changes, Metrics, StepKind};
     use quick_xml::events::Event;
     use serde_json::Value;
     use std::collections::HashMap;
