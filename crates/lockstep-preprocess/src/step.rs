@@ -3,7 +3,6 @@
 //! that cache keys use.
 
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
 use lockstep_core::Error;
 
@@ -16,7 +15,7 @@ pub enum Step {
         argv: Vec<String>,
         /// argv[0] resolved: absolute, relative to the working directory, or from PATH.
         program: PathBuf,
-        /// Resolved program path, size and mtime, and those of every argument
+        /// The content hash of the resolved program and of every argument
         /// naming an existing file (a script given to an interpreter).
         identity: String,
     },
@@ -159,26 +158,34 @@ fn is_executable(p: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// `path size mtime` (following symlinks); a cheap stand-in for the content.
+/// The sha256 of the file's content (following symlinks), remembered per
+/// file version so a large tool is hashed once: the same tool installed
+/// elsewhere keys the same entries, an edited one new entries. A file that
+/// cannot be read is identified by its path alone.
 pub fn file_identity(p: &Path) -> String {
-    let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let (size, mtime) = std::fs::metadata(&canonical)
-        .map(|m| {
-            let mtime = m
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            (m.len(), mtime)
-        })
-        .unwrap_or((0, 0));
-    format!("{} {size} {mtime}", canonical.display())
+    match lockstep_core::hash::sha256_file_memo(p, &lockstep_core::paths::file_hashes()) {
+        Ok(sha256) => format!("sha256:{sha256}"),
+        Err(_) => format!("path:{}", p.display()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tools_are_identified_by_content_not_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a/tool.sh");
+        let b = dir.path().join("b/tool.sh");
+        for p in [&a, &b] {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "#!/bin/sh\ncat\n").unwrap();
+        }
+        assert_eq!(file_identity(&a), file_identity(&b));
+        std::fs::write(&b, "#!/bin/sh\ncat -u\n").unwrap();
+        assert_ne!(file_identity(&a), file_identity(&b), "an edited tool");
+    }
 
     #[test]
     fn parses_tools_and_pipelines() {
