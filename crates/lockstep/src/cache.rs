@@ -26,7 +26,10 @@ pub fn run(cmd: cli::Cache, loaded: &Loaded, rep: &Reporters) -> Result<i32, Err
 fn info(cache: &Cache, json: bool, out: Out) -> Result<i32, Error> {
     let info = cache.info();
     if json {
-        out.line(crate::output::json_document(&info)?);
+        // `Info` carries its own `schema`.
+        let text = serde_json::to_string_pretty(&info)
+            .map_err(|e| Error::failed("cannot encode the cache info").cause(e.to_string()))?;
+        out.line(text);
         return Ok(0);
     }
     out.line(format!("cache: {}", info.root.display()));
