@@ -8,13 +8,14 @@
 //! exporting patched heads, halt reports, bisecting, and recovery after a crash.
 //! It returns data and emits events; it never prints.
 //!
-//! It must not parse command lines or format human output beyond report text.
+//! It must not parse command lines or format human output beyond report text,
+//! and knows nothing of the synthetic repositories of the demo and the tests
+//! (lockstep-sandbox).
 
 pub mod advance;
 pub mod bisect;
 pub mod checkout;
 pub mod context;
-pub mod demo;
 pub mod events;
 pub mod export;
 pub mod halt;
@@ -23,13 +24,8 @@ pub mod notify;
 pub mod probe;
 pub mod recover;
 pub mod replay;
-pub mod sandbox;
 pub mod search;
 pub mod start;
 pub mod status;
 
 pub use context::Integrate;
-
-/// The old name of [`halt`], kept only because `demo.rs` (leaving this crate,
-/// not edited here) still says `crate::report`: remove it with that move.
-pub(crate) use halt as report;

@@ -26,7 +26,7 @@ use std::process::{Command, Output};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use lockstep_integrate::sandbox::{self, Sandbox, SandboxSpec};
+use lockstep_sandbox::{self as sandbox, Sandbox, SandboxSpec};
 use serde_json::Value;
 
 type Res<T> = Result<T, String>;

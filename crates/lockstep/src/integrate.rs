@@ -397,7 +397,7 @@ fn print_next(out: Out, outcome: &NextOutcome, json: bool) -> i32 {
 
 pub fn demo(args: DemoArgs, rep: &Reporters) -> Result<i32, Error> {
     let mut story = OutWriter(rep.out());
-    let summary = lockstep_integrate::demo::run(args.dir.as_deref(), rep, &mut story)?;
+    let summary = lockstep_sandbox::demo::run(args.dir.as_deref(), rep, &mut story)?;
     let tests = crate::suite::demo(rep)?;
     let bench = crate::bench::demo(rep)?;
     Ok(if summary.ok && tests == 0 && bench == 0 {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{current_branch, git, is_clean, smoke_count, write_executable, Env};
 use lockstep_core::process::pid_alive;
-use lockstep_integrate::sandbox::SandboxSpec;
+use lockstep_sandbox::SandboxSpec;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use rand::rngs::StdRng;

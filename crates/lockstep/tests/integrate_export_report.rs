@@ -11,7 +11,7 @@ use common::{
     current_branch, expect_code, git, is_ancestor, is_clean, spec, text, with_break,
     write_executable, Env,
 };
-use lockstep_integrate::sandbox::SandboxSpec;
+use lockstep_sandbox::SandboxSpec;
 
 // ---------------------------------------------------------------------------
 // Helpers.

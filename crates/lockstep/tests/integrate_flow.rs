@@ -3,7 +3,7 @@
 mod common;
 
 use common::{ceil_log2, git, is_clean, smoke_count, spec, subjects, Env};
-use lockstep_integrate::sandbox::{api_level_at, SandboxSpec};
+use lockstep_sandbox::{api_level_at, SandboxSpec};
 
 fn with_patches(commits: usize) -> SandboxSpec {
     SandboxSpec {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use lockstep_integrate::sandbox::{self, Sandbox, SandboxSpec};
+use lockstep_sandbox::{self as sandbox, Sandbox, SandboxSpec};
 
 /// A sandbox plus the temporary directory that holds it.
 pub struct Env {

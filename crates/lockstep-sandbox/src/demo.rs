@@ -12,11 +12,12 @@ use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_git::Repo;
 
-use crate::advance::NextOptions;
-use crate::report::{short, HaltKind};
-use crate::sandbox::{self, SandboxSpec};
-use crate::search::{LoopEnd, LoopOptions};
-use crate::Integrate;
+use lockstep_integrate::advance::NextOptions;
+use lockstep_integrate::halt::{short, HaltKind};
+use lockstep_integrate::search::{LoopEnd, LoopOptions};
+use lockstep_integrate::Integrate;
+
+use crate::repos::{self as sandbox, SandboxSpec};
 
 /// What the demo found.
 #[derive(Debug, Clone)]
