@@ -9,7 +9,8 @@
 //!   cargo's `--message-format json` and nextest's machine output.
 //!
 //! It also decides where human output goes ([`Out`]): standard output, unless
-//! the event stream owns it, then standard error; and it holds the output
+//! the event stream or a machine output (`--json -`) owns it, then standard
+//! error; and it holds the output
 //! formats written from an area's finished results ([`test_results`]: JUnit,
 //! JSON, Markdown for `lockstep test`), so a new format never touches an
 //! engine. How an event looks is the event's own
@@ -64,6 +65,9 @@ pub struct Options {
     pub quiet: bool,
     /// `--events FILE|-`.
     pub events: Option<Target>,
+    /// A machine output of the command (`--json -`, `--csv -` ...) writes
+    /// to standard output: human output goes to standard error.
+    pub stdout_taken: bool,
 }
 
 /// Every reporter of one command.
@@ -83,7 +87,8 @@ impl Reporters {
             .map(|target| EventStream::open(command, target))
             .transpose()?;
         let out = Out {
-            to_stderr: stream.as_ref().is_some_and(EventStream::owns_stdout),
+            to_stderr: options.stdout_taken
+                || stream.as_ref().is_some_and(EventStream::owns_stdout),
         };
         let reporters = Reporters {
             console: Console::new(options.quiet, out),

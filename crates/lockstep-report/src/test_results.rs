@@ -192,7 +192,7 @@ fn junit_cases(result: &TestResult) -> Vec<TestCase> {
 /// ```text
 /// {
 ///   "schema": 1,                        // docs/schemas/test-results.json
-///   "version": 1,                       // = schema (its name before `schema`)                       // bumped on incompatible changes
+///   "version": 1,                       // = schema (its name before `schema`)
 ///   "summary": {
 ///     "total": 12,                      // number of tests
 ///     "pass": 8, "fail": 1, "xfail": 1, "xpass": 1, "skip": 1,
@@ -1127,12 +1127,18 @@ mod tests {
             Err(e) => panic!("{}", e.render()),
         };
         assert!(text.ends_with('\n'));
-        // Documented order: version, summary, changes, tests.
-        let positions: Vec<usize> = ["\"version\"", "\"summary\"", "\"changes\"", "\"tests\""]
-            .iter()
-            .filter_map(|k| text.find(k))
-            .collect();
-        assert_eq!(positions.len(), 4);
+        // Documented order: schema, version, summary, changes, tests.
+        let positions: Vec<usize> = [
+            "\"schema\"",
+            "\"version\"",
+            "\"summary\"",
+            "\"changes\"",
+            "\"tests\"",
+        ]
+        .iter()
+        .filter_map(|k| text.find(k))
+        .collect();
+        assert_eq!(positions.len(), 5);
         assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
         let v: Value = serde_json::from_str(&text).expect("valid JSON");
         assert_eq!(v["version"], 1);

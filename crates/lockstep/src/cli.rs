@@ -378,6 +378,16 @@ impl Command {
         }
     }
 
+    /// Whether a runner's machine output (`--json -`, `--csv -`, `-o -`,
+    /// `--wrap` ...) takes standard output, so that its human output moves
+    /// to stderr. A query's bare `--json` replaces its human output instead.
+    pub fn runner_output_on_stdout(&self) -> bool {
+        matches!(
+            self,
+            Command::Test(_) | Command::Bench(_) | Command::Preprocess(_)
+        ) && !self.stdout_outputs().is_empty()
+    }
+
     /// The options of this command line that write machine output to
     /// standard output (at most one may, and not beside `--events -`).
     pub fn stdout_outputs(&self) -> Vec<&'static str> {

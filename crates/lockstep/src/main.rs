@@ -58,6 +58,7 @@ fn reporters(cli: &cli::Cli) -> Result<Reporters, Error> {
         &lockstep_report::Options {
             quiet: cli.quiet,
             events,
+            stdout_taken: cli.command.runner_output_on_stdout(),
         },
     )
 }

@@ -7,45 +7,19 @@
 
 mod common;
 
-use std::path::Path;
-use std::sync::OnceLock;
-
 use common::Project;
 
 use serde_json::Value;
 
-/// The validator of docs/schemas/events.json.
-struct Schema {
-    schemas: boon::Schemas,
-    index: boon::SchemaIndex,
-}
-
-fn schema() -> &'static Schema {
-    static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(|| {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schemas/events.json");
-        let mut schemas = boon::Schemas::new();
-        let mut compiler = boon::Compiler::new();
-        compiler.enable_format_assertions();
-        let index = compiler
-            .compile(&path.display().to_string(), &mut schemas)
-            .unwrap_or_else(|e| panic!("docs/schemas/events.json does not compile: {e}"));
-        Schema { schemas, index }
-    })
-}
-
 /// Parses a stream and checks every line against the schema and the
 /// stream's frame; returns the events.
 fn stream(text: &str, command: &str) -> Vec<Value> {
-    let s = schema();
     let events: Vec<Value> = text
         .lines()
         .map(|line| {
             let event: Value =
                 serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-            if let Err(e) = s.schemas.validate(&event, s.index) {
-                panic!("event does not match docs/schemas/events.json:\n{line}\n{e:#}");
-            }
+            common::assert_schema("events.json", &event);
             assert_eq!(event["command"], command, "{line}");
             event
         })
@@ -242,8 +216,7 @@ fn query_commands_stream_events_and_errors_end_the_stream() {
 
 #[test]
 fn the_schema_rejects_incomplete_or_unknown_events() {
-    let s = schema();
-    let valid = |v: Value| s.schemas.validate(&v, s.index).is_ok();
+    let valid = |v: Value| common::check_schema("events.json", &v).is_ok();
     let time = "2026-11-24T03:18:19.275Z";
     let line = |event: &str, extra: Value| {
         let mut v =

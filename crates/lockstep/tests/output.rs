@@ -1,5 +1,6 @@
 //! How outputs are chosen on the command line: runners write `--json -` to
-//! stdout (one JSON document with `schema`, nothing else on stdout), `-q`
+//! stdout (one JSON document with `schema`, nothing else on stdout; the
+//! human output moves to stderr, as with `--csv -`), `-q`
 //! keeps progress off stderr, and in `lockstep bench` options before the
 //! MIOpen command word are lockstep's while after it they are MIOpen's
 //! (`-q` there is the pad width) (docs/output.md).
@@ -18,13 +19,29 @@ fn a_runner_writes_its_json_to_stdout_with_a_dash() {
         &common::native_add_test("add", "add.mlir", "11 22 33 44"),
     );
     let out = p.run(&["test", "s", "--json", "-"], 0);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    // The summary is human output on stdout too; the document is its last part.
-    let start = stdout.find("{\n").expect("a JSON document on stdout");
-    let doc: Value = serde_json::from_str(&stdout[start..]).expect("the results parse");
+    // Stdout is the document alone; the human summary moved to stderr.
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
     assert_eq!(doc["schema"], 1);
     assert_eq!(doc["summary"]["pass"], 1);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("test result: ok."));
     assert!(!p.path().join("-").exists(), "`-` is stdout, not a file");
+}
+
+#[test]
+fn bench_csv_on_stdout_moves_the_boo_lines_to_stderr() {
+    let p = Project::new();
+    let out = p.run(
+        &[
+            "bench", "--csv", "-", "conv", "-n", "1", "-c", "4", "-H", "6", "-W", "6", "-k", "8",
+            "-y", "3", "-x", "3", "-F", "1",
+        ],
+        0,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and one row:\n{stdout}");
+    assert!(lines[0].starts_with("arguments,min_time (us),"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains(">>> tensor("));
 }
 
 #[test]

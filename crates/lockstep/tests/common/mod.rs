@@ -1,7 +1,8 @@
 //! The one harness the CLI integration tests share: the IREE toolchain
 //! (provisioned once per test binary), temporary projects with their own
 //! lockstep home and cache ([`Project`]), integrate sandboxes of real git
-//! repositories ([`Env`]), and running the real `lockstep` binary in them.
+//! repositories ([`Env`]), running the real `lockstep` binary in them, and
+//! checking its machine output against docs/schemas ([`assert_schema`]).
 
 #![allow(dead_code)]
 
@@ -339,4 +340,36 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .next()
         .unwrap()
         .to_string()
+}
+
+/// Validates `value` against `docs/schemas/<schema>` (formats such as
+/// `date-time` asserted); panics naming the schema, the value and every
+/// violation.
+pub fn assert_schema(schema: &str, value: &serde_json::Value) {
+    if let Err(e) = check_schema(schema, value) {
+        panic!("output does not match docs/schemas/{schema}:\n{value:#}\n{e}");
+    }
+}
+
+/// Whether `value` matches `docs/schemas/<schema>`; the violations if not.
+/// Each schema is compiled once per thread.
+pub fn check_schema(schema: &str, value: &serde_json::Value) -> Result<(), String> {
+    thread_local! {
+        static COMPILED: std::cell::RefCell<(boon::Schemas, std::collections::HashMap<String, boon::SchemaIndex>)> =
+            std::cell::RefCell::new((boon::Schemas::new(), std::collections::HashMap::new()));
+    }
+    COMPILED.with(|compiled| {
+        let (schemas, indexes) = &mut *compiled.borrow_mut();
+        let index = *indexes.entry(schema.to_string()).or_insert_with(|| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../docs/schemas")
+                .join(schema);
+            let mut compiler = boon::Compiler::new();
+            compiler.enable_format_assertions();
+            compiler
+                .compile(&path.display().to_string(), schemas)
+                .unwrap_or_else(|e| panic!("docs/schemas/{schema} does not compile: {e}"))
+        });
+        schemas.validate(value, index).map_err(|e| format!("{e:#}"))
+    })
 }
