@@ -1,53 +1,32 @@
 //! `lockstep bench` with the real binary and the real IREE tools (provisioned
 //! once through `lockstep toolchain path`); every test has its own cache.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::process::{Command, Stdio};
+
+use common::{iree_bin, walk, Project};
 
 const SMALL: &str = "conv -n 1 -c 4 -H 8 -W 8 -k 4 -y 3 -x 3 -p 1 -q 1 -i 3";
 const HEADER: &str = "arguments,min_time (us),max_time (us),mean_time (us),median_time (us),stddev (us),gflops,gbps,func_name,verify,status";
 
-/// The IREE tools directory, provisioned on first use (never skipped).
-fn iree_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-            .args(["toolchain", "path"])
-            .current_dir(dir.path())
-            .env_remove("LOCKSTEP_IREE_BIN")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run lockstep toolchain path");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-    })
-}
-
-/// A working directory (empty lockstep.toml) with its own cache.
+/// A project whose commands are `lockstep bench --iree-bin TOOLS ...`.
 struct Env {
-    dir: tempfile::TempDir,
+    p: Project,
 }
 
 impl Env {
     fn new() -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
-        Env { dir }
+        Env { p: Project::new() }
     }
 
-    fn path(&self) -> &Path {
-        self.dir.path()
+    fn path(&self) -> PathBuf {
+        self.p.path()
     }
 
     fn cache(&self) -> PathBuf {
-        self.path().join("cache")
+        self.p.cache()
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
@@ -56,55 +35,33 @@ impl Env {
 
     /// `lockstep bench --iree-bin TOOLS ARGS...` in this environment.
     fn cmd_with_tools(&self, tools: &Path, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
-        cmd.arg("bench")
-            .arg("--iree-bin")
-            .arg(tools)
-            .args(args)
-            .current_dir(self.path())
-            .env("LOCKSTEP_CACHE", self.cache())
-            .env_remove("BOO_CACHE_DIR")
-            .env_remove("BOO_CACHE_ON")
-            .stdin(Stdio::null());
+        let mut cmd = self.p.cmd(&["bench", "--iree-bin"]);
+        cmd.arg(tools).args(args);
         cmd
     }
 
     fn run(&self, cmd: &mut Command, code: i32) -> (String, String) {
-        let out: Output = cmd.output().expect("run lockstep bench");
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        );
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "{cmd:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
-        );
-        (stdout, stderr)
+        let out = common::expect(cmd, code);
+        (common::stdout(&out), common::stderr(&out))
     }
 
     fn json(&self, name: &str) -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(self.path().join(name)).unwrap()).unwrap()
+        self.p.json(name)
     }
 
+    /// Files in the cache, not counting hidden ones (its lock stripes are
+    /// not entries).
     fn files_in_cache(&self) -> usize {
-        fn count(dir: &Path) -> usize {
-            std::fs::read_dir(dir).map_or(0, |entries| {
-                entries
-                    .flatten()
-                    // The cache's lock stripes are not entries.
-                    .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                    .map(|e| {
-                        if e.path().is_dir() {
-                            count(&e.path())
-                        } else {
-                            1
-                        }
-                    })
-                    .sum()
+        let cache = self.cache();
+        walk(&cache)
+            .iter()
+            .filter(|f| {
+                f.strip_prefix(&cache).is_ok_and(|rel| {
+                    rel.components()
+                        .all(|c| !c.as_os_str().to_string_lossy().starts_with('.'))
+                })
             })
-        }
-        count(&self.cache())
+            .count()
     }
 }
 
@@ -614,16 +571,8 @@ fn cache_prune_covers_the_kernel_compile_and_preprocess_caches() {
     .unwrap();
 
     let prune = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-            .args(["cache", "prune"])
-            .args(args)
-            .current_dir(env.path())
-            .env("LOCKSTEP_CACHE", env.cache())
-            .env_remove("BOO_CACHE_DIR")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        let mut cmd = env.p.cmd(&["cache", "prune"]);
+        common::stdout(&common::expect(cmd.args(args), 0))
     };
     let stdout = prune(&["--older-than", "30"]);
     assert!(stdout.contains("compile: removed 1 entries"), "{stdout}");
@@ -651,19 +600,6 @@ fn cache_prune_covers_the_kernel_compile_and_preprocess_caches() {
     assert!(walk(&env.cache().join("bench"))
         .iter()
         .all(|p| p.extension().is_none_or(|e| e != "vmfb")));
-}
-
-/// Every file below `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        if entry.path().is_dir() {
-            found.extend(walk(&entry.path()));
-        } else {
-            found.push(entry.path());
-        }
-    }
-    found
 }
 
 /// A tools directory with the real iree-compile and iree-run-module and an
@@ -697,7 +633,7 @@ fn a_hung_or_crashed_kernel_fails_its_row_and_the_batch_goes_on() {
     let env = Env::new();
     let hang = "conv_2d_float32_forward_1x4x8x8_";
     let crash = "conv_2d_float32_weight_backward_1x4x8x8_";
-    let tools = flaky_tools(env.path(), hang, crash);
+    let tools = flaky_tools(&env.path(), hang, crash);
     let text = format!("{SMALL} -F 1\n{SMALL} -F 4\n{SMALL} -F 2\n");
     std::fs::write(env.path().join("batch.txt"), text).unwrap();
     let mut cmd = env.cmd_with_tools(
@@ -741,7 +677,7 @@ fn an_interrupted_driver_takes_its_running_kernel_with_it() {
     use std::os::unix::process::ExitStatusExt;
     let env = Env::new();
     let hang = "conv_2d_float32_forward_1x4x8x8_";
-    let tools = flaky_tools(env.path(), hang, "no-such-function");
+    let tools = flaky_tools(&env.path(), hang, "no-such-function");
     let mut args = vec!["--timeout", "600"];
     args.extend(words(SMALL));
     args.extend(["-F", "1"]);
@@ -859,7 +795,7 @@ fn commands_files_with_a_bom_quoted_words_or_no_commands() {
 #[test]
 fn timed_runs_read_seeded_inputs_unless_a_splat_is_forced() {
     let env = Env::new();
-    let tools = flaky_tools(env.path(), "no-hang", "no-crash");
+    let tools = flaky_tools(&env.path(), "no-hang", "no-crash");
     let run = |extra: &[&str]| {
         let mut args = extra.to_vec();
         args.extend(words(SMALL));

@@ -1,64 +1,57 @@
 //! The command-line surface, pinned by snapshots: help texts and the shape of
 //! error reports. A change here is a change users see.
 
-use std::process::Command;
+mod common;
 
-fn lockstep(args: &[&str], cwd: &std::path::Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(args)
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run lockstep");
+use common::Project;
+
+/// `lockstep ARGS` in a fresh project: its exit code, stdout and stderr.
+fn lockstep(p: &Project, args: &[&str]) -> (i32, String, String) {
+    let out = common::output(p.cmd(args).env("NO_COLOR", "1"));
     (
         out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        common::stdout(&out),
+        common::stderr(&out),
     )
 }
 
 #[test]
 fn top_level_help() {
-    let dir = tempfile::tempdir().unwrap();
-    let (code, stdout, _) = lockstep(&["--help"], dir.path());
+    let (code, stdout, _) = lockstep(&Project::new(), &["--help"]);
     assert_eq!(code, 0);
     insta::assert_snapshot!(stdout);
 }
 
 #[test]
 fn integrate_help() {
-    let dir = tempfile::tempdir().unwrap();
-    let (code, stdout, _) = lockstep(&["integrate", "--help"], dir.path());
+    let (code, stdout, _) = lockstep(&Project::new(), &["integrate", "--help"]);
     assert_eq!(code, 0);
     insta::assert_snapshot!(stdout);
 }
 
 #[test]
 fn loop_help() {
-    let dir = tempfile::tempdir().unwrap();
-    let (code, stdout, _) = lockstep(&["integrate", "loop", "--help"], dir.path());
+    let (code, stdout, _) = lockstep(&Project::new(), &["integrate", "loop", "--help"]);
     assert_eq!(code, 0);
     insta::assert_snapshot!(stdout);
 }
 
 #[test]
 fn unknown_config_key_names_file_line_and_key() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("lockstep.toml"),
+    let p = Project::new();
+    p.write(
+        "lockstep.toml",
         "[integrate]\nsubmodule = \"deps/llvm\"\nsmoke-timout = \"2h\"\n",
-    )
-    .unwrap();
-    let (code, _, stderr) = lockstep(&["integrate", "status"], dir.path());
+    );
+    let (code, _, stderr) = lockstep(&p, &["integrate", "status"]);
     assert_eq!(code, 2);
-    let stderr = stderr.replace(&dir.path().display().to_string(), "[DIR]");
+    let stderr = stderr.replace(&p.path().display().to_string(), "[DIR]");
     insta::assert_snapshot!(stderr);
 }
 
 #[test]
 fn outside_a_repository_is_a_usage_error_with_a_hint() {
-    let dir = tempfile::tempdir().unwrap();
-    let (code, _, stderr) = lockstep(&["integrate", "status"], dir.path());
+    let (code, _, stderr) = lockstep(&Project::new(), &["integrate", "status"]);
     assert_eq!(code, 2);
     assert!(stderr.starts_with("error: "), "{stderr}");
     assert!(stderr.contains("hint: "), "{stderr}");
@@ -68,22 +61,9 @@ fn outside_a_repository_is_a_usage_error_with_a_hint() {
 /// tools (provisioned on first use) and a cache of its own.
 #[test]
 fn demo_runs_end_to_end() {
-    let dir = tempfile::tempdir().unwrap();
-    let toolchains = std::env::var_os("LOCKSTEP_TOOLCHAINS").unwrap_or_else(|| {
-        std::path::Path::new(&std::env::var_os("HOME").expect("HOME"))
-            .join(".cache/lockstep/toolchains")
-            .into_os_string()
-    });
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(["demo", "--dir"])
-        .arg(dir.path().join("demo"))
-        .current_dir(dir.path())
-        .env("LOCKSTEP_HOME", dir.path().join("home"))
-        .env("LOCKSTEP_CACHE", dir.path().join("cache"))
-        .env("LOCKSTEP_TOOLCHAINS", toolchains)
-        .env_remove("LOCKSTEP_IREE_BIN")
-        .output()
-        .expect("run lockstep demo");
+    let p = Project::new();
+    let demo = p.root().join("demo");
+    let out = common::output(p.cmd(&["demo", "--dir"]).arg(&demo));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

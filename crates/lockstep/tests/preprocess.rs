@@ -6,10 +6,13 @@
 //! (default `~/.cache/lockstep/toolchains`, provisioned once per test binary);
 //! caches and the token pool are isolated per test.
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::process::{Command, Stdio};
+
+use common::{iree_bin, output, stderr, stdout, Project};
 
 const CPU_FLAGS: [&str; 3] = [
     "--iree-hal-target-device=local",
@@ -17,70 +20,28 @@ const CPU_FLAGS: [&str; 3] = [
     "--iree-llvmcpu-target-cpu=host",
 ];
 
-/// The IREE tools directory, provisioned once.
-fn iree_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-            .args(["toolchain", "path"])
-            .current_dir(dir.path())
-            .env_remove("LOCKSTEP_IREE_BIN")
-            .env("LOCKSTEP_TOOLCHAINS", toolchains())
-            .output()
-            .expect("run lockstep toolchain path");
-        assert!(
-            out.status.success(),
-            "cannot provision IREE: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-    })
-}
-
-fn toolchains() -> PathBuf {
-    match std::env::var_os("LOCKSTEP_TOOLCHAINS").filter(|v| !v.is_empty()) {
-        Some(v) => PathBuf::from(v),
-        None => PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-            .join(".cache/lockstep/toolchains"),
-    }
-}
-
-/// A test's sandbox: a working directory with an empty lockstep.toml, its own
-/// LOCKSTEP_HOME and LOCKSTEP_CACHE, and a `tools/` directory.
+/// A test's project with a `tools/` directory.
 struct Sandbox {
-    dir: tempfile::TempDir,
+    p: Project,
 }
 
 impl Sandbox {
     fn new() -> Sandbox {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
-        std::fs::create_dir_all(dir.path().join("tools")).unwrap();
-        Sandbox { dir }
+        let p = Project::new();
+        std::fs::create_dir_all(p.path().join("tools")).unwrap();
+        Sandbox { p }
     }
 
-    fn path(&self) -> &Path {
-        self.dir.path()
+    fn path(&self) -> PathBuf {
+        self.p.path()
     }
 
     fn env(&self, cmd: &mut Command) {
-        cmd.current_dir(self.path())
-            .env_remove("LOCKSTEP_IREE_BIN")
-            .env_remove("MAKEFLAGS")
-            .env("LOCKSTEP_HOME", self.path().join("home"))
-            .env("LOCKSTEP_CACHE", self.path().join("cache"))
-            .env("LOCKSTEP_TOOLCHAINS", toolchains())
-            .stdin(Stdio::null());
+        self.p.isolate(cmd);
     }
 
     fn lockstep(&self, args: &[&str]) -> Command {
-        iree_bin();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
-        cmd.args(args);
-        self.env(&mut cmd);
-        cmd
+        self.p.cmd(args)
     }
 
     /// An executable script in tools/.
@@ -92,9 +53,7 @@ impl Sandbox {
     }
 
     fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path
+        self.p.write(name, text)
     }
 
     /// PATH with tools/ first: iree-compile finds tools by name only.
@@ -157,27 +116,8 @@ impl Sandbox {
     }
 }
 
-fn run(mut cmd: Command) -> Output {
-    let out = cmd.output().expect("run");
-    eprintln!(
-        "$ {:?}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
-        cmd,
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout)
-            .chars()
-            .take(2000)
-            .collect::<String>(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+fn run(mut cmd: Command) -> std::process::Output {
+    output(&mut cmd)
 }
 
 /// A program with `n` independent dispatches: `%r_i = %a_i * %a_i` on
@@ -787,7 +727,7 @@ fn wrap_and_direct_forms_do_not_share_cache_entries() {
     assert_eq!(direct, std::fs::read_to_string(&one).unwrap());
     // The other way round, from an empty cache: the direct form's op text is
     // not what the wrap form prints.
-    std::fs::remove_dir_all(sb.path().join("cache")).unwrap();
+    std::fs::remove_dir_all(sb.p.cache()).unwrap();
     let o = run(sb.lockstep(&[
         "preprocess",
         one.to_str().unwrap(),

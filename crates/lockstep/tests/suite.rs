@@ -10,16 +10,17 @@
 //! directory (not a git repository) with its own `$LOCKSTEP_HOME` (history,
 //! logs) and `$LOCKSTEP_CACHE` (compile cache, downloads).
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use common::{iree_bin, jcase, junit_suites, serve, sha256_of, write, JCase, Project};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------
@@ -117,71 +118,24 @@ fn config_json(name: &str, device: &str, lists: &[(&str, &[&str])]) -> String {
     serde_json::to_string_pretty(&value).unwrap()
 }
 
-fn write(path: &Path, text: &str) {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).unwrap();
-    }
-    std::fs::write(path, text).unwrap();
-}
-
 // ---------------------------------------------------------------------------
-// The toolchain, once per test binary
-
-/// `$LOCKSTEP_TOOLCHAINS` as the environment sets it, else the default under
-/// the user's home (setting `LOCKSTEP_HOME` for a test would move the default).
-fn toolchains_root() -> PathBuf {
-    if let Some(v) = std::env::var_os("LOCKSTEP_TOOLCHAINS").filter(|v| !v.is_empty()) {
-        return PathBuf::from(v);
-    }
-    let home = std::env::var_os("HOME").expect("HOME is set");
-    PathBuf::from(home)
-        .join(".cache")
-        .join("lockstep")
-        .join("toolchains")
-}
-
-/// The provisioned IREE `bin/` directory (installed on first use).
-fn toolchain_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        std::fs::write(tmp.path().join("lockstep.toml"), "").unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-            .args(["toolchain", "path"])
-            .current_dir(tmp.path())
-            .env("LOCKSTEP_HOME", tmp.path().join("home"))
-            .env("LOCKSTEP_TOOLCHAINS", toolchains_root())
-            .env_remove("LOCKSTEP_IREE_BIN")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run lockstep toolchain path");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(
-            out.status.success(),
-            "lockstep toolchain path failed ({:?})\nstdout:\n{stdout}\nstderr:\n{stderr}",
-            out.status.code()
-        );
-        let bin = PathBuf::from(stdout.lines().last().unwrap_or("").trim());
-        for tool in ["iree-compile", "iree-run-module", "iree-benchmark-module"] {
-            assert!(
-                bin.join(tool).exists(),
-                "{tool} missing from {}",
-                bin.display()
-            );
-        }
-        bin
-    })
-}
-
-// ---------------------------------------------------------------------------
-// A sandbox per test
+// A project per test
 
 /// What a finished `lockstep` process said.
 struct Ran {
     code: Option<i32>,
     stdout: String,
     stderr: String,
+}
+
+impl From<std::process::Output> for Ran {
+    fn from(out: std::process::Output) -> Ran {
+        Ran {
+            code: out.status.code(),
+            stdout: common::stdout(&out),
+            stderr: common::stderr(&out),
+        }
+    }
 }
 
 impl Ran {
@@ -206,68 +160,43 @@ impl Ran {
     }
 }
 
-/// A temporary directory holding `work/` (the current directory, with an empty
-/// lockstep.toml), `home/` ($LOCKSTEP_HOME) and `cache/` ($LOCKSTEP_CACHE).
+/// A [`Project`] whose `lockstep test` runs each write their own JSON
+/// results file.
 struct Sandbox {
-    tmp: tempfile::TempDir,
+    p: Project,
     runs: AtomicUsize,
 }
 
 impl Sandbox {
     fn new() -> Sandbox {
-        toolchain_bin();
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let sb = Sandbox {
-            tmp,
+        Sandbox {
+            p: Project::new(),
             runs: AtomicUsize::new(0),
-        };
-        std::fs::create_dir_all(sb.work()).unwrap();
-        std::fs::write(sb.work().join("lockstep.toml"), "").unwrap();
-        sb
+        }
     }
 
+    /// The temporary directory (fixtures live beside the work tree).
     fn root(&self) -> &Path {
-        self.tmp.path()
-    }
-
-    fn work(&self) -> PathBuf {
-        self.root().join("work")
+        self.p.root()
     }
 
     fn cache(&self) -> PathBuf {
-        self.root().join("cache")
-    }
-
-    fn home(&self) -> PathBuf {
-        self.root().join("home")
+        self.p.cache()
     }
 
     /// `lockstep ARGS` in `cwd` with this sandbox's home and the given cache.
     fn command_in(&self, cwd: &Path, cache: &Path, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
-        cmd.args(args)
-            .current_dir(cwd)
-            .env("LOCKSTEP_HOME", self.home())
-            .env("LOCKSTEP_CACHE", cache)
-            .env("LOCKSTEP_TOOLCHAINS", toolchains_root())
-            .env("NO_PROXY", "127.0.0.1,localhost")
-            .env("no_proxy", "127.0.0.1,localhost")
-            .env_remove("LOCKSTEP_IREE_BIN")
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .env_remove("http_proxy")
-            .env_remove("HTTP_PROXY")
-            .env_remove("all_proxy")
-            .env_remove("ALL_PROXY")
-            .stdin(Stdio::null());
+        let mut cmd = self.p.cmd_in(cwd, args);
+        cmd.env("LOCKSTEP_CACHE", cache);
         cmd
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        self.command_in(&self.work(), &self.cache(), args)
+        self.p.cmd(args)
     }
 
     fn run(&self, args: &[&str]) -> Ran {
-        finish(self.command(args).output().expect("run lockstep"), args)
+        Ran::from(common::output(&mut self.command(args)))
     }
 
     /// `lockstep test ARGS -j 2 --json FILE`: asserts the exit code, returns the JSON.
@@ -295,19 +224,6 @@ impl Sandbox {
         let n = self.runs.fetch_add(1, Ordering::SeqCst);
         self.root().join(format!("results-{n}.json"))
     }
-}
-
-fn finish(out: std::process::Output, args: &[&str]) -> Ran {
-    let ran = Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    eprintln!(
-        "$ lockstep {args:?}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
-        ran.code, ran.stdout, ran.stderr
-    );
-    ran
 }
 
 fn read_json(path: &Path, ran: &Ran) -> Value {
@@ -440,19 +356,6 @@ fn staging_leftovers(cache: &Path) -> Vec<PathBuf> {
     found
 }
 
-fn sha256_of(path: &Path) -> String {
-    let out = Command::new("sha256sum")
-        .arg(path)
-        .output()
-        .expect("sha256sum");
-    assert!(out.status.success());
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string()
-}
-
 /// Asserts an entry is complete: its seal names its key and every file's
 /// size and sha256; it holds a module unless it caches a failure.
 fn assert_valid_entry(seal_path: &Path) {
@@ -488,72 +391,6 @@ fn assert_valid_entry(seal_path: &Path) {
             "{seal:#}"
         );
     }
-}
-
-// ---------------------------------------------------------------------------
-// JUnit XML, read with string searches
-
-fn xml_unescape(s: &str) -> String {
-    s.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&")
-}
-
-fn xml_attr(tag_text: &str, name: &str) -> Option<String> {
-    let needle = format!(" {name}=\"");
-    let start = tag_text.find(&needle)? + needle.len();
-    let end = tag_text[start..].find('"')? + start;
-    Some(xml_unescape(&tag_text[start..end]))
-}
-
-/// One `<testcase>`: its attributes and everything up to the next testcase.
-#[derive(Debug)]
-struct JCase {
-    name: String,
-    classname: String,
-    body: String,
-}
-
-impl JCase {
-    fn failed(&self) -> bool {
-        self.body.contains("<failure")
-    }
-
-    fn skipped(&self) -> bool {
-        self.body.contains("<skipped")
-    }
-}
-
-/// suite name -> its testcases.
-fn junit_suites(xml: &str) -> Vec<(String, Vec<JCase>)> {
-    let mut suites = Vec::new();
-    for chunk in xml.split("<testsuite ").skip(1) {
-        let head_end = chunk.find('>').unwrap();
-        let name = xml_attr(&format!(" {}", &chunk[..head_end]), "name").unwrap();
-        let body = chunk.split("</testsuite>").next().unwrap();
-        let mut cases = Vec::new();
-        for case in body.split("<testcase ").skip(1) {
-            let tag_end = case.find('>').unwrap();
-            let tag = format!(" {}", &case[..tag_end]);
-            cases.push(JCase {
-                name: xml_attr(&tag, "name").unwrap(),
-                classname: xml_attr(&tag, "classname").unwrap_or_default(),
-                body: xml_unescape(case),
-            });
-        }
-        suites.push((name, cases));
-    }
-    suites
-}
-
-fn jcase<'a>(cases: &'a [JCase], classname: &str, name: &str) -> &'a JCase {
-    cases
-        .iter()
-        .find(|c| c.classname == classname && c.name == name)
-        .unwrap_or_else(|| panic!("no testcase {classname}/{name} in {cases:#?}"))
 }
 
 // ---------------------------------------------------------------------------
@@ -1225,7 +1062,7 @@ fn junit_has_a_suite_per_config_and_a_case_per_step() {
     assert!(jcase(a, "compile_fail", "compile").body.contains("XFAIL"));
     assert!(jcase(a, "compile_fail", "run").skipped());
     // Real failures carry the command and the output tail.
-    let bin = toolchain_bin().display().to_string();
+    let bin = iree_bin().display().to_string();
     let failures: Vec<&JCase> = b.iter().filter(|c| c.failed()).collect();
     assert_eq!(failures.len(), 2, "{b:#?}");
     let cf = jcase(b, "compile_fail", "compile");
@@ -1536,8 +1373,8 @@ fn concurrent_runners_share_the_cache_and_compile_each_module_once() {
     let mut compiles = Vec::new();
     for ((child, args), json) in children.into_iter().zip(&jsons) {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let ran = finish(child.wait_with_output().unwrap(), &args);
-        ran.expect(0, "concurrent runner");
+        let ran = Ran::from(child.wait_with_output().unwrap());
+        ran.expect(0, &format!("concurrent runner {args:?}"));
         let v = read_json(json, &ran);
         assert_eq!(summary_count(&v, "total"), 2 * distinct as u64);
         assert_eq!(summary_count(&v, "pass"), 2 * distinct as u64);
@@ -1618,36 +1455,6 @@ fn a_truncated_cache_entry_is_rebuilt() {
 
 // ---------------------------------------------------------------------------
 // 10. URL sources and sha256
-
-/// Serves `body` on 127.0.0.1 for up to `max` requests; counts them.
-fn serve(body: &'static str, max: usize) -> (u16, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let count = Arc::new(AtomicUsize::new(0));
-    let counter = count.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(max) {
-            let Ok(mut stream) = stream else { continue };
-            counter.fetch_add(1, Ordering::SeqCst);
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
-                if line == "\r\n" || line == "\n" {
-                    break;
-                }
-                line.clear();
-            }
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.flush();
-        }
-    });
-    (port, count)
-}
 
 #[test]
 fn url_sources_are_verified_before_they_are_cached() {
@@ -1936,7 +1743,7 @@ fn a_missing_benchmark_tool_fails_the_step_not_the_run() {
     let bin = sb.root().join("no-bench-bin");
     std::fs::create_dir_all(&bin).unwrap();
     for tool in ["iree-compile", "iree-run-module"] {
-        std::os::unix::fs::symlink(toolchain_bin().join(tool), bin.join(tool)).unwrap();
+        std::os::unix::fs::symlink(iree_bin().join(tool), bin.join(tool)).unwrap();
     }
     let dir = sb.root().join("native");
     write(&dir.join("add.mlir"), &add4());
@@ -2070,7 +1877,7 @@ fn step_logs_start_with_the_exact_command() {
     layout_case(&its, "run_mismatch", &add4(), WRONG_FLAGS);
     let (d, i) = (dir.display().to_string(), its.display().to_string());
     let (json, _) = sb.test(&[&d, &i], 1);
-    let bin = toolchain_bin();
+    let bin = iree_bin();
     let mut seen = BTreeSet::new();
     for t in tests_of(&json) {
         for s in t["steps"].as_array().unwrap() {

@@ -6,53 +6,17 @@
 //! tests about installing itself use a fresh temporary directory (uv's own
 //! cache keeps those fast after the first download).
 
+mod common;
+
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const ADD_MLIR: &str = "func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = arith.addf %a, %b : tensor<4xf32>
-  return %0 : tensor<4xf32>
-}
-";
-
-/// A working directory with an empty lockstep.toml (defaults, and no file
-/// further up is picked up).
-fn workdir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
-    dir
-}
-
-/// `lockstep ARGS` in `cwd`, without a tools directory from the environment.
-fn lockstep(cwd: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
-    cmd.args(args)
-        .current_dir(cwd)
-        .env_remove("LOCKSTEP_IREE_BIN")
-        .stdin(Stdio::null());
-    cmd
-}
+use common::{stderr, stdout, Project};
 
 fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("run lockstep");
-    eprintln!(
-        "$ {:?}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
-        cmd,
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    common::output(cmd)
 }
 
 /// The single line `lockstep toolchain path` printed.
@@ -87,10 +51,10 @@ fn fake_tools(dir: &Path, stamp: &str) -> PathBuf {
 
 #[test]
 fn install_then_path_gives_native_tools_that_compile_and_run() {
-    let work = workdir();
-    let cwd = work.path();
+    let work = Project::new();
+    let cwd = &work.path();
 
-    let out = run(&mut lockstep(cwd, &["toolchain", "install"]));
+    let out = run(&mut work.cmd(&["toolchain", "install"]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
@@ -106,7 +70,7 @@ fn install_then_path_gives_native_tools_that_compile_and_run() {
             .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
     )
     .unwrap();
-    let out = run(lockstep(cwd, &["toolchain", "path"]).env("PATH", &path_var));
+    let out = run(work.cmd(&["toolchain", "path"]).env("PATH", &path_var));
     let bin = single_line(&out);
     assert_ne!(bin, decoy);
     assert!(bin.is_absolute(), "{}", bin.display());
@@ -121,7 +85,7 @@ fn install_then_path_gives_native_tools_that_compile_and_run() {
         run_module.display()
     );
 
-    std::fs::write(cwd.join("add.mlir"), ADD_MLIR).unwrap();
+    std::fs::write(cwd.join("add.mlir"), common::ADD).unwrap();
     let out = run(Command::new(&compile).current_dir(cwd).args([
         "add.mlir",
         "--iree-hal-target-device=local",
@@ -151,7 +115,7 @@ fn install_then_path_gives_native_tools_that_compile_and_run() {
     );
 
     // The JSON form describes the same toolchain.
-    let out = run(&mut lockstep(cwd, &["toolchain", "install", "--json"]));
+    let out = run(&mut work.cmd(&["toolchain", "install", "--json"]));
     assert!(out.status.success(), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(json["bin"], bin.display().to_string());
@@ -174,7 +138,7 @@ fn install_then_path_gives_native_tools_that_compile_and_run() {
 
 #[test]
 fn concurrent_installs_leave_one_complete_install() {
-    let work = workdir();
+    let work = Project::new();
     let toolchains = work.path().join("toolchains");
     // The leftovers of an install that was killed half-way.
     let stale = toolchains.join(".iree-3.13.0.tmp-999999");
@@ -182,7 +146,7 @@ fn concurrent_installs_leave_one_complete_install() {
     std::fs::write(stale.join("venv/half"), "x").unwrap();
 
     let spawn = || {
-        lockstep(work.path(), &["toolchain", "install", "--json"])
+        work.cmd(&["toolchain", "install", "--json"])
             .env("LOCKSTEP_TOOLCHAINS", &toolchains)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -230,18 +194,20 @@ fn concurrent_installs_leave_one_complete_install() {
     );
 
     // Installed: `path` prints it without installing again.
-    let out =
-        run(lockstep(work.path(), &["toolchain", "path"]).env("LOCKSTEP_TOOLCHAINS", &toolchains));
+    let out = run(work
+        .cmd(&["toolchain", "path"])
+        .env("LOCKSTEP_TOOLCHAINS", &toolchains));
     assert_eq!(single_line(&out), dir.join("bin"));
     assert!(!stderr(&out).contains("installing"), "{}", stderr(&out));
 }
 
 #[test]
 fn path_provisions_on_first_use() {
-    let work = workdir();
+    let work = Project::new();
     let toolchains = work.path().join("toolchains");
-    let out =
-        run(lockstep(work.path(), &["toolchain", "path"]).env("LOCKSTEP_TOOLCHAINS", &toolchains));
+    let out = run(work
+        .cmd(&["toolchain", "path"])
+        .env("LOCKSTEP_TOOLCHAINS", &toolchains));
     let bin = single_line(&out);
     assert_eq!(bin, toolchains.join("iree-3.13.0/bin"));
     let err = stderr(&out);
@@ -254,12 +220,11 @@ fn path_provisions_on_first_use() {
 
 #[test]
 fn bad_version_is_a_usage_error() {
-    let work = workdir();
+    let work = Project::new();
     let toolchains = work.path().join("toolchains");
-    let out = run(
-        lockstep(work.path(), &["toolchain", "install", "--iree", "1.2.x"])
-            .env("LOCKSTEP_TOOLCHAINS", &toolchains),
-    );
+    let out = run(work
+        .cmd(&["toolchain", "install", "--iree", "1.2.x"])
+        .env("LOCKSTEP_TOOLCHAINS", &toolchains));
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("invalid IREE version `1.2.x`"),
@@ -272,12 +237,11 @@ fn bad_version_is_a_usage_error() {
 
 #[test]
 fn unknown_version_names_the_package() {
-    let work = workdir();
+    let work = Project::new();
     let toolchains = work.path().join("toolchains");
-    let out = run(
-        lockstep(work.path(), &["toolchain", "install", "--iree", "9.9.9"])
-            .env("LOCKSTEP_TOOLCHAINS", &toolchains),
-    );
+    let out = run(work
+        .cmd(&["toolchain", "install", "--iree", "9.9.9"])
+        .env("LOCKSTEP_TOOLCHAINS", &toolchains));
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
@@ -295,8 +259,8 @@ fn unknown_version_names_the_package() {
 
 #[test]
 fn path_follows_flag_then_env_then_config() {
-    let work = workdir();
-    let cwd = work.path();
+    let work = Project::new();
+    let cwd = &work.path();
     // Nothing may be provisioned by these commands.
     let toolchains = cwd.join("toolchains");
     let flag = fake_tools(&cwd.join("flag-tools"), "1.0.0");
@@ -310,7 +274,7 @@ fn path_follows_flag_then_env_then_config() {
     let path = |args: &[&str], env_value: Option<&Path>| {
         let mut all = vec!["toolchain", "path"];
         all.extend_from_slice(args);
-        let mut cmd = lockstep(cwd, &all);
+        let mut cmd = work.cmd(&all);
         cmd.env("LOCKSTEP_TOOLCHAINS", &toolchains);
         if let Some(v) = env_value {
             cmd.env("LOCKSTEP_IREE_BIN", v);

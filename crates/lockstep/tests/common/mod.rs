@@ -49,14 +49,16 @@ impl Env {
         self.sb.superproject.join(&self.sb.submodule_path)
     }
 
-    /// A `lockstep` command run in the superproject, isolated from the user's
-    /// lockstep home.
+    /// A `lockstep` command run in the superproject, [`isolate`]d with a
+    /// home and cache of its own.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
-        cmd.args(args)
-            .current_dir(self.sp())
-            .env("LOCKSTEP_HOME", self.dir.path().join("home"))
-            .env_remove("LOCKSTEP_WEBHOOK_URL");
+        cmd.args(args).current_dir(self.sp());
+        isolate(
+            &mut cmd,
+            &self.dir.path().join("home"),
+            &self.dir.path().join("cache"),
+        );
         cmd
     }
 
@@ -99,6 +101,91 @@ pub fn with_break(commits: usize) -> SandboxSpec {
 
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Standard output of a run, as text.
+pub fn stdout(out: &Output) -> String {
+    text(&out.stdout)
+}
+
+/// Standard error of a run, as text.
+pub fn stderr(out: &Output) -> String {
+    text(&out.stderr)
+}
+
+/// Isolates `cmd` from the user's settings: `home` and `cache` as
+/// `$LOCKSTEP_HOME` and `$LOCKSTEP_CACHE`, the shared toolchains, no
+/// `LOCKSTEP_IREE_BIN`, `BOO_CACHE_*`, `MAKEFLAGS`, webhook, step summary or
+/// HTTP proxy (loopback servers are reached directly), stdin closed.
+pub fn isolate(cmd: &mut Command, home: &Path, cache: &Path) {
+    cmd.env("LOCKSTEP_HOME", home)
+        .env("LOCKSTEP_CACHE", cache)
+        .env("LOCKSTEP_TOOLCHAINS", toolchains())
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+        .stdin(Stdio::null());
+    for var in [
+        "LOCKSTEP_IREE_BIN",
+        "LOCKSTEP_WEBHOOK_URL",
+        "BOO_CACHE_DIR",
+        "BOO_CACHE_ON",
+        "MAKEFLAGS",
+        "GITHUB_STEP_SUMMARY",
+        "http_proxy",
+        "HTTP_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+    ] {
+        cmd.env_remove(var);
+    }
+}
+
+/// Runs `cmd` and asserts its exit code, showing the command and both
+/// streams when it differs.
+pub fn expect(cmd: &mut Command, code: i32) -> Output {
+    let out = cmd.output().expect("run lockstep");
+    expect_code(&out, code, &format!("{cmd:?}"));
+    out
+}
+
+/// Runs `cmd` whatever its exit code, logging the command, the code and
+/// both streams (shown when the test fails; a long stdout cut short).
+pub fn output(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run the command");
+    eprintln!(
+        "$ {cmd:?}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        stdout(&out).chars().take(10_000).collect::<String>(),
+        stderr(&out)
+    );
+    out
+}
+
+/// Writes `text` to `path`, creating its directory.
+pub fn write(path: &Path, text: &str) {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("create the directory");
+    }
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+/// Every file below `dir`, recursively, sorted (none when it does not exist).
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.path().is_dir() {
+            found.extend(walk(&entry.path()));
+        } else {
+            found.push(entry.path());
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The sha256 of the file at `path`, as `sha256sum` prints it.
+pub fn sha256_of(path: &Path) -> String {
+    sha256_hex(&std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display())))
 }
 
 /// Asserts the exit code of an already-run command; returns (stdout, stderr).
@@ -181,24 +268,36 @@ pub fn write_executable(path: &Path, text: &str) {
 // ---------------------------------------------------------------------------
 // Projects run with the real IREE tools
 
-/// The provisioned IREE tools (installed once per test binary).
+/// The provisioned IREE `bin/` directory: `lockstep toolchain path` under
+/// the shared [`toolchains`], installed on first use, once per test binary
+/// (never skipped: the tests need the real tools).
 pub fn iree_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let tmp = tempfile::tempdir().unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-            .args(["toolchain", "path"])
+        let tmp = tempfile::tempdir().expect("temp dir");
+        std::fs::write(tmp.path().join("lockstep.toml"), "").expect("write lockstep.toml");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+        cmd.args(["toolchain", "path"])
             .current_dir(tmp.path())
             .env("LOCKSTEP_HOME", tmp.path().join("home"))
             .env("LOCKSTEP_TOOLCHAINS", toolchains())
             .env_remove("LOCKSTEP_IREE_BIN")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+            .stdin(Stdio::null());
+        let out = expect(&mut cmd, 0);
+        let bin = PathBuf::from(stdout(&out).lines().last().unwrap_or("").trim());
+        for tool in ["iree-compile", "iree-run-module", "iree-benchmark-module"] {
+            assert!(
+                bin.join(tool).exists(),
+                "{tool} missing from {}",
+                bin.display()
+            );
+        }
+        bin
     })
 }
 
+/// `$LOCKSTEP_TOOLCHAINS` as the environment sets it, else the default under
+/// the user's home (a test's own `LOCKSTEP_HOME` would move the default).
 pub fn toolchains() -> PathBuf {
     std::env::var_os("LOCKSTEP_TOOLCHAINS")
         .filter(|v| !v.is_empty())
@@ -208,26 +307,46 @@ pub fn toolchains() -> PathBuf {
         })
 }
 
-/// A temporary project with its own lockstep home and cache.
+/// A temporary project: a directory holding `work/` (the current directory
+/// of its commands, with an empty lockstep.toml), `home/` (their
+/// `$LOCKSTEP_HOME`) and `cache/` (their `$LOCKSTEP_CACHE`), so that neither
+/// lies inside the tree a command walks.
 pub struct Project {
     pub dir: tempfile::TempDir,
 }
 
 impl Project {
     pub fn new() -> Project {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("lockstep.toml"), "").unwrap();
+        let dir = tempfile::tempdir().expect("temp dir");
+        write(&dir.path().join("work/lockstep.toml"), "");
         Project { dir }
     }
 
-    pub fn path(&self) -> &Path {
+    /// The work tree: the commands' current directory.
+    pub fn path(&self) -> PathBuf {
+        self.root().join("work")
+    }
+
+    /// The temporary directory, for fixtures outside the work tree.
+    pub fn root(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn write(&self, name: &str, text: &str) {
+    /// `$LOCKSTEP_HOME` of the project's commands.
+    pub fn home(&self) -> PathBuf {
+        self.root().join("home")
+    }
+
+    /// `$LOCKSTEP_CACHE` of the project's commands.
+    pub fn cache(&self) -> PathBuf {
+        self.root().join("cache")
+    }
+
+    /// Writes `name` (relative to the work tree); returns its path.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
         let path = self.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
+        write(&path, text);
+        path
     }
 
     pub fn run(&self, args: &[&str], code: i32) -> Output {
@@ -237,29 +356,32 @@ impl Project {
     /// [`Project::run`] with extra environment variables (set last, so they
     /// override the project's).
     pub fn run_with(&self, args: &[&str], envs: &[(&str, &Path)], code: i32) -> Output {
+        expect(self.cmd(args).envs(envs.iter().copied()), code)
+    }
+
+    /// `lockstep ARGS` in the work tree, [`isolate`]d with the project's
+    /// home and cache, the toolchain provisioned first. For tests that set
+    /// more or read the status themselves; run it with [`expect`] or
+    /// [`output`].
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        self.cmd_in(&self.path(), args)
+    }
+
+    /// [`Project::cmd`] in another directory.
+    pub fn cmd_in(&self, cwd: &Path, args: &[&str]) -> Command {
         iree_bin();
-        let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-            .args(args)
-            .current_dir(self.path())
-            .env("LOCKSTEP_HOME", self.path().join("home"))
-            .env("LOCKSTEP_CACHE", self.path().join("cache"))
-            .env("LOCKSTEP_TOOLCHAINS", toolchains())
-            .env_remove("LOCKSTEP_IREE_BIN")
-            .env_remove("BOO_CACHE_DIR")
-            .env_remove("BOO_CACHE_ON")
-            .env_remove("MAKEFLAGS")
-            .envs(envs.iter().copied())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "lockstep {args:?}\nstdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+        cmd.args(args);
+        self.isolate(&mut cmd);
+        cmd.current_dir(cwd);
+        cmd
+    }
+
+    /// Gives any command (an IREE tool that runs lockstep, a script) the
+    /// environment of [`Project::cmd`], in the work tree.
+    pub fn isolate(&self, cmd: &mut Command) {
+        cmd.current_dir(self.path());
+        isolate(cmd, &self.home(), &self.cache());
     }
 
     pub fn read(&self, name: &str) -> String {
@@ -269,11 +391,6 @@ impl Project {
     /// A JSON file the project holds.
     pub fn json(&self, name: &str) -> serde_json::Value {
         serde_json::from_str(&self.read(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
-    }
-
-    /// `$LOCKSTEP_CACHE` of the project's commands.
-    pub fn cache(&self) -> PathBuf {
-        self.path().join("cache")
     }
 }
 
@@ -372,4 +489,71 @@ pub fn check_schema(schema: &str, value: &serde_json::Value) -> Result<(), Strin
         });
         schemas.validate(value, index).map_err(|e| format!("{e:#}"))
     })
+}
+
+// ---------------------------------------------------------------------------
+// JUnit XML, read with string searches (enough for the files lockstep
+// writes; the tests check the structure, quick-junit the escaping)
+
+pub fn xml_unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+pub fn xml_attr(tag_text: &str, name: &str) -> Option<String> {
+    let needle = format!(" {name}=\"");
+    let start = tag_text.find(&needle)? + needle.len();
+    let end = tag_text[start..].find('"')? + start;
+    Some(xml_unescape(&tag_text[start..end]))
+}
+
+/// One `<testcase>`: its attributes and everything up to the next testcase.
+#[derive(Debug)]
+pub struct JCase {
+    pub name: String,
+    pub classname: String,
+    pub body: String,
+}
+
+impl JCase {
+    pub fn failed(&self) -> bool {
+        self.body.contains("<failure")
+    }
+
+    pub fn skipped(&self) -> bool {
+        self.body.contains("<skipped")
+    }
+}
+
+/// suite name -> its testcases.
+pub fn junit_suites(xml: &str) -> Vec<(String, Vec<JCase>)> {
+    let mut suites = Vec::new();
+    for chunk in xml.split("<testsuite ").skip(1) {
+        let head_end = chunk.find('>').unwrap();
+        let name = xml_attr(&format!(" {}", &chunk[..head_end]), "name").unwrap();
+        let body = chunk.split("</testsuite>").next().unwrap();
+        let mut cases = Vec::new();
+        for case in body.split("<testcase ").skip(1) {
+            let tag_end = case.find('>').unwrap();
+            let tag = format!(" {}", &case[..tag_end]);
+            cases.push(JCase {
+                name: xml_attr(&tag, "name").unwrap(),
+                classname: xml_attr(&tag, "classname").unwrap_or_default(),
+                body: xml_unescape(case),
+            });
+        }
+        suites.push((name, cases));
+    }
+    suites
+}
+
+pub fn jcase<'a>(cases: &'a [JCase], classname: &str, name: &str) -> &'a JCase {
+    cases
+        .iter()
+        .find(|c| c.classname == classname && c.name == name)
+        .unwrap_or_else(|| panic!("no testcase {classname}/{name} in {cases:#?}"))
 }
