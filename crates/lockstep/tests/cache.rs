@@ -186,11 +186,7 @@ fn prune_needs_a_limit_and_rejects_bad_sizes() {
 #[test]
 fn a_toolchain_reinstalled_elsewhere_hits_the_warm_cache() {
     let p = Project::new();
-    p.write("s/add.mlir", common::ADD);
-    p.write(
-        "s/adds.suite.toml",
-        &common::native_add_test("add", "add.mlir", "11 22 33 44"),
-    );
+    p.add_suite(&[("add", "11 22 33 44")]);
     p.run(&["test", "s", "--json", "first.json"], 0);
     let first = p.json("first.json");
     assert_eq!(first["summary"]["compiles_run"], 1);

@@ -40,12 +40,7 @@ fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
 #[test]
 fn test_events_name_every_test() {
     let p = Project::new();
-    p.write("s/add.mlir", common::ADD);
-    p.write(
-        "s/adds.suite.toml",
-        &(common::native_add_test("good", "add.mlir", "11 22 33 44")
-            + &common::native_add_test("bad", "add.mlir", "11 22 33 45")),
-    );
+    p.add_suite(&[("good", "11 22 33 44"), ("bad", "11 22 33 45")]);
     p.run(&["test", "s", "--events", "ev.jsonl", "-j", "2"], 1);
     let events = stream(&p.read("ev.jsonl"), "test");
     let finished = named(&events, "test_finished");

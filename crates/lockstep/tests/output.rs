@@ -13,11 +13,7 @@ use serde_json::Value;
 #[test]
 fn a_runner_writes_its_json_to_stdout_with_a_dash() {
     let p = Project::new();
-    p.write("s/add.mlir", common::ADD);
-    p.write(
-        "s/adds.suite.toml",
-        &common::native_add_test("add", "add.mlir", "11 22 33 44"),
-    );
+    p.add_suite(&[("add", "11 22 33 44")]);
     let out = p.run(&["test", "s", "--json", "-"], 0);
     // Stdout is the document alone; the human summary moved to stderr.
     let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
@@ -47,11 +43,7 @@ fn bench_csv_on_stdout_moves_the_boo_lines_to_stderr() {
 #[test]
 fn quiet_keeps_progress_off_stderr_but_not_results() {
     let p = Project::new();
-    p.write("s/add.mlir", common::ADD);
-    p.write(
-        "s/adds.suite.toml",
-        &common::native_add_test("add", "add.mlir", "11 22 33 44"),
-    );
+    p.add_suite(&[("add", "11 22 33 44")]);
     let loud = p.run(&["test", "s"], 0);
     assert!(String::from_utf8_lossy(&loud.stderr).contains("1 tests, "));
     let quiet = p.run(&["-q", "test", "s"], 0);

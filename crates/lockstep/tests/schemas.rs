@@ -21,12 +21,7 @@ fn parse(bytes: &[u8], what: &str) -> Value {
 #[test]
 fn test_results_match_their_schema() {
     let p = Project::new();
-    p.write("s/add.mlir", common::ADD);
-    p.write(
-        "s/adds.suite.toml",
-        &(common::native_add_test("good", "add.mlir", "11 22 33 44")
-            + &common::native_add_test("bad", "add.mlir", "11 22 33 45")),
-    );
+    p.add_suite(&[("good", "11 22 33 44"), ("bad", "11 22 33 45")]);
     p.run(&["test", "s", "--json", "cold.json"], 1);
     let cold = p.json("cold.json");
     assert_schema("test-results.json", &cold);

@@ -384,6 +384,18 @@ impl Project {
         isolate(cmd, &self.home(), &self.cache());
     }
 
+    /// A native suite `s/adds.suite.toml` of [`native_add_test`]s over
+    /// `s/add.mlir`, one per `(name, expected output)`; run it with
+    /// `lockstep test s`.
+    pub fn add_suite(&self, tests: &[(&str, &str)]) {
+        self.write("s/add.mlir", ADD);
+        let suite: String = tests
+            .iter()
+            .map(|(name, expected)| native_add_test(name, "add.mlir", expected))
+            .collect();
+        self.write("s/adds.suite.toml", &suite);
+    }
+
     pub fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.path().join(name)).unwrap()
     }
