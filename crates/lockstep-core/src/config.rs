@@ -341,18 +341,13 @@ pub fn discover(start: &Path) -> Option<PathBuf> {
 /// Loads the configuration: `explicit` (from `--config`) or the file found from
 /// `cwd` upwards, or defaults when there is none.
 pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Loaded> {
-    let path = match explicit {
-        Some(p) => {
-            if !p.is_file() {
-                return Err(Error::usage(format!(
-                    "configuration file {} does not exist",
-                    p.display()
-                ))
-                .hint("pass an existing lockstep.toml with --config PATH, or omit --config"));
-            }
-            Some(p.to_path_buf())
-        }
-        None => discover(cwd),
+    // --config names a file that must be one: a directory or a device is
+    // refused by read_input with what it is.
+    let path = explicit.map(Path::to_path_buf).or_else(|| discover(cwd));
+    let what = if explicit.is_some() {
+        "--config"
+    } else {
+        "the configuration"
     };
     match path {
         None => Ok(Loaded {
@@ -361,9 +356,7 @@ pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Loaded> {
             root: cwd.to_path_buf(),
         }),
         Some(path) => {
-            let text = fs_err::read_to_string(&path).map_err(|e| {
-                Error::usage(format!("cannot read {}", path.display())).cause(e.to_string())
-            })?;
+            let text = crate::fs::read_input_text(what, &path, MAX_CONFIG_BYTES)?;
             let config = parse(&text, &path)?;
             let root = path
                 .parent()
@@ -383,9 +376,12 @@ pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Loaded> {
     }
 }
 
+/// The largest lockstep.toml read (a real one is a few KB).
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// Parses configuration text; errors cite `file:line:col` and the key.
 pub fn parse(text: &str, path: &Path) -> Result<Config> {
-    toml::from_str::<Config>(text).map_err(|err| {
+    let config = toml::from_str::<Config>(text).map_err(|err| {
         let location = match err.span() {
             Some(span) => {
                 let (line, col) = line_col(text, span.start);
@@ -401,12 +397,53 @@ pub fn parse(text: &str, path: &Path) -> Result<Config> {
                  preprocess.md, [bench] in bench.md)",
                 path.display()
             ))
-    })
+    })?;
+    refuse_nul(text, path)?;
+    Ok(config)
+}
+
+/// A NUL character cannot be part of a path, a command argument or a git
+/// name, so a string holding one (`"\u0000"`) is refused with its key
+/// rather than failing later in some command that uses it.
+fn refuse_nul(text: &str, path: &Path) -> Result<()> {
+    fn find(value: &toml::Value, key: &mut Vec<String>) -> Option<String> {
+        match value {
+            toml::Value::String(s) if s.contains('\0') => Some(key.join(".")),
+            toml::Value::Table(table) => table.iter().find_map(|(k, v)| {
+                key.push(k.clone());
+                let found = find(v, key);
+                key.pop();
+                found
+            }),
+            toml::Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+                key.push(i.to_string());
+                let found = find(v, key);
+                key.pop();
+                found
+            }),
+            _ => None,
+        }
+    }
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return Ok(());
+    };
+    match find(&toml::Value::Table(table), &mut Vec::new()) {
+        None => Ok(()),
+        Some(key) => Err(Error::usage(format!(
+            "invalid configuration in {}: `{key}` contains a NUL character",
+            path.display()
+        ))
+        .hint("remove the \\u0000 from that string")),
+    }
 }
 
 /// 1-based line and column of a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, col)
@@ -415,6 +452,64 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bad_config_files_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = load(Some(dir.path()), dir.path()).unwrap_err();
+        assert!(err.message.contains("is a directory"), "{}", err.message);
+        let err = load(Some(Path::new("/dev/zero")), dir.path()).unwrap_err();
+        assert!(err.message.contains("larger than"), "{}", err.message);
+        let err = load(Some(&dir.path().join("none.toml")), dir.path()).unwrap_err();
+        assert!(err.message.contains("does not exist"), "{}", err.message);
+        let file = dir.path().join("lockstep.toml");
+        std::fs::write(&file, "[integrate]\nsubmodule = \"third_party/\\u0000x\"\n").unwrap();
+        let err = load(None, dir.path()).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.message.contains("`integrate.submodule` contains a NUL"),
+            "{}",
+            err.message
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// Any text: a Config or an error naming the file, never a panic.
+        #[test]
+        fn any_text_parses_or_names_the_file(text in "(\\PC|\n|\\[|\\]|=|\"){0,200}") {
+            if let Err(e) = parse(&text, Path::new("fuzz.toml")) {
+                proptest::prop_assert!(e.message.contains("fuzz.toml"), "{}", e.message);
+                proptest::prop_assert_eq!(e.exit_code(), 2);
+            }
+        }
+
+        /// Valid tables with arbitrary values for known keys.
+        #[test]
+        fn known_keys_with_any_values(
+            (table, key) in proptest::sample::select(vec![
+                ("integrate", "submodule"), ("integrate", "upstream-remote"), ("integrate", "branch"),
+                ("integrate", "smoke"), ("integrate", "smoke-timeout"), ("integrate", "strategy"),
+                ("integrate", "track-paths"), ("integrate.export", "remote"), ("integrate.notify", "kind"),
+                ("integrate.report", "max-error-lines"), ("toolchain", "iree"), ("toolchain", "iree-bin"),
+                ("test", "paths"), ("test", "compile-timeout"), ("test", "default-targets"),
+                ("test.targets.cpu", "compile-flags"), ("preprocess", "jobs"), ("preprocess", "timeout"),
+                ("preprocess", "with"), ("bench", "timeout"), ("bench", "device"), ("bench", "nonsense"),
+            ]),
+            value in proptest::prop_oneof![
+                "\"(\\PC){0,30}\"",
+                "-?[0-9]{1,25}(\\.[0-9]{0,5})?(e[0-9]{1,3})?",
+                proptest::strategy::Just("nan".to_string()),
+                proptest::strategy::Just("inf".to_string()),
+                proptest::strategy::Just("[1, \"a\"]".to_string()),
+            ],
+        ) {
+            let text = format!("[{table}]\n{key} = {value}\n");
+            if let Err(e) = parse(&text, Path::new("fuzz.toml")) {
+                proptest::prop_assert!(e.message.contains("fuzz.toml"), "{}", e.message);
+            }
+        }
+    }
 
     #[test]
     fn test_targets_and_toolchain() {

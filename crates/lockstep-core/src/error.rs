@@ -75,18 +75,47 @@ impl Error {
     }
 
     /// The full multi-line report.
+    /// Control characters from input (a name with an escape sequence, a
+    /// NUL) are shown escaped, never sent to the terminal raw.
     pub fn render(&self) -> String {
-        let mut out = format!("error: {}\n", self.message);
+        let mut out = format!("error: {}\n", printable_line(&self.message));
         for cause in &self.causes {
             for line in cause.lines() {
-                out.push_str(&format!("cause: {line}\n"));
+                out.push_str(&format!("cause: {}\n", printable_line(line)));
             }
         }
         if let Some(hint) = &self.hint {
-            out.push_str(&format!("hint: {hint}\n"));
+            out.push_str(&format!("hint: {}\n", printable(hint)));
         }
         out
     }
+}
+
+/// `text` with every control character but newline and tab escaped
+/// (`\u{1b}`, `\0` ...), for printing text that came from input.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(text, |c| c == '\n' || c == '\t')
+}
+
+/// [`printable`] for one line: newlines are escaped too.
+pub fn printable_line(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(text, |c| c == '\t')
+}
+
+fn escape_controls(text: &str, keep: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    let escape = |c: char| c.is_control() && !keep(c);
+    if !text.chars().any(escape) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if escape(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 impl fmt::Display for Error {
@@ -115,5 +144,26 @@ pub trait ResultExt<T> {
 impl<T, E: Into<Error>> ResultExt<T> for std::result::Result<T, E> {
     fn context(self, message: impl FnOnce() -> String) -> Result<T> {
         self.map_err(|e| e.into().context(message()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_from_input_are_escaped() {
+        let err = Error::usage("bad name `a\u{1b}[31mred\nline\0`")
+            .cause("x\u{7}y")
+            .hint("fix\tit");
+        let text = err.render();
+        assert_eq!(
+            text,
+            "error: bad name `a\\u{1b}[31mred\\nline\\u{0}`\ncause: x\\u{7}y\nhint: fix\tit\n"
+        );
+        assert!(matches!(
+            printable("plain\ntext"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

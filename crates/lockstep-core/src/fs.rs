@@ -1,10 +1,13 @@
-//! Writing files so that a reader never sees half of one: a temporary name in
-//! the same directory, then a rename.
+//! Writing files so that a reader never sees half of one (a temporary name in
+//! the same directory, then a rename), and reading the files a user names
+//! with a bound, so that a device or a huge file is an error, not a hang.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::error::Result;
+use std::io::Read;
+
+use crate::error::{Error, Result};
 
 /// A unique temporary name next to `path` (same directory, so a rename into
 /// `path` is atomic).
@@ -38,6 +41,59 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Reads the input file `path` that `what` (a flag or setting) names, whole,
+/// refusing what is not a regular file (a directory, `/dev/zero`) and what
+/// is larger than `max_bytes`, with an error that says which.
+pub fn read_input(what: &str, path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
+    let fail = |message: String| {
+        Error::usage(message).hint(format!("give {what} a readable regular file"))
+    };
+    let meta = std::fs::metadata(path).map_err(|e| {
+        let problem = if e.kind() == std::io::ErrorKind::NotFound {
+            "does not exist".to_string()
+        } else {
+            format!("cannot be read: {e}")
+        };
+        fail(format!("{what} {} {problem}", path.display()))
+    })?;
+    if meta.is_dir() {
+        return Err(fail(format!("{what} {} is a directory", path.display())));
+    }
+    let regular = meta.is_file();
+    if regular && meta.len() > max_bytes {
+        return Err(too_large(what, path, max_bytes));
+    }
+    let file = std::fs::File::open(path)
+        .map_err(|e| fail(format!("{what} {} cannot be read: {e}", path.display())))?;
+    // A FIFO or device has no length: read one byte past the limit to tell.
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(format!("{what} {} cannot be read: {e}", path.display())))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large(what, path, max_bytes));
+    }
+    Ok(bytes)
+}
+
+/// [`read_input`] for text: invalid UTF-8 is an error naming the file.
+pub fn read_input_text(what: &str, path: &Path, max_bytes: u64) -> Result<String> {
+    String::from_utf8(read_input(what, path, max_bytes)?).map_err(|e| {
+        Error::usage(format!("{what} {} is not UTF-8 text", path.display())).cause(format!(
+            "invalid byte at offset {}",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+fn too_large(what: &str, path: &Path, max_bytes: u64) -> Error {
+    Error::usage(format!(
+        "{what} {} is larger than {max_bytes} bytes, the most lockstep reads from it",
+        path.display()
+    ))
+    .hint("check that it is the file you meant")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +111,27 @@ mod tests {
         std::fs::create_dir_all(blocked.join("inner")).unwrap();
         assert!(write_atomic(&blocked, b"x").is_err());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn inputs_are_read_with_a_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_input("INPUT", dir.path(), 10).unwrap_err();
+        assert!(err.message.contains("is a directory"), "{}", err.message);
+        let err = read_input("INPUT", Path::new("/dev/zero"), 1000).unwrap_err();
+        assert!(
+            err.message.contains("larger than 1000 bytes"),
+            "{}",
+            err.message
+        );
+        let err = read_input("INPUT", &dir.path().join("none"), 10).unwrap_err();
+        assert!(err.message.contains("does not exist"), "{}", err.message);
+        let file = dir.path().join("f");
+        std::fs::write(&file, "12345").unwrap();
+        assert_eq!(read_input("INPUT", &file, 5).unwrap(), b"12345");
+        assert!(read_input("INPUT", &file, 4).is_err());
+        std::fs::write(&file, [0xff, 0xfe]).unwrap();
+        let err = read_input_text("INPUT", &file, 5).unwrap_err();
+        assert!(err.message.contains("not UTF-8"), "{}", err.message);
     }
 }

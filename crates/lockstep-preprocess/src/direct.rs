@@ -43,6 +43,10 @@ pub struct Report {
     pub wall_seconds: f64,
 }
 
+/// The largest INPUT read (MLIR of real models runs to hundreds of MB; a
+/// device like /dev/zero must not exhaust memory).
+const MAX_INPUT_BYTES: u64 = 4 << 30;
+
 /// The version of the `--json` results.
 pub const SCHEMA: u32 = 1;
 
@@ -51,11 +55,7 @@ pub const SCHEMA: u32 = 1;
 pub fn run(d: &Direct, opts: &Options, sink: &dyn Sink) -> Result<Report, Error> {
     let started = Instant::now();
     let work = opts.runs_dir.join(crate::exec::run_name("compile-"));
-    let bytes = fs_err::read(d.input).map_err(|e| {
-        Error::usage(format!("cannot read {}", d.input.display()))
-            .cause(e.to_string())
-            .hint("pass an existing MLIR file as INPUT")
-    })?;
+    let bytes = lockstep_core::fs::read_input("INPUT", d.input, MAX_INPUT_BYTES)?;
     // At the executable-sources phase already, or a source program? The scan
     // that decides is the one the engine uses.
     let scanned = String::from_utf8(bytes).ok().and_then(|t| {
@@ -80,22 +80,28 @@ pub fn run(d: &Direct, opts: &Options, sink: &dyn Sink) -> Result<Report, Error>
         }
     };
     let outcome = engine::preprocess_scanned(&text, &module, opts, sink)?;
-    output::write(d.output, outcome.text.as_bytes())?;
+    output::write_as("-o", d.output, outcome.text.as_bytes())?;
     let out_path = match d.output {
         Target::Path(p) => Some(std::path::absolute(p).unwrap_or_else(|_| p.clone())),
         Target::Stdout => None,
     };
     if let Some(vmfb) = d.compile {
-        let source = match &out_path {
-            Some(p) => p.clone(),
-            None => {
-                fs_err::create_dir_all(&work)?;
-                let p = work.join("preprocessed.mlir");
-                fs_err::write(&p, &outcome.text)?;
-                p
-            }
-        };
-        compile(d, Phase::FromExecutableSources, &source, vmfb, &work, sink)?;
+        // iree-compile reads and writes lockstep's own files: -o may be a
+        // FIFO (read once, by its reader) and --compile a FIFO or a link,
+        // which only lockstep_core::output writes correctly.
+        fs_err::create_dir_all(&work)?;
+        let source = work.join("preprocessed.mlir");
+        fs_err::write(&source, &outcome.text)?;
+        let compiled = work.join("compiled.vmfb");
+        compile(
+            d,
+            Phase::FromExecutableSources,
+            &source,
+            &compiled,
+            &work,
+            sink,
+        )?;
+        output::copy_as("--compile", &Target::Path(vmfb.to_path_buf()), &compiled)?;
     }
     let _ = std::fs::remove_dir_all(&work);
     Ok(Report {

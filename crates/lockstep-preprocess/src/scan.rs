@@ -204,9 +204,14 @@ fn tokenize(text: &str) -> Result<Vec<Token>, ScanError> {
                 i = j;
             }
             _ => {
-                // Multi-byte UTF-8 outside strings is not MLIR; treat each byte alone.
-                push(&mut tokens, Kind::Other(b), i, i + 1);
-                i += 1;
+                // Multi-byte UTF-8 outside strings is not MLIR: one token
+                // per character, so that every token is a slice of the text.
+                let len = text
+                    .get(i..)
+                    .and_then(|rest| rest.chars().next())
+                    .map_or(1, char::len_utf8);
+                push(&mut tokens, Kind::Other(b), i, i + len);
+                i += len;
             }
         }
     }
@@ -277,7 +282,7 @@ struct Cursor<'a> {
 
 impl Cursor<'_> {
     fn slice(&self, t: &Token) -> &str {
-        &self.text[t.start..t.end]
+        self.text.get(t.start..t.end).unwrap_or("")
     }
 
     fn word_is(&self, i: usize, word: &str) -> bool {
@@ -856,5 +861,64 @@ module attributes {hal.device.targets = [#target]} {
         let trimmed = trimmed_resource_block(&all, &keys).unwrap();
         assert!(trimmed.contains("blob2: \"0x04000000FFFFFFFF\"") && !trimmed.contains("blob1"));
         assert_eq!(resources(&trimmed).entries.len(), 1);
+    }
+
+    /// Pieces MLIR is made of, so random text reaches the scanner's deeper
+    /// states (strings, nesting, aliases, resources) and not only its first error.
+    fn mlir_piece() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just("hal.executable private @e {".to_string()),
+            Just("module {".to_string()),
+            Just("}".to_string()),
+            Just("{".to_string()),
+            Just("(".to_string()),
+            Just(")".to_string()),
+            Just("\"".to_string()),
+            Just("\\".to_string()),
+            Just("\n".to_string()),
+            Just("#map = affine_map<(d0) -> (d0)>\n".to_string()),
+            Just(" loc(#loc1)".to_string()),
+            Just("{-#\n  dialect_resources: {\n    builtin: {\n      b: \"0x04\"\n".to_string()),
+            Just("#-}".to_string()),
+            Just("dense_resource<b>".to_string()),
+            Just("// comment {\n".to_string()),
+            "\\PC{0,8}",
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1024))]
+
+        /// Any text: a module or an error with a position inside the text,
+        /// never a panic; whatever scans can be cut into self-contained
+        /// executables.
+        #[test]
+        fn any_text_scans_or_fails_cleanly(pieces in proptest::collection::vec(mlir_piece(), 0..40)) {
+            let text: String = pieces.concat();
+            match scan(&text) {
+                Ok(m) => {
+                    for (i, e) in m.executables.iter().enumerate() {
+                        proptest::prop_assert!(text.get(e.span.clone()).is_some());
+                        let alone = self_contained(&text, &m, i);
+                        proptest::prop_assert!(!alone.is_empty());
+                    }
+                    if let Some(block) = &m.resource_block {
+                        let _ = resources(&text[block.clone()]);
+                    }
+                }
+                Err(e) => {
+                    let at = e.describe(&text);
+                    proptest::prop_assert!(!at.is_empty());
+                }
+            }
+        }
+
+        /// Arbitrary bytes made text: no panic.
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,300}") {
+            let _ = scan(&text).map(|m| (0..m.executables.len()).map(|i| self_contained(&text, &m, i)).count());
+            let _ = resources(&text);
+        }
     }
 }

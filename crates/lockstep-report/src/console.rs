@@ -6,6 +6,7 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
+use lockstep_core::error::printable;
 use lockstep_core::events::{Event, Human, Sink};
 
 use crate::Out;
@@ -95,20 +96,24 @@ impl Sink for Console {
 }
 
 impl Console {
+    /// Shows `human`; control characters that came from input are escaped
+    /// ([`printable`]), never sent to the terminal raw.
     fn show(&self, human: Human) {
         match human {
             Human::Silent => {}
-            Human::Line(line) if !self.quiet => self.eprint(&line, true),
+            Human::Line(line) if !self.quiet => self.eprint(&printable(&line), true),
             Human::Line(_) => {}
-            Human::Warning(message) => self.eprint(&format!("warning: {message}"), false),
-            Human::Stdout(text) => self.stdout(&text),
+            Human::Warning(message) => {
+                self.eprint(&format!("warning: {}", printable(&message)), false)
+            }
+            Human::Stdout(text) => self.stdout(&printable(&text)),
             Human::Begin { total, line } => {
                 if !self.quiet && !line.is_empty() {
-                    self.eprint(&line, false);
+                    self.eprint(&printable(&line), false);
                 }
                 self.begin(total)
             }
-            Human::Done { line, notable } => self.done(&line, notable),
+            Human::Done { line, notable } => self.done(&printable(&line), notable),
             Human::End => self.end(),
             Human::Many(all) => all.into_iter().for_each(|h| self.show(h)),
         }

@@ -25,20 +25,11 @@ pub struct EventStream {
 }
 
 impl EventStream {
-    /// Opens `target` for `command`'s events (a file is created or truncated;
-    /// a FIFO or device is written in place).
+    /// Opens `target` for `command`'s events (a regular file is created or
+    /// truncated; a FIFO or device is written in place; see
+    /// lockstep_core::output).
     pub fn open(command: &str, target: &Target) -> Result<EventStream, Error> {
-        let writer: Box<dyn Write + Send> = match target {
-            Target::Stdout => Box::new(std::io::stdout()),
-            Target::Path(path) => {
-                let file = fs_err::File::create(path).map_err(|e| {
-                    Error::usage(format!("cannot open the events file {}", path.display()))
-                        .cause(e.to_string())
-                        .hint("give --events a writable path, or `-` for standard output")
-                })?;
-                Box::new(std::io::BufWriter::new(file))
-            }
-        };
+        let writer = lockstep_core::output::open_stream("--events", target)?;
         Ok(EventStream {
             command: command.to_string(),
             owns_stdout: target.is_stdout(),

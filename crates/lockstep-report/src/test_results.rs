@@ -709,7 +709,7 @@ fn console_step_details(out: &mut String, step: &StepResult) {
 
 /// Writes the markdown to `path`, and appends it to $GITHUB_STEP_SUMMARY when that env var is set (and non-empty).
 ///
-/// `path`'s parent directories are created. The step summary is appended to,
+/// The step summary is appended to,
 /// never truncated, so several steps of a job can each add their summary.
 pub fn write_summary(
     report: &RunReport,
@@ -717,7 +717,7 @@ pub fn write_summary(
 ) -> Result<(), Error> {
     let md = markdown(report);
     if let Some(target) = target {
-        lockstep_core::output::write(target, md.as_bytes())?;
+        lockstep_core::output::write_as("--summary", target, md.as_bytes())?;
     }
     if let Some(step_summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty()) {
         let step_summary = Path::new(&step_summary);

@@ -71,12 +71,12 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32
     };
     let summary = run::run(&jobs, &opts, sink);
     if let Some(path) = &args.csv {
-        write(path, &lockstep_bench::rows::csv(&summary.rows))?;
+        write("--csv", path, &lockstep_bench::rows::csv(&summary.rows))?;
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&summary)
             .map_err(|e| Error::failed("cannot encode the results").cause(e.to_string()))?;
-        write(path, &text)?;
+        write("--json", path, &text)?;
     }
     let failed = summary.failed();
     sink.note(format!(
@@ -128,6 +128,7 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
     run(args, &loaded, rep)
 }
 
-fn write(path: &Path, text: &str) -> Result<(), Error> {
-    lockstep_core::output::write(&lockstep_core::output::Target::parse(path), text.as_bytes())
+fn write(flag: &str, path: &Path, text: &str) -> Result<(), Error> {
+    use lockstep_core::output::{write_as, Target};
+    write_as(flag, &Target::parse(path), text.as_bytes())
 }

@@ -1,6 +1,6 @@
 //! Command-line definitions. Every flag is documented where it is defined.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -26,6 +26,31 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// Every file this command line writes through an output flag, as
+    /// (flag, path), `--events` included: checked before any work
+    /// (lockstep_core::output::check_all).
+    pub fn output_files(&self) -> Vec<(&'static str, &Path)> {
+        let mut outputs = Vec::new();
+        if let Some(events) = &self.events {
+            outputs.push(("--events", events.as_path()));
+        }
+        outputs.extend(self.command.output_files());
+        outputs
+    }
+
+    /// Every file this command line names as an input (an output must not
+    /// be one of them).
+    pub fn input_files(&self) -> Vec<(&'static str, &Path)> {
+        let mut inputs = Vec::new();
+        if let Some(config) = &self.config {
+            inputs.push(("--config", config.as_path()));
+        }
+        inputs.extend(self.command.input_files());
+        inputs
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -354,6 +379,62 @@ pub struct BenchArgs {
 }
 
 impl Command {
+    /// The files written through this command's output flags, as (flag, path).
+    fn output_files(&self) -> Vec<(&'static str, &Path)> {
+        fn named<'a>(
+            flag: &'static str,
+            p: &'a Option<PathBuf>,
+        ) -> Option<(&'static str, &'a Path)> {
+            p.as_deref().map(|p| (flag, p))
+        }
+        match self {
+            Command::Test(t) => [
+                named("--junit", &t.junit),
+                named("--json", &t.json),
+                named("--summary", &t.summary),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            Command::Bench(b) => [named("--csv", &b.csv), named("--json", &b.json)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            Command::Preprocess(p) => [
+                named("-o", &p.output),
+                named("--json", &p.json),
+                named("--compile", &p.compile),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The files this command reads that are named on its command line.
+    fn input_files(&self) -> Vec<(&'static str, &Path)> {
+        match self {
+            Command::Test(t) => t
+                .paths
+                .iter()
+                .map(|p| ("PATH", p.as_path()))
+                .chain(
+                    t.suite_configs
+                        .iter()
+                        .map(|p| ("--suite-config", p.as_path())),
+                )
+                .collect(),
+            Command::Bench(b) => b
+                .commands_file
+                .iter()
+                .map(|p| ("--commands-file", p.as_path()))
+                .collect(),
+            Command::Preprocess(p) => p.input.iter().map(|p| ("INPUT", p.as_path())).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The command's name in events (`test`, `integrate loop`, ...).
     pub fn name(&self) -> &'static str {
         match self {

@@ -42,9 +42,10 @@ fn main() -> ExitCode {
     ExitCode::from(code as u8)
 }
 
-/// The command's reporters, once its outputs are known not to collide on
-/// standard output.
+/// The command's reporters, once every output is known to be writable, not
+/// one of the inputs, and not colliding with another on standard output.
 fn reporters(cli: &cli::Cli) -> Result<Reporters, Error> {
+    lockstep_core::output::check_all(&cli.output_files(), &cli.input_files())?;
     let events = cli.events.as_deref().map(Target::parse);
     let stdout = cli.command.stdout_outputs();
     if let (Some(Target::Stdout), Some(other)) = (&events, stdout.first()) {

@@ -123,7 +123,11 @@ pub fn run(
     if let Some(json) = &args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::failed("cannot encode the results as JSON").cause(e.to_string()))?;
-        output::write(&Target::parse(json), format!("{text}\n").as_bytes())?;
+        output::write_as(
+            "--json",
+            &Target::parse(json),
+            format!("{text}\n").as_bytes(),
+        )?;
     }
     Ok(0)
 }

@@ -129,10 +129,18 @@ pub fn run(
     out.print(&report::console_summary(&report));
     out.line(format!("logs: {}", run_dir.display()));
     if let Some(path) = &args.junit {
-        output::write(&Target::parse(path), report::junit(&report)?.as_bytes())?;
+        output::write_as(
+            "--junit",
+            &Target::parse(path),
+            report::junit(&report)?.as_bytes(),
+        )?;
     }
     if let Some(path) = &args.json {
-        output::write(&Target::parse(path), report::json(&report)?.as_bytes())?;
+        output::write_as(
+            "--json",
+            &Target::parse(path),
+            report::json(&report)?.as_bytes(),
+        )?;
     }
     report::write_summary(&report, args.summary.as_deref().map(Target::parse).as_ref())?;
     if args.update_xfails {

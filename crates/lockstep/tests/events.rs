@@ -191,7 +191,8 @@ fn a_second_stdout_output_beside_events_is_a_usage_error() {
     }
     // An events file that cannot be opened is a usage error too.
     let out = p.run(&["cache", "info", "--events", "no/such/dir/ev.jsonl"], 2);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open the events file"));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("the directory no/such/dir of --events no/such/dir/ev.jsonl does not exist"));
 }
 
 #[test]
