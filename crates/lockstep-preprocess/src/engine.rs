@@ -225,126 +225,146 @@ impl Ctx<'_> {
                 }
                 continue;
             }
-            fs_err::create_dir_all(dir).map_err(|e| {
-                fail_setup(n, "cannot create its temporary directory".into(), e.into())
-            })?;
-            std::fs::write(&in_path, &input).map_err(|e| {
-                fail_setup(n, format!("cannot write {}", in_path.display()), e.into())
-            })?;
-            let failure = |what: String, exit: Option<Exit>, kept_out: bool| {
-                Box::new(Failure {
-                    symbol: symbol.to_string(),
-                    step: n,
-                    steps: self.steps.len(),
-                    command: step.display(),
-                    what,
-                    exit: exit.map(|e| e.describe()),
-                    stderr: tail_lines(&err_path, STDERR_LINES),
-                    kept: {
-                        let mut kept = vec![("input", in_path.clone())];
-                        if kept_out {
-                            kept.push(("output", out_path.clone()));
-                        }
-                        kept.push(("stderr", err_path.clone()));
-                        kept
-                    },
-                    rerun: Some(rerun_line(step, self, &in_path)),
-                })
+            // Files are written only when the step fails or --keep-temps
+            // asks: the tool reads and writes pipes (exec.rs says why).
+            let write_kept = |files: &[(&'static str, &PathBuf, &[u8])]| {
+                if fs_err::create_dir_all(dir).is_err() {
+                    return Vec::new();
+                }
+                files
+                    .iter()
+                    .filter(|(_, path, bytes)| std::fs::write(path, bytes).is_ok())
+                    .map(|(label, path, _)| (*label, (*path).clone()))
+                    .collect::<Vec<_>>()
             };
+            let failure =
+                |what: String, exit: Option<Exit>, output: Option<&[u8]>, stderr: &[u8]| {
+                    let mut files = vec![("input", &in_path, input.as_bytes())];
+                    if let Some(output) = output {
+                        files.push(("output", &out_path, output));
+                    }
+                    files.push(("stderr", &err_path, stderr));
+                    Box::new(Failure {
+                        symbol: symbol.to_string(),
+                        step: n,
+                        steps: self.steps.len(),
+                        command: step.display(),
+                        what,
+                        exit: exit.map(|e| e.describe()),
+                        stderr: tail_lines(stderr, STDERR_LINES),
+                        kept: write_kept(&files),
+                        rerun: Some(rerun_line(step, self, &in_path)),
+                    })
+                };
             let (program, mut argv) = match self.argv(step) {
                 Ok(x) => x,
-                Err(e) => return Err(failure(e.to_string(), None, false)),
+                Err(e) => return Err(failure(e.to_string(), None, None, &[])),
             };
             if step.is_pipeline() && !input.contains("loc(") {
                 // No debug locations in: print none (iree-opt would invent `<stdin>` ones).
                 argv.retain(|a| a != "--mlir-print-debuginfo");
             }
             let ran = self
-                .run_limited(&program, &argv, &in_path, &out_path, &err_path)
+                .run_limited(&program, &argv, input.as_bytes())
                 .map_err(|e| match e {
                     NotRun::Permit(e) => fail_setup(n, "cannot get a permit to run".into(), e),
-                    NotRun::Run(e) => failure(e.to_string(), None, false),
+                    NotRun::Run(e) => failure(e.to_string(), None, None, &[]),
                 })?;
+            if self.keep_all {
+                write_kept(&[
+                    ("input", &in_path, input.as_bytes()),
+                    ("output", &out_path, &ran.stdout),
+                    ("stderr", &err_path, &ran.stderr),
+                ]);
+            }
             let mut report = StepReport {
                 command: step.display(),
                 cached: false,
                 tool_seconds: ran.elapsed.as_secs_f64(),
             };
+            let tool_failed =
+                |what: String| failure(what, Some(ran.exit), Some(&ran.stdout), &ran.stderr);
             match ran.exit {
                 Exit::Code(0) => {}
                 Exit::TimedOut => {
                     let secs = self.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
-                    return Err(failure(
-                        format!("the tool did not finish within {secs}s and was killed"),
-                        Some(ran.exit),
-                        true,
-                    ));
+                    return Err(tool_failed(format!(
+                        "the tool did not finish within {secs}s and was killed"
+                    )));
                 }
                 other => {
-                    return Err(failure(
-                        format!("the tool failed ({})", other.describe()),
-                        Some(other),
-                        true,
-                    ))
+                    return Err(tool_failed(format!(
+                        "the tool failed ({})",
+                        other.describe()
+                    )))
                 }
             }
-            let out_bytes = std::fs::read(&out_path).unwrap_or_default();
-            let Ok(out_text) = String::from_utf8(out_bytes) else {
-                return Err(failure(
+            if ran.stdout_truncated {
+                return Err(tool_failed(format!(
+                    "the tool printed more than {} bytes (only those are kept)",
+                    exec::MAX_STDOUT
+                )));
+            }
+            let Ok(out_text) = std::str::from_utf8(&ran.stdout) else {
+                return Err(tool_failed(
                     "the tool printed bytes that are not UTF-8 text".into(),
-                    Some(ran.exit),
-                    true,
                 ));
             };
             let checked =
-                match check_output(&out_text, symbol, self.module, self.text, self.raw_output) {
+                match check_output(out_text, symbol, self.module, self.text, self.raw_output) {
                     Ok(c) => c,
-                    Err(what) => return Err(failure(what, Some(ran.exit), true)),
+                    Err(what) => return Err(tool_failed(what)),
                 };
             let accepted = match checked {
                 Checked::Op(op) => op,
-                Checked::Raw => out_text.clone(),
+                Checked::Raw => out_text.to_string(),
                 Checked::NeedsNormalising => {
                     let Some(print) = self.toolchain.and_then(|t| t.opt_print().ok()) else {
-                        return Err(failure(
+                        return Err(tool_failed(
                             "the output defines aliases that differ from the input's, and no iree-opt is available to inline them".into(),
-                            Some(ran.exit),
-                            true,
                         ));
                     };
-                    let norm_path = dir.join(format!("{n}.local-scope.mlir"));
-                    let norm_err = dir.join(format!("{n}.local-scope.err.txt"));
                     let opt = PathBuf::from(&print.argv[0]);
-                    let ran2 = self
-                        .run_limited(&opt, &print.argv, &out_path, &norm_path, &norm_err)
-                        .map_err(|e| match e {
-                            NotRun::Permit(e) => {
-                                fail_setup(n, "cannot get a permit to run".into(), e)
-                            }
-                            NotRun::Run(e) => failure(e.to_string(), None, true),
-                        })?;
+                    let ran2 =
+                        self.run_limited(&opt, &print.argv, &ran.stdout)
+                            .map_err(|e| match e {
+                                NotRun::Permit(e) => {
+                                    fail_setup(n, "cannot get a permit to run".into(), e)
+                                }
+                                NotRun::Run(e) => tool_failed(e.to_string()),
+                            })?;
                     report.tool_seconds += ran2.elapsed.as_secs_f64();
-                    let norm = std::fs::read_to_string(&norm_path).unwrap_or_default();
+                    let norm = String::from_utf8_lossy(&ran2.stdout);
+                    if self.keep_all {
+                        let norm_path = dir.join(format!("{n}.local-scope.mlir"));
+                        let norm_err = dir.join(format!("{n}.local-scope.err.txt"));
+                        write_kept(&[
+                            ("local scope", &norm_path, &ran2.stdout),
+                            ("local scope stderr", &norm_err, &ran2.stderr),
+                        ]);
+                    }
                     if ran2.exit != Exit::Code(0) {
                         let mut f = failure(
                             "the output does not parse (iree-opt, inlining its aliases)".into(),
                             Some(ran2.exit),
-                            true,
+                            Some(&ran.stdout),
+                            &ran.stderr,
                         );
-                        f.stderr = tail_lines(&norm_err, STDERR_LINES);
-                        f.kept.push(("iree-opt stderr", norm_err.clone()));
+                        let norm_err = dir.join(format!("{n}.local-scope.err.txt"));
+                        f.stderr = tail_lines(&ran2.stderr, STDERR_LINES);
+                        if std::fs::write(&norm_err, &ran2.stderr).is_ok() {
+                            f.kept.push(("iree-opt stderr", norm_err));
+                        }
                         return Err(f);
                     }
                     match check_output(&norm, symbol, self.module, self.text, false) {
                         Ok(Checked::Op(op)) => op,
                         Ok(_) => {
-                            return Err(failure(
+                            return Err(tool_failed(
                                 "iree-opt --mlir-print-local-scope still printed aliases".into(),
-                                Some(ran.exit),
-                                true,
                             ))
                         }
-                        Err(what) => return Err(failure(what, Some(ran.exit), true)),
+                        Err(what) => return Err(tool_failed(what)),
                     }
                 }
             };
@@ -390,15 +410,13 @@ enum NotRun {
 }
 
 impl Ctx<'_> {
-    /// Runs one tool process (stdin, stdout and stderr are files) holding a
-    /// permit of the machine-wide limit until it ends.
+    /// Runs one tool process (`stdin` in, stdout and stderr captured)
+    /// holding a permit of the machine-wide limit until it ends.
     fn run_limited(
         &self,
         program: &Path,
         argv: &[String],
-        stdin: &Path,
-        stdout: &Path,
-        stderr: &Path,
+        stdin: &[u8],
     ) -> Result<exec::Ran, NotRun> {
         let _permit = self.limiter.acquire().map_err(NotRun::Permit)?;
         exec::run(&exec::Run {
@@ -406,8 +424,6 @@ impl Ctx<'_> {
             argv,
             cwd: self.cwd,
             stdin,
-            stdout,
-            stderr,
             timeout: self.timeout,
         })
         .map_err(NotRun::Run)

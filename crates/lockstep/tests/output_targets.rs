@@ -183,7 +183,7 @@ fn a_directory_or_missing_parent_is_refused_before_any_work() {
     p.write("add.mlir", common::ADD);
     std::fs::create_dir_all(p.path().join("out")).unwrap();
     let before = listing(p.root());
-    let mut bench = |flag: &'static str, path: &'static str| {
+    let bench = |flag: &'static str, path: &'static str| {
         let mut args = vec!["bench", flag, path];
         args.extend(GEMM);
         args

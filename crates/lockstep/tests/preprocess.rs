@@ -894,3 +894,68 @@ fn failures_name_the_executable_command_status_stderr_and_kept_files() {
         ],
     );
 }
+
+/// Tools read and write pipes: a successful run creates no file per
+/// executable (creating and deleting tens of thousands of them made large
+/// modules slower than linear), and a failure still keeps its files.
+#[test]
+fn tools_run_through_pipes_and_only_failures_keep_files() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(4));
+    let es = sb.executable_sources(&source, "es.mlir");
+    let runs = sb.p.home().join("preprocess/runs");
+    let counts = sb.path().join("counts.log");
+    sb.tool(
+        "count",
+        &format!(
+            "find '{}' -type f 2>/dev/null | wc -l >> '{}'\nexec cat",
+            runs.display(),
+            counts.display()
+        ),
+    );
+    let es_arg = es.to_str().unwrap();
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es_arg,
+        "-o",
+        "out.mlir",
+        "--with",
+        "tools/count",
+        "--no-cache",
+        "-j",
+        "1",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seen: Vec<u32> = std::fs::read_to_string(&counts)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(seen, [0, 0, 0, 0], "no file existed while the tools ran");
+    // A failing tool: its input, output and stderr are kept and named.
+    sb.tool("fail", "cat >/dev/null; echo 'bad things' >&2; exit 3");
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es_arg,
+        "-o",
+        "out2.mlir",
+        "--with",
+        "tools/fail",
+        "--no-cache",
+        "-j",
+        "1",
+    ]));
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("bad things"), "{err}");
+    let kept = common::walk(&runs);
+    let input = kept
+        .iter()
+        .find(|p| p.ends_with("1.in.mlir"))
+        .expect("input kept");
+    assert!(std::fs::read_to_string(input)
+        .unwrap()
+        .contains("hal.executable"));
+    assert!(kept.iter().any(|p| p.ends_with("1.err.txt")), "{kept:?}");
+    assert!(!sb.path().join("out2.mlir").exists());
+}

@@ -1,0 +1,326 @@
+//! The fuzz targets: one per parser or file format lockstep reads from its
+//! users. Each takes arbitrary bytes and calls the same public entry point
+//! the commands use. A target returns `Ok` for input the parser accepted,
+//! `Err(message)` for input it refused (both fine), and breaks the contract
+//! by panicking, by hanging (the runner's time limit), or by refusing input
+//! with a message that does not name the file it came from.
+
+use std::path::Path;
+
+/// A fuzz target: a name, the function under test and its seed inputs.
+pub struct Target {
+    pub name: &'static str,
+    /// Runs one input; `dir` is an empty scratch directory of this run.
+    pub run: fn(&[u8], &Path) -> Outcome,
+    /// Words the mutator splices in (keywords, flags, delimiters).
+    pub dictionary: &'static [&'static str],
+}
+
+/// What one input did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Accepted,
+    /// Refused, with the first line of the message.
+    Refused(String),
+    /// Refused without naming the input (a contract failure).
+    Unnamed(String),
+}
+
+/// Every target, in the order `scripts/fuzz` runs them.
+pub fn all() -> Vec<Target> {
+    vec![
+        Target {
+            name: "config",
+            run: config,
+            dictionary: &[
+                "[integrate]",
+                "[test]",
+                "[bench]",
+                "[preprocess]",
+                "[toolchain]",
+                "[integrate.export]",
+                "[test.targets.cpu]",
+                "submodule = ",
+                "branch = ",
+                "smoke-timeout = ",
+                "timeout = ",
+                "jobs = ",
+                "paths = ",
+                "\"",
+                "'",
+                "=",
+                "\n",
+                "[",
+                "]",
+                "{",
+                "}",
+                "\\u0000",
+                "1e400",
+                "-1",
+                "\"2h\"",
+            ],
+        },
+        Target {
+            name: "native-suite",
+            run: native_suite,
+            dictionary: &[
+                "[[test]]",
+                "name = ",
+                "source = ",
+                "function = ",
+                "inputs = ",
+                "outputs = ",
+                "[test.targets.cpu]",
+                "[test.benchmark]",
+                "time-ms = ",
+                "expect = ",
+                "markers = ",
+                "tolerance = ",
+                "\"",
+                "[",
+                "]",
+                "\n",
+                "nan",
+                "inf",
+                "-1",
+                "\"../x\"",
+                "\"\"",
+                "\"a b\"",
+                "[suite]",
+            ],
+        },
+        Target {
+            name: "suite-config",
+            run: suite_config,
+            dictionary: &[
+                "{",
+                "}",
+                "[",
+                "]",
+                "\"config_name\"",
+                "\"iree_compile_flags\"",
+                "\"iree_run_module_flags\"",
+                "\"skip_compile_tests\"",
+                "\"expected_compile_failures\"",
+                "\"expected_run_failures\"",
+                ":",
+                ",",
+                "// c\n",
+                "/* c */",
+                "'x'",
+                "\"",
+                "null",
+                "true",
+                "1e999",
+                "NaN",
+            ],
+        },
+        Target {
+            name: "markers",
+            run: markers,
+            dictionary: &[
+                "and", "or", "not", "(", ")", " ", "a", "gpu", "slow", "-", ".",
+            ],
+        },
+        Target {
+            name: "miopen-line",
+            run: miopen_line,
+            dictionary: &[
+                "conv",
+                "convbfp16",
+                "convfp16",
+                "gemm",
+                "layernorm",
+                " -n ",
+                " -c ",
+                " -H ",
+                " -W ",
+                " -k ",
+                " -y ",
+                " -x ",
+                " -p ",
+                " -q ",
+                " -u ",
+                " -v ",
+                " -l ",
+                " -j ",
+                " -m trans",
+                " -F ",
+                " -t ",
+                " -V 1",
+                " -i ",
+                " 2147483647",
+                " -1",
+                " 0",
+                " 99999999999999999999",
+                " 1000000",
+                " --in_layout NHWC",
+            ],
+        },
+        Target {
+            name: "commands-file",
+            run: commands_file,
+            dictionary: &[
+                "conv -n 1 -c 4 -H 8 -W 8 -k 4 -y 3 -x 3\n",
+                "gemm -m 4 -n 4 -k 4\n",
+                "# c\n",
+                "\t",
+                "\n",
+                "\"",
+                "'",
+                "\\",
+                "-y 2147483647",
+                "\u{feff}",
+            ],
+        },
+        Target {
+            name: "mlir-scan",
+            run: mlir_scan,
+            dictionary: &[
+                "hal.executable private @e {",
+                "module {",
+                "}",
+                "{",
+                "(",
+                ")",
+                "\"",
+                "#map = affine_map<(d0) -> (d0)>\n",
+                " loc(#loc1)",
+                "{-#",
+                "#-}",
+                "dialect_resources: {",
+                "dense_resource<b>",
+                "// c {\n",
+                "@\"q\"",
+            ],
+        },
+        Target {
+            name: "state-db",
+            run: state_db,
+            dictionary: &[
+                "SQLite format 3\0",
+                "\0\0\0\0",
+                "\u{1}\u{1}",
+                "CREATE TABLE",
+            ],
+        },
+    ]
+}
+
+/// The target named `name`.
+pub fn find(name: &str) -> Option<Target> {
+    all().into_iter().find(|t| t.name == name)
+}
+
+/// A refusal's first line, checked to name `file`.
+fn refused(message: &str, file: &Path) -> Outcome {
+    let first = message.lines().next().unwrap_or("").to_string();
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if message.contains(&name) {
+        Outcome::Refused(first)
+    } else {
+        Outcome::Unnamed(first)
+    }
+}
+
+fn text(input: &[u8]) -> String {
+    String::from_utf8_lossy(input).into_owned()
+}
+
+fn config(input: &[u8], _dir: &Path) -> Outcome {
+    let file = Path::new("fuzz-lockstep.toml");
+    match lockstep_core::config::parse(&text(input), file) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => refused(&e.to_string(), file),
+    }
+}
+
+/// Writes `input` to `dir/name` for the parsers that read files.
+fn file_with(input: &[u8], dir: &Path, name: &str) -> Option<std::path::PathBuf> {
+    let path = dir.join(name);
+    std::fs::write(&path, input).ok().map(|()| path)
+}
+
+fn native_suite(input: &[u8], dir: &Path) -> Outcome {
+    let Some(path) = file_with(input, dir, "fuzz.suite.toml") else {
+        return Outcome::Accepted;
+    };
+    match lockstep_suite::sources::NativeSuite::load(&path) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => refused(&e.to_string(), &path),
+    }
+}
+
+fn suite_config(input: &[u8], dir: &Path) -> Outcome {
+    let Some(path) = file_with(input, dir, "fuzz-config.json") else {
+        return Outcome::Accepted;
+    };
+    match lockstep_suite::sources::SuiteConfig::load(&path) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => refused(&e.to_string(), &path),
+    }
+}
+
+fn markers(input: &[u8], _dir: &Path) -> Outcome {
+    // Errors quote the expression itself, which is the input here.
+    match lockstep_suite::markers::MarkerExpr::parse(&text(input)) {
+        Ok(expr) => {
+            let _ = expr.matches(&["a".to_string(), "gpu".to_string()]);
+            Outcome::Accepted
+        }
+        Err(e) => Outcome::Refused(e.message.lines().next().unwrap_or("").to_string()),
+    }
+}
+
+fn miopen_line(input: &[u8], _dir: &Path) -> Outcome {
+    let line = text(input);
+    let Some(argv) = shlex::split(&line) else {
+        return Outcome::Refused("unbalanced quotes".into());
+    };
+    match lockstep_bench::miopen::parse_argv(&argv) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => Outcome::Refused(e.into_usage_error(&line).message),
+    }
+}
+
+fn commands_file(input: &[u8], _dir: &Path) -> Outcome {
+    let lines = lockstep_bench::commands::parse_file(&text(input), input.contains(&b'\t'));
+    let refused = lines.iter().filter(|l| l.parse().is_err()).count();
+    if refused == 0 {
+        Outcome::Accepted
+    } else {
+        Outcome::Refused(format!("{refused} lines refused"))
+    }
+}
+
+fn mlir_scan(input: &[u8], _dir: &Path) -> Outcome {
+    let text = text(input);
+    match lockstep_preprocess::scan::scan(&text) {
+        Ok(module) => {
+            for i in 0..module.executables.len() {
+                let _ = lockstep_preprocess::scan::self_contained(&text, &module, i);
+            }
+            Outcome::Accepted
+        }
+        Err(e) => Outcome::Refused(e.describe(&text)),
+    }
+}
+
+fn state_db(input: &[u8], dir: &Path) -> Outcome {
+    let path = dir.join("state.db");
+    if std::fs::write(&path, input).is_err() {
+        return Outcome::Accepted;
+    }
+    let opened = lockstep_store::Store::open(dir).and_then(|store| {
+        store.unfinished_all()?;
+        store.history(10)?;
+        Ok(())
+    });
+    match opened {
+        Ok(()) => Outcome::Accepted,
+        Err(e) => refused(&e.to_string(), &path),
+    }
+}
