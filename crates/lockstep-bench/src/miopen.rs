@@ -794,8 +794,8 @@ pub fn parse_argv<S: AsRef<str>>(argv: &[S]) -> Result<BenchCommand, ParseError>
     let iterations = args.positive("iter")?;
     let iterations = u32::try_from(iterations)
         .map_err(|_| ParseError::new(format!("-i/--iter is too large: {iterations}")))?;
-    let time = args.int("time")? != 0;
-    let verify = args.int("verify")? != 0;
+    let time = args.flag_bool("time")?;
+    let verify = args.flag_bool("verify")?;
     notes.extend(args.ignored_notes()?);
     Ok(BenchCommand {
         argv,
@@ -936,8 +936,16 @@ impl Args {
         Ok(v as u64)
     }
 
+    /// A 0/1 switch: any other value is an error (`-u 2` is not "true").
     fn flag_bool(&self, long: &str) -> Result<bool, ParseError> {
-        Ok(self.int(long)? != 0)
+        match self.int(long)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(ParseError::new(format!(
+                "bad value for {}: 0 or 1, found {v}",
+                spec_name(self.spec(long))
+            ))),
+        }
     }
 
     /// Notes for ignored flags given with a non-default value; errors for

@@ -58,6 +58,67 @@ pub struct Options {
     pub references: Option<Bucket>,
     /// Logs and uncached modules.
     pub work_dir: PathBuf,
+    /// The most bytes one kernel's tensors may need (inputs, outputs and,
+    /// when verifying, the f64 reference); see [`default_max_bytes`].
+    pub max_bytes: u64,
+}
+
+/// The bytes a kernel needs in memory and on disk: its operands, plus the
+/// f64 copies of every operand the verification's reference uses.
+pub fn bytes_needed(sig: &OpSignature, verify: bool) -> u64 {
+    let reference = if verify {
+        sig.inputs
+            .iter()
+            .chain(&sig.outputs)
+            .map(|o| o.elements().saturating_mul(8))
+            .fold(0u64, u64::saturating_add)
+    } else {
+        0
+    };
+    sig.bytes.saturating_add(reference)
+}
+
+/// The default limit: half of the memory available now or half of the
+/// free space where inputs are written, whichever is smaller.
+// statvfs's field types differ between platforms: the casts are for them.
+#[allow(clippy::unnecessary_cast)]
+pub fn default_max_bytes(work_dir: &Path) -> u64 {
+    let memory = available_memory().unwrap_or(u64::MAX);
+    let disk = nix::sys::statvfs::statvfs(work_dir)
+        .map(|s| (s.blocks_available() as u64).saturating_mul(s.fragment_size() as u64))
+        .unwrap_or(u64::MAX);
+    memory.min(disk) / 2
+}
+
+/// MemAvailable of /proc/meminfo, in bytes.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// The row's failure when `sig` needs more than the limit: the sizes, the
+/// limit and how to raise it.
+fn too_large(sig: &OpSignature, verify: bool, limit: u64) -> Option<String> {
+    let need = bytes_needed(sig, verify);
+    if need <= limit {
+        return None;
+    }
+    let shapes: Vec<String> = sig
+        .inputs
+        .iter()
+        .chain(&sig.outputs)
+        .map(|o| {
+            let dims: Vec<String> = o.shape.iter().map(u64::to_string).collect();
+            format!("{} {}x{}", o.name, dims.join("x"), o.elem.name())
+        })
+        .collect();
+    Some(format!(
+        "too large: the tensors ({}) need {need} bytes{}, more than the limit of {limit} bytes; raise it with --max-bytes or [bench] max-bytes",
+        shapes.join(", "),
+        if verify { " with the f64 reference" } else { "" },
+    ))
 }
 
 /// The version of the `--json` results (docs/schemas/bench-results.json).
@@ -159,6 +220,11 @@ pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
             if let Some(out) = sig.outputs.first() {
                 row.output_shape = out.shape.clone();
                 row.output_dtype = out.elem.name().to_string();
+            }
+            if let Some(reason) = too_large(&sig, opts.verify || command.verify, opts.max_bytes) {
+                row.status = reason;
+                planned.push(Planned { row, kernel: None });
+                continue;
             }
             match kernel::module(&sig) {
                 Ok(mlir) => {

@@ -124,6 +124,9 @@ pub struct BenchConfig {
     pub timeout: Option<Duration>,
     /// Named devices (`[bench.devices.NAME]`), beside the built-in ones.
     pub devices: std::collections::BTreeMap<String, BenchDeviceConfig>,
+    /// The most bytes one kernel's tensors may need (`8G`, `500M`); default
+    /// half of the free memory or disk. `--max-bytes` wins.
+    pub max_bytes: Option<String>,
 }
 
 /// One `[bench.devices.NAME]` table: how to compile for a device and which

@@ -32,11 +32,54 @@ const REPO_ENV: &[&str] = &[
     "GIT_PREFIX",
 ];
 
-/// The error for a git that cannot be started at all.
+/// The error for a git that cannot be started. Only a missing program is
+/// about installing git: an argument git cannot be given (a NUL byte from a
+/// configuration value, say) is the input's fault and says so.
 pub fn spawn_error(e: std::io::Error) -> Error {
-    Error::failed("cannot run git")
-        .cause(e.to_string())
-        .hint("install git and put it on PATH")
+    match e.kind() {
+        std::io::ErrorKind::NotFound => Error::failed("cannot run git")
+            .cause(e.to_string())
+            .hint("install git and put it on PATH"),
+        std::io::ErrorKind::InvalidInput => {
+            Error::usage("cannot pass an argument to git: it contains a NUL character")
+                .cause(e.to_string())
+                .hint("check the names and paths in lockstep.toml and on the command line")
+        }
+        _ => Error::failed("cannot run git").cause(e.to_string()),
+    }
+}
+
+/// Why `name` cannot be an integrate branch, or `None` when it can: what
+/// `git check-ref-format --branch` refuses, plus names git accepts but
+/// that mean something else to it (`@`, `HEAD`, `@{...}`, an option, a
+/// full ref name that would become `refs/heads/refs/...`).
+pub fn branch_name_problem(name: &str) -> Option<String> {
+    let problem = if name.is_empty() {
+        "it is empty"
+    } else if name == "@" || name == "HEAD" {
+        "git reads it as the current commit"
+    } else if name.contains("@{") {
+        "`@{` is git's reflog syntax"
+    } else if name.starts_with('-') {
+        "it starts with `-` (git would read it as an option)"
+    } else if name.starts_with("refs/") {
+        "it is a full ref name; give the branch name without `refs/heads/`"
+    } else if name.contains('\0') {
+        "it contains a NUL character"
+    } else {
+        let checked = std::process::Command::new("git")
+            .args(["check-ref-format", "--branch", name])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        match checked {
+            Ok(status) if status.success() => return None,
+            Ok(_) => "`git check-ref-format --branch` refuses it",
+            Err(_) => return None,
+        }
+    };
+    Some(problem.to_string())
 }
 
 /// `git log` format of a [`CommitDetail`], fields separated by US (0x1f).
@@ -428,6 +471,17 @@ impl Repo {
             .git(&["rev-parse", &format!("{rev}^{{tree}}")])?
             .trim()
             .to_string())
+    }
+
+    /// The paths of every gitlink (submodule entry) in `rev`'s tree.
+    pub fn submodule_paths(&self, rev: &str) -> Result<Vec<String>, Error> {
+        let out = self.git(&["ls-tree", "-r", "-z", rev])?;
+        Ok(out
+            .split('\0')
+            .filter_map(|entry| entry.split_once('\t'))
+            .filter(|(meta, _)| meta.split_whitespace().nth(1) == Some("commit"))
+            .map(|(_, path)| path.to_string())
+            .collect())
     }
 
     /// The commit a gitlink (submodule entry) at `path` points to in `rev`'s tree.

@@ -24,8 +24,11 @@ impl<'a> Integrate<'a> {
     /// Resolves the superproject from the configuration's directory and checks
     /// that the submodule is there.
     pub fn open(loaded: &Loaded, sink: &'a dyn Sink) -> Result<Integrate<'a>, Error> {
-        let superproject = Repo::discover(&loaded.root)?;
         let cfg = loaded.config.integrate.clone();
+        // Nothing is touched before the configuration is known to be sane.
+        crate::validate::config(&cfg)?;
+        let superproject = Repo::discover(&loaded.root)?;
+        crate::validate::submodule(&superproject, &cfg.submodule)?;
         let sub_dir = superproject.dir().join(&cfg.submodule);
         if !sub_dir.join(".git").exists() {
             return Err(Error::usage(format!(
@@ -34,7 +37,7 @@ impl<'a> Integrate<'a> {
                 superproject.dir().display()
             ))
             .hint(format!(
-                "run `git submodule update --init {}`, or set [integrate] submodule in lockstep.toml",
+                "run `git submodule update --init {}`",
                 cfg.submodule
             )));
         }
@@ -87,6 +90,30 @@ impl<'a> Integrate<'a> {
                 self.cfg.upstream_branch, self.cfg.upstream_remote
             ))
             .hint("check [integrate] upstream-remote and upstream-branch in lockstep.toml")
+        })
+    }
+
+    /// Where upstream is, if it was ever fetched; never fetches.
+    pub fn fetched_upstream_head(&self) -> Result<Option<Oid>, Error> {
+        self.sub.resolve(&self.upstream_ref())
+    }
+
+    /// What [`Integrate::fetch_upstream`] would do, for commands that do not
+    /// fetch unless asked.
+    pub fn fetch_plan(&self) -> Result<String, Error> {
+        let remote = &self.cfg.upstream_remote;
+        let branch = &self.cfg.upstream_branch;
+        Ok(match (&self.cfg.upstream_url, self.sub.remote_url(remote)?) {
+            (Some(url), None) => format!(
+                "add the remote `{remote}` ({url}) to the submodule and fetch its `{branch}`"
+            ),
+            (Some(url), Some(existing)) if *url != existing => format!(
+                "point the submodule's remote `{remote}` at {url} (now {existing}) and fetch its `{branch}`"
+            ),
+            (_, Some(_)) => format!("fetch `{branch}` of the submodule's remote `{remote}`"),
+            (None, None) => format!(
+                "nothing: the submodule has no remote `{remote}` and no [integrate] upstream-url is set"
+            ),
         })
     }
 

@@ -23,9 +23,11 @@ pub mod journal;
 pub mod notify;
 pub mod probe;
 pub mod recover;
+pub mod repair;
 pub mod replay;
 pub mod search;
 pub mod start;
 pub mod status;
+pub mod validate;
 
 pub use context::Integrate;

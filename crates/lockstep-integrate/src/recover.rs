@@ -144,7 +144,13 @@ impl<'a> Integrate<'a> {
                         "finishing the interrupted start of {}",
                         state.branch
                     ));
-                    self.finish_start(op.id, &state)?;
+                    self.finish_start(op.id, &state).map_err(|e| {
+                        e.context(format!(
+                            "cannot finish the interrupted start of {}",
+                            state.branch
+                        ))
+                        .hint("fix the cause and rerun, or `lockstep integrate abort` to undo the start")
+                    })?;
                 }
                 _ => self.store.finish(op.id, "unknown")?,
             }

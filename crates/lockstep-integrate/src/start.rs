@@ -2,6 +2,7 @@
 //! an empty commit that names it. Journaled, so a crash mid-start finishes on
 //! rerun and `integrate abort --all` can return to where the user was.
 
+use lockstep_core::config::IntegrateConfig;
 use lockstep_core::Error;
 use lockstep_git::Oid;
 use serde::Serialize;
@@ -17,9 +18,41 @@ pub struct Started {
     pub commit: Oid,
 }
 
+/// How many integrate branches one day may have (`_1` ... `_999`).
+const MAX_SAME_DAY: u32 = 999;
+
+/// `[integrate] branch` with `{date}` filled in: `integrates/llvm-20261124`.
+fn dated_branch_name(cfg: &IntegrateConfig) -> String {
+    let date = jiff::Zoned::now().strftime("%Y%m%d").to_string();
+    cfg.branch.replace("{date}", &date)
+}
+
+/// Checks the branch `start` would create (`--branch`, else the template's
+/// result): callers run it before the store is opened, so that a refused
+/// name leaves nothing behind.
+pub fn check_start_names(cfg: &IntegrateConfig, branch: Option<&str>) -> Result<(), Error> {
+    match branch {
+        Some(name) => check_branch_name(name, "--branch"),
+        None => check_branch_name(&dated_branch_name(cfg), "[integrate] branch"),
+    }
+}
+
+/// A usage error unless `name` can be an integrate branch (`source` says
+/// where the name came from).
+fn check_branch_name(name: &str, source: &str) -> Result<(), Error> {
+    match lockstep_git::branch_name_problem(name) {
+        None => Ok(()),
+        Some(problem) => Err(Error::usage(format!(
+            "`{name}` from {source} cannot be a branch name: {problem}"
+        ))
+        .hint("use a plain branch name such as `integrates/llvm-20261124`; nothing was done")),
+    }
+}
+
 impl Integrate<'_> {
     /// `integrate start [--branch NAME]`.
     pub fn start(&self, branch: Option<&str>, fetch: bool) -> Result<Started, Error> {
+        check_start_names(&self.cfg, branch)?;
         let _lock = self.lock("integrate start")?;
         let _session = self.begin_session("integrate start")?;
         self.require_clean()?;
@@ -69,20 +102,26 @@ impl Integrate<'_> {
         self.finish_start(id, &state)
     }
 
-    /// `integrates/llvm-{date}`, with `_1`, `_2` ... appended while taken.
+    fn dated_branch_name(&self) -> String {
+        dated_branch_name(&self.cfg)
+    }
+
+    /// The dated name, with `_1`, `_2` ... appended while taken.
     fn free_branch_name(&self) -> Result<String, Error> {
-        let date = jiff::Zoned::now().strftime("%Y%m%d").to_string();
-        let name = self.cfg.branch.replace("{date}", &date);
+        let name = self.dated_branch_name();
         if !self.superproject.branch_exists(&name)? {
             return Ok(name);
         }
-        for n in 1.. {
+        for n in 1..=MAX_SAME_DAY {
             let candidate = format!("{name}_{n}");
             if !self.superproject.branch_exists(&candidate)? {
                 return Ok(candidate);
             }
         }
-        unreachable!("the loop above returns")
+        Err(Error::usage(format!(
+            "`{name}` and {MAX_SAME_DAY} numbered variants of it already exist"
+        ))
+        .hint("delete old integrate branches, or pass --branch NAME"))
     }
 
     pub(crate) fn finish_start(&self, id: i64, state: &StartJournal) -> Result<Started, Error> {

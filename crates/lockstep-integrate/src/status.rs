@@ -45,6 +45,12 @@ pub struct Status {
     pub merge_base: Oid,
     pub upstream_ref: String,
     pub upstream_head: Oid,
+    /// False when upstream was never fetched and `--fetch` was not given:
+    /// `upstream_head` and `merge_base` are then the submodule's HEAD,
+    /// nothing is pending, and `fetch_plan` says what `--fetch` would do.
+    pub upstream_fetched: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetch_plan: Option<String>,
     /// No carried patches.
     pub clean: bool,
     pub patches: Vec<Patch>,
@@ -73,9 +79,13 @@ impl From<&Halt> for HaltSummary {
 
 impl Integrate<'_> {
     /// Computes the status. `fetch` fetches upstream first.
+    /// Without `fetch` it changes nothing: an upstream never fetched is
+    /// reported with what `--fetch` would do (add a remote, fetch).
     pub fn status(&self, fetch: bool) -> Result<Status, Error> {
         if fetch {
             self.fetch_upstream()?;
+        } else if self.fetched_upstream_head()?.is_none() {
+            return self.unfetched_status();
         }
         let mut status = self.position()?;
         if status.merge_base != status.current {
@@ -85,6 +95,26 @@ impl Integrate<'_> {
         }
         status.halted = self.halt()?.as_ref().map(HaltSummary::from);
         Ok(status)
+    }
+
+    /// The status of a submodule whose upstream was never fetched.
+    fn unfetched_status(&self) -> Result<Status, Error> {
+        let current = self.sub.head()?;
+        Ok(Status {
+            superproject: self.superproject.dir().display().to_string(),
+            branch: self.superproject.current_branch()?,
+            clean: true,
+            pin: self.pin()?,
+            merge_base: current.clone(),
+            upstream_head: current.clone(),
+            current,
+            upstream_ref: self.upstream_ref(),
+            upstream_fetched: false,
+            fetch_plan: Some(self.fetch_plan()?),
+            patches: Vec::new(),
+            pending: Vec::new(),
+            halted: self.halt()?.as_ref().map(HaltSummary::from),
+        })
     }
 
     /// Where the pin is and what is pending, without annotating the carried
@@ -112,6 +142,8 @@ impl Integrate<'_> {
             merge_base,
             upstream_ref: self.upstream_ref(),
             upstream_head,
+            upstream_fetched: true,
+            fetch_plan: None,
             patches: Vec::new(),
             pending,
             halted: None,

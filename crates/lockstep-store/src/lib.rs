@@ -9,7 +9,7 @@
 //!
 //! It knows nothing about git or what an operation means: callers give it JSON.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lockstep_core::Error;
@@ -22,6 +22,7 @@ pub use lock::RepoLock;
 /// The open database.
 pub struct Store {
     conn: Connection,
+    path: PathBuf,
 }
 
 /// One journaled operation.
@@ -50,8 +51,39 @@ pub struct ProbeRecord {
     pub seconds: f64,
 }
 
-fn db_error(e: rusqlite::Error) -> Error {
-    Error::failed("lockstep's state database failed").cause(e.to_string())
+/// The database's file name in its directory.
+pub const FILE_NAME: &str = "state.db";
+
+/// The smallest SQLite database: its header alone is 100 bytes.
+const SQLITE_HEADER: u64 = 100;
+
+/// The error for a database SQLite cannot read, with the way out.
+fn damaged(path: &Path, cause: impl std::fmt::Display) -> Error {
+    Error::failed(format!(
+        "lockstep's state database {} is damaged",
+        path.display()
+    ))
+    .cause(cause.to_string())
+    .hint(format!(
+        "in a repository, `lockstep integrate repair` moves it aside (kept as {}.damaged-TIME) and rebuilds what lockstep needs from git; elsewhere move it aside by hand and rerun",
+        path.display()
+    ))
+}
+
+/// A file shorter than SQLite's header is what is left of a database
+/// (a full disk, a bad copy), not a new one: SQLite would silently treat it
+/// as empty and lose the record.
+fn refuse_truncated(path: &Path) -> Result<(), Error> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.len() < SQLITE_HEADER => Err(damaged(
+            path,
+            format!(
+                "it is {} bytes long, shorter than any SQLite database",
+                meta.len()
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 pub fn now() -> f64 {
@@ -61,7 +93,11 @@ pub fn now() -> f64 {
         .unwrap_or(0.0)
 }
 
-const SCHEMA: &str = "
+/// The schema migrations, in order; `PRAGMA user_version` is how many ran.
+const MIGRATIONS: &[&str] = &[SCHEMA_V1];
+
+/// Version 1: the journal, probe results and named records.
+const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS journal (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL,
@@ -88,7 +124,9 @@ CREATE TABLE IF NOT EXISTS records (
 ";
 
 impl Store {
-    /// Opens (creating if needed) the store in `dir`.
+    /// Opens (creating if needed) the store in `dir`. A damaged,
+    /// truncated or newer-than-known database is an error naming the file
+    /// and the way out ([`Store::move_aside`], `lockstep integrate repair`).
     pub fn open(dir: &Path) -> Result<Store, Error> {
         fs_err::create_dir_all(dir).map_err(|e| {
             Error::failed(format!(
@@ -97,15 +135,115 @@ impl Store {
             ))
             .cause(e.to_string())
         })?;
-        let conn = Connection::open(dir.join("state.db")).map_err(db_error)?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))
-            .map_err(db_error)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(db_error)?;
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(db_error)?;
-        conn.execute_batch(SCHEMA).map_err(db_error)?;
-        Ok(Store { conn })
+        let path = dir.join(FILE_NAME);
+        refuse_truncated(&path)?;
+        let conn = Connection::open(&path).map_err(|e| damaged(&path, e))?;
+        let store = Store { conn, path };
+        store
+            .conn
+            .busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(|e| store.db_error(e))?;
+        store
+            .conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| damaged(&store.path, e))?;
+        store
+            .conn
+            .pragma_update(None, "synchronous", "FULL")
+            .map_err(|e| store.db_error(e))?;
+        store.check_integrity()?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn db_error(&self, e: rusqlite::Error) -> Error {
+        match &e {
+            rusqlite::Error::SqliteFailure(f, _)
+                if matches!(
+                    f.code,
+                    rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+                ) =>
+            {
+                damaged(&self.path, e)
+            }
+            _ => Error::failed(format!(
+                "lockstep's state database {} failed",
+                self.path.display()
+            ))
+            .cause(e.to_string()),
+        }
+    }
+
+    /// SQLite's quick check: damage found now, not halfway through an
+    /// operation.
+    fn check_integrity(&self) -> Result<(), Error> {
+        let verdict: String = self
+            .conn
+            .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+            .map_err(|e| damaged(&self.path, e))?;
+        if verdict == "ok" {
+            Ok(())
+        } else {
+            Err(damaged(&self.path, verdict))
+        }
+    }
+
+    /// Brings the schema to [`SCHEMA_VERSION`] (`PRAGMA user_version`
+    /// counts the migrations applied; 0 is a new file or one written before
+    /// versions, which the first migration upgrades in place).
+    fn migrate(&self) -> Result<(), Error> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.db_error(e))?;
+        let known = MIGRATIONS.len() as i64;
+        if version > known {
+            return Err(Error::failed(format!(
+                "lockstep's state database {} was written by a newer lockstep (schema {version}; this one knows up to {known})",
+                self.path.display()
+            ))
+            .hint("use that newer lockstep here, or move the file aside (`lockstep integrate repair --force` keeps it and starts a new one)"));
+        }
+        for (i, migration) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+            let to = i as i64 + 1;
+            self.conn
+                .execute_batch(&format!(
+                    "BEGIN IMMEDIATE; {migration} PRAGMA user_version = {to}; COMMIT;"
+                ))
+                .map_err(|e| {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    self.db_error(e)
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Moves the database in `dir` (and its WAL files) aside to
+    /// `state.db.damaged-STAMP`, never deleting it; returns the new path,
+    /// or `None` when there was no database.
+    pub fn move_aside(dir: &Path) -> Result<Option<PathBuf>, Error> {
+        let path = dir.join(FILE_NAME);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S").to_string();
+        let aside = dir.join(format!("{FILE_NAME}.damaged-{stamp}"));
+        fs_err::rename(&path, &aside)?;
+        for suffix in ["-wal", "-shm"] {
+            let extra = dir.join(format!("{FILE_NAME}{suffix}"));
+            if extra.exists() {
+                fs_err::rename(
+                    &extra,
+                    dir.join(format!("{FILE_NAME}.damaged-{stamp}{suffix}")),
+                )?;
+            }
+        }
+        Ok(Some(aside))
     }
 
     /// Records that an operation is about to act. Returns its id.
@@ -116,7 +254,7 @@ impl Store {
                 "INSERT INTO journal (kind, state, started_at) VALUES (?1, ?2, ?3)",
                 params![kind, state, now()],
             )
-            .map_err(db_error)?;
+            .map_err(|e| self.db_error(e))?;
         Ok(self.conn.last_insert_rowid())
     }
 
@@ -128,7 +266,7 @@ impl Store {
                 "UPDATE journal SET state = ?2 WHERE id = ?1",
                 params![id, state],
             )
-            .map_err(db_error)?;
+            .map_err(|e| self.db_error(e))?;
         Ok(())
     }
 
@@ -139,7 +277,7 @@ impl Store {
                 "UPDATE journal SET finished_at = ?2, outcome = ?3 WHERE id = ?1",
                 params![id, now(), outcome],
             )
-            .map_err(db_error)?;
+            .map_err(|e| self.db_error(e))?;
         Ok(())
     }
 
@@ -156,9 +294,12 @@ impl Store {
                 "SELECT id, kind, state, started_at, finished_at, outcome FROM journal
                  WHERE finished_at IS NULL ORDER BY id DESC",
             )
-            .map_err(db_error)?;
-        let rows = stmt.query_map([], row_to_op).map_err(db_error)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(db_error)
+            .map_err(|e| self.db_error(e))?;
+        let rows = stmt
+            .query_map([], row_to_op)
+            .map_err(|e| self.db_error(e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.db_error(e))
     }
 
     /// The newest operations, newest first.
@@ -169,11 +310,12 @@ impl Store {
                 "SELECT id, kind, state, started_at, finished_at, outcome FROM journal
                  ORDER BY id DESC LIMIT ?1",
             )
-            .map_err(db_error)?;
+            .map_err(|e| self.db_error(e))?;
         let rows = stmt
             .query_map(params![limit as i64], row_to_op)
-            .map_err(db_error)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(db_error)
+            .map_err(|e| self.db_error(e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.db_error(e))
     }
 
     pub fn probe(&self, key: &str) -> Result<Option<ProbeRecord>, Error> {
@@ -184,7 +326,7 @@ impl Store {
                 row_to_probe,
             )
             .optional()
-            .map_err(db_error)
+            .map_err(|e| self.db_error(e))
     }
 
     /// Every verdict recorded in `context` (any patch stack), by commit.
@@ -194,11 +336,12 @@ impl Store {
             .prepare(
                 "SELECT key, context, commit_sha, outcome, detail, log, seconds FROM probes WHERE context = ?1",
             )
-            .map_err(db_error)?;
+            .map_err(|e| self.db_error(e))?;
         let rows = stmt
             .query_map(params![context], row_to_probe)
-            .map_err(db_error)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(db_error)
+            .map_err(|e| self.db_error(e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.db_error(e))
     }
 
     pub fn put_probe(&self, rec: &ProbeRecord) -> Result<(), Error> {
@@ -217,7 +360,7 @@ impl Store {
                     now()
                 ],
             )
-            .map_err(db_error)?;
+            .map_err(|e| self.db_error(e))?;
         Ok(())
     }
 
@@ -231,7 +374,7 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()
-            .map_err(db_error)?;
+            .map_err(|e| self.db_error(e))?;
         match text {
             None => Ok(None),
             Some(t) => serde_json::from_str(&t).map(Some).map_err(|e| {
@@ -248,14 +391,14 @@ impl Store {
                 "INSERT OR REPLACE INTO records (name, value) VALUES (?1, ?2)",
                 params![name, text],
             )
-            .map_err(db_error)?;
+            .map_err(|e| self.db_error(e))?;
         Ok(())
     }
 
     pub fn remove(&self, name: &str) -> Result<(), Error> {
         self.conn
             .execute("DELETE FROM records WHERE name = ?1", params![name])
-            .map_err(db_error)?;
+            .map_err(|e| self.db_error(e))?;
         Ok(())
     }
 }
@@ -329,5 +472,88 @@ mod tests {
         store.put_probe(&rec).unwrap();
         assert_eq!(store.probe("k").unwrap(), Some(rec.clone()));
         assert_eq!(store.probes_in_context("ctx").unwrap(), vec![rec]);
+    }
+
+    fn open_err(dir: &Path) -> Error {
+        match Store::open(dir) {
+            Ok(_) => panic!("opened"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn damaged_and_truncated_databases_are_named_with_the_way_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(FILE_NAME);
+        for bytes in [&b""[..], b"x", b"SQLite format 3\0", &[7u8; 4096][..]] {
+            std::fs::write(&file, bytes).unwrap();
+            let err = open_err(dir.path());
+            assert!(
+                err.message.contains(&file.display().to_string()),
+                "{}",
+                err.message
+            );
+            assert!(err.message.contains("damaged"), "{}", err.message);
+            assert!(err.hint.unwrap().contains("lockstep integrate repair"));
+            assert_eq!(
+                std::fs::read(&file).unwrap(),
+                bytes,
+                "the file is left alone"
+            );
+        }
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_and_an_old_one_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store.set("integrate", &"x").unwrap();
+            store.conn.execute_batch("PRAGMA user_version = 0").unwrap();
+        }
+        // A database from before versions: migrated in place, data kept.
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(
+            store.get::<String>("integrate").unwrap().as_deref(),
+            Some("x")
+        );
+        let v: i64 = store
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, MIGRATIONS.len() as i64);
+        store
+            .conn
+            .execute_batch("PRAGMA user_version = 99")
+            .unwrap();
+        drop(store);
+        let err = open_err(dir.path());
+        assert!(err.message.contains("newer lockstep"), "{}", err.message);
+    }
+
+    #[test]
+    fn move_aside_keeps_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(FILE_NAME), "x").unwrap();
+        let aside = Store::move_aside(dir.path()).unwrap().unwrap();
+        assert_eq!(std::fs::read(&aside).unwrap(), b"x");
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.history(1).unwrap().is_empty());
+        assert_eq!(Store::move_aside(&dir.path().join("none")).unwrap(), None);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// Any bytes as state.db: opened and read, or an error naming the file.
+        #[test]
+        fn any_bytes_open_or_fail_naming_the_file(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..8192)) {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join(FILE_NAME);
+            std::fs::write(&file, &bytes).unwrap();
+            let result = Store::open(dir.path()).and_then(|s| s.history(5).map(drop));
+            if let Err(e) = result {
+                proptest::prop_assert!(e.message.contains(&file.display().to_string()), "{}", e.message);
+            }
+        }
     }
 }

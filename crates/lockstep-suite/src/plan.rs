@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use lockstep_core::config::TestConfig;
+use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use sha2::{Digest, Sha256};
 
@@ -124,6 +125,52 @@ pub struct Selection {
     pub only: Option<HashSet<String>>,
     pub skip_all_runs: bool,
     pub ignore_xfails: bool,
+    /// Every target name there is (built in and `[test.targets.*]`), for
+    /// checking the suites' per-test `[test.targets.NAME]`.
+    pub known_targets: Vec<String>,
+}
+
+/// A per-test `[test.targets.NAME]` must name a target that exists: a typo
+/// would otherwise be ignored silently.
+fn check_test_targets(suite: &NativeSuite, known: &[String]) -> Result<(), Error> {
+    for test in &suite.tests {
+        for name in test.targets.keys() {
+            if known.iter().any(|k| k == name) {
+                continue;
+            }
+            let closest = known
+                .iter()
+                .min_by_key(|k| strsim_distance(k, name))
+                .map(|k| format!(" (did you mean `{k}`?)"))
+                .unwrap_or_default();
+            return Err(Error::usage(format!(
+                "test `{}` in {} has settings for target `{name}`, which does not exist{closest}",
+                test.name,
+                suite.path.display()
+            ))
+            .hint(format!(
+                "targets: {}; define others under [test.targets.NAME] in lockstep.toml",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Levenshtein distance, for "did you mean" (names are short).
+fn strsim_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// Parses `I/N` (1 <= I <= N).
@@ -153,15 +200,16 @@ pub fn shard_of(id: &str, count: usize) -> usize {
 }
 
 /// Builds the selected tests from `paths` (directories or suite files).
-pub fn plan(paths: &[PathBuf], sel: &Selection) -> Result<Vec<Test>, Error> {
+pub fn plan(paths: &[PathBuf], sel: &Selection, sink: &dyn Sink) -> Result<Vec<Test>, Error> {
     let mut tests = Vec::new();
     for root in paths {
         if !root.exists() {
             return Err(Error::usage(format!("{} does not exist", root.display()))
                 .hint("pass suite directories or *.suite.toml files"));
         }
-        for file in sources::find_suite_files(root)? {
+        for file in sources::find_suite_files(root, sink)? {
             let suite = NativeSuite::load(&file)?;
+            check_test_targets(&suite, &sel.known_targets)?;
             for test in &suite.tests {
                 for target in &sel.targets {
                     tests.push(native_test(&suite, test, target, sel));
@@ -169,7 +217,8 @@ pub fn plan(paths: &[PathBuf], sel: &Selection) -> Result<Vec<Test>, Error> {
             }
         }
         if root.is_dir() {
-            for case in sources::find_layout_cases(root)? {
+            // The same tree as above: its skipped links were reported there.
+            for case in sources::find_layout_cases(root, &lockstep_core::events::NullSink)? {
                 if sel.configs.is_empty() {
                     for target in &sel.targets {
                         tests.push(layout_on_target(&case, target, sel));

@@ -355,7 +355,14 @@ fn resolve_source(source: &Source, cache: &Cache) -> Result<(PathBuf, Vec<u8>), 
                 .map_err(|e| format!("cannot read the source: {e}"))?;
             (p.clone(), digest)
         }
-        Source::File(p) => return Err(format!("source file {} does not exist", p.display())),
+        Source::File(p) => {
+            let what = match std::fs::metadata(p) {
+                Err(_) => "does not exist",
+                Ok(m) if m.is_dir() => "is a directory, not a file",
+                Ok(_) => "is not a regular file (a device or a FIFO)",
+            };
+            return Err(format!("source file {} {what}", p.display()));
+        }
         // fetch verified the file against this digest.
         Source::Url { url, sha256 } => (
             lockstep_cache::download::fetch(cache, url, sha256).map_err(|e| e.to_string())?,

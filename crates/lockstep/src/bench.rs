@@ -67,6 +67,16 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32
         verify: args.verify,
         cache: cache.enabled(Area::Kernels),
         references: cache.enabled(Area::References),
+        max_bytes: match args
+            .max_bytes
+            .as_deref()
+            .or(bench_config.max_bytes.as_deref())
+        {
+            Some(size) => lockstep_cache::maintain::parse_size(size).map_err(|e| {
+                e.context(format!("invalid --max-bytes / [bench] max-bytes `{size}`"))
+            })?,
+            None => run::default_max_bytes(work.path()),
+        },
         work_dir: work.path().to_path_buf(),
     };
     let summary = run::run(&jobs, &opts, sink);
@@ -122,6 +132,7 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
         timeout: None,
         threads: None,
         splat_input_value: None,
+        max_bytes: None,
         iree_bin: None,
         command: Vec::new(),
     };

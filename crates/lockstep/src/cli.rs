@@ -281,6 +281,15 @@ pub enum Integrate {
         #[arg(long)]
         json: bool,
     },
+    /// Move a damaged state database aside (kept) and rebuild the integrate record from git.
+    Repair {
+        /// Move the database aside even when it is readable.
+        #[arg(long)]
+        force: bool,
+        /// Print what was done as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -366,6 +375,9 @@ pub struct BenchArgs {
     /// Fill every timed input with this value instead of the seeded inputs (verification always uses the seeded inputs).
     #[arg(long, value_name = "V", allow_hyphen_values = true)]
     pub splat_input_value: Option<String>,
+    /// The most bytes one kernel's tensors may need (e.g. `8G`; default [bench] max-bytes, else half of the free memory or disk, whichever is less).
+    #[arg(long, value_name = "SIZE")]
+    pub max_bytes: Option<String>,
     /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).
     #[arg(long, value_name = "DIR")]
     pub iree_bin: Option<PathBuf>,
@@ -447,6 +459,7 @@ impl Command {
                 Integrate::Report { .. } => "integrate report",
                 Integrate::Bisect { .. } => "integrate bisect",
                 Integrate::Abort { .. } => "integrate abort",
+                Integrate::Repair { .. } => "integrate repair",
             },
             Command::Demo(_) => "demo",
             Command::Toolchain(Toolchain::Install { .. }) => "toolchain install",
@@ -489,7 +502,8 @@ impl Command {
                     | Integrate::Export { json }
                     | Integrate::Report { json, .. }
                     | Integrate::Bisect { json, .. }
-                    | Integrate::Abort { json, .. } => *json,
+                    | Integrate::Abort { json, .. }
+                    | Integrate::Repair { json, .. } => *json,
                 };
                 add(json, "--json");
             }

@@ -27,6 +27,14 @@ fn print_json(out: Out, value: &impl serde::Serialize) -> Result<(), Error> {
 
 pub fn run(cmd: cli::Integrate, loaded: &Loaded, rep: &Reporters) -> Result<i32, Error> {
     let out = rep.out();
+    if let cli::Integrate::Repair { force, json } = cmd {
+        return repair(loaded, force, json, out);
+    }
+    if let cli::Integrate::Start { branch, .. } = &cmd {
+        // Before the store is opened: a refused name leaves nothing behind.
+        lockstep_integrate::validate::config(&loaded.config.integrate)?;
+        lockstep_integrate::start::check_start_names(&loaded.config.integrate, branch.as_deref())?;
+    }
     let ig = Integrate::open(loaded, rep)?;
     match cmd {
         cli::Integrate::Start {
@@ -226,7 +234,33 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded, rep: &Reporters) -> Result<i32,
             }
             Ok(0)
         }
+        // Handled above, before the store is opened; kept for exhaustiveness.
+        cli::Integrate::Repair { force, json } => repair(loaded, force, json, out),
     }
+}
+
+/// `integrate repair`: runs before [`Integrate::open`], which needs a
+/// readable database.
+fn repair(loaded: &Loaded, force: bool, json: bool, out: Out) -> Result<i32, Error> {
+    let repaired = lockstep_integrate::repair::repair(loaded, force)?;
+    if json {
+        print_json(out, &repaired)?;
+        return Ok(0);
+    }
+    match &repaired.moved_aside {
+        None if !force => out.line("the state database is readable: nothing to repair"),
+        None => out.line("there was no state database; a new one was started"),
+        Some(aside) => out.line(format!(
+            "moved the state database aside to {}; a new one was started",
+            aside.display()
+        )),
+    }
+    if let Some(branch) = &repaired.integrate_branch {
+        out.line(format!(
+            "rebuilt the record of integrate branch {branch} from git"
+        ));
+    }
+    Ok(0)
 }
 
 fn print_status(out: Out, s: &Status) {
@@ -247,12 +281,19 @@ fn print_status(out: Out, s: &Status) {
             s.current
         ));
     }
-    out.line(format!("based on:     {}", s.merge_base));
-    out.line(format!(
-        "upstream:     {} at {}",
-        s.upstream_ref.trim_start_matches("refs/remotes/"),
-        s.upstream_head
-    ));
+    if let Some(plan) = s.fetch_plan.as_deref().filter(|_| !s.upstream_fetched) {
+        out.line(format!(
+            "upstream:     {} was never fetched; `lockstep integrate status --fetch` would {plan}",
+            s.upstream_ref.trim_start_matches("refs/remotes/"),
+        ));
+    } else {
+        out.line(format!("based on:     {}", s.merge_base));
+        out.line(format!(
+            "upstream:     {} at {}",
+            s.upstream_ref.trim_start_matches("refs/remotes/"),
+            s.upstream_head
+        ));
+    }
     if !s.patches.is_empty() {
         out.line("\ncarried patches (oldest first):");
         for p in &s.patches {

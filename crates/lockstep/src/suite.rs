@@ -40,6 +40,12 @@ pub fn run(
         .map(|p| SuiteConfig::load(p))
         .collect::<Result<Vec<_>, _>>()?;
     let known = plan::targets(cfg);
+    for config in configs.iter().filter(|c| c.json5_in_json) {
+        (rep as &dyn lockstep_core::events::Sink).note(format!(
+            "{} is JSON5, not JSON (comments, trailing commas or unquoted keys): read as JSON5",
+            config.path.display()
+        ));
+    }
     let target_names: Vec<String> = if !args.targets.is_empty() {
         args.targets.clone()
     } else if !cfg.default_targets.is_empty() {
@@ -82,8 +88,9 @@ pub fn run(
         only,
         skip_all_runs: args.skip_all_runs,
         ignore_xfails: args.ignore_xfails,
+        known_targets: known.keys().cloned().collect(),
     };
-    let tests = plan::plan(&paths, &selection)?;
+    let tests = plan::plan(&paths, &selection, sink)?;
     if args.list {
         for t in &tests {
             out.line(format!("{}  [{}]", t.id, t.markers.join(", ")));

@@ -81,7 +81,8 @@ impl Env {
     }
 
     pub fn status(&self) -> serde_json::Value {
-        let out = self.ok(&["integrate", "status", "--json"], 0);
+        // --fetch: status alone never adds the upstream remote.
+        let out = self.ok(&["integrate", "status", "--json", "--fetch"], 0);
         serde_json::from_str(&out).expect("status json")
     }
 

@@ -1,0 +1,143 @@
+//! The `[integrate]` configuration checked before any repository is touched:
+//! a submodule path that is a real path inside the superproject and one of
+//! its submodules, and remote and branch names git will take as names (not
+//! as options, not as other refs). A bad value is a usage error naming the
+//! key; nothing has been done.
+
+use std::path::{Component, Path};
+
+use lockstep_core::config::IntegrateConfig;
+use lockstep_core::Error;
+use lockstep_git::Repo;
+
+/// Checks the names and paths of `cfg`.
+pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
+    submodule_path(&cfg.submodule)?;
+    remote_name("upstream-remote", &cfg.upstream_remote)?;
+    remote_name("export.remote", &cfg.export.remote)?;
+    ref_part("upstream-branch", &cfg.upstream_branch)?;
+    if cfg.base.is_empty() || cfg.base.starts_with('-') {
+        return Err(bad(
+            "base",
+            &cfg.base,
+            "it must name a commit, e.g. `origin/main`",
+        ));
+    }
+    Ok(())
+}
+
+fn bad(key: &str, value: &str, why: &str) -> Error {
+    Error::usage(format!(
+        "[integrate] {key} = {value:?} in lockstep.toml is not valid: {why}"
+    ))
+    .hint("fix it in lockstep.toml (docs/integrate.md lists the keys); nothing was done")
+}
+
+/// A relative path below the superproject's top, without `.` or `..`.
+fn submodule_path(path: &str) -> Result<(), Error> {
+    let why = if path.trim().is_empty() {
+        Some("it is empty")
+    } else if Path::new(path).is_absolute() {
+        Some("it must be relative to the superproject")
+    } else if Path::new(path)
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+    {
+        Some("it must be a path below the superproject, without `.` or `..`")
+    } else if path.starts_with('-') {
+        Some("it starts with `-`")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(bad("submodule", path, why)),
+        None => Ok(()),
+    }
+}
+
+/// A remote name git accepts: not an option, and `refs/remotes/NAME/x`
+/// a valid ref.
+fn remote_name(key: &str, name: &str) -> Result<(), Error> {
+    if name.is_empty() || name.starts_with('-') {
+        return Err(bad(
+            key,
+            name,
+            "a remote name cannot be empty or start with `-`",
+        ));
+    }
+    ref_format(key, name, &format!("refs/remotes/{name}/x"))
+}
+
+/// A branch name as a part of a ref (`refs/heads/NAME`).
+fn ref_part(key: &str, name: &str) -> Result<(), Error> {
+    if name.is_empty() || name.starts_with('-') {
+        return Err(bad(
+            key,
+            name,
+            "a branch name cannot be empty or start with `-`",
+        ));
+    }
+    ref_format(key, name, &format!("refs/heads/{name}"))
+}
+
+fn ref_format(key: &str, name: &str, full: &str) -> Result<(), Error> {
+    if name.contains('\0') {
+        return Err(bad(key, name, "it contains a NUL character"));
+    }
+    let ok = std::process::Command::new("git")
+        .args(["check-ref-format", full])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(true);
+    if ok {
+        Ok(())
+    } else {
+        Err(bad(key, name, "`git check-ref-format` refuses it"))
+    }
+}
+
+/// The configured path must be a submodule (a gitlink) in the
+/// superproject's HEAD; the error lists the submodules there are.
+pub fn submodule(superproject: &Repo, path: &str) -> Result<(), Error> {
+    if superproject.gitlink("HEAD", path)?.is_some() {
+        return Ok(());
+    }
+    let found = superproject.submodule_paths("HEAD").unwrap_or_default();
+    let listed = if found.is_empty() {
+        "it has no submodules".to_string()
+    } else {
+        format!("its submodules: {}", found.join(", "))
+    };
+    Err(Error::usage(format!(
+        "`{path}` ([integrate] submodule) is not a submodule of {} ({listed})",
+        superproject.dir().display()
+    ))
+    .hint("set [integrate] submodule in lockstep.toml to the path of the pinned submodule"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_paths_and_names_are_refused_with_their_key() {
+        for path in ["", ".", "..", "./x", "a/../b", "/abs", "-x", "  "] {
+            let err = submodule_path(path).unwrap_err();
+            assert!(
+                err.message.contains("[integrate] submodule"),
+                "{path:?}: {}",
+                err.message
+            );
+        }
+        submodule_path("third_party/llvm-project").unwrap();
+        for name in ["", "-x", "a b", "a..b", "x.lock", "a:b"] {
+            assert!(remote_name("upstream-remote", name).is_err(), "{name:?}");
+        }
+        remote_name("upstream-remote", "upstream").unwrap();
+        ref_part("upstream-branch", "main").unwrap();
+        assert!(ref_part("upstream-branch", "ma in").is_err());
+    }
+}
