@@ -1372,6 +1372,10 @@ mod tests {
         let step_summary = dir.path().join("step_summary.md");
         let out_path = dir.path().join("nested/dir/summary.md");
         let out = lockstep_core::output::Target::Path(out_path.clone());
+        // Output flags never create directories.
+        let err = write_summary(&report, Some(&out)).expect_err("missing parent");
+        assert!(err.message.contains("nested/dir"), "{}", err.message);
+        fs_err::create_dir_all(out_path.parent().expect("parent")).expect("mkdir");
 
         // Unset: only the file is written.
         std::env::remove_var("GITHUB_STEP_SUMMARY");
