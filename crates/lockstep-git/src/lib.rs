@@ -66,20 +66,25 @@ pub fn branch_name_problem(name: &str) -> Option<String> {
         "it is a full ref name; give the branch name without `refs/heads/`"
     } else if name.contains('\0') {
         "it contains a NUL character"
+    } else if check_ref_format(&["--branch", name]) {
+        return None;
     } else {
-        let checked = std::process::Command::new("git")
-            .args(["check-ref-format", "--branch", name])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
-        match checked {
-            Ok(status) if status.success() => return None,
-            Ok(_) => "`git check-ref-format --branch` refuses it",
-            Err(_) => return None,
-        }
+        "`git check-ref-format --branch` refuses it"
     };
     Some(problem.to_string())
+}
+
+/// Whether `git check-ref-format ARGS` accepts (true when git cannot be run:
+/// the command that needs git then says so itself).
+pub fn check_ref_format(args: &[&str]) -> bool {
+    std::process::Command::new("git")
+        .arg("check-ref-format")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_or(true, |s| s.success())
 }
 
 /// `git log` format of a [`CommitDetail`], fields separated by US (0x1f).

@@ -84,15 +84,7 @@ fn ref_format(key: &str, name: &str, full: &str) -> Result<(), Error> {
     if name.contains('\0') {
         return Err(bad(key, name, "it contains a NUL character"));
     }
-    let ok = std::process::Command::new("git")
-        .args(["check-ref-format", full])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(true);
-    if ok {
+    if lockstep_git::check_ref_format(&[full]) {
         Ok(())
     } else {
         Err(bad(key, name, "`git check-ref-format` refuses it"))
