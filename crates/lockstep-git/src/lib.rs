@@ -14,8 +14,9 @@ use std::process::{Command, Stdio};
 
 use lockstep_core::Error;
 
-/// A full 40-hex object name.
-pub type Oid = String;
+pub mod parse;
+pub use parse::{Commit, CommitDetail, Dirty, Merge, Oid, TreeEntry};
+use parse::{DETAIL_FORMAT, LOG_FORMAT};
 
 /// Environment variables that would redirect git away from `-C <dir>`. Git
 /// exports them to hooks, so lockstep run from a hook would otherwise act on
@@ -49,6 +50,25 @@ pub fn spawn_error(e: std::io::Error) -> Error {
     }
 }
 
+/// Refuses an argument or environment value git cannot be given (the OS
+/// takes no NUL inside one), naming it, before anything is spawned: such a
+/// value comes from lockstep.toml or the command line, not from a missing
+/// git.
+fn check_args<'s>(values: impl IntoIterator<Item = &'s str>) -> Result<(), Error> {
+    match values.into_iter().find(|v| v.contains('\0')) {
+        None => Ok(()),
+        Some(bad) => Err(Error::usage(format!(
+            "cannot pass {bad:?} to git: it contains a NUL character"
+        ))
+        .hint("remove the NUL (`\\u0000`) from that name or path in lockstep.toml or on the command line")),
+    }
+}
+
+/// The longest file name the file systems git writes refs to accept, less
+/// git's `.lock` suffix: a longer branch name component would fail when
+/// `git branch` creates its file.
+const MAX_REF_COMPONENT: usize = 255 - ".lock".len();
+
 /// Why `name` cannot be an integrate branch, or `None` when it can: what
 /// `git check-ref-format --branch` refuses, plus names git accepts but
 /// that mean something else to it (`@`, `HEAD`, `@{...}`, an option, a
@@ -66,6 +86,8 @@ pub fn branch_name_problem(name: &str) -> Option<String> {
         "it is a full ref name; give the branch name without `refs/heads/`"
     } else if name.contains('\0') {
         "it contains a NUL character"
+    } else if name.split('/').any(|c| c.len() > MAX_REF_COMPONENT) {
+        "a part between `/` is longer than 250 bytes, more than a file name can hold"
     } else if check_ref_format(&["--branch", name]) {
         return None;
     } else {
@@ -87,28 +109,6 @@ pub fn check_ref_format(args: &[&str]) -> bool {
         .map_or(true, |s| s.success())
 }
 
-/// `git log` format of a [`CommitDetail`], fields separated by US (0x1f).
-const DETAIL_FORMAT: &str = "--format=%H%x1f%P%x1f%T%x1f%an%x1f%ae%x1f%ad%x1f%cd%x1f%s%x1f%B";
-
-/// Parses one record of [`DETAIL_FORMAT`] (with `--date=raw`).
-fn parse_detail(record: &str) -> Option<CommitDetail> {
-    let f: Vec<&str> = record.splitn(9, '\x1f').collect();
-    if f.len() != 9 {
-        return None;
-    }
-    Some(CommitDetail {
-        sha: f[0].trim().to_string(),
-        parents: f[1].split_whitespace().map(str::to_string).collect(),
-        tree: f[2].to_string(),
-        author_name: f[3].to_string(),
-        author_email: f[4].to_string(),
-        author_date: f[5].to_string(),
-        committer_date: f[6].to_string(),
-        subject: f[7].to_string(),
-        message: f[8].trim_end_matches('\n').to_string() + "\n",
-    })
-}
-
 /// A git repository (a work tree, or a bare repository).
 #[derive(Debug, Clone)]
 pub struct Repo {
@@ -121,47 +121,6 @@ pub struct Output {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
-}
-
-/// One commit as `git log` describes it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Commit {
-    pub sha: Oid,
-    pub subject: String,
-    pub author: String,
-    /// Author date, strict ISO 8601.
-    pub date: String,
-}
-
-/// A commit's metadata needed to recreate it elsewhere.
-#[derive(Debug, Clone)]
-pub struct CommitDetail {
-    pub sha: Oid,
-    pub parents: Vec<Oid>,
-    pub tree: Oid,
-    pub author_name: String,
-    pub author_email: String,
-    /// Raw author date (`%ad` with `--date=raw`).
-    pub author_date: String,
-    /// Raw committer date.
-    pub committer_date: String,
-    pub subject: String,
-    /// Whole message (subject, blank line, body).
-    pub message: String,
-}
-
-/// Result of a three-way merge computed without touching any work tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Merge {
-    Clean { tree: Oid },
-    Conflict { files: Vec<String> },
-}
-
-/// A path that `git status` reports as changed or untracked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dirty {
-    pub code: String,
-    pub path: String,
 }
 
 /// Feeds `input` to the child's stdin while collecting its output.
@@ -232,6 +191,8 @@ impl Repo {
         env: &[(&str, &str)],
         input: Option<&[u8]>,
     ) -> Result<Output, Error> {
+        check_args(args.iter().copied())?;
+        check_args(env.iter().map(|(_, v)| *v))?;
         let mut cmd = self.command(args);
         cmd.envs(env.iter().copied())
             .stdout(Stdio::piped())
@@ -392,36 +353,30 @@ impl Repo {
     /// Commits of `range` (e.g. `["upstream/main", "^base"]`), oldest first,
     /// limited to commits touching `paths` when it is not empty.
     pub fn log(&self, range: &[&str], paths: &[String]) -> Result<Vec<Commit>, Error> {
-        let mut args = vec!["log", "-z", "--reverse", "--format=%H%x1f%s%x1f%an%x1f%aI"];
+        let mut args = vec!["log", "-z", "--reverse", LOG_FORMAT];
         args.extend_from_slice(range);
         args.push("--");
         args.extend(paths.iter().map(String::as_str));
         let out = self.git(&args)?;
-        Ok(out
-            .split('\0')
-            .filter(|rec| !rec.trim().is_empty())
-            .filter_map(parse_commit_record)
-            .collect())
+        Ok(parse::parse_log(&out))
     }
 
     /// Metadata of one commit.
     pub fn commit(&self, rev: &str) -> Result<Commit, Error> {
-        let out = self.git(&[
-            "log",
-            "-1",
-            "-z",
-            "--format=%H%x1f%s%x1f%an%x1f%aI",
-            rev,
-            "--",
-        ])?;
-        parse_commit_record(out.trim_end_matches('\0'))
+        let out = self.git(&["log", "-1", "-z", LOG_FORMAT, rev, "--"])?;
+        parse::parse_log(&out)
+            .into_iter()
+            .next()
             .ok_or_else(|| Error::failed(format!("cannot read commit {rev}")))
     }
 
     /// Everything needed to recreate `rev` on another base.
     pub fn commit_detail(&self, rev: &str) -> Result<CommitDetail, Error> {
-        let out = self.git(&["log", "-1", "--date=raw", DETAIL_FORMAT, rev, "--"])?;
-        parse_detail(&out).ok_or_else(|| Error::failed(format!("cannot parse commit {rev}")))
+        let out = self.git(&["log", "-1", "-z", "--date=raw", DETAIL_FORMAT, rev, "--"])?;
+        parse::parse_commit_details(&out, rev)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::failed(format!("cannot read commit {rev}")))
     }
 
     /// Details of every commit `revs` selects (`git log` revision arguments,
@@ -431,14 +386,7 @@ impl Repo {
         args.extend_from_slice(revs);
         args.push("--");
         let out = self.git(&args)?;
-        out.split('\0')
-            .filter(|rec| !rec.is_empty())
-            .map(|rec| {
-                parse_detail(rec).ok_or_else(|| {
-                    Error::failed(format!("cannot parse `git log` of {}", revs.join(" ")))
-                })
-            })
-            .collect()
+        parse::parse_commit_details(&out, &revs.join(" "))
     }
 
     /// Paths changed by any of `shas` (each against its first parent), in the
@@ -481,25 +429,20 @@ impl Repo {
     /// The paths of every gitlink (submodule entry) in `rev`'s tree.
     pub fn submodule_paths(&self, rev: &str) -> Result<Vec<String>, Error> {
         let out = self.git(&["ls-tree", "-r", "-z", rev])?;
-        Ok(out
-            .split('\0')
-            .filter_map(|entry| entry.split_once('\t'))
-            .filter(|(meta, _)| meta.split_whitespace().nth(1) == Some("commit"))
-            .map(|(_, path)| path.to_string())
+        Ok(parse::parse_ls_tree(&out)
+            .into_iter()
+            .filter(|e| e.kind == "commit")
+            .map(|e| e.path)
             .collect())
     }
 
     /// The commit a gitlink (submodule entry) at `path` points to in `rev`'s tree.
     pub fn gitlink(&self, rev: &str, path: &str) -> Result<Option<Oid>, Error> {
         let out = self.git(&["ls-tree", "-z", rev, "--", path])?;
-        for entry in out.split('\0').filter(|e| !e.is_empty()) {
-            let (meta, name) = entry.split_once('\t').unwrap_or((entry, ""));
-            let fields: Vec<&str> = meta.split_whitespace().collect();
-            if name == path && fields.len() == 3 && fields[1] == "commit" {
-                return Ok(Some(fields[2].to_string()));
-            }
-        }
-        Ok(None)
+        Ok(parse::parse_ls_tree(&out)
+            .into_iter()
+            .find(|e| e.path == path && e.kind == "commit")
+            .map(|e| e.oid))
     }
 
     /// Changed and untracked paths (`git status --porcelain -z`), submodule
@@ -512,20 +455,7 @@ impl Repo {
             "--untracked-files=all",
             "--ignore-submodules=none",
         ])?;
-        let mut entries = Vec::new();
-        let mut records = out.split('\0').filter(|r| !r.is_empty());
-        while let Some(rec) = records.next() {
-            if rec.len() < 4 {
-                continue;
-            }
-            let code = rec[..2].to_string();
-            let path = rec[3..].to_string();
-            if code.starts_with('R') || code.starts_with('C') {
-                records.next(); // the rename source
-            }
-            entries.push(Dirty { code, path });
-        }
-        Ok(entries)
+        Ok(parse::parse_status(&out))
     }
 
     /// Stages `path` as a gitlink to `sha` without touching anything else.
@@ -568,29 +498,7 @@ impl Repo {
             theirs,
         ];
         let out = self.try_git(&args)?;
-        match out.code {
-            0 => Ok(Merge::Clean {
-                tree: out
-                    .stdout
-                    .split('\0')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_string(),
-            }),
-            1 => {
-                let mut files: Vec<String> = out
-                    .stdout
-                    .split('\0')
-                    .skip(1)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect();
-                files.dedup();
-                Ok(Merge::Conflict { files })
-            }
-            _ => Err(self.failure(&args, &out)),
-        }
+        parse::parse_merge_tree(out.code, &out.stdout).ok_or_else(|| self.failure(&args, &out))
     }
 
     /// Creates a commit object (no ref moves). Author from `author`, committer
@@ -675,11 +583,7 @@ impl Repo {
             Some(input.as_bytes()),
         )?;
         let out = self.git_env(&["patch-id", "--stable"], &[], Some(diff.as_bytes()))?;
-        Ok(out
-            .lines()
-            .filter_map(|l| l.split_once(' '))
-            .map(|(id, sha)| (id.to_string(), sha.to_string()))
-            .collect())
+        Ok(parse::parse_patch_ids(&out))
     }
 
     /// Paths a commit changes relative to its first parent.
@@ -736,11 +640,7 @@ impl Repo {
     pub fn ls_remote_branch(&self, remote: &str, branch: &str) -> Result<Option<Oid>, Error> {
         let refname = format!("refs/heads/{branch}");
         let out = self.git(&["ls-remote", remote, &refname])?;
-        Ok(out
-            .lines()
-            .filter_map(|l| l.split_once('\t'))
-            .find(|(_, name)| *name == refname)
-            .map(|(sha, _)| sha.to_string()))
+        Ok(parse::parse_ls_remote(&out, &refname))
     }
 
     /// Pushes `sha` to `refs/heads/<branch>` on `remote`. Never forced: a
@@ -758,13 +658,40 @@ impl Repo {
     }
 }
 
-fn parse_commit_record(rec: &str) -> Option<Commit> {
-    let rec = rec.trim_start_matches('\n');
-    let mut f = rec.splitn(4, '\x1f');
-    Some(Commit {
-        sha: f.next()?.to_string(),
-        subject: f.next()?.to_string(),
-        author: f.next()?.to_string(),
-        date: f.next()?.trim_end().to_string(),
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nul_in_an_argument_is_named_not_blamed_on_git() {
+        let repo = Repo::new(std::env::temp_dir());
+        let err = repo
+            .try_git(&["remote", "add", "up\0stream", "x"])
+            .unwrap_err();
+        assert_eq!(err.kind, lockstep_core::ErrorKind::Usage);
+        assert!(err.message.contains("up\\0stream"), "{}", err.message);
+        assert!(!format!("{err:?}").contains("install git"), "{err:?}");
+        let missing = spawn_error(std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert!(missing.hint.unwrap().contains("install git"));
+    }
+
+    #[test]
+    fn branch_names_git_would_misread_or_cannot_store() {
+        for name in [
+            "",
+            "@",
+            "HEAD",
+            "a@{1}",
+            "-x",
+            "refs/heads/x",
+            "a\0b",
+            "a b",
+            "x.lock",
+        ] {
+            assert!(branch_name_problem(name).is_some(), "{name:?}");
+        }
+        let long = format!("integrates/{}", "x".repeat(251));
+        assert!(branch_name_problem(&long).unwrap().contains("longer than"));
+        assert_eq!(branch_name_problem("integrates/llvm-20261124"), None);
+    }
 }
