@@ -229,7 +229,7 @@ mod tests {
 
     #[test]
     fn ls_tree_finds_gitlinks() {
-        let text = "160000 commit abc\tthird_party/llvm\0100644 blob def\tREADME\0junk\0";
+        let text = "160000 commit abc\tthird_party/llvm\x00100644 blob def\tREADME\0junk\0";
         let got = parse_ls_tree(text);
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].kind, "commit");
