@@ -8,6 +8,13 @@
 //! per-repository lock that keeps two integrates from running at once.
 //!
 //! It knows nothing about git or what an operation means: callers give it JSON.
+//!
+//! The file is the record of an integrate in progress, so damage is never
+//! papered over: a file SQLite cannot read, one shorter than a database
+//! header (lockstep creates its database whole, by rename, so a 0-byte
+//! file is what is left of one) or one from a newer lockstep is an error
+//! naming the file and `lockstep integrate repair`. The schema is versioned
+//! (`PRAGMA user_version`) and migrated forward in place.
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -22,7 +29,17 @@ pub use lock::RepoLock;
 /// The open database.
 pub struct Store {
     conn: Connection,
+    /// The file as errors name it (for [`parse_state_db`], the input's origin).
     path: PathBuf,
+}
+
+/// Everything a database holds, as [`Store::inventory`] reads it.
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    pub journal: Vec<Op>,
+    pub probes: Vec<ProbeRecord>,
+    /// Named records: `(name, JSON text)`.
+    pub records: Vec<(String, String)>,
 }
 
 /// One journaled operation.
@@ -70,19 +87,72 @@ fn damaged(path: &Path, cause: impl std::fmt::Display) -> Error {
     ))
 }
 
-/// A file shorter than SQLite's header is what is left of a database
-/// (a full disk, a bad copy), not a new one: SQLite would silently treat it
-/// as empty and lose the record.
-fn refuse_truncated(path: &Path) -> Result<(), Error> {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.len() < SQLITE_HEADER => Err(damaged(
-            path,
+/// Refuses what cannot be an existing database before SQLite sees it: a
+/// directory, FIFO or device (opening a FIFO would block), and a file
+/// shorter than SQLite's header, which is what is left of a database (a
+/// full disk, a bad copy), not a new one: SQLite would silently treat it as
+/// empty and lose the record. `shown` is the path errors name.
+fn refuse_non_database(path: &Path, shown: &Path) -> Result<(), Error> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if !meta.is_file() {
+        return Err(Error::usage(format!(
+            "lockstep's state database {} is not a regular file",
+            shown.display()
+        ))
+        .cause(format!("it is a {}", file_kind(&meta)))
+        .hint(format!(
+            "move it out of the way (e.g. `mv {0} {0}.aside`) and rerun",
+            shown.display()
+        )));
+    }
+    if meta.len() < SQLITE_HEADER {
+        return Err(damaged(
+            shown,
             format!(
-                "it is {} bytes long, shorter than any SQLite database",
+                "it is {} bytes long, shorter than any SQLite database (lockstep writes a new one whole, so this is what is left of one)",
                 meta.len()
             ),
-        )),
-        _ => Ok(()),
+        ));
+    }
+    Ok(())
+}
+
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        "directory"
+    } else if kind.is_fifo() {
+        "FIFO"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "device"
+    } else if kind.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+}
+
+/// Classifies an SQLite error on the file named `shown`: damage gets the
+/// way out, anything else (permissions, a full disk) the cause.
+fn sqlite_error(shown: &Path, e: rusqlite::Error) -> Error {
+    match &e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(
+                f.code,
+                rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+            ) =>
+        {
+            damaged(shown, e)
+        }
+        _ => Error::failed(format!(
+            "lockstep's state database {} failed",
+            shown.display()
+        ))
+        .cause(e.to_string())
+        .hint("check the file's permissions and the free space of its disk, then rerun"),
     }
 }
 
@@ -136,9 +206,20 @@ impl Store {
             .cause(e.to_string())
         })?;
         let path = dir.join(FILE_NAME);
-        refuse_truncated(&path)?;
-        let conn = Connection::open(&path).map_err(|e| damaged(&path, e))?;
-        let store = Store { conn, path };
+        if std::fs::symlink_metadata(&path).is_err() {
+            create_whole(dir, &path)?;
+        }
+        Store::open_file(&path, &path)
+    }
+
+    /// Opens the existing database at `path`, naming it `shown` in errors.
+    fn open_file(path: &Path, shown: &Path) -> Result<Store, Error> {
+        refuse_non_database(path, shown)?;
+        let conn = Connection::open(path).map_err(|e| sqlite_error(shown, e))?;
+        let store = Store {
+            conn,
+            path: shown.to_path_buf(),
+        };
         store
             .conn
             .busy_timeout(std::time::Duration::from_secs(30))
@@ -146,7 +227,7 @@ impl Store {
         store
             .conn
             .pragma_update(None, "journal_mode", "WAL")
-            .map_err(|e| damaged(&store.path, e))?;
+            .map_err(|e| store.db_error(e))?;
         store
             .conn
             .pragma_update(None, "synchronous", "FULL")
@@ -162,21 +243,37 @@ impl Store {
     }
 
     fn db_error(&self, e: rusqlite::Error) -> Error {
-        match &e {
-            rusqlite::Error::SqliteFailure(f, _)
-                if matches!(
-                    f.code,
-                    rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
-                ) =>
-            {
-                damaged(&self.path, e)
-            }
-            _ => Error::failed(format!(
-                "lockstep's state database {} failed",
-                self.path.display()
-            ))
-            .cause(e.to_string()),
-        }
+        sqlite_error(&self.path, e)
+    }
+
+    /// Every row of every table, read and converted: what a command could
+    /// come across, checked at once (`lockstep integrate repair` and the
+    /// fuzz harness use it).
+    pub fn inventory(&self) -> Result<Inventory, Error> {
+        let journal = self.history(usize::MAX)?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, context, commit_sha, outcome, detail, log, seconds FROM probes")
+            .map_err(|e| self.db_error(e))?;
+        let probes = stmt
+            .query_map([], row_to_probe)
+            .map_err(|e| self.db_error(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.db_error(e))?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, value FROM records")
+            .map_err(|e| self.db_error(e))?;
+        let records = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.db_error(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.db_error(e))?;
+        Ok(Inventory {
+            journal,
+            probes,
+            records,
+        })
     }
 
     /// SQLite's quick check: damage found now, not halfway through an
@@ -201,7 +298,7 @@ impl Store {
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(|e| self.db_error(e))?;
-        let known = MIGRATIONS.len() as i64;
+        let known = i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX);
         if version > known {
             return Err(Error::failed(format!(
                 "lockstep's state database {} was written by a newer lockstep (schema {version}; this one knows up to {known})",
@@ -209,8 +306,8 @@ impl Store {
             ))
             .hint("use that newer lockstep here, or move the file aside (`lockstep integrate repair --force` keeps it and starts a new one)"));
         }
-        for (i, migration) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
-            let to = i as i64 + 1;
+        let done = usize::try_from(version).unwrap_or(0);
+        for (to, migration) in (1..).zip(MIGRATIONS).skip(done) {
             self.conn
                 .execute_batch(&format!(
                     "BEGIN IMMEDIATE; {migration} PRAGMA user_version = {to}; COMMIT;"
@@ -312,7 +409,7 @@ impl Store {
             )
             .map_err(|e| self.db_error(e))?;
         let rows = stmt
-            .query_map(params![limit as i64], row_to_op)
+            .query_map(params![i64::try_from(limit).unwrap_or(i64::MAX)], row_to_op)
             .map_err(|e| self.db_error(e))?;
         rows.collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.db_error(e))
@@ -378,7 +475,12 @@ impl Store {
         match text {
             None => Ok(None),
             Some(t) => serde_json::from_str(&t).map(Some).map_err(|e| {
-                Error::failed(format!("stored record `{name}` is unreadable")).cause(e.to_string())
+                Error::failed(format!(
+                    "the record `{name}` in lockstep's state database {} is unreadable",
+                    self.path.display()
+                ))
+                .cause(e.to_string())
+                .hint("`lockstep integrate repair --force` moves the database aside (kept) and rebuilds the integrate record from git")
             }),
         }
     }
@@ -401,6 +503,71 @@ impl Store {
             .map_err(|e| self.db_error(e))?;
         Ok(())
     }
+}
+
+/// A new database is built beside `path` and linked into place whole, so
+/// that a state.db lockstep finds short or empty was damaged, never one it
+/// was still creating. Another process creating it first is no error.
+fn create_whole(dir: &Path, path: &Path) -> Result<(), Error> {
+    let partial = dir.join(format!("{FILE_NAME}.new-{}", std::process::id()));
+    let _ = std::fs::remove_file(&partial);
+    let built = Connection::open(&partial).and_then(|conn| {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        for (to, migration) in (1..).zip(MIGRATIONS) {
+            conn.execute_batch(&format!(
+                "BEGIN IMMEDIATE; {migration} PRAGMA user_version = {to}; COMMIT;"
+            ))?;
+        }
+        conn.close().map_err(|(_, e)| e)
+    });
+    if let Err(e) = built {
+        let _ = std::fs::remove_file(&partial);
+        return Err(sqlite_error(path, e).context(format!(
+            "cannot create lockstep's state database in {}",
+            dir.display()
+        )));
+    }
+    let linked = std::fs::hard_link(&partial, path);
+    let _ = std::fs::remove_file(&partial);
+    match linked {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(Error::failed(format!(
+            "cannot create lockstep's state database {}",
+            path.display()
+        ))
+        .cause(e.to_string())),
+        _ => Ok(()),
+    }
+}
+
+/// Reads `bytes` as a state database, every table and row, as
+/// `lockstep integrate` would: the inventory, or an error naming `origin`.
+/// The bytes are copied to a private temporary file first (SQLite reads
+/// files), which is removed afterwards; nothing else is touched.
+pub fn parse_state_db(bytes: &[u8], origin: &Path) -> Result<Inventory, Error> {
+    let dir = private_temp_dir()?;
+    let path = dir.join(FILE_NAME);
+    let result = std::fs::write(&path, bytes)
+        .map_err(|e| Error::failed("cannot write a temporary copy").cause(e.to_string()))
+        .and_then(|()| Store::open_file(&path, origin))
+        .and_then(|store| store.inventory());
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// A new directory of this process's own under the system temp dir.
+fn private_temp_dir() -> Result<PathBuf, Error> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let stamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let dir =
+        std::env::temp_dir().join(format!("lockstep-state-{}-{stamp}-{n}", std::process::id()));
+    std::fs::create_dir(&dir).map_err(|e| {
+        Error::failed(format!("cannot create {}", dir.display())).cause(e.to_string())
+    })?;
+    Ok(dir)
 }
 
 fn row_to_probe(r: &rusqlite::Row<'_>) -> rusqlite::Result<ProbeRecord> {
@@ -542,17 +709,184 @@ mod tests {
         assert_eq!(Store::move_aside(&dir.path().join("none")).unwrap(), None);
     }
 
+    /// A real database with some rows, as bytes.
+    fn real_database() -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            for i in 0..200 {
+                store
+                    .begin("advance", &serde_json::json!({"to": format!("{i:040}")}))
+                    .unwrap();
+            }
+            store.set("integrate", &"x".repeat(5000)).unwrap();
+            store
+                .conn
+                .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+                .unwrap();
+        }
+        std::fs::read(dir.path().join(FILE_NAME)).unwrap()
+    }
+
+    #[test]
+    fn corrupt_pages_and_truncated_files_are_damage_named_with_the_way_out() {
+        let good = real_database();
+        assert!(good.len() > 8192, "several pages: {}", good.len());
+        let mut corrupt = good.clone();
+        for b in &mut corrupt[4096..4096 + 512] {
+            *b = 0xa5;
+        }
+        let truncated = good[..good.len() / 2].to_vec();
+        let origin = Path::new("/repo/.git/lockstep/state.db");
+        for (what, bytes) in [
+            ("corrupt", corrupt),
+            ("truncated", truncated),
+            ("empty", vec![]),
+            ("one byte", vec![0]),
+        ] {
+            let err = parse_state_db(&bytes, origin).unwrap_err();
+            assert!(
+                err.message.contains("/repo/.git/lockstep/state.db"),
+                "{what}: {}",
+                err.message
+            );
+            assert!(
+                err.hint
+                    .as_deref()
+                    .unwrap_or("")
+                    .contains("lockstep integrate repair"),
+                "{what}: {err:?}"
+            );
+        }
+        let inventory = parse_state_db(&good, origin).unwrap();
+        assert_eq!(inventory.journal.len(), 200);
+        assert_eq!(inventory.records.len(), 1);
+    }
+
+    #[test]
+    fn a_new_database_is_never_left_empty_and_a_directory_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::open(dir.path()).unwrap());
+        let len = std::fs::metadata(dir.path().join(FILE_NAME)).unwrap().len();
+        assert!(len >= SQLITE_HEADER, "created whole: {len} bytes");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.contains(".new-")), "{names:?}");
+
+        let other = tempfile::tempdir().unwrap();
+        std::fs::create_dir(other.path().join(FILE_NAME)).unwrap();
+        let err = open_err(other.path());
+        assert!(
+            err.message.contains("not a regular file"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.causes.iter().any(|c| c.contains("directory")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_record_names_the_file_and_repair() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .conn
+            .execute(
+                "INSERT INTO records (name, value) VALUES ('integrate', '{oops')",
+                [],
+            )
+            .unwrap();
+        let err = store.get::<String>("integrate").unwrap_err();
+        assert!(
+            err.message
+                .contains(&dir.path().join(FILE_NAME).display().to_string()),
+            "{}",
+            err.message
+        );
+        assert!(err.hint.unwrap().contains("repair"));
+    }
+
+    /// Values of any SQLite type, for columns whatever they were declared.
+    fn any_value() -> impl proptest::strategy::Strategy<Value = rusqlite::types::Value> {
+        use proptest::prelude::*;
+        use rusqlite::types::Value;
+        prop_oneof![
+            Just(Value::Null),
+            any::<i64>().prop_map(Value::Integer),
+            any::<f64>().prop_map(Value::Real),
+            ".{0,40}".prop_map(Value::Text),
+            proptest::collection::vec(any::<u8>(), 0..40).prop_map(Value::Blob),
+        ]
+    }
+
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
         /// Any bytes as state.db: opened and read, or an error naming the file.
         #[test]
         fn any_bytes_open_or_fail_naming_the_file(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..8192)) {
+            let origin = Path::new("/somewhere/state.db");
+            if let Err(e) = parse_state_db(&bytes, origin) {
+                proptest::prop_assert!(e.message.contains("/somewhere/state.db"), "{}", e.message);
+            }
+        }
+
+        /// A real database with bytes flipped anywhere after its header.
+        #[test]
+        fn flipped_bytes_in_a_real_database(at in 100usize..16384, value in proptest::prelude::any::<u8>()) {
+            static GOOD: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+            let mut bytes = GOOD.get_or_init(real_database).clone();
+            let at = at % bytes.len();
+            bytes[at] = value;
+            if let Err(e) = parse_state_db(&bytes, Path::new("/x/state.db")) {
+                proptest::prop_assert!(e.message.contains("/x/state.db"), "{}", e.message);
+            }
+        }
+
+        /// Rows of any types in every column: read back or refused naming
+        /// the file, never a panic.
+        #[test]
+        fn rows_of_any_type_are_read_or_refused(
+            journal in proptest::collection::vec(proptest::collection::vec(any_value(), 6), 0..4),
+            probes in proptest::collection::vec(proptest::collection::vec(any_value(), 8), 0..4),
+            records in proptest::collection::vec((any_value(), any_value()), 0..4),
+        ) {
             let dir = tempfile::tempdir().unwrap();
+            {
+                let store = Store::open(dir.path()).unwrap();
+                store.conn.execute_batch("DROP TABLE journal; DROP TABLE probes; DROP TABLE records;
+                    CREATE TABLE journal (id, kind, state, started_at, finished_at, outcome);
+                    CREATE TABLE probes (key, context, commit_sha, outcome, detail, log, seconds, at);
+                    CREATE TABLE records (name, value);").unwrap();
+                for row in &journal {
+                    store.conn.execute("INSERT INTO journal VALUES (?1,?2,?3,?4,?5,?6)", rusqlite::params_from_iter(row)).unwrap();
+                }
+                for row in &probes {
+                    store.conn.execute("INSERT INTO probes VALUES (?1,?2,?3,?4,?5,?6,?7,?8)", rusqlite::params_from_iter(row)).unwrap();
+                }
+                for (name, value) in &records {
+                    store.conn.execute("INSERT INTO records VALUES (?1,?2)", rusqlite::params![name, value]).unwrap();
+                }
+            }
             let file = dir.path().join(FILE_NAME);
-            std::fs::write(&file, &bytes).unwrap();
-            let result = Store::open(dir.path()).and_then(|s| s.history(5).map(drop));
-            if let Err(e) = result {
-                proptest::prop_assert!(e.message.contains(&file.display().to_string()), "{}", e.message);
+            let named = |e: Error| e.message.contains(&file.display().to_string());
+            match Store::open(dir.path()) {
+                Err(e) => proptest::prop_assert!(named(e)),
+                Ok(store) => {
+                    for result in [
+                        store.inventory().map(drop),
+                        store.unfinished_all().map(drop),
+                        store.get::<serde_json::Value>("integrate").map(drop),
+                        store.probe("k").map(drop),
+                    ] {
+                        if let Err(e) = result {
+                            proptest::prop_assert!(named(e));
+                        }
+                    }
+                }
             }
         }
     }
