@@ -9,6 +9,9 @@ use lockstep_core::Error;
 use lockstep_git::{Oid, Repo};
 use lockstep_store::{RepoLock, Store};
 
+/// How many run directories of one label one second may have.
+const MAX_RUNS_PER_SECOND: u32 = 10_000;
+
 /// Everything an integrate command works on.
 pub struct Integrate<'a> {
     pub cfg: IntegrateConfig,
@@ -203,7 +206,7 @@ impl<'a> Integrate<'a> {
     pub fn run_dir(&self, label: &str) -> Result<PathBuf, Error> {
         let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S").to_string();
         let base = self.state_dir.join("runs");
-        for n in 0.. {
+        for n in 0..MAX_RUNS_PER_SECOND {
             let dir = base.join(if n == 0 {
                 format!("{stamp}-{label}")
             } else {
@@ -214,7 +217,11 @@ impl<'a> Integrate<'a> {
                 return Ok(dir);
             }
         }
-        unreachable!("the loop above returns")
+        Err(Error::failed(format!(
+            "{} already holds {MAX_RUNS_PER_SECOND} run directories named {stamp}-{label}",
+            base.display()
+        ))
+        .hint("remove old run directories there, then rerun"))
     }
 
     /// Link to an upstream commit, when `commit-url` is configured.

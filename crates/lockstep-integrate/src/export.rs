@@ -51,12 +51,20 @@ impl Integrate<'_> {
     /// The export branch name for the superproject's current branch.
     pub fn export_branch(&self) -> Result<String, Error> {
         let branch = self.branch()?;
-        Ok(self
+        let name = self
             .cfg
             .export
             .branch
             .replace("{repo}", &self.repo_name())
-            .replace("{branch}", &branch))
+            .replace("{branch}", &branch);
+        match lockstep_git::branch_name_problem(&name) {
+            None => Ok(name),
+            Some(problem) => Err(Error::usage(format!(
+                "the export branch `{name}` ([integrate.export] branch = {:?}) cannot be a branch name: {problem}",
+                self.cfg.export.branch
+            ))
+            .hint("change [integrate.export] branch in lockstep.toml (or the directory name {repo} stands for); nothing was exported")),
+        }
     }
 
     /// `integrate export`: publishes the pin recorded in the superproject's HEAD.

@@ -66,3 +66,74 @@ pub struct Resumed {
     pub message: String,
     pub export: Option<String>,
 }
+
+/// A journaled step, as recovery reads it from the store.
+#[derive(Debug, Clone)]
+pub enum Step {
+    Advance(AdvanceJournal),
+    Probe(ProbeJournal),
+    SuperBisect(SuperBisectJournal),
+    Start(StartJournal),
+    /// A kind this lockstep does not know (a newer one wrote it).
+    Unknown(String),
+}
+
+/// Reads the journaled state `state` (JSON text) of a step of `kind`; an
+/// error naming the kind and the way out when it is not of that kind's form.
+pub fn parse_step(kind: &str, state: &str) -> Result<Step, lockstep_core::Error> {
+    fn read<T: for<'de> Deserialize<'de>>(
+        kind: &str,
+        state: &str,
+    ) -> Result<T, lockstep_core::Error> {
+        serde_json::from_str(state).map_err(|e| {
+            lockstep_core::Error::failed(format!(
+                "the journaled `{kind}` step in lockstep's state database is unreadable"
+            ))
+            .cause(e.to_string())
+            .hint("`lockstep integrate abort` undoes unfinished steps; if it fails the same way, `lockstep integrate repair --force` moves the database aside (kept) and rebuilds the integrate record from git")
+        })
+    }
+    Ok(match kind {
+        "advance" => Step::Advance(read(kind, state)?),
+        "probe" => Step::Probe(read(kind, state)?),
+        "bisect-superproject" => Step::SuperBisect(read(kind, state)?),
+        "start" => Step::Start(read(kind, state)?),
+        other => Step::Unknown(other.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_start_round_trips_and_a_wrong_shape_names_the_way_out() {
+        let start = StartJournal {
+            branch: "b".into(),
+            base: "c".into(),
+            original_branch: None,
+            original_head: "d".into(),
+        };
+        let text = serde_json::to_string(&start).unwrap();
+        assert!(matches!(parse_step("start", &text), Ok(Step::Start(s)) if s.branch == "b"));
+        let err = parse_step("advance", &text).unwrap_err();
+        assert!(err.message.contains("`advance`"), "{}", err.message);
+        assert!(err.hint.unwrap().contains("lockstep integrate abort"));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Any text under any kind: a step or a clean error, never a panic.
+        #[test]
+        fn any_journal_text_parses_or_fails_cleanly(
+            kind in prop_oneof![Just("advance".to_string()), Just("probe".to_string()), Just("bisect-superproject".to_string()), Just("start".to_string()), ".{0,8}"],
+            state in r#"(?s)[{}\[\]":,a-z0-9 \\\x00-\x1f\u{e9}]{0,200}"#,
+        ) {
+            if let Err(e) = parse_step(&kind, &state) {
+                let named = format!("`{kind}`");
+                prop_assert!(e.message.contains(&named));
+            }
+        }
+    }
+}

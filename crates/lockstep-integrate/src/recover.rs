@@ -81,11 +81,14 @@ impl<'a> Integrate<'a> {
             marker.command, marker.pid
         ));
         for op in self.store.unfinished_all()? {
-            if let Some(pgid) = op.state.get("pgid").and_then(|v| v.as_i64()) {
-                lockstep_core::process::kill_group(pgid as i32);
+            // Only a process group id a smoke could have had: an out-of-range
+            // number in the database must not wrap to another group.
+            let pgid = op.state.get("pgid").and_then(|v| v.as_i64());
+            if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()) {
+                lockstep_core::process::kill_group(pgid);
             }
         }
-        let since = UNIX_EPOCH + Duration::from_secs_f64((marker.started_at - 2.0).max(0.0));
+        let since = lock_files_since(marker.started_at);
         let mut dirs = vec![self.superproject.git_dir()?, self.sub.git_dir()?];
         if let Some(url) = self.sub.remote_url(&self.cfg.export.remote)? {
             let path = PathBuf::from(&url);
@@ -253,8 +256,22 @@ impl<'a> Integrate<'a> {
 }
 
 fn parse_state<T: for<'de> Deserialize<'de>>(value: &serde_json::Value) -> Result<T, Error> {
-    serde_json::from_value(value.clone())
-        .map_err(|e| Error::failed("a journaled step is unreadable").cause(e.to_string()))
+    serde_json::from_value(value.clone()).map_err(|e| {
+        Error::failed("a journaled step in lockstep's state database is unreadable")
+            .cause(e.to_string())
+            .hint("`lockstep integrate abort` undoes unfinished steps; if it fails the same way, `lockstep integrate repair --force` moves the database aside (kept) and rebuilds the integrate record from git")
+    })
+}
+
+/// Lock files at least this new may be the dead command's: from two
+/// seconds before it started. The start time comes from the database, so a
+/// value no clock can hold (NaN, infinite, negative, far future) means
+/// "since the epoch" rather than a panic or an overflow.
+fn lock_files_since(started_at: f64) -> SystemTime {
+    Duration::try_from_secs_f64(started_at - 2.0)
+        .ok()
+        .and_then(|d| UNIX_EPOCH.checked_add(d))
+        .unwrap_or(UNIX_EPOCH)
 }
 
 /// A bare repository is its own git dir; a work tree's is `.git`.

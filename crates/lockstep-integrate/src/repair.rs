@@ -35,7 +35,10 @@ pub fn repair(loaded: &Loaded, force: bool) -> Result<Repaired, Error> {
     let state_dir = superproject.common_dir()?.join("lockstep");
     fs_err::create_dir_all(&state_dir)?;
     let _lock = RepoLock::acquire(&state_dir, "integrate repair")?;
-    let readable = Store::open(&state_dir).is_ok();
+    // Readable means every row converts, not just that SQLite opens it.
+    let readable = Store::open(&state_dir)
+        .and_then(|store| store.inventory())
+        .is_ok();
     if readable && !force {
         return Ok(Repaired {
             moved_aside: None,

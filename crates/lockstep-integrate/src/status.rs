@@ -339,3 +339,39 @@ impl Integrate<'_> {
         Ok(scan)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_reason_trailer_wins_over_the_body() {
+        let msg = "Fix x\n\nBecause y.\n\nLockstep-Reason: carried until z\n";
+        assert_eq!(reason(msg).as_deref(), Some("carried until z"));
+        assert_eq!(
+            reason("Fix x\n\nBecause y.\n").as_deref(),
+            Some("Because y.")
+        );
+        assert_eq!(reason("Fix x\n\nSigned-off-by: a\n"), None);
+        assert_eq!(
+            reverted_commit("Revert \"x\"\n\nThis reverts commit abcdef1234.\n").as_deref(),
+            Some("abcdef1234")
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Commit messages of any text: the trailer parsers never panic, and
+        /// what they return is text from the message.
+        #[test]
+        fn trailer_parsers_take_any_message(message in "(?s)(Lockstep-Reason:|This reverts commit |Signed-off-by:|[a-f0-9]{7}|.){0,40}") {
+            if let Some(r) = reason(&message) {
+                prop_assert!(message.contains(&r));
+            }
+            if let Some(sha) = reverted_commit(&message) {
+                prop_assert!(message.contains(&sha));
+            }
+        }
+    }
+}

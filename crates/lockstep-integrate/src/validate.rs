@@ -1,7 +1,9 @@
 //! The `[integrate]` configuration checked before any repository is touched:
 //! a submodule path that is a real path inside the superproject and one of
 //! its submodules, and remote and branch names git will take as names (not
-//! as options, not as other refs). A bad value is a usage error naming the
+//! as options, not as other refs), and text that reaches git or a process
+//! without NUL characters (the OS cannot pass one) or, where it becomes a
+//! commit subject, line breaks. A bad value is a usage error naming the
 //! key; nothing has been done.
 
 use std::path::{Component, Path};
@@ -23,7 +25,50 @@ pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
             "it must name a commit, e.g. `origin/main`",
         ));
     }
+    export_branch_template(&cfg.export.branch)?;
+    texts(cfg)
+}
+
+/// Every other string that reaches git, a commit message or a process.
+fn texts(cfg: &IntegrateConfig) -> Result<(), Error> {
+    let mut values: Vec<(&str, &str)> = vec![
+        ("base", &cfg.base),
+        ("branch", &cfg.branch),
+        ("export.branch", &cfg.export.branch),
+    ];
+    values.extend(cfg.upstream_url.as_deref().map(|u| ("upstream-url", u)));
+    values.extend(cfg.commit_url.as_deref().map(|u| ("commit-url", u)));
+    values.extend(cfg.smoke.iter().map(|a| ("smoke", a.as_str())));
+    values.extend(cfg.track_paths.iter().map(|p| ("track-paths", p.as_str())));
+    if let Some((key, value)) = values.into_iter().find(|(_, v)| v.contains('\0')) {
+        return Err(bad(key, value, "it contains a NUL character"));
+    }
+    if cfg.upstream_name.trim().is_empty() || cfg.upstream_name.chars().any(char::is_control) {
+        return Err(bad(
+            "upstream-name",
+            &cfg.upstream_name,
+            "it names upstream in commit subjects: one line of text, e.g. `LLVM`",
+        ));
+    }
+    if cfg
+        .smoke
+        .first()
+        .is_some_and(|program| program.trim().is_empty())
+    {
+        return Err(bad("smoke", "", "the program (the first word) is empty"));
+    }
     Ok(())
+}
+
+/// `[integrate.export] branch` with sample values must be a branch name.
+fn export_branch_template(template: &str) -> Result<(), Error> {
+    let sample = template
+        .replace("{repo}", "repo")
+        .replace("{branch}", "branch");
+    if sample.is_empty() || sample.starts_with('-') || sample.contains('\0') {
+        return Err(bad("export.branch", template, "it must be a branch name"));
+    }
+    ref_format("export.branch", template, &format!("refs/heads/{sample}"))
 }
 
 fn bad(key: &str, value: &str, why: &str) -> Error {
@@ -131,5 +176,37 @@ mod tests {
         remote_name("upstream-remote", "upstream").unwrap();
         ref_part("upstream-branch", "main").unwrap();
         assert!(ref_part("upstream-branch", "ma in").is_err());
+    }
+
+    #[test]
+    fn text_that_git_or_a_commit_cannot_take_is_refused_with_its_key() {
+        let ok = IntegrateConfig::default();
+        config(&ok).unwrap();
+        type Change = fn(&mut IntegrateConfig);
+        let cases: Vec<(&str, Change)> = vec![
+            ("upstream-url", |c| {
+                c.upstream_url = Some("https://x\0y".into())
+            }),
+            ("commit-url", |c| c.commit_url = Some("\0".into())),
+            ("smoke", |c| c.smoke = vec!["./smoke\0.sh".into()]),
+            ("smoke", |c| c.smoke = vec!["".into()]),
+            ("track-paths", |c| c.track_paths = vec!["ml\0ir".into()]),
+            ("upstream-name", |c| c.upstream_name = "LL\nVM".into()),
+            ("upstream-name", |c| c.upstream_name = " ".into()),
+            ("export.branch", |c| c.export.branch = "sm {repo}".into()),
+            ("export.branch", |c| c.export.branch = "-{branch}".into()),
+            ("base", |c| c.base = "origin/\0main".into()),
+        ];
+        for (key, change) in cases {
+            let mut cfg = IntegrateConfig::default();
+            change(&mut cfg);
+            let err = config(&cfg).unwrap_err();
+            assert_eq!(err.kind, lockstep_core::ErrorKind::Usage);
+            assert!(
+                err.message.contains(&format!("[integrate] {key} =")),
+                "{key}: {}",
+                err.message
+            );
+        }
     }
 }

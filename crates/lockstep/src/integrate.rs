@@ -328,7 +328,7 @@ fn print_status(out: Out, s: &Status) {
             "  {:>4} {} {} {} {}",
             i + 1,
             short(&c.sha),
-            &c.date[..10.min(c.date.len())],
+            c.date.get(..10).unwrap_or(&c.date),
             c.author,
             c.subject
         ));
