@@ -99,7 +99,10 @@ impl Integrate<'_> {
             original_head: self.superproject.head()?,
         };
         let id = self.store.begin("start", &state)?;
-        self.finish_start(id, &state)
+        self.finish_start(id, &state).map_err(|e| {
+            e.context(format!("cannot start the integrate branch {branch}"))
+                .hint("fix the cause and rerun (the start is finished then), or `lockstep integrate abort` to undo it")
+        })
     }
 
     fn dated_branch_name(&self) -> String {
