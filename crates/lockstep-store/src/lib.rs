@@ -527,16 +527,23 @@ fn create_whole(dir: &Path, path: &Path) -> Result<(), Error> {
             dir.display()
         )));
     }
-    let linked = std::fs::hard_link(&partial, path);
+    // A link never replaces a database another process just created; a
+    // file system without hard links gets a rename, which could only
+    // replace one created in the same instant, before anything was in it.
+    let placed = match std::fs::hard_link(&partial, path) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists && !path.exists() => {
+            std::fs::rename(&partial, path)
+        }
+        _ => Ok(()),
+    };
     let _ = std::fs::remove_file(&partial);
-    match linked {
-        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(Error::failed(format!(
+    placed.map_err(|e| {
+        Error::failed(format!(
             "cannot create lockstep's state database {}",
             path.display()
         ))
-        .cause(e.to_string())),
-        _ => Ok(()),
-    }
+        .cause(e.to_string())
+    })
 }
 
 /// Reads `bytes` as a state database, every table and row, as
