@@ -70,6 +70,14 @@ impl MarkerExpr {
         }
     }
 
+    /// The marker name, when the whole expression is one name.
+    pub fn single_marker(&self) -> Option<&str> {
+        match &self.root {
+            Node::Marker(name) => Some(name),
+            _ => None,
+        }
+    }
+
     /// Whether a test carrying `markers` is selected by this expression.
     pub fn matches(&self, markers: &[String]) -> bool {
         self.root.eval(markers)

@@ -75,10 +75,14 @@ pub fn update(tests: &[Test], report: &RunReport) -> Result<Vec<Updated>, Error>
     }
     let mut updated = Vec::new();
     for (path, lists) in lists {
-        let text = fs_err::read_to_string(&path)?;
+        let text = lockstep_core::fs::read_input_text(
+            "the suite config",
+            &path,
+            crate::sources::MAX_SUITE_BYTES,
+        )?;
         let compile: Vec<String> = lists.compile.into_iter().collect();
         let run: Vec<String> = lists.run.into_iter().collect();
-        let rewritten = rewrite_lists(&text, &compile, &run)?;
+        let rewritten = rewrite_lists(&text, &path, &compile, &run)?;
         if rewritten != text {
             lockstep_core::fs::write_atomic(&path, rewritten.as_bytes())
                 .map_err(|e| e.context(format!("cannot write {}", path.display())))?;
@@ -146,7 +150,22 @@ impl Lists {
 /// Lists are also de-duplicated. Comments inside a replaced array are dropped
 /// (see the module documentation); everything outside the two arrays' spans is
 /// kept byte for byte.
-pub fn rewrite_lists(text: &str, compile: &[String], run: &[String]) -> Result<String, Error> {
+///
+/// `origin` is the file the text was read from: every error names it. Never
+/// panics, whatever the text.
+pub fn rewrite_lists(
+    text: &str,
+    origin: &Path,
+    compile: &[String],
+    run: &[String],
+) -> Result<String, Error> {
+    rewrite_text(text, compile, run).map_err(|e| {
+        let message = format!("{}: {}", origin.display(), e.message);
+        Error { message, ..e }
+    })
+}
+
+fn rewrite_text(text: &str, compile: &[String], run: &[String]) -> Result<String, Error> {
     let scan = scan(text)?;
 
     let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
@@ -884,7 +903,7 @@ mod tests {
     }
 
     fn rewrite(text: &str, compile: &[&str], run: &[&str]) -> String {
-        match rewrite_lists(text, &s(compile), &s(run)) {
+        match rewrite_lists(text, Path::new("c.json"), &s(compile), &s(run)) {
             Ok(out) => out,
             Err(e) => panic!("rewrite failed: {}\n--- input ---\n{text}", e.render()),
         }
@@ -898,7 +917,7 @@ mod tests {
     }
 
     fn rewrite_error(text: &str) -> String {
-        match rewrite_lists(text, &s(&["a"]), &s(&["b"])) {
+        match rewrite_lists(text, Path::new("c.json"), &s(&["a"]), &s(&["b"])) {
             Ok(out) => panic!("expected an error, got:\n{out}"),
             Err(e) => {
                 assert_eq!(e.kind, ErrorKind::Usage, "{}", e.render());
