@@ -529,4 +529,69 @@ mod tests {
         assert_eq!(resolve_value("2xf32=@a.bin", dir).0, "2xf32=@/s/a.bin");
         assert_eq!(resolve_value("2xf32=1", dir), ("2xf32=1".to_string(), None));
     }
+
+    #[test]
+    fn a_typo_in_a_per_test_target_names_the_closest() {
+        let suite = NativeSuite::parse(
+            "[[test]]\nname = \"t\"\nsource = \"a.mlir\"\n[test.targets.cpu-snyc]\n",
+            Path::new("s/x.suite.toml"),
+        );
+        let suite = match suite {
+            Ok(suite) => suite,
+            Err(err) => panic!("{}", err.render()),
+        };
+        let known = vec!["cpu".to_string(), "cpu-sync".to_string()];
+        let err = match check_test_targets(&suite, &known) {
+            Ok(()) => panic!("a typo was accepted"),
+            Err(err) => err,
+        };
+        assert!(
+            err.message.contains("did you mean `cpu-sync`"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("s/x.suite.toml"), "{}", err.message);
+        assert_eq!(strsim_distance("kitten", "sitting"), 3);
+        assert_eq!(strsim_distance(&"a".repeat(300), "a"), usize::MAX);
+    }
+
+    #[test]
+    fn zero_timeouts_and_bad_target_names_in_lockstep_toml_are_refused() {
+        let origin = Path::new("/p/lockstep.toml");
+        let mut config = TestConfig {
+            compile_timeout: std::time::Duration::ZERO,
+            ..TestConfig::default()
+        };
+        let err = check_test_config(&config, origin).err().map(|e| e.message);
+        assert!(
+            err.is_some_and(|m| m.contains("compile-timeout") && m.contains("/p/lockstep.toml"))
+        );
+        config.compile_timeout = std::time::Duration::from_secs(1);
+        config.targets.insert("a\u{1b}b".into(), Default::default());
+        let err = check_test_config(&config, origin).err().map(|e| e.render());
+        assert!(err.is_some_and(|m| m.contains("invalid target name") && !m.contains('\u{1b}')));
+        config.targets.clear();
+        config.targets.insert(
+            "gpu".into(),
+            lockstep_core::config::TargetConfig {
+                markers: vec!["or".into()],
+                ..Default::default()
+            },
+        );
+        let err = check_test_config(&config, origin).err().map(|e| e.message);
+        assert!(err.is_some_and(|m| m.contains("can never be selected")));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn shards_never_panic(text in "\\PC{0,20}", id in "\\PC{0,20}", count in proptest::prelude::any::<usize>()) {
+            if let Ok((i, n)) = parse_shard(&text) {
+                proptest::prop_assert!(1 <= i && i <= n);
+            }
+            let shard = shard_of(&id, count);
+            proptest::prop_assert!(shard >= 1 && shard <= count.max(1));
+        }
+    }
 }

@@ -1007,3 +1007,28 @@ fn not_a_file(path: &Path) -> String {
 fn short_key(key: &str) -> &str {
     key.get(..16).unwrap_or(key)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_workers_and_zero_timeouts_are_refused() {
+        assert!(RunOptions::jobs_from_flag(Some(0)).is_err_and(|e| e.exit_code() == 2));
+        assert!(RunOptions::jobs_from_flag(Some(usize::MAX)).is_ok_and(|n| n == usize::MAX));
+        assert!(RunOptions::jobs_from_flag(None).is_ok_and(|n| n >= 1));
+        let default = Duration::from_secs(7);
+        assert!(RunOptions::timeout_from_flag(Some(0), default).is_err_and(|e| e.exit_code() == 2));
+        assert!(RunOptions::timeout_from_flag(Some(u64::MAX), default).is_ok());
+        assert!(RunOptions::timeout_from_flag(None, default).is_ok_and(|d| d == default));
+    }
+
+    #[test]
+    fn what_a_non_file_is_is_said() -> Result<(), Box<dyn std::error::Error>> {
+        let tmp = tempfile::tempdir()?;
+        assert_eq!(not_a_file(tmp.path()), "is a directory, not a file");
+        assert_eq!(not_a_file(&tmp.path().join("nope")), "does not exist");
+        assert!(not_a_file(Path::new("/dev/zero")).contains("not a regular file"));
+        Ok(())
+    }
+}

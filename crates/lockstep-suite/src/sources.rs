@@ -476,3 +476,220 @@ impl NativeSuite {
             .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SUITE: &str = r#"[suite]
+name = "smoke"
+markers = ["presubmit"]
+compile-flags = ["--iree-opt-level=O2"]
+
+[[test]]
+name = "matmul_f32"
+source = "matmul_f32.mlir"
+function = "main"
+inputs = ["@data/in0.npy", "4xf32=1 2 3 4"]
+outputs = ["@data/out0.npy"]
+tolerance = 1e-05
+markers = ["matmul", "f32"]
+
+[test.targets.cpu]
+run-flags = ["--task_topology_max_group_count=2"]
+expect = "run-fail"
+
+[test.benchmark]
+time-ms = 50.0
+tolerance = 2.0
+dispatch-count = 10
+vmfb-size = 2000000
+"#;
+
+    const CONFIG: &str = r#"// a JSON5 config, as iree-test-suites writes them
+{
+  config_name: 'cpu_llvm_task',
+  "iree_compile_flags": ["--iree-hal-target-backends=llvm-cpu"],
+  iree_run_module_flags: ["--device=local-task",],
+  skip_compile_tests: [],
+  skip_run_tests: ["onnx/node/a"],
+  expected_compile_failures: ["onnx/node/b"],
+  expected_run_failures: [],
+}
+"#;
+
+    fn suite_error(text: &str) -> Error {
+        match NativeSuite::parse(text, Path::new("dir/bad.suite.toml")) {
+            Ok(suite) => panic!("accepted: {suite:?}\n{text}"),
+            Err(err) => err,
+        }
+    }
+
+    /// The whole report of `err`: the file may be named in any line.
+    fn names(err: &Error, file: &str) -> bool {
+        err.render().contains(file)
+    }
+
+    #[test]
+    fn the_examples_parse() -> Result<(), Error> {
+        let suite = NativeSuite::parse(SUITE, Path::new("s/smoke.suite.toml"))?;
+        assert_eq!(suite.tests.len(), 1);
+        assert_eq!(suite.name(), "smoke");
+        let config = SuiteConfig::parse(CONFIG, Path::new("c.json"))?;
+        assert_eq!(config.config_name, "cpu_llvm_task");
+        assert!(
+            config.json5_in_json,
+            "a .json file in JSON5 is said to be JSON5"
+        );
+        let strict = SuiteConfig::parse(r#"{"config_name": "x"}"#, Path::new("c.json"))?;
+        assert!(!strict.json5_in_json);
+        Ok(())
+    }
+
+    #[test]
+    fn bad_numbers_are_refused_naming_file_test_and_value() {
+        for (extra, needle) in [
+            ("tolerance = nan", "`tolerance = NaN`"),
+            ("tolerance = inf", "`tolerance = inf`"),
+            ("tolerance = -inf", "`tolerance = -inf`"),
+            ("tolerance = -1.0", "`tolerance = -1`"),
+            (
+                "[test.benchmark]\ntime-ms = -0.5",
+                "`benchmark.time-ms = -0.5`",
+            ),
+            (
+                "[test.benchmark]\ntime-ms = nan",
+                "`benchmark.time-ms = NaN`",
+            ),
+            ("[test.benchmark]\ntolerance = 0.5", "must be at least 1"),
+            ("[test.benchmark]\nmin-time-s = 1e30", "at most 3600"),
+            ("[test.benchmark]\nrepetitions = 0", "must be 1 to 1000"),
+            ("sha256 = \"xyz\"", "not a sha256 digest"),
+        ] {
+            let text = format!("[[test]]\nname = \"t1\"\nsource = \"a.mlir\"\n{extra}\n");
+            let err = suite_error(&text);
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.message.contains(needle), "{extra}: {}", err.message);
+            assert!(err.message.contains("`t1`"), "{}", err.message);
+            assert!(names(&err, "dir/bad.suite.toml"), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn unselectable_markers_are_refused() {
+        for marker in ["and", "or", "not", "(", "a b", "", " gpu", "gpu)", "é"] {
+            let text =
+                format!("[[test]]\nname = \"t\"\nsource = \"a.mlir\"\nmarkers = [{marker:?}]\n");
+            let err = suite_error(&text);
+            assert!(
+                err.message.contains("can never be selected"),
+                "{marker:?}: {}",
+                err.message
+            );
+        }
+        let err = suite_error("[suite]\nmarkers = [\"not\"]\n");
+        assert!(err.message.contains("of the suite"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_bad_name_in_a_config_is_refused() {
+        for name in ["", "  ", "a\nb", "../up", &"c".repeat(200)] {
+            let text = format!("{{\"config_name\": {}}}", serde_json::json!(name));
+            let err = match SuiteConfig::parse(&text, Path::new("cfg.json")) {
+                Ok(_) => panic!("{name:?} accepted"),
+                Err(err) => err,
+            };
+            assert!(
+                err.message.contains("invalid config name"),
+                "{}",
+                err.message
+            );
+            assert!(names(&err, "cfg.json"));
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = "[".repeat(100_000);
+        let err = suite_error(&format!("a = {deep}"));
+        assert!(names(&err, "bad.suite.toml"));
+        let err = match SuiteConfig::parse(&format!("{{config_name: {deep}"), Path::new("c.json5"))
+        {
+            Ok(_) => panic!("accepted"),
+            Err(err) => err,
+        };
+        assert!(names(&err, "c.json5"));
+    }
+
+    /// `doc` with edits applied: at a character position, delete some
+    /// characters and insert a string (positions wrap around the length).
+    fn mutate(doc: &str, edits: &[(usize, usize, String)]) -> String {
+        let mut chars: Vec<char> = doc.chars().collect();
+        for (at, delete, insert) in edits {
+            let at = at % (chars.len() + 1);
+            let end = (at + delete % 8).min(chars.len());
+            chars.splice(at..end, insert.chars());
+        }
+        chars.into_iter().collect()
+    }
+
+    fn edits() -> impl Strategy<Value = Vec<(usize, usize, String)>> {
+        let insert = prop_oneof![
+            Just(String::new()),
+            Just("\"".to_string()),
+            Just("[".to_string()),
+            Just("]".to_string()),
+            Just("{".to_string()),
+            Just("\n[[test]]\n".to_string()),
+            Just("nan".to_string()),
+            Just("-1e309".to_string()),
+            Just("\u{0}".to_string()),
+            Just("../".to_string()),
+            "\\PC{0,6}",
+        ];
+        proptest::collection::vec((any::<usize>(), any::<usize>(), insert), 1..6)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_suite_text_is_parsed_or_refused_naming_the_file(text in "\\PC{0,400}") {
+            if let Err(err) = NativeSuite::parse(&text, Path::new("p/fuzz.suite.toml")) {
+                prop_assert!(names(&err, "fuzz.suite.toml"), "{}", err.render());
+                prop_assert_eq!(err.exit_code(), 2);
+            }
+        }
+
+        #[test]
+        fn mutated_suites_are_parsed_or_refused_naming_the_file(e in edits()) {
+            let text = mutate(SUITE, &e);
+            if let Err(err) = NativeSuite::parse(&text, Path::new("p/fuzz.suite.toml")) {
+                prop_assert!(names(&err, "fuzz.suite.toml"), "{}", err.render());
+                prop_assert_eq!(err.exit_code(), 2);
+            }
+        }
+
+        #[test]
+        fn any_config_text_is_parsed_or_refused_naming_the_file(text in "\\PC{0,400}") {
+            for origin in ["p/fuzz.json", "p/fuzz.json5"] {
+                if let Err(err) = SuiteConfig::parse(&text, Path::new(origin)) {
+                    prop_assert!(names(&err, origin), "{}", err.render());
+                    prop_assert_eq!(err.exit_code(), 2);
+                }
+            }
+        }
+
+        #[test]
+        fn mutated_configs_are_parsed_or_refused_naming_the_file(e in edits()) {
+            let text = mutate(CONFIG, &e);
+            for origin in ["p/fuzz.json", "p/fuzz.json5"] {
+                if let Err(err) = SuiteConfig::parse(&text, Path::new(origin)) {
+                    prop_assert!(names(&err, origin), "{}", err.render());
+                    prop_assert_eq!(err.exit_code(), 2);
+                }
+            }
+        }
+    }
+}

@@ -1272,4 +1272,37 @@ mod tests {
         let msg = rewrite_error(&text);
         assert!(msg.contains("nesting deeper than"), "{msg}");
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_text_is_rewritten_or_refused_naming_the_file(text in "\\PC{0,300}") {
+            if let Err(err) = rewrite_lists(&text, Path::new("p/fuzz.json"), &s(&["a"]), &s(&[])) {
+                proptest::prop_assert!(err.message.contains("p/fuzz.json"), "{}", err.message);
+            }
+        }
+
+        #[test]
+        fn edited_configs_are_rewritten_or_refused_naming_the_file(
+            cut in 0usize..400,
+            len in 0usize..8,
+            insert in "[\\[\\]{}\"',:/*a-z \\n]{0,4}",
+        ) {
+            let mut chars: Vec<char> = DOC_EXAMPLE.chars().collect();
+            let at = cut.min(chars.len());
+            let end = (at + len).min(chars.len());
+            chars.splice(at..end, insert.chars());
+            let text: String = chars.into_iter().collect();
+            match rewrite_lists(&text, Path::new("p/fuzz.json"), &s(&["x\"y"]), &s(&["b"])) {
+                // A rewrite of a JSON5 object is still one.
+                Ok(out) => {
+                    if json5::from_str::<Json>(&text).is_ok() {
+                        proptest::prop_assert!(json5::from_str::<Json>(&out).is_ok(), "{out}");
+                    }
+                }
+                Err(err) => proptest::prop_assert!(err.message.contains("p/fuzz.json"), "{}", err.message),
+            }
+        }
+    }
 }
