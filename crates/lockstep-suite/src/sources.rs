@@ -172,7 +172,7 @@ pub fn find_suite_files(root: &Path, sink: &dyn Sink) -> Result<Vec<PathBuf>, Er
             } else if is_suite && !entry.is_dir {
                 sink.warn(format!(
                     "skipped {}: not a regular file (a FIFO, a device or a dangling link)",
-                    entry.path.display()
+                    printable_line(&entry.path.display().to_string())
                 ));
             }
         }

@@ -17,6 +17,7 @@ use std::fs::FileType;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use lockstep_core::error::printable_line;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 
@@ -59,13 +60,13 @@ impl<'a> Walk<'a> {
     /// kernel pseudo filesystem or cannot be read.
     pub fn new(root: &Path, sink: &'a dyn Sink) -> Result<Walk<'a>, Error> {
         let meta = std::fs::metadata(root).map_err(|e| {
-            Error::usage(format!("cannot search {}: {e}", root.display()))
+            Error::usage(format!("cannot search {}: {e}", shown(root)))
                 .hint("pass suite directories or *.suite.toml files")
         })?;
         if let Some(fs) = pseudo_filesystem(root) {
             return Err(Error::usage(format!(
                 "{} is on the kernel's {fs} filesystem, which holds no suites: not searched",
-                root.display()
+                shown(root)
             ))
             .hint("point lockstep test (or [test] paths) at a directory of suites"));
         }
@@ -88,14 +89,14 @@ impl<'a> Walk<'a> {
             Ok(meta) => meta,
             Err(e) => {
                 self.sink
-                    .warn(format!("skipped {}: cannot read it ({e})", dir.display()));
+                    .warn(format!("skipped {}: cannot read it ({e})", shown(dir)));
                 return;
             }
         };
         if let Some(fs) = pseudo_filesystem(dir) {
             self.sink.warn(format!(
                 "skipped {}: it leads to the kernel's {fs} filesystem, which holds no suites",
-                dir.display()
+                shown(dir)
             ));
             return;
         }
@@ -103,8 +104,8 @@ impl<'a> Walk<'a> {
             if let Some(target) = self.ancestor_of_root(dir) {
                 self.sink.warn(format!(
                     "skipped {}: it links to {}, which contains the suite tree (a symbolic link loop)",
-                    dir.display(),
-                    target.display()
+                    shown(dir),
+                    shown(&target)
                 ));
                 return;
             }
@@ -112,7 +113,7 @@ impl<'a> Walk<'a> {
         if !self.seen.insert((meta.dev(), meta.ino())) {
             self.sink.warn(format!(
                 "skipped {}: it leads to a directory already searched (a symbolic link loop or a second link)",
-                dir.display()
+                shown(dir)
             ));
             return;
         }
@@ -136,7 +137,7 @@ impl<'a> Walk<'a> {
         if depth > MAX_DEPTH {
             return Err(self.too_big(format!(
                 "{} is {depth} levels deep, more than {MAX_DEPTH}",
-                dir.display()
+                shown(&dir)
             )));
         }
         if self.visited > MAX_DIRS {
@@ -151,7 +152,7 @@ impl<'a> Walk<'a> {
             Ok(reader) => reader,
             Err(e) => {
                 self.sink
-                    .warn(format!("skipped {}: cannot list it ({e})", dir.display()));
+                    .warn(format!("skipped {}: cannot list it ({e})", shown(dir)));
                 return Ok(Vec::new());
             }
         };
@@ -170,12 +171,15 @@ impl<'a> Walk<'a> {
     }
 
     fn too_big(&self, why: String) -> Error {
-        Error::usage(format!(
-            "{} is not a suite tree: {why}",
-            self.root.display()
-        ))
-        .hint("point lockstep test (or [test] paths) at the directory that holds the suites")
+        Error::usage(format!("{} is not a suite tree: {why}", shown(&self.root)))
+            .hint("point lockstep test (or [test] paths) at the directory that holds the suites")
     }
+}
+
+/// `path` for a message: on one line, control characters escaped (a
+/// directory name may hold any byte but `/`).
+fn shown(path: &Path) -> String {
+    printable_line(&path.display().to_string()).into_owned()
 }
 
 /// What `path` is, links followed (a dangling link is neither kind).

@@ -2294,3 +2294,27 @@ fn a_huge_job_count_starts_only_the_workers_there_is_work_for() {
     let json = read_json(&json, &ran);
     expect_outcomes(&json, &[("one/add [cpu]", "pass")]);
 }
+
+#[test]
+fn a_json_config_written_in_json5_runs_with_a_note() {
+    let sb = Sandbox::new();
+    let its = sb.root().join("its");
+    layout_case(&its, "pass", &add4(), GOOD_FLAGS);
+    let config = sb.root().join("cpu.json");
+    let flags = CPU_COMPILE_FLAGS.map(|f| format!("'{f}'")).join(", ");
+    write(
+        &config,
+        &format!(
+            "// iree-test-suites style\n{{\n  config_name: 'cpu',\n  \
+             iree_compile_flags: [{flags}],\n  iree_run_module_flags: ['--device=local-task',],\n}}\n"
+        ),
+    );
+    let (i, c) = (its.display().to_string(), config.display().to_string());
+    let (json, ran) = sb.test(&[&i, "--suite-config", &c], 0);
+    expect_outcomes(&json, &[("pass [cpu]", "pass")]);
+    assert!(
+        ran.stderr.contains(&format!("{c} is JSON5, not JSON")),
+        "{}",
+        ran.stderr
+    );
+}
