@@ -84,7 +84,10 @@ pub fn update(tests: &[Test], report: &RunReport) -> Result<Vec<Updated>, Error>
         let run: Vec<String> = lists.run.into_iter().collect();
         let rewritten = rewrite_lists(&text, &path, &compile, &run)?;
         if rewritten != text {
-            lockstep_core::fs::write_atomic(&path, rewritten.as_bytes())
+            // Through a symbolic link: the file it names is replaced, the
+            // link stays.
+            let target = writable_file(&path)?;
+            lockstep_core::fs::write_atomic(&target, rewritten.as_bytes())
                 .map_err(|e| e.context(format!("cannot write {}", path.display())))?;
         }
         updated.push(Updated {
@@ -94,6 +97,30 @@ pub fn update(tests: &[Test], report: &RunReport) -> Result<Vec<Updated>, Error>
         });
     }
     Ok(updated)
+}
+
+/// Refuses, before a run, `--update-xfails` on configs it could not
+/// rewrite: only a regular file (or a link to one) can be replaced.
+pub fn check_updatable(configs: &[SuiteConfig]) -> Result<(), Error> {
+    configs
+        .iter()
+        .try_for_each(|c| writable_file(&c.path).map(|_| ()))
+}
+
+/// The regular file `path` is or links to.
+fn writable_file(path: &Path) -> Result<PathBuf, Error> {
+    let refuse = |why: String| {
+        Err(Error::usage(format!(
+            "--update-xfails cannot rewrite {}: {why}",
+            path.display()
+        ))
+        .hint("give --suite-config a regular file to update"))
+    };
+    match std::fs::canonicalize(path) {
+        Ok(target) if target.is_file() => Ok(target),
+        Ok(_) => refuse("it is not a regular file (a FIFO, a device or a directory)".into()),
+        Err(e) => refuse(e.to_string()),
+    }
 }
 
 /// A config's expected-failure lists being updated.

@@ -40,6 +40,9 @@ pub fn run(
         .collect::<Result<Vec<_>, _>>()?;
     let origin = loaded.path.as_deref().unwrap_or(Path::new("lockstep.toml"));
     plan::check_test_config(cfg, origin)?;
+    if args.update_xfails {
+        xfails::check_updatable(&configs)?;
+    }
     let known = plan::targets(cfg);
     for config in configs.iter().filter(|c| c.json5_in_json) {
         (rep as &dyn lockstep_core::events::Sink).note(format!(

@@ -2318,3 +2318,44 @@ fn a_json_config_written_in_json5_runs_with_a_note() {
         ran.stderr
     );
 }
+
+#[test]
+fn update_xfails_writes_through_a_symbolic_link_and_refuses_what_it_cannot_rewrite() {
+    let sb = Sandbox::new();
+    let its = sb.root().join("its");
+    layout_case(&its, "broken_run", &add4(), WRONG_FLAGS);
+    let real = sb.root().join("configs/real.json");
+    write(&real, &config_json("cpu", "local-task", &[]));
+    let link = sb.root().join("config.json");
+    std::os::unix::fs::symlink("configs/real.json", &link).unwrap();
+    let (i, l) = (its.display().to_string(), link.display().to_string());
+    sb.test(&[&i, "--suite-config", &l, "--update-xfails"], 1);
+    assert!(
+        link.symlink_metadata().unwrap().file_type().is_symlink(),
+        "the link is kept"
+    );
+    assert_eq!(
+        json5_list(
+            &std::fs::read_to_string(&real).unwrap(),
+            "expected_run_failures"
+        ),
+        vec!["broken_run".to_string()],
+        "the file it names is updated"
+    );
+    // A config read from a process substitution cannot be rewritten: said
+    // before anything runs.
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c").arg(format!(
+        "exec \"$0\" test {i} --update-xfails --suite-config <(cat {})",
+        real.display()
+    ));
+    cmd.arg(env!("CARGO_BIN_EXE_lockstep"));
+    sb.p.isolate(&mut cmd);
+    let ran = Ran::from(common::output(&mut cmd));
+    ran.expect(2, "--update-xfails on a pipe");
+    assert!(
+        ran.stderr.contains("--update-xfails cannot rewrite"),
+        "{}",
+        ran.stderr
+    );
+}
