@@ -234,7 +234,7 @@ mod tests {
     use lockstep_core::events::NullSink;
     use std::os::unix::fs::symlink;
 
-    fn dirs(root: &Path) -> Result<Vec<PathBuf>, Error> {
+    fn dirs_of(root: &Path) -> Result<Vec<PathBuf>, Error> {
         let mut walk = Walk::new(root, &NullSink)?;
         let mut out = Vec::new();
         while let Some((dir, depth, entries)) = walk.next_dir()? {
@@ -257,7 +257,7 @@ mod tests {
         symlink("/", s.join("slash"))?;
         symlink("real", s.join("again"))?;
         symlink("missing", s.join("dangling"))?;
-        let found = dirs(&s)?;
+        let found = dirs_of(&s)?;
         assert_eq!(found.len(), 3, "{found:?}");
         Ok(())
     }
@@ -272,7 +272,7 @@ mod tests {
         let tmp = tempfile::tempdir()?;
         symlink("/proc/self", tmp.path().join("p"))?;
         symlink("/sys", tmp.path().join("q"))?;
-        assert_eq!(dirs(tmp.path())?.len(), 1);
+        assert_eq!(dirs_of(tmp.path())?.len(), 1);
         Ok(())
     }
 
@@ -284,12 +284,53 @@ mod tests {
             deep.push("d");
         }
         std::fs::create_dir_all(&deep)?;
-        let err = match dirs(tmp.path()) {
+        let err = match dirs_of(tmp.path()) {
             Ok(found) => return Err(format!("walked {} dirs", found.len()).into()),
             Err(err) => err,
         };
         assert!(err.message.contains("levels deep"), "{}", err.message);
         assert!(err.message.contains(&tmp.path().display().to_string()));
         Ok(())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Random trees of directories and links (to siblings, `.`, `..`,
+        /// `/`, each other): the walk ends and searches no directory twice.
+        #[test]
+        fn any_tree_of_links_is_walked_once(
+            dirs in proptest::collection::vec(0usize..8, 1..8),
+            links in proptest::collection::vec((0usize..8, 0usize..11), 0..10),
+        ) {
+            let tmp = tempfile::tempdir().map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            // Directory k is d0/d1/.../dk-style: parent chosen by `dirs`.
+            let mut paths = vec![tmp.path().join("r")];
+            for parent in &dirs {
+                let parent = paths[parent % paths.len()].clone();
+                let next = parent.join(format!("d{}", paths.len()));
+                paths.push(next);
+            }
+            for p in &paths {
+                std::fs::create_dir_all(p).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            }
+            for (n, (from, to)) in links.iter().enumerate() {
+                let from = &paths[from % paths.len()];
+                let target = match to {
+                    8 => PathBuf::from("."),
+                    9 => PathBuf::from(".."),
+                    10 => PathBuf::from("/"),
+                    k => paths[k % paths.len()].clone(),
+                };
+                let _ = symlink(target, from.join(format!("l{n}")));
+            }
+            let found = dirs_of(&paths[0]).map_err(|e| proptest::test_runner::TestCaseError::fail(e.render()))?;
+            let mut ids = HashSet::new();
+            for dir in &found {
+                let meta = std::fs::metadata(dir).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+                proptest::prop_assert!(ids.insert((meta.dev(), meta.ino())), "{} twice", dir.display());
+            }
+            proptest::prop_assert!(found.len() <= paths.len());
+        }
     }
 }
