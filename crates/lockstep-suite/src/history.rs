@@ -40,7 +40,7 @@ pub fn state_dir(cwd: &Path) -> PathBuf {
         Ok(common) => common.join("lockstep"),
         Err(_) => {
             let id = hex::encode(Sha256::digest(cwd.display().to_string().as_bytes()));
-            lockstep_core::paths::states().join(&id[..16])
+            lockstep_core::paths::states().join(id.get(..16).unwrap_or(&id))
         }
     }
 }

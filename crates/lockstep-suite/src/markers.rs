@@ -70,6 +70,14 @@ impl MarkerExpr {
         }
     }
 
+    /// The marker name, when the whole expression is one name.
+    pub fn single_marker(&self) -> Option<&str> {
+        match &self.root {
+            Node::Marker(name) => Some(name),
+            _ => None,
+        }
+    }
+
     /// Whether a test carrying `markers` is selected by this expression.
     pub fn matches(&self, markers: &[String]) -> bool {
         self.root.eval(markers)
@@ -544,5 +552,48 @@ mod tests {
         };
         assert!(err.hint.is_some());
         assert_eq!(err.exit_code(), 2);
+    }
+
+    /// Words and symbols of the grammar, and a few that are not in it.
+    fn token() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just("and".to_string()),
+            Just("or".to_string()),
+            Just("not".to_string()),
+            Just("(".to_string()),
+            Just(")".to_string()),
+            Just(" ".to_string()),
+            Just("\u{1b}".to_string()),
+            "[a-z0-9_.-]{1,6}",
+            "\\PC",
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_text_parses_or_is_a_usage_error(text in "\\PC{0,200}") {
+            if let Err(err) = MarkerExpr::parse(&text) {
+                proptest::prop_assert_eq!(err.kind, ErrorKind::Usage);
+                proptest::prop_assert!(err.hint.is_some());
+                let escaped = !err.render().contains('\u{1b}');
+                proptest::prop_assert!(escaped, "raw escape in {}", err.message);
+            }
+        }
+
+        #[test]
+        fn token_soup_parses_or_says_where(tokens in proptest::collection::vec(token(), 0..40)) {
+            let text = tokens.join(" ");
+            match MarkerExpr::parse(&text) {
+                // What it prints reads back as the same expression.
+                Ok(expr) => {
+                    let again = MarkerExpr::parse(&expr.to_string());
+                    proptest::prop_assert!(again.is_ok_and(|e| e.to_string() == expr.to_string()));
+                }
+                Err(err) => proptest::prop_assert!(err.message.contains("column"), "{}", err.message),
+            }
+        }
     }
 }

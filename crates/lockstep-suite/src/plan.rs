@@ -31,6 +31,43 @@ pub fn cpu_compile_flags() -> Vec<String> {
         .collect()
 }
 
+/// Refuses what serde accepts in `[test]` of lockstep.toml (`origin`) but
+/// lockstep cannot use: a zero timeout (every process would be killed at
+/// once), a target name that cannot be a file name and a line of output, a
+/// target marker `-m` could never select.
+pub fn check_test_config(config: &TestConfig, origin: &Path) -> Result<(), Error> {
+    for (key, value) in [
+        ("compile-timeout", config.compile_timeout),
+        ("run-timeout", config.run_timeout),
+    ] {
+        if value.is_zero() {
+            return Err(Error::usage(format!(
+                "[test] {key} in {} is 0: every process would be stopped at once",
+                origin.display()
+            ))
+            .hint(format!(
+                "give a duration such as `{key} = \"10m\"`, or remove the key"
+            )));
+        }
+    }
+    for (name, target) in &config.targets {
+        crate::names::check_name(name, "target", origin)?;
+        for marker in &target.markers {
+            let single = MarkerExpr::parse(marker)
+                .ok()
+                .is_some_and(|e| e.single_marker() == Some(marker.as_str()));
+            if !single {
+                return Err(Error::usage(format!(
+                    "marker {marker:?} of [test.targets.{name}] in {} can never be selected with -m",
+                    origin.display()
+                ))
+                .hint("markers are names of letters, digits, `_`, `.` and `-`, and not `and`, `or` or `not`"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The built-in targets plus `[test.targets.NAME]` (which may redefine them).
 pub fn targets(config: &TestConfig) -> BTreeMap<String, Target> {
     let mut all = BTreeMap::new();
@@ -140,8 +177,10 @@ fn check_test_targets(suite: &NativeSuite, known: &[String]) -> Result<(), Error
             }
             let closest = known
                 .iter()
-                .min_by_key(|k| strsim_distance(k, name))
-                .map(|k| format!(" (did you mean `{k}`?)"))
+                .map(|k| (strsim_distance(k, name), k))
+                .filter(|(d, _)| *d <= 3)
+                .min()
+                .map(|(_, k)| format!(" (did you mean `{k}`?)"))
                 .unwrap_or_default();
             return Err(Error::usage(format!(
                 "test `{}` in {} has settings for target `{name}`, which does not exist{closest}",
@@ -157,20 +196,29 @@ fn check_test_targets(suite: &NativeSuite, known: &[String]) -> Result<(), Error
     Ok(())
 }
 
-/// Levenshtein distance, for "did you mean" (names are short).
+/// Levenshtein distance, for "did you mean"; names past 256 characters
+/// are never close (and would make this quadratic walk long).
 fn strsim_distance(a: &str, b: &str) -> usize {
+    const LONGEST: usize = 256;
     let b: Vec<char> = b.chars().collect();
+    if a.chars().count() > LONGEST || b.len() > LONGEST {
+        return usize::MAX;
+    }
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
+        let mut diagonal = i;
+        let mut left = i + 1;
+        let mut next = Vec::with_capacity(row.len());
+        next.push(left);
+        for (cb, up) in b.iter().zip(row.iter().skip(1)) {
+            let cost = diagonal + usize::from(ca != *cb);
+            left = cost.min(left + 1).min(up + 1);
+            next.push(left);
+            diagonal = *up;
         }
+        row = next;
     }
-    row[b.len()]
+    row.last().copied().unwrap_or(0)
 }
 
 /// Parses `I/N` (1 <= I <= N).
@@ -192,11 +240,16 @@ pub fn parse_shard(text: &str) -> Result<(usize, usize), Error> {
 
 /// The shard a test belongs to: a stable hash of its id, so adding a test
 /// never moves the others.
+/// A `count` of 0 is taken as 1 (one shard holds everything).
 pub fn shard_of(id: &str, count: usize) -> usize {
     let digest = Sha256::digest(id.as_bytes());
     let mut n = [0u8; 8];
-    n.copy_from_slice(&digest[..8]);
-    (u64::from_be_bytes(n) % count as u64) as usize + 1
+    for (byte, d) in n.iter_mut().zip(digest.iter()) {
+        *byte = *d;
+    }
+    let count = u64::try_from(count.max(1)).unwrap_or(u64::MAX);
+    let index = u64::from_be_bytes(n) % count;
+    usize::try_from(index).map_or(1, |i| i.saturating_add(1))
 }
 
 /// Builds the selected tests from `paths` (directories or suite files).
@@ -475,5 +528,70 @@ mod tests {
         assert_eq!(resolve_value("@a.npy", dir).0, "@/s/a.npy");
         assert_eq!(resolve_value("2xf32=@a.bin", dir).0, "2xf32=@/s/a.bin");
         assert_eq!(resolve_value("2xf32=1", dir), ("2xf32=1".to_string(), None));
+    }
+
+    #[test]
+    fn a_typo_in_a_per_test_target_names_the_closest() {
+        let suite = NativeSuite::parse(
+            "[[test]]\nname = \"t\"\nsource = \"a.mlir\"\n[test.targets.cpu-snyc]\n",
+            Path::new("s/x.suite.toml"),
+        );
+        let suite = match suite {
+            Ok(suite) => suite,
+            Err(err) => panic!("{}", err.render()),
+        };
+        let known = vec!["cpu".to_string(), "cpu-sync".to_string()];
+        let err = match check_test_targets(&suite, &known) {
+            Ok(()) => panic!("a typo was accepted"),
+            Err(err) => err,
+        };
+        assert!(
+            err.message.contains("did you mean `cpu-sync`"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("s/x.suite.toml"), "{}", err.message);
+        assert_eq!(strsim_distance("kitten", "sitting"), 3);
+        assert_eq!(strsim_distance(&"a".repeat(300), "a"), usize::MAX);
+    }
+
+    #[test]
+    fn zero_timeouts_and_bad_target_names_in_lockstep_toml_are_refused() {
+        let origin = Path::new("/p/lockstep.toml");
+        let mut config = TestConfig {
+            compile_timeout: std::time::Duration::ZERO,
+            ..TestConfig::default()
+        };
+        let err = check_test_config(&config, origin).err().map(|e| e.message);
+        assert!(
+            err.is_some_and(|m| m.contains("compile-timeout") && m.contains("/p/lockstep.toml"))
+        );
+        config.compile_timeout = std::time::Duration::from_secs(1);
+        config.targets.insert("a\u{1b}b".into(), Default::default());
+        let err = check_test_config(&config, origin).err().map(|e| e.render());
+        assert!(err.is_some_and(|m| m.contains("invalid target name") && !m.contains('\u{1b}')));
+        config.targets.clear();
+        config.targets.insert(
+            "gpu".into(),
+            lockstep_core::config::TargetConfig {
+                markers: vec!["or".into()],
+                ..Default::default()
+            },
+        );
+        let err = check_test_config(&config, origin).err().map(|e| e.message);
+        assert!(err.is_some_and(|m| m.contains("can never be selected")));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn shards_never_panic(text in "\\PC{0,20}", id in "\\PC{0,20}", count in proptest::prelude::any::<usize>()) {
+            if let Ok((i, n)) = parse_shard(&text) {
+                proptest::prop_assert!(1 <= i && i <= n);
+            }
+            let shard = shard_of(&id, count);
+            proptest::prop_assert!(shard >= 1 && shard <= count.max(1));
+        }
     }
 }

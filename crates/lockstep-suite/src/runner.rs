@@ -23,6 +23,7 @@ use crate::events::TestEvent;
 use crate::model::{
     Expect, Metrics, Outcome, RunReport, StepKind, StepResult, StepStatus, TestResult,
 };
+use crate::names::file_stem;
 use crate::plan::{Source, Test};
 
 /// How to run.
@@ -35,6 +36,31 @@ pub struct RunOptions {
     pub no_cache: bool,
     /// Logs and uncached modules go here.
     pub run_dir: PathBuf,
+}
+
+impl RunOptions {
+    /// The worker count of `-j N`: every core without it; 0 is refused.
+    pub fn jobs_from_flag(flag: Option<usize>) -> Result<usize, Error> {
+        match flag {
+            Some(0) => Err(Error::usage("-j 0: a run needs at least one worker")
+                .hint("give -j 1 or more, or leave it out to use every core")),
+            Some(n) => Ok(n),
+            None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        }
+    }
+
+    /// The per-process timeout of `--timeout SECS`, else `default`; 0 is
+    /// refused (every process would be stopped at once).
+    pub fn timeout_from_flag(flag: Option<u64>, default: Duration) -> Result<Duration, Error> {
+        match flag {
+            Some(0) => Err(
+                Error::usage("--timeout 0: every process would be stopped at once")
+                    .hint("give a number of seconds, at least 1"),
+            ),
+            Some(secs) => Ok(Duration::from_secs(secs)),
+            None => Ok(default),
+        }
+    }
 }
 
 /// A compile's result, shared by the tests that need it.
@@ -85,7 +111,9 @@ pub fn run(
         }
     }
     let total = tests.len();
-    let jobs = opts.jobs.max(1);
+    // No more workers than tests: a -j of a million starts as many threads
+    // as there is work for.
+    let jobs = opts.jobs.clamp(1, total.max(1));
     sink.emit(&TestEvent::RunStarted {
         tests: total,
         jobs,
@@ -132,11 +160,24 @@ pub fn run(
         sink,
         total,
     };
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| worker(&ctx, &state, &wake));
-        }
+    let started_workers = std::thread::scope(|scope| {
+        (0..jobs)
+            .map_while(|n| {
+                std::thread::Builder::new()
+                    .name(format!("lockstep-test-{n}"))
+                    .spawn_scoped(scope, || worker(&ctx, &state, &wake))
+                    .ok()
+            })
+            .count()
     });
+    // The OS may refuse threads (a -j in the thousands under a low limit):
+    // the workers that started did all the work; none at all is an error.
+    if started_workers == 0 {
+        return Err(
+            Error::failed(format!("cannot start any of the {jobs} test workers"))
+                .hint("run with a lower -j"),
+        );
+    }
     let mut st = state.into_inner().unwrap_or_else(|e| e.into_inner());
     // Benchmarks, one at a time.
     for (i, t) in tests.iter().enumerate() {
@@ -355,14 +396,7 @@ fn resolve_source(source: &Source, cache: &Cache) -> Result<(PathBuf, Vec<u8>), 
                 .map_err(|e| format!("cannot read the source: {e}"))?;
             (p.clone(), digest)
         }
-        Source::File(p) => {
-            let what = match std::fs::metadata(p) {
-                Err(_) => "does not exist",
-                Ok(m) if m.is_dir() => "is a directory, not a file",
-                Ok(_) => "is not a regular file (a device or a FIFO)",
-            };
-            return Err(format!("source file {} {what}", p.display()));
-        }
+        Source::File(p) => return Err(format!("source file {} {}", p.display(), not_a_file(p))),
         // fetch verified the file against this digest.
         Source::Url { url, sha256 } => (
             lockstep_cache::download::fetch(cache, url, sha256).map_err(|e| e.to_string())?,
@@ -374,7 +408,19 @@ fn resolve_source(source: &Source, cache: &Cache) -> Result<(PathBuf, Vec<u8>), 
 }
 
 fn compile(ctx: &Ctx, key: &str) -> Compiled {
-    let (source, flags, cwd, statistics) = &ctx.sources[key];
+    let Some((source, flags, cwd, statistics)) = ctx.sources.get(key) else {
+        return Compiled {
+            step: step(
+                StepKind::Compile,
+                StepStatus::Failed,
+                String::new(),
+                None,
+                "internal: no source recorded for this compile".into(),
+            ),
+            module: None,
+            statistics: None,
+        };
+    };
     let users: Vec<String> = ctx
         .users
         .get(key)
@@ -455,7 +501,7 @@ fn compile_inner(
     }
     // The compiler writes into the run directory, which is kept, so the
     // logged command reproduces exactly; the cache gets a copy.
-    let out_dir = ctx.opts.run_dir.join("modules").join(&key[..16]);
+    let out_dir = ctx.opts.run_dir.join("modules").join(short_key(key));
     fs_err::create_dir_all(&out_dir)?;
     let module = out_dir.join("module.vmfb");
     let stats = out_dir.join("statistics.json");
@@ -470,7 +516,7 @@ fn compile_inner(
         .opts
         .run_dir
         .join("compile")
-        .join(format!("{}.log", &key[..16]));
+        .join(format!("{}.log", short_key(key)));
     let done = invocation.run(&Limits {
         cwd,
         timeout: ctx.opts.compile_timeout,
@@ -645,14 +691,19 @@ fn run_module(ctx: &Ctx, t: &Test, compiled: &Compiled) -> StepResult {
         return failed(
             command,
             None,
-            format!("missing input file {}", missing.display()),
+            match std::fs::metadata(missing) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    format!("missing input file {}", missing.display())
+                }
+                _ => format!("input file {} {}", missing.display(), not_a_file(missing)),
+            },
         );
     }
     let log = ctx
         .opts
         .run_dir
         .join("run")
-        .join(format!("{}.log", sanitize(&t.id)));
+        .join(format!("{}.log", file_stem(&t.id)));
     let limits = Limits {
         cwd: &spec.cwd,
         timeout: ctx.opts.run_timeout,
@@ -738,7 +789,7 @@ fn benchmark(
         .opts
         .run_dir
         .join("benchmark")
-        .join(format!("{}.log", sanitize(&t.id)));
+        .join(format!("{}.log", file_stem(&t.id)));
     let done = match invocation.run(&Limits {
         cwd: &cwd,
         timeout: ctx.opts.run_timeout,
@@ -942,14 +993,42 @@ fn step(
     }
 }
 
-fn sanitize(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+/// Why `path`, which is not a regular file, cannot be read as one.
+fn not_a_file(path: &Path) -> String {
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".into(),
+        Err(e) => format!("cannot be read ({e})"),
+        Ok(m) if m.is_dir() => "is a directory, not a file".into(),
+        Ok(_) => "is not a regular file (a device or a FIFO)".into(),
+    }
+}
+
+/// The first 16 hex digits of a cache key: a short, unique enough name.
+fn short_key(key: &str) -> &str {
+    key.get(..16).unwrap_or(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_workers_and_zero_timeouts_are_refused() {
+        assert!(RunOptions::jobs_from_flag(Some(0)).is_err_and(|e| e.exit_code() == 2));
+        assert!(RunOptions::jobs_from_flag(Some(usize::MAX)).is_ok_and(|n| n == usize::MAX));
+        assert!(RunOptions::jobs_from_flag(None).is_ok_and(|n| n >= 1));
+        let default = Duration::from_secs(7);
+        assert!(RunOptions::timeout_from_flag(Some(0), default).is_err_and(|e| e.exit_code() == 2));
+        assert!(RunOptions::timeout_from_flag(Some(u64::MAX), default).is_ok());
+        assert!(RunOptions::timeout_from_flag(None, default).is_ok_and(|d| d == default));
+    }
+
+    #[test]
+    fn what_a_non_file_is_is_said() -> Result<(), Box<dyn std::error::Error>> {
+        let tmp = tempfile::tempdir()?;
+        assert_eq!(not_a_file(tmp.path()), "is a directory, not a file");
+        assert_eq!(not_a_file(&tmp.path().join("nope")), "does not exist");
+        assert!(not_a_file(Path::new("/dev/zero")).contains("not a regular file"));
+        Ok(())
+    }
 }

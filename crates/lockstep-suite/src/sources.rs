@@ -8,9 +8,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use lockstep_core::error::printable_line;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use serde::Deserialize;
+
+use crate::markers::MarkerExpr;
+use crate::names::check_name;
+use crate::walk::Walk;
 
 /// A config file of the iree-test-suites runner.
 #[derive(Debug, Clone, Deserialize)]
@@ -38,25 +43,33 @@ pub struct SuiteConfig {
 }
 
 impl SuiteConfig {
-    /// Reads a JSON or JSON5 config.
+    /// Reads a JSON or JSON5 config (at most [`MAX_SUITE_BYTES`]).
     pub fn load(path: &Path) -> Result<SuiteConfig, Error> {
         let text = lockstep_core::fs::read_input_text("--suite-config", path, MAX_SUITE_BYTES)?;
-        let mut config: SuiteConfig = json5::from_str(&text).map_err(|e| {
+        SuiteConfig::parse(&text, path)
+    }
+
+    /// Parses and checks the text of a JSON or JSON5 config read from
+    /// `origin` (which every error names, with the line and column where
+    /// there is one). Never panics, whatever the text.
+    pub fn parse(text: &str, origin: &Path) -> Result<SuiteConfig, Error> {
+        let mut config: SuiteConfig = json5::from_str(text).map_err(|e| {
             let (location, message) = match &e {
                 json5::Error::Message { msg, location: Some(l) } => {
-                    (format!("{}:{}:{}", path.display(), l.line, l.column), msg.clone())
+                    (format!("{}:{}:{}", origin.display(), l.line, l.column), msg.clone())
                 }
-                json5::Error::Message { msg, location: None } => (path.display().to_string(), msg.clone()),
+                json5::Error::Message { msg, location: None } => (origin.display().to_string(), msg.clone()),
             };
             Error::usage(format!("invalid suite config at {location}"))
                 .cause(message)
                 .hint("keys: config_name, iree_compile_flags, iree_run_module_flags, skip_compile_tests, skip_run_tests, expected_compile_failures, expected_run_failures")
         })?;
-        config.path = path.to_path_buf();
+        check_name(&config.config_name, "config", origin)?;
+        config.path = origin.to_path_buf();
         // iree-test-suites writes JSON5 into files named .json: accepted,
         // and said, since a strict JSON reader of the same file would fail.
-        config.json5_in_json = path.extension().is_some_and(|e| e == "json")
-            && serde_json::from_str::<serde_json::Value>(&text).is_err();
+        config.json5_in_json = origin.extension().is_some_and(|e| e == "json")
+            && serde_json::from_str::<serde_json::Value>(text).is_err();
         Ok(config)
     }
 }
@@ -70,74 +83,6 @@ pub struct LayoutCase {
     pub model: PathBuf,
 }
 
-/// How deep a suite tree may go, and how many directories it may hold: a
-/// bound on the walk whatever the tree is (a mount of /proc, say).
-const MAX_DEPTH: usize = 64;
-const MAX_DIRS: usize = 50_000;
-
-/// A walk of the directories under a root that visits each directory once,
-/// by (device, inode): a symbolic link loop (`s/a -> .`), or two links to
-/// the same place, cost one visit and a note, not a hang or duplicates.
-struct Walk<'a> {
-    stack: Vec<(PathBuf, usize)>,
-    seen: std::collections::HashSet<(u64, u64)>,
-    visited: usize,
-    root: PathBuf,
-    sink: &'a dyn Sink,
-}
-
-impl<'a> Walk<'a> {
-    fn new(root: &Path, sink: &'a dyn Sink) -> Walk<'a> {
-        let mut walk = Walk {
-            stack: Vec::new(),
-            seen: std::collections::HashSet::new(),
-            visited: 0,
-            root: root.to_path_buf(),
-            sink,
-        };
-        walk.push(root.to_path_buf(), 0);
-        walk
-    }
-
-    /// Queues `dir` unless its directory was seen already (then says so).
-    fn push(&mut self, dir: PathBuf, depth: usize) {
-        use std::os::unix::fs::MetadataExt;
-        let Ok(meta) = std::fs::metadata(&dir) else {
-            return;
-        };
-        if !self.seen.insert((meta.dev(), meta.ino())) {
-            self.sink.warn(format!(
-                "skipped {}: it leads to a directory already searched (a symbolic link loop or a second link)",
-                dir.display()
-            ));
-            return;
-        }
-        self.stack.push((dir, depth));
-    }
-
-    /// The next directory and its entries' paths, sorted; an error when the
-    /// tree is deeper or larger than any suite tree.
-    fn next_dir(&mut self) -> Result<Option<(PathBuf, usize, Vec<PathBuf>)>, Error> {
-        let Some((dir, depth)) = self.stack.pop() else {
-            return Ok(None);
-        };
-        self.visited += 1;
-        if depth > MAX_DEPTH || self.visited > MAX_DIRS {
-            return Err(Error::usage(format!(
-                "{} holds more than {MAX_DIRS} directories or is deeper than {MAX_DEPTH}: not a suite tree",
-                self.root.display()
-            ))
-            .hint("point lockstep test (or [test] paths) at the directory that holds the suites"));
-        }
-        let mut entries: Vec<PathBuf> = match fs_err::read_dir(&dir) {
-            Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
-            Err(_) => Vec::new(),
-        };
-        entries.sort();
-        Ok(Some((dir, depth, entries)))
-    }
-}
-
 fn hidden(path: &Path) -> bool {
     path.file_name()
         .is_some_and(|n| n.to_string_lossy().starts_with('.'))
@@ -146,60 +91,89 @@ fn hidden(path: &Path) -> bool {
 /// Finds every case under `root` (sorted by name). `root` itself may be a case.
 pub fn find_layout_cases(root: &Path, sink: &dyn Sink) -> Result<Vec<LayoutCase>, Error> {
     let mut cases = Vec::new();
-    let mut walk = Walk::new(root, sink);
+    let mut walk = Walk::new(root, sink)?;
     while let Some((dir, depth, entries)) = walk.next_dir()? {
-        if dir.join("run_module_io_flags.txt").is_file() {
-            let model = ["model.mlir", "model.mlirbc"]
-                .iter()
-                .map(|m| dir.join(m))
-                .find(|p| p.is_file());
-            if let Some(model) = model {
-                let rel = dir.strip_prefix(root).unwrap_or(&dir);
-                let name = if rel.as_os_str().is_empty() {
-                    dir.file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                } else {
-                    rel.components()
-                        .map(|c| c.as_os_str().to_string_lossy())
-                        .collect::<Vec<_>>()
-                        .join("/")
-                };
-                cases.push(LayoutCase {
-                    name,
-                    dir: dir.clone(),
-                    model,
-                });
-                continue;
-            }
+        if let Some(case) = layout_case(root, &dir) {
+            cases.push(case);
+            continue;
         }
-        for path in entries {
-            if path.is_dir() && !hidden(&path) {
-                walk.push(path, depth + 1);
-            }
+        for entry in entries.iter().filter(|e| e.is_dir && !hidden(&e.path)) {
+            walk.descend(entry, depth);
         }
     }
     cases.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(cases)
 }
 
+/// The case `dir` is, when it holds `run_module_io_flags.txt` and a model.
+fn layout_case(root: &Path, dir: &Path) -> Option<LayoutCase> {
+    if !dir.join("run_module_io_flags.txt").is_file() {
+        return None;
+    }
+    let model = ["model.mlir", "model.mlirbc"]
+        .iter()
+        .map(|m| dir.join(m))
+        .find(|p| p.is_file())?;
+    Some(LayoutCase {
+        name: case_name(root, dir),
+        dir: dir.to_path_buf(),
+        model,
+    })
+}
+
+/// A case's name: its path under the root with `/` separators (the root's
+/// own name when the root is the case). Directory names may hold anything
+/// but `/`: control characters are escaped, so a name prints on one line.
+fn case_name(root: &Path, dir: &Path) -> String {
+    let rel = dir.strip_prefix(root).unwrap_or(dir);
+    let name = if rel.as_os_str().is_empty() {
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    } else {
+        rel.components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    printable_line(&name).into_owned()
+}
+
 /// Finds `*.suite.toml` files under `root` (or `root` itself), sorted.
+/// Only regular files are suite files: a FIFO would block the read, so one
+/// found by the walk is skipped with a warning.
 pub fn find_suite_files(root: &Path, sink: &dyn Sink) -> Result<Vec<PathBuf>, Error> {
-    if root.is_file() {
+    let meta = std::fs::metadata(root).map_err(|e| {
+        Error::usage(format!("cannot search {}: {e}", root.display()))
+            .hint("pass suite directories or *.suite.toml files")
+    })?;
+    if meta.is_file() {
         return Ok(vec![root.to_path_buf()]);
     }
+    if !meta.is_dir() {
+        return Err(Error::usage(format!(
+            "{} is neither a directory nor a regular file (a FIFO or a device)",
+            root.display()
+        ))
+        .hint("pass suite directories or *.suite.toml files"));
+    }
     let mut found = Vec::new();
-    let mut walk = Walk::new(root, sink);
+    let mut walk = Walk::new(root, sink)?;
     while let Some((_, depth, entries)) = walk.next_dir()? {
-        for path in entries {
-            let name = path
+        for entry in entries {
+            let is_suite = entry
+                .path
                 .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if path.is_dir() && !hidden(&path) {
-                walk.push(path, depth + 1);
-            } else if name.ends_with(".suite.toml") {
-                found.push(path);
+                .is_some_and(|n| n.to_string_lossy().ends_with(".suite.toml"));
+            if entry.is_dir && !hidden(&entry.path) {
+                walk.descend(&entry, depth);
+            } else if is_suite && entry.is_file {
+                found.push(entry.path);
+            } else if is_suite && !entry.is_dir {
+                sink.warn(format!(
+                    "skipped {}: not a regular file (a FIFO, a device or a dangling link)",
+                    printable_line(&entry.path.display().to_string())
+                ));
             }
         }
     }
@@ -230,50 +204,15 @@ pub struct SuiteHeader {
 }
 
 /// The largest suite file or config read (real ones are a few KB).
-const MAX_SUITE_BYTES: u64 = 16 << 20;
+pub const MAX_SUITE_BYTES: u64 = 16 << 20;
 
-/// The longest test or suite name: names become file names (logs, cache
-/// keys), and a file name may have 255 bytes.
-const MAX_NAME: usize = 128;
-
-/// A test or suite name that can be a file name and a line of output:
-/// not empty or blank, no `/` or `..`, no control characters, not too long.
-fn check_name(name: &str, what: &str, path: &Path) -> Result<(), Error> {
-    let why = if name.trim().is_empty() {
-        Some("it is empty".to_string())
-    } else if name != name.trim() {
-        Some("it starts or ends with white space".to_string())
-    } else if name.chars().any(char::is_control) {
-        Some("it contains a control character (a newline, a tab ...)".to_string())
-    } else if name.contains('/') || name.contains('\\') || name == "." || name.contains("..") {
-        Some("it contains `/`, `\\` or `..` (names are used in file names)".to_string())
-    } else if name.len() > MAX_NAME {
-        Some(format!(
-            "it is {} bytes long; at most {MAX_NAME}",
-            name.len()
-        ))
-    } else {
-        None
-    };
-    match why {
-        None => Ok(()),
-        Some(why) => Err(Error::usage(format!(
-            "invalid {what} name {:?} in {}: {why}",
-            name,
-            path.display()
-        ))
-        .hint("use letters, digits, `_`, `-` and `.`")),
-    }
-}
-
-/// A marker `-m` can select: a single name of its grammar.
+/// A marker `-m` can select: what the `-m` parser reads as one marker name
+/// (so not `and`, `(` or `a b`).
 fn check_marker(marker: &str, owner: &str, path: &Path) -> Result<(), Error> {
-    let selectable = !marker.is_empty()
-        && marker
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-        && !matches!(marker, "and" | "or" | "not");
-    if selectable {
+    let single = MarkerExpr::parse(marker)
+        .ok()
+        .is_some_and(|e| e.single_marker() == Some(marker));
+    if single {
         return Ok(());
     }
     Err(Error::usage(format!(
@@ -294,8 +233,13 @@ fn check_number(value: f64, key: &str, test: &str, path: &Path) -> Result<(), Er
     )))
 }
 
+/// The most repetitions and the longest minimum time a benchmark may ask
+/// for: each repetition of each benchmark runs under the run timeout.
+const MAX_REPETITIONS: u32 = 1000;
+const MAX_MIN_TIME_S: f64 = 3600.0;
+
 impl NativeTest {
-    /// What TOML cannot say: sane names, markers and numbers.
+    /// What TOML cannot say: sane names, markers, numbers and digests.
     fn validate(&self, path: &Path) -> Result<(), Error> {
         check_name(&self.name, "test", path)?;
         let owner = format!("test `{}`", self.name);
@@ -305,20 +249,79 @@ impl NativeTest {
         if let Some(tolerance) = self.tolerance {
             check_number(tolerance, "tolerance", &self.name, path)?;
         }
+        if let Some(sha) = &self.sha256 {
+            self.check_sha256(sha, path)?;
+        }
         if let Some(b) = &self.benchmark {
-            check_number(b.tolerance, "benchmark.tolerance", &self.name, path)?;
-            check_number(b.min_time_s, "benchmark.min-time-s", &self.name, path)?;
-            if let Some(t) = b.time_ms {
-                check_number(t, "benchmark.time-ms", &self.name, path)?;
-            }
-            if b.tolerance < 1.0 {
-                return Err(Error::usage(format!(
-                    "test `{}` in {}: `benchmark.tolerance = {}` must be at least 1 (time may be up to time-ms x tolerance)",
-                    self.name,
-                    path.display(),
-                    b.tolerance
-                )));
-            }
+            b.validate(&self.name, path)?;
+        }
+        self.check_source(path)
+    }
+
+    fn check_sha256(&self, sha: &str, path: &Path) -> Result<(), Error> {
+        if sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Ok(());
+        }
+        Err(Error::usage(format!(
+            "test `{}` in {}: `sha256 = {sha:?}` is not a sha256 digest",
+            self.name,
+            path.display()
+        ))
+        .hint("write the 64 hex digits `sha256sum FILE` prints"))
+    }
+
+    /// Exactly one of `source` and `url`, and a `url` with its digest.
+    fn check_source(&self, path: &Path) -> Result<(), Error> {
+        match (&self.source, &self.url) {
+            (Some(_), None) => Ok(()),
+            (None, Some(_)) if self.sha256.is_some() => Ok(()),
+            (None, Some(_)) => Err(Error::usage(format!(
+                "test `{}` in {} has a url but no sha256",
+                self.name,
+                path.display()
+            ))
+            .hint("add sha256 = \"<hex>\" so the download can be verified")),
+            _ => Err(Error::usage(format!(
+                "test `{}` in {} needs exactly one of `source` or `url`",
+                self.name,
+                path.display()
+            ))),
+        }
+    }
+}
+
+impl BenchmarkGoldens {
+    /// Goldens are finite and not negative, the tolerance at least 1, and
+    /// the repetitions and minimum time bounded.
+    fn validate(&self, test: &str, path: &Path) -> Result<(), Error> {
+        check_number(self.tolerance, "benchmark.tolerance", test, path)?;
+        check_number(self.min_time_s, "benchmark.min-time-s", test, path)?;
+        if let Some(t) = self.time_ms {
+            check_number(t, "benchmark.time-ms", test, path)?;
+        }
+        let bad = |message: String| {
+            Err(Error::usage(format!(
+                "test `{test}` in {}: {message}",
+                path.display()
+            )))
+        };
+        if self.tolerance < 1.0 {
+            return bad(format!(
+                "`benchmark.tolerance = {}` must be at least 1 (time may be up to time-ms x tolerance)",
+                self.tolerance
+            ));
+        }
+        if self.repetitions == 0 || self.repetitions > MAX_REPETITIONS {
+            return bad(format!(
+                "`benchmark.repetitions = {}` must be 1 to {MAX_REPETITIONS}",
+                self.repetitions
+            ));
+        }
+        if self.min_time_s > MAX_MIN_TIME_S {
+            return bad(format!(
+                "`benchmark.min-time-s = {}` must be at most {MAX_MIN_TIME_S}",
+                self.min_time_s
+            ));
         }
         Ok(())
     }
@@ -401,31 +404,47 @@ fn default_repetitions() -> u32 {
 }
 
 impl NativeSuite {
+    /// Reads and checks the suite file `path` (at most [`MAX_SUITE_BYTES`]).
     pub fn load(path: &Path) -> Result<NativeSuite, Error> {
         let text = lockstep_core::fs::read_input_text("the suite file", path, MAX_SUITE_BYTES)?;
-        let mut suite: NativeSuite = toml::from_str(&text).map_err(|err| {
+        NativeSuite::parse(&text, path)
+    }
+
+    /// Parses and checks the text of a suite file read from `origin` (which
+    /// every error names, with the line and column where there is one).
+    /// Never panics, whatever the text.
+    pub fn parse(text: &str, origin: &Path) -> Result<NativeSuite, Error> {
+        let mut suite: NativeSuite = toml::from_str(text).map_err(|err| {
             let location = match err.span() {
                 Some(span) => {
-                    let (line, col) = lockstep_core::config::line_col(&text, span.start);
-                    format!("{}:{line}:{col}", path.display())
+                    let (line, col) = lockstep_core::config::line_col(text, span.start);
+                    format!("{}:{line}:{col}", origin.display())
                 }
-                None => path.display().to_string(),
+                None => origin.display().to_string(),
             };
             Error::usage(format!("invalid suite file at {location}"))
                 .cause(err.message().to_string())
                 .hint("the format is documented in docs/test.md (Native suite files)")
         })?;
-        suite.path = path.to_path_buf();
+        suite.path = origin.to_path_buf();
+        suite.validate()?;
+        Ok(suite)
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        let path = &self.path;
+        match &self.suite.name {
+            Some(name) => check_name(name, "suite", path)?,
+            None => check_name(&self.name(), "suite", path)
+                .map_err(|e| e.hint("rename the file, or give the suite a name under [suite]"))?,
+        }
+        for marker in &self.suite.markers {
+            check_marker(marker, "the suite", path)?;
+        }
         let mut seen = std::collections::HashSet::new();
-        if let Some(name) = &suite.suite.name {
-            check_name(name, "suite", path)?;
-        }
-        for marker in &suite.suite.markers {
-            check_marker(marker, "suite", path)?;
-        }
-        for t in &suite.tests {
+        for t in &self.tests {
             t.validate(path)?;
-            if !seen.insert(t.name.clone()) {
+            if !seen.insert(t.name.as_str()) {
                 return Err(Error::usage(format!(
                     "test `{}` appears twice in {}",
                     t.name,
@@ -433,27 +452,8 @@ impl NativeSuite {
                 ))
                 .hint("give every [[test]] a unique name"));
             }
-            match (&t.source, &t.url) {
-                (Some(_), None) => {}
-                (None, Some(_)) if t.sha256.is_some() => {}
-                (None, Some(_)) => {
-                    return Err(Error::usage(format!(
-                        "test `{}` in {} has a url but no sha256",
-                        t.name,
-                        path.display()
-                    ))
-                    .hint("add sha256 = \"<hex>\" so the download can be verified"))
-                }
-                _ => {
-                    return Err(Error::usage(format!(
-                        "test `{}` in {} needs exactly one of `source` or `url`",
-                        t.name,
-                        path.display()
-                    )))
-                }
-            }
         }
-        Ok(suite)
+        Ok(())
     }
 
     pub fn name(&self) -> String {
@@ -474,5 +474,222 @@ impl NativeSuite {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SUITE: &str = r#"[suite]
+name = "smoke"
+markers = ["presubmit"]
+compile-flags = ["--iree-opt-level=O2"]
+
+[[test]]
+name = "matmul_f32"
+source = "matmul_f32.mlir"
+function = "main"
+inputs = ["@data/in0.npy", "4xf32=1 2 3 4"]
+outputs = ["@data/out0.npy"]
+tolerance = 1e-05
+markers = ["matmul", "f32"]
+
+[test.targets.cpu]
+run-flags = ["--task_topology_max_group_count=2"]
+expect = "run-fail"
+
+[test.benchmark]
+time-ms = 50.0
+tolerance = 2.0
+dispatch-count = 10
+vmfb-size = 2000000
+"#;
+
+    const CONFIG: &str = r#"// a JSON5 config, as iree-test-suites writes them
+{
+  config_name: 'cpu_llvm_task',
+  "iree_compile_flags": ["--iree-hal-target-backends=llvm-cpu"],
+  iree_run_module_flags: ["--device=local-task",],
+  skip_compile_tests: [],
+  skip_run_tests: ["onnx/node/a"],
+  expected_compile_failures: ["onnx/node/b"],
+  expected_run_failures: [],
+}
+"#;
+
+    fn suite_error(text: &str) -> Error {
+        match NativeSuite::parse(text, Path::new("dir/bad.suite.toml")) {
+            Ok(suite) => panic!("accepted: {suite:?}\n{text}"),
+            Err(err) => err,
+        }
+    }
+
+    /// The whole report of `err`: the file may be named in any line.
+    fn names(err: &Error, file: &str) -> bool {
+        err.render().contains(file)
+    }
+
+    #[test]
+    fn the_examples_parse() -> Result<(), Error> {
+        let suite = NativeSuite::parse(SUITE, Path::new("s/smoke.suite.toml"))?;
+        assert_eq!(suite.tests.len(), 1);
+        assert_eq!(suite.name(), "smoke");
+        let config = SuiteConfig::parse(CONFIG, Path::new("c.json"))?;
+        assert_eq!(config.config_name, "cpu_llvm_task");
+        assert!(
+            config.json5_in_json,
+            "a .json file in JSON5 is said to be JSON5"
+        );
+        let strict = SuiteConfig::parse(r#"{"config_name": "x"}"#, Path::new("c.json"))?;
+        assert!(!strict.json5_in_json);
+        Ok(())
+    }
+
+    #[test]
+    fn bad_numbers_are_refused_naming_file_test_and_value() {
+        for (extra, needle) in [
+            ("tolerance = nan", "`tolerance = NaN`"),
+            ("tolerance = inf", "`tolerance = inf`"),
+            ("tolerance = -inf", "`tolerance = -inf`"),
+            ("tolerance = -1.0", "`tolerance = -1`"),
+            (
+                "[test.benchmark]\ntime-ms = -0.5",
+                "`benchmark.time-ms = -0.5`",
+            ),
+            (
+                "[test.benchmark]\ntime-ms = nan",
+                "`benchmark.time-ms = NaN`",
+            ),
+            ("[test.benchmark]\ntolerance = 0.5", "must be at least 1"),
+            ("[test.benchmark]\nmin-time-s = 1e30", "at most 3600"),
+            ("[test.benchmark]\nrepetitions = 0", "must be 1 to 1000"),
+            ("sha256 = \"xyz\"", "not a sha256 digest"),
+        ] {
+            let text = format!("[[test]]\nname = \"t1\"\nsource = \"a.mlir\"\n{extra}\n");
+            let err = suite_error(&text);
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.message.contains(needle), "{extra}: {}", err.message);
+            assert!(err.message.contains("`t1`"), "{}", err.message);
+            assert!(names(&err, "dir/bad.suite.toml"), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn unselectable_markers_are_refused() {
+        for marker in ["and", "or", "not", "(", "a b", "", " gpu", "gpu)", "é"] {
+            let text =
+                format!("[[test]]\nname = \"t\"\nsource = \"a.mlir\"\nmarkers = [{marker:?}]\n");
+            let err = suite_error(&text);
+            assert!(
+                err.message.contains("can never be selected"),
+                "{marker:?}: {}",
+                err.message
+            );
+        }
+        let err = suite_error("[suite]\nmarkers = [\"not\"]\n");
+        assert!(err.message.contains("of the suite"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_bad_name_in_a_config_is_refused() {
+        for name in ["", "  ", "a\nb", "../up", &"c".repeat(200)] {
+            let text = format!("{{\"config_name\": {}}}", serde_json::json!(name));
+            let err = match SuiteConfig::parse(&text, Path::new("cfg.json")) {
+                Ok(_) => panic!("{name:?} accepted"),
+                Err(err) => err,
+            };
+            assert!(
+                err.message.contains("invalid config name"),
+                "{}",
+                err.message
+            );
+            assert!(names(&err, "cfg.json"));
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = "[".repeat(100_000);
+        let err = suite_error(&format!("a = {deep}"));
+        assert!(names(&err, "bad.suite.toml"));
+        let err = match SuiteConfig::parse(&format!("{{config_name: {deep}"), Path::new("c.json5"))
+        {
+            Ok(_) => panic!("accepted"),
+            Err(err) => err,
+        };
+        assert!(names(&err, "c.json5"));
+    }
+
+    /// `doc` with edits applied: at a character position, delete some
+    /// characters and insert a string (positions wrap around the length).
+    fn mutate(doc: &str, edits: &[(usize, usize, String)]) -> String {
+        let mut chars: Vec<char> = doc.chars().collect();
+        for (at, delete, insert) in edits {
+            let at = at % (chars.len() + 1);
+            let end = (at + delete % 8).min(chars.len());
+            chars.splice(at..end, insert.chars());
+        }
+        chars.into_iter().collect()
+    }
+
+    fn edits() -> impl Strategy<Value = Vec<(usize, usize, String)>> {
+        let insert = prop_oneof![
+            Just(String::new()),
+            Just("\"".to_string()),
+            Just("[".to_string()),
+            Just("]".to_string()),
+            Just("{".to_string()),
+            Just("\n[[test]]\n".to_string()),
+            Just("nan".to_string()),
+            Just("-1e309".to_string()),
+            Just("\u{0}".to_string()),
+            Just("../".to_string()),
+            "\\PC{0,6}",
+        ];
+        proptest::collection::vec((any::<usize>(), any::<usize>(), insert), 1..6)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_suite_text_is_parsed_or_refused_naming_the_file(text in "\\PC{0,400}") {
+            if let Err(err) = NativeSuite::parse(&text, Path::new("p/fuzz.suite.toml")) {
+                prop_assert!(names(&err, "fuzz.suite.toml"), "{}", err.render());
+                prop_assert_eq!(err.exit_code(), 2);
+            }
+        }
+
+        #[test]
+        fn mutated_suites_are_parsed_or_refused_naming_the_file(e in edits()) {
+            let text = mutate(SUITE, &e);
+            if let Err(err) = NativeSuite::parse(&text, Path::new("p/fuzz.suite.toml")) {
+                prop_assert!(names(&err, "fuzz.suite.toml"), "{}", err.render());
+                prop_assert_eq!(err.exit_code(), 2);
+            }
+        }
+
+        #[test]
+        fn any_config_text_is_parsed_or_refused_naming_the_file(text in "\\PC{0,400}") {
+            for origin in ["p/fuzz.json", "p/fuzz.json5"] {
+                if let Err(err) = SuiteConfig::parse(&text, Path::new(origin)) {
+                    prop_assert!(names(&err, origin), "{}", err.render());
+                    prop_assert_eq!(err.exit_code(), 2);
+                }
+            }
+        }
+
+        #[test]
+        fn mutated_configs_are_parsed_or_refused_naming_the_file(e in edits()) {
+            let text = mutate(CONFIG, &e);
+            for origin in ["p/fuzz.json", "p/fuzz.json5"] {
+                if let Err(err) = SuiteConfig::parse(&text, Path::new(origin)) {
+                    prop_assert!(names(&err, origin), "{}", err.render());
+                    prop_assert_eq!(err.exit_code(), 2);
+                }
+            }
+        }
     }
 }

@@ -75,12 +75,19 @@ pub fn update(tests: &[Test], report: &RunReport) -> Result<Vec<Updated>, Error>
     }
     let mut updated = Vec::new();
     for (path, lists) in lists {
-        let text = fs_err::read_to_string(&path)?;
+        let text = lockstep_core::fs::read_input_text(
+            "the suite config",
+            &path,
+            crate::sources::MAX_SUITE_BYTES,
+        )?;
         let compile: Vec<String> = lists.compile.into_iter().collect();
         let run: Vec<String> = lists.run.into_iter().collect();
-        let rewritten = rewrite_lists(&text, &compile, &run)?;
+        let rewritten = rewrite_lists(&text, &path, &compile, &run)?;
         if rewritten != text {
-            lockstep_core::fs::write_atomic(&path, rewritten.as_bytes())
+            // Through a symbolic link: the file it names is replaced, the
+            // link stays.
+            let target = writable_file(&path)?;
+            lockstep_core::fs::write_atomic(&target, rewritten.as_bytes())
                 .map_err(|e| e.context(format!("cannot write {}", path.display())))?;
         }
         updated.push(Updated {
@@ -90,6 +97,30 @@ pub fn update(tests: &[Test], report: &RunReport) -> Result<Vec<Updated>, Error>
         });
     }
     Ok(updated)
+}
+
+/// Refuses, before a run, `--update-xfails` on configs it could not
+/// rewrite: only a regular file (or a link to one) can be replaced.
+pub fn check_updatable(configs: &[SuiteConfig]) -> Result<(), Error> {
+    configs
+        .iter()
+        .try_for_each(|c| writable_file(&c.path).map(|_| ()))
+}
+
+/// The regular file `path` is or links to.
+fn writable_file(path: &Path) -> Result<PathBuf, Error> {
+    let refuse = |why: String| {
+        Err(Error::usage(format!(
+            "--update-xfails cannot rewrite {}: {why}",
+            path.display()
+        ))
+        .hint("give --suite-config a regular file to update"))
+    };
+    match std::fs::canonicalize(path) {
+        Ok(target) if target.is_file() => Ok(target),
+        Ok(_) => refuse("it is not a regular file (a FIFO, a device or a directory)".into()),
+        Err(e) => refuse(e.to_string()),
+    }
 }
 
 /// A config's expected-failure lists being updated.
@@ -146,7 +177,22 @@ impl Lists {
 /// Lists are also de-duplicated. Comments inside a replaced array are dropped
 /// (see the module documentation); everything outside the two arrays' spans is
 /// kept byte for byte.
-pub fn rewrite_lists(text: &str, compile: &[String], run: &[String]) -> Result<String, Error> {
+///
+/// `origin` is the file the text was read from: every error names it. Never
+/// panics, whatever the text.
+pub fn rewrite_lists(
+    text: &str,
+    origin: &Path,
+    compile: &[String],
+    run: &[String],
+) -> Result<String, Error> {
+    rewrite_text(text, compile, run).map_err(|e| {
+        let message = format!("{}: {}", origin.display(), e.message);
+        Error { message, ..e }
+    })
+}
+
+fn rewrite_text(text: &str, compile: &[String], run: &[String]) -> Result<String, Error> {
     let scan = scan(text)?;
 
     let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
@@ -884,7 +930,7 @@ mod tests {
     }
 
     fn rewrite(text: &str, compile: &[&str], run: &[&str]) -> String {
-        match rewrite_lists(text, &s(compile), &s(run)) {
+        match rewrite_lists(text, Path::new("c.json"), &s(compile), &s(run)) {
             Ok(out) => out,
             Err(e) => panic!("rewrite failed: {}\n--- input ---\n{text}", e.render()),
         }
@@ -898,7 +944,7 @@ mod tests {
     }
 
     fn rewrite_error(text: &str) -> String {
-        match rewrite_lists(text, &s(&["a"]), &s(&["b"])) {
+        match rewrite_lists(text, Path::new("c.json"), &s(&["a"]), &s(&["b"])) {
             Ok(out) => panic!("expected an error, got:\n{out}"),
             Err(e) => {
                 assert_eq!(e.kind, ErrorKind::Usage, "{}", e.render());
@@ -1252,5 +1298,38 @@ mod tests {
         let text = format!("{{\"a\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000));
         let msg = rewrite_error(&text);
         assert!(msg.contains("nesting deeper than"), "{msg}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_text_is_rewritten_or_refused_naming_the_file(text in "\\PC{0,300}") {
+            if let Err(err) = rewrite_lists(&text, Path::new("p/fuzz.json"), &s(&["a"]), &s(&[])) {
+                proptest::prop_assert!(err.message.contains("p/fuzz.json"), "{}", err.message);
+            }
+        }
+
+        #[test]
+        fn edited_configs_are_rewritten_or_refused_naming_the_file(
+            cut in 0usize..400,
+            len in 0usize..8,
+            insert in "[\\[\\]{}\"',:/*a-z \\n]{0,4}",
+        ) {
+            let mut chars: Vec<char> = DOC_EXAMPLE.chars().collect();
+            let at = cut.min(chars.len());
+            let end = (at + len).min(chars.len());
+            chars.splice(at..end, insert.chars());
+            let text: String = chars.into_iter().collect();
+            match rewrite_lists(&text, Path::new("p/fuzz.json"), &s(&["x\"y"]), &s(&["b"])) {
+                // A rewrite of a JSON5 object is still one.
+                Ok(out) => {
+                    if json5::from_str::<Json>(&text).is_ok() {
+                        proptest::prop_assert!(json5::from_str::<Json>(&out).is_ok(), "{out}");
+                    }
+                }
+                Err(err) => proptest::prop_assert!(err.message.contains("p/fuzz.json"), "{}", err.message),
+            }
+        }
     }
 }

@@ -2,7 +2,6 @@
 //! the reporters, write the reports.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use lockstep_core::config::Loaded;
 use lockstep_core::output::{self, Target};
@@ -39,6 +38,11 @@ pub fn run(
         .iter()
         .map(|p| SuiteConfig::load(p))
         .collect::<Result<Vec<_>, _>>()?;
+    let origin = loaded.path.as_deref().unwrap_or(Path::new("lockstep.toml"));
+    plan::check_test_config(cfg, origin)?;
+    if args.update_xfails {
+        xfails::check_updatable(&configs)?;
+    }
     let known = plan::targets(cfg);
     for config in configs.iter().filter(|c| c.json5_in_json) {
         (rep as &dyn lockstep_core::events::Sink).note(format!(
@@ -66,6 +70,9 @@ pub fn run(
         .collect::<Result<Vec<_>, _>>()?;
     let markers = args.markers.as_deref().map(MarkerExpr::parse).transpose()?;
     let shard = args.shard.as_deref().map(plan::parse_shard).transpose()?;
+    let jobs = RunOptions::jobs_from_flag(args.jobs)?;
+    let compile_timeout = RunOptions::timeout_from_flag(args.timeout, cfg.compile_timeout)?;
+    let run_timeout = RunOptions::timeout_from_flag(args.timeout, cfg.run_timeout)?;
     let mut history = History::open(cwd)?;
     let sink: &dyn lockstep_core::events::Sink = rep;
     let only = if args.last_failed {
@@ -109,19 +116,9 @@ pub fn run(
             .to_string(),
     );
     let opts = RunOptions {
-        jobs: args.jobs.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        }),
-        compile_timeout: args
-            .timeout
-            .map(Duration::from_secs)
-            .unwrap_or(cfg.compile_timeout),
-        run_timeout: args
-            .timeout
-            .map(Duration::from_secs)
-            .unwrap_or(cfg.run_timeout),
+        jobs,
+        compile_timeout,
+        run_timeout,
         no_cache: args.no_cache,
         run_dir: run_dir.clone(),
     };

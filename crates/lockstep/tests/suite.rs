@@ -1959,3 +1959,403 @@ fn step_commands_are_reproducible_from_a_shell() {
     let (code, output) = sh(cached["command"].as_str().unwrap());
     assert_eq!(code, Some(0), "{cached:#}\n{output}");
 }
+
+// ---------------------------------------------------------------------------
+// 15. Hostile trees, names and values (issue 10)
+
+/// A tree with every kind of link that used to hang discovery or list tests
+/// many times: loops to itself, a link up, a link to `/`, one into /proc.
+fn looping_tree(sb: &Sandbox) -> PathBuf {
+    let s = sb.root().join("s");
+    write(&s.join("add.mlir"), &add4());
+    write(
+        &s.join("adds.suite.toml"),
+        &native_add_test("add", "add.mlir", "11 22 33 44", ""),
+    );
+    layout_case(&s.join("cases"), "pass", &add4(), GOOD_FLAGS);
+    for (link, target) in [
+        ("s/a", "."),
+        ("s/b", "."),
+        ("s/cases/up", ".."),
+        ("s/root", "/"),
+        ("s/proc", "/proc/self"),
+    ] {
+        std::os::unix::fs::symlink(target, sb.root().join(link)).unwrap();
+    }
+    s
+}
+
+#[test]
+fn symbolic_link_loops_end_and_every_test_is_listed_once() {
+    let sb = Sandbox::new();
+    let s = looping_tree(&sb);
+    let d = s.display().to_string();
+    let ran = sb.run(&["test", "--list", &d]);
+    ran.expect(0, "a tree of loops is listed");
+    assert_eq!(
+        ran.stdout.lines().filter(|l| !l.trim().is_empty()).count(),
+        2,
+        "each test once: {}",
+        ran.stdout
+    );
+    assert_eq!(
+        ran.listed(),
+        ["adds/add [cpu]", "cases/pass [cpu]"]
+            .map(String::from)
+            .into()
+    );
+    for link in ["s/a", "s/b", "s/cases/up", "s/root", "s/proc"] {
+        let skipped = ran
+            .stderr
+            .lines()
+            .any(|l| l.starts_with("warning: skipped") && l.contains(link));
+        assert!(skipped, "says it skipped {link}: {}", ran.stderr);
+    }
+    // And the tests in it run, once each.
+    let (json, _) = sb.test(&[&d], 0);
+    expect_outcomes(
+        &json,
+        &[("adds/add [cpu]", "pass"), ("cases/pass [cpu]", "pass")],
+    );
+}
+
+#[test]
+fn proc_self_as_a_test_path_is_refused_not_walked() {
+    let sb = Sandbox::new();
+    sb.p.write("lockstep.toml", "[test]\npaths = [\"/proc/self\"]\n");
+    let ran = sb.run(&["test", "--list"]);
+    ran.expect(2, "[test] paths = [\"/proc/self\"]");
+    assert!(
+        ran.stderr
+            .contains("/proc/self is on the kernel's proc filesystem"),
+        "{}",
+        ran.stderr
+    );
+    let ran = sb.run(&["test", "--list", "/proc/self/fd"]);
+    ran.expect(2, "/proc/self/fd as a PATH");
+}
+
+#[test]
+fn a_tree_too_deep_is_refused_naming_it() {
+    let sb = Sandbox::new();
+    let mut deep = sb.root().join("deep");
+    for _ in 0..70 {
+        deep.push("d");
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    let d = sb.root().join("deep").display().to_string();
+    let ran = sb.run(&["test", "--list", &d]);
+    ran.expect(2, "70 levels");
+    assert!(
+        ran.stderr.contains("levels deep, more than 64"),
+        "{}",
+        ran.stderr
+    );
+    assert!(ran.stderr.contains(&d), "names the root: {}", ran.stderr);
+}
+
+#[test]
+fn a_fifo_named_like_a_suite_is_skipped_not_read() {
+    let sb = Sandbox::new();
+    let s = sb.root().join("s");
+    write(&s.join("add.mlir"), &add4());
+    write(
+        &s.join("adds.suite.toml"),
+        &native_add_test("add", "add.mlir", "11 22 33 44", ""),
+    );
+    let fifo = s.join("pipe.suite.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let d = s.display().to_string();
+    let ran = sb.run(&["test", "--list", &d]);
+    ran.expect(0, "a FIFO in the tree");
+    assert_eq!(ran.listed(), ["adds/add [cpu]".to_string()].into());
+    assert!(
+        ran.stderr.contains("pipe.suite.toml: not a regular file"),
+        "{}",
+        ran.stderr
+    );
+    let f = fifo.display().to_string();
+    let ran = sb.run(&["test", "--list", &f]);
+    ran.expect(2, "a FIFO as the PATH");
+    assert!(
+        ran.stderr
+            .contains("neither a directory nor a regular file"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn sources_and_inputs_that_are_not_files_say_what_they_are() {
+    let sb = Sandbox::new();
+    let dir = sb.root().join("native");
+    write(&dir.join("add.mlir"), &add4());
+    std::fs::create_dir_all(dir.join("folder.mlir")).unwrap();
+    std::fs::create_dir_all(dir.join("data/in.npy")).unwrap();
+    let mut text = String::from("[suite]\nname = \"odd\"\n\n");
+    text.push_str(&native_add_test("zero", "/dev/zero", "11 22 33 44", ""));
+    text.push_str(&native_add_test("folder", "folder.mlir", "11 22 33 44", ""));
+    text.push_str(
+        "[[test]]\nname = \"input\"\nsource = \"add.mlir\"\n\
+         inputs = [\"@data/in.npy\", \"4xf32=1 2 3 4\"]\noutputs = [\"4xf32=2 4 6 8\"]\n",
+    );
+    write(&dir.join("odd.suite.toml"), &text);
+    let d = dir.display().to_string();
+    let (json, _) = sb.test(&[&d], 1);
+    let reason = |id: &str| {
+        test_by_id(&json, id)["reason"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        reason("odd/zero [cpu]").contains("/dev/zero is not a regular file"),
+        "{}",
+        reason("odd/zero [cpu]")
+    );
+    assert!(reason("odd/folder [cpu]").contains("folder.mlir is a directory"));
+    assert!(
+        reason("odd/input [cpu]").contains("in.npy is a directory"),
+        "{}",
+        reason("odd/input [cpu]")
+    );
+
+    // Configs: a device and a directory are refused before anything runs.
+    for (config, says) in [
+        ("/dev/zero".to_string(), "/dev/zero is larger than"),
+        (dir.display().to_string(), "is a directory"),
+    ] {
+        let ran = sb.run(&["test", "--list", &d, "--suite-config", &config]);
+        ran.expect(2, &config);
+        assert!(ran.stderr.contains(says), "{config}: {}", ran.stderr);
+    }
+}
+
+#[test]
+fn long_names_run_with_hashed_log_names() {
+    let sb = Sandbox::new();
+    let dir = sb.root().join("native");
+    write(&dir.join("add.mlir"), &add4());
+    let (suite, test) = ("s".repeat(128), "t".repeat(128));
+    let mut text = format!("[suite]\nname = \"{suite}\"\n\n");
+    // A wrong expected output: the run step fails and keeps its log.
+    text.push_str(&native_add_test(&test, "add.mlir", "0 0 0 0", ""));
+    write(&dir.join("long.suite.toml"), &text);
+    // A case three directories of 200 bytes deep: its name cannot be refused.
+    let long = "c".repeat(200);
+    let cases = sb.root().join("cases");
+    layout_case(&cases.join(&long).join(&long), &long, &add4(), GOOD_FLAGS);
+    let (d, c) = (dir.display().to_string(), cases.display().to_string());
+    let (json, _) = sb.test(&[&d, &c], 1);
+    let native = test_by_id(&json, &format!("{suite}/{test} [cpu]"));
+    assert_eq!(native["outcome"], "fail", "{native:#}");
+    let case = test_by_id(&json, &format!("{long}/{long}/{long} [cpu]"));
+    assert_eq!(case["outcome"], "pass", "{case:#}");
+    for t in [native, case] {
+        let log = PathBuf::from(step(t, "run")["log"].as_str().unwrap());
+        let name = log.file_name().unwrap().len();
+        assert!(
+            name <= 120,
+            "a short file name ({name} bytes): {}",
+            log.display()
+        );
+        assert!(log.is_file(), "{}", log.display());
+    }
+}
+
+#[test]
+fn control_characters_in_names_are_escaped_or_refused() {
+    let sb = Sandbox::new();
+    let cases = sb.root().join("cases");
+    layout_case(&cases, "bell\u{7}esc\u{1b}[31m", &add4(), GOOD_FLAGS);
+    let c = cases.display().to_string();
+    let ran = sb.run(&["test", "--list", &c]);
+    ran.expect(0, "a case directory with control characters");
+    assert!(!ran.stdout.contains('\u{1b}') && !ran.stdout.contains('\u{7}'));
+    assert!(
+        ran.stdout.contains("bell\\u{7}esc\\u{1b}[31m [cpu]"),
+        "{}",
+        ran.stdout
+    );
+
+    let dir = sb.root().join("native");
+    write(&dir.join("add.mlir"), &add4());
+    write(
+        &dir.join("bad.suite.toml"),
+        // TOML's own escape: the name holds a raw ESC once parsed.
+        &native_add_test("red\\u001b[31m", "add.mlir", "11 22 33 44", ""),
+    );
+    let d = dir.display().to_string();
+    let ran = sb.run(&["test", "--list", &d]);
+    ran.expect(2, "a test name with an escape sequence");
+    assert!(!ran.stderr.contains('\u{1b}'), "{}", ran.stderr);
+    assert!(ran.stderr.contains("control character"), "{}", ran.stderr);
+}
+
+#[test]
+fn bad_values_are_refused_before_anything_runs() {
+    let sb = Sandbox::new();
+    let dir = sb.root().join("native");
+    write(&dir.join("add.mlir"), &add4());
+    let d = dir.display().to_string();
+    let suite = dir.join("v.suite.toml");
+    for (extra, says) in [
+        (
+            "tolerance = -inf",
+            "`tolerance = -inf` must be a finite number",
+        ),
+        (
+            "[test.benchmark]\ntime-ms = -inf",
+            "`benchmark.time-ms = -inf`",
+        ),
+        (
+            "[test.benchmark]\nrepetitions = 0",
+            "`benchmark.repetitions = 0` must be 1 to 1000",
+        ),
+        (
+            "[test.benchmark]\nmin-time-s = 1e30",
+            "must be at most 3600",
+        ),
+        ("markers = [\"not\"]", "marker \"not\" of test `v`"),
+        ("markers = [\"a b\"]", "can never be selected with -m"),
+        (
+            "[test.targets.cpu_sync]\nrun-flags = []",
+            "did you mean `cpu-sync`?",
+        ),
+    ] {
+        write(
+            &suite,
+            &native_add_test("v", "add.mlir", "11 22 33 44", extra),
+        );
+        let ran = sb.run(&["test", &d, "-j", "2"]);
+        ran.expect(2, extra);
+        assert!(ran.stderr.contains(says), "{extra}: {}", ran.stderr);
+        assert!(
+            ran.stderr.contains("v.suite.toml"),
+            "names the file: {}",
+            ran.stderr
+        );
+    }
+    write(&suite, &native_add_test("v", "add.mlir", "11 22 33 44", ""));
+    for (args, says) in [
+        (vec!["-j", "0"], "-j 0"),
+        (vec!["--timeout", "0"], "--timeout 0"),
+        (vec!["--shard", "0/2"], "invalid --shard `0/2`"),
+        (vec!["--shard", "3/2"], "invalid --shard `3/2`"),
+        (vec!["--shard", "1/0"], "invalid --shard `1/0`"),
+        (vec!["-m", "("], "expected a marker name"),
+    ] {
+        let mut all = vec!["test", d.as_str()];
+        all.extend(args.iter().copied());
+        let ran = sb.run(&all);
+        ran.expect(2, &format!("{args:?}"));
+        assert!(ran.stderr.contains(says), "{args:?}: {}", ran.stderr);
+    }
+    for (toml, says) in [
+        (
+            "[test.targets.\"gpu\\nx\"]\n",
+            "invalid target name \"gpu\\nx\"",
+        ),
+        (
+            "[test.targets.gpu]\nmarkers = [\"and\"]\n",
+            "marker \"and\" of [test.targets.gpu]",
+        ),
+        ("[test]\nrun-timeout = \"0s\"\n", "[test] run-timeout"),
+    ] {
+        sb.p.write("lockstep.toml", toml);
+        let ran = sb.run(&["test", &d]);
+        ran.expect(2, toml);
+        assert!(ran.stderr.contains(says), "{toml}: {}", ran.stderr);
+        assert!(ran.stderr.contains("lockstep.toml"), "{}", ran.stderr);
+    }
+    sb.p.write("lockstep.toml", "");
+    let config = sb.root().join("c.json");
+    write(&config, "{\"config_name\": \"a\\nb\"}");
+    let cfg = config.display().to_string();
+    let ran = sb.run(&["test", &d, "--suite-config", &cfg]);
+    ran.expect(2, "a config name with a newline");
+    assert!(ran.stderr.contains("invalid config name"), "{}", ran.stderr);
+    assert!(cache_entries(&sb.cache()).is_empty(), "nothing ran");
+}
+
+#[test]
+fn a_huge_job_count_starts_only_the_workers_there_is_work_for() {
+    let sb = Sandbox::new();
+    let dir = sb.root().join("native");
+    write(&dir.join("add.mlir"), &add4());
+    write(
+        &dir.join("one.suite.toml"),
+        &native_add_test("add", "add.mlir", "11 22 33 44", ""),
+    );
+    let json = sb.root().join("huge-j.json");
+    let (d, j) = (dir.display().to_string(), json.display().to_string());
+    let ran = sb.run(&["test", &d, "-j", "18446744073709551615", "--json", &j]);
+    ran.expect(0, "-j usize::MAX");
+    let json = read_json(&json, &ran);
+    expect_outcomes(&json, &[("one/add [cpu]", "pass")]);
+}
+
+#[test]
+fn a_json_config_written_in_json5_runs_with_a_note() {
+    let sb = Sandbox::new();
+    let its = sb.root().join("its");
+    layout_case(&its, "pass", &add4(), GOOD_FLAGS);
+    let config = sb.root().join("cpu.json");
+    let flags = CPU_COMPILE_FLAGS.map(|f| format!("'{f}'")).join(", ");
+    write(
+        &config,
+        &format!(
+            "// iree-test-suites style\n{{\n  config_name: 'cpu',\n  \
+             iree_compile_flags: [{flags}],\n  iree_run_module_flags: ['--device=local-task',],\n}}\n"
+        ),
+    );
+    let (i, c) = (its.display().to_string(), config.display().to_string());
+    let (json, ran) = sb.test(&[&i, "--suite-config", &c], 0);
+    expect_outcomes(&json, &[("pass [cpu]", "pass")]);
+    assert!(
+        ran.stderr.contains(&format!("{c} is JSON5, not JSON")),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn update_xfails_writes_through_a_symbolic_link_and_refuses_what_it_cannot_rewrite() {
+    let sb = Sandbox::new();
+    let its = sb.root().join("its");
+    layout_case(&its, "broken_run", &add4(), WRONG_FLAGS);
+    let real = sb.root().join("configs/real.json");
+    write(&real, &config_json("cpu", "local-task", &[]));
+    let link = sb.root().join("config.json");
+    std::os::unix::fs::symlink("configs/real.json", &link).unwrap();
+    let (i, l) = (its.display().to_string(), link.display().to_string());
+    sb.test(&[&i, "--suite-config", &l, "--update-xfails"], 1);
+    assert!(
+        link.symlink_metadata().unwrap().file_type().is_symlink(),
+        "the link is kept"
+    );
+    assert_eq!(
+        json5_list(
+            &std::fs::read_to_string(&real).unwrap(),
+            "expected_run_failures"
+        ),
+        vec!["broken_run".to_string()],
+        "the file it names is updated"
+    );
+    // A config read from a process substitution cannot be rewritten: said
+    // before anything runs.
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c").arg(format!(
+        "exec \"$0\" test {i} --update-xfails --suite-config <(cat {})",
+        real.display()
+    ));
+    cmd.arg(env!("CARGO_BIN_EXE_lockstep"));
+    sb.p.isolate(&mut cmd);
+    let ran = Ran::from(common::output(&mut cmd));
+    ran.expect(2, "--update-xfails on a pipe");
+    assert!(
+        ran.stderr.contains("--update-xfails cannot rewrite"),
+        "{}",
+        ran.stderr
+    );
+}
