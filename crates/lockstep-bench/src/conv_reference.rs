@@ -178,8 +178,9 @@ pub fn conv_reference(
             ConvMode::Trans => (g * cg + c) * wo_stride + k * wi_stride,
         }
     };
-    let mut out = vec![0f64; count(out_shape)];
-    let mut sums = vec![0f64; out.len()];
+    let out_elements = out_shape.iter().fold(1u64, |a, &b| a.saturating_mul(b));
+    let mut out = crate::compare::zeros(out_elements, name)?;
+    let mut sums = crate::compare::zeros(out_elements, name)?;
     let (a, b) = (&inputs[0], &inputs[1]);
     for_each_tap(conv, |x_pos, y_pos, f| {
         let (x_sp, y_sp, w_sp) = (dot(x_pos, &xs), dot(y_pos, &ys), dot(f, &ws));

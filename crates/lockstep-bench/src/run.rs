@@ -28,7 +28,7 @@ use crate::jobs::Job;
 use crate::kernel;
 use crate::references;
 use crate::rows::{Check, Row, Stats};
-use crate::signature::{signatures, OpSignature};
+use crate::signature::{signatures, OpSignature, Operand};
 use crate::tensor_data;
 
 /// The seed of the verification inputs: every run gets the same data.
@@ -63,15 +63,18 @@ pub struct Options {
     pub max_bytes: u64,
 }
 
-/// The bytes a kernel needs in memory and on disk: its operands, plus the
-/// f64 copies of every operand the verification's reference uses.
+/// The bytes a kernel needs in memory and on disk: its operands, plus for
+/// verification the f64 copies of its inputs and the reference's two f64
+/// values (value and tolerance scale) per output element.
 pub fn bytes_needed(sig: &OpSignature, verify: bool) -> u64 {
-    let reference = if verify {
-        sig.inputs
+    let f64s = |operands: &[Operand], per_element: u64| {
+        operands
             .iter()
-            .chain(&sig.outputs)
-            .map(|o| o.elements().saturating_mul(8))
+            .map(|o| o.elements().saturating_mul(per_element))
             .fold(0u64, u64::saturating_add)
+    };
+    let reference = if verify {
+        f64s(&sig.inputs, 8).saturating_add(f64s(&sig.outputs, 16))
     } else {
         0
     };
