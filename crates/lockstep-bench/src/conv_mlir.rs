@@ -63,6 +63,18 @@ pub fn conv_module(sig: &OpSignature) -> Result<String, String> {
     Conv::new(sig, conv_sig)?.module()
 }
 
+/// The elements of the padded or dilated copies a convolution's module
+/// makes of its operands (saturating), which it needs beside its operands;
+/// zero for other signatures or ones the generator refuses.
+pub fn conv_scratch_elements(sig: &OpSignature) -> u64 {
+    let SignatureDetails::Conv(conv_sig) = &sig.details else {
+        return 0;
+    };
+    Conv::new(sig, conv_sig)
+        .and_then(|conv| conv.scratch_elements())
+        .unwrap_or(0)
+}
+
 /// Which tensor an operand is, for its layout letters.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -928,7 +940,13 @@ impl<'a> Conv<'a> {
             wide(self.dilation[j]),
         );
         let dim = |v: i128| self.dimension(v, j);
-        if taps <= size_o {
+        // The tap form's work and dilated dy against the other's: the
+        // shorter reduction usually decides, but a huge padding can make
+        // either copy huge, and the smaller total wins.
+        let dy_size = size_i + (taps - 1) * dil;
+        let w_low = ((size_o - 1) * st - pad).max(0);
+        let w_size = w_low + (size_i + pad).max((taps - 1) * dil + 1);
+        if size_i * taps + dy_size <= size_i * size_o + w_size {
             let size = size_i + (taps - 1) * dil;
             let low = (taps - 1) * dil - pad;
             let first = if low < 0 { (-low + st - 1) / st } else { 0 };
@@ -949,8 +967,7 @@ impl<'a> Conv<'a> {
                 w_expr: format!("d{r}"),
             });
         }
-        let low = ((size_o - 1) * st - pad).max(0);
-        let size = low + (size_i + pad).max((taps - 1) * dil + 1);
+        let (low, size) = (w_low, w_size);
         Ok(DataDim {
             over_taps: false,
             dy: Placement::whole(dim(size_o)?),
@@ -1020,6 +1037,39 @@ impl<'a> Conv<'a> {
         body.line(&format!("  linalg.yield {value} : {}", self.dtype.mlir()));
         body.line(&format!("}} -> {ty}"));
         reversed
+    }
+
+    /// The elements of the copies [`Conv::module`] makes: the padded
+    /// input (forward, backward weight), or the dilated dy and filter and
+    /// the reversed ones (backward data).
+    fn scratch_elements(&self) -> Result<u64, String> {
+        let product = |values: &[u64]| values.iter().fold(1u64, |a, &b| a.saturating_mul(b));
+        let channels = |outer: u64, inner: u64| outer.saturating_mul(inner);
+        if self.direction != Direction::BackwardData {
+            let mut padded = Vec::new();
+            for j in 0..self.spatial {
+                let size = self.wide(&self.input_spatial, j);
+                let lo = self.wide(&self.padding, j);
+                let hi = (self.reach(j) - size - lo).max(0);
+                padded.push(self.dimension(size + lo + hi, j)?);
+            }
+            return Ok(channels(self.n, self.c).saturating_mul(product(&padded)));
+        }
+        let s = self.spatial;
+        let plan = (0..s)
+            .map(|j| self.data_dim(j, 0, 0))
+            .collect::<Result<Vec<DataDim>, String>>()?;
+        let dy: Vec<u64> = plan.iter().map(|d| d.dy.size).collect();
+        let w: Vec<u64> = plan.iter().map(|d| d.w.size).collect();
+        let dy_copy = channels(self.n, self.k).saturating_mul(product(&dy));
+        let w_copy = channels(self.k, self.c / self.groups).saturating_mul(product(&w));
+        let reversed = channels(self.n, self.k)
+            .saturating_mul(product(&self.output_spatial))
+            .saturating_add(
+                channels(self.k, self.c / self.groups)
+                    .saturating_mul(product(&self.filter_spatial)),
+            );
+        Ok(dy_copy.saturating_add(w_copy).saturating_add(reversed))
     }
 
     /// A size or offset along spatial dimension `j`, which MLIR's shapes
@@ -1434,5 +1484,19 @@ mod tests {
         let (_, vmfb) = compile(line, "million");
         assert!(vmfb.exists());
         let _ = std::fs::remove_file(vmfb);
+    }
+
+    /// A huge padding around a tiny input does not make a huge padded copy:
+    /// backward data picks the form whose copies are small, and the byte
+    /// limit sees the copies every direction makes.
+    #[test]
+    fn huge_padding_makes_no_huge_copies() {
+        let line = "conv -n 1 -c 1 -H 1 -W 1 -k 1 -y 3 -x 1 -p 1073741824 -u 2147483647 -F 2";
+        assert!(conv_scratch_elements(&sig(line)) < 100);
+        // Forward pads x by p on both sides: that copy is counted.
+        let fwd = line.replace("-F 2", "-F 1");
+        assert!(conv_scratch_elements(&sig(&fwd)) > 1 << 30);
+        // The same shapes at a size that runs, checked against the reference.
+        run_and_check("conv -n 1 -c 2 -H 2 -W 3 -k 2 -y 3 -x 2 -p 40 -q 1 -u 60 -v 1 -F 2");
     }
 }

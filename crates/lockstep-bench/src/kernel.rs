@@ -24,6 +24,16 @@ pub fn modules_of_line(text: &str) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
+/// The elements of the working copies a signature's module makes beside
+/// its operands (padded and dilated tensors of a convolution), which the
+/// runner's byte limit counts in the signature's element type.
+pub fn scratch_elements(sig: &OpSignature) -> u64 {
+    match &sig.details {
+        SignatureDetails::Conv(_) => crate::conv_mlir::conv_scratch_elements(sig),
+        SignatureDetails::Gemm(_) | SignatureDetails::LayerNorm(_) => 0,
+    }
+}
+
 /// The MLIR module of any signature: a convolution, a gemm or a layer norm.
 pub fn module(sig: &OpSignature) -> Result<String, String> {
     match &sig.details {
