@@ -727,7 +727,15 @@ fn misplaced_options_and_bad_values_are_usage_errors_before_any_compile() {
         ),
         (
             &["--commands-file", "nope.txt"],
-            "cannot read the commands file nope.txt",
+            "--commands-file nope.txt does not exist",
+        ),
+        (
+            &["--commands-file", "."],
+            "--commands-file . is a directory",
+        ),
+        (
+            &["--commands-file", "/dev/zero"],
+            "--commands-file /dev/zero is larger than 67108864 bytes",
         ),
         (
             &["--timeout", "1e30", "conv", "-n", "1"],
