@@ -1059,17 +1059,36 @@ impl<'a> Conv<'a> {
         let plan = (0..s)
             .map(|j| self.data_dim(j, 0, 0))
             .collect::<Result<Vec<DataDim>, String>>()?;
+        let (dy_channels, w_channels) = (
+            channels(self.n, self.k),
+            channels(self.k, self.c / self.groups),
+        );
+        // A copy is made when some dimension moves (placed) or is read
+        // reversed, as `backward_data` does.
+        let copy = |channels: u64, sizes: &[u64], moved: bool| {
+            if moved {
+                channels.saturating_mul(product(sizes))
+            } else {
+                0
+            }
+        };
         let dy: Vec<u64> = plan.iter().map(|d| d.dy.size).collect();
         let w: Vec<u64> = plan.iter().map(|d| d.w.size).collect();
-        let dy_copy = channels(self.n, self.k).saturating_mul(product(&dy));
-        let w_copy = channels(self.k, self.c / self.groups).saturating_mul(product(&w));
-        let reversed = channels(self.n, self.k)
-            .saturating_mul(product(&self.output_spatial))
-            .saturating_add(
-                channels(self.k, self.c / self.groups)
-                    .saturating_mul(product(&self.filter_spatial)),
-            );
-        Ok(dy_copy.saturating_add(w_copy).saturating_add(reversed))
+        let dy_placed = copy(dy_channels, &dy, dy != self.output_spatial);
+        let w_placed = copy(w_channels, &w, w != self.filter_spatial);
+        let dy_reversed = copy(
+            dy_channels,
+            &self.output_spatial,
+            plan.iter().any(|d| !d.over_taps),
+        );
+        let w_reversed = copy(
+            w_channels,
+            &self.filter_spatial,
+            plan.iter().any(|d| d.over_taps),
+        );
+        Ok([dy_placed, w_placed, dy_reversed, w_reversed]
+            .into_iter()
+            .fold(0u64, u64::saturating_add))
     }
 
     /// A size or offset along spatial dimension `j`, which MLIR's shapes

@@ -124,7 +124,7 @@ fn too_large(sig: &OpSignature, verify: bool, limit: u64) -> Option<String> {
         shapes.join(", "),
         match kernel::scratch_elements(sig) {
             0 => String::new(),
-            n => format!(" with {n} elements of padded copies"),
+            n => format!(" with {n} elements of working copies"),
         },
         if verify { " and the f64 reference" } else { "" },
     ))
