@@ -21,6 +21,17 @@ pub struct Expected {
     pub sums: Vec<f64>,
 }
 
+/// `len` zeros, or an error naming `what` when they do not fit in memory:
+/// a reference must fail its row, not abort the process.
+pub fn zeros(len: u64, what: &str) -> Result<Vec<f64>, String> {
+    let too_large = || format!("{what}: the reference needs {len} values, more than fit in memory");
+    let len = usize::try_from(len).map_err(|_| too_large())?;
+    let mut values = Vec::new();
+    values.try_reserve_exact(len).map_err(|_| too_large())?;
+    values.resize(len, 0.0);
+    Ok(values)
+}
+
 /// The outcome of comparing a kernel's output with the reference.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Verdict {

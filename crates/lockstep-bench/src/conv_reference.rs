@@ -36,22 +36,29 @@ fn strides(layout: Layout, batch: u64, channels: u64, spatial: &[u64]) -> (u64, 
     (sn, sc, ss)
 }
 
-/// All multi-indices below `sizes`, last dimension fastest.
-fn multi_index(sizes: &[u64]) -> Vec<Vec<u64>> {
-    let mut all = vec![vec![]];
-    for &size in sizes {
-        all = all
-            .into_iter()
-            .flat_map(|prefix: Vec<u64>| {
-                (0..size).map(move |v| {
-                    let mut p = prefix.clone();
-                    p.push(v);
-                    p
-                })
-            })
-            .collect();
+/// Calls `visit` with every multi-index below `sizes`, last dimension
+/// fastest, one at a time: a window of a million taps is never a million
+/// vectors in memory.
+fn each_index(sizes: &[u64], mut visit: impl FnMut(&[u64])) {
+    if sizes.contains(&0) {
+        return;
     }
-    all
+    let mut index = vec![0u64; sizes.len()];
+    loop {
+        visit(&index);
+        let mut j = sizes.len();
+        loop {
+            let Some(prev) = j.checked_sub(1) else {
+                return;
+            };
+            j = prev;
+            index[j] += 1;
+            if index[j] < sizes[j] {
+                break;
+            }
+            index[j] = 0;
+        }
+    }
 }
 
 /// Direct convolution in f64 of `inputs` (one vector per operand of
@@ -122,7 +129,11 @@ pub fn conv_reference(
         Direction::BackwardData => (&y_shape, &w_shape, &x_shape),
         Direction::BackwardWeight => (&y_shape, &x_shape, &w_shape),
     };
-    let count = |shape: &[u64]| shape.iter().product::<u64>() as usize;
+    // Saturating: a shape too large to hold can never match the inputs.
+    let count = |shape: &[u64]| {
+        let elements = shape.iter().fold(1u64, |a, &b| a.saturating_mul(b));
+        usize::try_from(elements).unwrap_or(usize::MAX)
+    };
     let mut expected = vec![a_shape.clone(), b_shape.clone()];
     if bias {
         expected.push(vec![conv.k]);
@@ -167,8 +178,9 @@ pub fn conv_reference(
             ConvMode::Trans => (g * cg + c) * wo_stride + k * wi_stride,
         }
     };
-    let mut out = vec![0f64; count(out_shape)];
-    let mut sums = vec![0f64; out.len()];
+    let out_elements = out_shape.iter().fold(1u64, |a, &b| a.saturating_mul(b));
+    let mut out = crate::compare::zeros(out_elements, name)?;
+    let mut sums = crate::compare::zeros(out_elements, name)?;
     let (a, b) = (&inputs[0], &inputs[1]);
     for_each_tap(conv, |x_pos, y_pos, f| {
         let (x_sp, y_sp, w_sp) = (dot(x_pos, &xs), dot(y_pos, &ys), dot(f, &ws));
@@ -193,10 +205,8 @@ pub fn conv_reference(
         }
     });
     if bias {
-        let positions: Vec<u64> = multi_index(&conv.output_spatial)
-            .iter()
-            .map(|o| dot(o, &ys))
-            .collect();
+        let mut positions = Vec::new();
+        each_index(&conv.output_spatial, |o| positions.push(dot(o, &ys)));
         for n in 0..conv.n {
             for k in 0..conv.k {
                 for y_sp in &positions {
@@ -223,23 +233,23 @@ fn for_each_tap(conv: &ConvCommand, mut visit: impl FnMut(&[u64], &[u64], &[u64]
         ConvMode::Conv => (&conv.output_spatial, &conv.input_spatial),
         ConvMode::Trans => (&conv.input_spatial, &conv.output_spatial),
     };
-    let taps = multi_index(&conv.filter_spatial);
-    for a in multi_index(from) {
-        for f in &taps {
+    each_index(from, |a| {
+        each_index(&conv.filter_spatial, |f| {
             let reached: Option<Vec<u64>> = (0..s)
                 .map(|j| {
-                    let pos = (a[j] * conv.stride[j] + f[j] * conv.dilation[j]) as i64
-                        - conv.padding[j] as i64;
-                    (pos >= 0 && pos < to[j] as i64).then_some(pos as u64)
+                    let pos = i128::from(a[j]) * i128::from(conv.stride[j])
+                        + i128::from(f[j]) * i128::from(conv.dilation[j])
+                        - i128::from(conv.padding[j]);
+                    u64::try_from(pos).ok().filter(|&p| p < to[j])
                 })
                 .collect();
-            let Some(b) = reached else { continue };
+            let Some(b) = reached else { return };
             match conv.mode {
-                ConvMode::Conv => visit(&b, &a, f),
-                ConvMode::Trans => visit(&a, &b, f),
+                ConvMode::Conv => visit(&b, a, f),
+                ConvMode::Trans => visit(a, &b, f),
             }
-        }
-    }
+        })
+    });
 }
 
 #[cfg(test)]
@@ -649,6 +659,19 @@ mod tests {
                 "conv -_ 3 -m trans -n 2 -c 4 -! 2 -H 3 -W 3 -k 2 -@ 2 -y 2 -x 3 -# 2 -u 1 -v 2 -$ 0 -p 1 -q 1 -% 1 -F 4",
             ];
             assert_exact(&lines);
+        }
+
+        /// Transposed convolutions with long filters (more taps than input
+        /// positions: the generator reduces over the input, not the taps),
+        /// in one or both dimensions, with strides, padding, dilation,
+        /// output padding and groups; and a 5,000-tap 1-D one.
+        #[test]
+        fn transposed_wide_windows_pass() {
+            assert_exact(&[
+                "conv -m trans -n 1 -c 2 -H 3 -W 2 -k 2 -y 40 -x 3 -u 3 -v 1 -p 2 -q 1 -l 2 -j 1 -F 1",
+                "conv -m trans -n 2 -c 4 -H 2 -W 1 -k 4 -y 9 -x 17 -u 2 -v 2 -p 1 -q 3 -g 2 -Y 1 -F 1 -I NHWC -f NHWC -O NHWC",
+                "conv -_ 1 -m trans -n 1 -c 2 -W 2 -k 2 -x 5000 -v 3 -q 7 -F 1 -I NCW -f NCW -O NCW",
+            ]);
         }
 
         #[test]

@@ -261,8 +261,8 @@ pub fn reference(sig: &OpSignature, inputs: &[Vec<f64>]) -> Result<Vec<Expected>
         ));
     }
     for (i, (values, dims)) in inputs.iter().zip([c.lhs, c.rhs]).enumerate() {
-        let elements = size(gemm, dims[0]).saturating_mul(size(gemm, dims[1])) as usize;
-        if values.len() != elements {
+        let elements = size(gemm, dims[0]).saturating_mul(size(gemm, dims[1]));
+        if values.len() as u64 != elements {
             return Err(format!(
                 "{name}: input {i} has {} values, its operand {elements} elements",
                 values.len()
@@ -271,8 +271,9 @@ pub fn reference(sig: &OpSignature, inputs: &[Vec<f64>]) -> Result<Vec<Expected>
     }
     let [o0, o1, r] = c.loops().map(|d| size(gemm, d) as usize);
     let (lhs, rhs) = (c.strides(gemm, c.lhs), c.strides(gemm, c.rhs));
-    let mut values = vec![0.0; o0 * o1];
-    let mut sums = vec![0.0; o0 * o1];
+    let elements = size(gemm, c.out[0]).saturating_mul(size(gemm, c.out[1]));
+    let mut values = crate::compare::zeros(elements, name)?;
+    let mut sums = crate::compare::zeros(elements, name)?;
     for i in 0..o0 {
         for j in 0..o1 {
             let (mut value, mut sum) = (0.0, 0.0);

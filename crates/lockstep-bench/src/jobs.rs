@@ -12,6 +12,10 @@ use lockstep_core::Error;
 use crate::miopen::{parse_argv, BenchCommand, ElemType};
 use crate::{commands, defaults, signatures};
 
+/// The largest commands file read: far beyond any real batch (a million
+/// lines), small enough that `/dev/zero` or a wrong file fails at once.
+pub const MAX_COMMANDS_FILE_BYTES: u64 = 64 << 20;
+
 /// One command of the batch.
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -39,11 +43,11 @@ pub fn jobs(
     }
     let (text, is_tsv, extra) = match commands_file {
         Some(path) => {
-            let text = fs_err::read_to_string(path).map_err(|e| {
-                Error::usage(format!("cannot read the commands file {}", path.display()))
-                    .cause(e.to_string())
-                    .hint("pass an existing file with one MIOpenDriver command per line")
-            })?;
+            let text = lockstep_core::fs::read_input_text(
+                "--commands-file",
+                path,
+                MAX_COMMANDS_FILE_BYTES,
+            )?;
             let is_tsv = path.extension().is_some_and(|e| e == "tsv");
             (text, is_tsv, words.to_vec())
         }

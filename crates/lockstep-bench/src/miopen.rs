@@ -1474,6 +1474,10 @@ fn gemm(command: &str, dtype: ElemType, args: &Args) -> Result<GemmCommand, Pars
     })
 }
 
+/// The most dimensions a layer norm's `-X` takes: BOO's are 4 or 5, and
+/// the generated module grows with the rank.
+const MAX_LAYERNORM_RANK: usize = 8;
+
 fn layernorm(command: &str, dtype: ElemType, args: &Args) -> Result<LayerNormCommand, ParseError> {
     let mode = match args.int("forw")? {
         1 => LayerNormMode::Forward,
@@ -1507,6 +1511,13 @@ fn layernorm(command: &str, dtype: ElemType, args: &Args) -> Result<LayerNormCom
             ))),
         })
         .collect::<Result<Vec<u64>, ParseError>>()?;
+    if input_shape.len() > MAX_LAYERNORM_RANK {
+        return Err(ParseError::new(format!(
+            "bad value for -X/--input: {} dimensions, at most {MAX_LAYERNORM_RANK} are supported \
+             (NxC[xD]xHxW), found `{raw}`",
+            input_shape.len()
+        )));
+    }
     let normalized_dim = args.int("normalized_dim")?;
     if normalized_dim != input_shape.len() as i64 - 1 {
         return Err(ParseError::new(format!(
@@ -1516,9 +1527,13 @@ fn layernorm(command: &str, dtype: ElemType, args: &Args) -> Result<LayerNormCom
         )));
     }
     let eps = args.float("eps")?;
-    if eps <= 0.0 {
+    // The kernel adds eps in f32: it must stay a positive f32.
+    let as_f32 = eps as f32;
+    if eps <= 0.0 || as_f32 <= 0.0 || !as_f32.is_finite() {
         return Err(ParseError::new(format!(
-            "bad value for -e/--eps: must be positive, found {eps}"
+            "bad value for -e/--eps: must be a positive number an f32 holds \
+             (about 1.4e-45 to 3.4e38), found {}",
+            args.raw("eps")
         )));
     }
     let elementwise_affine = match args.int("mode")? {
@@ -2218,6 +2233,21 @@ mod tests {
             trans_output_size(u64::MAX, u64::MAX, u64::MAX, 0, 1, 0),
             i64::MAX
         );
+    }
+
+    #[test]
+    fn layernorm_eps_and_rank_are_bounded() {
+        let e = err("layernorm -X 2x8 -o 1 -e 1e300");
+        assert!(
+            e.contains("bad value for -e/--eps") && e.contains("1e300"),
+            "{e}"
+        );
+        assert!(err("layernorm -X 2x8 -o 1 -e 1e-300").contains("-e/--eps"));
+        assert!(err("layernorm -X 2x8 -o 1 -e -1").contains("-e/--eps"));
+        assert!(parse("layernorm -X 2x8 -o 1 -e 1e-30").is_ok());
+        let e = err("layernorm -X 1x2x3x4x5x6x7x8x9 -o 8");
+        assert!(e.contains("9 dimensions, at most 8"), "{e}");
+        assert!(parse("layernorm -X 1x2x3x4x5x6x7x8 -o 7").is_ok());
     }
 
     #[test]

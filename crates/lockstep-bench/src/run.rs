@@ -28,7 +28,7 @@ use crate::jobs::Job;
 use crate::kernel;
 use crate::references;
 use crate::rows::{Check, Row, Stats};
-use crate::signature::{signatures, OpSignature};
+use crate::signature::{signatures, OpSignature, Operand};
 use crate::tensor_data;
 
 /// The seed of the verification inputs: every run gets the same data.
@@ -63,19 +63,24 @@ pub struct Options {
     pub max_bytes: u64,
 }
 
-/// The bytes a kernel needs in memory and on disk: its operands, plus the
-/// f64 copies of every operand the verification's reference uses.
+/// The bytes a kernel needs in memory and on disk: its operands, the padded
+/// or dilated copies its module makes of them ([`kernel::scratch_elements`]),
+/// plus for verification the f64 copies of its inputs and the reference's
+/// two f64 values (value and tolerance scale) per output element.
 pub fn bytes_needed(sig: &OpSignature, verify: bool) -> u64 {
-    let reference = if verify {
-        sig.inputs
+    let f64s = |operands: &[Operand], per_element: u64| {
+        operands
             .iter()
-            .chain(&sig.outputs)
-            .map(|o| o.elements().saturating_mul(8))
+            .map(|o| o.elements().saturating_mul(per_element))
             .fold(0u64, u64::saturating_add)
+    };
+    let reference = if verify {
+        f64s(&sig.inputs, 8).saturating_add(f64s(&sig.outputs, 16))
     } else {
         0
     };
-    sig.bytes.saturating_add(reference)
+    let scratch = kernel::scratch_elements(sig).saturating_mul(sig.dtype.bytes());
+    sig.bytes.saturating_add(reference).saturating_add(scratch)
 }
 
 /// The default limit: half of the memory available now or half of the
@@ -115,9 +120,13 @@ fn too_large(sig: &OpSignature, verify: bool, limit: u64) -> Option<String> {
         })
         .collect();
     Some(format!(
-        "too large: the tensors ({}) need {need} bytes{}, more than the limit of {limit} bytes; raise it with --max-bytes or [bench] max-bytes",
+        "too large: the tensors ({}) need {need} bytes{}{}, more than the limit of {limit} bytes; raise it with --max-bytes or [bench] max-bytes",
         shapes.join(", "),
-        if verify { " with the f64 reference" } else { "" },
+        match kernel::scratch_elements(sig) {
+            0 => String::new(),
+            n => format!(" with {n} elements of working copies"),
+        },
+        if verify { " and the f64 reference" } else { "" },
     ))
 }
 
@@ -739,5 +748,37 @@ fn run_tool(
             ran.first_error(),
             log.display()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::sig;
+
+    #[test]
+    fn bytes_needed_counts_operands_copies_and_the_reference() {
+        // gemm 4x4x4 f32: a, b and c are 16 elements of 4 bytes each.
+        let gemm = sig("gemm -m 4 -k 4 -n 4");
+        assert_eq!(bytes_needed(&gemm, false), 3 * 16 * 4);
+        // Verifying: 8 bytes per input element, 16 per output element.
+        assert_eq!(bytes_needed(&gemm, true), 3 * 16 * 4 + 32 * 8 + 16 * 16);
+        // A forward convolution's zero-padded input copy counts.
+        let conv = sig("conv -n 1 -c 1 -H 4 -W 4 -k 1 -y 3 -x 3 -p 1 -q 1 -F 1");
+        let operands = (16 + 9 + 16) * 4;
+        assert_eq!(bytes_needed(&conv, false), operands + 36 * 4);
+    }
+
+    #[test]
+    fn too_large_names_every_tensor_and_the_limit() {
+        let gemm = sig("gemm -m 1000000 -k 1000000 -n 1");
+        let reason = too_large(&gemm, false, 1 << 30).unwrap();
+        assert!(reason.contains("a 1000000x1000000xfloat32"), "{reason}");
+        assert!(reason.contains("limit of 1073741824 bytes"), "{reason}");
+        assert!(reason.contains("--max-bytes"), "{reason}");
+        assert_eq!(too_large(&sig("gemm -m 4 -k 4 -n 4"), true, 1 << 30), None);
+        // Saturating: sizes past u64 do not wrap below the limit.
+        let huge = sig("gemm -m 2147483647 -k 2147483647 -n 2147483647");
+        assert!(too_large(&huge, true, u64::MAX - 1).is_some());
     }
 }

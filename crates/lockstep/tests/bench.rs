@@ -727,7 +727,15 @@ fn misplaced_options_and_bad_values_are_usage_errors_before_any_compile() {
         ),
         (
             &["--commands-file", "nope.txt"],
-            "cannot read the commands file nope.txt",
+            "--commands-file nope.txt does not exist",
+        ),
+        (
+            &["--commands-file", "."],
+            "--commands-file . is a directory",
+        ),
+        (
+            &["--commands-file", "/dev/zero"],
+            "--commands-file /dev/zero is larger than 67108864 bytes",
         ),
         (
             &["--timeout", "1e30", "conv", "-n", "1"],
@@ -814,4 +822,115 @@ fn timed_runs_read_seeded_inputs_unless_a_splat_is_forced() {
     let splat = run(&["--splat-input-value", "0.5"]);
     assert!(splat.contains("--input=1x4x8x8xf32=0.5"), "{splat}");
     assert!(!splat.contains(".bin"), "{splat}");
+}
+
+/// A million-tap transposed convolution is generated, compiled, run and
+/// verified like any other kernel: the module does not unroll the taps.
+#[test]
+fn a_million_tap_transposed_convolution_compiles_runs_and_verifies() {
+    let env = Env::new();
+    let (stdout, _) = env.run(
+        &mut env.cmd(&[
+            "--verify", "--json", "out.json", "conv", "-m", "trans", "-n", "1", "-c", "1", "-H",
+            "2", "-W", "1", "-k", "1", "-y", "1000000", "-x", "1", "-u", "3", "-F", "1", "-i", "1",
+        ]),
+        0,
+    );
+    assert!(stdout.contains(" PASS"), "{stdout}");
+    let json = env.json("out.json");
+    let row = &json["rows"][0];
+    assert_eq!(row["check"]["passed"], true, "{json}");
+    // (2-1)*3 + (1000000-1) + 1 output rows.
+    assert_eq!(row["output_shape"][2], 1_000_003, "{json}");
+}
+
+/// The largest filter the flags allow fails its row with the tensor sizes
+/// and the limit before anything is compiled or written, and the batch
+/// goes on; `[bench] max-bytes` applies like `--max-bytes`.
+#[test]
+fn a_kernel_over_max_bytes_fails_its_row_with_sizes_before_compiling() {
+    let env = Env::new();
+    let huge = "conv -m trans -n 1 -c 1 -H 1 -W 1 -k 1 -y 2147483647 -x 1 -F 1";
+    let gemm = "gemm -m 1000000 -k 1000000 -n 1";
+    std::fs::write(
+        env.path().join("batch.txt"),
+        format!("{huge}\n{gemm}\n{SMALL} -F 1\n"),
+    )
+    .unwrap();
+    let (stdout, stderr) = env.run(
+        &mut env.cmd(&[
+            "--max-bytes",
+            "1G",
+            "--commands-file",
+            "batch.txt",
+            "--csv",
+            "out.csv",
+        ]),
+        1,
+    );
+    let text = format!("{stdout}{stderr}");
+    assert!(text.contains("output 1x1x2147483647x1xfloat32"), "{text}");
+    assert!(text.contains("a 1000000x1000000xfloat32"), "{text}");
+    assert!(text.contains("limit of 1073741824 bytes"), "{text}");
+    assert!(text.contains("--max-bytes"), "{text}");
+    assert!(
+        text.contains("1 compiled"),
+        "only the small row compiles: {text}"
+    );
+    let csv = std::fs::read_to_string(env.path().join("out.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert!(rows[0].contains("too large"), "{csv}");
+    assert!(rows[1].contains("too large"), "{csv}");
+    assert!(rows[2].ends_with(",ok"), "{csv}");
+
+    std::fs::write(
+        env.path().join("lockstep.toml"),
+        "[bench]\nmax-bytes = \"2K\"\n",
+    )
+    .unwrap();
+    let (stdout, _) = env.run(&mut env.cmd(&words(SMALL)), 1);
+    assert!(
+        stdout.contains("more than the limit of 2048 bytes"),
+        "{stdout}"
+    );
+}
+
+/// Negative, zero and out-of-range values of MIOpen's numeric flags are
+/// usage errors naming the flag and the value, before any compile.
+#[test]
+fn bad_numeric_flag_values_name_the_flag_and_value() {
+    let env = Env::new();
+    let cases: &[(&str, &str)] = &[
+        ("gemm -u 2", "bad value for -u/--transA: 0 or 1, found 2"),
+        ("conv -t -1", "bad value for -t/--time: 0 or 1, found -1"),
+        ("conv -b 2", "bad value for -b/--bias: 0 or 1, found 2"),
+        (
+            "conv -u 0",
+            "bad value for -u/--conv_stride_h: must be at least 1, found 0",
+        ),
+        (
+            "conv -p -1",
+            "bad value for -p/--pad_h: must not be negative, found -1",
+        ),
+        (
+            "conv -i 0",
+            "bad value for -i/--iter: must be at least 1, found 0",
+        ),
+        (
+            "conv -n 2147483648",
+            "bad value for -n/--batchsize: 2147483648 is out of range",
+        ),
+        ("gemm -F 0", "bad value for -F/--forw"),
+        ("layernorm -X 0x4", "bad value for -X/--input"),
+    ];
+    for (line, needle) in cases {
+        let (_, stderr) = env.run(&mut env.cmd(&words(line)), 2);
+        assert!(stderr.contains(needle), "{line}: {stderr}");
+        assert!(
+            stderr.contains(line),
+            "{line}: the error names the command: {stderr}"
+        );
+    }
+    assert_eq!(env.files_in_cache(), 0, "nothing was compiled");
 }
