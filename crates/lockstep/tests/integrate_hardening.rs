@@ -199,6 +199,18 @@ fn config_values_git_cannot_take_leave_every_git_byte_alone() {
             r#"submodule = "/abs""#,
             "[integrate] submodule",
         ),
+        ("[integrate]", r#"submodule = ".""#, "[integrate] submodule"),
+        ("[integrate]", r#"submodule = """#, "[integrate] submodule"),
+        (
+            "[integrate]",
+            r#"submodule = "../elsewhere""#,
+            "[integrate] submodule",
+        ),
+        (
+            "[integrate]",
+            r#"upstream-branch = "a b""#,
+            "[integrate] upstream-branch",
+        ),
         (
             "[integrate]",
             r#"submodule = "third_party/../third_party/llvm-project""#,
@@ -224,6 +236,7 @@ fn config_values_git_cannot_take_leave_every_git_byte_alone() {
             &["integrate", "status"][..],
             &["integrate", "status", "--fetch"],
             &["integrate", "start"],
+            &["integrate", "next"],
             &["integrate", "loop", "--dry-run"],
         ] {
             let out = env.run(args);
@@ -265,7 +278,12 @@ fn status_without_fetch_reports_the_missing_remote_and_changes_no_git_byte() {
     let json: serde_json::Value =
         serde_json::from_str(&env.ok(&["integrate", "status", "--json"], 0)).unwrap();
     assert_eq!(json["upstream_fetched"], false);
+    assert!(json["pending"].as_array().unwrap().is_empty());
     assert!(git_bytes(&env) == before, "status wrote to git");
+    // With --fetch it does what it said.
+    env.ok(&["integrate", "status", "--fetch"], 0);
+    assert!(git(&env.sub(), &["remote"]).contains("upstream"));
+    assert_eq!(env.status()["upstream_fetched"], true);
 }
 
 /// The state database of `env` after a start, with its WAL folded in.
@@ -331,6 +349,14 @@ fn every_kind_of_state_database_damage_is_named_and_repaired() {
     }
     let out = env.run(&["integrate", "status"]);
     expect_code(&out, 0, "status after the last repair");
+    // abort --all knows the rebuilt record: back to the base (detached:
+    // where the user was before `start` is not in git), branch kept.
+    let base = git(env.sp(), &["rev-parse", "llvm-int~1"]);
+    env.ok(&["integrate", "abort", "--all"], 0);
+    assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]), base);
+    assert!(!git(env.sp(), &["branch", "--list", "llvm-int"]).is_empty());
+    let out = env.ok(&["integrate", "repair"], 0);
+    assert!(out.contains("nothing to repair"), "{out}");
 }
 
 #[test]
