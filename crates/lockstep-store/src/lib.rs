@@ -551,30 +551,18 @@ fn create_whole(dir: &Path, path: &Path) -> Result<(), Error> {
 /// The bytes are copied to a private temporary file first (SQLite reads
 /// files), which is removed afterwards; nothing else is touched.
 pub fn parse_state_db(bytes: &[u8], origin: &Path) -> Result<Inventory, Error> {
-    let dir = private_temp_dir()?;
-    let path = dir.join(FILE_NAME);
-    let result = std::fs::write(&path, bytes)
-        .map_err(|e| Error::failed("cannot write a temporary copy").cause(e.to_string()))
-        .and_then(|()| Store::open_file(&path, origin))
-        .and_then(|store| store.inventory());
-    let _ = std::fs::remove_dir_all(&dir);
-    result
-}
-
-/// A new directory of this process's own under the system temp dir.
-fn private_temp_dir() -> Result<PathBuf, Error> {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let stamp = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let dir =
-        std::env::temp_dir().join(format!("lockstep-state-{}-{stamp}-{n}", std::process::id()));
-    std::fs::create_dir(&dir).map_err(|e| {
-        Error::failed(format!("cannot create {}", dir.display())).cause(e.to_string())
-    })?;
-    Ok(dir)
+    let dir = tempfile::Builder::new()
+        .prefix("lockstep-state-")
+        .tempdir()
+        .map_err(|e| Error::failed("cannot create a temporary directory").cause(e.to_string()))?;
+    let path = dir.path().join(FILE_NAME);
+    std::fs::write(&path, bytes)
+        .map_err(|e| Error::failed("cannot write a temporary copy").cause(e.to_string()))?;
+    // The connection closes before the directory is removed.
+    let store = Store::open_file(&path, origin)?;
+    let inventory = store.inventory();
+    drop(store);
+    inventory
 }
 
 fn row_to_probe(r: &rusqlite::Row<'_>) -> rusqlite::Result<ProbeRecord> {

@@ -196,29 +196,14 @@ fn check_test_targets(suite: &NativeSuite, known: &[String]) -> Result<(), Error
     Ok(())
 }
 
-/// Levenshtein distance, for "did you mean"; names past 256 characters
-/// are never close (and would make this quadratic walk long).
+/// Edit distance, for "did you mean"; names past 256 characters are never
+/// close (and would make the quadratic distance slow).
 fn strsim_distance(a: &str, b: &str) -> usize {
     const LONGEST: usize = 256;
-    let b: Vec<char> = b.chars().collect();
-    if a.chars().count() > LONGEST || b.len() > LONGEST {
+    if a.len() > LONGEST || b.len() > LONGEST {
         return usize::MAX;
     }
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = i;
-        let mut left = i + 1;
-        let mut next = Vec::with_capacity(row.len());
-        next.push(left);
-        for (cb, up) in b.iter().zip(row.iter().skip(1)) {
-            let cost = diagonal + usize::from(ca != *cb);
-            left = cost.min(left + 1).min(up + 1);
-            next.push(left);
-            diagonal = *up;
-        }
-        row = next;
-    }
-    row.last().copied().unwrap_or(0)
+    strsim::levenshtein(a, b)
 }
 
 /// Parses `I/N` (1 <= I <= N).
