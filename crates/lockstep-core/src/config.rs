@@ -322,6 +322,20 @@ fn optional_duration<'de, D: Deserializer<'de>>(
     duration(d).map(Some)
 }
 
+/// A `--timeout SECS`-style flag's value as a duration: a usage error
+/// naming `flag` unless it is a finite number of seconds greater than 0
+/// that a duration holds (`1e30` is refused, not a panic).
+pub fn seconds(flag: &str, secs: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            Error::usage(format!("invalid {flag} {secs}")).hint(format!(
+                "give a number of seconds greater than 0, e.g. {flag} 30"
+            ))
+        })
+}
+
 /// Parses `90s`, `5m`, `2h`, `1h 30m` (humantime syntax).
 pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     humantime::parse_duration(text)

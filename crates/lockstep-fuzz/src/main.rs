@@ -44,10 +44,7 @@ struct Args {
 }
 
 fn seconds(flag: &str, value: f64) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(value)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("--{flag} {value}: give a positive number of seconds"))
+    lockstep_core::config::seconds(&format!("--{flag}"), value).map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {

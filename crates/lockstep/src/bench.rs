@@ -22,13 +22,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32
     let bench_config = &loaded.config.bench;
     let device = device::resolve(args.device.as_deref(), bench_config)?;
     let timeout = match args.timeout {
-        Some(secs) => Duration::try_from_secs_f64(secs)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                Error::usage(format!("invalid --timeout {secs}"))
-                    .hint("give a positive number of seconds, e.g. --timeout 600")
-            })?,
+        Some(secs) => lockstep_core::config::seconds("--timeout", secs)?,
         None => bench_config.timeout.unwrap_or(Duration::from_secs(600)),
     };
     if let Some(value) = &args.splat_input_value {

@@ -37,11 +37,7 @@ pub fn run(
                 .unwrap_or(1),
         };
     let timeout = match args.timeout {
-        Some(s) if !(s > 0.0 && s.is_finite()) || Duration::try_from_secs_f64(s).is_err() => {
-            return Err(Error::usage(format!("invalid --timeout {s}"))
-                .hint("give a number of seconds greater than 0, e.g. --timeout 30"))
-        }
-        Some(s) => Some(Duration::from_secs_f64(s)),
+        Some(s) => Some(lockstep_core::config::seconds("--timeout", s)?),
         None => defaults.timeout,
     };
     let tokens = lockstep_core::paths::tokens();
