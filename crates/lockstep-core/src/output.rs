@@ -275,11 +275,6 @@ pub fn write_with(
     written.map_err(|e| e.context(format!("cannot write {flag} {}", target.describe())))
 }
 
-/// Writes `bytes` to `target`; [`write_as`] with the output named by its path.
-pub fn write(target: &Target, bytes: &[u8]) -> Result<()> {
-    write_as("the output", target, bytes)
-}
-
 /// Copies the file `source` to `target` as [`write_with`] does (for outputs
 /// a tool wrote into lockstep's own work directory first).
 pub fn copy_as(flag: &str, target: &Target, source: &Path) -> Result<()> {
@@ -368,7 +363,7 @@ mod tests {
         let file = dir.path().join("out.json");
         std::fs::write(&file, "old").unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
-        write(&Target::Path(file.clone()), b"new").unwrap();
+        write_as("--out", &Target::Path(file.clone()), b"new").unwrap();
         assert_eq!(std::fs::read(&file).unwrap(), b"new");
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
@@ -382,7 +377,7 @@ mod tests {
         let link = dir.path().join("link.csv");
         std::fs::write(&real, "old").unwrap();
         std::os::unix::fs::symlink("real.csv", &link).unwrap();
-        write(&Target::Path(link.clone()), b"new").unwrap();
+        write_as("--out", &Target::Path(link.clone()), b"new").unwrap();
         assert!(std::fs::symlink_metadata(&link)
             .unwrap()
             .file_type()
@@ -391,14 +386,14 @@ mod tests {
         // A dangling link creates its target.
         let dangling = dir.path().join("dangling");
         std::os::unix::fs::symlink("made.txt", &dangling).unwrap();
-        write(&Target::Path(dangling), b"x").unwrap();
+        write_as("--out", &Target::Path(dangling), b"x").unwrap();
         assert_eq!(std::fs::read(dir.path().join("made.txt")).unwrap(), b"x");
         // A loop is an error, not a hang.
         let a = dir.path().join("a");
         let b = dir.path().join("b");
         std::os::unix::fs::symlink(&b, &a).unwrap();
         std::os::unix::fs::symlink(&a, &b).unwrap();
-        let err = write(&Target::Path(a), b"x").unwrap_err();
+        let err = write_as("--out", &Target::Path(a), b"x").unwrap_err();
         assert!(
             err.message.contains("too many symbolic links"),
             "{}",
@@ -408,12 +403,12 @@ mod tests {
 
     #[test]
     fn a_device_is_written_in_place() {
-        write(&path("/dev/null"), b"x").unwrap();
+        write_as("--out", &path("/dev/null"), b"x").unwrap();
         assert_eq!(
             resolve("--json", &path("/dev/null")).unwrap(),
             Dest::Stream("/dev/null".into())
         );
-        let err = write(&path("/dev/full"), b"x").unwrap_err();
+        let err = write_as("--out", &path("/dev/full"), b"x").unwrap_err();
         assert!(err.message.contains("/dev/full"), "{}", err.message);
     }
 
@@ -430,7 +425,7 @@ mod tests {
             let fifo = fifo.clone();
             std::thread::spawn(move || std::fs::read(fifo).unwrap())
         };
-        write(&Target::Path(fifo.clone()), b"streamed").unwrap();
+        write_as("--out", &Target::Path(fifo.clone()), b"streamed").unwrap();
         assert_eq!(reader.join().unwrap(), b"streamed");
         assert!(std::fs::symlink_metadata(&fifo)
             .unwrap()

@@ -21,7 +21,6 @@ pub mod stream;
 pub mod test_results;
 
 use std::io::Write;
-use std::path::Path;
 
 use lockstep_core::events::{Event, Human, Sink};
 use lockstep_core::output::Target;
@@ -152,9 +151,4 @@ pub fn stdout_conflict(first: &str, second: &str) -> Error {
     .hint(format!(
         "send one of them to a file, e.g. {first} events.jsonl"
     ))
-}
-
-/// `path` as an output target (see [`Target::parse`]).
-pub fn target(path: &Path) -> Target {
-    Target::parse(path)
 }
