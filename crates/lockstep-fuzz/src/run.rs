@@ -75,25 +75,22 @@ fn quiet_worker_panics() {
 
 type Answer = Result<Outcome, String>;
 
-/// A worker thread running inputs of one target in its own scratch directory.
+/// A worker thread running inputs of one target.
 struct Worker {
     send: mpsc::Sender<Vec<u8>>,
     answers: mpsc::Receiver<Answer>,
 }
 
 impl Worker {
-    fn start(run: fn(&[u8], &Path) -> Outcome, scratch: std::path::PathBuf) -> Option<Worker> {
+    fn start(run: fn(&[u8]) -> Outcome) -> Option<Worker> {
         let (send, inputs) = mpsc::channel::<Vec<u8>>();
         let (reply, answers) = mpsc::channel();
         std::thread::Builder::new()
             .name(WORKER.into())
             .spawn(move || {
-                for (n, input) in inputs.into_iter().enumerate() {
-                    let dir = scratch.join(n.to_string());
-                    let _ = std::fs::create_dir_all(&dir);
-                    let answer = std::panic::catch_unwind(|| run(&input, &dir))
+                for input in inputs {
+                    let answer = std::panic::catch_unwind(|| run(&input))
                         .map_err(|payload| panic_message(payload.as_ref()));
-                    let _ = std::fs::remove_dir_all(&dir);
                     if reply.send(answer).is_err() {
                         break;
                     }
@@ -144,10 +141,7 @@ pub fn fuzz(target: &Target, corpus: &[Vec<u8>], limits: &Limits) -> Report {
         target: target.name.to_string(),
         ..Report::default()
     };
-    let Ok(scratch) = tempfile::tempdir() else {
-        return report;
-    };
-    let Some(worker) = Worker::start(target.run, scratch.path().to_path_buf()) else {
+    let Some(worker) = Worker::start(target.run) else {
         return report;
     };
     let mut rng = StdRng::seed_from_u64(limits.seed);

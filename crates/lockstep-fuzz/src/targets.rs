@@ -10,8 +10,8 @@ use std::path::Path;
 /// A fuzz target: a name, the function under test and its seed inputs.
 pub struct Target {
     pub name: &'static str,
-    /// Runs one input; `dir` is an empty scratch directory of this run.
-    pub run: fn(&[u8], &Path) -> Outcome,
+    /// Runs one input.
+    pub run: fn(&[u8]) -> Outcome,
     /// Words the mutator splices in (keywords, flags, delimiters).
     pub dictionary: &'static [&'static str],
 }
@@ -230,7 +230,7 @@ fn text(input: &[u8]) -> String {
     String::from_utf8_lossy(input).into_owned()
 }
 
-fn config(input: &[u8], _dir: &Path) -> Outcome {
+fn config(input: &[u8]) -> Outcome {
     let file = Path::new("fuzz-lockstep.toml");
     match lockstep_core::config::parse(&text(input), file) {
         Ok(_) => Outcome::Accepted,
@@ -238,33 +238,23 @@ fn config(input: &[u8], _dir: &Path) -> Outcome {
     }
 }
 
-/// Writes `input` to `dir/name` for the parsers that read files.
-fn file_with(input: &[u8], dir: &Path, name: &str) -> Option<std::path::PathBuf> {
-    let path = dir.join(name);
-    std::fs::write(&path, input).ok().map(|()| path)
-}
-
-fn native_suite(input: &[u8], dir: &Path) -> Outcome {
-    let Some(path) = file_with(input, dir, "fuzz.suite.toml") else {
-        return Outcome::Accepted;
-    };
-    match lockstep_suite::sources::NativeSuite::load(&path) {
+fn native_suite(input: &[u8]) -> Outcome {
+    let file = Path::new("fuzz.suite.toml");
+    match lockstep_suite::sources::NativeSuite::parse(&text(input), file) {
         Ok(_) => Outcome::Accepted,
-        Err(e) => refused(&e.to_string(), &path),
+        Err(e) => refused(&e.to_string(), file),
     }
 }
 
-fn suite_config(input: &[u8], dir: &Path) -> Outcome {
-    let Some(path) = file_with(input, dir, "fuzz-config.json") else {
-        return Outcome::Accepted;
-    };
-    match lockstep_suite::sources::SuiteConfig::load(&path) {
+fn suite_config(input: &[u8]) -> Outcome {
+    let file = Path::new("fuzz-config.json");
+    match lockstep_suite::sources::SuiteConfig::parse(&text(input), file) {
         Ok(_) => Outcome::Accepted,
-        Err(e) => refused(&e.to_string(), &path),
+        Err(e) => refused(&e.to_string(), file),
     }
 }
 
-fn markers(input: &[u8], _dir: &Path) -> Outcome {
+fn markers(input: &[u8]) -> Outcome {
     // Errors quote the expression itself, which is the input here.
     match lockstep_suite::markers::MarkerExpr::parse(&text(input)) {
         Ok(expr) => {
@@ -275,28 +265,31 @@ fn markers(input: &[u8], _dir: &Path) -> Outcome {
     }
 }
 
-fn miopen_line(input: &[u8], _dir: &Path) -> Outcome {
-    let line = text(input);
-    let Some(argv) = shlex::split(&line) else {
-        return Outcome::Refused("unbalanced quotes".into());
-    };
-    match lockstep_bench::miopen::parse_argv(&argv) {
+fn miopen_line(input: &[u8]) -> Outcome {
+    match lockstep_bench::commands::parse_line(&text(input)) {
         Ok(_) => Outcome::Accepted,
-        Err(e) => Outcome::Refused(e.into_usage_error(&line).message),
+        Err(e) => Outcome::Refused(e),
     }
 }
 
-fn commands_file(input: &[u8], _dir: &Path) -> Outcome {
-    let lines = lockstep_bench::commands::parse_file(&text(input), input.contains(&b'\t'));
-    let refused = lines.iter().filter(|l| l.parse().is_err()).count();
-    if refused == 0 {
-        Outcome::Accepted
+/// Every line is parsed; each refused line's error must name the file.
+fn commands_file(input: &[u8]) -> Outcome {
+    let file = if input.contains(&b'\t') {
+        Path::new("fuzz-commands.tsv")
     } else {
-        Outcome::Refused(format!("{refused} lines refused"))
+        Path::new("fuzz-commands.txt")
+    };
+    let lines = match lockstep_bench::commands::parse_commands(input, file) {
+        Ok(lines) => lines,
+        Err(e) => return refused(&e, file),
+    };
+    match lines.into_iter().find_map(|(_, parsed)| parsed.err()) {
+        None => Outcome::Accepted,
+        Some(e) => refused(&e, file),
     }
 }
 
-fn mlir_scan(input: &[u8], _dir: &Path) -> Outcome {
+fn mlir_scan(input: &[u8]) -> Outcome {
     let text = text(input);
     match lockstep_preprocess::scan::scan(&text) {
         Ok(module) => {
@@ -309,18 +302,11 @@ fn mlir_scan(input: &[u8], _dir: &Path) -> Outcome {
     }
 }
 
-fn state_db(input: &[u8], dir: &Path) -> Outcome {
-    let path = dir.join("state.db");
-    if std::fs::write(&path, input).is_err() {
-        return Outcome::Accepted;
-    }
-    let opened = lockstep_store::Store::open(dir).and_then(|store| {
-        store.unfinished_all()?;
-        store.history(10)?;
-        Ok(())
-    });
-    match opened {
-        Ok(()) => Outcome::Accepted,
-        Err(e) => refused(&e.to_string(), &path),
+/// Every table and row of the bytes as a state database.
+fn state_db(input: &[u8]) -> Outcome {
+    let file = Path::new("fuzz-state.db");
+    match lockstep_store::parse_state_db(input, file) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => refused(&e.to_string(), file),
     }
 }
