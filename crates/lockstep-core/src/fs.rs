@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
 
 use crate::error::{Error, Result};
 
@@ -45,6 +46,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// refusing what is not a regular file (a directory, `/dev/zero`) and what
 /// is larger than `max_bytes`, with an error that says which.
 pub fn read_input(what: &str, path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
+    read_bounded(what, path, max_bytes, FIFO_WAIT)
+}
+
+/// How long a FIFO named as an input may wait for a program to write to
+/// it (`<(cmd)` and a FIFO fed by another process start at once; a FIFO
+/// nothing feeds would otherwise block lockstep forever).
+const FIFO_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn read_bounded(
+    what: &str,
+    path: &Path,
+    max_bytes: u64,
+    fifo_wait: std::time::Duration,
+) -> Result<Vec<u8>> {
     let fail = |message: String| {
         Error::usage(message).hint(format!("give {what} a readable regular file"))
     };
@@ -63,8 +78,12 @@ pub fn read_input(what: &str, path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
     if regular && meta.len() > max_bytes {
         return Err(too_large(what, path, max_bytes));
     }
-    let file = std::fs::File::open(path)
-        .map_err(|e| fail(format!("{what} {} cannot be read: {e}", path.display())))?;
+    let file = if meta.file_type().is_fifo() {
+        open_fifo(path, fifo_wait).map_err(|e| fail(format!("{what} {} {e}", path.display())))?
+    } else {
+        std::fs::File::open(path)
+            .map_err(|e| fail(format!("{what} {} cannot be read: {e}", path.display())))?
+    };
     // A FIFO or device has no length: read one byte past the limit to tell.
     let mut bytes = Vec::new();
     file.take(max_bytes.saturating_add(1))
@@ -74,6 +93,36 @@ pub fn read_input(what: &str, path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
         return Err(too_large(what, path, max_bytes));
     }
     Ok(bytes)
+}
+
+/// Opens a FIFO without blocking, waits up to `wait` for something to
+/// read (or a writer that came and went), then reads it as usual. The
+/// error completes "{what} {path} ...".
+fn open_fifo(path: &Path, wait: std::time::Duration) -> std::result::Result<std::fs::File, String> {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::{AsFd, AsRawFd};
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    let millis = u16::try_from(wait.as_millis()).unwrap_or(u16::MAX);
+    let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
+    match poll(&mut fds, PollTimeout::from(millis)) {
+        Ok(0) => {
+            return Err(format!(
+                "is a FIFO that nothing wrote to within {} s",
+                wait.as_secs()
+            ))
+        }
+        Ok(_) => {}
+        Err(e) => return Err(format!("cannot be read: {e}")),
+    }
+    fcntl(file.as_raw_fd(), FcntlArg::F_SETFL(OFlag::empty()))
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    Ok(file)
 }
 
 /// [`read_input`] for text: invalid UTF-8 is an error naming the file.
@@ -133,5 +182,35 @@ mod tests {
         std::fs::write(&file, [0xff, 0xfe]).unwrap();
         let err = read_input_text("INPUT", &file, 5).unwrap_err();
         assert!(err.message.contains("not UTF-8"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_fifo_is_read_when_fed_and_refused_when_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let wait = std::time::Duration::from_millis(200);
+        let err = read_bounded("--suite-config", &fifo, 10, wait).unwrap_err();
+        assert!(
+            err.message.contains("FIFO that nothing wrote to"),
+            "{}",
+            err.message
+        );
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(fifo, "fed").unwrap())
+        };
+        let bytes = read_bounded(
+            "--suite-config",
+            &fifo,
+            10,
+            std::time::Duration::from_secs(20),
+        );
+        writer.join().unwrap();
+        assert_eq!(bytes.unwrap(), b"fed");
     }
 }
