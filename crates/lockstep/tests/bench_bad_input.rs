@@ -43,6 +43,13 @@ fn a_kernel_larger_than_the_limit_fails_its_row_with_the_sizes() {
     );
     let out = p.run(&["bench", "--max-bytes", "lots", "gemm", "-m", "4"], 2);
     assert!(stderr(&out).contains("--max-bytes"), "{}", stderr(&out));
+    p.write("lockstep.toml", "[bench]\nmax-bytes = \"-3G\"\n");
+    let out = p.run(&["bench", "gemm", "-m", "4", "-k", "4", "-n", "4"], 2);
+    assert!(
+        stderr(&out).contains("[bench] max-bytes `-3G`"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
