@@ -1,7 +1,7 @@
 //! lockstep's one content-addressed cache, in the spirit of uv's `uv-cache`:
 //! one [`Cache`] value handed to every engine, named [`Area`]s (compiled test
 //! modules, bench kernels, preprocessed executables, downloads, bench
-//! reference outputs), one key builder ([`KeyBuilder`]), one entry protocol
+//! reference outputs, built wheels), one key builder ([`KeyBuilder`]), one entry protocol
 //! ([`Slot`]: stage, fsync, rename, seal with size and sha256, verify on read,
 //! rebuild a corrupt entry, per-entry locks) and one `info` / `prune` over
 //! every area ([`maintain`]).
@@ -44,16 +44,20 @@ pub enum Area {
     Downloads,
     /// The f64 reference outputs `lockstep bench --verify` compares with.
     References,
+    /// Wheels built by `lockstep pkg build`, keyed by the commit's tree, the
+    /// package, the version, the interpreter and the variant's settings.
+    Wheels,
 }
 
 impl Area {
     /// Every area, in the order `info` and `prune` list them.
-    pub const ALL: [Area; 5] = [
+    pub const ALL: [Area; 6] = [
         Area::Compile,
         Area::Kernels,
         Area::Preprocess,
         Area::Downloads,
         Area::References,
+        Area::Wheels,
     ];
 
     /// The area's name in output and in keys.
@@ -64,6 +68,7 @@ impl Area {
             Area::Preprocess => "preprocess",
             Area::Downloads => "downloads",
             Area::References => "references",
+            Area::Wheels => "wheels",
         }
     }
 

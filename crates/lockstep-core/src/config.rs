@@ -26,6 +26,10 @@ pub struct Config {
     pub bench: BenchConfig,
     #[serde(default)]
     pub preprocess: PreprocessConfig,
+    #[serde(default)]
+    pub pkg: PkgConfig,
+    #[serde(default)]
+    pub ci: CiConfig,
 }
 
 /// The IREE version lockstep provisions when no tools are given.
@@ -40,6 +44,9 @@ pub struct ToolchainConfig {
     /// A directory of IREE tools to use instead of a provisioned toolchain
     /// (relative to lockstep.toml).
     pub iree_bin: Option<PathBuf>,
+    /// A PEP 751 manifest of built wheels the toolchain is installed from
+    /// (relative to lockstep.toml); `$LOCKSTEP_IREE_MANIFEST` wins.
+    pub manifest: Option<PathBuf>,
 }
 
 impl Default for ToolchainConfig {
@@ -47,6 +54,7 @@ impl Default for ToolchainConfig {
         ToolchainConfig {
             iree: DEFAULT_IREE_VERSION.into(),
             iree_bin: None,
+            manifest: None,
         }
     }
 }
@@ -90,6 +98,155 @@ pub struct TargetConfig {
     pub compile_flags: Vec<String>,
     pub run_flags: Vec<String>,
     pub markers: Vec<String>,
+    /// The GitHub Actions runner of this target's test jobs (`lockstep ci
+    /// generate`): a label or a list of self-hosted labels; default `[ci] runs-on`.
+    pub runs_on: Option<RunsOn>,
+    /// How many test jobs share this target's tests (`--shard i/N`); default 1.
+    pub shards: Option<u32>,
+}
+
+/// A GitHub Actions `runs-on` value.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum RunsOn {
+    /// One label (`ubuntu-24.04`).
+    Label(String),
+    /// Every label a self-hosted runner must carry (`["self-hosted", "mi300"]`).
+    Labels(Vec<String>),
+}
+
+impl Default for RunsOn {
+    fn default() -> Self {
+        RunsOn::Label("ubuntu-24.04".into())
+    }
+}
+
+/// The variant every package has and that `pylock.toml` describes.
+pub const DEFAULT_VARIANT: &str = "release";
+
+/// `[pkg]`: Python packages built once and tested exactly (`lockstep pkg`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct PkgConfig {
+    /// Interpreter versions wheels are built for (found by uv; a missing one
+    /// is an error naming it).
+    pub python: Vec<String>,
+    /// The packages of the set, all at one version.
+    pub package: Vec<PackageConfig>,
+    /// Build settings of each named variant (`[pkg.variants.NAME]`).
+    pub variants: std::collections::BTreeMap<String, VariantConfig>,
+    pub version: VersionConfig,
+    /// Where `pkg build` writes wheels and manifests (relative to lockstep.toml).
+    pub out: PathBuf,
+    /// Cells built at once when no `-j` is given (default: every core).
+    pub jobs: Option<usize>,
+    /// One cell's build counts as failed after this long.
+    #[serde(deserialize_with = "duration")]
+    pub build_timeout: Duration,
+}
+
+impl Default for PkgConfig {
+    fn default() -> Self {
+        PkgConfig {
+            python: vec!["3.11".into()],
+            package: Vec::new(),
+            variants: Default::default(),
+            version: VersionConfig::default(),
+            out: PathBuf::from("wheelhouse"),
+            jobs: None,
+            build_timeout: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// One `[[pkg.package]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PackageConfig {
+    /// Distribution name (the `[project] name` of its pyproject.toml).
+    pub name: String,
+    /// Directory holding pyproject.toml, relative to lockstep.toml.
+    pub source: PathBuf,
+    /// Variants built for this package; default `["release"]`.
+    #[serde(default = "default_variants")]
+    pub variants: Vec<String>,
+}
+
+fn default_variants() -> Vec<String> {
+    vec![DEFAULT_VARIANT.into()]
+}
+
+/// One `[pkg.variants.NAME]`: how a variant's build differs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct VariantConfig {
+    /// Environment of the build backend (`DEMO_ENABLE_ASSERTS = "ON"`).
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+/// `[pkg.version]`: which version the wheels get.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct VersionConfig {
+    pub scheme: VersionScheme,
+}
+
+/// How `pkg build` picks the version when no `--version` is given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VersionScheme {
+    /// Each package's pyproject version, unchanged.
+    #[default]
+    Source,
+    /// `X.Y.Z.dev0+g<sha>` from the pyproject's release and the commit.
+    Dev,
+    /// `--version` is required.
+    Explicit,
+}
+
+/// `[ci]`: the GitHub Actions workflows `lockstep ci generate` writes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct CiConfig {
+    /// How the runners get lockstep: `{ git = URL, rev = REV }` or `{ path = DIR }`.
+    pub lockstep: Option<CiLockstep>,
+    /// Where workflows are written (relative to lockstep.toml's directory).
+    pub out: PathBuf,
+    /// Branches whose pushes run the workflow (pull requests always do).
+    pub branches: Vec<String>,
+    /// The runner of build jobs and of targets without their own `runs-on`.
+    pub runs_on: RunsOn,
+    /// Shards of the built-in `cpu` target when no `[test.targets]` are configured.
+    pub shards: u32,
+    /// The variant test jobs install (default `release`).
+    pub test_variant: Option<String>,
+    pub build_timeout_minutes: u32,
+    pub test_timeout_minutes: u32,
+}
+
+impl Default for CiConfig {
+    fn default() -> Self {
+        CiConfig {
+            lockstep: None,
+            out: PathBuf::from(".github/workflows"),
+            branches: vec!["main".into()],
+            runs_on: RunsOn::default(),
+            shards: 1,
+            test_variant: None,
+            build_timeout_minutes: 60,
+            test_timeout_minutes: 60,
+        }
+    }
+}
+
+/// `[ci] lockstep`: where the runners install lockstep from.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum CiLockstep {
+    /// `cargo install --locked --git URL --rev REV lockstep`.
+    Git { git: String, rev: String },
+    /// `cargo install --locked --path DIR` inside the checked-out repository.
+    Path { path: String },
 }
 
 /// `[preprocess]`: defaults of `lockstep preprocess`.
@@ -411,7 +568,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config> {
             .hint(format!(
                 "fix {} (each table's keys are documented in docs/: [integrate] in \
                  integrate.md, [toolchain] and [test] in test.md, [preprocess] in \
-                 preprocess.md, [bench] in bench.md)",
+                 preprocess.md, [bench] in bench.md, [pkg] in pkg.md, [ci] in ci.md)",
                 path.display()
             ))
     })?;

@@ -72,6 +72,132 @@ pub enum Command {
     Preprocess(PreprocessArgs),
     /// Compile and time MIOpenDriver-style kernels on the host CPU (BOO's driver, see docs/bench.md).
     Bench(BenchArgs),
+    /// Build Python packages once, install exactly those wheels, fetch and bisect them (docs/pkg.md).
+    #[command(subcommand)]
+    Pkg(Pkg),
+    /// Generate the GitHub Actions workflows of the package CI (docs/ci.md).
+    #[command(subcommand)]
+    Ci(Ci),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Pkg {
+    /// Build every (package, python, variant) cell from the committed tree and write the wheelhouse with its PEP 751 manifest.
+    Build(PkgBuildArgs),
+    /// Create a venv holding exactly a manifest's wheels (offline, hashes checked).
+    Venv(PkgVenvArgs),
+    /// Download a GitHub Actions run's wheelhouse artifact and check it against its manifest.
+    Fetch(PkgFetchArgs),
+    /// Find the first bad commit by testing each commit's packages (git bisect run exit codes).
+    Bisect(PkgBisectArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PkgBuildArgs {
+    /// Build for this interpreter (repeatable; default: [pkg] python).
+    #[arg(long = "python", value_name = "VERSION")]
+    pub pythons: Vec<String>,
+    /// Build this variant (repeatable; default: every variant of the packages).
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
+    /// The wheelhouse (default: [pkg] out, else wheelhouse/; created with its parents).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Stamp this version into every package (overrides [pkg.version] scheme).
+    #[arg(long, value_name = "VERSION")]
+    pub version: Option<String>,
+    /// Cells built at once (default: [pkg] jobs, else every core).
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Build this commit instead of HEAD.
+    #[arg(long, value_name = "REV", default_value = "HEAD")]
+    pub rev: String,
+    /// Print the build report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PkgVenvArgs {
+    /// The venv to create (replaced only if lockstep made it).
+    pub dir: PathBuf,
+    /// The manifest (pylock.toml) whose wheels to install.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: PathBuf,
+    /// Use the variant's manifest beside FILE (pylock.<variant>.toml).
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
+    /// The interpreter (default: uv's default Python).
+    #[arg(long, value_name = "VERSION")]
+    pub python: Option<String>,
+    /// Print what was installed as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PkgFetchArgs {
+    /// The workflow run whose artifact to download.
+    #[arg(
+        long,
+        value_name = "ID",
+        conflicts_with = "latest_green",
+        required_unless_present = "latest_green"
+    )]
+    pub run: Option<u64>,
+    /// Instead of --run: the newest successful run on BRANCH.
+    #[arg(long, value_name = "BRANCH")]
+    pub latest_green: Option<String>,
+    /// The repository (default: $GITHUB_REPOSITORY, else the origin remote).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// The artifact's name (default: the only artifact whose name starts with `wheels-`).
+    #[arg(long, value_name = "ARTIFACT")]
+    pub name: Option<String>,
+    /// Where to extract it (must not exist; default: wheelhouse/).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Only runs of this workflow file (with --latest-green; default lockstep-pkgci.yml).
+    #[arg(long, value_name = "FILE")]
+    pub workflow: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PkgBisectArgs {
+    /// A commit whose packages pass.
+    #[arg(long, value_name = "REV")]
+    pub good: String,
+    /// A commit whose packages fail.
+    #[arg(long, value_name = "REV")]
+    pub bad: String,
+    /// The variant to test (default release).
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
+    /// The interpreter (default: the first of [pkg] python).
+    #[arg(long, value_name = "VERSION")]
+    pub python: Option<String>,
+    /// Per CMD run (default 1h).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The command: exit 0 good, 125 skip, 1-127 bad, anything else stops the bisection.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Ci {
+    /// Write the GitHub Actions workflows of lockstep.toml (deterministic; --check compares instead).
+    Generate {
+        /// Where the workflows go (default: [ci] out, else .github/workflows).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Write nothing; exit 1 (showing the diff) when the files differ from what would be generated.
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -84,6 +210,12 @@ pub enum Toolchain {
         /// Print the installed toolchain as JSON.
         #[arg(long)]
         json: bool,
+        /// Install the IREE toolchain from the wheels of this manifest (pylock.toml) instead of PyPI.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["wheels", "iree"])]
+        manifest: Option<PathBuf>,
+        /// Install the IREE toolchain from the wheels in DIR (one version per package).
+        #[arg(long, value_name = "DIR", conflicts_with = "iree")]
+        wheels: Option<PathBuf>,
     },
     /// Print the directory holding every IREE tool lockstep uses (provisioning it if needed).
     Path {
@@ -443,6 +575,7 @@ impl Command {
                 .map(|p| ("--commands-file", p.as_path()))
                 .collect(),
             Command::Preprocess(p) => p.input.iter().map(|p| ("INPUT", p.as_path())).collect(),
+            Command::Pkg(Pkg::Venv(v)) => vec![("--manifest", v.manifest.as_path())],
             _ => Vec::new(),
         }
     }
@@ -469,6 +602,11 @@ impl Command {
             Command::Cache(Cache::Prune { .. }) => "cache prune",
             Command::Preprocess(_) => "preprocess",
             Command::Bench(_) => "bench",
+            Command::Pkg(Pkg::Build(_)) => "pkg build",
+            Command::Pkg(Pkg::Venv(_)) => "pkg venv",
+            Command::Pkg(Pkg::Fetch(_)) => "pkg fetch",
+            Command::Pkg(Pkg::Bisect(_)) => "pkg bisect",
+            Command::Ci(Ci::Generate { .. }) => "ci generate",
         }
     }
 
@@ -525,7 +663,11 @@ impl Command {
             }
             // Its one line is for scripts: `$(lockstep toolchain path)`.
             Command::Toolchain(Toolchain::Path { .. }) => add(true, "toolchain path"),
-            Command::Demo(_) | Command::Cache(_) => {}
+            Command::Pkg(Pkg::Build(a)) => add(a.json, "--json"),
+            Command::Pkg(Pkg::Venv(a)) => add(a.json, "--json"),
+            Command::Pkg(Pkg::Bisect(a)) => add(a.json, "--json"),
+            Command::Demo(_) | Command::Cache(_) | Command::Pkg(Pkg::Fetch(_)) | Command::Ci(_) => {
+            }
         }
         outputs
     }

@@ -4,9 +4,12 @@
 
 mod bench;
 mod cache;
+mod ci;
 mod cli;
 mod integrate;
 mod output;
+mod pkg;
+mod pkg_fetch;
 mod preprocess;
 mod suite;
 mod toolchain;
@@ -75,5 +78,7 @@ fn dispatch(cli: cli::Cli, rep: &Reporters) -> Result<i32, Error> {
         cli::Command::Cache(cmd) => cache::run(cmd, &load()?, rep),
         cli::Command::Preprocess(args) => preprocess::run(args, cli.config.as_deref(), &cwd, rep),
         cli::Command::Bench(args) => bench::run(args, &load()?, rep),
+        cli::Command::Pkg(cmd) => pkg::run(cmd, &load()?, &cwd, rep),
+        cli::Command::Ci(cmd) => ci::run(cmd, &load()?, &cwd, rep),
     }
 }

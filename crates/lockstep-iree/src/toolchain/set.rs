@@ -1,0 +1,257 @@
+//! Toolchains made of a built set of wheels (`lockstep toolchain install
+//! --manifest FILE` / `--wheels DIR`, and `$LOCKSTEP_IREE_MANIFEST` or
+//! `[toolchain] manifest` for every other command), so `lockstep test` runs
+//! on the packages this commit built instead of a release from PyPI.
+//!
+//! A set that holds both IREE packages is the whole toolchain, installed
+//! offline exactly as `lockstep pkg venv` does. A set that holds neither (a
+//! project's own plugins or Python packages) is installed exactly, offline,
+//! on top of the pinned IREE from PyPI. A set holding only one of the two is
+//! refused: a new compiler with an old runtime is the skew exact installs
+//! exist to prevent.
+//!
+//! The toolchain lives in `$LOCKSTEP_TOOLCHAINS/iree-set-<KEY>/`, KEY from the
+//! wheels' sha256 (and the PyPI version when one completes the set), built
+//! and renamed into place under the same lock protocol as a PyPI toolchain.
+//! Its identity is computed from the wheels' sha256 and `iree-compile
+//! --version`, so cache entries follow the content.
+
+use std::path::Path;
+
+use lockstep_core::events::Sink;
+use lockstep_core::Error;
+use lockstep_python::pylock::{self, Lock};
+use lockstep_python::venv::{self, From};
+use lockstep_python::wheel;
+use sha2::{Digest, Sha256};
+
+use super::*;
+
+/// Where the set's wheels are.
+#[derive(Debug, Clone, Copy)]
+pub enum SetFrom<'a> {
+    Manifest(&'a Path),
+    Wheels(&'a Path),
+}
+
+impl SetFrom<'_> {
+    fn lock(&self) -> Result<Lock, Error> {
+        match self {
+            SetFrom::Manifest(path) => Lock::load(path),
+            SetFrom::Wheels(dir) => pylock::from_dir(dir),
+        }
+    }
+
+    fn venv_from(&self) -> From<'_> {
+        match self {
+            SetFrom::Manifest(p) => From::Manifest(p),
+            SetFrom::Wheels(d) => From::Wheels(d),
+        }
+    }
+}
+
+/// The installed toolchain of the set, installing it on first use.
+pub fn resolve_set(
+    from: SetFrom<'_>,
+    pypi_version: &str,
+    sink: &dyn Sink,
+) -> Result<Toolchain, Error> {
+    install_set(from, pypi_version, sink)
+}
+
+/// Installs (idempotent) the toolchain of a set; see the module doc.
+pub fn install_set(
+    from: SetFrom<'_>,
+    pypi_version: &str,
+    sink: &dyn Sink,
+) -> Result<Toolchain, Error> {
+    let lock = from.lock()?;
+    let complete = iree_packages(&lock)?;
+    if !complete {
+        validate_version(pypi_version)?;
+    }
+    let key = set_key(&lock, (!complete).then_some(pypi_version));
+    let name = format!("set-{key}");
+    let root = toolchains_root()?;
+    let final_dir = root.join(dir_name(&name));
+    if let Some(t) = installed_at(&final_dir)? {
+        return Ok(t);
+    }
+    fs_err::create_dir_all(&root)?;
+    let _guard = super::lock(&root, &name, sink)?;
+    if let Some(t) = installed_at(&final_dir)? {
+        return Ok(t);
+    }
+    sink.note(format!(
+        "installing the IREE toolchain of {} into {}",
+        describe(&from),
+        final_dir.display()
+    ));
+    remove_leftovers(&root, &name, &final_dir)?;
+    let tmp = root.join(format!(".iree-{name}.tmp-{}", std::process::id()));
+    let built = build_set(
+        &tmp,
+        &final_dir,
+        &from,
+        &lock,
+        complete,
+        pypi_version,
+        &key,
+        sink,
+    );
+    match built {
+        Ok(toolchain) => {
+            std::fs::rename(&tmp, &final_dir).map_err(|e| {
+                let _ = std::fs::remove_dir_all(&tmp);
+                Error::failed(format!(
+                    "cannot move the new toolchain into {}",
+                    final_dir.display()
+                ))
+                .cause(e.to_string())
+            })?;
+            Ok(toolchain)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Err(e)
+        }
+    }
+}
+
+fn describe(from: &SetFrom<'_>) -> String {
+    match from {
+        SetFrom::Manifest(p) => p.display().to_string(),
+        SetFrom::Wheels(d) => format!("the wheels in {}", d.display()),
+    }
+}
+
+/// Whether the set holds the whole of IREE (both packages); one without the
+/// other is an error.
+fn iree_packages(lock: &Lock) -> Result<bool, Error> {
+    let has = |name: &str| {
+        lock.packages
+            .iter()
+            .any(|p| wheel::normalize(&p.name) == name)
+    };
+    match (has(PACKAGES[0]), has(PACKAGES[1])) {
+        (true, true) => Ok(true),
+        (false, false) => Ok(false),
+        (compiler, _) => {
+            let (present, missing) = if compiler {
+                (PACKAGES[0], PACKAGES[1])
+            } else {
+                (PACKAGES[1], PACKAGES[0])
+            };
+            Err(
+                Error::usage(format!("the set holds {present} but not {missing}"))
+                    .cause("a compiler and runtime from different builds do not work together")
+                    .hint(format!(
+                        "build or fetch {missing} with the same version into the set"
+                    )),
+            )
+        }
+    }
+}
+
+/// 16 hex digits over the wheels' sha256 (sorted) and the PyPI version.
+fn set_key(lock: &Lock, pypi: Option<&str>) -> String {
+    let mut lines: Vec<String> = lock
+        .packages
+        .iter()
+        .flat_map(|p| {
+            p.wheels.iter().map(move |w| {
+                format!(
+                    "{} {}",
+                    p.name,
+                    w.hashes.get("sha256").cloned().unwrap_or_default()
+                )
+            })
+        })
+        .collect();
+    lines.sort();
+    let mut h = Sha256::new();
+    h.update(b"lockstep-iree set v1\n");
+    h.update(format!("pypi {}\n", pypi.unwrap_or("-")));
+    for line in lines {
+        h.update(line.as_bytes());
+        h.update(b"\n");
+    }
+    hex::encode(h.finalize())[..16].to_string()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_set(
+    tmp: &Path,
+    final_dir: &Path,
+    from: &SetFrom<'_>,
+    lock: &Lock,
+    complete: bool,
+    pypi_version: &str,
+    key: &str,
+    sink: &dyn Sink,
+) -> Result<Toolchain, Error> {
+    fs_err::create_dir_all(tmp)?;
+    let root = tmp.parent().unwrap_or(tmp);
+    let uv = find_uv(root, tmp, sink)?;
+    let venv_dir = tmp.join("venv");
+    let made = if complete {
+        venv::create_exact(&uv, &venv_dir, from.venv_from(), None, sink)?
+    } else {
+        let mut cmd = uv.command(tmp);
+        cmd.args(["venv", "--quiet", "--relocatable", "--no-config"])
+            .arg(&venv_dir);
+        run_captured(&mut cmd, "uv venv")
+            .map_err(|e| e.context("cannot create a Python venv for the toolchain"))?;
+        sink.note(format!(
+            "installing {} {pypi_version} from PyPI under the set",
+            PACKAGES.join(" and ")
+        ));
+        let mut cmd = uv.command(tmp);
+        cmd.args(["pip", "install", "--quiet", "--no-config", "--python"])
+            .arg(venv_dir.join("bin").join("python"))
+            .args(PACKAGES.iter().map(|p| format!("{p}=={pypi_version}")));
+        run_captured(&mut cmd, "uv pip install").map_err(|e| {
+            e.context(format!("cannot install IREE {pypi_version} from PyPI"))
+                .hint("check network access to PyPI, or put the IREE wheels into the set")
+        })?;
+        venv::add_exact(&uv, &venv_dir, from.venv_from(), sink)?
+    };
+    let site = site_packages(&venv_dir)?;
+    let bin = tmp.join("bin");
+    fs_err::create_dir_all(&bin)?;
+    link_native_tools(tmp, &site, &bin)?;
+    if !is_executable(&bin.join("iree-compile")) {
+        return Err(
+            Error::usage("the set's IREE packages hold no native iree-compile")
+                .cause(format!("looked in {}", NATIVE_DIRS.join(" and "))),
+        );
+    }
+    let output = version_output(&bin.join("iree-compile"))?;
+    let mut content: Vec<String> = made
+        .wheels
+        .iter()
+        .map(|(n, h)| format!("wheel {n} {h}"))
+        .collect();
+    content.sort();
+    content.push(format!("set {key}"));
+    if !complete {
+        content.extend(wheel_content(&site)?);
+    }
+    let mut packages = package_versions(&site)?;
+    for p in &lock.packages {
+        let name = wheel::normalize(&p.name);
+        if !packages.iter().any(|(n, _)| *n == name) {
+            packages.push((name, p.version.clone().unwrap_or_default()));
+        }
+    }
+    let toolchain = Toolchain {
+        bin: final_dir.join("bin"),
+        source: Source::Provisioned,
+        packages,
+        compiler_version: compiler_version_line(&output),
+        identity: identity(&output, &content),
+        identity_version: IDENTITY_VERSION,
+    };
+    write_manifest(&tmp.join(MANIFEST), &toolchain)?;
+    Ok(toolchain)
+}

@@ -1,0 +1,1 @@
+//! `lockstep pkg bisect` (see below).

@@ -1,0 +1,1003 @@
+//! `lockstep pkg build`: every (package, Python, variant) cell of the set
+//! built with `uv build --wheel` from a staged copy of a commit, the version
+//! stamped, the wheels and one PEP 751 manifest per variant written into the
+//! wheelhouse.
+//!
+//! Everything that can be checked is checked before anything is built: the
+//! packages and their committed `pyproject.toml`, the variants, each
+//! interpreter (found by uv; a missing one is an error naming it) and the
+//! version. Cells build in parallel up to `jobs`, each in its own staged
+//! tree (setuptools writes `build/` into the source directory, so two cells
+//! must never share one). A `py3-none-any` wheel is built for the first
+//! Python only and serves every Python cell. Wheels are kept in the cache's
+//! `wheels` area keyed by the commit's tree, the package, the version, the
+//! interpreter and the variant's settings, so rebuilding a commit (a rerun,
+//! a bisection) costs a copy. A failing cell fails the command, is named,
+//! and its log is kept; no manifest is written for a set with a hole in it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use lockstep_cache::{Area, Bucket, KeyBuilder};
+use lockstep_core::config::{PkgConfig, VersionScheme, DEFAULT_VARIANT};
+use lockstep_core::events::Sink;
+use lockstep_core::Error;
+use lockstep_git::Repo;
+use lockstep_python::pylock::{
+    self, Lock, Package, PackageInfo, PackageTool, SetInfo, Wheel, WheelInfo,
+};
+use lockstep_python::uv::{run_captured, Uv};
+use lockstep_python::wheel::{self, WheelName};
+use serde::Serialize;
+
+use crate::events::PkgEvent;
+use crate::stage;
+
+/// How cache keys of this area are computed (bump to invalidate).
+const KEY_VERSION: u32 = 1;
+
+/// Lines of a failed build's log shown in the error.
+const LOG_TAIL: usize = 20;
+
+/// What to build.
+pub struct BuildRequest<'a> {
+    /// The directory `[pkg] package.source` paths are relative to (lockstep.toml's).
+    pub root: &'a Path,
+    pub pkg: &'a PkgConfig,
+    /// `--python` (empty = `[pkg] python`).
+    pub pythons: Vec<String>,
+    /// `--variant` (empty = every variant some package has).
+    pub variants: Vec<String>,
+    /// The wheelhouse.
+    pub out: PathBuf,
+    /// `--version`: overrides the scheme for every package.
+    pub version: Option<String>,
+    pub jobs: usize,
+    /// The commit to build (default `HEAD`).
+    pub rev: String,
+    /// `[integrate] submodule`, whose pin goes into the manifest.
+    pub pin_path: Option<String>,
+    /// The cache's `wheels` area (None = no cache).
+    pub cache: Option<Bucket>,
+    pub uv: &'a Uv,
+}
+
+/// What was built.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildReport {
+    pub revision: String,
+    pub dirty: bool,
+    pub version: Option<String>,
+    pub manifests: Vec<PathBuf>,
+    pub wheels: Vec<Built>,
+}
+
+/// One wheel of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Built {
+    pub package: String,
+    pub variant: String,
+    /// The Pythons it serves.
+    pub pythons: Vec<String>,
+    pub file: PathBuf,
+    pub seconds: f64,
+    pub cached: bool,
+}
+
+/// An interpreter of the matrix.
+#[derive(Debug, Clone)]
+struct Python {
+    /// As configured (`3.11`).
+    version: String,
+    /// Where uv found it.
+    path: PathBuf,
+    /// `Python 3.11.7` (part of the cache key).
+    full: String,
+}
+
+/// One (package, variant): its Pythons build in order, the first deciding
+/// whether the wheel is universal.
+#[derive(Debug, Clone)]
+struct Group {
+    package: String,
+    /// Relative to the repository's top.
+    source: String,
+    variant: String,
+    env: BTreeMap<String, String>,
+    version: Option<String>,
+}
+
+/// Builds the set; see the module doc.
+pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Error> {
+    let repo = Repo::discover(req.root)?;
+    let top = repo_top(&repo)?;
+    let revision = repo
+        .must_resolve(&format!("{}^{{commit}}", req.rev))?
+        .to_string();
+    let variants = select_variants(req.pkg, &req.variants)?;
+    let pythons = find_pythons(req.uv, req.pkg, &req.pythons, req.root)?;
+    let mut groups = plan_groups(req, &repo, &top, &revision, &variants)?;
+    set_versions(req, &repo, &revision, &mut groups)?;
+    let dirty = is_dirty(&repo)?;
+    if dirty && req.rev == "HEAD" {
+        sink.warn(format!(
+            "the working tree has uncommitted changes: building commit {} without them (dirty = true in the manifest)",
+            &revision[..12.min(revision.len())]
+        ));
+    }
+    let pin = match &req.pin_path {
+        Some(path) => repo.gitlink(&revision, path)?.map(|o| o.to_string()),
+        None => None,
+    };
+    let tree = repo.tree_of(&revision)?.to_string();
+    fs_err::create_dir_all(&req.out).map_err(|e| {
+        Error::usage(format!(
+            "cannot create the wheelhouse {}",
+            req.out.display()
+        ))
+        .cause(e.to_string())
+    })?;
+    let out = std::path::absolute(&req.out).unwrap_or_else(|_| req.out.clone());
+    let scratch = Scratch::new(&out)?;
+    let cells: usize = groups.len() * pythons.len();
+    sink.emit(&PkgEvent::BuildStarted {
+        cells,
+        jobs: req.jobs,
+        revision: revision.clone(),
+        dirty,
+    });
+    let ctx = Context {
+        req,
+        repo: &repo,
+        revision: &revision,
+        tree: &tree,
+        pythons: &pythons,
+        scratch: &scratch,
+        out: &out,
+    };
+    let results = run_groups(&ctx, &groups, sink);
+    let mut built = Vec::new();
+    let mut failures = Vec::new();
+    for result in results {
+        match result {
+            Ok(mut wheels) => built.append(&mut wheels),
+            Err(failure) => failures.push(failure),
+        }
+    }
+    if !failures.is_empty() {
+        return Err(failed_cells(failures, cells));
+    }
+    let manifests = write_set(&ctx, &groups, &mut built, dirty, pin.as_deref(), sink)?;
+    let version = groups.first().and_then(|g| g.version.clone());
+    Ok(BuildReport {
+        revision,
+        dirty,
+        version,
+        manifests,
+        wheels: built.into_iter().map(|b| b.report).collect(),
+    })
+}
+
+fn repo_top(repo: &Repo) -> Result<PathBuf, Error> {
+    let top = repo.git(&["rev-parse", "--show-toplevel"])?;
+    Ok(PathBuf::from(top.trim()))
+}
+
+/// Tracked files changed (untracked files never count).
+fn is_dirty(repo: &Repo) -> Result<bool, Error> {
+    let out = repo.git(&["status", "--porcelain=v1", "-z", "--untracked-files=no"])?;
+    Ok(!out.is_empty())
+}
+
+/// `--variant` names checked against the configuration; every configured
+/// variant when none is given.
+fn select_variants(pkg: &PkgConfig, asked: &[String]) -> Result<Vec<String>, Error> {
+    if pkg.package.is_empty() {
+        return Err(
+            Error::usage("no packages to build: lockstep.toml has no [[pkg.package]]")
+                .hint("add a [[pkg.package]] with `name` and `source` (see docs/pkg.md)"),
+        );
+    }
+    let mut known: Vec<String> = vec![DEFAULT_VARIANT.to_string()];
+    known.extend(pkg.variants.keys().cloned());
+    for package in &pkg.package {
+        if !wheel::is_valid_name(&package.name) {
+            return Err(Error::usage(format!(
+                "[[pkg.package]] name `{}` is not a valid distribution name",
+                lockstep_core::error::printable(&package.name)
+            ))
+            .hint(
+                "use letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit",
+            ));
+        }
+        if let Some(v) = package.variants.iter().find(|v| !known.contains(v)) {
+            return Err(unknown_variant(
+                v,
+                &known,
+                &format!("[[pkg.package]] {} variants", package.name),
+            ));
+        }
+    }
+    let mut names: Vec<&str> = pkg.package.iter().map(|p| p.name.as_str()).collect();
+    names.sort();
+    if let Some(w) = names
+        .windows(2)
+        .find(|w| wheel::normalize(w[0]) == wheel::normalize(w[1]))
+    {
+        return Err(Error::usage(format!(
+            "[[pkg.package]] {} is listed twice",
+            w[1]
+        )));
+    }
+    if asked.is_empty() {
+        let mut all: Vec<String> = pkg
+            .package
+            .iter()
+            .flat_map(|p| p.variants.clone())
+            .collect();
+        all.sort();
+        all.dedup();
+        return Ok(all);
+    }
+    for v in asked {
+        if !known.contains(v) {
+            return Err(unknown_variant(v, &known, "--variant"));
+        }
+    }
+    let mut asked = asked.to_vec();
+    asked.dedup();
+    Ok(asked)
+}
+
+fn unknown_variant(name: &str, known: &[String], origin: &str) -> Error {
+    let mut err = Error::usage(format!(
+        "{origin}: unknown variant `{}`",
+        lockstep_core::error::printable(name)
+    ))
+    .cause(format!("known variants: {}", known.join(", ")));
+    if let Some(close) = known.iter().find(|k| strsim::levenshtein(k, name) <= 2) {
+        err = err.cause(format!("did you mean `{close}`?"));
+    }
+    err.hint("define it as [pkg.variants.NAME] in lockstep.toml (\"release\" always exists)")
+}
+
+/// Each interpreter, found by uv; a missing one is a usage error naming it.
+fn find_pythons(
+    uv: &Uv,
+    pkg: &PkgConfig,
+    asked: &[String],
+    cwd: &Path,
+) -> Result<Vec<Python>, Error> {
+    let versions = if asked.is_empty() {
+        pkg.python.clone()
+    } else {
+        asked.to_vec()
+    };
+    if versions.is_empty() {
+        return Err(Error::usage("[pkg] python is empty")
+            .hint("list the interpreters to build for, e.g. python = [\"3.11\"]"));
+    }
+    let mut found = Vec::new();
+    for version in versions {
+        if !is_python_request(&version) {
+            return Err(Error::usage(format!(
+                "`{}` is not a Python version",
+                lockstep_core::error::printable(&version)
+            ))
+            .hint("give versions such as 3.11 or 3.12 (in [pkg] python or --python)"));
+        }
+        if found.iter().any(|p: &Python| p.version == version) {
+            continue;
+        }
+        let mut cmd = uv.command(cwd);
+        cmd.args([
+            "python",
+            "find",
+            "--no-config",
+            "--no-python-downloads",
+            "--system",
+            &version,
+        ]);
+        let path = match run_captured(&mut cmd, "uv python find") {
+            Ok(out) => PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
+            Err(e) => {
+                let mut err = Error::usage(format!(
+                    "Python {version} is not installed (uv finds no such interpreter)"
+                ));
+                err.causes = e.causes;
+                return Err(err.hint(format!(
+                    "install Python {version}, or build for the interpreters you have: --python 3.11 (see `uv python list --only-installed`)"
+                )));
+            }
+        };
+        let full = lockstep_python::venv::python_version(&path);
+        found.push(Python {
+            version,
+            path,
+            full,
+        });
+    }
+    Ok(found)
+}
+
+fn is_python_request(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('.').collect();
+    (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The (package, variant) groups, each package's source checked in `revision`.
+fn plan_groups(
+    req: &BuildRequest<'_>,
+    repo: &Repo,
+    top: &Path,
+    revision: &str,
+    variants: &[String],
+) -> Result<Vec<Group>, Error> {
+    let root = std::fs::canonicalize(req.root).unwrap_or_else(|_| req.root.to_path_buf());
+    let top = std::fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
+    let mut groups = Vec::new();
+    for package in &req.pkg.package {
+        let source = relative_source(&root, &top, &package.source, &package.name)?;
+        let pyproject = if source.is_empty() {
+            "pyproject.toml".to_string()
+        } else {
+            format!("{source}/pyproject.toml")
+        };
+        if repo
+            .resolve_blob(&format!("{revision}:{pyproject}"))?
+            .is_none()
+        {
+            let on_disk = top.join(&pyproject).is_file();
+            return Err(Error::usage(format!(
+                "package {}: {} {}",
+                package.name,
+                pyproject,
+                if on_disk {
+                    "is not committed (lockstep builds the committed tree)"
+                } else {
+                    "does not exist"
+                }
+            ))
+            .hint(if on_disk {
+                "commit it (`git add` and `git commit`), then build again"
+            } else {
+                "point [[pkg.package]] source at the directory holding the package's pyproject.toml"
+            }));
+        }
+        for variant in package.variants.iter().filter(|v| variants.contains(v)) {
+            let env = req
+                .pkg
+                .variants
+                .get(variant)
+                .map(|v| v.env.clone())
+                .unwrap_or_default();
+            groups.push(Group {
+                package: package.name.clone(),
+                source: source.clone(),
+                variant: variant.clone(),
+                env,
+                version: None,
+            });
+        }
+    }
+    if groups.is_empty() {
+        return Err(Error::usage(format!(
+            "no package has the variant(s) {}",
+            variants.join(", ")
+        ))
+        .hint("list the variant in a package's `variants`, or pick another with --variant"));
+    }
+    Ok(groups)
+}
+
+/// `source` relative to the repository's top, refusing paths that leave it.
+fn relative_source(root: &Path, top: &Path, source: &Path, name: &str) -> Result<String, Error> {
+    let joined = root.join(source);
+    let full = std::fs::canonicalize(&joined).unwrap_or(joined);
+    let rel = full.strip_prefix(top).map_err(|_| {
+        Error::usage(format!(
+            "package {name}: source {} is outside the repository {}",
+            source.display(),
+            top.display()
+        ))
+        .hint("point [[pkg.package]] source at a directory of this repository")
+    })?;
+    Ok(rel.to_string_lossy().into_owned())
+}
+
+/// The version of each group: `--version`, else the scheme. The set must
+/// end up at one version.
+fn set_versions(
+    req: &BuildRequest<'_>,
+    repo: &Repo,
+    revision: &str,
+    groups: &mut [Group],
+) -> Result<(), Error> {
+    if let Some(v) = &req.version {
+        wheel::check_version("--version", v)?;
+    }
+    let mut projects = BTreeMap::new();
+    for g in groups.iter() {
+        if projects.contains_key(&g.package) {
+            continue;
+        }
+        let path = if g.source.is_empty() {
+            "pyproject.toml".to_string()
+        } else {
+            format!("{}/pyproject.toml", g.source)
+        };
+        let text = repo.git(&["show", &format!("{revision}:{path}")])?;
+        let project = stage::read_project(&text, &format!("{path} (package {})", g.package))?;
+        if let Some(name) = &project.name {
+            if wheel::normalize(name) != wheel::normalize(&g.package) {
+                return Err(Error::usage(format!(
+                    "package {}: {path} names the project `{name}`",
+                    g.package
+                ))
+                .hint("make [[pkg.package]] name the [project] name of its pyproject.toml"));
+            }
+        }
+        projects.insert(g.package.clone(), project);
+    }
+    let short = &revision[..7.min(revision.len())];
+    for g in groups.iter_mut() {
+        let project = &projects[&g.package];
+        g.version = match (&req.version, req.pkg.version.scheme) {
+            (Some(v), _) => Some(v.clone()),
+            (None, VersionScheme::Explicit) => {
+                return Err(Error::usage(
+                    "[pkg.version] scheme is \"explicit\": --version is required",
+                )
+                .hint("pass --version VERSION (for example 3.14.0rc20261124)"))
+            }
+            (None, VersionScheme::Source) => None,
+            (None, VersionScheme::Dev) => {
+                let base = project.version.as_deref().ok_or_else(|| {
+                    Error::usage(format!(
+                        "package {}: the dev scheme needs a static [project] version",
+                        g.package
+                    ))
+                    .hint("give it `version = \"X.Y.Z\"`, or use --version")
+                })?;
+                let parsed = wheel::check_version(&format!("the version of {}", g.package), base)?;
+                let release: Vec<String> = parsed.release().iter().map(u64::to_string).collect();
+                Some(format!("{}.dev0+g{short}", release.join(".")))
+            }
+        };
+        if g.version.is_some() && project.dynamic_version {
+            return Err(Error::usage(format!(
+                "cannot stamp a version into {}: its [project] version is dynamic",
+                g.package
+            ))
+            .hint("give it a static `version` in [project], or build with the source scheme and no --version"));
+        }
+    }
+    let versions: Vec<(&str, String)> = groups
+        .iter()
+        .map(|g| {
+            (
+                g.package.as_str(),
+                g.version
+                    .clone()
+                    .or_else(|| projects[&g.package].version.clone())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    if let Some(other) = versions
+        .iter()
+        .find(|(_, v)| !v.is_empty() && *v != versions[0].1)
+    {
+        return Err(Error::usage(format!(
+            "the set is not at one version: {} is {}, {} is {}",
+            versions[0].0, versions[0].1, other.0, other.1
+        ))
+        .hint("pass --version to stamp one version into every package, or make their pyproject versions equal"));
+    }
+    Ok(())
+}
+
+/// The build's scratch directory inside the wheelhouse's parent, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(out: &Path) -> Result<Scratch, Error> {
+        let dir = out.join(format!(".lockstep-build-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        fs_err::create_dir_all(&dir)?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Context<'a> {
+    req: &'a BuildRequest<'a>,
+    repo: &'a Repo,
+    revision: &'a str,
+    tree: &'a str,
+    pythons: &'a [Python],
+    scratch: &'a Scratch,
+    out: &'a Path,
+}
+
+/// A wheel built (or taken from the cache) into the scratch directory.
+struct Made {
+    staged: PathBuf,
+    info: WheelInfo,
+    report: Built,
+}
+
+/// A failed cell.
+struct Failure {
+    cell: String,
+    log: PathBuf,
+    message: String,
+}
+
+/// A group's wheels, or its failed cell.
+type GroupResult = Result<Vec<Made>, Failure>;
+
+/// Runs the groups on `jobs` worker threads, in order of submission.
+fn run_groups(
+    ctx: &Context<'_>,
+    groups: &[Group],
+    sink: &dyn Sink,
+) -> Vec<Result<Vec<Made>, Failure>> {
+    let next = Mutex::new(0usize);
+    let results: Mutex<Vec<Option<GroupResult>>> =
+        Mutex::new((0..groups.len()).map(|_| None).collect());
+    let workers = ctx.req.jobs.clamp(1, groups.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let index = {
+                    let Ok(mut n) = next.lock() else { return };
+                    let i = *n;
+                    *n += 1;
+                    i
+                };
+                let Some(group) = groups.get(index) else {
+                    return;
+                };
+                let result = build_group(ctx, index, group, sink);
+                if let Ok(mut all) = results.lock() {
+                    all[index] = Some(result);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(Failure {
+                    cell: "?".into(),
+                    log: PathBuf::new(),
+                    message: "internal: a worker stopped".into(),
+                })
+            })
+        })
+        .collect()
+}
+
+/// The group's first Python, then the others unless the wheel is universal.
+fn build_group(
+    ctx: &Context<'_>,
+    index: usize,
+    group: &Group,
+    sink: &dyn Sink,
+) -> Result<Vec<Made>, Failure> {
+    let mut made: Vec<Made> = Vec::new();
+    for (i, python) in ctx.pythons.iter().enumerate() {
+        let wheel = build_cell(ctx, index, group, python, sink)?;
+        let universal = WheelName::parse(&wheel.info.name).is_some_and(|w| w.is_universal());
+        made.push(wheel);
+        if i == 0 && universal {
+            let all: Vec<String> = ctx.pythons.iter().map(|p| p.version.clone()).collect();
+            let first = &mut made[0];
+            first.info.cells = all.iter().map(|v| cell_name(v, &group.variant)).collect();
+            first.report.pythons = all;
+            break;
+        }
+    }
+    Ok(made)
+}
+
+fn cell_name(python: &str, variant: &str) -> String {
+    format!("python={python} variant={variant}")
+}
+
+fn cell_label(group: &Group, python: &Python) -> String {
+    format!(
+        "{} (python {}, variant {})",
+        group.package, python.version, group.variant
+    )
+}
+
+/// One cell: from the wheel cache, else built in a staged tree.
+fn build_cell(
+    ctx: &Context<'_>,
+    index: usize,
+    group: &Group,
+    python: &Python,
+    sink: &dyn Sink,
+) -> Result<Made, Failure> {
+    let label = cell_label(group, python);
+    let cell_dir = ctx.scratch.0.join(format!("{index}-{}", python.version));
+    let log = ctx.out.join(".logs").join(format!(
+        "{}-{}-py{}.log",
+        wheel::normalize(&group.package),
+        group.variant,
+        python.version
+    ));
+    let fail = |message: String| {
+        sink.emit(&PkgEvent::CellFailed {
+            package: group.package.clone(),
+            python: python.version.clone(),
+            variant: group.variant.clone(),
+            log: log.display().to_string(),
+        });
+        Failure {
+            cell: label.clone(),
+            log: log.clone(),
+            message,
+        }
+    };
+    let key = cache_key(ctx, group, python);
+    let dist = cell_dir.join("dist");
+    fs_err::create_dir_all(&dist).map_err(|e| fail(e.to_string()))?;
+    let command = build_command(group, python);
+    if let Some(made) = from_cache(ctx, &key, &dist, group, python, &command) {
+        emit_built(sink, group, python, &made);
+        return Ok(made);
+    }
+    let started = Instant::now();
+    let src = cell_dir.join("src");
+    fs_err::create_dir_all(&src).map_err(|e| fail(e.to_string()))?;
+    stage::archive(ctx.repo, ctx.revision, &src).map_err(|e| fail(e.render()))?;
+    let package_dir = if group.source.is_empty() {
+        src.clone()
+    } else {
+        src.join(&group.source)
+    };
+    if let Some(version) = &group.version {
+        stage::stamp_version(&package_dir.join("pyproject.toml"), &group.package, version)
+            .map_err(|e| fail(e.render()))?;
+    }
+    let mut argv: Vec<String> = ctx.req.uv.argv().to_vec();
+    argv.extend(
+        [
+            "build",
+            "--wheel",
+            "--no-config",
+            "--no-python-downloads",
+            "--python",
+        ]
+        .map(String::from),
+    );
+    argv.push(python.path.to_string_lossy().into_owned());
+    argv.push("--out-dir".into());
+    argv.push(dist.to_string_lossy().into_owned());
+    argv.push(package_dir.to_string_lossy().into_owned());
+    let mut env: Vec<(String, String)> = group
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    env.push(("NO_COLOR".into(), "1".into()));
+    let spec = lockstep_core::process::Spec {
+        argv,
+        cwd: cell_dir.clone(),
+        env,
+        timeout: Some(ctx.req.pkg.build_timeout),
+        log: log.clone(),
+        header: Some(format!("# {label}\n# {}\n", command.join(" "))),
+    };
+    let finished = lockstep_core::process::run(&spec, |_| {}).map_err(|e| fail(e.render()))?;
+    if finished.exit != lockstep_core::process::Exit::Code(0) {
+        return Err(fail(format!("uv build {}", finished.exit.describe())));
+    }
+    let file = single_wheel(&dist, group).map_err(fail)?;
+    let _ = std::fs::remove_dir_all(&src);
+    let seconds = started.elapsed().as_secs_f64();
+    store_in_cache(ctx, &key, &file);
+    let made = made(file, group, python, command, seconds, false);
+    emit_built(sink, group, python, &made);
+    Ok(made)
+}
+
+fn emit_built(sink: &dyn Sink, group: &Group, python: &Python, made: &Made) {
+    sink.emit(&PkgEvent::CellBuilt {
+        package: group.package.clone(),
+        python: python.version.clone(),
+        variant: group.variant.clone(),
+        wheel: made.info.name.clone(),
+        seconds: made.info.seconds,
+        cached: made.info.cached,
+    });
+}
+
+/// What the manifest records as the cell's build command (paths of the
+/// scratch tree left out: they do not exist after the build).
+fn build_command(group: &Group, python: &Python) -> Vec<String> {
+    let mut command: Vec<String> = group.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    command.extend(["uv", "build", "--wheel", "--python"].map(String::from));
+    command.push(python.version.clone());
+    command.push(if group.source.is_empty() {
+        ".".into()
+    } else {
+        group.source.clone()
+    });
+    command
+}
+
+fn made(
+    file: PathBuf,
+    group: &Group,
+    python: &Python,
+    command: Vec<String>,
+    seconds: f64,
+    cached: bool,
+) -> Made {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Made {
+        info: WheelInfo {
+            name,
+            cells: vec![cell_name(&python.version, &group.variant)],
+            command,
+            seconds: (seconds * 1000.0).round() / 1000.0,
+            cached,
+        },
+        report: Built {
+            package: group.package.clone(),
+            variant: group.variant.clone(),
+            pythons: vec![python.version.clone()],
+            file: file.clone(),
+            seconds,
+            cached,
+        },
+        staged: file,
+    }
+}
+
+/// The one wheel uv wrote, named for the package (and the stamped version).
+fn single_wheel(dist: &Path, group: &Group) -> Result<PathBuf, String> {
+    let wheels: Vec<PathBuf> = std::fs::read_dir(dist)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    let [file] = wheels.as_slice() else {
+        return Err(format!(
+            "uv build wrote {} wheels into {}, expected one",
+            wheels.len(),
+            dist.display()
+        ));
+    };
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let parsed =
+        WheelName::parse(&name).ok_or_else(|| format!("`{name}` is not a wheel file name"))?;
+    if parsed.name != wheel::normalize(&group.package) {
+        return Err(format!(
+            "the build of {} produced {name}: another distribution's name",
+            group.package
+        ));
+    }
+    if let Some(v) = &group.version {
+        let same = matches!((wheel::parse_version(v), wheel::parse_version(&parsed.version)), (Ok(a), Ok(b)) if a == b);
+        if !same {
+            return Err(format!(
+                "the build of {} produced version {} instead of the stamped {v}",
+                group.package, parsed.version
+            ));
+        }
+    }
+    Ok(file.clone())
+}
+
+fn cache_key(ctx: &Context<'_>, group: &Group, python: &Python) -> lockstep_cache::Key {
+    let env: Vec<String> = group.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    KeyBuilder::new(Area::Wheels, KEY_VERSION)
+        .part("tree", ctx.tree)
+        .part("package", &group.package)
+        .part("source", &group.source)
+        .part("version", group.version.as_deref().unwrap_or(""))
+        .part("python", &python.full)
+        .part("python-path", python.path.to_string_lossy().as_bytes())
+        .part("env", env.join("\n"))
+        .finish()
+}
+
+fn from_cache(
+    ctx: &Context<'_>,
+    key: &lockstep_cache::Key,
+    dist: &Path,
+    group: &Group,
+    python: &Python,
+    command: &[String],
+) -> Option<Made> {
+    let bucket = ctx.req.cache.as_ref()?;
+    let entry = bucket.slot(key, None).get()?;
+    let name: String = entry.meta().get("file")?.as_str()?.to_string();
+    WheelName::parse(&name)?;
+    let cached = entry.file("whl")?;
+    let dest = dist.join(&name);
+    std::fs::copy(cached, &dest).ok()?;
+    Some(made(dest, group, python, command.to_vec(), 0.0, true))
+}
+
+fn store_in_cache(ctx: &Context<'_>, key: &lockstep_cache::Key, file: &Path) {
+    let Some(bucket) = &ctx.req.cache else { return };
+    let slot = bucket.slot(key, None);
+    let stored = (|| -> Result<(), Error> {
+        let lock = slot.lock()?;
+        if lock.get().is_some() {
+            return Ok(());
+        }
+        let mut stage = lock.stage();
+        stage.copy("whl", file)?;
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        stage.commit(serde_json::json!({ "file": name }))?;
+        Ok(())
+    })();
+    if let Err(e) = stored {
+        tracing::warn!("cannot keep the wheel in the cache: {}", e.message);
+    }
+}
+
+/// The error for failed cells: each named with its log's last lines.
+fn failed_cells(failures: Vec<Failure>, cells: usize) -> Error {
+    let names: Vec<&str> = failures.iter().map(|f| f.cell.as_str()).collect();
+    let mut err = Error::failed(format!(
+        "{} of {cells} cell(s) failed to build: {}",
+        failures.len(),
+        names.join("; ")
+    ));
+    for f in &failures {
+        let tail = log_tail(&f.log, LOG_TAIL);
+        err = err.cause(format!(
+            "{}: {}{}",
+            f.cell,
+            f.message,
+            if tail.is_empty() {
+                String::new()
+            } else {
+                format!("\n{tail}")
+            }
+        ));
+        if f.log.is_file() {
+            err = err.cause(format!("full log: {}", f.log.display()));
+        }
+    }
+    err.hint("no manifest was written; fix the build and run `lockstep pkg build` again")
+}
+
+fn log_tail(log: &Path, n: usize) -> String {
+    let Ok(bytes) = lockstep_core::fs::read_input("the build log", log, 64 << 20) else {
+        return String::new();
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| format!("  | {}", lockstep_core::error::printable_line(l)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Moves the wheels into the wheelhouse and writes one manifest per variant.
+fn write_set(
+    ctx: &Context<'_>,
+    groups: &[Group],
+    built: &mut [Made],
+    dirty: bool,
+    pin: Option<&str>,
+    sink: &dyn Sink,
+) -> Result<Vec<PathBuf>, Error> {
+    let mut variants: Vec<&str> = groups.iter().map(|g| g.variant.as_str()).collect();
+    variants.sort();
+    variants.dedup();
+    let mut manifests = Vec::new();
+    for variant in variants {
+        let manifest_path = ctx.out.join(pylock::file_name(variant));
+        let dir = if variant == DEFAULT_VARIANT {
+            ctx.out.to_path_buf()
+        } else {
+            ctx.out.join(variant)
+        };
+        fs_err::create_dir_all(&dir)?;
+        let mut packages: BTreeMap<String, Package> = BTreeMap::new();
+        let mut count = 0;
+        for made in built.iter_mut().filter(|m| m.report.variant == variant) {
+            let dest = dir.join(&made.info.name);
+            std::fs::rename(&made.staged, &dest).map_err(|e| {
+                Error::failed(format!(
+                    "cannot move {} into {}",
+                    made.info.name,
+                    dir.display()
+                ))
+                .cause(e.to_string())
+            })?;
+            made.report.file = dest.clone();
+            let rel = dest
+                .strip_prefix(ctx.out)
+                .unwrap_or(&dest)
+                .to_string_lossy()
+                .into_owned();
+            let version = WheelName::parse(&made.info.name)
+                .map(|w| w.version)
+                .unwrap_or_default();
+            let package = packages
+                .entry(made.report.package.clone())
+                .or_insert_with(|| Package {
+                    name: wheel::normalize(&made.report.package),
+                    version: Some(version),
+                    wheels: Vec::new(),
+                    tool: Some(PackageTool {
+                        lockstep: Some(PackageInfo {
+                            source_revision: Some(ctx.revision.to_string()),
+                            upstream_revision: pin.map(String::from),
+                            wheels: Vec::new(),
+                        }),
+                    }),
+                });
+            package.wheels.push(Wheel {
+                name: Some(made.info.name.clone()),
+                path: Some(rel),
+                size: Some(fs_err::metadata(&dest)?.len()),
+                hashes: BTreeMap::from([(
+                    "sha256".to_string(),
+                    lockstep_core::hash::sha256_file(&dest)?,
+                )]),
+            });
+            if let Some(info) = package.tool.as_mut().and_then(|t| t.lockstep.as_mut()) {
+                info.wheels.push(made.info.clone());
+            }
+            count += 1;
+        }
+        let mut lock = Lock::new();
+        lock.packages = packages.into_values().collect();
+        for p in &mut lock.packages {
+            p.wheels.sort_by(|a, b| a.name.cmp(&b.name));
+            if let Some(info) = p.tool.as_mut().and_then(|t| t.lockstep.as_mut()) {
+                info.wheels.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+        }
+        lock.tool = Some(pylock::LockTool {
+            lockstep: Some(SetInfo {
+                variant: variant.to_string(),
+                source_revision: Some(ctx.revision.to_string()),
+                dirty,
+            }),
+        });
+        lockstep_core::fs::write_atomic(&manifest_path, lock.to_toml()?.as_bytes())?;
+        sink.emit(&PkgEvent::ManifestWritten {
+            path: manifest_path.display().to_string(),
+            wheels: count,
+        });
+        manifests.push(manifest_path);
+    }
+    Ok(manifests)
+}

@@ -1,0 +1,117 @@
+//! What the package engine reports while it works: one event per cell
+//! started, built (or taken from the wheel cache) and failed, and one per
+//! manifest written. Reporters decide how they look.
+
+use lockstep_core::events::{Event, Human};
+use serde::Serialize;
+
+/// An event of `lockstep pkg`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum PkgEvent {
+    /// `cells` wheels are about to be built.
+    BuildStarted {
+        cells: usize,
+        jobs: usize,
+        revision: String,
+        dirty: bool,
+    },
+    /// One cell's wheel is ready.
+    CellBuilt {
+        package: String,
+        python: String,
+        variant: String,
+        wheel: String,
+        seconds: f64,
+        cached: bool,
+    },
+    /// One cell failed; its log is kept.
+    CellFailed {
+        package: String,
+        python: String,
+        variant: String,
+        log: String,
+    },
+    /// A manifest was written.
+    ManifestWritten { path: String, wheels: usize },
+    /// `pkg bisect` judged a commit.
+    BisectStep {
+        commit: String,
+        verdict: String,
+        cached: bool,
+        remaining: usize,
+    },
+}
+
+impl Event for PkgEvent {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn human(&self) -> Human {
+        match self {
+            PkgEvent::BuildStarted {
+                cells,
+                jobs,
+                revision,
+                dirty,
+            } => Human::Begin {
+                total: *cells as u64,
+                line: format!(
+                    "building {cells} wheel cell(s) from {}{} with up to {jobs} at once",
+                    short(revision),
+                    if *dirty {
+                        " (uncommitted changes are not included)"
+                    } else {
+                        ""
+                    }
+                ),
+            },
+            PkgEvent::CellBuilt {
+                package,
+                python,
+                variant,
+                wheel,
+                seconds,
+                cached,
+            } => Human::Done {
+                line: format!(
+                    "built {package} (python {python}, {variant}): {wheel} {}",
+                    if *cached {
+                        "(cached)".to_string()
+                    } else {
+                        format!("in {seconds:.1}s")
+                    }
+                ),
+                notable: false,
+            },
+            PkgEvent::CellFailed {
+                package,
+                python,
+                variant,
+                log,
+            } => Human::Done {
+                line: format!("FAILED {package} (python {python}, {variant}); log: {log}"),
+                notable: true,
+            },
+            PkgEvent::ManifestWritten { path, wheels } => Human::Many(vec![
+                Human::End,
+                Human::Line(format!("wrote {path} ({wheels} wheel(s))")),
+            ]),
+            PkgEvent::BisectStep {
+                commit,
+                verdict,
+                cached,
+                remaining,
+            } => Human::Line(format!(
+                "{}: {verdict}{} ({remaining} left to test)",
+                short(commit),
+                if *cached { " (cached verdict)" } else { "" }
+            )),
+        }
+    }
+}
+
+fn short(rev: &str) -> &str {
+    rev.get(..12).unwrap_or(rev)
+}

@@ -1,0 +1,1 @@
+//! `lockstep pkg fetch` (see below).

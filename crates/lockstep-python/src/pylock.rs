@@ -1,0 +1,517 @@
+//! PEP 751 lock files (`pylock.toml`) as lockstep writes and reads them: the
+//! manifest of a set of built wheels.
+//!
+//! A manifest names every wheel of the set with its path (relative to the
+//! manifest, so a wheelhouse can move as a CI artifact), size and sha256, so
+//! `uv pip sync --offline pylock.toml` and `pip install -r pylock.toml` install
+//! exactly those files; installing "the newest thing in a directory" (pip's
+//! `-f DIR NAME`) is how a stable release once replaced a just-built candidate.
+//! lockstep's own facts (source and pin revisions, matrix cell, build command
+//! and seconds) live in `[packages.tool.lockstep]` and `[tool.lockstep]`,
+//! where PEP 751 lets tools keep theirs.
+//!
+//! [`Lock::load`] reads any PEP 751 file leniently (unknown keys are other
+//! tools' business) but checks what an exact install relies on; [`verify`]
+//! checks the files themselves before anything is installed.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use lockstep_core::Error;
+use serde::{Deserialize, Serialize};
+
+use crate::wheel::{self, WheelName};
+
+/// The manifest of the default variant.
+pub const FILE: &str = "pylock.toml";
+
+/// The largest manifest lockstep reads.
+const MAX_BYTES: u64 = 16 << 20;
+
+/// The manifest file name of `variant` (`pylock.toml` for the default one,
+/// `pylock.<variant>.toml` otherwise: PEP 751 names).
+pub fn file_name(variant: &str) -> String {
+    if variant == lockstep_core::config::DEFAULT_VARIANT {
+        FILE.to_string()
+    } else {
+        format!("pylock.{variant}.toml")
+    }
+}
+
+/// A whole `pylock.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Lock {
+    pub lock_version: String,
+    #[serde(default)]
+    pub created_by: String,
+    #[serde(default)]
+    pub packages: Vec<Package>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<LockTool>,
+}
+
+/// `[tool]` of the file.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LockTool {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lockstep: Option<SetInfo>,
+}
+
+/// `[tool.lockstep]`: facts about the whole set.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SetInfo {
+    /// The variant these wheels were built as.
+    pub variant: String,
+    /// The commit the wheels were built from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_revision: Option<String>,
+    /// The working tree had uncommitted changes (the build used the commit).
+    #[serde(default)]
+    pub dirty: bool,
+}
+
+/// One `[[packages]]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Package {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub wheels: Vec<Wheel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<PackageTool>,
+}
+
+/// One `[[packages.wheels]]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Wheel {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub size: Option<u64>,
+    #[serde(default)]
+    pub hashes: BTreeMap<String, String>,
+}
+
+/// `[packages.tool]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PackageTool {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lockstep: Option<PackageInfo>,
+}
+
+/// `[packages.tool.lockstep]`: how this package's wheels came to be.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct PackageInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_revision: Option<String>,
+    /// The upstream pin (`[integrate] submodule`) at that revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_revision: Option<String>,
+    #[serde(default)]
+    pub wheels: Vec<WheelInfo>,
+}
+
+/// `[[packages.tool.lockstep.wheels]]`: one wheel's build.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct WheelInfo {
+    /// The wheel's file name.
+    pub name: String,
+    /// The matrix cells it serves (`python=3.11 variant=release`); a
+    /// `py3-none-any` wheel serves every Python of the matrix.
+    pub cells: Vec<String>,
+    pub command: Vec<String>,
+    pub seconds: f64,
+    /// Taken from lockstep's wheel cache instead of built.
+    #[serde(default)]
+    pub cached: bool,
+}
+
+/// A wheel of a manifest, found and checked on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub package: String,
+    pub version: String,
+    pub file: PathBuf,
+    pub sha256: String,
+    pub size: u64,
+}
+
+impl Lock {
+    /// A new, empty lock written by lockstep.
+    pub fn new() -> Lock {
+        Lock {
+            lock_version: "1.0".into(),
+            created_by: "lockstep".into(),
+            packages: Vec::new(),
+            tool: None,
+        }
+    }
+
+    /// Reads and checks `path` (bounded; TOML errors name the file).
+    pub fn load(path: &Path) -> Result<Lock, Error> {
+        let text =
+            lockstep_core::fs::read_input_text("the manifest", path, MAX_BYTES).map_err(|e| {
+                e.hint("pass --manifest the pylock.toml that `lockstep pkg build` wrote")
+            })?;
+        Lock::parse(&text, path)
+    }
+
+    /// Parses manifest text (the fuzzable entry point).
+    pub fn parse(text: &str, path: &Path) -> Result<Lock, Error> {
+        let lock: Lock = toml::from_str(text).map_err(|e| {
+            Error::usage(format!(
+                "{} is not a valid PEP 751 lock file",
+                path.display()
+            ))
+            .cause(lockstep_core::error::printable(e.message()).into_owned())
+            .hint("pass --manifest the pylock.toml that `lockstep pkg build` wrote")
+        })?;
+        lock.check(path)?;
+        Ok(lock)
+    }
+
+    /// What an exact install relies on: lock-version 1.x, named packages,
+    /// wheels with a plain relative path, a size and a sha256, whose file
+    /// name matches the package and version, and one version across the set.
+    fn check(&self, path: &Path) -> Result<(), Error> {
+        let bad = |what: String| {
+            Error::usage(format!("{}: {what}", path.display()))
+                .hint("rebuild the set with `lockstep pkg build` (manifests are written by it, not by hand)")
+        };
+        if self.lock_version.split('.').next() != Some("1") {
+            return Err(bad(format!(
+                "lock-version `{}` is not supported (expected 1.x)",
+                self.lock_version
+            )));
+        }
+        if self.packages.is_empty() {
+            return Err(bad("it lists no packages".into()));
+        }
+        for package in &self.packages {
+            if !wheel::is_valid_name(&package.name) {
+                return Err(bad(format!(
+                    "invalid package name `{}`",
+                    lockstep_core::error::printable(&package.name)
+                )));
+            }
+            if package.wheels.is_empty() {
+                return Err(bad(format!("package {} lists no wheels", package.name)));
+            }
+            for w in &package.wheels {
+                check_wheel(package, w).map_err(bad)?;
+            }
+        }
+        let versions: Vec<(String, String)> = self
+            .packages
+            .iter()
+            .map(|p| (p.name.clone(), p.version.clone().unwrap_or_default()))
+            .collect();
+        if let Some((first, rest)) = versions.split_first() {
+            if let Some(other) = rest.iter().find(|(_, v)| *v != first.1) {
+                return Err(bad(format!(
+                    "the set is not at one version: {} is {}, {} is {}",
+                    first.0, first.1, other.0, other.1
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// `[tool.lockstep]`, if lockstep wrote it.
+    pub fn set_info(&self) -> Option<&SetInfo> {
+        self.tool.as_ref().and_then(|t| t.lockstep.as_ref())
+    }
+
+    /// The TOML text, deterministic for the same lock.
+    pub fn to_toml(&self) -> Result<String, Error> {
+        let body = toml::to_string(self)
+            .map_err(|e| Error::failed("cannot encode the manifest").cause(e.to_string()))?;
+        Ok(format!(
+            "# PEP 751 lock file written by lockstep: the exact wheels of this set.\n\
+             # Install with `lockstep pkg venv DIR --manifest THIS`, `uv pip sync --offline THIS`\n\
+             # or `pip install -r THIS`.\n{body}"
+        ))
+    }
+}
+
+impl Default for Lock {
+    fn default() -> Self {
+        Lock::new()
+    }
+}
+
+fn check_wheel(package: &Package, w: &Wheel) -> Result<(), String> {
+    let Some(rel) = w.path.as_deref() else {
+        return Err(format!(
+            "a wheel of {} has no `path` (lockstep installs only local files)",
+            package.name
+        ));
+    };
+    if !is_plain_relative(rel) {
+        return Err(format!(
+            "the wheel path `{}` of {} must be relative and stay beside the manifest",
+            lockstep_core::error::printable(rel),
+            package.name
+        ));
+    }
+    let file_name = rel.rsplit('/').next().unwrap_or(rel);
+    let Some(parsed) = WheelName::parse(file_name) else {
+        return Err(format!(
+            "`{}` is not a wheel file name",
+            lockstep_core::error::printable(file_name)
+        ));
+    };
+    if parsed.name != wheel::normalize(&package.name) {
+        return Err(format!(
+            "the wheel {file_name} is listed under package {}",
+            package.name
+        ));
+    }
+    if let Some(version) = &package.version {
+        let same = match (
+            wheel::parse_version(version),
+            wheel::parse_version(&parsed.version),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if !same {
+            return Err(format!(
+                "the wheel {file_name} is version {}, but package {} is {version}",
+                parsed.version, package.name
+            ));
+        }
+    }
+    match w.hashes.get("sha256") {
+        Some(h) if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) => {}
+        _ => return Err(format!("the wheel {file_name} has no valid sha256 hash")),
+    }
+    if w.size.is_none() {
+        return Err(format!("the wheel {file_name} has no size"));
+    }
+    Ok(())
+}
+
+/// A relative path of normal components only (`a/b.whl`, never `..`).
+fn is_plain_relative(rel: &str) -> bool {
+    let path = Path::new(rel);
+    !rel.is_empty()
+        && !rel.contains(['\\', '\0'])
+        && path.components().all(|c| matches!(c, Component::Normal(_)))
+}
+
+/// Checks every wheel of `lock` (read from `manifest`) on disk: present,
+/// the listed size, the listed sha256. The first problem is the error,
+/// naming the file; nothing is installed from a set that fails.
+pub fn verify(lock: &Lock, manifest: &Path) -> Result<Vec<Checked>, Error> {
+    let dir = manifest.parent().unwrap_or(Path::new("."));
+    let mut checked = Vec::new();
+    for package in &lock.packages {
+        for w in &package.wheels {
+            let rel = w.path.as_deref().unwrap_or_default();
+            let file = dir.join(rel);
+            let want = w
+                .hashes
+                .get("sha256")
+                .map(|h| h.to_lowercase())
+                .unwrap_or_default();
+            let meta = std::fs::metadata(&file).map_err(|e| {
+                Error::failed(format!("the wheel {} listed in {} is missing", file.display(), manifest.display()))
+                    .cause(e.to_string())
+                    .hint("copy the whole wheelhouse (wheels and manifest together), or rebuild it with `lockstep pkg build`")
+            })?;
+            if !meta.is_file() {
+                return Err(Error::failed(format!(
+                    "the wheel {} is not a regular file",
+                    file.display()
+                )));
+            }
+            if Some(meta.len()) != w.size {
+                return Err(tampered(
+                    &file,
+                    manifest,
+                    format!(
+                        "size {} bytes, the manifest says {}",
+                        meta.len(),
+                        w.size.unwrap_or_default()
+                    ),
+                ));
+            }
+            let found = lockstep_core::hash::sha256_file(&file)?;
+            if found != want {
+                return Err(tampered(
+                    &file,
+                    manifest,
+                    format!("sha256 {found}, the manifest says {want}"),
+                ));
+            }
+            checked.push(Checked {
+                package: wheel::normalize(&package.name),
+                version: package.version.clone().unwrap_or_default(),
+                file,
+                sha256: found,
+                size: meta.len(),
+            });
+        }
+    }
+    Ok(checked)
+}
+
+fn tampered(file: &Path, manifest: &Path, found: String) -> Error {
+    Error::failed(format!(
+        "the wheel {} does not match {}",
+        file.display(),
+        manifest.display()
+    ))
+    .cause(found)
+    .hint("the file changed after the manifest was written: fetch or rebuild the wheelhouse (`lockstep pkg build`), never edit it in place")
+}
+
+/// A lock for the wheels directly in `dir` (`--wheels DIR`): one version
+/// per package and one version across the set, or an error listing what was
+/// found (a stable release beside a candidate is exactly the ambiguity an
+/// exact install exists to refuse). Paths are absolute: the lock is
+/// written outside `dir`.
+pub fn from_dir(dir: &Path) -> Result<Lock, Error> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        Error::usage(format!("cannot read the wheel directory {}", dir.display()))
+            .cause(e.to_string())
+            .hint("pass --wheels a directory of .whl files, or --manifest a pylock.toml")
+    })?;
+    let mut found: BTreeMap<String, BTreeMap<String, Vec<PathBuf>>> = BTreeMap::new();
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(parsed) = WheelName::parse(&name) else {
+            continue;
+        };
+        if !entry
+            .file_type()
+            .is_ok_and(|t| t.is_file() || t.is_symlink())
+        {
+            continue;
+        }
+        found
+            .entry(parsed.name)
+            .or_default()
+            .entry(parsed.version)
+            .or_default()
+            .push(entry.path());
+    }
+    if found.is_empty() {
+        return Err(Error::usage(format!("no wheels in {}", dir.display()))
+            .hint("pass --wheels the directory `lockstep pkg build` or `pip download` wrote"));
+    }
+    let mut lock = Lock::new();
+    for (name, versions) in found {
+        if versions.len() > 1 {
+            let listed: Vec<&str> = versions.keys().map(String::as_str).collect();
+            return Err(Error::usage(format!(
+                "{} holds {name} at several versions: {}",
+                dir.display(),
+                listed.join(", ")
+            ))
+            .hint("pass --manifest the pylock.toml of the set you mean, or keep one version per directory"));
+        }
+        let (version, mut files) = versions.into_iter().next().unwrap_or_default();
+        files.sort();
+        let mut wheels = Vec::new();
+        for file in files {
+            let abs = std::path::absolute(&file).unwrap_or(file);
+            wheels.push(Wheel {
+                name: abs.file_name().map(|n| n.to_string_lossy().into_owned()),
+                size: Some(std::fs::metadata(&abs).map(|m| m.len()).unwrap_or(0)),
+                hashes: BTreeMap::from([(
+                    "sha256".to_string(),
+                    lockstep_core::hash::sha256_file(&abs)?,
+                )]),
+                path: Some(abs.to_string_lossy().into_owned()),
+            });
+        }
+        lock.packages.push(Package {
+            name,
+            version: Some(version),
+            wheels,
+            tool: None,
+        });
+    }
+    let first = lock.packages[0].version.clone();
+    if let Some(other) = lock.packages.iter().find(|p| p.version != first) {
+        return Err(Error::usage(format!(
+            "the wheels in {} are not one set: {} is {}, {} is {}",
+            dir.display(),
+            lock.packages[0].name,
+            first.unwrap_or_default(),
+            other.name,
+            other.version.clone().unwrap_or_default()
+        ))
+        .hint("a compiler and runtime of different versions do not work together; pass --manifest to name the set"));
+    }
+    Ok(lock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> String {
+        let h = "a".repeat(64);
+        format!(
+            "lock-version = \"1.0\"\ncreated-by = \"x\"\n[[packages]]\nname = \"demo-c\"\nversion = \"1.0\"\n\
+             [[packages.wheels]]\nname = \"demo_c-1.0-py3-none-any.whl\"\npath = \"demo_c-1.0-py3-none-any.whl\"\nsize = 3\nhashes = {{ sha256 = \"{h}\" }}\n"
+        )
+    }
+
+    #[test]
+    fn reads_a_lock() {
+        let lock = Lock::parse(&sample(), Path::new("m")).expect("valid");
+        assert_eq!(lock.packages[0].name, "demo-c");
+    }
+
+    #[test]
+    fn refuses_escaping_paths_and_mismatched_names() {
+        for (from, to, why) in [
+            ("path = \"demo_c", "path = \"../demo_c", "stay beside"),
+            ("path = \"demo_c", "path = \"/abs/demo_c", "stay beside"),
+            (
+                "\nversion = \"1.0\"",
+                "\nversion = \"2.0\"",
+                "is version 1.0",
+            ),
+            ("name = \"demo-c\"", "name = \"other\"", "listed under"),
+            (
+                "lock-version = \"1.0\"",
+                "lock-version = \"2.0\"",
+                "not supported",
+            ),
+            ("size = 3\n", "", "no size"),
+        ] {
+            let text = sample().replacen(from, to, 1);
+            let err = Lock::parse(&text, Path::new("m")).expect_err(why).render();
+            assert!(err.contains(why), "{why}: {err}");
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let lock = Lock::parse(&sample(), Path::new("m")).expect("valid");
+        let text = lock.to_toml().expect("encodes");
+        let again = Lock::parse(&text, Path::new("m")).expect("valid");
+        assert_eq!(again.packages[0].wheels[0].size, Some(3));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_is_a_lock_or_an_error(text in "(\\PC|\n|\\[|\\]|=|\"){0,300}") {
+            let _ = Lock::parse(&text, Path::new("m"));
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! Wheel file names (PEP 427 / the binary distribution format), project name
+//! normalisation (PEP 503) and PEP 440 versions.
+//!
+//! A wheel's file name is the only thing installers look at before opening
+//! it, so lockstep reads names and versions from it and checks them against
+//! the manifest; the name is never trusted for anything that touches paths
+//! (it must be one plain file name).
+
+use std::str::FromStr;
+
+use lockstep_core::Error;
+
+/// The parts of `name-version(-build)?-python-abi-platform.whl`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WheelName {
+    /// The distribution name, normalised ([`normalize`]).
+    pub name: String,
+    pub version: String,
+    pub build: Option<String>,
+    pub python: String,
+    pub abi: String,
+    pub platform: String,
+}
+
+impl WheelName {
+    /// Parses a wheel file name; `None` when it is not one (or not a plain
+    /// file name, or its version is not PEP 440).
+    pub fn parse(file_name: &str) -> Option<WheelName> {
+        if file_name.len() > 255 || file_name.contains(['/', '\\', '\0']) {
+            return None;
+        }
+        let stem = file_name.strip_suffix(".whl")?;
+        let parts: Vec<&str> = stem.split('-').collect();
+        let (name, version, build, tags) = match parts.as_slice() {
+            [n, v, py, abi, plat] => (*n, *v, None, [*py, *abi, *plat]),
+            [n, v, b, py, abi, plat] => (*n, *v, Some(*b), [*py, *abi, *plat]),
+            _ => return None,
+        };
+        let plain = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_.+!".contains(&b))
+        };
+        if !plain(name) || !plain(version) || !tags.iter().all(|t| plain(t)) {
+            return None;
+        }
+        if build.is_some_and(|b| !plain(b) || !b.as_bytes()[0].is_ascii_digit()) {
+            return None;
+        }
+        parse_version(version).ok()?;
+        Some(WheelName {
+            name: normalize(name),
+            version: version.to_string(),
+            build: build.map(String::from),
+            python: tags[0].to_string(),
+            abi: tags[1].to_string(),
+            platform: tags[2].to_string(),
+        })
+    }
+
+    /// A pure-Python wheel for every Python 3 (`py3-none-any`): built once,
+    /// it serves every interpreter of the matrix.
+    pub fn is_universal(&self) -> bool {
+        self.abi == "none"
+            && self.platform == "any"
+            && self.python.split('.').all(|t| t == "py3" || t == "py2")
+    }
+}
+
+/// PEP 503 normalisation: lower case, runs of `-`, `_` and `.` become `-`.
+pub fn normalize(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut separator = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            separator = true;
+            continue;
+        }
+        if separator && !out.is_empty() {
+            out.push('-');
+        }
+        separator = false;
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// A valid distribution name (PEP 508): letters, digits, `-_.`, starting and
+/// ending with a letter or digit.
+pub fn is_valid_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 200
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(c))
+}
+
+/// A PEP 440 version, or an error saying why not.
+pub fn parse_version(text: &str) -> Result<pep440_rs::Version, String> {
+    if text.len() > 128 {
+        return Err("longer than 128 characters".into());
+    }
+    pep440_rs::Version::from_str(text).map_err(|e| e.to_string())
+}
+
+/// Checks a version given on the command line or in a file, naming `what`.
+pub fn check_version(what: &str, text: &str) -> Result<pep440_rs::Version, Error> {
+    parse_version(text).map_err(|e| {
+        Error::usage(format!("{what} `{text}` is not a PEP 440 version"))
+            .cause(e)
+            .hint("use a version such as 1.2.0, 1.2.0rc1, 1.2.0.dev0+g1a2b3c4 (https://peps.python.org/pep-0440/)")
+    })
+}
+
+/// Whether a wheel's Python tag can run on CPython `major.minor` (`3.11`):
+/// `py3`, `py311`, `cp311`, and `cp3X` with the stable ABI (`abi3`) for
+/// X <= minor.
+pub fn fits_python(wheel: &WheelName, python: &str) -> bool {
+    let Some((major, minor)) = python.split_once('.').and_then(|(a, b)| {
+        Some((
+            a.parse::<u32>().ok()?,
+            b.split('.').next()?.parse::<u32>().ok()?,
+        ))
+    }) else {
+        return false;
+    };
+    wheel.python.split('.').any(|tag| {
+        let Some((kind, digits)) = tag
+            .strip_prefix("cp")
+            .map(|d| ("cp", d))
+            .or_else(|| tag.strip_prefix("py").map(|d| ("py", d)))
+        else {
+            return false;
+        };
+        if digits == major.to_string() {
+            return kind == "py";
+        }
+        let Some(tag_minor) = digits
+            .strip_prefix(&major.to_string())
+            .and_then(|m| m.parse::<u32>().ok())
+        else {
+            return false;
+        };
+        tag_minor == minor || (wheel.abi == "abi3" && tag_minor <= minor)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_wheel_names() {
+        let w = WheelName::parse("iree_base_compiler-3.13.0-cp311-cp311-manylinux_2_28_x86_64.whl")
+            .expect("valid");
+        assert_eq!(w.name, "iree-base-compiler");
+        assert_eq!(w.version, "3.13.0");
+        assert_eq!(w.python, "cp311");
+        assert!(!w.is_universal());
+        let w = WheelName::parse("demo_pure-1.0.0rc2-1-py3-none-any.whl").expect("valid");
+        assert_eq!(w.build.as_deref(), Some("1"));
+        assert!(w.is_universal());
+        for bad in [
+            "x.whl",
+            "a-1.0-py3-none.whl",
+            "a-notaversion-py3-none-any.whl",
+            "../a-1.0-py3-none-any.whl",
+            "a-1.0-py3-none-any.zip",
+        ] {
+            assert!(WheelName::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn normalises_names() {
+        assert_eq!(normalize("Demo__Compiler.x"), "demo-compiler-x");
+        assert_eq!(normalize("iree-base-runtime"), "iree-base-runtime");
+        assert!(is_valid_name("demo-compiler"));
+        assert!(!is_valid_name("-demo"));
+        assert!(!is_valid_name("de mo"));
+    }
+
+    #[test]
+    fn python_tags() {
+        let w = |n: &str| WheelName::parse(n).expect("valid");
+        assert!(fits_python(&w("a-1-cp311-cp311-linux_x86_64.whl"), "3.11"));
+        assert!(!fits_python(&w("a-1-cp311-cp311-linux_x86_64.whl"), "3.12"));
+        assert!(fits_python(&w("a-1-cp38-abi3-linux_x86_64.whl"), "3.12"));
+        assert!(fits_python(&w("a-1-py3-none-any.whl"), "3.13"));
+        assert!(!fits_python(&w("a-1-py3-none-any.whl"), "x"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_name_parses_or_not_without_panic(name in "\\PC{0,80}") {
+            if let Some(w) = WheelName::parse(&name) {
+                proptest::prop_assert!(!w.name.contains('/'));
+            }
+            let _ = normalize(&name);
+            let _ = parse_version(&name);
+        }
+    }
+}

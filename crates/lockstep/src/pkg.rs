@@ -1,0 +1,149 @@
+//! `lockstep pkg ...`: dispatch and printing (the engine is lockstep-pkg).
+
+use std::path::{Path, PathBuf};
+
+use lockstep_cache::{Area, Cache};
+use lockstep_core::config::{Loaded, DEFAULT_VARIANT};
+use lockstep_core::Error;
+use lockstep_python::venv::{self, From};
+use lockstep_python::{pylock, uv};
+use lockstep_report::Reporters;
+
+use crate::cli;
+
+pub fn run(cmd: cli::Pkg, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Result<i32, Error> {
+    match cmd {
+        cli::Pkg::Build(args) => build(args, loaded, cwd, rep),
+        cli::Pkg::Venv(args) => make_venv(args, rep),
+        cli::Pkg::Fetch(args) => crate::pkg_fetch::run(args, loaded, cwd, rep),
+        cli::Pkg::Bisect(args) => crate::pkg_fetch::bisect(args, loaded, cwd, rep),
+    }
+}
+
+/// uv, found or installed the way toolchains find it.
+pub fn find_uv(rep: &Reporters) -> Result<uv::Uv, Error> {
+    let root = std::path::absolute(lockstep_core::paths::toolchains())?;
+    fs_err::create_dir_all(&root)?;
+    uv::find_uv(&root, &root, rep)
+}
+
+/// The wheelhouse: `--out`, else `[pkg] out` (relative to lockstep.toml).
+fn wheelhouse(flag: Option<PathBuf>, loaded: &Loaded, cwd: &Path) -> PathBuf {
+    match flag {
+        Some(dir) => cwd.join(dir),
+        None => loaded.root.join(&loaded.config.pkg.out),
+    }
+}
+
+fn build(
+    args: cli::PkgBuildArgs,
+    loaded: &Loaded,
+    cwd: &Path,
+    rep: &Reporters,
+) -> Result<i32, Error> {
+    let jobs = match args.jobs.or(loaded.config.pkg.jobs) {
+        Some(0) => return Err(Error::usage("-j must be at least 1")),
+        Some(n) => n,
+        None => num_cpus::get().max(1),
+    };
+    let uv = find_uv(rep)?;
+    let cache = Cache::resolve(loaded);
+    let report = lockstep_pkg::build(
+        &lockstep_pkg::BuildRequest {
+            root: &loaded.root,
+            pkg: &loaded.config.pkg,
+            pythons: args.pythons,
+            variants: args.variants,
+            out: wheelhouse(args.out, loaded, cwd),
+            version: args.version,
+            jobs,
+            rev: args.rev,
+            pin_path: pin_path(loaded),
+            cache: Some(cache.bucket(Area::Wheels)),
+            uv: &uv,
+        },
+        rep,
+    )?;
+    let out = rep.out();
+    if args.json {
+        out.line(crate::output::json_document(&report)?);
+    } else {
+        for manifest in &report.manifests {
+            out.line(manifest.display());
+        }
+    }
+    Ok(0)
+}
+
+/// The submodule whose pin goes into the manifest, when `[integrate]` is configured.
+pub fn pin_path(loaded: &Loaded) -> Option<String> {
+    let configured = loaded
+        .path
+        .as_deref()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    configured
+        .is_some_and(|text| text.contains("[integrate]"))
+        .then(|| loaded.config.integrate.submodule.clone())
+}
+
+fn make_venv(args: cli::PkgVenvArgs, rep: &Reporters) -> Result<i32, Error> {
+    let manifest = variant_manifest(&args.manifest, args.variant.as_deref())?;
+    let uv = find_uv(rep)?;
+    let made = venv::create_exact(
+        &uv,
+        &args.dir,
+        From::Manifest(&manifest),
+        args.python.as_deref(),
+        rep,
+    )?;
+    let out = rep.out();
+    if args.json {
+        out.line(crate::output::json_document(&made)?);
+    } else {
+        let packages: Vec<String> = made
+            .packages
+            .iter()
+            .map(|(n, v)| format!("{n}=={v}"))
+            .collect();
+        out.line(format!(
+            "{} ({}): {}",
+            made.dir.display(),
+            made.python,
+            packages.join(" ")
+        ));
+    }
+    Ok(0)
+}
+
+/// `--variant NAME` picks `pylock.NAME.toml` beside the given manifest.
+pub fn variant_manifest(manifest: &Path, variant: Option<&str>) -> Result<PathBuf, Error> {
+    let Some(variant) = variant.filter(|v| *v != DEFAULT_VARIANT) else {
+        return Ok(manifest.to_path_buf());
+    };
+    if !variant
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+        || variant.is_empty()
+    {
+        return Err(Error::usage(format!(
+            "--variant `{}` is not a variant name",
+            lockstep_core::error::printable(variant)
+        )));
+    }
+    let dir = if manifest.is_dir() {
+        manifest
+    } else {
+        manifest.parent().unwrap_or(Path::new("."))
+    };
+    let path = dir.join(pylock::file_name(variant));
+    if !path.is_file() {
+        return Err(Error::usage(format!(
+            "no manifest for variant {variant}: {} does not exist",
+            path.display()
+        ))
+        .hint(format!(
+            "build it with `lockstep pkg build --variant {variant}`"
+        )));
+    }
+    Ok(path)
+}
