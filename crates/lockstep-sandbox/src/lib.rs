@@ -7,6 +7,7 @@
 //! and by tests; no engine may depend on it.
 
 pub mod demo;
+pub mod packages;
 pub mod repos;
 
 pub use repos::{api_level_at, create, Sandbox, SandboxSpec};

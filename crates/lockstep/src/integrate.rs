@@ -441,7 +441,8 @@ pub fn demo(args: DemoArgs, rep: &Reporters) -> Result<i32, Error> {
     let summary = lockstep_sandbox::demo::run(args.dir.as_deref(), rep, &mut story)?;
     let tests = crate::suite::demo(rep)?;
     let bench = crate::bench::demo(rep)?;
-    Ok(if summary.ok && tests == 0 && bench == 0 {
+    let packages = crate::pkg::demo(rep)?;
+    Ok(if summary.ok && tests == 0 && bench == 0 && packages == 0 {
         0
     } else {
         1

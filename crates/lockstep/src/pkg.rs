@@ -147,3 +147,89 @@ pub fn variant_manifest(manifest: &Path, variant: Option<&str>) -> Result<PathBu
     }
     Ok(path)
 }
+
+/// The package part of `lockstep demo`: the fixture packages built with
+/// `pkg build` (2 variants, in parallel), installed with `pkg venv` by
+/// manifest, and imported from that venv.
+pub fn demo(rep: &Reporters) -> Result<i32, Error> {
+    let out = rep.out();
+    let dir = tempfile::tempdir()?;
+    let project = dir.path().join("packages");
+    lockstep_sandbox::packages::create(&project, "1.0.0", "")?;
+    let loaded = lockstep_core::config::load(None, &project)?;
+    out.line("\n== lockstep pkg build --version 1.0.0rc1 -j 2");
+    let uv = find_uv(rep)?;
+    let cache = Cache::resolve(&loaded);
+    let report = lockstep_pkg::build(
+        &lockstep_pkg::BuildRequest {
+            root: &loaded.root,
+            pkg: &loaded.config.pkg,
+            pythons: Vec::new(),
+            variants: Vec::new(),
+            out: project.join("wheelhouse"),
+            version: Some("1.0.0rc1".into()),
+            jobs: 2,
+            rev: "HEAD".into(),
+            pin_path: None,
+            cache: Some(cache.bucket(Area::Wheels)),
+            uv: &uv,
+        },
+        rep,
+    )?;
+    for wheel in &report.wheels {
+        out.line(format!(
+            "   {} ({}): {}",
+            wheel.package,
+            wheel.variant,
+            wheel
+                .file
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
+        ));
+    }
+    let mut code = 0;
+    for variant in ["release", "asserts"] {
+        let manifest = project.join("wheelhouse").join(pylock::file_name(variant));
+        let venv_dir = project.join(format!("venv-{variant}"));
+        out.line(format!(
+            "\n== lockstep pkg venv venv-{variant} --manifest wheelhouse/{}",
+            pylock::file_name(variant)
+        ));
+        let made = venv::create_exact(&uv, &venv_dir, From::Manifest(&manifest), None, rep)?;
+        let probe = std::process::Command::new(venv_dir.join("bin").join("python"))
+            .args([
+                "-c",
+                "import demo_cext; print('demo_cext.asserts() =', demo_cext.asserts())",
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        let text = String::from_utf8_lossy(&probe.stdout).trim().to_string();
+        let want = format!(
+            "demo_cext.asserts() = {}",
+            if variant == "asserts" {
+                "True"
+            } else {
+                "False"
+            }
+        );
+        let packages: Vec<String> = made
+            .packages
+            .iter()
+            .map(|(n, v)| format!("{n}=={v}"))
+            .collect();
+        out.line(format!("   installed {}", packages.join(" ")));
+        out.line(format!(
+            "   import: {text} {}",
+            if text == want {
+                "(as built)"
+            } else {
+                "(WRONG)"
+            }
+        ));
+        if text != want {
+            code = 1;
+        }
+    }
+    Ok(code)
+}
