@@ -17,6 +17,11 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(hex::encode(h.finalize()))
 }
 
+/// Hex sha256 of bytes in memory.
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
 /// What [`sha256_file_memo`] remembers of a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Memo {

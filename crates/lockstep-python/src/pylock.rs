@@ -346,7 +346,10 @@ pub fn verify(lock: &Lock, manifest: &Path) -> Result<Vec<Checked>, Error> {
                     ),
                 ));
             }
-            let found = lockstep_core::hash::sha256_file(&file)?;
+            // Memoized by inode, size, mtime and ctime (as git's index does):
+            // a rewrite changes the ctime, so a tampered file is hashed again.
+            let found =
+                lockstep_core::hash::sha256_file_memo(&file, &lockstep_core::paths::file_hashes())?;
             if found != want {
                 return Err(tampered(
                     &file,

@@ -66,6 +66,11 @@ PyMODINIT_FUNC PyInit_demo_cext(void) { return PyModule_Create(&module); }
 /// Writes the fixture project into `dir` (created) at `version`, with
 /// `extra_config` appended to lockstep.toml, and commits it.
 pub fn create(dir: &Path, version: &str, extra_config: &str) -> Result<Repo, Error> {
+    create_with(dir, version, &format!("{PKG_CONFIG}{extra_config}"))
+}
+
+/// [`create`] with the whole lockstep.toml given.
+pub fn create_with(dir: &Path, version: &str, config: &str) -> Result<Repo, Error> {
     let files: [(&str, String); 8] = [
         ("pure/pyproject.toml", format!("{SETUPTOOLS}\n[project]\nname = \"demo-pure\"\nversion = \"{version}\"\n\n[project.scripts]\ndemo-pure = \"demo_pure:main\"\n")),
         ("pure/src/demo_pure/__init__.py", PURE_INIT.to_string()),
@@ -74,7 +79,7 @@ pub fn create(dir: &Path, version: &str, extra_config: &str) -> Result<Repo, Err
         ("cext/demo_cext.c", CEXT_SOURCE.to_string()),
         ("cext/MANIFEST.in", "include demo_cext.c\n".to_string()),
         (".gitignore", "wheelhouse/\n".to_string()),
-        ("lockstep.toml", format!("{PKG_CONFIG}{extra_config}")),
+        ("lockstep.toml", config.to_string()),
     ];
     for (name, text) in &files {
         let path = dir.join(name);

@@ -86,6 +86,11 @@ pub enum Pkg {
     Build(PkgBuildArgs),
     /// Create a venv holding exactly a manifest's wheels (offline, hashes checked).
     Venv(PkgVenvArgs),
+    /// Write DIR/pylock.toml for the wheels in DIR (one version per package; e.g. wheels from `pip download`).
+    Manifest {
+        /// The directory of wheels.
+        dir: PathBuf,
+    },
     /// Download a GitHub Actions run's wheelhouse artifact and check it against its manifest.
     Fetch(PkgFetchArgs),
     /// Find the first bad commit by testing each commit's packages (git bisect run exit codes).
@@ -604,6 +609,7 @@ impl Command {
             Command::Bench(_) => "bench",
             Command::Pkg(Pkg::Build(_)) => "pkg build",
             Command::Pkg(Pkg::Venv(_)) => "pkg venv",
+            Command::Pkg(Pkg::Manifest { .. }) => "pkg manifest",
             Command::Pkg(Pkg::Fetch(_)) => "pkg fetch",
             Command::Pkg(Pkg::Bisect(_)) => "pkg bisect",
             Command::Ci(Ci::Generate { .. }) => "ci generate",
@@ -666,8 +672,10 @@ impl Command {
             Command::Pkg(Pkg::Build(a)) => add(a.json, "--json"),
             Command::Pkg(Pkg::Venv(a)) => add(a.json, "--json"),
             Command::Pkg(Pkg::Bisect(a)) => add(a.json, "--json"),
-            Command::Demo(_) | Command::Cache(_) | Command::Pkg(Pkg::Fetch(_)) | Command::Ci(_) => {
-            }
+            Command::Demo(_)
+            | Command::Cache(_)
+            | Command::Pkg(Pkg::Fetch(_) | Pkg::Manifest { .. })
+            | Command::Ci(_) => {}
         }
         outputs
     }

@@ -15,6 +15,7 @@ pub fn run(cmd: cli::Pkg, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Resul
     match cmd {
         cli::Pkg::Build(args) => build(args, loaded, cwd, rep),
         cli::Pkg::Venv(args) => make_venv(args, rep),
+        cli::Pkg::Manifest { dir } => write_manifest(&cwd.join(dir), rep),
         cli::Pkg::Fetch(args) => crate::pkg_fetch::run(args, loaded, cwd, rep),
         cli::Pkg::Bisect(args) => crate::pkg_fetch::bisect(args, loaded, cwd, rep),
     }
@@ -112,6 +113,20 @@ fn make_venv(args: cli::PkgVenvArgs, rep: &Reporters) -> Result<i32, Error> {
             packages.join(" ")
         ));
     }
+    Ok(0)
+}
+
+/// `pkg manifest DIR`: DIR/pylock.toml for the wheels in DIR, paths relative.
+fn write_manifest(dir: &Path, rep: &Reporters) -> Result<i32, Error> {
+    let mut lock = pylock::from_dir(dir)?;
+    for package in &mut lock.packages {
+        for wheel in &mut package.wheels {
+            wheel.path = wheel.name.clone();
+        }
+    }
+    let path = dir.join(pylock::FILE);
+    lockstep_core::fs::write_atomic(&path, lock.to_toml()?.as_bytes())?;
+    rep.out().line(path.display());
     Ok(0)
 }
 

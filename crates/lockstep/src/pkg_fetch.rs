@@ -18,10 +18,58 @@ pub fn run(
 }
 
 pub fn bisect(
-    _args: cli::PkgBisectArgs,
-    _loaded: &Loaded,
-    _cwd: &Path,
-    _rep: &Reporters,
+    args: cli::PkgBisectArgs,
+    loaded: &Loaded,
+    cwd: &Path,
+    rep: &Reporters,
 ) -> Result<i32, Error> {
-    Err(Error::failed("pkg bisect: in progress"))
+    let timeout = match args.timeout {
+        Some(secs) => lockstep_core::config::seconds("--timeout", secs)?,
+        None => std::time::Duration::from_secs(3600),
+    };
+    let uv = crate::pkg::find_uv(rep)?;
+    let cache = lockstep_cache::Cache::resolve(loaded);
+    let python = args
+        .python
+        .or_else(|| loaded.config.pkg.python.first().cloned());
+    let report = lockstep_pkg::bisect::bisect(
+        &lockstep_pkg::bisect::BisectRequest {
+            build: lockstep_pkg::BuildRequest {
+                root: &loaded.root,
+                pkg: &loaded.config.pkg,
+                pythons: Vec::new(),
+                variants: Vec::new(),
+                out: cwd.to_path_buf(),
+                version: None,
+                jobs: num_cpus::get().max(1),
+                rev: "HEAD".into(),
+                pin_path: crate::pkg::pin_path(loaded),
+                cache: Some(cache.bucket(lockstep_cache::Area::Wheels)),
+                uv: &uv,
+            },
+            good: args.good,
+            bad: args.bad,
+            variant: args
+                .variant
+                .unwrap_or_else(|| lockstep_core::config::DEFAULT_VARIANT.into()),
+            python,
+            command: args.command,
+            cwd: cwd.to_path_buf(),
+            timeout,
+        },
+        rep,
+    )?;
+    let out = rep.out();
+    if args.json {
+        out.line(crate::output::json_document(&report)?);
+    } else {
+        match &report.first_bad {
+            Some(commit) => out.line(format!("first bad commit: {commit}")),
+            None => out.line(format!(
+                "the first bad commit is one of (skipped commits leave it open): {}",
+                report.candidates.join(" ")
+            )),
+        }
+    }
+    Ok(0)
 }

@@ -540,3 +540,86 @@ fn toolchain_from_a_set_without_iree_adds_it_to_the_pinned_iree() {
     );
     assert_eq!(stdout(&out).trim(), bin.to_str().expect("utf-8"));
 }
+
+#[test]
+fn bisect_finds_the_commit_whose_packages_break_and_caches_verdicts() {
+    // Only demo-pure: a bisection builds one cell per commit.
+    let p = fixture("8.0.0", "");
+    let config = p.read("lockstep.toml");
+    let only_pure = config
+        .split("[[pkg.package]]\nname = \"demo-cext\"")
+        .next()
+        .expect("config")
+        .to_string();
+    p.write("lockstep.toml", &only_pure);
+    commit(&p, "c1: only the pure package");
+    let good = git(&p.path(), &["rev-parse", "HEAD"]).trim().to_string();
+    p.write("pure/src/demo_pure/extra.py", "X = 2\n");
+    commit(&p, "c2");
+    let init = p.read("pure/src/demo_pure/__init__.py");
+    p.write(
+        "pure/src/demo_pure/__init__.py",
+        &init.replace(
+            "print(f\"demo-pure",
+            "raise SystemExit(3)\n    print(f\"demo-pure",
+        ),
+    );
+    commit(&p, "c3: breaks demo-pure");
+    let breaking = git(&p.path(), &["rev-parse", "HEAD"]).trim().to_string();
+    for n in 4..7 {
+        p.write(&format!("pure/src/demo_pure/m{n}.py"), "Y = 1\n");
+        commit(&p, &format!("c{n}"));
+    }
+    let before = git(&p.path(), &["status", "--porcelain"]);
+    let args = [
+        "pkg",
+        "bisect",
+        "--good",
+        good.as_str(),
+        "--bad",
+        "HEAD",
+        "--json",
+        "--",
+        "demo-pure",
+    ];
+    let out = p.run(&args, 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert_eq!(
+        report["first_bad"].as_str(),
+        Some(breaking.as_str()),
+        "{report}"
+    );
+    let steps = report["steps"].as_array().expect("steps");
+    assert!(steps.len() <= 3, "log2(6) probes at most: {steps:?}");
+    assert!(steps.iter().all(|s| s["cached"] == false));
+    // The working tree was never checked out or written.
+    assert_eq!(git(&p.path(), &["status", "--porcelain"]), before);
+    assert_eq!(
+        git(&p.path(), &["rev-parse", "HEAD"]).trim(),
+        git(&p.path(), &["rev-parse", "main"]).trim()
+    );
+    // Again: every verdict from the cache.
+    let out = p.run(&args, 0);
+    let again: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert_eq!(again["first_bad"], report["first_bad"]);
+    assert!(again["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .all(|s| s["cached"] == true));
+    // Bad ranges are usage errors.
+    let out = p.run(
+        &[
+            "pkg",
+            "bisect",
+            "--good",
+            "HEAD",
+            "--bad",
+            good.as_str(),
+            "--",
+            "true",
+        ],
+        2,
+    );
+    assert!(stderr(&out).contains("not an ancestor"), "{}", stderr(&out));
+}
