@@ -204,6 +204,26 @@ pub fn all() -> Vec<Target> {
                 "CREATE TABLE",
             ],
         },
+        Target {
+            name: "pylock",
+            run: pylock,
+            dictionary: &[
+                "lock-version = \"1.0\"\n",
+                "[[packages]]\n",
+                "[[packages.wheels]]\n",
+                "name = \"demo-c\"\n",
+                "version = \"1.0\"\n",
+                "path = \"demo_c-1.0-py3-none-any.whl\"\n",
+                "path = \"../x-1.0-py3-none-any.whl\"\n",
+                "size = 3\n",
+                "hashes = { sha256 = \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\" }\n",
+                "[tool.lockstep]\n",
+                "[packages.tool.lockstep]\n",
+                "\"",
+                "=",
+                "\n",
+            ],
+        },
     ]
 }
 
@@ -299,6 +319,15 @@ fn mlir_scan(input: &[u8]) -> Outcome {
             Outcome::Accepted
         }
         Err(e) => Outcome::Refused(e.describe(&text)),
+    }
+}
+
+/// A PEP 751 manifest as `pkg venv --manifest` reads it.
+fn pylock(input: &[u8]) -> Outcome {
+    let file = Path::new("fuzz-pylock.toml");
+    match lockstep_python::pylock::Lock::parse(&text(input), file) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => refused(&e.to_string(), file),
     }
 }
 

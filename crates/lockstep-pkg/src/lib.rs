@@ -12,7 +12,7 @@
 pub mod bisect;
 pub mod build;
 pub mod events;
-pub mod fetch;
+
 mod stage;
 
 pub use build::{build, BuildReport, BuildRequest};

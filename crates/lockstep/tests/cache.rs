@@ -12,12 +12,13 @@ use std::path::{Path, PathBuf};
 use common::Project;
 use serde_json::Value;
 
-const AREAS: [&str; 5] = [
+const AREAS: [&str; 6] = [
     "compile",
     "kernels",
     "preprocess",
     "downloads",
     "references",
+    "wheels",
 ];
 
 fn area<'a>(info: &'a Value, name: &str) -> &'a Value {
