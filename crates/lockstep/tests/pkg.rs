@@ -623,3 +623,122 @@ fn bisect_finds_the_commit_whose_packages_break_and_caches_verdicts() {
     );
     assert!(stderr(&out).contains("not an ancestor"), "{}", stderr(&out));
 }
+
+/// The IREE 3.13.0 compiler and runtime wheels from PyPI, downloaded once
+/// per machine beside the shared toolchains (built in a temporary directory
+/// and renamed, so a killed download is never used).
+fn iree_wheels() -> PathBuf {
+    let dir = toolchains()
+        .with_file_name("test-wheels")
+        .join("iree-3.13.0");
+    if dir.join("done").is_file() {
+        return dir;
+    }
+    let tmp = dir.with_file_name(format!("iree-3.13.0.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    run_ok(
+        Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary=:all:",
+                "-d",
+            ])
+            .arg(&tmp)
+            .args(["iree-base-compiler==3.13.0", "iree-base-runtime==3.13.0"]),
+    );
+    std::fs::write(tmp.join("done"), "").expect("mark");
+    if std::fs::rename(&tmp, &dir).is_err() {
+        let _ = std::fs::remove_dir_all(&tmp); // another test got there first
+    }
+    dir
+}
+
+#[test]
+fn toolchain_from_built_iree_wheels_runs_the_tests() {
+    let p = Project::new();
+    let wheels = iree_wheels();
+    let out = p.run(
+        &[
+            "toolchain",
+            "install",
+            "--wheels",
+            wheels.to_str().expect("utf-8"),
+            "--json",
+        ],
+        0,
+    );
+    let t: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert!(
+        t["bin"].as_str().is_some_and(|b| b.contains("iree-set-")),
+        "{t}"
+    );
+    assert!(
+        t["compiler_version"]
+            .as_str()
+            .is_some_and(|v| v.contains("3.13.0")),
+        "{t}"
+    );
+    // A manifest of the same wheels is the same toolchain (identity = the wheels).
+    let copy = p.root().join("copy");
+    std::fs::create_dir_all(&copy).expect("mkdir");
+    for entry in std::fs::read_dir(&wheels)
+        .expect("list")
+        .filter_map(|e| e.ok())
+    {
+        if entry.path().extension().is_some_and(|x| x == "whl") {
+            std::fs::copy(entry.path(), copy.join(entry.file_name())).expect("copy");
+        }
+    }
+    p.run(&["pkg", "manifest", copy.to_str().expect("utf-8")], 0);
+    let manifest = copy.join("pylock.toml");
+    let again = p.run(
+        &[
+            "toolchain",
+            "install",
+            "--manifest",
+            manifest.to_str().expect("utf-8"),
+            "--json",
+        ],
+        0,
+    );
+    let t2: serde_json::Value = serde_json::from_str(&stdout(&again)).expect("json");
+    assert_eq!(t["identity"], t2["identity"]);
+    // `lockstep test` runs on it through $LOCKSTEP_IREE_MANIFEST.
+    p.add_suite(&[("adds", "11 22 33 44")]);
+    let out = p.run_with(&["test", "s"], &[("LOCKSTEP_IREE_MANIFEST", &manifest)], 0);
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(all.contains("1 pass") && all.contains("iree-set-"), "{all}");
+
+    // Half a set: the compiler without its runtime is refused (version skew).
+    for entry in std::fs::read_dir(&copy)
+        .expect("list")
+        .filter_map(|e| e.ok())
+    {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("iree_base_runtime")
+            || entry.file_name() == "pylock.toml"
+        {
+            std::fs::remove_file(entry.path()).expect("remove");
+        }
+    }
+    let out = p.run(
+        &[
+            "toolchain",
+            "install",
+            "--wheels",
+            copy.to_str().expect("utf-8"),
+        ],
+        2,
+    );
+    assert!(
+        stderr(&out).contains("holds iree-base-compiler but not iree-base-runtime"),
+        "{}",
+        stderr(&out)
+    );
+}
