@@ -91,6 +91,12 @@ fn fill_every_area(p: &Project) {
         ],
         0,
     );
+    let packages = p.root().join("packages");
+    lockstep_sandbox::packages::create(&packages, "1.0.0", "").unwrap();
+    common::expect(
+        &mut p.cmd_in(&packages, &["pkg", "build", "--variant", "release"]),
+        0,
+    );
 }
 
 #[test]
