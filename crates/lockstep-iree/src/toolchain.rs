@@ -390,23 +390,34 @@ fn install_in(
     ));
     remove_leftovers(root, version, &final_dir)?;
     let tmp = root.join(format!(".iree-{version}.tmp-{}", std::process::id()));
-    match build(&tmp, &final_dir, version, sink) {
-        Ok(toolchain) => {
-            std::fs::rename(&tmp, &final_dir).map_err(|e| {
-                let _ = std::fs::remove_dir_all(&tmp);
-                Error::failed(format!(
-                    "cannot move the new toolchain into {}",
-                    final_dir.display()
-                ))
-                .cause(e.to_string())
-            })?;
-            Ok(toolchain)
-        }
+    let built = build(&tmp, &final_dir, version, sink);
+    move_into_place(built, &tmp, &final_dir)
+}
+
+/// A toolchain built in `tmp` is renamed to `final_dir`; on any failure the
+/// half-built `tmp` is removed, so the final name only ever holds a
+/// complete install.
+fn move_into_place(
+    built: Result<Toolchain, Error>,
+    tmp: &Path,
+    final_dir: &Path,
+) -> Result<Toolchain, Error> {
+    let toolchain = match built {
+        Ok(toolchain) => toolchain,
         Err(err) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            Err(err)
+            let _ = std::fs::remove_dir_all(tmp);
+            return Err(err);
         }
-    }
+    };
+    std::fs::rename(tmp, final_dir).map_err(|e| {
+        let _ = std::fs::remove_dir_all(tmp);
+        Error::failed(format!(
+            "cannot move the new toolchain into {}",
+            final_dir.display()
+        ))
+        .cause(e.to_string())
+    })?;
+    Ok(toolchain)
 }
 
 /// Takes the per-version install lock, saying so when someone else holds it.

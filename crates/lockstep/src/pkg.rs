@@ -48,23 +48,16 @@ fn build(
         None => num_cpus::get().max(1),
     };
     let uv = find_uv(rep)?;
-    let cache = Cache::resolve(loaded);
-    let report = lockstep_pkg::build(
-        &lockstep_pkg::BuildRequest {
-            root: &loaded.root,
-            pkg: &loaded.config.pkg,
-            pythons: args.pythons,
-            variants: args.variants,
-            out: wheelhouse(args.out, loaded, cwd),
-            version: args.version,
-            jobs,
-            rev: args.rev,
-            pin_path: pin_path(loaded),
-            cache: Some(cache.bucket(Area::Wheels)),
-            uv: &uv,
-        },
-        rep,
-    )?;
+    let request = lockstep_pkg::BuildRequest {
+        pythons: args.pythons,
+        variants: args.variants,
+        out: wheelhouse(args.out, loaded, cwd),
+        version: args.version,
+        jobs,
+        rev: args.rev,
+        ..build_request(loaded, &uv)
+    };
+    let report = lockstep_pkg::build(&request, rep)?;
     let out = rep.out();
     if args.json {
         out.line(crate::output::json_document(&report)?);
@@ -74,6 +67,28 @@ fn build(
         }
     }
     Ok(0)
+}
+
+/// A build of HEAD's whole matrix into `[pkg] out` with every core, the
+/// wheel cache on: what each command then narrows.
+pub fn build_request<'a>(loaded: &'a Loaded, uv: &'a uv::Uv) -> lockstep_pkg::BuildRequest<'a> {
+    lockstep_pkg::BuildRequest {
+        root: &loaded.root,
+        pkg: &loaded.config.pkg,
+        pythons: Vec::new(),
+        variants: Vec::new(),
+        out: loaded.root.join(&loaded.config.pkg.out),
+        version: None,
+        jobs: loaded
+            .config
+            .pkg
+            .jobs
+            .unwrap_or_else(|| num_cpus::get().max(1)),
+        rev: "HEAD".into(),
+        pin_path: pin_path(loaded),
+        cache: Some(Cache::resolve(loaded).bucket(Area::Wheels)),
+        uv,
+    }
 }
 
 /// The submodule whose pin goes into the manifest, when `[integrate]` is configured.
@@ -174,23 +189,14 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
     let loaded = lockstep_core::config::load(None, &project)?;
     out.line("\n== lockstep pkg build --version 1.0.0rc1 -j 2");
     let uv = find_uv(rep)?;
-    let cache = Cache::resolve(&loaded);
-    let report = lockstep_pkg::build(
-        &lockstep_pkg::BuildRequest {
-            root: &loaded.root,
-            pkg: &loaded.config.pkg,
-            pythons: Vec::new(),
-            variants: Vec::new(),
-            out: project.join("wheelhouse"),
-            version: Some("1.0.0rc1".into()),
-            jobs: 2,
-            rev: "HEAD".into(),
-            pin_path: None,
-            cache: Some(cache.bucket(Area::Wheels)),
-            uv: &uv,
-        },
-        rep,
-    )?;
+    let request = lockstep_pkg::BuildRequest {
+        out: project.join("wheelhouse"),
+        version: Some("1.0.0rc1".into()),
+        jobs: 2,
+        pin_path: None,
+        ..build_request(&loaded, &uv)
+    };
+    let report = lockstep_pkg::build(&request, rep)?;
     for wheel in &report.wheels {
         out.line(format!(
             "   {} ({}): {}",

@@ -28,25 +28,12 @@ pub fn bisect(
         None => std::time::Duration::from_secs(3600),
     };
     let uv = crate::pkg::find_uv(rep)?;
-    let cache = lockstep_cache::Cache::resolve(loaded);
     let python = args
         .python
         .or_else(|| loaded.config.pkg.python.first().cloned());
     let report = lockstep_pkg::bisect::bisect(
         &lockstep_pkg::bisect::BisectRequest {
-            build: lockstep_pkg::BuildRequest {
-                root: &loaded.root,
-                pkg: &loaded.config.pkg,
-                pythons: Vec::new(),
-                variants: Vec::new(),
-                out: cwd.to_path_buf(),
-                version: None,
-                jobs: num_cpus::get().max(1),
-                rev: "HEAD".into(),
-                pin_path: crate::pkg::pin_path(loaded),
-                cache: Some(cache.bucket(lockstep_cache::Area::Wheels)),
-                uv: &uv,
-            },
+            build: crate::pkg::build_request(loaded, &uv),
             good: args.good,
             bad: args.bad,
             variant: args

@@ -99,23 +99,7 @@ pub fn install_set(
         &key,
         sink,
     );
-    match built {
-        Ok(toolchain) => {
-            std::fs::rename(&tmp, &final_dir).map_err(|e| {
-                let _ = std::fs::remove_dir_all(&tmp);
-                Error::failed(format!(
-                    "cannot move the new toolchain into {}",
-                    final_dir.display()
-                ))
-                .cause(e.to_string())
-            })?;
-            Ok(toolchain)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            Err(e)
-        }
-    }
+    move_into_place(built, &tmp, &final_dir)
 }
 
 fn describe(from: &SetFrom<'_>) -> String {
