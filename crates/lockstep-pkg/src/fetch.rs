@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
-use lockstep_github::{Artifact, Client, Repo};
+use lockstep_github::{repo_from_remote_url, Artifact, Client, Repo};
 use lockstep_python::pylock::{self, Lock};
 use serde::Serialize;
 
@@ -22,7 +22,10 @@ pub const MAX_BYTES: u64 = 16 << 30;
 pub enum RunChoice {
     Id(u64),
     /// The newest successful run on a branch, of a workflow file.
-    LatestGreen { branch: String, workflow: Option<String> },
+    LatestGreen {
+        branch: String,
+        workflow: Option<String>,
+    },
 }
 
 /// What to fetch.
@@ -46,17 +49,49 @@ pub struct Fetched {
     pub wheels: usize,
 }
 
+/// `--repo`, else `$GITHUB_REPOSITORY` (set on Actions runners), else the
+/// `origin` remote when it is on the API's host.
+pub fn repository(flag: Option<&str>, client: &Client, cwd: &Path) -> Result<Repo, Error> {
+    if let Some(repo) = flag {
+        return repo.parse();
+    }
+    if let Some(repo) = std::env::var("GITHUB_REPOSITORY")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        return repo
+            .trim()
+            .parse()
+            .map_err(|e: Error| e.context("$GITHUB_REPOSITORY does not name a repository"));
+    }
+    let origin = lockstep_git::Repo::discover(cwd)
+        .ok()
+        .and_then(|git| git.remote_url("origin").ok().flatten());
+    origin
+        .as_deref()
+        .and_then(|url| repo_from_remote_url(url, &client.web_host()))
+        .ok_or_else(|| {
+            Error::usage("which repository? --repo is not given, $GITHUB_REPOSITORY is unset and `origin` is not on GitHub")
+                .hint("pass --repo OWNER/NAME")
+        })
+}
+
 /// Fetches, extracts and checks; see the module doc.
 pub fn fetch(client: &Client, req: &FetchRequest, sink: &dyn Sink) -> Result<Fetched, Error> {
     if req.out.symlink_metadata().is_ok() {
-        return Err(Error::usage(format!("{} already exists", req.out.display()))
-            .hint("pass --out a new directory (lockstep never overwrites one)"));
+        return Err(
+            Error::usage(format!("{} already exists", req.out.display()))
+                .hint("pass --out a new directory (lockstep never overwrites one)"),
+        );
     }
     let run_id = match &req.run {
         RunChoice::Id(id) => *id,
         RunChoice::LatestGreen { branch, workflow } => {
             let run = client.latest_green_run(&req.repo, branch, workflow.as_deref())?;
-            sink.note(format!("the newest successful run on {branch} is {} ({})", run.id, run.html_url));
+            sink.note(format!(
+                "the newest successful run on {branch} is {} ({})",
+                run.id, run.html_url
+            ));
             run.id
         }
     };
@@ -66,7 +101,11 @@ pub fn fetch(client: &Client, req: &FetchRequest, sink: &dyn Sink) -> Result<Fet
         return Err(Error::failed(format!(
             "artifact {} of run {run_id} expired{}",
             artifact.name,
-            artifact.expires_at.as_deref().map(|t| format!(" on {t}")).unwrap_or_default()
+            artifact
+                .expires_at
+                .as_deref()
+                .map(|t| format!(" on {t}"))
+                .unwrap_or_default()
         ))
         .hint("rerun the workflow, or build the packages locally with `lockstep pkg build`"));
     }
@@ -79,7 +118,8 @@ pub fn fetch(client: &Client, req: &FetchRequest, sink: &dyn Sink) -> Result<Fet
     }
     let zip = zip_path(&req.out);
     let downloaded = client.download_artifact(&req.repo, artifact, &zip, MAX_BYTES);
-    let extracted = downloaded.and_then(|()| lockstep_github::extract_zip(&zip, &req.out, MAX_BYTES));
+    let extracted =
+        downloaded.and_then(|()| lockstep_github::extract_zip(&zip, &req.out, MAX_BYTES));
     let _ = std::fs::remove_file(&zip);
     extracted?;
     match check(&req.out) {
@@ -93,20 +133,34 @@ pub fn fetch(client: &Client, req: &FetchRequest, sink: &dyn Sink) -> Result<Fet
         }),
         Err(e) => {
             let _ = std::fs::remove_dir_all(&req.out);
-            Err(e.context(format!("artifact {} of run {run_id} does not match its manifest", artifact.name)))
+            Err(e.context(format!(
+                "artifact {} of run {run_id} does not match its manifest",
+                artifact.name
+            )))
         }
     }
 }
 
 fn zip_path(out: &Path) -> PathBuf {
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "artifact".into());
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "artifact".into());
     out.with_file_name(format!(".{name}.zip.tmp-{}", std::process::id()))
 }
 
 /// The named artifact, or the only `wheels-*` one.
-fn pick<'a>(artifacts: &'a [Artifact], name: Option<&str>, run_id: u64) -> Result<&'a Artifact, Error> {
+fn pick<'a>(
+    artifacts: &'a [Artifact],
+    name: Option<&str>,
+    run_id: u64,
+) -> Result<&'a Artifact, Error> {
     let names: Vec<&str> = artifacts.iter().map(|a| a.name.as_str()).collect();
-    let listed = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+    let listed = if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    };
     if let Some(name) = name {
         return artifacts.iter().find(|a| a.name == name).ok_or_else(|| {
             Error::usage(format!("run {run_id} has no artifact named {name}"))
@@ -114,15 +168,22 @@ fn pick<'a>(artifacts: &'a [Artifact], name: Option<&str>, run_id: u64) -> Resul
                 .hint("pass --name one of them")
         });
     }
-    let wheels: Vec<&Artifact> = artifacts.iter().filter(|a| a.name.starts_with("wheels-")).collect();
+    let wheels: Vec<&Artifact> = artifacts
+        .iter()
+        .filter(|a| a.name.starts_with("wheels-"))
+        .collect();
     match wheels.as_slice() {
         [one] => Ok(one),
-        [] => Err(Error::usage(format!("run {run_id} has no `wheels-*` artifact"))
-            .cause(format!("its artifacts: {listed}"))
-            .hint("pass --name the artifact holding the wheelhouse")),
-        _ => Err(Error::usage(format!("run {run_id} has several wheelhouse artifacts"))
-            .cause(format!("its artifacts: {listed}"))
-            .hint("pass --name the one you want (e.g. wheels-py3.11-release)")),
+        [] => Err(
+            Error::usage(format!("run {run_id} has no `wheels-*` artifact"))
+                .cause(format!("its artifacts: {listed}"))
+                .hint("pass --name the artifact holding the wheelhouse"),
+        ),
+        _ => Err(
+            Error::usage(format!("run {run_id} has several wheelhouse artifacts"))
+                .cause(format!("its artifacts: {listed}"))
+                .hint("pass --name the one you want (e.g. wheels-py3.11-release)"),
+        ),
     }
 }
 
@@ -133,14 +194,20 @@ fn check(dir: &Path) -> Result<(Vec<PathBuf>, usize), Error> {
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| {
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             name.starts_with("pylock") && name.ends_with(".toml") && p.is_file()
         })
         .collect();
     manifests.sort();
     if manifests.is_empty() {
-        return Err(Error::failed(format!("the artifact holds no {} manifest", pylock::FILE))
-            .hint("fetch the artifact `lockstep pkg build` wrote (a wheelhouse with pylock.toml)"));
+        return Err(
+            Error::failed(format!("the artifact holds no {} manifest", pylock::FILE)).hint(
+                "fetch the artifact `lockstep pkg build` wrote (a wheelhouse with pylock.toml)",
+            ),
+        );
     }
     let mut wheels = 0;
     for manifest in &manifests {

@@ -12,6 +12,7 @@
 pub mod bisect;
 pub mod build;
 pub mod events;
+pub mod fetch;
 
 mod stage;
 

@@ -163,8 +163,11 @@ pub struct PkgFetchArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Only runs of this workflow file (with --latest-green; default lockstep-pkgci.yml).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "latest_green")]
     pub workflow: Option<String>,
+    /// Print what was fetched as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,15 +6,54 @@ use lockstep_core::config::Loaded;
 use lockstep_core::Error;
 use lockstep_report::Reporters;
 
+use lockstep_github::Client;
+use lockstep_pkg::fetch::{FetchRequest, RunChoice};
+
 use crate::cli;
 
+/// The workflow `--latest-green` looks at unless `--workflow` names another:
+/// the one `lockstep ci generate` writes.
+const DEFAULT_WORKFLOW: &str = "lockstep-pkgci.yml";
+
 pub fn run(
-    _args: cli::PkgFetchArgs,
-    _loaded: &Loaded,
-    _cwd: &Path,
-    _rep: &Reporters,
+    args: cli::PkgFetchArgs,
+    loaded: &Loaded,
+    cwd: &Path,
+    rep: &Reporters,
 ) -> Result<i32, Error> {
-    Err(Error::failed("pkg fetch: in progress"))
+    let client = Client::from_env()?;
+    let repo = lockstep_pkg::fetch::repository(args.repo.as_deref(), &client, cwd)?;
+    let run = match (args.run, args.latest_green) {
+        (Some(id), _) => RunChoice::Id(id),
+        (None, Some(branch)) => RunChoice::LatestGreen {
+            branch,
+            workflow: Some(args.workflow.unwrap_or_else(|| DEFAULT_WORKFLOW.into())),
+        },
+        (None, None) => return Err(Error::usage("pass --run ID or --latest-green BRANCH")),
+    };
+    let out = match args.out {
+        Some(dir) => cwd.join(dir),
+        None => loaded.root.join(&loaded.config.pkg.out),
+    };
+    let fetched = lockstep_pkg::fetch::fetch(
+        &client,
+        &FetchRequest {
+            repo,
+            run,
+            name: args.name,
+            out,
+        },
+        rep,
+    )?;
+    let out = rep.out();
+    if args.json {
+        out.line(crate::output::json_document(&fetched)?);
+    } else {
+        for manifest in &fetched.manifests {
+            out.line(manifest.display());
+        }
+    }
+    Ok(0)
 }
 
 pub fn bisect(

@@ -116,8 +116,9 @@ pub fn stderr(out: &Output) -> String {
 
 /// Isolates `cmd` from the user's settings: `home` and `cache` as
 /// `$LOCKSTEP_HOME` and `$LOCKSTEP_CACHE`, the shared toolchains, no
-/// `LOCKSTEP_IREE_BIN`, `BOO_CACHE_*`, `MAKEFLAGS`, webhook, step summary or
-/// HTTP proxy (loopback servers are reached directly), stdin closed.
+/// `LOCKSTEP_IREE_BIN`, `BOO_CACHE_*`, `MAKEFLAGS`, webhook, step summary,
+/// GitHub token, API URL and repository, or HTTP proxy (loopback servers
+/// are reached directly), stdin closed.
 pub fn isolate(cmd: &mut Command, home: &Path, cache: &Path) {
     cmd.env("LOCKSTEP_HOME", home)
         .env("LOCKSTEP_CACHE", cache)
@@ -132,6 +133,10 @@ pub fn isolate(cmd: &mut Command, home: &Path, cache: &Path) {
         "BOO_CACHE_ON",
         "MAKEFLAGS",
         "GITHUB_STEP_SUMMARY",
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_API_URL",
+        "GITHUB_REPOSITORY",
         "http_proxy",
         "HTTP_PROXY",
         "all_proxy",

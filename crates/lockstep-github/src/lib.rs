@@ -1,0 +1,19 @@
+//! The GitHub REST API calls lockstep makes, and nothing else: workflow runs
+//! and their artifacts ([`client`]), repository names ([`repo`]) and the safe
+//! extraction of the zip files artifacts come in ([`extract`]).
+//!
+//! GitHub Actions is the engine that runs lockstep across machines; this
+//! crate is how a developer's machine (or a later job) gets back what a run
+//! built. The base URL comes from `$GITHUB_API_URL` like the Actions runner
+//! sets it, so tests point it at a loopback server. The token is sent to the
+//! API host only: the artifact download redirects to a storage host with a
+//! signed URL, which is followed by hand without the `Authorization` header,
+//! and neither the token nor the signed query string ever reaches a message.
+
+pub mod client;
+pub mod extract;
+pub mod repo;
+
+pub use client::{Artifact, Client, Run, Token};
+pub use extract::{extract_zip, MAX_ENTRIES};
+pub use repo::{repo_from_remote_url, Repo};
