@@ -8,6 +8,73 @@ use lockstep_report::Reporters;
 
 use crate::cli;
 
-pub fn run(_cmd: cli::Ci, _loaded: &Loaded, _cwd: &Path, _rep: &Reporters) -> Result<i32, Error> {
-    Err(Error::failed("ci generate: in progress"))
+/// The git URL and commit this binary was built from, when the build knew
+/// them (a clean clone with a remote a runner can reach; see build.rs).
+fn built_from() -> Option<(String, String)> {
+    match (
+        option_env!("LOCKSTEP_BUILT_FROM_GIT"),
+        option_env!("LOCKSTEP_BUILT_FROM_REV"),
+    ) {
+        (Some(url), Some(rev)) if !url.is_empty() && !rev.is_empty() => {
+            Some((url.to_string(), rev.to_string()))
+        }
+        _ => None,
+    }
+}
+
+pub fn run(cmd: cli::Ci, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Result<i32, Error> {
+    let cli::Ci::Generate { out, check } = cmd;
+    if loaded.path.is_none() {
+        return Err(Error::usage("lockstep ci generate needs a lockstep.toml")
+            .hint("create one with [pkg] packages (docs/pkg.md, docs/ci.md)"));
+    }
+    let plan = lockstep_ci::plan(&lockstep_ci::PlanInputs {
+        loaded,
+        out: out.map(|dir| cwd.join(dir)),
+        built_from: built_from(),
+    })?;
+    if loaded.config.ci.lockstep.is_none() {
+        let from = match &plan.lockstep {
+            lockstep_ci::LockstepInstall::Git { url, rev } => format!("{url} at {rev}"),
+            lockstep_ci::LockstepInstall::Path { path } => format!("the checkout's {path}"),
+        };
+        let sink: &dyn lockstep_core::events::Sink = rep;
+        sink.note(format!(
+            "[ci] lockstep is unset: runners install lockstep from {from} (set it to pin the version)"
+        ));
+    }
+    let files = lockstep_ci::generate(&plan);
+    let out = rep.out();
+    if check {
+        let drifts = lockstep_ci::check(&files)?;
+        if drifts.is_empty() {
+            for file in &files {
+                out.line(format!("up to date: {}", file.path.display()));
+            }
+            return Ok(0);
+        }
+        for drift in &drifts {
+            out.line(drift.diff.trim_end());
+        }
+        return Err(Error::failed(format!(
+            "{} generated file(s) differ from lockstep.toml: {}",
+            drifts.len(),
+            drifts
+                .iter()
+                .map(|d| d.path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .hint("run `lockstep ci generate` and commit the result"));
+    }
+    let changed = lockstep_ci::write(&files)?;
+    for file in &files {
+        let state = if changed.contains(&file.path) {
+            "wrote"
+        } else {
+            "unchanged"
+        };
+        out.line(format!("{state}: {}", file.path.display()));
+    }
+    Ok(0)
 }

