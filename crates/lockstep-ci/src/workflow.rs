@@ -136,6 +136,24 @@ fn with(entries: Vec<(&str, Node)>) -> Node {
     )
 }
 
+/// An `actions/upload-artifact` step: `name` is the artifact, `when` the
+/// step's `if:` (none: only when everything before succeeded).
+fn upload(step_name: &str, when: Option<&str>, name: String, path: Node, if_missing: &str) -> Node {
+    let mut entries = Vec::new();
+    if let Some(when) = when {
+        entries.push(("if", s(when)));
+    }
+    entries.push(("uses", s(UPLOAD)));
+    let mut inputs = vec![("name", s(name)), ("path", path)];
+    if if_missing == "ignore" {
+        // Build logs live in a hidden directory of the wheelhouse.
+        inputs.push(("include-hidden-files", Node::Bool(true)));
+    }
+    inputs.push(("if-no-files-found", s(if_missing)));
+    entries.push(("with", with(inputs)));
+    step(step_name, entries)
+}
+
 fn checkout() -> Node {
     step(
         "Check out",
@@ -220,44 +238,19 @@ fn build_job(plan: &Plan) -> Node {
             ),
         ],
     ));
-    steps.push(step(
+    steps.push(upload(
         "Upload the wheelhouse",
-        vec![
-            ("uses", s(UPLOAD)),
-            (
-                "with",
-                with(vec![
-                    (
-                        "name",
-                        s(wheels_artifact(
-                            "${{ matrix.python }}",
-                            "${{ matrix.variant }}",
-                        )),
-                    ),
-                    ("path", s(house.clone())),
-                    ("if-no-files-found", s("error")),
-                ]),
-            ),
-        ],
+        None,
+        wheels_artifact("${{ matrix.python }}", "${{ matrix.variant }}"),
+        s(house.clone()),
+        "error",
     ));
-    steps.push(step(
+    steps.push(upload(
         "Upload the build logs",
-        vec![
-            ("if", s("failure()")),
-            ("uses", s(UPLOAD)),
-            (
-                "with",
-                with(vec![
-                    (
-                        "name",
-                        s("build-logs-py${{ matrix.python }}-${{ matrix.variant }}"),
-                    ),
-                    ("path", s(format!("{house}/.logs"))),
-                    ("include-hidden-files", Node::Bool(true)),
-                    ("if-no-files-found", s("ignore")),
-                ]),
-            ),
-        ],
+        Some("failure()"),
+        "build-logs-py${{ matrix.python }}-${{ matrix.variant }}".into(),
+        s(format!("{house}/.logs")),
+        "ignore",
     ));
     Node::Map(vec![
         (
@@ -361,23 +354,12 @@ fn test_job(plan: &Plan, target: &TargetJob) -> Node {
             )),
         )],
     ));
-    steps.push(step(
+    steps.push(upload(
         "Upload the JUnit report",
-        vec![
-            ("if", s("always()")),
-            ("uses", s(UPLOAD)),
-            (
-                "with",
-                with(vec![
-                    (
-                        "name",
-                        s(format!("junit-{}-${{{{ matrix.shard }}}}", target.name)),
-                    ),
-                    ("path", s(workspace_path(plan, "junit"))),
-                    ("if-no-files-found", s("warn")),
-                ]),
-            ),
-        ],
+        Some("always()"),
+        format!("junit-{}-${{{{ matrix.shard }}}}", target.name),
+        s(workspace_path(plan, "junit")),
+        "warn",
     ));
     if !plan.xfail_configs.is_empty() {
         let paths: Vec<String> = plan
@@ -385,23 +367,12 @@ fn test_job(plan: &Plan, target: &TargetJob) -> Node {
             .iter()
             .map(|p| workspace_path(plan, p))
             .collect();
-        steps.push(step(
+        steps.push(upload(
             "Upload the updated xfail lists",
-            vec![
-                ("if", s("failure()")),
-                ("uses", s(UPLOAD)),
-                (
-                    "with",
-                    with(vec![
-                        (
-                            "name",
-                            s(format!("xfails-{}-${{{{ matrix.shard }}}}", target.name)),
-                        ),
-                        ("path", Node::Block(paths.join("\n") + "\n")),
-                        ("if-no-files-found", s("warn")),
-                    ]),
-                ),
-            ],
+            Some("failure()"),
+            format!("xfails-{}-${{{{ matrix.shard }}}}", target.name),
+            Node::Block(paths.join("\n") + "\n"),
+            "warn",
         ));
     }
     let shards: Vec<Node> = (1..=target.shards).map(|i| Node::Int(i.into())).collect();

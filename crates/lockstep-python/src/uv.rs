@@ -86,20 +86,13 @@ pub fn find_uv(root: &Path, cwd: &Path, sink: &dyn Sink) -> Result<Uv, Error> {
     }
     sink.note("uv not found: installing it with `python3 -m pip install --user uv`");
     let pip = |user: bool| {
-        let mut cmd = Command::new("python3");
-        cmd.args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ]);
-        if user {
-            cmd.arg("--user");
-        }
-        cmd.arg("uv").current_dir(cwd).stdin(Stdio::null());
-        dies_with_us(&mut cmd);
-        run_captured(&mut cmd, "python3 -m pip install uv")
+        let extra: &[&str] = if user { &["--user"] } else { &[] };
+        pip_install_uv(
+            Path::new("python3"),
+            extra,
+            cwd,
+            "python3 -m pip install uv",
+        )
     };
     let pip_error = match pip(true).or_else(|first| {
         tracing::info!(error = %first, "pip install --user uv failed; trying without --user");
@@ -135,6 +128,24 @@ pub fn find_uv(root: &Path, cwd: &Path, sink: &dyn Sink) -> Result<Uv, Error> {
     .map_err(|e| e.hint("install uv (https://docs.astral.sh/uv/getting-started/installation/) so that `uv` is on PATH, and check network access to PyPI"))
 }
 
+/// `PYTHON -m pip install --quiet [EXTRA] uv`, its output kept for the error.
+fn pip_install_uv(python: &Path, extra: &[&str], cwd: &Path, what: &str) -> Result<(), Error> {
+    let mut cmd = Command::new(python);
+    cmd.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ])
+    .args(extra)
+    .arg("uv")
+    .current_dir(cwd)
+    .stdin(Stdio::null());
+    dies_with_us(&mut cmd);
+    run_captured(&mut cmd, what).map(drop)
+}
+
 fn private_uv_dir(root: &Path) -> PathBuf {
     root.join(".uv")
 }
@@ -162,19 +173,12 @@ fn install_private_uv(root: &Path, cwd: &Path) -> Result<(), Error> {
             .stdin(Stdio::null());
         dies_with_us(&mut cmd);
         run_captured(&mut cmd, "python3 -m venv")?;
-        let mut cmd = Command::new(tmp.join("bin").join("python"));
-        cmd.args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "uv",
-        ])
-        .current_dir(cwd)
-        .stdin(Stdio::null());
-        dies_with_us(&mut cmd);
-        run_captured(&mut cmd, "pip install uv (in a private venv)")?;
+        pip_install_uv(
+            &tmp.join("bin").join("python"),
+            &[],
+            cwd,
+            "pip install uv (in a private venv)",
+        )?;
         let dest = private_uv_dir(root);
         if std::fs::rename(&tmp, &dest).is_err() && !dest.join("bin").join("uv").is_file() {
             return Err(Error::failed(format!("cannot create {}", dest.display())));
