@@ -675,9 +675,10 @@ impl Command {
             Command::Pkg(Pkg::Build(a)) => add(a.json, "--json"),
             Command::Pkg(Pkg::Venv(a)) => add(a.json, "--json"),
             Command::Pkg(Pkg::Bisect(a)) => add(a.json, "--json"),
+            Command::Pkg(Pkg::Fetch(a)) => add(a.json, "--json"),
             Command::Demo(_)
             | Command::Cache(_)
-            | Command::Pkg(Pkg::Fetch(_) | Pkg::Manifest { .. })
+            | Command::Pkg(Pkg::Manifest { .. })
             | Command::Ci(_) => {}
         }
         outputs

@@ -78,6 +78,8 @@ fn dispatch(cli: cli::Cli, rep: &Reporters) -> Result<i32, Error> {
         cli::Command::Cache(cmd) => cache::run(cmd, &load()?, rep),
         cli::Command::Preprocess(args) => preprocess::run(args, cli.config.as_deref(), &cwd, rep),
         cli::Command::Bench(args) => bench::run(args, &load()?, rep),
+        cli::Command::Pkg(cli::Pkg::Fetch(args)) => pkg_fetch::run(args, &load()?, &cwd, rep),
+        cli::Command::Pkg(cli::Pkg::Bisect(args)) => pkg_fetch::bisect(args, &load()?, &cwd, rep),
         cli::Command::Pkg(cmd) => pkg::run(cmd, &load()?, &cwd, rep),
         cli::Command::Ci(cmd) => ci::run(cmd, &load()?, &cwd, rep),
     }

@@ -16,8 +16,10 @@ pub fn run(cmd: cli::Pkg, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Resul
         cli::Pkg::Build(args) => build(args, loaded, cwd, rep),
         cli::Pkg::Venv(args) => make_venv(args, rep),
         cli::Pkg::Manifest { dir } => write_manifest(&cwd.join(dir), rep),
-        cli::Pkg::Fetch(args) => crate::pkg_fetch::run(args, loaded, cwd, rep),
-        cli::Pkg::Bisect(args) => crate::pkg_fetch::bisect(args, loaded, cwd, rep),
+        // Dispatched by main to pkg_fetch, which builds on this module.
+        cli::Pkg::Fetch(_) | cli::Pkg::Bisect(_) => Err(Error::failed(
+            "internal: pkg fetch and bisect are dispatched by main",
+        )),
     }
 }
 
