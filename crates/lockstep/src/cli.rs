@@ -78,6 +78,9 @@ pub enum Command {
     /// Generate the GitHub Actions workflows of the package CI (docs/ci.md).
     #[command(subcommand)]
     Ci(Ci),
+    /// Cut snapshot versions and tags, publish wheels to a static pip index, yank (docs/release.md).
+    #[command(subcommand)]
+    Release(Release),
 }
 
 #[derive(Debug, Subcommand)]
@@ -206,6 +209,65 @@ pub enum Ci {
         #[arg(long)]
         check: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Release {
+    /// Allocate the next version and push its tag (unique and increasing, even when runs race).
+    Cut {
+        /// snapshot (default), candidate or final (the base version itself).
+        #[arg(long, value_enum, default_value = "snapshot")]
+        channel: ReleaseChannel,
+        /// The remote that arbitrates tags.
+        #[arg(long, default_value = "origin", value_name = "NAME")]
+        remote: String,
+        /// The run's identity (default: $GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT, else a fresh random id).
+        #[arg(long, value_name = "ID")]
+        run_id: Option<String>,
+        /// Print {"version", "tag", ...} as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a wheelhouse (install from a staged index, run its scripts) and add it to the release store.
+    Publish {
+        /// What `lockstep pkg build --version V --out DIR` wrote.
+        wheelhouse: PathBuf,
+        /// The manifest (default: WHEELHOUSE/pylock.toml).
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
+        /// The tag the version was cut as (recorded in release.json).
+        #[arg(long, value_name = "TAG")]
+        tag: Option<String>,
+        /// Print what was published as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Regenerate the static index (PEP 503 HTML + PEP 691 JSON + a find-links page) from the store.
+    Index {
+        /// Make file links absolute under this URL (default: relative links).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
+    /// Serve the index directory on 127.0.0.1 (PEP 691 content negotiation).
+    Serve {
+        /// 0 picks a free port.
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        port: u16,
+    },
+    /// Mark every file of VERSION yanked (PEP 592) and regenerate the index.
+    Yank {
+        version: String,
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+    },
+}
+
+/// `release cut --channel`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReleaseChannel {
+    Snapshot,
+    Candidate,
+    Final,
 }
 
 #[derive(Debug, Subcommand)]
@@ -616,6 +678,13 @@ impl Command {
             Command::Pkg(Pkg::Fetch(_)) => "pkg fetch",
             Command::Pkg(Pkg::Bisect(_)) => "pkg bisect",
             Command::Ci(Ci::Generate { .. }) => "ci generate",
+            Command::Release(r) => match r {
+                Release::Cut { .. } => "release cut",
+                Release::Publish { .. } => "release publish",
+                Release::Index { .. } => "release index",
+                Release::Serve { .. } => "release serve",
+                Release::Yank { .. } => "release yank",
+            },
         }
     }
 
@@ -679,7 +748,8 @@ impl Command {
             Command::Demo(_)
             | Command::Cache(_)
             | Command::Pkg(Pkg::Manifest { .. })
-            | Command::Ci(_) => {}
+            | Command::Ci(_)
+            | Command::Release(_) => {}
         }
         outputs
     }

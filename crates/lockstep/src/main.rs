@@ -11,6 +11,7 @@ mod output;
 mod pkg;
 mod pkg_fetch;
 mod preprocess;
+mod release;
 mod suite;
 mod toolchain;
 
@@ -82,5 +83,6 @@ fn dispatch(cli: cli::Cli, rep: &Reporters) -> Result<i32, Error> {
         cli::Command::Pkg(cli::Pkg::Bisect(args)) => pkg_fetch::bisect(args, &load()?, &cwd, rep),
         cli::Command::Pkg(cmd) => pkg::run(cmd, &load()?, &cwd, rep),
         cli::Command::Ci(cmd) => ci::run(cmd, &load()?, &cwd, rep),
+        cli::Command::Release(cmd) => release::run(cmd, &load()?, &cwd, rep),
     }
 }

@@ -1,0 +1,382 @@
+//! `lockstep release cut`: the next version and its tag, allocated so that
+//! concurrent runs never share one.
+//!
+//! The remote is the arbiter: each attempt lists the remote's tags (and the
+//! local ones, which count as taken), computes the next version, creates an
+//! annotated tag carrying the run's identity and pushes it without force.
+//! A push rejected because the tag now exists on the remote lost a race:
+//! the local tag is deleted and the next attempt takes the next number. A
+//! push rejected for anything else (auth, a protected ref) is an error with
+//! git's own words, and the local tag is deleted again. A rerun of the same
+//! job (same commit, same run identity) finds its own tag and reuses it.
+
+use std::collections::BTreeMap;
+
+use lockstep_core::Error;
+use lockstep_git::Repo;
+use pep440_rs::Version;
+use serde::Serialize;
+
+use crate::template::{render_tag, Slot, VersionTemplate};
+
+/// Attempts before giving up on a remote that keeps moving.
+const MAX_ATTEMPTS: usize = 60;
+
+/// Which kind of release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Channel {
+    Snapshot,
+    Candidate,
+    Final,
+}
+
+impl Channel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Channel::Snapshot => "snapshot",
+            Channel::Candidate => "candidate",
+            Channel::Final => "final",
+        }
+    }
+}
+
+/// What to cut.
+pub struct CutRequest<'a> {
+    pub repo: &'a Repo,
+    pub remote: &'a str,
+    pub channel: Channel,
+    pub name: &'a str,
+    pub base: &'a str,
+    /// The channel's version template (unused for `final`).
+    pub template: &'a VersionTemplate,
+    pub tag_template: &'a str,
+    pub run_id: &'a str,
+    /// Pin files (relative to the repository) and the revision each holds at HEAD.
+    pub pins: BTreeMap<String, String>,
+    /// UTC `YYYYMMDD`.
+    pub today: u32,
+}
+
+/// What was cut.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cut {
+    pub version: String,
+    pub tag: String,
+    pub channel: Channel,
+    pub run_id: String,
+    pub source: String,
+    pub pins: BTreeMap<String, String>,
+    /// The tag already existed for this run and commit.
+    pub reused: bool,
+    pub attempts: usize,
+}
+
+/// Cuts; see the module doc.
+pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
+    let head = req.repo.head()?.to_string();
+    let dirty = req
+        .repo
+        .git(&["status", "--porcelain", "--untracked-files=no"])?;
+    if !dirty.trim().is_empty() {
+        return Err(
+            Error::usage("the working tree has uncommitted changes to tracked files")
+                .cause(dirty.lines().take(5).collect::<Vec<_>>().join("; "))
+                .hint("commit or stash them: a release is cut from a commit"),
+        );
+    }
+    let (prefix, suffix) = tag_affixes(req.tag_template, req.name, req.channel)?;
+    for attempt in 1..=MAX_ATTEMPTS {
+        let tags = all_tags(req)?;
+        if let Some(tag) = own_tag(req, &tags, &head, &prefix, &suffix)? {
+            let version = tag[prefix.len()..tag.len() - suffix.len()].to_string();
+            return Ok(Cut {
+                version,
+                tag,
+                channel: req.channel,
+                run_id: req.run_id.to_string(),
+                source: head,
+                pins: req.pins.clone(),
+                reused: true,
+                attempts: attempt,
+            });
+        }
+        let version = next_version(req, &tags, &prefix, &suffix)?;
+        let tag = render_tag(req.tag_template, req.name, &version, req.channel.name())?;
+        let message = tag_message(req, &version, &head);
+        let created = req
+            .repo
+            .try_git(&["tag", "-a", &tag, "-m", &message, &head])?;
+        if created.code != 0 {
+            // Another cut in this same clone took the name first: next number.
+            if created.stderr.contains("already exists")
+                || created.stderr.contains("cannot lock ref")
+            {
+                continue;
+            }
+            return Err(Error::failed(format!("cannot create tag {tag}"))
+                .cause(created.stderr.trim().to_string()));
+        }
+        let pushed = req.repo.try_git(&[
+            "push",
+            "--porcelain",
+            req.remote,
+            &format!("refs/tags/{tag}:refs/tags/{tag}"),
+        ])?;
+        if pushed.code == 0 {
+            return Ok(Cut {
+                version,
+                tag,
+                channel: req.channel,
+                run_id: req.run_id.to_string(),
+                source: head,
+                pins: req.pins.clone(),
+                reused: false,
+                attempts: attempt,
+            });
+        }
+        let _ = req.repo.try_git(&["tag", "-d", &tag]);
+        if !remote_has_tag(req, &tag)? {
+            return Err(Error::failed(format!("the remote `{}` refused tag {tag}", req.remote))
+                .cause(pushed.stderr.trim().to_string())
+                .hint("check the remote's permissions and tag protection rules; nothing was released"));
+        }
+        if req.channel == Channel::Final {
+            return Err(
+                Error::failed(format!("{tag} was created by another run just now"))
+                    .hint("a final version is released once"),
+            );
+        }
+        tracing::info!(
+            tag,
+            attempt,
+            "lost a race for the tag; taking the next version"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(
+            rand::random::<u64>() % 200 + 20,
+        ));
+    }
+    Err(Error::failed(format!(
+        "could not claim a tag after {MAX_ATTEMPTS} attempts: the remote keeps moving"
+    ))
+    .hint("retry later"))
+}
+
+/// The text around `{version}` in the tag template.
+fn tag_affixes(template: &str, name: &str, channel: Channel) -> Result<(String, String), Error> {
+    let marker = "0.0.0";
+    let tag = render_tag(template, name, marker, channel.name())?;
+    let at = tag.find(marker).unwrap_or(0);
+    Ok((tag[..at].to_string(), tag[at + marker.len()..].to_string()))
+}
+
+/// Tag name -> the commit it points at (peeled), from the remote and from
+/// the local repository (local tags count as taken).
+fn all_tags(req: &CutRequest) -> Result<BTreeMap<String, Option<String>>, Error> {
+    let mut tags = BTreeMap::new();
+    let listed = req.repo.try_git(&["ls-remote", "--tags", req.remote])?;
+    if listed.code != 0 {
+        return Err(
+            Error::failed(format!("cannot list the tags of remote `{}`", req.remote))
+                .cause(listed.stderr.trim().to_string())
+                .hint("check --remote and network access"),
+        );
+    }
+    for line in listed.stdout.lines() {
+        let Some((sha, name)) = line.split_once('\t') else {
+            continue;
+        };
+        let Some(name) = name.strip_prefix("refs/tags/") else {
+            continue;
+        };
+        match name.strip_suffix("^{}") {
+            Some(tag) => {
+                tags.insert(tag.to_string(), Some(sha.to_string()));
+            }
+            None => {
+                tags.entry(name.to_string()).or_insert(None);
+            }
+        }
+    }
+    let local = req.repo.git(&["tag", "--list"])?;
+    for name in local.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        tags.entry(name.to_string()).or_insert(None);
+    }
+    Ok(tags)
+}
+
+/// A tag of this template on `head` whose message names this run.
+fn own_tag(
+    req: &CutRequest,
+    tags: &BTreeMap<String, Option<String>>,
+    head: &str,
+    prefix: &str,
+    suffix: &str,
+) -> Result<Option<String>, Error> {
+    for (tag, peeled) in tags {
+        if !(tag.starts_with(prefix) && tag.ends_with(suffix)) || peeled.as_deref() != Some(head) {
+            continue;
+        }
+        let local_ref = format!("refs/lockstep/release-cut/{tag}");
+        let fetched = req.repo.try_git(&[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            req.remote,
+            &format!("+refs/tags/{tag}:{local_ref}"),
+        ])?;
+        if fetched.code != 0 {
+            continue;
+        }
+        let body = req.repo.try_git(&["cat-file", "-p", &local_ref])?;
+        let _ = req.repo.try_git(&["update-ref", "-d", &local_ref]);
+        let ours = body
+            .stdout
+            .lines()
+            .any(|l| l.trim() == format!("run: {}", req.run_id));
+        let channel = body
+            .stdout
+            .lines()
+            .any(|l| l.trim() == format!("channel: {}", req.channel.name()));
+        if ours && channel {
+            return Ok(Some(tag.clone()));
+        }
+    }
+    Ok(None)
+}
+
+fn next_version(
+    req: &CutRequest,
+    tags: &BTreeMap<String, Option<String>>,
+    prefix: &str,
+    suffix: &str,
+) -> Result<String, Error> {
+    let versions: Vec<&str> = tags
+        .keys()
+        .filter(|t| {
+            t.len() >= prefix.len() + suffix.len() && t.starts_with(prefix) && t.ends_with(suffix)
+        })
+        .map(|t| &t[prefix.len()..t.len() - suffix.len()])
+        .collect();
+    if req.channel == Channel::Final {
+        if versions.contains(&req.base) {
+            return Err(Error::usage(format!(
+                "{} {} is already released (tag exists)",
+                req.name, req.base
+            ))
+            .hint("bump [release] version-base for the next release"));
+        }
+        return Ok(req.base.to_string());
+    }
+    let family: Vec<(u32, u64, Version)> = versions
+        .iter()
+        .filter_map(|v| {
+            let (date, n) = req.template.match_version(v, req.base)?;
+            Some((date, n, v.parse::<Version>().ok()?))
+        })
+        .collect();
+    let date = if req.template.uses_date() {
+        req.today
+    } else {
+        0
+    };
+    let mut n = family
+        .iter()
+        .filter(|(d, _, _)| *d == date)
+        .map(|(_, n, _)| *n)
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let newest = family.iter().map(|(_, _, v)| v).max();
+    loop {
+        let text = req.template.render(Slot {
+            base: req.base,
+            date,
+            n,
+        })?;
+        let version: Version = text.parse().map_err(|e| {
+            Error::failed(format!("`{text}` is not a PEP 440 version")).cause(format!("{e}"))
+        })?;
+        match newest {
+            Some(newest) if version <= *newest => {
+                if req.template.uses_date() {
+                    return Err(Error::failed(format!(
+                        "a newer version than {text} exists already ({newest})"
+                    ))
+                    .hint("check this machine's clock (dates are UTC)"));
+                }
+                n += 1;
+            }
+            _ => return Ok(text),
+        }
+    }
+}
+
+fn tag_message(req: &CutRequest, version: &str, head: &str) -> String {
+    let mut message = format!(
+        "lockstep release cut: {} {version} ({})\n\nversion: {version}\nchannel: {}\nsource: {head}\nrun: {}\n",
+        req.name,
+        req.channel.name(),
+        req.channel.name(),
+        req.run_id
+    );
+    for (path, rev) in &req.pins {
+        message.push_str(&format!("pin {path}: {rev}\n"));
+    }
+    message
+}
+
+fn remote_has_tag(req: &CutRequest, tag: &str) -> Result<bool, Error> {
+    let out = req.repo.try_git(&[
+        "ls-remote",
+        "--tags",
+        req.remote,
+        &format!("refs/tags/{tag}"),
+    ])?;
+    Ok(out.code == 0 && !out.stdout.trim().is_empty())
+}
+
+/// The revision a pin file holds at `rev`: exactly one 40-hex line.
+pub fn read_pin(repo: &Repo, rev: &str, path: &str) -> Result<String, Error> {
+    let text = repo
+        .git(&["show", &format!("{rev}:{path}")])
+        .map_err(|e| e.context(format!("cannot read pin file {path} at {rev}")))?;
+    parse_pin(path, &text)
+}
+
+/// One 40-hex revision (a trailing newline allowed, nothing else).
+pub fn parse_pin(path: &str, text: &str) -> Result<String, Error> {
+    let trimmed = text.trim_end_matches(['\n', '\r']);
+    let ok = trimmed.len() == 40
+        && trimmed.bytes().all(|b| b.is_ascii_hexdigit())
+        && !trimmed.contains('\n');
+    if !ok {
+        let shown: String = trimmed.chars().take(60).collect();
+        return Err(
+            Error::usage(format!("pin file {path} does not hold one revision"))
+                .cause(format!("it holds `{}`", shown.escape_debug()))
+                .hint("a pin file is one line of 40 hex digits (a full commit id)"),
+        );
+    }
+    Ok(trimmed.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_are_one_full_revision() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(parse_pin("p", &format!("{sha}\n")).unwrap(), sha);
+        for bad in [
+            "",
+            "abc",
+            &format!("{sha}\n{sha}\n"),
+            &format!("{sha}x"),
+            "main\n",
+        ] {
+            assert!(parse_pin("p", bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The static package index: `simple/` (PEP 503 HTML and PEP 691 JSON,
+//! with PEP 592 yanks, PEP 658/714 core metadata, PEP 700 versions, sizes
+//! and upload times) and `links.html` (a flat page for `pip -f`), written
+//! from the store.
+//!
+//! pip and uv install from it over `file://`, from any static host, or
+//! through `lockstep release serve`. `simple/` is built whole beside the
+//! old one and swapped in with two renames, so a reader sees the old index
+//! or the new one, never half of one; `links.html` is replaced atomically.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use lockstep_core::Error;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::store::{self, Release, StoredFile};
+
+pub const SIMPLE: &str = "simple";
+pub const LINKS: &str = "links.html";
+/// The PEP 691 media types.
+pub const JSON_TYPE: &str = "application/vnd.pypi.simple.v1+json";
+pub const HTML_TYPE: &str = "application/vnd.pypi.simple.v1+html";
+
+/// What the index holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexReport {
+    pub projects: usize,
+    pub versions: usize,
+    pub files: usize,
+    pub yanked: usize,
+}
+
+/// One file as the index lists it.
+struct Listed<'a> {
+    file: &'a StoredFile,
+    version: &'a str,
+    yanked: Option<&'a str>,
+}
+
+/// Regenerates `simple/` and `links.html` under `index` from the store.
+/// `base_url` makes file links absolute (`URL/files/...`); by default they
+/// are relative, so the directory can be served from anywhere.
+pub fn write_index(index: &Path, base_url: Option<&str>) -> Result<IndexReport, Error> {
+    let releases = store::releases(index)?;
+    let mut projects: BTreeMap<&str, Vec<Listed>> = BTreeMap::new();
+    for (dir, release) in &releases {
+        for file in &release.files {
+            projects
+                .entry(file.project.as_str())
+                .or_default()
+                .push(Listed {
+                    file,
+                    version: dir.as_str(),
+                    yanked: release.yanked.as_deref(),
+                });
+        }
+    }
+    let staging = index.join(format!(".simple.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    let written = write_simple(&staging, &projects, base_url);
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
+    }
+    swap_in(index, &staging)?;
+    let links = links_page(&projects, base_url, "");
+    lockstep_core::fs::write_atomic(&index.join(LINKS), links.as_bytes())?;
+    Ok(IndexReport {
+        projects: projects.len(),
+        versions: releases.len(),
+        files: projects.values().map(Vec::len).sum(),
+        yanked: releases
+            .values()
+            .filter(|r| r.yanked.is_some())
+            .map(|r| r.files.len())
+            .sum(),
+    })
+}
+
+/// `simple/` -> `.simple.old-PID`, staging -> `simple`, old removed.
+fn swap_in(index: &Path, staging: &Path) -> Result<(), Error> {
+    let live = index.join(SIMPLE);
+    let old = index.join(format!(".simple.old-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&old);
+    if live.exists() {
+        fs_err::rename(&live, &old)?;
+    }
+    if let Err(e) = fs_err::rename(staging, &live) {
+        let _ = std::fs::rename(&old, &live);
+        return Err(e.into());
+    }
+    let _ = std::fs::remove_dir_all(&old);
+    Ok(())
+}
+
+fn write_simple(
+    dir: &Path,
+    projects: &BTreeMap<&str, Vec<Listed>>,
+    base_url: Option<&str>,
+) -> Result<(), Error> {
+    fs_err::create_dir_all(dir)?;
+    let mut root_html = String::from("<!DOCTYPE html>\n<html>\n<head><meta name=\"pypi:repository-version\" content=\"1.1\"><title>Simple index</title></head>\n<body>\n");
+    for name in projects.keys() {
+        root_html.push_str(&format!("<a href=\"{name}/\">{name}</a>\n"));
+    }
+    root_html.push_str("</body>\n</html>\n");
+    fs_err::write(dir.join("index.html"), root_html)?;
+    let root_json = json!({
+        "meta": {"api-version": "1.1"},
+        "projects": projects.keys().map(|n| json!({"name": n})).collect::<Vec<_>>(),
+    });
+    fs_err::write(dir.join("index.json"), format!("{root_json}\n"))?;
+    for (name, files) in projects {
+        let project_dir = dir.join(name);
+        fs_err::create_dir_all(&project_dir)?;
+        let prefix = match base_url {
+            Some(url) => format!("{}/", url.trim_end_matches('/')),
+            None => "../../".to_string(),
+        };
+        fs_err::write(
+            project_dir.join("index.html"),
+            project_html(name, files, &prefix),
+        )?;
+        fs_err::write(
+            project_dir.join("index.json"),
+            project_json(name, files, &prefix),
+        )?;
+    }
+    Ok(())
+}
+
+fn url_of(prefix: &str, listed: &Listed) -> String {
+    format!(
+        "{prefix}{}/{}/{}",
+        store::FILES,
+        listed.version,
+        listed.file.filename
+    )
+}
+
+fn project_html(name: &str, files: &[Listed], prefix: &str) -> String {
+    let mut html = format!(
+        "<!DOCTYPE html>\n<html>\n<head><meta name=\"pypi:repository-version\" content=\"1.1\"><title>Links for {name}</title></head>\n<body>\n<h1>Links for {name}</h1>\n"
+    );
+    let mut sorted: Vec<&Listed> = files.iter().collect();
+    sorted.sort_by(|a, b| a.file.filename.cmp(&b.file.filename));
+    for listed in sorted {
+        html.push_str(&anchor(prefix, listed));
+        html.push('\n');
+    }
+    html.push_str("</body>\n</html>\n");
+    html
+}
+
+fn anchor(prefix: &str, listed: &Listed) -> String {
+    let f = listed.file;
+    let mut attrs = format!(
+        "href=\"{}#sha256={}\"",
+        escape(&url_of(prefix, listed)),
+        f.sha256
+    );
+    if let Some(rp) = &f.requires_python {
+        attrs.push_str(&format!(" data-requires-python=\"{}\"", escape(rp)));
+    }
+    if let Some(reason) = listed.yanked {
+        attrs.push_str(&format!(" data-yanked=\"{}\"", escape(reason)));
+    }
+    attrs.push_str(&format!(
+        " data-dist-info-metadata=\"sha256={m}\" data-core-metadata=\"sha256={m}\"",
+        m = f.metadata_sha256
+    ));
+    format!("<a {attrs}>{}</a><br/>", escape(&f.filename))
+}
+
+fn project_json(name: &str, files: &[Listed], prefix: &str) -> String {
+    let mut versions: Vec<&str> = files.iter().map(|l| l.version).collect();
+    versions.sort_by(|a, b| {
+        match (
+            a.parse::<pep440_rs::Version>(),
+            b.parse::<pep440_rs::Version>(),
+        ) {
+            (Ok(x), Ok(y)) => x.cmp(&y),
+            _ => a.cmp(b),
+        }
+    });
+    versions.dedup();
+    let mut sorted: Vec<&Listed> = files.iter().collect();
+    sorted.sort_by(|a, b| a.file.filename.cmp(&b.file.filename));
+    let files: Vec<serde_json::Value> = sorted
+        .iter()
+        .map(|l| {
+            json!({
+                "filename": l.file.filename,
+                "url": url_of(prefix, l),
+                "hashes": {"sha256": l.file.sha256},
+                "requires-python": l.file.requires_python,
+                "size": l.file.size,
+                "upload-time": l.file.upload_time,
+                "yanked": l.yanked.map_or(serde_json::Value::Bool(false), |r| json!(r)),
+                "core-metadata": {"sha256": l.file.metadata_sha256},
+                "dist-info-metadata": {"sha256": l.file.metadata_sha256},
+            })
+        })
+        .collect();
+    let doc =
+        json!({"meta": {"api-version": "1.1"}, "name": name, "versions": versions, "files": files});
+    format!("{doc}\n")
+}
+
+/// The flat `--find-links` page (links relative to the index directory).
+fn links_page(projects: &BTreeMap<&str, Vec<Listed>>, base_url: Option<&str>, _: &str) -> String {
+    let prefix = match base_url {
+        Some(url) => format!("{}/", url.trim_end_matches('/')),
+        None => String::new(),
+    };
+    let mut html = String::from(
+        "<!DOCTYPE html>\n<html>\n<head><title>Release files</title></head>\n<body>\n",
+    );
+    for files in projects.values() {
+        let mut sorted: Vec<&Listed> = files.iter().filter(|l| l.yanked.is_none()).collect();
+        sorted.sort_by(|a, b| a.file.filename.cmp(&b.file.filename));
+        for listed in sorted {
+            html.push_str(&anchor(&prefix, listed));
+            html.push('\n');
+        }
+    }
+    html.push_str("</body>\n</html>\n");
+    html
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Marks every file of `version` yanked with `reason`.
+pub fn yank(index: &Path, version: &str, reason: &str) -> Result<Release, Error> {
+    let dir = index.join(store::FILES).join(version);
+    if !dir.join(store::RELEASE_JSON).is_file() {
+        let known: Vec<String> = store::releases(index)?.into_keys().collect();
+        return Err(
+            Error::usage(format!("{version} is not in the release store")).cause(format!(
+                "released: {}",
+                if known.is_empty() {
+                    "nothing yet".into()
+                } else {
+                    known.join(", ")
+                }
+            )),
+        );
+    }
+    if reason.trim().is_empty() || reason.len() > 1000 || reason.chars().any(char::is_control) {
+        return Err(Error::usage(
+            "--reason must be one line of 1 to 1000 characters",
+        ));
+    }
+    let mut release: Release = store::load_or_scan(&dir)?;
+    release.yanked = Some(reason.to_string());
+    store::save(&dir, &release)?;
+    Ok(release)
+}

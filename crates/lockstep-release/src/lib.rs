@@ -1,0 +1,21 @@
+//! The release engine behind `lockstep release`: version templates that
+//! give unique, increasing PEP 440 versions ([`template`]), race-safe tags
+//! ([`cut`]), an immutable release store ([`store`]) with a static PEP
+//! 503/691 index ([`index`]) served locally by [`serve`], publishing a
+//! wheelhouse ([`publish`]) and promoting a candidate to a final version by
+//! rewriting its wheels ([`promote`]).
+//!
+//! It returns data and never prints; the binary reports.
+
+pub mod cut;
+pub mod index;
+pub mod publish;
+pub mod serve;
+pub mod settings;
+pub mod store;
+pub mod template;
+
+/// The git repository around `dir` (cut reads HEAD and pushes tags from it).
+pub fn open_repo(dir: &std::path::Path) -> Result<lockstep_git::Repo, lockstep_core::Error> {
+    lockstep_git::Repo::discover(dir)
+}

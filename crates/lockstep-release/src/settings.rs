@@ -1,0 +1,112 @@
+//! `[release]` resolved once: the name, the base version (from the key or
+//! a version file), the templates (checked with examples before any command
+//! uses them) and the index directory.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use lockstep_core::config::Loaded;
+use lockstep_core::Error;
+use pep440_rs::Version;
+
+use crate::template::{render_tag, VersionTemplate};
+
+/// The largest version file read.
+const MAX_VERSION_FILE: u64 = 64 << 10;
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub name: String,
+    pub index: PathBuf,
+    pub snapshot: VersionTemplate,
+    pub candidate: VersionTemplate,
+    pub tag: String,
+    pub pin_files: Vec<String>,
+    pub smoke: Option<String>,
+}
+
+/// Checks `[release]`; the base version is read separately (only `cut` needs it).
+pub fn settings(loaded: &Loaded) -> Result<Settings, Error> {
+    let release = &loaded.config.release;
+    let name = match &release.name {
+        Some(n) => n.clone(),
+        None => std::path::absolute(&loaded.root)?
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "release".into()),
+    };
+    let snapshot = VersionTemplate::parse("[release] snapshot", &release.snapshot)?;
+    let candidate = VersionTemplate::parse("[release] candidate", &release.candidate)?;
+    render_tag(&release.tag, &name, "0.0.0", "snapshot")?;
+    let mut pin_files = Vec::new();
+    for path in &release.pin_files {
+        let text = path.to_string_lossy().into_owned();
+        if path.is_absolute()
+            || path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(Error::usage(format!(
+                "[release] pin-files: `{text}` is not inside the repository"
+            )));
+        }
+        pin_files.push(text);
+    }
+    Ok(Settings {
+        name,
+        index: loaded.root.join(&release.index),
+        snapshot,
+        candidate,
+        tag: release.tag.clone(),
+        pin_files,
+        smoke: release.smoke.clone(),
+    })
+}
+
+/// The base version: `[release] version-base`, else the `version-file`
+/// (plain text, or JSON with `package-version`), as its release segment
+/// (`3.12.0.dev` -> `3.12.0`).
+pub fn base_version(loaded: &Loaded) -> Result<String, Error> {
+    let release = &loaded.config.release;
+    let (text, from) = match (&release.version_base, &release.version_file) {
+        (Some(base), _) => (base.clone(), "[release] version-base".to_string()),
+        (None, Some(file)) => {
+            let path = loaded.root.join(file);
+            let raw = lockstep_core::fs::read_input_text(
+                "[release] version-file",
+                &path,
+                MAX_VERSION_FILE,
+            )?;
+            let value = match serde_json::from_str::<serde_json::Value>(&raw) {
+                Ok(json) => json
+                    .get("package-version")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+                    .ok_or_else(|| {
+                        Error::usage(format!("{} has no \"package-version\"", path.display()))
+                    })?,
+                Err(_) => raw.trim().to_string(),
+            };
+            (value, path.display().to_string())
+        }
+        (None, None) => {
+            return Err(
+                Error::usage("[release] has no version-base or version-file")
+                    .hint("add version-base = \"X.Y.Z\" (the release being prepared) to [release]"),
+            )
+        }
+    };
+    let version = Version::from_str(text.trim()).map_err(|e| {
+        Error::usage(format!(
+            "{from}: `{}` is not a PEP 440 version",
+            text.trim()
+        ))
+        .cause(e.to_string())
+    })?;
+    Ok(version
+        .release()
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join("."))
+}

@@ -1,0 +1,343 @@
+//! The release store: `<index>/files/<version>/` holds a version's wheels,
+//! each wheel's core metadata (`<wheel>.metadata`, PEP 658) and
+//! `release.json` (what was released from where, the files' hashes, the
+//! yank). Files are immutable: a different file under an existing name is
+//! refused, identical bytes are a no-op. Everything arrives through a
+//! staging directory and a rename, so a failed publish leaves nothing.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use lockstep_core::Error;
+use lockstep_python::wheel::{normalize, WheelName};
+use serde::{Deserialize, Serialize};
+
+/// The store's directory under the index directory.
+pub const FILES: &str = "files";
+/// A version's record.
+pub const RELEASE_JSON: &str = "release.json";
+/// The largest METADATA read from a wheel.
+const MAX_METADATA_BYTES: u64 = 16 << 20;
+
+/// `release.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Release {
+    pub version: String,
+    #[serde(default)]
+    pub tag: Option<String>,
+    #[serde(default)]
+    pub channel: Option<String>,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub pins: BTreeMap<String, String>,
+    /// PEP 592: the reason, when yanked.
+    #[serde(default)]
+    pub yanked: Option<String>,
+    /// Promoted from this version.
+    #[serde(default)]
+    pub promoted_from: Option<String>,
+    pub files: Vec<StoredFile>,
+}
+
+/// One file of a release.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StoredFile {
+    pub filename: String,
+    pub project: String,
+    pub sha256: String,
+    pub size: u64,
+    #[serde(default)]
+    pub requires_python: Option<String>,
+    /// sha256 of `<filename>.metadata`.
+    pub metadata_sha256: String,
+    /// RFC 3339, when it entered the store.
+    pub upload_time: String,
+}
+
+/// What a wheel says about itself.
+#[derive(Debug, Clone)]
+pub struct WheelFacts {
+    pub name: WheelName,
+    pub metadata: Vec<u8>,
+    pub requires_python: Option<String>,
+    pub console_scripts: Vec<String>,
+}
+
+/// Reads a wheel's METADATA (and console scripts), checking that its name
+/// and version agree with the file name.
+pub fn wheel_facts(path: &Path) -> Result<WheelFacts, Error> {
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = WheelName::parse(&file_name)
+        .ok_or_else(|| Error::usage(format!("{file_name} is not a wheel file name")))?;
+    let file = fs_err::File::open(path)?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| {
+        Error::failed(format!("{file_name} is not a zip archive")).cause(e.to_string())
+    })?;
+    let dist_info = find_dist_info(&mut archive, &name).ok_or_else(|| {
+        Error::failed(format!(
+            "{file_name} has no .dist-info/METADATA for its name and version"
+        ))
+    })?;
+    let metadata = read_member(&mut archive, &format!("{dist_info}/METADATA"), &file_name)?;
+    let text = String::from_utf8_lossy(&metadata).into_owned();
+    let header = |key: &str| {
+        text.lines()
+            .take_while(|l| !l.is_empty())
+            .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+    };
+    let meta_name = header("Name:").unwrap_or_default();
+    let meta_version = header("Version:").unwrap_or_default();
+    let versions_agree = lockstep_python::wheel::parse_version(&meta_version)
+        .ok()
+        .zip(lockstep_python::wheel::parse_version(&name.version).ok())
+        .is_some_and(|(a, b)| a == b);
+    if normalize(&meta_name) != normalize(&name.name) || !versions_agree {
+        return Err(Error::usage(format!(
+            "{file_name}: its file name and METADATA disagree (METADATA says {meta_name} {meta_version})"
+        ))
+        .hint("rebuild the wheel; installers refuse or mis-report such a wheel"));
+    }
+    let console_scripts = read_member(
+        &mut archive,
+        &format!("{dist_info}/entry_points.txt"),
+        &file_name,
+    )
+    .map(|bytes| console_scripts(&String::from_utf8_lossy(&bytes)))
+    .unwrap_or_default();
+    Ok(WheelFacts {
+        requires_python: header("Requires-Python:"),
+        name,
+        metadata,
+        console_scripts,
+    })
+}
+
+fn find_dist_info<R: Read + std::io::Seek>(
+    archive: &mut zip::ZipArchive<R>,
+    name: &WheelName,
+) -> Option<String> {
+    let want_name = normalize(&name.name);
+    archive.file_names().find_map(|member| {
+        let member = member.ok()?;
+        let dir = member.strip_suffix("/METADATA")?;
+        let stem = dir.strip_suffix(".dist-info")?;
+        if dir.contains('/') {
+            return None;
+        }
+        let (n, _v) = stem.rsplit_once('-')?;
+        (normalize(n) == want_name).then(|| dir.to_string())
+    })
+}
+
+fn read_member<R: Read + std::io::Seek>(
+    archive: &mut zip::ZipArchive<R>,
+    member: &str,
+    file_name: &str,
+) -> Result<Vec<u8>, Error> {
+    let entry = archive
+        .by_name(member)
+        .map_err(|e| Error::failed(format!("{file_name} has no {member}")).cause(e.to_string()))?;
+    let mut bytes = Vec::new();
+    entry
+        .take(MAX_METADATA_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| {
+            Error::failed(format!("cannot read {member} from {file_name}")).cause(e.to_string())
+        })?;
+    if bytes.len() as u64 > MAX_METADATA_BYTES {
+        return Err(Error::failed(format!(
+            "{member} in {file_name} is larger than {MAX_METADATA_BYTES} bytes"
+        )));
+    }
+    Ok(bytes)
+}
+
+/// The names in `[console_scripts]` of an entry_points.txt.
+fn console_scripts(text: &str) -> Vec<String> {
+    let mut in_section = false;
+    let mut names = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_section = line == "[console_scripts]";
+        } else if in_section {
+            if let Some((name, _)) = line.split_once('=') {
+                names.push(name.trim().to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Every release in the store, by version directory name.
+pub fn releases(index: &Path) -> Result<BTreeMap<String, Release>, Error> {
+    let files = index.join(FILES);
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(&files) else {
+        return Ok(out);
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !entry.path().is_dir() {
+            continue;
+        }
+        out.insert(name, load_or_scan(&entry.path())?);
+    }
+    Ok(out)
+}
+
+/// A version directory's `release.json`, completed with any wheel it does
+/// not list yet (wheels dropped into the store by hand or by another tool:
+/// hashed, their metadata extracted beside them).
+pub fn load_or_scan(dir: &Path) -> Result<Release, Error> {
+    let path = dir.join(RELEASE_JSON);
+    let mut release: Release = match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            Error::failed(format!("{} is not a release record", path.display()))
+                .cause(e.to_string())
+        })?,
+        Err(_) => Release {
+            version: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            ..Release::default()
+        },
+    };
+    let listed: std::collections::BTreeSet<String> =
+        release.files.iter().map(|f| f.filename.clone()).collect();
+    let mut wheels: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::failed(format!("cannot list {}", dir.display())).cause(e.to_string()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .filter(|p| {
+            !listed.contains(
+                &p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        })
+        .collect();
+    wheels.sort();
+    for wheel in wheels {
+        release.files.push(describe(&wheel, None)?);
+    }
+    release.files.sort_by(|a, b| a.filename.cmp(&b.filename));
+    Ok(release)
+}
+
+/// A stored file's record; writes `<wheel>.metadata` beside it when missing.
+pub fn describe(wheel: &Path, upload_time: Option<&str>) -> Result<StoredFile, Error> {
+    let facts = wheel_facts(wheel)?;
+    let metadata_path = metadata_path(wheel);
+    if !metadata_path.exists() {
+        lockstep_core::fs::write_atomic(&metadata_path, &facts.metadata)?;
+    }
+    let size = fs_err::metadata(wheel)?.len();
+    let upload_time = match upload_time {
+        Some(t) => t.to_string(),
+        None => fs_err::metadata(wheel)?
+            .modified()
+            .ok()
+            .and_then(|m| jiff::Timestamp::try_from(m).ok())
+            .unwrap_or_else(jiff::Timestamp::now)
+            .to_string(),
+    };
+    Ok(StoredFile {
+        filename: wheel
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        project: normalize(&facts.name.name),
+        sha256: lockstep_core::hash::sha256_file(wheel)?,
+        size,
+        requires_python: facts.requires_python,
+        metadata_sha256: lockstep_core::hash::sha256_bytes(&facts.metadata),
+        upload_time,
+    })
+}
+
+pub fn metadata_path(wheel: &Path) -> PathBuf {
+    let mut name = wheel.as_os_str().to_os_string();
+    name.push(".metadata");
+    PathBuf::from(name)
+}
+
+/// Writes `release` as the version directory's record (atomically).
+pub fn save(dir: &Path, release: &Release) -> Result<(), Error> {
+    let text = serde_json::to_string_pretty(release).map_err(|e| Error::failed(e.to_string()))?;
+    lockstep_core::fs::write_atomic(&dir.join(RELEASE_JSON), format!("{text}\n").as_bytes())
+}
+
+/// Adds `wheels` to the store as `release` (immutably); returns the files
+/// that were new. Nothing is added unless every file can be.
+pub fn add(index: &Path, release: &Release, wheels: &[PathBuf]) -> Result<Vec<String>, Error> {
+    let dir = index.join(FILES).join(&release.version);
+    // Check every name first: a different file under an existing name is refused.
+    let mut new = Vec::new();
+    for wheel in wheels {
+        let name = wheel
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let existing = dir.join(&name);
+        if existing.exists() {
+            if lockstep_core::hash::sha256_file(&existing)?
+                != lockstep_core::hash::sha256_file(wheel)?
+            {
+                return Err(Error::usage(format!(
+                    "{name} is already released with different bytes"
+                ))
+                .cause(format!("in {}", dir.display()))
+                .hint("released files are immutable: build a new version (release cut) instead"));
+            }
+            continue;
+        }
+        new.push((name, wheel));
+    }
+    if new.is_empty() && dir.join(RELEASE_JSON).exists() {
+        return Ok(Vec::new());
+    }
+    let files_dir = index.join(FILES);
+    fs_err::create_dir_all(&files_dir)?;
+    let staging = files_dir.join(format!(".{}.tmp-{}", release.version, std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    let result = (|| {
+        fs_err::create_dir_all(&staging)?;
+        let now = jiff::Timestamp::now().to_string();
+        let mut record = if dir.exists() {
+            load_or_scan(&dir)?
+        } else {
+            Release {
+                files: Vec::new(),
+                ..release.clone()
+            }
+        };
+        for (name, wheel) in &new {
+            let staged = staging.join(name);
+            fs_err::copy(wheel, &staged)?;
+            record.files.push(describe(&staged, Some(&now))?);
+        }
+        record.files.sort_by(|a, b| a.filename.cmp(&b.filename));
+        if !dir.exists() {
+            save(&staging, &record)?;
+            return fs_err::rename(&staging, &dir).map_err(Error::from);
+        }
+        // Another cell of an existing version: each file moves in by rename, then the record.
+        for (name, _) in &new {
+            fs_err::rename(staging.join(name), dir.join(name))?;
+            let meta = format!("{name}.metadata");
+            fs_err::rename(staging.join(&meta), dir.join(&meta))?;
+        }
+        save(&dir, &record)
+    })();
+    let _ = std::fs::remove_dir_all(&staging);
+    result?;
+    Ok(new.into_iter().map(|(n, _)| n).collect())
+}

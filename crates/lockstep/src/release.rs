@@ -1,0 +1,207 @@
+//! `lockstep release ...`: dispatch and printing (the engine is lockstep-release).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use lockstep_core::config::Loaded;
+use lockstep_core::events::Sink;
+use lockstep_core::Error;
+use lockstep_release::cut::{self, Channel, CutRequest};
+use lockstep_release::settings;
+use lockstep_report::Reporters;
+
+use crate::cli::{self, ReleaseChannel};
+
+pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Result<i32, Error> {
+    let settings = settings::settings(loaded)?;
+    match cmd {
+        cli::Release::Cut {
+            channel,
+            remote,
+            run_id,
+            json,
+        } => {
+            let channel = match channel {
+                ReleaseChannel::Snapshot => Channel::Snapshot,
+                ReleaseChannel::Candidate => Channel::Candidate,
+                ReleaseChannel::Final => Channel::Final,
+            };
+            let base = settings::base_version(loaded)?;
+            let repo = lockstep_release::open_repo(cwd)?;
+            let mut pins = BTreeMap::new();
+            for path in &settings.pin_files {
+                pins.insert(path.clone(), cut::read_pin(&repo, "HEAD", path)?);
+            }
+            let run_id = run_identity(run_id)?;
+            let template = if channel == Channel::Candidate {
+                &settings.candidate
+            } else {
+                &settings.snapshot
+            };
+            let made = cut::cut(&CutRequest {
+                repo: &repo,
+                remote: &remote,
+                channel,
+                name: &settings.name,
+                base: &base,
+                template,
+                tag_template: &settings.tag,
+                run_id: &run_id,
+                pins,
+                today: today()?,
+            })?;
+            let out = rep.out();
+            if json {
+                out.line(crate::output::json_document(&made)?);
+            } else {
+                let how = if made.reused { "reused" } else { "tagged" };
+                out.line(format!(
+                    "{} {} ({how} {} on {})",
+                    settings.name,
+                    made.version,
+                    made.tag,
+                    &made.source[..12.min(made.source.len())]
+                ));
+            }
+            Ok(0)
+        }
+        cli::Release::Publish {
+            wheelhouse,
+            manifest,
+            tag,
+            json,
+        } => {
+            let wheelhouse = cwd.join(wheelhouse);
+            let manifest = manifest
+                .map(|m| cwd.join(m))
+                .unwrap_or_else(|| wheelhouse.join(lockstep_python::pylock::FILE));
+            let uv = crate::pkg::find_uv(rep)?;
+            let published = lockstep_release::publish::publish(
+                &lockstep_release::publish::PublishRequest {
+                    manifest,
+                    index: settings.index.clone(),
+                    uv: &uv,
+                    tag,
+                    channel: None,
+                    smoke: settings.smoke.clone(),
+                    work: lockstep_release::publish::work_dir(&settings.index),
+                },
+                rep,
+            )?;
+            let out = rep.out();
+            if json {
+                out.line(crate::output::json_document(&published)?);
+            } else {
+                out.line(format!(
+                    "published {} {}: {} new file(s); index: {} project(s), {} file(s) in {}",
+                    published.packages.join(" "),
+                    published.version,
+                    published.added.len(),
+                    published.index.projects,
+                    published.index.files,
+                    settings.index.display()
+                ));
+            }
+            Ok(0)
+        }
+        cli::Release::Index { base_url } => {
+            if let Some(url) = &base_url {
+                if !(url.starts_with("https://")
+                    || url.starts_with("http://")
+                    || url.starts_with("file://"))
+                    || url.chars().any(|c| c.is_whitespace() || c == '"')
+                {
+                    return Err(Error::usage(format!(
+                        "--base-url `{url}` is not an http(s) or file URL"
+                    )));
+                }
+            }
+            let report =
+                lockstep_release::index::write_index(&settings.index, base_url.as_deref())?;
+            rep.out().line(format!(
+                "{}: {} project(s), {} version(s), {} file(s) ({} yanked)",
+                settings
+                    .index
+                    .join(lockstep_release::index::SIMPLE)
+                    .display(),
+                report.projects,
+                report.versions,
+                report.files,
+                report.yanked
+            ));
+            Ok(0)
+        }
+        cli::Release::Serve { port } => {
+            if !settings
+                .index
+                .join(lockstep_release::index::SIMPLE)
+                .is_dir()
+            {
+                return Err(
+                    Error::usage(format!("{} has no index yet", settings.index.display()))
+                        .hint("run `lockstep release publish` or `lockstep release index` first"),
+                );
+            }
+            let (listener, port) = lockstep_release::serve::bind(port)?;
+            rep.out()
+                .line(format!("serving http://127.0.0.1:{port}/simple/"));
+            lockstep_release::serve::serve(listener, settings.index.clone())?;
+            Ok(0)
+        }
+        cli::Release::Yank { version, reason } => {
+            lockstep_release::index::yank(&settings.index, &version, &reason)?;
+            lockstep_release::index::write_index(&settings.index, None)?;
+            let sink: &dyn Sink = rep;
+            sink.note(format!(
+                "{version} is yanked: installers skip it unless it is pinned with =="
+            ));
+            rep.out().line(format!("yanked {version}"));
+            Ok(0)
+        }
+    }
+}
+
+/// `--run-id`, else `$GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT`, else a fresh random id.
+fn run_identity(flag: Option<String>) -> Result<String, Error> {
+    let id = match flag {
+        Some(id) => id,
+        None => match (
+            std::env::var("GITHUB_RUN_ID"),
+            std::env::var("GITHUB_RUN_ATTEMPT"),
+        ) {
+            (Ok(run), Ok(attempt)) if !run.is_empty() => format!("{run}-{attempt}"),
+            (Ok(run), _) if !run.is_empty() => run,
+            _ => format!("local-{:016x}", rand::random::<u64>()),
+        },
+    };
+    if id.is_empty()
+        || id.len() > 100
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(Error::usage(format!(
+            "run id `{}` is not a plain identifier",
+            id.escape_debug()
+        ))
+        .hint("use letters, digits, `-`, `_`, `.` (at most 100)"));
+    }
+    Ok(id)
+}
+
+/// Today in UTC as YYYYMMDD; `$LOCKSTEP_RELEASE_TODAY` overrides it (to
+/// reproduce a day's versions).
+fn today() -> Result<u32, Error> {
+    if let Ok(text) = std::env::var("LOCKSTEP_RELEASE_TODAY") {
+        let ok = text.len() == 8 && text.bytes().all(|b| b.is_ascii_digit());
+        return text.parse().ok().filter(|_| ok).ok_or_else(|| {
+            Error::usage(format!(
+                "$LOCKSTEP_RELEASE_TODAY = `{text}` is not YYYYMMDD"
+            ))
+        });
+    }
+    let date = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date();
+    Ok(date.year() as u32 * 10000 + date.month() as u32 * 100 + date.day() as u32)
+}
