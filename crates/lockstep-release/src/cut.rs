@@ -75,16 +75,7 @@ pub struct Cut {
 /// Cuts; see the module doc.
 pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
     let head = req.repo.head()?.to_string();
-    let dirty = req
-        .repo
-        .git(&["status", "--porcelain", "--untracked-files=no"])?;
-    if !dirty.trim().is_empty() {
-        return Err(
-            Error::usage("the working tree has uncommitted changes to tracked files")
-                .cause(dirty.lines().take(5).collect::<Vec<_>>().join("; "))
-                .hint("commit or stash them: a release is cut from a commit"),
-        );
-    }
+    check_clean(req.repo)?;
     let (prefix, suffix) = tag_affixes(req.tag_template, req.name, req.channel)?;
     for attempt in 1..=MAX_ATTEMPTS {
         let tags = all_tags(req)?;
@@ -160,6 +151,19 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
         "could not claim a tag after {MAX_ATTEMPTS} attempts: the remote keeps moving"
     ))
     .hint("retry later"))
+}
+
+/// Refuses uncommitted changes to tracked files (untracked files never count).
+pub fn check_clean(repo: &Repo) -> Result<(), Error> {
+    let dirty = repo.git(&["status", "--porcelain", "--untracked-files=no"])?;
+    if !dirty.trim().is_empty() {
+        return Err(
+            Error::usage("the working tree has uncommitted changes to tracked files")
+                .cause(dirty.lines().take(5).collect::<Vec<_>>().join("; "))
+                .hint("commit or stash them: a release is cut from a commit"),
+        );
+    }
+    Ok(())
 }
 
 /// The text around `{version}` in the tag template.

@@ -29,13 +29,14 @@ pub fn bind(port: u16) -> Result<(TcpListener, u16), Error> {
     Ok((listener, port))
 }
 
-/// Serves `root` until the process ends; one thread per connection.
-pub fn serve(listener: TcpListener, root: PathBuf) -> Result<(), Error> {
+/// Serves `root` until the process ends; one thread per connection. With
+/// `access_log`, each request's method, path and status go to stderr.
+pub fn serve(listener: TcpListener, root: PathBuf, access_log: bool) -> Result<(), Error> {
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let root = root.clone();
         std::thread::spawn(move || {
-            if let Err(e) = answer(stream, &root) {
+            if let Err(e) = answer(stream, &root, access_log) {
                 tracing::debug!(error = %e, "request failed");
             }
         });
@@ -43,7 +44,7 @@ pub fn serve(listener: TcpListener, root: PathBuf) -> Result<(), Error> {
     Ok(())
 }
 
-fn answer(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
+fn answer(mut stream: TcpStream, root: &Path, access_log: bool) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut reader = BufReader::new((&stream).take(MAX_HEADER_BYTES));
     let mut request_line = String::new();
@@ -75,6 +76,9 @@ fn answer(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
         );
     }
     let path = target.split(['?', '#']).next().unwrap_or_default();
+    if access_log {
+        eprintln!("{method} {}", path.escape_debug());
+    }
     let Some(relative) = safe_path(path) else {
         return respond(&mut stream, 400, "text/plain", b"bad path\n", false, &[]);
     };

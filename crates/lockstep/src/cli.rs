@@ -253,6 +253,9 @@ pub enum Release {
         /// 0 picks a free port.
         #[arg(long, default_value_t = 0, value_name = "N")]
         port: u16,
+        /// Print each request (method and path) on stderr.
+        #[arg(long)]
+        access_log: bool,
     },
     /// Mark every file of VERSION yanked (PEP 592) and regenerate the index.
     Yank {

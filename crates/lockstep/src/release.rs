@@ -28,6 +28,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             };
             let base = settings::base_version(loaded)?;
             let repo = lockstep_release::open_repo(cwd)?;
+            cut::check_clean(&repo)?;
             let mut pins = BTreeMap::new();
             for path in &settings.pin_files {
                 pins.insert(path.clone(), cut::read_pin(&repo, "HEAD", path)?);
@@ -131,7 +132,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             ));
             Ok(0)
         }
-        cli::Release::Serve { port } => {
+        cli::Release::Serve { port, access_log } => {
             if !settings
                 .index
                 .join(lockstep_release::index::SIMPLE)
@@ -145,7 +146,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             let (listener, port) = lockstep_release::serve::bind(port)?;
             rep.out()
                 .line(format!("serving http://127.0.0.1:{port}/simple/"));
-            lockstep_release::serve::serve(listener, settings.index.clone())?;
+            lockstep_release::serve::serve(listener, settings.index.clone(), access_log)?;
             Ok(0)
         }
         cli::Release::Yank { version, reason } => {

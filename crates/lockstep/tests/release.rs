@@ -1,0 +1,567 @@
+//! `lockstep release`: tags raced by concurrent cuts against a real bare
+//! remote; wheels built by `pkg build --version`, published into the store,
+//! and installed by real pip and uv from the generated index over `file://`
+//! and over HTTP from `release serve`; immutability, yanks, and the bad
+//! inputs of the issue.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use common::*;
+
+const RELEASE: &str =
+    "\n[release]\nname = \"demo\"\nversion-base = \"3.14.0\"\ntag = \"snapshot-{version}\"\n";
+
+/// A bare remote and a clone of it holding lockstep.toml with `config`.
+fn remote_and_clone(config: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = tmp.path().join("remote.git");
+    git(
+        tmp.path(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            remote.to_str().unwrap(),
+        ],
+    );
+    let work = tmp.path().join("work");
+    git(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            remote.to_str().unwrap(),
+            work.to_str().unwrap(),
+        ],
+    );
+    write(&work.join("lockstep.toml"), config);
+    git(&work, &["add", "."]);
+    git(
+        &work,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    );
+    git(&work, &["push", "-q", "origin", "HEAD:main"]);
+    (tmp, remote, work)
+}
+
+fn lockstep_in(dir: &Path, home: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+    cmd.args(args).current_dir(dir);
+    isolate(&mut cmd, &home.join("home"), &home.join("cache"));
+    cmd.env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@e");
+    cmd.env_remove("GITHUB_RUN_ID")
+        .env_remove("GITHUB_RUN_ATTEMPT");
+    cmd
+}
+
+#[test]
+fn concurrent_cuts_get_distinct_increasing_versions_and_a_rerun_reuses_its_tag() {
+    let (tmp, remote, _work) = remote_and_clone(RELEASE);
+    let clones: Vec<PathBuf> = (0..6)
+        .map(|i| {
+            let dir = tmp.path().join(format!("c{i}"));
+            git(
+                tmp.path(),
+                &[
+                    "clone",
+                    "-q",
+                    remote.to_str().unwrap(),
+                    dir.to_str().unwrap(),
+                ],
+            );
+            dir
+        })
+        .collect();
+    let children: Vec<Child> = clones
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            lockstep_in(
+                dir,
+                tmp.path(),
+                &["release", "cut", "--json", "--run-id", &format!("run-{i}")],
+            )
+            .env("LOCKSTEP_RELEASE_TODAY", "20261125")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let mut versions = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(doc["reused"], false);
+        versions.push(doc["version"].as_str().unwrap().to_string());
+    }
+    versions.sort();
+    let expected: Vec<String> = (1..=6).map(|n| format!("3.14.0rc202611250{n}")).collect();
+    assert_eq!(versions, expected, "six racers, six versions");
+    // The remote holds six annotated tags, each naming its run and source.
+    let tags = git(&remote, &["tag", "-n20", "-l", "snapshot-*"]);
+    for i in 0..6 {
+        assert!(tags.contains(&format!("run: run-{i}")), "{tags}");
+    }
+    // A rerun of run-3 (same commit, same run) reuses its tag.
+    let out = expect(
+        lockstep_in(
+            &clones[3],
+            tmp.path(),
+            &["release", "cut", "--json", "--run-id", "run-3"],
+        )
+        .env("LOCKSTEP_RELEASE_TODAY", "20261125"),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["reused"], true);
+    assert_eq!(
+        git(&remote, &["tag", "-l", "snapshot-*"]).lines().count(),
+        6
+    );
+    // The next day starts at 01 again, above every version of the day before.
+    let out = expect(
+        lockstep_in(
+            &clones[0],
+            tmp.path(),
+            &["release", "cut", "--json", "--run-id", "next-day"],
+        )
+        .env("LOCKSTEP_RELEASE_TODAY", "20261126"),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["version"], "3.14.0rc2026112601");
+}
+
+#[test]
+fn bad_cut_inputs_are_clear_errors_and_leave_no_tag() {
+    let sha = "0123456789abcdef0123456789abcdef01234567";
+    let config = format!("{RELEASE}pin-files = [\"llvm-project.version\"]\n");
+    let (tmp, remote, work) = remote_and_clone(&config);
+    let home = tmp.path();
+    // The pin file is missing, then not one revision.
+    let err = stderr(&expect(
+        &mut lockstep_in(&work, home, &["release", "cut"]),
+        1,
+    ));
+    assert!(
+        err.contains("cannot read pin file llvm-project.version"),
+        "{err}"
+    );
+    write(&work.join("llvm-project.version"), "main\n");
+    git(&work, &["add", "."]);
+    git(
+        &work,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "pin",
+        ],
+    );
+    let err = stderr(&expect(
+        &mut lockstep_in(&work, home, &["release", "cut"]),
+        2,
+    ));
+    assert!(err.contains("does not hold one revision"), "{err}");
+    write(&work.join("llvm-project.version"), &format!("{sha}\n"));
+    // A change to a tracked file: refused (untracked files never count).
+    write(&work.join("untracked.txt"), "x");
+    let err = stderr(&expect(
+        &mut lockstep_in(&work, home, &["release", "cut"]),
+        2,
+    ));
+    assert!(err.contains("uncommitted changes"), "{err}");
+    git(&work, &["add", "llvm-project.version"]);
+    git(
+        &work,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "pin",
+        ],
+    );
+    git(&work, &["push", "-q", "origin", "HEAD:main"]);
+
+    // A remote that refuses tags (a protected ref): exit 1 with its words, no tag anywhere.
+    let hook = remote.join("hooks/pre-receive");
+    write_executable(
+        &hook,
+        "#!/bin/sh\necho 'tags are protected here' >&2\nexit 1\n",
+    );
+    let err = stderr(&expect(
+        &mut lockstep_in(&work, home, &["release", "cut"]),
+        1,
+    ));
+    assert!(err.contains("refused tag snapshot-3.14.0rc"), "{err}");
+    assert!(err.contains("tags are protected here"), "{err}");
+    assert_eq!(git(&work, &["tag", "-l"]).trim(), "");
+    std::fs::remove_file(&hook).unwrap();
+
+    // Works now, and the tag records the pin.
+    let out = expect(
+        &mut lockstep_in(&work, home, &["release", "cut", "--json"]),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["pins"]["llvm-project.version"], sha);
+    let tag = doc["tag"].as_str().unwrap();
+    assert!(git(&remote, &["cat-file", "-p", tag])
+        .contains(&format!("pin llvm-project.version: {sha}")));
+
+    // Templates that would not give unique, increasing PEP 440 versions.
+    for (template, expected) in [
+        ("{base}rc{date}.{n}", "unpadded counter"),
+        ("{base}-nightly{n:02}", "does not give PEP 440 versions"),
+        ("{base}rc{date}", "exactly one {n}"),
+    ] {
+        write(
+            &work.join("lockstep.toml"),
+            &format!("{config}snapshot = \"{template}\"\n"),
+        );
+        let err = stderr(&expect(
+            &mut lockstep_in(&work, home, &["release", "cut"]),
+            2,
+        ));
+        assert!(err.contains(expected), "{template}: {err}");
+    }
+}
+
+/// The fixture packages at `version`, built into `wheelhouse` (release variant).
+fn built(p: &Project, version: &str) -> PathBuf {
+    let out = format!("wh-{version}");
+    p.run(
+        &[
+            "pkg",
+            "build",
+            "--variant",
+            "release",
+            "--version",
+            version,
+            "--out",
+            &out,
+        ],
+        0,
+    );
+    p.path().join(out)
+}
+
+fn fixture() -> Project {
+    let p = Project::new();
+    lockstep_sandbox::packages::create(&p.path(), "3.14.0", RELEASE).expect("fixture");
+    p
+}
+
+/// A venv with pip, made by python3 itself.
+fn pip_venv(dir: &Path) -> PathBuf {
+    let out = output(Command::new("python3").arg("-m").arg("venv").arg(dir));
+    assert!(out.status.success());
+    dir.join("bin/python")
+}
+
+fn pip_install(python: &Path, index: &str, reqs: &[&str]) -> std::process::Output {
+    output(
+        Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-cache-dir",
+                "--index-url",
+                index,
+            ])
+            .args(reqs)
+            .env_remove("PIP_FIND_LINKS"),
+    )
+}
+
+fn installed(python: &Path, package: &str) -> String {
+    let out = output(Command::new(python).args([
+        "-c",
+        &format!("from importlib.metadata import version; print(version('{package}'))"),
+    ]));
+    stdout(&out).trim().to_string()
+}
+
+/// `release serve` on a free port; returns the child and the index URL.
+fn serve(p: &Project) -> (Child, String) {
+    let mut child = p
+        .cmd(&["release", "serve", "--access-log"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = first
+        .trim()
+        .strip_prefix("serving ")
+        .expect("first line")
+        .to_string();
+    (child, url)
+}
+
+fn http_get(url: &str, accept: &str) -> (String, String) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    (head.to_string(), body.to_string())
+}
+
+#[test]
+fn published_sets_install_with_pip_and_uv_from_the_index_and_yanks_are_skipped() {
+    let p = fixture();
+    let v1 = "3.14.0rc2026112501";
+    let v2 = "3.14.0rc2026112502";
+    let house1 = built(&p, v1);
+    let out = p.run(
+        &[
+            "release",
+            "publish",
+            house1.to_str().unwrap(),
+            "--tag",
+            "snapshot-x",
+            "--json",
+        ],
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["version"], v1);
+    assert!(
+        doc["scripts_checked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == "demo-pure"),
+        "{doc}"
+    );
+    let index = p.path().join("release/index");
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(index.join(format!("files/{v1}/release.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["tag"], "snapshot-x");
+    assert_eq!(record["files"].as_array().unwrap().len(), 2);
+    // Publishing the same bytes again changes nothing.
+    let out = p.run(&["release", "publish", house1.to_str().unwrap()], 0);
+    assert!(stdout(&out).contains("0 new file(s)"), "{}", stdout(&out));
+
+    // The index: hashes, requires-python, core metadata; pip installs the set over file://.
+    let page = std::fs::read_to_string(index.join("simple/demo-pure/index.html")).unwrap();
+    assert!(
+        page.contains("#sha256=") && page.contains("data-core-metadata=\"sha256="),
+        "{page}"
+    );
+    let file_url = format!("file://{}/", index.join("simple").display());
+    let py = pip_venv(&p.root().join("pipvenv"));
+    let out = pip_install(
+        &py,
+        &file_url,
+        &[&format!("demo-pure=={v1}"), &format!("demo-cext=={v1}")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(installed(&py, "demo-cext"), v1);
+
+    // A second version; yanked, it is skipped unless pinned with ==.
+    let house2 = built(&p, v2);
+    p.run(&["release", "publish", house2.to_str().unwrap()], 0);
+    p.run(&["release", "yank", v2, "--reason", "broken runtime"], 0);
+    let page = std::fs::read_to_string(index.join("simple/demo-pure/index.html")).unwrap();
+    assert!(page.contains("data-yanked=\"broken runtime\""), "{page}");
+    let py2 = pip_venv(&p.root().join("pipvenv2"));
+    let out = pip_install(&py2, &file_url, &["--pre", "demo-pure"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        installed(&py2, "demo-pure"),
+        v1,
+        "the yanked version was chosen"
+    );
+    let out = pip_install(&py2, &file_url, &[&format!("demo-pure=={v2}")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(installed(&py2, "demo-pure"), v2);
+
+    // Over HTTP: pip and uv from `release serve`, JSON by content negotiation.
+    let (mut server, url) = serve(&p);
+    let (head, body) = http_get(
+        &format!("{url}demo-pure/"),
+        "application/vnd.pypi.simple.v1+json",
+    );
+    assert!(
+        head.contains("application/vnd.pypi.simple.v1+json"),
+        "{head}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(json["versions"], serde_json::json!([v1, v2]));
+    assert_eq!(json["files"][1]["yanked"], "broken runtime");
+    let (head, body) = http_get(&format!("{url}demo-pure/"), "text/html");
+    assert!(
+        head.contains("text/html") && body.contains("<a href"),
+        "{head}"
+    );
+    let py3 = pip_venv(&p.root().join("pipvenv3"));
+    let out = pip_install(
+        &py3,
+        &url,
+        &[&format!("demo-pure=={v1}"), &format!("demo-cext=={v1}")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let uv_dir = p.root().join("uvvenv");
+    let uv = ["python3", "-m", "uv"];
+    let run_uv = |args: &[&str]| {
+        let out = output(
+            Command::new(uv[0])
+                .args(&uv[1..])
+                .args(args)
+                .env("UV_NO_CACHE", "1"),
+        );
+        assert!(out.status.success(), "uv {args:?}: {}", stderr(&out));
+        out
+    };
+    run_uv(&["venv", "--quiet", uv_dir.to_str().unwrap()]);
+    let uv_py = uv_dir.join("bin/python");
+    run_uv(&[
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        uv_py.to_str().unwrap(),
+        "--index-url",
+        &url,
+        &format!("demo-cext=={v1}"),
+    ]);
+    assert_eq!(installed(&uv_py, "demo-cext"), v1);
+    // A resolution reads only the .metadata files, never a wheel.
+    write(
+        &p.root().join("req.in"),
+        &format!("demo-pure=={v1}\ndemo-cext=={v1}\n"),
+    );
+    run_uv(&[
+        "pip",
+        "compile",
+        "--quiet",
+        "--index-url",
+        &url,
+        p.root().join("req.in").to_str().unwrap(),
+        "-o",
+        p.root().join("req.txt").to_str().unwrap(),
+    ]);
+    let locked = std::fs::read_to_string(p.root().join("req.txt")).unwrap();
+    assert!(locked.contains(&format!("demo-pure=={v1}")), "{locked}");
+    let _ = server.kill();
+    let out = server.wait_with_output().unwrap();
+    let log = stderr(&out);
+    assert!(log.contains(".whl.metadata"), "{log}");
+
+    // Released files are immutable: other bytes under the same name are refused.
+    let other = p.path().join("wh-other");
+    std::fs::create_dir_all(&other).unwrap();
+    for entry in std::fs::read_dir(&house1).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "whl") {
+            std::fs::copy(&path, other.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    // Same names, different bytes: a rebuilt wheel with an extra member.
+    let pure = walk(&other)
+        .into_iter()
+        .find(|f| f.to_string_lossy().contains("demo_pure"))
+        .unwrap();
+    let out = output(Command::new("python3").args(["-c", "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], 'a'); z.writestr('demo_pure/extra.txt', 'x'); z.close()"]).arg(&pure));
+    assert!(out.status.success());
+    p.run(&["pkg", "manifest", "wh-other"], 0);
+    let err = stderr(&p.run(&["release", "publish", "wh-other"], 2));
+    assert!(
+        err.contains("already released with different bytes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_sets_are_refused_before_anything_is_published() {
+    let p = fixture();
+    let v = "3.14.0rc2026112501";
+    let house = built(&p, v);
+    let index = p.path().join("release/index");
+
+    // A wheel whose file name and METADATA disagree.
+    let odd = p.path().join("wh-odd");
+    std::fs::create_dir_all(&odd).unwrap();
+    let pure = walk(&house)
+        .into_iter()
+        .find(|f| f.to_string_lossy().contains("demo_pure"))
+        .unwrap();
+    let renamed = pure
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .replace(v, "3.14.0rc2026112599");
+    std::fs::copy(&pure, odd.join(&renamed)).unwrap();
+    p.run(&["pkg", "manifest", "wh-odd"], 0);
+    let err = stderr(&p.run(&["release", "publish", "wh-odd"], 2));
+    assert!(err.contains("file name and METADATA disagree"), "{err}");
+
+    // A wheel missing from the set (a manifest cell without its file).
+    let missing = p.path().join("wh-missing");
+    copy_dir(&house, &missing);
+    let cext = walk(&missing)
+        .into_iter()
+        .find(|f| f.to_string_lossy().contains("demo_cext"))
+        .unwrap();
+    std::fs::remove_file(&cext).unwrap();
+    let err = stderr(&p.run(&["release", "publish", "wh-missing"], 1));
+    assert!(err.contains("demo_cext"), "{err}");
+
+    // Validation fails (the smoke command): nothing is published.
+    let config = std::fs::read_to_string(p.path().join("lockstep.toml")).unwrap();
+    p.write(
+        "lockstep.toml",
+        &format!("{config}smoke = \"python -c 'import demo_pure; raise SystemExit(3)'\"\n"),
+    );
+    let err = stderr(&p.run(&["release", "publish", house.to_str().unwrap()], 1));
+    assert!(err.contains("[release] smoke"), "{err}");
+    assert!(!index.join("files").join(v).exists());
+    assert!(!index.join("simple").exists());
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for file in walk(from) {
+        let dest = to.join(file.strip_prefix(from).unwrap());
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &dest).unwrap();
+    }
+}
