@@ -9,6 +9,7 @@
 
 pub mod cut;
 pub mod index;
+pub mod promote;
 pub mod publish;
 pub mod serve;
 pub mod settings;

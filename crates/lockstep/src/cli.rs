@@ -257,6 +257,19 @@ pub enum Release {
         #[arg(long)]
         access_log: bool,
     },
+    /// Make final wheels of VERSION (rewritten name, dist-info, METADATA, RECORD; egg-info dropped) and index them.
+    Promote {
+        version: String,
+        /// The final version.
+        #[arg(long, value_name = "FINAL")]
+        to: String,
+        /// Also rewrite text files that still hold the old version (listed either way).
+        #[arg(long)]
+        rewrite_stamps: bool,
+        /// Print what was promoted as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Mark every file of VERSION yanked (PEP 592) and regenerate the index.
     Yank {
         version: String,
@@ -687,6 +700,7 @@ impl Command {
                 Release::Index { .. } => "release index",
                 Release::Serve { .. } => "release serve",
                 Release::Yank { .. } => "release yank",
+                Release::Promote { .. } => "release promote",
             },
         }
     }

@@ -149,6 +149,40 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             lockstep_release::serve::serve(listener, settings.index.clone(), access_log)?;
             Ok(0)
         }
+        cli::Release::Promote {
+            version,
+            to,
+            rewrite_stamps,
+            json,
+        } => {
+            let promoted = lockstep_release::promote::promote(
+                &settings.index,
+                &version,
+                &to,
+                rewrite_stamps,
+                &lockstep_release::publish::work_dir(&settings.index),
+            )?;
+            lockstep_release::index::write_index(&settings.index, None)?;
+            let sink: &dyn Sink = rep;
+            for (wheel, members) in &promoted.stamps {
+                let verb = if rewrite_stamps {
+                    "rewrote"
+                } else {
+                    "still holds the old version"
+                };
+                sink.warn(format!("{wheel}: {} {verb}", members.join(", ")));
+            }
+            let out = rep.out();
+            if json {
+                out.line(crate::output::json_document(&promoted)?);
+            } else {
+                out.line(format!(
+                    "promoted {version} to {to}: {}",
+                    promoted.wheels.join(" ")
+                ));
+            }
+            Ok(0)
+        }
         cli::Release::Yank { version, reason } => {
             lockstep_release::index::yank(&settings.index, &version, &reason)?;
             lockstep_release::index::write_index(&settings.index, None)?;

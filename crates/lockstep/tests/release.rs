@@ -565,3 +565,139 @@ fn copy_dir(from: &Path, to: &Path) {
         std::fs::copy(&file, &dest).unwrap();
     }
 }
+
+/// A venv with pip and `wheel` (whose `unpack` verifies RECORD).
+fn wheel_tool(dir: &Path) -> PathBuf {
+    let py = pip_venv(dir);
+    let out = output(Command::new(&py).args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "wheel",
+    ]));
+    assert!(out.status.success(), "pip install wheel: {}", stderr(&out));
+    py
+}
+
+#[test]
+fn promote_rewrites_the_wheels_deterministically_and_pip_sees_only_the_final() {
+    let p = fixture();
+    let rc = "3.14.0rc2026112501";
+    let house = built(&p, rc);
+    // What IREE's promoted wheels showed: a stamped version.py and a stray egg-info.
+    let pure = walk(&house)
+        .into_iter()
+        .find(|f| f.to_string_lossy().contains("demo_pure"))
+        .unwrap();
+    let inject = format!(
+        "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1], 'a')\nz.writestr('demo_pure/version.py', 'VERSION = \"{rc}\"\\n')\nz.writestr('demo_pure.egg-info/PKG-INFO', 'Version: {rc}\\n')\nz.close()\n"
+    );
+    let out = output(Command::new("python3").args(["-c", &inject]).arg(&pure));
+    assert!(out.status.success());
+    p.run(&["pkg", "manifest", house.to_str().unwrap()], 0);
+    p.run(&["release", "publish", house.to_str().unwrap()], 0);
+
+    let out = p.run(&["release", "promote", rc, "--to", "3.14.0", "--json"], 0);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let stamped = doc["stamps"].to_string();
+    assert!(stamped.contains("demo_pure/version.py"), "{doc}");
+    assert!(
+        doc["dropped"]
+            .to_string()
+            .contains("demo_pure.egg-info/PKG-INFO"),
+        "{doc}"
+    );
+    assert!(
+        stderr(&out).contains("still holds the old version"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Deterministic: promoting again gives the same bytes (immutability would refuse others).
+    let index = p.path().join("release/index");
+    let finals: Vec<PathBuf> = walk(&index.join("files/3.14.0"))
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "whl"))
+        .collect();
+    assert_eq!(finals.len(), 2, "{finals:?}");
+    let before: Vec<String> = finals.iter().map(|f| sha256_of(f)).collect();
+    p.run(&["release", "promote", rc, "--to", "3.14.0"], 0);
+    let after: Vec<String> = finals.iter().map(|f| sha256_of(f)).collect();
+    assert_eq!(before, after);
+
+    // `wheel unpack` verifies every RECORD hash; the dist-info is renamed, the egg-info gone.
+    let py = wheel_tool(&p.root().join("wheeltool"));
+    for wheel in &finals {
+        let dest = p.root().join("unpacked");
+        let out = output(
+            Command::new(&py)
+                .args(["-m", "wheel", "unpack", "-d"])
+                .arg(&dest)
+                .arg(wheel),
+        );
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            wheel.display(),
+            stderr(&out)
+        );
+    }
+    let unpacked = walk(&p.root().join("unpacked"));
+    let names: Vec<String> = unpacked
+        .iter()
+        .map(|f| f.to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.contains("demo_pure-3.14.0.dist-info/METADATA")),
+        "{names:?}"
+    );
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains(".egg-info") || n.contains(&format!("{rc}.dist-info"))),
+        "{names:?}"
+    );
+
+    // pip without --pre takes the final, and reports it once.
+    let file_url = format!("file://{}/", index.join("simple").display());
+    let venv = pip_venv(&p.root().join("final"));
+    let out = pip_install(&venv, &file_url, &["demo-pure", "demo-cext"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(installed(&venv, "demo-pure"), "3.14.0");
+    let freeze = stdout(&output(Command::new(&venv).args(["-m", "pip", "freeze"])));
+    assert_eq!(freeze.matches("demo-pure").count(), 1, "{freeze}");
+    assert!(freeze.contains("demo-pure==3.14.0"), "{freeze}");
+
+    // --rewrite-stamps rewrites the stamp too (to another final: released files never change).
+    let out = p.run(
+        &[
+            "release",
+            "promote",
+            rc,
+            "--to",
+            "3.14.1",
+            "--rewrite-stamps",
+        ],
+        0,
+    );
+    assert!(stderr(&out).contains("rewrote"), "{}", stderr(&out));
+    let venv2 = pip_venv(&p.root().join("final2"));
+    let out = pip_install(&venv2, &file_url, &["demo-pure==3.14.1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stamp =
+        stdout(&output(Command::new(&venv2).args([
+            "-c",
+            "import demo_pure.version as v; print(v.VERSION)",
+        ])));
+    assert_eq!(stamp.trim(), "3.14.1");
+
+    // Bad promotions.
+    let err = stderr(&p.run(&["release", "promote", rc, "--to", "3.13.0"], 2));
+    assert!(err.contains("does not sort above"), "{err}");
+    let err = stderr(&p.run(&["release", "promote", "9.9.9rc1", "--to", "9.9.9"], 2));
+    assert!(err.contains("is not in the release store"), "{err}");
+}

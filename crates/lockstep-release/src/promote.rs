@@ -1,0 +1,353 @@
+//! `lockstep release promote VERSION --to FINAL`: a final release made from
+//! a candidate's wheels without rebuilding them.
+//!
+//! Each wheel is rewritten: its file name, its `.dist-info` directory, the
+//! `Version:` of METADATA, and RECORD with fresh hashes; stray `*.egg-info`
+//! members are dropped (they made a promoted wheel report itself as the rc
+//! in `pip freeze`). Every other member is copied byte-identical (its
+//! compressed bytes, not re-deflated). Text files that still hold the old
+//! version (a `version.py` stamped at build time) are listed, and rewritten
+//! with `--rewrite-stamps`. Timestamps and permissions come from the
+//! original members, so promoting twice gives the same bytes.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use lockstep_core::Error;
+use lockstep_python::wheel::WheelName;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::store::{self, Release};
+
+/// The largest member rewritten in memory (METADATA, RECORD, stamped text).
+const MAX_TEXT_MEMBER: u64 = 64 << 20;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Promoted {
+    pub from: String,
+    pub to: String,
+    pub wheels: Vec<String>,
+    /// Members (per wheel) that still held the old version.
+    pub stamps: BTreeMap<String, Vec<String>>,
+    pub rewrote_stamps: bool,
+    pub dropped: BTreeMap<String, Vec<String>>,
+}
+
+/// Promotes `from` in the store under `index` to `to`.
+pub fn promote(
+    index: &Path,
+    from: &str,
+    to: &str,
+    rewrite_stamps: bool,
+    work: &Path,
+) -> Result<Promoted, Error> {
+    let final_version = lockstep_python::wheel::check_version("--to", to)?;
+    if !final_version.local().is_empty() {
+        return Err(Error::usage(format!("--to {to} is a local version"))
+            .hint("indexes refuse local versions"));
+    }
+    let source = lockstep_python::wheel::parse_version(from).map_err(Error::usage)?;
+    if final_version <= source {
+        return Err(
+            Error::usage(format!("--to {to} does not sort above {from}")).hint(
+                "promote a candidate to the release it leads to (3.14.0rc2026112501 -> 3.14.0)",
+            ),
+        );
+    }
+    let dir = index.join(store::FILES).join(from);
+    if !dir.join(store::RELEASE_JSON).is_file() {
+        return Err(Error::usage(format!("{from} is not in the release store"))
+            .hint("publish it first (lockstep release publish)"));
+    }
+    let candidate = store::load_or_scan(&dir)?;
+    if candidate.files.is_empty() {
+        return Err(Error::usage(format!("{from} has no wheels in the store")));
+    }
+    fs_err::create_dir_all(work)?;
+    let stage = tempfile::Builder::new()
+        .prefix("promote-")
+        .tempdir_in(work)
+        .map_err(|e| Error::failed("cannot create a staging directory").cause(e.to_string()))?;
+    let mut outputs = Vec::new();
+    let mut stamps = BTreeMap::new();
+    let mut dropped = BTreeMap::new();
+    for file in &candidate.files {
+        let (out, found, gone) = rewrite_wheel(
+            &dir.join(&file.filename),
+            stage.path(),
+            from,
+            to,
+            rewrite_stamps,
+        )?;
+        let name = out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !found.is_empty() {
+            stamps.insert(name.clone(), found);
+        }
+        if !gone.is_empty() {
+            dropped.insert(name, gone);
+        }
+        outputs.push(out);
+    }
+    let release = Release {
+        version: to.to_string(),
+        tag: None,
+        channel: Some("final".into()),
+        source: candidate.source.clone(),
+        pins: candidate.pins.clone(),
+        promoted_from: Some(from.to_string()),
+        ..Release::default()
+    };
+    store::add(index, &release, &outputs)?;
+    Ok(Promoted {
+        from: from.to_string(),
+        to: to.to_string(),
+        wheels: outputs
+            .iter()
+            .map(|p| {
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect(),
+        stamps,
+        rewrote_stamps: rewrite_stamps,
+        dropped,
+    })
+}
+
+/// Rewrites one wheel into `out_dir`; returns (path, stamped members, dropped members).
+pub fn rewrite_wheel(
+    wheel: &Path,
+    out_dir: &Path,
+    from: &str,
+    to: &str,
+    rewrite_stamps: bool,
+) -> Result<(PathBuf, Vec<String>, Vec<String>), Error> {
+    let file_name = wheel
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = WheelName::parse(&file_name)
+        .ok_or_else(|| Error::usage(format!("{file_name} is not a wheel file name")))?;
+    if name.version != from {
+        return Err(Error::usage(format!("{file_name} is not version {from}")));
+    }
+    let new_name = file_name.replacen(&format!("-{from}-"), &format!("-{to}-"), 1);
+    // The dist-info directory is named like the file: the escaped name as written there.
+    let raw_name = file_name.split('-').next().unwrap_or_default();
+    let old_info = format!("{raw_name}-{from}.dist-info/");
+    let new_info = format!("{raw_name}-{to}.dist-info/");
+    let reader = fs_err::File::open(wheel)?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(reader)).map_err(|e| {
+        Error::failed(format!("{file_name} is not a zip archive")).cause(e.to_string())
+    })?;
+    let out_path = out_dir.join(&new_name);
+    let out_file = fs_err::File::create(&out_path)?;
+    let mut writer = zip::ZipWriter::new(std::io::BufWriter::new(out_file));
+    let mut record: Vec<(String, String, u64)> = Vec::new();
+    let mut stamps = Vec::new();
+    let mut dropped = Vec::new();
+    let mut record_name = None;
+    let zip_err = |e: zip::result::ZipError| {
+        Error::failed(format!("cannot rewrite {file_name}")).cause(e.to_string())
+    };
+    for i in 0..archive.len() {
+        let entry = archive.by_index(i).map_err(zip_err)?;
+        let member = entry.name().map_err(zip_err)?.into_owned();
+        if member.split('/').any(|part| part.ends_with(".egg-info")) {
+            dropped.push(member);
+            continue;
+        }
+        let renamed = match member.strip_prefix(&old_info) {
+            Some(rest) => format!("{new_info}{rest}"),
+            None => member.clone(),
+        };
+        if renamed == format!("{new_info}RECORD") {
+            record_name = Some((renamed, options_of(&entry)));
+            continue;
+        }
+        if entry.is_dir() {
+            writer
+                .add_directory(renamed, options_of(&entry))
+                .map_err(zip_err)?;
+            continue;
+        }
+        let is_metadata = renamed == format!("{new_info}METADATA");
+        let may_be_text = entry.size() <= MAX_TEXT_MEMBER;
+        if is_metadata || may_be_text {
+            let options = options_of(&entry);
+            let mut bytes = Vec::new();
+            entry
+                .take(MAX_TEXT_MEMBER + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::failed(e.to_string()))?;
+            let mut changed = None;
+            if is_metadata {
+                changed = Some(rewrite_metadata(&bytes, from, to, &file_name)?);
+            } else if let Ok(text) = std::str::from_utf8(&bytes) {
+                if contains_version(text, from) {
+                    stamps.push(renamed.clone());
+                    if rewrite_stamps {
+                        changed = Some(text.replace(from, to).into_bytes());
+                    }
+                }
+            }
+            match changed {
+                Some(new_bytes) => {
+                    writer
+                        .start_file(renamed.clone(), options)
+                        .map_err(zip_err)?;
+                    writer
+                        .write_all(&new_bytes)
+                        .map_err(|e| Error::failed(e.to_string()))?;
+                    record.push((renamed, digest(&new_bytes), new_bytes.len() as u64));
+                }
+                None => {
+                    record.push((renamed.clone(), digest(&bytes), bytes.len() as u64));
+                    drop(bytes);
+                    let raw = archive.by_index_raw(i).map_err(zip_err)?;
+                    writer.raw_copy_file_rename(raw, renamed).map_err(zip_err)?;
+                }
+            }
+            continue;
+        }
+        // Large members: hash while reading, then copy the compressed bytes as they are.
+        let mut hasher = Sha256::new();
+        let mut size = 0u64;
+        let mut reader = entry;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = reader
+                .read(&mut buf)
+                .map_err(|e| Error::failed(e.to_string()))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            size += n as u64;
+        }
+        drop(reader);
+        record.push((renamed.clone(), encode(&hasher.finalize()), size));
+        let raw = archive.by_index_raw(i).map_err(zip_err)?;
+        writer.raw_copy_file_rename(raw, renamed).map_err(zip_err)?;
+    }
+    let (record_member, record_options) =
+        record_name.ok_or_else(|| Error::failed(format!("{file_name} has no {old_info}RECORD")))?;
+    let mut text = String::new();
+    for (path, hash, size) in &record {
+        text.push_str(&format!("{},sha256={hash},{size}\n", csv_field(path)));
+    }
+    text.push_str(&format!("{},,\n", csv_field(&record_member)));
+    writer
+        .start_file(record_member, record_options)
+        .map_err(zip_err)?;
+    writer
+        .write_all(text.as_bytes())
+        .map_err(|e| Error::failed(e.to_string()))?;
+    writer.finish().map_err(zip_err)?;
+    Ok((out_path, stamps, dropped))
+}
+
+fn options_of<R: Read>(entry: &zip::read::ZipFile<'_, R>) -> zip::write::SimpleFileOptions {
+    let mut options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    if let Some(time) = entry.last_modified() {
+        options = options.last_modified_time(time);
+    }
+    if let Some(mode) = entry.unix_mode() {
+        options = options.unix_permissions(mode & 0o7777);
+    }
+    options
+}
+
+/// `Version: FROM` -> `Version: TO` in the header of METADATA (exactly once).
+fn rewrite_metadata(bytes: &[u8], from: &str, to: &str, file_name: &str) -> Result<Vec<u8>, Error> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| Error::failed(format!("{file_name}: METADATA is not UTF-8")))?;
+    let mut out = String::with_capacity(text.len());
+    let mut replaced = false;
+    let mut in_header = true;
+    for line in text.split_inclusive('\n') {
+        if in_header && line.trim_end().is_empty() {
+            in_header = false;
+        }
+        if in_header && !replaced && line.trim_end() == format!("Version: {from}") {
+            out.push_str(&line.replacen(from, to, 1));
+            replaced = true;
+        } else {
+            out.push_str(line);
+        }
+    }
+    if !replaced {
+        return Err(Error::usage(format!(
+            "{file_name}: METADATA has no `Version: {from}`"
+        )));
+    }
+    Ok(out.into_bytes())
+}
+
+/// Whether `text` holds `version` as a whole token (not inside a longer one).
+fn contains_version(text: &str, version: &str) -> bool {
+    text.match_indices(version).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + version.len()..].chars().next();
+        let boundary = |c: Option<char>| c.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '.'));
+        boundary(before) && boundary(after)
+    })
+}
+
+fn digest(bytes: &[u8]) -> String {
+    encode(&Sha256::digest(bytes))
+}
+
+/// RECORD's hash encoding: urlsafe base64 without padding.
+fn encode(hash: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(hash)
+}
+
+fn csv_field(path: &str) -> String {
+    if path.contains([',', '"', '\n']) {
+        format!("\"{}\"", path.replace('"', "\"\""))
+    } else {
+        path.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_found_as_tokens() {
+        assert!(contains_version(
+            "VERSION = \"3.14.0rc2026112501\"\n",
+            "3.14.0rc2026112501"
+        ));
+        assert!(!contains_version(
+            "3.14.0rc20261125012",
+            "3.14.0rc2026112501"
+        ));
+        assert!(!contains_version(
+            "13.14.0rc2026112501",
+            "3.14.0rc2026112501"
+        ));
+    }
+
+    #[test]
+    fn metadata_version_is_replaced_once_in_the_header() {
+        let m = b"Metadata-Version: 2.1\nName: x\nVersion: 1.0rc1\n\nbody Version: 1.0rc1\n";
+        let out = String::from_utf8(rewrite_metadata(m, "1.0rc1", "1.0", "x").unwrap()).unwrap();
+        assert!(
+            out.contains("Version: 1.0\n\nbody Version: 1.0rc1"),
+            "{out}"
+        );
+        assert!(rewrite_metadata(b"Name: x\n", "1.0rc1", "1.0", "x").is_err());
+    }
+}
