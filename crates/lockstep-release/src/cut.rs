@@ -77,6 +77,8 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
     let head = req.repo.head()?.to_string();
     check_clean(req.repo)?;
     let (prefix, suffix) = tag_affixes(req.tag_template, req.name, req.channel)?;
+    // A CI machine may have no git identity: the tagger is then lockstep.
+    let identity = req.repo.try_git(&["var", "GIT_COMMITTER_IDENT"])?.code == 0;
     for attempt in 1..=MAX_ATTEMPTS {
         let tags = all_tags(req)?;
         if let Some(tag) = own_tag(req, &tags, &head, &prefix, &suffix)? {
@@ -97,7 +99,7 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
         let message = tag_message(req, &version, &head);
         let created = req
             .repo
-            .try_git(&["tag", "-a", &tag, "-m", &message, &head])?;
+            .try_git(&tag_args(&identity, &tag, &message, &head))?;
         if created.code != 0 {
             // Another cut in this same clone took the name first: next number.
             if created.stderr.contains("already exists")
@@ -151,6 +153,20 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
         "could not claim a tag after {MAX_ATTEMPTS} attempts: the remote keeps moving"
     ))
     .hint("retry later"))
+}
+
+fn tag_args<'a>(identity: &bool, tag: &'a str, message: &'a str, head: &'a str) -> Vec<&'a str> {
+    let mut args = Vec::new();
+    if !identity {
+        args.extend([
+            "-c",
+            "user.name=lockstep",
+            "-c",
+            "user.email=lockstep@localhost",
+        ]);
+    }
+    args.extend(["tag", "-a", tag, "-m", message, head]);
+    args
 }
 
 /// Refuses uncommitted changes to tracked files (untracked files never count).

@@ -442,11 +442,14 @@ pub fn demo(args: DemoArgs, rep: &Reporters) -> Result<i32, Error> {
     let tests = crate::suite::demo(rep)?;
     let bench = crate::bench::demo(rep)?;
     let packages = crate::pkg::demo(rep)?;
-    Ok(if summary.ok && tests == 0 && bench == 0 && packages == 0 {
-        0
-    } else {
-        1
-    })
+    let release = crate::release::demo(rep)?;
+    Ok(
+        if summary.ok && tests == 0 && bench == 0 && packages == 0 && release == 0 {
+            0
+        } else {
+            1
+        },
+    )
 }
 
 /// The demo's story goes where human output goes.

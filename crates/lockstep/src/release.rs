@@ -240,3 +240,142 @@ fn today() -> Result<u32, Error> {
         .date();
     Ok(date.year() as u32 * 10000 + date.month() as u32 * 100 + date.day() as u32)
 }
+
+/// The demo's release part: cut a snapshot of the fixture packages against
+/// a local bare remote, build that version, publish it, and install it with
+/// pip from the generated index.
+pub fn demo(rep: &Reporters) -> Result<i32, Error> {
+    let out = rep.out();
+    let dir = tempfile::tempdir()?;
+    let project = dir.path().join("packages");
+    let config =
+        "\n[release]\nname = \"demo\"\nversion-base = \"1.1.0\"\ntag = \"snapshot-{version}\"\n";
+    let repo = lockstep_sandbox::packages::create(&project, "1.1.0", config)?;
+    let remote = dir.path().join("remote.git");
+    let init = std::process::Command::new("git")
+        .args(["init", "--quiet", "--bare"])
+        .arg(&remote)
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    if !init.status.success() {
+        return Err(Error::failed("git init --bare failed")
+            .cause(String::from_utf8_lossy(&init.stderr).into_owned()));
+    }
+    repo.git(&["remote", "add", "origin", &remote.to_string_lossy()])?;
+    let loaded = lockstep_core::config::load(None, &project)?;
+    let settings = settings::settings(&loaded)?;
+
+    out.line("\n== lockstep release cut");
+    let made = cut::cut(&CutRequest {
+        repo: &repo,
+        remote: "origin",
+        channel: Channel::Snapshot,
+        name: &settings.name,
+        base: &settings::base_version(&loaded)?,
+        template: &settings.snapshot,
+        tag_template: &settings.tag,
+        run_id: "demo",
+        pins: BTreeMap::new(),
+        today: today()?,
+    })?;
+    out.line(format!(
+        "   {} {} (tag {} pushed to the remote)",
+        settings.name, made.version, made.tag
+    ));
+
+    out.line(format!(
+        "\n== lockstep pkg build --variant release --version {} && lockstep release publish",
+        made.version
+    ));
+    let uv = crate::pkg::find_uv(rep)?;
+    let house = project.join("wheelhouse");
+    let request = lockstep_pkg::BuildRequest {
+        out: house.clone(),
+        version: Some(made.version.clone()),
+        variants: vec!["release".into()],
+        jobs: 2,
+        pin_path: None,
+        ..crate::pkg::build_request(&loaded, &uv)
+    };
+    lockstep_pkg::build(&request, rep)?;
+    let published = lockstep_release::publish::publish(
+        &lockstep_release::publish::PublishRequest {
+            manifest: house.join(lockstep_python::pylock::FILE),
+            index: settings.index.clone(),
+            uv: &uv,
+            tag: Some(made.tag.clone()),
+            channel: Some("snapshot".into()),
+            smoke: None,
+            work: lockstep_release::publish::work_dir(&settings.index),
+        },
+        rep,
+    )?;
+    out.line(format!(
+        "   published {} file(s); index at {}",
+        published.added.len(),
+        settings
+            .index
+            .join(lockstep_release::index::SIMPLE)
+            .display()
+    ));
+
+    out.line("\n== pip install --index-url file://.../simple/ --pre demo-pure demo-cext");
+    let venv = project.join("venv-pip");
+    let python = |args: &[&str], program: &std::path::Path| {
+        std::process::Command::new(program)
+            .args(args)
+            .env_remove("PIP_FIND_LINKS")
+            .stdin(std::process::Stdio::null())
+            .output()
+    };
+    let made_venv = python(
+        &["-m", "venv", &venv.to_string_lossy()],
+        std::path::Path::new("python3"),
+    )?;
+    let url = format!(
+        "file://{}/",
+        settings
+            .index
+            .join(lockstep_release::index::SIMPLE)
+            .display()
+    );
+    let pip = venv.join("bin").join("python");
+    let installed = python(
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-cache-dir",
+            "--index-url",
+            &url,
+            "--pre",
+            "demo-pure",
+            "demo-cext",
+        ],
+        &pip,
+    )?;
+    if !made_venv.status.success() || !installed.status.success() {
+        out.line(format!(
+            "   pip failed: {}",
+            String::from_utf8_lossy(&installed.stderr).trim()
+        ));
+        return Ok(1);
+    }
+    let probe = python(
+        &["-c", "from importlib.metadata import version; print(version('demo-pure'), version('demo-cext'))"],
+        &pip,
+    )?;
+    let text = String::from_utf8_lossy(&probe.stdout).trim().to_string();
+    let want = format!("{} {}", made.version, made.version);
+    out.line(format!(
+        "   installed: {text} {}",
+        if text == want {
+            "(the snapshot just cut)"
+        } else {
+            "(WRONG)"
+        }
+    ));
+    Ok(if text == want { 0 } else { 1 })
+}
