@@ -7,6 +7,7 @@
 //!
 //! It returns data and never prints; the binary reports.
 
+pub mod bump;
 pub mod cut;
 pub mod index;
 pub mod promote;

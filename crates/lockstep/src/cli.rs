@@ -213,6 +213,18 @@ pub enum Ci {
 
 #[derive(Debug, Subcommand)]
 pub enum Release {
+    /// Move every [release] pin file to upstream's head (or --to) in one commit, when it changed.
+    Bump {
+        /// A full revision, or a branch or tag name upstream has.
+        #[arg(long, value_name = "REV")]
+        to: Option<String>,
+        /// Run [integrate] smoke on the new pins first; a failing bump is not committed.
+        #[arg(long)]
+        smoke: bool,
+        /// Print what happened as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Allocate the next version and push its tag (unique and increasing, even when runs race).
     Cut {
         /// snapshot (default), candidate or final (the base version itself).
@@ -695,6 +707,7 @@ impl Command {
             Command::Pkg(Pkg::Bisect(_)) => "pkg bisect",
             Command::Ci(Ci::Generate { .. }) => "ci generate",
             Command::Release(r) => match r {
+                Release::Bump { .. } => "release bump",
                 Release::Cut { .. } => "release cut",
                 Release::Publish { .. } => "release publish",
                 Release::Index { .. } => "release index",

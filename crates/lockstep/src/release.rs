@@ -15,6 +15,45 @@ use crate::cli::{self, ReleaseChannel};
 pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Result<i32, Error> {
     let settings = settings::settings(loaded)?;
     match cmd {
+        cli::Release::Bump { to, smoke, json } => {
+            let repo = lockstep_release::open_repo(cwd)?;
+            let smoke = match smoke {
+                false => None,
+                true if loaded.config.integrate.smoke.is_empty() => {
+                    return Err(Error::usage("--smoke needs [integrate] smoke")
+                        .hint("set smoke = [\"cmd\", \"arg\"] under [integrate]"))
+                }
+                true => Some((
+                    loaded.config.integrate.smoke.clone(),
+                    loaded.config.integrate.smoke_timeout,
+                )),
+            };
+            let log_dir = repo.git_dir()?.join("lockstep");
+            fs_err::create_dir_all(&log_dir)?;
+            let bumped = lockstep_release::bump::bump(&lockstep_release::bump::BumpRequest {
+                repo: &repo,
+                pin_files: &settings.pin_files,
+                upstream_url: loaded.config.release.upstream_url.as_deref(),
+                upstream_branch: &loaded.config.release.upstream_branch,
+                to: to.as_deref(),
+                smoke,
+                log: &log_dir.join("release-bump-smoke.log"),
+            })?;
+            let out = rep.out();
+            if json {
+                out.line(crate::output::json_document(&bumped)?);
+            } else if let Some(commit) = &bumped.commit {
+                out.line(format!(
+                    "bumped {} to {} ({})",
+                    bumped.changed.join(" "),
+                    bumped.to,
+                    &commit[..12.min(commit.len())]
+                ));
+            } else {
+                out.line(format!("already at {}: nothing to commit", bumped.to));
+            }
+            Ok(0)
+        }
         cli::Release::Cut {
             channel,
             remote,

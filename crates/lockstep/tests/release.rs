@@ -701,3 +701,113 @@ fn promote_rewrites_the_wheels_deterministically_and_pip_sees_only_the_final() {
     let err = stderr(&p.run(&["release", "promote", "9.9.9rc1", "--to", "9.9.9"], 2));
     assert!(err.contains("is not in the release store"), "{err}");
 }
+
+#[test]
+fn bump_moves_the_pins_in_one_commit_and_a_failing_smoke_commits_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let upstream = tmp.path().join("upstream");
+    std::fs::create_dir_all(&upstream).unwrap();
+    git(&upstream, &["init", "-q", "-b", "main"]);
+    let commit_upstream = |n: usize| {
+        write(&upstream.join("f.txt"), &n.to_string());
+        git(&upstream, &["add", "."]);
+        git(
+            &upstream,
+            &[
+                "-c",
+                "user.name=u",
+                "-c",
+                "user.email=u@e",
+                "commit",
+                "-qm",
+                &format!("u{n}"),
+            ],
+        );
+        git(&upstream, &["rev-parse", "HEAD"]).trim().to_string()
+    };
+    let first = commit_upstream(1);
+    let second = commit_upstream(2);
+
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "-q", "-b", "main"]);
+    let config = format!(
+        "{RELEASE}pin-files = [\"llvm-project.version\"]\nupstream-url = \"{}\"\n\n[integrate]\nsmoke = [\"sh\", \"-c\", \"test \\\"$(cat llvm-project.version)\\\" != {second}\"]\n",
+        upstream.display()
+    );
+    write(&work.join("lockstep.toml"), &config);
+    write(&work.join("llvm-project.version"), &format!("{first}\n"));
+    git(&work, &["add", "."]);
+    git(
+        &work,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    );
+    let home = tmp.path();
+    let head = |w: &Path| git(w, &["rev-parse", "HEAD"]).trim().to_string();
+
+    // The smoke fails on the new head: nothing is committed, the pin is put back.
+    let before = head(&work);
+    let err = stderr(&expect(
+        &mut lockstep_in(&work, home, &["release", "bump", "--smoke"]),
+        1,
+    ));
+    assert!(err.contains("the bump is not committed"), "{err}");
+    assert_eq!(head(&work), before);
+    assert_eq!(
+        std::fs::read_to_string(work.join("llvm-project.version")).unwrap(),
+        format!("{first}\n")
+    );
+    assert!(is_clean(&work));
+
+    // Without the smoke: one commit holding only the pin file.
+    let out = expect(
+        &mut lockstep_in(&work, home, &["release", "bump", "--json"]),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["to"], second);
+    assert_eq!(
+        git(&work, &["log", "-1", "--format=%s"]).trim(),
+        format!("Bump llvm-project to {second}")
+    );
+    assert_eq!(
+        git(&work, &["show", "--name-only", "--format=", "HEAD"]).trim(),
+        "llvm-project.version"
+    );
+    // Again: nothing changed, no commit.
+    let bumped = head(&work);
+    let out = expect(&mut lockstep_in(&work, home, &["release", "bump"]), 0);
+    assert!(stdout(&out).contains("already at"), "{}", stdout(&out));
+    assert_eq!(head(&work), bumped);
+    // --to an earlier revision, with a passing smoke.
+    expect(
+        &mut lockstep_in(&work, home, &["release", "bump", "--to", &first, "--smoke"]),
+        0,
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("llvm-project.version")).unwrap(),
+        format!("{first}\n")
+    );
+
+    // Bad inputs.
+    write(&work.join("llvm-project.version"), "not a revision\n");
+    let err = stderr(&expect(
+        &mut lockstep_in(&work, home, &["release", "bump"]),
+        2,
+    ));
+    assert!(err.contains("uncommitted changes"), "{err}");
+    git(&work, &["checkout", "--", "llvm-project.version"]);
+    let err = stderr(&expect(
+        &mut lockstep_in(&work, home, &["release", "bump", "--to", "no-such-branch"]),
+        2,
+    ));
+    assert!(err.contains("has no no-such-branch"), "{err}");
+}

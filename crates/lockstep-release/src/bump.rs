@@ -1,0 +1,175 @@
+//! `lockstep release bump`: move every pin file to upstream's head (or
+//! `--to`), in one commit, only when something changed.
+//!
+//! Upstream's head is read with `git ls-remote` (no clone). With a smoke
+//! command the new pins are tried first and a failing bump is not
+//! committed: the pin files are put back as they were. The working tree
+//! must have no changes to tracked files, so the commit holds the pin
+//! files and nothing else.
+
+use std::path::Path;
+use std::time::Duration;
+
+use lockstep_core::process::{self, Exit, Spec};
+use lockstep_core::Error;
+use lockstep_git::Repo;
+use serde::Serialize;
+
+use crate::cut::{check_clean, parse_pin};
+
+pub struct BumpRequest<'a> {
+    pub repo: &'a Repo,
+    /// Pin files relative to the repository's top.
+    pub pin_files: &'a [String],
+    pub upstream_url: Option<&'a str>,
+    pub upstream_branch: &'a str,
+    /// `--to`: a full revision, or a ref name upstream has.
+    pub to: Option<&'a str>,
+    /// The smoke command (argv) and its timeout, with `--smoke`.
+    pub smoke: Option<(Vec<String>, Duration)>,
+    /// Where the smoke log goes.
+    pub log: &'a Path,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Bumped {
+    pub to: String,
+    pub changed: Vec<String>,
+    pub commit: Option<String>,
+    pub smoke: Option<String>,
+}
+
+pub fn bump(req: &BumpRequest) -> Result<Bumped, Error> {
+    if req.pin_files.is_empty() {
+        return Err(Error::usage("[release] pin-files is empty: nothing to bump")
+            .hint("list the files holding upstream revisions, e.g. pin-files = [\"llvm-project.version\"]"));
+    }
+    check_clean(req.repo)?;
+    let to = target(req)?;
+    let top = Path::new(req.repo.dir());
+    let mut changed = Vec::new();
+    for path in req.pin_files {
+        let file = top.join(path);
+        let current = std::fs::read_to_string(&file).unwrap_or_default();
+        if !current.trim().is_empty() {
+            parse_pin(path, &current)?;
+        }
+        if current.trim() != to {
+            changed.push(path.clone());
+        }
+    }
+    if changed.is_empty() {
+        return Ok(Bumped {
+            to,
+            changed,
+            commit: None,
+            smoke: None,
+        });
+    }
+    for path in &changed {
+        lockstep_core::output::write_as(
+            "pin file",
+            &lockstep_core::output::Target::Path(top.join(path)),
+            format!("{to}\n").as_bytes(),
+        )?;
+    }
+    let restore = |why: Error| {
+        let mut args = vec!["checkout", "--"];
+        args.extend(changed.iter().map(String::as_str));
+        let _ = req.repo.try_git(&args);
+        why
+    };
+    let mut smoke = None;
+    if let Some((argv, timeout)) = &req.smoke {
+        let finished = process::run(
+            &Spec {
+                argv: argv.clone(),
+                cwd: top.to_path_buf(),
+                env: Vec::new(),
+                timeout: Some(*timeout),
+                log: req.log.to_path_buf(),
+                header: Some(format!("$ {}\n", argv.join(" "))),
+            },
+            |_| {},
+        )
+        .map_err(restore)?;
+        if finished.exit != Exit::Code(0) {
+            return Err(restore(
+                Error::failed(format!("the smoke command failed on {to} ({}); the bump is not committed", finished.exit.describe()))
+                    .cause(format!("log: {}", req.log.display()))
+                    .hint("the pin files are back as they were; fix the breakage or bump with --to an earlier revision"),
+            ));
+        }
+        smoke = Some(finished.exit.describe());
+    }
+    let name = changed
+        .first()
+        .and_then(|p| Path::new(p).file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "upstream".into());
+    let message = format!("Bump {name} to {to}");
+    let identity = req.repo.try_git(&["var", "GIT_COMMITTER_IDENT"])?.code == 0
+        && req.repo.try_git(&["var", "GIT_AUTHOR_IDENT"])?.code == 0;
+    let mut args: Vec<&str> = Vec::new();
+    if !identity {
+        args.extend([
+            "-c",
+            "user.name=lockstep",
+            "-c",
+            "user.email=lockstep@localhost",
+        ]);
+    }
+    args.extend(["commit", "--quiet", "--no-verify", "-m", &message, "--"]);
+    args.extend(changed.iter().map(String::as_str));
+    let mut add = vec!["add", "--"];
+    add.extend(changed.iter().map(String::as_str));
+    req.repo.git(&add).map_err(restore)?;
+    req.repo.git(&args).map_err(restore)?;
+    Ok(Bumped {
+        to,
+        changed,
+        commit: Some(req.repo.head()?.to_string()),
+        smoke,
+    })
+}
+
+/// `--to` (a full revision as is; a name resolved upstream), else upstream's head.
+fn target(req: &BumpRequest) -> Result<String, Error> {
+    if let Some(to) = req.to {
+        if to.len() == 40 && to.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(to.to_ascii_lowercase());
+        }
+    }
+    let url = req.upstream_url.ok_or_else(|| {
+        Error::usage("[release] upstream-url is unset")
+            .hint("set it, or pass --to with a full 40-hex revision")
+    })?;
+    let refs: Vec<String> = match req.to {
+        Some(name) => vec![
+            format!("refs/heads/{name}"),
+            format!("refs/tags/{name}^{{}}"),
+            format!("refs/tags/{name}"),
+        ],
+        None => vec![format!("refs/heads/{}", req.upstream_branch)],
+    };
+    let listed = req.repo.try_git(&["ls-remote", url])?;
+    if listed.code != 0 {
+        return Err(Error::failed(format!("cannot read upstream {url}"))
+            .cause(listed.stderr.trim().to_string())
+            .hint("check [release] upstream-url and network access"));
+    }
+    for want in &refs {
+        for line in listed.stdout.lines() {
+            if let Some((sha, name)) = line.split_once('\t') {
+                if name == want && sha.len() == 40 {
+                    return Ok(sha.to_string());
+                }
+            }
+        }
+    }
+    Err(Error::usage(format!(
+        "upstream {url} has no {}",
+        refs[0].trim_start_matches("refs/heads/")
+    ))
+    .hint("check [release] upstream-branch, or --to"))
+}
