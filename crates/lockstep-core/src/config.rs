@@ -269,6 +269,8 @@ pub struct ReleaseConfig {
     pub smoke: Option<String>,
     /// Retention of `release prune` (default: keep everything).
     pub keep: KeepConfig,
+    /// Branches whose manifests and pin files `release prune` never prunes a version of.
+    pub branches: Vec<String>,
 }
 
 impl Default for ReleaseConfig {
@@ -286,6 +288,7 @@ impl Default for ReleaseConfig {
             index: PathBuf::from("release/index"),
             smoke: None,
             keep: KeepConfig::default(),
+            branches: vec!["main".into()],
         }
     }
 }

@@ -240,7 +240,7 @@ fn escape(text: &str) -> String {
 /// Marks every file of `version` yanked with `reason`.
 pub fn yank(index: &Path, version: &str, reason: &str) -> Result<Release, Error> {
     let dir = index.join(store::FILES).join(version);
-    if !dir.join(store::RELEASE_JSON).is_file() {
+    if !dir.is_dir() || version.starts_with('.') || version.contains('/') {
         let known: Vec<String> = store::releases(index)?.into_keys().collect();
         return Err(
             Error::usage(format!("{version} is not in the release store")).cause(format!(

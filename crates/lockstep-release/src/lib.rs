@@ -11,6 +11,7 @@ pub mod bump;
 pub mod cut;
 pub mod index;
 pub mod promote;
+pub mod prune;
 pub mod publish;
 pub mod serve;
 pub mod settings;

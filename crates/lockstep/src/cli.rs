@@ -282,6 +282,18 @@ pub enum Release {
         #[arg(long)]
         json: bool,
     },
+    /// Remove (or yank) snapshots by [release] keep; never a final, never one a branch's manifest or pin names.
+    Prune {
+        /// Yank instead of deleting.
+        #[arg(long)]
+        yank: bool,
+        /// Say what would go; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print what happened as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Mark every file of VERSION yanked (PEP 592) and regenerate the index.
     Yank {
         version: String,
@@ -714,6 +726,7 @@ impl Command {
                 Release::Serve { .. } => "release serve",
                 Release::Yank { .. } => "release yank",
                 Release::Promote { .. } => "release promote",
+                Release::Prune { .. } => "release prune",
             },
         }
     }

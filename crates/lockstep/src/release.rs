@@ -222,6 +222,54 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             }
             Ok(0)
         }
+        cli::Release::Prune {
+            yank,
+            dry_run,
+            json,
+        } => {
+            let repo = lockstep_release::open_repo(cwd).ok();
+            let keep = &loaded.config.release.keep;
+            let pruned = lockstep_release::prune::prune(&lockstep_release::prune::PruneRequest {
+                index: &settings.index,
+                keep_snapshots: keep.snapshots,
+                keep_days: keep.days,
+                repo: repo.as_ref(),
+                branches: &loaded.config.release.branches,
+                pin_files: &settings.pin_files,
+                yank,
+                dry_run,
+            })?;
+            let out = rep.out();
+            if json {
+                out.line(crate::output::json_document(&pruned)?);
+            } else {
+                let verb = match (dry_run, yank) {
+                    (true, true) => "would yank",
+                    (true, false) => "would remove",
+                    (false, true) => "yanked",
+                    (false, false) => "removed",
+                };
+                let list = if yank {
+                    &pruned.yanked
+                } else {
+                    &pruned.removed
+                };
+                out.line(format!(
+                    "{verb} {} version(s){}{}; kept {}",
+                    list.len(),
+                    if list.is_empty() { "" } else { ": " },
+                    list.join(" "),
+                    pruned.kept
+                ));
+                if !pruned.referenced.is_empty() {
+                    out.line(format!(
+                        "kept because a branch names them: {}",
+                        pruned.referenced.join(" ")
+                    ));
+                }
+            }
+            Ok(0)
+        }
         cli::Release::Yank { version, reason } => {
             lockstep_release::index::yank(&settings.index, &version, &reason)?;
             lockstep_release::index::write_index(&settings.index, None)?;

@@ -811,3 +811,105 @@ fn bump_moves_the_pins_in_one_commit_and_a_failing_smoke_commits_nothing() {
     ));
     assert!(err.contains("has no no-such-branch"), "{err}");
 }
+
+/// A minimal valid wheel of `project` at `version` in `dir`.
+fn synthetic_wheel(dir: &Path, project: &str, version: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let script = r#"
+import sys, zipfile
+d, project, version = sys.argv[1:4]
+mod = project.replace('-', '_')
+info = f"{mod}-{version}.dist-info"
+with zipfile.ZipFile(f"{d}/{mod}-{version}-py3-none-any.whl", "w") as z:
+    z.writestr(f"{mod}/__init__.py", "")
+    z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n\n")
+    z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr(f"{info}/RECORD", "")
+"#;
+    let out = output(
+        Command::new("python3")
+            .args(["-c", script])
+            .arg(dir)
+            .args([project, version]),
+    );
+    assert!(out.status.success());
+}
+
+#[test]
+fn prune_keeps_the_newest_finals_and_whatever_a_branch_names() {
+    let (_tmp, _remote, work) = remote_and_clone(&format!("{RELEASE}keep = {{ snapshots = 2 }}\n"));
+    let home = work.parent().unwrap().to_path_buf();
+    let index = work.join("release/index/files");
+    let versions = [
+        "3.14.0rc2026112101",
+        "3.14.0rc2026112201",
+        "3.14.0rc2026112301",
+        "3.14.0rc2026112401",
+        "3.14.0rc2026112501",
+        "3.13.0",
+    ];
+    for v in versions {
+        synthetic_wheel(&index.join(v), "demo-pure", v);
+    }
+    // A manifest on main pins the oldest snapshot.
+    write(
+        &work.join("deploy/pylock.toml"),
+        "[[packages]]\nname = \"demo-pure\"\nversion = \"3.14.0rc2026112101\"\n",
+    );
+    git(&work, &["add", "deploy"]);
+    git(
+        &work,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "pin a snapshot",
+        ],
+    );
+    expect(&mut lockstep_in(&work, &home, &["release", "index"]), 0);
+
+    let out = expect(
+        &mut lockstep_in(&work, &home, &["release", "prune", "--dry-run", "--json"]),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        doc["removed"],
+        serde_json::json!(["3.14.0rc2026112201", "3.14.0rc2026112301"])
+    );
+    assert_eq!(doc["referenced"], serde_json::json!(["3.14.0rc2026112101"]));
+    assert!(
+        index.join("3.14.0rc2026112201").exists(),
+        "dry run removed something"
+    );
+
+    expect(
+        &mut lockstep_in(&work, &home, &["release", "prune", "--yank"]),
+        0,
+    );
+    let page =
+        std::fs::read_to_string(work.join("release/index/simple/demo-pure/index.html")).unwrap();
+    assert_eq!(page.matches("data-yanked").count(), 2, "{page}");
+
+    expect(&mut lockstep_in(&work, &home, &["release", "prune"]), 0);
+    let left: std::collections::BTreeSet<String> = std::fs::read_dir(&index)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let expected: std::collections::BTreeSet<String> = [
+        "3.13.0",
+        "3.14.0rc2026112101",
+        "3.14.0rc2026112401",
+        "3.14.0rc2026112501",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(left, expected);
+    let page =
+        std::fs::read_to_string(work.join("release/index/simple/demo-pure/index.html")).unwrap();
+    assert!(!page.contains("3.14.0rc2026112201"), "{page}");
+}
