@@ -17,6 +17,7 @@ pub mod serve;
 pub mod settings;
 pub mod store;
 pub mod template;
+pub mod upload;
 
 /// The git repository around `dir` (cut reads HEAD and pushes tags from it).
 pub fn open_repo(dir: &std::path::Path) -> Result<lockstep_git::Repo, lockstep_core::Error> {

@@ -278,6 +278,9 @@ pub enum Release {
         /// Also rewrite text files that still hold the old version (listed either way).
         #[arg(long)]
         rewrite_stamps: bool,
+        /// Then upload the final wheels with the standard upload API (twine's; $TWINE_USERNAME/$TWINE_PASSWORD).
+        #[arg(long, value_name = "URL")]
+        upload: Option<String>,
         /// Print what was promoted as JSON.
         #[arg(long)]
         json: bool,

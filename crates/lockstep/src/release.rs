@@ -192,6 +192,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             version,
             to,
             rewrite_stamps,
+            upload,
             json,
         } => {
             let promoted = lockstep_release::promote::promote(
@@ -203,6 +204,17 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             )?;
             lockstep_release::index::write_index(&settings.index, None)?;
             let sink: &dyn Sink = rep;
+            if let Some(url) = &upload {
+                let dir = settings
+                    .index
+                    .join(lockstep_release::store::FILES)
+                    .join(&to);
+                let record = lockstep_release::store::load_or_scan(&dir)?;
+                for file in &record.files {
+                    sink.note(format!("uploading {} to {url}", file.filename));
+                    lockstep_release::upload::upload(url, &dir.join(&file.filename), &file.sha256)?;
+                }
+            }
             for (wheel, members) in &promoted.stamps {
                 let verb = if rewrite_stamps {
                     "rewrote"
