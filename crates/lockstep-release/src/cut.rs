@@ -384,6 +384,16 @@ pub fn parse_pin(path: &str, text: &str) -> Result<String, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_pin_text_never_panics(text in "(?s).{0,100}") {
+            if let Ok(rev) = parse_pin("p", &text) {
+                prop_assert_eq!(rev.len(), 40);
+            }
+        }
+    }
 
     #[test]
     fn pins_are_one_full_revision() {

@@ -175,6 +175,16 @@ fn respond(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn no_path_climbs_out(path in "[a-z./%2B\\\\]{0,30}") {
+            if let Some(p) = safe_path(&path) {
+                prop_assert!(p.components().all(|c| matches!(c, Component::Normal(_))));
+            }
+        }
+    }
 
     #[test]
     fn paths_stay_inside() {

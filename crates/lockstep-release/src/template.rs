@@ -168,15 +168,24 @@ impl VersionTemplate {
     fn check_examples(&self, key: &str) -> Result<(), Error> {
         let base = "3.14.0";
         let max = self.max_counter().unwrap_or(1000).min(1000);
-        let slots = [
-            (20261125, 1),
-            (20261125, 2),
-            (20261125, max),
-            (20261126, 1),
-            (20270101, 1),
-        ];
+        let slots: &[(u32, u64)] = if self.uses_date() {
+            &[
+                (20261125, 1),
+                (20261125, 2),
+                (20261125, max),
+                (20261126, 1),
+                (20270101, 1),
+            ]
+        } else {
+            &[
+                (20261125, 1),
+                (20261125, 2),
+                (20261125, 10),
+                (20261125, max),
+            ]
+        };
         let mut previous: Option<(String, Version)> = None;
-        for (date, n) in slots {
+        for &(date, n) in slots {
             let text = self.render(Slot { base, date, n })?;
             let version = Version::from_str(&text).map_err(|e| {
                 Error::usage(format!(
