@@ -108,17 +108,7 @@ pub fn bump(req: &BumpRequest) -> Result<Bumped, Error> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "upstream".into());
     let message = format!("Bump {name} to {to}");
-    let identity = req.repo.try_git(&["var", "GIT_COMMITTER_IDENT"])?.code == 0
-        && req.repo.try_git(&["var", "GIT_AUTHOR_IDENT"])?.code == 0;
-    let mut args: Vec<&str> = Vec::new();
-    if !identity {
-        args.extend([
-            "-c",
-            "user.name=lockstep",
-            "-c",
-            "user.email=lockstep@localhost",
-        ]);
-    }
+    let mut args = crate::cut::identity_args(req.repo)?;
     args.extend(["commit", "--quiet", "--no-verify", "-m", &message, "--"]);
     args.extend(changed.iter().map(String::as_str));
     let mut add = vec!["add", "--"];

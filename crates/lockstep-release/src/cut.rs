@@ -77,29 +77,33 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
     let head = req.repo.head()?.to_string();
     check_clean(req.repo)?;
     let (prefix, suffix) = tag_affixes(req.tag_template, req.name, req.channel)?;
-    // A CI machine may have no git identity: the tagger is then lockstep.
-    let identity = req.repo.try_git(&["var", "GIT_COMMITTER_IDENT"])?.code == 0;
+    let identity = identity_args(req.repo)?;
+    let made = |version: String, tag: String, reused: bool, attempts: usize| Cut {
+        version,
+        tag,
+        channel: req.channel,
+        run_id: req.run_id.to_string(),
+        source: head.clone(),
+        pins: req.pins.clone(),
+        reused,
+        attempts,
+    };
     for attempt in 1..=MAX_ATTEMPTS {
         let tags = all_tags(req)?;
         if let Some(tag) = own_tag(req, &tags, &head, &prefix, &suffix)? {
             let version = tag[prefix.len()..tag.len() - suffix.len()].to_string();
-            return Ok(Cut {
-                version,
-                tag,
-                channel: req.channel,
-                run_id: req.run_id.to_string(),
-                source: head,
-                pins: req.pins.clone(),
-                reused: true,
-                attempts: attempt,
-            });
+            return Ok(made(version, tag, true, attempt));
         }
         let version = next_version(req, &tags, &prefix, &suffix)?;
         let tag = render_tag(req.tag_template, req.name, &version, req.channel.name())?;
         let message = tag_message(req, &version, &head);
-        let created = req
-            .repo
-            .try_git(&tag_args(&identity, &tag, &message, &head))?;
+        let created = req.repo.try_git(
+            &[
+                identity.as_slice(),
+                &["tag", "-a", &tag, "-m", &message, &head],
+            ]
+            .concat(),
+        )?;
         if created.code != 0 {
             // Another cut in this same clone took the name first: next number.
             if created.stderr.contains("already exists")
@@ -117,16 +121,7 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
             &format!("refs/tags/{tag}:refs/tags/{tag}"),
         ])?;
         if pushed.code == 0 {
-            return Ok(Cut {
-                version,
-                tag,
-                channel: req.channel,
-                run_id: req.run_id.to_string(),
-                source: head,
-                pins: req.pins.clone(),
-                reused: false,
-                attempts: attempt,
-            });
+            return Ok(made(version, tag, false, attempt));
         }
         let _ = req.repo.try_git(&["tag", "-d", &tag]);
         if !remote_has_tag(req, &tag)? {
@@ -155,18 +150,21 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
     .hint("retry later"))
 }
 
-fn tag_args<'a>(identity: &bool, tag: &'a str, message: &'a str, head: &'a str) -> Vec<&'a str> {
-    let mut args = Vec::new();
-    if !identity {
-        args.extend([
+/// `-c user.name=... -c user.email=...` when git has no identity here (a CI
+/// machine may have none): the tagger or committer is then lockstep.
+pub fn identity_args(repo: &Repo) -> Result<Vec<&'static str>, Error> {
+    let known = repo.try_git(&["var", "GIT_COMMITTER_IDENT"])?.code == 0
+        && repo.try_git(&["var", "GIT_AUTHOR_IDENT"])?.code == 0;
+    Ok(if known {
+        Vec::new()
+    } else {
+        vec![
             "-c",
             "user.name=lockstep",
             "-c",
             "user.email=lockstep@localhost",
-        ]);
-    }
-    args.extend(["tag", "-a", tag, "-m", message, head]);
-    args
+        ]
+    })
 }
 
 /// Refuses uncommitted changes to tracked files (untracked files never count).
