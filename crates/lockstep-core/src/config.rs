@@ -379,6 +379,10 @@ pub struct Loaded {
 pub struct IntegrateConfig {
     /// Path of the pinned upstream checkout (a git submodule), relative to the superproject.
     pub submodule: String,
+    /// Instead of a submodule: a file holding the pinned upstream revision (one
+    /// 40-hex line), relative to the superproject. Upstream's history then lives
+    /// in a bare clone of `upstream-url` under `.git/lockstep/`.
+    pub pin_file: Option<String>,
     /// Remote inside the submodule that tracks upstream.
     pub upstream_remote: String,
     /// When set, the upstream remote is created (or corrected) with this URL.
@@ -412,6 +416,7 @@ impl Default for IntegrateConfig {
     fn default() -> Self {
         IntegrateConfig {
             submodule: "third_party/llvm-project".into(),
+            pin_file: None,
             upstream_remote: "upstream".into(),
             upstream_url: None,
             upstream_branch: "main".into(),

@@ -246,7 +246,7 @@ impl Integrate<'_> {
         let state = AdvanceJournal {
             target: plan.target.sha.clone(),
             superproject_before: self.superproject.head()?,
-            submodule_before: self.sub.head()?,
+            submodule_before: self.checked_out()?,
             new_head: plan.head.clone(),
             message: plan.message.clone(),
             export,
@@ -281,7 +281,7 @@ impl Integrate<'_> {
                 .hint("run `lockstep integrate abort` to drop the interrupted step"));
             }
         };
-        let current = self.sub.head()?;
+        let current = self.checked_out()?;
         crate::checkout::checkout_submodule(
             self,
             &state.new_head,
@@ -290,8 +290,7 @@ impl Integrate<'_> {
         let commit = if committed {
             head
         } else {
-            self.superproject
-                .stage_gitlink(&self.cfg.submodule, &state.new_head)?;
+            self.stage_pin(&state.new_head)?;
             let commit = self.superproject.commit_staged(&state.message, false)?;
             self.emit(crate::events::IntegrateEvent::Advanced {
                 commit: state.target.clone(),
@@ -300,7 +299,8 @@ impl Integrate<'_> {
             });
             commit
         };
-        let exported = if state.export {
+        // A pin file carries no patches: there is nothing to export.
+        let exported = if state.export && self.pin_file().is_none() {
             Some(self.export_head(&state.new_head)?.describe())
         } else {
             None

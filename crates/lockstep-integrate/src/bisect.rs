@@ -101,7 +101,7 @@ impl Integrate<'_> {
 
     fn bisect_submodule(&self, opts: &BisectOptions) -> Result<BisectResult, Error> {
         let upstream = self.upstream_head()?;
-        let current = self.sub.head()?;
+        let current = self.checked_out()?;
         let merge_base = self
             .sub
             .merge_base(&current, &upstream)?

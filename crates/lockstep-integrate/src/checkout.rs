@@ -18,7 +18,7 @@ impl Integrate<'_> {
     /// Checks the submodule out at the pin recorded in the superproject's HEAD.
     pub(crate) fn sync_submodule_to_pin(&self) -> Result<(), Error> {
         let pin = self.pin()?;
-        let current = self.sub.head()?;
+        let current = self.checked_out()?;
         checkout_submodule(self, &pin, &[&current, &pin])
     }
 
@@ -41,6 +41,9 @@ impl Integrate<'_> {
 /// one of its versions (git deletes, creates, then writes). Anything else is
 /// the user's work and stops the checkout.
 pub fn checkout_submodule(ig: &Integrate, target: &str, sources: &[&str]) -> Result<(), Error> {
+    if let Some(file) = ig.pin_file() {
+        return checkout_pin_file(ig, file, target, sources);
+    }
     let sub = &ig.sub;
     let dirt = sub.dirty()?;
     if dirt.is_empty() {
@@ -76,6 +79,43 @@ pub fn checkout_submodule(ig: &Integrate, target: &str, sources: &[&str]) -> Res
         }
     }
     Ok(())
+}
+
+/// Pin-file mode's checkout: the work tree's pin file gets `target`. It
+/// may hold one of `sources` (lockstep's own earlier write); anything else
+/// is the user's edit and stops it.
+fn checkout_pin_file(
+    ig: &Integrate,
+    file: &str,
+    target: &str,
+    sources: &[&str],
+) -> Result<(), Error> {
+    let path = ig.superproject.dir().join(file);
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    let held = on_disk.trim_end_matches(['\n', '\r']).to_ascii_lowercase();
+    if held == target {
+        return Ok(());
+    }
+    if !held.is_empty() && !sources.contains(&held.as_str()) {
+        return Err(Error::failed(format!(
+            "the pin file {file} holds `{}`, which lockstep did not write; not touching it",
+            held.chars().take(60).collect::<String>().escape_debug()
+        ))
+        .hint(format!(
+            "commit or restore it, then rerun (lockstep wants it at {target})"
+        )));
+    }
+    write_pin_file(ig, file, target)
+}
+
+/// Writes `sha` into the pin file (atomically; through a link).
+pub(crate) fn write_pin_file(ig: &Integrate, file: &str, sha: &str) -> Result<(), Error> {
+    let path = ig.superproject.dir().join(file);
+    lockstep_core::output::write_as(
+        "[integrate] pin-file",
+        &lockstep_core::output::Target::Path(path),
+        format!("{sha}\n").as_bytes(),
+    )
 }
 
 /// Paths that differ between any two of `sources`.

@@ -31,6 +31,9 @@ impl<'a> Integrate<'a> {
         // Nothing is touched before the configuration is known to be sane.
         crate::validate::config(&cfg)?;
         let superproject = Repo::discover(&loaded.root)?;
+        if let Some(file) = &cfg.pin_file {
+            return Self::open_pin_file(cfg.clone(), superproject, file, sink);
+        }
         crate::validate::submodule(&superproject, &cfg.submodule)?;
         let sub_dir = superproject.dir().join(&cfg.submodule);
         if !sub_dir.join(".git").exists() {
@@ -54,6 +57,88 @@ impl<'a> Integrate<'a> {
             state_dir,
             sink,
         })
+    }
+
+    /// Pin-file mode: the pin is a file in the superproject; upstream's
+    /// history is a bare clone under the state directory (made here, filled
+    /// by the first fetch), so every history query works as with a submodule.
+    fn open_pin_file(
+        cfg: IntegrateConfig,
+        superproject: Repo,
+        file: &str,
+        sink: &'a dyn Sink,
+    ) -> Result<Integrate<'a>, Error> {
+        if cfg.upstream_url.is_none() {
+            return Err(
+                Error::usage("[integrate] pin-file needs [integrate] upstream-url")
+                    .hint("set upstream-url to the repository the pin file's revisions come from"),
+            );
+        }
+        let text = superproject
+            .git(&["show", &format!("HEAD:{file}")])
+            .map_err(|e| {
+                e.context(format!(
+                    "HEAD has no pin file `{file}` ([integrate] pin-file)"
+                ))
+            })?;
+        parse_pin(file, &text)?;
+        let state_dir = superproject.common_dir()?.join("lockstep");
+        let upstream_dir = state_dir.join("upstream.git");
+        if !upstream_dir.join("HEAD").exists() {
+            fs_err::create_dir_all(&state_dir)?;
+            let made =
+                Repo::new(&state_dir).try_git(&["init", "--quiet", "--bare", "upstream.git"])?;
+            if made.code != 0 {
+                return Err(
+                    Error::failed(format!("cannot create {}", upstream_dir.display()))
+                        .cause(made.stderr),
+                );
+            }
+        }
+        let store = Store::open(&state_dir)?;
+        Ok(Integrate {
+            cfg,
+            sub: Repo::new(upstream_dir),
+            superproject,
+            store,
+            state_dir,
+            sink,
+        })
+    }
+
+    /// The pin file's path in pin-file mode.
+    pub fn pin_file(&self) -> Option<&str> {
+        self.cfg.pin_file.as_deref()
+    }
+
+    /// The superproject path that holds the pin: the submodule or the pin file.
+    pub fn pin_path(&self) -> &str {
+        self.pin_file().unwrap_or(&self.cfg.submodule)
+    }
+
+    /// The upstream commit checked out now: the submodule's HEAD, or the
+    /// revision in the work tree's pin file.
+    pub fn checked_out(&self) -> Result<Oid, Error> {
+        match self.pin_file() {
+            None => self.sub.head(),
+            Some(file) => {
+                let path = self.superproject.dir().join(file);
+                let text = fs_err::read_to_string(&path)?;
+                parse_pin(file, &text)
+            }
+        }
+    }
+
+    /// Stages `sha` as the new pin in the superproject's index.
+    pub(crate) fn stage_pin(&self, sha: &str) -> Result<(), Error> {
+        match self.pin_file() {
+            None => self.superproject.stage_gitlink(&self.cfg.submodule, sha),
+            Some(file) => {
+                crate::checkout::write_pin_file(self, file, sha)?;
+                self.superproject.git(&["add", "--", file])?;
+                Ok(())
+            }
+        }
     }
 
     /// Takes the per-repository integrate lock.
@@ -141,8 +226,15 @@ impl<'a> Integrate<'a> {
         self.sub.fetch(remote, &[&refspec])
     }
 
-    /// The submodule commit recorded in the superproject's HEAD.
+    /// The upstream commit recorded in the superproject's HEAD.
     pub fn pin(&self) -> Result<Oid, Error> {
+        if let Some(file) = self.pin_file() {
+            let text = self
+                .superproject
+                .git(&["show", &format!("HEAD:{file}")])
+                .map_err(|e| e.context(format!("HEAD has no pin file `{file}`")))?;
+            return parse_pin(file, &text);
+        }
         self.superproject
             .gitlink("HEAD", &self.cfg.submodule)?
             .ok_or_else(|| {
@@ -161,7 +253,7 @@ impl<'a> Integrate<'a> {
             .superproject
             .dirty()?
             .into_iter()
-            .filter(|d| d.path != self.cfg.submodule)
+            .filter(|d| d.path != self.pin_path())
             .map(|d| format!("{} {}", d.code, d.path))
             .collect())
     }
@@ -171,6 +263,16 @@ impl<'a> Integrate<'a> {
         let dirt = self.superproject_dirt()?;
         if !dirt.is_empty() {
             return Err(dirty_error(self.superproject.dir(), &dirt));
+        }
+        if let Some(file) = self.pin_file() {
+            // The pin file is lockstep's to move, but only from a revision.
+            if self.checked_out().is_err() {
+                return Err(dirty_error(
+                    self.superproject.dir(),
+                    &[format!(" M {file}")],
+                ));
+            }
+            return Ok(());
         }
         let sub_dirt: Vec<String> = self
             .sub
@@ -231,6 +333,20 @@ impl<'a> Integrate<'a> {
             .as_ref()
             .map(|u| u.replace("{sha}", sha))
     }
+}
+
+/// One 40-hex revision (a trailing newline allowed, nothing else).
+pub fn parse_pin(path: &str, text: &str) -> Result<Oid, Error> {
+    let trimmed = text.trim_end_matches(['\n', '\r']);
+    if trimmed.len() == 40 && trimmed.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(trimmed.to_ascii_lowercase());
+    }
+    let shown: String = trimmed.chars().take(60).collect();
+    Err(
+        Error::usage(format!("pin file {path} does not hold one revision"))
+            .cause(format!("it holds `{}`", shown.escape_debug()))
+            .hint("a pin file is one line of 40 hex digits (a full commit id)"),
+    )
 }
 
 fn dirty_error(dir: &Path, dirt: &[String]) -> Error {

@@ -77,6 +77,13 @@ impl Integrate<'_> {
 
     /// Publishes `head` with the splice scheme.
     pub fn export_head(&self, head: &str) -> Result<Exported, Error> {
+        if self.pin_file().is_some() {
+            return Err(
+                Error::usage("nothing to export: a pin file carries no patches").hint(
+                    "pin-file mode pins upstream's own commits; export is for patched submodules",
+                ),
+            );
+        }
         let upstream = self.upstream_head()?;
         if self.sub.is_ancestor(head, &upstream)? {
             return Ok(Exported::PureUpstream {

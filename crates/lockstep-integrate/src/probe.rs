@@ -113,7 +113,7 @@ impl<'i, 'a> Prober<'i, 'a> {
                 .hint("set [integrate] smoke = [\"./build_tools/smoke.sh\"] in lockstep.toml"));
         }
         let context = verdict_context(&superproject_tree_key(ig)?, &command);
-        let checked_out = ig.sub.head()?;
+        let checked_out = ig.checked_out()?;
         Ok(Prober {
             ig,
             stack,
@@ -281,7 +281,7 @@ impl<'i, 'a> Prober<'i, 'a> {
         }
         let state = ProbeJournal {
             superproject_head: self.ig.superproject.head()?,
-            restore: self.ig.sub.head()?,
+            restore: self.ig.checked_out()?,
             pgid: None,
             moving_to: None,
         };
@@ -307,7 +307,7 @@ impl<'i, 'a> Prober<'i, 'a> {
     pub fn rebase_on(&mut self, stack: Vec<StackEntry>) -> Result<(), Error> {
         self.stack = stack;
         self.replays.clear();
-        self.checked_out = self.ig.sub.head()?;
+        self.checked_out = self.ig.checked_out()?;
         if let Some((id, state)) = &mut self.journal {
             state.superproject_head = self.ig.superproject.head()?;
             state.restore = self.checked_out.clone();
@@ -493,7 +493,7 @@ pub fn superproject_tree_key(ig: &Integrate) -> Result<String, Error> {
     let mut h = Sha256::new();
     for entry in listing.split('\0').filter(|e| !e.is_empty()) {
         let path = entry.split_once('\t').map(|(_, p)| p).unwrap_or("");
-        if path != ig.cfg.submodule {
+        if path != ig.pin_path() {
             h.update(entry.as_bytes());
             h.update(b"\0");
         }

@@ -168,7 +168,7 @@ impl<'a> Integrate<'a> {
         } else {
             self.pin()?
         };
-        let current = self.sub.head()?;
+        let current = self.checked_out()?;
         let mut sources = vec![current.as_str(), target.as_str()];
         if let Some(m) = &state.moving_to {
             sources.push(m);
@@ -208,7 +208,7 @@ impl<'a> Integrate<'a> {
                     // Unstage the new pin an interrupted commit may have left staged.
                     self.superproject
                         .git(&["reset", "-q", "--", &self.cfg.submodule])?;
-                    let current = self.sub.head()?;
+                    let current = self.checked_out()?;
                     checkout_submodule(
                         self,
                         &state.submodule_before,

@@ -57,7 +57,7 @@ impl Integrate<'_> {
         let _session = self.begin_session("integrate start")?;
         self.require_clean()?;
         let pin = self.pin()?;
-        if self.sub.head()? != pin {
+        if self.checked_out()? != pin {
             return Err(
                 Error::usage("the submodule is not at the commit the superproject pins")
                     .hint("run `git submodule update` (or commit the submodule change) first"),

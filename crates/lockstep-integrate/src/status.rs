@@ -99,7 +99,7 @@ impl Integrate<'_> {
 
     /// The status of a submodule whose upstream was never fetched.
     fn unfetched_status(&self) -> Result<Status, Error> {
-        let current = self.sub.head()?;
+        let current = self.checked_out()?;
         Ok(Status {
             superproject: self.superproject.dir().display().to_string(),
             branch: self.superproject.current_branch()?,
@@ -122,7 +122,7 @@ impl Integrate<'_> {
     pub fn position(&self) -> Result<Status, Error> {
         let upstream_head = self.upstream_head()?;
         let pin = self.pin()?;
-        let current = self.sub.head()?;
+        let current = self.checked_out()?;
         let merge_base = self
             .merge_base_memo(&current, &upstream_head)?
             .ok_or_else(|| {

@@ -15,6 +15,17 @@ use lockstep_git::Repo;
 /// Checks the names and paths of `cfg`.
 pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
     submodule_path(&cfg.submodule)?;
+    if let Some(file) = &cfg.pin_file {
+        submodule_path(file).map_err(|e| {
+            Error::usage(
+                e.message
+                    .replace("[integrate] submodule", "[integrate] pin-file"),
+            )
+            .hint(
+                "name the pin file by its path inside the superproject, e.g. llvm-project.version",
+            )
+        })?;
+    }
     remote_name("upstream-remote", &cfg.upstream_remote)?;
     remote_name("export.remote", &cfg.export.remote)?;
     ref_part("upstream-branch", &cfg.upstream_branch)?;

@@ -1,0 +1,187 @@
+//! `lockstep integrate` on a project that pins upstream by file
+//! (`[integrate] pin-file`) instead of a submodule: status, loop (gallop
+//! search to the exact breaking commit), one commit per advance that
+//! rewrites the pin file, bisect and report, with a real upstream
+//! repository and the bare clone lockstep keeps under `.git/lockstep/`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// Upstream with `n` commits after the base; from commit `breaks` on, `state.txt` says broken.
+fn upstream(dir: &Path, n: usize, breaks: usize) -> Vec<String> {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    let mut shas = Vec::new();
+    for i in 0..=n {
+        let state = if i >= breaks && i > 0 {
+            "broken"
+        } else {
+            "fine"
+        };
+        write(&dir.join("state.txt"), &format!("{state} {i}\n"));
+        git(dir, &["add", "."]);
+        git(
+            dir,
+            &[
+                "-c",
+                "user.name=u",
+                "-c",
+                "user.email=u@e",
+                "commit",
+                "-qm",
+                &format!("upstream change {i}"),
+            ],
+        );
+        shas.push(git(dir, &["rev-parse", "HEAD"]).trim().to_string());
+    }
+    shas
+}
+
+struct PinProject {
+    _tmp: tempfile::TempDir,
+    sp: PathBuf,
+    home: PathBuf,
+    shas: Vec<String>,
+}
+
+impl PinProject {
+    fn new(n: usize, breaks: usize) -> PinProject {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = tmp.path().join("upstream");
+        let shas = upstream(&up, n, breaks);
+        let sp = tmp.path().join("project");
+        std::fs::create_dir_all(&sp).unwrap();
+        git(&sp, &["init", "-q", "-b", "main"]);
+        write(&sp.join("llvm-project.version"), &format!("{}\n", shas[0]));
+        let smoke = format!(
+            "git --git-dir='{}/.git' show \"$(cat llvm-project.version)\":state.txt | grep -q fine",
+            up.display()
+        );
+        write(
+            &sp.join("lockstep.toml"),
+            &format!(
+                "[integrate]\npin-file = \"llvm-project.version\"\nupstream-url = \"{}\"\nupstream-branch = \"main\"\nupstream-name = \"LLVM\"\nbase = \"main\"\nsmoke = [\"sh\", \"-c\", {smoke:?}]\n",
+                up.display()
+            ),
+        );
+        git(&sp, &["add", "."]);
+        git(
+            &sp,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@e",
+                "commit",
+                "-qm",
+                "pin LLVM",
+            ],
+        );
+        let home = tmp.path().to_path_buf();
+        PinProject {
+            _tmp: tmp,
+            sp,
+            home,
+            shas,
+        }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+        cmd.args(args).current_dir(&self.sp);
+        isolate(&mut cmd, &self.home.join("home"), &self.home.join("cache"));
+        cmd.env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@e");
+        cmd.env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@e");
+        cmd
+    }
+
+    fn json(&self, args: &[&str], code: i32) -> serde_json::Value {
+        let out = expect(&mut self.cmd(args), code);
+        serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)))
+    }
+
+    fn pin(&self) -> String {
+        std::fs::read_to_string(self.sp.join("llvm-project.version"))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+}
+
+#[test]
+fn loop_advances_the_pin_file_commit_by_commit_and_halts_at_the_culprit() {
+    let p = PinProject::new(12, 9);
+    let status = p.json(&["integrate", "status", "--fetch", "--json"], 0);
+    assert_eq!(status["pin"], p.shas[0].as_str());
+    assert_eq!(status["upstream_head"], p.shas[12].as_str());
+    assert_eq!(status["pending"].as_array().unwrap().len(), 12);
+    assert_eq!(status["patches"].as_array().unwrap().len(), 0);
+    assert!(p.sp.join(".git/lockstep/upstream.git").is_dir());
+
+    // loop: advances to the last good commit, halts naming the culprit.
+    let out = expect(&mut p.cmd(&["integrate", "loop", "--json"]), 3);
+    let text = stdout(&out);
+    assert!(
+        text.contains(&p.shas[9]),
+        "culprit not named:\n{text}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(p.pin(), p.shas[8], "the pin stops at the last good commit");
+    assert!(is_clean(&p.sp), "the work tree is left clean");
+    // The advance is one superproject commit changing only the pin file.
+    let subjects = subjects(&p.sp);
+    assert_eq!(subjects.len(), 2, "{subjects:?}");
+    assert!(subjects[0].contains("LLVM"), "{subjects:?}");
+    let changed = git(&p.sp, &["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(changed.trim(), "llvm-project.version");
+    let halted = p.json(&["integrate", "status", "--json"], 0);
+    assert_eq!(halted["halted"]["commit"], p.shas[9].as_str(), "{halted}");
+    assert_eq!(halted["pending"].as_array().unwrap().len(), 4);
+
+    // bisect over upstream commits with the pin file as the moving part.
+    let out = expect(
+        &mut p.cmd(&[
+            "integrate", "bisect", "--good", &p.shas[0], "--bad", &p.shas[12], "--json", "--",
+            "sh", "-c", &format!("git --git-dir='{}/.git' show \"$(cat llvm-project.version)\":state.txt | grep -q fine", p.home.join("upstream").display()),
+        ]),
+        0,
+    );
+    assert!(stdout(&out).contains(&p.shas[9]), "{}", stdout(&out));
+    assert_eq!(p.pin(), p.shas[8], "bisect puts the pin file back");
+    assert!(is_clean(&p.sp));
+
+    // report works; export says there is nothing to export.
+    expect(&mut p.cmd(&["integrate", "report", "--json"]), 0);
+    let err = stderr(&expect(&mut p.cmd(&["integrate", "export"]), 2));
+    assert!(err.contains("a pin file carries no patches"), "{err}");
+}
+
+#[test]
+fn a_pin_file_edited_by_hand_is_never_overwritten() {
+    let p = PinProject::new(4, 99);
+    write(&p.sp.join("llvm-project.version"), "my own edit\n");
+    let err = stderr(&expect(&mut p.cmd(&["integrate", "loop"]), 2));
+    assert!(err.contains("uncommitted changes"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(p.sp.join("llvm-project.version")).unwrap(),
+        "my own edit\n"
+    );
+
+    // A pin file that is not a revision at HEAD, and no upstream-url: usage errors.
+    git(&p.sp, &["checkout", "--", "llvm-project.version"]);
+    let config = std::fs::read_to_string(p.sp.join("lockstep.toml")).unwrap();
+    let no_url: String = config
+        .lines()
+        .filter(|l| !l.starts_with("upstream-url"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    write(&p.sp.join("lockstep.toml"), &no_url);
+    let err = stderr(&expect(&mut p.cmd(&["integrate", "status"]), 2));
+    assert!(err.contains("needs [integrate] upstream-url"), "{err}");
+}
