@@ -25,6 +25,65 @@ fn print_json(out: Out, value: &impl serde::Serialize) -> Result<(), Error> {
     Ok(())
 }
 
+/// `release bump --smoke` when `[integrate] pin-file` is set: the smoke runs
+/// through the integrate engine's prober (its runner and verdict cache) and
+/// a good head is committed by `next --to`; a bad one commits nothing (exit 1).
+pub fn bump_pin_file(
+    loaded: &Loaded,
+    to: Option<&str>,
+    json: bool,
+    rep: &Reporters,
+) -> Result<i32, Error> {
+    let out = rep.out();
+    let ig = Integrate::open(loaded, rep)?;
+    ig.fetch_upstream()?;
+    let target = match to {
+        Some(rev) => rev.to_string(),
+        None => ig.upstream_head()?,
+    };
+    if ig.pin()? == ig.sub.must_resolve(&target)? {
+        out.line(format!("already at {target}: nothing to commit"));
+        return Ok(0);
+    }
+    // The smoke on the new head, through the engine's prober: its runner,
+    // its verdict cache, its checkout (the pin file written, then put back).
+    let sha = ig.sub.must_resolve(&target)?;
+    let commit = ig.sub.commit(&sha)?;
+    let mut prober = lockstep_integrate::probe::Prober::new(
+        &ig,
+        Vec::new(),
+        ig.cfg.smoke.clone(),
+        Some(ig.cfg.smoke_timeout),
+        "release-bump",
+    )?;
+    let probe = prober.probe(&commit, 1, 1);
+    prober.finish()?;
+    let probe = probe?;
+    if probe.verdict != lockstep_integrate::probe::Verdict::Good {
+        let log = probe.log.clone().unwrap_or_default();
+        return Err(Error::failed(format!(
+            "the smoke command is {} on {sha}{}; the bump is not committed",
+            probe.verdict.as_str(),
+            if probe.cached {
+                " (a cached verdict)"
+            } else {
+                ""
+            }
+        ))
+        .cause(format!("log: {log}"))
+        .hint("the pin file is as it was; `lockstep integrate loop` finds the last good commit"));
+    }
+    let outcome = ig.next(&NextOptions {
+        to: Some(sha),
+        no_export: true,
+        dry_run: false,
+    })?;
+    if json {
+        print_json(out, &outcome)?;
+    }
+    Ok(print_next(out, &outcome, json))
+}
+
 pub fn run(cmd: cli::Integrate, loaded: &Loaded, rep: &Reporters) -> Result<i32, Error> {
     let out = rep.out();
     if let cli::Integrate::Repair { force, json } = cmd {

@@ -16,6 +16,15 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
     let settings = settings::settings(loaded)?;
     match cmd {
         cli::Release::Bump { to, smoke, json } => {
+            if let (true, Some(file)) = (smoke, &loaded.config.integrate.pin_file) {
+                if settings.pin_files.as_slice() != [file.clone()] {
+                    return Err(Error::usage(format!(
+                        "with [integrate] pin-file = \"{file}\", `bump --smoke` moves that file through the integrate engine"
+                    ))
+                    .hint(format!("set [release] pin-files = [\"{file}\"]")));
+                }
+                return crate::integrate::bump_pin_file(loaded, to.as_deref(), json, rep);
+            }
             let repo = lockstep_release::open_repo(cwd)?;
             let smoke = match smoke {
                 false => None,

@@ -185,3 +185,63 @@ fn a_pin_file_edited_by_hand_is_never_overwritten() {
     let err = stderr(&expect(&mut p.cmd(&["integrate", "status"]), 2));
     assert!(err.contains("needs [integrate] upstream-url"), "{err}");
 }
+
+#[test]
+fn release_bump_smoke_goes_through_the_integrate_engine_and_its_verdict_cache() {
+    let p = PinProject::new(6, 6);
+    let counter = p.home.join("smoke-runs");
+    let config = std::fs::read_to_string(p.sp.join("lockstep.toml")).unwrap();
+    // Count smoke runs: a cached verdict runs nothing.
+    let counted = config.replace(
+        "smoke = [\"sh\", \"-c\", \"",
+        &format!(
+            "smoke = [\"sh\", \"-c\", \"echo run >> '{}'; ",
+            counter.display()
+        ),
+    );
+    assert_ne!(counted, config);
+    write(
+        &p.sp.join("lockstep.toml"),
+        &format!("{counted}\n[release]\nversion-base = \"1.0.0\"\npin-files = [\"llvm-project.version\"]\n"),
+    );
+    git(
+        &p.sp,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qam",
+            "count smokes",
+        ],
+    );
+    let runs = || {
+        std::fs::read_to_string(&counter)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+
+    // Upstream's head is broken: exit 1, nothing committed.
+    let before = git(&p.sp, &["rev-parse", "HEAD"]);
+    expect(&mut p.cmd(&["release", "bump", "--smoke"]), 1);
+    assert_eq!(git(&p.sp, &["rev-parse", "HEAD"]), before);
+    assert_eq!(p.pin(), p.shas[0]);
+    assert!(is_clean(&p.sp));
+    let after_first = runs();
+    assert!(after_first >= 1);
+    // Again: the verdict comes from the cache, no smoke runs.
+    expect(&mut p.cmd(&["release", "bump", "--smoke"]), 1);
+    assert_eq!(runs(), after_first, "the cached verdict was not used");
+
+    // A good revision: one commit moving the pin file.
+    expect(
+        &mut p.cmd(&["release", "bump", "--smoke", "--to", &p.shas[5]]),
+        0,
+    );
+    assert_eq!(p.pin(), p.shas[5]);
+    assert_eq!(
+        git(&p.sp, &["show", "--name-only", "--format=", "HEAD"]).trim(),
+        "llvm-project.version"
+    );
+}
