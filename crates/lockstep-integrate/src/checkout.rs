@@ -105,17 +105,7 @@ fn checkout_pin_file(
             "commit or restore it, then rerun (lockstep wants it at {target})"
         )));
     }
-    write_pin_file(ig, file, target)
-}
-
-/// Writes `sha` into the pin file (atomically; through a link).
-pub(crate) fn write_pin_file(ig: &Integrate, file: &str, sha: &str) -> Result<(), Error> {
-    let path = ig.superproject.dir().join(file);
-    lockstep_core::output::write_as(
-        "[integrate] pin-file",
-        &lockstep_core::output::Target::Path(path),
-        format!("{sha}\n").as_bytes(),
-    )
+    ig.write_pin_file(file, target)
 }
 
 /// Paths that differ between any two of `sources`.

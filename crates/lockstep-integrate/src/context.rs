@@ -134,11 +134,21 @@ impl<'a> Integrate<'a> {
         match self.pin_file() {
             None => self.superproject.stage_gitlink(&self.cfg.submodule, sha),
             Some(file) => {
-                crate::checkout::write_pin_file(self, file, sha)?;
+                self.write_pin_file(file, sha)?;
                 self.superproject.git(&["add", "--", file])?;
                 Ok(())
             }
         }
+    }
+
+    /// Writes `sha` into the pin file (atomically; through a link).
+    pub(crate) fn write_pin_file(&self, file: &str, sha: &str) -> Result<(), Error> {
+        let path = self.superproject.dir().join(file);
+        lockstep_core::output::write_as(
+            "[integrate] pin-file",
+            &lockstep_core::output::Target::Path(path),
+            format!("{sha}\n").as_bytes(),
+        )
     }
 
     /// Takes the per-repository integrate lock.

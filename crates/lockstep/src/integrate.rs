@@ -13,7 +13,7 @@ use lockstep_integrate::Integrate;
 
 use lockstep_report::{Out, Reporters};
 
-use crate::cli::{self, DemoArgs};
+use crate::cli;
 
 /// Exit status for a halt at a breaking or conflicting commit.
 const HALTED: i32 = 3;
@@ -492,35 +492,5 @@ fn print_next(out: Out, outcome: &NextOutcome, json: bool) -> i32 {
             }
             HALTED
         }
-    }
-}
-
-pub fn demo(args: DemoArgs, rep: &Reporters) -> Result<i32, Error> {
-    let mut story = OutWriter(rep.out());
-    let summary = lockstep_sandbox::demo::run(args.dir.as_deref(), rep, &mut story)?;
-    let tests = crate::suite::demo(rep)?;
-    let bench = crate::bench::demo(rep)?;
-    let packages = crate::pkg::demo(rep)?;
-    let release = crate::release::demo(rep)?;
-    Ok(
-        if summary.ok && tests == 0 && bench == 0 && packages == 0 && release == 0 {
-            0
-        } else {
-            1
-        },
-    )
-}
-
-/// The demo's story goes where human output goes.
-struct OutWriter(Out);
-
-impl std::io::Write for OutWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.print(&String::from_utf8_lossy(buf));
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }

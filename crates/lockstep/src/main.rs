@@ -6,6 +6,7 @@ mod bench;
 mod cache;
 mod ci;
 mod cli;
+mod demo;
 mod integrate;
 mod output;
 mod pkg;
@@ -73,7 +74,7 @@ fn dispatch(cli: cli::Cli, rep: &Reporters) -> Result<i32, Error> {
     let load = || lockstep_core::config::load(cli.config.as_deref(), &cwd);
     match cli.command {
         cli::Command::Integrate(cmd) => integrate::run(cmd, &load()?, rep),
-        cli::Command::Demo(args) => integrate::demo(args, rep),
+        cli::Command::Demo(args) => demo::run(args, rep),
         cli::Command::Toolchain(cmd) => toolchain::run(cmd, &load()?, rep),
         cli::Command::Test(args) => suite::run(args, &load()?, &cwd, rep),
         cli::Command::Cache(cmd) => cache::run(cmd, &load()?, rep),
