@@ -637,7 +637,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config> {
             .hint(format!(
                 "fix {} (each table's keys are documented in docs/: [integrate] in \
                  integrate.md, [toolchain] and [test] in test.md, [preprocess] in \
-                 preprocess.md, [bench] in bench.md, [pkg] in pkg.md, [ci] in ci.md)",
+                 preprocess.md, [bench] in bench.md, [pkg] in pkg.md, [ci] in ci.md, [release] in release.md)",
                 path.display()
             ))
     })?;
