@@ -108,6 +108,7 @@ fn concurrent_cuts_get_distinct_increasing_versions_and_a_rerun_reuses_its_tag()
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
         let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_schema("release-cut.json", &doc);
         assert_eq!(doc["reused"], false);
         versions.push(doc["version"].as_str().unwrap().to_string());
     }
@@ -375,6 +376,7 @@ fn published_sets_install_with_pip_and_uv_from_the_index_and_yanks_are_skipped()
         &std::fs::read_to_string(index.join(format!("files/{v1}/release.json"))).unwrap(),
     )
     .unwrap();
+    assert_schema("release-record.json", &record);
     assert_eq!(record["tag"], "snapshot-x");
     assert_eq!(record["files"].as_array().unwrap().len(), 2);
     // Publishing the same bytes again changes nothing.
