@@ -69,18 +69,7 @@ impl PinProject {
             ),
         );
         git(&sp, &["add", "."]);
-        git(
-            &sp,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@e",
-                "commit",
-                "-qm",
-                "pin LLVM",
-            ],
-        );
+        commit_as_tester(&sp, "pin LLVM", false);
         let home = tmp.path().to_path_buf();
         PinProject {
             _tmp: tmp,

@@ -42,18 +42,7 @@ fn remote_and_clone(config: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     );
     write(&work.join("lockstep.toml"), config);
     git(&work, &["add", "."]);
-    git(
-        &work,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-qm",
-            "init",
-        ],
-    );
+    commit_as_tester(&work, "init", false);
     git(&work, &["push", "-q", "origin", "HEAD:main"]);
     (tmp, remote, work)
 }
@@ -167,18 +156,7 @@ fn bad_cut_inputs_are_clear_errors_and_leave_no_tag() {
     );
     write(&work.join("llvm-project.version"), "main\n");
     git(&work, &["add", "."]);
-    git(
-        &work,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-qm",
-            "pin",
-        ],
-    );
+    commit_as_tester(&work, "pin", false);
     let err = stderr(&expect(
         &mut lockstep_in(&work, home, &["release", "cut"]),
         2,
@@ -193,18 +171,7 @@ fn bad_cut_inputs_are_clear_errors_and_leave_no_tag() {
     ));
     assert!(err.contains("uncommitted changes"), "{err}");
     git(&work, &["add", "llvm-project.version"]);
-    git(
-        &work,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-qm",
-            "pin",
-        ],
-    );
+    commit_as_tester(&work, "pin", false);
     git(&work, &["push", "-q", "origin", "HEAD:main"]);
 
     // A remote that refuses tags (a protected ref): exit 1 with its words, no tag anywhere.
@@ -740,18 +707,7 @@ fn bump_moves_the_pins_in_one_commit_and_a_failing_smoke_commits_nothing() {
     write(&work.join("lockstep.toml"), &config);
     write(&work.join("llvm-project.version"), &format!("{first}\n"));
     git(&work, &["add", "."]);
-    git(
-        &work,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-qm",
-            "init",
-        ],
-    );
+    commit_as_tester(&work, "init", false);
     let home = tmp.path();
     let head = |w: &Path| git(w, &["rev-parse", "HEAD"]).trim().to_string();
 
@@ -859,18 +815,7 @@ fn prune_keeps_the_newest_finals_and_whatever_a_branch_names() {
         "[[packages]]\nname = \"demo-pure\"\nversion = \"3.14.0rc2026112101\"\n",
     );
     git(&work, &["add", "deploy"]);
-    git(
-        &work,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-qm",
-            "pin a snapshot",
-        ],
-    );
+    commit_as_tester(&work, "pin a snapshot", false);
     expect(&mut lockstep_in(&work, &home, &["release", "index"]), 0);
 
     let out = expect(

@@ -223,6 +223,27 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// Commits what is staged (and, with `add_all`, everything) in `dir` as
+/// a test author, whatever git identity the machine has (none in CI).
+pub fn commit_as_tester(dir: &Path, message: &str, add_all: bool) -> String {
+    if add_all {
+        git(dir, &["add", "-A"]);
+    }
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            message,
+        ],
+    );
+    git(dir, &["rev-parse", "HEAD"])
+}
+
 /// Subjects of the superproject's first-parent history, newest first.
 pub fn subjects(dir: &Path) -> Vec<String> {
     git(dir, &["log", "--format=%s"])
