@@ -224,6 +224,16 @@ pub fn all() -> Vec<Target> {
                 "\n",
             ],
         },
+        Target {
+            name: "artifact-zip",
+            run: artifact_zip,
+            dictionary: &["PK\u{3}\u{4}", "PK\u{1}\u{2}", "PK\u{5}\u{6}", "../", "/etc/", "\0", "\u{ff}\u{ff}\u{ff}\u{ff}"],
+        },
+        Target {
+            name: "version-template",
+            run: version_template,
+            dictionary: &["{base}", "{date}", "{n}", "{n:02}", "{n:09}", "{n:0", "rc", ".dev", ".post", "+", "{", "}", "-"],
+        },
     ]
 }
 
@@ -328,6 +338,32 @@ fn pylock(input: &[u8]) -> Outcome {
     match lockstep_python::pylock::Lock::parse(&text(input), file) {
         Ok(_) => Outcome::Accepted,
         Err(e) => refused(&e.to_string(), file),
+    }
+}
+
+/// The bytes as a downloaded artifact, extracted as `pkg fetch` does (into
+/// a fresh temporary directory; nothing may land outside it).
+fn artifact_zip(input: &[u8]) -> Outcome {
+    let Ok(dir) = tempfile::tempdir() else {
+        return Outcome::Accepted;
+    };
+    let zip = dir.path().join("fuzz-artifact.zip");
+    if std::fs::write(&zip, input).is_err() {
+        return Outcome::Accepted;
+    }
+    let dest = dir.path().join("out");
+    match lockstep_github::extract_zip(&zip, &dest, 1 << 20) {
+        Ok(()) => Outcome::Accepted,
+        Err(e) => refused(&e.render(), &zip),
+    }
+}
+
+/// A `[release] snapshot` template, checked with its examples.
+fn version_template(input: &[u8]) -> Outcome {
+    let key = "fuzz-template.toml [release] snapshot";
+    match lockstep_release::template::VersionTemplate::parse(key, &text(input)) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => refused(&e.render(), Path::new("fuzz-template.toml")),
     }
 }
 
