@@ -50,10 +50,14 @@ pub fn bump(req: &BumpRequest) -> Result<Bumped, Error> {
     let mut changed = Vec::new();
     for path in req.pin_files {
         let file = top.join(path);
-        let current = std::fs::read_to_string(&file).unwrap_or_default();
-        if !current.trim().is_empty() {
-            parse_pin(path, &current)?;
-        }
+        let current = std::fs::read_to_string(&file).map_err(|e| {
+            Error::usage(format!("cannot read pin file {path}"))
+                .cause(e.to_string())
+                .hint(
+                    "create it with one 40-hex revision and commit it, or fix [release] pin-files",
+                )
+        })?;
+        parse_pin(path, &current)?;
         if current.trim() != to {
             changed.push(path.clone());
         }
@@ -73,10 +77,11 @@ pub fn bump(req: &BumpRequest) -> Result<Bumped, Error> {
             format!("{to}\n").as_bytes(),
         )?;
     }
+    // Each file back from HEAD on its own, so one failure cannot keep the others.
     let restore = |why: Error| {
-        let mut args = vec!["checkout", "--"];
-        args.extend(changed.iter().map(String::as_str));
-        let _ = req.repo.try_git(&args);
+        for path in &changed {
+            let _ = req.repo.try_git(&["checkout", "HEAD", "--", path]);
+        }
         why
     };
     let mut smoke = None;
@@ -144,9 +149,12 @@ fn target(req: &BumpRequest) -> Result<String, Error> {
     };
     let listed = req.repo.try_git(&["ls-remote", url])?;
     if listed.code != 0 {
-        return Err(Error::failed(format!("cannot read upstream {url}"))
-            .cause(listed.stderr.trim().to_string())
-            .hint("check [release] upstream-url and network access"));
+        return Err(Error::failed(format!(
+            "cannot read upstream {}",
+            crate::upload::without_userinfo(url)
+        ))
+        .cause(listed.stderr.trim().to_string())
+        .hint("check [release] upstream-url and network access"));
     }
     for want in &refs {
         for line in listed.stdout.lines() {

@@ -298,13 +298,22 @@ fn next_version(
     } else {
         0
     };
+    let full = || {
+        Error::failed(format!(
+            "the counter of \"{}\" is exhausted for base {}",
+            req.template.source(),
+            req.base
+        ))
+        .hint("bump [release] version-base")
+    };
     let mut n = family
         .iter()
         .filter(|(d, _, _)| *d == date)
         .map(|(_, n, _)| *n)
         .max()
         .unwrap_or(0)
-        + 1;
+        .checked_add(1)
+        .ok_or_else(full)?;
     let newest = family.iter().map(|(_, _, v)| v).max();
     loop {
         let text = req.template.render(Slot {
@@ -323,7 +332,7 @@ fn next_version(
                     ))
                     .hint("check this machine's clock (dates are UTC)"));
                 }
-                n += 1;
+                n = n.checked_add(1).ok_or_else(full)?;
             }
             _ => return Ok(text),
         }

@@ -176,14 +176,10 @@ fn anchor(prefix: &str, listed: &Listed) -> String {
 
 fn project_json(name: &str, files: &[Listed], prefix: &str) -> String {
     let mut versions: Vec<&str> = files.iter().map(|l| l.version).collect();
-    versions.sort_by(|a, b| {
-        match (
-            a.parse::<pep440_rs::Version>(),
-            b.parse::<pep440_rs::Version>(),
-        ) {
-            (Ok(x), Ok(y)) => x.cmp(&y),
-            _ => a.cmp(b),
-        }
+    // A total order: PEP 440 versions by precedence, then anything else by text.
+    versions.sort_by_cached_key(|v| {
+        let parsed = v.parse::<pep440_rs::Version>().ok();
+        (parsed.is_none(), parsed, v.to_string())
     });
     versions.dedup();
     let mut sorted: Vec<&Listed> = files.iter().collect();
@@ -240,6 +236,12 @@ fn escape(text: &str) -> String {
 /// Marks every file of `version` yanked with `reason`.
 pub fn yank(index: &Path, version: &str, reason: &str) -> Result<Release, Error> {
     let dir = index.join(store::FILES).join(version);
+    if version.parse::<pep440_rs::Version>().is_err() {
+        return Err(Error::usage(format!(
+            "`{}` is not a PEP 440 version",
+            version.escape_debug()
+        )));
+    }
     if !dir.is_dir() || version.starts_with('.') || version.contains('/') {
         let known: Vec<String> = store::releases(index)?.into_keys().collect();
         return Err(

@@ -144,6 +144,8 @@ pub fn rewrite_wheel(
     let raw_name = file_name.split('-').next().unwrap_or_default();
     let old_info = format!("{raw_name}-{from}.dist-info/");
     let new_info = format!("{raw_name}-{to}.dist-info/");
+    let old_data = format!("{raw_name}-{from}.data/");
+    let new_data = format!("{raw_name}-{to}.data/");
     let reader = fs_err::File::open(wheel)?;
     let mut archive = zip::ZipArchive::new(std::io::BufReader::new(reader)).map_err(|e| {
         Error::failed(format!("{file_name} is not a zip archive")).cause(e.to_string())
@@ -165,9 +167,20 @@ pub fn rewrite_wheel(
             dropped.push(member);
             continue;
         }
-        let renamed = match member.strip_prefix(&old_info) {
-            Some(rest) => format!("{new_info}{rest}"),
-            None => member.clone(),
+        let top = member.split('/').next().unwrap_or_default();
+        if (top.ends_with(".dist-info") || top.ends_with(".data")) && member.contains('/') {
+            let ours = format!("{top}/") == old_info || format!("{top}/") == old_data;
+            if !ours {
+                return Err(Error::usage(format!("{file_name} has a foreign `{top}` directory"))
+                    .hint("a wheel holds one .dist-info (and .data) directory, named for its own name and version"));
+            }
+        }
+        let renamed = if let Some(rest) = member.strip_prefix(&old_info) {
+            format!("{new_info}{rest}")
+        } else if let Some(rest) = member.strip_prefix(&old_data) {
+            format!("{new_data}{rest}")
+        } else {
+            member.clone()
         };
         if renamed == format!("{new_info}RECORD") {
             record_name = Some((renamed, options_of(&entry)));
@@ -195,7 +208,7 @@ pub fn rewrite_wheel(
                 if contains_version(text, from) {
                     stamps.push(renamed.clone());
                     if rewrite_stamps {
-                        changed = Some(text.replace(from, to).into_bytes());
+                        changed = Some(replace_version(text, from, to).into_bytes());
                     }
                 }
             }
@@ -303,6 +316,27 @@ fn contains_version(text: &str, version: &str) -> bool {
     })
 }
 
+/// `text` with `version` replaced by `to` where it stands as a whole token.
+fn replace_version(text: &str, version: &str, to: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (i, _) in text.match_indices(version) {
+        if i < last {
+            continue;
+        }
+        let before = text[..i].chars().next_back();
+        let after = text[i + version.len()..].chars().next();
+        let boundary = |c: Option<char>| c.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '.'));
+        if boundary(before) && boundary(after) {
+            out.push_str(&text[last..i]);
+            out.push_str(to);
+            last = i + version.len();
+        }
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 fn digest(bytes: &[u8]) -> String {
     encode(&Sha256::digest(bytes))
 }
@@ -338,6 +372,15 @@ mod tests {
             "13.14.0rc2026112501",
             "3.14.0rc2026112501"
         ));
+    }
+
+    #[test]
+    fn stamps_are_rewritten_as_tokens_only() {
+        let text = "VERSION = '1.0rc1'  # fixed in 1.0rc10, see 1.0rc1.\n";
+        assert_eq!(
+            replace_version(text, "1.0rc1", "1.0"),
+            "VERSION = '1.0'  # fixed in 1.0rc10, see 1.0rc1.\n"
+        );
     }
 
     #[test]

@@ -70,14 +70,23 @@ pub fn prune(req: &PruneRequest) -> Result<Pruned, Error> {
         }
     }
     let mut referenced = Vec::new();
-    if let Some(repo) = req.repo {
-        doomed.retain(|version| {
-            let named = is_referenced(repo, req.branches, req.pin_files, version);
-            if named {
-                referenced.push(version.clone());
+    if !doomed.is_empty() && !req.branches.is_empty() {
+        // Fail closed: a reference that cannot be checked keeps nothing from
+        // being pruned, rather than pruning what a branch may pin.
+        let repo = req.repo.ok_or_else(|| {
+            Error::usage("release prune checks [release] branches for references, but this is not a git repository")
+                .hint("run it in the repository, or set [release] branches = [] to prune without the check")
+        })?;
+        let revs = branch_revs(repo, req.branches)?;
+        let mut kept = Vec::new();
+        for version in doomed {
+            if is_referenced(repo, &revs, req.pin_files, &version)? {
+                referenced.push(version);
+            } else {
+                kept.push(version);
             }
-            !named
-        });
+        }
+        doomed = kept;
     }
     let mut out = Pruned {
         removed: Vec::new(),
@@ -93,45 +102,96 @@ pub fn prune(req: &PruneRequest) -> Result<Pruned, Error> {
         }
         return Ok(out);
     }
-    for version in doomed {
-        if req.yank {
+    if req.yank {
+        for version in doomed {
             crate::index::yank(req.index, &version, "pruned by the retention policy")?;
             out.yanked.push(version);
-        } else {
-            let dir = req.index.join(store::FILES).join(&version);
-            let gone = req
-                .index
-                .join(store::FILES)
-                .join(format!(".{version}.pruned-{}", std::process::id()));
-            fs_err::rename(&dir, &gone)?;
-            fs_err::remove_dir_all(&gone)?;
-            out.removed.push(version);
         }
+        crate::index::write_index(req.index, None)?;
+        return Ok(out);
     }
-    crate::index::write_index(req.index, None)?;
+    // Out of the store first, then the index without them, then deleted: a
+    // failure before the index is rewritten puts them back.
+    let files = req.index.join(store::FILES);
+    let mut moved = Vec::new();
+    let outcome = (|| {
+        for version in &doomed {
+            let gone = files.join(format!(".{version}.pruned-{}", std::process::id()));
+            fs_err::rename(files.join(version), &gone)?;
+            moved.push((version.clone(), gone));
+        }
+        crate::index::write_index(req.index, None).map(drop)
+    })();
+    if let Err(e) = outcome {
+        for (version, gone) in &moved {
+            let _ = std::fs::rename(gone, files.join(version));
+        }
+        return Err(e);
+    }
+    for (version, gone) in moved {
+        if let Err(e) = std::fs::remove_dir_all(&gone) {
+            tracing::warn!(path = %gone.display(), error = %e, "cannot delete a pruned version");
+        }
+        out.removed.push(version);
+    }
     Ok(out)
 }
 
-/// Whether any manifest, requirements file or pin file on `branches` names `version`.
-fn is_referenced(repo: &Repo, branches: &[String], pin_files: &[String], version: &str) -> bool {
-    let mut specs: Vec<String> = vec![
-        ":(glob)**/pylock*.toml".into(),
-        ":(glob)**/*requirements*.txt".into(),
-    ];
-    specs.extend(pin_files.iter().cloned());
-    branches.iter().any(|branch| {
-        let rev = [
-            format!("refs/heads/{branch}"),
+/// Each branch's commit: the remote-tracking `origin/B` when there is one
+/// (fresher than a local branch in CI), else the local `B`; a branch that
+/// exists nowhere is an error.
+fn branch_revs(repo: &Repo, branches: &[String]) -> Result<Vec<String>, Error> {
+    let mut revs = Vec::new();
+    for branch in branches {
+        let found = [
             format!("refs/remotes/origin/{branch}"),
+            format!("refs/heads/{branch}"),
         ]
         .into_iter()
         .find(|r| {
             repo.try_git(&["rev-parse", "--verify", "--quiet", r])
                 .is_ok_and(|o| o.code == 0)
         });
-        let Some(rev) = rev else { return false };
+        match found {
+            Some(rev) => revs.push(rev),
+            None => {
+                return Err(Error::usage(format!(
+                    "[release] branches: `{branch}` is not a branch here (nor origin/{branch})"
+                ))
+                .hint("fetch it, or fix [release] branches; nothing was pruned"))
+            }
+        }
+    }
+    Ok(revs)
+}
+
+/// Whether any manifest, requirements file or pin file at `revs` names `version`.
+fn is_referenced(
+    repo: &Repo,
+    revs: &[String],
+    pin_files: &[String],
+    version: &str,
+) -> Result<bool, Error> {
+    let mut specs: Vec<String> = vec![
+        ":(glob)**/pylock*.toml".into(),
+        ":(glob)**/*requirements*.txt".into(),
+    ];
+    specs.extend(pin_files.iter().cloned());
+    for rev in revs {
         let mut args = vec!["grep", "-q", "-F", "-e", version, rev.as_str(), "--"];
         args.extend(specs.iter().map(String::as_str));
-        repo.try_git(&args).is_ok_and(|o| o.code == 0)
-    })
+        let out = repo.try_git(&args)?;
+        match out.code {
+            0 => return Ok(true),
+            1 => {}
+            _ => {
+                return Err(Error::failed(format!(
+                    "cannot search {rev} for references to {version}"
+                ))
+                .cause(out.stderr.trim().to_string())
+                .hint("nothing was pruned"))
+            }
+        }
+    }
+    Ok(false)
 }

@@ -25,6 +25,8 @@ use crate::store::{self, Release};
 
 /// How long one console script's `--help` may take.
 const HELP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `[release] smoke` may take.
+const SMOKE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 pub struct PublishRequest<'a> {
     pub manifest: PathBuf,
@@ -153,11 +155,14 @@ fn validate(
     index::write_index(&staged_index, None)?;
     let venv = stage.path().join("venv");
     let mut cmd = req.uv.command(stage.path());
-    cmd.args(["venv", "--quiet", "--no-project"]).arg(&venv);
+    isolate_uv(&mut cmd);
+    cmd.args(["venv", "--quiet", "--no-project", "--no-config"])
+        .arg(&venv);
     uv::run_captured(&mut cmd, "uv venv (release validation)")?;
     let url = format!("file://{}/", staged_index.join(index::SIMPLE).display());
     let mut cmd = req.uv.command(stage.path());
-    cmd.args(["pip", "install", "--quiet", "--python"])
+    isolate_uv(&mut cmd);
+    cmd.args(["pip", "install", "--quiet", "--no-config", "--python"])
         .arg(venv.join("bin/python"))
         .args(["--index-url", &url]);
     for package in packages {
@@ -177,7 +182,12 @@ fn validate(
             .env("PATH", &path)
             .env("VIRTUAL_ENV", &venv)
             .stdin(Stdio::null());
-        run_bounded(&mut cmd, &format!("`{script} --help`"))?;
+        run_bounded(
+            &mut cmd,
+            &format!("`{script} --help`"),
+            &stage.path().join("script.log"),
+            HELP_TIMEOUT,
+        )?;
     }
     if let Some(smoke) = &req.smoke {
         let mut cmd = Command::new("sh");
@@ -185,41 +195,66 @@ fn validate(
             .env("PATH", &path)
             .env("VIRTUAL_ENV", &venv)
             .stdin(Stdio::null());
-        run_bounded(&mut cmd, &format!("[release] smoke `{smoke}`"))?;
+        let log = req.work.join("smoke.log");
+        run_bounded(
+            &mut cmd,
+            &format!("[release] smoke `{smoke}`"),
+            &log,
+            SMOKE_TIMEOUT,
+        )?;
     }
     Ok(())
 }
 
-fn run_bounded(cmd: &mut Command, what: &str) -> Result<(), Error> {
+/// Runs `cmd` with its output in `log` (a file: a chatty command never
+/// blocks on a full pipe), killed after `limit`.
+fn run_bounded(cmd: &mut Command, what: &str, log: &Path, limit: Duration) -> Result<(), Error> {
     use wait_timeout::ChildExt;
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let out = fs_err::File::create(log)?.into_parts().0;
+    let err = out.try_clone().map_err(|e| Error::failed(e.to_string()))?;
+    cmd.stdout(Stdio::from(out)).stderr(Stdio::from(err));
     uv::dies_with_us(cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| Error::failed(format!("cannot run {what}")).cause(e.to_string()))?;
     let status = child
-        .wait_timeout(HELP_TIMEOUT)
+        .wait_timeout(limit)
         .map_err(|e| Error::failed(e.to_string()))?;
     let Some(status) = status else {
         let _ = child.kill();
         let _ = child.wait();
-        return Err(Error::failed(format!(
-            "{what} did not finish in {}s",
-            HELP_TIMEOUT.as_secs()
-        ))
-        .hint("nothing was published"));
+        return Err(
+            Error::failed(format!("{what} did not finish in {}s", limit.as_secs()))
+                .cause(format!("log: {}", log.display()))
+                .hint("nothing was published"),
+        );
     };
     if !status.success() {
-        let out = child
-            .wait_with_output()
-            .map_err(|e| Error::failed(e.to_string()))?;
+        let text = std::fs::read(log).unwrap_or_default();
         return Err(
             Error::failed(format!("{what} failed ({status}) in the validation venv"))
-                .cause(uv::tail(&out.stderr, 10))
+                .cause(uv::tail(&text, 10))
                 .hint("nothing was published"),
         );
     }
     Ok(())
+}
+
+/// The install must test the staged index alone: no project or user uv
+/// configuration, no index or find-links from the environment.
+fn isolate_uv(cmd: &mut Command) {
+    for var in [
+        "UV_INDEX",
+        "UV_INDEX_URL",
+        "UV_DEFAULT_INDEX",
+        "UV_EXTRA_INDEX_URL",
+        "UV_FIND_LINKS",
+        "PIP_FIND_LINKS",
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+    ] {
+        cmd.env_remove(var);
+    }
 }
 
 /// Where publish validates: under the index's parent, not in the index.

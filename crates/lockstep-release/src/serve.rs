@@ -86,7 +86,8 @@ fn answer(mut stream: TcpStream, root: &Path, access_log: bool) -> std::io::Resu
     let head = method == "HEAD";
     if full.is_dir() {
         if !path.ends_with('/') {
-            let location = format!("{path}/");
+            // Built from the checked relative path: never `//host` (an open redirect).
+            let location = format!("/{}/", relative.display());
             return respond(
                 &mut stream,
                 301,
@@ -130,8 +131,8 @@ fn safe_path(path: &str) -> Option<PathBuf> {
     if !path.starts_with('/') || path.contains('\\') || path.contains('\0') {
         return None;
     }
-    let decoded = path.replace("%2B", "+").replace("%2b", "+");
-    if decoded.contains('%') {
+    let decoded = percent_decode(path)?;
+    if decoded.contains(['\\', '\0']) {
         return None;
     }
     let mut out = PathBuf::new();
@@ -143,6 +144,24 @@ fn safe_path(path: &str) -> Option<PathBuf> {
         }
     }
     Some(out)
+}
+
+/// `%XX` decoded (the result must be UTF-8); a bad escape is `None`.
+fn percent_decode(path: &str) -> Option<String> {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = path.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 fn respond(
@@ -196,12 +215,19 @@ mod tests {
             safe_path("/files/1.0%2Bx/a.whl"),
             Some(PathBuf::from("files/1.0+x/a.whl"))
         );
+        assert_eq!(
+            safe_path("/files/1%212.0/a.whl"),
+            Some(PathBuf::from("files/1!2.0/a.whl"))
+        );
         for bad in [
             "/../etc/passwd",
             "/simple/../../x",
             "relative",
-            "/a%2e%2e/",
-            "/a\\b",
+            "/%2e%2e/x",
+            "/a%5cb",
+            "/a%00",
+            "/a%zz",
+            "/a%e2",
         ] {
             assert_eq!(safe_path(bad), None, "{bad}");
         }

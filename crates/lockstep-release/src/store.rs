@@ -226,10 +226,41 @@ pub fn load_or_scan(dir: &Path) -> Result<Release, Error> {
         .collect();
     wheels.sort();
     for wheel in wheels {
-        release.files.push(describe(&wheel, None)?);
+        // A stray or half-copied file must not take the whole index down.
+        match describe(&wheel, None) {
+            Ok(file) => release.files.push(file),
+            Err(e) => {
+                tracing::warn!(file = %wheel.display(), error = %e.message, "skipping a file that is not a readable wheel")
+            }
+        }
     }
+    check_record(&path, &release)?;
     release.files.sort_by(|a, b| a.filename.cmp(&b.filename));
     Ok(release)
+}
+
+/// Refuses a record whose names or hashes could escape a path or an HTML
+/// attribute (a record edited by hand or synced from elsewhere).
+fn check_record(path: &Path, release: &Release) -> Result<(), Error> {
+    let hex64 = |h: &str| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
+    for f in &release.files {
+        let wheel = WheelName::parse(&f.filename);
+        let ok = !f.filename.contains(['/', '\\', '"', '<', '>', '&'])
+            && wheel
+                .as_ref()
+                .is_some_and(|w| normalize(&w.name) == f.project)
+            && hex64(&f.sha256)
+            && hex64(&f.metadata_sha256);
+        if !ok {
+            return Err(Error::failed(format!(
+                "{} has a bad file entry `{}`",
+                path.display(),
+                f.filename.escape_debug()
+            ))
+            .hint("restore the record (it is written by release publish) or remove the entry"));
+        }
+    }
+    Ok(())
 }
 
 /// A stored file's record; writes `<wheel>.metadata` beside it when missing.

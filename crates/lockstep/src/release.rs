@@ -220,7 +220,11 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
                     .join(&to);
                 let record = lockstep_release::store::load_or_scan(&dir)?;
                 for file in &record.files {
-                    sink.note(format!("uploading {} to {url}", file.filename));
+                    sink.note(format!(
+                        "uploading {} to {}",
+                        file.filename,
+                        lockstep_release::upload::without_userinfo(url)
+                    ));
                     lockstep_release::upload::upload(url, &dir.join(&file.filename), &file.sha256)?;
                 }
             }

@@ -561,7 +561,7 @@ fn promote_rewrites_the_wheels_deterministically_and_pip_sees_only_the_final() {
         .find(|f| f.to_string_lossy().contains("demo_pure"))
         .unwrap();
     let inject = format!(
-        "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1], 'a')\nz.writestr('demo_pure/version.py', 'VERSION = \"{rc}\"\\n')\nz.writestr('demo_pure.egg-info/PKG-INFO', 'Version: {rc}\\n')\nz.close()\n"
+        "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1], 'a')\nz.writestr('demo_pure/version.py', 'VERSION = \"{rc}\"\\n')\nz.writestr('demo_pure.egg-info/PKG-INFO', 'Version: {rc}\\n')\nz.writestr('demo_pure-{rc}.data/data/share/demo.txt', 'data')\nz.close()\n"
     );
     let out = output(Command::new("python3").args(["-c", &inject]).arg(&pure));
     assert!(out.status.success());
@@ -628,6 +628,16 @@ fn promote_rewrites_the_wheels_deterministically_and_pip_sees_only_the_final() {
         !names
             .iter()
             .any(|n| n.contains(".egg-info") || n.contains(&format!("{rc}.dist-info"))),
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .any(|n| n.contains("demo_pure-3.14.0.data/data/share/demo.txt")),
+        "{names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.contains(&format!("{rc}.data"))),
         "{names:?}"
     );
 
@@ -816,6 +826,8 @@ fn prune_keeps_the_newest_finals_and_whatever_a_branch_names() {
     );
     git(&work, &["add", "deploy"]);
     commit_as_tester(&work, "pin a snapshot", false);
+    git(&work, &["push", "-q", "origin", "HEAD:main"]);
+    git(&work, &["fetch", "-q", "origin"]);
     expect(&mut lockstep_in(&work, &home, &["release", "index"]), 0);
 
     let out = expect(
@@ -859,6 +871,21 @@ fn prune_keeps_the_newest_finals_and_whatever_a_branch_names() {
     let page =
         std::fs::read_to_string(work.join("release/index/simple/demo-pure/index.html")).unwrap();
     assert!(!page.contains("3.14.0rc2026112201"), "{page}");
+
+    // A branch that cannot be checked keeps everything (fail closed).
+    write(
+        &work.join("lockstep.toml"),
+        &format!("{RELEASE}keep = {{ snapshots = 1 }}\nbranches = [\"no-such-branch\"]\n"),
+    );
+    let err = stderr(&expect(
+        &mut lockstep_in(&work, &home, &["release", "prune"]),
+        2,
+    ));
+    assert!(
+        err.contains("`no-such-branch` is not a branch here"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&index).unwrap().count(), 4);
 }
 
 /// pypiserver from PyPI in a venv beside the shared toolchains (made in
