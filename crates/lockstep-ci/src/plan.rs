@@ -74,15 +74,23 @@ pub struct PlanInputs<'a> {
 pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
     let loaded = inputs.loaded;
     let config = &loaded.config;
-    let root = std::path::absolute(&loaded.root)?;
+    // Canonical, so `--config ../lockstep.toml` and a symlinked checkout
+    // give the same bytes as running in place.
+    let root =
+        std::fs::canonicalize(&loaded.root).or_else(|_| std::path::absolute(&loaded.root))?;
     let top = repository_top(&root);
     let workdir = relative_slash(&root, &top);
+    check_path_text(
+        "the directory of lockstep.toml (relative to the repository)",
+        &workdir,
+    )?;
     let config_name = loaded
         .path
         .as_ref()
         .and_then(|p| p.file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "lockstep.toml".into());
+    check_path_text("the configuration file's name", &config_name)?;
 
     if config.pkg.package.is_empty() {
         return Err(Error::usage(
@@ -98,6 +106,12 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         check_name("[pkg] python", python, |c| {
             c.is_ascii_alphanumeric() || c == '.'
         })?;
+    }
+    let mut pythons: Vec<String> = Vec::new();
+    for python in &config.pkg.python {
+        if !pythons.contains(python) {
+            pythons.push(python.clone());
+        }
     }
     let variants = variants(loaded)?;
     let test_variant = config
@@ -136,14 +150,15 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
     }
     let out = match &inputs.out {
         Some(out) => out.clone(),
-        None => root.join(&config.ci.out),
+        // GitHub reads workflows at the repository's top only.
+        None => top.join(&config.ci.out),
     };
     Ok(Plan {
         config: join_slash(&workdir, &config_name),
         workdir,
         out,
         branches,
-        pythons: config.pkg.python.clone(),
+        pythons,
         variants,
         build_runs_on,
         test_python: config.pkg.python[0].clone(),
@@ -220,6 +235,16 @@ fn targets(loaded: &Loaded, default_runs_on: &[String]) -> Result<Vec<TargetJob>
     }
     names.sort();
     names.dedup();
+    // Job ids are case-insensitive on GitHub: `gpu` and `GPU` would collide.
+    let mut seen = std::collections::BTreeSet::new();
+    for name in &names {
+        if !seen.insert(name.to_ascii_lowercase()) {
+            return Err(Error::usage(format!(
+                "test targets `{name}` and another differ only in case"
+            ))
+            .hint("GitHub job ids ignore case: rename one of them"));
+        }
+    }
     let mut jobs = Vec::new();
     for name in names {
         check_name("a test target", &name, |c| {
@@ -369,16 +394,44 @@ fn is_lockstep_repository(top: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// Hosted runners have no SSH key and `cargo install --git` takes URLs, not
+/// scp-style paths: only `https://`, and never with credentials in it (the
+/// URL is written into the committed workflow).
 fn check_git_url(url: &str) -> Result<(), Error> {
-    let scheme_ok = ["https://", "ssh://", "git@"]
-        .iter()
-        .any(|p| url.starts_with(p));
-    if !scheme_ok || url.len() > 500 || url.chars().any(|c| c.is_control() || c.is_whitespace()) {
+    let authority = url
+        .strip_prefix("https://")
+        .map(|rest| rest.split('/').next().unwrap_or_default());
+    let ok = authority.is_some_and(|a| !a.is_empty() && !a.contains('@'))
+        && url.len() <= 500
+        && !url
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || matches!(c, '\'' | '"' | '$' | '`'));
+    if !ok {
         return Err(Error::usage(format!(
             "[ci] lockstep git `{}` is not a URL a runner can clone",
-            url.escape_debug()
+            lockstep_core::error::without_userinfo(url).escape_debug()
         ))
-        .hint("use an https:// (or ssh://, git@) URL"));
+        .hint("use an https:// URL without credentials (a public repository, or one the runner's token can read)"));
+    }
+    Ok(())
+}
+
+/// A path that goes into YAML (a comment header, `working-directory`,
+/// artifact paths): one line, no expressions, no glob characters.
+fn check_path_text(what: &str, text: &str) -> Result<(), Error> {
+    let bad = text.chars().any(|c| {
+        c.is_control()
+            || matches!(
+                c,
+                '*' | '?' | '[' | ']' | '!' | '{' | '}' | '$' | '#' | '\'' | '"' | '\\'
+            )
+    });
+    if bad || text.len() > 200 {
+        return Err(Error::usage(format!(
+            "{what} `{}` cannot be written into a workflow",
+            text.escape_debug()
+        ))
+        .hint("rename it with letters, digits, `.`, `_`, `-` and `/`"));
     }
     Ok(())
 }

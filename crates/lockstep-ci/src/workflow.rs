@@ -177,17 +177,24 @@ fn setup_python(version: &str) -> Node {
     )
 }
 
-/// The steps that put lockstep on the runner's PATH, cached.
-fn install_lockstep(plan: &Plan) -> Vec<Node> {
+/// The steps that put lockstep on the runner's PATH, cached. The cache key
+/// names the runner (its labels: a binary built on one image may not run on
+/// another) and the source (the URL's hash and the revision, or the hash of
+/// the sources).
+fn install_lockstep(plan: &Plan, runs_on: &[String]) -> Vec<Node> {
+    let runner = runner_slug(runs_on);
     let (key, script, env) = match &plan.lockstep {
         LockstepInstall::Git { url, rev } => (
-            format!("lockstep-${{{{ runner.os }}}}-${{{{ runner.arch }}}}-git-{rev}"),
+            format!(
+                "lockstep-${{{{ runner.os }}}}-${{{{ runner.arch }}}}-{runner}-git-{}-{rev}",
+                &lockstep_core::hash::sha256_bytes(url.as_bytes())[..12]
+            ),
             "cargo install --locked --git \"$LOCKSTEP_GIT\" --rev \"$LOCKSTEP_REV\" lockstep\n",
             vec![("LOCKSTEP_GIT", s(url.clone())), ("LOCKSTEP_REV", s(rev.clone()))],
         ),
         LockstepInstall::Path { path } => (
             format!(
-                "lockstep-${{{{ runner.os }}}}-${{{{ runner.arch }}}}-path-${{{{ hashFiles('Cargo.lock', '**/Cargo.toml', '{}') }}}}",
+                "lockstep-${{{{ runner.os }}}}-${{{{ runner.arch }}}}-{runner}-path-${{{{ hashFiles('**/Cargo.lock', '**/Cargo.toml', '{}') }}}}",
                 "**/*.rs"
             ),
             "cargo install --locked --path \"$LOCKSTEP_PATH\"\n",
@@ -219,10 +226,29 @@ fn install_lockstep(plan: &Plan) -> Vec<Node> {
     ]
 }
 
+/// The runner's labels as a cache-key part (letters, digits, `-`, `.`).
+fn runner_slug(runs_on: &[String]) -> String {
+    runs_on
+        .iter()
+        .map(|l| {
+            l.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '.' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
 fn build_job(plan: &Plan) -> Node {
     let house = workspace_path(plan, WHEELHOUSE);
     let mut steps = vec![checkout(), setup_python("${{ matrix.python }}")];
-    steps.extend(install_lockstep(plan));
+    steps.extend(install_lockstep(plan, &plan.build_runs_on));
     steps.push(step(
         "Build the packages",
         vec![
@@ -288,7 +314,7 @@ fn build_job(plan: &Plan) -> Node {
 fn test_job(plan: &Plan, target: &TargetJob) -> Node {
     let manifest = join_slash(WHEELHOUSE, &manifest_name(&plan.test_variant));
     let mut steps = vec![checkout(), setup_python(&plan.test_python)];
-    steps.extend(install_lockstep(plan));
+    steps.extend(install_lockstep(plan, &target.runs_on));
     steps.push(step(
         "Download the wheelhouse",
         vec![

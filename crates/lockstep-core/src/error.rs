@@ -27,6 +27,18 @@ pub struct Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// `url` without a `user:password@` part, for messages.
+pub fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
 impl Error {
     /// An operation failed (exit 1).
     pub fn failed(message: impl Into<String>) -> Self {
@@ -150,6 +162,16 @@ impl<T, E: Into<Error>> ResultExt<T> for std::result::Result<T, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_never_reach_messages() {
+        assert_eq!(
+            without_userinfo("https://__token__:pypi-x@host/legacy/"),
+            "https://host/legacy/"
+        );
+        assert_eq!(without_userinfo("https://host/a@b"), "https://host/a@b");
+        assert_eq!(without_userinfo("/srv/git"), "/srv/git");
+    }
 
     #[test]
     fn control_characters_from_input_are_escaped() {

@@ -78,6 +78,19 @@ pub struct Run {
     pub conclusion: Option<String>,
     #[serde(default)]
     pub created_at: String,
+    /// `push`, `pull_request`, ...
+    #[serde(default)]
+    pub event: Option<String>,
+    /// Where the run's code came from (a fork for pull requests from forks).
+    #[serde(default)]
+    pub head_repository: Option<RunRepository>,
+}
+
+/// A run's `head_repository`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RunRepository {
+    #[serde(default)]
+    pub full_name: String,
 }
 
 /// A run's artifact.
@@ -120,7 +133,14 @@ impl Client {
     /// A client for `api` (no trailing slash needed).
     pub fn new(api: &str, token: Option<Token>) -> Result<Client, Error> {
         let api = api.trim().trim_end_matches('/').to_string();
-        if !(api.starts_with("https://") || api.starts_with("http://")) {
+        // Plain http only to this machine: the token must not cross a network in clear.
+        let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+            .iter()
+            .any(|p| {
+                api.strip_prefix(p)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
+            });
+        if !(api.starts_with("https://") || loopback) {
             return Err(
                 Error::usage(format!("the GitHub API URL `{api}` is not an http(s) URL"))
                     .hint("set GITHUB_API_URL to e.g. https://api.github.com, or unset it"),
@@ -261,10 +281,11 @@ impl Client {
         let request = self
             .api_request(&path)
             .query("branch", branch)
+            .query("event", "push")
             .query("status", "success")
             .query("per_page", "50");
         let page: RunPage = self.get_json(request, &what)?;
-        newest_green(page.workflow_runs, branch).ok_or_else(|| {
+        newest_green(page.workflow_runs, branch, &repo.to_string()).ok_or_else(|| {
             Error::failed(format!("no successful run found: {what}"))
                 .hint("pass --run ID, or check the branch and --workflow")
         })
@@ -395,11 +416,19 @@ fn check_workflow(workflow: &str) -> Result<(), Error> {
     }
 }
 
-/// The newest (by creation time, then id) run on `branch` whose conclusion is success.
-fn newest_green(runs: Vec<Run>, branch: &str) -> Option<Run> {
+/// The newest (by creation time, then id) run on `branch` whose conclusion
+/// is success, of a push to `repo` itself: a pull request from a fork can
+/// name its branch `main` too, and its wheels are the fork's code.
+fn newest_green(runs: Vec<Run>, branch: &str, repo: &str) -> Option<Run> {
     runs.into_iter()
         .filter(|r| r.conclusion.as_deref() == Some("success"))
-        .filter(|r| r.head_branch.as_deref().is_none_or(|b| b == branch))
+        .filter(|r| r.head_branch.as_deref() == Some(branch))
+        .filter(|r| r.event.as_deref() == Some("push"))
+        .filter(|r| {
+            r.head_repository
+                .as_ref()
+                .is_some_and(|h| h.full_name.eq_ignore_ascii_case(repo))
+        })
         .max_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)))
 }
 
@@ -521,6 +550,10 @@ mod tests {
             status: Some("completed".into()),
             conclusion: conclusion.map(str::to_string),
             created_at: created.into(),
+            event: Some("push".into()),
+            head_repository: Some(RunRepository {
+                full_name: "o/n".into(),
+            }),
         }
     }
 
@@ -533,8 +566,15 @@ mod tests {
             run(2, "2026-11-02T00:00:00Z", Some("success"), "main"),
             run(6, "2026-11-06T00:00:00Z", None, "main"),
         ];
-        assert_eq!(newest_green(runs, "main").map(|r| r.id), Some(3));
-        assert!(newest_green(vec![], "main").is_none());
+        let mut fork = run(7, "2026-11-07T00:00:00Z", Some("success"), "main");
+        fork.event = Some("pull_request".into());
+        fork.head_repository = Some(RunRepository {
+            full_name: "attacker/n".into(),
+        });
+        let mut runs = runs;
+        runs.push(fork);
+        assert_eq!(newest_green(runs, "main", "o/n").map(|r| r.id), Some(3));
+        assert!(newest_green(vec![], "main", "o/n").is_none());
     }
 
     #[test]
@@ -565,5 +605,8 @@ mod tests {
         let c = Client::new("https://ghe.example.com/api/v3", None).unwrap();
         assert_eq!(c.web_host(), "ghe.example.com");
         assert!(Client::new("ftp://x", None).is_err());
+        assert!(Client::new("http://api.example.com", None).is_err());
+        assert!(Client::new("http://127.0.0.1:8080", None).is_ok());
+        assert!(Client::new("http://127.0.0.1.evil.example", None).is_err());
     }
 }

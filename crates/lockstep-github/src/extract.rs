@@ -30,8 +30,23 @@ pub fn extract_zip(zip: &Path, dest: &Path, max_bytes: u64) -> Result<(), Error>
         Error::failed(format!("{} is not a zip archive", zip.display())).cause(e.to_string())
     })?;
     let entries = plan(&mut archive, zip)?;
-    let staging = staging_path(dest);
-    let _ = std::fs::remove_dir_all(&staging);
+    // A new directory with a random name beside `dest`: nothing planted there
+    // in advance (a symlink in a shared directory) can be written through.
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let staging = tempfile::Builder::new()
+        .prefix(".lockstep-extract-")
+        .tempdir_in(&parent)
+        .map_err(|e| {
+            Error::failed(format!(
+                "cannot create a staging directory in {}",
+                parent.display()
+            ))
+            .cause(e.to_string())
+        })?
+        .keep();
     let written = write_entries(&mut archive, &entries, &staging, max_bytes, zip);
     let renamed = written.and_then(|()| {
         std::fs::rename(&staging, dest).map_err(|e| {
@@ -46,14 +61,6 @@ pub fn extract_zip(zip: &Path, dest: &Path, max_bytes: u64) -> Result<(), Error>
         let _ = std::fs::remove_dir_all(&staging);
     }
     renamed
-}
-
-fn staging_path(dest: &Path) -> PathBuf {
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "artifact".into());
-    dest.with_file_name(format!(".{name}.extract-{}", std::process::id()))
 }
 
 /// One entry to write: its index in the archive and its checked relative path.
@@ -146,7 +153,6 @@ fn write_entries<R: Read + std::io::Seek>(
     max_bytes: u64,
     zip: &Path,
 ) -> Result<(), Error> {
-    fs_err::create_dir_all(staging)?;
     let mut total: u64 = 0;
     for entry in entries {
         let target = staging.join(&entry.path);

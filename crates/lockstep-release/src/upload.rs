@@ -12,17 +12,7 @@ use std::time::Duration;
 use lockstep_core::Error;
 use lockstep_python::wheel::WheelName;
 
-/// `url` without a `user:password@` part, for messages.
-pub fn without_userinfo(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-        None => url.to_string(),
-    }
-}
+pub use lockstep_core::error::without_userinfo;
 
 /// Uploads `wheel` to `url`.
 pub fn upload(url: &str, wheel: &Path, sha256: &str) -> Result<(), Error> {
@@ -123,20 +113,5 @@ pub fn upload(url: &str, wheel: &Path, sha256: &str) -> Result<(), Error> {
         ))
         .cause(t.kind().to_string())
         .hint("check --upload and the network")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn credentials_never_reach_messages() {
-        assert_eq!(
-            without_userinfo("https://__token__:pypi-x@host/legacy/"),
-            "https://host/legacy/"
-        );
-        assert_eq!(without_userinfo("https://host/a@b"), "https://host/a@b");
-        assert_eq!(without_userinfo("/srv/git"), "/srv/git");
     }
 }

@@ -716,10 +716,27 @@ pub fn write_summary(
     target: Option<&lockstep_core::output::Target>,
 ) -> Result<(), Error> {
     let md = markdown(report);
+    let step_summary_var = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty());
+    // `--summary "$GITHUB_STEP_SUMMARY"` (as generated workflows pass it)
+    // means the step summary: appended to once, never replaced.
+    let same_file = |path: &Path| {
+        step_summary_var.as_ref().is_some_and(|s| {
+            let s = Path::new(s);
+            s == path
+                || std::fs::canonicalize(s)
+                    .ok()
+                    .zip(std::fs::canonicalize(path).ok())
+                    .is_some_and(|(a, b)| a == b)
+        })
+    };
     if let Some(target) = target {
-        lockstep_core::output::write_as("--summary", target, md.as_bytes())?;
+        let is_step_summary =
+            matches!(target, lockstep_core::output::Target::Path(p) if same_file(p));
+        if !is_step_summary {
+            lockstep_core::output::write_as("--summary", target, md.as_bytes())?;
+        }
     }
-    if let Some(step_summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty()) {
+    if let Some(step_summary) = step_summary_var.as_ref() {
         let step_summary = Path::new(&step_summary);
         let context = || {
             format!(
@@ -1395,6 +1412,10 @@ mod tests {
         let appended = fs_err::read_to_string(&step_summary);
         let result2 = write_summary(&report, Some(&out));
         let twice = fs_err::read_to_string(&step_summary);
+        // `--summary "$GITHUB_STEP_SUMMARY"`: appended once more, not replaced, not doubled.
+        let itself = lockstep_core::output::Target::Path(step_summary.clone());
+        let result3 = write_summary(&report, Some(&itself));
+        let thrice = fs_err::read_to_string(&step_summary);
 
         // An unwritable step summary is an error naming the variable.
         std::env::set_var("GITHUB_STEP_SUMMARY", dir.path().join("missing/dir/x.md"));
@@ -1410,6 +1431,11 @@ mod tests {
         assert_eq!(
             twice.expect("read"),
             format!("earlier step\n{expected}\n{expected}\n")
+        );
+        result3.expect("append a third time");
+        assert_eq!(
+            thrice.expect("read"),
+            format!("earlier step\n{expected}\n{expected}\n{expected}\n")
         );
         match failure {
             Ok(()) => panic!("expected an error"),

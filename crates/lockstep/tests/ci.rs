@@ -335,10 +335,8 @@ fn a_minimal_config_gives_a_clean_workflow_testing_cpu() {
 #[test]
 fn a_full_matrix_in_a_subdirectory_lints_clean_and_keeps_everything_in_step() {
     let (p, dir) = repo("proj", FULL);
-    let out = expect(
-        &mut p.cmd_in(&dir, &["ci", "generate", "--out", "../.github/workflows"]),
-        0,
-    );
+    // The workflows go to the repository's top, where GitHub reads them.
+    let out = expect(&mut p.cmd_in(&dir, &["ci", "generate"]), 0);
     assert!(stdout(&out).contains("lockstep-pkgci.yml"));
     let text = lint(&p.path());
     eprintln!("{text}");
@@ -507,6 +505,18 @@ fn bad_ci_configs_are_clear_errors_and_write_nothing() {
         (
             "[ci]\nlockstep = { git = \"file:///tmp/x\", rev = \"abc\" }\n",
             "is not a URL a runner can clone",
+        ),
+        (
+            "[ci]\nlockstep = { git = \"git@github.com:o/lockstep.git\", rev = \"abc\" }\n",
+            "is not a URL a runner can clone",
+        ),
+        (
+            "[ci]\nlockstep = { git = \"https://x:ghp_SECRET@github.com/o/l\", rev = \"abc\" }\n",
+            "is not a URL a runner can clone",
+        ),
+        (
+            "[test.targets.gpu]\n[test.targets.GPU]\n",
+            "differ only in case",
         ),
         (
             "[ci]\nlockstep = { git = \"https://x/y\", rev = \"--upload-pack=x\" }\n",

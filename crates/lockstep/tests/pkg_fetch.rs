@@ -170,7 +170,8 @@ fn artifacts_json(expired: bool) -> serde_json::Value {
 }
 
 /// A GitHub standing in: run 42 has the wheelhouse artifact 7, whose zip
-/// redirects to storage serving `zip`; run 43 (newer) failed.
+/// redirects to storage serving `zip`; run 43 (newer) failed; run 44 (newest,
+/// green) is a fork's pull request whose branch is also called main.
 fn github(zip: Vec<u8>) -> Server {
     Server::start(Box::new(move |target, port| {
         let path = target.split('?').next().unwrap_or_default();
@@ -179,11 +180,17 @@ fn github(zip: Vec<u8>) -> Server {
             "/repos/owner/proj/actions/workflows/lockstep-pkgci.yml/runs" => json(
                 200,
                 serde_json::json!({"total_count": 3, "workflow_runs": [
-                    {"id": 43, "head_branch": "main", "conclusion": "failure", "status": "completed",
+                    {"id": 44, "head_branch": "main", "conclusion": "success", "status": "completed", "event": "pull_request",
+                     "head_repository": {"full_name": "attacker/proj"},
+                     "created_at": "2026-11-21T00:00:00Z", "html_url": "https://example/44", "head_sha": "f"},
+                    {"id": 43, "head_branch": "main", "conclusion": "failure", "status": "completed", "event": "push",
+                     "head_repository": {"full_name": "owner/proj"},
                      "created_at": "2026-11-20T00:00:00Z", "html_url": "https://example/43", "head_sha": "b"},
-                    {"id": 42, "head_branch": "main", "conclusion": "success", "status": "completed",
+                    {"id": 42, "head_branch": "main", "conclusion": "success", "status": "completed", "event": "push",
+                     "head_repository": {"full_name": "owner/proj"},
                      "created_at": "2026-11-19T00:00:00Z", "html_url": "https://example/42", "head_sha": "a"},
-                    {"id": 41, "head_branch": "main", "conclusion": "success", "status": "completed",
+                    {"id": 41, "head_branch": "main", "conclusion": "success", "status": "completed", "event": "push",
+                     "head_repository": {"full_name": "owner/proj"},
                      "created_at": "2026-11-18T00:00:00Z", "html_url": "https://example/41", "head_sha": "c"}
                 ]}),
             ),
