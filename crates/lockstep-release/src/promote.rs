@@ -103,7 +103,9 @@ pub fn promote(
         promoted_from: Some(from.to_string()),
         ..Release::default()
     };
+    let _lock = store::lock(index)?;
     store::add(index, &release, &outputs)?;
+    crate::index::write_index(index, None)?;
     Ok(Promoted {
         from: from.to_string(),
         to: to.to_string(),

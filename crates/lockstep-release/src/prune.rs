@@ -42,6 +42,11 @@ pub struct Pruned {
 }
 
 pub fn prune(req: &PruneRequest) -> Result<Pruned, Error> {
+    let _lock = if req.dry_run {
+        None
+    } else {
+        Some(store::lock(req.index)?)
+    };
     let releases = store::releases(req.index)?;
     let mut snapshots: Vec<(Version, String)> = releases
         .keys()

@@ -121,6 +121,7 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
         pins,
         ..Release::default()
     };
+    let _lock = store::lock(&req.index)?;
     let added = store::add(&req.index, &release, &wheels)?;
     let report = index::write_index(&req.index, None)?;
     Ok(Published {

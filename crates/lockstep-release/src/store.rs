@@ -300,6 +300,35 @@ pub fn metadata_path(wheel: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Holds the store's lock: one writer at a time (publish, promote, yank,
+/// prune, index), so two cells of one version published at once merge
+/// their records instead of one losing, and index swaps never interleave.
+/// The kernel releases it when the process ends.
+pub struct StoreLock {
+    _file: std::fs::File,
+}
+
+/// Takes the store's lock, waiting for another writer when there is one.
+pub fn lock(index: &Path) -> Result<StoreLock, Error> {
+    fs_err::create_dir_all(index)?;
+    let path = index.join(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| {
+            Error::failed(format!("cannot open {}", path.display())).cause(e.to_string())
+        })?;
+    if file.try_lock().is_err() {
+        tracing::info!(lock = %path.display(), "another release command is writing the store; waiting");
+        file.lock().map_err(|e| {
+            Error::failed(format!("cannot lock {}", path.display())).cause(e.to_string())
+        })?;
+    }
+    Ok(StoreLock { _file: file })
+}
+
 /// Writes `release` as the version directory's record (atomically).
 pub fn save(dir: &Path, release: &Release) -> Result<(), Error> {
     let text = serde_json::to_string_pretty(release).map_err(|e| Error::failed(e.to_string()))?;

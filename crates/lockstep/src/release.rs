@@ -165,6 +165,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
                     )));
                 }
             }
+            let _lock = lockstep_release::store::lock(&settings.index)?;
             let report =
                 lockstep_release::index::write_index(&settings.index, base_url.as_deref())?;
             rep.out().line(format!(
@@ -211,7 +212,6 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
                 rewrite_stamps,
                 &lockstep_release::publish::work_dir(&settings.index),
             )?;
-            lockstep_release::index::write_index(&settings.index, None)?;
             let sink: &dyn Sink = rep;
             if let Some(url) = &upload {
                 let dir = settings
@@ -296,6 +296,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             Ok(0)
         }
         cli::Release::Yank { version, reason } => {
+            let _lock = lockstep_release::store::lock(&settings.index)?;
             lockstep_release::index::yank(&settings.index, &version, &reason)?;
             lockstep_release::index::write_index(&settings.index, None)?;
             let sink: &dyn Sink = rep;

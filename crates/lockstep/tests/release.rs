@@ -978,3 +978,44 @@ fn promote_uploads_to_a_real_pypiserver_that_pip_installs_from() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+#[test]
+fn concurrent_publishes_all_land_in_the_index() {
+    let (_tmp, _remote, work) = remote_and_clone(RELEASE);
+    let home = work.parent().unwrap().to_path_buf();
+    let versions = [
+        "3.14.0rc2026112501",
+        "3.14.0rc2026112502",
+        "3.14.0rc2026112503",
+    ];
+    for v in versions {
+        let house = work.join(format!("wh-{v}"));
+        synthetic_wheel(&house, "demo-synth", v);
+        expect(
+            &mut lockstep_in(&work, &home, &["pkg", "manifest", house.to_str().unwrap()]),
+            0,
+        );
+    }
+    let children: Vec<std::process::Child> = versions
+        .iter()
+        .map(|v| {
+            lockstep_in(&work, &home, &["release", "publish", &format!("wh-{v}")])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let page =
+        std::fs::read_to_string(work.join("release/index/simple/demo-synth/index.html")).unwrap();
+    for v in versions {
+        assert!(
+            page.contains(&format!("demo_synth-{v}-py3-none-any.whl")),
+            "{v} missing:\n{page}"
+        );
+    }
+}
