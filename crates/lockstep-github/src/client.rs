@@ -165,6 +165,18 @@ impl Client {
         Client::new(&api, Token::from_env())
     }
 
+    /// Whether `url` is on the API's scheme and host (and port).
+    fn on_api_host(&self, url: &str) -> bool {
+        let origin_end = |u: &str| {
+            let after_scheme = u.find("://").map_or(0, |i| i + 3);
+            u[after_scheme..]
+                .find('/')
+                .map_or(u.len(), |i| after_scheme + i)
+        };
+        let api_origin = &self.api[..origin_end(&self.api)];
+        url.len() >= api_origin.len() && url[..origin_end(url)].eq_ignore_ascii_case(api_origin)
+    }
+
     /// The API's host (remote URLs on it name repositories): `github.com`
     /// for api.github.com, else the API URL's own host.
     pub fn web_host(&self) -> String {
@@ -179,9 +191,15 @@ impl Client {
     }
 
     fn api_request(&self, path: &str) -> ureq::Request {
+        self.api_request_to(&format!("{}{path}", self.api))
+    }
+
+    /// A request to `url` with the API's headers (and the token): only for
+    /// URLs on the API's own host.
+    fn api_request_to(&self, url: &str) -> ureq::Request {
         let mut request = self
             .agent
-            .get(&format!("{}{path}", self.api))
+            .get(url)
             .set("Accept", "application/vnd.github+json")
             .set("X-GitHub-Api-Version", "2022-11-28");
         if let Some(token) = &self.token {
@@ -195,7 +213,22 @@ impl Client {
         request: ureq::Request,
         what: &str,
     ) -> Result<T, Error> {
-        let response = self.answer(request.timeout(JSON_TIMEOUT).call(), what)?;
+        // A renamed or transferred repository answers 301 to its new URL on
+        // the same host: followed (a few times), with the token, only there.
+        let mut result = request.timeout(JSON_TIMEOUT).call();
+        for _ in 0..3 {
+            let location = match &result {
+                Ok(r) if matches!(r.status(), 301 | 302 | 307 | 308) => {
+                    r.header("location").map(str::to_string)
+                }
+                _ => None,
+            };
+            match location.filter(|l| self.on_api_host(l)) {
+                Some(url) => result = self.api_request_to(&url).timeout(JSON_TIMEOUT).call(),
+                None => break,
+            }
+        }
+        let response = self.answer(result, what)?;
         let mut body = Vec::new();
         response
             .into_reader()
@@ -596,6 +629,18 @@ mod tests {
     fn the_token_never_prints() {
         let token = Token::new("ghp_secret", "GITHUB_TOKEN");
         assert!(!format!("{token:?}").contains("ghp_secret"));
+    }
+
+    #[test]
+    fn redirects_are_followed_only_on_the_api_host() {
+        let c = Client::new("https://api.github.com", None).unwrap();
+        assert!(c.on_api_host("https://api.github.com/repositories/1/actions/runs"));
+        assert!(!c.on_api_host("https://api.github.com.evil.example/x"));
+        assert!(!c.on_api_host("http://api.github.com/x"));
+        assert!(!c.on_api_host("https://storage.example/x"));
+        let c = Client::new("http://127.0.0.1:8080/api", None).unwrap();
+        assert!(c.on_api_host("http://127.0.0.1:8080/other"));
+        assert!(!c.on_api_host("http://127.0.0.1:9090/other"));
     }
 
     #[test]

@@ -194,7 +194,16 @@ fn github(zip: Vec<u8>) -> Server {
                      "created_at": "2026-11-18T00:00:00Z", "html_url": "https://example/41", "head_sha": "c"}
                 ]}),
             ),
-            "/repos/owner/proj/actions/artifacts/7/zip" => Reply {
+            // A renamed repository: GitHub answers 301 to the new URL.
+            "/repos/old/proj/actions/runs/42/artifacts" => Reply {
+                status: 301,
+                headers: vec![(
+                    "Location".into(),
+                    format!("http://127.0.0.1:{port}/repos/owner/proj/actions/runs/42/artifacts?per_page=100&page=1"),
+                )],
+                body: Vec::new(),
+            },
+            "/repos/owner/proj/actions/artifacts/7/zip" | "/repos/old/proj/actions/artifacts/7/zip" => Reply {
                 status: 302,
                 headers: vec![(
                     "Location".into(),
@@ -275,6 +284,28 @@ fn fetch_downloads_extracts_checks_and_the_venv_installs_it() {
         "import demo_pure, demo_cext; from importlib.metadata import version; print(version('demo-pure'), demo_cext.asserts())",
     ]));
     assert_eq!(stdout(&check).trim(), "3.1.0 False", "{}", stderr(&check));
+}
+
+#[test]
+fn a_renamed_repository_is_followed_on_the_api_host() {
+    let server = github(zip_of(wheelhouse(), &[], None));
+    let p = Project::new();
+    let mut cmd = p.cmd(&[
+        "pkg", "fetch", "--repo", "old/proj", "--run", "42", "--out", "got",
+    ]);
+    cmd.env("GITHUB_API_URL", server.url())
+        .env("GITHUB_TOKEN", TOKEN);
+    let out = expect(&mut cmd, 0);
+    assert_no_secrets(&out);
+    let followed = server
+        .seen()
+        .into_iter()
+        .find(|s| s.target.starts_with("/repos/owner/proj/actions/runs/42"))
+        .expect("followed");
+    assert_eq!(
+        followed.headers.get("authorization").map(String::as_str),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
 }
 
 #[test]
