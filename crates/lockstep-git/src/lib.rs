@@ -96,6 +96,21 @@ pub fn branch_name_problem(name: &str) -> Option<String> {
     Some(problem.to_string())
 }
 
+/// The revision a pin file holds: exactly one line of 40 hex digits (a
+/// trailing newline allowed, nothing else), lowercased.
+pub fn parse_pin(path: &str, text: &str) -> Result<Oid, Error> {
+    let trimmed = text.trim_end_matches(['\n', '\r']);
+    if trimmed.len() == 40 && trimmed.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(trimmed.to_ascii_lowercase());
+    }
+    let shown: String = trimmed.chars().take(60).collect();
+    Err(
+        Error::usage(format!("pin file {path} does not hold one revision"))
+            .cause(format!("it holds `{}`", shown.escape_debug()))
+            .hint("a pin file is one line of 40 hex digits (a full commit id)"),
+    )
+}
+
 /// Whether `git check-ref-format ARGS` accepts (true when git cannot be run:
 /// the command that needs git then says so itself).
 pub fn check_ref_format(args: &[&str]) -> bool {
@@ -458,6 +473,43 @@ impl Repo {
         Ok(parse::parse_status(&out))
     }
 
+    /// `-c user.name=... -c user.email=...` when git has no identity here (a
+    /// CI machine may have none): lockstep's commits and tags are then made
+    /// as `lockstep <lockstep@localhost>`; empty when git knows who commits.
+    pub fn fallback_identity(&self) -> Result<Vec<&'static str>, Error> {
+        let known = self.try_git(&["var", "GIT_COMMITTER_IDENT"])?.code == 0
+            && self.try_git(&["var", "GIT_AUTHOR_IDENT"])?.code == 0;
+        Ok(if known {
+            Vec::new()
+        } else {
+            vec![
+                "-c",
+                "user.name=lockstep",
+                "-c",
+                "user.email=lockstep@localhost",
+            ]
+        })
+    }
+
+    /// Refuses uncommitted changes to tracked files (untracked files never
+    /// count), naming the first few.
+    pub fn require_clean_tracked(&self) -> Result<(), Error> {
+        let dirt: Vec<String> = self
+            .dirty()?
+            .into_iter()
+            .filter(|d| d.code != "??")
+            .map(|d| format!("{} {}", d.code, d.path))
+            .collect();
+        if dirt.is_empty() {
+            return Ok(());
+        }
+        Err(
+            Error::usage("the working tree has uncommitted changes to tracked files")
+                .cause(dirt.iter().take(5).cloned().collect::<Vec<_>>().join("; "))
+                .hint("commit or stash them: lockstep works from commits"),
+        )
+    }
+
     /// Stages `path` as a gitlink to `sha` without touching anything else.
     pub fn stage_gitlink(&self, path: &str, sha: &str) -> Result<(), Error> {
         self.git(&[
@@ -470,7 +522,8 @@ impl Repo {
 
     /// Commits what is staged (hooks run); returns the new HEAD.
     pub fn commit_staged(&self, message: &str, allow_empty: bool) -> Result<Oid, Error> {
-        let mut args = vec!["commit", "-q", "-F", "-"];
+        let mut args = self.fallback_identity()?;
+        args.extend(["commit", "-q", "-F", "-"]);
         if allow_empty {
             args.push("--allow-empty");
         }
@@ -661,6 +714,35 @@ impl Repo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    mod pins {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn any_pin_text_never_panics(text in "(?s).{0,100}") {
+                if let Ok(rev) = parse_pin("p", &text) {
+                    prop_assert_eq!(rev.len(), 40);
+                }
+            }
+        }
+
+        #[test]
+        fn pins_are_one_full_revision() {
+            let sha = "0123456789abcdef0123456789abcdef01234567";
+            assert_eq!(parse_pin("p", &format!("{sha}\n")).unwrap(), sha);
+            for bad in [
+                "",
+                "abc",
+                &format!("{sha}\n{sha}\n"),
+                &format!("{sha}x"),
+                "main\n",
+            ] {
+                assert!(parse_pin("p", bad).is_err(), "{bad}");
+            }
+        }
+    }
 
     #[test]
     fn a_nul_in_an_argument_is_named_not_blamed_on_git() {

@@ -81,7 +81,7 @@ impl<'a> Integrate<'a> {
                     "HEAD has no pin file `{file}` ([integrate] pin-file)"
                 ))
             })?;
-        parse_pin(file, &text)?;
+        lockstep_git::parse_pin(file, &text)?;
         let state_dir = superproject.common_dir()?.join("lockstep");
         let upstream_dir = state_dir.join("upstream.git");
         if !upstream_dir.join("HEAD").exists() {
@@ -124,7 +124,7 @@ impl<'a> Integrate<'a> {
             Some(file) => {
                 let path = self.superproject.dir().join(file);
                 let text = fs_err::read_to_string(&path)?;
-                parse_pin(file, &text)
+                lockstep_git::parse_pin(file, &text)
             }
         }
     }
@@ -243,7 +243,7 @@ impl<'a> Integrate<'a> {
                 .superproject
                 .git(&["show", &format!("HEAD:{file}")])
                 .map_err(|e| e.context(format!("HEAD has no pin file `{file}`")))?;
-            return parse_pin(file, &text);
+            return lockstep_git::parse_pin(file, &text);
         }
         self.superproject
             .gitlink("HEAD", &self.cfg.submodule)?
@@ -343,20 +343,6 @@ impl<'a> Integrate<'a> {
             .as_ref()
             .map(|u| u.replace("{sha}", sha))
     }
-}
-
-/// One 40-hex revision (a trailing newline allowed, nothing else).
-pub fn parse_pin(path: &str, text: &str) -> Result<Oid, Error> {
-    let trimmed = text.trim_end_matches(['\n', '\r']);
-    if trimmed.len() == 40 && trimmed.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Ok(trimmed.to_ascii_lowercase());
-    }
-    let shown: String = trimmed.chars().take(60).collect();
-    Err(
-        Error::usage(format!("pin file {path} does not hold one revision"))
-            .cause(format!("it holds `{}`", shown.escape_debug()))
-            .hint("a pin file is one line of 40 hex digits (a full commit id)"),
-    )
 }
 
 fn dirty_error(dir: &Path, dirt: &[String]) -> Error {

@@ -15,8 +15,6 @@ use lockstep_core::Error;
 use lockstep_git::Repo;
 use serde::Serialize;
 
-use crate::cut::{check_clean, parse_pin};
-
 pub struct BumpRequest<'a> {
     pub repo: &'a Repo,
     /// Pin files relative to the repository's top.
@@ -44,24 +42,26 @@ pub fn bump(req: &BumpRequest) -> Result<Bumped, Error> {
         return Err(Error::usage("[release] pin-files is empty: nothing to bump")
             .hint("list the files holding upstream revisions, e.g. pin-files = [\"llvm-project.version\"]"));
     }
-    check_clean(req.repo)?;
-    let to = target(req)?;
+    req.repo.require_clean_tracked()?;
+    // Every pin file is read and checked before upstream is asked anything.
     let top = Path::new(req.repo.dir());
-    let mut changed = Vec::new();
+    let mut current = Vec::new();
     for path in req.pin_files {
-        let file = top.join(path);
-        let current = std::fs::read_to_string(&file).map_err(|e| {
+        let text = std::fs::read_to_string(top.join(path)).map_err(|e| {
             Error::usage(format!("cannot read pin file {path}"))
                 .cause(e.to_string())
                 .hint(
                     "create it with one 40-hex revision and commit it, or fix [release] pin-files",
                 )
         })?;
-        parse_pin(path, &current)?;
-        if current.trim() != to {
-            changed.push(path.clone());
-        }
+        current.push((path, lockstep_git::parse_pin(path, &text)?));
     }
+    let to = target(req)?;
+    let changed: Vec<String> = current
+        .into_iter()
+        .filter(|(_, rev)| *rev != to)
+        .map(|(path, _)| path.clone())
+        .collect();
     if changed.is_empty() {
         return Ok(Bumped {
             to,
@@ -113,13 +113,11 @@ pub fn bump(req: &BumpRequest) -> Result<Bumped, Error> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "upstream".into());
     let message = format!("Bump {name} to {to}");
-    let mut args = crate::cut::identity_args(req.repo)?;
-    args.extend(["commit", "--quiet", "--no-verify", "-m", &message, "--"]);
-    args.extend(changed.iter().map(String::as_str));
     let mut add = vec!["add", "--"];
     add.extend(changed.iter().map(String::as_str));
     req.repo.git(&add).map_err(restore)?;
-    req.repo.git(&args).map_err(restore)?;
+    // The tree was clean before: the index holds the pin files and nothing else.
+    req.repo.commit_staged(&message, false).map_err(restore)?;
     Ok(Bumped {
         to,
         changed,

@@ -75,9 +75,9 @@ pub struct Cut {
 /// Cuts; see the module doc.
 pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
     let head = req.repo.head()?.to_string();
-    check_clean(req.repo)?;
+    req.repo.require_clean_tracked()?;
     let (prefix, suffix) = tag_affixes(req.tag_template, req.name, req.channel)?;
-    let identity = identity_args(req.repo)?;
+    let identity = req.repo.fallback_identity()?;
     let made = |version: String, tag: String, reused: bool, attempts: usize| Cut {
         version,
         tag,
@@ -148,36 +148,6 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
         "could not claim a tag after {MAX_ATTEMPTS} attempts: the remote keeps moving"
     ))
     .hint("retry later"))
-}
-
-/// `-c user.name=... -c user.email=...` when git has no identity here (a CI
-/// machine may have none): the tagger or committer is then lockstep.
-pub fn identity_args(repo: &Repo) -> Result<Vec<&'static str>, Error> {
-    let known = repo.try_git(&["var", "GIT_COMMITTER_IDENT"])?.code == 0
-        && repo.try_git(&["var", "GIT_AUTHOR_IDENT"])?.code == 0;
-    Ok(if known {
-        Vec::new()
-    } else {
-        vec![
-            "-c",
-            "user.name=lockstep",
-            "-c",
-            "user.email=lockstep@localhost",
-        ]
-    })
-}
-
-/// Refuses uncommitted changes to tracked files (untracked files never count).
-pub fn check_clean(repo: &Repo) -> Result<(), Error> {
-    let dirty = repo.git(&["status", "--porcelain", "--untracked-files=no"])?;
-    if !dirty.trim().is_empty() {
-        return Err(
-            Error::usage("the working tree has uncommitted changes to tracked files")
-                .cause(dirty.lines().take(5).collect::<Vec<_>>().join("; "))
-                .hint("commit or stash them: a release is cut from a commit"),
-        );
-    }
-    Ok(())
 }
 
 /// The text around `{version}` in the tag template.
@@ -368,52 +338,5 @@ pub fn read_pin(repo: &Repo, rev: &str, path: &str) -> Result<String, Error> {
     let text = repo
         .git(&["show", &format!("{rev}:{path}")])
         .map_err(|e| e.context(format!("cannot read pin file {path} at {rev}")))?;
-    parse_pin(path, &text)
-}
-
-/// One 40-hex revision (a trailing newline allowed, nothing else).
-pub fn parse_pin(path: &str, text: &str) -> Result<String, Error> {
-    let trimmed = text.trim_end_matches(['\n', '\r']);
-    let ok = trimmed.len() == 40
-        && trimmed.bytes().all(|b| b.is_ascii_hexdigit())
-        && !trimmed.contains('\n');
-    if !ok {
-        let shown: String = trimmed.chars().take(60).collect();
-        return Err(
-            Error::usage(format!("pin file {path} does not hold one revision"))
-                .cause(format!("it holds `{}`", shown.escape_debug()))
-                .hint("a pin file is one line of 40 hex digits (a full commit id)"),
-        );
-    }
-    Ok(trimmed.to_ascii_lowercase())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn any_pin_text_never_panics(text in "(?s).{0,100}") {
-            if let Ok(rev) = parse_pin("p", &text) {
-                prop_assert_eq!(rev.len(), 40);
-            }
-        }
-    }
-
-    #[test]
-    fn pins_are_one_full_revision() {
-        let sha = "0123456789abcdef0123456789abcdef01234567";
-        assert_eq!(parse_pin("p", &format!("{sha}\n")).unwrap(), sha);
-        for bad in [
-            "",
-            "abc",
-            &format!("{sha}\n{sha}\n"),
-            &format!("{sha}x"),
-            "main\n",
-        ] {
-            assert!(parse_pin("p", bad).is_err(), "{bad}");
-        }
-    }
+    lockstep_git::parse_pin(path, &text)
 }

@@ -45,7 +45,7 @@ pub fn prune(req: &PruneRequest) -> Result<Pruned, Error> {
     let _lock = if req.dry_run {
         None
     } else {
-        Some(store::lock(req.index)?)
+        store::lock_existing(req.index)?
     };
     let releases = store::releases(req.index)?;
     let mut snapshots: Vec<(Version, String)> = releases

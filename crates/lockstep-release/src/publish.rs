@@ -11,10 +11,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use lockstep_core::events::Sink;
+use lockstep_core::process::{self, Exit, Spec};
 use lockstep_core::Error;
 use lockstep_python::pylock::{self, Lock};
 use lockstep_python::uv::{self, Uv};
@@ -177,28 +177,27 @@ fn validate(
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    let env = vec![
+        ("PATH".to_string(), path),
+        ("VIRTUAL_ENV".to_string(), venv.display().to_string()),
+    ];
     for script in scripts {
-        let mut cmd = Command::new(bin.join(script));
-        cmd.arg("--help")
-            .env("PATH", &path)
-            .env("VIRTUAL_ENV", &venv)
-            .stdin(Stdio::null());
+        let argv = vec![bin.join(script).display().to_string(), "--help".into()];
+        let log = stage.path().join("script.log");
         run_bounded(
-            &mut cmd,
+            argv,
+            &env,
             &format!("`{script} --help`"),
-            &stage.path().join("script.log"),
+            &log,
             HELP_TIMEOUT,
         )?;
     }
     if let Some(smoke) = &req.smoke {
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", smoke])
-            .env("PATH", &path)
-            .env("VIRTUAL_ENV", &venv)
-            .stdin(Stdio::null());
+        let argv = vec!["sh".into(), "-c".into(), smoke.clone()];
         let log = req.work.join("smoke.log");
         run_bounded(
-            &mut cmd,
+            argv,
+            &env,
             &format!("[release] smoke `{smoke}`"),
             &log,
             SMOKE_TIMEOUT,
@@ -207,43 +206,48 @@ fn validate(
     Ok(())
 }
 
-/// Runs `cmd` with its output in `log` (a file: a chatty command never
-/// blocks on a full pipe), killed after `limit`.
-fn run_bounded(cmd: &mut Command, what: &str, log: &Path, limit: Duration) -> Result<(), Error> {
-    use wait_timeout::ChildExt;
-    let out = fs_err::File::create(log)?.into_parts().0;
-    let err = out.try_clone().map_err(|e| Error::failed(e.to_string()))?;
-    cmd.stdout(Stdio::from(out)).stderr(Stdio::from(err));
-    uv::dies_with_us(cmd);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| Error::failed(format!("cannot run {what}")).cause(e.to_string()))?;
-    let status = child
-        .wait_timeout(limit)
-        .map_err(|e| Error::failed(e.to_string()))?;
-    let Some(status) = status else {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(
-            Error::failed(format!("{what} did not finish in {}s", limit.as_secs()))
-                .cause(format!("log: {}", log.display()))
-                .hint("nothing was published"),
-        );
-    };
-    if !status.success() {
-        let text = std::fs::read(log).unwrap_or_default();
-        return Err(
-            Error::failed(format!("{what} failed ({status}) in the validation venv"))
-                .cause(uv::tail(&text, 10))
-                .hint("nothing was published"),
-        );
+/// Runs `argv` in the validation venv through lockstep's process runner
+/// (its own process group, output in `log`, killed after `limit`).
+fn run_bounded(
+    argv: Vec<String>,
+    env: &[(String, String)],
+    what: &str,
+    log: &Path,
+    limit: Duration,
+) -> Result<(), Error> {
+    let cwd = log.parent().map(Path::to_path_buf).unwrap_or_default();
+    let finished = process::run(
+        &Spec {
+            argv,
+            cwd,
+            env: env.to_vec(),
+            timeout: Some(limit),
+            log: log.to_path_buf(),
+            header: None,
+        },
+        |_| {},
+    )
+    .map_err(|e| e.context(format!("cannot run {what}")))?;
+    match finished.exit {
+        Exit::Code(0) => Ok(()),
+        Exit::TimedOut => Err(Error::failed(format!(
+            "{what} did not finish in {}s",
+            limit.as_secs()
+        ))
+        .cause(format!("log: {}", log.display()))
+        .hint("nothing was published")),
+        other => Err(Error::failed(format!(
+            "{what} failed ({}) in the validation venv",
+            other.describe()
+        ))
+        .cause(uv::tail(&std::fs::read(log).unwrap_or_default(), 10))
+        .hint("nothing was published")),
     }
-    Ok(())
 }
 
 /// The install must test the staged index alone: no project or user uv
 /// configuration, no index or find-links from the environment.
-fn isolate_uv(cmd: &mut Command) {
+fn isolate_uv(cmd: &mut std::process::Command) {
     for var in [
         "UV_INDEX",
         "UV_INDEX_URL",
@@ -258,7 +262,8 @@ fn isolate_uv(cmd: &mut Command) {
     }
 }
 
-/// Where publish validates: under the index's parent, not in the index.
-pub fn work_dir(index: &Path) -> PathBuf {
-    index.with_file_name(".lockstep-release-work")
+/// Where publish and promote stage and validate: under `$LOCKSTEP_HOME`,
+/// never in the user's tree (the index or the repository around it).
+pub fn work_dir() -> PathBuf {
+    lockstep_core::paths::home().join("release-work")
 }

@@ -111,19 +111,26 @@ fn answer(mut stream: TcpStream, root: &Path, access_log: bool) -> std::io::Resu
             Err(_) => respond(&mut stream, 404, "text/plain", b"not found\n", head, &[]),
         };
     }
-    match std::fs::read(&full) {
-        Ok(body) => {
-            let kind = if path.ends_with(".html") {
-                "text/html; charset=utf-8"
-            } else if path.ends_with(".json") {
-                "application/json"
-            } else {
-                "application/octet-stream"
-            };
-            respond(&mut stream, 200, kind, &body, head, &[])
-        }
-        Err(_) => respond(&mut stream, 404, "text/plain", b"not found\n", head, &[]),
+    // Files are streamed: a wheel can be hundreds of megabytes.
+    let file = std::fs::File::open(&full)
+        .ok()
+        .filter(|f| f.metadata().is_ok_and(|m| m.is_file()));
+    let Some(mut file) = file else {
+        return respond(&mut stream, 404, "text/plain", b"not found\n", head, &[]);
+    };
+    let length = file.metadata()?.len();
+    let kind = if path.ends_with(".html") {
+        "text/html; charset=utf-8"
+    } else if path.ends_with(".json") {
+        "application/json"
+    } else {
+        "application/octet-stream"
+    };
+    write_head(&mut stream, 200, kind, length, &[])?;
+    if !head {
+        std::io::copy(&mut file, &mut stream)?;
     }
+    stream.flush()
 }
 
 /// The request path as a relative path with only normal components.
@@ -172,6 +179,20 @@ fn respond(
     head: bool,
     extra: &[(&str, &str)],
 ) -> std::io::Result<()> {
+    write_head(stream, code, kind, body.len() as u64, extra)?;
+    if !head {
+        stream.write_all(body)?;
+    }
+    stream.flush()
+}
+
+fn write_head(
+    stream: &mut TcpStream,
+    code: u16,
+    kind: &str,
+    length: u64,
+    extra: &[(&str, &str)],
+) -> std::io::Result<()> {
     let reason = match code {
         200 => "OK",
         301 => "Moved Permanently",
@@ -179,16 +200,14 @@ fn respond(
         404 => "Not Found",
         _ => "Method Not Allowed",
     };
-    let mut text = format!("HTTP/1.1 {code} {reason}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+    let mut text = format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: {kind}\r\nContent-Length: {length}\r\nConnection: close\r\n"
+    );
     for (k, v) in extra {
         text.push_str(&format!("{k}: {v}\r\n"));
     }
     text.push_str("\r\n");
-    stream.write_all(text.as_bytes())?;
-    if !head {
-        stream.write_all(body)?;
-    }
-    stream.flush()
+    stream.write_all(text.as_bytes())
 }
 
 #[cfg(test)]

@@ -308,7 +308,19 @@ pub struct StoreLock {
     _file: std::fs::File,
 }
 
-/// Takes the store's lock, waiting for another writer when there is one.
+/// The store's lock when the index directory exists (a command that would
+/// only change an existing store writes nothing for a missing one: it then
+/// fails its own checks).
+pub fn lock_existing(index: &Path) -> Result<Option<StoreLock>, Error> {
+    if index.is_dir() {
+        lock(index).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Takes the store's lock, waiting for another writer when there is one
+/// (the index directory is created for it).
 pub fn lock(index: &Path) -> Result<StoreLock, Error> {
     fs_err::create_dir_all(index)?;
     let path = index.join(".lock");

@@ -31,7 +31,7 @@ pub fn find_uv(rep: &Reporters) -> Result<uv::Uv, Error> {
 }
 
 /// The wheelhouse: `--out`, else `[pkg] out` (relative to lockstep.toml).
-fn wheelhouse(flag: Option<PathBuf>, loaded: &Loaded, cwd: &Path) -> PathBuf {
+pub fn wheelhouse(flag: Option<PathBuf>, loaded: &Loaded, cwd: &Path) -> PathBuf {
     match flag {
         Some(dir) => cwd.join(dir),
         None => loaded.root.join(&loaded.config.pkg.out),

@@ -31,10 +31,7 @@ pub fn run(
         },
         (None, None) => return Err(Error::usage("pass --run ID or --latest-green BRANCH")),
     };
-    let out = match args.out {
-        Some(dir) => cwd.join(dir),
-        None => loaded.root.join(&loaded.config.pkg.out),
-    };
+    let out = crate::pkg::wheelhouse(args.out, loaded, cwd);
     let fetched = lockstep_pkg::fetch::fetch(
         &client,
         &FetchRequest {

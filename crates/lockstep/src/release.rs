@@ -76,7 +76,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             };
             let base = settings::base_version(loaded)?;
             let repo = lockstep_release::open_repo(cwd)?;
-            cut::check_clean(&repo)?;
+            repo.require_clean_tracked()?;
             let mut pins = BTreeMap::new();
             for path in &settings.pin_files {
                 pins.insert(path.clone(), cut::read_pin(&repo, "HEAD", path)?);
@@ -133,7 +133,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
                     tag,
                     channel: None,
                     smoke: settings.smoke.clone(),
-                    work: lockstep_release::publish::work_dir(&settings.index),
+                    work: lockstep_release::publish::work_dir(),
                 },
                 rep,
             )?;
@@ -210,7 +210,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
                 &version,
                 &to,
                 rewrite_stamps,
-                &lockstep_release::publish::work_dir(&settings.index),
+                &lockstep_release::publish::work_dir(),
             )?;
             let sink: &dyn Sink = rep;
             if let Some(url) = &upload {
@@ -296,7 +296,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             Ok(0)
         }
         cli::Release::Yank { version, reason } => {
-            let _lock = lockstep_release::store::lock(&settings.index)?;
+            let _lock = lockstep_release::store::lock_existing(&settings.index)?;
             lockstep_release::index::yank(&settings.index, &version, &reason)?;
             lockstep_release::index::write_index(&settings.index, None)?;
             let sink: &dyn Sink = rep;
@@ -419,7 +419,7 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
             tag: Some(made.tag.clone()),
             channel: Some("snapshot".into()),
             smoke: None,
-            work: lockstep_release::publish::work_dir(&settings.index),
+            work: lockstep_release::publish::work_dir(),
         },
         rep,
     )?;

@@ -1019,3 +1019,124 @@ fn concurrent_publishes_all_land_in_the_index() {
         );
     }
 }
+
+#[test]
+fn bad_release_settings_and_flags_are_usage_errors_that_write_nothing() {
+    let (_tmp, remote, work) = remote_and_clone(RELEASE);
+    let home = work.parent().unwrap().to_path_buf();
+    let run = |config: &str, args: &[&str], envs: &[(&str, &str)], expected: &str| {
+        write(&work.join("lockstep.toml"), config);
+        let mut cmd = lockstep_in(&work, &home, args);
+        cmd.envs(envs.iter().copied());
+        let err = stderr(&expect(&mut cmd, 2));
+        assert!(err.contains(expected), "{args:?} with {config:?}: {err}");
+    };
+    let base = "[release]\nname = \"demo\"\n";
+    let cut = &["release", "cut"][..];
+    run(base, cut, &[], "has no version-base or version-file");
+    run(
+        &format!("{base}version-file = \"missing.json\"\n"),
+        cut,
+        &[],
+        "missing.json",
+    );
+    write(&work.join("v.json"), "{\"other\": 1}");
+    run(
+        &format!("{base}version-file = \"v.json\"\n"),
+        cut,
+        &[],
+        "has no \"package-version\"",
+    );
+    write(&work.join("v.txt"), "not a version\n");
+    run(
+        &format!("{base}version-file = \"v.txt\"\n"),
+        cut,
+        &[],
+        "is not a PEP 440 version",
+    );
+    run(
+        RELEASE.replace("snapshot-{version}", "snapshot").as_str(),
+        cut,
+        &[],
+        "has no {version}",
+    );
+    run(
+        RELEASE
+            .replace("snapshot-{version}", "snap shot-{version}")
+            .as_str(),
+        cut,
+        &[],
+        "not a tag name git accepts",
+    );
+    run(
+        RELEASE,
+        &["release", "cut", "--run-id", "a b"],
+        &[],
+        "is not a plain identifier",
+    );
+    run(
+        RELEASE,
+        cut,
+        &[("LOCKSTEP_RELEASE_TODAY", "2026")],
+        "is not YYYYMMDD",
+    );
+    run(
+        &format!("{RELEASE}pin-files = [\"../outside.version\"]\n"),
+        cut,
+        &[],
+        "is not inside the repository",
+    );
+    assert_eq!(git(&remote, &["tag", "-l"]), "", "a tag was pushed");
+
+    run(
+        RELEASE,
+        &["release", "index", "--base-url", "ftp://host/x"],
+        &[],
+        "is not an http(s) or file URL",
+    );
+    run(RELEASE, &["release", "serve"], &[], "has no index yet");
+    run(
+        RELEASE,
+        &["release", "yank", "../x", "--reason", "r"],
+        &[],
+        "is not a PEP 440 version",
+    );
+    run(
+        RELEASE,
+        &["release", "promote", "1.0rc1", "--to", "1.0+local"],
+        &[],
+        "is a local version",
+    );
+    run(
+        RELEASE,
+        &["release", "promote", "1.0rc1", "--to", "0.9"],
+        &[],
+        "does not sort above",
+    );
+    // bump refuses a dirty tree first: commit the configuration under test.
+    let pinned = format!("{RELEASE}pin-files = [\"p.version\"]\n");
+    write(&work.join("lockstep.toml"), &pinned);
+    commit_as_tester(&work, "bump config", true);
+    run(
+        &pinned,
+        &["release", "bump"],
+        &[],
+        "cannot read pin file p.version",
+    );
+    write(
+        &work.join("p.version"),
+        "0123456789abcdef0123456789abcdef01234567\n",
+    );
+    commit_as_tester(&work, "pin", true);
+    run(
+        &pinned,
+        &["release", "bump"],
+        &[],
+        "[release] upstream-url is unset",
+    );
+    run("[integrate]\npin-file = \"../p.version\"\nupstream-url = \"https://example.invalid/u.git\"\n", &["integrate", "status"], &[], "[integrate] pin-file");
+    assert!(
+        !work.join("release").exists(),
+        "something was written to the store"
+    );
+}
