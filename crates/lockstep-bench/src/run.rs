@@ -11,7 +11,6 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use lockstep_cache::{Bucket, Key};
@@ -277,34 +276,30 @@ pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
     });
     let compiled = AtomicUsize::new(0);
     let hits = AtomicUsize::new(0);
-    let modules: Mutex<HashMap<Key, Module>> = Mutex::new(HashMap::new());
     // The workers compile the kernels, then fill in missing references.
     let references = missing_references(&planned, opts);
     let tasks = kernels.len() + references.len();
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..opts.jobs.max(1).min(tasks.max(1)) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if let Some((key, kernel)) = kernels.get(i) {
-                    let result = obtain(key, kernel, &flags, opts, &compiled, &hits);
-                    sink.emit(&compiled_event(key, kernel, &result));
-                    modules
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(key.clone(), result);
-                } else if let Some((bucket, sig)) = references.get(i - kernels.len()) {
-                    // A failure shows again, on its row, when the check computes it.
-                    if let Err(e) = references::ensure(bucket, sig, VERIFY_SEED) {
-                        tracing::debug!("reference of {}: {e}", sig.func_name);
-                    }
-                } else {
-                    break;
-                }
-            });
+    let done = lockstep_core::pool::map_all("bench", opts.jobs, tasks, |i| {
+        if let Some((key, kernel)) = kernels.get(i) {
+            let result = obtain(key, kernel, &flags, opts, &compiled, &hits);
+            sink.emit(&compiled_event(key, kernel, &result));
+            Some((key.clone(), result))
+        } else {
+            let (bucket, sig) = &references[i - kernels.len()];
+            // A failure shows again, on its row, when the check computes it.
+            if let Err(e) = references::ensure(bucket, sig, VERIFY_SEED) {
+                tracing::debug!("reference of {}: {e}", sig.func_name);
+            }
+            None
         }
     });
-    let modules = modules.into_inner().unwrap_or_else(|e| e.into_inner());
+    let modules: HashMap<Key, Module> = match done {
+        Ok(done) => done.into_iter().flatten().collect(),
+        Err(e) => kernels
+            .iter()
+            .map(|(key, _)| (key.clone(), Err(e.render().trim_end().to_string())))
+            .collect(),
+    };
 
     let mut rows = Vec::new();
     // Kernels whose compile time is already on an earlier row.

@@ -3,7 +3,7 @@
 //! two different inputs can never frame into the same bytes and a change of
 //! format (a new version) never reads an old entry.
 
-use sha2::{Digest, Sha256};
+use lockstep_core::hash::Framed;
 
 use crate::Area;
 
@@ -37,49 +37,42 @@ pub(crate) fn is_key(text: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// Builds a [`Key`] part by part.
+/// Builds a [`Key`] part by part: the core's framed hasher, started with
+/// the area's name and the entry format's version.
 #[derive(Clone)]
 pub struct KeyBuilder {
-    hasher: Sha256,
+    framed: Framed,
 }
 
 impl KeyBuilder {
     /// A key of `area` for entries of format `version` (bump it when what an
     /// entry holds, or how it is computed, changes).
     pub fn new(area: Area, version: u32) -> KeyBuilder {
-        let mut builder = KeyBuilder {
-            hasher: Sha256::new(),
-        };
-        builder = builder.part("lockstep-cache", area.name());
-        builder.part("version", version.to_le_bytes())
+        KeyBuilder {
+            framed: Framed::new("lockstep-cache", area.name(), version),
+        }
     }
 
     /// Adds one labelled part (framed with its length).
-    pub fn part(mut self, label: &str, bytes: impl AsRef<[u8]>) -> KeyBuilder {
-        let bytes = bytes.as_ref();
-        for chunk in [label.as_bytes(), bytes] {
-            self.hasher.update((chunk.len() as u64).to_le_bytes());
-            self.hasher.update(chunk);
+    pub fn part(self, label: &str, bytes: impl AsRef<[u8]>) -> KeyBuilder {
+        KeyBuilder {
+            framed: self.framed.part(label, bytes),
         }
-        self
     }
 
     /// Adds a list of parts under one label (each framed; the count too).
     pub fn parts<S: AsRef<[u8]>>(
-        mut self,
+        self,
         label: &str,
         items: impl IntoIterator<Item = S>,
     ) -> KeyBuilder {
-        let items: Vec<S> = items.into_iter().collect();
-        self = self.part(label, (items.len() as u64).to_le_bytes());
-        for item in &items {
-            self = self.part("", item);
+        KeyBuilder {
+            framed: self.framed.parts(label, items),
         }
-        self
     }
 
     pub fn finish(self) -> Key {
-        Key(hex::encode(self.hasher.finalize()))
+        Key(self.framed.hex())
     }
 }
 

@@ -14,6 +14,8 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+
+use lockstep_core::lock::FileLock;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -152,55 +154,30 @@ impl Slot {
     /// Waits for the key's lock (other processes and threads writing or
     /// pruning keys of the same stripe hold it).
     pub fn lock(&self) -> Result<SlotLock, Error> {
-        let file = self.open_stripe()?;
-        file.lock().map_err(|e| {
-            Error::failed(format!(
-                "cannot lock the {} cache entry {}",
-                self.area.name(),
-                self.key
-            ))
-            .cause(e.to_string())
-        })?;
+        let lock = FileLock::wait(&self.stripe(), &self.purpose(), None)
+            .map_err(|e| cache_write_error(self.area, e))?;
         Ok(SlotLock {
             slot: self.clone(),
-            _file: file,
+            _lock: lock,
         })
     }
 
     /// The key's lock if nobody holds it.
     pub fn try_lock(&self) -> Result<Option<SlotLock>, Error> {
-        let file = self.open_stripe()?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(SlotLock {
-                slot: self.clone(),
-                _file: file,
-            })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::failed(format!(
-                "cannot lock the {} cache entry {}",
-                self.area.name(),
-                self.key
-            ))
-            .cause(e.to_string())),
-        }
+        let taken = FileLock::try_take(&self.stripe(), &self.purpose())
+            .map_err(|e| cache_write_error(self.area, e))?;
+        Ok(taken.ok().map(|lock| SlotLock {
+            slot: self.clone(),
+            _lock: lock,
+        }))
     }
 
-    fn open_stripe(&self) -> Result<File, Error> {
-        let path = Slot::stripe_path(&self.area_dir, self.key.as_str());
-        if let Some(dir) = path.parent() {
-            fs_err::create_dir_all(dir).map_err(|e| cache_write_error(self.area, e.into()))?;
-        }
-        File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| {
-                cache_write_error(
-                    self.area,
-                    Error::failed(format!("cannot open {}", path.display())).cause(e.to_string()),
-                )
-            })
+    fn stripe(&self) -> PathBuf {
+        Slot::stripe_path(&self.area_dir, self.key.as_str())
+    }
+
+    fn purpose(&self) -> String {
+        format!("the {} cache entry {}", self.area.name(), self.key)
     }
 
     fn check(&self) -> Check {
@@ -250,7 +227,7 @@ impl Slot {
 /// The key's lock, held until dropped.
 pub struct SlotLock {
     slot: Slot,
-    _file: File,
+    _lock: FileLock,
 }
 
 impl SlotLock {

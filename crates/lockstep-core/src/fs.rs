@@ -143,6 +143,157 @@ fn too_large(what: &str, path: &Path, max_bytes: u64) -> Error {
     .hint("check that it is the file you meant")
 }
 
+/// A directory being built beside its final place, so that the final place
+/// only ever holds a whole one: `.NAME.tmp-PID-N` in the same directory
+/// (created fresh: nothing planted in advance is written through), moved
+/// into place by [`StagedDir::install`], removed when dropped otherwise.
+/// What a killed run left (`.NAME.tmp-PID-*` and `.NAME.old-PID-*` of a dead
+/// PID) is reclaimed the next time a directory of that name is staged.
+#[derive(Debug)]
+pub struct StagedDir {
+    path: PathBuf,
+    dest: PathBuf,
+}
+
+impl StagedDir {
+    /// A new empty staging directory for `dest` (its parent is created).
+    pub fn beside(dest: &Path) -> Result<StagedDir> {
+        let parent = parent_of(dest);
+        fs_err::create_dir_all(&parent)?;
+        reclaim_stale(dest);
+        loop {
+            let path = temp_name(dest);
+            match std::fs::create_dir(&path) {
+                Ok(()) => {
+                    return Ok(StagedDir {
+                        path,
+                        dest: dest.to_path_buf(),
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(Error::failed(format!(
+                        "cannot create a staging directory in {}",
+                        parent.display()
+                    ))
+                    .cause(e.to_string()))
+                }
+            }
+        }
+    }
+
+    /// Where to build.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Moves the built directory to its place, replacing what is there: the
+    /// old one is moved aside first and removed after, so the place never
+    /// holds half of either.
+    pub fn install(self) -> Result<()> {
+        let dest = self.dest.clone();
+        let old = aside_name(&dest);
+        let had_old = dest.symlink_metadata().is_ok();
+        if had_old {
+            std::fs::rename(&dest, &old).map_err(|e| move_error("move aside", &dest, e))?;
+        }
+        if let Err(e) = std::fs::rename(&self.path, &dest) {
+            if had_old {
+                let _ = std::fs::rename(&old, &dest);
+            }
+            return Err(move_error("move the new directory into", &dest, e));
+        }
+        if had_old {
+            remove_any(&old);
+        }
+        std::mem::forget(self);
+        Ok(())
+    }
+
+    /// Moves the built directory to its place, which must not exist.
+    pub fn install_new(self) -> Result<()> {
+        if self.dest.symlink_metadata().is_ok() {
+            return Err(Error::failed(format!(
+                "{} already exists",
+                self.dest.display()
+            )));
+        }
+        std::fs::rename(&self.path, &self.dest)
+            .map_err(|e| move_error("move the new directory into", &self.dest, e))?;
+        std::mem::forget(self);
+        Ok(())
+    }
+}
+
+impl Drop for StagedDir {
+    fn drop(&mut self) {
+        remove_any(&self.path);
+    }
+}
+
+fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn aside_name(dest: &Path) -> PathBuf {
+    let tmp = temp_name(dest);
+    let name = tmp
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    tmp.with_file_name(name.replacen(".tmp-", ".old-", 1))
+}
+
+fn move_error(what: &str, dest: &Path, e: std::io::Error) -> Error {
+    Error::failed(format!("cannot {what} {}", dest.display())).cause(e.to_string())
+}
+
+fn remove_any(path: &Path) {
+    let removed = match path.symlink_metadata() {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(_) => Ok(()),
+    };
+    if let Err(e) = removed {
+        tracing::warn!(path = %path.display(), "cannot remove: {e}");
+    }
+}
+
+/// Removes what killed runs left beside `dest`: `.NAME.tmp-PID-*` and
+/// `.NAME.old-PID-*` (from [`temp_name`], [`StagedDir`], [`write_atomic`])
+/// whose PID is not a live process. Best effort.
+pub fn reclaim_stale(dest: &Path) {
+    let Some(name) = dest.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(parent_of(dest)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = stale_pid(&file, &name) {
+            if !crate::process::pid_alive(pid) {
+                tracing::info!(path = %entry.path().display(), "removing what a killed run left");
+                remove_any(&entry.path());
+            }
+        }
+    }
+}
+
+/// The PID in `.NAME.tmp-PID-N` / `.NAME.old-PID-N`.
+fn stale_pid(file: &str, name: &str) -> Option<i32> {
+    let rest = file.strip_prefix('.')?.strip_prefix(name)?;
+    let rest = rest
+        .strip_prefix(".tmp-")
+        .or_else(|| rest.strip_prefix(".old-"))?;
+    let (pid, n) = rest.split_once('-')?;
+    n.bytes().all(|b| b.is_ascii_digit()).then_some(())?;
+    pid.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +363,45 @@ mod tests {
         );
         writer.join().unwrap();
         assert_eq!(bytes.unwrap(), b"fed");
+    }
+
+    #[test]
+    fn a_staged_directory_replaces_the_old_one_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("venv");
+        std::fs::create_dir(&dest).unwrap();
+        std::fs::write(dest.join("old"), "1").unwrap();
+        let staged = StagedDir::beside(&dest).unwrap();
+        std::fs::write(staged.path().join("new"), "2").unwrap();
+        staged.install().unwrap();
+        assert!(dest.join("new").is_file() && !dest.join("old").exists());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["venv"], "nothing left beside it");
+    }
+
+    #[test]
+    fn a_dropped_staging_directory_is_removed_and_a_dead_runs_is_reclaimed() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("simple");
+        let staged = StagedDir::beside(&dest).unwrap();
+        let path = staged.path().to_path_buf();
+        drop(staged);
+        assert!(!path.exists());
+        // A PID that cannot be alive (above the kernel's maximum).
+        let dead = dir.path().join(".simple.tmp-99999999-0");
+        let alive = dir
+            .path()
+            .join(format!(".simple.old-{}-0", std::process::id()));
+        let other = dir.path().join(".simpler.tmp-99999999-0");
+        for d in [&dead, &alive, &other] {
+            std::fs::create_dir(d).unwrap();
+        }
+        StagedDir::beside(&dest).unwrap().install_new().unwrap();
+        assert!(!dead.exists() && alive.exists() && other.exists());
+        assert!(StagedDir::beside(&dest).unwrap().install_new().is_err());
     }
 }

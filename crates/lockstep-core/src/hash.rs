@@ -66,6 +66,55 @@ pub fn sha256_file_memo(path: &Path, memo_dir: &Path) -> Result<String> {
     Ok(sha256)
 }
 
+/// The one framed hasher behind every key and identity: a sha256 over
+/// labelled, length-framed parts, so two different inputs can never frame
+/// into the same bytes. A key names its domain and a format version first,
+/// so a change of format never matches an old key.
+#[derive(Clone)]
+pub struct Framed {
+    hasher: Sha256,
+}
+
+impl Framed {
+    /// A hash of `domain`'s values `name`, format `version` (bump it when
+    /// what is hashed, or how, changes).
+    pub fn new(domain: &str, name: &str, version: u32) -> Framed {
+        Framed {
+            hasher: Sha256::new(),
+        }
+        .part(domain, name)
+        .part("version", version.to_le_bytes())
+    }
+
+    /// Adds one labelled part (framed with its length).
+    pub fn part(mut self, label: &str, bytes: impl AsRef<[u8]>) -> Framed {
+        for chunk in [label.as_bytes(), bytes.as_ref()] {
+            self.hasher.update((chunk.len() as u64).to_le_bytes());
+            self.hasher.update(chunk);
+        }
+        self
+    }
+
+    /// Adds a list of parts under one label (the count framed too).
+    pub fn parts<S: AsRef<[u8]>>(
+        mut self,
+        label: &str,
+        items: impl IntoIterator<Item = S>,
+    ) -> Framed {
+        let items: Vec<S> = items.into_iter().collect();
+        self = self.part(label, (items.len() as u64).to_le_bytes());
+        for item in &items {
+            self = self.part("", item);
+        }
+        self
+    }
+
+    /// The hash as 64 lowercase hex digits.
+    pub fn hex(self) -> String {
+        hex::encode(self.hasher.finalize())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

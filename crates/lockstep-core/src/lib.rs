@@ -12,8 +12,10 @@ pub mod error;
 pub mod events;
 pub mod fs;
 pub mod hash;
+pub mod lock;
 pub mod output;
 pub mod paths;
+pub mod pool;
 pub mod process;
 
 pub use error::{Error, ErrorKind, Result};

@@ -30,37 +30,11 @@ pub fn extract_zip(zip: &Path, dest: &Path, max_bytes: u64) -> Result<(), Error>
         Error::failed(format!("{} is not a zip archive", zip.display())).cause(e.to_string())
     })?;
     let entries = plan(&mut archive, zip)?;
-    // A new directory with a random name beside `dest`: nothing planted there
-    // in advance (a symlink in a shared directory) can be written through.
-    let parent = match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let staging = tempfile::Builder::new()
-        .prefix(".lockstep-extract-")
-        .tempdir_in(&parent)
-        .map_err(|e| {
-            Error::failed(format!(
-                "cannot create a staging directory in {}",
-                parent.display()
-            ))
-            .cause(e.to_string())
-        })?
-        .keep();
-    let written = write_entries(&mut archive, &entries, &staging, max_bytes, zip);
-    let renamed = written.and_then(|()| {
-        std::fs::rename(&staging, dest).map_err(|e| {
-            Error::failed(format!(
-                "cannot move the extracted archive to {}",
-                dest.display()
-            ))
-            .cause(e.to_string())
-        })
-    });
-    if renamed.is_err() {
-        let _ = std::fs::remove_dir_all(&staging);
-    }
-    renamed
+    // A new directory beside `dest`, created fresh: nothing planted there in
+    // advance (a symlink in a shared directory) can be written through.
+    let staging = lockstep_core::fs::StagedDir::beside(dest)?;
+    write_entries(&mut archive, &entries, staging.path(), max_bytes, zip)?;
+    staging.install_new()
 }
 
 /// One entry to write: its index in the archive and its checked relative path.

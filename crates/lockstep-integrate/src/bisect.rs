@@ -11,11 +11,11 @@
 
 use std::time::Duration;
 
+use lockstep_core::hash::Framed;
 use lockstep_core::process::Spec;
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::journal::SuperBisectJournal;
 use crate::probe::{journal_value, run_cached, CachedRun, Prober, Verdict};
@@ -197,16 +197,10 @@ impl Integrate<'_> {
         let mut runs = 0;
         let result = narrow(-1, n - 1, &mut skipped, |m| {
             let commit = &candidates[m];
-            let key = {
-                let mut h = Sha256::new();
-                h.update(b"superproject\0");
-                h.update(sp.tree_of(&commit.sha)?.as_bytes());
-                for w in &opts.command {
-                    h.update(b"\0");
-                    h.update(w.as_bytes());
-                }
-                hex::encode(h.finalize())
-            };
+            let key = Framed::new("lockstep-integrate", "superproject-bisect", 2)
+                .part("tree", sp.tree_of(&commit.sha)?)
+                .parts("command", &opts.command)
+                .hex();
             let log = run_dir.join(format!("bisect-{}.log", crate::halt::short(&commit.sha)));
             let run = CachedRun {
                 key,

@@ -11,12 +11,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::events::IntegrateEvent as Event;
+use lockstep_core::hash::Framed;
 use lockstep_core::process::{self, Exit, Spec};
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
 use lockstep_store::ProbeRecord;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::halt::ConflictInfo;
 use crate::journal::ProbeJournal;
@@ -141,15 +141,11 @@ impl<'i, 'a> Prober<'i, 'a> {
     }
 
     fn key(&self, upstream: &str, patch_ids: &[String]) -> String {
-        let mut h = Sha256::new();
-        h.update(self.context.as_bytes());
-        h.update(b"\0");
-        h.update(upstream.as_bytes());
-        for id in patch_ids {
-            h.update(b"\0p");
-            h.update(id.as_bytes());
-        }
-        hex::encode(h.finalize())
+        Framed::new("lockstep-integrate", "verdict", 2)
+            .part("context", &self.context)
+            .part("upstream", upstream)
+            .parts("patches", patch_ids)
+            .hex()
     }
 
     /// Verdicts recorded earlier for these commits in this context (the patch
@@ -476,13 +472,10 @@ fn humantime_secs(d: Duration) -> String {
 /// The superproject tree and the command: what every verdict of a search
 /// depends on besides the commit and the patches.
 fn verdict_context(tree_key: &str, command: &[String]) -> String {
-    let mut h = Sha256::new();
-    h.update(tree_key.as_bytes());
-    for word in command {
-        h.update(b"\0c");
-        h.update(word.as_bytes());
-    }
-    hex::encode(h.finalize())
+    Framed::new("lockstep-integrate", "verdict-context", 2)
+        .part("tree", tree_key)
+        .parts("command", command)
+        .hex()
 }
 
 /// Hash of the superproject's HEAD tree listing without the submodule entry.
@@ -490,13 +483,11 @@ pub fn superproject_tree_key(ig: &Integrate) -> Result<String, Error> {
     let listing = ig
         .superproject
         .git(&["ls-tree", "-r", "-z", "--full-tree", "HEAD"])?;
-    let mut h = Sha256::new();
-    for entry in listing.split('\0').filter(|e| !e.is_empty()) {
+    let entries = listing.split('\0').filter(|entry| {
         let path = entry.split_once('\t').map(|(_, p)| p).unwrap_or("");
-        if path != ig.pin_path() {
-            h.update(entry.as_bytes());
-            h.update(b"\0");
-        }
-    }
-    Ok(hex::encode(h.finalize()))
+        !entry.is_empty() && path != ig.pin_path()
+    });
+    Ok(Framed::new("lockstep-integrate", "superproject-tree", 2)
+        .parts("entries", entries)
+        .hex())
 }

@@ -23,7 +23,6 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -31,13 +30,14 @@ use std::sync::Mutex;
 use std::time::UNIX_EPOCH;
 
 use lockstep_core::events::Sink;
+use lockstep_core::lock::FileLock;
 use lockstep_core::{paths, Error};
 use lockstep_python::uv::{find_uv, run_captured};
 
 mod set;
+use lockstep_core::hash::Framed;
 use serde::{Deserialize, Serialize};
 pub use set::{install_set, resolve_set, SetFrom};
-use sha2::{Digest, Sha256};
 
 /// Environment variable naming a directory of IREE tools.
 pub const ENV_IREE_BIN: &str = "LOCKSTEP_IREE_BIN";
@@ -52,7 +52,7 @@ const MANIFEST: &str = "toolchain.json";
 const COMPILER_LIB: &str = "libIREECompiler.so";
 
 /// How identities are computed (a manifest of another version is recomputed).
-const IDENTITY_VERSION: u32 = 2;
+const IDENTITY_VERSION: u32 = 3;
 
 /// Folders inside site-packages whose native `iree-*` executables are linked
 /// into `bin/` (compiler first; `_runtime_libs_tracy` is deliberately absent).
@@ -421,32 +421,12 @@ fn move_into_place(
 }
 
 /// Takes the per-version install lock, saying so when someone else holds it.
-fn lock(root: &Path, version: &str, sink: &dyn Sink) -> Result<File, Error> {
-    let path = root.join(format!(".iree-{version}.lock"));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| {
-            Error::failed(format!("cannot open {}", path.display())).cause(e.to_string())
-        })?;
-    let locked = match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(TryLockError::WouldBlock) => {
-            sink.note(format!(
-                "waiting for another lockstep process installing IREE {version} (lock {})",
-                path.display()
-            ));
-            file.lock()
-        }
-        Err(TryLockError::Error(e)) => Err(e),
-    };
-    locked.map_err(|e| {
-        Error::failed(format!("cannot lock {}", path.display())).cause(e.to_string())
-    })?;
-    Ok(file)
+fn lock(root: &Path, version: &str, sink: &dyn Sink) -> Result<FileLock, Error> {
+    FileLock::wait(
+        &root.join(format!(".iree-{version}.lock")),
+        &format!("installing IREE {version}"),
+        Some(sink),
+    )
 }
 
 /// Under the lock: half-built directories of killed installs, and a final
@@ -719,14 +699,10 @@ fn compiler_version_line(output: &str) -> String {
 /// The identity: sha256 over the version output and the content lines
 /// ([`wheel_content`] or [`binary_content`]).
 fn identity(version_output: &str, content: &[String]) -> String {
-    let mut h = Sha256::new();
-    h.update(format!("lockstep-iree identity v{IDENTITY_VERSION}\n"));
-    h.update(format!("version-output {}\n", version_output.len()));
-    h.update(version_output.as_bytes());
-    for line in content {
-        h.update(format!("\n{line}"));
-    }
-    hex::encode(h.finalize())
+    Framed::new("lockstep-iree", "identity", IDENTITY_VERSION)
+        .part("version-output", version_output)
+        .parts("content", content)
+        .hex()
 }
 
 /// What identifies the IREE packages installed in `site` (a site-packages
@@ -794,12 +770,9 @@ fn record_digest(record: &str) -> String {
         })
         .collect();
     lines.sort_unstable();
-    let mut h = Sha256::new();
-    for line in lines {
-        h.update(line.as_bytes());
-        h.update(b"\n");
-    }
-    hex::encode(h.finalize())
+    Framed::new("lockstep-iree", "record", 1)
+        .parts("lines", lines)
+        .hex()
 }
 
 /// The content lines of a user's tools directory: the wheel records when the

@@ -17,7 +17,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use lockstep_cache::{Area, Bucket, KeyBuilder};
@@ -157,7 +156,7 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
         scratch: &scratch,
         out: &out,
     };
-    let results = run_groups(&ctx, &groups, sink);
+    let results = run_groups(&ctx, &groups, sink)?;
     let mut built = Vec::new();
     let mut failures = Vec::new();
     for result in results {
@@ -552,44 +551,10 @@ fn run_groups(
     ctx: &Context<'_>,
     groups: &[Group],
     sink: &dyn Sink,
-) -> Vec<Result<Vec<Made>, Failure>> {
-    let next = Mutex::new(0usize);
-    let results: Mutex<Vec<Option<GroupResult>>> =
-        Mutex::new((0..groups.len()).map(|_| None).collect());
-    let workers = ctx.req.jobs.clamp(1, groups.len().max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                let index = {
-                    let Ok(mut n) = next.lock() else { return };
-                    let i = *n;
-                    *n += 1;
-                    i
-                };
-                let Some(group) = groups.get(index) else {
-                    return;
-                };
-                let result = build_group(ctx, index, group, sink);
-                if let Ok(mut all) = results.lock() {
-                    all[index] = Some(result);
-                }
-            });
-        }
-    });
-    results
-        .into_inner()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|r| {
-            r.unwrap_or_else(|| {
-                Err(Failure {
-                    cell: "?".into(),
-                    log: PathBuf::new(),
-                    message: "internal: a worker stopped".into(),
-                })
-            })
-        })
-        .collect()
+) -> Result<Vec<GroupResult>, Error> {
+    lockstep_core::pool::map_all("pkg-build", ctx.req.jobs, groups.len(), |index| {
+        build_group(ctx, index, &groups[index], sink)
+    })
 }
 
 /// The group's first Python, then the others unless the wheel is universal.

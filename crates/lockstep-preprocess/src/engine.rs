@@ -5,8 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use lockstep_core::events::Sink;
@@ -602,39 +600,24 @@ pub fn preprocess_scanned(
         selected: selected.len(),
         steps: opts.steps.len(),
     });
-    let results: Mutex<BTreeMap<usize, Result<Done, Box<Failure>>>> = Mutex::new(BTreeMap::new());
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let workers = opts.jobs.max(1).min(selected.len().max(1));
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                let k = next.fetch_add(1, Ordering::SeqCst);
-                let Some(&i) = selected.get(k) else { break };
-                let exe = &module.executables[i];
-                let dir = run_dir.join(label(i, &exe.symbol));
-                sink.emit(&PreprocessEvent::ExecutableStarted {
-                    symbol: exe.symbol.clone(),
-                    index: i,
-                });
-                let original = &text[exe.span.clone()];
-                let result = ctx.process(&exe.symbol, original, &dir);
-                sink.emit(&finished_event(&exe.symbol, i, original, &result));
-                if result.is_err() {
-                    // Start nothing new; running tools finish (or time out).
-                    stop.store(true, Ordering::SeqCst);
-                }
-                results
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(i, result);
-            });
+    let done = lockstep_core::pool::map("preprocess", opts.jobs, selected.len(), |k, stop| {
+        let i = selected[k];
+        let exe = &module.executables[i];
+        let dir = run_dir.join(label(i, &exe.symbol));
+        sink.emit(&PreprocessEvent::ExecutableStarted {
+            symbol: exe.symbol.clone(),
+            index: i,
+        });
+        let original = &text[exe.span.clone()];
+        let result = ctx.process(&exe.symbol, original, &dir);
+        sink.emit(&finished_event(&exe.symbol, i, original, &result));
+        if result.is_err() {
+            // Start nothing new; running tools finish (or time out).
+            stop.stop();
         }
-    });
-    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+        (i, result)
+    })?;
+    let results: BTreeMap<usize, Result<Done, Box<Failure>>> = done.into_iter().flatten().collect();
     let failures: Vec<Failure> = results
         .values()
         .filter_map(|r| r.as_ref().err().map(|f| (**f).clone()))

@@ -22,6 +22,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use lockstep_core::lock::FileLock;
 use lockstep_core::Error;
 
 /// Where permits come from.
@@ -53,7 +54,7 @@ pub struct Permit<'a> {
 }
 
 enum Held {
-    Lock(#[allow(dead_code)] File),
+    Lock(#[allow(dead_code)] FileLock),
     Byte(u8),
 }
 
@@ -144,17 +145,17 @@ impl Limiter {
             Source::Pool { dir, slots } => {
                 for k in 0..*slots {
                     let slot = (offset + k) % slots;
-                    let file = lock_file(&dir.join(format!("slot-{slot}")))?;
-                    if try_lock(&file) {
-                        return Ok(Some(Held::Lock(file)));
+                    if let Ok(lock) =
+                        FileLock::try_take(&dir.join(format!("slot-{slot}")), "a tool")?
+                    {
+                        return Ok(Some(Held::Lock(lock)));
                     }
                 }
                 Ok(None)
             }
             Source::Jobserver { read, free, .. } => {
-                let file = lock_file(free)?;
-                if try_lock(&file) {
-                    return Ok(Some(Held::Lock(file)));
+                if let Ok(lock) = FileLock::try_take(free, "a tool")? {
+                    return Ok(Some(Held::Lock(lock)));
                 }
                 let mut byte = [0u8; 1];
                 let mut r: &File = read;
@@ -177,22 +178,6 @@ fn thread_hash() -> usize {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     std::thread::current().id().hash(&mut h);
     h.finish() as usize
-}
-
-fn lock_file(path: &Path) -> Result<File, Error> {
-    File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(|e| {
-            Error::failed(format!("cannot open the token file {}", path.display()))
-                .cause(e.to_string())
-        })
-}
-
-fn try_lock(file: &File) -> bool {
-    file.try_lock().is_ok()
 }
 
 /// The jobserver named in MAKEFLAGS (the last `--jobserver-auth=` or

@@ -57,14 +57,9 @@ pub fn write_index(index: &Path, base_url: Option<&str>) -> Result<IndexReport, 
                 });
         }
     }
-    let staging = index.join(format!(".simple.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    let written = write_simple(&staging, &projects, base_url);
-    if let Err(e) = written {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(e);
-    }
-    swap_in(index, &staging)?;
+    let staging = lockstep_core::fs::StagedDir::beside(&index.join(SIMPLE))?;
+    write_simple(staging.path(), &projects, base_url)?;
+    staging.install()?;
     let links = links_page(&projects, base_url, "");
     lockstep_core::fs::write_atomic(&index.join(LINKS), links.as_bytes())?;
     Ok(IndexReport {
@@ -77,22 +72,6 @@ pub fn write_index(index: &Path, base_url: Option<&str>) -> Result<IndexReport, 
             .map(|r| r.files.len())
             .sum(),
     })
-}
-
-/// `simple/` -> `.simple.old-PID`, staging -> `simple`, old removed.
-fn swap_in(index: &Path, staging: &Path) -> Result<(), Error> {
-    let live = index.join(SIMPLE);
-    let old = index.join(format!(".simple.old-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&old);
-    if live.exists() {
-        fs_err::rename(&live, &old)?;
-    }
-    if let Err(e) = fs_err::rename(staging, &live) {
-        let _ = std::fs::rename(&old, &live);
-        return Err(e.into());
-    }
-    let _ = std::fs::remove_dir_all(&old);
-    Ok(())
 }
 
 fn write_simple(

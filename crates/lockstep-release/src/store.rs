@@ -305,7 +305,7 @@ pub fn metadata_path(wheel: &Path) -> PathBuf {
 /// their records instead of one losing, and index swaps never interleave.
 /// The kernel releases it when the process ends.
 pub struct StoreLock {
-    _file: std::fs::File,
+    _lock: lockstep_core::lock::FileLock,
 }
 
 /// The store's lock when the index directory exists (a command that would
@@ -322,23 +322,12 @@ pub fn lock_existing(index: &Path) -> Result<Option<StoreLock>, Error> {
 /// Takes the store's lock, waiting for another writer when there is one
 /// (the index directory is created for it).
 pub fn lock(index: &Path) -> Result<StoreLock, Error> {
-    fs_err::create_dir_all(index)?;
-    let path = index.join(".lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| {
-            Error::failed(format!("cannot open {}", path.display())).cause(e.to_string())
-        })?;
-    if file.try_lock().is_err() {
-        tracing::info!(lock = %path.display(), "another release command is writing the store; waiting");
-        file.lock().map_err(|e| {
-            Error::failed(format!("cannot lock {}", path.display())).cause(e.to_string())
-        })?;
-    }
-    Ok(StoreLock { _file: file })
+    let lock = lockstep_core::lock::FileLock::wait(
+        &index.join(".lock"),
+        "writing the release store",
+        None,
+    )?;
+    Ok(StoreLock { _lock: lock })
 }
 
 /// Writes `release` as the version directory's record (atomically).

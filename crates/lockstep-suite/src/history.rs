@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use lockstep_core::Error;
 use lockstep_store::Store;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::model::{Changes, Outcome, RunReport};
 
@@ -39,7 +38,7 @@ pub fn state_dir(cwd: &Path) -> PathBuf {
     match lockstep_git::Repo::new(cwd).common_dir() {
         Ok(common) => common.join("lockstep"),
         Err(_) => {
-            let id = hex::encode(Sha256::digest(cwd.display().to_string().as_bytes()));
+            let id = lockstep_core::hash::sha256_bytes(cwd.display().to_string().as_bytes());
             lockstep_core::paths::states().join(id.get(..16).unwrap_or(&id))
         }
     }

@@ -10,7 +10,6 @@
 use std::path::Path;
 
 use lockstep_core::Error;
-use sha2::{Digest, Sha256};
 
 /// The longest test or suite name accepted in a suite file.
 pub const MAX_NAME: usize = 128;
@@ -69,7 +68,7 @@ pub fn file_stem(id: &str) -> String {
     if plain.len() <= MAX_STEM {
         return plain;
     }
-    let digest = hex::encode(Sha256::digest(id.as_bytes()));
+    let digest = lockstep_core::hash::sha256_bytes(id.as_bytes());
     let hash = digest.get(..16).unwrap_or(&digest);
     // `plain` is ASCII, so any byte offset is a character boundary.
     let head = plain.get(..MAX_STEM - 17).unwrap_or_default();

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use lockstep_core::config::TestConfig;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
-use sha2::{Digest, Sha256};
 
 use crate::markers::MarkerExpr;
 use crate::model::Expect;
@@ -227,13 +226,11 @@ pub fn parse_shard(text: &str) -> Result<(usize, usize), Error> {
 /// never moves the others.
 /// A `count` of 0 is taken as 1 (one shard holds everything).
 pub fn shard_of(id: &str, count: usize) -> usize {
-    let digest = Sha256::digest(id.as_bytes());
-    let mut n = [0u8; 8];
-    for (byte, d) in n.iter_mut().zip(digest.iter()) {
-        *byte = *d;
-    }
+    // The digest's first 8 bytes, big-endian.
+    let digest = lockstep_core::hash::sha256_bytes(id.as_bytes());
+    let n = u64::from_str_radix(&digest[..16], 16).unwrap_or(0);
     let count = u64::try_from(count.max(1)).unwrap_or(u64::MAX);
-    let index = u64::from_be_bytes(n) % count;
+    let index = n % count;
     usize::try_from(index).map_or(1, |i| i.saturating_add(1))
 }
 

@@ -39,16 +39,6 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
-    /// The worker count of `-j N`: every core without it; 0 is refused.
-    pub fn jobs_from_flag(flag: Option<usize>) -> Result<usize, Error> {
-        match flag {
-            Some(0) => Err(Error::usage("-j 0: a run needs at least one worker")
-                .hint("give -j 1 or more, or leave it out to use every core")),
-            Some(n) => Ok(n),
-            None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
-        }
-    }
-
     /// The per-process timeout of `--timeout SECS`, else `default`; 0 is
     /// refused (every process would be stopped at once).
     pub fn timeout_from_flag(flag: Option<u64>, default: Duration) -> Result<Duration, Error> {
@@ -160,24 +150,9 @@ pub fn run(
         sink,
         total,
     };
-    let started_workers = std::thread::scope(|scope| {
-        (0..jobs)
-            .map_while(|n| {
-                std::thread::Builder::new()
-                    .name(format!("lockstep-test-{n}"))
-                    .spawn_scoped(scope, || worker(&ctx, &state, &wake))
-                    .ok()
-            })
-            .count()
-    });
     // The OS may refuse threads (a -j in the thousands under a low limit):
-    // the workers that started did all the work; none at all is an error.
-    if started_workers == 0 {
-        return Err(
-            Error::failed(format!("cannot start any of the {jobs} test workers"))
-                .hint("run with a lower -j"),
-        );
-    }
+    // the workers that started do all the work; none at all is an error.
+    lockstep_core::pool::run_workers("lockstep-test", jobs, |_| worker(&ctx, &state, &wake))?;
     let mut st = state.into_inner().unwrap_or_else(|e| e.into_inner());
     // Benchmarks, one at a time.
     for (i, t) in tests.iter().enumerate() {
@@ -1013,10 +988,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn zero_workers_and_zero_timeouts_are_refused() {
-        assert!(RunOptions::jobs_from_flag(Some(0)).is_err_and(|e| e.exit_code() == 2));
-        assert!(RunOptions::jobs_from_flag(Some(usize::MAX)).is_ok_and(|n| n == usize::MAX));
-        assert!(RunOptions::jobs_from_flag(None).is_ok_and(|n| n >= 1));
+    fn zero_timeouts_are_refused() {
         let default = Duration::from_secs(7);
         assert!(RunOptions::timeout_from_flag(Some(0), default).is_err_and(|e| e.exit_code() == 2));
         assert!(RunOptions::timeout_from_flag(Some(u64::MAX), default).is_ok());

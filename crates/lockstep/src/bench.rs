@@ -28,8 +28,10 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32
     if let Some(value) = &args.splat_input_value {
         jobs::check_splat(value, &jobs)?;
     }
-    if args.threads == Some(0) || args.jobs == Some(0) {
-        return Err(Error::usage("-j and --threads must be at least 1"));
+    let jobs_n = lockstep_core::pool::jobs(args.jobs, "-j")?;
+    if args.threads == Some(0) {
+        return Err(Error::usage("--threads 0: at least one thread is needed")
+            .hint("give --threads 1 or more, or leave it out"));
     }
     let tc = crate::toolchain::resolve(args.iree_bin.as_deref(), loaded, rep)?;
     // Every row needs these: a missing one is an error before any compile.
@@ -50,11 +52,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32
             .chain(&args.compile_flags)
             .cloned()
             .collect(),
-        jobs: args.jobs.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        }),
+        jobs: jobs_n,
         timeout,
         threads: args.threads,
         splat: args.splat_input_value.clone(),

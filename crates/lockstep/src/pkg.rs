@@ -44,10 +44,9 @@ fn build(
     cwd: &Path,
     rep: &Reporters,
 ) -> Result<i32, Error> {
-    let jobs = match args.jobs.or(loaded.config.pkg.jobs) {
-        Some(0) => return Err(Error::usage("-j must be at least 1")),
-        Some(n) => n,
-        None => num_cpus::get().max(1),
+    let jobs = match args.jobs {
+        Some(_) => lockstep_core::pool::jobs(args.jobs, "-j")?,
+        None => lockstep_core::pool::jobs(loaded.config.pkg.jobs, "[pkg] jobs")?,
     };
     let uv = find_uv(rep)?;
     let request = lockstep_pkg::BuildRequest {
@@ -85,7 +84,7 @@ pub fn build_request<'a>(loaded: &'a Loaded, uv: &'a uv::Uv) -> lockstep_pkg::Bu
             .config
             .pkg
             .jobs
-            .unwrap_or_else(|| num_cpus::get().max(1)),
+            .unwrap_or_else(lockstep_core::pool::cpus),
         rev: "HEAD".into(),
         pin_path: pin_path(loaded),
         cache: Some(Cache::resolve(loaded).bucket(Area::Wheels)),

@@ -26,16 +26,10 @@ pub fn run(
     let sink: &dyn Sink = rep;
     let loaded = lockstep_core::config::load(config, cwd)?;
     let defaults = &loaded.config.preprocess;
-    let jobs =
-        match args.jobs.or(defaults.jobs) {
-            Some(0) => return Err(Error::usage("-j 0: at least one job is needed").hint(
-                "pass -j N with N >= 1 (or set [preprocess] jobs), or omit it to use every core",
-            )),
-            Some(n) => n,
-            None => std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
-        };
+    let jobs = match args.jobs {
+        Some(_) => lockstep_core::pool::jobs(args.jobs, "-j")?,
+        None => lockstep_core::pool::jobs(defaults.jobs, "[preprocess] jobs")?,
+    };
     let timeout = match args.timeout {
         Some(s) => Some(lockstep_core::config::seconds("--timeout", s)?),
         None => defaults.timeout,

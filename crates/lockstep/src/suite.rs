@@ -70,7 +70,7 @@ pub fn run(
         .collect::<Result<Vec<_>, _>>()?;
     let markers = args.markers.as_deref().map(MarkerExpr::parse).transpose()?;
     let shard = args.shard.as_deref().map(plan::parse_shard).transpose()?;
-    let jobs = RunOptions::jobs_from_flag(args.jobs)?;
+    let jobs = lockstep_core::pool::jobs(args.jobs, "-j")?;
     let compile_timeout = RunOptions::timeout_from_flag(args.timeout, cfg.compile_timeout)?;
     let run_timeout = RunOptions::timeout_from_flag(args.timeout, cfg.run_timeout)?;
     let mut history = History::open(cwd)?;

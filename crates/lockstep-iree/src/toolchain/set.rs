@@ -19,11 +19,11 @@
 use std::path::Path;
 
 use lockstep_core::events::Sink;
+use lockstep_core::hash::Framed;
 use lockstep_core::Error;
 use lockstep_python::pylock::{self, Lock};
 use lockstep_python::venv::{self, From};
 use lockstep_python::wheel;
-use sha2::{Digest, Sha256};
 
 use super::*;
 
@@ -153,14 +153,11 @@ fn set_key(lock: &Lock, pypi: Option<&str>) -> String {
         })
         .collect();
     lines.sort();
-    let mut h = Sha256::new();
-    h.update(b"lockstep-iree set v1\n");
-    h.update(format!("pypi {}\n", pypi.unwrap_or("-")));
-    for line in lines {
-        h.update(line.as_bytes());
-        h.update(b"\n");
-    }
-    hex::encode(h.finalize())[..16].to_string()
+    Framed::new("lockstep-iree", "set", 2)
+        .part("pypi", pypi.unwrap_or("-"))
+        .parts("wheels", lines)
+        .hex()[..16]
+        .to_string()
 }
 
 #[allow(clippy::too_many_arguments)]
