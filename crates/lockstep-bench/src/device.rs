@@ -14,7 +14,7 @@
 //! A GPU device compiles here like any other; running it needs the GPU and
 //! its driver library, and the runtime's error lands on the kernel's row.
 
-use lockstep_core::config::BenchConfig;
+use crate::config::BenchConfig;
 use lockstep_core::Error;
 
 /// The device every kernel of a run is compiled for and run on.
@@ -98,7 +98,7 @@ fn builtin_target_flags(name: &str, runtime: &str) -> Result<Vec<String>, Error>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockstep_core::config::BenchDeviceConfig;
+    use crate::config::BenchDeviceConfig;
 
     fn config(device: Option<&str>, devices: &[(&str, BenchDeviceConfig)]) -> BenchConfig {
         BenchConfig {

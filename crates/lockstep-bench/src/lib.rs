@@ -27,6 +27,7 @@
 pub mod cache;
 pub mod commands;
 pub mod compare;
+pub mod config;
 pub mod conv_mlir;
 pub mod conv_reference;
 pub mod defaults;

@@ -14,7 +14,7 @@ pub fn toolchain() -> &'static lockstep_iree::Toolchain {
         let request = lockstep_iree::toolchain::Request {
             flag: None,
             config_bin: None,
-            version: lockstep_core::config::DEFAULT_IREE_VERSION,
+            version: lockstep_iree::config::DEFAULT_IREE_VERSION,
         };
         lockstep_iree::toolchain::resolve(&request, &lockstep_core::events::NullSink)
             .unwrap_or_else(|e| panic!("cannot provision the IREE tools: {}", e.render()))

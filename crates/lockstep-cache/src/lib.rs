@@ -25,8 +25,6 @@ mod slot;
 
 use std::path::{Path, PathBuf};
 
-use lockstep_core::config::Loaded;
-
 pub use key::{Key, KeyBuilder};
 pub use maintain::{parse_size, AreaInfo, Info, Policy, Pruned, PrunedArea};
 pub use slot::{Entry, Slot, SlotLock, Stage};
@@ -110,19 +108,9 @@ impl Cache {
     }
 
     /// The cache as a command sees it: `$LOCKSTEP_CACHE`; the kernel area at
-    /// `$BOO_CACHE_DIR`, else `[bench] cache-dir` (relative to lockstep.toml),
-    /// else `$LOCKSTEP_CACHE/bench`; `BOO_CACHE_ON=0` turns the kernel area off.
-    pub fn resolve(loaded: &Loaded) -> Cache {
-        let configured = loaded
-            .config
-            .bench
-            .cache_dir
-            .as_ref()
-            .map(|dir| loaded.root.join(dir));
-        Cache::from_env(configured)
-    }
-
-    /// [`Cache::resolve`] with the configured kernel directory given.
+    /// `$BOO_CACHE_DIR`, else `kernels_configured` (`[bench] cache-dir`, which
+    /// the bench engine resolves), else `$LOCKSTEP_CACHE/bench`;
+    /// `BOO_CACHE_ON=0` turns the kernel area off.
     pub fn from_env(kernels_configured: Option<PathBuf>) -> Cache {
         let mut cache = Cache::at(lockstep_core::paths::cache());
         let boo_dir = std::env::var_os("BOO_CACHE_DIR").filter(|v| !v.is_empty());

@@ -9,6 +9,7 @@
 //! and [`generate`] / [`check`] / [`write`] are what the command does. Output
 //! is deterministic: the same plan gives the same bytes.
 
+pub mod config;
 pub mod plan;
 pub mod workflow;
 pub mod yaml;

@@ -8,7 +8,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use lockstep_core::config::{CiLockstep, Loaded, RunsOn, DEFAULT_VARIANT};
+use lockstep_pkg::config::{PkgConfig, DEFAULT_VARIANT};
+use lockstep_suite::config::TestConfig;
+
+use crate::config::{CiConfig, CiLockstep, RunsOn};
 use lockstep_core::Error;
 
 /// GitHub runs at most 256 jobs of one matrix.
@@ -61,9 +64,16 @@ pub struct Plan {
     pub test_timeout_minutes: u32,
 }
 
-/// What the plan needs beyond lockstep.toml.
+/// What the plan is made from: the tables of lockstep.toml it reads, where
+/// the file is, and what the command line adds.
 pub struct PlanInputs<'a> {
-    pub loaded: &'a Loaded,
+    pub ci: &'a CiConfig,
+    pub test: &'a TestConfig,
+    pub pkg: &'a PkgConfig,
+    /// The directory of lockstep.toml.
+    pub root: &'a Path,
+    /// The configuration file, when there is one.
+    pub config_path: Option<&'a Path>,
     /// `--out`, resolved; default `[ci] out` under lockstep.toml's directory.
     pub out: Option<PathBuf>,
     /// The git URL and commit this binary was built from, when known.
@@ -72,50 +82,46 @@ pub struct PlanInputs<'a> {
 
 /// Resolves and validates the plan.
 pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
-    let loaded = inputs.loaded;
-    let config = &loaded.config;
+    let (ci, pkg, test) = (inputs.ci, inputs.pkg, inputs.test);
     // Canonical, so `--config ../lockstep.toml` and a symlinked checkout
     // give the same bytes as running in place.
-    let root =
-        std::fs::canonicalize(&loaded.root).or_else(|_| std::path::absolute(&loaded.root))?;
+    let root = std::fs::canonicalize(inputs.root).or_else(|_| std::path::absolute(inputs.root))?;
     let top = repository_top(&root);
     let workdir = relative_slash(&root, &top);
     check_path_text(
         "the directory of lockstep.toml (relative to the repository)",
         &workdir,
     )?;
-    let config_name = loaded
-        .path
-        .as_ref()
+    let config_name = inputs
+        .config_path
         .and_then(|p| p.file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "lockstep.toml".into());
     check_path_text("the configuration file's name", &config_name)?;
 
-    if config.pkg.package.is_empty() {
+    if pkg.package.is_empty() {
         return Err(Error::usage(
             "lockstep ci generate needs packages to build: lockstep.toml has no [[pkg.package]]",
         )
         .hint("add a [[pkg.package]] with name and source (docs/pkg.md)"));
     }
-    if config.pkg.python.is_empty() {
+    if pkg.python.is_empty() {
         return Err(Error::usage("[pkg] python is empty")
             .hint("list the interpreters to build for, e.g. [\"3.11\"]"));
     }
-    for python in &config.pkg.python {
+    for python in &pkg.python {
         check_name("[pkg] python", python, |c| {
             c.is_ascii_alphanumeric() || c == '.'
         })?;
     }
     let mut pythons: Vec<String> = Vec::new();
-    for python in &config.pkg.python {
+    for python in &pkg.python {
         if !pythons.contains(python) {
             pythons.push(python.clone());
         }
     }
-    let variants = variants(loaded)?;
-    let test_variant = config
-        .ci
+    let variants = variants(pkg)?;
+    let test_variant = ci
         .test_variant
         .clone()
         .unwrap_or_else(|| DEFAULT_VARIANT.into());
@@ -126,32 +132,28 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         .cause(format!("the variants: {}", variants.join(", ")))
         .hint("name one of them, or add it to a [[pkg.package]] variants list"));
     }
-    let branches = config.ci.branches.clone();
+    let branches = ci.branches.clone();
     for branch in &branches {
         check_text("[ci] branches", branch)?;
     }
-    let build_runs_on = runs_on("[ci] runs-on", &config.ci.runs_on)?;
-    let targets = targets(loaded, &build_runs_on)?;
-    let build_timeout_minutes = timeout(
-        "[ci] build-timeout-minutes",
-        config.ci.build_timeout_minutes,
-    )?;
-    let test_timeout_minutes =
-        timeout("[ci] test-timeout-minutes", config.ci.test_timeout_minutes)?;
+    let build_runs_on = runs_on("[ci] runs-on", &ci.runs_on)?;
+    let targets = targets(test, ci, &build_runs_on)?;
+    let build_timeout_minutes = timeout("[ci] build-timeout-minutes", ci.build_timeout_minutes)?;
+    let test_timeout_minutes = timeout("[ci] test-timeout-minutes", ci.test_timeout_minutes)?;
     let lockstep = lockstep_install(
-        config.ci.lockstep.as_ref(),
+        ci.lockstep.as_ref(),
         &root,
         &top,
         inputs.built_from.as_ref(),
     )?;
     let mut xfail_configs = Vec::new();
-    for path in &config.test.suite_configs {
+    for path in &test.suite_configs {
         xfail_configs.push(inside("[test] suite-configs", path)?);
     }
     let out = match &inputs.out {
         Some(out) => out.clone(),
         // GitHub reads workflows at the repository's top only.
-        None => top.join(&config.ci.out),
+        None => top.join(&ci.out),
     };
     Ok(Plan {
         config: join_slash(&workdir, &config_name),
@@ -161,7 +163,7 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         pythons,
         variants,
         build_runs_on,
-        test_python: config.pkg.python[0].clone(),
+        test_python: pkg.python[0].clone(),
         test_variant,
         targets,
         lockstep,
@@ -202,10 +204,8 @@ pub fn join_slash(dir: &str, name: &str) -> String {
 }
 
 /// Every variant of any package: the default first, then by name.
-fn variants(loaded: &Loaded) -> Result<Vec<String>, Error> {
-    let mut names: Vec<String> = loaded
-        .config
-        .pkg
+fn variants(pkg: &PkgConfig) -> Result<Vec<String>, Error> {
+    let mut names: Vec<String> = pkg
         .package
         .iter()
         .flat_map(|p| p.variants.iter().cloned())
@@ -226,8 +226,11 @@ fn variants(loaded: &Loaded) -> Result<Vec<String>, Error> {
 
 /// The test jobs: every `[test.targets.NAME]` and `[test] default-targets`
 /// entry, or the built-in `cpu` when neither names any.
-fn targets(loaded: &Loaded, default_runs_on: &[String]) -> Result<Vec<TargetJob>, Error> {
-    let test = &loaded.config.test;
+fn targets(
+    test: &TestConfig,
+    ci: &CiConfig,
+    default_runs_on: &[String],
+) -> Result<Vec<TargetJob>, Error> {
     let mut names: Vec<String> = test.targets.keys().cloned().collect();
     names.extend(test.default_targets.iter().cloned());
     if names.is_empty() {
@@ -257,7 +260,7 @@ fn targets(loaded: &Loaded, default_runs_on: &[String]) -> Result<Vec<TargetJob>
         };
         let shards = match configured.and_then(|t| t.shards) {
             Some(n) => shards(&format!("[test.targets.{name}] shards"), n)?,
-            None if configured.is_none() => shards("[ci] shards", loaded.config.ci.shards)?,
+            None if configured.is_none() => shards("[ci] shards", ci.shards)?,
             None => 1,
         };
         jobs.push(TargetJob {

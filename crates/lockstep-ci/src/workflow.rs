@@ -35,7 +35,7 @@ pub fn wheels_artifact(python: &str, variant: &str) -> String {
 
 /// The manifest of `variant` in a wheelhouse (as `lockstep pkg build` names it).
 pub fn manifest_name(variant: &str) -> String {
-    if variant == lockstep_core::config::DEFAULT_VARIANT {
+    if variant == lockstep_pkg::config::DEFAULT_VARIANT {
         "pylock.toml".into()
     } else {
         format!("pylock.{variant}.toml")

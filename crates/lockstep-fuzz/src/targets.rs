@@ -260,9 +260,24 @@ fn text(input: &[u8]) -> String {
     String::from_utf8_lossy(input).into_owned()
 }
 
+/// Every table lockstep.toml can have, as the binary loads it.
+const SECTIONS: &[lockstep_core::config::SectionSpec] = {
+    use lockstep_core::config::SectionSpec;
+    &[
+        SectionSpec::of::<lockstep_integrate::config::IntegrateConfig>(),
+        SectionSpec::of::<lockstep_iree::config::ToolchainConfig>(),
+        SectionSpec::of::<lockstep_suite::config::TestConfig>(),
+        SectionSpec::of::<lockstep_bench::config::BenchConfig>(),
+        SectionSpec::of::<lockstep_preprocess::config::PreprocessConfig>(),
+        SectionSpec::of::<lockstep_pkg::config::PkgConfig>(),
+        SectionSpec::of::<lockstep_ci::config::CiConfig>(),
+        SectionSpec::of::<lockstep_release::config::ReleaseConfig>(),
+    ]
+};
+
 fn config(input: &[u8]) -> Outcome {
     let file = Path::new("fuzz-lockstep.toml");
-    match lockstep_core::config::parse(&text(input), file) {
+    match lockstep_core::config::parse(text(input), Some(file.into()), ".".into(), SECTIONS) {
         Ok(_) => Outcome::Accepted,
         Err(e) => refused(&e.to_string(), file),
     }

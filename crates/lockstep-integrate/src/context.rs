@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use lockstep_core::config::{IntegrateConfig, Loaded};
+use crate::config::IntegrateConfig;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_git::{Oid, Repo};
@@ -24,13 +24,17 @@ pub struct Integrate<'a> {
 }
 
 impl<'a> Integrate<'a> {
-    /// Resolves the superproject from the configuration's directory and checks
-    /// that the submodule is there.
-    pub fn open(loaded: &Loaded, sink: &'a dyn Sink) -> Result<Integrate<'a>, Error> {
-        let cfg = loaded.config.integrate.clone();
+    /// Resolves the superproject from `root` (lockstep.toml's directory) and
+    /// checks that the submodule is there.
+    pub fn open(
+        cfg: &IntegrateConfig,
+        root: &Path,
+        sink: &'a dyn Sink,
+    ) -> Result<Integrate<'a>, Error> {
+        let cfg = cfg.clone();
         // Nothing is touched before the configuration is known to be sane.
         crate::validate::config(&cfg)?;
-        let superproject = Repo::discover(&loaded.root)?;
+        let superproject = Repo::discover(root)?;
         if let Some(file) = &cfg.pin_file {
             return Self::open_pin_file(cfg.clone(), superproject, file, sink);
         }

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use lockstep_core::config::ReportConfig;
+use crate::config::ReportConfig;
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
 use serde::{Deserialize, Serialize};

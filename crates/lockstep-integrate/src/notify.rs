@@ -22,7 +22,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::time::{Duration, SystemTime};
 
-use lockstep_core::config::NotifyKind;
+use crate::config::NotifyKind;
 use lockstep_core::Error;
 
 /// How long one post may take in all (connect, send, read the answer).

@@ -4,9 +4,9 @@
 //! integrate BRANCH" commit names the branch and, through its parent, the
 //! base. Probe results are a cache and come back as smokes rerun.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use lockstep_core::config::Loaded;
+use crate::config::IntegrateConfig;
 use lockstep_core::Error;
 use lockstep_git::Repo;
 use lockstep_store::{RepoLock, Store};
@@ -26,12 +26,11 @@ pub struct Repaired {
 /// How far back on the current branch the start commit is looked for.
 const MAX_COMMITS: &str = "100000";
 
-/// Repairs the state database of the repository `loaded` configures;
-/// `force` moves even a readable database aside.
-pub fn repair(loaded: &Loaded, force: bool) -> Result<Repaired, Error> {
-    let cfg = &loaded.config.integrate;
+/// Repairs the state database of the repository at `root` (lockstep.toml's
+/// directory); `force` moves even a readable database aside.
+pub fn repair(cfg: &IntegrateConfig, root: &Path, force: bool) -> Result<Repaired, Error> {
     crate::validate::config(cfg)?;
-    let superproject = Repo::discover(&loaded.root)?;
+    let superproject = Repo::discover(root)?;
     let state_dir = superproject.common_dir()?.join("lockstep");
     fs_err::create_dir_all(&state_dir)?;
     let _lock = RepoLock::acquire(&state_dir, "integrate repair")?;

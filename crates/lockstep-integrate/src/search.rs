@@ -15,7 +15,7 @@
 
 use std::time::Duration;
 
-use lockstep_core::config::Strategy;
+use crate::config::Strategy;
 use lockstep_core::Error;
 use lockstep_git::Commit;
 use serde::Serialize;

@@ -2,7 +2,7 @@
 //! an empty commit that names it. Journaled, so a crash mid-start finishes on
 //! rerun and `integrate abort --all` can return to where the user was.
 
-use lockstep_core::config::IntegrateConfig;
+use crate::config::IntegrateConfig;
 use lockstep_core::Error;
 use lockstep_git::Oid;
 use serde::Serialize;

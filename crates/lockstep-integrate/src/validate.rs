@@ -8,7 +8,7 @@
 
 use std::path::{Component, Path};
 
-use lockstep_core::config::IntegrateConfig;
+use crate::config::IntegrateConfig;
 use lockstep_core::Error;
 use lockstep_git::Repo;
 

@@ -8,6 +8,7 @@
 //! It must not know about suites, benchmarks or integrates.
 
 pub mod benchmark;
+pub mod config;
 pub mod invoke;
 pub mod toolchain;
 

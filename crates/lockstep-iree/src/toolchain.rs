@@ -1,8 +1,9 @@
 //! Which IREE tools a command uses, and provisioning them.
 //!
-//! Precedence ([`resolve`]): `--iree-bin DIR`, then `$LOCKSTEP_IREE_BIN`, then
-//! `[toolchain] iree-bin`, then the provisioned toolchain for the pinned version
-//! (installed on first use). Tools on `PATH` are never used: results must say
+//! Precedence ([`for_command`]): `--iree-bin DIR`, then `$LOCKSTEP_IREE_BIN`,
+//! then `[toolchain] iree-bin`, then the built set of `$LOCKSTEP_IREE_MANIFEST`
+//! or `[toolchain] manifest`, then the provisioned toolchain for the pinned
+//! version (installed on first use). Tools on `PATH` are never used: results must say
 //! which compiler produced them.
 //!
 //! A provisioned toolchain lives in `$LOCKSTEP_TOOLCHAINS/iree-<version>/`:
@@ -32,6 +33,8 @@ use std::time::UNIX_EPOCH;
 use lockstep_core::events::Sink;
 use lockstep_core::lock::FileLock;
 use lockstep_core::{paths, Error};
+
+use crate::config::ToolchainConfig;
 use lockstep_python::uv::{find_uv, run_captured};
 
 mod set;
@@ -155,6 +158,76 @@ pub struct Request<'a> {
 pub fn resolve(req: &Request, sink: &dyn Sink) -> Result<Toolchain, Error> {
     let env = std::env::var_os(ENV_IREE_BIN);
     resolve_in(req, env, &toolchains_root()?, sink)
+}
+
+/// Environment variable naming the manifest of a built set the toolchain comes from.
+pub const ENV_IREE_MANIFEST: &str = "LOCKSTEP_IREE_MANIFEST";
+
+/// The IREE tools a command uses, by the one precedence: `--iree-bin`
+/// (`flag`), else `$LOCKSTEP_IREE_BIN`, else `[toolchain] iree-bin`
+/// (relative to `root`, lockstep.toml's directory), else the set of
+/// `$LOCKSTEP_IREE_MANIFEST` or `[toolchain] manifest`, else the provisioned
+/// `[toolchain] iree` version (installed on first use).
+pub fn for_command(
+    flag: Option<&Path>,
+    cfg: &ToolchainConfig,
+    root: &Path,
+    sink: &dyn Sink,
+) -> Result<Toolchain, Error> {
+    let config_bin = cfg.iree_bin.as_ref().map(|p| root.join(p));
+    let env_bin = std::env::var_os(ENV_IREE_BIN).is_some_and(|v| !v.is_empty());
+    if flag.is_none() && !env_bin && config_bin.is_none() {
+        if let Some(manifest) = configured_manifest(cfg, root) {
+            return resolve_set(SetFrom::Manifest(&manifest), &cfg.iree, sink);
+        }
+    }
+    resolve(
+        &Request {
+            flag,
+            config_bin: config_bin.as_deref(),
+            version: &cfg.iree,
+        },
+        sink,
+    )
+}
+
+/// What `lockstep toolchain install` was asked for.
+#[derive(Debug, Default)]
+pub struct InstallRequest {
+    /// `--iree VERSION` (else `[toolchain] iree`).
+    pub iree: Option<String>,
+    /// `--manifest FILE` (else `$LOCKSTEP_IREE_MANIFEST`, `[toolchain] manifest`).
+    pub manifest: Option<PathBuf>,
+    /// `--wheels DIR`.
+    pub wheels: Option<PathBuf>,
+}
+
+/// Installs what `req` asks for (idempotent): a built set from a manifest
+/// or a directory of wheels, else the PyPI version.
+pub fn install_requested(
+    req: &InstallRequest,
+    cfg: &ToolchainConfig,
+    root: &Path,
+    sink: &dyn Sink,
+) -> Result<Toolchain, Error> {
+    let version = req.iree.as_deref().unwrap_or(&cfg.iree);
+    let manifest = req
+        .manifest
+        .clone()
+        .or_else(|| configured_manifest(cfg, root));
+    match (&manifest, &req.wheels) {
+        (Some(m), _) => install_set(SetFrom::Manifest(m), version, sink),
+        (None, Some(d)) => install_set(SetFrom::Wheels(d), version, sink),
+        (None, None) => install(version, sink),
+    }
+}
+
+/// `$LOCKSTEP_IREE_MANIFEST` (non-empty), else `[toolchain] manifest`.
+fn configured_manifest(cfg: &ToolchainConfig, root: &Path) -> Option<PathBuf> {
+    std::env::var_os(ENV_IREE_MANIFEST)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| cfg.manifest.as_ref().map(|p| root.join(p)))
 }
 
 /// Installs (idempotent): $LOCKSTEP_TOOLCHAINS/iree-<version>/ containing venv/, bin/ (symlinks), toolchain.json.

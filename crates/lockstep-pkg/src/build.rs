@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::config::{PkgConfig, VersionScheme, DEFAULT_VARIANT};
 use lockstep_cache::{Area, Bucket, KeyBuilder};
-use lockstep_core::config::{PkgConfig, VersionScheme, DEFAULT_VARIANT};
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_git::Repo;

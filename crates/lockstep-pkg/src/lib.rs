@@ -11,6 +11,7 @@
 
 pub mod bisect;
 pub mod build;
+pub mod config;
 pub mod events;
 pub mod fetch;
 

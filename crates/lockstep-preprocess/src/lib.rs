@@ -12,6 +12,7 @@
 //! provision IREE; callers hand it the `iree-opt` it may use.
 
 pub mod cache;
+pub mod config;
 pub mod direct;
 pub mod engine;
 pub mod events;

@@ -22,6 +22,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::wheel::{self, WheelName};
 
+/// The variant every package has and that `pylock.toml` (without a variant
+/// in its name) describes.
+pub const DEFAULT_VARIANT: &str = "release";
+
 /// The manifest of the default variant.
 pub const FILE: &str = "pylock.toml";
 
@@ -31,7 +35,7 @@ const MAX_BYTES: u64 = 16 << 20;
 /// The manifest file name of `variant` (`pylock.toml` for the default one,
 /// `pylock.<variant>.toml` otherwise: PEP 751 names).
 pub fn file_name(variant: &str) -> String {
-    if variant == lockstep_core::config::DEFAULT_VARIANT {
+    if variant == DEFAULT_VARIANT {
         FILE.to_string()
     } else {
         format!("pylock.{variant}.toml")

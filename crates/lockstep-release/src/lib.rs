@@ -8,6 +8,7 @@
 //! It returns data and never prints; the binary reports.
 
 pub mod bump;
+pub mod config;
 pub mod cut;
 pub mod index;
 pub mod promote;

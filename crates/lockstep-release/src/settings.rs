@@ -2,13 +2,13 @@
 //! a version file), the templates (checked with examples before any command
 //! uses them) and the index directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use lockstep_core::config::Loaded;
 use lockstep_core::Error;
 use pep440_rs::Version;
 
+use crate::config::ReleaseConfig;
 use crate::template::{render_tag, VersionTemplate};
 
 /// The largest version file read.
@@ -26,11 +26,10 @@ pub struct Settings {
 }
 
 /// Checks `[release]`; the base version is read separately (only `cut` needs it).
-pub fn settings(loaded: &Loaded) -> Result<Settings, Error> {
-    let release = &loaded.config.release;
+pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error> {
     let name = match &release.name {
         Some(n) => n.clone(),
-        None => std::path::absolute(&loaded.root)?
+        None => std::path::absolute(root)?
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "release".into()),
@@ -54,7 +53,7 @@ pub fn settings(loaded: &Loaded) -> Result<Settings, Error> {
     }
     Ok(Settings {
         name,
-        index: loaded.root.join(&release.index),
+        index: root.join(&release.index),
         snapshot,
         candidate,
         tag: release.tag.clone(),
@@ -66,12 +65,11 @@ pub fn settings(loaded: &Loaded) -> Result<Settings, Error> {
 /// The base version: `[release] version-base`, else the `version-file`
 /// (plain text, or JSON with `package-version`), as its release segment
 /// (`3.12.0.dev` -> `3.12.0`).
-pub fn base_version(loaded: &Loaded) -> Result<String, Error> {
-    let release = &loaded.config.release;
+pub fn base_version(release: &ReleaseConfig, root: &Path) -> Result<String, Error> {
     let (text, from) = match (&release.version_base, &release.version_file) {
         (Some(base), _) => (base.clone(), "[release] version-base".to_string()),
         (None, Some(file)) => {
-            let path = loaded.root.join(file);
+            let path = root.join(file);
             let raw = lockstep_core::fs::read_input_text(
                 "[release] version-file",
                 &path,

@@ -7,10 +7,11 @@
 use std::io::Write;
 use std::path::Path;
 
-use lockstep_core::config::{self, Strategy};
+use lockstep_core::config::{self, SectionSpec};
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_git::Repo;
+use lockstep_integrate::config::{IntegrateConfig, Strategy};
 
 use lockstep_integrate::advance::NextOptions;
 use lockstep_integrate::halt::{short, HaltKind};
@@ -59,8 +60,12 @@ pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<D
             sb.breaks.iter().map(|b| short(b).to_string()).collect::<Vec<_>>().join(", ")
         ),
     )?;
-    let loaded = config::load(None, &sb.superproject)?;
-    let ig = Integrate::open(&loaded, sink)?;
+    let loaded = config::load(
+        None,
+        &sb.superproject,
+        &[SectionSpec::of::<IntegrateConfig>()],
+    )?;
+    let ig = Integrate::open(&loaded.section()?, &loaded.root, sink)?;
 
     let started = ig.start(None, true)?;
     w(

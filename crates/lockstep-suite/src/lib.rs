@@ -8,6 +8,7 @@
 //! It must not know how the toolchain is installed (lockstep-iree does).
 
 pub mod cache;
+pub mod config;
 pub mod events;
 pub mod history;
 pub mod markers;

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use lockstep_core::config::TestConfig;
+use crate::config::TestConfig;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 
@@ -555,7 +555,7 @@ mod tests {
         config.targets.clear();
         config.targets.insert(
             "gpu".into(),
-            lockstep_core::config::TargetConfig {
+            crate::config::TargetConfig {
                 markers: vec!["or".into()],
                 ..Default::default()
             },

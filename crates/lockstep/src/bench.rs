@@ -8,7 +8,7 @@ use std::time::Duration;
 use lockstep_bench::device;
 use lockstep_bench::jobs;
 use lockstep_bench::run::{self, Options};
-use lockstep_cache::{Area, Cache};
+use lockstep_cache::Area;
 use lockstep_core::config::Loaded;
 use lockstep_core::Error;
 
@@ -19,7 +19,8 @@ use crate::cli;
 pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32, Error> {
     let sink: &dyn lockstep_core::events::Sink = rep;
     let jobs = jobs::jobs(args.commands_file.as_deref(), &args.command, sink)?;
-    let bench_config = &loaded.config.bench;
+    let bench_config: lockstep_bench::config::BenchConfig = loaded.section()?;
+    let bench_config = &bench_config;
     let device = device::resolve(args.device.as_deref(), bench_config)?;
     let timeout = match args.timeout {
         Some(secs) => lockstep_core::config::seconds("--timeout", secs)?,
@@ -42,7 +43,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32
         .prefix("lockstep-bench-")
         .tempdir()
         .map_err(|e| Error::failed("cannot create a temporary directory").cause(e.to_string()))?;
-    let cache = Cache::resolve(loaded);
+    let cache = crate::config::cache(loaded)?;
     let opts = Options {
         toolchain: tc.clone(),
         device,
@@ -112,7 +113,7 @@ pub fn run(args: cli::BenchArgs, loaded: &Loaded, rep: &Reporters) -> Result<i32
 pub fn demo(rep: &Reporters) -> Result<i32, Error> {
     rep.out().line("\n== lockstep bench --verify (the embedded default commands, real IREE compiler and runtime)");
     let cwd = std::env::current_dir()?;
-    let loaded = lockstep_core::config::load(None, &cwd)?;
+    let loaded = crate::config::load(None, &cwd)?;
     let args = cli::BenchArgs {
         commands_file: None,
         csv: None,

@@ -12,7 +12,7 @@ use lockstep_report::{Out, Reporters};
 use crate::cli;
 
 pub fn run(cmd: cli::Cache, loaded: &Loaded, rep: &Reporters) -> Result<i32, Error> {
-    let cache = Cache::resolve(loaded);
+    let cache = crate::config::cache(loaded)?;
     let out = rep.out();
     match cmd {
         cli::Cache::Info { json } => info(&cache, json, out),

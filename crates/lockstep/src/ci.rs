@@ -28,12 +28,17 @@ pub fn run(cmd: cli::Ci, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Result
         return Err(Error::usage("lockstep ci generate needs a lockstep.toml")
             .hint("create one with [pkg] packages (docs/pkg.md, docs/ci.md)"));
     }
+    let ci: lockstep_ci::config::CiConfig = loaded.section()?;
     let plan = lockstep_ci::plan(&lockstep_ci::PlanInputs {
-        loaded,
+        ci: &ci,
+        test: &loaded.section()?,
+        pkg: &loaded.section()?,
+        root: &loaded.root,
+        config_path: loaded.path.as_deref(),
         out: out.map(|dir| cwd.join(dir)),
         built_from: built_from(),
     })?;
-    if loaded.config.ci.lockstep.is_none() {
+    if ci.lockstep.is_none() {
         let from = match &plan.lockstep {
             lockstep_ci::LockstepInstall::Git { url, rev } => format!("{url} at {rev}"),
             lockstep_ci::LockstepInstall::Path { path } => format!("the checkout's {path}"),

@@ -464,7 +464,7 @@ pub enum Integrate {
     Loop {
         /// `gallop` (search, logarithmic smokes) or `each` (one smoke per affecting commit).
         #[arg(long)]
-        strategy: Option<lockstep_core::config::Strategy>,
+        strategy: Option<lockstep_integrate::config::Strategy>,
         /// Consider at most N pending commits in this run.
         #[arg(long, value_name = "N")]
         max_steps: Option<usize>,

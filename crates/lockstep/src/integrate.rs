@@ -35,7 +35,7 @@ pub fn bump_pin_file(
     rep: &Reporters,
 ) -> Result<i32, Error> {
     let out = rep.out();
-    let ig = Integrate::open(loaded, rep)?;
+    let ig = Integrate::open(&loaded.section()?, &loaded.root, rep)?;
     ig.fetch_upstream()?;
     let target = match to {
         Some(rev) => rev.to_string(),
@@ -91,10 +91,11 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded, rep: &Reporters) -> Result<i32,
     }
     if let cli::Integrate::Start { branch, .. } = &cmd {
         // Before the store is opened: a refused name leaves nothing behind.
-        lockstep_integrate::validate::config(&loaded.config.integrate)?;
-        lockstep_integrate::start::check_start_names(&loaded.config.integrate, branch.as_deref())?;
+        let cfg = loaded.section()?;
+        lockstep_integrate::validate::config(&cfg)?;
+        lockstep_integrate::start::check_start_names(&cfg, branch.as_deref())?;
     }
-    let ig = Integrate::open(loaded, rep)?;
+    let ig = Integrate::open(&loaded.section()?, &loaded.root, rep)?;
     match cmd {
         cli::Integrate::Start {
             branch,
@@ -301,7 +302,7 @@ pub fn run(cmd: cli::Integrate, loaded: &Loaded, rep: &Reporters) -> Result<i32,
 /// `integrate repair`: runs before [`Integrate::open`], which needs a
 /// readable database.
 fn repair(loaded: &Loaded, force: bool, json: bool, out: Out) -> Result<i32, Error> {
-    let repaired = lockstep_integrate::repair::repair(loaded, force)?;
+    let repaired = lockstep_integrate::repair::repair(&loaded.section()?, &loaded.root, force)?;
     if json {
         print_json(out, &repaired)?;
         return Ok(0);

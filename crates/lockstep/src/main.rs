@@ -6,6 +6,7 @@ mod bench;
 mod cache;
 mod ci;
 mod cli;
+mod config;
 mod demo;
 mod integrate;
 mod output;
@@ -71,7 +72,7 @@ fn reporters(cli: &cli::Cli) -> Result<Reporters, Error> {
 
 fn dispatch(cli: cli::Cli, rep: &Reporters) -> Result<i32, Error> {
     let cwd = std::env::current_dir()?;
-    let load = || lockstep_core::config::load(cli.config.as_deref(), &cwd);
+    let load = || config::load(cli.config.as_deref(), &cwd);
     match cli.command {
         cli::Command::Integrate(cmd) => integrate::run(cmd, &load()?, rep),
         cli::Command::Demo(args) => demo::run(args, rep),

@@ -2,9 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use lockstep_cache::{Area, Cache};
-use lockstep_core::config::{Loaded, DEFAULT_VARIANT};
+use lockstep_cache::Area;
+use lockstep_core::config::Loaded;
 use lockstep_core::Error;
+use lockstep_pkg::config::{PkgConfig, DEFAULT_VARIANT};
 use lockstep_python::venv::{self, From};
 use lockstep_python::{pylock, uv};
 use lockstep_report::Reporters;
@@ -31,10 +32,10 @@ pub fn find_uv(rep: &Reporters) -> Result<uv::Uv, Error> {
 }
 
 /// The wheelhouse: `--out`, else `[pkg] out` (relative to lockstep.toml).
-pub fn wheelhouse(flag: Option<PathBuf>, loaded: &Loaded, cwd: &Path) -> PathBuf {
+pub fn wheelhouse(flag: Option<PathBuf>, loaded: &Loaded, cwd: &Path) -> Result<PathBuf, Error> {
     match flag {
-        Some(dir) => cwd.join(dir),
-        None => loaded.root.join(&loaded.config.pkg.out),
+        Some(dir) => Ok(cwd.join(dir)),
+        None => Ok(loaded.root.join(loaded.section::<PkgConfig>()?.out)),
     }
 }
 
@@ -46,17 +47,18 @@ fn build(
 ) -> Result<i32, Error> {
     let jobs = match args.jobs {
         Some(_) => lockstep_core::pool::jobs(args.jobs, "-j")?,
-        None => lockstep_core::pool::jobs(loaded.config.pkg.jobs, "[pkg] jobs")?,
+        None => lockstep_core::pool::jobs(loaded.section::<PkgConfig>()?.jobs, "[pkg] jobs")?,
     };
     let uv = find_uv(rep)?;
+    let pkg: PkgConfig = loaded.section()?;
     let request = lockstep_pkg::BuildRequest {
         pythons: args.pythons,
         variants: args.variants,
-        out: wheelhouse(args.out, loaded, cwd),
+        out: wheelhouse(args.out, loaded, cwd)?,
         version: args.version,
         jobs,
         rev: args.rev,
-        ..build_request(loaded, &uv)
+        ..build_request(&pkg, loaded, &uv)?
     };
     let report = lockstep_pkg::build(&request, rep)?;
     let out = rep.out();
@@ -72,35 +74,34 @@ fn build(
 
 /// A build of HEAD's whole matrix into `[pkg] out` with every core, the
 /// wheel cache on: what each command then narrows.
-pub fn build_request<'a>(loaded: &'a Loaded, uv: &'a uv::Uv) -> lockstep_pkg::BuildRequest<'a> {
-    lockstep_pkg::BuildRequest {
+pub fn build_request<'a>(
+    pkg: &'a PkgConfig,
+    loaded: &'a Loaded,
+    uv: &'a uv::Uv,
+) -> Result<lockstep_pkg::BuildRequest<'a>, Error> {
+    Ok(lockstep_pkg::BuildRequest {
         root: &loaded.root,
-        pkg: &loaded.config.pkg,
+        pkg,
         pythons: Vec::new(),
         variants: Vec::new(),
-        out: loaded.root.join(&loaded.config.pkg.out),
+        out: loaded.root.join(&pkg.out),
         version: None,
-        jobs: loaded
-            .config
-            .pkg
-            .jobs
-            .unwrap_or_else(lockstep_core::pool::cpus),
+        jobs: pkg.jobs.unwrap_or_else(lockstep_core::pool::cpus),
         rev: "HEAD".into(),
-        pin_path: pin_path(loaded),
-        cache: Some(Cache::resolve(loaded).bucket(Area::Wheels)),
+        pin_path: pin_path(loaded)?,
+        cache: Some(crate::config::cache(loaded)?.bucket(Area::Wheels)),
         uv,
-    }
+    })
 }
 
-/// The submodule whose pin goes into the manifest, when `[integrate]` is configured.
-pub fn pin_path(loaded: &Loaded) -> Option<String> {
-    let configured = loaded
-        .path
-        .as_deref()
-        .and_then(|p| std::fs::read_to_string(p).ok());
-    configured
-        .is_some_and(|text| text.contains("[integrate]"))
-        .then(|| loaded.config.integrate.submodule.clone())
+/// The submodule whose pin goes into the manifest, when lockstep.toml has
+/// an `[integrate]` table.
+pub fn pin_path(loaded: &Loaded) -> Result<Option<String>, Error> {
+    if !loaded.has_section("integrate") {
+        return Ok(None);
+    }
+    let integrate: lockstep_integrate::config::IntegrateConfig = loaded.section()?;
+    Ok(Some(integrate.submodule))
 }
 
 fn make_venv(args: cli::PkgVenvArgs, rep: &Reporters) -> Result<i32, Error> {
@@ -187,7 +188,8 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
     let dir = tempfile::tempdir()?;
     let project = dir.path().join("packages");
     lockstep_sandbox::packages::create(&project, "1.0.0", "")?;
-    let loaded = lockstep_core::config::load(None, &project)?;
+    let loaded = crate::config::load(None, &project)?;
+    let pkg: PkgConfig = loaded.section()?;
     out.line("\n== lockstep pkg build --version 1.0.0rc1 -j 2");
     let uv = find_uv(rep)?;
     let request = lockstep_pkg::BuildRequest {
@@ -195,7 +197,7 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
         version: Some("1.0.0rc1".into()),
         jobs: 2,
         pin_path: None,
-        ..build_request(&loaded, &uv)
+        ..build_request(&pkg, &loaded, &uv)?
     };
     let report = lockstep_pkg::build(&request, rep)?;
     for wheel in &report.wheels {

@@ -31,7 +31,7 @@ pub fn run(
         },
         (None, None) => return Err(Error::usage("pass --run ID or --latest-green BRANCH")),
     };
-    let out = crate::pkg::wheelhouse(args.out, loaded, cwd);
+    let out = crate::pkg::wheelhouse(args.out, loaded, cwd)?;
     let fetched = lockstep_pkg::fetch::fetch(
         &client,
         &FetchRequest {
@@ -64,17 +64,16 @@ pub fn bisect(
         None => std::time::Duration::from_secs(3600),
     };
     let uv = crate::pkg::find_uv(rep)?;
-    let python = args
-        .python
-        .or_else(|| loaded.config.pkg.python.first().cloned());
+    let pkg: lockstep_pkg::config::PkgConfig = loaded.section()?;
+    let python = args.python.or_else(|| pkg.python.first().cloned());
     let report = lockstep_pkg::bisect::bisect(
         &lockstep_pkg::bisect::BisectRequest {
-            build: crate::pkg::build_request(loaded, &uv),
+            build: crate::pkg::build_request(&pkg, loaded, &uv)?,
             good: args.good,
             bad: args.bad,
             variant: args
                 .variant
-                .unwrap_or_else(|| lockstep_core::config::DEFAULT_VARIANT.into()),
+                .unwrap_or_else(|| lockstep_pkg::config::DEFAULT_VARIANT.into()),
             python,
             command: args.command,
             cwd: cwd.to_path_buf(),

@@ -24,8 +24,9 @@ pub fn run(
     rep: &Reporters,
 ) -> Result<i32, Error> {
     let sink: &dyn Sink = rep;
-    let loaded = lockstep_core::config::load(config, cwd)?;
-    let defaults = &loaded.config.preprocess;
+    let loaded = crate::config::load(config, cwd)?;
+    let defaults: lockstep_preprocess::config::PreprocessConfig = loaded.section()?;
+    let defaults = &defaults;
     let jobs = match args.jobs {
         Some(_) => lockstep_core::pool::jobs(args.jobs, "-j")?,
         None => lockstep_core::pool::jobs(defaults.jobs, "[preprocess] jobs")?,
@@ -36,7 +37,10 @@ pub fn run(
     };
     let tokens = lockstep_core::paths::tokens();
     let runs_dir = lockstep_core::paths::preprocess_runs();
-    let cache = (!args.no_cache).then(|| Cache::new(&lockstep_cache::Cache::resolve(&loaded)));
+    let cache = match args.no_cache {
+        true => None,
+        false => Some(Cache::new(&crate::config::cache(&loaded)?)),
+    };
     let makeflags = std::env::var("MAKEFLAGS").ok();
     if args.wrap {
         return wrap(

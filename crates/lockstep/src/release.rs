@@ -6,6 +6,8 @@ use std::path::Path;
 use lockstep_core::config::Loaded;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
+use lockstep_integrate::config::IntegrateConfig;
+use lockstep_release::config::ReleaseConfig;
 use lockstep_release::cut::{self, Channel, CutRequest};
 use lockstep_release::settings;
 use lockstep_report::Reporters;
@@ -13,10 +15,12 @@ use lockstep_report::Reporters;
 use crate::cli::{self, ReleaseChannel};
 
 pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Result<i32, Error> {
-    let settings = settings::settings(loaded)?;
+    let release: ReleaseConfig = loaded.section()?;
+    let integrate: IntegrateConfig = loaded.section()?;
+    let settings = settings::settings(&release, &loaded.root)?;
     match cmd {
         cli::Release::Bump { to, smoke, json } => {
-            if let (true, Some(file)) = (smoke, &loaded.config.integrate.pin_file) {
+            if let (true, Some(file)) = (smoke, &integrate.pin_file) {
                 if settings.pin_files.as_slice() != [file.clone()] {
                     return Err(Error::usage(format!(
                         "with [integrate] pin-file = \"{file}\", `bump --smoke` moves that file through the integrate engine"
@@ -28,22 +32,19 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             let repo = lockstep_release::open_repo(cwd)?;
             let smoke = match smoke {
                 false => None,
-                true if loaded.config.integrate.smoke.is_empty() => {
+                true if integrate.smoke.is_empty() => {
                     return Err(Error::usage("--smoke needs [integrate] smoke")
                         .hint("set smoke = [\"cmd\", \"arg\"] under [integrate]"))
                 }
-                true => Some((
-                    loaded.config.integrate.smoke.clone(),
-                    loaded.config.integrate.smoke_timeout,
-                )),
+                true => Some((integrate.smoke.clone(), integrate.smoke_timeout)),
             };
             let log_dir = repo.git_dir()?.join("lockstep");
             fs_err::create_dir_all(&log_dir)?;
             let bumped = lockstep_release::bump::bump(&lockstep_release::bump::BumpRequest {
                 repo: &repo,
                 pin_files: &settings.pin_files,
-                upstream_url: loaded.config.release.upstream_url.as_deref(),
-                upstream_branch: &loaded.config.release.upstream_branch,
+                upstream_url: release.upstream_url.as_deref(),
+                upstream_branch: &release.upstream_branch,
                 to: to.as_deref(),
                 smoke,
                 log: &log_dir.join("release-bump-smoke.log"),
@@ -74,7 +75,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
                 ReleaseChannel::Candidate => Channel::Candidate,
                 ReleaseChannel::Final => Channel::Final,
             };
-            let base = settings::base_version(loaded)?;
+            let base = settings::base_version(&release, &loaded.root)?;
             let repo = lockstep_release::open_repo(cwd)?;
             repo.require_clean_tracked()?;
             let mut pins = BTreeMap::new();
@@ -253,13 +254,13 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             json,
         } => {
             let repo = lockstep_release::open_repo(cwd).ok();
-            let keep = &loaded.config.release.keep;
+            let keep = &release.keep;
             let pruned = lockstep_release::prune::prune(&lockstep_release::prune::PruneRequest {
                 index: &settings.index,
                 keep_snapshots: keep.snapshots,
                 keep_days: keep.days,
                 repo: repo.as_ref(),
-                branches: &loaded.config.release.branches,
+                branches: &release.branches,
                 pin_files: &settings.pin_files,
                 yank,
                 dry_run,
@@ -375,8 +376,9 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
             .cause(String::from_utf8_lossy(&init.stderr).into_owned()));
     }
     repo.git(&["remote", "add", "origin", &remote.to_string_lossy()])?;
-    let loaded = lockstep_core::config::load(None, &project)?;
-    let settings = settings::settings(&loaded)?;
+    let loaded = crate::config::load(None, &project)?;
+    let release: ReleaseConfig = loaded.section()?;
+    let settings = settings::settings(&release, &loaded.root)?;
 
     out.line("\n== lockstep release cut");
     let made = cut::cut(&CutRequest {
@@ -384,7 +386,7 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
         remote: "origin",
         channel: Channel::Snapshot,
         name: &settings.name,
-        base: &settings::base_version(&loaded)?,
+        base: &settings::base_version(&release, &loaded.root)?,
         template: &settings.snapshot,
         tag_template: &settings.tag,
         run_id: "demo",
@@ -402,13 +404,14 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
     ));
     let uv = crate::pkg::find_uv(rep)?;
     let house = project.join("wheelhouse");
+    let pkg = loaded.section()?;
     let request = lockstep_pkg::BuildRequest {
         out: house.clone(),
         version: Some(made.version.clone()),
         variants: vec!["release".into()],
         jobs: 2,
         pin_path: None,
-        ..crate::pkg::build_request(&loaded, &uv)
+        ..crate::pkg::build_request(&pkg, &loaded, &uv)?
     };
     lockstep_pkg::build(&request, rep)?;
     let published = lockstep_release::publish::publish(

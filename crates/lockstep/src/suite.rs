@@ -24,7 +24,8 @@ pub fn run(
     rep: &Reporters,
 ) -> Result<i32, Error> {
     let out = rep.out();
-    let cfg = &loaded.config.test;
+    let cfg: lockstep_suite::config::TestConfig = loaded.section()?;
+    let cfg = &cfg;
     let paths = suite_paths(&args, loaded, cwd)?;
     let config_paths: Vec<PathBuf> = if args.suite_configs.is_empty() {
         cfg.suite_configs
@@ -122,13 +123,7 @@ pub fn run(
         no_cache: args.no_cache,
         run_dir: run_dir.clone(),
     };
-    let mut report = runner::run(
-        &tests,
-        &tc,
-        &lockstep_cache::Cache::resolve(loaded),
-        &opts,
-        sink,
-    )?;
+    let mut report = runner::run(&tests, &tc, &crate::config::cache(loaded)?, &opts, sink)?;
     report.changes = history.record(&report)?;
     out.print(&report::console_summary(&report));
     out.line(format!("logs: {}", run_dir.display()));
@@ -165,14 +160,9 @@ fn suite_paths(args: &cli::TestArgs, loaded: &Loaded, cwd: &Path) -> Result<Vec<
     if !args.paths.is_empty() {
         return Ok(args.paths.iter().map(|p| cwd.join(p)).collect());
     }
-    if !loaded.config.test.paths.is_empty() {
-        return Ok(loaded
-            .config
-            .test
-            .paths
-            .iter()
-            .map(|p| loaded.root.join(p))
-            .collect());
+    let test: lockstep_suite::config::TestConfig = loaded.section()?;
+    if !test.paths.is_empty() {
+        return Ok(test.paths.iter().map(|p| loaded.root.join(p)).collect());
     }
     let default = loaded.root.join("suites");
     if default.is_dir() {
@@ -194,7 +184,7 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
         return Ok(0);
     }
     let cwd = std::env::current_dir()?;
-    let loaded = lockstep_core::config::load(None, &smoke)?;
+    let loaded = crate::config::load(None, &smoke)?;
     let args = cli::TestArgs {
         paths: vec![smoke.clone()],
         suite_configs: vec![],

@@ -1,12 +1,9 @@
-//! `lockstep toolchain ...`: dispatch and printing.
-
-use std::path::Path;
+//! `lockstep toolchain ...`: dispatch and printing (lockstep-iree resolves
+//! and provisions).
 
 use lockstep_core::config::Loaded;
-use lockstep_core::events::Sink;
 use lockstep_core::Error;
-use lockstep_iree::toolchain::{self, Request, SetFrom, Toolchain};
-
+use lockstep_iree::toolchain::{self, InstallRequest, Toolchain};
 use lockstep_report::Reporters;
 
 use crate::cli;
@@ -20,13 +17,13 @@ pub fn run(cmd: cli::Toolchain, loaded: &Loaded, rep: &Reporters) -> Result<i32,
             manifest,
             wheels,
         } => {
-            let version = iree.unwrap_or_else(|| loaded.config.toolchain.iree.clone());
-            let set_manifest = manifest.or_else(|| configured_manifest(loaded));
-            let installed = match (&set_manifest, &wheels) {
-                (Some(m), _) => toolchain::install_set(SetFrom::Manifest(m), &version, rep)?,
-                (None, Some(d)) => toolchain::install_set(SetFrom::Wheels(d), &version, rep)?,
-                (None, None) => toolchain::install(&version, rep)?,
+            let request = InstallRequest {
+                iree,
+                manifest,
+                wheels,
             };
+            let installed =
+                toolchain::install_requested(&request, &loaded.section()?, &loaded.root, rep)?;
             if json {
                 out.line(crate::output::json_document(&installed)?);
             } else {
@@ -52,51 +49,11 @@ pub fn run(cmd: cli::Toolchain, loaded: &Loaded, rep: &Reporters) -> Result<i32,
     }
 }
 
-/// Environment variable naming the manifest of a built set the toolchain comes from.
-pub const ENV_IREE_MANIFEST: &str = "LOCKSTEP_IREE_MANIFEST";
-
-/// `$LOCKSTEP_IREE_MANIFEST` (non-empty), else `[toolchain] manifest`.
-fn configured_manifest(loaded: &Loaded) -> Option<std::path::PathBuf> {
-    std::env::var_os(ENV_IREE_MANIFEST)
-        .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            loaded
-                .config
-                .toolchain
-                .manifest
-                .as_ref()
-                .map(|p| loaded.root.join(p))
-        })
-}
-
-/// The IREE tools a command uses: `--iree-bin` (`flag`), else
-/// `$LOCKSTEP_IREE_BIN`, else `[toolchain] iree-bin` (relative to
-/// lockstep.toml), else the set of `$LOCKSTEP_IREE_MANIFEST` or
-/// `[toolchain] manifest`, else the provisioned `[toolchain] iree` version.
-pub fn resolve(flag: Option<&Path>, loaded: &Loaded, sink: &dyn Sink) -> Result<Toolchain, Error> {
-    let config_bin = loaded
-        .config
-        .toolchain
-        .iree_bin
-        .as_ref()
-        .map(|p| loaded.root.join(p));
-    let env_bin = std::env::var_os(toolchain::ENV_IREE_BIN).is_some_and(|v| !v.is_empty());
-    if flag.is_none() && !env_bin && config_bin.is_none() {
-        if let Some(manifest) = configured_manifest(loaded) {
-            return toolchain::resolve_set(
-                SetFrom::Manifest(&manifest),
-                &loaded.config.toolchain.iree,
-                sink,
-            );
-        }
-    }
-    toolchain::resolve(
-        &Request {
-            flag,
-            config_bin: config_bin.as_deref(),
-            version: &loaded.config.toolchain.iree,
-        },
-        sink,
-    )
+/// The IREE tools a command uses (lockstep-iree's precedence).
+pub fn resolve(
+    flag: Option<&std::path::Path>,
+    loaded: &Loaded,
+    rep: &Reporters,
+) -> Result<Toolchain, Error> {
+    toolchain::for_command(flag, &loaded.section()?, &loaded.root, rep)
 }

@@ -1,0 +1,162 @@
+//! `[integrate]`: how `lockstep integrate` steps the upstream pin (the submodule or pin file,
+//! the remotes, the smoke, export, notify and report settings).
+
+use std::time::Duration;
+
+use lockstep_core::config::{de, Section};
+use serde::Deserialize;
+
+/// `[integrate]`: stepping an upstream pin forward.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct IntegrateConfig {
+    /// Path of the pinned upstream checkout (a git submodule), relative to the superproject.
+    pub submodule: String,
+    /// Instead of a submodule: a file holding the pinned upstream revision (one
+    /// 40-hex line), relative to the superproject. Upstream's history then lives
+    /// in a bare clone of `upstream-url` under `.git/lockstep/`.
+    pub pin_file: Option<String>,
+    /// Remote inside the submodule that tracks upstream.
+    pub upstream_remote: String,
+    /// When set, the upstream remote is created (or corrected) with this URL.
+    pub upstream_url: Option<String>,
+    pub upstream_branch: String,
+    /// How the upstream is named in messages ("Advance LLVM to ...").
+    pub upstream_name: String,
+    /// Superproject ref a new integrate branch starts from.
+    pub base: String,
+    /// Integrate branch name; `{date}` becomes YYYYMMDD.
+    pub branch: String,
+    /// Only commits touching these paths are stopping points; empty means all.
+    pub track_paths: Vec<String>,
+    /// Commits whose subject contains one of these are never stopping points.
+    pub skip_subjects: Vec<String>,
+    /// Smoke command (argv) run in the superproject: 0 good, 125 skip, other bad.
+    #[serde(deserialize_with = "de::argv")]
+    pub smoke: Vec<String>,
+    /// A smoke that runs longer counts as bad.
+    #[serde(deserialize_with = "de::duration")]
+    pub smoke_timeout: Duration,
+    pub strategy: Strategy,
+    /// Link to an upstream commit; `{sha}` is replaced.
+    pub commit_url: Option<String>,
+    pub export: ExportConfig,
+    pub notify: NotifyConfig,
+    pub report: ReportConfig,
+}
+
+impl Default for IntegrateConfig {
+    fn default() -> Self {
+        IntegrateConfig {
+            submodule: "third_party/llvm-project".into(),
+            pin_file: None,
+            upstream_remote: "upstream".into(),
+            upstream_url: None,
+            upstream_branch: "main".into(),
+            upstream_name: "LLVM".into(),
+            base: "origin/main".into(),
+            branch: "integrates/llvm-{date}".into(),
+            track_paths: Vec::new(),
+            skip_subjects: vec!["[Docs]".into(), "Apply clang-tidy fixes".into()],
+            smoke: Vec::new(),
+            smoke_timeout: Duration::from_secs(2 * 3600),
+            strategy: Strategy::Gallop,
+            commit_url: None,
+            export: ExportConfig::default(),
+            notify: NotifyConfig::default(),
+            report: ReportConfig::default(),
+        }
+    }
+}
+
+/// How `integrate loop` chooses which commits to smoke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// Probe upstream head, bisect to the first bad commit: logarithmic smokes.
+    Gallop,
+    /// One smoke and one commit per affecting commit (megabump's loop).
+    Each,
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "gallop" => Ok(Strategy::Gallop),
+            "each" => Ok(Strategy::Each),
+            other => Err(format!(
+                "unknown strategy `{other}`: expected `gallop` or `each`"
+            )),
+        }
+    }
+}
+
+/// `[integrate.export]`: where patched submodule heads are published.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct ExportConfig {
+    /// Remote inside the submodule that receives patched heads.
+    pub remote: String,
+    /// `{repo}` = superproject directory name, `{branch}` = integrate branch.
+    pub branch: String,
+}
+
+impl Default for ExportConfig {
+    fn default() -> Self {
+        ExportConfig {
+            remote: "origin".into(),
+            branch: "sm-{repo}-{branch}".into(),
+        }
+    }
+}
+
+/// `[integrate.notify]`: where `integrate report --post` sends the report.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct NotifyConfig {
+    pub kind: NotifyKind,
+    /// Name of the environment variable holding the webhook URL (never printed).
+    pub url_env: String,
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        NotifyConfig {
+            kind: NotifyKind::Discord,
+            url_env: "LOCKSTEP_WEBHOOK_URL".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NotifyKind {
+    Discord,
+    Slack,
+    Json,
+}
+
+/// `[integrate.report]`: how the error summary is cut from a smoke log.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct ReportConfig {
+    /// A log line is an error line when it contains one of these substrings.
+    pub error_patterns: Vec<String>,
+    /// At most this many error lines, then `... and N more`.
+    pub max_error_lines: usize,
+}
+
+impl Default for ReportConfig {
+    fn default() -> Self {
+        ReportConfig {
+            error_patterns: vec!["FAILED: ".into(), " error: ".into(), "Assertion".into()],
+            max_error_lines: 20,
+        }
+    }
+}
+
+impl Section for IntegrateConfig {
+    const NAME: &'static str = "integrate";
+    const DOCS: &'static str = "integrate.md";
+}

@@ -1,0 +1,94 @@
+//! `[pkg]`: the Python packages `lockstep pkg build` builds once and tests exactly.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lockstep_core::config::{de, Section};
+use serde::Deserialize;
+
+pub use lockstep_python::pylock::DEFAULT_VARIANT;
+
+/// `[pkg]`: Python packages built once and tested exactly (`lockstep pkg`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct PkgConfig {
+    /// Interpreter versions wheels are built for (found by uv; a missing one
+    /// is an error naming it).
+    pub python: Vec<String>,
+    /// The packages of the set, all at one version.
+    pub package: Vec<PackageConfig>,
+    /// Build settings of each named variant (`[pkg.variants.NAME]`).
+    pub variants: std::collections::BTreeMap<String, VariantConfig>,
+    pub version: VersionConfig,
+    /// Where `pkg build` writes wheels and manifests (relative to lockstep.toml).
+    pub out: PathBuf,
+    /// Cells built at once when no `-j` is given (default: every core).
+    pub jobs: Option<usize>,
+    /// One cell's build counts as failed after this long.
+    #[serde(deserialize_with = "de::duration")]
+    pub build_timeout: Duration,
+}
+
+impl Default for PkgConfig {
+    fn default() -> Self {
+        PkgConfig {
+            python: vec!["3.11".into()],
+            package: Vec::new(),
+            variants: Default::default(),
+            version: VersionConfig::default(),
+            out: PathBuf::from("wheelhouse"),
+            jobs: None,
+            build_timeout: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// One `[[pkg.package]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PackageConfig {
+    /// Distribution name (the `[project] name` of its pyproject.toml).
+    pub name: String,
+    /// Directory holding pyproject.toml, relative to lockstep.toml.
+    pub source: PathBuf,
+    /// Variants built for this package; default `["release"]`.
+    #[serde(default = "default_variants")]
+    pub variants: Vec<String>,
+}
+
+fn default_variants() -> Vec<String> {
+    vec![DEFAULT_VARIANT.into()]
+}
+
+/// One `[pkg.variants.NAME]`: how a variant's build differs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct VariantConfig {
+    /// Environment of the build backend (`DEMO_ENABLE_ASSERTS = "ON"`).
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+/// `[pkg.version]`: which version the wheels get.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct VersionConfig {
+    pub scheme: VersionScheme,
+}
+
+/// How `pkg build` picks the version when no `--version` is given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VersionScheme {
+    /// Each package's pyproject version, unchanged.
+    #[default]
+    Source,
+    /// `X.Y.Z.dev0+g<sha>` from the pyproject's release and the commit.
+    Dev,
+    /// `--version` is required.
+    Explicit,
+}
+
+impl Section for PkgConfig {
+    const NAME: &'static str = "pkg";
+    const DOCS: &'static str = "pkg.md";
+}

@@ -1,0 +1,73 @@
+//! `[release]`: snapshot versions, tags and the static package index (`lockstep release`).
+
+use std::path::PathBuf;
+
+use lockstep_core::config::Section;
+use serde::Deserialize;
+
+/// `[release]`: snapshot versions, tags, the static package index (`lockstep release`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct ReleaseConfig {
+    /// The project's name in tags and messages (default: the directory's name).
+    pub name: Option<String>,
+    /// The release being prepared (`3.14.0`); or read from `version-file`.
+    pub version_base: Option<String>,
+    /// A file holding the base version: plain text, or JSON with `package-version`.
+    pub version_file: Option<PathBuf>,
+    /// Template of snapshot versions: `{base}`, `{date}` (UTC `YYYYMMDD`), `{n}` / `{n:02}`.
+    pub snapshot: String,
+    /// Template of candidate versions (same placeholders).
+    pub candidate: String,
+    /// Template of tag names: `{version}`, `{name}`, `{channel}`.
+    pub tag: String,
+    /// Files holding one upstream revision each (40 hex digits).
+    pub pin_files: Vec<PathBuf>,
+    /// Where `release bump` reads upstream's head.
+    pub upstream_url: Option<String>,
+    /// The upstream branch `release bump` follows.
+    pub upstream_branch: String,
+    /// The release store and static index (relative to lockstep.toml).
+    pub index: PathBuf,
+    /// A command `release publish` runs in the validation venv (`sh -c`).
+    pub smoke: Option<String>,
+    /// Retention of `release prune` (default: keep everything).
+    pub keep: KeepConfig,
+    /// Branches whose manifests and pin files `release prune` never prunes a version of.
+    pub branches: Vec<String>,
+}
+
+impl Default for ReleaseConfig {
+    fn default() -> Self {
+        ReleaseConfig {
+            name: None,
+            version_base: None,
+            version_file: None,
+            snapshot: "{base}rc{date}{n:02}".into(),
+            candidate: "{base}rc{date}{n:02}".into(),
+            tag: "{name}-{version}".into(),
+            pin_files: Vec::new(),
+            upstream_url: None,
+            upstream_branch: "main".into(),
+            index: PathBuf::from("release/index"),
+            smoke: None,
+            keep: KeepConfig::default(),
+            branches: vec!["main".into()],
+        }
+    }
+}
+
+/// `[release] keep`: how many snapshots `release prune` keeps.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct KeepConfig {
+    /// Keep at least the newest this many snapshot versions.
+    pub snapshots: Option<u32>,
+    /// Keep every snapshot younger than this many days.
+    pub days: Option<u32>,
+}
+
+impl Section for ReleaseConfig {
+    const NAME: &'static str = "release";
+    const DOCS: &'static str = "release.md";
+}

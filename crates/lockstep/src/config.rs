@@ -1,0 +1,34 @@
+//! The tables lockstep.toml may have (each owned by its engine crate) and
+//! the values several commands resolve from them the same way.
+
+use std::path::Path;
+
+use lockstep_cache::Cache;
+use lockstep_core::config::{Loaded, SectionSpec};
+use lockstep_core::Error;
+
+/// Every table, in the order the docs list them.
+pub const SECTIONS: &[SectionSpec] = &[
+    SectionSpec::of::<lockstep_integrate::config::IntegrateConfig>(),
+    SectionSpec::of::<lockstep_iree::config::ToolchainConfig>(),
+    SectionSpec::of::<lockstep_suite::config::TestConfig>(),
+    SectionSpec::of::<lockstep_preprocess::config::PreprocessConfig>(),
+    SectionSpec::of::<lockstep_bench::config::BenchConfig>(),
+    SectionSpec::of::<lockstep_pkg::config::PkgConfig>(),
+    SectionSpec::of::<lockstep_ci::config::CiConfig>(),
+    SectionSpec::of::<lockstep_release::config::ReleaseConfig>(),
+];
+
+/// lockstep.toml from `--config` or found from `cwd`, every table checked.
+pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Loaded, Error> {
+    lockstep_core::config::load(explicit, cwd, SECTIONS)
+}
+
+/// The cache as every command sees it (the kernel area may be moved by
+/// `[bench] cache-dir`).
+pub fn cache(loaded: &Loaded) -> Result<Cache, Error> {
+    let bench: lockstep_bench::config::BenchConfig = loaded.section()?;
+    Ok(Cache::from_env(
+        bench.cache_dir.as_ref().map(|dir| loaded.root.join(dir)),
+    ))
+}
