@@ -42,6 +42,7 @@ pub mod mlir_text;
 pub mod references;
 pub mod rows;
 pub mod run;
+pub mod session;
 pub mod signature;
 pub mod tensor_data;
 

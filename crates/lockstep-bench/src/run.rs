@@ -34,7 +34,7 @@ use crate::tensor_data;
 pub const VERIFY_SEED: u64 = 0x5EED;
 
 /// How to compile and run.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Options {
     /// The IREE tools (the compiler's identity keys the cache).
     pub toolchain: Toolchain,
@@ -60,6 +60,9 @@ pub struct Options {
     /// The most bytes one kernel's tensors may need (inputs, outputs and,
     /// when verifying, the f64 reference); see [`default_max_bytes`].
     pub max_bytes: u64,
+    /// Set when a row's reason cites a log in `work_dir` (which must then
+    /// be kept).
+    pub logs_cited: std::sync::atomic::AtomicBool,
 }
 
 /// The bytes a kernel needs in memory and on disk: its operands, the padded
@@ -129,13 +132,9 @@ fn too_large(sig: &OpSignature, verify: bool, limit: u64) -> Option<String> {
     ))
 }
 
-/// The version of the `--json` results (docs/schemas/bench-results.json).
-pub const SCHEMA: u32 = 1;
-
-/// What a run did.
+/// What a run did (the `--json` results, docs/schemas/bench-results.json).
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
-    pub schema: u32,
     /// The device name given and the runtime device it opened.
     pub device: String,
     pub runtime_device: String,
@@ -329,7 +328,6 @@ pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
         rows.push(row);
     }
     let summary = Summary {
-        schema: SCHEMA,
         device: opts.device.name.clone(),
         runtime_device: opts.device.runtime.clone(),
         rows,
@@ -729,6 +727,9 @@ fn run_tool(
             log,
         })
         .map_err(|e| e.render())?;
+    if ran.exit != Exit::Code(0) {
+        opts.logs_cited.store(true, Ordering::Relaxed);
+    }
     match ran.exit {
         Exit::Code(0) => Ok(ran.elapsed.as_secs_f64()),
         // What a killed process printed last is not the reason.

@@ -26,7 +26,7 @@ mod slot;
 use std::path::{Path, PathBuf};
 
 pub use key::{Key, KeyBuilder};
-pub use maintain::{parse_size, AreaInfo, Info, Policy, Pruned, PrunedArea};
+pub use maintain::{format_size, parse_size, AreaInfo, Info, Policy, Pruned, PrunedArea};
 pub use slot::{Entry, Slot, SlotLock, Stage};
 
 /// A named part of the cache, with its own directory.

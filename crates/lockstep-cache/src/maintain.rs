@@ -21,13 +21,9 @@ use crate::layout::{self, LOCKS, SEAL};
 use crate::slot::{Seal, Slot};
 use crate::{Area, Cache, Key, CACHEDIR_TAG};
 
-/// The version of `cache info --json`.
-pub const INFO_SCHEMA: u32 = 1;
-
 /// What `cache info` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct Info {
-    pub schema: u32,
     pub root: PathBuf,
     pub areas: Vec<AreaInfo>,
     /// Files and directories in lockstep's areas that lockstep did not create.
@@ -115,7 +111,6 @@ impl Cache {
             })
             .collect();
         Info {
-            schema: INFO_SCHEMA,
             root: self.root.clone(),
             areas,
             foreign,
@@ -431,6 +426,26 @@ pub fn parse_size(text: &str) -> Result<u64, Error> {
     Ok((value * mult as f64) as u64)
 }
 
+/// A size as people read it, in the units [`parse_size`] accepts: `0 B`,
+/// `812 B`, `4.2K`, `1.5M`, `12G` (binary units).
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["K", "M", "G", "T"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value < 10.0 {
+        format!("{value:.1}{}", UNITS[unit])
+    } else {
+        format!("{value:.0}{}", UNITS[unit])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,6 +469,19 @@ mod tests {
             .unwrap();
         file.set_modified(SystemTime::now() - Duration::from_secs(days * 86_400 + 60))
             .unwrap();
+    }
+
+    #[test]
+    fn sizes_print_in_units_that_parse_back() {
+        assert_eq!(format_size(0), "0 B");
+        assert_eq!(format_size(812), "812 B");
+        assert_eq!(format_size(4300), "4.2K");
+        assert_eq!(format_size(3 << 30), "3.0G");
+        assert_eq!(format_size(u64::MAX), "16777216T");
+        for bytes in [1500u64, 5 << 20, 700 << 30] {
+            let back = parse_size(&format_size(bytes)).unwrap();
+            assert!(back.abs_diff(bytes) <= bytes / 20, "{bytes} -> {back}");
+        }
     }
 
     #[test]

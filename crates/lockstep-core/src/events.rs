@@ -13,8 +13,9 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-/// The version of the event stream's JSON (`schema` in every line).
-pub const SCHEMA: u32 = 1;
+/// The version of the event stream's JSON (`schema` in every line): the one
+/// version of lockstep's JSON documents.
+pub use crate::output::SCHEMA;
 
 /// Something an engine did that a person or a machine may want to see.
 pub trait Event: Send + Sync {

@@ -340,6 +340,35 @@ fn replace_file(
     written
 }
 
+/// The version of every JSON document lockstep writes: a query's `--json`,
+/// a runner's `--json FILE`, and each line of `--events` (`"schema"`).
+pub const SCHEMA: u32 = 1;
+
+/// The one JSON document writer: `value` (an object without a `schema` key)
+/// as pretty JSON with `"schema"` as its first key and a final newline,
+/// serialized straight from the value (a status of 30,000 pending commits
+/// is written without a copy).
+pub fn document(value: &impl serde::Serialize) -> Result<String> {
+    #[derive(serde::Serialize)]
+    struct Document<'a, T: serde::Serialize> {
+        schema: u32,
+        #[serde(flatten)]
+        value: &'a T,
+    }
+    let mut text = serde_json::to_string_pretty(&Document {
+        schema: SCHEMA,
+        value,
+    })
+    .map_err(|e| Error::failed("cannot encode the output as JSON").cause(e.to_string()))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// [`document`] written to the output `flag` names (`--json FILE`).
+pub fn write_document(flag: &str, target: &Target, value: &impl serde::Serialize) -> Result<()> {
+    write_as(flag, target, document(value)?.as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -257,6 +257,13 @@ impl Repo {
         })
     }
 
+    /// A new bare repository at `path` (a remote for tags and exports).
+    pub fn init_bare(path: &Path) -> Result<Repo, Error> {
+        let parent = path.parent().unwrap_or(Path::new("."));
+        Repo::new(parent).git(&["init", "--quiet", "--bare", &path.to_string_lossy()])?;
+        Ok(Repo::new(path))
+    }
+
     /// The top of the work tree containing `dir`.
     pub fn discover(dir: &Path) -> Result<Repo, Error> {
         let top = Repo::new(dir)

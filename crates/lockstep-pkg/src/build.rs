@@ -63,6 +63,32 @@ pub struct BuildRequest<'a> {
     pub uv: &'a Uv,
 }
 
+impl<'a> BuildRequest<'a> {
+    /// A build of HEAD's whole matrix into `[pkg] out` (under `root`) with
+    /// `[pkg] jobs` workers (else every core): what each command narrows.
+    pub fn configured(
+        pkg: &'a PkgConfig,
+        root: &'a Path,
+        pin_path: Option<String>,
+        cache: Option<Bucket>,
+        uv: &'a Uv,
+    ) -> Result<BuildRequest<'a>, Error> {
+        Ok(BuildRequest {
+            root,
+            pkg,
+            pythons: Vec::new(),
+            variants: Vec::new(),
+            out: root.join(&pkg.out),
+            version: None,
+            jobs: lockstep_core::pool::jobs(pkg.jobs, "[pkg] jobs")?,
+            rev: "HEAD".into(),
+            pin_path,
+            cache,
+            uv,
+        })
+    }
+}
+
 /// What was built.
 #[derive(Debug, Clone, Serialize)]
 pub struct BuildReport {

@@ -21,12 +21,17 @@ pub const MAX_BYTES: u64 = 16 << 30;
 #[derive(Debug, Clone)]
 pub enum RunChoice {
     Id(u64),
-    /// The newest successful run on a branch, of a workflow file.
+    /// The newest successful run on a branch, of a workflow file (default
+    /// [`DEFAULT_WORKFLOW`]).
     LatestGreen {
         branch: String,
         workflow: Option<String>,
     },
 }
+
+/// The workflow `--latest-green` looks at unless told otherwise: the one
+/// `lockstep ci generate` writes.
+pub const DEFAULT_WORKFLOW: &str = "lockstep-pkgci.yml";
 
 /// What to fetch.
 #[derive(Debug, Clone)]
@@ -87,7 +92,8 @@ pub fn fetch(client: &Client, req: &FetchRequest, sink: &dyn Sink) -> Result<Fet
     let run_id = match &req.run {
         RunChoice::Id(id) => *id,
         RunChoice::LatestGreen { branch, workflow } => {
-            let run = client.latest_green_run(&req.repo, branch, workflow.as_deref())?;
+            let workflow = workflow.as_deref().unwrap_or(DEFAULT_WORKFLOW);
+            let run = client.latest_green_run(&req.repo, branch, Some(workflow))?;
             sink.note(format!(
                 "the newest successful run on {branch} is {} ({})",
                 run.id, run.html_url

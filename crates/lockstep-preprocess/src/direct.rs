@@ -33,7 +33,6 @@ pub struct Direct<'a> {
 /// (the `--json` results, docs/schemas/preprocess-results.json).
 #[derive(Debug, Serialize)]
 pub struct Report {
-    pub schema: u32,
     #[serde(flatten)]
     pub outcome: Outcome,
     /// The output file (`null` for stdout).
@@ -46,9 +45,6 @@ pub struct Report {
 /// The largest INPUT read (MLIR of real models runs to hundreds of MB; a
 /// device like /dev/zero must not exhaust memory).
 const MAX_INPUT_BYTES: u64 = 4 << 30;
-
-/// The version of the `--json` results.
-pub const SCHEMA: u32 = 1;
 
 /// Runs the direct form; `opts.runs_dir` holds the compile logs (removed
 /// after a success).
@@ -105,7 +101,6 @@ pub fn run(d: &Direct, opts: &Options, sink: &dyn Sink) -> Result<Report, Error>
     }
     let _ = std::fs::remove_dir_all(&work);
     Ok(Report {
-        schema: SCHEMA,
         outcome,
         output: out_path,
         compiled: d.compile.map(Path::to_path_buf),

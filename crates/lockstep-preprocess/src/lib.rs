@@ -19,6 +19,7 @@ pub mod events;
 pub mod exec;
 pub mod limit;
 pub mod scan;
+pub mod session;
 pub mod step;
 
 pub use engine::{preprocess, wrap, Options, Outcome, WrapOptions};

@@ -398,3 +398,96 @@ fn swap_into_place(tmp: &Path, dest: &Path) -> Result<(), Error> {
     }
     Ok(())
 }
+/// Runs the venv's Python with `args` (nothing on stdin, a 10-minute
+/// bound); what it printed on stdout, trimmed.
+pub fn run_python(venv: &Path, args: &[&str]) -> Result<String, Error> {
+    let log = tempfile_log()?;
+    let mut argv = vec![venv
+        .join("bin")
+        .join("python")
+        .to_string_lossy()
+        .into_owned()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let finished = lockstep_core::process::run(
+        &lockstep_core::process::Spec {
+            argv,
+            cwd: venv.to_path_buf(),
+            env: Vec::new(),
+            timeout: Some(std::time::Duration::from_secs(600)),
+            log: log.path().to_path_buf(),
+            header: None,
+        },
+        |_| {},
+    )?;
+    let text = std::fs::read_to_string(log.path()).unwrap_or_default();
+    if finished.exit != lockstep_core::process::Exit::Code(0) {
+        return Err(Error::failed(format!(
+            "{} failed ({})",
+            venv.join("bin").join("python").display(),
+            finished.exit.describe()
+        ))
+        .cause(crate::uv::tail(text.as_bytes(), 20)));
+    }
+    Ok(text.trim().to_string())
+}
+
+/// A fresh venv at `venv` made by the system's `python3 -m venv`, then
+/// `pip install --pre PACKAGES` from the index at `url` only (what a user of
+/// the index runs, pip rather than uv).
+pub fn pip_install_from_index(venv: &Path, url: &str, packages: &[&str]) -> Result<(), Error> {
+    let log = tempfile_log()?;
+    let run = |argv: Vec<String>| -> Result<(), Error> {
+        let finished = lockstep_core::process::run(
+            &lockstep_core::process::Spec {
+                argv: argv.clone(),
+                cwd: std::env::temp_dir(),
+                env: vec![("PIP_CONFIG_FILE".into(), "/dev/null".into())],
+                timeout: Some(std::time::Duration::from_secs(1800)),
+                log: log.path().to_path_buf(),
+                header: None,
+            },
+            |_| {},
+        )?;
+        if finished.exit != lockstep_core::process::Exit::Code(0) {
+            let text = std::fs::read_to_string(log.path()).unwrap_or_default();
+            return Err(Error::failed(format!(
+                "`{}` failed ({})",
+                argv.join(" "),
+                finished.exit.describe()
+            ))
+            .cause(crate::uv::tail(text.as_bytes(), 20)));
+        }
+        Ok(())
+    };
+    run(vec![
+        "python3".into(),
+        "-m".into(),
+        "venv".into(),
+        venv.to_string_lossy().into_owned(),
+    ])?;
+    let mut argv: Vec<String> = vec![
+        venv.join("bin")
+            .join("python")
+            .to_string_lossy()
+            .into_owned(),
+        "-m".into(),
+        "pip".into(),
+        "install".into(),
+        "--quiet".into(),
+        "--disable-pip-version-check".into(),
+        "--no-cache-dir".into(),
+        "--index-url".into(),
+        url.into(),
+        "--pre".into(),
+    ];
+    argv.extend(packages.iter().map(|p| p.to_string()));
+    run(argv)
+}
+
+fn tempfile_log() -> Result<tempfile::NamedTempFile, Error> {
+    tempfile::Builder::new()
+        .prefix("lockstep-python-")
+        .suffix(".log")
+        .tempfile()
+        .map_err(|e| Error::failed("cannot create a log file").cause(e.to_string()))
+}

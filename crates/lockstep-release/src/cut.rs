@@ -17,6 +17,7 @@ use lockstep_git::Repo;
 use pep440_rs::Version;
 use serde::Serialize;
 
+use crate::settings::Settings;
 use crate::template::{render_tag, Slot, VersionTemplate};
 
 /// Attempts before giving up on a remote that keeps moving.
@@ -70,6 +71,88 @@ pub struct Cut {
     /// The tag already existed for this run and commit.
     pub reused: bool,
     pub attempts: usize,
+}
+
+/// The run's identity: `flag` (`--run-id`), else
+/// `$GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT`, else a fresh random id. Reruns of
+/// one run reuse its tag.
+pub fn run_identity(flag: Option<String>) -> Result<String, Error> {
+    let id = match flag {
+        Some(id) => id,
+        None => match (
+            std::env::var("GITHUB_RUN_ID"),
+            std::env::var("GITHUB_RUN_ATTEMPT"),
+        ) {
+            (Ok(run), Ok(attempt)) if !run.is_empty() => format!("{run}-{attempt}"),
+            (Ok(run), _) if !run.is_empty() => run,
+            _ => format!("local-{:016x}", rand::random::<u64>()),
+        },
+    };
+    if id.is_empty()
+        || id.len() > 100
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(Error::usage(format!(
+            "run id `{}` is not a plain identifier",
+            id.escape_debug()
+        ))
+        .hint("use letters, digits, `-`, `_`, `.` (at most 100)"));
+    }
+    Ok(id)
+}
+
+/// Today in UTC as YYYYMMDD; `$LOCKSTEP_RELEASE_TODAY` overrides it (to
+/// reproduce a day's versions).
+pub fn today() -> Result<u32, Error> {
+    if let Ok(text) = std::env::var("LOCKSTEP_RELEASE_TODAY") {
+        let ok = text.len() == 8 && text.bytes().all(|b| b.is_ascii_digit());
+        return text.parse().ok().filter(|_| ok).ok_or_else(|| {
+            Error::usage(format!(
+                "$LOCKSTEP_RELEASE_TODAY = `{text}` is not YYYYMMDD"
+            ))
+        });
+    }
+    let date = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date();
+    Ok(date.year() as u32 * 10000 + date.month() as u32 * 100 + date.day() as u32)
+}
+
+/// `release cut`: the next version of `channel` for the repository's HEAD
+/// (clean tracked files; every pin file read at HEAD), tagged and pushed to
+/// `remote`.
+pub fn cut_head(
+    settings: &Settings,
+    base: &str,
+    repo: &Repo,
+    channel: Channel,
+    remote: &str,
+    run_id: Option<String>,
+) -> Result<Cut, Error> {
+    repo.require_clean_tracked()?;
+    let mut pins = BTreeMap::new();
+    for path in &settings.pin_files {
+        pins.insert(path.clone(), read_pin(repo, "HEAD", path)?);
+    }
+    let run_id = run_identity(run_id)?;
+    let template = match channel {
+        Channel::Candidate => &settings.candidate,
+        _ => &settings.snapshot,
+    };
+    cut(&CutRequest {
+        repo,
+        remote,
+        channel,
+        name: &settings.name,
+        base,
+        template,
+        tag_template: &settings.tag,
+        run_id: &run_id,
+        pins,
+        today: today()?,
+    })
 }
 
 /// Cuts; see the module doc.

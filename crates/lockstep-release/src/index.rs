@@ -39,6 +39,56 @@ struct Listed<'a> {
     yanked: Option<&'a str>,
 }
 
+/// Refuses a store without an index (nothing to serve).
+pub fn require(index: &Path) -> Result<(), Error> {
+    if index.join(SIMPLE).is_dir() {
+        return Ok(());
+    }
+    Err(
+        Error::usage(format!("{} has no index yet", index.display()))
+            .hint("run `lockstep release publish` or `lockstep release index` first"),
+    )
+}
+
+/// `release index`: checks `base_url`, then regenerates the index under
+/// the store's lock.
+pub fn rebuild(index: &Path, base_url: Option<&str>) -> Result<IndexReport, Error> {
+    if let Some(url) = base_url {
+        check_base_url(url)?;
+    }
+    let _lock = store::lock(index)?;
+    write_index(index, base_url)
+}
+
+/// A base URL file links may start with: http(s) or file, nothing that
+/// could break out of an HTML attribute.
+pub fn check_base_url(url: &str) -> Result<(), Error> {
+    let scheme_ok = ["https://", "http://", "file://"]
+        .iter()
+        .any(|s| url.starts_with(s));
+    if !scheme_ok
+        || url
+            .chars()
+            .any(|c| c.is_whitespace() || c == '"' || c.is_control())
+    {
+        return Err(Error::usage(format!(
+            "--base-url `{}` is not an http(s) or file URL",
+            lockstep_core::error::printable(url)
+        ))
+        .hint("give the URL the index directory is served at, e.g. https://example.com/index"));
+    }
+    Ok(())
+}
+
+/// `release yank`: marks `version` yanked (PEP 592) and regenerates the
+/// index, under the store's lock.
+pub fn yank_and_index(index: &Path, version: &str, reason: &str) -> Result<Release, Error> {
+    let _lock = store::lock_existing(index)?;
+    let yanked = yank(index, version, reason)?;
+    write_index(index, None)?;
+    Ok(yanked)
+}
+
 /// Regenerates `simple/` and `links.html` under `index` from the store.
 /// `base_url` makes file links absolute (`URL/files/...`); by default they
 /// are relative, so the directory can be served from anywhere.

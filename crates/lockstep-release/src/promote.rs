@@ -36,6 +36,42 @@ pub struct Promoted {
     pub dropped: BTreeMap<String, Vec<String>>,
 }
 
+/// `release promote`: [`promote`], then, with `upload`, every final wheel
+/// to that URL (the URL is checked before anything is written).
+pub fn promote_and_upload(
+    index: &Path,
+    from: &str,
+    to: &str,
+    rewrite_stamps: bool,
+    upload: Option<&str>,
+    sink: &dyn lockstep_core::events::Sink,
+) -> Result<Promoted, Error> {
+    if let Some(url) = upload {
+        crate::upload::check_url(url)?;
+    }
+    let promoted = promote(index, from, to, rewrite_stamps, &crate::publish::work_dir())?;
+    if let Some(url) = upload {
+        let dir = index.join(store::FILES).join(to);
+        let record = store::load_or_scan(&dir)?;
+        for file in &record.files {
+            sink.note(format!(
+                "uploading {} to {}",
+                file.filename,
+                crate::upload::without_userinfo(url)
+            ));
+            crate::upload::upload(url, &dir.join(&file.filename), &file.sha256)?;
+        }
+    }
+    for (wheel, members) in &promoted.stamps {
+        let verb = match rewrite_stamps {
+            true => "rewrote",
+            false => "still holds the old version",
+        };
+        sink.warn(format!("{wheel}: {} {verb}", members.join(", ")));
+    }
+    Ok(promoted)
+}
+
 /// Promotes `from` in the store under `index` to `to`.
 pub fn promote(
     index: &Path,

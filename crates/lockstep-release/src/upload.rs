@@ -14,14 +14,20 @@ use lockstep_python::wheel::WheelName;
 
 pub use lockstep_core::error::without_userinfo;
 
-/// Uploads `wheel` to `url`.
-pub fn upload(url: &str, wheel: &Path, sha256: &str) -> Result<(), Error> {
+/// Refuses an upload URL that is not http(s).
+pub fn check_url(url: &str) -> Result<(), Error> {
     if !(url.starts_with("https://") || url.starts_with("http://")) {
         return Err(Error::usage(format!(
             "--upload `{}` is not an http(s) URL",
             without_userinfo(url)
         )));
     }
+    Ok(())
+}
+
+/// Uploads `wheel` to `url`.
+pub fn upload(url: &str, wheel: &Path, sha256: &str) -> Result<(), Error> {
+    check_url(url)?;
     let file_name = wheel
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -10,15 +10,12 @@
 //!
 //! It also decides where human output goes ([`Out`]): standard output, unless
 //! the event stream or a machine output (`--json -`) owns it, then standard
-//! error; and it holds the output
-//! formats written from an area's finished results ([`test_results`]: JUnit,
-//! JSON, Markdown for `lockstep test`), so a new format never touches an
-//! engine. How an event looks is the event's own
-//! ([`lockstep_core::events::Human`]).
+//! error. How an event looks is the event's own
+//! ([`lockstep_core::events::Human`]); an area's result formats (JUnit,
+//! Markdown ...) live with the area's result types (`lockstep_suite::results`).
 
 pub mod console;
 pub mod stream;
-pub mod test_results;
 
 use std::io::Write;
 
@@ -148,7 +145,16 @@ pub fn stdout_conflict(first: &str, second: &str) -> Error {
     Error::usage(format!(
         "{first} and {second} cannot both write to standard output"
     ))
-    .hint(format!(
-        "send one of them to a file, e.g. {first} events.jsonl"
-    ))
+    .hint({
+        let flag = first.trim_end_matches(" -");
+        let file = match flag {
+            "--events" => "events.jsonl",
+            "--csv" => "results.csv",
+            "--junit" => "junit.xml",
+            "--summary" => "summary.md",
+            "-o" => "out.mlir",
+            _ => "out.json",
+        };
+        format!("send one of them to a file, e.g. {flag} {file}")
+    })
 }

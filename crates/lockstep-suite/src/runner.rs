@@ -38,21 +38,6 @@ pub struct RunOptions {
     pub run_dir: PathBuf,
 }
 
-impl RunOptions {
-    /// The per-process timeout of `--timeout SECS`, else `default`; 0 is
-    /// refused (every process would be stopped at once).
-    pub fn timeout_from_flag(flag: Option<u64>, default: Duration) -> Result<Duration, Error> {
-        match flag {
-            Some(0) => Err(
-                Error::usage("--timeout 0: every process would be stopped at once")
-                    .hint("give a number of seconds, at least 1"),
-            ),
-            Some(secs) => Ok(Duration::from_secs(secs)),
-            None => Ok(default),
-        }
-    }
-}
-
 /// A compile's result, shared by the tests that need it.
 #[derive(Debug, Clone)]
 struct Compiled {
@@ -986,14 +971,6 @@ fn short_key(key: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn zero_timeouts_are_refused() {
-        let default = Duration::from_secs(7);
-        assert!(RunOptions::timeout_from_flag(Some(0), default).is_err_and(|e| e.exit_code() == 2));
-        assert!(RunOptions::timeout_from_flag(Some(u64::MAX), default).is_ok());
-        assert!(RunOptions::timeout_from_flag(None, default).is_ok_and(|d| d == default));
-    }
 
     #[test]
     fn what_a_non_file_is_is_said() -> Result<(), Box<dyn std::error::Error>> {

@@ -1,56 +1,54 @@
 //! Command-line definitions. Every flag is documented where it is defined.
+//!
+//! Which outputs a command has is said here once, by heading: every flag
+//! under [`OUTPUT`] is an output (a bare flag such as a query's `--json`
+//! writes standard output; a FILE may be `-`), every flag under [`INPUT`]
+//! names a file the command reads. `crate::outputs` derives each command
+//! line's output specification from these headings, so no table has to
+//! agree with them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+
+/// The help heading of output flags.
+pub const OUTPUT: &str = "Output";
+/// The help heading of flags naming files a command reads.
+pub const INPUT: &str = "Input";
+/// The help heading of the options every command takes.
+const GLOBAL: &str = "Global options";
 
 /// Release engineering for compiler projects that track a fast-moving upstream.
 #[derive(Debug, Parser)]
 #[command(name = "lockstep", version, about)]
 pub struct Cli {
     /// Path of lockstep.toml (default: found by walking up from the current directory).
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(long, global = true, value_name = "PATH", help_heading = GLOBAL)]
     pub config: Option<PathBuf>,
 
     /// More log output on stderr (repeat for more).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = GLOBAL)]
     pub verbose: u8,
 
     /// No progress on stderr: only warnings, errors and results.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = GLOBAL)]
     pub quiet: bool,
 
     /// Stream every event as JSON Lines to FILE (`-`: stdout; human output then goes to stderr).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", help_heading = GLOBAL)]
     pub events: Option<PathBuf>,
 
     #[command(subcommand)]
     pub command: Command,
 }
 
-impl Cli {
-    /// Every file this command line writes through an output flag, as
-    /// (flag, path), `--events` included: checked before any work
-    /// (lockstep_core::output::check_all).
-    pub fn output_files(&self) -> Vec<(&'static str, &Path)> {
-        let mut outputs = Vec::new();
-        if let Some(events) = &self.events {
-            outputs.push(("--events", events.as_path()));
-        }
-        outputs.extend(self.command.output_files());
-        outputs
-    }
-
-    /// Every file this command line names as an input (an output must not
-    /// be one of them).
-    pub fn input_files(&self) -> Vec<(&'static str, &Path)> {
-        let mut inputs = Vec::new();
-        if let Some(config) = &self.config {
-            inputs.push(("--config", config.as_path()));
-        }
-        inputs.extend(self.command.input_files());
-        inputs
-    }
+/// A query's `--json`: its result as a JSON document on stdout instead of
+/// its human form (docs/output.md, docs/schemas).
+#[derive(Debug, Args)]
+pub struct Json {
+    /// Print the result as a JSON document on stdout instead of text (docs/output.md).
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -78,7 +76,7 @@ pub enum Command {
     /// Generate the GitHub Actions workflows of the package CI (docs/ci.md).
     #[command(subcommand)]
     Ci(Ci),
-    /// Cut snapshot versions and tags, publish wheels to a static pip index, yank (docs/release.md).
+    /// Bump pins, cut versions and race-safe tags, publish to a static pip index, serve, promote, prune, yank (docs/release.md).
     #[command(subcommand)]
     Release(Release),
 }
@@ -120,9 +118,8 @@ pub struct PkgBuildArgs {
     /// Build this commit instead of HEAD.
     #[arg(long, value_name = "REV", default_value = "HEAD")]
     pub rev: String,
-    /// Print the build report as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: Json,
 }
 
 #[derive(Debug, Args)]
@@ -130,7 +127,7 @@ pub struct PkgVenvArgs {
     /// The venv to create (replaced only if lockstep made it).
     pub dir: PathBuf,
     /// The manifest (pylock.toml) whose wheels to install.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub manifest: PathBuf,
     /// Use the variant's manifest beside FILE (pylock.<variant>.toml).
     #[arg(long, value_name = "NAME")]
@@ -138,9 +135,8 @@ pub struct PkgVenvArgs {
     /// The interpreter (default: uv's default Python).
     #[arg(long, value_name = "VERSION")]
     pub python: Option<String>,
-    /// Print what was installed as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: Json,
 }
 
 #[derive(Debug, Args)]
@@ -168,9 +164,8 @@ pub struct PkgFetchArgs {
     /// Only runs of this workflow file (with --latest-green; default lockstep-pkgci.yml).
     #[arg(long, value_name = "FILE", requires = "latest_green")]
     pub workflow: Option<String>,
-    /// Print what was fetched as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: Json,
 }
 
 #[derive(Debug, Args)]
@@ -190,9 +185,8 @@ pub struct PkgBisectArgs {
     /// Per CMD run (default 1h).
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: Json,
     /// The command: exit 0 good, 125 skip, 1-127 bad, anything else stops the bisection.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -221,9 +215,8 @@ pub enum Release {
         /// Run [integrate] smoke on the new pins first; a failing bump is not committed.
         #[arg(long)]
         smoke: bool,
-        /// Print what happened as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Allocate the next version and push its tag (unique and increasing, even when runs race).
     Cut {
@@ -236,23 +229,21 @@ pub enum Release {
         /// The run's identity (default: $GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT, else a fresh random id).
         #[arg(long, value_name = "ID")]
         run_id: Option<String>,
-        /// Print {"version", "tag", ...} as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Validate a wheelhouse (install from a staged index, run its scripts) and add it to the release store.
     Publish {
         /// What `lockstep pkg build --version V --out DIR` wrote.
         wheelhouse: PathBuf,
         /// The manifest (default: WHEELHOUSE/pylock.toml).
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", help_heading = INPUT)]
         manifest: Option<PathBuf>,
         /// The tag the version was cut as (recorded in release.json).
         #[arg(long, value_name = "TAG")]
         tag: Option<String>,
-        /// Print what was published as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Regenerate the static index (PEP 503 HTML + PEP 691 JSON + a find-links page) from the store.
     Index {
@@ -271,6 +262,7 @@ pub enum Release {
     },
     /// Make final wheels of VERSION (rewritten name, dist-info, METADATA, RECORD; egg-info dropped) and index them.
     Promote {
+        /// The published version to promote (a snapshot or candidate, e.g. 3.14.0rc2026112501).
         version: String,
         /// The final version.
         #[arg(long, value_name = "FINAL")]
@@ -281,9 +273,8 @@ pub enum Release {
         /// Then upload the final wheels with the standard upload API (twine's; $TWINE_USERNAME/$TWINE_PASSWORD).
         #[arg(long, value_name = "URL")]
         upload: Option<String>,
-        /// Print what was promoted as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Remove (or yank) snapshots by [release] keep; never a final, never one a branch's manifest or pin names.
     Prune {
@@ -293,13 +284,14 @@ pub enum Release {
         /// Say what would go; change nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Print what happened as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Mark every file of VERSION yanked (PEP 592) and regenerate the index.
     Yank {
+        /// The published version to yank.
         version: String,
+        /// Why (shown by installers that skip it).
         #[arg(long, value_name = "TEXT")]
         reason: String,
     },
@@ -320,11 +312,10 @@ pub enum Toolchain {
         /// Version of iree-base-compiler / iree-base-runtime (default: [toolchain] iree, else 3.13.0).
         #[arg(long, value_name = "VERSION")]
         iree: Option<String>,
-        /// Print the installed toolchain as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
         /// Install the IREE toolchain from the wheels of this manifest (pylock.toml) instead of PyPI.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["wheels", "iree"])]
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["wheels", "iree"], help_heading = INPUT)]
         manifest: Option<PathBuf>,
         /// Install the IREE toolchain from the wheels in DIR (one version per package).
         #[arg(long, value_name = "DIR", conflicts_with = "iree")]
@@ -342,9 +333,8 @@ pub enum Toolchain {
 pub enum Cache {
     /// Show every cache area: its directory, entries and bytes, and files lockstep did not create.
     Info {
-        /// Print JSON (`{"schema": 1, "root", "areas": [...], "foreign": [...]}`, docs/cache.md).
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Remove cache entries of every area: the least recently used first beyond --max-size, and those unused for --older-than days.
     Prune {
@@ -360,10 +350,10 @@ pub enum Cache {
 #[derive(Debug, Args)]
 pub struct TestArgs {
     /// Suite directories or files (default: [test] paths in lockstep.toml, else ./suites).
-    #[arg(value_name = "PATH")]
+    #[arg(value_name = "PATH", help_heading = INPUT)]
     pub paths: Vec<PathBuf>,
     /// iree-test-suites config (JSON or JSON5); repeatable.
-    #[arg(long = "suite-config", value_name = "FILE")]
+    #[arg(long = "suite-config", value_name = "FILE", help_heading = INPUT)]
     pub suite_configs: Vec<PathBuf>,
     /// Target to run native tests on (repeatable; default [test] default-targets, else cpu).
     #[arg(long = "target", value_name = "NAME")]
@@ -390,13 +380,13 @@ pub struct TestArgs {
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,
     /// Write a JUnit XML report (`-`: stdout).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub junit: Option<PathBuf>,
     /// Write the JSON results (`-`: stdout; docs/test.md, docs/schemas/test-results.json).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub json: Option<PathBuf>,
     /// Write a Markdown summary (`-`: stdout; also appended to $GITHUB_STEP_SUMMARY when set).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub summary: Option<PathBuf>,
     /// Compile everything again (and do not store the results in the cache).
     #[arg(long)]
@@ -417,7 +407,7 @@ pub struct TestArgs {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Build the sandbox here instead of a temporary directory (kept afterwards).
+    /// Build everything here instead of a new directory under the system's temporary directory (either is kept; the demo ends by naming it).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 }
@@ -432,15 +422,13 @@ pub enum Integrate {
         /// Do not fetch the superproject's base remote and upstream first.
         #[arg(long)]
         no_fetch: bool,
-        /// Print the outcome as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Show the pin, carried patches, pending affecting commits and any halt.
     Status {
-        /// Print a JSON object instead of text (fields documented in docs/integrate.md).
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
         /// Fetch upstream first.
         #[arg(long)]
         fetch: bool,
@@ -456,9 +444,8 @@ pub enum Integrate {
         /// Print what would happen; change nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Print the outcome as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Smoke-test and advance until upstream head or a halt (exit 3 at a halt).
     Loop {
@@ -480,29 +467,28 @@ pub enum Integrate {
         /// Do not fetch upstream first.
         #[arg(long)]
         no_fetch: bool,
-        /// Print the outcome as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Publish the pinned patched head (splice commits, fast-forward only, never forced).
     Export {
-        /// Print the outcome as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Show the halt report (exit 1 when there is no halt); --post sends it.
     Report {
         /// Send it to the webhook configured in [integrate.notify].
         #[arg(long)]
         post: bool,
-        /// Print the halt as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Find the first bad commit with CMD (git bisect run exit codes), patches replayed.
     Bisect {
+        /// A commit where CMD passes.
         #[arg(long, value_name = "REV")]
         good: String,
+        /// A commit where CMD fails.
         #[arg(long, value_name = "REV")]
         bad: String,
         /// Bisect the superproject's integrate branch (submodule updated at each step).
@@ -511,43 +497,42 @@ pub enum Integrate {
         /// Seconds before a step counts as bad (default: none).
         #[arg(long, value_name = "SECS")]
         timeout: Option<u64>,
-        /// Print the result as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
         /// The command, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
     /// Undo the last unfinished step (or, with --all, return to before `start`).
     Abort {
+        /// Undo everything back to before `integrate start`.
         #[arg(long)]
         all: bool,
-        /// Print what was undone as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
     /// Move a damaged state database aside (kept) and rebuild the integrate record from git.
     Repair {
         /// Move the database aside even when it is readable.
         #[arg(long)]
         force: bool,
-        /// Print what was done as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        json: Json,
     },
 }
 
 #[derive(Debug, Args)]
 pub struct PreprocessArgs {
     /// A module at the executable-sources phase, or a source program (compiled to that phase first).
-    #[arg(value_name = "INPUT", required_unless_present = "wrap")]
+    #[arg(value_name = "INPUT", required_unless_present = "wrap", help_heading = INPUT)]
     pub input: Option<PathBuf>,
     /// Where to write the preprocessed module (`-` for stdout).
     #[arg(
         short = 'o',
         long,
         value_name = "OUTPUT",
-        required_unless_present = "wrap"
+        required_unless_present = "wrap",
+        help_heading = OUTPUT
     )]
     pub output: Option<PathBuf>,
     /// A tool (`"tool args"`, run as an argv) or a pass pipeline (`builtin.module(...)`); repeatable, run in order.
@@ -572,13 +557,13 @@ pub struct PreprocessArgs {
     #[arg(long, value_name = "DIR")]
     pub keep_temps: Option<PathBuf>,
     /// Continue with iree-compile --compile-from=executable-sources to this vmfb.
-    #[arg(long, value_name = "OUT.vmfb")]
+    #[arg(long, value_name = "OUT.vmfb", help_heading = OUTPUT)]
     pub compile: Option<PathBuf>,
     /// Wrapper form for --iree-hal-preprocess-executables-with=: one executable on stdin through `-- CMD ARGS...`.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub wrap: bool,
     /// Write the results as JSON (`-`: stdout; docs/preprocess.md, docs/schemas/preprocess-results.json).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub json: Option<PathBuf>,
     /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).
     #[arg(long, value_name = "DIR")]
@@ -591,13 +576,13 @@ pub struct PreprocessArgs {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// One command per line (`#` comments; a `.tsv` splits at tabs); extra MIOpen flags after `--` go on every line.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub commands_file: Option<PathBuf>,
     /// Write the results as CSV (`-`: stdout).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub csv: Option<PathBuf>,
     /// Write the results as JSON (`-`: stdout; rows plus `compiled` and `cache_hits`, docs/schemas/bench-results.json).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub json: Option<PathBuf>,
     /// Verify every kernel against an f64 reference (as if each line had `-V 1`); a FAIL exits 1.
     #[arg(long)]
@@ -633,170 +618,4 @@ pub struct BenchArgs {
         allow_hyphen_values = true
     )]
     pub command: Vec<String>,
-}
-
-impl Command {
-    /// The files written through this command's output flags, as (flag, path).
-    fn output_files(&self) -> Vec<(&'static str, &Path)> {
-        fn named<'a>(
-            flag: &'static str,
-            p: &'a Option<PathBuf>,
-        ) -> Option<(&'static str, &'a Path)> {
-            p.as_deref().map(|p| (flag, p))
-        }
-        match self {
-            Command::Test(t) => [
-                named("--junit", &t.junit),
-                named("--json", &t.json),
-                named("--summary", &t.summary),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
-            Command::Bench(b) => [named("--csv", &b.csv), named("--json", &b.json)]
-                .into_iter()
-                .flatten()
-                .collect(),
-            Command::Preprocess(p) => [
-                named("-o", &p.output),
-                named("--json", &p.json),
-                named("--compile", &p.compile),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// The files this command reads that are named on its command line.
-    fn input_files(&self) -> Vec<(&'static str, &Path)> {
-        match self {
-            Command::Test(t) => t
-                .paths
-                .iter()
-                .map(|p| ("PATH", p.as_path()))
-                .chain(
-                    t.suite_configs
-                        .iter()
-                        .map(|p| ("--suite-config", p.as_path())),
-                )
-                .collect(),
-            Command::Bench(b) => b
-                .commands_file
-                .iter()
-                .map(|p| ("--commands-file", p.as_path()))
-                .collect(),
-            Command::Preprocess(p) => p.input.iter().map(|p| ("INPUT", p.as_path())).collect(),
-            Command::Pkg(Pkg::Venv(v)) => vec![("--manifest", v.manifest.as_path())],
-            _ => Vec::new(),
-        }
-    }
-
-    /// The command's name in events (`test`, `integrate loop`, ...).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Command::Integrate(i) => match i {
-                Integrate::Start { .. } => "integrate start",
-                Integrate::Status { .. } => "integrate status",
-                Integrate::Next { .. } => "integrate next",
-                Integrate::Loop { .. } => "integrate loop",
-                Integrate::Export { .. } => "integrate export",
-                Integrate::Report { .. } => "integrate report",
-                Integrate::Bisect { .. } => "integrate bisect",
-                Integrate::Abort { .. } => "integrate abort",
-                Integrate::Repair { .. } => "integrate repair",
-            },
-            Command::Demo(_) => "demo",
-            Command::Toolchain(Toolchain::Install { .. }) => "toolchain install",
-            Command::Toolchain(Toolchain::Path { .. }) => "toolchain path",
-            Command::Test(_) => "test",
-            Command::Cache(Cache::Info { .. }) => "cache info",
-            Command::Cache(Cache::Prune { .. }) => "cache prune",
-            Command::Preprocess(_) => "preprocess",
-            Command::Bench(_) => "bench",
-            Command::Pkg(Pkg::Build(_)) => "pkg build",
-            Command::Pkg(Pkg::Venv(_)) => "pkg venv",
-            Command::Pkg(Pkg::Manifest { .. }) => "pkg manifest",
-            Command::Pkg(Pkg::Fetch(_)) => "pkg fetch",
-            Command::Pkg(Pkg::Bisect(_)) => "pkg bisect",
-            Command::Ci(Ci::Generate { .. }) => "ci generate",
-            Command::Release(r) => match r {
-                Release::Bump { .. } => "release bump",
-                Release::Cut { .. } => "release cut",
-                Release::Publish { .. } => "release publish",
-                Release::Index { .. } => "release index",
-                Release::Serve { .. } => "release serve",
-                Release::Yank { .. } => "release yank",
-                Release::Promote { .. } => "release promote",
-                Release::Prune { .. } => "release prune",
-            },
-        }
-    }
-
-    /// Whether a runner's machine output (`--json -`, `--csv -`, `-o -`,
-    /// `--wrap` ...) takes standard output, so that its human output moves
-    /// to stderr. A query's bare `--json` replaces its human output instead.
-    pub fn runner_output_on_stdout(&self) -> bool {
-        matches!(
-            self,
-            Command::Test(_) | Command::Bench(_) | Command::Preprocess(_)
-        ) && !self.stdout_outputs().is_empty()
-    }
-
-    /// The options of this command line that write machine output to
-    /// standard output (at most one may, and not beside `--events -`).
-    pub fn stdout_outputs(&self) -> Vec<&'static str> {
-        let dash = |p: &Option<PathBuf>| p.as_ref().is_some_and(|p| p.as_os_str() == "-");
-        let mut outputs = Vec::new();
-        let mut add = |on: bool, name: &'static str| {
-            if on {
-                outputs.push(name);
-            }
-        };
-        match self {
-            Command::Integrate(i) => {
-                let json = match i {
-                    Integrate::Start { json, .. }
-                    | Integrate::Status { json, .. }
-                    | Integrate::Next { json, .. }
-                    | Integrate::Loop { json, .. }
-                    | Integrate::Export { json }
-                    | Integrate::Report { json, .. }
-                    | Integrate::Bisect { json, .. }
-                    | Integrate::Abort { json, .. }
-                    | Integrate::Repair { json, .. } => *json,
-                };
-                add(json, "--json");
-            }
-            Command::Toolchain(Toolchain::Install { json, .. }) => add(*json, "--json"),
-            Command::Cache(Cache::Info { json }) => add(*json, "--json"),
-            Command::Test(t) => {
-                add(dash(&t.json), "--json -");
-                add(dash(&t.junit), "--junit -");
-                add(dash(&t.summary), "--summary -");
-            }
-            Command::Bench(b) => {
-                add(dash(&b.json), "--json -");
-                add(dash(&b.csv), "--csv -");
-            }
-            Command::Preprocess(p) => {
-                add(dash(&p.json), "--json -");
-                add(dash(&p.output), "-o -");
-                add(p.wrap, "--wrap");
-            }
-            // Its one line is for scripts: `$(lockstep toolchain path)`.
-            Command::Toolchain(Toolchain::Path { .. }) => add(true, "toolchain path"),
-            Command::Pkg(Pkg::Build(a)) => add(a.json, "--json"),
-            Command::Pkg(Pkg::Venv(a)) => add(a.json, "--json"),
-            Command::Pkg(Pkg::Bisect(a)) => add(a.json, "--json"),
-            Command::Pkg(Pkg::Fetch(a)) => add(a.json, "--json"),
-            Command::Demo(_)
-            | Command::Cache(_)
-            | Command::Pkg(Pkg::Manifest { .. })
-            | Command::Ci(_)
-            | Command::Release(_) => {}
-        }
-        outputs
-    }
 }

@@ -1,46 +1,53 @@
-//! The `lockstep` command: parses arguments, loads the configuration, calls
-//! an engine and hands its events to the reporters (lockstep-report). No
-//! engine logic lives here; see the `lockstep-*` crates.
+//! The `lockstep` command: parses arguments, derives what the command line
+//! writes and reads ([`outputs::Spec`]), loads the configuration, calls an
+//! engine and prints its result. Engines live in the `lockstep-*` crates;
+//! this crate parses, dispatches and prints.
 
-mod bench;
-mod cache;
-mod ci;
 mod cli;
+mod commands;
 mod config;
-mod demo;
-mod integrate;
-mod output;
-mod pkg;
-mod pkg_fetch;
-mod preprocess;
-mod release;
-mod suite;
-mod toolchain;
+mod context;
+mod outputs;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
+use lockstep_core::events::{Event, Human, Sink};
 use lockstep_core::output::Target;
 use lockstep_core::Error;
 use lockstep_report::Reporters;
 
+use crate::context::Ctx;
+use crate::outputs::Spec;
+
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
-    output::init_tracing(cli.verbose);
+    let mut command = cli::Cli::command();
+    let matches = command.get_matches_mut();
+    let cli = match cli::Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    init_tracing(cli.verbose);
     if let Err(e) = lockstep_core::process::kill_children_on_signals() {
         tracing::warn!("cannot watch for interrupts: {e}");
     }
-    let reporters = match reporters(&cli) {
-        Ok(reporters) => reporters,
-        Err(err) => {
-            eprint!("{}", err.render());
-            return ExitCode::from(err.exit_code() as u8);
+    let spec = Spec::derive(&command, &matches);
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            return fail(&Error::failed("cannot read the current directory").cause(e.to_string()))
         }
     };
-    let code = match dispatch(cli, &reporters) {
+    let reporters = match reporters(&cli, &spec, &cwd) {
+        Ok(reporters) => reporters,
+        Err(err) => return fail(&err),
+    };
+    let ctx = Ctx::new(&reporters, &spec, cwd, cli.config.clone());
+    let code = match commands::dispatch(cli.command, &ctx) {
         Ok(code) => code,
         Err(err) => {
-            output::report_error(&reporters, &err);
+            reporters.emit(&Failure(&err));
+            eprint!("{}", err.render());
             err.exit_code()
         }
     };
@@ -48,43 +55,72 @@ fn main() -> ExitCode {
     ExitCode::from(code as u8)
 }
 
-/// The command's reporters, once every output is known to be writable, not
-/// one of the inputs, and not colliding with another on standard output.
-fn reporters(cli: &cli::Cli) -> Result<Reporters, Error> {
-    lockstep_core::output::check_all(&cli.output_files(), &cli.input_files())?;
-    let events = cli.events.as_deref().map(Target::parse);
-    let stdout = cli.command.stdout_outputs();
-    if let (Some(Target::Stdout), Some(other)) = (&events, stdout.first()) {
-        return Err(lockstep_report::stdout_conflict("--events -", other));
-    }
-    if let [first, second, ..] = stdout.as_slice() {
-        return Err(lockstep_report::stdout_conflict(first, second));
-    }
+/// An error before any reporter exists: on stderr only.
+fn fail(err: &Error) -> ExitCode {
+    eprint!("{}", err.render());
+    ExitCode::from(err.exit_code() as u8)
+}
+
+/// The command's reporters, once the output rules hold (the lockstep.toml
+/// that will be read counts as an input of every command).
+fn reporters(cli: &cli::Cli, spec: &Spec, cwd: &std::path::Path) -> Result<Reporters, Error> {
+    let found = match &cli.config {
+        Some(_) => None,
+        None => lockstep_core::config::discover(cwd),
+    };
+    let also_read: Vec<(&str, &std::path::Path)> = found
+        .as_deref()
+        .map(|p| ("lockstep.toml", p))
+        .into_iter()
+        .collect();
+    spec.check(&also_read)?;
     Reporters::new(
-        cli.command.name(),
+        &spec.command,
         &lockstep_report::Options {
             quiet: cli.quiet,
-            events,
-            stdout_taken: cli.command.runner_output_on_stdout(),
+            events: cli.events.as_deref().map(Target::parse),
+            stdout_taken: !spec.on_stdout().is_empty(),
         },
     )
 }
 
-fn dispatch(cli: cli::Cli, rep: &Reporters) -> Result<i32, Error> {
-    let cwd = std::env::current_dir()?;
-    let load = || config::load(cli.config.as_deref(), &cwd);
-    match cli.command {
-        cli::Command::Integrate(cmd) => integrate::run(cmd, &load()?, rep),
-        cli::Command::Demo(args) => demo::run(args, rep),
-        cli::Command::Toolchain(cmd) => toolchain::run(cmd, &load()?, rep),
-        cli::Command::Test(args) => suite::run(args, &load()?, &cwd, rep),
-        cli::Command::Cache(cmd) => cache::run(cmd, &load()?, rep),
-        cli::Command::Preprocess(args) => preprocess::run(args, cli.config.as_deref(), &cwd, rep),
-        cli::Command::Bench(args) => bench::run(args, &load()?, rep),
-        cli::Command::Pkg(cli::Pkg::Fetch(args)) => pkg_fetch::run(args, &load()?, &cwd, rep),
-        cli::Command::Pkg(cli::Pkg::Bisect(args)) => pkg_fetch::bisect(args, &load()?, &cwd, rep),
-        cli::Command::Pkg(cmd) => pkg::run(cmd, &load()?, &cwd, rep),
-        cli::Command::Ci(cmd) => ci::run(cmd, &load()?, &cwd, rep),
-        cli::Command::Release(cmd) => release::run(cmd, &load()?, &cwd, rep),
+/// Logs go to stderr; `-v` raises the level, `LOCKSTEP_LOG` overrides it.
+fn init_tracing(verbose: u8) {
+    use std::io::IsTerminal;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LOCKSTEP_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+        // The HTTP client logs request URLs, and webhook URLs are secrets.
+        .add_directive("ureq=warn".parse().expect("static directive"))
+        .add_directive("rustls=warn".parse().expect("static directive"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
+}
+
+/// The error that ended a command, as an `error` event (printed on stderr
+/// after every other reporter saw it).
+struct Failure<'a>(&'a Error);
+
+impl Event for Failure<'_> {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "event": "error",
+            "message": self.0.message,
+            "causes": self.0.causes,
+            "hint": self.0.hint,
+            "exit_code": self.0.exit_code(),
+        })
+    }
+
+    fn human(&self) -> Human {
+        Human::Silent
     }
 }

@@ -83,3 +83,139 @@ fn bench_options_before_the_command_word_are_lockstep_s() {
         "{row}"
     );
 }
+
+/// The subcommand paths under `path` (`["integrate", "loop"]` ...), from
+/// the binary's own help.
+fn leaves(p: &Project, path: &[String]) -> Vec<Vec<String>> {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    let help = String::from_utf8_lossy(&p.run(&args, 0).stdout).into_owned();
+    let Some(commands) = help.split("Commands:\n").nth(1) else {
+        return vec![path.to_vec()];
+    };
+    commands
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .flat_map(|name| {
+            let mut sub = path.to_vec();
+            sub.push(name.to_string());
+            leaves(p, &sub)
+        })
+        .collect()
+}
+
+/// The output flags a command's help lists under `Output:`, as arguments
+/// that send each to standard output (`--json`, `--json -`, `-o -`).
+fn stdout_outputs(help: &str) -> Vec<Vec<String>> {
+    let Some(section) = help.split("\nOutput:\n").nth(1) else {
+        return Vec::new();
+    };
+    section
+        .lines()
+        .take_while(|l| l.starts_with(' '))
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            // `-o, --output <OUTPUT>` or `--json <FILE>` or `--json`.
+            let flag = words.iter().find(|w| w.starts_with('-'))?;
+            let flag = flag.trim_end_matches(',').to_string();
+            let takes_value = l.contains(" <");
+            Some(match takes_value {
+                true => vec![flag, "-".to_string()],
+                false => vec![flag],
+            })
+        })
+        .collect()
+}
+
+/// Dummy values for what clap says is missing (`--good <REV>`, `<DIR>`,
+/// `<--run <ID>|--latest-green <BRANCH>>`).
+fn missing(stderr: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    for line in stderr.lines().filter(|l| l.starts_with("  ")) {
+        let first = line
+            .trim()
+            .trim_start_matches('<')
+            .split('|')
+            .next()
+            .unwrap_or("");
+        let words: Vec<&str> = first.split_whitespace().collect();
+        match words.as_slice() {
+            // `<CMD>...` after `--`: the caller adds a command.
+            ["--", ..] => {}
+            [cmd] if cmd.starts_with("CMD") => {}
+            [flag, _value, ..] if flag.starts_with('-') => {
+                args.extend([flag.to_string(), "1".to_string()])
+            }
+            [flag] if flag.starts_with('-') => args.push(flag.to_string()),
+            _ => args.push("1".to_string()),
+        }
+    }
+    args
+}
+
+#[test]
+fn every_command_refuses_a_second_output_on_stdout_beside_events() {
+    let p = Project::new();
+    let mut checked = 0;
+    for path in leaves(&p, &[]) {
+        let mut args: Vec<String> = path.clone();
+        args.push("--help".into());
+        let help = String::from_utf8_lossy(
+            &p.run(&args.iter().map(String::as_str).collect::<Vec<_>>(), 0)
+                .stdout,
+        )
+        .into_owned();
+        for output in stdout_outputs(&help) {
+            let mut args: Vec<String> = vec!["--events".into(), "-".into()];
+            args.extend(path.iter().cloned());
+            args.extend(output.iter().cloned());
+            let mut out = p
+                .cmd(&args.iter().map(String::as_str).collect::<Vec<_>>())
+                .output()
+                .unwrap();
+            // Fill in what clap requires (the rule is checked after parsing).
+            for _ in 0..3 {
+                let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+                if !stderr.contains("required arguments were not provided") {
+                    break;
+                }
+                let extra = missing(&stderr);
+                let at = args.len() - output.len();
+                let mut retry = args[..at].to_vec();
+                retry.extend(extra);
+                retry.extend(output.iter().cloned());
+                if stderr.contains("-- <CMD>") {
+                    retry.extend(["--".to_string(), "true".to_string()]);
+                }
+                args = retry;
+                out = p
+                    .cmd(&args.iter().map(String::as_str).collect::<Vec<_>>())
+                    .output()
+                    .unwrap();
+            }
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "lockstep {}: {stderr}",
+                args.join(" ")
+            );
+            assert!(
+                stderr.contains("--events -")
+                    && stderr.contains("cannot both write to standard output"),
+                "lockstep {}: {stderr}",
+                args.join(" ")
+            );
+            assert!(
+                out.stdout.is_empty(),
+                "lockstep {}: wrote to stdout",
+                args.join(" ")
+            );
+            checked += 1;
+        }
+    }
+    // Every query and runner with a machine output was tried.
+    assert!(checked >= 28, "only {checked} outputs checked");
+}

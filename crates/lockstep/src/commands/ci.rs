@@ -1,12 +1,9 @@
-//! `lockstep ci generate`: dispatch and printing (the generator is lockstep-ci).
+//! `lockstep ci generate`: printing (the generator is lockstep-ci).
 
-use std::path::Path;
-
-use lockstep_core::config::Loaded;
 use lockstep_core::Error;
-use lockstep_report::Reporters;
 
 use crate::cli;
+use crate::context::Ctx;
 
 /// The git URL and commit this binary was built from, when the build knew
 /// them (a clean clone with a remote a runner can reach; see build.rs).
@@ -22,8 +19,9 @@ fn built_from() -> Option<(String, String)> {
     }
 }
 
-pub fn run(cmd: cli::Ci, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Result<i32, Error> {
+pub fn run(cmd: cli::Ci, ctx: &Ctx) -> Result<i32, Error> {
     let cli::Ci::Generate { out, check } = cmd;
+    let loaded = ctx.loaded()?;
     if loaded.path.is_none() {
         return Err(Error::usage("lockstep ci generate needs a lockstep.toml")
             .hint("create one with [pkg] packages (docs/pkg.md, docs/ci.md)"));
@@ -35,7 +33,7 @@ pub fn run(cmd: cli::Ci, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Result
         pkg: &loaded.section()?,
         root: &loaded.root,
         config_path: loaded.path.as_deref(),
-        out: out.map(|dir| cwd.join(dir)),
+        out: out.map(|dir| ctx.cwd.join(dir)),
         built_from: built_from(),
     })?;
     if ci.lockstep.is_none() {
@@ -43,13 +41,12 @@ pub fn run(cmd: cli::Ci, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Result
             lockstep_ci::LockstepInstall::Git { url, rev } => format!("{url} at {rev}"),
             lockstep_ci::LockstepInstall::Path { path } => format!("the checkout's {path}"),
         };
-        let sink: &dyn lockstep_core::events::Sink = rep;
-        sink.note(format!(
+        ctx.sink().note(format!(
             "[ci] lockstep is unset: runners install lockstep from {from} (set it to pin the version)"
         ));
     }
     let files = lockstep_ci::generate(&plan);
-    let out = rep.out();
+    let out = ctx.out();
     if check {
         let drifts = lockstep_ci::check(&files)?;
         if drifts.is_empty() {
@@ -61,14 +58,14 @@ pub fn run(cmd: cli::Ci, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> Result
         for drift in &drifts {
             out.line(drift.diff.trim_end());
         }
+        let names: Vec<String> = drifts
+            .iter()
+            .map(|d| d.path.display().to_string())
+            .collect();
         return Err(Error::failed(format!(
             "{} generated file(s) differ from lockstep.toml: {}",
             drifts.len(),
-            drifts
-                .iter()
-                .map(|d| d.path.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            names.join(", ")
         ))
         .hint("run `lockstep ci generate` and commit the result"));
     }

@@ -18,9 +18,9 @@ use lockstep_integrate::halt::{short, HaltKind};
 use lockstep_integrate::search::{LoopEnd, LoopOptions};
 use lockstep_integrate::Integrate;
 
-use crate::repos::{self as sandbox, SandboxSpec};
+use lockstep_sandbox::repos::{self as sandbox, SandboxSpec};
 
-/// What the demo found.
+/// What the integrate part found.
 #[derive(Debug, Clone)]
 pub struct DemoSummary {
     pub ok: bool,
@@ -29,19 +29,8 @@ pub struct DemoSummary {
     pub halts: Vec<(String, String)>,
 }
 
-/// Runs the demo in `dir` (or a temporary directory), writing the story to `out`.
-pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSummary, Error> {
-    let temp;
-    let root = match dir {
-        Some(d) => {
-            fs_err::create_dir_all(d)?;
-            d.to_path_buf()
-        }
-        None => {
-            temp = tempfile_dir()?;
-            temp.clone()
-        }
-    };
+/// Runs the integrate story in `root`, writing it to `out`.
+pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSummary, Error> {
     let w = |out: &mut dyn Write, s: String| -> Result<(), Error> {
         writeln!(out, "{s}").map_err(Error::from)
     };
@@ -115,9 +104,9 @@ pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<D
         w(
             out,
             format!(
-                "   {} smoke runs, {} advances",
+                "   {} smoke runs, {}",
                 report.smoke_runs,
-                report.advances.len()
+                crate::count(report.advances.len(), "advance", "advances")
             ),
         )?;
         match report.end {
@@ -158,13 +147,12 @@ pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<D
     w(
         out,
         format!(
-            "\n== summary\n   halts: {} ({} expected culprits named exactly: {})\n   smoke runs with gallop: {}\n   smoke runs `each` would have needed: {}\n   sandbox kept in {}",
+            "\n== integrate summary\n   halts: {} ({} expected culprits named exactly: {})\n   smoke runs with gallop: {}\n   smoke runs `each` would have needed: {}",
             summary.halts.len(),
             expected.len(),
             if exact { "yes" } else { "NO" },
             summary.smoke_runs,
-            summary.each_would_need,
-            root.display()
+            summary.each_would_need
         ),
     )?;
     Ok(summary)
@@ -228,9 +216,17 @@ fn resolve_conflict(ig: &Integrate, culprit: &str, out: &mut dyn Write) -> Resul
     )?;
     writeln!(
         out,
-        "\n== resolve: rebased the carried patches onto {} by hand, dropped {:?}, committed the pin",
+        "\n== resolve: rebased the carried patches onto {} by hand, dropped {}, committed the pin",
         short(culprit),
-        dropped
+        if dropped.is_empty() {
+            "none".to_string()
+        } else {
+            dropped
+                .iter()
+                .map(|d| format!("\"{d}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
     )?;
     Ok(())
 }
@@ -240,10 +236,4 @@ fn indent(text: &str) -> String {
         .map(|l| format!("   {l}"))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn tempfile_dir() -> Result<std::path::PathBuf, Error> {
-    let base = std::env::temp_dir().join(format!("lockstep-demo-{}", std::process::id()));
-    fs_err::create_dir_all(&base)?;
-    Ok(base)
 }

@@ -4,7 +4,7 @@
 //! pull requests and `$GITHUB_STEP_SUMMARY`) and the plain-text summary printed
 //! at the end of `lockstep test`.
 //!
-//! These only read lockstep-suite's result types ([`lockstep_suite::model`]);
+//! These only read the result types ([`crate::model`]);
 //! they never run anything, so every format shows the same verdicts. They are written after
 //! the run, from the whole report, so tables can be sorted and summarised.
 
@@ -18,10 +18,11 @@ use lockstep_core::Error;
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
 
-use lockstep_suite::model::{Outcome, RunReport, StepResult, StepStatus, TestResult};
+use crate::model::{Outcome, RunReport, StepResult, StepStatus, TestResult};
 
-/// The version of the JSON results schema written by [`json`].
-pub const JSON_VERSION: u32 = 1;
+/// The version of the JSON results (`version` in the document, which has
+/// had it since before every output had `schema`).
+const JSON_VERSION: u32 = 1;
 
 /// How many of the slowest tests the summaries list.
 const SLOWEST: usize = 5;
@@ -239,7 +240,6 @@ fn junit_cases(result: &TestResult) -> Vec<TestCase> {
 /// keys they do not know.
 pub fn json(report: &RunReport) -> Result<String, Error> {
     let value = JsonReport {
-        schema: JSON_VERSION,
         version: JSON_VERSION,
         summary: JsonSummary {
             total: report.results.len(),
@@ -271,18 +271,14 @@ pub fn json(report: &RunReport) -> Result<String, Error> {
         },
         tests: &report.results,
     };
-    let mut text = serde_json::to_string_pretty(&value)
-        .map_err(|e| Error::failed("cannot write the JSON results").cause(e.to_string()))?;
-    text.push('\n');
-    Ok(text)
+    lockstep_core::output::document(&value)
 }
 
 // The JSON document, field order as written (and as documented above).
 #[derive(Serialize)]
 struct JsonReport<'a> {
-    /// The results' schema (docs/schemas/test-results.json).
-    schema: u32,
-    /// The same number, under the name it had before every output had `schema`.
+    /// The same number as `schema`, under the name it had before every
+    /// output had `schema` (docs/schemas/test-results.json).
     version: u32,
     summary: JsonSummary<'a>,
     changes: JsonChanges<'a>,
@@ -759,7 +755,7 @@ pub fn write_summary(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockstep_suite::model::{Changes, Metrics, StepKind};
+    use crate::model::{Changes, Metrics, StepKind};
     use quick_xml::events::Event;
     use serde_json::Value;
     use std::collections::HashMap;

@@ -1,0 +1,151 @@
+//! One `lockstep bench` from request to results: the commands (a command
+//! line or a commands file), the device, timeouts, limits and caches
+//! resolved against `[bench]` and checked before anything runs
+//! ([`prepare`]); then the batch in a work directory of its own, removed
+//! afterwards unless a failed row cites a log in it ([`run`]). The binary
+//! parses flags into a [`Request`] and writes the result formats.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use lockstep_cache::{Area, Cache};
+use lockstep_core::events::Sink;
+use lockstep_core::Error;
+use lockstep_iree::Toolchain;
+
+use crate::config::BenchConfig;
+use crate::device::{self, Device};
+use crate::jobs::{self, Job};
+use crate::run::{self, Options, Summary};
+
+/// What a `lockstep bench` command line asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub commands_file: Option<PathBuf>,
+    /// The MIOpen command, or extra flags for every line of the file.
+    pub command: Vec<String>,
+    pub verify: bool,
+    pub jobs: Option<usize>,
+    pub device: Option<String>,
+    pub compile_flags: Vec<String>,
+    /// Seconds per compile and timed run.
+    pub timeout: Option<f64>,
+    pub threads: Option<usize>,
+    pub splat_input_value: Option<String>,
+    pub max_bytes: Option<String>,
+}
+
+/// The jobs and settings of a batch, checked.
+pub struct Prepared {
+    pub jobs: Vec<Job>,
+    device: Device,
+    compile_flags: Vec<String>,
+    workers: usize,
+    timeout: Duration,
+    threads: Option<usize>,
+    splat: Option<String>,
+    verify: bool,
+    max_bytes: Option<u64>,
+}
+
+/// A finished batch.
+pub struct Finished {
+    pub summary: Summary,
+    /// The work directory, kept because failed rows cite logs in it.
+    pub kept: Option<PathBuf>,
+}
+
+/// Parses and checks everything `req` and `cfg` say; nothing runs.
+pub fn prepare(req: &Request, cfg: &BenchConfig, sink: &dyn Sink) -> Result<Prepared, Error> {
+    let jobs = jobs::jobs(req.commands_file.as_deref(), &req.command, sink)?;
+    let device = device::resolve(req.device.as_deref(), cfg)?;
+    let timeout = match req.timeout {
+        Some(secs) => lockstep_core::config::seconds("--timeout", secs)?,
+        None => cfg.timeout.unwrap_or(Duration::from_secs(600)),
+    };
+    if let Some(value) = &req.splat_input_value {
+        jobs::check_splat(value, &jobs)?;
+    }
+    let workers = lockstep_core::pool::jobs(req.jobs, "-j")?;
+    if req.threads == Some(0) {
+        return Err(Error::usage("--threads 0: at least one thread is needed")
+            .hint("give --threads 1 or more, or leave it out"));
+    }
+    let max_bytes =
+        match req.max_bytes.as_deref().or(cfg.max_bytes.as_deref()) {
+            Some(size) => Some(lockstep_cache::maintain::parse_size(size).map_err(|e| {
+                e.context(format!("invalid --max-bytes / [bench] max-bytes `{size}`"))
+            })?),
+            None => None,
+        };
+    Ok(Prepared {
+        jobs,
+        device,
+        compile_flags: cfg
+            .compile_flags
+            .iter()
+            .chain(&req.compile_flags)
+            .cloned()
+            .collect(),
+        workers,
+        timeout,
+        threads: req.threads,
+        splat: req.splat_input_value.clone(),
+        verify: req.verify,
+        max_bytes,
+    })
+}
+
+/// Compiles, times (and verifies) every job with `toolchain`.
+pub fn run(
+    prepared: Prepared,
+    toolchain: &Toolchain,
+    cache: &Cache,
+    sink: &dyn Sink,
+) -> Result<Finished, Error> {
+    // Every row needs these: a missing one is an error before any compile.
+    for tool in ["iree-compile", "iree-benchmark-module", "iree-run-module"] {
+        toolchain.tool(tool)?;
+    }
+    let work = tempfile::Builder::new()
+        .prefix("lockstep-bench-")
+        .tempdir()
+        .map_err(|e| Error::failed("cannot create a temporary directory").cause(e.to_string()))?;
+    let opts = Options {
+        toolchain: toolchain.clone(),
+        device: prepared.device,
+        compile_flags: prepared.compile_flags,
+        jobs: prepared.workers,
+        timeout: prepared.timeout,
+        threads: prepared.threads,
+        splat: prepared.splat,
+        verify: prepared.verify,
+        cache: cache.enabled(Area::Kernels),
+        references: cache.enabled(Area::References),
+        max_bytes: prepared
+            .max_bytes
+            .unwrap_or_else(|| run::default_max_bytes(work.path())),
+        work_dir: work.path().to_path_buf(),
+        logs_cited: AtomicBool::new(false),
+    };
+    let summary = run::run(&prepared.jobs, &opts, sink);
+    let failed = summary.failed();
+    sink.note(format!(
+        "{} kernels: {} ok, {} failed ({} compiled, {} from the cache)",
+        summary.rows.len(),
+        summary.rows.len() - failed,
+        failed,
+        summary.compiled,
+        summary.cache_hits
+    ));
+    let kept = match opts.logs_cited.load(Ordering::Relaxed) {
+        true => {
+            let kept = work.keep();
+            sink.note(format!("logs kept in {}", kept.display()));
+            Some(kept)
+        }
+        false => None,
+    };
+    Ok(Finished { summary, kept })
+}

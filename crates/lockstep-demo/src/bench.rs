@@ -1,0 +1,31 @@
+//! The bench part: the embedded default kernel set on the CPU, compiled,
+//! timed in their own processes and verified against f64 references.
+
+use std::io::Write;
+
+use lockstep_bench::config::BenchConfig;
+use lockstep_bench::session::{self, Request};
+use lockstep_core::events::Sink;
+use lockstep_core::Error;
+
+pub fn run(sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Error> {
+    writeln!(
+        out,
+        "\n== lockstep bench --verify (the embedded default commands, real IREE compiler and runtime)"
+    )?;
+    let request = Request {
+        verify: true,
+        device: Some(lockstep_bench::device::DEFAULT_DEVICE.to_string()),
+        ..Request::default()
+    };
+    let prepared = session::prepare(&request, &BenchConfig::default(), sink)?;
+    let toolchain = lockstep_iree::toolchain::for_command(
+        None,
+        &Default::default(),
+        &std::env::current_dir()?,
+        sink,
+    )?;
+    let cache = lockstep_cache::Cache::from_env(None);
+    let finished = session::run(prepared, &toolchain, &cache, sink)?;
+    Ok(finished.summary.failed() == 0)
+}

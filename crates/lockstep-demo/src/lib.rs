@@ -1,0 +1,79 @@
+//! The story `lockstep demo` tells: each area's engine on the embedded
+//! defaults and the sandbox fixtures, in order (an integrate to upstream
+//! head, the smoke suite, the kernel benchmarks, packages built and
+//! installed exactly, a snapshot cut, published and installed with pip),
+//! then one line per part and whether all passed.
+//!
+//! It drives the engines the way the commands do and prints its story to a
+//! writer; it stands above every engine, and no engine depends on it.
+
+mod bench;
+mod integrate;
+mod packages;
+mod release;
+mod tests;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use lockstep_core::events::Sink;
+use lockstep_core::Error;
+
+/// Runs every part in `dir` (default: a new directory under the system's
+/// temporary directory), writing the story to `out`; whether all passed.
+/// The directory is kept either way (the story ends by naming it).
+pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Error> {
+    let root = root(dir)?;
+    writeln!(out, "== lockstep demo in {}", root.display())?;
+    let integrate = integrate::run(&root.join("integrate"), sink, out)?;
+    let parts = [
+        (
+            "integrate: halts at exactly the planted culprits, to upstream head",
+            integrate.ok,
+        ),
+        ("test: the smoke suite on the CPU", tests::run(sink, out)?),
+        (
+            "bench: the default kernels timed and verified",
+            bench::run(sink, out)?,
+        ),
+        (
+            "pkg: built once, installed exactly, imported",
+            packages::run(&root.join("packages"), sink, out)?,
+        ),
+        (
+            "release: a snapshot cut, published and installed with pip",
+            release::run(&root.join("release"), sink, out)?,
+        ),
+    ];
+    writeln!(out, "\n== demo summary")?;
+    for (part, ok) in &parts {
+        writeln!(out, "   {} {part}", if *ok { "ok    " } else { "FAILED" })?;
+    }
+    let all = parts.iter().all(|(_, ok)| *ok);
+    let passed = parts.iter().filter(|(_, ok)| *ok).count();
+    writeln!(
+        out,
+        "   {}; everything is kept in {}",
+        if all {
+            format!("all {passed} steps passed")
+        } else {
+            format!("{passed} of {} steps passed", parts.len())
+        },
+        root.display()
+    )?;
+    Ok(all)
+}
+
+fn root(dir: Option<&Path>) -> Result<PathBuf, Error> {
+    let root = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::temp_dir().join(format!("lockstep-demo-{}", std::process::id())),
+    };
+    fs_err::create_dir_all(&root)?;
+    Ok(std::path::absolute(&root)?)
+}
+
+/// `1 advance`, `2 advances`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

@@ -1,0 +1,47 @@
+//! The test part: the embedded smoke suite on the CPU with the real IREE
+//! compiler and runtime, as `lockstep test suites/smoke` runs it.
+
+use std::io::Write;
+use std::path::Path;
+
+use lockstep_core::config::Loaded;
+use lockstep_core::events::Sink;
+use lockstep_core::Error;
+use lockstep_suite::results;
+use lockstep_suite::session::{self, Request};
+
+pub fn run(sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Error> {
+    let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/smoke");
+    writeln!(
+        out,
+        "\n== lockstep test suites/smoke (the embedded smoke suite, real IREE compiler and runtime)"
+    )?;
+    if !smoke.is_dir() {
+        writeln!(
+            out,
+            "   suites/smoke is not here: run the demo from a lockstep checkout"
+        )?;
+        return Ok(true);
+    }
+    // The embedded defaults, whatever lockstep.toml is around.
+    let loaded = Loaded::defaults(&smoke);
+    let request = Request {
+        paths: vec![smoke.clone()],
+        ..Request::default()
+    };
+    let cwd = std::env::current_dir()?;
+    let planned = session::plan(
+        &request,
+        &loaded.section()?,
+        &loaded.root,
+        loaded.origin(),
+        &cwd,
+        sink,
+    )?;
+    let toolchain =
+        lockstep_iree::toolchain::for_command(None, &loaded.section()?, &loaded.root, sink)?;
+    let cache = lockstep_cache::Cache::from_env(None);
+    let finished = session::run(planned, &toolchain, &cache, sink)?;
+    write!(out, "{}", results::console_summary(&finished.report))?;
+    Ok(!finished.report.failed())
+}

@@ -1,0 +1,232 @@
+//! One `lockstep preprocess` from request to result: the steps (`--with`
+//! or `[preprocess] with`), the worker count, timeout, cache and the
+//! machine-wide tool limit resolved and checked before anything runs, then
+//! the direct form ([`direct`]) or the `--wrap` form ([`wrap`]). The binary
+//! parses flags into a [`Request`] and prints.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use lockstep_core::events::Sink;
+use lockstep_core::output::Target;
+use lockstep_core::Error;
+use lockstep_iree::Toolchain;
+
+use crate::cache::Cache;
+use crate::config::PreprocessConfig;
+use crate::direct::{self, Direct, Report};
+use crate::engine::{self, Options, WrapOptions};
+use crate::limit::Limiter;
+use crate::Step;
+
+/// What a `lockstep preprocess` command line asks for (paths as given,
+/// relative to `cwd`).
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub input: Option<PathBuf>,
+    pub output: Option<PathBuf>,
+    pub with: Vec<String>,
+    pub with_shell: bool,
+    pub jobs: Option<usize>,
+    pub no_cache: bool,
+    pub only: Option<String>,
+    /// Seconds per tool process.
+    pub timeout: Option<f64>,
+    pub keep_temps: Option<PathBuf>,
+    pub compile: Option<PathBuf>,
+    pub wrap: bool,
+    /// After `--`: iree-compile flags (direct form) or the tool's argv (`--wrap`).
+    pub rest: Vec<String>,
+}
+
+/// Everything both forms share, resolved.
+struct Common {
+    jobs: usize,
+    timeout: Option<Duration>,
+    cache: Option<Cache>,
+}
+
+fn common(
+    req: &Request,
+    cfg: &PreprocessConfig,
+    cache: &lockstep_cache::Cache,
+) -> Result<Common, Error> {
+    let jobs = match req.jobs {
+        Some(_) => lockstep_core::pool::jobs(req.jobs, "-j")?,
+        None => lockstep_core::pool::jobs(cfg.jobs, "[preprocess] jobs")?,
+    };
+    let timeout = match req.timeout {
+        Some(s) => Some(lockstep_core::config::seconds("--timeout", s)?),
+        None => cfg.timeout,
+    };
+    Ok(Common {
+        jobs,
+        timeout,
+        cache: (!req.no_cache).then(|| Cache::new(cache)),
+    })
+}
+
+/// The direct form, checked: what runs once the toolchain is known.
+pub struct Prepared {
+    input: PathBuf,
+    output: Target,
+    steps: Vec<Step>,
+    only: Option<regex::Regex>,
+    common: Common,
+    keep_temps: Option<PathBuf>,
+    compile: Option<PathBuf>,
+    flags: Vec<String>,
+    cwd: PathBuf,
+}
+
+/// Checks the direct form of `req` (`root`: lockstep.toml's directory,
+/// which `[preprocess] with` tool paths are relative to).
+pub fn prepare(
+    req: &Request,
+    cfg: &PreprocessConfig,
+    cache: &lockstep_cache::Cache,
+    root: &Path,
+    cwd: &Path,
+) -> Result<Prepared, Error> {
+    let common = common(req, cfg, cache)?;
+    let (Some(input), Some(output)) = (&req.input, &req.output) else {
+        return Err(Error::usage("INPUT and -o OUTPUT are required")
+            .hint("lockstep preprocess INPUT -o OUTPUT --with CMD"));
+    };
+    // --with replaces the configured steps; those resolve their tool paths
+    // against lockstep.toml's directory.
+    let (with, shell, base) = if req.with.is_empty() {
+        (&cfg.with, cfg.with_shell, root)
+    } else {
+        (&req.with, req.with_shell, cwd)
+    };
+    if with.is_empty() {
+        return Err(Error::usage("nothing to run: no --with command given")
+            .hint("add --with 'TOOL ARGS' (stdin to stdout) or --with 'builtin.module(PASSES)', or set [preprocess] with in lockstep.toml"));
+    }
+    let steps = with
+        .iter()
+        .map(|w| Step::parse(w, shell, base))
+        .collect::<Result<Vec<_>, _>>()?;
+    let only = req.only.as_deref().map(engine::only).transpose()?;
+    Ok(Prepared {
+        input: input.clone(),
+        output: Target::parse(output),
+        steps,
+        only,
+        common,
+        keep_temps: req.keep_temps.as_ref().map(|d| cwd.join(d)),
+        compile: req.compile.clone(),
+        flags: req.rest.clone(),
+        cwd: cwd.to_path_buf(),
+    })
+}
+
+/// Runs the direct form with `toolchain`; says what it did as a note.
+pub fn run(p: Prepared, toolchain: &Toolchain, sink: &dyn Sink) -> Result<Report, Error> {
+    let limiter = Limiter::from_env(
+        std::env::var("MAKEFLAGS").ok().as_deref(),
+        &lockstep_core::paths::tokens(),
+        p.common.jobs,
+        std::process::id(),
+    )?;
+    let opts = Options {
+        steps: &p.steps,
+        jobs: p.common.jobs,
+        cache: p.common.cache,
+        only: p.only,
+        timeout: p.common.timeout,
+        keep_temps: p.keep_temps,
+        runs_dir: lockstep_core::paths::preprocess_runs(),
+        toolchain: Some(toolchain),
+        cwd: p.cwd,
+        limiter: &limiter,
+    };
+    let report = direct::run(
+        &Direct {
+            input: &p.input,
+            output: &p.output,
+            compile: p.compile.as_deref(),
+            flags: &p.flags,
+            toolchain,
+        },
+        &opts,
+        sink,
+    )?;
+    let outcome = &report.outcome;
+    let selected = outcome.executables.iter().filter(|e| e.selected).count();
+    let changed = outcome.executables.iter().filter(|e| e.changed).count();
+    sink.note(format!(
+        "preprocessed {selected} of {} executables with {} command{}: {} tool runs, {} cached, {changed} changed; {:.2}s ({:.2}s in tools, limit {})",
+        outcome.executables.len(),
+        p.steps.len(),
+        if p.steps.len() == 1 { "" } else { "s" },
+        outcome.ran,
+        outcome.cached,
+        report.wall_seconds,
+        outcome.tool_seconds,
+        outcome.limiter,
+    ));
+    if let Some(dir) = &outcome.kept {
+        sink.note(format!("inputs and outputs kept in {}", dir.display()));
+    }
+    Ok(report)
+}
+
+/// The `--wrap` form: one executable from `stdin` through the tool after
+/// `--`, written to `stdout`.
+pub fn wrap(
+    req: &Request,
+    cfg: &PreprocessConfig,
+    cache: &lockstep_cache::Cache,
+    cwd: &Path,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+) -> Result<(), Error> {
+    let common = common(req, cfg, cache)?;
+    if req.input.is_some() || req.output.is_some() || !req.with.is_empty() || req.compile.is_some()
+    {
+        return Err(Error::usage("--wrap takes its command after `--`, not INPUT, -o, --with or --compile")
+            .hint("--iree-hal-preprocess-executables-with=\"lockstep preprocess --wrap -j 4 -- my-tool ARGS\""));
+    }
+    let Some(program) = req.rest.first() else {
+        return Err(Error::usage("--wrap needs the tool to run after `--`")
+            .hint("lockstep preprocess --wrap -- my-tool ARGS"));
+    };
+    if program.starts_with("builtin.module") {
+        return Err(Error::usage("--wrap runs tools, not pass pipelines")
+            .hint("give the pipeline to iree-compile directly: --iree-hal-preprocess-executables-with='builtin.module(...)'"));
+    }
+    let step = if req.with_shell {
+        Step::tool(vec!["sh".into(), "-c".into(), req.rest.join(" ")], cwd)?
+    } else {
+        Step::tool(req.rest.clone(), cwd)?
+    };
+    // make's implicit token belongs to the job iree-compile runs in: the
+    // wrappers iree-compile starts share it.
+    let limiter = Limiter::from_env(
+        std::env::var("MAKEFLAGS").ok().as_deref(),
+        &lockstep_core::paths::tokens(),
+        common.jobs,
+        std::os::unix::process::parent_id(),
+    )?;
+    let mut input = String::new();
+    stdin
+        .read_to_string(&mut input)
+        .map_err(|e| Error::failed("cannot read the executable on stdin").cause(e.to_string()))?;
+    let out = engine::wrap(
+        &input,
+        &WrapOptions {
+            step: &step,
+            cache: common.cache,
+            timeout: common.timeout,
+            runs_dir: lockstep_core::paths::preprocess_runs(),
+            cwd: cwd.to_path_buf(),
+            limiter: &limiter,
+        },
+    )?;
+    stdout
+        .write_all(out.as_bytes())
+        .map_err(|e| Error::failed("cannot write the executable to stdout").cause(e.to_string()))
+}

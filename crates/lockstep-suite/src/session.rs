@@ -1,0 +1,231 @@
+//! One `lockstep test` from request to results: which suites and configs,
+//! which targets, markers, keyword and shard (resolved against `[test]`),
+//! the plan, then the run with its history, run directory and expected-
+//! failure updates. The binary parses flags into a [`Request`], prints, and
+//! writes the result formats ([`crate::results`]); the demo and CI use the
+//! same two calls.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use lockstep_cache::Cache;
+use lockstep_core::events::Sink;
+use lockstep_core::Error;
+use lockstep_iree::Toolchain;
+
+use crate::config::TestConfig;
+use crate::history::{self, History};
+use crate::markers::MarkerExpr;
+use crate::model::RunReport;
+use crate::plan::{self, Selection, Test};
+use crate::runner::{self, RunOptions};
+use crate::sources::SuiteConfig;
+use crate::xfails;
+
+/// What a `lockstep test` command line asks for (paths relative to the
+/// working directory; empty lists mean "what `[test]` says").
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub paths: Vec<PathBuf>,
+    pub suite_configs: Vec<PathBuf>,
+    pub targets: Vec<String>,
+    pub markers: Option<String>,
+    pub keyword: Option<String>,
+    pub jobs: Option<usize>,
+    pub shard: Option<String>,
+    pub last_failed: bool,
+    /// Seconds for every compile and run (`--timeout`).
+    pub timeout: Option<u64>,
+    pub no_cache: bool,
+    pub ignore_xfails: bool,
+    pub skip_all_runs: bool,
+    pub update_xfails: bool,
+}
+
+/// The selected tests and everything the run needs, checked.
+pub struct Planned {
+    pub tests: Vec<Test>,
+    history: History,
+    opts: RunOptions,
+    update_xfails: bool,
+}
+
+/// A finished run.
+pub struct Finished {
+    pub report: RunReport,
+    /// Where the logs are.
+    pub run_dir: PathBuf,
+}
+
+/// Resolves `req` against `cfg` (`root`: lockstep.toml's directory, `cwd`:
+/// where relative flags point) and plans the tests; nothing runs yet.
+pub fn plan(
+    req: &Request,
+    cfg: &TestConfig,
+    root: &Path,
+    origin: &Path,
+    cwd: &Path,
+    sink: &dyn Sink,
+) -> Result<Planned, Error> {
+    let paths = suite_paths(req, cfg, root, cwd)?;
+    let config_paths: Vec<PathBuf> = if req.suite_configs.is_empty() {
+        cfg.suite_configs.iter().map(|p| root.join(p)).collect()
+    } else {
+        req.suite_configs.iter().map(|p| cwd.join(p)).collect()
+    };
+    let configs = config_paths
+        .iter()
+        .map(|p| SuiteConfig::load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    plan::check_test_config(cfg, origin)?;
+    if req.update_xfails {
+        xfails::check_updatable(&configs)?;
+    }
+    for config in configs.iter().filter(|c| c.json5_in_json) {
+        sink.note(format!(
+            "{} is JSON5, not JSON (comments, trailing commas or unquoted keys): read as JSON5",
+            config.path.display()
+        ));
+    }
+    let known = plan::targets(cfg);
+    let target_names: Vec<String> = if !req.targets.is_empty() {
+        req.targets.clone()
+    } else if !cfg.default_targets.is_empty() {
+        cfg.default_targets.clone()
+    } else {
+        vec!["cpu".into()]
+    };
+    let targets = target_names
+        .iter()
+        .map(|n| {
+            known.get(n).cloned().ok_or_else(|| {
+                Error::usage(format!("unknown target `{n}`")).hint(format!(
+                    "known targets: {} (define more in [test.targets.NAME])",
+                    known.keys().cloned().collect::<Vec<_>>().join(", ")
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let markers = req.markers.as_deref().map(MarkerExpr::parse).transpose()?;
+    let shard = req.shard.as_deref().map(plan::parse_shard).transpose()?;
+    let jobs = lockstep_core::pool::jobs(req.jobs, "-j")?;
+    let compile_timeout = timeout(req.timeout, cfg.compile_timeout)?;
+    let run_timeout = timeout(req.timeout, cfg.run_timeout)?;
+    let history = History::open(cwd)?;
+    let only = match req.last_failed {
+        false => None,
+        true => {
+            let failed = history.failed();
+            if failed.is_empty() {
+                sink.note("no failures recorded from the last run; running every selected test");
+                None
+            } else {
+                Some(failed)
+            }
+        }
+    };
+    let selection = Selection {
+        configs,
+        targets,
+        markers,
+        keyword: req.keyword.clone(),
+        shard,
+        only,
+        skip_all_runs: req.skip_all_runs,
+        ignore_xfails: req.ignore_xfails,
+        known_targets: known.keys().cloned().collect(),
+    };
+    let tests = plan::plan(&paths, &selection, sink)?;
+    let run_dir = history::state_dir(cwd).join("test-runs").join(
+        jiff::Timestamp::now()
+            .strftime("%Y%m%dT%H%M%S%.3f")
+            .to_string(),
+    );
+    Ok(Planned {
+        tests,
+        history,
+        opts: RunOptions {
+            jobs,
+            compile_timeout,
+            run_timeout,
+            no_cache: req.no_cache,
+            run_dir,
+        },
+        update_xfails: req.update_xfails,
+    })
+}
+
+/// Runs the planned tests, records them in the history (what changed since
+/// the last run) and, when asked, rewrites the expected-failure lists.
+pub fn run(
+    mut planned: Planned,
+    toolchain: &Toolchain,
+    cache: &Cache,
+    sink: &dyn Sink,
+) -> Result<Finished, Error> {
+    let mut report = runner::run(&planned.tests, toolchain, cache, &planned.opts, sink)?;
+    report.changes = planned.history.record(&report)?;
+    if planned.update_xfails {
+        for updated in xfails::update(&planned.tests, &report)? {
+            sink.note(format!(
+                "updated {}: {} expected compile failures, {} expected run failures",
+                updated.path.display(),
+                updated.compile,
+                updated.run
+            ));
+        }
+    }
+    Ok(Finished {
+        report,
+        run_dir: planned.opts.run_dir,
+    })
+}
+
+/// PATH arguments, else `[test] paths`, else `suites/` next to lockstep.toml.
+fn suite_paths(
+    req: &Request,
+    cfg: &TestConfig,
+    root: &Path,
+    cwd: &Path,
+) -> Result<Vec<PathBuf>, Error> {
+    if !req.paths.is_empty() {
+        return Ok(req.paths.iter().map(|p| cwd.join(p)).collect());
+    }
+    if !cfg.paths.is_empty() {
+        return Ok(cfg.paths.iter().map(|p| root.join(p)).collect());
+    }
+    let default = root.join("suites");
+    if default.is_dir() {
+        return Ok(vec![default]);
+    }
+    Err(
+        Error::usage("no tests to run: give suite directories or files")
+            .hint("lockstep test path/to/suite, or set [test] paths in lockstep.toml"),
+    )
+}
+
+/// The per-process timeout of `--timeout SECS`, else `default`; 0 is
+/// refused (every process would be stopped at once).
+fn timeout(flag: Option<u64>, default: Duration) -> Result<Duration, Error> {
+    match flag {
+        Some(0) => Err(
+            Error::usage("--timeout 0: every process would be stopped at once")
+                .hint("give a number of seconds, at least 1"),
+        ),
+        Some(secs) => Ok(Duration::from_secs(secs)),
+        None => Ok(default),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_timeouts_are_refused() {
+        let default = Duration::from_secs(7);
+        assert!(timeout(Some(0), default).is_err_and(|e| e.exit_code() == 2));
+        assert!(timeout(Some(u64::MAX), default).is_ok());
+        assert!(timeout(None, default).is_ok_and(|d| d == default));
+    }
+}

@@ -1,0 +1,35 @@
+//! One module per area: each turns its subcommand's flags into an engine
+//! request, calls the engine and prints what it returns (with `--json`,
+//! through the one document writer of [`crate::context::Ctx::result`]).
+
+mod bench;
+mod cache;
+mod ci;
+mod demo;
+mod integrate;
+mod pkg;
+mod preprocess;
+mod release;
+mod test;
+mod toolchain;
+
+use lockstep_core::Error;
+
+use crate::cli::Command;
+use crate::context::Ctx;
+
+/// Runs the command; its exit status.
+pub fn dispatch(command: Command, ctx: &Ctx) -> Result<i32, Error> {
+    match command {
+        Command::Integrate(cmd) => integrate::run(cmd, ctx),
+        Command::Demo(args) => demo::run(args, ctx),
+        Command::Toolchain(cmd) => toolchain::run(cmd, ctx),
+        Command::Test(args) => test::run(args, ctx),
+        Command::Cache(cmd) => cache::run(cmd, ctx),
+        Command::Preprocess(args) => preprocess::run(args, ctx),
+        Command::Bench(args) => bench::run(args, ctx),
+        Command::Pkg(cmd) => pkg::run(cmd, ctx),
+        Command::Ci(cmd) => ci::run(cmd, ctx),
+        Command::Release(cmd) => release::run(cmd, ctx),
+    }
+}

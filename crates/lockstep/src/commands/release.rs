@@ -1,0 +1,228 @@
+//! `lockstep release ...`: flags into lockstep-release's calls, and the
+//! human form of what they return.
+
+use lockstep_core::Error;
+use lockstep_integrate::config::IntegrateConfig;
+use lockstep_release::config::ReleaseConfig;
+use lockstep_release::cut::Channel;
+use lockstep_release::settings::{self, Settings};
+
+use crate::cli::{self, ReleaseChannel};
+use crate::context::Ctx;
+
+pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
+    let release: ReleaseConfig = ctx.section()?;
+    let root = ctx.root()?;
+    let settings = settings::settings(&release, root)?;
+    match cmd {
+        cli::Release::Bump { to, smoke, .. } => bump(ctx, &release, &settings, to, smoke),
+        cli::Release::Cut {
+            channel,
+            remote,
+            run_id,
+            ..
+        } => {
+            let channel = match channel {
+                ReleaseChannel::Snapshot => Channel::Snapshot,
+                ReleaseChannel::Candidate => Channel::Candidate,
+                ReleaseChannel::Final => Channel::Final,
+            };
+            let base = settings::base_version(&release, root)?;
+            let repo = lockstep_release::open_repo(&ctx.cwd)?;
+            let made =
+                lockstep_release::cut::cut_head(&settings, &base, &repo, channel, &remote, run_id)?;
+            ctx.result(&made, |out| {
+                let how = if made.reused { "reused" } else { "tagged" };
+                out.line(format!(
+                    "{} {} ({how} {} on {})",
+                    settings.name,
+                    made.version,
+                    made.tag,
+                    &made.source[..12.min(made.source.len())]
+                ));
+            })?;
+            Ok(0)
+        }
+        cli::Release::Publish {
+            wheelhouse,
+            manifest,
+            tag,
+            ..
+        } => {
+            let wheelhouse = ctx.cwd.join(wheelhouse);
+            let manifest = manifest
+                .map(|m| ctx.cwd.join(m))
+                .unwrap_or_else(|| wheelhouse.join(lockstep_python::pylock::FILE));
+            let uv = crate::commands::pkg::find_uv(ctx)?;
+            let published = lockstep_release::publish::publish(
+                &lockstep_release::publish::PublishRequest {
+                    manifest,
+                    index: settings.index.clone(),
+                    uv: &uv,
+                    tag,
+                    channel: None,
+                    smoke: settings.smoke.clone(),
+                    work: lockstep_release::publish::work_dir(),
+                },
+                ctx.sink(),
+            )?;
+            ctx.result(&published, |out| {
+                out.line(format!(
+                    "published {} {}: {} new file(s); index: {} project(s), {} file(s) in {}",
+                    published.packages.join(" "),
+                    published.version,
+                    published.added.len(),
+                    published.index.projects,
+                    published.index.files,
+                    settings.index.display()
+                ))
+            })?;
+            Ok(0)
+        }
+        cli::Release::Index { base_url } => {
+            let report = lockstep_release::index::rebuild(&settings.index, base_url.as_deref())?;
+            ctx.out().line(format!(
+                "{}: {} project(s), {} version(s), {} file(s) ({} yanked)",
+                settings
+                    .index
+                    .join(lockstep_release::index::SIMPLE)
+                    .display(),
+                report.projects,
+                report.versions,
+                report.files,
+                report.yanked
+            ));
+            Ok(0)
+        }
+        cli::Release::Serve { port, access_log } => {
+            lockstep_release::index::require(&settings.index)?;
+            let (listener, port) = lockstep_release::serve::bind(port)?;
+            ctx.out()
+                .line(format!("serving http://127.0.0.1:{port}/simple/"));
+            lockstep_release::serve::serve(listener, settings.index.clone(), access_log)?;
+            Ok(0)
+        }
+        cli::Release::Promote {
+            version,
+            to,
+            rewrite_stamps,
+            upload,
+            ..
+        } => {
+            let promoted = lockstep_release::promote::promote_and_upload(
+                &settings.index,
+                &version,
+                &to,
+                rewrite_stamps,
+                upload.as_deref(),
+                ctx.sink(),
+            )?;
+            ctx.result(&promoted, |out| {
+                out.line(format!(
+                    "promoted {version} to {to}: {}",
+                    promoted.wheels.join(" ")
+                ))
+            })?;
+            Ok(0)
+        }
+        cli::Release::Prune { yank, dry_run, .. } => {
+            let repo = lockstep_release::open_repo(&ctx.cwd).ok();
+            let pruned = lockstep_release::prune::prune(&lockstep_release::prune::PruneRequest {
+                index: &settings.index,
+                keep_snapshots: release.keep.snapshots,
+                keep_days: release.keep.days,
+                repo: repo.as_ref(),
+                branches: &release.branches,
+                pin_files: &settings.pin_files,
+                yank,
+                dry_run,
+            })?;
+            ctx.result(&pruned, |out| {
+                let verb = match (dry_run, yank) {
+                    (true, true) => "would yank",
+                    (true, false) => "would remove",
+                    (false, true) => "yanked",
+                    (false, false) => "removed",
+                };
+                let list = if yank {
+                    &pruned.yanked
+                } else {
+                    &pruned.removed
+                };
+                out.line(format!(
+                    "{verb} {} version(s){}{}; kept {}",
+                    list.len(),
+                    if list.is_empty() { "" } else { ": " },
+                    list.join(" "),
+                    pruned.kept
+                ));
+                if !pruned.referenced.is_empty() {
+                    out.line(format!(
+                        "kept because a branch names them: {}",
+                        pruned.referenced.join(" ")
+                    ));
+                }
+            })?;
+            Ok(0)
+        }
+        cli::Release::Yank { version, reason } => {
+            lockstep_release::index::yank_and_index(&settings.index, &version, &reason)?;
+            ctx.sink().note(format!(
+                "{version} is yanked: installers skip it unless it is pinned with =="
+            ));
+            ctx.out().line(format!("yanked {version}"));
+            Ok(0)
+        }
+    }
+}
+
+/// `release bump`: the pin files to upstream's head (or `--to`), with
+/// `--smoke` tried first.
+fn bump(
+    ctx: &Ctx,
+    release: &ReleaseConfig,
+    settings: &Settings,
+    to: Option<String>,
+    smoke: bool,
+) -> Result<i32, Error> {
+    let integrate: IntegrateConfig = ctx.section()?;
+    if let (true, Some(file)) = (smoke, &integrate.pin_file) {
+        if settings.pin_files.as_slice() != [file.clone()] {
+            return Err(Error::usage(format!(
+                "with [integrate] pin-file = \"{file}\", `bump --smoke` moves that file through the integrate engine"
+            ))
+            .hint(format!("set [release] pin-files = [\"{file}\"]")));
+        }
+        return crate::commands::integrate::bump_pin_file(ctx, to.as_deref());
+    }
+    let smoke = match smoke {
+        false => None,
+        true if integrate.smoke.is_empty() => {
+            return Err(Error::usage("--smoke needs [integrate] smoke")
+                .hint("set smoke = [\"cmd\", \"arg\"] under [integrate]"))
+        }
+        true => Some((integrate.smoke.clone(), integrate.smoke_timeout)),
+    };
+    let repo = lockstep_release::open_repo(&ctx.cwd)?;
+    let log_dir = repo.git_dir()?.join("lockstep");
+    fs_err::create_dir_all(&log_dir)?;
+    let bumped = lockstep_release::bump::bump(&lockstep_release::bump::BumpRequest {
+        repo: &repo,
+        pin_files: &settings.pin_files,
+        upstream_url: release.upstream_url.as_deref(),
+        upstream_branch: &release.upstream_branch,
+        to: to.as_deref(),
+        smoke,
+        log: &log_dir.join("release-bump-smoke.log"),
+    })?;
+    ctx.result(&bumped, |out| match &bumped.commit {
+        Some(commit) => out.line(format!(
+            "bumped {} to {} ({})",
+            bumped.changed.join(" "),
+            bumped.to,
+            &commit[..12.min(commit.len())]
+        )),
+        None => out.line(format!("already at {}: nothing to commit", bumped.to)),
+    })?;
+    Ok(0)
+}

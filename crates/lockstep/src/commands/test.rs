@@ -1,0 +1,58 @@
+//! `lockstep test`: flags into a lockstep-suite request, then the plan, the
+//! run, the summary and the result formats.
+
+use lockstep_core::Error;
+use lockstep_suite::results;
+use lockstep_suite::session::{self, Request};
+
+use crate::cli::TestArgs;
+use crate::context::Ctx;
+
+pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
+    let loaded = ctx.loaded()?;
+    let request = Request {
+        paths: args.paths,
+        suite_configs: args.suite_configs,
+        targets: args.targets,
+        markers: args.markers,
+        keyword: args.keyword,
+        jobs: args.jobs,
+        shard: args.shard,
+        last_failed: args.last_failed,
+        timeout: args.timeout,
+        no_cache: args.no_cache,
+        ignore_xfails: args.ignore_xfails,
+        skip_all_runs: args.skip_all_runs,
+        update_xfails: args.update_xfails,
+    };
+    let planned = session::plan(
+        &request,
+        &loaded.section()?,
+        &loaded.root,
+        loaded.origin(),
+        &ctx.cwd,
+        ctx.sink(),
+    )?;
+    if args.list {
+        for t in &planned.tests {
+            ctx.out()
+                .line(format!("{}  [{}]", t.id, t.markers.join(", ")));
+        }
+        ctx.sink().note(format!("{} tests", planned.tests.len()));
+        return Ok(0);
+    }
+    if planned.tests.is_empty() {
+        ctx.sink().note("no tests selected");
+        return Ok(0);
+    }
+    let toolchain = ctx.toolchain(args.iree_bin.as_deref())?;
+    let finished = session::run(planned, &toolchain, &ctx.cache()?, ctx.sink())?;
+    let report = &finished.report;
+    let out = ctx.out();
+    out.print(&results::console_summary(report));
+    out.line(format!("logs: {}", finished.run_dir.display()));
+    ctx.write_output("--junit", || Ok(results::junit(report)?.into_bytes()))?;
+    ctx.write_output("--json", || Ok(results::json(report)?.into_bytes()))?;
+    results::write_summary(report, ctx.spec.target("--summary").as_ref())?;
+    Ok(if report.failed() { 1 } else { 0 })
+}

@@ -1,0 +1,111 @@
+//! What every command handler gets: the reporters, the command line's output
+//! specification, the configuration (loaded on first use: `demo` and
+//! `preprocess --wrap` may run without one) and the one way to print a
+//! result (its JSON document with `--json`, its human form otherwise).
+
+use std::cell::OnceCell;
+use std::path::{Path, PathBuf};
+
+use lockstep_cache::Cache;
+use lockstep_core::config::{Loaded, Section};
+use lockstep_core::events::Sink;
+use lockstep_core::output::Target;
+use lockstep_core::Error;
+use lockstep_iree::Toolchain;
+use lockstep_report::{Out, Reporters};
+
+use crate::outputs::Spec;
+
+pub struct Ctx<'a> {
+    pub rep: &'a Reporters,
+    pub spec: &'a Spec,
+    pub cwd: PathBuf,
+    config: Option<PathBuf>,
+    loaded: OnceCell<Loaded>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(rep: &'a Reporters, spec: &'a Spec, cwd: PathBuf, config: Option<PathBuf>) -> Self {
+        Ctx {
+            rep,
+            spec,
+            cwd,
+            config,
+            loaded: OnceCell::new(),
+        }
+    }
+
+    /// lockstep.toml, loaded and checked on first use.
+    pub fn loaded(&self) -> Result<&Loaded, Error> {
+        if let Some(loaded) = self.loaded.get() {
+            return Ok(loaded);
+        }
+        let loaded = crate::config::load(self.config.as_deref(), &self.cwd)?;
+        Ok(self.loaded.get_or_init(|| loaded))
+    }
+
+    /// One table of lockstep.toml.
+    pub fn section<S: Section>(&self) -> Result<S, Error> {
+        self.loaded()?.section()
+    }
+
+    /// lockstep.toml's directory (relative paths in it are relative to it).
+    pub fn root(&self) -> Result<&Path, Error> {
+        Ok(&self.loaded()?.root)
+    }
+
+    pub fn sink(&self) -> &dyn Sink {
+        self.rep
+    }
+
+    /// Where human output goes.
+    pub fn out(&self) -> Out {
+        self.rep.out()
+    }
+
+    /// The cache every command shares.
+    pub fn cache(&self) -> Result<Cache, Error> {
+        crate::config::cache(self.loaded()?)
+    }
+
+    /// The IREE tools (lockstep-iree's precedence; `flag` is `--iree-bin`).
+    pub fn toolchain(&self, flag: Option<&Path>) -> Result<Toolchain, Error> {
+        lockstep_iree::toolchain::for_command(flag, &self.section()?, self.root()?, self.rep)
+    }
+
+    /// Prints a command's result: with `--json`, `value` as the versioned
+    /// JSON document on standard output; otherwise its human form.
+    pub fn result<T: serde::Serialize>(
+        &self,
+        value: &T,
+        human: impl FnOnce(Out),
+    ) -> Result<(), Error> {
+        if self.spec.has("--json") {
+            lockstep_core::output::write_document("--json", &Target::Stdout, value)
+        } else {
+            human(self.out());
+            Ok(())
+        }
+    }
+
+    /// Writes `value` as the JSON document of the output `flag` (a
+    /// runner's `--json FILE`), when that output was asked for.
+    pub fn write_document<T: serde::Serialize>(&self, flag: &str, value: &T) -> Result<(), Error> {
+        match self.spec.target(flag) {
+            Some(target) => lockstep_core::output::write_document(flag, &target, value),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `bytes` to the output `flag` (`--csv`, `--junit` ...), when asked for.
+    pub fn write_output(
+        &self,
+        flag: &str,
+        bytes: impl FnOnce() -> Result<Vec<u8>, Error>,
+    ) -> Result<(), Error> {
+        match self.spec.target(flag) {
+            Some(target) => lockstep_core::output::write_as(flag, &target, &bytes()?),
+            None => Ok(()),
+        }
+    }
+}
