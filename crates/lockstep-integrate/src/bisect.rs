@@ -20,8 +20,8 @@ use serde::Serialize;
 use crate::journal::SuperBisectJournal;
 use crate::probe::{journal_value, run_cached, CachedRun, Prober, Verdict};
 use crate::replay::load_stack;
-use crate::search::narrow;
 use crate::Integrate;
+use lockstep_bisect::narrow;
 
 /// Options of `integrate bisect`.
 #[derive(Debug, Clone)]
@@ -83,7 +83,8 @@ impl Integrate<'_> {
     ) -> Result<Vec<Commit>, Error> {
         let good_sha = repo.must_resolve(good)?;
         let bad_sha = repo.must_resolve(bad)?;
-        if !repo.is_ancestor(&good_sha, &bad_sha)? || good_sha == bad_sha {
+        lockstep_bisect::require_range(&good_sha.to_string(), &bad_sha.to_string(), good, bad)?;
+        if !repo.is_ancestor(&good_sha, &bad_sha)? {
             return Err(
                 Error::usage(format!("--good {good} is not an ancestor of --bad {bad}"))
                     .hint("give an older good commit and a newer bad one"),

@@ -16,53 +16,15 @@ use lockstep_core::process::{self, Exit, Spec};
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
 use lockstep_store::ProbeRecord;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::halt::ConflictInfo;
 use crate::journal::ProbeJournal;
 use crate::replay::{replay, Dropped, Replay, StackEntry};
 use crate::Integrate;
 
-/// The verdict on one commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Good,
-    Bad,
-    /// Untestable (exit 125), as `git bisect run` treats it.
-    Skip,
-    /// The carried patches do not apply (no smoke was run).
-    Conflict,
-}
-
-impl Verdict {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Verdict::Good => "good",
-            Verdict::Bad => "bad",
-            Verdict::Skip => "skip",
-            Verdict::Conflict => "conflict",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Verdict {
-        match s {
-            "good" => Verdict::Good,
-            "skip" => Verdict::Skip,
-            "conflict" => Verdict::Conflict,
-            _ => Verdict::Bad,
-        }
-    }
-
-    /// `git bisect run` semantics: 0 good, 125 skip, anything else bad.
-    pub fn from_exit(exit: Exit) -> Verdict {
-        match exit {
-            Exit::Code(0) => Verdict::Good,
-            Exit::Code(125) => Verdict::Skip,
-            _ => Verdict::Bad,
-        }
-    }
-}
+/// The verdict on one commit: the one bisection's type.
+pub use lockstep_bisect::Verdict;
 
 /// What probing one commit found.
 #[derive(Debug, Clone)]
@@ -390,17 +352,12 @@ pub(crate) fn run_cached(
     let journal = prepare()?;
     let finished = run_journaled(ig, &run.spec, journal)?;
     let log = run.spec.log.display().to_string();
-    if run.abort_on_crash && is_abort(finished.exit) {
+    if run.abort_on_crash && lockstep_bisect::aborts(finished.exit) {
         // `git bisect run` semantics: not a verdict, so nothing is cached.
-        return Err(Error::failed(format!(
-            "`{}` {} at {}; bisect aborted",
-            run.spec.argv.join(" "),
-            finished.exit.describe(),
-            &commit.sha
-        ))
-        .cause("as with `git bisect run`, exit codes of 128 and above (and signals) abort")
-        .cause(format!("log: {log}"))
-        .hint("make the command exit 0 (good), 1-127 (bad) or 125 (skip)"));
+        return Err(
+            lockstep_bisect::abort_error(&run.spec.argv, finished.exit, &commit.sha)
+                .cause(format!("log: {log}")),
+        );
     }
     let verdict = Verdict::from_exit(finished.exit);
     let detail = match finished.exit {
@@ -456,15 +413,6 @@ fn run_journaled(
     Ok(finished)
 }
 
-/// `git bisect run` aborts on these exits.
-pub fn is_abort(exit: Exit) -> bool {
-    match exit {
-        Exit::Code(c) => !(0..128).contains(&c),
-        Exit::Signal(_) => true,
-        Exit::TimedOut => false,
-    }
-}
-
 fn humantime_secs(d: Duration) -> String {
     format!("{}s", d.as_secs())
 }
@@ -490,4 +438,46 @@ pub fn superproject_tree_key(ig: &Integrate) -> Result<String, Error> {
     Ok(Framed::new("lockstep-integrate", "superproject-tree", 2)
         .parts("entries", entries)
         .hex())
+}
+
+/// `release bump --smoke` with `[integrate] pin-file`: the smoke tried
+/// through this engine's prober (its runner, its verdict cache, its
+/// checkout: the pin file written, then put back), so a revision smoked by
+/// `integrate loop` is never smoked again.
+pub struct PinSmoke<'i, 'a> {
+    ig: &'i Integrate<'a>,
+    label: &'static str,
+}
+
+impl<'a> Integrate<'a> {
+    /// The smoke of `release bump` (upstream fetched first).
+    pub fn pin_smoke<'i>(&'i self) -> Result<PinSmoke<'i, 'a>, Error> {
+        self.fetch_upstream()?;
+        Ok(PinSmoke {
+            ig: self,
+            label: "release-bump",
+        })
+    }
+}
+
+impl lockstep_bisect::Probe for PinSmoke<'_, '_> {
+    fn probe(&mut self, rev: &str) -> Result<lockstep_bisect::Tried, Error> {
+        let sha = self.ig.sub.must_resolve(rev)?;
+        let commit = self.ig.sub.commit(&sha)?;
+        let mut prober = Prober::new(
+            self.ig,
+            Vec::new(),
+            self.ig.cfg.smoke.clone(),
+            Some(self.ig.cfg.smoke_timeout),
+            self.label,
+        )?;
+        let probe = prober.probe(&commit, 1, 1);
+        prober.finish()?;
+        let probe = probe?;
+        Ok(lockstep_bisect::Tried {
+            verdict: probe.verdict,
+            cached: probe.cached,
+            log: probe.log,
+        })
+    }
 }

@@ -25,6 +25,7 @@ use crate::probe::{Probe, Prober, Verdict};
 use crate::replay::{load_stack, Replay};
 use crate::status::Status;
 use crate::Integrate;
+use lockstep_bisect::narrow;
 
 /// Options of `integrate loop`.
 #[derive(Debug, Clone)]
@@ -451,40 +452,4 @@ impl Search<'_, '_> {
         self.ig
             .conflict_halt(&probe.commit, &last_good.sha, conflict)
     }
-}
-
-/// Bisects between a good index `lo` (-1: before the first candidate) and a
-/// bad index `hi`: returns the last good and first bad. Untestable indices are
-/// added to `skipped` and a neighbour is tried instead.
-pub(crate) fn narrow(
-    mut lo: isize,
-    mut hi: usize,
-    skipped: &mut Vec<usize>,
-    mut verdict: impl FnMut(usize) -> Result<Verdict, Error>,
-) -> Result<(isize, usize), Error> {
-    while let Some(m) = pick_between(lo, hi, skipped) {
-        match verdict(m)? {
-            Verdict::Good => lo = m as isize,
-            Verdict::Bad | Verdict::Conflict => hi = m,
-            Verdict::Skip => skipped.push(m),
-        }
-    }
-    Ok((lo, hi))
-}
-
-/// The untested index in (lo, hi) nearest the middle, skipping untestable ones.
-fn pick_between(lo: isize, hi: usize, skipped: &[usize]) -> Option<usize> {
-    let (lo, hi) = (lo + 1, hi as isize - 1);
-    if lo > hi {
-        return None;
-    }
-    let mid = (lo + hi) / 2;
-    for d in 0..=(hi - lo) {
-        for cand in [mid + d, mid - d] {
-            if cand >= lo && cand <= hi && !skipped.contains(&(cand as usize)) {
-                return Some(cand as usize);
-            }
-        }
-    }
-    None
 }

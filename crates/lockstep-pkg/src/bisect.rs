@@ -6,21 +6,25 @@
 //! installed into a fresh venv by manifest, and the command run with that
 //! venv first on `PATH`. The user's working tree is never checked out.
 //! Exit codes are `git bisect run`'s: 0 good, 125 skip, 1-127 bad, anything
-//! else stops the bisection. A commit whose packages do not build is
-//! skipped. Verdicts are kept in `.git/lockstep/pkg-bisect/` keyed by the
-//! commit, the command, the variant and the Python, so a rerun (or a wider
-//! range) reuses them.
+//! else stops the bisection (lockstep-bisect's rules and narrowing, the
+//! same as `integrate bisect`). A commit whose packages do not build is
+//! skipped. Verdicts are kept in the one verdict store (lockstep-store's
+//! probe records in `.git/lockstep/`) keyed by the commit, the command, the
+//! variant and the Python, so a rerun (or a wider range) reuses them.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use lockstep_bisect::Verdict;
 use lockstep_core::events::Sink;
+use lockstep_core::hash::Framed;
 use lockstep_core::process::{Exit, Spec};
 use lockstep_core::Error;
 use lockstep_git::Repo;
 use lockstep_python::pylock;
 use lockstep_python::venv::{self, From};
-use serde::{Deserialize, Serialize};
+use lockstep_store::{ProbeRecord, Store};
+use serde::Serialize;
 
 use crate::build::{build, BuildRequest};
 use crate::events::PkgEvent;
@@ -40,11 +44,10 @@ pub struct BisectRequest<'a> {
 }
 
 /// A probed commit.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Step {
     pub commit: String,
-    /// `good`, `bad` or `skip`.
-    pub verdict: String,
+    pub verdict: Verdict,
     pub cached: bool,
     /// Why a commit was skipped, or the command's exit.
     pub detail: String,
@@ -73,6 +76,7 @@ pub fn bisect(req: &BisectRequest<'_>, sink: &dyn Sink) -> Result<BisectReport, 
     let bad = repo
         .must_resolve(&format!("{}^{{commit}}", req.bad))?
         .to_string();
+    lockstep_bisect::require_range(&good, &bad, &req.good, &req.bad)?;
     if !repo.is_ancestor(&good, &bad)? {
         return Err(Error::usage(format!(
             "--good {} is not an ancestor of --bad {}",
@@ -85,39 +89,32 @@ pub fn bisect(req: &BisectRequest<'_>, sink: &dyn Sink) -> Result<BisectReport, 
         .into_iter()
         .map(|o| o.to_string())
         .collect();
-    let verdicts_dir = repo.common_dir()?.join("lockstep").join("pkg-bisect");
+    let Some(last) = commits.len().checked_sub(1) else {
+        return Err(Error::usage(format!(
+            "no commits lead from --good {} to --bad {}",
+            req.good, req.bad
+        )));
+    };
+    let store = Store::open(&repo.common_dir()?.join("lockstep"))?;
     let mut steps = Vec::new();
-    // Indices: `lo` is known good (-1 = --good), `hi` known bad.
-    let mut lo: isize = -1;
-    let mut hi: isize = commits.len() as isize - 1;
-    let mut skipped: Vec<isize> = Vec::new();
-    while hi - lo > 1 {
-        let Some(mid) = next_probe(lo, hi, &skipped) else {
-            break;
-        };
-        let commit = &commits[mid as usize];
-        let step = judge(req, commit, &verdicts_dir, sink)?;
-        let remaining = (hi - lo - 2).max(0) as usize;
+    let mut skipped = Vec::new();
+    let (_, hi) = lockstep_bisect::narrow(-1, last, &mut skipped, |m| {
+        let commit = &commits[m];
+        let step = judge(req, commit, &store, sink)?;
         sink.emit(&PkgEvent::BisectStep {
             commit: commit.clone(),
-            verdict: step.verdict.clone(),
+            verdict: step.verdict.as_str().into(),
             cached: step.cached,
-            remaining,
+            remaining: last.saturating_sub(steps.len() + 1),
         });
-        match step.verdict.as_str() {
-            "good" => lo = mid,
-            "bad" => hi = mid,
-            _ => skipped.push(mid),
-        }
+        let verdict = step.verdict;
         steps.push(step);
-    }
-    let mut candidates: Vec<String> = skipped
-        .iter()
-        .filter(|i| **i > lo && **i < hi)
-        .map(|i| commits[*i as usize].clone())
+        Ok(verdict)
+    })?;
+    let candidates: Vec<String> = lockstep_bisect::candidates(-1, hi, &skipped)
+        .into_iter()
+        .map(|i| commits[i].clone())
         .collect();
-    candidates.sort_by_key(|c| commits.iter().position(|x| x == c));
-    candidates.push(commits[hi as usize].clone());
     let first_bad = (candidates.len() == 1).then(|| candidates[0].clone());
     Ok(BisectReport {
         first_bad,
@@ -126,44 +123,43 @@ pub fn bisect(req: &BisectRequest<'_>, sink: &dyn Sink) -> Result<BisectReport, 
     })
 }
 
-/// The untested index nearest the middle of (lo, hi), or None when every
-/// one is skipped.
-fn next_probe(lo: isize, hi: isize, skipped: &[isize]) -> Option<isize> {
-    let mid = lo + (hi - lo) / 2;
-    (0..(hi - lo))
-        .flat_map(|d| [mid - d, mid + d])
-        .find(|i| *i > lo && *i < hi && !skipped.contains(i))
-}
-
+/// The verdict store's key of `commit` under this command, variant and Python.
 fn verdict_key(req: &BisectRequest<'_>, commit: &str) -> String {
-    let text = format!(
-        "pkg-bisect v1\n{commit}\n{}\n{}\n{}",
-        req.variant,
-        req.python.as_deref().unwrap_or("-"),
-        req.command.join("\0")
-    );
-    lockstep_core::hash::sha256_bytes(text.as_bytes())
+    Framed::new("lockstep-pkg", "bisect", 2)
+        .part("commit", commit)
+        .part("variant", &req.variant)
+        .part("python", req.python.as_deref().unwrap_or("-"))
+        .parts("command", &req.command)
+        .hex()
 }
 
-/// One commit's verdict: cached, else built, installed and run.
+/// One commit's verdict: from the store, else built, installed and run.
 fn judge(
     req: &BisectRequest<'_>,
     commit: &str,
-    dir: &Path,
+    store: &Store,
     sink: &dyn Sink,
 ) -> Result<Step, Error> {
-    let file = dir.join(format!("{}.json", verdict_key(req, commit)));
-    if let Ok(text) = std::fs::read_to_string(&file) {
-        if let Ok(mut step) = serde_json::from_str::<Step>(&text) {
-            step.cached = true;
-            return Ok(step);
-        }
+    let key = verdict_key(req, commit);
+    if let Some(record) = store.probe(&key)? {
+        return Ok(Step {
+            commit: commit.to_string(),
+            verdict: Verdict::parse(&record.outcome),
+            cached: true,
+            detail: record.detail,
+        });
     }
+    let started = std::time::Instant::now();
     let step = probe(req, commit, sink)?;
-    fs_err::create_dir_all(dir)?;
-    let text = serde_json::to_string_pretty(&step)
-        .map_err(|e| Error::failed("cannot encode a verdict").cause(e.to_string()))?;
-    lockstep_core::fs::write_atomic(&file, text.as_bytes())?;
+    store.put_probe(&ProbeRecord {
+        key,
+        context: "pkg-bisect".into(),
+        commit: commit.to_string(),
+        outcome: step.verdict.as_str().into(),
+        detail: step.detail.clone(),
+        log: None,
+        seconds: started.elapsed().as_secs_f64(),
+    })?;
     Ok(step)
 }
 
@@ -185,7 +181,7 @@ fn probe(req: &BisectRequest<'_>, commit: &str, sink: &dyn Sink) -> Result<Step,
     };
     let skip = |detail: String| Step {
         commit: commit.to_string(),
-        verdict: "skip".into(),
+        verdict: Verdict::Skip,
         cached: false,
         detail,
     };
@@ -212,23 +208,14 @@ fn probe(req: &BisectRequest<'_>, commit: &str, sink: &dyn Sink) -> Result<Step,
     let result = run_command(req, &venv_dir, &scratch.join("cmd.log"));
     let _ = std::fs::remove_dir_all(&scratch);
     let exit = result?;
-    let (verdict, detail) = match exit {
-        Exit::Code(0) => ("good", "exit status 0".to_string()),
-        Exit::Code(125) => ("skip", "exit status 125".to_string()),
-        Exit::Code(c) if (1..128).contains(&c) => ("bad", format!("exit status {c}")),
-        other => {
-            return Err(Error::failed(format!(
-                "the command {} on {commit}: the bisection stops",
-                other.describe()
-            ))
-            .hint("as with git bisect run: exit 0 good, 125 skip, 1-127 bad; anything else means the test itself broke"))
-        }
-    };
+    if lockstep_bisect::aborts(exit) {
+        return Err(lockstep_bisect::abort_error(&req.command, exit, commit));
+    }
     Ok(Step {
         commit: commit.to_string(),
-        verdict: verdict.into(),
+        verdict: Verdict::from_exit(exit),
         cached: false,
-        detail,
+        detail: exit.describe(),
     })
 }
 

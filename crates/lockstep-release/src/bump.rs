@@ -2,15 +2,17 @@
 //! `--to`), in one commit, only when something changed.
 //!
 //! Upstream's head is read with `git ls-remote` (no clone). With a smoke
-//! command the new pins are tried first and a failing bump is not
-//! committed: the pin files are put back as they were. The working tree
-//! must have no changes to tracked files, so the commit holds the pin
+//! (a [`Probe`]: [`CommandSmoke`], or the integrate engine's prober for a
+//! pin-file integrate) the new pins are tried first and a failing bump is
+//! not committed: the pin files are put back as they were. The working
+//! tree must have no changes to tracked files, so the commit holds the pin
 //! files and nothing else.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use lockstep_core::process::{self, Exit, Spec};
+use lockstep_bisect::{Probe, Tried, Verdict};
+use lockstep_core::process::{self, Spec};
 use lockstep_core::Error;
 use lockstep_git::Repo;
 use serde::Serialize;
@@ -23,10 +25,49 @@ pub struct BumpRequest<'a> {
     pub upstream_branch: &'a str,
     /// `--to`: a full revision, or a ref name upstream has.
     pub to: Option<&'a str>,
-    /// The smoke command (argv) and its timeout, with `--smoke`.
-    pub smoke: Option<(Vec<String>, Duration)>,
-    /// Where the smoke log goes.
-    pub log: &'a Path,
+}
+
+/// The plain smoke of `release bump --smoke`: `[integrate] smoke` run in
+/// the repository with every pin file set to the new revision.
+pub struct CommandSmoke {
+    pub top: PathBuf,
+    pub pin_files: Vec<String>,
+    pub argv: Vec<String>,
+    pub timeout: Duration,
+    pub log: PathBuf,
+}
+
+impl Probe for CommandSmoke {
+    fn probe(&mut self, rev: &str) -> Result<Tried, Error> {
+        write_pins(&self.top, &self.pin_files, rev)?;
+        let finished = process::run(
+            &Spec {
+                argv: self.argv.clone(),
+                cwd: self.top.clone(),
+                env: Vec::new(),
+                timeout: Some(self.timeout),
+                log: self.log.clone(),
+                header: Some(format!("$ {}\n", self.argv.join(" "))),
+            },
+            |_| {},
+        )?;
+        Ok(Tried {
+            verdict: Verdict::from_exit(finished.exit),
+            cached: false,
+            log: Some(self.log.display().to_string()),
+        })
+    }
+}
+
+fn write_pins(top: &Path, pin_files: &[String], rev: &str) -> Result<(), Error> {
+    for path in pin_files {
+        lockstep_core::output::write_as(
+            "pin file",
+            &lockstep_core::output::Target::Path(top.join(path)),
+            format!("{rev}\n").as_bytes(),
+        )?;
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -37,7 +78,8 @@ pub struct Bumped {
     pub smoke: Option<String>,
 }
 
-pub fn bump(req: &BumpRequest) -> Result<Bumped, Error> {
+/// Bumps; with `smoke`, the new revision is tried first.
+pub fn bump(req: &BumpRequest, smoke: Option<&mut dyn Probe>) -> Result<Bumped, Error> {
     if req.pin_files.is_empty() {
         return Err(Error::usage("[release] pin-files is empty: nothing to bump")
             .hint("list the files holding upstream revisions, e.g. pin-files = [\"llvm-project.version\"]"));
@@ -70,13 +112,6 @@ pub fn bump(req: &BumpRequest) -> Result<Bumped, Error> {
             smoke: None,
         });
     }
-    for path in &changed {
-        lockstep_core::output::write_as(
-            "pin file",
-            &lockstep_core::output::Target::Path(top.join(path)),
-            format!("{to}\n").as_bytes(),
-        )?;
-    }
     // Each file back from HEAD on its own, so one failure cannot keep the others.
     let restore = |why: Error| {
         for path in &changed {
@@ -84,29 +119,23 @@ pub fn bump(req: &BumpRequest) -> Result<Bumped, Error> {
         }
         why
     };
-    let mut smoke = None;
-    if let Some((argv, timeout)) = &req.smoke {
-        let finished = process::run(
-            &Spec {
-                argv: argv.clone(),
-                cwd: top.to_path_buf(),
-                env: Vec::new(),
-                timeout: Some(*timeout),
-                log: req.log.to_path_buf(),
-                header: Some(format!("$ {}\n", argv.join(" "))),
-            },
-            |_| {},
-        )
-        .map_err(restore)?;
-        if finished.exit != Exit::Code(0) {
+    let mut tried = None;
+    if let Some(smoke) = smoke {
+        let result = smoke.probe(&to).map_err(restore)?;
+        if result.verdict != Verdict::Good {
             return Err(restore(
-                Error::failed(format!("the smoke command failed on {to} ({}); the bump is not committed", finished.exit.describe()))
-                    .cause(format!("log: {}", req.log.display()))
-                    .hint("the pin files are back as they were; fix the breakage or bump with --to an earlier revision"),
+                Error::failed(format!(
+                    "the smoke command is {} on {to}{}; the bump is not committed",
+                    result.verdict.as_str(),
+                    if result.cached { " (a cached verdict)" } else { "" }
+                ))
+                .cause(format!("log: {}", result.log.as_deref().unwrap_or("none (cached)")))
+                .hint("the pin files are back as they were; fix the breakage, or bump with --to an earlier revision (`lockstep integrate loop` finds the last good one)"),
             ));
         }
-        smoke = Some(finished.exit.describe());
+        tried = Some(result.verdict.as_str().to_string());
     }
+    write_pins(top, &changed, &to).map_err(restore)?;
     let name = changed
         .first()
         .and_then(|p| Path::new(p).file_stem())
@@ -122,7 +151,7 @@ pub fn bump(req: &BumpRequest) -> Result<Bumped, Error> {
         to,
         changed,
         commit: Some(req.repo.head()?.to_string()),
-        smoke,
+        smoke: tried,
     })
 }
 

@@ -18,59 +18,7 @@ use crate::cli;
 use crate::context::Ctx;
 
 /// Exit status for a halt at a breaking or conflicting commit.
-pub const HALTED: i32 = 3;
-
-/// `release bump --smoke` when `[integrate] pin-file` is set: the smoke runs
-/// through the integrate engine's prober (its runner and verdict cache) and
-/// a good head is committed by `next --to`; a bad one commits nothing (exit 1).
-pub fn bump_pin_file(ctx: &Ctx, to: Option<&str>) -> Result<i32, Error> {
-    let out = ctx.out();
-    let ig = Integrate::open(&ctx.section()?, ctx.root()?, ctx.sink())?;
-    ig.fetch_upstream()?;
-    let target = match to {
-        Some(rev) => rev.to_string(),
-        None => ig.upstream_head()?,
-    };
-    if ig.pin()? == ig.sub.must_resolve(&target)? {
-        out.line(format!("already at {target}: nothing to commit"));
-        return Ok(0);
-    }
-    // The smoke on the new head, through the engine's prober: its runner,
-    // its verdict cache, its checkout (the pin file written, then put back).
-    let sha = ig.sub.must_resolve(&target)?;
-    let commit = ig.sub.commit(&sha)?;
-    let mut prober = lockstep_integrate::probe::Prober::new(
-        &ig,
-        Vec::new(),
-        ig.cfg.smoke.clone(),
-        Some(ig.cfg.smoke_timeout),
-        "release-bump",
-    )?;
-    let probe = prober.probe(&commit, 1, 1);
-    prober.finish()?;
-    let probe = probe?;
-    if probe.verdict != lockstep_integrate::probe::Verdict::Good {
-        let log = probe.log.clone().unwrap_or_default();
-        return Err(Error::failed(format!(
-            "the smoke command is {} on {sha}{}; the bump is not committed",
-            probe.verdict.as_str(),
-            if probe.cached {
-                " (a cached verdict)"
-            } else {
-                ""
-            }
-        ))
-        .cause(format!("log: {log}"))
-        .hint("the pin file is as it was; `lockstep integrate loop` finds the last good commit"));
-    }
-    let outcome = ig.next(&NextOptions {
-        to: Some(sha),
-        no_export: true,
-        dry_run: false,
-    })?;
-    ctx.result(&outcome, |out| print_next(out, &outcome))?;
-    Ok(next_code(&outcome))
-}
+const HALTED: i32 = 3;
 
 pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
     let cfg: IntegrateConfig = ctx.section()?;

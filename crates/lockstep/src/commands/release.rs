@@ -177,7 +177,8 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
 }
 
 /// `release bump`: the pin files to upstream's head (or `--to`), with
-/// `--smoke` tried first.
+/// `--smoke` tried first: through the integrate engine's prober when
+/// `[integrate] pin-file` is that one pin file, else `[integrate] smoke`.
 fn bump(
     ctx: &Ctx,
     release: &ReleaseConfig,
@@ -186,35 +187,49 @@ fn bump(
     smoke: bool,
 ) -> Result<i32, Error> {
     let integrate: IntegrateConfig = ctx.section()?;
-    if let (true, Some(file)) = (smoke, &integrate.pin_file) {
+    let repo = lockstep_release::open_repo(&ctx.cwd)?;
+    let pin_file = integrate.pin_file.clone().filter(|_| smoke);
+    if let Some(file) = &pin_file {
         if settings.pin_files.as_slice() != [file.clone()] {
             return Err(Error::usage(format!(
                 "with [integrate] pin-file = \"{file}\", `bump --smoke` moves that file through the integrate engine"
             ))
             .hint(format!("set [release] pin-files = [\"{file}\"]")));
         }
-        return crate::commands::integrate::bump_pin_file(ctx, to.as_deref());
+    } else if smoke && integrate.smoke.is_empty() {
+        return Err(Error::usage("--smoke needs [integrate] smoke")
+            .hint("set smoke = [\"cmd\", \"arg\"] under [integrate]"));
     }
-    let smoke = match smoke {
-        false => None,
-        true if integrate.smoke.is_empty() => {
-            return Err(Error::usage("--smoke needs [integrate] smoke")
-                .hint("set smoke = [\"cmd\", \"arg\"] under [integrate]"))
-        }
-        true => Some((integrate.smoke.clone(), integrate.smoke_timeout)),
-    };
-    let repo = lockstep_release::open_repo(&ctx.cwd)?;
-    let log_dir = repo.git_dir()?.join("lockstep");
-    fs_err::create_dir_all(&log_dir)?;
-    let bumped = lockstep_release::bump::bump(&lockstep_release::bump::BumpRequest {
+    let request = lockstep_release::bump::BumpRequest {
         repo: &repo,
         pin_files: &settings.pin_files,
-        upstream_url: release.upstream_url.as_deref(),
+        // A pin-file integrate names its upstream in [integrate].
+        upstream_url: release
+            .upstream_url
+            .as_deref()
+            .or(pin_file.as_ref().and(integrate.upstream_url.as_deref())),
         upstream_branch: &release.upstream_branch,
         to: to.as_deref(),
-        smoke,
-        log: &log_dir.join("release-bump-smoke.log"),
-    })?;
+    };
+    let bumped = match (smoke, &pin_file) {
+        (false, _) => lockstep_release::bump::bump(&request, None)?,
+        (true, Some(_)) => {
+            let ig = lockstep_integrate::Integrate::open(&integrate, ctx.root()?, ctx.sink())?;
+            let mut probe = ig.pin_smoke()?;
+            lockstep_release::bump::bump(&request, Some(&mut probe))?
+        }
+        (true, None) => {
+            let log_dir = repo.git_dir()?.join("lockstep");
+            let mut probe = lockstep_release::bump::CommandSmoke {
+                top: repo.dir().into(),
+                pin_files: settings.pin_files.clone(),
+                argv: integrate.smoke.clone(),
+                timeout: integrate.smoke_timeout,
+                log: log_dir.join("release-bump-smoke.log"),
+            };
+            lockstep_release::bump::bump(&request, Some(&mut probe))?
+        }
+    };
     ctx.result(&bumped, |out| match &bumped.commit {
         Some(commit) => out.line(format!(
             "bumped {} to {} ({})",
