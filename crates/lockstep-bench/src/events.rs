@@ -1,7 +1,8 @@
 //! What `lockstep bench` reports while it runs: the batch, each distinct
 //! kernel's compile, each row as soon as it is final. A row reads on stdout
 //! as BOO prints it (the command, then `>>>` lines); its notes (flags accepted
-//! and ignored) go to stderr; on a TTY a bar counts the rows.
+//! and ignored) and each compile go to stderr; on a TTY a bar counts the
+//! compiles and the rows.
 
 use lockstep_core::events::{to_json, Event, Human};
 use serde::Serialize;
@@ -54,9 +55,20 @@ impl Event for BenchEvent {
 
     fn human(&self) -> Human {
         match self {
-            BenchEvent::BatchStarted { rows, .. } => Human::Begin {
-                total: *rows as u64,
-                line: String::new(),
+            // Compiles and rows both advance the progress: a long compile
+            // phase is never a blank screen.
+            BenchEvent::BatchStarted {
+                rows,
+                kernels,
+                device,
+                ..
+            } => Human::Begin {
+                total: (*rows + *kernels) as u64,
+                line: format!(
+                    "{kernels} {} to compile, then {rows} {} to time on {device}",
+                    if *kernels == 1 { "kernel" } else { "kernels" },
+                    if *rows == 1 { "row" } else { "rows" },
+                ),
             },
             BenchEvent::RowFinished {
                 first_of_command,
@@ -82,7 +94,21 @@ impl Event for BenchEvent {
                 Human::Many(shown)
             }
             BenchEvent::BatchFinished { .. } => Human::End,
-            BenchEvent::KernelCompiled { .. } => Human::Silent,
+            BenchEvent::KernelCompiled {
+                func_name,
+                cached,
+                ok,
+                seconds,
+                message,
+                ..
+            } => Human::Done {
+                line: match (ok, cached) {
+                    (false, _) => format!("{func_name}: compile failed: {message}"),
+                    (true, true) => format!("{func_name}: from the cache"),
+                    (true, false) => format!("{func_name}: compiled in {seconds:.1}s"),
+                },
+                notable: !ok,
+            },
         }
     }
 }

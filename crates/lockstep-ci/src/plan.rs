@@ -55,6 +55,8 @@ pub struct Plan {
     pub build_runs_on: Vec<String>,
     pub test_python: String,
     pub test_variant: String,
+    /// Empty when lockstep.toml names no tests (no `[test] paths`, no suite
+    /// configs, no `suites/` beside it): the workflow then only builds.
     pub targets: Vec<TargetJob>,
     pub lockstep: LockstepInstall,
     /// `[test] suite-configs` (relative to the working directory): the
@@ -137,7 +139,14 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         check_text("[ci] branches", branch)?;
     }
     let build_runs_on = runs_on("[ci] runs-on", &ci.runs_on)?;
-    let targets = targets(test, ci, &build_runs_on)?;
+    // `lockstep test` without PATH runs `[test] paths`, the suite configs or
+    // `suites/`: with none of them a test job could only fail.
+    let has_tests =
+        !test.paths.is_empty() || !test.suite_configs.is_empty() || root.join("suites").is_dir();
+    let targets = match has_tests {
+        true => targets(test, ci, &build_runs_on)?,
+        false => Vec::new(),
+    };
     let build_timeout_minutes = timeout("[ci] build-timeout-minutes", ci.build_timeout_minutes)?;
     let test_timeout_minutes = timeout("[ci] test-timeout-minutes", ci.test_timeout_minutes)?;
     let lockstep = lockstep_install(

@@ -131,6 +131,16 @@ pub fn cut_head(
     remote: &str,
     run_id: Option<String>,
 ) -> Result<Cut, Error> {
+    let is_url = remote.contains(':') || remote.contains('/');
+    if !is_url && repo.remote_url(remote)?.is_none() {
+        return Err(Error::usage(format!(
+            "this repository has no remote `{remote}`: release cut claims its tag by pushing it there"
+        ))
+        .cause("the remote arbitrates tags, so two runs racing can never cut one version twice")
+        .hint(format!(
+            "add the repository others fetch tags from (`git remote add {remote} URL`), or pass --remote NAME"
+        )));
+    }
     repo.require_clean_tracked()?;
     let mut pins = BTreeMap::new();
     for path in &settings.pin_files {
@@ -247,11 +257,13 @@ fn all_tags(req: &CutRequest) -> Result<BTreeMap<String, Option<String>>, Error>
     let mut tags = BTreeMap::new();
     let listed = req.repo.try_git(&["ls-remote", "--tags", req.remote])?;
     if listed.code != 0 {
-        return Err(
-            Error::failed(format!("cannot list the tags of remote `{}`", req.remote))
-                .cause(listed.stderr.trim().to_string())
-                .hint("check --remote and network access"),
-        );
+        let mut err = Error::failed(format!("cannot list the tags of remote `{}`", req.remote))
+            .hint("check --remote and network access");
+        let said = listed.stderr.trim();
+        if !said.is_empty() {
+            err = err.cause(lockstep_core::error::printable(said).into_owned());
+        }
+        return Err(err);
     }
     for line in listed.stdout.lines() {
         let Some((sha, name)) = line.split_once('\t') else {

@@ -314,6 +314,8 @@ fn check_structure(workflow: &Value, shards: &BTreeMap<&str, u32>) -> BTreeMap<S
 #[test]
 fn a_minimal_config_gives_a_clean_workflow_testing_cpu() {
     let (p, dir) = repo("", &format!("{MINIMAL}{PINNED}"));
+    // The suites `lockstep test` runs without arguments.
+    std::fs::create_dir_all(dir.join("suites")).unwrap();
     let out = p.run(&["ci", "generate"], 0);
     assert!(stdout(&out).contains("wrote: "), "{}", stdout(&out));
     let text = lint(&p.path());
@@ -597,4 +599,22 @@ fn this_repositorys_workflows_are_generated_and_current() {
     expect(&mut cmd, 0);
     let text = lint(&top);
     eprintln!("{text}");
+}
+
+#[test]
+fn only_pkg_without_tests_builds_and_says_why_there_is_no_test_job() {
+    let (p, dir) = repo("", &format!("{MINIMAL}{PINNED}"));
+    let out = p.run(&["ci", "generate"], 0);
+    assert!(
+        stderr(&out).contains("no test jobs: lockstep.toml names no tests"),
+        "{}",
+        stderr(&out)
+    );
+    lint(&p.path());
+    let workflow = parse(&dir.join(".github/workflows/lockstep-pkgci.yml"));
+    let jobs: Vec<String> = match &workflow["jobs"] {
+        Value::Mapping(m) => m.keys().map(str_of).collect(),
+        other => panic!("jobs: {other:?}"),
+    };
+    assert_eq!(jobs, ["build", "summary"]);
 }

@@ -661,7 +661,11 @@ fn iree_wheels() -> PathBuf {
 fn toolchain_from_built_iree_wheels_runs_the_tests() {
     let p = Project::new();
     let wheels = iree_wheels();
-    let out = p.run(
+    // The set's toolchains go under the test's own root, not beside the
+    // shared PyPI toolchains.
+    let own = p.root().join("toolchains");
+    let own: &[(&str, &Path)] = &[("LOCKSTEP_TOOLCHAINS", &own)];
+    let out = p.run_with(
         &[
             "toolchain",
             "install",
@@ -669,6 +673,7 @@ fn toolchain_from_built_iree_wheels_runs_the_tests() {
             wheels.to_str().expect("utf-8"),
             "--json",
         ],
+        own,
         0,
     );
     let t: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
@@ -695,7 +700,7 @@ fn toolchain_from_built_iree_wheels_runs_the_tests() {
     }
     p.run(&["pkg", "manifest", copy.to_str().expect("utf-8")], 0);
     let manifest = copy.join("pylock.toml");
-    let again = p.run(
+    let again = p.run_with(
         &[
             "toolchain",
             "install",
@@ -703,13 +708,18 @@ fn toolchain_from_built_iree_wheels_runs_the_tests() {
             manifest.to_str().expect("utf-8"),
             "--json",
         ],
+        own,
         0,
     );
     let t2: serde_json::Value = serde_json::from_str(&stdout(&again)).expect("json");
     assert_eq!(t["identity"], t2["identity"]);
     // `lockstep test` runs on it through $LOCKSTEP_IREE_MANIFEST.
     p.add_suite(&[("adds", "11 22 33 44")]);
-    let out = p.run_with(&["test", "s"], &[("LOCKSTEP_IREE_MANIFEST", &manifest)], 0);
+    let out = p.run_with(
+        &["test", "s"],
+        &[own[0], ("LOCKSTEP_IREE_MANIFEST", &manifest)],
+        0,
+    );
     let all = format!("{}{}", stdout(&out), stderr(&out));
     assert!(all.contains("1 pass") && all.contains("iree-set-"), "{all}");
 
@@ -727,13 +737,14 @@ fn toolchain_from_built_iree_wheels_runs_the_tests() {
             std::fs::remove_file(entry.path()).expect("remove");
         }
     }
-    let out = p.run(
+    let out = p.run_with(
         &[
             "toolchain",
             "install",
             "--wheels",
             copy.to_str().expect("utf-8"),
         ],
+        own,
         2,
     );
     assert!(

@@ -45,6 +45,11 @@ pub fn run(cmd: cli::Ci, ctx: &Ctx) -> Result<i32, Error> {
             "[ci] lockstep is unset: runners install lockstep from {from} (set it to pin the version)"
         ));
     }
+    if plan.targets.is_empty() {
+        ctx.sink().note(
+            "no test jobs: lockstep.toml names no tests ([test] paths or suite-configs) and there is no suites/ beside it; the workflow builds the wheels only",
+        );
+    }
     let files = lockstep_ci::generate(&plan);
     let out = ctx.out();
     if check {

@@ -118,8 +118,13 @@ pub fn stderr(out: &Output) -> String {
 /// `$LOCKSTEP_HOME` and `$LOCKSTEP_CACHE`, the shared toolchains, no
 /// `LOCKSTEP_IREE_BIN`, `BOO_CACHE_*`, `MAKEFLAGS`, webhook, step summary,
 /// GitHub token, API URL and repository, or HTTP proxy (loopback servers
-/// are reached directly), stdin closed.
+/// are reached directly), stdin closed; `TMPDIR` inside the test's own
+/// directory (beside `home`), so whatever a command leaves in the system's
+/// temporary directory goes with the test.
 pub fn isolate(cmd: &mut Command, home: &Path, cache: &Path) {
+    let tmp = home.parent().unwrap_or(home).join("tmp");
+    std::fs::create_dir_all(&tmp).expect("create the test's TMPDIR");
+    cmd.env("TMPDIR", &tmp);
     cmd.env("LOCKSTEP_HOME", home)
         .env("LOCKSTEP_CACHE", cache)
         .env("LOCKSTEP_TOOLCHAINS", toolchains())
