@@ -195,7 +195,17 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             let (listener, port) = lockstep_release::serve::bind(port)?;
             rep.out()
                 .line(format!("serving http://127.0.0.1:{port}/simple/"));
-            lockstep_release::serve::serve(listener, settings.index.clone(), access_log)?;
+            // The engine reports each request; printing it is the binary's job.
+            let log: Option<lockstep_release::serve::AccessLog> = access_log.then(|| {
+                std::sync::Arc::new(|a: &lockstep_release::serve::Access| {
+                    eprintln!("{} {} {}", a.method, a.path.escape_debug(), a.status)
+                }) as lockstep_release::serve::AccessLog
+            });
+            let options = lockstep_release::serve::ServeOptions {
+                access_log: log,
+                ..Default::default()
+            };
+            lockstep_release::serve::serve(listener, settings.index.clone(), options)?;
             Ok(0)
         }
         cli::Release::Promote {
