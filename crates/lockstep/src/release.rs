@@ -195,10 +195,11 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             let (listener, port) = lockstep_release::serve::bind(port)?;
             rep.out()
                 .line(format!("serving http://127.0.0.1:{port}/simple/"));
-            // The engine reports each request; printing it is the binary's job.
+            // The engine reports each request; printing it is the binary's job
+            // (the same lines as before: scripts/bench-release greps them).
             let log: Option<lockstep_release::serve::AccessLog> = access_log.then(|| {
                 std::sync::Arc::new(|a: &lockstep_release::serve::Access| {
-                    eprintln!("{} {} {}", a.method, a.path.escape_debug(), a.status)
+                    eprintln!("{} {}", a.method, a.path.escape_debug())
                 }) as lockstep_release::serve::AccessLog
             });
             let options = lockstep_release::serve::ServeOptions {

@@ -281,10 +281,11 @@ fn head_range_negotiation_and_what_is_never_served() {
     let weird = get(port, "/simple/%0a%1b");
     assert_eq!(weird.status, 404);
     let log = server.stop();
-    assert!(log.contains("GET /simple/demo/ 200"), "{log}");
-    assert!(log.contains(&format!("HEAD {wheel} 200")), "{log}");
-    assert!(log.contains(&format!("GET {wheel} 206")), "{log}");
-    assert!(log.contains("GET /.lock 404"), "{log}");
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines.contains(&"GET /simple/demo/"), "{log}");
+    assert!(lines.contains(&format!("HEAD {wheel}").as_str()), "{log}");
+    assert!(lines.contains(&"GET /.lock"), "{log}");
+    assert!(lines.contains(&"GET /simple/%0a%1b"), "{log}");
     assert!(!log.contains('\u{1b}'));
 }
 
