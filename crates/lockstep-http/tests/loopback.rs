@@ -410,8 +410,7 @@ fn credentials_stay_on_their_origin() {
     let last = api
         .seen()
         .into_iter()
-        .filter(|s| s.target == "/landed")
-        .last()
+        .rfind(|s| s.target == "/landed")
         .unwrap();
     assert_eq!(last.header("authorization"), None);
 }
