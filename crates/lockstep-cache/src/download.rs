@@ -1,14 +1,15 @@
 //! Files given by URL: downloaded once into the `downloads` area under their
 //! sha256, checked before anything is kept (a mismatch caches nothing), then
 //! reused by every run. The body is streamed to a staging file (never held in
-//! memory) and bounded in size and time.
+//! memory) and bounded in size and time by lockstep-http, which also retries
+//! and resumes a broken transfer.
 
-use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use lockstep_core::error::printable_line;
 use lockstep_core::Error;
-use sha2::{Digest, Sha256};
+use lockstep_http::{parse_url, redacted, Client, ClientConfig, HttpError, Redirects, UrlRules};
 
 use crate::{Area, Cache, Key};
 
@@ -51,35 +52,38 @@ pub fn fetch(cache: &Cache, url: &str, sha256: &str) -> Result<PathBuf, Error> {
         .ok_or_else(|| Error::failed(format!("internal: the download of {url} has no file")))
 }
 
-/// Streams `url` into `path`; returns the content's sha256.
+/// Streams `url` into `path` through lockstep-http (retried and resumed when
+/// a transfer breaks off, renamed into place only when whole); returns the
+/// content's sha256. Plain http is fine here: the content is checked.
 fn download_to(url: &str, path: &std::path::Path) -> Result<String, Error> {
-    let failed = |e: String| Error::failed(format!("cannot download {url}")).cause(e);
-    let response = ureq::get(url)
-        .timeout(TIMEOUT)
-        .call()
-        .map_err(|e| failed(e.to_string()))?;
-    let mut body = response.into_reader().take(MAX_BYTES + 1);
-    let mut file =
-        std::io::BufWriter::new(fs_err::File::create(path).map_err(|e| failed(e.to_string()))?);
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut total: u64 = 0;
-    loop {
-        let n = body.read(&mut buf).map_err(|e| failed(e.to_string()))?;
-        if n == 0 {
-            break;
-        }
-        total += n as u64;
-        if total > MAX_BYTES {
-            return Err(failed(format!(
-                "the file is larger than {} GiB; lockstep does not download it",
-                MAX_BYTES >> 30
-            )));
-        }
-        hasher.update(&buf[..n]);
-        file.write_all(&buf[..n])
-            .map_err(|e| failed(e.to_string()))?;
-    }
-    file.flush().map_err(|e| failed(e.to_string()))?;
-    Ok(hex::encode(hasher.finalize()))
+    let parsed = parse_url(url, UrlRules::CHECKED_CONTENT).map_err(|reason| {
+        Error::usage(format!("cannot download {}", printable_line(url)))
+            .cause(reason.to_string())
+            .hint("give an http(s) URL without user:password@ in the suite file")
+    })?;
+    let shown = redacted(&parsed);
+    let client = Client::new(ClientConfig {
+        deadline: TIMEOUT,
+        ..ClientConfig::default()
+    });
+    let got = client
+        .get(&parsed)
+        .rules(UrlRules::CHECKED_CONTENT)
+        .redirects(Redirects::AnyOrigin)
+        .scrub(|s| {
+            s.add_url_secrets(&parsed);
+        })
+        .download(path, MAX_BYTES)
+        .map_err(|e| match e {
+            HttpError::TooLarge { .. } => {
+                Error::failed(format!("cannot download {shown}")).cause(format!(
+                    "the file is larger than {} GiB; lockstep does not download it",
+                    MAX_BYTES >> 30
+                ))
+            }
+            other => other
+                .into_error("the server", &shown)
+                .context(format!("cannot download {shown}")),
+        })?;
+    Ok(got.sha256)
 }

@@ -7,8 +7,9 @@
 //! built. The base URL comes from `$GITHUB_API_URL` like the Actions runner
 //! sets it, so tests point it at a loopback server. The token is sent to the
 //! API host only: the artifact download redirects to a storage host with a
-//! signed URL, which is followed by hand without the `Authorization` header,
-//! and neither the token nor the signed query string ever reaches a message.
+//! signed URL, which lockstep-http follows without the `Authorization`
+//! header, and neither the token nor the signed query string ever reaches a
+//! message (lockstep-http scrubs both from whatever the servers say).
 
 pub mod client;
 pub mod extract;

@@ -11,28 +11,28 @@
 //! URL can post to the channel — so it is read from an environment variable
 //! named in the configuration (`[integrate.notify] url-env`) and never written
 //! anywhere lockstep writes: errors and log lines name the *variable*
-//! (`the webhook in $LOCKSTEP_WEBHOOK_URL answered HTTP 404`), and any text
-//! that comes back from the HTTP stack or the server is scrubbed of the URL, its
-//! host and its path before it reaches an error. For the same reason, messages
-//! are built from the parts of `ureq`'s errors rather than their `Display`,
-//! which starts with the URL, and redirects are not followed (a webhook has no
-//! business redirecting, and a redirect target would be one more URL to hide).
+//! (`the webhook in $LOCKSTEP_WEBHOOK_URL answered HTTP 404`). The wire is
+//! lockstep-http's: the whole URL (host, path, ids) is registered with its
+//! scrubber, so whatever the server or the HTTP stack says comes back without
+//! it; redirects are not followed (a webhook has no business redirecting, and
+//! a redirect target would be one more URL to hide); a 429 is retried after
+//! the server's `Retry-After`, nothing else (a 5xx or a dropped connection
+//! may have posted the message already).
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crate::config::NotifyKind;
 use lockstep_core::Error;
+use lockstep_http::{
+    parse_url, ClientConfig, HttpError, Multipart, Redirects, RetryOn, StatusError, TransportKind,
+    UrlError, UrlRules,
+};
 
 /// How long one post may take in all (connect, send, read the answer).
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Discord rejects messages whose `content` is longer than this many characters.
 const DISCORD_CONTENT_LIMIT: usize = 2000;
-
-/// At most this many characters of an error response's body go into the error.
-const RESPONSE_EXCERPT: usize = 200;
 
 /// What is posted: the report and its error summary.
 #[derive(Debug, Clone, Copy)]
@@ -63,24 +63,16 @@ pub fn post_to(
     msg: &Message,
 ) -> Result<(), Error> {
     let var = url_env_name_for_messages;
-    let url = url.trim();
-    if url.is_empty() {
+    let text = url.trim();
+    if text.is_empty() {
         return Err(not_set(var));
     }
-    if !(starts_with_ignore_case(url, "http://") || starts_with_ignore_case(url, "https://")) {
-        return Err(Error::usage(format!(
-            "the webhook URL in ${var} does not start with http:// or https://"
-        ))
-        .hint(format!(
-            "set ${var} to the webhook's full URL, e.g. https://discord.com/api/webhooks/..."
-        )));
-    }
-    let scrub = Scrubber::new(url);
+    let url = parse_url(text, UrlRules::CREDENTIALED).map_err(|reason| refused(var, &reason))?;
 
     let (content_type, body) = match kind {
         NotifyKind::Discord => {
-            let boundary = fresh_boundary(msg);
-            discord_multipart(msg, &boundary)
+            let form = discord_form(msg).encode();
+            (form.content_type, form.body)
         }
         NotifyKind::Slack => (json_type(), slack_json(msg)),
         NotifyKind::Json => (json_type(), plain_json(msg)),
@@ -92,18 +84,21 @@ pub fn post_to(
         "posting the report to the webhook"
     );
 
-    let agent = ureq::AgentBuilder::new()
-        .timeout(TIMEOUT)
-        .redirects(0)
-        .user_agent(concat!("lockstep/", env!("CARGO_PKG_VERSION")))
-        .build();
-    let result = agent
-        .post(url)
-        .set("Content-Type", &content_type)
-        .send_bytes(&body);
-
+    let client = lockstep_http::Client::new(ClientConfig {
+        deadline: TIMEOUT,
+        ..ClientConfig::default()
+    });
+    let result = client
+        .post(&url)
+        .scrub(|s| {
+            s.add_whole_url(&url, text);
+        })
+        .redirects(Redirects::Refuse)
+        .retry(RetryOn::RateLimitOnly)
+        .send(&content_type, &body);
+    let reach = || format!("check the network, and the URL in ${var}; then post again");
     match result {
-        Ok(response) if (200..300).contains(&response.status()) => {
+        Ok(response) => {
             tracing::debug!(
                 status = response.status(),
                 url_env = var,
@@ -111,21 +106,37 @@ pub fn post_to(
             );
             Ok(())
         }
-        // Only 3xx get here: 4xx and 5xx come back as `Error::Status`.
-        Ok(response) => Err(status_error(var, response.status(), response, &scrub)),
-        Err(ureq::Error::Status(code, response)) => Err(status_error(var, code, response, &scrub)),
-        Err(ureq::Error::Transport(transport)) => Err(transport_error(var, &transport, &scrub)),
+        Err(HttpError::Status(status)) => Err(status_error(var, &status)),
+        Err(HttpError::Redirect(lockstep_http::RedirectError::NotFollowed(code))) => Err(
+            Error::failed(format!("the webhook in ${var} answered HTTP {code}")).hint(format!(
+                "the webhook redirects, which lockstep does not follow: put the final URL in ${var}"
+            )),
+        ),
+        Err(HttpError::Transport(t)) => {
+            let reason = match t.kind {
+                TransportKind::TimedOut => format!("timed out after {} s", TIMEOUT.as_secs()),
+                _ => t.reason().to_string(),
+            };
+            Err(Error::failed(format!(
+                "the webhook in ${var} could not be reached: {reason}"
+            ))
+            .cause(t.detail)
+            .hint(reach()))
+        }
+        Err(HttpError::Deadline(limit)) => Err(Error::failed(format!(
+            "the webhook in ${var} could not be reached: timed out after {} s",
+            limit.as_secs()
+        ))
+        .hint(reach())),
+        Err(HttpError::Url(reason)) => Err(refused(var, &reason)),
+        Err(other) => Err(other.into_error(&format!("the webhook in ${var}"), "the report")),
     }
 }
 
-/// Builds the Discord multipart body: returns (content_type_header_value, body
-/// bytes).
-///
-/// Two parts, per RFC 7578 with CRLF line endings: `payload_json` (the message,
-/// its content cut to Discord's 2000 characters with a trailing `…`, and the
-/// attachment's metadata) and `files[0]` (`errors.txt`). The caller picks a
-/// `boundary` that does not occur in the message; [`post_to`] does.
-pub fn discord_multipart(msg: &Message, boundary: &str) -> (String, Vec<u8>) {
+/// The Discord form: two parts, `payload_json` (the message, its content cut
+/// to Discord's 2000 characters with a trailing `…`, and the attachment's
+/// metadata) and `files[0]` (`errors.txt`).
+pub fn discord_form(msg: &Message) -> Multipart {
     let payload = serde_json::json!({
         "content": truncate_chars(msg.content, DISCORD_CONTENT_LIMIT),
         "attachments": [{
@@ -134,24 +145,36 @@ pub fn discord_multipart(msg: &Message, boundary: &str) -> (String, Vec<u8>) {
             "description": "error summary",
         }],
     });
-    let mut body = Vec::new();
-    let mut part = |headers: &str, data: &[u8]| {
-        body.extend_from_slice(format!("--{boundary}\r\n{headers}\r\n\r\n").as_bytes());
-        body.extend_from_slice(data);
-        body.extend_from_slice(b"\r\n");
+    Multipart::new()
+        .field(
+            "payload_json",
+            Some("application/json"),
+            payload.to_string().as_bytes(),
+        )
+        .file(
+            "files[0]",
+            "errors.txt",
+            "text/plain; charset=utf-8",
+            msg.errors_txt.as_bytes(),
+        )
+}
+
+/// The usage error for a webhook URL that is refused, without the URL.
+fn refused(var: &str, reason: &UrlError) -> Error {
+    let why = match reason {
+        UrlError::Scheme(_) | UrlError::Unparsable(_) | UrlError::NoHost => {
+            format!("the webhook URL in ${var} does not start with http:// or https://")
+        }
+        UrlError::Userinfo => {
+            format!("the webhook URL in ${var} carries a user name or password before the host")
+        }
+        UrlError::PlainHttpNotLoopback(_) => format!(
+            "the webhook URL in ${var} is plain http:// to another machine (only https:// leaves this machine)"
+        ),
     };
-    part(
-        "Content-Disposition: form-data; name=\"payload_json\"\r\n\
-         Content-Type: application/json",
-        payload.to_string().as_bytes(),
-    );
-    part(
-        "Content-Disposition: form-data; name=\"files[0]\"; filename=\"errors.txt\"\r\n\
-         Content-Type: text/plain; charset=utf-8",
-        msg.errors_txt.as_bytes(),
-    );
-    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={boundary}"), body)
+    Error::usage(why).hint(format!(
+        "set ${var} to the webhook's full URL, e.g. https://discord.com/api/webhooks/..."
+    ))
 }
 
 /// The URL from the environment variable's value, or a usage error naming the
@@ -198,178 +221,23 @@ fn truncate_chars(text: &str, limit: usize) -> String {
     out
 }
 
-/// A multipart boundary that occurs in neither the content nor the errors
-/// (hashed from the time, the pid and a randomly seeded hasher).
-fn fresh_boundary(msg: &Message) -> String {
-    let state = RandomState::new();
-    let now = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let mut attempt: u64 = 0;
-    loop {
-        let mut words = [0u64; 2];
-        for (i, word) in words.iter_mut().enumerate() {
-            *word = state.hash_one((now, std::process::id(), attempt, i));
-        }
-        let boundary = format!("lockstep-{:016x}{:016x}", words[0], words[1]);
-        if !msg.content.contains(&boundary) && !msg.errors_txt.contains(&boundary) {
-            return boundary;
-        }
-        attempt += 1;
-    }
-}
-
-fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
-    text.get(..prefix.len())
-        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
-}
-
-/// The error for a webhook that answered with a status other than 2xx.
-fn status_error(var: &str, code: u16, response: ureq::Response, scrub: &Scrubber) -> Error {
-    let body = match response.into_string() {
-        Ok(body) => body,
-        Err(err) => format!("(could not read the response: {err})"),
-    };
-    let body = scrub.apply(body.trim());
+/// The error for a webhook that answered with a status other than 2xx
+/// (the excerpt is scrubbed of the URL and cut by lockstep-http).
+fn status_error(var: &str, status: &StatusError) -> Error {
+    let code = status.status;
     let mut err = Error::failed(format!("the webhook in ${var} answered HTTP {code}"));
-    if !body.is_empty() {
-        err = err.cause(format!(
-            "response: {}",
-            truncate_chars(&body, RESPONSE_EXCERPT)
-        ));
+    if !status.excerpt().is_empty() {
+        err = err.cause(format!("response: {}", status.excerpt()));
     }
     let hint = match code {
         401 | 403 | 404 => format!(
             "the webhook may have been deleted or its token changed: check the URL in ${var}"
         ),
         429 => "the webhook is rate-limited: post again later".to_string(),
-        300..=399 => format!(
-            "the webhook redirects, which lockstep does not follow: put the final URL in ${var}"
-        ),
         500..=599 => "the chat service failed: post again later".to_string(),
         _ => format!("check the URL in ${var}"),
     };
     err.hint(hint)
-}
-
-/// The error for a webhook that could not be reached (or did not answer).
-fn transport_error(var: &str, transport: &ureq::Transport, scrub: &Scrubber) -> Error {
-    use std::error::Error as _;
-
-    let io = transport
-        .source()
-        .and_then(|source| source.downcast_ref::<std::io::Error>());
-    let reason = match (transport.kind(), io) {
-        (ureq::ErrorKind::Dns, _) => "its host name could not be resolved".to_string(),
-        (_, Some(io)) => io_reason(io),
-        (kind, None) => kind.to_string().to_lowercase(),
-    };
-
-    // Everything ureq knows, minus the URL: kind, message and source chain.
-    let mut detail = transport.kind().to_string();
-    if let Some(message) = transport.message() {
-        detail.push_str(": ");
-        detail.push_str(message);
-    }
-    let mut source = transport.source();
-    while let Some(err) = source {
-        detail.push_str(": ");
-        detail.push_str(&err.to_string());
-        source = err.source();
-    }
-
-    let reason = scrub.apply(&reason);
-    let detail = scrub.apply(&detail);
-    match transport.kind() {
-        ureq::ErrorKind::InvalidUrl | ureq::ErrorKind::UnknownScheme => {
-            Error::usage(format!("the webhook URL in ${var} is not a valid URL"))
-                .cause(detail)
-                .hint(format!("set ${var} to the webhook's full URL"))
-        }
-        _ => Error::failed(format!(
-            "the webhook in ${var} could not be reached: {reason}"
-        ))
-        .cause(detail)
-        .hint(format!(
-            "check the network, and the URL in ${var}; then post again"
-        )),
-    }
-}
-
-/// A short reason for an I/O failure: the error kind for the familiar ones
-/// (`connection refused`), the OS's text otherwise.
-fn io_reason(io: &std::io::Error) -> String {
-    use std::io::ErrorKind::*;
-    match io.kind() {
-        TimedOut | WouldBlock => format!("timed out after {} s", TIMEOUT.as_secs()),
-        kind @ (ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected
-        | AddrNotAvailable | BrokenPipe | UnexpectedEof | PermissionDenied) => kind.to_string(),
-        _ => io.to_string(),
-    }
-}
-
-/// Replaces the webhook URL and its pieces (host, path) in text that came
-/// from the HTTP stack or the server.
-struct Scrubber {
-    /// (needle, replacement), longest needle first.
-    needles: Vec<(String, &'static str)>,
-}
-
-impl Scrubber {
-    fn new(url: &str) -> Self {
-        const URL: &str = "<webhook URL>";
-        const HOST: &str = "<webhook host>";
-        const PATH: &str = "<webhook path>";
-
-        let mut needles: Vec<(String, &'static str)> = Vec::new();
-        let mut add = |needle: &str, replacement: &'static str| {
-            // Very short needles would mangle unrelated text and hide nothing.
-            if needle.chars().count() >= 3 {
-                needles.push((needle.to_string(), replacement));
-                needles.push((needle.to_lowercase(), replacement));
-            }
-        };
-
-        add(url, URL);
-        add(url.trim_end_matches('/'), URL);
-        let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-        add(rest, URL);
-        let path_start = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        let (authority, path) = rest.split_at(path_start);
-        add(authority, HOST);
-        let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
-        add(host_port, HOST);
-        let host = if host_port.starts_with('[') {
-            // IPv6 literal: `[::1]:8080`.
-            host_port
-                .find(']')
-                .map_or(host_port, |end| &host_port[..=end])
-        } else {
-            host_port
-                .rsplit_once(':')
-                .map_or(host_port, |(host, _)| host)
-        };
-        add(host, HOST);
-        add(path, PATH);
-        let path_only = path.split(['?', '#']).next().unwrap_or_default();
-        add(path_only, PATH);
-        add(path_only.trim_end_matches('/'), PATH);
-
-        needles.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
-        needles.dedup_by(|a, b| a.0 == b.0);
-        Scrubber { needles }
-    }
-
-    fn apply(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for (needle, replacement) in &self.needles {
-            if out.contains(needle.as_str()) {
-                out = out.replace(needle.as_str(), replacement);
-            }
-        }
-        out
-    }
 }
 
 #[cfg(test)]
@@ -528,7 +396,7 @@ mod tests {
             content: &long,
             errors_txt: "e",
         };
-        let (_, body) = discord_multipart(&msg, "BOUNDARY");
+        let body = discord_form(&msg).encode_with("BOUNDARY").unwrap().body;
         let parts = multipart_parts(&body, "BOUNDARY");
         let payload: serde_json::Value = serde_json::from_slice(&parts[0].1).expect("JSON");
         let content = payload["content"].as_str().expect("string content");
@@ -540,7 +408,7 @@ mod tests {
             content: &exact,
             errors_txt: "",
         };
-        let (_, body) = discord_multipart(&msg, "B");
+        let body = discord_form(&msg).encode_with("B").unwrap().body;
         let parts = multipart_parts(&body, "B");
         let payload: serde_json::Value = serde_json::from_slice(&parts[0].1).expect("JSON");
         assert_eq!(payload["content"], exact.as_str());
@@ -552,12 +420,12 @@ mod tests {
             content: "lockstep-",
             errors_txt: "--lockstep-",
         };
-        let boundary = fresh_boundary(&msg);
-        let (content_type, body) = discord_multipart(&msg, &boundary);
-        assert_eq!(
-            content_type,
-            format!("multipart/form-data; boundary={boundary}")
-        );
+        let encoded = discord_form(&msg).encode();
+        let (content_type, body) = (encoded.content_type, encoded.body);
+        let boundary = content_type
+            .strip_prefix("multipart/form-data; boundary=")
+            .expect("multipart")
+            .to_string();
         assert!(
             boundary.len() <= 70,
             "RFC 2046 limits boundaries to 70 chars"
@@ -704,15 +572,55 @@ mod tests {
     }
 
     #[test]
-    fn scrubber_hides_url_host_and_path() {
-        let scrub = Scrubber::new("https://User:pw@Hooks.Example.com:8443/services/T1/B2/xyz?x=1");
-        let text = "https://User:pw@Hooks.Example.com:8443/services/T1/B2/xyz?x=1 failed; \
-                    resolve dns name 'hooks.example.com:8443'; host Hooks.Example.com; \
-                    path /services/T1/B2/xyz";
-        let out = scrub.apply(text);
-        for secret in ["Example", "example", "8443", "T1/B2", "xyz", "pw@"] {
-            assert!(!out.contains(secret), "{secret:?} in {out}");
+    fn plain_http_to_another_machine_and_userinfo_are_refused_unsent() {
+        for url in [
+            "http://hooks.example.com/services/T1/B2/xyz",
+            "https://user:pw@hooks.example.com/services/T1/B2/xyz",
+        ] {
+            let err = post_to(NotifyKind::Json, url, "HOOK", &MSG).expect_err("refused");
+            assert_eq!(err.exit_code(), 2, "{}", err.render());
+            let rendered = err.render();
+            for secret in ["hooks.example", "xyz", "pw"] {
+                assert!(!rendered.contains(secret), "{secret:?} in {rendered}");
+            }
         }
-        assert!(out.contains("<webhook URL> failed"), "{out}");
+    }
+
+    #[test]
+    fn a_429_is_posted_again_after_retry_after() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            for (n, stream) in listener.incoming().take(2).enumerate() {
+                let mut stream = stream.expect("accept");
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).expect("line");
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().expect("length");
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).expect("body");
+                let reply = if n == 0 {
+                    "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                } else {
+                    "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
+                };
+                stream.write_all(reply.as_bytes()).expect("reply");
+                let _ = tx.send(body);
+            }
+        });
+        let url = format!("http://127.0.0.1:{port}/hook");
+        post_to(NotifyKind::Json, &url, "HOOK", &MSG).expect("posted on the second try");
+        let first = rx.recv_timeout(Duration::from_secs(10)).expect("first");
+        let second = rx.recv_timeout(Duration::from_secs(10)).expect("second");
+        assert_eq!(first, second);
     }
 }

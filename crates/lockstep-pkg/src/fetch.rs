@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use lockstep_core::error::printable_line;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_github::{repo_from_remote_url, Artifact, Client, Repo};
@@ -106,7 +107,7 @@ pub fn fetch(client: &Client, req: &FetchRequest, sink: &dyn Sink) -> Result<Fet
     if artifact.expired {
         return Err(Error::failed(format!(
             "artifact {} of run {run_id} expired{}",
-            artifact.name,
+            printable_line(&artifact.name),
             artifact
                 .expires_at
                 .as_deref()
@@ -115,9 +116,12 @@ pub fn fetch(client: &Client, req: &FetchRequest, sink: &dyn Sink) -> Result<Fet
         ))
         .hint("rerun the workflow, or build the packages locally with `lockstep pkg build`"));
     }
+    // The name comes from the server: one line, escaped, whatever it holds.
     sink.note(format!(
         "downloading {} ({} bytes) of run {run_id} from {}",
-        artifact.name, artifact.size_in_bytes, req.repo
+        printable_line(&artifact.name),
+        artifact.size_in_bytes,
+        req.repo
     ));
     if let Some(parent) = req.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs_err::create_dir_all(parent)?;
@@ -141,7 +145,7 @@ pub fn fetch(client: &Client, req: &FetchRequest, sink: &dyn Sink) -> Result<Fet
             let _ = std::fs::remove_dir_all(&req.out);
             Err(e.context(format!(
                 "artifact {} of run {run_id} does not match its manifest",
-                artifact.name
+                printable_line(&artifact.name)
             )))
         }
     }
@@ -161,7 +165,10 @@ fn pick<'a>(
     name: Option<&str>,
     run_id: u64,
 ) -> Result<&'a Artifact, Error> {
-    let names: Vec<&str> = artifacts.iter().map(|a| a.name.as_str()).collect();
+    let names: Vec<String> = artifacts
+        .iter()
+        .map(|a| printable_line(&a.name).into_owned())
+        .collect();
     let listed = if names.is_empty() {
         "none".to_string()
     } else {
@@ -169,9 +176,12 @@ fn pick<'a>(
     };
     if let Some(name) = name {
         return artifacts.iter().find(|a| a.name == name).ok_or_else(|| {
-            Error::usage(format!("run {run_id} has no artifact named {name}"))
-                .cause(format!("its artifacts: {listed}"))
-                .hint("pass --name one of them")
+            Error::usage(format!(
+                "run {run_id} has no artifact named {}",
+                printable_line(name)
+            ))
+            .cause(format!("its artifacts: {listed}"))
+            .hint("pass --name one of them")
         });
     }
     let wheels: Vec<&Artifact> = artifacts

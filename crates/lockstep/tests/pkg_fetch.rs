@@ -38,6 +38,12 @@ fn json(status: u16, value: serde_json::Value) -> Reply {
 }
 
 type Route = dyn Fn(&str, u16) -> Reply + Send + Sync;
+type RouteSeen = dyn Fn(&Seen, u16) -> Reply + Send + Sync;
+
+/// A reply header that the server does not send: it announces the whole
+/// body's length, sends this many bytes of it and closes (a transfer that
+/// breaks off).
+const CUT_AFTER: &str = "x-test-cut-after";
 
 /// An HTTP/1.1 server on 127.0.0.1 answering every request with `route(target, port)`.
 struct Server {
@@ -47,6 +53,11 @@ struct Server {
 
 impl Server {
     fn start(route: Box<Route>) -> Server {
+        Server::start_seen(Box::new(move |seen: &Seen, port| route(&seen.target, port)))
+    }
+
+    /// Like [`Server::start`], the route seeing the request's headers too.
+    fn start_seen(route: Box<RouteSeen>) -> Server {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -76,22 +87,28 @@ impl Server {
                     }
                     line.clear();
                 }
-                log.lock().unwrap().push(Seen {
+                let seen = Seen {
                     target: target.clone(),
                     headers,
-                });
-                let reply = route(&target, port);
+                };
+                log.lock().unwrap().push(seen.clone());
+                let reply = route(&seen, port);
                 let mut head = format!(
                     "HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n",
                     reply.status,
                     reply.body.len()
                 );
+                let mut cut = reply.body.len();
                 for (k, v) in &reply.headers {
+                    if k.eq_ignore_ascii_case(CUT_AFTER) {
+                        cut = v.parse().unwrap();
+                        continue;
+                    }
                     head.push_str(&format!("{k}: {v}\r\n"));
                 }
                 head.push_str("\r\n");
                 let _ = stream.write_all(head.as_bytes());
-                let _ = stream.write_all(&reply.body);
+                let _ = stream.write_all(&reply.body[..cut.min(reply.body.len())]);
                 let _ = stream.flush();
             }
         });
@@ -494,4 +511,201 @@ fn bad_fetch_usage_changes_nothing() {
     cmd.env("GITHUB_API_URL", server.url());
     let err = stderr(&expect(&mut cmd, 2));
     assert!(err.contains("pass --repo OWNER/NAME"), "{err}");
+}
+
+#[test]
+fn userinfo_in_the_api_url_is_refused_and_nothing_is_sent() {
+    let server = github(zip_of(wheelhouse(), &[], None));
+    let p = Project::new();
+    // The old prefix check took this for loopback; the request went to the
+    // host after `@` with the token in clear.
+    let mut cmd = p.cmd(&[
+        "pkg",
+        "fetch",
+        "--repo",
+        "owner/proj",
+        "--run",
+        "42",
+        "--out",
+        "got",
+    ]);
+    cmd.env(
+        "GITHUB_API_URL",
+        format!("http://127.0.0.1:1@localhost:{}/", server.port),
+    )
+    .env("GITHUB_TOKEN", TOKEN);
+    let out = expect(&mut cmd, 2);
+    assert_no_secrets(&out);
+    let err = stderr(&out);
+    assert!(err.contains("GitHub API URL"), "{err}");
+    assert!(err.contains("user name or password"), "{err}");
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+    assert!(!p.path().join("got").exists());
+}
+
+#[test]
+fn a_token_echoed_by_the_server_is_not_printed() {
+    let p = Project::new();
+    for code in [401, 404, 500] {
+        let server = Server::start_seen(Box::new(move |seen: &Seen, _| {
+            let auth = seen
+                .headers
+                .get("authorization")
+                .cloned()
+                .unwrap_or_default();
+            json(
+                code,
+                serde_json::json!({"message": format!("Bad credentials: {auth} (token {TOKEN})")}),
+            )
+        }));
+        let out = expect(
+            &mut fetch_cmd(&p, &server, &["--run", "42", "--out", "got"]),
+            1,
+        );
+        assert_no_secrets(&out);
+        let err = stderr(&out);
+        assert!(err.contains("Bad credentials"), "{err}");
+        assert!(err.contains("<token>"), "{err}");
+    }
+}
+
+#[test]
+fn artifact_names_with_newlines_are_printed_escaped() {
+    let forged = "wheels-x\nerror: forged line\u{1b}[2J";
+    let server = Server::start(Box::new(move |_, _| {
+        json(
+            200,
+            serde_json::json!({"total_count": 2, "artifacts": [
+                {"id": 7, "name": forged, "size_in_bytes": 1, "expired": true,
+                 "expires_at": "2026-12-01T00:00:00Z"},
+                {"id": 8, "name": "other\nname", "size_in_bytes": 1, "expired": false}
+            ]}),
+        )
+    }));
+    let p = Project::new();
+    let out = expect(
+        &mut fetch_cmd(&p, &server, &["--run", "42", "--out", "got"]),
+        1,
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("wheels-x\\nerror: forged line\\u{1b}[2J"),
+        "{err}"
+    );
+    assert!(!err.contains("\nerror: forged"), "{err}");
+    assert!(!err.contains('\u{1b}'), "{err}");
+
+    let out = expect(
+        &mut fetch_cmd(
+            &p,
+            &server,
+            &["--run", "42", "--name", "nope", "--out", "got"],
+        ),
+        2,
+    );
+    let err = stderr(&out);
+    assert!(err.contains("other\\nname"), "{err}");
+    assert!(!err.lines().any(|l| l.starts_with("name")), "{err}");
+}
+
+/// GitHub whose storage breaks the zip's transfer off halfway the first
+/// `breaks` times, then answers a `Range` request with 206 (or the whole body
+/// when `honour_range` is false).
+fn flaky_storage(zip: Vec<u8>, breaks: usize) -> Server {
+    let count = Arc::new(Mutex::new(0usize));
+    Server::start_seen(Box::new(move |seen: &Seen, port| {
+        let path = seen.target.split('?').next().unwrap_or_default();
+        match path {
+            "/repos/owner/proj/actions/runs/42/artifacts" => json(200, artifacts_json(false)),
+            "/repos/owner/proj/actions/artifacts/7/zip" => Reply {
+                status: 302,
+                headers: vec![(
+                    "Location".into(),
+                    format!("http://127.0.0.1:{port}/storage/blob.zip?{SIGNATURE}"),
+                )],
+                body: Vec::new(),
+            },
+            "/storage/blob.zip" => {
+                let mut n = count.lock().unwrap();
+                *n += 1;
+                let etag = ("ETag".to_string(), "\"blob-1\"".to_string());
+                let (status, body, mut headers) = match seen.headers.get("range") {
+                    Some(range) => {
+                        let start: usize = range
+                            .trim_start_matches("bytes=")
+                            .trim_end_matches('-')
+                            .parse()
+                            .unwrap();
+                        let range = format!("bytes {start}-{}/{}", zip.len() - 1, zip.len());
+                        (
+                            206,
+                            zip[start..].to_vec(),
+                            vec![etag, ("Content-Range".into(), range)],
+                        )
+                    }
+                    None => (200, zip.clone(), vec![etag]),
+                };
+                if *n <= breaks {
+                    headers.push((CUT_AFTER.into(), (body.len() / 2).to_string()));
+                }
+                Reply {
+                    status,
+                    headers,
+                    body,
+                }
+            }
+            _ => json(404, serde_json::json!({"message": "Not Found"})),
+        }
+    }))
+}
+
+#[test]
+fn an_interrupted_artifact_download_is_resumed() {
+    let server = flaky_storage(zip_of(wheelhouse(), &[], None), 1);
+    let p = Project::new();
+    let out = expect(
+        &mut fetch_cmd(&p, &server, &["--run", "42", "--out", "got"]),
+        0,
+    );
+    assert_no_secrets(&out);
+    assert!(p.path().join("got/pylock.toml").is_file());
+    let storage: Vec<Seen> = server
+        .seen()
+        .into_iter()
+        .filter(|s| s.target.starts_with("/storage/"))
+        .collect();
+    assert_eq!(storage.len(), 2, "{storage:?}");
+    assert!(!storage[0].headers.contains_key("range"));
+    assert!(
+        storage[1]
+            .headers
+            .get("range")
+            .is_some_and(|r| r.starts_with("bytes=")),
+        "{storage:?}"
+    );
+    assert_eq!(
+        storage[1].headers.get("if-range").map(String::as_str),
+        Some("\"blob-1\"")
+    );
+    assert!(storage
+        .iter()
+        .all(|s| !s.headers.contains_key("authorization")));
+}
+
+#[test]
+fn a_download_that_keeps_breaking_off_leaves_no_partial_file() {
+    let server = flaky_storage(zip_of(wheelhouse(), &[], None), usize::MAX);
+    let p = Project::new();
+    let out = expect(
+        &mut fetch_cmd(&p, &server, &["--run", "42", "--out", "got"]),
+        1,
+    );
+    assert_no_secrets(&out);
+    let err = stderr(&out);
+    assert!(err.contains("broke off"), "{err}");
+    let left: Vec<String> = std::fs::read_dir(p.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["lockstep.toml".to_string()]);
 }

@@ -99,7 +99,18 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             let (listener, port) = lockstep_release::serve::bind(port)?;
             ctx.out()
                 .line(format!("serving http://127.0.0.1:{port}/simple/"));
-            lockstep_release::serve::serve(listener, settings.index.clone(), access_log)?;
+            // The engine reports each request; printing it is the binary's job
+            // (`METHOD PATH` lines: scripts/bench-release greps them).
+            let log: Option<lockstep_release::serve::AccessLog> = access_log.then(|| {
+                std::sync::Arc::new(|a: &lockstep_release::serve::Access| {
+                    eprintln!("{} {}", a.method, a.path.escape_debug())
+                }) as lockstep_release::serve::AccessLog
+            });
+            let options = lockstep_release::serve::ServeOptions {
+                access_log: log,
+                ..Default::default()
+            };
+            lockstep_release::serve::serve(listener, settings.index.clone(), options)?;
             Ok(0)
         }
         cli::Release::Promote {
