@@ -80,7 +80,7 @@ impl Reporters {
         let stream = options
             .events
             .as_ref()
-            .map(|target| EventStream::open(command, target))
+            .map(|target| EventStream::new(command, target))
             .transpose()?;
         let out = Out {
             to_stderr: options.stdout_taken
@@ -102,9 +102,30 @@ impl Reporters {
         self.out
     }
 
-    /// Says that the command ended with `exit_code`.
+    /// Opens the `--events` stream (its first lines waited in memory until
+    /// the command knew its target is none of its inputs).
+    pub fn open_events(&self) -> Result<(), Error> {
+        match &self.stream {
+            Some(stream) => stream.open(),
+            None => Ok(()),
+        }
+    }
+
+    /// The `--events` target is one of the command's inputs: it is never
+    /// written.
+    pub fn discard_events(&self) {
+        if let Some(stream) = &self.stream {
+            stream.discard();
+        }
+    }
+
+    /// Says that the command ended with `exit_code` (opening the event
+    /// stream if nothing did).
     pub fn finish(&self, exit_code: i32) {
         self.emit(&Lifecycle::Finished { exit_code });
+        if let Err(e) = self.open_events() {
+            eprint!("{}", e.render());
+        }
     }
 }
 

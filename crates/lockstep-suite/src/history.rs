@@ -51,6 +51,11 @@ impl History {
         Ok(History { store, tests })
     }
 
+    /// The database file the history lives in.
+    pub fn database(&self) -> PathBuf {
+        self.store.path().to_path_buf()
+    }
+
     /// Tests whose last outcome was a failure.
     pub fn failed(&self) -> std::collections::HashSet<String> {
         self.tests

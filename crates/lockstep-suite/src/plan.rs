@@ -234,9 +234,16 @@ pub fn shard_of(id: &str, count: usize) -> usize {
     usize::try_from(index).map_or(1, |i| i.saturating_add(1))
 }
 
+/// The selected tests, and the suite files they came from.
+pub struct Planned {
+    pub tests: Vec<Test>,
+    pub suite_files: Vec<PathBuf>,
+}
+
 /// Builds the selected tests from `paths` (directories or suite files).
-pub fn plan(paths: &[PathBuf], sel: &Selection, sink: &dyn Sink) -> Result<Vec<Test>, Error> {
+pub fn plan(paths: &[PathBuf], sel: &Selection, sink: &dyn Sink) -> Result<Planned, Error> {
     let mut tests = Vec::new();
+    let mut suite_files = Vec::new();
     for root in paths {
         if !root.exists() {
             return Err(Error::usage(format!("{} does not exist", root.display()))
@@ -244,6 +251,7 @@ pub fn plan(paths: &[PathBuf], sel: &Selection, sink: &dyn Sink) -> Result<Vec<T
         }
         for file in sources::find_suite_files(root, sink)? {
             let suite = NativeSuite::load(&file)?;
+            suite_files.push(file.clone());
             check_test_targets(&suite, &sel.known_targets)?;
             for test in &suite.tests {
                 for target in &sel.targets {
@@ -269,7 +277,7 @@ pub fn plan(paths: &[PathBuf], sel: &Selection, sink: &dyn Sink) -> Result<Vec<T
     let mut seen = HashSet::new();
     tests.retain(|t| seen.insert(t.id.clone()));
     tests.retain(|t| selected(t, sel));
-    Ok(tests)
+    Ok(Planned { tests, suite_files })
 }
 
 fn selected(t: &Test, sel: &Selection) -> bool {

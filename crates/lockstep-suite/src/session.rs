@@ -17,7 +17,7 @@ use crate::config::TestConfig;
 use crate::history::{self, History};
 use crate::markers::MarkerExpr;
 use crate::model::RunReport;
-use crate::plan::{self, Selection, Test};
+use crate::plan::{self, CompileSpec, Selection, Source, Test};
 use crate::runner::{self, RunOptions};
 use crate::sources::SuiteConfig;
 use crate::xfails;
@@ -45,6 +45,8 @@ pub struct Request {
 /// The selected tests and everything the run needs, checked.
 pub struct Planned {
     pub tests: Vec<Test>,
+    /// The suite files and configs the plan read.
+    read: Vec<(&'static str, PathBuf)>,
     history: History,
     opts: RunOptions,
     update_xfails: bool,
@@ -135,7 +137,14 @@ pub fn plan(
         ignore_xfails: req.ignore_xfails,
         known_targets: known.keys().cloned().collect(),
     };
-    let tests = plan::plan(&paths, &selection, sink)?;
+    let planned = plan::plan(&paths, &selection, sink)?;
+    let mut read: Vec<(&'static str, PathBuf)> = planned
+        .suite_files
+        .into_iter()
+        .map(|f| ("the suite file", f))
+        .collect();
+    read.extend(config_paths.into_iter().map(|c| ("the suite config", c)));
+    let tests = planned.tests;
     let run_dir = history::state_dir(cwd).join("test-runs").join(
         jiff::Timestamp::now()
             .strftime("%Y%m%dT%H%M%S%.3f")
@@ -143,6 +152,7 @@ pub fn plan(
     );
     Ok(Planned {
         tests,
+        read,
         history,
         opts: RunOptions {
             jobs,
@@ -153,6 +163,31 @@ pub fn plan(
         },
         update_xfails: req.update_xfails,
     })
+}
+
+impl Planned {
+    /// Every file the run reads: suite files and configs, each test's
+    /// source and data, and the history's database (an output must be none
+    /// of them).
+    pub fn inputs(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut read = self.read.clone();
+        for test in &self.tests {
+            if let Some(CompileSpec {
+                source: Source::File(path),
+                ..
+            }) = &test.compile
+            {
+                read.push(("the source", path.clone()));
+            }
+            if let Some(run) = &test.run {
+                read.extend(run.files.iter().map(|f| ("the test data", f.clone())));
+            }
+        }
+        read.push(("the test history", self.history.database()));
+        read.sort();
+        read.dedup();
+        read
+    }
 }
 
 /// Runs the planned tests, records them in the history (what changed since

@@ -44,6 +44,18 @@ impl<'a> Ctx<'a> {
         Ok(self.loaded.get_or_init(|| loaded))
     }
 
+    /// Says which files the command found it will read (beyond those its
+    /// flags name): an output that is one of them is refused (exit 2,
+    /// nothing written, the `--events` file untouched); otherwise the event
+    /// stream opens.
+    pub fn inputs_read(&self, read: &[(&str, &Path)]) -> Result<(), Error> {
+        if let Err(e) = self.spec.check_read(read) {
+            self.rep.discard_events();
+            return Err(e);
+        }
+        self.rep.open_events()
+    }
+
     /// One table of lockstep.toml.
     pub fn section<S: Section>(&self) -> Result<S, Error> {
         self.loaded()?.section()

@@ -62,16 +62,21 @@ fn fail(err: &Error) -> ExitCode {
 }
 
 /// The command's reporters, once the output rules hold (the lockstep.toml
-/// that will be read counts as an input of every command).
+/// that will be read, and lockstep's state database here, count as inputs
+/// of every command).
 fn reporters(cli: &cli::Cli, spec: &Spec, cwd: &std::path::Path) -> Result<Reporters, Error> {
     let found = match &cli.config {
         Some(_) => None,
         None => lockstep_core::config::discover(cwd),
     };
+    // Found only when an output is a file (it costs a git call).
+    let state = (spec.output_files().next().is_some())
+        .then(|| lockstep_suite::history::state_dir(cwd).join(lockstep_store::FILE_NAME));
     let also_read: Vec<(&str, &std::path::Path)> = found
         .as_deref()
         .map(|p| ("lockstep.toml", p))
         .into_iter()
+        .chain(state.as_deref().map(|p| ("lockstep's state database", p)))
         .collect();
     spec.check(&also_read)?;
     Reporters::new(

@@ -107,18 +107,28 @@ impl Spec {
             // `--events -` comes first: name it, as docs/output.md promises.
             return Err(lockstep_report::stdout_conflict(first, second));
         }
-        let outputs: Vec<(&str, &Path)> = self
-            .outputs
-            .iter()
-            .filter_map(|o| o.path.as_deref().map(|p| (o.flag.as_str(), p)))
-            .collect();
         let mut inputs: Vec<(&str, &Path)> = self
             .inputs
             .iter()
             .filter_map(|i| i.path.as_deref().map(|p| (i.flag.as_str(), p)))
             .collect();
         inputs.extend_from_slice(also_read);
-        lockstep_core::output::check_all(&outputs, &inputs).map(drop)
+        self.check_read(&inputs)
+    }
+
+    /// Refuses an output that is one of `read` (files the command found
+    /// it will read: suite files, sources, data).
+    pub fn check_read(&self, read: &[(&str, &Path)]) -> Result<(), Error> {
+        let outputs: Vec<(&str, &Path)> = self.output_files().collect();
+        lockstep_core::output::check_all(&outputs, read).map(drop)
+    }
+
+    /// Every output that is a file (not standard output), as (flag, path).
+    pub fn output_files(&self) -> impl Iterator<Item = (&str, &Path)> {
+        self.outputs
+            .iter()
+            .filter_map(|o| o.path.as_deref().map(|p| (o.flag.as_str(), p)))
+            .filter(|(_, p)| p.as_os_str() != "-")
     }
 }
 

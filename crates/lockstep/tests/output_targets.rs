@@ -286,3 +286,56 @@ fn an_output_that_is_an_input_is_refused() {
         "only the suite was added"
     );
 }
+
+#[test]
+fn outputs_that_are_files_the_command_found_to_read_are_refused() {
+    let p = Project::new();
+    p.add_suite(&[("adds", "11 22 33 44")]);
+    p.write("lockstep.toml", "[test]\ncompile-timeout = \"5m\"\n");
+    let suite = p.read("s/adds.suite.toml");
+    let source = p.read("s/add.mlir");
+    let config = p.read("lockstep.toml");
+    for args in [
+        vec!["test", "s", "--json", "s/adds.suite.toml"],
+        vec!["test", "s", "--junit", "s/add.mlir"],
+        vec!["test", "s", "--summary", "s/adds.suite.toml"],
+        vec!["--events", "s/adds.suite.toml", "test", "s"],
+        vec!["--events", "s/add.mlir", "test", "s", "--list"],
+        vec!["test", "s", "--json", "lockstep.toml"],
+        vec!["--events", "lockstep.toml", "integrate", "status"],
+        vec!["--events", "lockstep.toml", "cache", "info"],
+    ] {
+        let out = p.run(&args, 2);
+        let text = stderr(&out);
+        assert!(text.contains("is also the input"), "{args:?}: {text}");
+        assert!(!text.contains("test result"), "{args:?} ran tests: {text}");
+        assert_eq!(p.read("s/adds.suite.toml"), suite, "{args:?}");
+        assert_eq!(p.read("s/add.mlir"), source, "{args:?}");
+        assert_eq!(p.read("lockstep.toml"), config, "{args:?}");
+    }
+    // The state database lockstep keeps for this directory is an input too.
+    let out = p.run(&["test", "s", "--list"], 0);
+    assert!(stderr(&out).contains("1 tests"));
+    let db = lockstep_suite_state_db(&p);
+    let before = std::fs::read(&db).unwrap();
+    let out = p.run(&["test", "s", "--json", db.to_str().unwrap()], 2);
+    assert!(
+        stderr(&out).contains("is also the input"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+/// The test history's database of the project (outside a git repository:
+/// under `$LOCKSTEP_HOME/state`).
+fn lockstep_suite_state_db(p: &Project) -> PathBuf {
+    let state = p.home().join("state");
+    let dir = std::fs::read_dir(&state)
+        .unwrap()
+        .flatten()
+        .next()
+        .expect("one state directory")
+        .path();
+    dir.join("state.db")
+}

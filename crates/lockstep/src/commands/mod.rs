@@ -20,6 +20,11 @@ use crate::context::Ctx;
 
 /// Runs the command; its exit status.
 pub fn dispatch(command: Command, ctx: &Ctx) -> Result<i32, Error> {
+    // `lockstep test` finds its inputs (suite files, sources, data) by
+    // planning, and says so itself; every other command's are known now.
+    if !matches!(command, Command::Test(_)) {
+        ctx.inputs_read(&[])?;
+    }
     match command {
         Command::Integrate(cmd) => integrate::run(cmd, ctx),
         Command::Demo(args) => demo::run(args, ctx),

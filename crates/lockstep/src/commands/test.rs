@@ -33,6 +33,10 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         &ctx.cwd,
         ctx.sink(),
     )?;
+    let read = planned.inputs();
+    let read: Vec<(&str, &std::path::Path)> =
+        read.iter().map(|(what, p)| (*what, p.as_path())).collect();
+    ctx.inputs_read(&read)?;
     if args.list {
         for t in &planned.tests {
             ctx.out()
