@@ -6,6 +6,7 @@
 //! This crate must not know about git, SQLite or any one area's engine: it is the
 //! layer the others stand on.
 
+pub mod archive;
 pub mod cache;
 pub mod config;
 pub mod error;

@@ -151,12 +151,16 @@ pub fn fetch(client: &Client, req: &FetchRequest, sink: &dyn Sink) -> Result<Fet
     }
 }
 
+/// `.DIR.zip.tmp-PID-N` beside the destination; what a killed fetch left
+/// there (a dead PID's) is removed first.
 fn zip_path(out: &Path) -> PathBuf {
     let name = out
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "artifact".into());
-    out.with_file_name(format!(".{name}.zip.tmp-{}", std::process::id()))
+    let zip = out.with_file_name(format!("{name}.zip"));
+    lockstep_core::fs::reclaim_stale(&zip);
+    lockstep_core::fs::temp_name(&zip)
 }
 
 /// The named artifact, or the only `wheels-*` one.

@@ -39,6 +39,18 @@ struct Listed<'a> {
     yanked: Option<&'a str>,
 }
 
+/// Whether the index's pages link a file of `version` (`files/VERSION/`).
+pub fn names_version(index: &Path, version: &str) -> bool {
+    let needle = format!("/{}/{version}/", store::FILES);
+    let Ok(projects) = std::fs::read_dir(index.join(SIMPLE)) else {
+        return false;
+    };
+    projects.flatten().any(|project| {
+        std::fs::read_to_string(project.path().join("index.html"))
+            .is_ok_and(|page| page.contains(&needle))
+    })
+}
+
 /// Refuses a store without an index (nothing to serve).
 pub fn require(index: &Path) -> Result<(), Error> {
     if index.join(SIMPLE).is_dir() {
@@ -264,13 +276,18 @@ fn escape(text: &str) -> String {
 
 /// Marks every file of `version` yanked with `reason`.
 pub fn yank(index: &Path, version: &str, reason: &str) -> Result<Release, Error> {
-    let dir = index.join(store::FILES).join(version);
-    if version.parse::<pep440_rs::Version>().is_err() {
+    let Ok(wanted) = version.parse::<pep440_rs::Version>() else {
         return Err(Error::usage(format!(
             "`{}` is not a PEP 440 version",
             version.escape_debug()
         )));
-    }
+    };
+    // `7.0.0RC2` is the stored `7.0.0rc2`: versions compare as PEP 440 says.
+    let stored = store::releases(index)?
+        .into_keys()
+        .find(|v| v.parse::<pep440_rs::Version>().is_ok_and(|v| v == wanted));
+    let version = stored.as_deref().unwrap_or(version);
+    let dir = index.join(store::FILES).join(version);
     if !dir.is_dir() || version.starts_with('.') || version.contains('/') {
         let known: Vec<String> = store::releases(index)?.into_keys().collect();
         return Err(

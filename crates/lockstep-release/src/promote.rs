@@ -188,6 +188,12 @@ pub fn rewrite_wheel(
     let mut archive = zip::ZipArchive::new(std::io::BufReader::new(reader)).map_err(|e| {
         Error::failed(format!("{file_name} is not a zip archive")).cause(e.to_string())
     })?;
+    lockstep_core::archive::members(
+        &mut archive,
+        wheel,
+        "the wheel",
+        "the store holds a wheel lockstep would not publish now: yank it and publish a rebuilt one",
+    )?;
     let out_path = out_dir.join(&new_name);
     let out_file = fs_err::File::create(&out_path)?;
     let mut writer = zip::ZipWriter::new(std::io::BufWriter::new(out_file));

@@ -11,6 +11,9 @@ use pep440_rs::Version;
 use crate::config::ReleaseConfig;
 use crate::template::{render_tag, VersionTemplate};
 
+/// The longest `[release] name` (it goes into every tag).
+const MAX_NAME: usize = 100;
+
 /// The largest version file read.
 const MAX_VERSION_FILE: u64 = 64 << 10;
 
@@ -34,6 +37,13 @@ pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error>
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "release".into()),
     };
+    if name.is_empty() || name.chars().count() > MAX_NAME {
+        return Err(Error::usage(format!(
+            "[release] name has {} characters: it must have 1 to {MAX_NAME}",
+            name.chars().count()
+        ))
+        .hint("the name goes into every tag; use the project's short name"));
+    }
     let snapshot = VersionTemplate::parse("[release] snapshot", &release.snapshot)?;
     let candidate = VersionTemplate::parse("[release] candidate", &release.candidate)?;
     render_tag(&release.tag, &name, "0.0.0", "snapshot")?;
@@ -94,13 +104,28 @@ pub fn base_version(release: &ReleaseConfig, root: &Path) -> Result<String, Erro
             )
         }
     };
+    // What a file holds is quoted on one line, shortened: a mistaken path
+    // (`/etc/passwd`) must not spill into the error.
+    let quoted = {
+        let line = lockstep_core::error::printable_line(text.trim()).into_owned();
+        match line.char_indices().nth(60) {
+            Some((at, _)) => format!("{}...", &line[..at]),
+            None => line,
+        }
+    };
     let version = Version::from_str(text.trim()).map_err(|e| {
-        Error::usage(format!(
-            "{from}: `{}` is not a PEP 440 version",
-            text.trim()
-        ))
-        .cause(e.to_string())
+        Error::usage(format!("{from}: `{quoted}` is not a PEP 440 version")).cause(e.to_string())
     })?;
+    let plain = version.epoch() == 0 && version.local().is_empty();
+    let explicit = release.version_base.is_some();
+    let suffixed = version.pre().is_some() || version.post().is_some() || version.dev().is_some();
+    if !plain || (explicit && suffixed) {
+        return Err(Error::usage(format!(
+            "{from}: `{quoted}` is not a plain release version"
+        ))
+        .cause("snapshot and candidate versions are made below the release they lead to: it must be X.Y.Z (no epoch, pre-, post- or dev-release, or local part)")
+        .hint("e.g. version-base = \"3.14.0\""));
+    }
     Ok(version
         .release()
         .iter()

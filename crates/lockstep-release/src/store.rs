@@ -78,6 +78,14 @@ pub fn wheel_facts(path: &Path) -> Result<WheelFacts, Error> {
     let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| {
         Error::failed(format!("{file_name} is not a zip archive")).cause(e.to_string())
     })?;
+    // Installers differ on unsafe members (uv installs them, pip refuses):
+    // the store holds none.
+    lockstep_core::archive::members(
+        &mut archive,
+        path,
+        "the wheel",
+        "rebuild the wheel: nothing was published, promoted or indexed",
+    )?;
     let dist_info = find_dist_info(&mut archive, &name).ok_or_else(|| {
         Error::failed(format!(
             "{file_name} has no .dist-info/METADATA for its name and version"
@@ -327,6 +335,7 @@ pub fn lock(index: &Path) -> Result<StoreLock, Error> {
         "writing the release store",
         None,
     )?;
+    crate::prune::reclaim(index)?;
     Ok(StoreLock { _lock: lock })
 }
 

@@ -44,6 +44,15 @@ pub struct Slot<'a> {
 impl VersionTemplate {
     /// Parses and checks `text` (`key` names it in errors).
     pub fn parse(key: &str, text: &str) -> Result<VersionTemplate, Error> {
+        if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::usage(format!(
+                "{key} = \"{}\" holds whitespace or a control character",
+                text.escape_debug()
+            ))
+            .hint(
+                "a version has none: remove it (a trailing newline in a multi-line string, say)",
+            ));
+        }
         let pieces = parse_pieces(key, text)?;
         let counters: Vec<&Piece> = pieces
             .iter()
@@ -278,6 +287,9 @@ fn unknown(key: &str, text: &str, at: &str) -> Error {
         .hint("placeholders: {base}, {date}, {n} or {n:0W} (W = 1..9)")
 }
 
+/// The longest tag lockstep makes (git and hosts refuse very long refs).
+const MAX_TAG: usize = 200;
+
 /// A tag template: `{version}`, `{name}`, `{channel}`.
 pub fn render_tag(
     template: &str,
@@ -285,6 +297,12 @@ pub fn render_tag(
     version: &str,
     channel: &str,
 ) -> Result<String, Error> {
+    if template.starts_with("refs/") {
+        return Err(Error::usage(format!(
+            "[release] tag = \"{template}\" starts with refs/"
+        ))
+        .hint("write the tag's name only (e.g. \"{name}-{version}\"): lockstep puts it under refs/tags/"));
+    }
     if !template.contains("{version}") {
         return Err(
             Error::usage(format!("[release] tag = \"{template}\" has no {{version}}"))
@@ -302,6 +320,13 @@ pub fn render_tag(
         && tag
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | '+'));
+    if tag.len() > MAX_TAG {
+        return Err(Error::usage(format!(
+            "[release] tag = \"{template}\" gives a tag of {} bytes, more than {MAX_TAG}",
+            tag.len()
+        ))
+        .hint("shorten [release] name or the tag template"));
+    }
     if !ok || tag.contains('{') {
         return Err(Error::usage(format!("[release] tag = \"{template}\" gives `{tag}`, not a tag name git accepts"))
             .hint("use letters, digits, `.`, `_`, `-`, `/`, and the placeholders {version}, {name}, {channel}"));
