@@ -1,28 +1,124 @@
-//! Venvs that hold exactly the wheels of a manifest (`lockstep pkg venv`,
-//! `lockstep toolchain install --manifest`).
+//! Venvs: a [`Venv`] runs programs inside itself under the layer's policy
+//! ([`crate::policy`]), and [`create_exact`] makes one that holds exactly
+//! the wheels of a manifest (`lockstep pkg venv`, `pkg bisect`), which
+//! [`add_exact`] adds to an existing venv (a project's packages over IREE
+//! from PyPI, `lockstep toolchain install --manifest`).
 //!
-//! The venv is built beside its destination (`.NAME.tmp-PID`), filled by
-//! `uv pip sync --offline` from the manifest after lockstep has checked every
-//! wheel's size and sha256 itself, compared with what the manifest lists, and
-//! only then renamed into place; an existing venv that lockstep made is
-//! swapped out, anything else at the destination is refused. A failure at any
-//! step leaves the destination as it was. Nothing comes from the network:
-//! the point is to test the files this commit built, not what an index
-//! happens to hold (a stable release was once installed instead of a
-//! just-built candidate that way).
+//! An exact venv is built beside its destination (a
+//! [`lockstep_core::fs::StagedDir`]), filled by `uv pip sync --offline` from
+//! the manifest after lockstep has checked every wheel's size and sha256
+//! itself, compared with what the manifest lists, checked to import (`uv
+//! pip check`: every `Requires-Dist` of every wheel, markers evaluated for
+//! the venv's Python, must be met by the set), and only then moved into
+//! place; an existing venv that lockstep made is swapped out, anything else
+//! at the destination is refused. A failure at any step leaves the
+//! destination as it was. Nothing comes from the network: the point is to
+//! test the files this commit built, not what an index happens to hold (a
+//! stable release was once installed instead of a just-built candidate that
+//! way), so a requirement the set does not hold is an error naming it, never
+//! a download.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use lockstep_core::events::Sink;
+use lockstep_core::fs::StagedDir;
 use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
 
+use crate::policy::{self, Child, Policy, Ran, VENV_VARS};
 use crate::pylock::{self, Checked, Lock};
-use crate::uv::{run_captured, Uv};
+use crate::uv::{Install, NewVenv, Unmet, Uv};
 use crate::wheel;
 
 /// The marker a lockstep-made venv carries (and the record of what it holds).
 pub const MARKER: &str = ".lockstep-venv.json";
+
+/// How long `python --version` may take.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A venv (made by [`Uv::create_venv`], or an existing one through
+/// [`Uv::venv`]) whose programs run under the policy of the uv that opened it.
+#[derive(Debug, Clone)]
+pub struct Venv {
+    dir: PathBuf,
+    policy: Policy,
+    logs: PathBuf,
+}
+
+/// A program to run inside a venv ([`Venv::run`]).
+#[derive(Debug, Clone)]
+pub struct RunIn<'a> {
+    /// How messages name it (``[release] smoke `...` ``).
+    pub what: &'a str,
+    pub cwd: &'a Path,
+    pub timeout: Duration,
+    /// Where its output goes (kept); `None` = a fresh file under the uv's
+    /// logs, removed when it succeeds.
+    pub log: Option<&'a Path>,
+}
+
+impl Venv {
+    pub(crate) fn new(dir: &Path, policy: Policy, logs: PathBuf) -> Venv {
+        Venv {
+            dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+            policy,
+            logs,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `bin/` (console scripts, the interpreter).
+    pub fn bin(&self) -> PathBuf {
+        self.dir.join("bin")
+    }
+
+    /// `bin/python`.
+    pub fn python(&self) -> PathBuf {
+        self.bin().join("python")
+    }
+
+    /// (normalised name, version) of every package installed.
+    pub fn packages(&self) -> Result<Vec<(String, String)>, Error> {
+        installed_packages(&self.dir)
+    }
+
+    /// Runs `argv` with the venv's `bin/` first on `PATH` and `VIRTUAL_ENV`
+    /// set, without lockstep's secrets, index variables, `PYTHONPATH` or
+    /// `PYTHONHOME`; how it ended (a timeout included) is in the result
+    /// ([`Ran::require_success`] makes an error of it).
+    pub fn run(&self, argv: &[String], how: &RunIn<'_>) -> Result<Ran, Error> {
+        let path = match std::env::var_os("PATH") {
+            Some(p) if !p.is_empty() => format!("{}:{}", self.bin().display(), p.to_string_lossy()),
+            _ => self.bin().display().to_string(),
+        };
+        policy::run(
+            &self.policy,
+            &self.logs,
+            Child {
+                what: how.what.to_string(),
+                argv: argv.to_vec(),
+                cwd: how.cwd,
+                env: vec![
+                    ("PATH".into(), path),
+                    ("VIRTUAL_ENV".into(), self.dir.display().to_string()),
+                ],
+                remove: VENV_VARS,
+                timeout: how.timeout,
+                log: how.log,
+                capture_stdout: false,
+            },
+        )
+    }
+
+    /// `Python 3.11.7` (empty when the interpreter does not answer).
+    pub fn python_version(&self) -> String {
+        version_of(&self.python(), &self.policy, &self.logs)
+    }
+}
 
 /// What went into a venv.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -36,6 +132,10 @@ pub struct Made {
     pub wheels: Vec<(String, String)>,
     /// The manifest, when one was given (None for `--wheels DIR`).
     pub manifest: Option<PathBuf>,
+    /// Requirements of the installed packages that the venv does not meet
+    /// ([`add_exact`] reports them; [`create_exact`] refuses them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmet: Vec<Unmet>,
 }
 
 /// Where the packages come from.
@@ -46,8 +146,20 @@ pub enum From<'a> {
     Wheels(&'a Path),
 }
 
+impl From<'_> {
+    fn describe(&self) -> String {
+        match self {
+            From::Manifest(p) => p.display().to_string(),
+            From::Wheels(d) => format!("the wheels in {}", d.display()),
+        }
+    }
+}
+
 /// Creates (or replaces) the venv `dest` with exactly the wheels `from`
-/// names, for `python` (a version uv finds, e.g. `3.11`; `None` = uv's default).
+/// names, for `python` (a version uv finds, e.g. `3.11`; `None` = uv's
+/// default). A requirement of those wheels that the set does not hold is an
+/// error naming the package, the requirement and the manifest: the venv
+/// would not import.
 pub fn create_exact(
     uv: &Uv,
     dest: &Path,
@@ -59,43 +171,99 @@ pub fn create_exact(
     let (lock, manifest_path, scratch) = load(&from)?;
     let checked = pylock::verify(&lock, &manifest_path)?;
     check_destination(&dest)?;
-    let parent = dest.parent().unwrap_or(Path::new("/")).to_path_buf();
-    fs_err::create_dir_all(&parent).map_err(|e| {
-        Error::usage(format!("cannot create {}", parent.display())).cause(e.to_string())
+    let staged = StagedDir::beside(&dest)?;
+    let venv = uv.create_venv(
+        staged.path(),
+        &NewVenv {
+            python,
+            offline: true,
+            seed: false,
+        },
+    )?;
+    sink.note(format!(
+        "installing {} wheel(s) from {} (offline, hashes checked)",
+        checked.len(),
+        manifest_path.display()
+    ));
+    uv.sync(&venv, &manifest_path).map_err(|e| {
+        e.context(format!("cannot install the wheels of {}", manifest_path.display()))
+            .hint("the manifest may hold no wheel for this Python (see the cause); build one with `lockstep pkg build --python VERSION`")
     })?;
-    remove_dead_staging(&dest);
-    let tmp = staging_dir(&dest, "tmp");
-    let result = fill(uv, &tmp, &manifest_path, &lock, &checked, python, sink);
     drop(scratch);
-    let made = match result {
-        Ok(made) => made,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
-    };
+    let installed = venv.packages()?;
+    check_installed(&lock, &installed)?;
+    let unmet = uv.check(&venv)?;
+    if !unmet.is_empty() {
+        return Err(would_not_import(&unmet, &from, &dest));
+    }
     let made = Made {
         dir: dest.clone(),
+        python: venv.python_version(),
+        packages: installed,
+        wheels: wheel_hashes(&checked),
         manifest: match from {
             From::Manifest(p) => Some(std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())),
             From::Wheels(_) => None,
         },
-        ..made
+        unmet: Vec::new(),
     };
     let marker = serde_json::to_string_pretty(&made)
         .map_err(|e| Error::failed("cannot encode the venv record").cause(e.to_string()))?;
-    if let Err(e) = lockstep_core::fs::write_atomic(&tmp.join(MARKER), marker.as_bytes()) {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    swap_into_place(&tmp, &dest)?;
+    lockstep_core::fs::write_atomic(&staged.path().join(MARKER), marker.as_bytes())?;
+    staged.install()?;
     Ok(made)
+}
+
+/// The error for requirements a set does not hold.
+fn would_not_import(unmet: &[Unmet], from: &From<'_>, dest: &Path) -> Error {
+    let first = &unmet[0];
+    let missing: Vec<String> = {
+        let mut names: Vec<String> = unmet
+            .iter()
+            .map(|u| requirement_name(&u.requirement))
+            .collect();
+        names.dedup();
+        names
+    };
+    let holds = match &first.installed {
+        Some(v) => format!("but the set holds {v}"),
+        None => "which the set does not hold".to_string(),
+    };
+    let mut err = Error::failed(format!(
+        "{} from {} requires {}, {holds}",
+        first.package,
+        from.describe(),
+        first.requirement
+    ))
+    .cause(format!(
+        "a venv at {} would not import {}",
+        dest.display(),
+        first.package
+    ));
+    for u in unmet {
+        err = err.cause(u.describe());
+    }
+    err.hint(format!(
+        "add {} to the set: build it with `lockstep pkg build` (a [[pkg.package]] of lockstep.toml), or put its wheel beside the manifest (`pip download --no-deps -d DIR {}`) and rewrite the manifest with `lockstep pkg manifest DIR`; exact installs never download what a set lacks",
+        missing.join(", "),
+        missing.join(" ")
+    ))
+}
+
+/// The distribution name a requirement starts with (`packaging>=20` -> `packaging`).
+fn requirement_name(requirement: &str) -> String {
+    requirement
+        .split(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c)))
+        .next()
+        .unwrap_or(requirement)
+        .to_string()
 }
 
 /// Installs exactly the wheels `from` names into the existing venv `venv`
 /// (offline, no dependencies, hashes checked), beside what it holds: how a
-/// project's own packages join a toolchain from PyPI.
-pub fn add_exact(uv: &Uv, venv: &Path, from: From<'_>, sink: &dyn Sink) -> Result<Made, Error> {
+/// project's own packages join a toolchain from PyPI. What the venv then
+/// lacks for them is reported in [`Made::unmet`], for the caller to judge.
+pub fn add_exact(uv: &Uv, venv: &Venv, from: From<'_>, sink: &dyn Sink) -> Result<Made, Error> {
     let (lock, manifest, _scratch) = load(&from)?;
     let checked = pylock::verify(&lock, &manifest)?;
     sink.note(format!(
@@ -103,36 +271,23 @@ pub fn add_exact(uv: &Uv, venv: &Path, from: From<'_>, sink: &dyn Sink) -> Resul
         checked.len(),
         manifest.display()
     ));
-    let interpreter = venv.join("bin").join("python");
-    let mut cmd = uv.command(venv);
-    cmd.args([
-        "pip",
-        "install",
-        "--quiet",
-        "--no-config",
-        "--offline",
-        "--no-deps",
-        "--preview-features",
-        "pylock",
-        "--python",
-    ])
-    .arg(&interpreter)
-    .arg("-r")
-    .arg(&manifest);
-    run_captured(&mut cmd, "uv pip install").map_err(|e| {
-        e.context(format!(
-            "cannot install the wheels of {}",
-            manifest.display()
-        ))
-    })?;
-    let installed = installed_packages(venv)?;
+    uv.install(venv, Install::Manifest(&manifest))
+        .map_err(|e| {
+            e.context(format!(
+                "cannot install the wheels of {}",
+                manifest.display()
+            ))
+        })?;
+    let installed = venv.packages()?;
     check_installed(&lock, &installed)?;
+    let unmet = uv.check(venv)?;
     Ok(Made {
-        dir: venv.to_path_buf(),
-        python: python_version(&interpreter),
+        dir: venv.dir().to_path_buf(),
+        python: venv.python_version(),
         packages: installed,
         wheels: wheel_hashes(&checked),
         manifest: None,
+        unmet,
     })
 }
 
@@ -147,7 +302,7 @@ fn wheel_hashes(checked: &[Checked]) -> Vec<(String, String)> {
 }
 
 /// The lock, the file uv reads, and a scratch dir to drop afterwards.
-fn load(from: &From<'_>) -> Result<(Lock, PathBuf, Option<ScratchDir>), Error> {
+fn load(from: &From<'_>) -> Result<(Lock, PathBuf, Option<tempfile::TempDir>), Error> {
     match from {
         From::Manifest(path) => {
             let lock = Lock::load(path)?;
@@ -159,34 +314,16 @@ fn load(from: &From<'_>) -> Result<(Lock, PathBuf, Option<ScratchDir>), Error> {
         }
         From::Wheels(dir) => {
             let lock = pylock::from_dir(dir)?;
-            let scratch = ScratchDir::new()?;
-            let path = scratch.0.join(pylock::FILE);
+            let scratch = tempfile::Builder::new()
+                .prefix("lockstep-wheels-")
+                .tempdir()
+                .map_err(|e| {
+                    Error::failed("cannot create a temporary directory").cause(e.to_string())
+                })?;
+            let path = scratch.path().join(pylock::FILE);
             lockstep_core::fs::write_atomic(&path, lock.to_toml()?.as_bytes())?;
             Ok((lock, path, Some(scratch)))
         }
-    }
-}
-
-/// A temporary directory removed on drop.
-struct ScratchDir(PathBuf);
-
-impl ScratchDir {
-    fn new() -> Result<ScratchDir, Error> {
-        let dir = std::env::temp_dir().join(format!(
-            "lockstep-wheels-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        fs_err::create_dir_all(&dir)?;
-        Ok(ScratchDir(dir))
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -210,119 +347,35 @@ fn check_destination(dest: &Path) -> Result<(), Error> {
     .hint("name a new directory (lockstep replaces only venvs it created), or move that one away yourself"))
 }
 
-fn staging_dir(dest: &Path, kind: &str) -> PathBuf {
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "venv".into());
-    dest.with_file_name(format!(".{name}.{kind}-{}", std::process::id()))
-}
-
-/// Staging directories of killed runs beside `dest`.
-fn remove_dead_staging(dest: &Path) {
-    let (Some(parent), Some(name)) = (dest.parent(), dest.file_name()) else {
-        return;
-    };
-    let name = name.to_string_lossy();
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
-    };
-    for entry in entries.filter_map(|e| e.ok()) {
-        let file = entry.file_name().to_string_lossy().into_owned();
-        let pid = [".tmp-", ".old-"]
-            .iter()
-            .find_map(|kind| file.strip_prefix(&format!(".{name}{kind}")))
-            .and_then(|p| p.parse::<i32>().ok());
-        if pid.is_some_and(|pid| !lockstep_core::process::pid_alive(pid)) {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-/// Creates the venv in `tmp` and installs the checked wheels into it.
-fn fill(
-    uv: &Uv,
-    tmp: &Path,
-    manifest: &Path,
-    lock: &Lock,
-    checked: &[Checked],
-    python: Option<&str>,
-    sink: &dyn Sink,
-) -> Result<Made, Error> {
-    let _ = std::fs::remove_dir_all(tmp);
-    let cwd = tmp.parent().unwrap_or(Path::new("/"));
-    let mut cmd = uv.command(cwd);
-    cmd.args([
-        "venv",
-        "--quiet",
-        "--relocatable",
-        "--no-config",
-        "--offline",
-        "--no-python-downloads",
-    ]);
-    if let Some(v) = python {
-        cmd.args(["--python", v]);
-    }
-    cmd.arg(tmp);
-    run_captured(&mut cmd, "uv venv").map_err(|e| python_error(e, python))?;
-    sink.note(format!(
-        "installing {} wheel(s) from {} (offline, hashes checked)",
-        checked.len(),
-        manifest.display()
-    ));
-    let interpreter = tmp.join("bin").join("python");
-    let mut cmd = uv.command(cwd);
-    cmd.args([
-        "pip",
-        "sync",
-        "--quiet",
-        "--no-config",
-        "--offline",
-        "--preview-features",
-        "pylock",
-        "--python",
-    ])
-    .arg(&interpreter)
-    .arg(manifest);
-    run_captured(&mut cmd, "uv pip sync").map_err(|e| {
-        e.context(format!("cannot install the wheels of {}", manifest.display()))
-            .hint("the manifest may hold no wheel for this Python (see the cause); build one with `lockstep pkg build --python VERSION`")
-    })?;
-    let installed = installed_packages(tmp)?;
-    check_installed(lock, &installed)?;
-    Ok(Made {
-        dir: tmp.to_path_buf(),
-        python: python_version(&interpreter),
-        packages: installed,
-        wheels: wheel_hashes(checked),
-        manifest: None,
-    })
-}
-
-/// uv found no such interpreter: a usage error naming the version.
-fn python_error(err: Error, python: Option<&str>) -> Error {
-    let text = err.causes.join("\n").to_lowercase();
-    match python {
-        Some(v) if text.contains("no interpreter") || text.contains("not found") => {
-            let mut e = Error::usage(format!(
-                "Python {v} is not installed (uv found no such interpreter)"
-            ));
-            e.causes = err.causes;
-            e.hint(format!("install Python {v}, or pick one of `uv python list --only-installed` with --python"))
-        }
-        _ => err.context("cannot create the venv"),
-    }
-}
-
 /// `Python 3.11.7` of an interpreter (empty when it does not answer).
 pub fn python_version(interpreter: &Path) -> String {
-    std::process::Command::new(interpreter)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default()
+    let logs = lockstep_core::paths::home().join("logs").join("python");
+    version_of(interpreter, &Policy::default(), &logs)
+}
+
+fn version_of(interpreter: &Path, policy: &Policy, logs: &Path) -> String {
+    let cwd = std::env::temp_dir();
+    let ran = policy::run(
+        policy,
+        logs,
+        Child {
+            what: "python --version".into(),
+            argv: vec![
+                interpreter.to_string_lossy().into_owned(),
+                "--version".into(),
+            ],
+            cwd: &cwd,
+            env: vec![],
+            remove: VENV_VARS,
+            timeout: VERSION_TIMEOUT,
+            log: None,
+            capture_stdout: true,
+        },
+    );
+    match ran {
+        Ok(ran) if ran.success() => ran.stdout().trim().to_string(),
+        _ => String::new(),
+    }
 }
 
 /// (normalised name, version) of every `*.dist-info` in the venv's site-packages.
@@ -371,30 +424,6 @@ fn check_installed(lock: &Lock, installed: &[(String, String)]) -> Result<(), Er
             ))
             .hint("report a bug: uv installed something other than the manifest's wheel"));
         }
-    }
-    Ok(())
-}
-
-/// Renames `tmp` to `dest`; an existing lockstep venv is moved aside first
-/// and removed after, so `dest` is never half-written.
-fn swap_into_place(tmp: &Path, dest: &Path) -> Result<(), Error> {
-    let old = staging_dir(dest, "old");
-    let had_old = dest.symlink_metadata().is_ok();
-    let fail = |e: std::io::Error, what: &str| {
-        let _ = std::fs::remove_dir_all(tmp);
-        Error::failed(format!("cannot {what} {}", dest.display())).cause(e.to_string())
-    };
-    if had_old {
-        std::fs::rename(dest, &old).map_err(|e| fail(e, "move aside"))?;
-    }
-    if let Err(e) = std::fs::rename(tmp, dest) {
-        if had_old {
-            let _ = std::fs::rename(&old, dest);
-        }
-        return Err(fail(e, "move the new venv into"));
-    }
-    if had_old {
-        let _ = std::fs::remove_dir_all(&old);
     }
     Ok(())
 }

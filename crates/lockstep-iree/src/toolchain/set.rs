@@ -195,7 +195,7 @@ fn build_set(
             e.context(format!("cannot install IREE {pypi_version} from PyPI"))
                 .hint("check network access to PyPI, or put the IREE wheels into the set")
         })?;
-        venv::add_exact(&uv, &venv_dir, from.venv_from(), sink)?
+        venv::add_exact(&uv, &uv.venv(&venv_dir), from.venv_from(), sink)?
     };
     let site = site_packages(&venv_dir)?;
     let bin = tmp.join("bin");
