@@ -209,7 +209,7 @@ fn read_tail(path: &Path, max: u64) -> Vec<u8> {
 /// `90 s`, `30 min`.
 pub fn describe(d: Duration) -> String {
     let s = d.as_secs();
-    if s >= 120 && s % 60 == 0 {
+    if s >= 120 && s.is_multiple_of(60) {
         format!("{} min", s / 60)
     } else if s == 0 {
         format!("{} ms", d.as_millis())
