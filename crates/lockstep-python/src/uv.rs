@@ -420,8 +420,10 @@ impl Uv {
         )
     }
 
-    /// `uv publish` of `file` to the upload endpoint `url`. A refusal is an
-    /// error naming the file and the server's HTTP status.
+    /// `uv publish` of `file` to the upload endpoint `url` (no trusted
+    /// publishing: the credentials are the ones given; none = an anonymous
+    /// upload, which uv makes as user `anonymous` without a password). A
+    /// refusal is an error naming the file and the server's HTTP status.
     pub fn publish(&self, url: &str, file: &Path, credentials: &Credentials) -> Result<(), Error> {
         let name = file
             .file_name()
@@ -429,15 +431,20 @@ impl Uv {
             .unwrap_or_default();
         let rest: Vec<String> = vec![
             "--no-progress".into(),
+            "--trusted-publishing".into(),
+            "never".into(),
             "--publish-url".into(),
             url.to_string(),
             file.to_string_lossy().into_owned(),
         ];
         let argv = self.uv(&["publish"], rest);
         let mut env = vec![("NO_COLOR".to_string(), "1".to_string())];
-        if let Some(user) = &credentials.username {
-            env.push(("UV_PUBLISH_USERNAME".into(), user.clone()));
-        }
+        let user = match (&credentials.username, &credentials.password) {
+            (Some(user), _) => user.clone(),
+            (None, Some(_)) => "__token__".into(),
+            (None, None) => "anonymous".into(),
+        };
+        env.push(("UV_PUBLISH_USERNAME".into(), user));
         if let Some(password) = &credentials.password {
             env.push(("UV_PUBLISH_PASSWORD".into(), password.clone()));
         }
@@ -458,12 +465,12 @@ impl Uv {
         if ran.success() {
             return Ok(());
         }
-        let status = http_status(&ran.output());
-        let tail = ran.tail(6);
+        let output = ran.output();
+        let status = http_status(&output);
         let log = ran.log.clone();
         let err = match status {
             Some(code) => Error::failed(format!("uploading {name}: HTTP {code}"))
-                .cause(tail)
+                .cause(server_said(&output))
                 .cause(format!("log: {}", log.display()))
                 .hint(match code {
                     400 | 409 => "the server has this file already (released files are immutable)",
@@ -512,6 +519,43 @@ fn http_status(output: &str) -> Option<u16> {
         .split(|c: char| !c.is_ascii_digit())
         .next()
         .and_then(|d| d.parse().ok())
+}
+
+/// The status line of a refused upload and the first lines of what the
+/// server said, HTML tags and common entities taken out.
+fn server_said(output: &str) -> String {
+    let mut lines = output
+        .lines()
+        .skip_while(|l| !l.to_lowercase().contains("status code"))
+        .map(|l| {
+            let mut text = String::new();
+            let mut in_tag = false;
+            for c in l.chars() {
+                match c {
+                    '<' => in_tag = true,
+                    '>' => in_tag = false,
+                    c if !in_tag => text.push(c),
+                    _ => {}
+                }
+            }
+            let text = text
+                .replace("&#039;", "'")
+                .replace("&#39;", "'")
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&");
+            let text = text.trim();
+            let text = text.strip_prefix("cause: ").unwrap_or(text);
+            text.strip_prefix("Caused by: ").unwrap_or(text).to_string()
+        })
+        .filter(|l| !l.is_empty() && !l.starts_with("hint:"));
+    let first = lines.next().unwrap_or_default();
+    let rest: Vec<String> = lines.filter(|l| l.len() > 3).take(3).collect();
+    std::iter::once(first)
+        .chain(rest)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `uv pip check`'s findings: "The package `a` requires `b>=1`, but it's
@@ -674,39 +718,6 @@ pub fn tail(bytes: &[u8], n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// Transitional: the Command-based runner of the callers not yet moved to
-/// [`Uv`]'s methods (removed once they are).
-pub fn run_captured(
-    cmd: &mut std::process::Command,
-    what: &str,
-) -> Result<std::process::Output, Error> {
-    let output = cmd.output().map_err(|e| {
-        Error::failed(format!("cannot start {what}"))
-            .cause(format!("{}: {e}", cmd.get_program().to_string_lossy()))
-    })?;
-    if output.status.success() {
-        return Ok(output);
-    }
-    let mut err = Error::failed(format!("{what} failed ({})", output.status));
-    let t = tail(&output.stderr, 15);
-    if !t.is_empty() {
-        err = err.cause(t);
-    }
-    Err(err)
-}
-
-impl Uv {
-    /// Transitional (see [`run_captured`]).
-    pub fn command(&self, cwd: &Path) -> std::process::Command {
-        let mut cmd = std::process::Command::new(&self.argv[0]);
-        cmd.args(&self.argv[1..])
-            .current_dir(cwd)
-            .env("NO_COLOR", "1")
-            .stdin(std::process::Stdio::null());
-        cmd
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -736,6 +747,14 @@ mod tests {
             Some(409)
         );
         assert_eq!(http_status("connection refused"), None);
+        let said = server_said(
+            "Uploading x.whl\nerror: Failed to publish\n  cause: Server returned status code 409 Conflict. Server says:\n\
+             <html>\n <pre>Package &#039;x.whl&#039; already exists!\n</pre></html>\n",
+        );
+        assert_eq!(
+            said,
+            "Server returned status code 409 Conflict. Server says:\nPackage 'x.whl' already exists!"
+        );
     }
 
     #[test]

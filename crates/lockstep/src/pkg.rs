@@ -221,14 +221,20 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
             pylock::file_name(variant)
         ));
         let made = venv::create_exact(&uv, &venv_dir, From::Manifest(&manifest), None, rep)?;
-        let probe = std::process::Command::new(venv_dir.join("bin").join("python"))
-            .args([
-                "-c",
-                "import demo_cext; print('demo_cext.asserts() =', demo_cext.asserts())",
-            ])
-            .stdin(std::process::Stdio::null())
-            .output()?;
-        let text = String::from_utf8_lossy(&probe.stdout).trim().to_string();
+        let probe = uv.venv(&venv_dir).run(
+            &[
+                "python".into(),
+                "-c".into(),
+                "import demo_cext; print('demo_cext.asserts() =', demo_cext.asserts())".into(),
+            ],
+            &venv::RunIn {
+                what: "the import probe",
+                cwd: &project,
+                timeout: std::time::Duration::from_secs(120),
+                log: None,
+            },
+        )?;
+        let text = probe.output().trim().to_string();
         let want = format!(
             "demo_cext.asserts() = {}",
             if variant == "asserts" {

@@ -125,7 +125,7 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
             let manifest = manifest
                 .map(|m| cwd.join(m))
                 .unwrap_or_else(|| wheelhouse.join(lockstep_python::pylock::FILE));
-            let uv = crate::pkg::find_uv(rep)?;
+            let uv = crate::pkg::find_uv(rep)?.hiding(&integrate.notify.url_env);
             let published = lockstep_release::publish::publish(
                 &lockstep_release::publish::PublishRequest {
                     manifest,
@@ -220,13 +220,14 @@ pub fn run(cmd: cli::Release, loaded: &Loaded, cwd: &Path, rep: &Reporters) -> R
                     .join(lockstep_release::store::FILES)
                     .join(&to);
                 let record = lockstep_release::store::load_or_scan(&dir)?;
+                let uv = crate::pkg::find_uv(rep)?.hiding(&integrate.notify.url_env);
                 for file in &record.files {
                     sink.note(format!(
                         "uploading {} to {}",
                         file.filename,
                         lockstep_release::upload::without_userinfo(url)
                     ));
-                    lockstep_release::upload::upload(url, &dir.join(&file.filename), &file.sha256)?;
+                    lockstep_release::upload::upload(&uv, url, &dir.join(&file.filename))?;
                 }
             }
             for (wheel, members) in &promoted.stamps {
@@ -436,17 +437,12 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
     ));
 
     out.line("\n== pip install --index-url file://.../simple/ --pre demo-pure demo-cext");
-    let venv = project.join("venv-pip");
-    let python = |args: &[&str], program: &std::path::Path| {
-        std::process::Command::new(program)
-            .args(args)
-            .env_remove("PIP_FIND_LINKS")
-            .stdin(std::process::Stdio::null())
-            .output()
-    };
-    let made_venv = python(
-        &["-m", "venv", &venv.to_string_lossy()],
-        std::path::Path::new("python3"),
+    let venv = uv.create_venv(
+        &project.join("venv-pip"),
+        &lockstep_python::uv::NewVenv {
+            seed: true,
+            ..Default::default()
+        },
     )?;
     let url = format!(
         "file://{}/",
@@ -455,35 +451,41 @@ pub fn demo(rep: &Reporters) -> Result<i32, Error> {
             .join(lockstep_release::index::SIMPLE)
             .display()
     );
-    let pip = venv.join("bin").join("python");
-    let installed = python(
-        &[
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-cache-dir",
-            "--index-url",
-            &url,
-            "--pre",
-            "demo-pure",
-            "demo-cext",
-        ],
-        &pip,
-    )?;
-    if !made_venv.status.success() || !installed.status.success() {
-        out.line(format!(
-            "   pip failed: {}",
-            String::from_utf8_lossy(&installed.stderr).trim()
-        ));
+    let python = |args: &[&str]| {
+        let mut argv = vec!["python".to_string()];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        venv.run(
+            &argv,
+            &lockstep_python::venv::RunIn {
+                what: "pip",
+                cwd: &project,
+                timeout: std::time::Duration::from_secs(600),
+                log: None,
+            },
+        )
+    };
+    let installed = python(&[
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-cache-dir",
+        "--index-url",
+        &url,
+        "--pre",
+        "demo-pure",
+        "demo-cext",
+    ])?;
+    if !installed.success() {
+        out.line(format!("   pip failed: {}", installed.tail(5)));
         return Ok(1);
     }
-    let probe = python(
-        &["-c", "from importlib.metadata import version; print(version('demo-pure'), version('demo-cext'))"],
-        &pip,
-    )?;
-    let text = String::from_utf8_lossy(&probe.stdout).trim().to_string();
+    let probe = python(&[
+        "-c",
+        "from importlib.metadata import version; print(version('demo-pure'), version('demo-cext'))",
+    ])?;
+    let text = probe.output().trim().to_string();
     let want = format!("{} {}", made.version, made.version);
     out.line(format!(
         "   installed: {text} {}",
