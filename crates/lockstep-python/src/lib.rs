@@ -12,6 +12,7 @@
 //! index, `uv build`'s build requirements, `uv publish`); exact installs
 //! from a manifest are always `--offline`.
 
+pub mod environment;
 pub mod policy;
 pub mod pylock;
 pub mod uv;

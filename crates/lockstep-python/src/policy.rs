@@ -31,6 +31,10 @@ use lockstep_core::error::without_userinfo;
 use lockstep_core::process::{self, Exit, Options, Spec};
 use lockstep_core::Error;
 
+/// Seconds every uv (and pip) command may take, instead of the defaults of
+/// [`crate::uv::Timeouts`].
+pub const ENV_TIMEOUT: &str = "LOCKSTEP_UV_TIMEOUT";
+
 /// Variables that tell uv or pip where packages come from (or which
 /// configuration file to read), taken out of every child's environment.
 pub const INDEX_VARS: &[&str] = &[
@@ -153,7 +157,7 @@ impl Ran {
             ))
             .hint(format!(
                 "see the log for where it stopped; a slow network may need more time: set {}=SECONDS",
-                crate::uv::ENV_TIMEOUT
+                ENV_TIMEOUT
             )),
             other => Error::failed(format!("{} failed ({})", self.what, other.describe())),
         };
@@ -186,9 +190,9 @@ impl Ran {
         self.stdout.as_deref().unwrap_or_default()
     }
 
-    /// The last `n` informative lines of the output ([`crate::uv::tail`]).
+    /// The last `n` informative lines of the output ([`tail`]).
     pub fn tail(&self, n: usize) -> String {
-        crate::uv::tail(self.output().as_bytes(), n)
+        tail(self.output().as_bytes(), n)
     }
 }
 
@@ -204,6 +208,23 @@ fn read_tail(path: &Path, max: u64) -> Vec<u8> {
     let mut bytes = Vec::new();
     let _ = file.take(max).read_to_end(&mut bytes);
     bytes
+}
+
+/// The last `n` informative lines of a process's output, without uv's
+/// `error:` / `cause:` / `Caused by:` prefixes (the report adds its own).
+pub fn tail(bytes: &[u8], n: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| {
+            let l = l.trim();
+            let l = l.strip_prefix("error: ").unwrap_or(l);
+            let l = l.strip_prefix("Caused by: ").unwrap_or(l);
+            l.strip_prefix("cause: ").unwrap_or(l)
+        })
+        .filter(|l| !l.is_empty() && !l.starts_with("Using Python "))
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 /// `90 s`, `30 min`.
@@ -282,8 +303,18 @@ pub(crate) fn run(policy: &Policy, logs: &Path, child: Child<'_>) -> Result<Ran,
         die_with_parent: true,
         stdout: stdout_file.clone(),
     };
-    let finished = process::run_with(&spec, &options, |_| {})
-        .map_err(|e| e.context(format!("cannot run {}", child.what)))?;
+    let finished = match process::run_with(&spec, &options, |_| {}) {
+        Ok(finished) => finished,
+        Err(e) => {
+            if own_log {
+                let _ = std::fs::remove_file(&log);
+            }
+            if let Some(path) = &stdout_file {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e.context(format!("cannot run {}", child.what)));
+        }
+    };
     let stdout = stdout_file.map(|path| {
         let text = String::from_utf8_lossy(&read_tail(&path, MAX_READ)).into_owned();
         let _ = std::fs::remove_file(&path);

@@ -20,12 +20,10 @@ use std::time::Duration;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 
+use crate::environment::Venv;
 use crate::policy::{self, Child, Policy, Ran};
-use crate::venv::Venv;
 
-/// Seconds every uv (and pip) command may take, instead of [`Timeouts`]'
-/// defaults.
-pub const ENV_TIMEOUT: &str = "LOCKSTEP_UV_TIMEOUT";
+pub use crate::policy::{tail, ENV_TIMEOUT};
 
 /// How long each kind of uv command may take before it is killed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -597,8 +595,15 @@ pub fn find_uv(root: &Path, cwd: &Path, sink: &dyn Sink) -> Result<Uv, Error> {
         let uv = make(argv.to_vec());
         let mut probe = argv.to_vec();
         probe.push("--version".into());
-        uv.run("uv --version", probe, cwd, timeouts.quick)
-            .is_ok_and(|ran| ran.success())
+        // A probe that fails is an answer, not a failure to report: no log.
+        match uv.run("uv --version", probe, cwd, timeouts.quick) {
+            Ok(ran) if ran.success() => true,
+            Ok(ran) => {
+                let _ = std::fs::remove_file(&ran.log);
+                false
+            }
+            Err(_) => false,
+        }
     };
     let python_uv: Vec<String> = ["python3", "-m", "uv"].map(String::from).to_vec();
     let private_uv = vec![private_uv_dir(root)
@@ -699,23 +704,6 @@ fn install_private_uv(helper: &Uv, root: &Path, cwd: &Path) -> Result<(), Error>
         return Err(Error::failed(format!("cannot create {}", dest.display())));
     }
     Ok(())
-}
-
-/// The last `n` informative lines of a process's output, without uv's
-/// `error:` / `cause:` / `Caused by:` prefixes (the report adds its own).
-pub fn tail(bytes: &[u8], n: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = text
-        .lines()
-        .map(|l| {
-            let l = l.trim();
-            let l = l.strip_prefix("error: ").unwrap_or(l);
-            let l = l.strip_prefix("Caused by: ").unwrap_or(l);
-            l.strip_prefix("cause: ").unwrap_or(l)
-        })
-        .filter(|l| !l.is_empty() && !l.starts_with("Using Python "))
-        .collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 #[cfg(test)]
