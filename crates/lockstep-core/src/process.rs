@@ -5,6 +5,12 @@
 //!
 //! Each child gets its own process group so a timeout kills the whole tree the
 //! child started (a build spawns compilers), not just the direct child.
+//!
+//! [`run_with`] adds what some callers need beyond a [`Spec`]: variables
+//! taken out of the inherited environment (lockstep's own secrets,
+//! [`SECRET_VARS`], never reach a child that runs package or user code), the
+//! child dying with lockstep even when lockstep is killed with SIGKILL, and
+//! stdout kept apart from the log when the caller reads it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -53,10 +59,60 @@ pub struct Finished {
     pub elapsed: Duration,
 }
 
+/// The variables that hold lockstep's own credentials: the GitHub token
+/// (`pkg fetch`), upload credentials (`release promote --upload`, twine's
+/// and uv's names), GitHub's OIDC request token (trusted publishing), and the
+/// default webhook variable of `[integrate.notify] url-env`. A child that
+/// runs package or user code gets none of them ([`secret_vars`]).
+pub const SECRET_VARS: &[&str] = &[
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "TWINE_USERNAME",
+    "TWINE_PASSWORD",
+    "UV_PUBLISH_USERNAME",
+    "UV_PUBLISH_PASSWORD",
+    "UV_PUBLISH_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+    "LOCKSTEP_WEBHOOK_URL",
+];
+
+/// [`SECRET_VARS`] plus `extra` (a webhook variable the configuration
+/// names, when the caller knows it), without duplicates.
+pub fn secret_vars(extra: &[String]) -> Vec<String> {
+    let mut vars: Vec<String> = SECRET_VARS.iter().map(|v| v.to_string()).collect();
+    for v in extra {
+        if !v.is_empty() && !vars.contains(v) {
+            vars.push(v.clone());
+        }
+    }
+    vars
+}
+
+/// What [`run_with`] does beyond [`Spec`] (kept apart so that every
+/// `Spec { .. }` stays as it is).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Removed from the inherited environment before [`Spec::env`] is added
+    /// (so a variable the caller sets explicitly still reaches the child).
+    pub env_remove: Vec<String>,
+    /// The child gets SIGKILL when lockstep dies, however it dies: a killed
+    /// install must not keep writing into a directory the next run removes.
+    pub die_with_parent: bool,
+    /// stdout goes to this file instead of the log (stderr still goes to
+    /// the log), for callers that read what the child printed.
+    pub stdout: Option<PathBuf>,
+}
+
 /// Runs `spec` to completion. `on_spawn` receives the child's process group id
 /// before waiting, so callers can journal it (and kill a leftover group after a
 /// crash).
 pub fn run(spec: &Spec, on_spawn: impl FnOnce(i32)) -> Result<Finished> {
+    run_with(spec, &Options::default(), on_spawn)
+}
+
+/// [`run`] with [`Options`].
+pub fn run_with(spec: &Spec, options: &Options, on_spawn: impl FnOnce(i32)) -> Result<Finished> {
     use std::os::unix::process::CommandExt;
 
     let Some((program, args)) = spec.argv.split_first() else {
@@ -73,22 +129,29 @@ pub fn run(spec: &Spec, on_spawn: impl FnOnce(i32)) -> Result<Finished> {
         log.write_all(header.as_bytes())?;
         log.flush()?;
     }
-    let log_err = log.try_clone()?;
+    let stdout = match &options.stdout {
+        Some(path) => Stdio::from(fs_err::File::create(path)?.into_parts().0),
+        None => Stdio::from(log.try_clone()?.into_parts().0),
+    };
     let start = Instant::now();
-    let mut child = Command::new(resolve_program(program, &spec.cwd))
-        .args(args)
-        .current_dir(&spec.cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+    let mut cmd = Command::new(resolve_program(program, &spec.cwd));
+    cmd.args(args).current_dir(&spec.cwd);
+    for var in &options.env_remove {
+        cmd.env_remove(var);
+    }
+    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
-        .stdout(Stdio::from(log.into_parts().0))
-        .stderr(Stdio::from(log_err.into_parts().0))
-        .process_group(0)
-        .spawn()
-        .map_err(|e| {
-            Error::failed(format!("cannot start `{}`", spec.argv.join(" ")))
-                .cause(format!("in {}: {e}", spec.cwd.display()))
-                .hint("check that the command exists and is executable")
-        })?;
+        .stdout(stdout)
+        .stderr(Stdio::from(log.into_parts().0))
+        .process_group(0);
+    if options.die_with_parent {
+        die_with_parent(&mut cmd);
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::failed(format!("cannot start `{}`", spec.argv.join(" ")))
+            .cause(format!("in {}: {e}", spec.cwd.display()))
+            .hint("check that the command exists and is executable")
+    })?;
     let pgid = child.id() as i32;
     on_spawn(pgid);
     let exit = wait_group(&mut child, spec.timeout)?;
@@ -96,6 +159,26 @@ pub fn run(spec: &Spec, on_spawn: impl FnOnce(i32)) -> Result<Finished> {
         exit,
         elapsed: start.elapsed(),
     })
+}
+
+/// The child gets SIGKILL when the thread that started it dies (the thread
+/// waits for it, so: when lockstep dies); a parent already gone by the time
+/// the child runs the hook means the child exits at once.
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: between fork and exec the hook makes only the prctl and
+    // getppid system calls, which are async-signal-safe, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                .map_err(std::io::Error::from)?;
+            if nix::unistd::getppid().as_raw() as u32 != parent {
+                return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Waits for a child started as the leader of its own process group, killing
@@ -276,5 +359,39 @@ mod tests {
         let done = run(&spec, |_| {}).unwrap();
         assert_eq!(done.exit, Exit::TimedOut);
         assert!(done.elapsed < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn options_strip_variables_and_keep_stdout_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        std::env::set_var("LOCKSTEP_TEST_STRIPPED", "secret");
+        let spec = Spec {
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "echo \"out:${LOCKSTEP_TEST_STRIPPED:-none}:$KEPT\"; echo err >&2".into(),
+            ],
+            cwd: dir.path().to_path_buf(),
+            env: vec![("KEPT".into(), "given".into())],
+            timeout: Some(Duration::from_secs(60)),
+            log: dir.path().join("log.txt"),
+            header: None,
+        };
+        let options = Options {
+            env_remove: vec!["LOCKSTEP_TEST_STRIPPED".into(), "KEPT".into()],
+            die_with_parent: true,
+            stdout: Some(dir.path().join("out.txt")),
+        };
+        let done = run_with(&spec, &options, |_| {}).unwrap();
+        assert_eq!(done.exit, Exit::Code(0));
+        let out = std::fs::read_to_string(dir.path().join("out.txt")).unwrap();
+        assert_eq!(
+            out, "out:none:given\n",
+            "removed, but an explicit value wins"
+        );
+        let log = std::fs::read_to_string(dir.path().join("log.txt")).unwrap();
+        assert_eq!(log, "err\n");
+        assert!(secret_vars(&["HOOK".into(), "GH_TOKEN".into()])
+            .ends_with(&["LOCKSTEP_WEBHOOK_URL".to_string(), "HOOK".to_string()]));
     }
 }

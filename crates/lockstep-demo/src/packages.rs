@@ -53,6 +53,7 @@ pub fn run(project: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool,
             .collect();
         writeln!(out, "   installed {}", packages.join(" "))?;
         let printed = crate::release::python(
+            &uv,
             &venv_dir,
             &["-c", "import demo_cext; print(demo_cext.asserts())"],
         )?;

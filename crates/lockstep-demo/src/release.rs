@@ -91,13 +91,36 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
     )?;
     let venv = project.join("venv-pip");
     let url = format!("file://{}/", simple.display());
-    let installed =
-        lockstep_python::venv::pip_install_from_index(&venv, &url, &["demo-pure", "demo-cext"]);
+    uv.create_venv(
+        &venv,
+        &lockstep_python::uv::NewVenv {
+            seed: true,
+            ..Default::default()
+        },
+    )?;
+    let installed = python(
+        &uv,
+        &venv,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-cache-dir",
+            "--index-url",
+            &url,
+            "--pre",
+            "demo-pure",
+            "demo-cext",
+        ],
+    );
     if let Err(e) = installed {
         writeln!(out, "   pip failed: {}", e.render().trim())?;
         return Ok(false);
     }
     let text = python(
+        &uv,
         &venv,
         &[
             "-c",
@@ -117,14 +140,24 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
     Ok(text == want)
 }
 
-/// uv, found or installed the way toolchains find it.
+/// uv, found or installed the way every command finds it.
 pub(crate) fn uv(sink: &dyn Sink) -> Result<Uv, Error> {
-    let root = std::path::absolute(lockstep_core::paths::toolchains())?;
-    fs_err::create_dir_all(&root)?;
-    lockstep_python::uv::find_uv(&root, &root, sink)
+    lockstep_python::uv::find_default(sink)
 }
 
-/// What `venv`'s Python prints for `args`, trimmed.
-pub(crate) fn python(venv: &Path, args: &[&str]) -> Result<String, Error> {
-    lockstep_python::venv::run_python(venv, args)
+/// What `venv`'s Python prints for `args` (through the Python layer: no
+/// index variables or secrets reach it), trimmed; a failure is an error.
+pub(crate) fn python(uv: &Uv, venv: &Path, args: &[&str]) -> Result<String, Error> {
+    let mut argv = vec!["python".to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let ran = uv.venv(venv).run(
+        &argv,
+        &lockstep_python::venv::RunIn {
+            what: "python",
+            cwd: venv,
+            timeout: std::time::Duration::from_secs(1800),
+            log: None,
+        },
+    )?;
+    Ok(ran.require_success()?.output().trim().to_string())
 }

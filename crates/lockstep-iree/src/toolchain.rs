@@ -14,10 +14,14 @@
 //! toolchain.json   the Toolchain (identity computed once, at install time)
 //! ```
 //!
-//! [`install`] builds it in `.iree-<version>.tmp-<pid>/` under an exclusive
-//! `flock` on `.iree-<version>.lock`, writes `toolchain.json` last, then renames
-//! the directory into place, so the final name only ever holds a complete
-//! install. The venv's console scripts (`venv/bin/iree-compile`, Python
+//! [`install`] builds it in a staging directory beside it
+//! (`.iree-<version>.tmp-<pid>-<n>/`, a [`lockstep_core::fs::StagedDir`])
+//! under an exclusive `flock` on `.iree-<version>.lock`, writes
+//! `toolchain.json` last, then moves the directory into place, so the final
+//! name only ever holds a complete install; what a killed install left is
+//! removed under the lock. The venv is made and filled by lockstep-python's
+//! layer (`uv venv`, `uv pip install` of the pinned packages from PyPI, with
+//! its timeouts, logs and environment policy). The venv's console scripts (`venv/bin/iree-compile`, Python
 //! wrappers with absolute shebangs) are never used; the native binaries find
 //! `libIREECompiler.so` through `$ORIGIN`, which the kernel resolves through the
 //! symlinks, so renaming the directory does not break them.
@@ -26,16 +30,17 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
 use lockstep_core::events::Sink;
+use lockstep_core::fs::StagedDir;
 use lockstep_core::lock::FileLock;
+use lockstep_core::process::{self, Exit};
 use lockstep_core::{paths, Error};
 
 use crate::config::ToolchainConfig;
-use lockstep_python::uv::{find_uv, run_captured};
+use lockstep_python::uv::{find_uv, Install, NewVenv};
 
 mod set;
 use lockstep_core::hash::Framed;
@@ -235,64 +240,27 @@ pub fn install(version: &str, sink: &dyn Sink) -> Result<Toolchain, Error> {
     install_in(&toolchains_root()?, version, sink, false)
 }
 
-/// Accepts PEP 440-style release versions: `3.13.0`, `3.13.0rc20261016`,
-/// `3.14.0a1`, `3.13.0.post1`, `3.14.0.dev20261101`. Anything else is a usage
-/// error (the version becomes a directory name and a requirement).
+/// Accepts a PEP 440 version in its normal form (`3.13.0`,
+/// `3.13.0rc20261016`, `3.14.0a1`, `3.13.0.post1`, `3.14.0.dev20261101`),
+/// as `pep440_rs` parses and prints it: the version becomes a directory name
+/// and a requirement, so two spellings of one version must not make two
+/// toolchains. Anything else is a usage error.
 pub fn validate_version(version: &str) -> Result<(), Error> {
-    if is_pep440ish(version) {
-        return Ok(());
-    }
-    Err(Error::usage(format!("invalid IREE version `{version}`"))
-        .cause("expected a release version such as 3.13.0, 3.13.0rc20261016 or 3.14.0.dev20261101")
-        .hint("pass --iree VERSION (or set [toolchain] iree in lockstep.toml) to a version listed at https://pypi.org/project/iree-base-compiler/#history"))
-}
-
-fn is_pep440ish(v: &str) -> bool {
-    if v.is_empty() || v.len() > 64 {
-        return false;
-    }
-    let b = v.as_bytes();
-    let mut i = 0;
-    let digits = |i: &mut usize| {
-        let start = *i;
-        while *i < b.len() && b[*i].is_ascii_digit() {
-            *i += 1;
-        }
-        *i > start
-    };
-    // Release: N(.N)*
-    loop {
-        if !digits(&mut i) {
-            return false;
-        }
-        if i + 1 < b.len() && b[i] == b'.' && b[i + 1].is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        break;
-    }
-    // Pre-release: (a|b|rc)N
-    for tag in ["rc", "a", "b"] {
-        if v[i..].starts_with(tag) {
-            i += tag.len();
-            if !digits(&mut i) {
-                return false;
+    let parsed = (version.len() <= 64)
+        .then(|| lockstep_python::wheel::parse_version(version).ok())
+        .flatten();
+    match parsed {
+        Some(v) if v.to_string() == version => Ok(()),
+        other => {
+            let mut err = Error::usage(format!("invalid IREE version `{version}`")).cause(
+                "expected a release version such as 3.13.0, 3.13.0rc20261016 or 3.14.0.dev20261101",
+            );
+            if let Some(normal) = other {
+                err = err.cause(format!("its PEP 440 normal form is {normal}"));
             }
-            break;
+            Err(err.hint("pass --iree VERSION (or set [toolchain] iree in lockstep.toml) to a version listed at https://pypi.org/project/iree-base-compiler/#history"))
         }
     }
-    // Post and dev releases: [.]postN, [.]devN, in that order.
-    for tag in ["post", "dev"] {
-        let rest = &v[i..];
-        let skip = if rest.starts_with('.') { 1 } else { 0 };
-        if rest[skip..].starts_with(tag) {
-            i += skip + tag.len();
-            if !digits(&mut i) {
-                return false;
-            }
-        }
-    }
-    i == b.len()
 }
 
 fn dir_name(version: &str) -> String {
@@ -462,35 +430,22 @@ fn install_in(
         if first_use { " (first use)" } else { "" }
     ));
     remove_leftovers(root, version, &final_dir)?;
-    let tmp = root.join(format!(".iree-{version}.tmp-{}", std::process::id()));
-    let built = build(&tmp, &final_dir, version, sink);
-    move_into_place(built, &tmp, &final_dir)
+    let staged = StagedDir::beside(&final_dir)?;
+    let toolchain = build(staged.path(), &final_dir, version, sink)?;
+    move_into_place(staged, &final_dir)?;
+    Ok(toolchain)
 }
 
-/// A toolchain built in `tmp` is renamed to `final_dir`; on any failure the
-/// half-built `tmp` is removed, so the final name only ever holds a
-/// complete install.
-fn move_into_place(
-    built: Result<Toolchain, Error>,
-    tmp: &Path,
-    final_dir: &Path,
-) -> Result<Toolchain, Error> {
-    let toolchain = match built {
-        Ok(toolchain) => toolchain,
-        Err(err) => {
-            let _ = std::fs::remove_dir_all(tmp);
-            return Err(err);
-        }
-    };
-    std::fs::rename(tmp, final_dir).map_err(|e| {
-        let _ = std::fs::remove_dir_all(tmp);
-        Error::failed(format!(
+/// The toolchain built in `staged` moves to `final_dir`; a toolchain that
+/// fails to build is removed with its staging directory (dropped), so the
+/// final name only ever holds a complete install.
+fn move_into_place(staged: StagedDir, final_dir: &Path) -> Result<(), Error> {
+    staged.install().map_err(|e| {
+        e.context(format!(
             "cannot move the new toolchain into {}",
             final_dir.display()
         ))
-        .cause(e.to_string())
-    })?;
-    Ok(toolchain)
+    })
 }
 
 /// Takes the per-version install lock, saying so when someone else holds it.
@@ -502,16 +457,23 @@ fn lock(root: &Path, version: &str, sink: &dyn Sink) -> Result<FileLock, Error> 
     )
 }
 
-/// Under the lock: half-built directories of killed installs, and a final
-/// directory without a valid manifest, are garbage.
+/// Under the lock: staging directories of killed installs (whatever their
+/// PID: no other install of this version runs while we hold the lock), and
+/// a final directory without a valid manifest, are garbage.
 fn remove_leftovers(root: &Path, version: &str, final_dir: &Path) -> Result<(), Error> {
-    let prefix = format!(".iree-{version}.tmp-");
+    let prefixes = [
+        format!(".iree-{version}.tmp-"),
+        format!(".iree-{version}.old-"),
+    ];
     let entries = std::fs::read_dir(root).map_err(|e| {
         Error::failed(format!("cannot list {}", root.display())).cause(e.to_string())
     })?;
     let mut garbage: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            prefixes.iter().any(|p| name.starts_with(p))
+        })
         .map(|e| e.path())
         .collect();
     if final_dir.symlink_metadata().is_ok() {
@@ -536,30 +498,25 @@ fn remove_leftovers(root: &Path, version: &str, final_dir: &Path) -> Result<(), 
     Ok(())
 }
 
-/// Builds a complete toolchain in `tmp` that will be renamed to `final_dir`.
+/// Builds a complete toolchain in `tmp` that will be moved to `final_dir`.
 fn build(tmp: &Path, final_dir: &Path, version: &str, sink: &dyn Sink) -> Result<Toolchain, Error> {
-    fs_err::create_dir_all(tmp)?;
     let root = tmp.parent().unwrap_or(tmp);
     let uv = find_uv(root, tmp, sink)?;
-    let venv = tmp.join("venv");
-    let mut cmd = uv.command(tmp);
-    // Built in a temporary directory and renamed into place: --relocatable
-    // keeps the venv's own scripts working after the rename.
-    cmd.args(["venv", "--quiet", "--relocatable"]).arg(&venv);
-    run_captured(&mut cmd, "uv venv").map_err(|e| {
-        e.context(format!("cannot create a Python venv for IREE {version}"))
-            .hint("check that uv can find or download a Python interpreter (`uv python list`)")
-    })?;
+    // Built in a staging directory and moved into place: the layer's venvs
+    // are relocatable, so the venv's own scripts keep working after the move.
+    let venv = uv
+        .create_venv(&tmp.join("venv"), &NewVenv::default())
+        .map_err(|e| {
+            e.context(format!("cannot create a Python venv for IREE {version}"))
+                .hint("check that uv can find or download a Python interpreter (`uv python list`)")
+        })?;
 
     sink.note(format!(
         "downloading {} {version} from PyPI (about 500 MB unless uv's cache has them)",
         PACKAGES.join(" and ")
     ));
-    let mut cmd = uv.command(tmp);
-    cmd.args(["pip", "install", "--python"])
-        .arg(venv.join("bin").join("python"))
-        .args(PACKAGES.iter().map(|p| format!("{p}=={version}")));
-    if let Err(err) = run_captured(&mut cmd, "uv pip install") {
+    let requirements: Vec<String> = PACKAGES.iter().map(|p| format!("{p}=={version}")).collect();
+    if let Err(err) = uv.install(&venv, Install::Pypi(&requirements)) {
         let text = err.causes.join("\n").to_lowercase();
         if text.contains("no version of") || text.contains("no versions of") {
             // uv names the first package it could not find.
@@ -576,8 +533,9 @@ fn build(tmp: &Path, final_dir: &Path, version: &str, sink: &dyn Sink) -> Result
         }
         return Err(err
             .context(format!("cannot install IREE {version} from PyPI"))
-            .hint("check network access to PyPI (or the index uv is configured with), then run `lockstep toolchain install` again"));
+            .hint("check network access to PyPI, then run `lockstep toolchain install` again"));
     }
+    let venv = venv.dir().to_path_buf();
 
     let site = site_packages(&venv)?;
     let packages = package_versions(&site)?;
@@ -745,18 +703,56 @@ fn version_output(compile: &Path) -> Result<String, Error> {
             }
         }
     }
-    let mut cmd = Command::new(compile);
-    cmd.arg("--version").stdin(Stdio::null());
-    let output = run_captured(&mut cmd, &format!("{} --version", compile.display()))?;
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    if text.trim().is_empty() {
-        text = String::from_utf8_lossy(&output.stderr).into_owned();
-    }
+    let text = run_version(compile)?;
     if let (Some(current), Ok(mut seen)) = (current, SEEN.lock()) {
         seen.get_or_insert_with(HashMap::new)
             .insert(key, (current, text.clone()));
     }
     Ok(text)
+}
+
+/// How long `iree-compile --version` may take.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Runs `iree-compile --version`: its stdout, else (nothing there) its stderr.
+fn run_version(compile: &Path) -> Result<String, Error> {
+    let what = format!("{} --version", compile.display());
+    let scratch = tempfile::tempdir()
+        .map_err(|e| Error::failed("cannot create a temporary directory").cause(e.to_string()))?;
+    let (log, out) = (scratch.path().join("log"), scratch.path().join("stdout"));
+    let finished = process::run_with(
+        &process::Spec {
+            argv: vec![compile.to_string_lossy().into_owned(), "--version".into()],
+            cwd: scratch.path().to_path_buf(),
+            env: Vec::new(),
+            timeout: Some(VERSION_TIMEOUT),
+            log: log.clone(),
+            header: None,
+        },
+        &process::Options {
+            stdout: Some(out.clone()),
+            die_with_parent: true,
+            ..process::Options::default()
+        },
+        |_| {},
+    )
+    .map_err(|e| e.context(format!("cannot run {what}")))?;
+    let stdout = std::fs::read_to_string(&out).unwrap_or_default();
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    if finished.exit != Exit::Code(0) {
+        let mut err = Error::failed(format!("{what} failed ({})", finished.exit.describe()));
+        let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = tail[tail.len().saturating_sub(15)..].join("\n");
+        if !tail.is_empty() {
+            err = err.cause(tail);
+        }
+        return Err(err);
+    }
+    Ok(if stdout.trim().is_empty() {
+        stderr
+    } else {
+        stdout
+    })
 }
 
 /// The `IREE compiler version ...` line, else the first non-empty line.
@@ -964,7 +960,6 @@ mod tests {
             "3.14.0a1",
             "3.14.0b2",
             "3.13.0.post1",
-            "3.13.0post1",
             "3.14.0.dev20261101",
             "3.14.0rc1.post2.dev3",
         ] {
@@ -985,6 +980,7 @@ mod tests {
             "3.13.0/..",
             "3.13.0.dev",
             "3.13.0c1",
+            "3.13.0post1",
         ] {
             let err = validate_version(bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad}");
@@ -1167,12 +1163,18 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
         fake_install(&root.join(".iree-3.13.0.tmp-4242"), "3.13.0");
+        // A staging directory of this very process (a PID alive) is garbage
+        // under the lock too, and so is a directory moved aside.
+        let live = root.join(format!(".iree-3.13.0.tmp-{}-0", std::process::id()));
+        fake_install(&live, "3.13.0");
+        std::fs::create_dir_all(root.join(".iree-3.13.0.old-4242-0")).unwrap();
         fake_install(&root.join(".iree-3.13.tmp-4242"), "3.13");
         std::fs::create_dir_all(root.join("iree-3.13.0/venv")).unwrap();
         let sink = Collect::default();
         let _lock = lock(root, "3.13.0", &sink).unwrap();
         remove_leftovers(root, "3.13.0", &root.join("iree-3.13.0")).unwrap();
         assert!(!root.join(".iree-3.13.0.tmp-4242").exists());
+        assert!(!live.exists() && !root.join(".iree-3.13.0.old-4242-0").exists());
         assert!(!root.join("iree-3.13.0").exists());
         // Another version's build is not ours to remove.
         assert!(root.join(".iree-3.13.tmp-4242").exists());
@@ -1286,11 +1288,5 @@ mod tests {
         );
         assert_eq!(compiler_version_line("custom 1\n"), "custom 1");
         assert_eq!(compiler_version_line(""), "");
-        assert_eq!(lockstep_python::uv::tail(b"a\n\nb\nc\n", 2), "b\nc");
-        let uv = b"Using Python 3.11.7 environment at: venv\nerror: No solution found\n  cause: Because there is no version\n";
-        assert_eq!(
-            lockstep_python::uv::tail(uv, 15),
-            "No solution found\nBecause there is no version"
-        );
     }
 }

@@ -3,8 +3,10 @@
 //!
 //! Each commit probed gets its packages built from `git archive COMMIT`
 //! (through the wheel cache, so a commit built before costs a copy),
-//! installed into a fresh venv by manifest, and the command run with that
-//! venv first on `PATH`. The user's working tree is never checked out.
+//! installed into a fresh venv by manifest (which must import: see
+//! [`lockstep_python::venv::create_exact`]), and the command run inside that
+//! venv by the Python layer (its `bin/` first on `PATH`, without lockstep's
+//! secrets or index variables). The user's working tree is never checked out.
 //! Exit codes are `git bisect run`'s: 0 good, 125 skip, 1-127 bad, anything
 //! else stops the bisection (lockstep-bisect's rules and narrowing, the
 //! same as `integrate bisect`). A commit whose packages do not build is
@@ -18,11 +20,11 @@ use std::time::Duration;
 use lockstep_bisect::Verdict;
 use lockstep_core::events::Sink;
 use lockstep_core::hash::Framed;
-use lockstep_core::process::{Exit, Spec};
+use lockstep_core::process::Exit;
 use lockstep_core::Error;
 use lockstep_git::Repo;
 use lockstep_python::pylock;
-use lockstep_python::venv::{self, From};
+use lockstep_python::venv::{self, From, RunIn};
 use lockstep_store::{ProbeRecord, Store};
 use serde::Serialize;
 
@@ -220,23 +222,16 @@ fn probe(req: &BisectRequest<'_>, commit: &str, sink: &dyn Sink) -> Result<Step,
 }
 
 fn run_command(req: &BisectRequest<'_>, venv_dir: &Path, log: &Path) -> Result<Exit, Error> {
-    let bin = venv_dir.join("bin");
-    let path = match std::env::var_os("PATH") {
-        Some(p) => format!("{}:{}", bin.display(), p.to_string_lossy()),
-        None => bin.display().to_string(),
-    };
-    let spec = Spec {
-        argv: req.command.clone(),
-        cwd: req.cwd.clone(),
-        env: vec![
-            ("PATH".into(), path),
-            ("VIRTUAL_ENV".into(), venv_dir.display().to_string()),
-        ],
-        timeout: Some(req.timeout),
-        log: log.to_path_buf(),
-        header: None,
-    };
-    Ok(lockstep_core::process::run(&spec, |_| {})?.exit)
+    let ran = req.build.uv.venv(venv_dir).run(
+        &req.command,
+        &RunIn {
+            what: "the bisect command",
+            cwd: &req.cwd,
+            timeout: req.timeout,
+            log: Some(log),
+        },
+    )?;
+    Ok(ran.exit)
 }
 
 fn tempdir() -> Result<PathBuf, Error> {

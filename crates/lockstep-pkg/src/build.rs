@@ -27,7 +27,7 @@ use lockstep_git::Repo;
 use lockstep_python::pylock::{
     self, Lock, Package, PackageInfo, PackageTool, SetInfo, Wheel, WheelInfo,
 };
-use lockstep_python::uv::{run_captured, Uv};
+use lockstep_python::uv::{BuildWheel, Uv};
 use lockstep_python::wheel::{self, WheelName};
 use serde::Serialize;
 
@@ -316,17 +316,8 @@ fn find_pythons(
         if found.iter().any(|p: &Python| p.version == version) {
             continue;
         }
-        let mut cmd = uv.command(cwd);
-        cmd.args([
-            "python",
-            "find",
-            "--no-config",
-            "--no-python-downloads",
-            "--system",
-            &version,
-        ]);
-        let path = match run_captured(&mut cmd, "uv python find") {
-            Ok(out) => PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
+        let path = match uv.find_python(&version, cwd) {
+            Ok(path) => path,
             Err(e) => {
                 let mut err = Error::usage(format!(
                     "Python {version} is not installed (uv finds no such interpreter)"
@@ -667,38 +658,26 @@ fn build_cell(
         stage::stamp_version(&package_dir.join("pyproject.toml"), &group.package, version)
             .map_err(|e| fail(e.render()))?;
     }
-    let mut argv: Vec<String> = ctx.req.uv.argv().to_vec();
-    argv.extend(
-        [
-            "build",
-            "--wheel",
-            "--no-config",
-            "--no-python-downloads",
-            "--python",
-        ]
-        .map(String::from),
-    );
-    argv.push(python.path.to_string_lossy().into_owned());
-    argv.push("--out-dir".into());
-    argv.push(dist.to_string_lossy().into_owned());
-    argv.push(package_dir.to_string_lossy().into_owned());
-    let mut env: Vec<(String, String)> = group
+    let env: Vec<(String, String)> = group
         .env
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    env.push(("NO_COLOR".into(), "1".into()));
-    let spec = lockstep_core::process::Spec {
-        argv,
-        cwd: cell_dir.clone(),
-        env,
-        timeout: Some(ctx.req.pkg.build_timeout),
-        log: log.clone(),
-        header: Some(format!("# {label}\n# {}\n", command.join(" "))),
-    };
-    let finished = lockstep_core::process::run(&spec, |_| {}).map_err(|e| fail(e.render()))?;
-    if finished.exit != lockstep_core::process::Exit::Code(0) {
-        return Err(fail(format!("uv build {}", finished.exit.describe())));
+    let ran = ctx
+        .req
+        .uv
+        .build_wheel(&BuildWheel {
+            python: &python.path,
+            package: &package_dir,
+            out_dir: &dist,
+            cwd: &cell_dir,
+            env: &env,
+            timeout: ctx.req.pkg.build_timeout,
+            log: &log,
+        })
+        .map_err(|e| fail(e.render()))?;
+    if !ran.success() {
+        return Err(fail(format!("uv build {}", ran.exit.describe())));
     }
     let file = single_wheel(&dist, group).map_err(fail)?;
     let _ = std::fs::remove_dir_all(&src);

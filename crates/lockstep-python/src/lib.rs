@@ -1,13 +1,19 @@
 //! Python packaging plumbing shared by `lockstep pkg`, `lockstep toolchain`
-//! and (later) `lockstep release`: finding uv ([`uv`]), wheel file names and
-//! PEP 440 versions ([`wheel`]), PEP 751 `pylock.toml` manifests ([`pylock`])
-//! and venvs holding exactly a manifest's wheels ([`venv`]).
+//! and `lockstep release`: the one Python-environment layer. It finds uv
+//! and runs every uv, pip and in-venv command ([`uv`], [`venv`]) under one
+//! environment policy with timeouts and logs ([`policy`]), and knows wheel
+//! file names and PEP 440 versions ([`wheel`]) and PEP 751 `pylock.toml`
+//! manifests ([`pylock`]).
 //!
-//! It owns no command: engines above it decide what to build or install.
+//! It owns no command: engines above it decide what to build, install,
+//! validate or publish. No other crate starts uv, pip or a venv's programs.
 //! It never reaches the network on its own except through uv when a caller
-//! asks for an online install (the IREE toolchain from PyPI); exact installs
+//! asks for an online install (the IREE toolchain from PyPI, a release
+//! index, `uv build`'s build requirements, `uv publish`); exact installs
 //! from a manifest are always `--offline`.
 
+pub mod environment;
+pub mod policy;
 pub mod pylock;
 pub mod uv;
 pub mod venv;

@@ -42,6 +42,42 @@ pub fn file_name(variant: &str) -> String {
     }
 }
 
+/// The manifest of `variant` for `--variant NAME`: `pylock.NAME.toml` beside
+/// `manifest` (a manifest file, or the wheelhouse directory holding it);
+/// `manifest` itself for no variant or the default one. A bad name or a
+/// variant without a manifest is a usage error.
+pub fn variant_manifest(manifest: &Path, variant: Option<&str>) -> Result<PathBuf, Error> {
+    let Some(variant) = variant.filter(|v| *v != DEFAULT_VARIANT) else {
+        return Ok(manifest.to_path_buf());
+    };
+    if variant.is_empty()
+        || !variant
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+    {
+        return Err(Error::usage(format!(
+            "--variant `{}` is not a variant name",
+            lockstep_core::error::printable(variant)
+        )));
+    }
+    let dir = if manifest.is_dir() {
+        manifest
+    } else {
+        manifest.parent().unwrap_or(Path::new("."))
+    };
+    let path = dir.join(file_name(variant));
+    if !path.is_file() {
+        return Err(Error::usage(format!(
+            "no manifest for variant {variant}: {} does not exist",
+            path.display()
+        ))
+        .hint(format!(
+            "build it with `lockstep pkg build --variant {variant}`"
+        )));
+    }
+    Ok(path)
+}
+
 /// A whole `pylock.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -505,6 +541,38 @@ mod tests {
             let err = Lock::parse(&text, Path::new("m")).expect_err(why).render();
             assert!(err.contains(why), "{why}: {err}");
         }
+    }
+
+    #[test]
+    fn variants_pick_their_manifest_beside_the_given_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let release = dir.path().join(FILE);
+        std::fs::write(&release, "").unwrap();
+        std::fs::write(dir.path().join("pylock.asserts.toml"), "").unwrap();
+        assert_eq!(variant_manifest(&release, None).unwrap(), release);
+        assert_eq!(
+            variant_manifest(&release, Some("release")).unwrap(),
+            release
+        );
+        for from in [release.as_path(), dir.path()] {
+            assert_eq!(
+                variant_manifest(from, Some("asserts")).unwrap(),
+                dir.path().join("pylock.asserts.toml")
+            );
+        }
+        let err = variant_manifest(&release, Some("debug")).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.message.contains("no manifest for variant debug"),
+            "{}",
+            err.message
+        );
+        let err = variant_manifest(&release, Some("../x")).unwrap_err();
+        assert!(
+            err.message.contains("not a variant name"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

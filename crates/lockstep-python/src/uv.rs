@@ -1,73 +1,624 @@
-//! Finding (and if need be installing) uv, and running it and other Python
-//! tools with their output captured.
+//! uv, found (or installed) once and then the only way lockstep creates
+//! venvs, installs into them, builds wheels and publishes them.
 //!
-//! Every Python step of lockstep (IREE toolchains, wheel builds, exact venvs)
-//! goes through uv: it is fast, installs offline from a lock file and checks
-//! hashes. [`find_uv`] prefers the user's `uv`, then `python3 -m uv`, then a
-//! private copy under `$LOCKSTEP_TOOLCHAINS/.uv`, and installs one only when
-//! none works. Children die with lockstep ([`dies_with_us`]): a killed
-//! install must not keep writing into a directory the next run removes.
+//! Every Python step of lockstep (IREE toolchains, wheel builds, exact
+//! venvs, release validation and uploads) goes through [`Uv`]: it is fast,
+//! installs offline from a lock file and checks hashes. [`find_uv`] prefers
+//! the user's `uv`, then `python3 -m uv`, then a private copy under
+//! `$LOCKSTEP_TOOLCHAINS/.uv`, and installs one only when none works.
+//!
+//! Each method is one uv command run under the layer's policy
+//! ([`crate::policy`]): `--no-config` always (a project's or the user's
+//! `uv.toml` never steers an install), no index from the environment (an
+//! index is used only when the caller passes one), none of lockstep's
+//! secrets, a timeout per kind of operation ([`Timeouts`], overridden by
+//! `$LOCKSTEP_UV_TIMEOUT`), and a log that a failure names.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 
-/// How to run uv.
+use crate::environment::Venv;
+use crate::policy::{self, Child, Policy, Ran};
+
+pub use crate::policy::{tail, ENV_TIMEOUT};
+
+/// How long each kind of uv command may take before it is killed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// `uv venv`, `uv python find`, `uv pip check`, `--version` probes: 5 min.
+    pub quick: Duration,
+    /// `uv pip install` / `sync` (an IREE toolchain is ~500 MB), pip
+    /// installing uv: 30 min.
+    pub install: Duration,
+    /// `uv publish` of one file: 30 min.
+    pub publish: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            quick: Duration::from_secs(5 * 60),
+            install: Duration::from_secs(30 * 60),
+            publish: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+impl Timeouts {
+    /// The same limit for everything.
+    pub fn all(limit: Duration) -> Timeouts {
+        Timeouts {
+            quick: limit,
+            install: limit,
+            publish: limit,
+        }
+    }
+
+    /// `$LOCKSTEP_UV_TIMEOUT` (seconds, for everything) when set, else the defaults.
+    pub fn from_env() -> Result<Timeouts, Error> {
+        match std::env::var(ENV_TIMEOUT) {
+            Ok(text) if !text.trim().is_empty() => match text.trim().parse::<u64>() {
+                Ok(secs) if secs > 0 => Ok(Timeouts::all(Duration::from_secs(secs))),
+                _ => Err(Error::usage(format!(
+                    "${ENV_TIMEOUT} = `{}` is not a number of seconds",
+                    lockstep_core::error::printable(&text)
+                ))
+                .hint(format!(
+                    "set {ENV_TIMEOUT}=3600, or unset it for the defaults"
+                ))),
+            },
+            _ => Ok(Timeouts::default()),
+        }
+    }
+}
+
+/// How to run uv, and the policy its children run under.
 #[derive(Debug, Clone)]
 pub struct Uv {
     argv: Vec<String>,
+    timeouts: Timeouts,
+    policy: Policy,
+    logs: PathBuf,
+}
+
+/// A venv to create.
+#[derive(Debug, Clone, Default)]
+pub struct NewVenv<'a> {
+    /// A Python version uv finds (`3.11`); `None` = uv's default.
+    pub python: Option<&'a str>,
+    /// Nothing from the network (no Python download either).
+    pub offline: bool,
+    /// With pip in it (`--seed`), for tools that call pip themselves.
+    pub seed: bool,
+}
+
+/// What to install into a venv.
+#[derive(Debug, Clone, Copy)]
+pub enum Install<'a> {
+    /// Exactly the wheels of a PEP 751 manifest: offline, no dependency
+    /// resolution, uv checks each wheel's hash.
+    Manifest(&'a Path),
+    /// Requirements from this index only (`--index-url`), such as a staged
+    /// release index.
+    Index {
+        url: &'a str,
+        requirements: &'a [String],
+    },
+    /// Pinned requirements from PyPI (`name==version`).
+    Pypi(&'a [String]),
+}
+
+/// A requirement a venv does not meet (`uv pip check`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Unmet {
+    /// The installed package that requires it.
+    pub package: String,
+    /// The requirement (`packaging>=20`).
+    pub requirement: String,
+    /// The version installed instead, when one is.
+    pub installed: Option<String>,
+}
+
+impl Unmet {
+    /// `needy requires packaging>=20 (not installed)`.
+    pub fn describe(&self) -> String {
+        match &self.installed {
+            Some(v) => format!(
+                "{} requires {}, but {v} is installed",
+                self.package, self.requirement
+            ),
+            None => format!(
+                "{} requires {}, which is not installed",
+                self.package, self.requirement
+            ),
+        }
+    }
+}
+
+/// One `uv build --wheel`.
+#[derive(Debug, Clone)]
+pub struct BuildWheel<'a> {
+    /// The interpreter to build for.
+    pub python: &'a Path,
+    /// The package's source directory.
+    pub package: &'a Path,
+    pub out_dir: &'a Path,
+    pub cwd: &'a Path,
+    /// Set for the build (a variant's `env`).
+    pub env: &'a [(String, String)],
+    pub timeout: Duration,
+    /// Kept: the build's log.
+    pub log: &'a Path,
+}
+
+/// Upload credentials (given to `uv publish` in its own variables, never
+/// on its command line).
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    pub username: Option<String>,
+    pub password: Option<String>,
 }
 
 impl Uv {
+    /// A uv started by these words (`["uv"]`, `["python3", "-m", "uv"]`, a
+    /// path), with the default timeouts and logs under
+    /// `$LOCKSTEP_HOME/logs/python`.
+    pub fn new(argv: Vec<String>) -> Uv {
+        Uv {
+            argv,
+            timeouts: Timeouts::default(),
+            policy: Policy::default(),
+            logs: lockstep_core::paths::home().join("logs").join("python"),
+        }
+    }
+
     /// The words that start uv (`uv`, or `python3 -m uv`).
     pub fn argv(&self) -> &[String] {
         &self.argv
     }
 
-    /// `uv` with its fixed arguments, run in `cwd` with no stdin and no colour.
-    pub fn command(&self, cwd: &Path) -> Command {
-        let mut cmd = Command::new(&self.argv[0]);
-        cmd.args(&self.argv[1..])
-            // A project's pyproject.toml / uv.toml in the user's cwd must not steer the install.
-            .current_dir(cwd)
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null());
-        dies_with_us(&mut cmd);
-        cmd
+    /// The timeouts in force.
+    pub fn timeouts(&self) -> Timeouts {
+        self.timeouts
+    }
+
+    /// This uv with other timeouts.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Uv {
+        self.timeouts = timeouts;
+        self
+    }
+
+    /// This uv, its children (and those of its venvs) never seeing `var`
+    /// either (the webhook variable of `[integrate.notify] url-env`).
+    pub fn hiding(mut self, var: &str) -> Uv {
+        self.policy = self.policy.hiding(var);
+        self
+    }
+
+    /// This uv writing the logs of its commands into `dir` (a command that
+    /// succeeds leaves no log; one that fails leaves the log its error names).
+    pub fn logs_in(mut self, dir: &Path) -> Uv {
+        self.logs = dir.to_path_buf();
+        self
+    }
+
+    /// The policy its children run under.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// `uv SUBCOMMAND --no-config REST...`.
+    fn uv(&self, subcommand: &[&str], rest: Vec<String>) -> Vec<String> {
+        let mut argv = self.argv.clone();
+        argv.extend(subcommand.iter().map(|a| a.to_string()));
+        argv.push("--no-config".into());
+        argv.extend(rest);
+        argv
+    }
+
+    fn run(
+        &self,
+        what: &str,
+        argv: Vec<String>,
+        cwd: &Path,
+        timeout: Duration,
+    ) -> Result<Ran, Error> {
+        policy::run(
+            &self.policy,
+            &self.logs,
+            Child {
+                what: what.to_string(),
+                argv,
+                cwd,
+                env: vec![("NO_COLOR".into(), "1".into())],
+                remove: &[],
+                timeout,
+                log: None,
+                capture_stdout: false,
+            },
+        )
+    }
+
+    /// Creates the venv `dir` (relocatable: it may be built in a staging
+    /// directory and moved into place).
+    pub fn create_venv(&self, dir: &Path, how: &NewVenv<'_>) -> Result<Venv, Error> {
+        let mut rest: Vec<String> = ["--quiet", "--relocatable", "--no-project"]
+            .map(String::from)
+            .to_vec();
+        if how.offline {
+            rest.extend(["--offline", "--no-python-downloads"].map(String::from));
+        }
+        if how.seed {
+            rest.push("--seed".into());
+        }
+        if let Some(v) = how.python {
+            rest.extend(["--python".to_string(), v.to_string()]);
+        }
+        rest.push(dir.to_string_lossy().into_owned());
+        let cwd = parent_dir(dir);
+        let argv = self.uv(&["venv"], rest);
+        self.run("uv venv", argv, &cwd, self.timeouts.quick)?
+            .require_success()
+            .map_err(|e| python_error(e, how.python))?;
+        Ok(self.venv(dir))
+    }
+
+    /// The existing venv `dir`, whose programs run under this uv's policy.
+    pub fn venv(&self, dir: &Path) -> Venv {
+        Venv::new(dir, self.policy.clone(), self.logs.clone())
+    }
+
+    /// `uv pip install` into `venv`.
+    pub fn install(&self, venv: &Venv, what: Install<'_>) -> Result<(), Error> {
+        let mut rest: Vec<String> = vec!["--quiet".into(), "--python".into()];
+        rest.push(venv.python().to_string_lossy().into_owned());
+        match what {
+            Install::Manifest(manifest) => {
+                rest.extend(
+                    [
+                        "--offline",
+                        "--no-deps",
+                        "--preview-features",
+                        "pylock",
+                        "-r",
+                    ]
+                    .map(String::from),
+                );
+                rest.push(manifest.to_string_lossy().into_owned());
+            }
+            Install::Index { url, requirements } => {
+                rest.extend(["--index-url".to_string(), url.to_string()]);
+                rest.extend(requirements.iter().cloned());
+            }
+            Install::Pypi(requirements) => rest.extend(requirements.iter().cloned()),
+        }
+        let argv = self.uv(&["pip", "install"], rest);
+        self.run(
+            "uv pip install",
+            argv,
+            &parent_dir(venv.dir()),
+            self.timeouts.install,
+        )?
+        .require_success()
+        .map(drop)
+    }
+
+    /// `uv pip sync --offline MANIFEST`: `venv` holds exactly the manifest's
+    /// wheels afterwards.
+    pub fn sync(&self, venv: &Venv, manifest: &Path) -> Result<(), Error> {
+        let mut rest: Vec<String> = [
+            "--quiet",
+            "--offline",
+            "--preview-features",
+            "pylock",
+            "--python",
+        ]
+        .map(String::from)
+        .to_vec();
+        rest.push(venv.python().to_string_lossy().into_owned());
+        rest.push(manifest.to_string_lossy().into_owned());
+        let argv = self.uv(&["pip", "sync"], rest);
+        self.run(
+            "uv pip sync",
+            argv,
+            &parent_dir(venv.dir()),
+            self.timeouts.install,
+        )?
+        .require_success()
+        .map(drop)
+    }
+
+    /// `uv pip check`: every requirement (environment markers evaluated for
+    /// the venv's Python) an installed package declares and the venv does
+    /// not meet; empty when it imports.
+    pub fn check(&self, venv: &Venv) -> Result<Vec<Unmet>, Error> {
+        let mut rest: Vec<String> = vec!["--offline".into(), "--python".into()];
+        rest.push(venv.python().to_string_lossy().into_owned());
+        let argv = self.uv(&["pip", "check"], rest);
+        let ran = self.run(
+            "uv pip check",
+            argv,
+            &parent_dir(venv.dir()),
+            self.timeouts.quick,
+        )?;
+        if ran.success() {
+            return Ok(Vec::new());
+        }
+        let unmet = parse_check(&ran.output());
+        if unmet.is_empty() {
+            return Err(ran
+                .require_success()
+                .err()
+                .unwrap_or_else(|| Error::failed("uv pip check failed")));
+        }
+        let _ = std::fs::remove_file(&ran.log);
+        Ok(unmet)
+    }
+
+    /// The interpreter of Python `version` (`3.11`) installed on this
+    /// machine (`uv python find`, never a download); the error carries uv's words.
+    pub fn find_python(&self, version: &str, cwd: &Path) -> Result<PathBuf, Error> {
+        let rest: Vec<String> = ["--no-python-downloads", "--system", version]
+            .map(String::from)
+            .to_vec();
+        let argv = self.uv(&["python", "find"], rest);
+        let ran = policy::run(
+            &self.policy,
+            &self.logs,
+            Child {
+                what: "uv python find".into(),
+                argv,
+                cwd,
+                env: vec![("NO_COLOR".into(), "1".into())],
+                remove: &[],
+                timeout: self.timeouts.quick,
+                log: None,
+                capture_stdout: true,
+            },
+        )?;
+        let path = ran.stdout().trim().to_string();
+        let ran = ran.require_success()?;
+        if path.is_empty() {
+            return Err(Error::failed("uv python find printed no interpreter")
+                .cause(format!("log: {}", ran.log.display())));
+        }
+        Ok(PathBuf::from(path))
+    }
+
+    /// `uv build --wheel` of one package for one interpreter (isolated
+    /// build; its requirements come from PyPI). How it ended is the
+    /// caller's to judge; the log is kept.
+    pub fn build_wheel(&self, build: &BuildWheel<'_>) -> Result<Ran, Error> {
+        let mut rest: Vec<String> = ["--wheel", "--no-python-downloads", "--python"]
+            .map(String::from)
+            .to_vec();
+        rest.push(build.python.to_string_lossy().into_owned());
+        rest.push("--out-dir".into());
+        rest.push(build.out_dir.to_string_lossy().into_owned());
+        rest.push(build.package.to_string_lossy().into_owned());
+        let argv = self.uv(&["build"], rest);
+        let mut env: Vec<(String, String)> = build.env.to_vec();
+        env.push(("NO_COLOR".into(), "1".into()));
+        policy::run(
+            &self.policy,
+            &self.logs,
+            Child {
+                what: "uv build".into(),
+                argv,
+                cwd: build.cwd,
+                env,
+                remove: &[],
+                timeout: build.timeout,
+                log: Some(build.log),
+                capture_stdout: false,
+            },
+        )
+    }
+
+    /// `uv publish` of `file` to the upload endpoint `url` (no trusted
+    /// publishing: the credentials are the ones given; none = an anonymous
+    /// upload, which uv makes as user `anonymous` without a password). A
+    /// refusal is an error naming the file and the server's HTTP status.
+    pub fn publish(&self, url: &str, file: &Path, credentials: &Credentials) -> Result<(), Error> {
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let rest: Vec<String> = vec![
+            "--no-progress".into(),
+            "--trusted-publishing".into(),
+            "never".into(),
+            "--publish-url".into(),
+            url.to_string(),
+            file.to_string_lossy().into_owned(),
+        ];
+        let argv = self.uv(&["publish"], rest);
+        let mut env = vec![("NO_COLOR".to_string(), "1".to_string())];
+        let user = match (&credentials.username, &credentials.password) {
+            (Some(user), _) => user.clone(),
+            (None, Some(_)) => "__token__".into(),
+            (None, None) => "anonymous".into(),
+        };
+        env.push(("UV_PUBLISH_USERNAME".into(), user));
+        if let Some(password) = &credentials.password {
+            env.push(("UV_PUBLISH_PASSWORD".into(), password.clone()));
+        }
+        let ran = policy::run(
+            &self.policy,
+            &self.logs,
+            Child {
+                what: format!("uv publish {name}"),
+                argv,
+                cwd: &parent_dir(file),
+                env,
+                remove: &[],
+                timeout: self.timeouts.publish,
+                log: None,
+                capture_stdout: false,
+            },
+        )?;
+        if ran.success() {
+            return Ok(());
+        }
+        let output = ran.output();
+        let status = http_status(&output);
+        let log = ran.log.clone();
+        let err = match status {
+            Some(code) => Error::failed(format!("uploading {name}: HTTP {code}"))
+                .cause(server_said(&output))
+                .cause(format!("log: {}", log.display()))
+                .hint(match code {
+                    400 | 409 => "the server has this file already (released files are immutable)",
+                    401 | 403 => "check $TWINE_USERNAME and $TWINE_PASSWORD",
+                    _ => "check --upload",
+                }),
+            None => ran
+                .require_success()
+                .err()
+                .unwrap_or_else(|| Error::failed("uv publish failed"))
+                .context(format!("uploading {name} failed"))
+                .hint("check --upload, the network and the credentials ($TWINE_USERNAME, $TWINE_PASSWORD)"),
+        };
+        Err(err)
     }
 }
 
-/// The child is killed when lockstep dies: a killed install must not leave uv
-/// or pip writing into a directory the next install is about to remove.
-pub fn dies_with_us(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the hook only makes the prctl system call, which is
-    // async-signal-safe, between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-                .map_err(std::io::Error::from)
+/// The directory a path sits in (its own, when it has no parent).
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// uv found no such interpreter: a usage error naming the version.
+fn python_error(err: Error, python: Option<&str>) -> Error {
+    let text = err.causes.join("\n").to_lowercase();
+    match python {
+        Some(v) if text.contains("no interpreter") || text.contains("not found") => {
+            let mut e = Error::usage(format!(
+                "Python {v} is not installed (uv found no such interpreter)"
+            ));
+            e.causes = err.causes;
+            e.hint(format!("install Python {v}, or pick one of `uv python list --only-installed` with --python"))
+        }
+        _ => err.context("cannot create the venv"),
+    }
+}
+
+/// The HTTP status a failed upload reports (`status code 409`).
+fn http_status(output: &str) -> Option<u16> {
+    let lower = output.to_lowercase();
+    let at = lower.find("status code ")? + "status code ".len();
+    lower[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|d| d.parse().ok())
+}
+
+/// The status line of a refused upload and the first lines of what the
+/// server said, HTML tags and common entities taken out.
+fn server_said(output: &str) -> String {
+    let mut lines = output
+        .lines()
+        .skip_while(|l| !l.to_lowercase().contains("status code"))
+        .map(|l| {
+            let mut text = String::new();
+            let mut in_tag = false;
+            for c in l.chars() {
+                match c {
+                    '<' => in_tag = true,
+                    '>' => in_tag = false,
+                    c if !in_tag => text.push(c),
+                    _ => {}
+                }
+            }
+            let text = text
+                .replace("&#039;", "'")
+                .replace("&#39;", "'")
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&");
+            let text = text.trim();
+            let text = text.strip_prefix("cause: ").unwrap_or(text);
+            text.strip_prefix("Caused by: ").unwrap_or(text).to_string()
+        })
+        .filter(|l| !l.is_empty() && !l.starts_with("hint:"));
+    let first = lines.next().unwrap_or_default();
+    let rest: Vec<String> = lines.filter(|l| l.len() > 3).take(3).collect();
+    std::iter::once(first)
+        .chain(rest)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `uv pip check`'s findings: "The package `a` requires `b>=1`, but it's
+/// not installed" / "..., but `0.9` is installed".
+fn parse_check(output: &str) -> Vec<Unmet> {
+    let mut found = Vec::new();
+    for line in output.lines() {
+        let Some(rest) = line.trim().strip_prefix("The package `") else {
+            continue;
+        };
+        let Some((package, rest)) = rest.split_once("` requires `") else {
+            continue;
+        };
+        let Some((requirement, rest)) = rest.split_once('`') else {
+            continue;
+        };
+        let installed = rest
+            .split_once("but `")
+            .and_then(|(_, v)| v.split_once('`'))
+            .map(|(v, _)| v.to_string());
+        found.push(Unmet {
+            package: package.to_string(),
+            requirement: requirement.to_string(),
+            installed,
         });
     }
+    found
+}
+
+/// [`find_uv`] with the toolchains directory (`$LOCKSTEP_TOOLCHAINS`, made
+/// absolute and created) as its root: what every command uses.
+pub fn find_default(sink: &dyn Sink) -> Result<Uv, Error> {
+    let root = std::path::absolute(lockstep_core::paths::toolchains())?;
+    std::fs::create_dir_all(&root).map_err(|e| {
+        Error::failed(format!(
+            "cannot create the toolchains directory {}",
+            root.display()
+        ))
+        .cause(e.to_string())
+        .hint("set LOCKSTEP_TOOLCHAINS (or LOCKSTEP_HOME) to a writable directory")
+    })?;
+    find_uv(&root, &root, sink)
 }
 
 /// `uv` on PATH, else `python3 -m uv`, else the private uv of an earlier
 /// install (`$LOCKSTEP_TOOLCHAINS/.uv`), else installs uv: `python3 -m pip
 /// install --user uv`, else without `--user`, else (a PEP 668 "externally
 /// managed" Python refuses both) into the private venv `$LOCKSTEP_TOOLCHAINS/.uv`.
+/// The timeouts come from `$LOCKSTEP_UV_TIMEOUT` when it is set.
 pub fn find_uv(root: &Path, cwd: &Path, sink: &dyn Sink) -> Result<Uv, Error> {
+    let timeouts = Timeouts::from_env()?;
+    let make = |argv: Vec<String>| Uv::new(argv).with_timeouts(timeouts);
     let works = |argv: &[String]| {
-        Command::new(&argv[0])
-            .args(&argv[1..])
-            .arg("--version")
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+        let uv = make(argv.to_vec());
+        let mut probe = argv.to_vec();
+        probe.push("--version".into());
+        // A probe that fails is an answer, not a failure to report: no log.
+        match uv.run("uv --version", probe, cwd, timeouts.quick) {
+            Ok(ran) if ran.success() => true,
+            Ok(ran) => {
+                let _ = std::fs::remove_file(&ran.log);
+                false
+            }
+            Err(_) => false,
+        }
     };
     let python_uv: Vec<String> = ["python3", "-m", "uv"].map(String::from).to_vec();
     let private_uv = vec![private_uv_dir(root)
@@ -81,24 +632,20 @@ pub fn find_uv(root: &Path, cwd: &Path, sink: &dyn Sink) -> Result<Uv, Error> {
         private_uv.clone(),
     ] {
         if works(&argv) {
-            return Ok(Uv { argv });
+            return Ok(make(argv));
         }
     }
     sink.note("uv not found: installing it with `python3 -m pip install --user uv`");
+    let helper = make(python_uv.clone());
     let pip = |user: bool| {
         let extra: &[&str] = if user { &["--user"] } else { &[] };
-        pip_install_uv(
-            Path::new("python3"),
-            extra,
-            cwd,
-            "python3 -m pip install uv",
-        )
+        pip_install_uv(&helper, Path::new("python3"), extra, cwd)
     };
     let pip_error = match pip(true).or_else(|first| {
         tracing::info!(error = %first, "pip install --user uv failed; trying without --user");
         pip(false)
     }) {
-        Ok(_) if works(&python_uv) => return Ok(Uv { argv: python_uv }),
+        Ok(_) if works(&python_uv) => return Ok(make(python_uv)),
         Ok(_) => Error::failed("pip installed uv, but `python3 -m uv --version` still fails"),
         Err(err) => err,
     };
@@ -106,8 +653,8 @@ pub fn find_uv(root: &Path, cwd: &Path, sink: &dyn Sink) -> Result<Uv, Error> {
         "pip cannot install uv for python3; installing it into {}",
         private_uv_dir(root).display()
     ));
-    match install_private_uv(root, cwd) {
-        Ok(()) if works(&private_uv) => Ok(Uv { argv: private_uv }),
+    match install_private_uv(&helper, root, cwd) {
+        Ok(()) if works(&private_uv) => Ok(make(private_uv)),
         Ok(()) => Err(Error::failed(format!(
             "installed uv into {}, but `{} --version` fails",
             private_uv_dir(root).display(),
@@ -128,101 +675,98 @@ pub fn find_uv(root: &Path, cwd: &Path, sink: &dyn Sink) -> Result<Uv, Error> {
     .map_err(|e| e.hint("install uv (https://docs.astral.sh/uv/getting-started/installation/) so that `uv` is on PATH, and check network access to PyPI"))
 }
 
-/// `PYTHON -m pip install --quiet [EXTRA] uv`, its output kept for the error.
-fn pip_install_uv(python: &Path, extra: &[&str], cwd: &Path, what: &str) -> Result<(), Error> {
-    let mut cmd = Command::new(python);
-    cmd.args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-    ])
-    .args(extra)
-    .arg("uv")
-    .current_dir(cwd)
-    .stdin(Stdio::null());
-    dies_with_us(&mut cmd);
-    run_captured(&mut cmd, what).map(drop)
+/// `PYTHON -m pip install --quiet [EXTRA] uv` under the layer's policy.
+fn pip_install_uv(helper: &Uv, python: &Path, extra: &[&str], cwd: &Path) -> Result<(), Error> {
+    let mut argv: Vec<String> = vec![python.to_string_lossy().into_owned()];
+    argv.extend(
+        [
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ]
+        .map(String::from),
+    );
+    argv.extend(extra.iter().map(|e| e.to_string()));
+    argv.push("uv".into());
+    helper
+        .run("pip install uv", argv, cwd, helper.timeouts.install)?
+        .require_success()
+        .map(drop)
 }
 
 fn private_uv_dir(root: &Path) -> PathBuf {
     root.join(".uv")
 }
 
-/// `python3 -m venv` + `pip install uv`, built beside and renamed into place
+/// `python3 -m venv` + `pip install uv`, built beside and moved into place
 /// (a concurrent install of another IREE version may do the same).
-fn install_private_uv(root: &Path, cwd: &Path) -> Result<(), Error> {
-    // Half-built private venvs of dead processes.
-    if let Ok(entries) = std::fs::read_dir(root) {
-        for entry in entries.filter_map(|e| e.ok()) {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let pid = name.strip_prefix(".uv.tmp-").and_then(|p| p.parse().ok());
-            if pid.is_some_and(|pid| !lockstep_core::process::pid_alive(pid)) {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
+fn install_private_uv(helper: &Uv, root: &Path, cwd: &Path) -> Result<(), Error> {
+    let dest = private_uv_dir(root);
+    let staged = lockstep_core::fs::StagedDir::beside(&dest)?;
+    let argv = vec![
+        "python3".to_string(),
+        "-m".into(),
+        "venv".into(),
+        staged.path().to_string_lossy().into_owned(),
+    ];
+    helper
+        .run("python3 -m venv", argv, cwd, helper.timeouts.quick)?
+        .require_success()?;
+    pip_install_uv(helper, &staged.path().join("bin").join("python"), &[], cwd)?;
+    if staged.install_new().is_err() && !dest.join("bin").join("uv").is_file() {
+        return Err(Error::failed(format!("cannot create {}", dest.display())));
     }
-    let tmp = root.join(format!(".uv.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let result = (|| {
-        let mut cmd = Command::new("python3");
-        cmd.args(["-m", "venv"])
-            .arg(&tmp)
-            .current_dir(cwd)
-            .stdin(Stdio::null());
-        dies_with_us(&mut cmd);
-        run_captured(&mut cmd, "python3 -m venv")?;
-        pip_install_uv(
-            &tmp.join("bin").join("python"),
-            &[],
-            cwd,
-            "pip install uv (in a private venv)",
-        )?;
-        let dest = private_uv_dir(root);
-        if std::fs::rename(&tmp, &dest).is_err() && !dest.join("bin").join("uv").is_file() {
-            return Err(Error::failed(format!("cannot create {}", dest.display())));
-        }
-        Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(&tmp);
-    result
+    Ok(())
 }
 
-/// Runs a command capturing its output; a failure carries the stderr tail.
-pub fn run_captured(cmd: &mut Command, what: &str) -> Result<Output, Error> {
-    let output = cmd.output().map_err(|e| {
-        Error::failed(format!("cannot start {what}"))
-            .cause(format!("{}: {e}", cmd.get_program().to_string_lossy()))
-    })?;
-    if output.status.success() {
-        return Ok(output);
-    }
-    let mut err = Error::failed(format!("{what} failed ({})", output.status));
-    let tail = tail(&output.stderr, 15);
-    let tail = if tail.is_empty() {
-        self::tail(&output.stdout, 15)
-    } else {
-        tail
-    };
-    if !tail.is_empty() {
-        err = err.cause(tail);
-    }
-    Err(err)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The last `n` informative lines of a process's output, without uv's
-/// `error:` / `cause:` prefixes (the report adds its own).
-pub fn tail(bytes: &[u8], n: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = text
-        .lines()
-        .map(|l| {
-            let l = l.trim();
-            let l = l.strip_prefix("error: ").unwrap_or(l);
-            l.strip_prefix("cause: ").unwrap_or(l)
-        })
-        .filter(|l| !l.is_empty() && !l.starts_with("Using Python "))
-        .collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+    #[test]
+    fn pip_check_lines_parse() {
+        let out = "Using Python 3.11.7 environment at: v\nChecked 2 packages in 1ms\nFound 2 incompatibilities\n\
+                   The package `needy` requires `packaging>=20`, but it's not installed\n\
+                   The package `a` requires `b<2`, but `2.1` is installed\n";
+        assert_eq!(
+            parse_check(out),
+            vec![
+                Unmet {
+                    package: "needy".into(),
+                    requirement: "packaging>=20".into(),
+                    installed: None
+                },
+                Unmet {
+                    package: "a".into(),
+                    requirement: "b<2".into(),
+                    installed: Some("2.1".into())
+                }
+            ]
+        );
+        assert_eq!(
+            http_status("Caused by: Upload failed with status code 409 Conflict. Server says"),
+            Some(409)
+        );
+        assert_eq!(http_status("connection refused"), None);
+        let said = server_said(
+            "Uploading x.whl\nerror: Failed to publish\n  cause: Server returned status code 409 Conflict. Server says:\n\
+             <html>\n <pre>Package &#039;x.whl&#039; already exists!\n</pre></html>\n",
+        );
+        assert_eq!(
+            said,
+            "Server returned status code 409 Conflict. Server says:\nPackage 'x.whl' already exists!"
+        );
+    }
+
+    #[test]
+    fn tails_drop_prefixes_and_blank_lines() {
+        assert_eq!(tail(b"a\n\nb\nc\n", 2), "b\nc");
+        let uv = b"Using Python 3.11.7 environment at: venv\nerror: No solution found\n  cause: Because there is no version\n";
+        assert_eq!(
+            tail(uv, 15),
+            "No solution found\nBecause there is no version"
+        );
+    }
 }

@@ -43,14 +43,14 @@ pub fn promote_and_upload(
     from: &str,
     to: &str,
     rewrite_stamps: bool,
-    upload: Option<&str>,
+    upload: Option<(&str, &lockstep_python::uv::Uv)>,
     sink: &dyn lockstep_core::events::Sink,
 ) -> Result<Promoted, Error> {
-    if let Some(url) = upload {
+    if let Some((url, _)) = upload {
         crate::upload::check_url(url)?;
     }
     let promoted = promote(index, from, to, rewrite_stamps, &crate::publish::work_dir())?;
-    if let Some(url) = upload {
+    if let Some((url, uv)) = upload {
         let dir = index.join(store::FILES).join(to);
         let record = store::load_or_scan(&dir)?;
         for file in &record.files {
@@ -59,7 +59,7 @@ pub fn promote_and_upload(
                 file.filename,
                 crate::upload::without_userinfo(url)
             ));
-            crate::upload::upload(url, &dir.join(&file.filename), &file.sha256)?;
+            crate::upload::upload(uv, url, &dir.join(&file.filename))?;
         }
     }
     for (wheel, members) in &promoted.stamps {

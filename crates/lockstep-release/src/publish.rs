@@ -8,16 +8,22 @@
 //! tested), every console script runs with `--help`, and `[release] smoke`
 //! runs in that venv. Only then do the files enter the store (immutable;
 //! see [`crate::store`]) and the index is regenerated.
+//!
+//! Every step runs through lockstep-python's layer: the install sees no
+//! index but the staged one and no uv configuration, and the scripts and the
+//! smoke (package code, whose output ends up in errors and `--events`) never
+//! see lockstep's secrets (`GITHUB_TOKEN`, `TWINE_PASSWORD`, the webhook
+//! variable ...).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lockstep_core::events::Sink;
-use lockstep_core::process::{self, Exit, Spec};
 use lockstep_core::Error;
 use lockstep_python::pylock::{self, Lock};
-use lockstep_python::uv::{self, Uv};
+use lockstep_python::uv::{Install, NewVenv, Uv};
+use lockstep_python::venv::{RunIn, Venv};
 use serde::Serialize;
 
 use crate::index::{self, IndexReport};
@@ -154,39 +160,33 @@ fn validate(
         fs_err::copy(wheel, files.join(name))?;
     }
     index::write_index(&staged_index, None)?;
-    let venv = stage.path().join("venv");
-    let mut cmd = req.uv.command(stage.path());
-    isolate_uv(&mut cmd);
-    cmd.args(["venv", "--quiet", "--no-project", "--no-config"])
-        .arg(&venv);
-    uv::run_captured(&mut cmd, "uv venv (release validation)")?;
+    let venv = req
+        .uv
+        .create_venv(&stage.path().join("venv"), &NewVenv::default())
+        .map_err(|e| e.context("cannot create the release validation venv"))?;
     let url = format!("file://{}/", staged_index.join(index::SIMPLE).display());
-    let mut cmd = req.uv.command(stage.path());
-    isolate_uv(&mut cmd);
-    cmd.args(["pip", "install", "--quiet", "--no-config", "--python"])
-        .arg(venv.join("bin/python"))
-        .args(["--index-url", &url]);
-    for package in packages {
-        cmd.arg(format!("{package}=={version}"));
-    }
-    uv::run_captured(&mut cmd, "installing the set from the staged index")
+    let requirements: Vec<String> = packages
+        .iter()
+        .map(|package| format!("{package}=={version}"))
+        .collect();
+    req.uv
+        .install(
+            &venv,
+            Install::Index {
+                url: &url,
+                requirements: &requirements,
+            },
+        )
         .map_err(|e| e.context(format!("{version} does not install from its own index")))?;
-    let bin = venv.join("bin");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let env = vec![
-        ("PATH".to_string(), path),
-        ("VIRTUAL_ENV".to_string(), venv.display().to_string()),
-    ];
     for script in scripts {
-        let argv = vec![bin.join(script).display().to_string(), "--help".into()];
+        let argv = vec![
+            venv.bin().join(script).display().to_string(),
+            "--help".into(),
+        ];
         let log = stage.path().join("script.log");
-        run_bounded(
-            argv,
-            &env,
+        run_checked(
+            &venv,
+            &argv,
             &format!("`{script} --help`"),
             &log,
             HELP_TIMEOUT,
@@ -195,9 +195,9 @@ fn validate(
     if let Some(smoke) = &req.smoke {
         let argv = vec!["sh".into(), "-c".into(), smoke.clone()];
         let log = req.work.join("smoke.log");
-        run_bounded(
-            argv,
-            &env,
+        run_checked(
+            &venv,
+            &argv,
             &format!("[release] smoke `{smoke}`"),
             &log,
             SMOKE_TIMEOUT,
@@ -206,60 +206,31 @@ fn validate(
     Ok(())
 }
 
-/// Runs `argv` in the validation venv through lockstep's process runner
-/// (its own process group, output in `log`, killed after `limit`).
-fn run_bounded(
-    argv: Vec<String>,
-    env: &[(String, String)],
+/// Runs `argv` in the validation venv (its own process group, output in
+/// `log`, killed after `limit`); anything but exit 0 is an error.
+fn run_checked(
+    venv: &Venv,
+    argv: &[String],
     what: &str,
     log: &Path,
     limit: Duration,
 ) -> Result<(), Error> {
     let cwd = log.parent().map(Path::to_path_buf).unwrap_or_default();
-    let finished = process::run(
-        &Spec {
-            argv,
-            cwd,
-            env: env.to_vec(),
-            timeout: Some(limit),
-            log: log.to_path_buf(),
-            header: None,
+    venv.run(
+        argv,
+        &RunIn {
+            what,
+            cwd: &cwd,
+            timeout: limit,
+            log: Some(log),
         },
-        |_| {},
-    )
-    .map_err(|e| e.context(format!("cannot run {what}")))?;
-    match finished.exit {
-        Exit::Code(0) => Ok(()),
-        Exit::TimedOut => Err(Error::failed(format!(
-            "{what} did not finish in {}s",
-            limit.as_secs()
-        ))
-        .cause(format!("log: {}", log.display()))
-        .hint("nothing was published")),
-        other => Err(Error::failed(format!(
-            "{what} failed ({}) in the validation venv",
-            other.describe()
-        ))
-        .cause(uv::tail(&std::fs::read(log).unwrap_or_default(), 10))
-        .hint("nothing was published")),
-    }
-}
-
-/// The install must test the staged index alone: no project or user uv
-/// configuration, no index or find-links from the environment.
-fn isolate_uv(cmd: &mut std::process::Command) {
-    for var in [
-        "UV_INDEX",
-        "UV_INDEX_URL",
-        "UV_DEFAULT_INDEX",
-        "UV_EXTRA_INDEX_URL",
-        "UV_FIND_LINKS",
-        "PIP_FIND_LINKS",
-        "PIP_INDEX_URL",
-        "PIP_EXTRA_INDEX_URL",
-    ] {
-        cmd.env_remove(var);
-    }
+    )?
+    .require_success()
+    .map(drop)
+    .map_err(|e| {
+        e.context(format!("the release does not pass validation: {what}"))
+            .hint("nothing was published")
+    })
 }
 
 /// Where publish and promote stage and validate: under `$LOCKSTEP_HOME`,

@@ -527,6 +527,51 @@ fn bad_sets_are_refused_before_anything_is_published() {
     assert!(!index.join("simple").exists());
 }
 
+#[test]
+fn publish_runs_scripts_and_the_smoke_without_secrets_or_index_variables() {
+    let p = fixture();
+    let v = "3.14.0rc2026112503";
+    let house = built(&p, v);
+    let seen = p.root().join("seen.txt");
+    let config = std::fs::read_to_string(p.path().join("lockstep.toml")).unwrap();
+    p.write(
+        "lockstep.toml",
+        &format!(
+            "{config}smoke = \"env | cut -d= -f1 > '{}'; python -c 'import demo_pure'\"\n\n[integrate.notify]\nurl-env = \"MY_HOOK\"\n",
+            seen.display()
+        ),
+    );
+    let dead = Path::new("http://127.0.0.1:9/simple/");
+    let secret = Path::new("secret");
+    let hidden = [
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "TWINE_USERNAME",
+        "TWINE_PASSWORD",
+        "UV_PUBLISH_TOKEN",
+        "LOCKSTEP_WEBHOOK_URL",
+        "MY_HOOK",
+        "PYTHONPATH",
+    ];
+    let mut envs: Vec<(&str, &Path)> = hidden.iter().map(|k| (*k, secret)).collect();
+    // An index in the environment would be a dead end: the install must not use it.
+    envs.extend([
+        ("UV_INDEX_URL", dead),
+        ("PIP_INDEX_URL", dead),
+        ("UV_EXTRA_INDEX_URL", dead),
+    ]);
+    p.run_with(&["release", "publish", house.to_str().unwrap()], &envs, 0);
+    let names = std::fs::read_to_string(&seen).unwrap();
+    let names: Vec<&str> = names.lines().collect();
+    for var in hidden
+        .iter()
+        .chain(&["UV_INDEX_URL", "PIP_INDEX_URL", "UV_EXTRA_INDEX_URL"])
+    {
+        assert!(!names.contains(var), "the smoke saw {var}: {names:?}");
+    }
+    assert!(names.contains(&"VIRTUAL_ENV"), "{names:?}");
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     for file in walk(from) {
         let dest = to.join(file.strip_prefix(from).unwrap());

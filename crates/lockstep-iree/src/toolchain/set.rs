@@ -12,9 +12,14 @@
 //!
 //! The toolchain lives in `$LOCKSTEP_TOOLCHAINS/iree-set-<KEY>/`, KEY from the
 //! wheels' sha256 (and the PyPI version when one completes the set), built
-//! and renamed into place under the same lock protocol as a PyPI toolchain.
-//! Its identity is computed from the wheels' sha256 and `iree-compile
-//! --version`, so cache entries follow the content.
+//! in a staging directory and moved into place under the same lock protocol
+//! as a PyPI toolchain. Its identity is computed from the wheels' sha256 and
+//! `iree-compile --version`, so cache entries follow the content.
+//!
+//! The toolchain runs the native IREE tools, which import nothing from
+//! Python: a requirement of the set's wheels that the venv does not meet
+//! (IREE's own `numpy`, when the set does not carry it) is a warning naming
+//! it, not an error (`lockstep pkg venv` refuses such a set).
 
 use std::path::Path;
 
@@ -22,6 +27,7 @@ use lockstep_core::events::Sink;
 use lockstep_core::hash::Framed;
 use lockstep_core::Error;
 use lockstep_python::pylock::{self, Lock};
+use lockstep_python::uv::{Install, NewVenv};
 use lockstep_python::venv::{self, From};
 use lockstep_python::wheel;
 
@@ -88,9 +94,9 @@ pub fn install_set(
         final_dir.display()
     ));
     remove_leftovers(&root, &name, &final_dir)?;
-    let tmp = root.join(format!(".iree-{name}.tmp-{}", std::process::id()));
-    let built = build_set(
-        &tmp,
+    let staged = lockstep_core::fs::StagedDir::beside(&final_dir)?;
+    let toolchain = build_set(
+        staged.path(),
         &final_dir,
         &from,
         &lock,
@@ -98,8 +104,9 @@ pub fn install_set(
         pypi_version,
         &key,
         sink,
-    );
-    move_into_place(built, &tmp, &final_dir)
+    )?;
+    move_into_place(staged, &final_dir)?;
+    Ok(toolchain)
 }
 
 fn describe(from: &SetFrom<'_>) -> String {
@@ -171,32 +178,41 @@ fn build_set(
     key: &str,
     sink: &dyn Sink,
 ) -> Result<Toolchain, Error> {
-    fs_err::create_dir_all(tmp)?;
     let root = tmp.parent().unwrap_or(tmp);
     let uv = find_uv(root, tmp, sink)?;
     let venv_dir = tmp.join("venv");
-    let made = if complete {
-        venv::create_exact(&uv, &venv_dir, from.venv_from(), None, sink)?
-    } else {
-        let mut cmd = uv.command(tmp);
-        cmd.args(["venv", "--quiet", "--relocatable", "--no-config"])
-            .arg(&venv_dir);
-        run_captured(&mut cmd, "uv venv")
-            .map_err(|e| e.context("cannot create a Python venv for the toolchain"))?;
+    let venv = uv
+        .create_venv(
+            &venv_dir,
+            &NewVenv {
+                offline: complete,
+                ..NewVenv::default()
+            },
+        )
+        .map_err(|e| e.context("cannot create a Python venv for the toolchain"))?;
+    if !complete {
         sink.note(format!(
             "installing {} {pypi_version} from PyPI under the set",
             PACKAGES.join(" and ")
         ));
-        let mut cmd = uv.command(tmp);
-        cmd.args(["pip", "install", "--quiet", "--no-config", "--python"])
-            .arg(venv_dir.join("bin").join("python"))
-            .args(PACKAGES.iter().map(|p| format!("{p}=={pypi_version}")));
-        run_captured(&mut cmd, "uv pip install").map_err(|e| {
-            e.context(format!("cannot install IREE {pypi_version} from PyPI"))
-                .hint("check network access to PyPI, or put the IREE wheels into the set")
-        })?;
-        venv::add_exact(&uv, &venv_dir, from.venv_from(), sink)?
-    };
+        let requirements: Vec<String> = PACKAGES
+            .iter()
+            .map(|p| format!("{p}=={pypi_version}"))
+            .collect();
+        uv.install(&venv, Install::Pypi(&requirements))
+            .map_err(|e| {
+                e.context(format!("cannot install IREE {pypi_version} from PyPI"))
+                    .hint("check network access to PyPI, or put the IREE wheels into the set")
+            })?;
+    }
+    let made = venv::add_exact(&uv, &venv, from.venv_from(), sink)?;
+    if !made.unmet.is_empty() {
+        let unmet: Vec<String> = made.unmet.iter().map(|u| u.describe()).collect();
+        sink.warn(format!(
+            "the toolchain's venv does not meet what its packages require ({}): the IREE tools run, but importing those packages in Python fails",
+            unmet.join("; ")
+        ));
+    }
     let site = site_packages(&venv_dir)?;
     let bin = tmp.join("bin");
     fs_err::create_dir_all(&bin)?;

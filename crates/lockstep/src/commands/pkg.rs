@@ -27,9 +27,7 @@ pub fn run(cmd: cli::Pkg, ctx: &Ctx) -> Result<i32, Error> {
 
 /// uv, found or installed the way toolchains find it.
 pub fn find_uv(ctx: &Ctx) -> Result<uv::Uv, Error> {
-    let root = std::path::absolute(lockstep_core::paths::toolchains())?;
-    fs_err::create_dir_all(&root)?;
-    uv::find_uv(&root, &root, ctx.sink())
+    uv::find_default(ctx.sink())
 }
 
 /// The configured build of HEAD (`[pkg]`, the wheels cache, and the pin of
@@ -93,7 +91,7 @@ fn build(args: cli::PkgBuildArgs, ctx: &Ctx) -> Result<i32, Error> {
 }
 
 fn make_venv(args: cli::PkgVenvArgs, ctx: &Ctx) -> Result<i32, Error> {
-    let manifest = variant_manifest(&args.manifest, args.variant.as_deref())?;
+    let manifest = pylock::variant_manifest(&args.manifest, args.variant.as_deref())?;
     let uv = find_uv(ctx)?;
     let made = venv::create_exact(
         &uv,
@@ -130,39 +128,6 @@ fn write_manifest(dir: &Path, ctx: &Ctx) -> Result<i32, Error> {
     lockstep_core::fs::write_atomic(&path, lock.to_toml()?.as_bytes())?;
     ctx.out().line(path.display());
     Ok(0)
-}
-
-/// `--variant NAME` picks `pylock.NAME.toml` beside the given manifest.
-fn variant_manifest(manifest: &Path, variant: Option<&str>) -> Result<PathBuf, Error> {
-    let Some(variant) = variant.filter(|v| *v != DEFAULT_VARIANT) else {
-        return Ok(manifest.to_path_buf());
-    };
-    if !variant
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
-        || variant.is_empty()
-    {
-        return Err(Error::usage(format!(
-            "--variant `{}` is not a variant name",
-            lockstep_core::error::printable(variant)
-        )));
-    }
-    let dir = if manifest.is_dir() {
-        manifest
-    } else {
-        manifest.parent().unwrap_or(Path::new("."))
-    };
-    let path = dir.join(pylock::file_name(variant));
-    if !path.is_file() {
-        return Err(Error::usage(format!(
-            "no manifest for variant {variant}: {} does not exist",
-            path.display()
-        ))
-        .hint(format!(
-            "build it with `lockstep pkg build --variant {variant}`"
-        )));
-    }
-    Ok(path)
 }
 
 fn fetch(args: cli::PkgFetchArgs, ctx: &Ctx) -> Result<i32, Error> {

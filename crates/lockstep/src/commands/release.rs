@@ -53,7 +53,7 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             let manifest = manifest
                 .map(|m| ctx.cwd.join(m))
                 .unwrap_or_else(|| wheelhouse.join(lockstep_python::pylock::FILE));
-            let uv = crate::commands::pkg::find_uv(ctx)?;
+            let uv = crate::commands::pkg::find_uv(ctx)?.hiding(&webhook_var(ctx)?);
             let published = lockstep_release::publish::publish(
                 &lockstep_release::publish::PublishRequest {
                     manifest,
@@ -120,12 +120,16 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             upload,
             ..
         } => {
+            let uv = match &upload {
+                Some(_) => Some(crate::commands::pkg::find_uv(ctx)?.hiding(&webhook_var(ctx)?)),
+                None => None,
+            };
             let promoted = lockstep_release::promote::promote_and_upload(
                 &settings.index,
                 &version,
                 &to,
                 rewrite_stamps,
-                upload.as_deref(),
+                upload.as_deref().zip(uv.as_ref()),
                 ctx.sink(),
             )?;
             ctx.result(&promoted, |out| {
@@ -251,4 +255,10 @@ fn bump(
         None => out.line(format!("already at {}: nothing to commit", bumped.to)),
     })?;
     Ok(0)
+}
+
+/// The variable holding the webhook URL (`[integrate.notify] url-env`): a
+/// secret no child process may see.
+fn webhook_var(ctx: &Ctx) -> Result<String, Error> {
+    Ok(ctx.section::<IntegrateConfig>()?.notify.url_env)
 }
