@@ -143,10 +143,11 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
     // `suites/`: with none of them a test job could only fail.
     let has_tests =
         !test.paths.is_empty() || !test.suite_configs.is_empty() || root.join("suites").is_dir();
-    let targets = match has_tests {
-        true => targets(test, ci, &build_runs_on)?,
-        false => Vec::new(),
-    };
+    // Checked either way: a bad [test.targets] table is an error.
+    let mut targets = targets(test, ci, &build_runs_on)?;
+    if !has_tests {
+        targets.clear();
+    }
     let build_timeout_minutes = timeout("[ci] build-timeout-minutes", ci.build_timeout_minutes)?;
     let test_timeout_minutes = timeout("[ci] test-timeout-minutes", ci.test_timeout_minutes)?;
     let lockstep = lockstep_install(
