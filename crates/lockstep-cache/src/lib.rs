@@ -45,17 +45,22 @@ pub enum Area {
     /// Wheels built by `lockstep pkg build`, keyed by the commit's tree, the
     /// package, the version, the interpreter and the variant's settings.
     Wheels,
+    /// IREE toolchains lockstep provisioned (`iree-VERSION/`, `iree-set-KEY/`
+    /// in `$LOCKSTEP_TOOLCHAINS`, installed by lockstep-iree under
+    /// `.iree-NAME.lock`): whole directories, pruned like entries.
+    Toolchains,
 }
 
 impl Area {
     /// Every area, in the order `info` and `prune` list them.
-    pub const ALL: [Area; 6] = [
+    pub const ALL: [Area; 7] = [
         Area::Compile,
         Area::Kernels,
         Area::Preprocess,
         Area::Downloads,
         Area::References,
         Area::Wheels,
+        Area::Toolchains,
     ];
 
     /// The area's name in output and in keys.
@@ -67,6 +72,7 @@ impl Area {
             Area::Downloads => "downloads",
             Area::References => "references",
             Area::Wheels => "wheels",
+            Area::Toolchains => "toolchains",
         }
     }
 
@@ -94,14 +100,17 @@ pub struct Cache {
     root: PathBuf,
     kernels: PathBuf,
     kernels_on: bool,
+    toolchains: PathBuf,
 }
 
 impl Cache {
-    /// Everything under `root` (the kernel area at `root/bench`, on).
+    /// Everything under `root` (the kernel area at `root/bench`, on; the
+    /// toolchains at `root/toolchains`).
     pub fn at(root: impl Into<PathBuf>) -> Cache {
         let root = root.into();
         Cache {
             kernels: root.join(Area::Kernels.dir_name()),
+            toolchains: root.join(Area::Toolchains.dir_name()),
             root,
             kernels_on: true,
         }
@@ -118,6 +127,10 @@ impl Cache {
             cache.kernels = dir;
         }
         cache.kernels_on = !std::env::var("BOO_CACHE_ON").is_ok_and(|v| v.trim() == "0");
+        // Toolchains keep their own variable: tests share them while
+        // isolating everything else.
+        cache.toolchains = std::path::absolute(lockstep_core::paths::toolchains())
+            .unwrap_or_else(|_| lockstep_core::paths::toolchains());
         cache
     }
 
@@ -130,6 +143,7 @@ impl Cache {
     pub fn dir(&self, area: Area) -> PathBuf {
         match area {
             Area::Kernels => self.kernels.clone(),
+            Area::Toolchains => self.toolchains.clone(),
             other => self.root.join(other.dir_name()),
         }
     }

@@ -82,6 +82,9 @@ enum Kind {
     Staging { key: Key },
     /// An entry of an earlier lockstep version.
     Legacy,
+    /// A provisioned toolchain directory, installed under `lock`
+    /// (`half_built`: what a killed install left).
+    Toolchain { lock: PathBuf, half_built: bool },
 }
 
 #[derive(Debug, Clone)]
@@ -142,6 +145,7 @@ impl Cache {
             let counts = per_area.entry(item.area).or_default();
             let wanted = match item.kind {
                 Kind::Entry { .. } | Kind::Legacy => old || big,
+                Kind::Toolchain { half_built, .. } => half_built || old || big,
                 Kind::Staging { .. } => true,
             };
             let outcome = if wanted {
@@ -207,6 +211,16 @@ impl Cache {
                 remove_paths(&item.paths);
                 Removal::Removed
             }
+            // Under its install lock: an install in progress keeps it.
+            Kind::Toolchain { lock, .. } => {
+                match lockstep_core::lock::FileLock::try_take(lock, "pruning the toolchain") {
+                    Ok(Ok(_held)) => {
+                        remove_paths(&item.paths);
+                        Removal::Removed
+                    }
+                    _ => Removal::Busy,
+                }
+            }
         }
     }
 
@@ -224,7 +238,10 @@ impl Cache {
                 continue;
             }
             seen_dirs.push(dir.clone());
-            scan(area, &dir, &area_dirs, &mut items, &mut foreign);
+            match area {
+                Area::Toolchains => scan_toolchains(&dir, &mut items, &mut foreign),
+                _ => scan(area, &dir, &area_dirs, &mut items, &mut foreign),
+            }
         }
         // The root holds the areas and the tag; anything else is not ours.
         for path in children(&self.root) {
@@ -246,8 +263,16 @@ enum Removal {
     Kept,
 }
 
+/// What a writer is making (or a killed one left): not an entry.
 fn is_staging(item: &Item) -> bool {
-    matches!(item.kind, Kind::Staging { .. })
+    matches!(
+        item.kind,
+        Kind::Staging { .. }
+            | Kind::Toolchain {
+                half_built: true,
+                ..
+            }
+    )
 }
 
 /// Walks one area directory.
@@ -272,6 +297,62 @@ fn scan(
             scan_group(area, &path, items, foreign);
         } else {
             foreign.push(path);
+        }
+    }
+}
+
+/// The toolchains directory: `iree-NAME/` toolchains (last used when their
+/// `toolchain.json` was last read), their `.iree-NAME.lock` files and
+/// lockstep's private uv (`.uv/`, kept); half-built `.iree-NAME.tmp-*` /
+/// `.iree-NAME.old-*` directories (removed under the install lock); what
+/// else is there is not lockstep's.
+fn scan_toolchains(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>) {
+    for path in children(dir) {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let is_dir = path.is_dir() && !path.is_symlink();
+        if name == ".uv" || (name.starts_with(".iree-") && name.ends_with(".lock")) {
+            continue;
+        }
+        if is_dir && name.starts_with("iree-") {
+            let manifest = path.join("toolchain.json");
+            items.push(Item {
+                area: Area::Toolchains,
+                size: size_of(&path),
+                used: if manifest.is_file() {
+                    modified(&manifest)
+                } else {
+                    modified(&path)
+                },
+                kind: Kind::Toolchain {
+                    lock: dir.join(format!(".{name}.lock")),
+                    half_built: false,
+                },
+                paths: vec![path],
+            });
+            continue;
+        }
+        let half_built = name
+            .strip_prefix('.')
+            .and_then(|rest| {
+                rest.split_once(".tmp-")
+                    .or_else(|| rest.split_once(".old-"))
+            })
+            .filter(|(stem, _)| stem.starts_with("iree-"));
+        match half_built {
+            Some((stem, _)) if is_dir => items.push(Item {
+                area: Area::Toolchains,
+                size: size_of(&path),
+                used: modified(&path),
+                kind: Kind::Toolchain {
+                    lock: dir.join(format!(".{stem}.lock")),
+                    half_built: true,
+                },
+                paths: vec![path],
+            }),
+            _ => foreign.push(path),
         }
     }
 }

@@ -390,6 +390,11 @@ fn installed_at(dir: &Path) -> Result<Option<Toolchain>, Error> {
             if toolchain.identity_version != IDENTITY_VERSION {
                 refresh_identity(&dir, &manifest, &mut toolchain)?;
             }
+            // Its last use, for `cache prune` (the toolchains area); best
+            // effort: a read-only toolchain still works.
+            if let Ok(file) = std::fs::File::options().append(true).open(&manifest) {
+                let _ = file.set_modified(std::time::SystemTime::now());
+            }
             Ok(Some(toolchain))
         }
         Err(e) => {

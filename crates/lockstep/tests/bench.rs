@@ -572,6 +572,8 @@ fn cache_prune_covers_the_kernel_compile_and_preprocess_caches() {
 
     let prune = |args: &[&str]| {
         let mut cmd = env.p.cmd(&["cache", "prune"]);
+        // Never the toolchains the tests share.
+        cmd.env("LOCKSTEP_TOOLCHAINS", env.p.root().join("toolchains"));
         common::stdout(&common::expect(cmd.args(args), 0))
     };
     let stdout = prune(&["--older-than", "30"]);

@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 use common::Project;
 use serde_json::Value;
 
-const AREAS: [&str; 6] = [
+const AREAS: [&str; 7] = [
     "compile",
     "kernels",
     "preprocess",
     "downloads",
     "references",
     "wheels",
+    "toolchains",
 ];
 
 fn area<'a>(info: &'a Value, name: &str) -> &'a Value {
@@ -30,9 +31,31 @@ fn area<'a>(info: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no area {name} in {info:#}"))
 }
 
+/// The project's own toolchains directory, for the cache commands (the
+/// toolchains the tests share are never pruned).
+fn own_toolchains(p: &Project) -> PathBuf {
+    p.root().join("toolchains")
+}
+
+fn cache_cmd(p: &Project, args: &[&str]) -> std::process::Output {
+    p.run_with(args, &[("LOCKSTEP_TOOLCHAINS", &own_toolchains(p))], 0)
+}
+
 fn info(p: &Project) -> Value {
-    let out = p.run(&["cache", "info", "--json"], 0);
+    let out = cache_cmd(p, &["cache", "info", "--json"]);
     serde_json::from_slice(&out.stdout).expect("cache info --json is JSON")
+}
+
+/// A toolchain as lockstep-iree lays one out (its manifest, its lock, the
+/// private uv beside it), in the project's own toolchains directory.
+fn fake_toolchain(p: &Project) {
+    let dir = own_toolchains(p);
+    std::fs::create_dir_all(dir.join("iree-0.0.1/bin")).unwrap();
+    std::fs::write(dir.join("iree-0.0.1/toolchain.json"), "{}").unwrap();
+    std::fs::write(dir.join("iree-0.0.1/bin/iree-compile"), "#!/bin/sh\n").unwrap();
+    std::fs::write(dir.join(".iree-0.0.1.lock"), "").unwrap();
+    std::fs::create_dir_all(dir.join(".uv/bin")).unwrap();
+    std::fs::write(dir.join(".uv/bin/uv"), "uv").unwrap();
 }
 
 /// Bytes of every file below `dir`, except `skip`.
@@ -97,6 +120,7 @@ fn fill_every_area(p: &Project) {
         &mut p.cmd_in(&packages, &["pkg", "build", "--variant", "release"]),
         0,
     );
+    fake_toolchain(p);
 }
 
 #[test]
@@ -151,8 +175,14 @@ fn info_lists_every_area_and_prune_to_zero_empties_them_but_not_foreign_files() 
     want.sort();
     assert_eq!(listed, want);
 
-    let out = p.run(&["cache", "prune", "--max-size", "0"], 0);
+    let out = cache_cmd(&p, &["cache", "prune", "--max-size", "0"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let toolchains = own_toolchains(&p);
+    assert!(!toolchains.join("iree-0.0.1").exists(), "{stdout}");
+    assert!(
+        toolchains.join(".uv/bin/uv").exists(),
+        "the private uv stays"
+    );
     for path in &foreign {
         assert!(path.exists(), "{} was removed", path.display());
         assert!(stdout.contains(&path.display().to_string()), "{stdout}");
@@ -234,4 +264,43 @@ fn a_toolchain_reinstalled_elsewhere_hits_the_warm_cache() {
         second["summary"]["compiler_identity"],
         first["summary"]["compiler_identity"]
     );
+}
+
+#[test]
+fn toolchains_are_pruned_by_last_use_and_never_while_installing() {
+    let p = Project::new();
+    fake_toolchain(&p);
+    let dir = own_toolchains(&p);
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    // A half-built toolchain of a killed install.
+    std::fs::create_dir_all(dir.join(".iree-0.0.2.tmp-99999999-0/venv")).unwrap();
+    let before = info(&p);
+    let a = area(&before, "toolchains");
+    assert_eq!(a["entries"], 1, "{a}");
+    assert_eq!(Path::new(a["path"].as_str().unwrap()), dir.as_path());
+    assert!(before["foreign"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f.as_str().unwrap().ends_with("notes.txt")));
+    // Used just now: --older-than keeps it; the half-built one goes.
+    let out = cache_cmd(&p, &["cache", "prune", "--older-than", "1"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("toolchains: removed 0 entries"), "{stdout}");
+    assert!(dir.join("iree-0.0.1").exists());
+    assert!(!dir.join(".iree-0.0.2.tmp-99999999-0").exists());
+    // Being installed (its lock held): kept, counted in use.
+    let lock = std::fs::File::options()
+        .write(true)
+        .open(dir.join(".iree-0.0.1.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let out = cache_cmd(&p, &["cache", "prune", "--max-size", "0"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("1 in use"), "{stdout}");
+    assert!(dir.join("iree-0.0.1/toolchain.json").exists());
+    drop(lock);
+    cache_cmd(&p, &["cache", "prune", "--max-size", "0"]);
+    assert!(!dir.join("iree-0.0.1").exists());
+    assert!(dir.join("notes.txt").exists() && dir.join(".uv/bin/uv").exists());
 }
