@@ -28,6 +28,33 @@ pub fn toolchains() -> PathBuf {
     env_path("LOCKSTEP_TOOLCHAINS").unwrap_or_else(|| home().join("toolchains"))
 }
 
+/// [`toolchains`] as an absolute path, created (an error names it and the
+/// variables that move it).
+pub fn toolchains_dir() -> crate::Result<PathBuf> {
+    let root = toolchains();
+    let root = std::path::absolute(&root).map_err(|e| {
+        crate::Error::failed(format!(
+            "cannot locate the toolchains directory {}",
+            root.display()
+        ))
+        .cause(e.to_string())
+    })?;
+    create_toolchains_dir(&root)?;
+    Ok(root)
+}
+
+/// Creates the toolchains directory `root` (and its parents).
+pub fn create_toolchains_dir(root: &std::path::Path) -> crate::Result<()> {
+    std::fs::create_dir_all(root).map_err(|e| {
+        crate::Error::failed(format!(
+            "cannot create the toolchains directory {}",
+            root.display()
+        ))
+        .cause(e.to_string())
+        .hint("set LOCKSTEP_TOOLCHAINS (or LOCKSTEP_HOME) to a writable directory")
+    })
+}
+
 /// `$LOCKSTEP_CACHE`, default `$LOCKSTEP_HOME/cache`.
 pub fn cache() -> PathBuf {
     env_path("LOCKSTEP_CACHE").unwrap_or_else(|| home().join("cache"))

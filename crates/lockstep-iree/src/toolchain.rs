@@ -415,14 +415,7 @@ fn install_in(
     if let Some(toolchain) = installed_in(root, version)? {
         return Ok(toolchain);
     }
-    fs_err::create_dir_all(root).map_err(|e| {
-        Error::failed(format!(
-            "cannot create the toolchains directory {}",
-            root.display()
-        ))
-        .cause(e.to_string())
-        .hint("set LOCKSTEP_TOOLCHAINS (or LOCKSTEP_HOME) to a writable directory")
-    })?;
+    paths::create_toolchains_dir(root)?;
     let _lock = lock(root, version, sink)?;
     // Another process may have finished while we waited.
     if let Some(toolchain) = installed_in(root, version)? {

@@ -586,15 +586,7 @@ fn parse_check(output: &str) -> Vec<Unmet> {
 /// [`find_uv`] with the toolchains directory (`$LOCKSTEP_TOOLCHAINS`, made
 /// absolute and created) as its root: what every command uses.
 pub fn find_default(sink: &dyn Sink) -> Result<Uv, Error> {
-    let root = std::path::absolute(lockstep_core::paths::toolchains())?;
-    std::fs::create_dir_all(&root).map_err(|e| {
-        Error::failed(format!(
-            "cannot create the toolchains directory {}",
-            root.display()
-        ))
-        .cause(e.to_string())
-        .hint("set LOCKSTEP_TOOLCHAINS (or LOCKSTEP_HOME) to a writable directory")
-    })?;
+    let root = lockstep_core::paths::toolchains_dir()?;
     find_uv(&root, &root, sink)
 }
 

@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -276,26 +276,6 @@ fn installed(python: &Path, package: &str) -> String {
     stdout(&out).trim().to_string()
 }
 
-/// `release serve` on a free port; returns the child and the index URL.
-fn serve(p: &Project) -> (Child, String) {
-    let mut child = p
-        .cmd(&["release", "serve", "--access-log"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = first
-        .trim()
-        .strip_prefix("serving ")
-        .expect("first line")
-        .to_string();
-    (child, url)
-}
-
 fn http_get(url: &str, accept: &str) -> (String, String) {
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_once('/').unwrap();
@@ -385,7 +365,8 @@ fn published_sets_install_with_pip_and_uv_from_the_index_and_yanks_are_skipped()
     assert_eq!(installed(&py2, "demo-pure"), v2);
 
     // Over HTTP: pip and uv from `release serve`, JSON by content negotiation.
-    let (mut server, url) = serve(&p);
+    let server = Served::start(&p);
+    let url = server.url();
     let (head, body) = http_get(
         &format!("{url}demo-pure/"),
         "application/vnd.pypi.simple.v1+json",
@@ -451,9 +432,7 @@ fn published_sets_install_with_pip_and_uv_from_the_index_and_yanks_are_skipped()
     ]);
     let locked = std::fs::read_to_string(p.root().join("req.txt")).unwrap();
     assert!(locked.contains(&format!("demo-pure=={v1}")), "{locked}");
-    let _ = server.kill();
-    let out = server.wait_with_output().unwrap();
-    let log = stderr(&out);
+    let log = server.stop();
     assert!(log.contains(".whl.metadata"), "{log}");
 
     // Released files are immutable: other bytes under the same name are refused.

@@ -6,9 +6,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
@@ -50,56 +49,6 @@ fn indexed() -> Project {
     .unwrap();
     std::os::unix::fs::symlink(p.root(), index.join("files/up")).unwrap();
     p
-}
-
-/// The server on a free port; its child and port. Killed on drop.
-struct Serving {
-    child: Child,
-    port: u16,
-}
-
-impl Serving {
-    fn start(p: &Project) -> Serving {
-        let mut child = p
-            .cmd(&["release", "serve", "--access-log"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let port = first
-            .trim()
-            .strip_prefix("serving http://127.0.0.1:")
-            .and_then(|rest| rest.strip_suffix("/simple/"))
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("first line: {first:?}"));
-        Serving { child, port }
-    }
-
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-
-    /// Stops the server; its stderr (the access log).
-    fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let mut log = String::new();
-        if let Some(mut err) = self.child.stderr.take() {
-            let _ = err.read_to_string(&mut log);
-        }
-        let _ = self.child.wait();
-        log
-    }
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// An answer as read off the wire.
@@ -165,7 +114,7 @@ fn get(port: u16, target: &str) -> Answer {
 #[test]
 fn head_range_negotiation_and_what_is_never_served() {
     let p = indexed();
-    let server = Serving::start(&p);
+    let server = Served::start(&p);
     let port = server.port;
     let wheel = "/files/1.0/demo-1.0-py3-none-any.whl";
 
@@ -292,7 +241,7 @@ fn head_range_negotiation_and_what_is_never_served() {
 #[test]
 fn two_hundred_clients_at_once_all_get_answers() {
     let p = indexed();
-    let mut server = Serving::start(&p);
+    let mut server = Served::start(&p);
     let port = server.port;
     let clients = 200;
     let start = Arc::new(Barrier::new(clients));
@@ -318,7 +267,7 @@ fn two_hundred_clients_at_once_all_get_answers() {
 #[test]
 fn a_client_sending_one_byte_a_second_is_cut_off_and_blocks_nobody() {
     let p = indexed();
-    let mut server = Serving::start(&p);
+    let mut server = Served::start(&p);
     let port = server.port;
     // Far longer than the server's header timeout at one byte a second.
     let request = format!(
@@ -364,7 +313,7 @@ fn a_client_sending_one_byte_a_second_is_cut_off_and_blocks_nobody() {
 #[test]
 fn thousands_of_idle_connections_do_not_kill_the_server() {
     let p = indexed();
-    let mut server = Serving::start(&p);
+    let mut server = Served::start(&p);
     let port = server.port;
     let mut idle = Vec::new();
     for _ in 0..3600 {

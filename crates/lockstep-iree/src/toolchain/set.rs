@@ -83,7 +83,7 @@ pub fn install_set(
     if let Some(t) = installed_at(&final_dir)? {
         return Ok(t);
     }
-    fs_err::create_dir_all(&root)?;
+    paths::create_toolchains_dir(&root)?;
     let _guard = super::lock(&root, &name, sink)?;
     if let Some(t) = installed_at(&final_dir)? {
         return Ok(t);

@@ -601,3 +601,61 @@ pub fn jcase<'a>(cases: &'a [JCase], classname: &str, name: &str) -> &'a JCase {
         .find(|c| c.classname == classname && c.name == name)
         .unwrap_or_else(|| panic!("no testcase {classname}/{name} in {cases:#?}"))
 }
+
+/// `lockstep release serve --access-log` of a project on a free port;
+/// killed when dropped.
+pub struct Served {
+    pub child: std::process::Child,
+    pub port: u16,
+}
+
+impl Served {
+    pub fn start(p: &Project) -> Served {
+        use std::io::{BufRead, BufReader};
+        let mut child = p
+            .cmd(&["release", "serve", "--access-log"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start release serve");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut first)
+            .expect("read the first line");
+        let port = first
+            .trim()
+            .strip_prefix("serving http://127.0.0.1:")
+            .and_then(|rest| rest.strip_suffix("/simple/"))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("first line: {first:?}"));
+        Served { child, port }
+    }
+
+    /// The index URL (`http://127.0.0.1:PORT/simple/`).
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/simple/", self.port)
+    }
+
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().map(|s| s.is_none()).unwrap_or(false)
+    }
+
+    /// Stops the server; its stderr (the access log).
+    pub fn stop(mut self) -> String {
+        use std::io::Read;
+        let _ = self.child.kill();
+        let mut log = String::new();
+        if let Some(mut err) = self.child.stderr.take() {
+            let _ = err.read_to_string(&mut log);
+        }
+        let _ = self.child.wait();
+        log
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
