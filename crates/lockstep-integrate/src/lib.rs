@@ -20,6 +20,7 @@ pub mod context;
 pub mod events;
 pub mod export;
 pub mod halt;
+pub mod human;
 pub mod journal;
 pub mod notify;
 pub mod probe;

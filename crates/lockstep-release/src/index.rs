@@ -17,7 +17,7 @@ use serde_json::json;
 
 use crate::store::{self, Release, StoredFile};
 
-pub const SIMPLE: &str = "simple";
+pub use crate::store::SIMPLE;
 pub const LINKS: &str = "links.html";
 /// The PEP 691 media types.
 pub const JSON_TYPE: &str = "application/vnd.pypi.simple.v1+json";
@@ -37,18 +37,6 @@ struct Listed<'a> {
     file: &'a StoredFile,
     version: &'a str,
     yanked: Option<&'a str>,
-}
-
-/// Whether the index's pages link a file of `version` (`files/VERSION/`).
-pub fn names_version(index: &Path, version: &str) -> bool {
-    let needle = format!("/{}/{version}/", store::FILES);
-    let Ok(projects) = std::fs::read_dir(index.join(SIMPLE)) else {
-        return false;
-    };
-    projects.flatten().any(|project| {
-        std::fs::read_to_string(project.path().join("index.html"))
-            .is_ok_and(|page| page.contains(&needle))
-    })
 }
 
 /// Refuses a store without an index (nothing to serve).

@@ -121,11 +121,7 @@ pub fn prune(req: &PruneRequest) -> Result<Pruned, Error> {
     let mut moved = Vec::new();
     let outcome = (|| {
         for version in &doomed {
-            let gone = files.join(format!(
-                "{}{version}.pruned-{}",
-                PRUNED_PREFIX,
-                std::process::id()
-            ));
+            let gone = files.join(store::pruned_name(version));
             fs_err::rename(files.join(version), &gone)?;
             moved.push((version.clone(), gone));
         }
@@ -144,46 +140,6 @@ pub fn prune(req: &PruneRequest) -> Result<Pruned, Error> {
         out.removed.push(version);
     }
     Ok(out)
-}
-
-/// Versions a prune moved aside are `files/.VERSION.pruned-PID`.
-const PRUNED_PREFIX: &str = ".";
-
-/// Under the store's lock: what a killed prune left (`files/.V.pruned-PID`
-/// of a dead PID) is finished when the index no longer names V (the prune
-/// got past rewriting it), and put back otherwise, so a kill never loses a
-/// version the index still offers. Returns the versions put back.
-pub fn reclaim(index: &Path) -> Result<Vec<String>, Error> {
-    let files = index.join(store::FILES);
-    let Ok(entries) = std::fs::read_dir(&files) else {
-        return Ok(Vec::new());
-    };
-    let mut restored = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some((version, pid)) = name
-            .strip_prefix(PRUNED_PREFIX)
-            .and_then(|rest| rest.rsplit_once(".pruned-"))
-        else {
-            continue;
-        };
-        let Ok(pid) = pid.parse::<i32>() else {
-            continue;
-        };
-        if lockstep_core::process::pid_alive(pid) {
-            continue;
-        }
-        let back = files.join(version);
-        if crate::index::names_version(index, version) && !back.exists() {
-            tracing::info!(version, "putting back a version a killed prune moved aside");
-            fs_err::rename(entry.path(), &back)?;
-            restored.push(version.to_string());
-        } else {
-            tracing::info!(version, "finishing what a killed prune started");
-            fs_err::remove_dir_all(entry.path())?;
-        }
-    }
-    Ok(restored)
 }
 
 /// Each branch's commit: the remote-tracking `origin/B` when there is one

@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 
 /// The store's directory under the index directory.
 pub const FILES: &str = "files";
+
+/// The index's pages, beside `files/`.
+pub const SIMPLE: &str = "simple";
 /// A version's record.
 pub const RELEASE_JSON: &str = "release.json";
 /// The largest METADATA read from a wheel.
@@ -335,8 +338,62 @@ pub fn lock(index: &Path) -> Result<StoreLock, Error> {
         "writing the release store",
         None,
     )?;
-    crate::prune::reclaim(index)?;
+    reclaim(index)?;
     Ok(StoreLock { _lock: lock })
+}
+
+/// A version a prune moved aside: `files/.VERSION.pruned-PID`.
+pub fn pruned_name(version: &str) -> String {
+    format!(".{version}.pruned-{}", std::process::id())
+}
+
+/// Under the store's lock: what a killed prune left (`files/.V.pruned-PID`
+/// of a dead PID) is finished when the index no longer names V (the prune
+/// got past rewriting it), and put back otherwise, so a kill never loses a
+/// version the index still offers. Returns the versions put back.
+fn reclaim(index: &Path) -> Result<Vec<String>, Error> {
+    let files = index.join(FILES);
+    let Ok(entries) = std::fs::read_dir(&files) else {
+        return Ok(Vec::new());
+    };
+    let mut restored = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some((version, pid)) = name
+            .strip_prefix('.')
+            .and_then(|rest| rest.rsplit_once(".pruned-"))
+        else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<i32>() else {
+            continue;
+        };
+        if lockstep_core::process::pid_alive(pid) {
+            continue;
+        }
+        let back = files.join(version);
+        if names_version(index, version) && !back.exists() {
+            tracing::info!(version, "putting back a version a killed prune moved aside");
+            fs_err::rename(entry.path(), &back)?;
+            restored.push(version.to_string());
+        } else {
+            tracing::info!(version, "finishing what a killed prune started");
+            fs_err::remove_dir_all(entry.path())?;
+        }
+    }
+    Ok(restored)
+}
+
+/// Whether the index's pages link a file of `version` (`files/VERSION/`).
+fn names_version(index: &Path, version: &str) -> bool {
+    let needle = format!("/{FILES}/{version}/");
+    let Ok(projects) = std::fs::read_dir(index.join(SIMPLE)) else {
+        return false;
+    };
+    projects.flatten().any(|project| {
+        std::fs::read_to_string(project.path().join("index.html"))
+            .is_ok_and(|page| page.contains(&needle))
+    })
 }
 
 /// Writes `release` as the version directory's record (atomically).

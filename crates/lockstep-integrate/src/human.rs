@@ -1,0 +1,271 @@
+//! The human form of what `lockstep integrate` returns (printed without
+//! `--json`), beside the events' own: an area's results say how they read,
+//! the binary only prints them.
+
+use crate::advance::NextOutcome;
+use crate::bisect::BisectResult;
+use crate::halt::short;
+use crate::repair::Repaired;
+use crate::search::{LoopEnd, LoopReport};
+use crate::status::Status;
+
+/// Text built line by line.
+#[derive(Default)]
+struct Lines(String);
+
+impl Lines {
+    fn line(&mut self, line: impl std::fmt::Display) {
+        self.0.push_str(&line.to_string());
+        self.0.push('\n');
+    }
+}
+
+/// `integrate repair`.
+pub fn repaired(repaired: &Repaired, force: bool) -> String {
+    let mut out = Lines::default();
+    match &repaired.moved_aside {
+        None if !force => out.line("the state database is readable: nothing to repair"),
+        None => out.line("there was no state database; a new one was started"),
+        Some(aside) => out.line(format!(
+            "moved the state database aside to {}; a new one was started",
+            aside.display()
+        )),
+    }
+    if let Some(branch) = &repaired.integrate_branch {
+        out.line(format!(
+            "rebuilt the record of integrate branch {branch} from git"
+        ));
+    }
+    out.0
+}
+
+/// `integrate loop`.
+pub fn looped(report: &LoopReport) -> String {
+    let mut out = Lines::default();
+    match &report.end {
+        LoopEnd::AtHead => out.line("at upstream head"),
+        LoopEnd::StepsExhausted { pending } => {
+            out.line(format!(
+                "--max-steps reached; {} affecting commits still pending:",
+                pending.len()
+            ));
+            for c in pending.iter().take(20) {
+                out.line(format!("  {} {}", short(&c.sha), c.subject));
+            }
+        }
+        LoopEnd::Halted { halt } => {
+            out.line(format!(
+                "halted ({}) at {} {}\nreport: {}",
+                halt.kind.as_str(),
+                halt.culprit.sha,
+                halt.culprit.subject,
+                halt.report_path
+            ));
+        }
+        LoopEnd::Plan {
+            candidates,
+            strategy,
+        } => {
+            out.line(format!(
+                "would search {} candidates with `{strategy}`:",
+                candidates.len()
+            ));
+            for c in candidates {
+                out.line(format!("  {} {}", short(&c.sha), c.subject));
+            }
+        }
+    }
+    let advances = report.advances.len();
+    out.line(format!(
+        "smoke runs: {} (cached: {}), {advances} {}",
+        report.smoke_runs,
+        report.cached,
+        if advances == 1 { "advance" } else { "advances" }
+    ));
+    out.0
+}
+
+/// `integrate bisect`.
+pub fn bisected(result: &BisectResult) -> String {
+    let mut out = Lines::default();
+    out.line(format!(
+        "first bad commit: {} {}\n  ({} by {} on {})",
+        result.first_bad.sha,
+        result.first_bad.subject,
+        result.mode,
+        result.first_bad.author,
+        result.first_bad.date
+    ));
+    if !result.ambiguous.is_empty() {
+        out.line(format!(
+            "  untestable commits before it, any of which may be first: {}",
+            result.ambiguous.join(", ")
+        ));
+    }
+    out.line(format!(
+        "{} of {} candidates tested, {} runs",
+        result.steps.len(),
+        result.candidates,
+        result.runs
+    ));
+    out.0
+}
+
+/// `integrate status`.
+pub fn status(s: &Status) -> String {
+    let mut out = Lines::default();
+    out.line(format!(
+        "superproject: {} ({})",
+        s.superproject,
+        s.branch.as_deref().unwrap_or("detached HEAD")
+    ));
+    let carrying = if s.clean {
+        "clean".to_string()
+    } else {
+        format!("carrying {} patches", s.patches.len())
+    };
+    out.line(format!("pin:          {} ({carrying})", s.pin));
+    if s.current != s.pin {
+        out.line(format!(
+            "submodule:    HEAD is {} (not the pin; the next advance starts from it)",
+            s.current
+        ));
+    }
+    if let Some(plan) = s.fetch_plan.as_deref().filter(|_| !s.upstream_fetched) {
+        out.line(format!(
+            "upstream:     {} was never fetched; `lockstep integrate status --fetch` would {plan}",
+            s.upstream_ref.trim_start_matches("refs/remotes/"),
+        ));
+    } else {
+        out.line(format!("based on:     {}", s.merge_base));
+        out.line(format!(
+            "upstream:     {} at {}",
+            s.upstream_ref.trim_start_matches("refs/remotes/"),
+            s.upstream_head
+        ));
+    }
+    if !s.patches.is_empty() {
+        out.line("\ncarried patches (oldest first):");
+        for p in &s.patches {
+            out.line(format!("  {} {}", short(&p.sha), p.subject));
+            match &p.reason {
+                Some(r) => out.line(format!("      reason: {r}")),
+                None => out.line(
+                    "      ! no reason recorded: add a `Lockstep-Reason:` trailer or a body line",
+                ),
+            }
+            if let Some(up) = &p.upstreamed_by {
+                out.line(format!(
+                    "      already upstream as {} (dropped when the pin passes it)",
+                    short(up)
+                ));
+            }
+            if let (Some(rev), Some(by)) = (&p.reverts, &p.reverted_upstream_by) {
+                out.line(format!(
+                    "      reverts {rev}, which upstream reverted in {} (dropped then)",
+                    short(by)
+                ));
+            }
+        }
+    }
+    out.line(format!(
+        "\npending affecting commits: {} (oldest first)",
+        s.pending.len()
+    ));
+    let show = 30;
+    for (i, c) in s.pending.iter().enumerate().take(show) {
+        out.line(format!(
+            "  {:>4} {} {} {} {}",
+            i + 1,
+            short(&c.sha),
+            c.date.get(..10).unwrap_or(&c.date),
+            c.author,
+            c.subject
+        ));
+    }
+    if s.pending.len() > show {
+        out.line(format!("  ... and {} more", s.pending.len() - show));
+    }
+    if let Some(h) = &s.halted {
+        out.line(format!(
+            "\nhalted ({}) at {}\n  report: {}\n  see `lockstep integrate report`",
+            h.kind, h.commit, h.report
+        ));
+    }
+    out.0
+}
+
+/// `integrate next`.
+pub fn next(outcome: &NextOutcome) -> String {
+    let mut out = Lines::default();
+    match outcome {
+        NextOutcome::UpToDate => out.line("up to date: nothing pending"),
+        NextOutcome::WouldAdvance { plan } => {
+            out.line(format!(
+                "would commit: {}",
+                plan.message.lines().next().unwrap_or("")
+            ));
+            out.line(format!("submodule would move to {}", plan.head));
+            for d in &plan.dropped {
+                out.line(format!(
+                    "would drop carried patch {} {} (upstream has it)",
+                    short(&d.sha),
+                    d.subject
+                ));
+            }
+        }
+        NextOutcome::WouldConflict { target, conflict } => {
+            out.line(format!(
+                "would halt: carried patch {} \"{}\" conflicts at {} in {}",
+                short(&conflict.patch),
+                conflict.subject,
+                short(&target.sha),
+                conflict.files.join(", ")
+            ));
+        }
+        NextOutcome::Advanced {
+            plan,
+            superproject_commit,
+            export,
+        } => {
+            out.line(format!(
+                "{} {}",
+                short(superproject_commit),
+                plan.message.lines().next().unwrap_or("")
+            ));
+            for d in &plan.dropped {
+                out.line(format!(
+                    "dropped carried patch {} {} (upstream has it)",
+                    short(&d.sha),
+                    d.subject
+                ));
+            }
+            if let Some(e) = export {
+                out.line(format!("export: {e}"));
+            }
+        }
+        NextOutcome::Resumed { resumed } => {
+            out.line(format!(
+                "finished the interrupted advance: {} {}",
+                short(&resumed.superproject_commit),
+                resumed.message.lines().next().unwrap_or("")
+            ));
+            if let Some(e) = &resumed.export {
+                out.line(format!("export: {e}"));
+            }
+        }
+        NextOutcome::Conflict { halt } => {
+            if let Some(c) = &halt.conflict {
+                out.line(format!(
+                    "halted: carried patch {} \"{}\" conflicts at {} in {}\nreport: {}",
+                    short(&c.patch),
+                    c.subject,
+                    short(&halt.culprit.sha),
+                    c.files.join(", "),
+                    halt.report_path
+                ));
+            }
+        }
+    }
+    out.0
+}
