@@ -227,21 +227,50 @@ impl Lock {
             Error::usage(format!("{}: {what}", path.display()))
                 .hint("rebuild the set with `lockstep pkg build` (manifests are written by it, not by hand)")
         };
-        if self.lock_version.split('.').next() != Some("1") {
+        // `1.0` and `1.x`: digits and one dot, nothing else (no NUL, no
+        // trailing text).
+        let lock_version_ok = self
+            .lock_version
+            .split_once('.')
+            .is_some_and(|(major, minor)| {
+                major == "1" && !minor.is_empty() && minor.bytes().all(|b| b.is_ascii_digit())
+            });
+        if !lock_version_ok {
             return Err(bad(format!(
                 "lock-version `{}` is not supported (expected 1.x)",
-                self.lock_version
+                lockstep_core::error::printable(&self.lock_version)
             )));
         }
         if self.packages.is_empty() {
             return Err(bad("it lists no packages".into()));
         }
+        let mut seen = std::collections::BTreeSet::new();
         for package in &self.packages {
             if !wheel::is_valid_name(&package.name) {
                 return Err(bad(format!(
                     "invalid package name `{}`",
                     lockstep_core::error::printable(&package.name)
                 )));
+            }
+            if !seen.insert(wheel::normalize(&package.name)) {
+                return Err(bad(format!("package {} is listed twice", package.name)));
+            }
+            match package.version.as_deref() {
+                None | Some("") => {
+                    return Err(bad(format!(
+                        "package {} has no version (an exact set pins every package)",
+                        package.name
+                    )))
+                }
+                Some(v) => {
+                    wheel::parse_version(v).map_err(|e| {
+                        bad(format!(
+                            "package {} has version `{}`, not a PEP 440 version: {e}",
+                            package.name,
+                            lockstep_core::error::printable(v)
+                        ))
+                    })?;
+                }
             }
             if package.wheels.is_empty() {
                 return Err(bad(format!("package {} lists no wheels", package.name)));
@@ -433,8 +462,20 @@ pub fn from_dir(dir: &Path) -> Result<Lock, Error> {
     let mut found: BTreeMap<String, BTreeMap<String, Vec<PathBuf>>> = BTreeMap::new();
     for entry in entries.filter_map(|e| e.ok()) {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(parsed) = WheelName::parse(&name) else {
+        if !name.ends_with(".whl") {
             continue;
+        }
+        // A `.whl` whose name does not parse would be left out of the set
+        // silently: the set would then publish or install without it.
+        let Some(parsed) = WheelName::parse(&name) else {
+            return Err(Error::usage(format!(
+                "{} is not a wheel file name lockstep can read",
+                dir.join(&name).display()
+            ))
+            .cause(
+                "a wheel is NAME-VERSION(-BUILD)?-PYTHON-ABI-PLATFORM.whl with a PEP 440 version",
+            )
+            .hint("rename or remove it; nothing was written"));
         };
         if !entry
             .file_type()
@@ -541,6 +582,46 @@ mod tests {
             let err = Lock::parse(&text, Path::new("m")).expect_err(why).render();
             assert!(err.contains(why), "{why}: {err}");
         }
+    }
+
+    #[test]
+    fn versions_are_required_packages_unique_and_lock_versions_plain() {
+        let twice = sample() + &sample()[sample().find("[[packages]]").unwrap()..];
+        for (text, why) in [
+            (
+                sample().replacen("\nversion = \"1.0\"", "", 1),
+                "has no version",
+            ),
+            (
+                sample().replacen("\nversion = \"1.0\"", "\nversion = \"\"", 1),
+                "has no version",
+            ),
+            (
+                sample().replacen("\nversion = \"1.0\"", "\nversion = \"one\"", 1),
+                "not a PEP 440 version",
+            ),
+            (twice, "listed twice"),
+            (
+                sample().replacen("\"1.0\"", "\"1.0\\u0000\"", 1),
+                "not supported",
+            ),
+            (sample().replacen("\"1.0\"", "\"1.\"", 1), "not supported"),
+        ] {
+            let err = Lock::parse(&text, Path::new("m")).expect_err(why).render();
+            assert!(err.contains(why), "{why}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_wheel_whose_name_does_not_parse_is_named_not_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("demo_c-1.0-py3-none-any.whl"), "x").unwrap();
+        std::fs::write(dir.path().join("demo_c-notaversion-py3-none-any.whl"), "x").unwrap();
+        let err = from_dir(dir.path()).unwrap_err().render();
+        assert!(err.contains("demo_c-notaversion-py3-none-any.whl"), "{err}");
+        std::fs::remove_file(dir.path().join("demo_c-1.0-py3-none-any.whl")).unwrap();
+        let err = from_dir(dir.path()).unwrap_err().render();
+        assert!(!err.contains("no wheels"), "{err}");
     }
 
     #[test]

@@ -1110,6 +1110,58 @@ fn bad_release_settings_and_flags_are_usage_errors_that_write_nothing() {
         &[],
         "is not inside the repository",
     );
+    run(
+        &RELEASE.replace(
+            "name = \"demo\"",
+            &format!("name = \"{}\"", "n".repeat(300)),
+        ),
+        cut,
+        &[],
+        "[release] name has 300 characters",
+    );
+    run(
+        &format!("{RELEASE}snapshot = \"{{base}}rc{{date}}{{n:02}}\\n\"\n"),
+        cut,
+        &[],
+        "[release] snapshot = \"{base}rc{date}{n:02}\\n\" holds whitespace",
+    );
+    run(
+        &RELEASE.replace("snapshot-{version}", "refs/tags/{version}"),
+        cut,
+        &[],
+        "starts with refs/",
+    );
+    for base in ["1.0.0rc1", "1.0.post1", "1!2.0", "1.0+local"] {
+        run(
+            &RELEASE.replace("3.14.0", base),
+            cut,
+            &[],
+            "is not a plain release version",
+        );
+    }
+    let passwd = "root:x:0:0:root:/root:/bin/bash\n".repeat(20);
+    write(&work.join("passwd"), &passwd);
+    write(&home.join("cfg"), "");
+    let out = {
+        write(
+            &work.join("lockstep.toml"),
+            "[release]\nname = \"demo\"\nversion-file = \"passwd\"\n",
+        );
+        expect(&mut lockstep_in(&work, &home, cut), 2)
+    };
+    assert!(
+        stderr(&out).len() < 400 && stderr(&out).contains("root:x:0:0:root:/root"),
+        "the file is quoted on one short line: {}",
+        stderr(&out)
+    );
+    std::fs::remove_file(work.join("passwd")).unwrap();
+    write(&work.join("lockstep.toml"), RELEASE);
+    git(&work, &["remote", "remove", "origin"]);
+    run(RELEASE, cut, &[], "this repository has no remote `origin`");
+    git(
+        &work,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
     assert_eq!(git(&remote, &["tag", "-l"]), "", "a tag was pushed");
 
     run(
@@ -1163,4 +1215,71 @@ fn bad_release_settings_and_flags_are_usage_errors_that_write_nothing() {
         !work.join("release").exists(),
         "something was written to the store"
     );
+}
+
+#[test]
+fn unsafe_wheels_are_refused_and_killed_runs_leave_nothing_behind() {
+    let p = fixture();
+    let house = built(&p, "3.14.0rc1");
+    p.run(&["release", "publish", house.to_str().unwrap()], 0);
+    let index = p.path().join("release/index");
+    let files = index.join("files");
+
+    // A version written as installers accept it is the stored one.
+    let out = p.run(&["release", "yank", "3.14.0RC1", "--reason", "case"], 0);
+    assert!(
+        stdout(&out).contains("yanked 3.14.0RC1"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        std::fs::read_to_string(files.join("3.14.0rc1/release.json"))
+            .unwrap()
+            .contains("case")
+    );
+
+    // What killed runs left: a prune stopped before the index was rewritten
+    // (the index still offers that version: put back), one stopped after (gone
+    // from the index: finished), an index swap's staging directory.
+    std::fs::rename(
+        files.join("3.14.0rc1"),
+        files.join(".3.14.0rc1.pruned-99999999"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(files.join(".9.9.9.pruned-99999999")).unwrap();
+    std::fs::create_dir_all(index.join(".simple.tmp-99999999-0/x")).unwrap();
+    p.run(&["release", "index"], 0);
+    assert!(files.join("3.14.0rc1/release.json").is_file(), "put back");
+    assert!(!files.join(".9.9.9.pruned-99999999").exists(), "finished");
+    assert!(!index.join(".simple.tmp-99999999-0").exists(), "reclaimed");
+
+    // Wheels with a member outside the tree, absolute or a symlink.
+    for (member, why) in [
+        ("../evil.txt", "climbs out of the directory"),
+        ("/etc/evil.txt", "has an absolute path"),
+        ("LINK", "is a symlink"),
+    ] {
+        let house = built(&p, "3.14.0rc2");
+        let pure = walk(&house)
+            .into_iter()
+            .find(|f| {
+                f.to_string_lossy().contains("demo_pure") && f.to_string_lossy().ends_with(".whl")
+            })
+            .unwrap();
+        let script = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1], 'a')\nname = sys.argv[2]\nif name == 'LINK':\n    i = zipfile.ZipInfo('demo_pure/link')\n    i.external_attr = 0o120777 << 16\n    z.writestr(i, '/etc/passwd')\nelse:\n    z.writestr(name, 'x')\nz.close()\n";
+        let out = output(
+            Command::new("python3")
+                .args(["-c", script])
+                .arg(&pure)
+                .arg(member),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        std::fs::remove_file(house.join("pylock.toml")).unwrap();
+        std::fs::remove_file(house.join("pylock.release.toml")).ok();
+        p.run(&["pkg", "manifest", house.to_str().unwrap()], 0);
+        let err = stderr(&p.run(&["release", "publish", house.to_str().unwrap()], 1));
+        assert!(err.contains(why), "{member}: {err}");
+        assert!(!files.join("3.14.0rc2").exists(), "{member}: published");
+        std::fs::remove_dir_all(&house).unwrap();
+    }
 }
