@@ -234,6 +234,39 @@ pub fn all() -> Vec<Target> {
             run: version_template,
             dictionary: &["{base}", "{date}", "{n}", "{n:02}", "{n:09}", "{n:0", "rc", ".dev", ".post", "+", "{", "}", "-"],
         },
+        Target {
+            name: "wheel-members",
+            run: wheel_members,
+            dictionary: &["PK\u{3}\u{4}", "PK\u{1}\u{2}", "PK\u{5}\u{6}", ".dist-info/", "METADATA", "../", "/", "\\", "\0"],
+        },
+        Target {
+            name: "release-config",
+            run: release_config,
+            dictionary: &[
+                "[release]\n",
+                "name = \"demo\"\n",
+                "version-base = \"3.14.0\"\n",
+                "version-base = \"1!2.0rc1.post3+x\"\n",
+                "snapshot = \"{base}rc{date}{n:02}\"\n",
+                "tag = \"{name}-{version}\"\n",
+                "tag = \"refs/tags/{version}\"\n",
+                "pin-files = [\"x.version\"]\n",
+                "[release.keep]\n",
+                "snapshots = 3\n",
+                "\\n",
+                "\"",
+            ],
+        },
+        Target {
+            name: "url",
+            run: url,
+            dictionary: &["https://", "http://", "file://", "127.0.0.1", "localhost", "[::1]", "@", ":", "%40", "#", "?", "/", "api.github.com", "user:pw@"],
+        },
+        Target {
+            name: "serve-request",
+            run: serve_request,
+            dictionary: &["/simple/", "/files/", "%2e%2e/", "..", "//", "%00", "%2F", "\n", "bytes=", "0-", "-5", ",", "=", "99999999999999999999"],
+        },
     ]
 }
 
@@ -388,5 +421,105 @@ fn state_db(input: &[u8]) -> Outcome {
     match lockstep_store::parse_state_db(input, file) {
         Ok(_) => Outcome::Accepted,
         Err(e) => refused(&e.to_string(), file),
+    }
+}
+
+/// The bytes as a wheel, read as `release publish`, `promote` and `index`
+/// do (members checked before anything else).
+fn wheel_members(input: &[u8]) -> Outcome {
+    let Ok(dir) = tempfile::tempdir() else {
+        return Outcome::Accepted;
+    };
+    let wheel = dir.path().join("fuzz_wheel-1.0-py3-none-any.whl");
+    if std::fs::write(&wheel, input).is_err() {
+        return Outcome::Accepted;
+    }
+    match lockstep_release::store::wheel_facts(&wheel) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => refused(&e.render(), &wheel),
+    }
+}
+
+/// The bytes as lockstep.toml's `[release]` table, resolved as every
+/// release command starts (settings, then the base version).
+fn release_config(input: &[u8]) -> Outcome {
+    let file = Path::new("fuzz-release.toml");
+    let loaded = match lockstep_core::config::parse(
+        text(input),
+        Some(file.into()),
+        std::env::temp_dir(),
+        SECTIONS,
+    ) {
+        Ok(loaded) => loaded,
+        Err(e) => return refused(&e.to_string(), file),
+    };
+    let checked = loaded
+        .section::<lockstep_release::config::ReleaseConfig>()
+        .and_then(|release| {
+            lockstep_release::settings::settings(&release, &loaded.root)?;
+            lockstep_release::settings::base_version(&release, &loaded.root)
+        });
+    match checked {
+        Ok(_) => Outcome::Accepted,
+        // Settings errors name their key (`[release] ...`), not the file.
+        Err(e)
+            if e.render().contains("[release]")
+                || e.render().contains(&file.display().to_string()) =>
+        {
+            Outcome::Refused(e.message)
+        }
+        Err(e) => Outcome::Unnamed(e.message),
+    }
+}
+
+/// The bytes as a URL lockstep would send a credential to, and as one it
+/// would download checked content from.
+fn url(input: &[u8]) -> Outcome {
+    use lockstep_http::UrlRules;
+    let text = text(input);
+    let strict = lockstep_http::parse_url(&text, UrlRules::CREDENTIALED);
+    let content = lockstep_http::parse_url(&text, UrlRules::CHECKED_CONTENT);
+    if let Ok(url) = &strict {
+        // Accepted for a credential: no userinfo, plain http only on loopback.
+        let loopback = url
+            .host()
+            .is_some_and(|host| lockstep_http::address::is_loopback_host(&host));
+        if !url.username().is_empty()
+            || url.password().is_some()
+            || (url.scheme() == "http" && !loopback)
+        {
+            return Outcome::Unnamed(format!("accepted for a credential: {url}"));
+        }
+    }
+    match (strict, content) {
+        (Ok(_), _) | (_, Ok(_)) => Outcome::Accepted,
+        (Err(e), _) => Outcome::Refused(e.to_string()),
+    }
+}
+
+/// The bytes as a request line's path and a Range header, read as `release
+/// serve` reads them: a path it serves stays inside the index, a range it
+/// answers stays inside the file.
+fn serve_request(input: &[u8]) -> Outcome {
+    let text = text(input);
+    let (path, range) = text.split_once('\n').unwrap_or((&text, ""));
+    let length = 1000;
+    let (file, range) = lockstep_release::serve::read_request(path, Some(range), length);
+    if let Some(file) = &file {
+        if !file
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        {
+            return Outcome::Unnamed(format!("served outside the index: {}", file.display()));
+        }
+    }
+    if let Some(Ok(Some((start, end)))) = range {
+        if start > end || end >= length {
+            return Outcome::Unnamed(format!("range {start}-{end} of {length} bytes"));
+        }
+    }
+    match file {
+        Some(_) => Outcome::Accepted,
+        None => Outcome::Refused("refused".into()),
     }
 }

@@ -730,6 +730,23 @@ impl AsyncWrite for Stall {
     }
 }
 
+/// What a request names, as `serve` reads it (the fuzzable entry point):
+/// the path's file inside the index (`None`: refused, 404/400) and the byte
+/// range of a `Range` header against a file of `length` bytes.
+pub fn read_request(
+    path: &str,
+    range: Option<&str>,
+    length: u64,
+) -> (
+    Option<PathBuf>,
+    Option<Result<Option<(u64, u64)>, Unsatisfiable>>,
+) {
+    (
+        safe_path(path),
+        range.map(|value| parse_range(value, length)),
+    )
+}
+
 /// The request path as a relative path with only normal components.
 fn safe_path(path: &str) -> Option<PathBuf> {
     if !path.starts_with('/') || path.contains('\\') || path.contains('\0') {
