@@ -730,6 +730,9 @@ impl AsyncWrite for Stall {
     }
 }
 
+/// A `Range` header read against a file's length ([`parse_range`]).
+pub type RangeRead = Result<Option<(u64, u64)>, Unsatisfiable>;
+
 /// What a request names, as `serve` reads it (the fuzzable entry point):
 /// the path's file inside the index (`None`: refused, 404/400) and the byte
 /// range of a `Range` header against a file of `length` bytes.
@@ -737,10 +740,7 @@ pub fn read_request(
     path: &str,
     range: Option<&str>,
     length: u64,
-) -> (
-    Option<PathBuf>,
-    Option<Result<Option<(u64, u64)>, Unsatisfiable>>,
-) {
+) -> (Option<PathBuf>, Option<RangeRead>) {
     (
         safe_path(path),
         range.map(|value| parse_range(value, length)),
