@@ -87,9 +87,11 @@ impl<'a> Integrate<'a> {
             })?;
         lockstep_git::parse_pin(file, &text)?;
         let state_dir = superproject.common_dir()?.join("lockstep");
+        // The store first: it refuses a state directory or database that is
+        // not what it should be before anything is created there.
+        let store = Store::open(&state_dir)?;
         let upstream_dir = state_dir.join("upstream.git");
         if !upstream_dir.join("HEAD").exists() {
-            fs_err::create_dir_all(&state_dir)?;
             let made =
                 Repo::new(&state_dir).try_git(&["init", "--quiet", "--bare", "upstream.git"])?;
             if made.code != 0 {
@@ -99,7 +101,6 @@ impl<'a> Integrate<'a> {
                 );
             }
         }
-        let store = Store::open(&state_dir)?;
         Ok(Integrate {
             cfg,
             sub: Repo::new(upstream_dir),

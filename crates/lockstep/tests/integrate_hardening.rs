@@ -432,3 +432,102 @@ fn a_state_database_that_is_a_directory_is_named() {
     assert!(err.contains("not a regular file"), "{err}");
     assert!(stderr(&out).contains("directory"), "{err}");
 }
+
+/// Runs SQL on the database at `db` with Python's sqlite3 (the test does
+/// what another program or an older lockstep would have done to it).
+fn sql(db: &Path, statements: &str) {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit(); c.close()",
+        ])
+        .arg(db)
+        .arg(statements)
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_link_at_the_state_database_or_its_neighbours_is_refused_and_never_followed() {
+    let env = Env::new(&spec(4));
+    let state = env.sp().join(".git/lockstep");
+    let outside = env.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    for name in ["state.db", "state.db-wal", "state.db-shm", "lock"] {
+        let _ = std::fs::remove_dir_all(&state);
+        std::fs::create_dir_all(&state).unwrap();
+        let target = outside.join(format!("{name}.target"));
+        let link = state.join(name);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let before = git_bytes(&env);
+        for args in [
+            &["integrate", "status"][..],
+            &["integrate", "start", "--no-fetch", "--branch", "via-link"],
+            &["integrate", "repair", "--force"],
+        ] {
+            let out = env.run(args);
+            let (_, err) = expect_code(&out, 2, &format!("{name} {args:?}"));
+            assert!(err.contains(&link.display().to_string()), "{name}: {err}");
+            assert!(err.contains("is a symbolic link"), "{name}: {err}");
+            assert!(!target.exists(), "{name} {args:?}: created at the target");
+            assert!(git_bytes(&env) == before, "{name} {args:?} changed git");
+            let made: Vec<_> = std::fs::read_dir(&state)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(made, [std::ffi::OsString::from(name)], "{args:?}");
+        }
+    }
+}
+
+#[test]
+fn a_state_directory_that_is_a_file_says_what_it_is_and_what_to_do() {
+    let env = Env::new(&spec(4));
+    let state = env.sp().join(".git/lockstep");
+    std::fs::write(&state, "not a directory\n").unwrap();
+    for args in [
+        &["integrate", "status"][..],
+        &["integrate", "start", "--no-fetch", "--branch", "x"],
+        &["integrate", "repair"],
+    ] {
+        let out = env.run(args);
+        let (_, err) = expect_code(&out, 2, &format!("{args:?}"));
+        assert!(
+            err.contains(&format!("{} is a regular file, not a directory", state.display())),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("mv "), "{args:?}: says what to do: {err}");
+        assert!(!err.contains("os error"), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read(&state).unwrap(), b"not a directory\n");
+}
+
+#[test]
+fn a_database_of_another_schema_or_with_unreadable_values_names_repair() {
+    let env = Env::new(&spec(4));
+    let db = started(&env);
+    // An older schema: a probes table without `seconds`.
+    sql(
+        &db,
+        "DROP TABLE probes; CREATE TABLE probes (key TEXT PRIMARY KEY, context TEXT NOT NULL, commit_sha TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT NOT NULL, log TEXT, at REAL NOT NULL);",
+    );
+    let out = env.run(&["integrate", "status"]);
+    let (_, err) = expect_code(&out, 1, "an older schema");
+    assert!(err.contains("damaged or from another version"), "{err}");
+    assert!(err.contains(&db.display().to_string()), "{err}");
+    assert!(err.contains("lockstep integrate repair"), "{err}");
+    assert!(!err.contains("SELECT"), "no raw SQL: {err}");
+    assert!(!err.contains("permissions"), "{err}");
+    env.ok(&["integrate", "repair"], 0);
+    env.ok(&["integrate", "status"], 0);
+    // A blob where text belongs (the halt record).
+    sql(&db, "INSERT INTO records (name, value) VALUES ('halt', X'00ff');");
+    let out = env.run(&["integrate", "status"]);
+    let (_, err) = expect_code(&out, 1, "a blob record");
+    assert!(err.contains("damaged or from another version"), "{err}");
+    assert!(err.contains("lockstep integrate repair"), "{err}");
+    assert!(!err.contains("permissions"), "{err}");
+    env.ok(&["integrate", "repair"], 0);
+    env.ok(&["integrate", "status"], 0);
+}
