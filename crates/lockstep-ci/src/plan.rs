@@ -604,7 +604,10 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), top.join(".github")).unwrap();
         let err = configured_out(Path::new(".github/workflows"), &top).unwrap_err();
-        assert!(err.causes.iter().any(|c| c.contains("symbolic link")), "{err:?}");
+        assert!(
+            err.causes.iter().any(|c| c.contains("symbolic link")),
+            "{err:?}"
+        );
         // A link that stays inside is fine.
         std::fs::create_dir(top.join("real")).unwrap();
         std::os::unix::fs::symlink(top.join("real"), top.join("ci")).unwrap();

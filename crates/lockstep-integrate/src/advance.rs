@@ -64,6 +64,11 @@ pub struct NextOptions {
 impl Integrate<'_> {
     /// `integrate next`.
     pub fn next(&self, opts: &NextOptions) -> Result<NextOutcome, Error> {
+        // A usage error leaves the repositories as they were: `--to` is
+        // checked before a fetch could add the remote.
+        if let Some(to) = &opts.to {
+            self.require_rev_before_fetch("--to", to)?;
+        }
         let _lock = if opts.dry_run {
             None
         } else {

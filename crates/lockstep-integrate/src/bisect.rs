@@ -64,6 +64,11 @@ impl Integrate<'_> {
                 "pass it after `--`: lockstep integrate bisect --good A --bad B -- ./repro.sh",
             ));
         }
+        if !opts.superproject {
+            // Before a fetch could add the remote: a usage error changes nothing.
+            self.require_rev_before_fetch("--good", &opts.good)?;
+            self.require_rev_before_fetch("--bad", &opts.bad)?;
+        }
         let _lock = self.lock("integrate bisect")?;
         let _session = self.begin_session("integrate bisect")?;
         self.require_clean()?;

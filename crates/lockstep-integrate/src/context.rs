@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::IntegrateConfig;
+use lockstep_core::error::without_userinfo;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_git::{Oid, Repo};
@@ -21,6 +22,9 @@ pub struct Integrate<'a> {
     /// `<git common dir>/lockstep`: store, lock, reports, logs.
     pub state_dir: PathBuf,
     pub sink: &'a dyn Sink,
+    /// The files this command writes (`--events FILE` ...), absolute:
+    /// lockstep's own outputs, never counted as uncommitted changes.
+    pub outputs: Vec<PathBuf>,
 }
 
 impl<'a> Integrate<'a> {
@@ -60,6 +64,7 @@ impl<'a> Integrate<'a> {
             store,
             state_dir,
             sink,
+            outputs: Vec::new(),
         })
     }
 
@@ -108,7 +113,38 @@ impl<'a> Integrate<'a> {
             store,
             state_dir,
             sink,
+            outputs: Vec::new(),
         })
+    }
+
+    /// Declares the files this command writes (absolute paths, or relative
+    /// to the current directory): when one of them is an untracked file in
+    /// the superproject or the submodule, the cleanliness checks leave it
+    /// out. Only exactly those paths, and only while untracked.
+    pub fn with_outputs(mut self, outputs: Vec<PathBuf>) -> Self {
+        self.outputs = outputs;
+        self
+    }
+
+    /// Whether the untracked `path` (relative to `repo`'s top, as git
+    /// prints it) is one of [`Integrate::outputs`]. Directories are
+    /// compared with their links resolved; the file itself is not (an
+    /// output given as a link is the link git lists).
+    fn is_own_output(&self, repo: &Path, path: &str) -> bool {
+        if self.outputs.is_empty() {
+            return false;
+        }
+        let real = |p: &Path| -> Option<PathBuf> {
+            let p = std::path::absolute(p).ok()?;
+            let name = p.file_name()?.to_owned();
+            Some(std::fs::canonicalize(p.parent()?).ok()?.join(name))
+        };
+        let Some(listed) = real(&repo.join(path)) else {
+            return false;
+        };
+        self.outputs
+            .iter()
+            .any(|o| real(o).as_ref() == Some(&listed))
     }
 
     /// The pin file's path in pin-file mode.
@@ -201,16 +237,63 @@ impl<'a> Integrate<'a> {
         self.sub.resolve(&self.upstream_ref())
     }
 
+    /// Checks a revision given on the command line (`flag`: `--to`,
+    /// `--good` ...) before anything is touched: one that is not a revision
+    /// at all is a usage error, and so is one the submodule does not know
+    /// while upstream was never fetched (fetching to find out would add the
+    /// remote and fetch before a usage error). A revision that becomes
+    /// known only after fetching: fetch first (`integrate status --fetch`).
+    pub fn require_rev_before_fetch(&self, flag: &str, rev: &str) -> Result<(), Error> {
+        let why = if rev.trim().is_empty() {
+            Some("it is empty")
+        } else if rev.starts_with('-') {
+            Some("it starts with `-`")
+        } else if rev.chars().any(char::is_control) {
+            Some("it holds control characters")
+        } else if rev.len() > crate::validate::MAX_REF {
+            Some("it is longer than any revision")
+        } else {
+            None
+        };
+        let shown: String = rev
+            .chars()
+            .take(60)
+            .collect::<String>()
+            .escape_debug()
+            .to_string();
+        if let Some(why) = why {
+            return Err(
+                Error::usage(format!("`{shown}` ({flag}) is not a revision: {why}")).hint(
+                    "give a commit id (an unambiguous abbreviation) or a ref; nothing was done",
+                ),
+            );
+        }
+        if self.sub.resolve(rev)?.is_none() && self.fetched_upstream_head()?.is_none() {
+            return Err(Error::usage(format!(
+                "`{shown}` ({flag}) does not name a commit in the submodule, and upstream ({}) was never fetched",
+                self.upstream_ref().trim_start_matches("refs/remotes/")
+            ))
+            .hint("fetch upstream first with `lockstep integrate status --fetch`, then rerun; nothing was done"));
+        }
+        Ok(())
+    }
+
     /// What [`Integrate::fetch_upstream`] would do, for commands that do not
     /// fetch unless asked.
     pub fn fetch_plan(&self) -> Result<String, Error> {
         let remote = &self.cfg.upstream_remote;
         let branch = &self.cfg.upstream_branch;
-        Ok(match (&self.cfg.upstream_url, self.sub.remote_url(remote)?) {
+        // URLs are printed without `user:password@`.
+        let plain = |u: &String| without_userinfo(u);
+        let configured = self.cfg.upstream_url.as_ref().map(plain);
+        let existing = self.sub.remote_url(remote)?;
+        let same = self.cfg.upstream_url == existing;
+        let existing = existing.as_ref().map(plain);
+        Ok(match (configured, existing) {
             (Some(url), None) => format!(
                 "add the remote `{remote}` ({url}) to the submodule and fetch its `{branch}`"
             ),
-            (Some(url), Some(existing)) if *url != existing => format!(
+            (Some(url), Some(existing)) if !same => format!(
                 "point the submodule's remote `{remote}` at {url} (now {existing}) and fetch its `{branch}`"
             ),
             (_, Some(_)) => format!("fetch `{branch}` of the submodule's remote `{remote}`"),
@@ -224,7 +307,10 @@ impl<'a> Integrate<'a> {
     pub fn fetch_upstream(&self) -> Result<(), Error> {
         let remote = &self.cfg.upstream_remote;
         match (&self.cfg.upstream_url, self.sub.remote_url(remote)?) {
-            (Some(url), _) => self.sub.ensure_remote(remote, url)?,
+            (Some(url), _) => self
+                .sub
+                .ensure_remote(remote, url)
+                .map_err(|e| self.without_credentials(e))?,
             (None, Some(_)) => {}
             (None, None) => {
                 return Err(Error::usage(format!(
@@ -238,7 +324,26 @@ impl<'a> Integrate<'a> {
             "+refs/heads/{b}:refs/remotes/{remote}/{b}",
             b = self.cfg.upstream_branch
         );
-        self.sub.fetch(remote, &[&refspec])
+        self.sub
+            .fetch(remote, &[&refspec])
+            .map_err(|e| self.without_credentials(e))
+    }
+
+    /// `err` with the configured upstream URL's `user:password@` taken out
+    /// wherever git quoted it.
+    fn without_credentials(&self, mut err: Error) -> Error {
+        let Some(url) = &self.cfg.upstream_url else {
+            return err;
+        };
+        let plain = without_userinfo(url);
+        if plain == *url {
+            return err;
+        }
+        err.message = err.message.replace(url.as_str(), &plain);
+        for cause in &mut err.causes {
+            *cause = cause.replace(url.as_str(), &plain);
+        }
+        err
     }
 
     /// The upstream commit recorded in the superproject's HEAD.
@@ -262,13 +367,15 @@ impl<'a> Integrate<'a> {
             })
     }
 
-    /// Superproject changes other than the submodule pointer, as `XY path` lines.
+    /// Superproject changes other than the submodule pointer and this
+    /// command's own untracked outputs, as `XY path` lines.
     pub fn superproject_dirt(&self) -> Result<Vec<String>, Error> {
         Ok(self
             .superproject
             .dirty()?
             .into_iter()
             .filter(|d| d.path != self.pin_path())
+            .filter(|d| !(d.code == "??" && self.is_own_output(self.superproject.dir(), &d.path)))
             .map(|d| format!("{} {}", d.code, d.path))
             .collect())
     }
@@ -293,6 +400,7 @@ impl<'a> Integrate<'a> {
             .sub
             .dirty()?
             .into_iter()
+            .filter(|d| !(d.code == "??" && self.is_own_output(self.sub.dir(), &d.path)))
             .map(|d| format!("{} {}", d.code, d.path))
             .collect();
         if !sub_dirt.is_empty() {
@@ -342,11 +450,12 @@ impl<'a> Integrate<'a> {
     }
 
     /// Link to an upstream commit, when `commit-url` is configured.
+    /// It is printed in reports and events: without `user:password@`.
     pub fn commit_link(&self, sha: &str) -> Option<String> {
         self.cfg
             .commit_url
             .as_ref()
-            .map(|u| u.replace("{sha}", sha))
+            .map(|u| without_userinfo(&u.replace("{sha}", sha)))
     }
 }
 

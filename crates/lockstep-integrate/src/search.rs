@@ -95,6 +95,9 @@ impl Integrate<'_> {
             cached: 0,
             advances: vec![],
         };
+        // Uncommitted changes are a usage error: found before the fetch,
+        // which would otherwise have changed the submodule first.
+        self.require_clean()?;
         if opts.fetch {
             self.fetch_upstream()?;
         }

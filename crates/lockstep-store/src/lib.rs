@@ -154,7 +154,11 @@ fn foreign(path: &Path, cause: impl std::fmt::Display) -> Error {
 /// in SELECT ...`): the statement is lockstep's, not the user's.
 fn without_statement(message: &str) -> &str {
     match message.find(" in ") {
-        Some(at) if message[at + 4..].trim_start().starts_with(|c: char| c.is_ascii_uppercase()) => {
+        Some(at)
+            if message[at + 4..]
+                .trim_start()
+                .starts_with(|c: char| c.is_ascii_uppercase()) =>
+        {
             &message[..at]
         }
         _ => message,
@@ -303,7 +307,14 @@ pub fn ensure_state_dir(dir: &Path) -> Result<(), Error> {
 const COLUMNS: [(&str, &[&str]); 3] = [
     (
         "journal",
-        &["id", "kind", "state", "started_at", "finished_at", "outcome"],
+        &[
+            "id",
+            "kind",
+            "state",
+            "started_at",
+            "finished_at",
+            "outcome",
+        ],
     ),
     (
         "probes",
@@ -1019,7 +1030,9 @@ mod tests {
                 "{name}: no database created beside it"
             );
             if name == "lock" {
-                let err = RepoLock::acquire(dir.path(), "integrate next").err().unwrap();
+                let err = RepoLock::acquire(dir.path(), "integrate next")
+                    .err()
+                    .unwrap();
                 assert!(err.message.contains("symbolic link"), "{}", err.message);
                 assert!(!target.exists());
             }
@@ -1080,11 +1093,8 @@ mod tests {
         assert_eq!(err.causes, ["SQLite: no such column: seconds"]);
         assert!(err.hint.unwrap().contains("repair"));
         // A value of the wrong type: the same, not "check permissions".
-        let e = rusqlite::Error::InvalidColumnType(
-            6,
-            "seconds".into(),
-            rusqlite::types::Type::Blob,
-        );
+        let e =
+            rusqlite::Error::InvalidColumnType(6, "seconds".into(), rusqlite::types::Type::Blob);
         let err = sqlite_error(Path::new("/r/state.db"), e);
         assert!(err.message.contains("damaged or from another version"));
         assert!(!err.hint.as_deref().unwrap().contains("permissions"));
@@ -1102,7 +1112,11 @@ mod tests {
             )
             .unwrap();
         let err = store.probe("k").unwrap_err();
-        assert!(err.message.contains("damaged or from another version"), "{}", err.message);
+        assert!(
+            err.message.contains("damaged or from another version"),
+            "{}",
+            err.message
+        );
         assert!(err.hint.unwrap().contains("lockstep integrate repair"));
     }
 

@@ -88,6 +88,17 @@ impl Spec {
             .map(Target::parse)
     }
 
+    /// The files the command line writes (every output given with a path
+    /// other than `-`), absolute against `cwd`.
+    pub fn output_files(&self, cwd: &Path) -> Vec<PathBuf> {
+        self.outputs
+            .iter()
+            .filter_map(|o| o.path.as_deref())
+            .filter(|p| p.as_os_str() != "-")
+            .map(|p| cwd.join(p))
+            .collect()
+    }
+
     /// The outputs that write standard output, as messages name them.
     pub fn on_stdout(&self) -> Vec<String> {
         self.outputs

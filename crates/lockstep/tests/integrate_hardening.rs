@@ -494,7 +494,10 @@ fn a_state_directory_that_is_a_file_says_what_it_is_and_what_to_do() {
         let out = env.run(args);
         let (_, err) = expect_code(&out, 2, &format!("{args:?}"));
         assert!(
-            err.contains(&format!("{} is a regular file, not a directory", state.display())),
+            err.contains(&format!(
+                "{} is a regular file, not a directory",
+                state.display()
+            )),
             "{args:?}: {err}"
         );
         assert!(err.contains("mv "), "{args:?}: says what to do: {err}");
@@ -522,7 +525,10 @@ fn a_database_of_another_schema_or_with_unreadable_values_names_repair() {
     env.ok(&["integrate", "repair"], 0);
     env.ok(&["integrate", "status"], 0);
     // A blob where text belongs (the halt record).
-    sql(&db, "INSERT INTO records (name, value) VALUES ('halt', X'00ff');");
+    sql(
+        &db,
+        "INSERT INTO records (name, value) VALUES ('halt', X'00ff');",
+    );
     let out = env.run(&["integrate", "status"]);
     let (_, err) = expect_code(&out, 1, "a blob record");
     assert!(err.contains("damaged or from another version"), "{err}");
@@ -530,4 +536,208 @@ fn a_database_of_another_schema_or_with_unreadable_values_names_repair() {
     assert!(!err.contains("permissions"), "{err}");
     env.ok(&["integrate", "repair"], 0);
     env.ok(&["integrate", "status"], 0);
+}
+
+#[test]
+fn special_refs_and_names_that_shadow_a_remote_branch_are_refused_before_anything() {
+    let env = Env::new(&spec(4));
+    let state = env.sp().join(".git/lockstep");
+    let before = git_bytes(&env);
+    for name in [
+        "FETCH_HEAD",
+        "ORIG_HEAD",
+        "MERGE_HEAD",
+        "origin/main",
+        "origin/new",
+        "origin",
+        "tags/v1",
+        "remotes/origin/x",
+        "heads/x",
+    ] {
+        let flag = format!("--branch={name}");
+        let out = env.run(&["integrate", "start", "--no-fetch", &flag]);
+        let (_, err) = expect_code(&out, 2, &format!("start --branch {name:?}"));
+        assert!(err.contains("cannot be a branch name"), "{name:?}: {err}");
+        assert!(err.contains("nothing was done"), "{name:?}: {err}");
+        assert!(git_bytes(&env) == before, "{name:?} changed git's files");
+        assert!(!state.join("state.db").exists(), "{name:?}: a journal");
+    }
+    let out = env.run(&[
+        "integrate",
+        "start",
+        "--no-fetch",
+        "--branch",
+        "origin/main",
+    ]);
+    let (_, err) = expect_code(&out, 2, "origin/main");
+    assert!(
+        err.contains("shadow the remote-tracking branch `origin/main` of the remote `origin`"),
+        "{err}"
+    );
+    // `origin/main` still means the remote-tracking branch.
+    assert!(git(env.sp(), &["branch", "--list", "origin/*"]).is_empty());
+    // The template's result too.
+    set_integrate_key(&env, r#"branch = "origin/llvm-{date}""#);
+    let out = env.run(&["integrate", "start", "--no-fetch"]);
+    let (_, err) = expect_code(&out, 2, "a template under origin/");
+    assert!(err.contains("[integrate] branch"), "{err}");
+    assert!(git_bytes(&env) == before);
+}
+
+#[test]
+fn unknown_placeholders_and_overlong_values_are_refused_naming_the_key() {
+    let env = Env::new(&spec(4));
+    let original = std::fs::read_to_string(env.sp().join("lockstep.toml")).unwrap();
+    let long = "x".repeat(100_000);
+    let cases = [
+        (
+            "[integrate]",
+            r#"branch = "integrates/llvm-{unknown}""#.to_string(),
+            "`{unknown}` is not a placeholder; the known one is `{date}`",
+        ),
+        (
+            "[integrate]",
+            r#"branch = "integrates/llvm-{dat}""#.to_string(),
+            "[integrate] branch",
+        ),
+        (
+            "[integrate.export]",
+            r#"branch = "sm-{repo}-{brnch}""#.to_string(),
+            "the known ones are `{repo}` and `{branch}`",
+        ),
+        (
+            "[integrate]",
+            format!("upstream-branch = \"{long}\""),
+            "is 100000 bytes long; at most 1024 are allowed",
+        ),
+        (
+            "[integrate]",
+            format!("upstream-url = \"https://example.invalid/{long}\""),
+            "[integrate] upstream-url",
+        ),
+    ];
+    for (table, line, needle) in cases {
+        std::fs::write(env.sp().join("lockstep.toml"), &original).unwrap();
+        set_key(&env, table, &line);
+        let before = git_bytes(&env);
+        for args in [
+            &["integrate", "status"][..],
+            &["integrate", "status", "--fetch"],
+            &["integrate", "start"],
+            &["integrate", "next"],
+        ] {
+            let out = env.run(args);
+            let (_, err) = expect_code(&out, 2, &format!("{needle} {args:?}"));
+            assert!(err.contains(needle), "{needle} {args:?}: {err}");
+            assert!(!err.contains("Argument list too long"), "{err}");
+            assert!(!err.contains("reachable"), "{err}");
+            assert!(err.len() < 2000, "the value is not printed whole");
+            assert!(git_bytes(&env) == before, "{needle} {args:?} changed git");
+        }
+    }
+}
+
+#[test]
+fn a_usage_error_in_next_or_bisect_arguments_adds_no_remote_and_fetches_nothing() {
+    let env = Env::new(&spec(4));
+    let remotes = git(&env.sub(), &["remote"]);
+    let before = git_bytes(&env);
+    for args in [
+        &["integrate", "next", "--to", "zzz"][..],
+        &["integrate", "next", "--dry-run", "--to", "zzz"],
+        &["integrate", "next", "--to=-x"],
+        &[
+            "integrate",
+            "bisect",
+            "--good",
+            "zzz",
+            "--bad",
+            "HEAD",
+            "--",
+            "true",
+        ],
+    ] {
+        let out = env.run(args);
+        let (_, err) = expect_code(&out, 2, &format!("{args:?}"));
+        assert!(
+            err.contains("never fetched") || err.contains("is not a revision"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            git(&env.sub(), &["remote"]),
+            remotes,
+            "{args:?} added a remote"
+        );
+        assert!(git_bytes(&env) == before, "{args:?} changed git's files");
+    }
+    // Once upstream was fetched, an unknown revision is named with the range.
+    env.status();
+    let before = git_bytes(&env);
+    let out = env.run(&["integrate", "next", "--to", "zzz"]);
+    let (_, err) = expect_code(&out, 2, "--to zzz after a fetch");
+    assert!(err.contains("does not name exactly one commit"), "{err}");
+    assert!(git_bytes(&env) == before);
+}
+
+#[test]
+fn the_commands_own_outputs_inside_the_superproject_are_not_uncommitted_changes() {
+    let env = Env::new(&spec(6));
+    env.start();
+    // A dry run and a real step, each streaming events into the superproject.
+    let out = env.run(&["integrate", "loop", "--dry-run", "--events", "loop.jsonl"]);
+    expect_code(&out, 0, "loop --dry-run --events inside");
+    // Once written it is the user's file like any other: out of the way.
+    std::fs::remove_file(env.sp().join("loop.jsonl")).unwrap();
+    let out = env.run(&["integrate", "next", "--no-export", "--events", "ev.jsonl"]);
+    let (_, err) = expect_code(&out, 0, "next --events inside");
+    assert!(!err.contains("uncommitted"), "{err}");
+    assert!(
+        std::fs::read_to_string(env.sp().join("ev.jsonl"))
+            .unwrap()
+            .contains("\"advanced\""),
+        "the events were written"
+    );
+    std::fs::remove_file(env.sp().join("ev.jsonl")).unwrap();
+    // Through a path with `..` and from the events' own directory too.
+    std::fs::create_dir_all(env.sp().join("logs")).unwrap();
+    let out = env.run(&[
+        "integrate",
+        "next",
+        "--no-export",
+        "--events",
+        "logs/../logs/n.jsonl",
+    ]);
+    expect_code(&out, 0, "next --events logs/../logs/n.jsonl");
+    std::fs::remove_dir_all(env.sp().join("logs")).unwrap();
+    // Anything else untracked still stops it, and only that is named.
+    std::fs::write(env.sp().join("other.txt"), "mine\n").unwrap();
+    let out = env.run(&["integrate", "next", "--no-export", "--events", "ev2.jsonl"]);
+    let (_, err) = expect_code(&out, 2, "another untracked file");
+    assert!(err.contains("?? other.txt"), "{err}");
+    assert!(!err.contains("ev2.jsonl"), "{err}");
+}
+
+#[test]
+fn urls_from_the_configuration_are_printed_without_credentials() {
+    let env = Env::new(&spec(4));
+    set_integrate_key(
+        &env,
+        r#"upstream-url = "https://user:s3cret@example.invalid/llvm.git""#,
+    );
+    set_integrate_key(
+        &env,
+        r#"commit-url = "https://user:s3cret@example.invalid/commit/{sha}""#,
+    );
+    let out = env.run(&["integrate", "status", "--events", "-"]);
+    let (text, err) = expect_code(&out, 0, "status with credentials in the URL");
+    assert!(
+        text.contains("would add the remote `upstream` (https://example.invalid/llvm.git)")
+            || err.contains("would add the remote `upstream` (https://example.invalid/llvm.git)"),
+        "{text}{err}"
+    );
+    let json = env.ok(&["integrate", "status", "--json"], 0);
+    for shown in [&text, &err, &json] {
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(!shown.contains("user:"), "{shown}");
+    }
 }
