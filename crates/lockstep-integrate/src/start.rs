@@ -45,13 +45,21 @@ pub fn check_start_names(
     let superproject = Repo::discover(root)?;
     let remotes = superproject.git(&["remote"])?;
     let remotes: Vec<&str> = remotes.lines().map(str::trim).collect();
-    match shadowed(&name, &remotes) {
+    match branch_problem(&name, &remotes) {
         None => Ok(()),
         Some(what) => Err(Error::usage(format!(
             "`{name}` from {source} cannot be a branch name: {what}"
         ))
         .hint("use a plain branch name such as `integrates/llvm-20261124`; nothing was done")),
     }
+}
+
+/// Why `name` cannot be an integrate branch in a superproject with
+/// `remotes`, or `None`: what git refuses or misreads
+/// ([`lockstep_git::branch_name_problem`]) and what it would shadow
+/// ([`shadowed`]).
+pub fn branch_problem(name: &str, remotes: &[&str]) -> Option<String> {
+    lockstep_git::branch_name_problem(name).or_else(|| shadowed(name, remotes))
 }
 
 /// What a local branch `name` would hide from git's reading of names

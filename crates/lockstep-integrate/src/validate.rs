@@ -254,7 +254,14 @@ pub fn placeholders(key: &str, value: &str, known: &[&str]) -> Result<(), Error>
             continue;
         }
         let unknown = match tail.strip_prefix('{').and_then(|t| t.find('}')) {
-            Some(end) => format!("`{}` is not a placeholder", &tail[..end + 2]),
+            Some(end) => {
+                let text = &tail[..end + 2];
+                let text = match text.char_indices().nth(40) {
+                    Some((cut, _)) => format!("{}...}}", &text[..cut]),
+                    None => text.to_string(),
+                };
+                format!("`{}` is not a placeholder", text.escape_debug())
+            }
             None => format!("a `{}` stands alone", &tail[..1]),
         };
         return Err(bad(key, value, &format!("{unknown}; {known_text}")));
