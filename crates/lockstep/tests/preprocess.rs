@@ -990,9 +990,9 @@ fn a_tool_printing_without_end_is_stopped_and_what_is_kept_is_bounded() {
         "--no-cache",
         "-j",
         "2",
-        // A bound for the old behaviour, which read `yes` forever.
+        // A bound for the old behaviour, which read `yes` until killed.
         "--timeout",
-        "600",
+        "120",
     ]));
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
