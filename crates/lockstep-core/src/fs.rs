@@ -297,6 +297,18 @@ fn stale_pid(file: &str, name: &str) -> Option<i32> {
     pid.parse().ok()
 }
 
+/// Ignores `SIGXFSZ` for this process: a write past the file size limit
+/// (`ulimit -f`) then fails with `EFBIG` ("File too large"), which callers
+/// report naming the file, instead of the signal killing lockstep halfway
+/// (exit 153, temporary files left behind). Child processes inherit it and
+/// get `EFBIG` too. Called once at startup by the binary.
+pub fn file_size_limit_is_an_error() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: installing SIG_IGN runs no code of ours in the signal
+    // handler; nothing else in lockstep handles SIGXFSZ.
+    let _ = unsafe { signal(Signal::SIGXFSZ, SigHandler::SigIgn) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,16 +419,4 @@ mod tests {
         assert!(!dead.exists() && alive.exists() && other.exists());
         assert!(StagedDir::beside(&dest).unwrap().install_new().is_err());
     }
-}
-
-/// Ignores `SIGXFSZ` for this process: a write past the file size limit
-/// (`ulimit -f`) then fails with `EFBIG` ("File too large"), which callers
-/// report naming the file, instead of the signal killing lockstep halfway
-/// (exit 153, temporary files left behind). Child processes inherit it and
-/// get `EFBIG` too. Called once at startup by the binary.
-pub fn file_size_limit_is_an_error() {
-    use nix::sys::signal::{signal, SigHandler, Signal};
-    // SAFETY: installing SIG_IGN runs no code of ours in the signal
-    // handler; nothing else in lockstep handles SIGXFSZ.
-    let _ = unsafe { signal(Signal::SIGXFSZ, SigHandler::SigIgn) };
 }
