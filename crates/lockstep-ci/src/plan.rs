@@ -149,8 +149,11 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
     // `suites/`: with none of them a test job could only fail.
     let has_tests =
         !test.paths.is_empty() || !test.suite_configs.is_empty() || root.join("suites").is_dir();
+    // Checked whether or not test jobs are made: a bad `[test.targets]`
+    // value is an error either way, not one that waits for the first test.
+    let checked = targets(test, ci, &build_runs_on)?;
     let targets = match has_tests {
-        true => targets(test, ci, &build_runs_on)?,
+        true => checked,
         false => Vec::new(),
     };
     let build_timeout_minutes = timeout("[ci] build-timeout-minutes", ci.build_timeout_minutes)?;
