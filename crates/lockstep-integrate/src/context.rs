@@ -10,6 +10,36 @@ use lockstep_core::Error;
 use lockstep_git::{Oid, Repo};
 use lockstep_store::{RepoLock, Store};
 
+/// The upstream remote's URL and tracking ref at one moment
+/// ([`Integrate::upstream_state`]).
+pub(crate) struct UpstreamState {
+    url: Option<String>,
+    tracking: Option<Oid>,
+}
+
+/// A revision given on the command line (`flag`: `--to`, `--good` ...)
+/// that is not one at all (empty, an option, control characters, longer
+/// than any ref) is a usage error before anything is touched.
+pub fn check_rev(flag: &str, rev: &str) -> Result<(), Error> {
+    let why = if rev.trim().is_empty() {
+        "it is empty"
+    } else if rev.starts_with('-') {
+        "it starts with `-`"
+    } else if rev.chars().any(char::is_control) {
+        "it holds control characters"
+    } else if rev.len() > crate::validate::MAX_REF {
+        "it is longer than any revision"
+    } else {
+        return Ok(());
+    };
+    let shown: String = rev.chars().take(60).collect();
+    Err(Error::usage(format!(
+        "`{}` ({flag}) is not a revision: {why}",
+        shown.escape_debug()
+    ))
+    .hint("give a commit id (an unambiguous abbreviation) or a ref; nothing was done"))
+}
+
 /// How many run directories of one label one second may have.
 const MAX_RUNS_PER_SECOND: u32 = 10_000;
 
@@ -25,6 +55,8 @@ pub struct Integrate<'a> {
     /// The files this command writes (`--events FILE` ...), absolute:
     /// lockstep's own outputs, never counted as uncommitted changes.
     pub outputs: Vec<PathBuf>,
+    /// Set when this command fetched upstream (what a usage error undoes).
+    fetched: std::sync::atomic::AtomicBool,
 }
 
 impl<'a> Integrate<'a> {
@@ -65,6 +97,7 @@ impl<'a> Integrate<'a> {
             state_dir,
             sink,
             outputs: Vec::new(),
+            fetched: Default::default(),
         })
     }
 
@@ -114,6 +147,7 @@ impl<'a> Integrate<'a> {
             state_dir,
             sink,
             outputs: Vec::new(),
+            fetched: Default::default(),
         })
     }
 
@@ -237,45 +271,63 @@ impl<'a> Integrate<'a> {
         self.sub.resolve(&self.upstream_ref())
     }
 
-    /// Checks a revision given on the command line (`flag`: `--to`,
-    /// `--good` ...) before anything is touched: one that is not a revision
-    /// at all is a usage error, and so is one the submodule does not know
-    /// while upstream was never fetched (fetching to find out would add the
-    /// remote and fetch before a usage error). A revision that becomes
-    /// known only after fetching: fetch first (`integrate status --fetch`).
-    pub fn require_rev_before_fetch(&self, flag: &str, rev: &str) -> Result<(), Error> {
-        let why = if rev.trim().is_empty() {
-            Some("it is empty")
-        } else if rev.starts_with('-') {
-            Some("it starts with `-`")
-        } else if rev.chars().any(char::is_control) {
-            Some("it holds control characters")
-        } else if rev.len() > crate::validate::MAX_REF {
-            Some("it is longer than any revision")
-        } else {
-            None
-        };
-        let shown: String = rev
-            .chars()
-            .take(60)
-            .collect::<String>()
-            .escape_debug()
-            .to_string();
-        if let Some(why) = why {
-            return Err(
-                Error::usage(format!("`{shown}` ({flag}) is not a revision: {why}")).hint(
-                    "give a commit id (an unambiguous abbreviation) or a ref; nothing was done",
-                ),
-            );
+    /// What fetching upstream may change, as it is now: the upstream
+    /// remote's URL and its tracking ref ([`Integrate::restore_upstream`]
+    /// puts them back).
+    pub(crate) fn upstream_state(&self) -> Result<UpstreamState, Error> {
+        Ok(UpstreamState {
+            url: self.sub.remote_url(&self.cfg.upstream_remote)?,
+            tracking: self.sub.resolve(&self.upstream_ref())?,
+        })
+    }
+
+    /// Undoes what fetching upstream changed since `before` (a remote
+    /// added or pointed elsewhere, its tracking ref created or moved), for
+    /// a command ending in a usage error after it fetched: exit 2 means
+    /// nothing was done. The fetched objects stay (unreferenced, as after
+    /// any fetch). Best effort: a failure here leaves the fetch's result.
+    pub(crate) fn restore_upstream(&self, before: &UpstreamState) {
+        let remote = &self.cfg.upstream_remote;
+        let now = self.sub.remote_url(remote).ok().flatten();
+        match (&before.url, &now) {
+            // Removing the remote removes its tracking refs too.
+            (None, Some(_)) => {
+                let _ = self.sub.try_git(&["remote", "remove", remote]);
+                return;
+            }
+            (Some(old), Some(new)) if old != new => {
+                let _ = self.sub.try_git(&["remote", "set-url", remote, old]);
+            }
+            _ => {}
         }
-        if self.sub.resolve(rev)?.is_none() && self.fetched_upstream_head()?.is_none() {
-            return Err(Error::usage(format!(
-                "`{shown}` ({flag}) does not name a commit in the submodule, and upstream ({}) was never fetched",
-                self.upstream_ref().trim_start_matches("refs/remotes/")
-            ))
-            .hint("fetch upstream first with `lockstep integrate status --fetch`, then rerun; nothing was done"));
+        let tracking = self.upstream_ref();
+        let now = self.sub.resolve(&tracking).ok().flatten();
+        if now != before.tracking {
+            let _ = match &before.tracking {
+                None => self.sub.try_git(&["update-ref", "-d", &tracking]),
+                Some(old) => self.sub.try_git(&["update-ref", &tracking, old]),
+            };
         }
-        Ok(())
+    }
+
+    /// Runs `step` (a command that may fetch upstream); when it ends in a
+    /// usage error, puts the upstream remote and its tracking ref back as
+    /// they were ([`Integrate::restore_upstream`]).
+    pub(crate) fn or_restore_upstream<T>(
+        &self,
+        step: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        use std::sync::atomic::Ordering;
+        let before = self.upstream_state()?;
+        self.fetched.store(false, Ordering::Relaxed);
+        let result = step();
+        if let Err(e) = &result {
+            // Only what this command's own fetch changed.
+            if e.kind == lockstep_core::ErrorKind::Usage && self.fetched.load(Ordering::Relaxed) {
+                self.restore_upstream(&before);
+            }
+        }
+        result
     }
 
     /// What [`Integrate::fetch_upstream`] would do, for commands that do not
@@ -305,6 +357,8 @@ impl<'a> Integrate<'a> {
 
     /// Makes sure the upstream remote exists (from `upstream-url`) and fetches it.
     pub fn fetch_upstream(&self) -> Result<(), Error> {
+        self.fetched
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         let remote = &self.cfg.upstream_remote;
         match (&self.cfg.upstream_url, self.sub.remote_url(remote)?) {
             (Some(url), _) => self

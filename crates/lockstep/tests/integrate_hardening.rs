@@ -638,8 +638,17 @@ fn unknown_placeholders_and_overlong_values_are_refused_naming_the_key() {
 }
 
 #[test]
-fn a_usage_error_in_next_or_bisect_arguments_adds_no_remote_and_fetches_nothing() {
+fn a_usage_error_in_next_or_bisect_arguments_leaves_no_remote_and_no_ref() {
     let env = Env::new(&spec(4));
+    // A loop that fetched, then found no smoke to run, puts the fetch back.
+    set_integrate_key(&env, "smoke = []");
+    common::commit_as_tester(env.sp(), "No smoke", true);
+    let before = git_bytes(&env);
+    let out = env.run(&["integrate", "loop"]);
+    let (_, err) = expect_code(&out, 2, "loop without a smoke");
+    assert!(err.contains("no smoke command is configured"), "{err}");
+    assert!(git_bytes(&env) == before, "the loop's fetch was put back");
+    git(env.sp(), &["reset", "-q", "--hard", "HEAD~1"]);
     let remotes = git(&env.sub(), &["remote"]);
     let before = git_bytes(&env);
     for args in [
@@ -660,7 +669,7 @@ fn a_usage_error_in_next_or_bisect_arguments_adds_no_remote_and_fetches_nothing(
         let out = env.run(args);
         let (_, err) = expect_code(&out, 2, &format!("{args:?}"));
         assert!(
-            err.contains("never fetched") || err.contains("is not a revision"),
+            err.contains("does not name") || err.contains("is not a revision"),
             "{args:?}: {err}"
         );
         assert_eq!(
@@ -670,6 +679,10 @@ fn a_usage_error_in_next_or_bisect_arguments_adds_no_remote_and_fetches_nothing(
         );
         assert!(git_bytes(&env) == before, "{args:?} changed git's files");
     }
+    // A revision only the fetch brings is found, and then the fetch stays.
+    let out = env.run(&["integrate", "next", "--dry-run", "--to", &env.sb.head]);
+    expect_code(&out, 0, "--to upstream's head, never fetched before");
+    assert!(git(&env.sub(), &["remote"]).contains("upstream"));
     // Once upstream was fetched, an unknown revision is named with the range.
     env.status();
     let before = git_bytes(&env);
