@@ -447,11 +447,11 @@ fn time_and_check(
 /// tensor is never held as f64.
 fn write_inputs(sig: &OpSignature, dir: &Path) -> Result<Vec<PathBuf>, String> {
     use std::io::Write as _;
-    let io = |e: std::io::Error| format!("cannot write the kernel's inputs: {e}");
-    std::fs::create_dir_all(dir).map_err(io)?;
+    std::fs::create_dir_all(dir).map_err(|e| write_error(dir, &e))?;
     let mut files = Vec::new();
     for (a, operand) in sig.inputs.iter().enumerate() {
         let file = dir.join(format!("in{a}.bin"));
+        let io = |e: std::io::Error| write_error(&file, &e);
         let mut out = std::io::BufWriter::new(std::fs::File::create(&file).map_err(io)?);
         let mut values = tensor_data::input_values(sig, a, VERIFY_SEED).peekable();
         while values.peek().is_some() {
@@ -463,6 +463,20 @@ fn write_inputs(sig: &OpSignature, dir: &Path) -> Result<Vec<PathBuf>, String> {
         files.push(file);
     }
     Ok(files)
+}
+
+/// A row's reason for an input that could not be written: the file, the
+/// error, and when it is the file size limit (`EFBIG`: lockstep ignores
+/// `SIGXFSZ`), which limit.
+fn write_error(path: &Path, e: &std::io::Error) -> String {
+    let limit = match e.raw_os_error() {
+        Some(27) => " (the file size limit, `ulimit -f`, was reached)",
+        _ => "",
+    };
+    format!(
+        "cannot write the kernel's inputs to {}: {e}{limit}",
+        path.display()
+    )
 }
 
 /// What a run feeds the kernel's arguments.

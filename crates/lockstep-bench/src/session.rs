@@ -4,6 +4,11 @@
 //! ([`prepare`]); then the batch in a work directory of its own, removed
 //! afterwards unless a failed row cites a log in it ([`run`]). The binary
 //! parses flags into a [`Request`] and writes the result formats.
+//!
+//! The work directory goes on every way out of [`run`] (errors and panics
+//! drop it); one left by a lockstep that was killed (a signal, `kill -9`)
+//! names its owner's pid and is removed by the next bench ([`sweep_stale`]).
+//! A kept one no longer names an owner and is never swept.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,10 +113,7 @@ pub fn run(
     for tool in ["iree-compile", "iree-benchmark-module", "iree-run-module"] {
         toolchain.tool(tool)?;
     }
-    let work = tempfile::Builder::new()
-        .prefix("lockstep-bench-")
-        .tempdir()
-        .map_err(|e| Error::failed("cannot create a temporary directory").cause(e.to_string()))?;
+    let work = work_dir()?;
     let opts = Options {
         toolchain: toolchain.clone(),
         device: prepared.device,
@@ -141,6 +143,8 @@ pub fn run(
     ));
     let kept = match opts.logs_cited.load(Ordering::Relaxed) {
         true => {
+            // Kept on purpose: no owner, so no later sweep removes it.
+            let _ = std::fs::remove_file(work.path().join(OWNER));
             let kept = work.keep();
             sink.note(format!("logs kept in {}", kept.display()));
             Some(kept)
@@ -148,4 +152,88 @@ pub fn run(
         false => None,
     };
     Ok(Finished { summary, kept })
+}
+
+/// The prefix of work directories in the temporary directory.
+const PREFIX: &str = "lockstep-bench-";
+/// The file in a work directory naming the pid of the lockstep using it.
+const OWNER: &str = ".lockstep-owner";
+
+/// A new work directory in the temporary directory, naming this process as
+/// its owner, after removing those whose owner died ([`sweep_stale`]).
+fn work_dir() -> Result<tempfile::TempDir, Error> {
+    sweep_stale(&std::env::temp_dir());
+    let work = tempfile::Builder::new()
+        .prefix(PREFIX)
+        .tempdir()
+        .map_err(|e| Error::failed("cannot create a temporary directory").cause(e.to_string()))?;
+    let owner = work.path().join(OWNER);
+    fs_err::write(&owner, format!("{}\n", std::process::id()))
+        .map_err(|e| Error::failed("cannot set up bench's work directory").cause(e.to_string()))?;
+    Ok(work)
+}
+
+/// Removes the work directories in `tmp` whose owner is no longer running
+/// (a bench killed by a signal could not remove its own); returns how many.
+/// Directories without an owner (kept for their logs, or not lockstep's)
+/// and those of a running lockstep are left alone.
+pub fn sweep_stale(tmp: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours = entry.file_name().to_string_lossy().starts_with(PREFIX)
+            && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        if !ours {
+            continue;
+        }
+        let owner = std::fs::read_to_string(path.join(OWNER))
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok());
+        let Some(pid) = owner else {
+            continue;
+        };
+        let mine = u32::try_from(pid).is_ok_and(|p| p == std::process::id());
+        if !mine
+            && !lockstep_core::process::pid_alive(pid)
+            && std::fs::remove_dir_all(&path).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_directories_of_dead_owners_are_swept_and_no_others() {
+        let tmp = tempfile::tempdir().unwrap();
+        let make = |name: &str, owner: Option<String>| {
+            let dir = tmp.path().join(name);
+            std::fs::create_dir_all(dir.join("inputs/0")).unwrap();
+            std::fs::write(dir.join("inputs/0/in0.bin"), [0u8; 64]).unwrap();
+            if let Some(owner) = owner {
+                std::fs::write(dir.join(OWNER), owner).unwrap();
+            }
+            dir
+        };
+        let dead = make("lockstep-bench-dead", Some("999999999\n".into()));
+        let alive = make(
+            "lockstep-bench-alive",
+            Some(format!("{}\n", std::process::id())),
+        );
+        let kept = make("lockstep-bench-kept", None);
+        let other = make("someone-else", Some("999999999".into()));
+        let garbage = make("lockstep-bench-garbage", Some("not a pid".into()));
+        assert_eq!(sweep_stale(tmp.path()), 1);
+        assert!(!dead.exists());
+        for dir in [alive, kept, other, garbage] {
+            assert!(dir.exists(), "{}", dir.display());
+        }
+    }
 }

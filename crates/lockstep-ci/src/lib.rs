@@ -14,7 +14,7 @@ pub mod plan;
 pub mod workflow;
 pub mod yaml;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use lockstep_core::output::{self, Target};
 use lockstep_core::Error;
@@ -41,27 +41,23 @@ pub struct Drift {
 
 /// The workflow, and the linters' configuration beside the workflows
 /// directory (`.github/actionlint.yaml` and `.github/zizmor.yml` for
-/// `.github/workflows`).
+/// `.github/workflows`) when [`Plan::lint_dir`] is set.
 pub fn generate(plan: &Plan) -> Vec<GeneratedFile> {
-    let lint_dir = plan
-        .out
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| plan.out.clone());
-    vec![
-        GeneratedFile {
-            path: plan.out.join(workflow::FILE),
-            contents: workflow::workflow(plan),
-        },
-        GeneratedFile {
+    let mut files = vec![GeneratedFile {
+        path: plan.out.join(workflow::FILE),
+        contents: workflow::workflow(plan),
+    }];
+    if let Some(lint_dir) = &plan.lint_dir {
+        files.push(GeneratedFile {
             path: lint_dir.join("actionlint.yaml"),
             contents: workflow::actionlint_config(plan),
-        },
-        GeneratedFile {
+        });
+        files.push(GeneratedFile {
             path: lint_dir.join("zizmor.yml"),
             contents: workflow::zizmor_config(plan),
-        },
-    ]
+        });
+    }
+    files
 }
 
 /// The files whose contents on disk differ (or that are missing).

@@ -46,8 +46,13 @@ pub struct Plan {
     /// lockstep.toml's directory relative to the top (`""` at the top): the
     /// jobs' working directory.
     pub workdir: String,
-    /// Where the files go.
+    /// Where the workflow goes.
     pub out: PathBuf,
+    /// Where the linters' configuration goes (`actionlint.yaml`,
+    /// `zizmor.yml`): `out`'s parent, when that is inside the repository;
+    /// `None` when `--out` names a directory whose parent is outside it
+    /// (the files are then not written).
+    pub lint_dir: Option<PathBuf>,
     pub branches: Vec<String>,
     pub pythons: Vec<String>,
     /// The default variant first, then the others by name.
@@ -76,7 +81,8 @@ pub struct PlanInputs<'a> {
     pub root: &'a Path,
     /// The configuration file, when there is one.
     pub config_path: Option<&'a Path>,
-    /// `--out`, resolved; default `[ci] out` under lockstep.toml's directory.
+    /// `--out`, resolved (absolute): any directory the user names. Default
+    /// `[ci] out` under the repository's top, which must stay inside it.
     pub out: Option<PathBuf>,
     /// The git URL and commit this binary was built from, when known.
     pub built_from: Option<(String, String)>,
@@ -160,15 +166,29 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
     for path in &test.suite_configs {
         xfail_configs.push(inside("[test] suite-configs", path)?);
     }
-    let out = match &inputs.out {
-        Some(out) => out.clone(),
+    let (out, lint_dir) = match &inputs.out {
+        // The command line may name any directory; the linters' files go
+        // beside it only inside the repository.
+        Some(out) => {
+            let out = normalise(out);
+            let lint_dir = out
+                .parent()
+                .filter(|parent| within(parent, &top))
+                .map(Path::to_path_buf);
+            (out, lint_dir)
+        }
         // GitHub reads workflows at the repository's top only.
-        None => top.join(&ci.out),
+        None => {
+            let out = configured_out(&ci.out, &top)?;
+            let lint_dir = out.parent().map(Path::to_path_buf);
+            (out, lint_dir)
+        }
     };
     Ok(Plan {
         config: join_slash(&workdir, &config_name),
         workdir,
         out,
+        lint_dir,
         branches,
         pythons,
         variants,
@@ -181,6 +201,74 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         build_timeout_minutes,
         test_timeout_minutes,
     })
+}
+
+/// `[ci] out` resolved against the repository's `top`: after normalising
+/// (`.` and `..` taken lexically, an absolute path as it is) it must lie
+/// strictly below `top`, so that the workflow and the linters' files beside
+/// it (in its parent) stay in the repository, and the directories of it that
+/// exist must not lead out of it through a symbolic link.
+fn configured_out(out: &Path, top: &Path) -> Result<PathBuf, Error> {
+    let text = out.to_string_lossy();
+    let refuse = |why: String| {
+        Error::usage(format!(
+            "[ci] out `{}` is not a directory inside the repository",
+            text.escape_debug()
+        ))
+        .cause(why)
+        .hint("GitHub reads workflows from the repository: use a relative path inside it such as the default `.github/workflows` (to write elsewhere once, pass --out DIR); nothing was written")
+    };
+    if out.as_os_str().is_empty() || text.chars().any(char::is_control) {
+        return Err(refuse("it is empty or holds control characters".into()));
+    }
+    let resolved = normalise(&top.join(out));
+    if resolved == top || !within(&resolved, top) {
+        return Err(refuse(format!(
+            "it resolves to {}, and the repository's top is {} (the workflow goes there, the linters' files beside it)",
+            resolved.display(),
+            top.display()
+        )));
+    }
+    // The part below the top that exists, with its links followed, must
+    // still be inside.
+    if let Some(real) = resolved
+        .ancestors()
+        .take_while(|a| *a != top)
+        .find(|a| a.symlink_metadata().is_ok())
+        .and_then(|a| std::fs::canonicalize(a).ok())
+    {
+        let real_top = std::fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
+        if !within(&real, &real_top) {
+            return Err(refuse(format!(
+                "{} leads out of the repository through a symbolic link (to {})",
+                resolved.display(),
+                real.display()
+            )));
+        }
+    }
+    Ok(resolved)
+}
+
+/// `path` with `.` and `..` taken lexically (`..` at the root stays there).
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(component);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Whether `path` is `dir` or below it (both normalised).
+fn within(path: &Path, dir: &Path) -> bool {
+    path.starts_with(dir)
 }
 
 /// The nearest directory at or above `dir` holding `.git`; `dir` itself
@@ -464,4 +552,88 @@ fn check_rev(rev: &str) -> Result<(), Error> {
         .hint("use a commit id (or a tag)"));
     }
     Ok(())
+}
+
+/// `[ci] out` as [`plan`] resolves it, for the fuzz runner: the directory
+/// the workflow would be written to, or the refusal.
+pub fn resolve_configured_out(out: &Path, top: &Path) -> Result<PathBuf, Error> {
+    configured_out(out, top)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_outside_the_repository_is_refused_naming_the_key() {
+        let top = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(top.path()).unwrap();
+        for out in [
+            "../../escape",
+            "..",
+            ".",
+            "",
+            "/tmp/escape",
+            "a/../../b",
+            ".github/../..",
+            "./",
+        ] {
+            let err = configured_out(Path::new(out), &top).unwrap_err();
+            assert_eq!(err.kind, lockstep_core::ErrorKind::Usage, "{out}");
+            assert!(err.message.contains("[ci] out"), "{out}: {}", err.message);
+        }
+        for (out, want) in [
+            (".github/workflows", ".github/workflows"),
+            ("./ci/../.github/workflows", ".github/workflows"),
+            ("a", "a"),
+        ] {
+            assert_eq!(
+                configured_out(Path::new(out), &top).unwrap(),
+                top.join(want),
+                "{out}"
+            );
+        }
+        // An absolute path inside the repository is taken as it is.
+        let inside = top.join("ci/workflows");
+        assert_eq!(configured_out(&inside, &top).unwrap(), inside);
+    }
+
+    #[test]
+    fn out_through_a_link_leading_outside_is_refused() {
+        let top = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(top.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), top.join(".github")).unwrap();
+        let err = configured_out(Path::new(".github/workflows"), &top).unwrap_err();
+        assert!(
+            err.causes.iter().any(|c| c.contains("symbolic link")),
+            "{err:?}"
+        );
+        // A link that stays inside is fine.
+        std::fs::create_dir(top.join("real")).unwrap();
+        std::os::unix::fs::symlink(top.join("real"), top.join("ci")).unwrap();
+        configured_out(Path::new("ci/workflows"), &top).unwrap();
+    }
+
+    proptest::proptest! {
+        /// Whatever `[ci] out` says, the workflow directory and its parent
+        /// (where the linters' files go) stay inside the repository.
+        #[test]
+        fn a_resolved_out_and_its_parent_stay_inside(
+            parts in proptest::collection::vec("(\\.\\.|\\.|[a-z]{1,3}|/)", 0..8)
+        ) {
+            let top = Path::new("/repo/top");
+            let out = parts.concat();
+            let resolved = configured_out(Path::new(&out), top);
+            // A relative path of names (and `.`) always resolves.
+            let components: Vec<Component> = Path::new(&out).components().collect();
+            let plain = components.iter().any(|c| matches!(c, Component::Normal(_)))
+                && components.iter().all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+            proptest::prop_assert!(resolved.is_ok() || !plain, "{out}: {resolved:?}");
+            if let Ok(dir) = resolved {
+                proptest::prop_assert!(dir.starts_with(top) && dir != top, "{out}: {}", dir.display());
+                proptest::prop_assert!(dir.parent().is_some_and(|p| p.starts_with(top)), "{out}");
+            }
+        }
+    }
 }

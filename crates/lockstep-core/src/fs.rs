@@ -1,6 +1,9 @@
 //! Writing files so that a reader never sees half of one (a temporary name in
 //! the same directory, then a rename), and reading the files a user names
 //! with a bound, so that a device or a huge file is an error, not a hang.
+//! A file size limit (`ulimit -f`) makes a write fail with `EFBIG`, an error
+//! naming the file, instead of killing lockstep with `SIGXFSZ`
+//! ([`file_size_limit_is_an_error`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -292,6 +295,18 @@ fn stale_pid(file: &str, name: &str) -> Option<i32> {
     let (pid, n) = rest.split_once('-')?;
     n.bytes().all(|b| b.is_ascii_digit()).then_some(())?;
     pid.parse().ok()
+}
+
+/// Ignores `SIGXFSZ` for this process: a write past the file size limit
+/// (`ulimit -f`) then fails with `EFBIG` ("File too large"), which callers
+/// report naming the file, instead of the signal killing lockstep halfway
+/// (exit 153, temporary files left behind). Child processes inherit it and
+/// get `EFBIG` too. Called once at startup by the binary.
+pub fn file_size_limit_is_an_error() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: installing SIG_IGN runs no code of ours in the signal
+    // handler; nothing else in lockstep handles SIGXFSZ.
+    let _ = unsafe { signal(Signal::SIGXFSZ, SigHandler::SigIgn) };
 }
 
 #[cfg(test)]

@@ -235,6 +235,48 @@ pub fn all() -> Vec<Target> {
             dictionary: &["{base}", "{date}", "{n}", "{n:02}", "{n:09}", "{n:0", "rc", ".dev", ".post", "+", "{", "}", "-"],
         },
         Target {
+            name: "integrate-branch",
+            run: integrate_branch,
+            dictionary: &[
+                "{date}", "{dat}", "{", "}", "/", "origin/", "upstream/", "tags/", "heads/",
+                "remotes/", "FETCH_HEAD", "_HEAD", "@", "@{", "..", ".lock", "-", "~", "^", ":",
+                " ", "\t", "integrates/llvm-",
+            ],
+        },
+        Target {
+            name: "integrate-config",
+            run: integrate_config,
+            dictionary: &[
+                "[integrate]\n",
+                "[integrate.export]\n",
+                "branch = ",
+                "upstream-branch = ",
+                "upstream-remote = ",
+                "upstream-url = ",
+                "commit-url = ",
+                "submodule = ",
+                "base = ",
+                "smoke = ",
+                "track-paths = ",
+                "\"{date}\"",
+                "\"{unknown}\"",
+                "\"{repo}-{branch}\"",
+                "\"{sha}\"",
+                "\"origin/main\"",
+                "\"https://u:p@x/y\"",
+                "\"",
+                "[",
+                "]",
+                "\n",
+                "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            ],
+        },
+        Target {
+            name: "ci-out",
+            run: ci_out,
+            dictionary: &["..", ".", "/", ".github", "workflows", "/tmp", "~", "\0", "//", "a"],
+        },
+        Target {
             name: "wheel-members",
             run: wheel_members,
             dictionary: &["PK\u{3}\u{4}", "PK\u{1}\u{2}", "PK\u{5}\u{6}", ".dist-info/", "METADATA", "../", "/", "\\", "\0"],
@@ -421,6 +463,93 @@ fn state_db(input: &[u8]) -> Outcome {
     match lockstep_store::parse_state_db(input, file) {
         Ok(_) => Outcome::Accepted,
         Err(e) => refused(&e.to_string(), file),
+    }
+}
+
+/// A `[integrate] branch` template as `integrate start` takes it: its
+/// placeholders, then the dated name as a branch of a superproject with the
+/// remotes `origin` and `upstream`.
+fn integrate_branch(input: &[u8]) -> Outcome {
+    use lockstep_integrate::{start, validate};
+    let template = text(input);
+    if let Err(e) = validate::placeholders("branch", &template, validate::BRANCH_PLACEHOLDERS) {
+        return named_key(&e.message, "[integrate] branch");
+    }
+    let name = template.replace("{date}", "20261124");
+    match start::branch_problem(&name, &["origin", "upstream"]) {
+        None => Outcome::Accepted,
+        Some(problem) => Outcome::Refused(kind_of(&problem)),
+    }
+}
+
+/// A lockstep.toml through the loader and `[integrate]`'s validation (no
+/// repository needed): accepted, or refused naming the file or the key.
+fn integrate_config(input: &[u8]) -> Outcome {
+    let file = Path::new("lockstep.toml");
+    let loaded =
+        match lockstep_core::config::parse(text(input), Some(file.into()), ".".into(), SECTIONS) {
+            Ok(loaded) => loaded,
+            Err(e) => return refused_kind(&e.to_string(), file),
+        };
+    let cfg: lockstep_integrate::config::IntegrateConfig = match loaded.section() {
+        Ok(cfg) => cfg,
+        Err(e) => return refused_kind(&e.to_string(), file),
+    };
+    match lockstep_integrate::validate::config(&cfg) {
+        Ok(()) => Outcome::Accepted,
+        Err(e) => {
+            // Bounded whatever the value's length.
+            assert!(
+                e.message.len() < 1000,
+                "an unbounded message: {} bytes",
+                e.message.len()
+            );
+            refused_kind(&e.to_string(), file)
+        }
+    }
+}
+
+/// `[ci] out` resolved against a repository's top: refused naming the key,
+/// or a directory strictly inside the top whose parent (where the linters'
+/// files go) is inside too; anything else is a contract failure.
+fn ci_out(input: &[u8]) -> Outcome {
+    let top = Path::new("/nonexistent-lockstep-fuzz/repo");
+    let out = text(input);
+    match lockstep_ci::plan::resolve_configured_out(Path::new(&out), top) {
+        Ok(dir) => {
+            let inside = dir.starts_with(top)
+                && dir != top
+                && dir.parent().is_some_and(|p| p.starts_with(top));
+            assert!(inside, "[ci] out {out:?} resolved to {}", dir.display());
+            Outcome::Accepted
+        }
+        Err(e) => named_key(&e.message, "[ci] out"),
+    }
+}
+
+/// A refusal whose message must name `key` (inputs that are not files).
+fn named_key(message: &str, key: &str) -> Outcome {
+    if message.contains(key) {
+        Outcome::Refused(kind_of(message))
+    } else {
+        Outcome::Unnamed(kind_of(message))
+    }
+}
+
+/// The kind of a refusal: its first line up to the first quote, where the
+/// quoted input begins (the runner tells outcomes apart by their text, and
+/// the input's own quote characters would make every refusal look new).
+fn kind_of(message: &str) -> String {
+    let first = message.lines().next().unwrap_or("");
+    let end = first.find(['`', '"', '\'']).unwrap_or(first.len());
+    first[..end].to_string()
+}
+
+/// [`refused`], with the outcome's text cut by [`kind_of`].
+fn refused_kind(message: &str, file: &Path) -> Outcome {
+    match refused(message, file) {
+        Outcome::Refused(_) => Outcome::Refused(kind_of(message)),
+        other => other,
     }
 }
 

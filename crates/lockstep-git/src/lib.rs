@@ -84,6 +84,8 @@ pub fn branch_name_problem(name: &str) -> Option<String> {
         "it starts with `-` (git would read it as an option)"
     } else if name.starts_with("refs/") {
         "it is a full ref name; give the branch name without `refs/heads/`"
+    } else if is_special_ref_spelling(name) {
+        "git reads a name spelled like FETCH_HEAD, ORIG_HEAD or MERGE_HEAD (capitals, `_` and `-` only) as its own special ref in .git, not as this branch"
     } else if name.contains('\0') {
         "it contains a NUL character"
     } else if name.split('/').any(|c| c.len() > MAX_REF_COMPONENT) {
@@ -94,6 +96,17 @@ pub fn branch_name_problem(name: &str) -> Option<String> {
         "`git check-ref-format --branch` refuses it"
     };
     Some(problem.to_string())
+}
+
+/// Whether `name` is spelled like one of git's special refs at the top of
+/// its directory (`FETCH_HEAD`, `ORIG_HEAD`, `MERGE_HEAD`, `AUTO_MERGE`
+/// ...): one level of capitals, `_` and `-`, which `git rev-parse` looks up
+/// in `.git/` before `refs/heads/`.
+pub fn is_special_ref_spelling(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
 }
 
 /// The revision a pin file holds: exactly one line of 40 hex digits (a
@@ -776,6 +789,10 @@ mod tests {
             "a\0b",
             "a b",
             "x.lock",
+            "FETCH_HEAD",
+            "ORIG_HEAD",
+            "AUTO_MERGE",
+            "MY-BRANCH",
         ] {
             assert!(branch_name_problem(name).is_some(), "{name:?}");
         }

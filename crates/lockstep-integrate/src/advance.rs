@@ -63,7 +63,19 @@ pub struct NextOptions {
 
 impl Integrate<'_> {
     /// `integrate next`.
+    ///
+    /// A usage error leaves the repositories as they were: `--to` is
+    /// checked first, and when it is refused only after upstream was fetched
+    /// (it may name a commit the fetch brings), the fetch's remote and
+    /// tracking ref are put back.
     pub fn next(&self, opts: &NextOptions) -> Result<NextOutcome, Error> {
+        if let Some(to) = &opts.to {
+            crate::context::check_rev("--to", to)?;
+        }
+        self.or_restore_upstream(|| self.next_steps(opts))
+    }
+
+    fn next_steps(&self, opts: &NextOptions) -> Result<NextOutcome, Error> {
         let _lock = if opts.dry_run {
             None
         } else {

@@ -64,13 +64,17 @@ impl Integrate<'_> {
                 "pass it after `--`: lockstep integrate bisect --good A --bad B -- ./repro.sh",
             ));
         }
+        crate::context::check_rev("--good", &opts.good)?;
+        crate::context::check_rev("--bad", &opts.bad)?;
         let _lock = self.lock("integrate bisect")?;
         let _session = self.begin_session("integrate bisect")?;
         self.require_clean()?;
         if opts.superproject {
             self.bisect_superproject(opts)
         } else {
-            self.bisect_submodule(opts)
+            // A usage error (a revision unknown even after the fetch) puts
+            // the upstream remote and its tracking ref back.
+            self.or_restore_upstream(|| self.bisect_submodule(opts))
         }
     }
 

@@ -4,10 +4,41 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::IntegrateConfig;
+use lockstep_core::error::without_userinfo;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_git::{Oid, Repo};
 use lockstep_store::{RepoLock, Store};
+
+/// The upstream remote's URL and tracking ref at one moment
+/// ([`Integrate::upstream_state`]).
+pub(crate) struct UpstreamState {
+    url: Option<String>,
+    tracking: Option<Oid>,
+}
+
+/// A revision given on the command line (`flag`: `--to`, `--good` ...)
+/// that is not one at all (empty, an option, control characters, longer
+/// than any ref) is a usage error before anything is touched.
+pub fn check_rev(flag: &str, rev: &str) -> Result<(), Error> {
+    let why = if rev.trim().is_empty() {
+        "it is empty"
+    } else if rev.starts_with('-') {
+        "it starts with `-`"
+    } else if rev.chars().any(char::is_control) {
+        "it holds control characters"
+    } else if rev.len() > crate::validate::MAX_REF {
+        "it is longer than any revision"
+    } else {
+        return Ok(());
+    };
+    let shown: String = rev.chars().take(60).collect();
+    Err(Error::usage(format!(
+        "`{}` ({flag}) is not a revision: {why}",
+        shown.escape_debug()
+    ))
+    .hint("give a commit id (an unambiguous abbreviation) or a ref; nothing was done"))
+}
 
 /// How many run directories of one label one second may have.
 const MAX_RUNS_PER_SECOND: u32 = 10_000;
@@ -21,6 +52,11 @@ pub struct Integrate<'a> {
     /// `<git common dir>/lockstep`: store, lock, reports, logs.
     pub state_dir: PathBuf,
     pub sink: &'a dyn Sink,
+    /// The files this command writes (`--events FILE` ...), absolute:
+    /// lockstep's own outputs, never counted as uncommitted changes.
+    pub outputs: Vec<PathBuf>,
+    /// Set when this command fetched upstream (what a usage error undoes).
+    fetched: std::sync::atomic::AtomicBool,
 }
 
 impl<'a> Integrate<'a> {
@@ -60,6 +96,8 @@ impl<'a> Integrate<'a> {
             store,
             state_dir,
             sink,
+            outputs: Vec::new(),
+            fetched: Default::default(),
         })
     }
 
@@ -87,9 +125,11 @@ impl<'a> Integrate<'a> {
             })?;
         lockstep_git::parse_pin(file, &text)?;
         let state_dir = superproject.common_dir()?.join("lockstep");
+        // The store first: it refuses a state directory or database that is
+        // not what it should be before anything is created there.
+        let store = Store::open(&state_dir)?;
         let upstream_dir = state_dir.join("upstream.git");
         if !upstream_dir.join("HEAD").exists() {
-            fs_err::create_dir_all(&state_dir)?;
             let made =
                 Repo::new(&state_dir).try_git(&["init", "--quiet", "--bare", "upstream.git"])?;
             if made.code != 0 {
@@ -99,7 +139,6 @@ impl<'a> Integrate<'a> {
                 );
             }
         }
-        let store = Store::open(&state_dir)?;
         Ok(Integrate {
             cfg,
             sub: Repo::new(upstream_dir),
@@ -107,7 +146,39 @@ impl<'a> Integrate<'a> {
             store,
             state_dir,
             sink,
+            outputs: Vec::new(),
+            fetched: Default::default(),
         })
+    }
+
+    /// Declares the files this command writes (absolute paths, or relative
+    /// to the current directory): when one of them is an untracked file in
+    /// the superproject or the submodule, the cleanliness checks leave it
+    /// out. Only exactly those paths, and only while untracked.
+    pub fn with_outputs(mut self, outputs: Vec<PathBuf>) -> Self {
+        self.outputs = outputs;
+        self
+    }
+
+    /// Whether the untracked `path` (relative to `repo`'s top, as git
+    /// prints it) is one of [`Integrate::outputs`]. Directories are
+    /// compared with their links resolved; the file itself is not (an
+    /// output given as a link is the link git lists).
+    fn is_own_output(&self, repo: &Path, path: &str) -> bool {
+        if self.outputs.is_empty() {
+            return false;
+        }
+        let real = |p: &Path| -> Option<PathBuf> {
+            let p = std::path::absolute(p).ok()?;
+            let name = p.file_name()?.to_owned();
+            Some(std::fs::canonicalize(p.parent()?).ok()?.join(name))
+        };
+        let Some(listed) = real(&repo.join(path)) else {
+            return false;
+        };
+        self.outputs
+            .iter()
+            .any(|o| real(o).as_ref() == Some(&listed))
     }
 
     /// The pin file's path in pin-file mode.
@@ -200,16 +271,81 @@ impl<'a> Integrate<'a> {
         self.sub.resolve(&self.upstream_ref())
     }
 
+    /// What fetching upstream may change, as it is now: the upstream
+    /// remote's URL and its tracking ref ([`Integrate::restore_upstream`]
+    /// puts them back).
+    pub(crate) fn upstream_state(&self) -> Result<UpstreamState, Error> {
+        Ok(UpstreamState {
+            url: self.sub.remote_url(&self.cfg.upstream_remote)?,
+            tracking: self.sub.resolve(&self.upstream_ref())?,
+        })
+    }
+
+    /// Undoes what fetching upstream changed since `before` (a remote
+    /// added or pointed elsewhere, its tracking ref created or moved), for
+    /// a command ending in a usage error after it fetched: exit 2 means
+    /// nothing was done. The fetched objects stay (unreferenced, as after
+    /// any fetch). Best effort: a failure here leaves the fetch's result.
+    pub(crate) fn restore_upstream(&self, before: &UpstreamState) {
+        let remote = &self.cfg.upstream_remote;
+        let now = self.sub.remote_url(remote).ok().flatten();
+        match (&before.url, &now) {
+            // Removing the remote removes its tracking refs too.
+            (None, Some(_)) => {
+                let _ = self.sub.try_git(&["remote", "remove", remote]);
+                return;
+            }
+            (Some(old), Some(new)) if old != new => {
+                let _ = self.sub.try_git(&["remote", "set-url", remote, old]);
+            }
+            _ => {}
+        }
+        let tracking = self.upstream_ref();
+        let now = self.sub.resolve(&tracking).ok().flatten();
+        if now != before.tracking {
+            let _ = match &before.tracking {
+                None => self.sub.try_git(&["update-ref", "-d", &tracking]),
+                Some(old) => self.sub.try_git(&["update-ref", &tracking, old]),
+            };
+        }
+    }
+
+    /// Runs `step` (a command that may fetch upstream); when it ends in a
+    /// usage error, puts the upstream remote and its tracking ref back as
+    /// they were ([`Integrate::restore_upstream`]).
+    pub(crate) fn or_restore_upstream<T>(
+        &self,
+        step: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        use std::sync::atomic::Ordering;
+        let before = self.upstream_state()?;
+        self.fetched.store(false, Ordering::Relaxed);
+        let result = step();
+        if let Err(e) = &result {
+            // Only what this command's own fetch changed.
+            if e.kind == lockstep_core::ErrorKind::Usage && self.fetched.load(Ordering::Relaxed) {
+                self.restore_upstream(&before);
+            }
+        }
+        result
+    }
+
     /// What [`Integrate::fetch_upstream`] would do, for commands that do not
     /// fetch unless asked.
     pub fn fetch_plan(&self) -> Result<String, Error> {
         let remote = &self.cfg.upstream_remote;
         let branch = &self.cfg.upstream_branch;
-        Ok(match (&self.cfg.upstream_url, self.sub.remote_url(remote)?) {
+        // URLs are printed without `user:password@`.
+        let plain = |u: &String| without_userinfo(u);
+        let configured = self.cfg.upstream_url.as_ref().map(plain);
+        let existing = self.sub.remote_url(remote)?;
+        let same = self.cfg.upstream_url == existing;
+        let existing = existing.as_ref().map(plain);
+        Ok(match (configured, existing) {
             (Some(url), None) => format!(
                 "add the remote `{remote}` ({url}) to the submodule and fetch its `{branch}`"
             ),
-            (Some(url), Some(existing)) if *url != existing => format!(
+            (Some(url), Some(existing)) if !same => format!(
                 "point the submodule's remote `{remote}` at {url} (now {existing}) and fetch its `{branch}`"
             ),
             (_, Some(_)) => format!("fetch `{branch}` of the submodule's remote `{remote}`"),
@@ -221,9 +357,14 @@ impl<'a> Integrate<'a> {
 
     /// Makes sure the upstream remote exists (from `upstream-url`) and fetches it.
     pub fn fetch_upstream(&self) -> Result<(), Error> {
+        self.fetched
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         let remote = &self.cfg.upstream_remote;
         match (&self.cfg.upstream_url, self.sub.remote_url(remote)?) {
-            (Some(url), _) => self.sub.ensure_remote(remote, url)?,
+            (Some(url), _) => self
+                .sub
+                .ensure_remote(remote, url)
+                .map_err(|e| self.without_credentials(e))?,
             (None, Some(_)) => {}
             (None, None) => {
                 return Err(Error::usage(format!(
@@ -237,7 +378,26 @@ impl<'a> Integrate<'a> {
             "+refs/heads/{b}:refs/remotes/{remote}/{b}",
             b = self.cfg.upstream_branch
         );
-        self.sub.fetch(remote, &[&refspec])
+        self.sub
+            .fetch(remote, &[&refspec])
+            .map_err(|e| self.without_credentials(e))
+    }
+
+    /// `err` with the configured upstream URL's `user:password@` taken out
+    /// wherever git quoted it.
+    fn without_credentials(&self, mut err: Error) -> Error {
+        let Some(url) = &self.cfg.upstream_url else {
+            return err;
+        };
+        let plain = without_userinfo(url);
+        if plain == *url {
+            return err;
+        }
+        err.message = err.message.replace(url.as_str(), &plain);
+        for cause in &mut err.causes {
+            *cause = cause.replace(url.as_str(), &plain);
+        }
+        err
     }
 
     /// The upstream commit recorded in the superproject's HEAD.
@@ -261,13 +421,15 @@ impl<'a> Integrate<'a> {
             })
     }
 
-    /// Superproject changes other than the submodule pointer, as `XY path` lines.
+    /// Superproject changes other than the submodule pointer and this
+    /// command's own untracked outputs, as `XY path` lines.
     pub fn superproject_dirt(&self) -> Result<Vec<String>, Error> {
         Ok(self
             .superproject
             .dirty()?
             .into_iter()
             .filter(|d| d.path != self.pin_path())
+            .filter(|d| !(d.code == "??" && self.is_own_output(self.superproject.dir(), &d.path)))
             .map(|d| format!("{} {}", d.code, d.path))
             .collect())
     }
@@ -292,6 +454,7 @@ impl<'a> Integrate<'a> {
             .sub
             .dirty()?
             .into_iter()
+            .filter(|d| !(d.code == "??" && self.is_own_output(self.sub.dir(), &d.path)))
             .map(|d| format!("{} {}", d.code, d.path))
             .collect();
         if !sub_dirt.is_empty() {
@@ -341,11 +504,12 @@ impl<'a> Integrate<'a> {
     }
 
     /// Link to an upstream commit, when `commit-url` is configured.
+    /// It is printed in reports and events: without `user:password@`.
     pub fn commit_link(&self, sha: &str) -> Option<String> {
         self.cfg
             .commit_url
             .as_ref()
-            .map(|u| u.replace("{sha}", sha))
+            .map(|u| without_userinfo(&u.replace("{sha}", sha)))
     }
 }
 

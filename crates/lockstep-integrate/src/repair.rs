@@ -32,7 +32,7 @@ pub fn repair(cfg: &IntegrateConfig, root: &Path, force: bool) -> Result<Repaire
     crate::validate::config(cfg)?;
     let superproject = Repo::discover(root)?;
     let state_dir = superproject.common_dir()?.join("lockstep");
-    fs_err::create_dir_all(&state_dir)?;
+    lockstep_store::ensure_state_dir(&state_dir)?;
     let _lock = RepoLock::acquire(&state_dir, "integrate repair")?;
     // Readable means every row converts, not just that SQLite opens it.
     let readable = Store::open(&state_dir)

@@ -78,7 +78,14 @@ enum SearchEnd {
 
 impl Integrate<'_> {
     /// `integrate loop`.
+    ///
+    /// A usage error (no smoke command configured, say) puts the upstream
+    /// remote and its tracking ref back as they were before its fetch.
     pub fn run_loop(&self, opts: &LoopOptions) -> Result<LoopReport, Error> {
+        self.or_restore_upstream(|| self.loop_steps(opts))
+    }
+
+    fn loop_steps(&self, opts: &LoopOptions) -> Result<LoopReport, Error> {
         let _lock = if opts.dry_run {
             None
         } else {
@@ -95,6 +102,9 @@ impl Integrate<'_> {
             cached: 0,
             advances: vec![],
         };
+        // Uncommitted changes are a usage error: found before the fetch,
+        // which would otherwise have changed the submodule first.
+        self.require_clean()?;
         if opts.fetch {
             self.fetch_upstream()?;
         }

@@ -2,9 +2,11 @@
 //! an empty commit that names it. Journaled, so a crash mid-start finishes on
 //! rerun and `integrate abort --all` can return to where the user was.
 
+use std::path::Path;
+
 use crate::config::IntegrateConfig;
 use lockstep_core::Error;
-use lockstep_git::Oid;
+use lockstep_git::{Oid, Repo};
 use serde::Serialize;
 
 use crate::journal::{StartJournal, INTEGRATE_RECORD};
@@ -28,13 +30,57 @@ fn dated_branch_name(cfg: &IntegrateConfig) -> String {
 }
 
 /// Checks the branch `start` would create (`--branch`, else the template's
-/// result): callers run it before the store is opened, so that a refused
-/// name leaves nothing behind.
-pub fn check_start_names(cfg: &IntegrateConfig, branch: Option<&str>) -> Result<(), Error> {
-    match branch {
-        Some(name) => check_branch_name(name, "--branch"),
-        None => check_branch_name(&dated_branch_name(cfg), "[integrate] branch"),
+/// result) in the superproject found from `root`: callers run it before the
+/// store is opened, so that a refused name leaves nothing behind.
+pub fn check_start_names(
+    cfg: &IntegrateConfig,
+    root: &Path,
+    branch: Option<&str>,
+) -> Result<(), Error> {
+    let (name, source) = match branch {
+        Some(name) => (name.to_string(), "--branch"),
+        None => (dated_branch_name(cfg), "[integrate] branch"),
+    };
+    check_branch_name(&name, source)?;
+    let superproject = Repo::discover(root)?;
+    let remotes = superproject.git(&["remote"])?;
+    let remotes: Vec<&str> = remotes.lines().map(str::trim).collect();
+    match branch_problem(&name, &remotes) {
+        None => Ok(()),
+        Some(what) => Err(Error::usage(format!(
+            "`{name}` from {source} cannot be a branch name: {what}"
+        ))
+        .hint("use a plain branch name such as `integrates/llvm-20261124`; nothing was done")),
     }
+}
+
+/// Why `name` cannot be an integrate branch in a superproject with
+/// `remotes`, or `None`: what git refuses or misreads
+/// ([`lockstep_git::branch_name_problem`]) and what it would shadow
+/// ([`shadowed`]).
+pub fn branch_problem(name: &str, remotes: &[&str]) -> Option<String> {
+    lockstep_git::branch_name_problem(name).or_else(|| shadowed(name, remotes))
+}
+
+/// What a local branch `name` would hide from git's reading of names
+/// (`git rev-parse` tries `refs/NAME`, `refs/tags/NAME` and
+/// `refs/heads/NAME` before `refs/remotes/NAME`), given the superproject's
+/// `remotes`; `None` when it hides nothing.
+pub fn shadowed(name: &str, remotes: &[&str]) -> Option<String> {
+    let first = name.split('/').next().unwrap_or(name);
+    if name.contains('/') && matches!(first, "heads" | "tags" | "remotes") {
+        return Some(format!(
+            "git reads `{name}` as refs/{name}, not as the branch refs/heads/{name}"
+        ));
+    }
+    let remote = remotes.iter().find(|r| **r == first)?;
+    Some(if name == *remote {
+        format!("it would shadow the remote `{remote}` (git reads `{remote}` as its default branch, refs/remotes/{remote}/HEAD)")
+    } else {
+        format!(
+            "it would shadow the remote-tracking branch `{name}` of the remote `{remote}` (git would read `{name}` as this local branch instead)"
+        )
+    })
 }
 
 /// A usage error unless `name` can be an integrate branch (`source` says
@@ -52,7 +98,7 @@ fn check_branch_name(name: &str, source: &str) -> Result<(), Error> {
 impl Integrate<'_> {
     /// `integrate start [--branch NAME]`.
     pub fn start(&self, branch: Option<&str>, fetch: bool) -> Result<Started, Error> {
-        check_start_names(&self.cfg, branch)?;
+        check_start_names(&self.cfg, self.superproject.dir(), branch)?;
         let _lock = self.lock("integrate start")?;
         let _session = self.begin_session("integrate start")?;
         self.require_clean()?;
@@ -158,5 +204,28 @@ impl Integrate<'_> {
     /// Returns to where the user was before `start` (the branch is kept).
     pub(crate) fn undo_start(&self, state: &StartJournal) -> Result<(), Error> {
         self.return_to(state.original_branch.as_deref(), &state.original_head)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_shadow_a_remote_or_another_namespace_are_named() {
+        let remotes = ["origin", "upstream"];
+        for name in [
+            "origin/main",
+            "upstream/x/y",
+            "origin",
+            "tags/v1",
+            "remotes/a/b",
+            "heads/x",
+        ] {
+            assert!(shadowed(name, &remotes).is_some(), "{name}");
+        }
+        for name in ["integrates/llvm-1", "originals/x", "mine/origin", "tags"] {
+            assert_eq!(shadowed(name, &remotes), None, "{name}");
+        }
     }
 }

@@ -3,8 +3,10 @@
 //! its submodules, and remote and branch names git will take as names (not
 //! as options, not as other refs), and text that reaches git or a process
 //! without NUL characters (the OS cannot pass one) or, where it becomes a
-//! commit subject, line breaks. A bad value is a usage error naming the
-//! key; nothing has been done.
+//! commit subject, line breaks. Every string is bounded ([`LIMITS`]: a
+//! 100,000-byte branch name would reach git as an argument the OS refuses),
+//! and templates may hold only their known placeholders ([`placeholders`]).
+//! A bad value is a usage error naming the key; nothing has been done.
 
 use std::path::{Component, Path};
 
@@ -12,8 +14,57 @@ use crate::config::IntegrateConfig;
 use lockstep_core::Error;
 use lockstep_git::Repo;
 
+/// The longest remote name (bytes).
+pub const MAX_REMOTE: usize = 255;
+/// The longest branch name, branch template or base (bytes; each `/` part of
+/// a branch lockstep creates is also at most 250).
+pub const MAX_REF: usize = 1024;
+/// The longest path (the submodule, the pin file, one `track-paths` entry).
+pub const MAX_PATH: usize = 4096;
+/// The longest URL (`upstream-url`, `commit-url`).
+pub const MAX_URL: usize = 2048;
+/// The longest `upstream-name` (it is in every commit subject).
+pub const MAX_UPSTREAM_NAME: usize = 200;
+/// The longest text entry (`skip-subjects`, `report.error-patterns`,
+/// `notify.url-env`).
+pub const MAX_TEXT: usize = 1024;
+/// The longest smoke argument (Linux takes at most 128 KiB per argument).
+pub const MAX_ARG: usize = 64 << 10;
+/// The most bytes of all smoke arguments, and of all `track-paths` (both
+/// reach a process's argument list, which the OS bounds).
+pub const MAX_ARGV: usize = 256 << 10;
+/// The most entries of `track-paths`, `skip-subjects`, `error-patterns`.
+pub const MAX_ENTRIES: usize = 1000;
+
+/// Each kind of key and its bound, for the documentation and errors.
+pub const LIMITS: [(&str, usize); 7] = [
+    ("upstream-remote, export.remote", MAX_REMOTE),
+    ("upstream-branch, base, branch, export.branch", MAX_REF),
+    ("submodule, pin-file, each track-paths entry", MAX_PATH),
+    ("upstream-url, commit-url", MAX_URL),
+    ("upstream-name", MAX_UPSTREAM_NAME),
+    (
+        "skip-subjects, report.error-patterns entries, notify.url-env",
+        MAX_TEXT,
+    ),
+    ("each smoke argument", MAX_ARG),
+];
+
+/// The placeholders of `[integrate] branch`.
+pub const BRANCH_PLACEHOLDERS: &[&str] = &["{date}"];
+/// The placeholders of `[integrate.export] branch`.
+pub const EXPORT_PLACEHOLDERS: &[&str] = &["{repo}", "{branch}"];
+/// The placeholders of `[integrate] commit-url`.
+pub const COMMIT_URL_PLACEHOLDERS: &[&str] = &["{sha}"];
+
 /// Checks the names and paths of `cfg`.
 pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
+    lengths(cfg)?;
+    placeholders("branch", &cfg.branch, BRANCH_PLACEHOLDERS)?;
+    placeholders("export.branch", &cfg.export.branch, EXPORT_PLACEHOLDERS)?;
+    if let Some(url) = &cfg.commit_url {
+        placeholders("commit-url", url, COMMIT_URL_PLACEHOLDERS)?;
+    }
     submodule_path(&cfg.submodule)?;
     if let Some(file) = &cfg.pin_file {
         submodule_path(file).map_err(|e| {
@@ -84,9 +135,138 @@ fn export_branch_template(template: &str) -> Result<(), Error> {
 
 fn bad(key: &str, value: &str, why: &str) -> Error {
     Error::usage(format!(
-        "[integrate] {key} = {value:?} in lockstep.toml is not valid: {why}"
+        "[integrate] {key} = {} in lockstep.toml is not valid: {why}",
+        shown(value)
     ))
     .hint("fix it in lockstep.toml (docs/integrate.md lists the keys); nothing was done")
+}
+
+/// `value` quoted as in lockstep.toml, cut after 60 characters (with its
+/// length) so that a huge value does not flood the error.
+fn shown(value: &str) -> String {
+    const SHOWN: usize = 60;
+    match value.char_indices().nth(SHOWN) {
+        None => format!("{value:?}"),
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &value[..cut], value.len()),
+    }
+}
+
+/// Every string of `cfg` within its bound ([`LIMITS`]), and every list
+/// within [`MAX_ENTRIES`] and, where it becomes arguments, [`MAX_ARGV`].
+fn lengths(cfg: &IntegrateConfig) -> Result<(), Error> {
+    let mut values: Vec<(&str, &str, usize)> = vec![
+        ("upstream-remote", &cfg.upstream_remote, MAX_REMOTE),
+        ("export.remote", &cfg.export.remote, MAX_REMOTE),
+        ("upstream-branch", &cfg.upstream_branch, MAX_REF),
+        ("base", &cfg.base, MAX_REF),
+        ("branch", &cfg.branch, MAX_REF),
+        ("export.branch", &cfg.export.branch, MAX_REF),
+        ("submodule", &cfg.submodule, MAX_PATH),
+        ("upstream-name", &cfg.upstream_name, MAX_UPSTREAM_NAME),
+        ("notify.url-env", &cfg.notify.url_env, MAX_TEXT),
+    ];
+    values.extend(cfg.pin_file.as_deref().map(|v| ("pin-file", v, MAX_PATH)));
+    values.extend(
+        cfg.upstream_url
+            .as_deref()
+            .map(|v| ("upstream-url", v, MAX_URL)),
+    );
+    values.extend(
+        cfg.commit_url
+            .as_deref()
+            .map(|v| ("commit-url", v, MAX_URL)),
+    );
+    values.extend(
+        cfg.track_paths
+            .iter()
+            .map(|v| ("track-paths", v.as_str(), MAX_PATH)),
+    );
+    values.extend(
+        cfg.skip_subjects
+            .iter()
+            .map(|v| ("skip-subjects", v.as_str(), MAX_TEXT)),
+    );
+    values.extend(
+        cfg.report
+            .error_patterns
+            .iter()
+            .map(|v| ("report.error-patterns", v.as_str(), MAX_TEXT)),
+    );
+    values.extend(cfg.smoke.iter().map(|v| ("smoke", v.as_str(), MAX_ARG)));
+    for (key, value, max) in values {
+        if value.len() > max {
+            return Err(bad(
+                key,
+                value,
+                &format!(
+                    "it is {} bytes long; at most {max} are allowed",
+                    value.len()
+                ),
+            ));
+        }
+    }
+    let lists: [(&str, &[String], bool); 4] = [
+        ("track-paths", &cfg.track_paths, true),
+        ("skip-subjects", &cfg.skip_subjects, false),
+        ("report.error-patterns", &cfg.report.error_patterns, false),
+        ("smoke", &cfg.smoke, true),
+    ];
+    for (key, list, argv) in lists {
+        let total: usize = list.iter().map(|v| v.len() + 1).sum();
+        let why = if list.len() > MAX_ENTRIES {
+            format!(
+                "it has {} entries; at most {MAX_ENTRIES} are allowed",
+                list.len()
+            )
+        } else if argv && total > MAX_ARGV {
+            format!("its entries are {total} bytes together; at most {MAX_ARGV} are allowed (they become a process's arguments)")
+        } else {
+            continue;
+        };
+        return Err(Error::usage(format!(
+            "[integrate] {key} in lockstep.toml is not valid: {why}"
+        ))
+        .hint("fix it in lockstep.toml (docs/integrate.md lists the keys); nothing was done"));
+    }
+    Ok(())
+}
+
+/// Every `{...}` in the template `value` of `key` must be one of `known`
+/// (a typo such as `{dat}` would otherwise stay in the name literally), and
+/// no brace may stand alone.
+pub fn placeholders(key: &str, value: &str, known: &[&str]) -> Result<(), Error> {
+    let known_text = match known {
+        [one] => format!("the known one is `{one}`"),
+        _ => format!(
+            "the known ones are {}",
+            known
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ),
+    };
+    let mut rest = value;
+    while let Some(at) = rest.find(['{', '}']) {
+        let tail = &rest[at..];
+        if let Some(k) = known.iter().find(|k| tail.starts_with(**k)) {
+            rest = &tail[k.len()..];
+            continue;
+        }
+        let unknown = match tail.strip_prefix('{').and_then(|t| t.find('}')) {
+            Some(end) => {
+                let text = &tail[..end + 2];
+                let text = match text.char_indices().nth(40) {
+                    Some((cut, _)) => format!("{}...}}", &text[..cut]),
+                    None => text.to_string(),
+                };
+                format!("`{}` is not a placeholder", text.escape_debug())
+            }
+            None => format!("a `{}` stands alone", &tail[..1]),
+        };
+        return Err(bad(key, value, &format!("{unknown}; {known_text}")));
+    }
+    Ok(())
 }
 
 /// A relative path below the superproject's top, without `.` or `..`.
@@ -207,6 +387,30 @@ mod tests {
             ("export.branch", |c| c.export.branch = "sm {repo}".into()),
             ("export.branch", |c| c.export.branch = "-{branch}".into()),
             ("base", |c| c.base = "origin/\0main".into()),
+            ("branch", |c| c.branch = "integrates/llvm-{dat}".into()),
+            ("branch", |c| {
+                c.branch = "integrates/{date}-{unknown}".into()
+            }),
+            ("branch", |c| c.branch = "integrates/llvm-{date".into()),
+            ("export.branch", |c| {
+                c.export.branch = "sm-{repo}-{brnch}".into()
+            }),
+            ("commit-url", |c| {
+                c.commit_url = Some("https://x/commit/{hash}".into())
+            }),
+            ("upstream-branch", |c| {
+                c.upstream_branch = "x".repeat(100_000)
+            }),
+            ("upstream-remote", |c| c.upstream_remote = "r".repeat(256)),
+            ("upstream-url", |c| {
+                c.upstream_url = Some(format!("https://x/{}", "a".repeat(3000)))
+            }),
+            ("smoke", |c| c.smoke = vec!["x".repeat(70_000)]),
+            ("upstream-name", |c| c.upstream_name = "L".repeat(201)),
+            ("track-paths", |c| c.track_paths = vec!["p".into(); 1001]),
+            ("track-paths", |c| {
+                c.track_paths = vec!["p".repeat(4000); 100]
+            }),
         ];
         for (key, change) in cases {
             let mut cfg = IntegrateConfig::default();
@@ -214,10 +418,50 @@ mod tests {
             let err = config(&cfg).unwrap_err();
             assert_eq!(err.kind, lockstep_core::ErrorKind::Usage);
             assert!(
-                err.message.contains(&format!("[integrate] {key} =")),
+                err.message.contains(&format!("[integrate] {key}")),
                 "{key}: {}",
                 err.message
             );
+            assert!(err.message.len() < 400, "{key}: a short message");
+        }
+    }
+
+    #[test]
+    fn unknown_placeholders_are_named_with_the_known_ones() {
+        let err = placeholders("branch", "x-{dat}", BRANCH_PLACEHOLDERS).unwrap_err();
+        assert!(
+            err.message
+                .contains("`{dat}` is not a placeholder; the known one is `{date}`"),
+            "{}",
+            err.message
+        );
+        let err = placeholders("export.branch", "{repo}-}", EXPORT_PLACEHOLDERS).unwrap_err();
+        assert!(
+            err.message
+                .contains("a `}` stands alone; the known ones are `{repo}` and `{branch}`"),
+            "{}",
+            err.message
+        );
+        placeholders(
+            "export.branch",
+            "sm-{repo}-{branch}{repo}",
+            EXPORT_PLACEHOLDERS,
+        )
+        .unwrap();
+        placeholders("branch", "plain", BRANCH_PLACEHOLDERS).unwrap();
+    }
+
+    proptest::proptest! {
+        /// Any template: accepted exactly when putting sample values in
+        /// for the known placeholders leaves no brace, and never a panic.
+        #[test]
+        fn placeholders_accept_exactly_the_known_ones(
+            parts in proptest::collection::vec("(\\{repo\\}|\\{branch\\}|[a-z{}_/-]{1,3})", 0..8)
+        ) {
+            let template = parts.concat();
+            let ok = placeholders("export.branch", &template, EXPORT_PLACEHOLDERS).is_ok();
+            let filled = template.replace("{repo}", "R").replace("{branch}", "B");
+            proptest::prop_assert_eq!(ok, !filled.contains(['{', '}']), "{}", template);
         }
     }
 }

@@ -105,6 +105,8 @@ struct Failure {
     stderr: Vec<String>,
     /// (label, path) of kept files.
     kept: Vec<(&'static str, PathBuf)>,
+    /// Files that could not be kept, each with its error (naming the file).
+    not_kept: Vec<String>,
     /// How to rerun it by hand.
     rerun: Option<String>,
 }
@@ -136,6 +138,9 @@ impl Failure {
         }
         for (label, path) in &self.kept {
             err = err.cause(format!("{label} kept at {}", path.display()));
+        }
+        for line in &self.not_kept {
+            err = err.cause(format!("not kept: {line}"));
         }
         match self.rerun {
             Some(rerun) => err.hint(format!("reproduce it with: {rerun}")),
@@ -184,6 +189,7 @@ impl Ctx<'_> {
                 exit: None,
                 stderr: Vec::new(),
                 kept: Vec::new(),
+                not_kept: Vec::new(),
                 rerun: None,
             })
         };
@@ -205,11 +211,43 @@ impl Ctx<'_> {
             let in_path = dir.join(format!("{n}.in.mlir"));
             let out_path = dir.join(format!("{n}.out.mlir"));
             let err_path = dir.join(format!("{n}.err.txt"));
+            // Files are written only when the step fails or --keep-temps
+            // asks: the tool reads and writes pipes (exec.rs says why).
+            // Each is bounded (exec::MAX_STDOUT, exec::MAX_STDERR); one that
+            // cannot be written (a full disk, `ulimit -f`) is named.
+            let write_kept = |files: &[(&'static str, &PathBuf, &[u8])]| {
+                let mut kept = Vec::new();
+                let mut errors = Vec::new();
+                if let Err(e) = fs_err::create_dir_all(dir) {
+                    errors.push(e.to_string());
+                    return (kept, errors);
+                }
+                for (label, path, bytes) in files {
+                    match exec::write_kept(path, bytes) {
+                        Ok(()) => kept.push((*label, (*path).clone())),
+                        Err(e) => errors.push(format!("{label}: {e}")),
+                    }
+                }
+                (kept, errors)
+            };
+            // --keep-temps asked for them: a file that cannot be kept fails the step.
+            let keep_or_fail = |files: &[(&'static str, &PathBuf, &[u8])]| {
+                let (_, errors) = write_kept(files);
+                match errors.is_empty() {
+                    true => Ok(()),
+                    false => Err(fail_setup(
+                        n,
+                        "cannot keep its files (--keep-temps)".into(),
+                        Error::failed(errors.join("; ")),
+                    )),
+                }
+            };
             if let Some(hit) = self.cache.and_then(|c| c.get(&key)) {
                 if self.keep_all {
-                    let _ = fs_err::create_dir_all(dir);
-                    let _ = std::fs::write(&in_path, &input);
-                    let _ = std::fs::write(&out_path, &hit);
+                    keep_or_fail(&[
+                        ("input", &in_path, input.as_bytes()),
+                        ("output", &out_path, hit.as_bytes()),
+                    ])?;
                 }
                 reports.push(StepReport {
                     command: step.display(),
@@ -223,18 +261,6 @@ impl Ctx<'_> {
                 }
                 continue;
             }
-            // Files are written only when the step fails or --keep-temps
-            // asks: the tool reads and writes pipes (exec.rs says why).
-            let write_kept = |files: &[(&'static str, &PathBuf, &[u8])]| {
-                if fs_err::create_dir_all(dir).is_err() {
-                    return Vec::new();
-                }
-                files
-                    .iter()
-                    .filter(|(_, path, bytes)| std::fs::write(path, bytes).is_ok())
-                    .map(|(label, path, _)| (*label, (*path).clone()))
-                    .collect::<Vec<_>>()
-            };
             let failure =
                 |what: String, exit: Option<Exit>, output: Option<&[u8]>, stderr: &[u8]| {
                     let mut files = vec![("input", &in_path, input.as_bytes())];
@@ -242,6 +268,7 @@ impl Ctx<'_> {
                         files.push(("output", &out_path, output));
                     }
                     files.push(("stderr", &err_path, stderr));
+                    let (kept, not_kept) = write_kept(&files);
                     Box::new(Failure {
                         symbol: symbol.to_string(),
                         step: n,
@@ -250,7 +277,8 @@ impl Ctx<'_> {
                         what,
                         exit: exit.map(|e| e.describe()),
                         stderr: tail_lines(stderr, STDERR_LINES),
-                        kept: write_kept(&files),
+                        kept,
+                        not_kept,
                         rerun: Some(rerun_line(step, self, &in_path)),
                     })
                 };
@@ -268,12 +296,20 @@ impl Ctx<'_> {
                     NotRun::Permit(e) => fail_setup(n, "cannot get a permit to run".into(), e),
                     NotRun::Run(e) => failure(e.to_string(), None, None, &[]),
                 })?;
+            // A kept output the tool was stopped in says so at its end.
+            let shown_stdout: std::borrow::Cow<[u8]> = if ran.stdout_truncated {
+                let mut cut = ran.stdout.clone();
+                cut.extend_from_slice(exec::stdout_cut_marker().as_bytes());
+                cut.into()
+            } else {
+                (&ran.stdout[..]).into()
+            };
             if self.keep_all {
-                write_kept(&[
+                keep_or_fail(&[
                     ("input", &in_path, input.as_bytes()),
-                    ("output", &out_path, &ran.stdout),
+                    ("output", &out_path, &shown_stdout),
                     ("stderr", &err_path, &ran.stderr),
-                ]);
+                ])?;
             }
             let mut report = StepReport {
                 command: step.display(),
@@ -281,7 +317,14 @@ impl Ctx<'_> {
                 tool_seconds: ran.elapsed.as_secs_f64(),
             };
             let tool_failed =
-                |what: String| failure(what, Some(ran.exit), Some(&ran.stdout), &ran.stderr);
+                |what: String| failure(what, Some(ran.exit), Some(&shown_stdout), &ran.stderr);
+            if ran.stdout_truncated {
+                // Before the exit status: the kill that stopped it is lockstep's.
+                return Err(tool_failed(format!(
+                    "the tool printed more than {} bytes on stdout and was stopped (the output is kept up to there)",
+                    exec::MAX_STDOUT
+                )));
+            }
             match ran.exit {
                 Exit::Code(0) => {}
                 Exit::TimedOut => {
@@ -296,12 +339,6 @@ impl Ctx<'_> {
                         other.describe()
                     )))
                 }
-            }
-            if ran.stdout_truncated {
-                return Err(tool_failed(format!(
-                    "the tool printed more than {} bytes (only those are kept)",
-                    exec::MAX_STDOUT
-                )));
             }
             let Ok(out_text) = std::str::from_utf8(&ran.stdout) else {
                 return Err(tool_failed(
@@ -336,10 +373,10 @@ impl Ctx<'_> {
                     if self.keep_all {
                         let norm_path = dir.join(format!("{n}.local-scope.mlir"));
                         let norm_err = dir.join(format!("{n}.local-scope.err.txt"));
-                        write_kept(&[
+                        keep_or_fail(&[
                             ("local scope", &norm_path, &ran2.stdout),
                             ("local scope stderr", &norm_err, &ran2.stderr),
-                        ]);
+                        ])?;
                     }
                     if ran2.exit != Exit::Code(0) {
                         let mut f = failure(
@@ -350,8 +387,9 @@ impl Ctx<'_> {
                         );
                         let norm_err = dir.join(format!("{n}.local-scope.err.txt"));
                         f.stderr = tail_lines(&ran2.stderr, STDERR_LINES);
-                        if std::fs::write(&norm_err, &ran2.stderr).is_ok() {
-                            f.kept.push(("iree-opt stderr", norm_err));
+                        match exec::write_kept(&norm_err, &ran2.stderr) {
+                            Ok(()) => f.kept.push(("iree-opt stderr", norm_err)),
+                            Err(e) => f.not_kept.push(format!("iree-opt stderr: {e}")),
                         }
                         return Err(f);
                     }
@@ -475,11 +513,10 @@ fn check_output(
         }
         [] => return Err("the output holds no operation (expected one hal.executable)".into()),
         ops => {
-            let names: Vec<&str> = ops.iter().map(|o| o.name.as_str()).collect();
             return Err(format!(
                 "expected exactly one hal.executable, found {} top-level ops ({})",
                 ops.len(),
-                names.join(", ")
+                op_names(ops.iter().map(|o| o.name.clone()), ops.len())
             ));
         }
     };
@@ -512,13 +549,32 @@ fn check_output(
     Ok(Checked::Op(out[exe.span.clone()].to_string()))
 }
 
+/// The top-level ops of `m` for an error, bounded ([`op_names`]): a tool
+/// printing millions of lines must not make a message of millions of names.
 fn describe_ops(m: &Module) -> String {
-    let mut names: Vec<String> = m
+    let total = m.executables.len() + m.other_ops.len();
+    let names = m
         .executables
         .iter()
         .map(|e| format!("hal.executable @{}", e.symbol))
+        .chain(m.other_ops.iter().map(|o| o.name.clone()));
+    op_names(names, total)
+}
+
+/// At most [`SHOWN_OPS`] of `names` (of `total`), each cut to 80
+/// characters, then how many more; `nothing` for none.
+fn op_names(names: impl Iterator<Item = String>, total: usize) -> String {
+    const SHOWN_OPS: usize = 8;
+    let mut names: Vec<String> = names
+        .take(SHOWN_OPS)
+        .map(|n| match n.char_indices().nth(80) {
+            Some((cut, _)) => format!("{}...", &n[..cut]),
+            None => n,
+        })
         .collect();
-    names.extend(m.other_ops.iter().map(|o| o.name.clone()));
+    if total > SHOWN_OPS {
+        names.push(format!("... and {} more", total - SHOWN_OPS));
+    }
     if names.is_empty() {
         "nothing".into()
     } else {
@@ -567,6 +623,8 @@ pub fn preprocess_scanned(
     sink: &dyn Sink,
 ) -> Result<Outcome, Error> {
     let started = Instant::now();
+    // Failed runs keep their files there: bounded by age and size.
+    exec::prune_runs(&opts.runs_dir, None);
     let run_dir = match &opts.keep_temps {
         Some(dir) => dir.clone(),
         None => opts.runs_dir.join(exec::run_name("")),
@@ -648,6 +706,9 @@ pub fn preprocess_scanned(
             "temporary files of this run: {}",
             run_dir.display()
         ));
+        if opts.keep_temps.is_none() {
+            exec::prune_runs(&opts.runs_dir, Some(&run_dir));
+        }
         return Err(err);
     }
     // Splice.
@@ -704,8 +765,10 @@ pub fn preprocess_scanned(
     if opts.keep_temps.is_none() {
         let _ = std::fs::remove_dir_all(&run_dir);
     } else {
-        let _ = fs_err::create_dir_all(&run_dir);
-        let _ = std::fs::write(run_dir.join("output.mlir"), &out);
+        fs_err::create_dir_all(&run_dir)?;
+        let kept = run_dir.join("output.mlir");
+        exec::write_kept(&kept, out.as_bytes())
+            .map_err(|e| Error::failed("cannot keep the output (--keep-temps)").cause(e))?;
     }
     Ok(Outcome {
         text: out,
@@ -890,7 +953,11 @@ pub fn wrap(input: &str, opts: &WrapOptions) -> Result<String, Error> {
             let _ = std::fs::remove_dir_all(&dir);
             Ok(done.output)
         }
-        Err(f) => Err((*f).into_error()),
+        Err(f) => {
+            // This run kept its files: the runs directory stays bounded.
+            exec::prune_runs(&opts.runs_dir, Some(&dir));
+            Err((*f).into_error())
+        }
     }
 }
 

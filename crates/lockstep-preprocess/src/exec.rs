@@ -5,20 +5,44 @@
 //! 80,000 files, and file systems slow down doing that (ext4's inode
 //! allocator grew preprocess time faster than linearly). Files are written
 //! only when a run fails or `--keep-temps` asks (see engine.rs).
+//!
+//! What a tool prints is bounded: at most [`MAX_STDOUT`] of stdout (a tool
+//! that prints more is stopped at once) and the first and last halves of
+//! [`MAX_STDERR`] of stderr, in memory and in the files kept on failure.
+//! The run directories those files go to are pruned ([`prune_runs`]).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use lockstep_core::process::Exit;
 use lockstep_core::Error;
 
-/// The most of a tool's stdout kept: an executable's text is far smaller;
-/// a runaway tool must not exhaust memory.
-pub const MAX_STDOUT: u64 = 1 << 30;
-/// The most of a tool's stderr kept (its tail is what error messages show).
+/// The most of a tool's stdout accepted (an executable's text is far
+/// smaller): a tool that prints more is stopped (its process group killed)
+/// and fails; these bytes are what its kept output file holds, followed by
+/// [`stdout_cut_marker`].
+pub const MAX_STDOUT: u64 = 64 << 20;
+/// The most of a tool's stderr kept: its first and last halves, with a
+/// line saying how much was left out between them.
 pub const MAX_STDERR: u64 = 4 << 20;
+
+/// Run directories older than this are removed ([`prune_runs`]).
+pub const RUNS_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Beyond this many bytes in all run directories together, the oldest are
+/// removed ([`prune_runs`]).
+pub const RUNS_MAX_BYTES: u64 = 1 << 30;
+/// Run directories changed this recently are never removed for size (a
+/// concurrent run may be writing them).
+const RUNS_IN_USE: Duration = Duration::from_secs(10 * 60);
+
+/// The line that ends a kept output the tool was stopped in.
+pub fn stdout_cut_marker() -> String {
+    format!(
+        "\n[lockstep: the tool printed more than {MAX_STDOUT} bytes on stdout and was stopped; only those are kept]\n"
+    )
+}
 
 /// One tool run.
 #[derive(Debug, Clone)]
@@ -63,6 +87,7 @@ pub fn run(r: &Run) -> Result<Ran, Error> {
                 .hint("check that the tool exists and is executable")
         })?;
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let group = i32::try_from(child.id()).unwrap_or(0);
     // The pipes are pumped on their own threads while this one waits with
     // the timeout; killing the group at the timeout closes them.
     let (exit, out, err) = std::thread::scope(|s| {
@@ -73,8 +98,16 @@ pub fn run(r: &Run) -> Result<Ran, Error> {
                 let _ = pipe.write_all(r.stdin);
             }
         });
-        let out = s.spawn(move || drain(stdout, MAX_STDOUT));
-        let err = s.spawn(move || drain(stderr, MAX_STDERR));
+        let out = s.spawn(move || {
+            let (kept, more) = read_at_most(stdout, MAX_STDOUT);
+            if more {
+                // Past the limit the output is refused anyway: stop the
+                // tool instead of reading (or buffering) the rest.
+                lockstep_core::process::kill_group(group);
+            }
+            (kept, more)
+        });
+        let err = s.spawn(move || head_and_tail(stderr, MAX_STDERR));
         let exit = lockstep_core::process::wait_group(&mut child, r.timeout);
         let _ = feeder.join();
         let out = out.join().unwrap_or_default();
@@ -86,13 +119,13 @@ pub fn run(r: &Run) -> Result<Ran, Error> {
         elapsed: start.elapsed(),
         stdout_truncated: out.1,
         stdout: out.0,
-        stderr: err.0,
+        stderr: err,
     })
 }
 
-/// Reads `pipe` to its end, keeping at most `max` bytes (and whether there
-/// were more).
-fn drain(pipe: Option<impl Read>, max: u64) -> (Vec<u8>, bool) {
+/// Reads at most `max` bytes of `pipe`, and whether there was more (the
+/// rest is left unread).
+fn read_at_most(pipe: Option<impl Read>, max: u64) -> (Vec<u8>, bool) {
     let Some(pipe) = pipe else {
         return (Vec::new(), false);
     };
@@ -100,8 +133,52 @@ fn drain(pipe: Option<impl Read>, max: u64) -> (Vec<u8>, bool) {
     let mut limited = pipe.take(max);
     let _ = limited.read_to_end(&mut kept);
     let mut pipe = limited.into_inner();
-    let more = std::io::copy(&mut pipe, &mut std::io::sink()).unwrap_or(0) > 0;
+    let mut one = [0u8; 1];
+    let more = matches!(pipe.read(&mut one), Ok(n) if n > 0);
     (kept, more)
+}
+
+/// Reads `pipe` to its end keeping its first and last `max / 2` bytes,
+/// with a line saying how many were left out between them.
+fn head_and_tail(pipe: Option<impl Read>, max: u64) -> Vec<u8> {
+    let Some(mut pipe) = pipe else {
+        return Vec::new();
+    };
+    let half = usize::try_from(max / 2).unwrap_or(usize::MAX);
+    let mut head: Vec<u8> = Vec::new();
+    let mut tail: Vec<u8> = Vec::new();
+    let mut dropped: u64 = 0;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let mut chunk = &buf[..n];
+        if head.len() < half {
+            let take = chunk.len().min(half - head.len());
+            head.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+        }
+        tail.extend_from_slice(chunk);
+        if tail.len() > 2 * half.max(1) {
+            let cut = tail.len() - half;
+            dropped += cut as u64;
+            tail.drain(..cut);
+        }
+    }
+    if tail.len() > half {
+        let cut = tail.len() - half;
+        dropped += cut as u64;
+        tail.drain(..cut);
+    }
+    if dropped > 0 {
+        head.extend_from_slice(
+            format!("\n[lockstep: {dropped} bytes of stderr left out here]\n").as_bytes(),
+        );
+    }
+    head.extend_from_slice(&tail);
+    head
 }
 
 /// The last `n` non-empty lines of `bytes` (lossy UTF-8), for error messages.
@@ -131,4 +208,155 @@ pub fn run_name(prefix: &str) -> PathBuf {
         jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S%.3f"),
         std::process::id()
     ))
+}
+
+/// What [`prune_runs`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub dirs: usize,
+    pub bytes: u64,
+}
+
+/// Prunes the run directories in `runs` (`$LOCKSTEP_HOME/preprocess/runs`,
+/// where failed runs keep their files): those older than [`RUNS_MAX_AGE`],
+/// then the oldest while all of them together hold more than
+/// [`RUNS_MAX_BYTES`], never `keep` (the run that just kept its files) nor
+/// one changed in the last ten minutes (a concurrent run's). Errors are
+/// ignored: pruning never fails a run. Only directories are removed, never
+/// through a link.
+pub fn prune_runs(runs: &Path, keep: Option<&Path>) -> Pruned {
+    let Ok(entries) = std::fs::read_dir(runs) else {
+        return Pruned::default();
+    };
+    let now = SystemTime::now();
+    let age = |t: SystemTime| now.duration_since(t).unwrap_or(Duration::ZERO);
+    let mut dirs: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_dir() || keep.is_some_and(|k| k == path) {
+            continue;
+        }
+        let modified = meta.modified().unwrap_or(now);
+        dirs.push((modified, dir_bytes(&path), path));
+    }
+    dirs.sort();
+    let mut pruned = Pruned::default();
+    let mut total: u64 = dirs.iter().map(|d| d.1).sum();
+    total = total.saturating_add(keep.map(dir_bytes).unwrap_or(0));
+    for (modified, bytes, path) in dirs {
+        let old = age(modified) > RUNS_MAX_AGE;
+        let over = total > RUNS_MAX_BYTES && age(modified) > RUNS_IN_USE;
+        if (old || over) && std::fs::remove_dir_all(&path).is_ok() {
+            pruned.dirs += 1;
+            pruned.bytes += bytes;
+            total = total.saturating_sub(bytes);
+        }
+    }
+    pruned
+}
+
+/// The bytes of the regular files below `dir` (links not followed).
+fn dir_bytes(dir: &Path) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else if meta.is_file() {
+                total = total.saturating_add(meta.len());
+            }
+        }
+    }
+    total
+}
+
+/// Writes `bytes` to `path` as a kept file; the error names the file, and
+/// a file size limit reached (`EFBIG`, `ulimit -f`) says so.
+pub fn write_kept(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    std::fs::write(path, bytes).map_err(|e| {
+        let limit = if e.raw_os_error() == Some(27) {
+            " (the file size limit, `ulimit -f`, was reached)"
+        } else {
+            ""
+        };
+        format!("cannot write {}: {e}{limit}", path.display())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_keeps_its_head_and_tail_with_a_marker_between() {
+        let text: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        let kept = head_and_tail(Some(&text[..]), 1000);
+        assert!(kept.starts_with(b"0\n1\n2\n"));
+        assert!(kept.ends_with(b"99999\n"));
+        let shown = String::from_utf8_lossy(&kept);
+        assert!(
+            shown.contains(&format!(
+                "[lockstep: {} bytes of stderr left out here]",
+                text.len() - 1000
+            )),
+            "{shown}"
+        );
+        assert_eq!(head_and_tail(Some(&b"short"[..]), 1000), b"short");
+    }
+
+    #[test]
+    fn stdout_is_read_up_to_its_limit() {
+        let (kept, more) = read_at_most(Some(&[7u8; 100][..]), 10);
+        assert_eq!((kept.len(), more), (10, true));
+        let (kept, more) = read_at_most(Some(&[7u8; 10][..]), 10);
+        assert_eq!((kept.len(), more), (10, false));
+    }
+
+    #[test]
+    fn old_runs_and_runs_beyond_the_size_cap_are_pruned_oldest_first() {
+        let runs = tempfile::tempdir().unwrap();
+        let make = |name: &str, bytes: u64, age: Duration| {
+            let dir = runs.path().join(name);
+            std::fs::create_dir_all(dir.join("000-x")).unwrap();
+            let file = std::fs::File::create(dir.join("000-x/1.out.mlir")).unwrap();
+            file.set_len(bytes).unwrap();
+            let when = SystemTime::now() - age;
+            std::fs::File::open(&dir)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+            dir
+        };
+        let hour = Duration::from_secs(3600);
+        let ancient = make("ancient", 10, RUNS_MAX_AGE + hour);
+        let big_old = make("big-old", RUNS_MAX_BYTES, 3 * hour);
+        let mid = make("mid", 1 << 20, 2 * hour);
+        let fresh = make("fresh", 1 << 20, Duration::ZERO);
+        let pruned = prune_runs(runs.path(), None);
+        assert!(!ancient.exists(), "older than the age limit");
+        assert!(!big_old.exists(), "the oldest beyond the size cap");
+        assert!(mid.exists(), "under the cap once the oldest went");
+        assert!(fresh.exists(), "a run changed in the last minutes stays");
+        assert_eq!(pruned.dirs, 2);
+        // The run that just kept its files is never removed.
+        let keep = make("keep", 2 * RUNS_MAX_BYTES, RUNS_MAX_AGE + hour);
+        prune_runs(runs.path(), Some(&keep));
+        assert!(keep.exists());
+        assert_eq!(
+            prune_runs(&runs.path().join("missing"), None),
+            Pruned::default()
+        );
+    }
 }

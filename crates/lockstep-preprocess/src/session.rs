@@ -110,17 +110,44 @@ pub fn prepare(
         .map(|w| Step::parse(w, shell, base))
         .collect::<Result<Vec<_>, _>>()?;
     let only = req.only.as_deref().map(engine::only).transpose()?;
+    let keep_temps = req.keep_temps.as_ref().map(|d| cwd.join(d));
+    if let Some(dir) = &keep_temps {
+        keep_temps_dir(dir)?;
+    }
     Ok(Prepared {
         input: input.clone(),
         output: Target::parse(output),
         steps,
         only,
         common,
-        keep_temps: req.keep_temps.as_ref().map(|d| cwd.join(d)),
+        keep_temps,
         compile: req.compile.clone(),
         flags: req.rest.clone(),
         cwd: cwd.to_path_buf(),
     })
+}
+
+/// `--keep-temps DIR` must be a directory or not exist yet (it is created
+/// with its parents): a file, a device or a link to nothing there is a
+/// usage error before anything runs, not "kept in FILE" with nothing kept.
+fn keep_temps_dir(dir: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::FileTypeExt;
+    let what = match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(meta) if meta.is_file() => "a regular file",
+        Ok(meta) if meta.file_type().is_fifo() => "a FIFO",
+        Ok(meta) if meta.file_type().is_char_device() || meta.file_type().is_block_device() => {
+            "a device"
+        }
+        Ok(_) => "a socket or other special file",
+        Err(_) if std::fs::symlink_metadata(dir).is_ok() => "a symbolic link to nothing",
+        Err(_) => return Ok(()),
+    };
+    Err(Error::usage(format!(
+        "--keep-temps {} is {what}, not a directory",
+        dir.display()
+    ))
+    .hint("name a directory for the inputs and outputs to be kept in (it is created if missing); nothing was run"))
 }
 
 /// Runs the direct form with `toolchain`; says what it did as a note.

@@ -135,17 +135,79 @@ fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-/// Classifies an SQLite error on the file named `shown`: damage gets the
-/// way out, anything else (permissions, a full disk) the cause.
+/// The error for a database whose tables or values are not what this
+/// lockstep reads: damage, or a file from another version (or another
+/// program) at lockstep's place. Either way the way out is the same.
+fn foreign(path: &Path, cause: impl std::fmt::Display) -> Error {
+    Error::failed(format!(
+        "lockstep's state database {} is damaged or from another version of lockstep",
+        path.display()
+    ))
+    .cause(cause.to_string())
+    .hint(format!(
+        "in a repository, `lockstep integrate repair` moves it aside (kept as {}.damaged-TIME) and rebuilds what lockstep needs from git; elsewhere move it aside by hand and rerun",
+        path.display()
+    ))
+}
+
+/// SQLite's message without the statement it quotes (`no such column: x
+/// in SELECT ...`): the statement is lockstep's, not the user's.
+fn without_statement(message: &str) -> &str {
+    match message.find(" in ") {
+        Some(at)
+            if message[at + 4..]
+                .trim_start()
+                .starts_with(|c: char| c.is_ascii_uppercase()) =>
+        {
+            &message[..at]
+        }
+        _ => message,
+    }
+}
+
+/// Classifies an SQLite error on the file named `shown`: damage, and tables
+/// or values this lockstep cannot read, get the way out (`integrate
+/// repair`); the file system's refusals (permissions, a full disk, a
+/// read-only mount) the cause; another process holding it says so.
 fn sqlite_error(shown: &Path, e: rusqlite::Error) -> Error {
+    use rusqlite::ErrorCode as Code;
     match &e {
         rusqlite::Error::SqliteFailure(f, _)
-            if matches!(
-                f.code,
-                rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
-            ) =>
+            if matches!(f.code, Code::DatabaseCorrupt | Code::NotADatabase) =>
         {
             damaged(shown, e)
+        }
+        rusqlite::Error::SqliteFailure(f, message)
+            if matches!(
+                f.code,
+                Code::Unknown | Code::TypeMismatch | Code::ConstraintViolation | Code::TooBig
+            ) =>
+        {
+            let text = message.as_deref().map(without_statement).unwrap_or("");
+            let cause = if text.is_empty() {
+                f.to_string()
+            } else {
+                text.to_string()
+            };
+            foreign(shown, format!("SQLite: {cause}"))
+        }
+        rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::InvalidColumnIndex(..)
+        | rusqlite::Error::InvalidColumnName(..)
+        | rusqlite::Error::Utf8Error(..) => {
+            foreign(shown, format!("a value cannot be read: {e}"))
+        }
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.code, Code::DatabaseBusy | Code::DatabaseLocked) =>
+        {
+            Error::failed(format!(
+                "lockstep's state database {} is held by another process",
+                shown.display()
+            ))
+            .cause(e.to_string())
+            .hint("wait for the other lockstep (or the program holding the file) to finish, then rerun")
         }
         _ => Error::failed(format!(
             "lockstep's state database {} failed",
@@ -155,6 +217,120 @@ fn sqlite_error(shown: &Path, e: rusqlite::Error) -> Error {
         .hint("check the file's permissions and the free space of its disk, then rerun"),
     }
 }
+
+/// The files beside the database that SQLite and lockstep open by name:
+/// each is refused when it is a symbolic link (see [`refuse_links`]).
+pub const NEIGHBOURS: [&str; 4] = [FILE_NAME, "state.db-wal", "state.db-shm", "lock"];
+
+/// Refuses a symbolic link at `path` (dangling or not): SQLite and the lock
+/// would follow it and create or write the file at its target, outside the
+/// repository, even for a read-only command. `what` names the file.
+pub fn refuse_link(path: &Path, what: &str) -> Result<(), Error> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if !meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    let target = std::fs::read_link(path)
+        .map(|t| t.display().to_string())
+        .unwrap_or_else(|_| "somewhere unreadable".into());
+    Err(Error::usage(format!(
+        "{what} {} is a symbolic link (to {target})",
+        path.display()
+    ))
+    .cause("lockstep never follows links there: it would create or write the file at the link's target, outside the repository")
+    .hint(format!(
+        "remove the link (`rm {}`) and rerun; nothing was done",
+        path.display()
+    )))
+}
+
+/// Refuses a link at the database or any of its [`NEIGHBOURS`] in `dir`.
+pub(crate) fn refuse_links(dir: &Path) -> Result<(), Error> {
+    for name in NEIGHBOURS {
+        let what = match name {
+            FILE_NAME => "lockstep's state database",
+            "lock" => "lockstep's integrate lock",
+            _ => "a file of lockstep's state database",
+        };
+        refuse_link(&dir.join(name), what)?;
+    }
+    Ok(())
+}
+
+/// Makes sure `dir` (`<git common dir>/lockstep`) is a directory, creating
+/// it (and its parents) when missing. A file there, a link to no directory,
+/// or anything else is a usage error saying what it is and what to do,
+/// before anything is created.
+pub fn ensure_state_dir(dir: &Path) -> Result<(), Error> {
+    let refuse = |what: String| {
+        Error::usage(format!(
+            "lockstep's state directory {} is {what}, not a directory",
+            dir.display()
+        ))
+        .cause("lockstep keeps its state database, lock, logs and reports there")
+        .hint(format!(
+            "move it out of the way (e.g. `mv {0} {0}.aside`) and rerun; nothing was done",
+            dir.display()
+        ))
+    };
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(meta) if meta.file_type().is_symlink() => match std::fs::metadata(dir) {
+            Ok(target) if target.is_dir() => Ok(()),
+            Ok(target) => Err(refuse(format!(
+                "a symbolic link to a {}",
+                if target.is_file() {
+                    "regular file"
+                } else {
+                    file_kind(&target)
+                }
+            ))),
+            Err(_) => Err(refuse("a symbolic link to nothing".into())),
+        },
+        Ok(meta) if meta.is_file() => Err(refuse("a regular file".into())),
+        Ok(meta) => Err(refuse(format!("a {}", file_kind(&meta)))),
+        Err(_) => fs_err::create_dir_all(dir).map_err(|e| {
+            Error::failed(format!(
+                "cannot create lockstep's state directory {}",
+                dir.display()
+            ))
+            .cause(e.to_string())
+            .hint("check the permissions of the repository's .git directory, then rerun")
+        }),
+    }
+}
+
+/// The columns this lockstep reads, per table: a table without one is from
+/// another version (or another program).
+const COLUMNS: [(&str, &[&str]); 3] = [
+    (
+        "journal",
+        &[
+            "id",
+            "kind",
+            "state",
+            "started_at",
+            "finished_at",
+            "outcome",
+        ],
+    ),
+    (
+        "probes",
+        &[
+            "key",
+            "context",
+            "commit_sha",
+            "outcome",
+            "detail",
+            "log",
+            "seconds",
+            "at",
+        ],
+    ),
+    ("records", &["name", "value"]),
+];
 
 pub fn now() -> f64 {
     SystemTime::now()
@@ -197,14 +373,13 @@ impl Store {
     /// Opens (creating if needed) the store in `dir`. A damaged,
     /// truncated or newer-than-known database is an error naming the file
     /// and the way out ([`Store::move_aside`], `lockstep integrate repair`).
+    ///
+    /// Before anything is created: `dir` must be a directory (or missing)
+    /// and neither the database nor its `-wal`, `-shm` and `lock`
+    /// neighbours a symbolic link ([`refuse_link`]).
     pub fn open(dir: &Path) -> Result<Store, Error> {
-        fs_err::create_dir_all(dir).map_err(|e| {
-            Error::failed(format!(
-                "cannot create lockstep's state directory {}",
-                dir.display()
-            ))
-            .cause(e.to_string())
-        })?;
+        ensure_state_dir(dir)?;
+        refuse_links(dir)?;
         let path = dir.join(FILE_NAME);
         if std::fs::symlink_metadata(&path).is_err() {
             create_whole(dir, &path)?;
@@ -234,7 +409,35 @@ impl Store {
             .map_err(|e| store.db_error(e))?;
         store.check_integrity()?;
         store.migrate()?;
+        store.check_columns()?;
         Ok(store)
+    }
+
+    /// Every table and column this lockstep reads is there: a database of
+    /// an older or foreign schema is named now, not with a raw SQL error
+    /// halfway through a command.
+    fn check_columns(&self) -> Result<(), Error> {
+        for (table, wanted) in COLUMNS {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT name FROM pragma_table_info(?1)")
+                .map_err(|e| self.db_error(e))?;
+            let have: Vec<String> = stmt
+                .query_map([table], |r| r.get(0))
+                .map_err(|e| self.db_error(e))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| self.db_error(e))?;
+            if have.is_empty() {
+                return Err(foreign(&self.path, format!("it has no table `{table}`")));
+            }
+            if let Some(missing) = wanted.iter().find(|c| !have.iter().any(|h| h == *c)) {
+                return Err(foreign(
+                    &self.path,
+                    format!("its table `{table}` has no column `{missing}`"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The database file.
@@ -803,6 +1006,118 @@ mod tests {
             err.message
         );
         assert!(err.hint.unwrap().contains("repair"));
+    }
+
+    #[test]
+    fn links_at_the_database_or_its_neighbours_are_refused_and_not_followed() {
+        for name in NEIGHBOURS {
+            let dir = tempfile::tempdir().unwrap();
+            let outside = tempfile::tempdir().unwrap();
+            let target = outside.path().join("elsewhere.db");
+            std::os::unix::fs::symlink(&target, dir.path().join(name)).unwrap();
+            let err = open_err(dir.path());
+            assert_eq!(err.kind, lockstep_core::ErrorKind::Usage, "{name}");
+            assert!(
+                err.message
+                    .contains(&dir.path().join(name).display().to_string()),
+                "{name}: {}",
+                err.message
+            );
+            assert!(err.message.contains("symbolic link"), "{}", err.message);
+            assert!(!target.exists(), "{name}: nothing created at the target");
+            assert!(
+                !dir.path().join(FILE_NAME).exists() || name == FILE_NAME,
+                "{name}: no database created beside it"
+            );
+            if name == "lock" {
+                let err = RepoLock::acquire(dir.path(), "integrate next")
+                    .err()
+                    .unwrap();
+                assert!(err.message.contains("symbolic link"), "{}", err.message);
+                assert!(!target.exists());
+            }
+        }
+    }
+
+    #[test]
+    fn a_state_directory_that_is_not_one_says_what_it_is() {
+        let top = tempfile::tempdir().unwrap();
+        let file = top.path().join("lockstep");
+        std::fs::write(&file, "x").unwrap();
+        let dangling = top.path().join("dangling");
+        std::os::unix::fs::symlink(top.path().join("none"), &dangling).unwrap();
+        for (dir, what) in [
+            (&file, "is a regular file, not a directory"),
+            (&dangling, "is a symbolic link to nothing"),
+        ] {
+            let err = open_err(dir);
+            assert_eq!(err.kind, lockstep_core::ErrorKind::Usage);
+            assert!(err.message.contains(what), "{}", err.message);
+            assert!(!err.message.contains("os error"), "{}", err.message);
+            assert!(err.hint.unwrap().contains("mv "), "says what to do");
+        }
+        assert!(!top.path().join("none").exists());
+        assert_eq!(std::fs::read(&file).unwrap(), b"x");
+    }
+
+    #[test]
+    fn an_older_or_foreign_schema_is_named_with_repair_not_raw_sql() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store
+                .conn
+                .execute_batch(
+                    "DROP TABLE probes; CREATE TABLE probes (key TEXT PRIMARY KEY, context TEXT, commit_sha TEXT, outcome TEXT, detail TEXT, log TEXT, at REAL);",
+                )
+                .unwrap();
+        }
+        let err = open_err(dir.path());
+        assert!(
+            err.message.contains("damaged or from another version"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.causes.iter().any(|c| c.contains("no column `seconds`")),
+            "{err:?}"
+        );
+        assert!(err.hint.unwrap().contains("lockstep integrate repair"));
+        // A raw SQL error met later reads the same way, without the statement.
+        let e = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(1),
+            Some("no such column: seconds in SELECT key, seconds FROM probes".into()),
+        );
+        let err = sqlite_error(Path::new("/r/state.db"), e);
+        assert!(err.message.contains("another version"), "{}", err.message);
+        assert_eq!(err.causes, ["SQLite: no such column: seconds"]);
+        assert!(err.hint.unwrap().contains("repair"));
+        // A value of the wrong type: the same, not "check permissions".
+        let e =
+            rusqlite::Error::InvalidColumnType(6, "seconds".into(), rusqlite::types::Type::Blob);
+        let err = sqlite_error(Path::new("/r/state.db"), e);
+        assert!(err.message.contains("damaged or from another version"));
+        assert!(!err.hint.as_deref().unwrap().contains("permissions"));
+    }
+
+    #[test]
+    fn blobs_where_numbers_belong_are_damage_with_repair() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .conn
+            .execute(
+                "INSERT INTO probes VALUES ('k', 'c', 's', 'good', '', NULL, X'00', 0)",
+                [],
+            )
+            .unwrap();
+        let err = store.probe("k").unwrap_err();
+        assert!(
+            err.message.contains("damaged or from another version"),
+            "{}",
+            err.message
+        );
+        assert!(err.hint.unwrap().contains("lockstep integrate repair"));
     }
 
     /// Values of any SQLite type, for columns whatever they were declared.

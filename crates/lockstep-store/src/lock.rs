@@ -14,9 +14,15 @@ pub struct RepoLock {
 
 impl RepoLock {
     /// Takes the lock or fails at once naming the holder.
+    /// A symbolic link at the lock's place, or the database's, is refused
+    /// before the lock file is created (it would be followed out of the
+    /// repository).
     pub fn acquire(dir: &Path, command: &str) -> Result<RepoLock, Error> {
+        crate::ensure_state_dir(dir)?;
+        crate::refuse_links(dir)?;
+        let path = dir.join("lock");
         let lock = FileLock::take_or_fail(
-            &dir.join("lock"),
+            &path,
             command,
             "another integrate is running in this repository",
             "wait for it to finish, or stop it; a lock whose holder died is taken over automatically",

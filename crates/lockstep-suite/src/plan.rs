@@ -67,6 +67,17 @@ pub fn check_test_config(config: &TestConfig, origin: &Path) -> Result<(), Error
     Ok(())
 }
 
+/// `markers` with each name once, in the order of first appearance (the
+/// built-in `cpu` target's marker is also its name: `--list` showed
+/// `[cpu, cpu]`).
+fn distinct(markers: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    markers
+        .into_iter()
+        .filter(|m| seen.insert(m.clone()))
+        .collect()
+}
+
 /// The built-in targets plus `[test.targets.NAME]` (which may redefine them).
 pub fn targets(config: &TestConfig) -> BTreeMap<String, Target> {
     let mut all = BTreeMap::new();
@@ -352,6 +363,7 @@ fn layout_on_config(case: &LayoutCase, config: &SuiteConfig, sel: &Selection) ->
 fn layout_on_target(case: &LayoutCase, target: &Target, sel: &Selection) -> Test {
     let mut markers = target.markers.clone();
     markers.push(target.name.clone());
+    let markers = distinct(markers);
     Test {
         id: format!("{} [{}]", case.name, target.name),
         case: case.name.clone(),
@@ -449,6 +461,7 @@ fn native_test(suite: &NativeSuite, test: &NativeTest, target: &Target, sel: &Se
     markers.extend(target.markers.iter().cloned());
     markers.push(target.name.clone());
     markers.push(suite.name());
+    let markers = distinct(markers);
     run_flags.extend(io);
     Test {
         id: format!("{}/{} [{}]", suite.name(), test.name, target.name),

@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     init_tracing(cli.verbose);
+    lockstep_core::fs::file_size_limit_is_an_error();
     if let Err(e) = lockstep_core::process::kill_children_on_signals() {
         tracing::warn!("cannot watch for interrupts: {e}");
     }

@@ -936,3 +936,88 @@ fn bad_numeric_flag_values_name_the_flag_and_value() {
     }
     assert_eq!(env.files_in_cache(), 0, "nothing was compiled");
 }
+
+/// The bench work directories in the test's TMPDIR.
+fn work_dirs(env: &Env) -> Vec<PathBuf> {
+    std::fs::read_dir(env.p.root().join("tmp"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().contains("lockstep-bench-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `gemm -m 20000 -k 20000` needs a 1.6 GB input file: under a file size
+/// limit its row fails naming the file (EFBIG; lockstep ignores SIGXFSZ
+/// instead of dying of it), the batch finishes and the work directory is
+/// removed.
+#[test]
+fn a_file_size_limit_fails_the_row_naming_the_file_and_leaves_no_work_directory() {
+    let env = Env::new();
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "ulimit -f 20480 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["bench", "--iree-bin"])
+        .arg(iree_bin())
+        .args([
+            "--max-bytes",
+            "64G",
+            "--csv",
+            "out.csv",
+            "gemm",
+            "-m",
+            "20000",
+            "-k",
+            "20000",
+            "-n",
+            "1",
+        ]);
+    env.p.isolate(&mut cmd);
+    let (stdout, stderr) = env.run(&mut cmd, 1);
+    let text = format!("{stdout}{stderr}");
+    assert!(
+        text.contains("cannot write the kernel's inputs to "),
+        "{text}"
+    );
+    assert!(text.contains("in0.bin: File too large"), "{text}");
+    assert!(text.contains("ulimit -f"), "{text}");
+    let csv = std::fs::read_to_string(env.path().join("out.csv")).unwrap();
+    assert!(csv.contains("File too large"), "{csv}");
+    assert_eq!(
+        work_dirs(&env),
+        Vec::<PathBuf>::new(),
+        "nothing left behind"
+    );
+}
+
+/// A work directory whose bench was killed (its owner is gone) is removed
+/// by the next bench; one kept for its logs, or whose owner runs, is not.
+#[test]
+fn a_killed_benchs_work_directory_is_removed_by_the_next() {
+    let env = Env::new();
+    let tmp = env.p.root().join("tmp");
+    let make = |name: &str, owner: Option<&str>| {
+        let dir = tmp.join(name);
+        std::fs::create_dir_all(dir.join("inputs/0")).unwrap();
+        std::fs::write(dir.join("inputs/0/in0.bin"), vec![0u8; 1 << 20]).unwrap();
+        if let Some(pid) = owner {
+            std::fs::write(dir.join(".lockstep-owner"), format!("{pid}\n")).unwrap();
+        }
+        dir
+    };
+    let killed = make("lockstep-bench-killed", Some("999999999"));
+    let kept = make("lockstep-bench-kept", None);
+    let running = make(
+        "lockstep-bench-running",
+        Some(&std::process::id().to_string()),
+    );
+    env.run(&mut env.cmd(&words(SMALL)), 0);
+    assert!(!killed.exists(), "swept");
+    assert!(kept.exists() && running.exists());
+    let mut left = work_dirs(&env);
+    left.sort();
+    assert_eq!(left, [kept, running], "the bench removed its own");
+}

@@ -618,3 +618,77 @@ fn only_pkg_without_tests_builds_and_says_why_there_is_no_test_job() {
     };
     assert_eq!(jobs, ["build", "summary"]);
 }
+
+/// Every file of the project `p` outside git's directories and the
+/// commands' home, cache and TMPDIR.
+fn files_under(p: &Project) -> Vec<PathBuf> {
+    let own = [p.home(), p.cache(), p.root().join("tmp")];
+    walk(p.root())
+        .into_iter()
+        .filter(|f| !f.components().any(|c| c.as_os_str() == ".git"))
+        .filter(|f| !own.iter().any(|d| f.starts_with(d)))
+        .collect()
+}
+
+#[test]
+fn ci_out_leaving_the_repository_is_refused_and_nothing_is_written() {
+    let p = Project::new();
+    // The repository two levels down, so `../..` stays in the test's directory.
+    let top = p.path().join("a/b");
+    std::fs::create_dir_all(&top).unwrap();
+    git(&top, &["init", "-q"]);
+    let absolute = p.root().join("abs-escape");
+    for out in [
+        "../../escape",
+        "..",
+        ".",
+        ".github/../../x",
+        absolute.to_str().unwrap(),
+    ] {
+        write(
+            &top.join("lockstep.toml"),
+            &format!("{MINIMAL}{PINNED}out = {out:?}\n"),
+        );
+        let before = files_under(&p);
+        for args in [&["ci", "generate"][..], &["ci", "generate", "--check"]] {
+            let out_run = expect(&mut p.cmd_in(&top, args), 2);
+            let err = stderr(&out_run);
+            assert!(err.contains("[ci] out"), "{out}: {err}");
+            assert!(err.contains("nothing was written"), "{out}: {err}");
+            assert_eq!(files_under(&p), before, "{out}: something was written");
+        }
+    }
+    // A directory inside the repository is fine, the linters' files beside it.
+    write(
+        &top.join("lockstep.toml"),
+        &format!("{MINIMAL}{PINNED}out = \"ci/./workflows\"\n"),
+    );
+    expect(&mut p.cmd_in(&top, &["ci", "generate"]), 0);
+    assert!(top.join("ci/workflows/lockstep-pkgci.yml").is_file());
+    assert!(top.join("ci/actionlint.yaml").is_file());
+    assert!(top.join("ci/zizmor.yml").is_file());
+}
+
+#[test]
+fn out_on_the_command_line_may_leave_the_repository_without_the_linters_files() {
+    let (p, dir) = repo("", &format!("{MINIMAL}{PINNED}"));
+    let elsewhere = p.root().join("preview/workflows");
+    let out = expect(
+        &mut p.cmd(&["ci", "generate", "--out", elsewhere.to_str().unwrap()]),
+        0,
+    );
+    assert!(elsewhere.join("lockstep-pkgci.yml").is_file());
+    let preview = p.root().join("preview");
+    assert!(!preview.join("actionlint.yaml").exists());
+    assert!(!preview.join("zizmor.yml").exists());
+    assert!(
+        stderr(&out).contains("actionlint.yaml and zizmor.yml are left out"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.join(".github").exists());
+    // Inside the repository they go beside it, as before.
+    expect(&mut p.cmd(&["ci", "generate", "--out", "gen/workflows"]), 0);
+    assert!(dir.join("gen/workflows/lockstep-pkgci.yml").is_file());
+    assert!(dir.join("gen/actionlint.yaml").is_file());
+}

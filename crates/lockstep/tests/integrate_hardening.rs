@@ -432,3 +432,325 @@ fn a_state_database_that_is_a_directory_is_named() {
     assert!(err.contains("not a regular file"), "{err}");
     assert!(stderr(&out).contains("directory"), "{err}");
 }
+
+/// Runs SQL on the database at `db` with Python's sqlite3 (the test does
+/// what another program or an older lockstep would have done to it).
+fn sql(db: &Path, statements: &str) {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit(); c.close()",
+        ])
+        .arg(db)
+        .arg(statements)
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_link_at_the_state_database_or_its_neighbours_is_refused_and_never_followed() {
+    let env = Env::new(&spec(4));
+    let state = env.sp().join(".git/lockstep");
+    let outside = env.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    for name in ["state.db", "state.db-wal", "state.db-shm", "lock"] {
+        let _ = std::fs::remove_dir_all(&state);
+        std::fs::create_dir_all(&state).unwrap();
+        let target = outside.join(format!("{name}.target"));
+        let link = state.join(name);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let before = git_bytes(&env);
+        for args in [
+            &["integrate", "status"][..],
+            &["integrate", "start", "--no-fetch", "--branch", "via-link"],
+            &["integrate", "repair", "--force"],
+        ] {
+            let out = env.run(args);
+            let (_, err) = expect_code(&out, 2, &format!("{name} {args:?}"));
+            assert!(err.contains(&link.display().to_string()), "{name}: {err}");
+            assert!(err.contains("is a symbolic link"), "{name}: {err}");
+            assert!(!target.exists(), "{name} {args:?}: created at the target");
+            assert!(git_bytes(&env) == before, "{name} {args:?} changed git");
+            let made: Vec<_> = std::fs::read_dir(&state)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(made, [std::ffi::OsString::from(name)], "{args:?}");
+        }
+    }
+}
+
+#[test]
+fn a_state_directory_that_is_a_file_says_what_it_is_and_what_to_do() {
+    let env = Env::new(&spec(4));
+    let state = env.sp().join(".git/lockstep");
+    std::fs::write(&state, "not a directory\n").unwrap();
+    for args in [
+        &["integrate", "status"][..],
+        &["integrate", "start", "--no-fetch", "--branch", "x"],
+        &["integrate", "repair"],
+    ] {
+        let out = env.run(args);
+        let (_, err) = expect_code(&out, 2, &format!("{args:?}"));
+        assert!(
+            err.contains(&format!(
+                "{} is a regular file, not a directory",
+                state.display()
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("mv "), "{args:?}: says what to do: {err}");
+        assert!(!err.contains("os error"), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read(&state).unwrap(), b"not a directory\n");
+}
+
+#[test]
+fn a_database_of_another_schema_or_with_unreadable_values_names_repair() {
+    let env = Env::new(&spec(4));
+    let db = started(&env);
+    // An older schema: a probes table without `seconds`.
+    sql(
+        &db,
+        "DROP TABLE probes; CREATE TABLE probes (key TEXT PRIMARY KEY, context TEXT NOT NULL, commit_sha TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT NOT NULL, log TEXT, at REAL NOT NULL);",
+    );
+    let out = env.run(&["integrate", "status"]);
+    let (_, err) = expect_code(&out, 1, "an older schema");
+    assert!(err.contains("damaged or from another version"), "{err}");
+    assert!(err.contains(&db.display().to_string()), "{err}");
+    assert!(err.contains("lockstep integrate repair"), "{err}");
+    assert!(!err.contains("SELECT"), "no raw SQL: {err}");
+    assert!(!err.contains("permissions"), "{err}");
+    env.ok(&["integrate", "repair"], 0);
+    env.ok(&["integrate", "status"], 0);
+    // A blob where text belongs (the halt record).
+    sql(
+        &db,
+        "INSERT INTO records (name, value) VALUES ('halt', X'00ff');",
+    );
+    let out = env.run(&["integrate", "status"]);
+    let (_, err) = expect_code(&out, 1, "a blob record");
+    assert!(err.contains("damaged or from another version"), "{err}");
+    assert!(err.contains("lockstep integrate repair"), "{err}");
+    assert!(!err.contains("permissions"), "{err}");
+    env.ok(&["integrate", "repair"], 0);
+    env.ok(&["integrate", "status"], 0);
+}
+
+#[test]
+fn special_refs_and_names_that_shadow_a_remote_branch_are_refused_before_anything() {
+    let env = Env::new(&spec(4));
+    let state = env.sp().join(".git/lockstep");
+    let before = git_bytes(&env);
+    for name in [
+        "FETCH_HEAD",
+        "ORIG_HEAD",
+        "MERGE_HEAD",
+        "origin/main",
+        "origin/new",
+        "origin",
+        "tags/v1",
+        "remotes/origin/x",
+        "heads/x",
+    ] {
+        let flag = format!("--branch={name}");
+        let out = env.run(&["integrate", "start", "--no-fetch", &flag]);
+        let (_, err) = expect_code(&out, 2, &format!("start --branch {name:?}"));
+        assert!(err.contains("cannot be a branch name"), "{name:?}: {err}");
+        assert!(err.contains("nothing was done"), "{name:?}: {err}");
+        assert!(git_bytes(&env) == before, "{name:?} changed git's files");
+        assert!(!state.join("state.db").exists(), "{name:?}: a journal");
+    }
+    let out = env.run(&[
+        "integrate",
+        "start",
+        "--no-fetch",
+        "--branch",
+        "origin/main",
+    ]);
+    let (_, err) = expect_code(&out, 2, "origin/main");
+    assert!(
+        err.contains("shadow the remote-tracking branch `origin/main` of the remote `origin`"),
+        "{err}"
+    );
+    // `origin/main` still means the remote-tracking branch.
+    assert!(git(env.sp(), &["branch", "--list", "origin/*"]).is_empty());
+    // The template's result too.
+    set_integrate_key(&env, r#"branch = "origin/llvm-{date}""#);
+    let out = env.run(&["integrate", "start", "--no-fetch"]);
+    let (_, err) = expect_code(&out, 2, "a template under origin/");
+    assert!(err.contains("[integrate] branch"), "{err}");
+    assert!(git_bytes(&env) == before);
+}
+
+#[test]
+fn unknown_placeholders_and_overlong_values_are_refused_naming_the_key() {
+    let env = Env::new(&spec(4));
+    let original = std::fs::read_to_string(env.sp().join("lockstep.toml")).unwrap();
+    let long = "x".repeat(100_000);
+    let cases = [
+        (
+            "[integrate]",
+            r#"branch = "integrates/llvm-{unknown}""#.to_string(),
+            "`{unknown}` is not a placeholder; the known one is `{date}`",
+        ),
+        (
+            "[integrate]",
+            r#"branch = "integrates/llvm-{dat}""#.to_string(),
+            "[integrate] branch",
+        ),
+        (
+            "[integrate.export]",
+            r#"branch = "sm-{repo}-{brnch}""#.to_string(),
+            "the known ones are `{repo}` and `{branch}`",
+        ),
+        (
+            "[integrate]",
+            format!("upstream-branch = \"{long}\""),
+            "is 100000 bytes long; at most 1024 are allowed",
+        ),
+        (
+            "[integrate]",
+            format!("upstream-url = \"https://example.invalid/{long}\""),
+            "[integrate] upstream-url",
+        ),
+    ];
+    for (table, line, needle) in cases {
+        std::fs::write(env.sp().join("lockstep.toml"), &original).unwrap();
+        set_key(&env, table, &line);
+        let before = git_bytes(&env);
+        for args in [
+            &["integrate", "status"][..],
+            &["integrate", "status", "--fetch"],
+            &["integrate", "start"],
+            &["integrate", "next"],
+        ] {
+            let out = env.run(args);
+            let (_, err) = expect_code(&out, 2, &format!("{needle} {args:?}"));
+            assert!(err.contains(needle), "{needle} {args:?}: {err}");
+            assert!(!err.contains("Argument list too long"), "{err}");
+            assert!(!err.contains("reachable"), "{err}");
+            assert!(err.len() < 2000, "the value is not printed whole");
+            assert!(git_bytes(&env) == before, "{needle} {args:?} changed git");
+        }
+    }
+}
+
+#[test]
+fn a_usage_error_in_next_or_bisect_arguments_leaves_no_remote_and_no_ref() {
+    let env = Env::new(&spec(4));
+    // A loop that fetched, then found no smoke to run, puts the fetch back.
+    set_integrate_key(&env, "smoke = []");
+    common::commit_as_tester(env.sp(), "No smoke", true);
+    let before = git_bytes(&env);
+    let out = env.run(&["integrate", "loop"]);
+    let (_, err) = expect_code(&out, 2, "loop without a smoke");
+    assert!(err.contains("no smoke command is configured"), "{err}");
+    assert!(git_bytes(&env) == before, "the loop's fetch was put back");
+    git(env.sp(), &["reset", "-q", "--hard", "HEAD~1"]);
+    let remotes = git(&env.sub(), &["remote"]);
+    let before = git_bytes(&env);
+    for args in [
+        &["integrate", "next", "--to", "zzz"][..],
+        &["integrate", "next", "--dry-run", "--to", "zzz"],
+        &["integrate", "next", "--to=-x"],
+        &[
+            "integrate",
+            "bisect",
+            "--good",
+            "zzz",
+            "--bad",
+            "HEAD",
+            "--",
+            "true",
+        ],
+    ] {
+        let out = env.run(args);
+        let (_, err) = expect_code(&out, 2, &format!("{args:?}"));
+        assert!(
+            err.contains("does not name") || err.contains("is not a revision"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            git(&env.sub(), &["remote"]),
+            remotes,
+            "{args:?} added a remote"
+        );
+        assert!(git_bytes(&env) == before, "{args:?} changed git's files");
+    }
+    // A revision only the fetch brings is found, and then the fetch stays.
+    let out = env.run(&["integrate", "next", "--dry-run", "--to", &env.sb.head]);
+    expect_code(&out, 0, "--to upstream's head, never fetched before");
+    assert!(git(&env.sub(), &["remote"]).contains("upstream"));
+    // Once upstream was fetched, an unknown revision is named with the range.
+    env.status();
+    let before = git_bytes(&env);
+    let out = env.run(&["integrate", "next", "--to", "zzz"]);
+    let (_, err) = expect_code(&out, 2, "--to zzz after a fetch");
+    assert!(err.contains("does not name exactly one commit"), "{err}");
+    assert!(git_bytes(&env) == before);
+}
+
+#[test]
+fn the_commands_own_outputs_inside_the_superproject_are_not_uncommitted_changes() {
+    let env = Env::new(&spec(6));
+    env.start();
+    // A dry run and a real step, each streaming events into the superproject.
+    let out = env.run(&["integrate", "loop", "--dry-run", "--events", "loop.jsonl"]);
+    expect_code(&out, 0, "loop --dry-run --events inside");
+    // Once written it is the user's file like any other: out of the way.
+    std::fs::remove_file(env.sp().join("loop.jsonl")).unwrap();
+    let out = env.run(&["integrate", "next", "--no-export", "--events", "ev.jsonl"]);
+    let (_, err) = expect_code(&out, 0, "next --events inside");
+    assert!(!err.contains("uncommitted"), "{err}");
+    assert!(
+        std::fs::read_to_string(env.sp().join("ev.jsonl"))
+            .unwrap()
+            .contains("\"advanced\""),
+        "the events were written"
+    );
+    std::fs::remove_file(env.sp().join("ev.jsonl")).unwrap();
+    // Through a path with `..` and from the events' own directory too.
+    std::fs::create_dir_all(env.sp().join("logs")).unwrap();
+    let out = env.run(&[
+        "integrate",
+        "next",
+        "--no-export",
+        "--events",
+        "logs/../logs/n.jsonl",
+    ]);
+    expect_code(&out, 0, "next --events logs/../logs/n.jsonl");
+    std::fs::remove_dir_all(env.sp().join("logs")).unwrap();
+    // Anything else untracked still stops it, and only that is named.
+    std::fs::write(env.sp().join("other.txt"), "mine\n").unwrap();
+    let out = env.run(&["integrate", "next", "--no-export", "--events", "ev2.jsonl"]);
+    let (_, err) = expect_code(&out, 2, "another untracked file");
+    assert!(err.contains("?? other.txt"), "{err}");
+    assert!(!err.contains("ev2.jsonl"), "{err}");
+}
+
+#[test]
+fn urls_from_the_configuration_are_printed_without_credentials() {
+    let env = Env::new(&spec(4));
+    set_integrate_key(
+        &env,
+        r#"upstream-url = "https://user:s3cret@example.invalid/llvm.git""#,
+    );
+    set_integrate_key(
+        &env,
+        r#"commit-url = "https://user:s3cret@example.invalid/commit/{sha}""#,
+    );
+    let out = env.run(&["integrate", "status", "--events", "-"]);
+    let (text, err) = expect_code(&out, 0, "status with credentials in the URL");
+    assert!(
+        text.contains("would add the remote `upstream` (https://example.invalid/llvm.git)")
+            || err.contains("would add the remote `upstream` (https://example.invalid/llvm.git)"),
+        "{text}{err}"
+    );
+    let json = env.ok(&["integrate", "status", "--json"], 0);
+    for shown in [&text, &err, &json] {
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(!shown.contains("user:"), "{shown}");
+    }
+}

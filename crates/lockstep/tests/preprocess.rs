@@ -959,3 +959,177 @@ fn tools_run_through_pipes_and_only_failures_keep_files() {
     assert!(kept.iter().any(|p| p.ends_with("1.err.txt")), "{kept:?}");
     assert!(!sb.path().join("out2.mlir").exists());
 }
+
+/// Every kept file of the runs directory with its size.
+fn kept_files(runs: &Path) -> Vec<(PathBuf, u64)> {
+    common::walk(runs)
+        .into_iter()
+        .map(|p| {
+            let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            (p, len)
+        })
+        .collect()
+}
+
+/// A tool printing without end (`yes`) is stopped at the stdout limit: the
+/// run fails saying so, and what it keeps in memory and on disk is bounded
+/// (64 MiB of output with a marker, 4 MiB of stderr, per tool).
+#[test]
+fn a_tool_printing_without_end_is_stopped_and_what_is_kept_is_bounded() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(2));
+    let es = sb.executable_sources(&source, "es.mlir");
+    let runs = sb.p.home().join("preprocess/runs");
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es.to_str().unwrap(),
+        "-o",
+        "out.mlir",
+        "--with",
+        "yes",
+        "--no-cache",
+        "-j",
+        "2",
+        // A bound for the old behaviour, which read `yes` until killed.
+        "--timeout",
+        "120",
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("printed more than 67108864 bytes on stdout and was stopped"),
+        "{err}"
+    );
+    let kept = kept_files(&runs);
+    let outputs: Vec<&(PathBuf, u64)> = kept
+        .iter()
+        .filter(|(p, _)| p.to_string_lossy().ends_with(".out.mlir"))
+        .collect();
+    assert!(!outputs.is_empty(), "{kept:?}");
+    for (path, len) in &outputs {
+        assert!(*len <= (64 << 20) + 200, "{}: {len} bytes", path.display());
+        let mut tail = vec![0u8; 120];
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = std::fs::File::open(path).unwrap();
+        f.seek(SeekFrom::End(-120)).unwrap();
+        f.read_exact(&mut tail).unwrap();
+        assert!(
+            String::from_utf8_lossy(&tail).contains("was stopped; only those are kept]"),
+            "{}",
+            path.display()
+        );
+    }
+    let total: u64 = kept.iter().map(|(_, len)| len).sum();
+    assert!(total <= 2 * (69 << 20), "{total} bytes kept");
+    assert!(!sb.path().join("out.mlir").exists());
+}
+
+/// Under a file size limit a kept file that does not fit is an error
+/// naming it (exit 1), not SIGXFSZ killing lockstep (exit 153).
+#[test]
+fn a_file_size_limit_is_an_error_naming_the_file_not_a_signal() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(1));
+    let es = sb.executable_sources(&source, "es.mlir");
+    sb.tool("flood", "cat >/dev/null; yes | head -c 8000000");
+    iree_bin();
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "ulimit -f 2048 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_lockstep"))
+        .args([
+            "preprocess",
+            es.to_str().unwrap(),
+            "-o",
+            "out.mlir",
+            "--with",
+            "tools/flood",
+            "--no-cache",
+            "-j",
+            "1",
+        ]);
+    sb.env(&mut cmd);
+    let o = run(cmd);
+    assert_eq!(o.status.code(), Some(1), "not killed by a signal: {o:?}");
+    let err = stderr(&o);
+    assert!(err.contains("not kept: output: cannot write "), "{err}");
+    assert!(err.contains("1.out.mlir: File too large"), "{err}");
+    assert!(err.contains("ulimit -f"), "{err}");
+    // What the tool printed is described in a few names, not 4,000,000.
+    assert!(err.contains("found 4000000 top-level ops"), "{err}");
+    assert!(err.contains("... and 3999992 more"), "{err}");
+    assert!(err.len() < 10_000, "{} bytes of error", err.len());
+}
+
+#[test]
+fn keep_temps_naming_a_file_is_refused_before_anything_runs() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(1));
+    let es = sb.executable_sources(&source, "es.mlir");
+    let file = sb.write("kept.txt", "mine\n");
+    let log = sb.path().join("ran.log");
+    sb.tool(
+        "mark",
+        &format!("echo ran >> '{}'; exec cat", log.display()),
+    );
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es.to_str().unwrap(),
+        "-o",
+        "out.mlir",
+        "--with",
+        "tools/mark",
+        "--keep-temps",
+        "kept.txt",
+    ]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("kept.txt is a regular file, not a directory"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine\n");
+    assert!(!log.exists(), "the tool never ran");
+    assert!(!sb.path().join("out.mlir").exists());
+}
+
+/// Failed runs' files are pruned at the next run: older than 7 days, and
+/// the oldest beyond 1 GiB together.
+#[test]
+fn run_directories_are_pruned_by_age_and_total_size() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(1));
+    let es = sb.executable_sources(&source, "es.mlir");
+    let runs = sb.p.home().join("preprocess/runs");
+    let make = |name: &str, bytes: u64, days: f64| {
+        let dir = runs.join(name);
+        std::fs::create_dir_all(dir.join("000-x")).unwrap();
+        std::fs::File::create(dir.join("000-x/1.out.mlir"))
+            .unwrap()
+            .set_len(bytes)
+            .unwrap();
+        let when =
+            std::time::SystemTime::now() - std::time::Duration::from_secs_f64(days * 24.0 * 3600.0);
+        std::fs::File::open(&dir)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+        dir
+    };
+    let old = make("20200101T000000.000-1", 100, 30.0);
+    let big = make("20260101T000000.000-2", 3 << 30, 2.0);
+    let recent = make("20260102T000000.000-3", 100, 1.0);
+    sb.tool("swap", SWAP);
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es.to_str().unwrap(),
+        "-o",
+        "out.mlir",
+        "--with",
+        "tools/swap",
+        "--no-cache",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!old.exists(), "older than 7 days");
+    assert!(!big.exists(), "beyond 1 GiB, oldest first");
+    assert!(recent.exists(), "young and small: kept");
+}

@@ -2359,3 +2359,32 @@ fn update_xfails_writes_through_a_symbolic_link_and_refuses_what_it_cannot_rewri
         ran.stderr
     );
 }
+
+/// `--list` shows each marker of a test once: the built-in `cpu` target's
+/// marker is its name too (it printed `[cpu, cpu]`).
+#[test]
+fn list_shows_each_marker_once() {
+    let sb = Sandbox::new();
+    sb.p.add_suite(&[("add", "4xf32=11 22 33 44")]);
+    for target in ["cpu", "cpu-sync"] {
+        let ran = sb.run(&["test", "s", "--list", "--target", target]);
+        ran.expect(0, "--list");
+        let line = ran
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("adds/add "))
+            .unwrap_or_else(|| panic!("listed: {}", ran.stdout));
+        let markers: Vec<&str> = line
+            .rsplit_once("  [")
+            .and_then(|(_, m)| m.strip_suffix(']'))
+            .unwrap_or_else(|| panic!("{line}"))
+            .split(", ")
+            .collect();
+        let unique: BTreeSet<&str> = markers.iter().copied().collect();
+        assert_eq!(unique.len(), markers.len(), "{line}");
+        assert!(
+            markers.contains(&"cpu") && markers.contains(&target),
+            "{line}"
+        );
+    }
+}

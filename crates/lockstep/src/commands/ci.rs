@@ -50,6 +50,12 @@ pub fn run(cmd: cli::Ci, ctx: &Ctx) -> Result<i32, Error> {
             "no test jobs: lockstep.toml names no tests ([test] paths or suite-configs) and there is no suites/ beside it; the workflow builds the wheels only",
         );
     }
+    if plan.lint_dir.is_none() {
+        ctx.sink().note(format!(
+            "--out {} has its parent outside the repository: actionlint.yaml and zizmor.yml are left out (they belong beside a workflows directory inside the repository)",
+            plan.out.display()
+        ));
+    }
     let files = lockstep_ci::generate(&plan);
     let out = ctx.out();
     if check {

@@ -32,9 +32,15 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
     if let cli::Integrate::Start { branch, .. } = &cmd {
         // Before the store is opened: a refused name leaves nothing behind.
         lockstep_integrate::validate::config(&cfg)?;
-        lockstep_integrate::start::check_start_names(&cfg, branch.as_deref())?;
+        lockstep_integrate::start::check_start_names(&cfg, root, branch.as_deref())?;
     }
-    let ig = Integrate::open(&cfg, root, ctx.sink())?;
+    // The command's own outputs (`--events FILE`) are never uncommitted work.
+    let ig = Integrate::open(&cfg, root, ctx.sink())?.with_outputs(
+        ctx.spec
+            .output_files()
+            .map(|(_, path)| ctx.cwd.join(path))
+            .collect(),
+    );
     match cmd {
         cli::Integrate::Start {
             branch, no_fetch, ..
