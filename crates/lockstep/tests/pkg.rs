@@ -400,7 +400,7 @@ fn tampered_and_missing_wheels_are_named_and_nothing_is_installed() {
     );
 
     // Not a manifest at all.
-    p.write("bad.toml", "lock-version = \"1.0\"\n[[packages]]\nname = \"x\"\n[[packages.wheels]]\npath = \"../x-1.0-py3-none-any.whl\"\n");
+    p.write("bad.toml", "lock-version = \"1.0\"\n[[packages]]\nname = \"x\"\nversion = \"1.0\"\n[[packages.wheels]]\npath = \"../x-1.0-py3-none-any.whl\"\n");
     let out = p.run(&["pkg", "venv", "v2", "--manifest", "bad.toml"], 2);
     assert!(
         stderr(&out).contains("stay beside the manifest"),
