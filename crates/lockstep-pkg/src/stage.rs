@@ -1,16 +1,127 @@
 //! Staged sources: a commit's tree extracted with `git archive` into a
 //! scratch directory (so builds never write into the user's tree, and
-//! untracked files never reach a wheel), and the version stamped into a
-//! staged `pyproject.toml`.
+//! untracked files never reach a wheel), with every submodule's files at
+//! the commit the superproject records (recursively; `git archive` alone
+//! leaves them out), and the version stamped into the staged copy.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use lockstep_core::Error;
 use lockstep_git::Repo;
 
-/// Extracts `rev`'s tree into `dest` (which must exist).
-pub fn archive(repo: &Repo, rev: &str, dest: &Path) -> Result<(), Error> {
+/// The most nested submodule levels followed (a cycle of submodules that
+/// contain each other would otherwise never end).
+const MAX_SUBMODULE_DEPTH: usize = 8;
+
+/// A submodule of the staged commit: where it goes, which commit, and the
+/// local repository that holds it.
+#[derive(Debug, Clone)]
+pub struct Submodule {
+    /// Relative to the superproject's top (`third_party/minillvm`).
+    pub path: String,
+    pub commit: String,
+    repo: PathBuf,
+}
+
+/// Every submodule `rev` records, recursively, each checked to be
+/// initialised with its commit present: found before anything is built, so
+/// a missing one is an error (exit 2) naming it and the command that fixes it.
+pub fn submodules(repo: &Repo, top: &Path, rev: &str) -> Result<Vec<Submodule>, Error> {
+    let mut found = Vec::new();
+    collect_submodules(repo, top, rev, "", 0, &mut found)?;
+    Ok(found)
+}
+
+fn collect_submodules(
+    repo: &Repo,
+    dir: &Path,
+    rev: &str,
+    prefix: &str,
+    depth: usize,
+    found: &mut Vec<Submodule>,
+) -> Result<(), Error> {
+    for (path, commit) in repo.gitlinks(rev)? {
+        let full = format!("{prefix}{path}");
+        if depth >= MAX_SUBMODULE_DEPTH {
+            return Err(Error::usage(format!(
+                "submodule {full} is nested more than {MAX_SUBMODULE_DEPTH} levels deep"
+            ))
+            .hint("set `[pkg] submodules = false` to build without submodules"));
+        }
+        let sub_dir = dir.join(&path);
+        let sub = initialised(&sub_dir).ok_or_else(|| {
+            Error::usage(format!("submodule {full} is not initialised"))
+                .cause(format!(
+                    "the commit records it at {}, and {} holds no checkout of it",
+                    short(&commit),
+                    sub_dir.display()
+                ))
+                .hint("run `git submodule update --init --recursive` (or set `[pkg] submodules = false` to build without it)")
+        })?;
+        if !sub.has_commit(&commit)? {
+            return Err(Error::usage(format!(
+                "submodule {full} does not have commit {} (recorded by {})",
+                short(&commit),
+                short(rev)
+            ))
+            .hint(format!(
+                "fetch it: `git submodule update --init --recursive`, or `git -C {full} fetch`"
+            )));
+        }
+        collect_submodules(
+            &sub,
+            &sub_dir,
+            &commit,
+            &format!("{full}/"),
+            depth + 1,
+            found,
+        )?;
+        found.push(Submodule {
+            path: full,
+            commit,
+            repo: sub_dir,
+        });
+    }
+    Ok(())
+}
+
+/// The submodule's own repository at `dir`, if it is checked out there
+/// (its top is `dir` itself, not the superproject around it).
+fn initialised(dir: &Path) -> Option<Repo> {
+    if !dir.join(".git").exists() {
+        return None;
+    }
+    let repo = Repo::new(dir);
+    let top = repo.git(&["rev-parse", "--show-toplevel"]).ok()?;
+    let same = match (
+        std::fs::canonicalize(top.trim()),
+        std::fs::canonicalize(dir),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    same.then_some(repo)
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..12.min(sha.len())]
+}
+
+/// Extracts `rev`'s tree into `dest` (which must exist), then each of
+/// `submodules` at its commit into its path.
+pub fn archive(repo: &Repo, rev: &str, submodules: &[Submodule], dest: &Path) -> Result<(), Error> {
+    archive_one(repo, rev, dest)?;
+    for sub in submodules {
+        let into = dest.join(&sub.path);
+        fs_err::create_dir_all(&into)?;
+        archive_one(&Repo::new(&sub.repo), &sub.commit, &into)
+            .map_err(|e| e.cause(format!("while staging submodule {}", sub.path)))?;
+    }
+    Ok(())
+}
+
+fn archive_one(repo: &Repo, rev: &str, dest: &Path) -> Result<(), Error> {
     let mut git = repo.command(&["archive", "--format=tar", rev]);
     git.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut git = git.spawn().map_err(lockstep_git::spawn_error)?;
@@ -94,6 +205,128 @@ pub fn stamp_version(pyproject: &Path, package: &str, version: &str) -> Result<(
     lockstep_core::fs::write_atomic(pyproject, doc.to_string().as_bytes())
 }
 
+/// `[pkg.version] write-file`, checked: a relative path that stays inside
+/// each package's source.
+pub fn check_write_file(file: Option<&Path>) -> Result<Option<PathBuf>, Error> {
+    let Some(file) = file else { return Ok(None) };
+    let inside = !file.as_os_str().is_empty()
+        && file.as_os_str().len() <= 1024
+        && file
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !inside {
+        return Err(Error::usage(format!(
+            "[pkg.version] write-file `{}` is not a relative path inside each package's source",
+            lockstep_core::error::printable_line(&file.to_string_lossy())
+        ))
+        .hint(
+            "name the file relative to the package's `source` (for example \"version_info.json\")",
+        ));
+    }
+    Ok(Some(file.to_path_buf()))
+}
+
+/// `[pkg.version] env`, checked: a plain variable name.
+pub fn check_env_name(name: &str) -> Result<(), Error> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if ok {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "[pkg.version] env `{}` is not an environment variable name",
+        lockstep_core::error::printable_line(name)
+    ))
+    .hint("use letters, digits and `_` (for example IREE_RELEASE_VERSION)"))
+}
+
+/// The version the committed `write-file` of a package holds (a JSON
+/// file's `package-version`, any other file's first line), if it has one.
+pub fn committed_version(
+    repo: &Repo,
+    rev: &str,
+    source: &str,
+    file: &Path,
+    package: &str,
+) -> Result<Option<String>, Error> {
+    let rel = file.to_string_lossy();
+    let path = if source.is_empty() {
+        rel.into_owned()
+    } else {
+        format!("{source}/{rel}")
+    };
+    if repo.resolve_blob(&format!("{rev}:{path}"))?.is_none() {
+        return Ok(None);
+    }
+    let text = repo.git(&["show", &format!("{rev}:{path}")])?;
+    if is_json(file) {
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            Error::usage(format!("package {package}: {path} is not valid JSON"))
+                .cause(e.to_string())
+        })?;
+        return Ok(value
+            .get(VERSION_KEY)
+            .and_then(|v| v.as_str())
+            .map(String::from));
+    }
+    Ok(text
+        .lines()
+        .next()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty()))
+}
+
+/// The key a JSON version file holds the version in (IREE's
+/// `version_info.json`).
+pub const VERSION_KEY: &str = "package-version";
+
+fn is_json(file: &Path) -> bool {
+    file.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+}
+
+/// Writes `version` into the staged package's `file`: a JSON object gets
+/// its `package-version` set (created when the file is missing), any other
+/// file is replaced by the version.
+pub fn stamp_file(
+    package_dir: &Path,
+    file: &Path,
+    package: &str,
+    version: &str,
+) -> Result<(), Error> {
+    let path = package_dir.join(file);
+    if let Some(parent) = path.parent() {
+        fs_err::create_dir_all(parent)?;
+    }
+    if !is_json(file) {
+        return lockstep_core::fs::write_atomic(&path, format!("{version}\n").as_bytes());
+    }
+    let mut object = if path.is_file() {
+        let text = lockstep_core::fs::read_input_text("the version file", &path, 1 << 20)?;
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => {
+                return Err(Error::usage(format!(
+                    "package {package}: {} is not a JSON object",
+                    file.display()
+                ))
+                .hint("[pkg.version] write-file sets the `package-version` key of a JSON object; name a plain text file to have it replaced instead"))
+            }
+        }
+    } else {
+        serde_json::Map::new()
+    };
+    object.insert(
+        VERSION_KEY.into(),
+        serde_json::Value::String(version.into()),
+    );
+    let text = serde_json::to_string_pretty(&serde_json::Value::Object(object))
+        .map_err(|e| Error::failed("cannot write the version file").cause(e.to_string()))?;
+    lockstep_core::fs::write_atomic(&path, format!("{text}\n").as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +355,46 @@ mod tests {
             err.contains("dynamic") && err.contains("cannot stamp version 2.0 into a"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn version_files_are_stamped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("version_info.json"),
+            "{\"package-version\": \"0.1.0\", \"iree-revision\": \"abc\"}",
+        )
+        .expect("write");
+        stamp_file(dir.path(), Path::new("version_info.json"), "a", "0.2.0rc1").expect("json");
+        let v: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("version_info.json")).expect("read"),
+        )
+        .expect("json");
+        assert_eq!(v["package-version"], "0.2.0rc1");
+        assert_eq!(v["iree-revision"], "abc");
+        stamp_file(dir.path(), Path::new("sub/VERSION"), "a", "3.0").expect("text");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("sub/VERSION")).expect("read"),
+            "3.0\n"
+        );
+        std::fs::write(dir.path().join("bad.json"), "[1]").expect("write");
+        let err = stamp_file(dir.path(), Path::new("bad.json"), "a", "1").expect_err("array");
+        assert!(
+            err.render().contains("not a JSON object"),
+            "{}",
+            err.render()
+        );
+    }
+
+    #[test]
+    fn write_file_and_env_settings_are_checked() {
+        for bad in ["", "/etc/passwd", "../x.json", "a/../../b"] {
+            assert!(check_write_file(Some(Path::new(bad))).is_err(), "{bad}");
+        }
+        assert!(check_write_file(Some(Path::new("a/version_info.json"))).is_ok());
+        for bad in ["", "1X", "A B", "A=B", "Ä"] {
+            assert!(check_env_name(bad).is_err(), "{bad}");
+        }
+        assert!(check_env_name("IREE_RELEASE_VERSION").is_ok());
     }
 }

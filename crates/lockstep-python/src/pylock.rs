@@ -110,6 +110,9 @@ pub struct SetInfo {
     /// The working tree had uncommitted changes (the build used the commit).
     #[serde(default)]
     pub dirty: bool,
+    /// Each submodule staged with the commit (`path = "commit"`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub submodules: std::collections::BTreeMap<String, String>,
 }
 
 /// One `[[packages]]`.
@@ -173,6 +176,10 @@ pub struct WheelInfo {
     /// Taken from lockstep's wheel cache instead of built.
     #[serde(default)]
     pub cached: bool,
+    /// The manylinux policy auditwheel repaired it to
+    /// (`manylinux_2_5_x86_64`); none for a pure wheel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manylinux: Option<String>,
 }
 
 /// A wheel of a manifest, found and checked on disk.

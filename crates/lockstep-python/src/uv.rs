@@ -198,6 +198,11 @@ impl Uv {
         self
     }
 
+    /// Where the logs of its commands go.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.logs.clone()
+    }
+
     /// This uv writing the logs of its commands into `dir` (a command that
     /// succeeds leaves no log; one that fails leaves the log its error names).
     pub fn logs_in(mut self, dir: &Path) -> Uv {

