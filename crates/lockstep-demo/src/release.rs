@@ -72,6 +72,8 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
             uv: &uv,
             tag: Some(made.tag.clone()),
             channel: Some("snapshot".into()),
+            pins: made.pins.clone(),
+            dependency_index: settings.dependency_index.clone(),
             smoke: None,
             work: lockstep_release::publish::work_dir(),
         },

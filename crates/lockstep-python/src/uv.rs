@@ -101,10 +101,14 @@ pub enum Install<'a> {
     /// Exactly the wheels of a PEP 751 manifest: offline, no dependency
     /// resolution, uv checks each wheel's hash.
     Manifest(&'a Path),
-    /// Requirements from this index only (`--index-url`), such as a staged
-    /// release index.
+    /// Requirements from this index (such as a staged release index); with
+    /// `dependencies`, what this index does not have comes from that one
+    /// (`--index URL --default-index DEPENDENCIES`: uv takes each name from
+    /// the first index that has it, so a name of the set is never taken from
+    /// the dependency index), else from this index only (`--index-url`).
     Index {
         url: &'a str,
+        dependencies: Option<&'a str>,
         requirements: &'a [String],
     },
     /// Pinned requirements from PyPI (`name==version`).
@@ -294,8 +298,20 @@ impl Uv {
                 );
                 rest.push(manifest.to_string_lossy().into_owned());
             }
-            Install::Index { url, requirements } => {
-                rest.extend(["--index-url".to_string(), url.to_string()]);
+            Install::Index {
+                url,
+                dependencies,
+                requirements,
+            } => {
+                match dependencies {
+                    Some(deps) => rest.extend([
+                        "--index".to_string(),
+                        url.to_string(),
+                        "--default-index".to_string(),
+                        deps.to_string(),
+                    ]),
+                    None => rest.extend(["--index-url".to_string(), url.to_string()]),
+                }
                 rest.extend(requirements.iter().cloned());
             }
             Install::Pypi(requirements) => rest.extend(requirements.iter().cloned()),

@@ -31,6 +31,10 @@ pub struct ReleaseConfig {
     pub index: PathBuf,
     /// A command `release publish` runs in the validation venv (`sh -c`).
     pub smoke: Option<String>,
+    /// Where the set's dependencies (numpy, packaging ...) come from when
+    /// `release publish` validates it: a PEP 503 simple index URL, or
+    /// `"none"` (the set must install from its own index alone).
+    pub dependency_index: String,
     /// Retention of `release prune` (default: keep everything).
     pub keep: KeepConfig,
     /// Branches whose manifests and pin files `release prune` never prunes a version of.
@@ -51,11 +55,15 @@ impl Default for ReleaseConfig {
             upstream_branch: "main".into(),
             index: PathBuf::from("release/index"),
             smoke: None,
+            dependency_index: DEFAULT_DEPENDENCY_INDEX.into(),
             keep: KeepConfig::default(),
             branches: vec!["main".into()],
         }
     }
 }
+
+/// PyPI's simple API: where dependencies come from by default.
+pub const DEFAULT_DEPENDENCY_INDEX: &str = "https://pypi.org/simple/";
 
 /// `[release] keep`: how many snapshots `release prune` keeps.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -146,6 +146,10 @@ pub fn cut_head(
     for path in &settings.pin_files {
         pins.insert(path.clone(), read_pin(repo, "HEAD", path)?);
     }
+    // Submodules pin too (an LLVM submodule is IREE's pin).
+    for (path, commit) in repo.gitlinks("HEAD")? {
+        pins.entry(path).or_insert(commit);
+    }
     let run_id = run_identity(run_id)?;
     let template = match channel {
         Channel::Candidate => &settings.candidate,
@@ -418,6 +422,54 @@ fn tag_message(req: &CutRequest, version: &str, head: &str) -> String {
     message
 }
 
+/// What a tag `release cut` made says about its release: the channel, the
+/// source commit and the pins (from its annotation).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TagFacts {
+    pub channel: Option<String>,
+    pub source: Option<String>,
+    pub pins: BTreeMap<String, String>,
+}
+
+/// The facts of `tag` when it is an annotated tag `release cut` made;
+/// `None` when the repository has no such tag (or another tool made it).
+pub fn tag_facts(repo: &Repo, tag: &str) -> Result<Option<TagFacts>, Error> {
+    let out = repo.try_git(&["cat-file", "tag", &format!("refs/tags/{tag}")])?;
+    if out.code != 0 {
+        return Ok(None);
+    }
+    Ok(parse_tag_message(&out.stdout))
+}
+
+/// [`tag_facts`] in the repository around `dir` (`None` outside one).
+pub fn tag_facts_at(dir: &std::path::Path, tag: &str) -> Result<Option<TagFacts>, Error> {
+    match Repo::discover(dir) {
+        Ok(repo) => tag_facts(&repo, tag),
+        Err(_) => Ok(None),
+    }
+}
+
+/// The facts in a tag object's text (headers, a blank line, the message).
+pub fn parse_tag_message(text: &str) -> Option<TagFacts> {
+    let (_, message) = text.split_once("\n\n")?;
+    if !message.starts_with("lockstep release cut:") {
+        return None;
+    }
+    let mut facts = TagFacts::default();
+    for line in message.lines() {
+        if let Some(v) = line.strip_prefix("channel: ") {
+            facts.channel = Some(v.trim().to_string());
+        } else if let Some(v) = line.strip_prefix("source: ") {
+            facts.source = Some(v.trim().to_string());
+        } else if let Some((path, rev)) =
+            line.strip_prefix("pin ").and_then(|l| l.rsplit_once(": "))
+        {
+            facts.pins.insert(path.to_string(), rev.trim().to_string());
+        }
+    }
+    Some(facts)
+}
+
 fn remote_has_tag(req: &CutRequest, tag: &str) -> Result<bool, Error> {
     let out = req.repo.try_git(&[
         "ls-remote",
@@ -434,4 +486,28 @@ pub fn read_pin(repo: &Repo, rev: &str, path: &str) -> Result<String, Error> {
         .git(&["show", &format!("{rev}:{path}")])
         .map_err(|e| e.context(format!("cannot read pin file {path} at {rev}")))?;
     lockstep_git::parse_pin(path, &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn tag_messages_of_release_cut_are_read_back() {
+        let text = "object abc\ntype commit\ntag demo-1\ntagger t <t@e> 1 +0000\n\nlockstep release cut: demo 1.0rc1 (snapshot)\n\nversion: 1.0rc1\nchannel: snapshot\nsource: 0123\nrun: local-1\npin third_party/llvm: 4567\npin a: b: 89ab\n";
+        let facts = parse_tag_message(text).expect("a cut tag");
+        assert_eq!(facts.channel.as_deref(), Some("snapshot"));
+        assert_eq!(facts.source.as_deref(), Some("0123"));
+        assert_eq!(facts.pins["third_party/llvm"], "4567");
+        assert_eq!(facts.pins["a: b"], "89ab");
+        assert_eq!(parse_tag_message("object x\n\nsomeone else's tag\n"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn any_tag_text_is_read_without_panicking(text in "(.|\n){0,400}") {
+            let _ = parse_tag_message(&text);
+        }
+    }
 }

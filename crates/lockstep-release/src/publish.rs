@@ -5,7 +5,8 @@
 //! match), the set must be one version, every wheel's file name must agree
 //! with its METADATA. Then the wheels are installed into a fresh venv with
 //! uv from a staged copy of the index (so the index itself is what is
-//! tested), every console script runs with `--help`, and `[release] smoke`
+//! tested; dependencies the set does not hold, such as numpy, come from
+//! `[release] dependency-index`, PyPI by default), every console script runs with `--help`, and `[release] smoke`
 //! runs in that venv. Only then do the files enter the store (immutable;
 //! see [`crate::store`]) and the index is regenerated.
 //!
@@ -41,7 +42,13 @@ pub struct PublishRequest<'a> {
     pub uv: &'a Uv,
     pub tag: Option<String>,
     pub channel: Option<String>,
+    /// Pins the tag recorded (`release cut`'s annotation), beside those the
+    /// manifest records (submodules, the upstream revision).
+    pub pins: BTreeMap<String, String>,
     pub smoke: Option<String>,
+    /// Where dependencies come from during validation (`None`: the set's
+    /// own index only).
+    pub dependency_index: Option<String>,
     pub work: PathBuf,
 }
 
@@ -108,7 +115,12 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
     validate(req, &version, &wheels, &packages, &scripts)?;
 
     let info = lock.set_info();
-    let mut pins = BTreeMap::new();
+    let mut pins = req.pins.clone();
+    if let Some(info) = info {
+        for (path, commit) in &info.submodules {
+            pins.entry(path.clone()).or_insert_with(|| commit.clone());
+        }
+    }
     for package in &lock.packages {
         if let Some(rev) = package
             .tool
@@ -116,7 +128,7 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
             .and_then(|t| t.lockstep.as_ref())
             .and_then(|i| i.upstream_revision.clone())
         {
-            pins.insert("upstream".to_string(), rev);
+            pins.entry("upstream".to_string()).or_insert(rev);
         }
     }
     let release = Release {
@@ -174,10 +186,18 @@ fn validate(
             &venv,
             Install::Index {
                 url: &url,
+                dependencies: req.dependency_index.as_deref(),
                 requirements: &requirements,
             },
         )
-        .map_err(|e| e.context(format!("{version} does not install from its own index")))?;
+        .map_err(|e| {
+            let from = match &req.dependency_index {
+                Some(deps) => format!("its own index and the dependency index {deps}"),
+                None => "its own index (`[release] dependency-index = \"none\"`)".to_string(),
+            };
+            e.context(format!("{version} does not install from {from}"))
+                .hint("a dependency missing from every index is named above; set [release] dependency-index to an index that has it. Nothing was published")
+        })?;
     for script in scripts {
         let argv = vec![
             venv.bin().join(script).display().to_string(),

@@ -26,6 +26,8 @@ pub struct Settings {
     pub tag: String,
     pub pin_files: Vec<String>,
     pub smoke: Option<String>,
+    /// `[release] dependency-index`, checked (`None` for `"none"`).
+    pub dependency_index: Option<String>,
 }
 
 /// Checks `[release]`; the base version is read separately (only `cut` needs it).
@@ -61,7 +63,9 @@ pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error>
         }
         pin_files.push(text);
     }
+    let dependency_index = dependency_index(&release.dependency_index)?;
     Ok(Settings {
+        dependency_index,
         name,
         index: root.join(&release.index),
         snapshot,
@@ -70,6 +74,20 @@ pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error>
         pin_files,
         smoke: release.smoke.clone(),
     })
+}
+
+/// `[release] dependency-index`: `"none"`, or an https URL (http only to
+/// this machine: what it serves is installed and run unchecked), without
+/// `user:password@`.
+fn dependency_index(text: &str) -> Result<Option<String>, Error> {
+    if text.trim() == "none" {
+        return Ok(None);
+    }
+    match lockstep_http::address::parse_url(text, lockstep_http::address::UrlRules::CREDENTIALED) {
+        Ok(url) => Ok(Some(url.to_string())),
+        Err(why) => Err(Error::usage(format!("[release] dependency-index is refused: {why}"))
+            .hint("give a PEP 503 simple index such as https://pypi.org/simple/ (the default), an http:// URL of this machine, or \"none\"")),
+    }
 }
 
 /// The base version: `[release] version-base`, else the `version-file`

@@ -380,3 +380,223 @@ fn ccache_that_is_not_installed_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// A PEP 503 index of `packages` (downloaded from PyPI once per test) served
+/// on loopback by Python's http.server (its directory pages are simple-API
+/// pages: one anchor per file); returns its `/simple/` URL and the server.
+fn dependency_index(dir: &Path, packages: &[&str]) -> (String, std::process::Child) {
+    let simple = dir.join("simple");
+    std::fs::create_dir_all(&simple).expect("simple/");
+    for requirement in packages {
+        let name = requirement.split("==").next().expect("name");
+        let project = simple.join(name);
+        std::fs::create_dir_all(&project).expect("project dir");
+        expect(
+            Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "download",
+                    "--quiet",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "-d",
+                ])
+                .arg(&project)
+                .arg(requirement),
+            0,
+        );
+    }
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+        listener.local_addr().expect("addr").port()
+    };
+    let child = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            &port.to_string(),
+        ])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("http.server");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    (format!("http://127.0.0.1:{port}/simple/"), child)
+}
+
+/// Kills the server when the test ends, passed or not.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The fixture with a bare `origin` (release cut pushes its tag there) and
+/// `[release]` naming `dependency_index`.
+fn release_fixture(p: &Project, dependency_index: &str) -> Native {
+    let n = fixture(
+        p,
+        &format!(
+            "\n[release]\nname = \"demo\"\nversion-base = \"0.3.0\"\ntag = \"demo-{{version}}\"\ndependency-index = \"{dependency_index}\"\n"
+        ),
+    );
+    let origin = p.root().join("origin.git");
+    git(
+        p.root(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            &origin.to_string_lossy(),
+        ],
+    );
+    git(
+        &n.project,
+        &["remote", "add", "origin", &origin.to_string_lossy()],
+    );
+    git(&n.project, &["push", "-q", "origin", "HEAD:main"]);
+    n
+}
+
+#[test]
+fn an_iree_shaped_set_publishes_with_its_pypi_dependency_and_installs_with_it() {
+    let p = Project::new();
+    let (deps_url, server) = dependency_index(&p.root().join("deps"), &["packaging==24.2"]);
+    let _server = Killed(server);
+    let n = release_fixture(&p, &deps_url);
+
+    let out = run_in(&p, &n.project, &["release", "cut", "--json"], 0);
+    let cut: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cut JSON");
+    let version = cut["version"].as_str().expect("version").to_string();
+    let tag = cut["tag"].as_str().expect("tag").to_string();
+    let sub_head = git(&n.minillvm, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(
+        cut["pins"]["third_party/minillvm"].as_str(),
+        Some(sub_head.as_str()),
+        "{cut}"
+    );
+
+    run_in(&p, &n.project, &["pkg", "build", "--version", &version], 0);
+    run_in(
+        &p,
+        &n.project,
+        &["release", "publish", "wheelhouse", "--tag", &tag],
+        0,
+    );
+
+    // release.json says what the release is.
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            n.project
+                .join(format!("release/index/files/{version}/release.json")),
+        )
+        .expect("release.json"),
+    )
+    .expect("JSON");
+    assert_eq!(record["channel"], "snapshot", "{record}");
+    assert_eq!(
+        record["pins"]["third_party/minillvm"].as_str(),
+        Some(sub_head.as_str()),
+        "{record}"
+    );
+    let head = git(&n.project, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(record["source"].as_str(), Some(head.as_str()), "{record}");
+
+    // pip installs the snapshot from the index and its dependency from the
+    // dependency index.
+    let simple = format!(
+        "file://{}/",
+        n.project.join("release/index/simple").display()
+    );
+    let venv = p.root().join("pip-venv");
+    expect(Command::new("python3").args(["-m", "venv"]).arg(&venv), 0);
+    expect(
+        Command::new(venv.join("bin/pip"))
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-cache-dir",
+                "--pre",
+            ])
+            .args(["--index-url", &simple, "--extra-index-url", &deps_url])
+            .arg(format!("demo-runtime=={version}"))
+            .arg(format!("demo-compiler=={version}"))
+            .env_remove("PIP_FIND_LINKS"),
+        0,
+    );
+    let out = expect(
+        Command::new(venv.join("bin/python")).args([
+            "-c",
+            "import demo_runtime, demo_compiler; print(demo_runtime.version(), demo_compiler.passes())",
+        ]),
+        0,
+    );
+    assert_eq!(stdout(&out).trim(), format!("{version} 4"));
+}
+
+#[test]
+fn dependencies_no_index_has_are_named_and_nothing_is_published() {
+    let p = Project::new();
+    // An index without `packaging`.
+    let (deps_url, server) = dependency_index(&p.root().join("deps"), &[]);
+    let _server = Killed(server);
+    let n = release_fixture(&p, &deps_url);
+    run_in(
+        &p,
+        &n.project,
+        &["pkg", "build", "--version", "0.3.0rc1"],
+        0,
+    );
+    let out = run_in(&p, &n.project, &["release", "publish", "wheelhouse"], 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("does not install from its own index and the dependency index")
+            && err.contains("packaging"),
+        "{err}"
+    );
+    assert!(!n.project.join("release/index/files/0.3.0rc1").exists());
+
+    // An unreachable dependency index: the same, named.
+    let cfg = n.project.join("lockstep.toml");
+    let text = std::fs::read_to_string(&cfg).expect("config");
+    write(&cfg, &text.replace(&deps_url, "http://127.0.0.1:9/simple/"));
+    let out = run_in(&p, &n.project, &["release", "publish", "wheelhouse"], 1);
+    assert!(
+        stderr(&out).contains("http://127.0.0.1:9/simple/"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!n.project.join("release/index/files/0.3.0rc1").exists());
+
+    // A dependency index that would send wheels in clear over a network, or
+    // carries a password: refused before anything runs.
+    for bad in [
+        "http://example.com/simple/",
+        "https://u:pw@example.com/simple/",
+        "ftp://x/",
+    ] {
+        write(&cfg, &text.replace(&deps_url, bad));
+        let out = run_in(&p, &n.project, &["release", "publish", "wheelhouse"], 2);
+        assert!(
+            stderr(&out).contains("[release] dependency-index"),
+            "{bad}: {}",
+            stderr(&out)
+        );
+        assert!(!stderr(&out).contains("pw@"), "{}", stderr(&out));
+    }
+}

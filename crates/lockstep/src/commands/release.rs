@@ -54,13 +54,26 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
                 .map(|m| ctx.cwd.join(m))
                 .unwrap_or_else(|| wheelhouse.join(lockstep_python::pylock::FILE));
             let uv = crate::commands::pkg::find_uv(ctx)?.hiding(&webhook_var(ctx)?);
+            // The tag `release cut` made says the channel and the pins.
+            let facts = match &tag {
+                Some(tag) => lockstep_release::cut::tag_facts_at(ctx.root()?, tag)?,
+                None => None,
+            };
+            if let (Some(tag), None) = (&tag, &facts) {
+                ctx.sink().warn(format!(
+                    "tag {tag} is not a tag `release cut` made in this repository: the release records no channel or pins from it"
+                ));
+            }
+            let facts = facts.unwrap_or_default();
             let published = lockstep_release::publish::publish(
                 &lockstep_release::publish::PublishRequest {
                     manifest,
                     index: settings.index.clone(),
                     uv: &uv,
                     tag,
-                    channel: None,
+                    channel: facts.channel,
+                    pins: facts.pins,
+                    dependency_index: settings.dependency_index.clone(),
                     smoke: settings.smoke.clone(),
                     work: lockstep_release::publish::work_dir(),
                 },
