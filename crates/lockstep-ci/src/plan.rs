@@ -69,6 +69,42 @@ pub struct Plan {
     pub xfail_configs: Vec<String>,
     pub build_timeout_minutes: u32,
     pub test_timeout_minutes: u32,
+    /// The manylinux container image the build job runs in (`None` for
+    /// `[pkg] manylinux = "off"`).
+    pub build_image: Option<String>,
+    /// Native builds use sccache, shared across runners through the GitHub
+    /// Actions cache.
+    pub sccache_gha: bool,
+}
+
+/// The manylinux images a build job can run in, pinned by digest (an
+/// image tag can move under a workflow; zizmor refuses unpinned images).
+/// The manylinux_2_28 digest is the one IREE's CPU builder image is built
+/// from. GitHub's actions run on Node 24 inside the job's container, which
+/// needs glibc 2.28, so manylinux2014 (glibc 2.17) cannot host them.
+pub const MANYLINUX_IMAGES: &[((u32, u32), &str)] = &[(
+    (2, 28),
+    "quay.io/pypa/manylinux_2_28_x86_64@sha256:634656edbdeb07f955667e645762ad218eefe25f0d185fef913221855d610456",
+)];
+
+/// The build job's image for `[pkg] manylinux`: unset takes manylinux_2_28
+/// (what IREE's release builds use), `"off"` none.
+fn build_image(pkg: &PkgConfig) -> Result<Option<String>, Error> {
+    let policy = lockstep_pkg::repair::Policy::parse(pkg.manylinux.as_deref())?;
+    let wanted = match policy {
+        lockstep_pkg::repair::Policy::Off => return Ok(None),
+        lockstep_pkg::repair::Policy::Lowest => (2, 28),
+        lockstep_pkg::repair::Policy::Exactly(a, b) => (a, b),
+    };
+    match MANYLINUX_IMAGES.iter().find(|(v, _)| *v == wanted) {
+        Some((_, image)) => Ok(Some(image.to_string())),
+        None => Err(Error::usage(format!(
+            "[pkg] manylinux = \"{}_{}\" has no build image lockstep ci generate knows",
+            wanted.0, wanted.1
+        ))
+        .cause("the build job runs in a manylinux image pinned by digest whose glibc GitHub's actions (Node 24) run on: lockstep knows manylinux_2_28")
+        .hint("use \"2_28\" (or leave it out), or \"off\" to build on the runner without repair")),
+    }
 }
 
 /// What the plan is made from: the tables of lockstep.toml it reads, where
@@ -200,6 +236,8 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         xfail_configs,
         build_timeout_minutes,
         test_timeout_minutes,
+        build_image: build_image(pkg)?,
+        sccache_gha: pkg.compiler_cache == lockstep_pkg::config::CompilerCache::Sccache,
     })
 }
 

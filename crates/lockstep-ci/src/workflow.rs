@@ -19,6 +19,7 @@ pub const SETUP_PYTHON: &str = "actions/setup-python@v6";
 pub const CACHE: &str = "actions/cache@v5";
 pub const UPLOAD: &str = "actions/upload-artifact@v6";
 pub const DOWNLOAD: &str = "actions/download-artifact@v7";
+pub const GITHUB_SCRIPT: &str = "actions/github-script@v8";
 
 /// The workflow's file name in the workflows directory.
 pub const FILE: &str = "lockstep-pkgci.yml";
@@ -247,15 +248,29 @@ fn runner_slug(runs_on: &[String]) -> String {
 
 fn build_job(plan: &Plan) -> Node {
     let house = workspace_path(plan, WHEELHOUSE);
-    let mut steps = vec![checkout(), setup_python("${{ matrix.python }}")];
-    steps.extend(install_lockstep(plan, &plan.build_runs_on));
+    let mut steps = vec![checkout()];
+    match &plan.build_image {
+        Some(_) => {
+            steps.push(container_python());
+            steps.extend(install_lockstep_in_container(plan));
+        }
+        None => {
+            steps.push(setup_python("${{ matrix.python }}"));
+            steps.extend(install_lockstep(plan, &plan.build_runs_on));
+        }
+    }
+    let mut env = vec![
+        ("PYTHON", s("${{ matrix.python }}")),
+        ("VARIANT", s("${{ matrix.variant }}")),
+    ];
+    if plan.sccache_gha {
+        steps.push(sccache_gha());
+        env.push(("SCCACHE_GHA_ENABLED", s("true")));
+    }
     steps.push(step(
         "Build the packages",
         vec![
-            (
-                "env",
-                with(vec![("PYTHON", s("${{ matrix.python }}")), ("VARIANT", s("${{ matrix.variant }}"))]),
-            ),
+            ("env", with(env)),
             (
                 "run",
                 Node::Block(format!(
@@ -278,12 +293,17 @@ fn build_job(plan: &Plan) -> Node {
         s(format!("{house}/.logs")),
         "ignore",
     ));
-    Node::Map(vec![
+    let mut job = vec![
         (
             "name".into(),
             s("build py${{ matrix.python }} ${{ matrix.variant }}"),
         ),
         ("runs-on".into(), runs_on(&plan.build_runs_on)),
+    ];
+    if let Some(image) = &plan.build_image {
+        job.push(("container".into(), map([("image", s(image.clone()))])));
+    }
+    job.extend(vec![
         (
             "timeout-minutes".into(),
             Node::Int(plan.build_timeout_minutes.into()),
@@ -308,7 +328,79 @@ fn build_job(plan: &Plan) -> Node {
             ]),
         ),
         ("steps".into(), Node::Seq(steps)),
-    ])
+    ]);
+    Node::Map(job)
+}
+
+/// In a manylinux image: the matrix's CPython from `/opt/python` first on
+/// PATH (actions/setup-python does not run there).
+fn container_python() -> Node {
+    step(
+        "Use the image's Python",
+        vec![
+            ("env", with(vec![("PYTHON", s("${{ matrix.python }}"))])),
+            (
+                "run",
+                Node::Block(
+                    "tag=\"cp${PYTHON//./}\"\n\"/opt/python/$tag-$tag/bin/python\" --version\necho \"/opt/python/$tag-$tag/bin\" >> \"$GITHUB_PATH\"\n"
+                        .into(),
+                ),
+            ),
+        ],
+    )
+}
+
+/// In a manylinux image: Rust (rustup's minimal profile) when the cached
+/// lockstep is missing, then lockstep as on a runner.
+fn install_lockstep_in_container(plan: &Plan) -> Vec<Node> {
+    let mut steps = vec![step(
+        "Put cargo's bin on PATH",
+        vec![(
+            "run",
+            Node::Block("echo \"$HOME/.cargo/bin\" >> \"$GITHUB_PATH\"\n".into()),
+        )],
+    )];
+    let image = plan.build_image.clone().unwrap_or_default();
+    let mut install = install_lockstep(plan, &[image]);
+    let rust = step(
+        "Install Rust",
+        vec![
+            ("if", s("steps.lockstep-bin.outputs.cache-hit != 'true'")),
+            (
+                "run",
+                Node::Block(
+                    "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal\n"
+                        .into(),
+                ),
+            ),
+        ],
+    );
+    // After the restore (its id decides), before the install.
+    install.insert(1, rust);
+    steps.extend(install);
+    steps
+}
+
+/// Hands the GitHub Actions cache's endpoint and token to the build's
+/// sccache (`SCCACHE_GHA_ENABLED` on the build step): every runner shares
+/// one compiler cache.
+fn sccache_gha() -> Node {
+    step(
+        "Share the compiler cache through the GitHub Actions cache",
+        vec![
+            ("uses", s(GITHUB_SCRIPT)),
+            (
+                "with",
+                with(vec![(
+                    "script",
+                    Node::Block(
+                        "core.exportVariable('ACTIONS_RESULTS_URL', process.env.ACTIONS_RESULTS_URL || '');\ncore.exportVariable('ACTIONS_RUNTIME_TOKEN', process.env.ACTIONS_RUNTIME_TOKEN || '');\n"
+                            .into(),
+                    ),
+                )]),
+            ),
+        ],
+    )
 }
 
 fn test_job(plan: &Plan, target: &TargetJob) -> Node {
