@@ -1,7 +1,8 @@
 //! The story `lockstep demo` tells: each area's engine on the embedded
 //! defaults and the sandbox fixtures, in order (an integrate to upstream
 //! head, the smoke suite, the kernel benchmarks, packages built and
-//! installed exactly, a snapshot cut, published and installed with pip),
+//! installed exactly, an IREE-shaped snapshot cut, built from its submodule,
+//! published with its PyPI dependency, served and installed with pip),
 //! then one line per part and whether all passed.
 //!
 //! It drives the engines the way the commands do and prints its story to a
@@ -41,7 +42,7 @@ pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<b
             packages::run(&root.join("packages"), sink, out)?,
         ),
         (
-            "release: a snapshot cut, published and installed with pip",
+            "release: an IREE-shaped snapshot (submodule, manylinux, PyPI dependency) cut, published, served and installed with pip",
             release::run(&root.join("release"), sink, out)?,
         ),
     ];

@@ -1,6 +1,9 @@
-//! The release part: a snapshot of the fixture packages cut against a local
-//! bare remote, built at that version, published to the static index, and
-//! installed from it with pip (the installer people use).
+//! The release part, on the IREE-shaped fixture: a snapshot cut against a
+//! local bare remote, its native package built from the submodule under
+//! sccache and repaired to manylinux, published to the static index with
+//! its PyPI dependency resolved during validation, then served by
+//! `release serve` and installed from it with pip (the installer people
+//! use), the dependency coming from PyPI.
 
 use std::io::Write;
 use std::path::Path;
@@ -13,12 +16,20 @@ use lockstep_pkg::BuildRequest;
 use lockstep_python::uv::Uv;
 use lockstep_release::config::ReleaseConfig;
 use lockstep_release::cut::Channel;
+use lockstep_sandbox::native::{self, NativeSpec};
 
 pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Error> {
-    let project = dir.join("packages");
     let config =
-        "\n[release]\nname = \"demo\"\nversion-base = \"1.1.0\"\ntag = \"snapshot-{version}\"\n";
-    let repo = lockstep_sandbox::packages::create(&project, "1.1.0", config)?;
+        "\n[release]\nname = \"demo\"\nversion-base = \"0.3.0\"\ntag = \"snapshot-{version}\"\n";
+    let fixture = native::create(
+        &dir.join("native"),
+        &NativeSpec {
+            extra_config: config.into(),
+            ..NativeSpec::default()
+        },
+    )?;
+    let project = fixture.project.clone();
+    let repo = lockstep_git::Repo::new(&project);
     let remote = dir.join("remote.git");
     lockstep_git::Repo::init_bare(&remote)?;
     repo.git(&["remote", "add", "origin", &remote.to_string_lossy()])?;
@@ -34,7 +45,10 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
     let settings = lockstep_release::settings::settings(&release, &loaded.root)?;
     let base = lockstep_release::settings::base_version(&release, &loaded.root)?;
 
-    writeln!(out, "\n== lockstep release cut")?;
+    writeln!(
+        out,
+        "\n== lockstep release cut   (an IREE-shaped project: minillvm is its submodule)"
+    )?;
     let made = lockstep_release::cut::cut_head(
         &settings,
         &base,
@@ -45,13 +59,20 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
     )?;
     writeln!(
         out,
-        "   {} {} (tag {} pushed to the remote)",
-        settings.name, made.version, made.tag
+        "   {} {} (tag {} pushed to the remote; pins {})",
+        settings.name,
+        made.version,
+        made.tag,
+        made.pins
+            .iter()
+            .map(|(path, rev)| format!("{path}@{}", &rev[..12.min(rev.len())]))
+            .collect::<Vec<_>>()
+            .join(", ")
     )?;
 
     writeln!(
         out,
-        "\n== lockstep pkg build --variant release --version {} && lockstep release publish",
+        "\n== lockstep pkg build --version {} && lockstep release publish",
         made.version
     )?;
     let uv = uv(sink)?;
@@ -60,11 +81,32 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
     let request = BuildRequest {
         out: house.clone(),
         version: Some(made.version.clone()),
-        variants: vec!["release".into()],
         jobs: 2,
+        compiler_area: Some(dir.join("compiler-cache")),
         ..BuildRequest::configured(&pkg, &loaded.root, None, None, &uv)?
     };
-    lockstep_pkg::build(&request, sink)?;
+    let report = lockstep_pkg::build(&request, sink)?;
+    for wheel in &report.wheels {
+        let file = wheel.file.file_name().map(|n| n.to_string_lossy());
+        writeln!(
+            out,
+            "   {}: {}{}",
+            wheel.package,
+            file.unwrap_or_default(),
+            wheel
+                .manylinux
+                .as_deref()
+                .map(|p| format!(" (repaired to {p})"))
+                .unwrap_or_default()
+        )?;
+    }
+    if let Some(c) = &report.compiler_cache {
+        writeln!(
+            out,
+            "   compiler cache ({}): {} miss(es), {} hit(s)",
+            c.tool, c.misses, c.hits
+        )?;
+    }
     let published = lockstep_release::publish::publish(
         &lockstep_release::publish::PublishRequest {
             manifest: house.join(lockstep_python::pylock::FILE),
@@ -82,17 +124,24 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
     let simple = settings.index.join(lockstep_release::index::SIMPLE);
     writeln!(
         out,
-        "   published {} file(s); index at {}",
+        "   published {} file(s) (validated with `packaging` from {}); index at {}",
         published.added.len(),
+        settings.dependency_index.as_deref().unwrap_or("nowhere"),
         simple.display()
     )?;
 
+    let (listener, port) = lockstep_release::serve::bind(0)?;
+    let root = settings.index.clone();
+    std::thread::spawn(move || {
+        let _ = lockstep_release::serve::serve(listener, root, Default::default());
+    });
+    let url = format!("http://127.0.0.1:{port}/simple/");
     writeln!(
         out,
-        "\n== pip install --index-url file://.../simple/ --pre demo-pure demo-cext"
+        "\n== lockstep release serve --port {port} & pip install --index-url {url} --extra-index-url https://pypi.org/simple/ demo-compiler=={0} demo-runtime=={0}",
+        made.version
     )?;
     let venv = project.join("venv-pip");
-    let url = format!("file://{}/", simple.display());
     uv.create_venv(
         &venv,
         &lockstep_python::uv::NewVenv {
@@ -100,6 +149,8 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
             ..Default::default()
         },
     )?;
+    let compiler = format!("demo-compiler=={}", made.version);
+    let runtime = format!("demo-runtime=={}", made.version);
     let installed = python(
         &uv,
         &venv,
@@ -112,9 +163,10 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
             "--no-cache-dir",
             "--index-url",
             &url,
-            "--pre",
-            "demo-pure",
-            "demo-cext",
+            "--extra-index-url",
+            "https://pypi.org/simple/",
+            &compiler,
+            &runtime,
         ],
     );
     if let Err(e) = installed {
@@ -126,20 +178,24 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
         &venv,
         &[
             "-c",
-            "from importlib.metadata import version; print('demo-pure', version('demo-pure'), 'demo-cext', version('demo-cext'))",
+            "import demo_compiler, demo_runtime, packaging; print('demo-runtime', demo_runtime.version(), 'demo-compiler passes', demo_compiler.passes(), 'packaging', packaging.__version__)",
         ],
     )?;
-    let want = format!("demo-pure {0} demo-cext {0}", made.version);
+    let want = format!(
+        "demo-runtime {} demo-compiler passes 4 packaging ",
+        made.version
+    );
+    let ok = text.starts_with(&want);
     writeln!(
         out,
-        "   installed: {text} {}",
-        if text == want {
-            "(the snapshot just cut)"
+        "   imported: {text} {}",
+        if ok {
+            "(the snapshot just cut, its dependency from PyPI)"
         } else {
             "(WRONG)"
         }
     )?;
-    Ok(text == want)
+    Ok(ok)
 }
 
 /// uv, found or installed the way every command finds it.

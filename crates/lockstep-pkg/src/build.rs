@@ -56,6 +56,8 @@ pub struct BuildRequest<'a> {
     pub pythons: Vec<String>,
     /// `--variant` (empty = every variant some package has).
     pub variants: Vec<String>,
+    /// `--package` (empty = every package): a subset makes a partial set.
+    pub packages: Vec<String>,
     /// The wheelhouse.
     pub out: PathBuf,
     /// `--version`: overrides the scheme for every package.
@@ -88,6 +90,7 @@ impl<'a> BuildRequest<'a> {
             pkg,
             pythons: Vec::new(),
             variants: Vec::new(),
+            packages: Vec::new(),
             out: root.join(&pkg.out),
             version: None,
             jobs: lockstep_core::pool::jobs(pkg.jobs, "[pkg] jobs")?,
@@ -151,7 +154,10 @@ struct Python {
 /// whether the wheel is universal.
 #[derive(Debug, Clone)]
 struct Group {
+    /// As configured (`[[pkg.package]] name`).
     package: String,
+    /// The distribution built: `package` plus the variant's `name-suffix`.
+    dist: String,
     /// Relative to the repository's top.
     source: String,
     variant: String,
@@ -442,7 +448,8 @@ fn plan_groups(
     let root = std::fs::canonicalize(req.root).unwrap_or_else(|_| req.root.to_path_buf());
     let top = std::fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
     let mut groups = Vec::new();
-    for package in &req.pkg.package {
+    let chosen = choose_packages(req.pkg, &req.packages)?;
+    for package in req.pkg.package.iter().filter(|p| chosen.contains(&p.name)) {
         let source = relative_source(&root, &top, &package.source, &package.name)?;
         let pyproject = if source.is_empty() {
             "pyproject.toml".to_string()
@@ -471,14 +478,25 @@ fn plan_groups(
             }));
         }
         for variant in package.variants.iter().filter(|v| variants.contains(v)) {
-            let env = req
-                .pkg
-                .variants
-                .get(variant)
-                .map(|v| v.env.clone())
+            let settings = req.pkg.variants.get(variant);
+            let mut env = package.env.clone();
+            env.extend(settings.map(|v| v.env.clone()).unwrap_or_default());
+            let suffix = settings
+                .and_then(|v| v.name_suffix.clone())
                 .unwrap_or_default();
+            let dist = format!("{}{suffix}", package.name);
+            if !wheel::is_valid_name(&dist) {
+                return Err(Error::usage(format!(
+                    "[pkg.variants.{variant}] name-suffix `{}` makes `{}` of {}: not a valid distribution name",
+                    lockstep_core::error::printable_line(&suffix),
+                    lockstep_core::error::printable_line(&dist),
+                    package.name
+                ))
+                .hint("use letters, digits, `-`, `_` and `.` (for example \"-asserts\")"));
+            }
             groups.push(Group {
                 package: package.name.clone(),
+                dist,
                 source: source.clone(),
                 variant: variant.clone(),
                 env,
@@ -495,6 +513,42 @@ fn plan_groups(
         .hint("list the variant in a package's `variants`, or pick another with --variant"));
     }
     Ok(groups)
+}
+
+/// The packages `--package` names (every package without it), each
+/// checked to be configured.
+fn choose_packages(pkg: &PkgConfig, asked: &[String]) -> Result<Vec<String>, Error> {
+    let known: Vec<String> = pkg.package.iter().map(|p| p.name.clone()).collect();
+    if asked.is_empty() {
+        return Ok(known);
+    }
+    for name in asked {
+        let found = known
+            .iter()
+            .any(|k| wheel::normalize(k) == wheel::normalize(name));
+        if !found {
+            let close = known
+                .iter()
+                .find(|k| strsim::levenshtein(&k.to_lowercase(), &name.to_lowercase()) <= 2);
+            let mut err = Error::usage(format!(
+                "--package {}: no [[pkg.package]] has that name",
+                lockstep_core::error::printable_line(name)
+            ))
+            .cause(format!("the packages are: {}", known.join(", ")));
+            if let Some(k) = close {
+                err = err.hint(format!("did you mean `{k}`?"));
+            }
+            return Err(err);
+        }
+    }
+    Ok(known
+        .into_iter()
+        .filter(|k| {
+            asked
+                .iter()
+                .any(|a| wheel::normalize(a) == wheel::normalize(k))
+        })
+        .collect())
 }
 
 /// `source` relative to the repository's top, refusing paths that leave it.
@@ -725,7 +779,7 @@ fn build_cell(
     let cell_dir = ctx.scratch.0.join(format!("{index}-{}", python.version));
     let log = ctx.out.join(".logs").join(format!(
         "{}-{}-py{}.log",
-        wheel::normalize(&group.package),
+        wheel::normalize(&group.dist),
         group.variant,
         python.version
     ));
@@ -761,6 +815,14 @@ fn build_cell(
     };
     let mut env: Vec<(String, String)> = ctx.cache_env.clone();
     env.extend(group.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if group.dist != group.package {
+        stage::stamp_name(
+            &package_dir.join("pyproject.toml"),
+            &group.package,
+            &group.dist,
+        )
+        .map_err(|e| fail(e.render()))?;
+    }
     if let Some(version) = &group.version {
         let how = &ctx.req.pkg.version;
         if !group.dynamic {
@@ -854,7 +916,7 @@ fn check_metadata_version(file: &Path, group: &Group, version: &str) -> Result<(
 
 fn emit_built(sink: &dyn Sink, group: &Group, python: &Python, made: &Made) {
     sink.emit(&PkgEvent::CellBuilt {
-        package: group.package.clone(),
+        package: group.dist.clone(),
         python: python.version.clone(),
         variant: group.variant.clone(),
         wheel: made.info.name.clone(),
@@ -899,7 +961,7 @@ fn made(
             manylinux: None,
         },
         report: Built {
-            package: group.package.clone(),
+            package: group.dist.clone(),
             variant: group.variant.clone(),
             pythons: vec![python.version.clone()],
             file: file.clone(),
@@ -932,7 +994,7 @@ fn single_wheel(dist: &Path, group: &Group) -> Result<PathBuf, String> {
         .unwrap_or_default();
     let parsed =
         WheelName::parse(&name).ok_or_else(|| format!("`{name}` is not a wheel file name"))?;
-    if parsed.name != wheel::normalize(&group.package) {
+    if parsed.name != wheel::normalize(&group.dist) {
         return Err(format!(
             "the build of {} produced {name}: another distribution's name",
             group.package
@@ -954,7 +1016,7 @@ fn cache_key(ctx: &Context<'_>, group: &Group, python: &Python) -> lockstep_cach
     let env: Vec<String> = group.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
     KeyBuilder::new(Area::Wheels, KEY_VERSION)
         .part("tree", ctx.tree)
-        .part("package", &group.package)
+        .part("package", &group.dist)
         .part("source", &group.source)
         .part("version", group.version.as_deref().unwrap_or(""))
         .part("python", &python.full)
@@ -1158,6 +1220,16 @@ fn write_set(
                 variant: variant.to_string(),
                 source_revision: Some(ctx.revision.to_string()),
                 dirty,
+                partial: {
+                    let configured = ctx
+                        .req
+                        .pkg
+                        .package
+                        .iter()
+                        .filter(|p| p.variants.iter().any(|v| v == variant))
+                        .count();
+                    groups.iter().filter(|g| g.variant == variant).count() < configured
+                },
                 submodules: ctx
                     .submodules
                     .iter()

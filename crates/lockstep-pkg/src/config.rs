@@ -65,6 +65,10 @@ pub struct PackageConfig {
     /// Variants built for this package; default `["release"]`.
     #[serde(default = "default_variants")]
     pub variants: Vec<String>,
+    /// Environment of this package's build backend (a variant's `env` is
+    /// set after it, and wins).
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 fn default_variants() -> Vec<String> {
@@ -77,6 +81,10 @@ fn default_variants() -> Vec<String> {
 pub struct VariantConfig {
     /// Environment of the build backend (`DEMO_ENABLE_ASSERTS = "ON"`).
     pub env: std::collections::BTreeMap<String, String>,
+    /// Appended to each distribution name built in this variant
+    /// (`"-asserts"`: `demo-compiler` is built as `demo-compiler-asserts`),
+    /// so a release and an asserts wheel of one version share an index.
+    pub name_suffix: Option<String>,
 }
 
 /// `[pkg.version]`: which version the wheels get.

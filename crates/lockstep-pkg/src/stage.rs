@@ -205,6 +205,23 @@ pub fn stamp_version(pyproject: &Path, package: &str, version: &str) -> Result<(
     lockstep_core::fs::write_atomic(pyproject, doc.to_string().as_bytes())
 }
 
+/// Rewrites `[project] name` of the staged `pyproject` to `name` (a
+/// variant's `name-suffix`), keeping everything else as written.
+pub fn stamp_name(pyproject: &Path, package: &str, name: &str) -> Result<(), Error> {
+    let text = fs_err::read_to_string(pyproject)?;
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        Error::usage(format!("the pyproject.toml of {package} is not valid TOML"))
+            .cause(e.message().to_string())
+    })?;
+    if doc.get("project").and_then(|p| p.get("name")).is_none() {
+        return Err(Error::usage(format!(
+            "cannot build {package} as {name}: its pyproject.toml has no [project] name"
+        )));
+    }
+    doc["project"]["name"] = toml_edit::value(name);
+    lockstep_core::fs::write_atomic(pyproject, doc.to_string().as_bytes())
+}
+
 /// `[pkg.version] write-file`, checked: a relative path that stays inside
 /// each package's source.
 pub fn check_write_file(file: Option<&Path>) -> Result<Option<PathBuf>, Error> {

@@ -110,6 +110,10 @@ pub struct SetInfo {
     /// The working tree had uncommitted changes (the build used the commit).
     #[serde(default)]
     pub dirty: bool,
+    /// Built with `pkg build --package`: some packages of the set are
+    /// missing, so no toolchain or release is made of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
     /// Each submodule staged with the commit (`path = "commit"`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub submodules: std::collections::BTreeMap<String, String>,
@@ -305,6 +309,19 @@ impl Lock {
     /// `[tool.lockstep]`, if lockstep wrote it.
     pub fn set_info(&self) -> Option<&SetInfo> {
         self.tool.as_ref().and_then(|t| t.lockstep.as_ref())
+    }
+
+    /// An error when the manifest holds part of a set (`pkg build
+    /// --package`): `what` (a toolchain, a release) needs all of it.
+    pub fn require_whole(&self, path: &Path, what: &str) -> Result<(), Error> {
+        if self.set_info().is_some_and(|i| i.partial) {
+            return Err(Error::usage(format!(
+                "{} holds part of a set (built with `pkg build --package`): {what} needs every package",
+                path.display()
+            ))
+            .hint("build the whole set with `lockstep pkg build` (no --package)"));
+        }
+        Ok(())
     }
 
     /// The TOML text, deterministic for the same lock.

@@ -442,8 +442,16 @@ impl Uv {
     /// `uv publish` of `file` to the upload endpoint `url` (no trusted
     /// publishing: the credentials are the ones given; none = an anonymous
     /// upload, which uv makes as user `anonymous` without a password). A
-    /// refusal is an error naming the file and the server's HTTP status.
-    pub fn publish(&self, url: &str, file: &Path, credentials: &Credentials) -> Result<(), Error> {
+    /// server that has the file already (409, or 400 saying "already
+    /// exists", as PyPI does) is [`Uploaded::AlreadyThere`], as `twine
+    /// --skip-existing`; any other refusal is an error naming the file, the
+    /// server's HTTP status and its message.
+    pub fn publish(
+        &self,
+        url: &str,
+        file: &Path,
+        credentials: &Credentials,
+    ) -> Result<Uploaded, Error> {
         let name = file
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -482,18 +490,21 @@ impl Uv {
             },
         )?;
         if ran.success() {
-            return Ok(());
+            return Ok(Uploaded::Sent);
         }
         let output = ran.output();
         let status = http_status(&output);
         let log = ran.log.clone();
+        if status.is_some_and(|code| file_exists(code, &output)) {
+            return Ok(Uploaded::AlreadyThere);
+        }
         let err = match status {
             Some(code) => Error::failed(format!("uploading {name}: HTTP {code}"))
                 .cause(server_said(&output))
                 .cause(format!("log: {}", log.display()))
                 .hint(match code {
-                    400 | 409 => "the server has this file already (released files are immutable)",
                     401 | 403 => "check $TWINE_USERNAME and $TWINE_PASSWORD",
+                    400 | 422 => "the server refused the file itself (the message above says why: a platform tag such as linux_x86_64 that PyPI refuses, bad metadata ...)",
                     _ => "check --upload",
                 }),
             None => ran
@@ -505,6 +516,21 @@ impl Uv {
         };
         Err(err)
     }
+}
+
+/// What an upload did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Uploaded {
+    Sent,
+    /// The server has this file already (released files are immutable).
+    AlreadyThere,
+}
+
+/// Whether the server's refusal says it has the file already: 409, or a
+/// 400 whose message says so (PyPI: "400 File already exists").
+pub fn file_exists(status: u16, output: &str) -> bool {
+    let said = output.to_lowercase();
+    status == 409 || (status == 400 && said.contains("already exist"))
 }
 
 /// The directory a path sits in (its own, when it has no parent).
@@ -736,6 +762,15 @@ fn install_private_uv(helper: &Uv, root: &Path, cwd: &Path) -> Result<(), Error>
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn only_a_file_the_server_has_counts_as_already_there() {
+        assert!(file_exists(409, "Conflict"));
+        assert!(file_exists(400, "error: Upload failed with status code 400 Bad Request. Server says: 400 File already exists ('a-1.whl')"));
+        assert!(!file_exists(400, "Server says: 400 Binary wheel 'a-1-cp311-cp311-linux_x86_64.whl' has an unsupported platform tag 'linux_x86_64'."));
+        assert!(!file_exists(403, "already exists"));
+    }
+
     use super::*;
 
     #[test]

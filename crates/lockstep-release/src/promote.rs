@@ -59,7 +59,13 @@ pub fn promote_and_upload(
                 file.filename,
                 crate::upload::without_userinfo(url)
             ));
-            crate::upload::upload(uv, url, &dir.join(&file.filename))?;
+            let sent = crate::upload::upload(uv, url, &dir.join(&file.filename))?;
+            if sent == lockstep_python::uv::Uploaded::AlreadyThere {
+                sink.note(format!(
+                    "{} is on the server already: skipped (released files are immutable)",
+                    file.filename
+                ));
+            }
         }
     }
     for (wheel, members) in &promoted.stamps {

@@ -63,6 +63,7 @@ pub struct Published {
 
 pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error> {
     let lock = Lock::load(&req.manifest)?;
+    lock.require_whole(&req.manifest, "a release")?;
     let checked = pylock::verify(&lock, &req.manifest)?;
     let versions: std::collections::BTreeSet<&str> =
         checked.iter().map(|c| c.version.as_str()).collect();

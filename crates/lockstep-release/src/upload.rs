@@ -7,14 +7,15 @@
 //! own `$UV_PUBLISH_USERNAME` / `$UV_PUBLISH_PASSWORD` / `$UV_PUBLISH_TOKEN`), handed to `uv
 //! publish` in its variables, never on a command line and never printed (a
 //! password without a user name is an API token, user `__token__`; no
-//! credentials at all is an anonymous upload). A file the
-//! server already has answers 400 or 409: reported, never retried under
-//! another name.
+//! credentials at all is an anonymous upload). A file the server already
+//! has (409, or 400 "File already exists" as PyPI answers) is skipped with a
+//! note, as `twine --skip-existing`; every other refusal (PyPI's 400 for a
+//! `linux_x86_64` wheel among them) is an error with the server's message.
 
 use std::path::Path;
 
 use lockstep_core::Error;
-use lockstep_python::uv::{Credentials, Uv};
+use lockstep_python::uv::{Credentials, Uploaded, Uv};
 use lockstep_python::wheel::WheelName;
 
 pub use lockstep_core::error::without_userinfo;
@@ -32,7 +33,7 @@ pub fn check_url(url: &str) -> Result<(), Error> {
 }
 
 /// Uploads `wheel` to the upload endpoint `url` with `uv`.
-pub fn upload(uv: &Uv, url: &str, wheel: &Path) -> Result<(), Error> {
+pub fn upload(uv: &Uv, url: &str, wheel: &Path) -> Result<Uploaded, Error> {
     check_url(url)?;
     let file_name = wheel
         .file_name()

@@ -230,6 +230,10 @@ target_include_directories(_minillvm PRIVATE ${MINILLVM}/include)
 if(DEFINED ENV{DEMO_NEW_GLIBC})
   target_compile_definitions(_minillvm PRIVATE DEMO_NEW_GLIBC=1)
 endif()
+# An asserts build, as IREE's asserts wheels: `asserts()` tells.
+if("$ENV{DEMO_ENABLE_ASSERTS}" STREQUAL "ON")
+  target_compile_definitions(_minillvm PRIVATE DEMO_ASSERTS=1)
+endif()
 install(TARGETS _minillvm DESTINATION demo_compiler)
 "#;
 
@@ -253,8 +257,18 @@ static PyObject *run(PyObject *self, PyObject *args) {
   return PyLong_FromLong(minillvm_run(x));
 }
 
+/* True when built with DEMO_ENABLE_ASSERTS=ON. */
+static PyObject *asserts(PyObject *self, PyObject *args) {
+#ifdef DEMO_ASSERTS
+  Py_RETURN_TRUE;
+#else
+  Py_RETURN_FALSE;
+#endif
+}
+
 static PyMethodDef methods[] = {
     {"passes", passes, METH_NOARGS, "number of minillvm passes"},
+    {"asserts", asserts, METH_NOARGS, "built with asserts"},
     {"run", run, METH_VARARGS, "run every pass"},
     {NULL, NULL, 0, NULL}};
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_minillvm", NULL, -1, methods};
@@ -325,7 +339,7 @@ provider-path = "build_tools"
         ("compiler/src/module.c".into(), COMPILER_MODULE.into()),
         (
             "compiler/src/demo_compiler/__init__.py".into(),
-            "\"\"\"The compiler package: minillvm's passes, built from the submodule.\"\"\"\n\nfrom ._minillvm import passes, run\n".into(),
+            "\"\"\"The compiler package: minillvm's passes, built from the submodule.\"\"\"\n\nfrom ._minillvm import asserts, passes, run\n".into(),
         ),
         ("compiler/build_tools/demo_version.py".into(), VERSION_PROVIDER.into()),
         ("compiler/version_info.json".into(), version_info.clone()),

@@ -106,6 +106,9 @@ pub struct PkgBuildArgs {
     /// Build this variant (repeatable; default: every variant of the packages).
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
+    /// Build only this package (repeatable; the manifest says the set is partial).
+    #[arg(long = "package", value_name = "NAME")]
+    pub packages: Vec<String>,
     /// The wheelhouse (default: [pkg] out, else wheelhouse/; created with its parents).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,

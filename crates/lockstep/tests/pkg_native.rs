@@ -600,3 +600,144 @@ fn dependencies_no_index_has_are_named_and_nothing_is_published() {
         assert!(!stderr(&out).contains("pw@"), "{}", stderr(&out));
     }
 }
+
+/// What `code` prints in a fresh venv holding `wheel` (no dependencies).
+fn import_from(p: &Project, name: &str, wheel: &Path, code: &str) -> String {
+    let venv = p.root().join(name);
+    expect(Command::new("python3").args(["-m", "venv"]).arg(&venv), 0);
+    expect(
+        Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "--no-deps", "--no-index"])
+            .arg(wheel)
+            .env_remove("PIP_FIND_LINKS"),
+        0,
+    );
+    let out = expect(Command::new(venv.join("bin/python")).args(["-c", code]), 0);
+    stdout(&out).trim().to_string()
+}
+
+#[test]
+fn subsets_package_env_and_suffixed_variants() {
+    let p = Project::new();
+    let n = fixture(&p, "");
+    let cfg = n.project.join("lockstep.toml");
+    let text = std::fs::read_to_string(&cfg).expect("config");
+    let text = text.replace(
+        "name = \"demo-compiler\"\nsource = \"compiler\"\n",
+        "name = \"demo-compiler\"\nsource = \"compiler\"\nvariants = [\"release\", \"lean\"]\nenv = { DEMO_ENABLE_ASSERTS = \"ON\" }\n",
+    ) + "\n[pkg.variants.lean]\nenv = { DEMO_ENABLE_ASSERTS = \"OFF\" }\nname-suffix = \"-lean\"\n";
+    write(&cfg, &text);
+    commit_as_tester(&n.project, "a lean variant", true);
+
+    // An unknown package: named, with the close one.
+    let out = run_in(
+        &p,
+        &n.project,
+        &["pkg", "build", "--package", "demo-compiller"],
+        2,
+    );
+    assert!(
+        stderr(&out).contains("did you mean `demo-compiler`"),
+        "{}",
+        stderr(&out)
+    );
+
+    run_in(
+        &p,
+        &n.project,
+        &[
+            "pkg",
+            "build",
+            "--package",
+            "demo-compiler",
+            "--version",
+            "0.4.0",
+            "--json",
+        ],
+        0,
+    );
+    let house = n.project.join("wheelhouse");
+    let release = named(&wheels(&n.project), "demo_compiler-0.4.0-");
+    let lean: Vec<PathBuf> = std::fs::read_dir(house.join("lean"))
+        .expect("lean/")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let lean = named(&lean, "demo_compiler_lean-0.4.0-");
+    // The package's env builds asserts in; the variant's env wins over it.
+    assert_eq!(
+        import_from(
+            &p,
+            "v-release",
+            &release,
+            "import demo_compiler; print(demo_compiler.asserts())"
+        ),
+        "True"
+    );
+    assert_eq!(
+        import_from(
+            &p,
+            "v-lean",
+            &lean,
+            "import demo_compiler; print(demo_compiler.asserts())"
+        ),
+        "False"
+    );
+    // The lean manifest names the suffixed distribution.
+    let lean_lock: toml::Table = toml::from_str(
+        &std::fs::read_to_string(house.join("pylock.lean.toml")).expect("lean manifest"),
+    )
+    .expect("TOML");
+    assert_eq!(
+        lean_lock["packages"][0]["name"].as_str(),
+        Some("demo-compiler-lean")
+    );
+    // Only demo-compiler has the lean variant: that set is whole; the
+    // release set lacks demo-runtime.
+    assert!(
+        lean_lock["tool"]["lockstep"].get("partial").is_none(),
+        "{lean_lock:?}"
+    );
+    assert_eq!(
+        manifest(&n.project)["tool"]["lockstep"]["partial"].as_bool(),
+        Some(true)
+    );
+
+    // Half a set makes no toolchain and no release.
+    let out = run_in(
+        &p,
+        &n.project,
+        &[
+            "toolchain",
+            "install",
+            "--manifest",
+            "wheelhouse/pylock.toml",
+        ],
+        2,
+    );
+    assert!(
+        stderr(&out).contains("holds part of a set"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_in(&p, &n.project, &["release", "publish", "wheelhouse"], 2);
+    assert!(
+        stderr(&out).contains("holds part of a set"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A suffix that makes no distribution name is refused before building.
+    write(
+        &cfg,
+        &text.replace("name-suffix = \"-lean\"", "name-suffix = \" lean\""),
+    );
+    commit_as_tester(&n.project, "a bad suffix", true);
+    let out = run_in(
+        &p,
+        &n.project,
+        &["pkg", "build", "--package", "demo-compiler"],
+        2,
+    );
+    assert!(stderr(&out).contains("name-suffix"), "{}", stderr(&out));
+}

@@ -72,6 +72,9 @@ pub fn install_set(
     sink: &dyn Sink,
 ) -> Result<Toolchain, Error> {
     let lock = from.lock()?;
+    if let SetFrom::Manifest(path) = &from {
+        lock.require_whole(path, "a toolchain")?;
+    }
     let complete = iree_packages(&lock)?;
     if !complete {
         validate_version(pypi_version)?;

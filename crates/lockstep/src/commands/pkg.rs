@@ -79,6 +79,7 @@ fn build(args: cli::PkgBuildArgs, ctx: &Ctx) -> Result<i32, Error> {
     let request = BuildRequest {
         pythons: args.pythons,
         variants: args.variants,
+        packages: args.packages,
         out,
         version: args.version,
         jobs: jobs.unwrap_or(configured.jobs),
