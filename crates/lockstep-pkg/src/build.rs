@@ -1137,6 +1137,34 @@ fn log_tail(log: &Path, n: usize) -> String {
         .join("\n")
 }
 
+/// The file in each wheel's `.dist-info` saying what it was built from.
+pub const BUILD_INFO: &str = "lockstep_build.json";
+
+/// [`BUILD_INFO`]'s text: the source commit, whether the tree was dirty,
+/// the variant, each submodule's commit and the upstream pin.
+fn build_info(
+    ctx: &Context<'_>,
+    variant: &str,
+    dirty: bool,
+    pin: Option<&str>,
+) -> Result<Vec<u8>, Error> {
+    let submodules: BTreeMap<&str, &str> = ctx
+        .submodules
+        .iter()
+        .map(|s| (s.path.as_str(), s.commit.as_str()))
+        .collect();
+    let info = serde_json::json!({
+        "source-revision": ctx.revision,
+        "dirty": dirty,
+        "variant": variant,
+        "submodules": submodules,
+        "upstream-revision": pin,
+        "built-by": format!("lockstep {}", env!("CARGO_PKG_VERSION")),
+    });
+    serde_json::to_vec_pretty(&info)
+        .map_err(|e| Error::failed("cannot encode the build info").cause(e.to_string()))
+}
+
 /// Moves the wheels into the wheelhouse and writes one manifest per variant.
 fn write_set(
     ctx: &Context<'_>,
@@ -1162,7 +1190,18 @@ fn write_set(
         let mut count = 0;
         for made in built.iter_mut().filter(|m| m.report.variant == variant) {
             let dest = dir.join(&made.info.name);
-            std::fs::rename(&made.staged, &dest).map_err(|e| {
+            // What the wheel was built from goes inside it (added here, not
+            // kept in the cache: a cached wheel serves every commit of its tree).
+            let stamped = made
+                .staged
+                .with_file_name(format!(".with-build-info-{}", made.info.name));
+            wheel::add_dist_info_file(
+                &made.staged,
+                &stamped,
+                BUILD_INFO,
+                &build_info(ctx, variant, dirty, pin)?,
+            )?;
+            std::fs::rename(&stamped, &dest).map_err(|e| {
                 Error::failed(format!(
                     "cannot move {} into {}",
                     made.info.name,

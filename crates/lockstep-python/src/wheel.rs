@@ -152,6 +152,90 @@ pub fn metadata_version(wheel: &std::path::Path, max_bytes: u64) -> Result<Strin
         .ok_or_else(|| format!("the METADATA of {} has no Version", wheel.display()))
 }
 
+/// A copy of `wheel` at `out` with `file` added to its `.dist-info`
+/// directory holding `bytes` and listed in RECORD (a member of that name
+/// already there is replaced). Every other member is copied as it is
+/// (compressed bytes, times, modes), so its RECORD line stays true; the new
+/// member gets a fixed time, so the same inputs give the same bytes.
+pub fn add_dist_info_file(
+    wheel: &std::path::Path,
+    out: &std::path::Path,
+    file: &str,
+    bytes: &[u8],
+) -> Result<(), Error> {
+    use base64::Engine;
+    use sha2::Digest;
+    use std::io::{Read, Write};
+    let name = wheel.display().to_string();
+    let zip_err = |e: zip::result::ZipError| {
+        Error::failed(format!("cannot rewrite {name}")).cause(e.to_string())
+    };
+    let reader = fs_err::File::open(wheel)?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(reader)).map_err(zip_err)?;
+    let members = lockstep_core::archive::members(&mut archive, wheel, "the wheel", "rebuild it")?;
+    let record = members
+        .iter()
+        .find(|m| {
+            let parts: Vec<_> = m.path.components().collect();
+            parts.len() == 2
+                && parts[0]
+                    .as_os_str()
+                    .to_string_lossy()
+                    .ends_with(".dist-info")
+                && parts[1].as_os_str() == "RECORD"
+        })
+        .ok_or_else(|| Error::failed(format!("{name} has no .dist-info/RECORD")))?;
+    let record_path = record.path.to_string_lossy().replace('\\', "/");
+    let dist_info = record_path.trim_end_matches("RECORD").to_string();
+    let added = format!("{dist_info}{file}");
+    let mut record_text = String::new();
+    archive
+        .by_index(record.index)
+        .map_err(zip_err)?
+        .take(64 << 20)
+        .read_to_string(&mut record_text)
+        .map_err(|e| {
+            Error::failed(format!("cannot read the RECORD of {name}")).cause(e.to_string())
+        })?;
+    let writer_file = fs_err::File::create(out)?;
+    let mut writer = zip::ZipWriter::new(std::io::BufWriter::new(writer_file));
+    for m in &members {
+        let path = m.path.to_string_lossy().replace('\\', "/");
+        if path == record_path || path == added {
+            continue;
+        }
+        let raw = archive.by_index_raw(m.index).map_err(zip_err)?;
+        writer.raw_copy_file(raw).map_err(zip_err)?;
+    }
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .last_modified_time(zip::DateTime::default())
+        .unix_permissions(0o644);
+    writer.start_file(added.clone(), options).map_err(zip_err)?;
+    writer
+        .write_all(bytes)
+        .map_err(|e| Error::failed(format!("cannot write {out:?}")).cause(e.to_string()))?;
+    let digest =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(bytes));
+    let mut lines: Vec<&str> = record_text
+        .lines()
+        .filter(|l| {
+            let path = l.split(',').next().unwrap_or_default().trim_matches('"');
+            !l.trim().is_empty() && path != record_path && path != added
+        })
+        .collect();
+    let ours = format!("{added},sha256={digest},{}", bytes.len());
+    lines.push(&ours);
+    let mut text = lines.join("\n");
+    text.push_str(&format!("\n{record_path},,\n"));
+    writer.start_file(record_path, options).map_err(zip_err)?;
+    writer
+        .write_all(text.as_bytes())
+        .map_err(|e| Error::failed(format!("cannot write {out:?}")).cause(e.to_string()))?;
+    writer.finish().map_err(zip_err)?;
+    Ok(())
+}
+
 /// Whether a wheel's Python tag can run on CPython `major.minor` (`3.11`):
 /// `py3`, `py311`, `cp311`, and `cp3X` with the stable ABI (`abi3`) for
 /// X <= minor.
@@ -187,6 +271,65 @@ pub fn fits_python(wheel: &WheelName, python: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    fn tiny_wheel(path: &std::path::Path) {
+        use std::io::Write;
+        let file = std::fs::File::create(path).expect("create");
+        let mut zip = zip::ZipWriter::new(file);
+        let options = zip::write::SimpleFileOptions::default();
+        for (name, text) in [
+            ("a/__init__.py", "X = 1\n"),
+            ("a-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: a\nVersion: 1.0\n"),
+            ("a-1.0.dist-info/RECORD", "a/__init__.py,sha256=abc,6\na-1.0.dist-info/METADATA,sha256=def,44\na-1.0.dist-info/RECORD,,\n"),
+        ] {
+            zip.start_file(name, options).expect("start");
+            zip.write_all(text.as_bytes()).expect("write");
+        }
+        zip.finish().expect("finish");
+    }
+
+    #[test]
+    fn a_dist_info_file_is_added_and_recorded_deterministically() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let wheel = dir.path().join("a-1.0-py3-none-any.whl");
+        tiny_wheel(&wheel);
+        let (one, two, three) = (
+            dir.path().join("1.whl"),
+            dir.path().join("2.whl"),
+            dir.path().join("3.whl"),
+        );
+        add_dist_info_file(&wheel, &one, "lockstep_build.json", b"{}").expect("added");
+        add_dist_info_file(&wheel, &two, "lockstep_build.json", b"{}").expect("added again");
+        assert_eq!(
+            std::fs::read(&one).expect("1"),
+            std::fs::read(&two).expect("2")
+        );
+        // Replacing it keeps one member and one RECORD line.
+        add_dist_info_file(&one, &three, "lockstep_build.json", b"{\"a\":1}").expect("replaced");
+        let mut zip =
+            zip::ZipArchive::new(std::fs::File::open(&three).expect("open")).expect("zip");
+        let mut record = String::new();
+        zip.by_name("a-1.0.dist-info/RECORD")
+            .expect("RECORD")
+            .read_to_string(&mut record)
+            .expect("read");
+        let ours: Vec<&str> = record
+            .lines()
+            .filter(|l| l.contains("lockstep_build.json"))
+            .collect();
+        assert_eq!(ours, vec!["a-1.0.dist-info/lockstep_build.json,sha256=AVq9f1zFei3ZS3WQ8ErYCEJzkF7jPsXOvq5iJ2qX-GI,7"], "{record}");
+        assert!(record.ends_with("a-1.0.dist-info/RECORD,,\n"), "{record}");
+        assert!(record.contains("a/__init__.py,sha256=abc,6"), "{record}");
+        let mut text = String::new();
+        zip.by_name("a-1.0.dist-info/lockstep_build.json")
+            .expect("added")
+            .read_to_string(&mut text)
+            .expect("read");
+        assert_eq!(text, "{\"a\":1}");
+        assert_eq!(zip.len(), 4);
+    }
+
     use super::*;
 
     #[test]

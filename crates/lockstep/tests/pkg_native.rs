@@ -141,6 +141,26 @@ fn an_iree_shaped_project_builds_with_its_submodule_repaired_and_cached() {
         0,
     );
     assert!(stdout(&out).starts_with("4 "), "{}", stdout(&out));
+    // The wheel says what it was built from.
+    let out = expect(
+        Command::new(venv.join("bin/python")).args([
+            "-c",
+            "from importlib.metadata import distribution; print(distribution('demo-compiler').read_text('lockstep_build.json'))",
+        ]),
+        0,
+    );
+    let info: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("build info JSON");
+    let head = git(&n.project, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(
+        info["source-revision"].as_str(),
+        Some(head.as_str()),
+        "{info}"
+    );
+    assert_eq!(
+        info["submodules"]["third_party/minillvm"].as_str(),
+        Some(sub_head.as_str()),
+        "{info}"
+    );
 
     // A new upstream commit through the submodule: the wheel is rebuilt
     // (the key holds the submodule's commit) and the compiler cache serves
