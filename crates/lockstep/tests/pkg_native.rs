@@ -181,8 +181,17 @@ fn an_iree_shaped_project_builds_with_its_submodule_repaired_and_cached() {
         Some(new_head.as_str())
     );
 
-    // `cache info` shows the compiler area; `cache prune` empties it.
-    let out = run_in(&p, &n.project, &["cache", "info", "--json"], 0);
+    // `cache info` shows the compiler area; `cache prune` empties it (with
+    // the test's own toolchains directory: the shared IREE toolchain other
+    // tests run is never pruned).
+    let own = p.root().join("toolchains");
+    let cache_cmd = |args: &[&str], code: i32| {
+        expect(
+            p.cmd_in(&n.project, args).env("LOCKSTEP_TOOLCHAINS", &own),
+            code,
+        )
+    };
+    let out = cache_cmd(&["cache", "info", "--json"], 0);
     let info: serde_json::Value = serde_json::from_slice(&out.stdout).expect("info JSON");
     let area = info["areas"]
         .as_array()
@@ -192,8 +201,8 @@ fn an_iree_shaped_project_builds_with_its_submodule_repaired_and_cached() {
         .expect("compiler area")
         .clone();
     assert!(area["entries"].as_u64().expect("entries") > 0, "{area}");
-    run_in(&p, &n.project, &["cache", "prune", "--max-size", "0"], 0);
-    let out = run_in(&p, &n.project, &["cache", "info", "--json"], 0);
+    cache_cmd(&["cache", "prune", "--max-size", "0"], 0);
+    let out = cache_cmd(&["cache", "info", "--json"], 0);
     let info: serde_json::Value = serde_json::from_slice(&out.stdout).expect("info JSON");
     let entries = info["areas"]
         .as_array()
