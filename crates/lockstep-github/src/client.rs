@@ -186,10 +186,21 @@ impl Client {
     /// A GET of `path` with the API's headers and the token. Redirects are
     /// followed on the API's origin only, with the token: a renamed or
     /// transferred repository answers 301 to its new URL on the same host.
-    fn api_request(&self, path: &str) -> Request<'_> {
-        let mut request = self
-            .http
-            .get(&self.endpoint(path))
+    pub(crate) fn api_request(&self, path: &str) -> Request<'_> {
+        self.authorised(self.http.get(&self.endpoint(path)))
+    }
+
+    /// A POST of `path` with the API's headers and the token (never
+    /// retried but for a 429: a repeat could create twice).
+    pub(crate) fn api_post(&self, path: &str) -> Request<'_> {
+        self.authorised(self.http.post(&self.endpoint(path)))
+            .retry(lockstep_http::RetryOn::RateLimitOnly)
+    }
+
+    /// `request` with the API's headers and the token; redirects on the
+    /// same origin only.
+    pub(crate) fn authorised<'a>(&'a self, request: Request<'a>) -> Request<'a> {
+        let mut request = request
             .header("Accept", "application/vnd.github+json")
             .header("X-GitHub-Api-Version", "2022-11-28")
             .redirects(Redirects::SameOrigin);
@@ -197,6 +208,21 @@ impl Client {
             request = request.bearer(&token.value);
         }
         request
+    }
+
+    /// The HTTP client underneath.
+    pub(crate) fn http(&self) -> &lockstep_http::Client {
+        &self.http
+    }
+
+    /// The API's base URL.
+    pub fn api_url(&self) -> &Url {
+        &self.api
+    }
+
+    /// Whether a token is set.
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
     }
 
     fn get_json<T: for<'de> Deserialize<'de>>(
@@ -216,7 +242,7 @@ impl Client {
     }
 
     /// The error for `what` in the user's terms.
-    fn error(&self, error: HttpError, what: &str) -> Error {
+    pub(crate) fn error(&self, error: HttpError, what: &str) -> Error {
         match error {
             HttpError::Status(status) => status_error(&status, what, self.token.as_ref()),
             HttpError::Transport(t) => {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use lockstep_core::error::printable_line;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
-use lockstep_github::{repo_from_remote_url, Artifact, Client, Repo};
+use lockstep_github::{Artifact, Client, Repo};
 use lockstep_python::pylock::{self, Lock};
 use serde::Serialize;
 
@@ -58,28 +58,10 @@ pub struct Fetched {
 /// `--repo`, else `$GITHUB_REPOSITORY` (set on Actions runners), else the
 /// `origin` remote when it is on the API's host.
 pub fn repository(flag: Option<&str>, client: &Client, cwd: &Path) -> Result<Repo, Error> {
-    if let Some(repo) = flag {
-        return repo.parse();
-    }
-    if let Some(repo) = std::env::var("GITHUB_REPOSITORY")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    {
-        return repo
-            .trim()
-            .parse()
-            .map_err(|e: Error| e.context("$GITHUB_REPOSITORY does not name a repository"));
-    }
     let origin = lockstep_git::Repo::discover(cwd)
         .ok()
         .and_then(|git| git.remote_url("origin").ok().flatten());
-    origin
-        .as_deref()
-        .and_then(|url| repo_from_remote_url(url, &client.web_host()))
-        .ok_or_else(|| {
-            Error::usage("which repository? --repo is not given, $GITHUB_REPOSITORY is unset and `origin` is not on GitHub")
-                .hint("pass --repo OWNER/NAME")
-        })
+    lockstep_github::repo::resolve(flag, origin.as_deref(), &client.web_host())
 }
 
 /// Fetches, extracts and checks; see the module doc.

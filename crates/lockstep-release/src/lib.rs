@@ -2,7 +2,7 @@
 //! give unique, increasing PEP 440 versions ([`template`]), race-safe tags
 //! ([`cut`]), an immutable release store ([`store`]) with a static PEP
 //! 503/691 index ([`index`]) served locally by [`serve`], publishing a
-//! wheelhouse ([`publish`]) and promoting a candidate to a final version by
+//! wheelhouse ([`publish`]) with its GitHub Release ([`github`]) and promoting a candidate to a final version by
 //! rewriting its wheels ([`promote`]).
 //!
 //! It returns data and never prints; the binary reports.
@@ -10,6 +10,7 @@
 pub mod bump;
 pub mod config;
 pub mod cut;
+pub mod github;
 pub mod index;
 pub mod promote;
 pub mod prune;

@@ -245,6 +245,9 @@ pub enum Release {
         /// The tag the version was cut as (recorded in release.json).
         #[arg(long, value_name = "TAG")]
         tag: Option<String>,
+        /// Also create or complete the GitHub Release of --tag: the files and a SHA256SUMS as assets ($GITHUB_TOKEN, $GITHUB_REPOSITORY or origin, $GITHUB_API_URL).
+        #[arg(long)]
+        github_release: bool,
         #[command(flatten)]
         json: Json,
     },

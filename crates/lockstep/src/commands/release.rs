@@ -47,8 +47,17 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             wheelhouse,
             manifest,
             tag,
+            github_release,
             ..
         } => {
+            // Checked before anything is published.
+            let github = match github_release {
+                true => Some(lockstep_release::github::Target::prepare(
+                    tag.as_deref(),
+                    ctx.root()?,
+                )?),
+                false => None,
+            };
             let wheelhouse = ctx.cwd.join(wheelhouse);
             let manifest = manifest
                 .map(|m| ctx.cwd.join(m))
@@ -65,6 +74,7 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
                 ));
             }
             let facts = facts.unwrap_or_default();
+            let facts_channel = facts.channel.clone();
             let published = lockstep_release::publish::publish(
                 &lockstep_release::publish::PublishRequest {
                     manifest,
@@ -79,7 +89,20 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
                 },
                 ctx.sink(),
             )?;
-            ctx.result(&published, |out| {
+            let github_release = match &github {
+                Some(target) => Some(target.publish(
+                    &settings.index,
+                    &published.version,
+                    facts_channel.as_deref(),
+                    ctx.sink(),
+                )?),
+                None => None,
+            };
+            let report = PublishReport {
+                published: &published,
+                github_release: github_release.as_ref(),
+            };
+            ctx.result(&report, |out| {
                 out.line(format!(
                     "published {} {}: {} new file(s); index: {} project(s), {} file(s) in {}",
                     published.packages.join(" "),
@@ -88,7 +111,21 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
                     published.index.projects,
                     published.index.files,
                     settings.index.display()
-                ))
+                ));
+                if let Some(g) = &github_release {
+                    out.line(format!(
+                        "GitHub Release {} of {}{}: {} asset(s) uploaded, {} already there{}",
+                        g.tag,
+                        g.repository,
+                        if g.created { " (created)" } else { "" },
+                        g.uploaded.len(),
+                        g.already_there.len(),
+                        g.url
+                            .as_deref()
+                            .map(|u| format!(" ({u})"))
+                            .unwrap_or_default()
+                    ));
+                }
             })?;
             Ok(0)
         }
@@ -274,4 +311,14 @@ fn bump(
 /// secret no child process may see.
 fn webhook_var(ctx: &Ctx) -> Result<String, Error> {
     Ok(ctx.section::<IntegrateConfig>()?.notify.url_env)
+}
+
+/// `release publish --json`: the publish report, with the GitHub Release's
+/// when `--github-release` made one.
+#[derive(serde::Serialize)]
+struct PublishReport<'a> {
+    #[serde(flatten)]
+    published: &'a lockstep_release::publish::Published,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    github_release: Option<&'a lockstep_release::github::GithubRelease>,
 }

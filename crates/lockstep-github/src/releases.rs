@@ -1,0 +1,180 @@
+//! GitHub Releases: find a tag's release, create one, upload its assets
+//! (`lockstep release publish --github-release`).
+//!
+//! The asset upload goes to the `upload_url` GitHub returns (an RFC 6570
+//! template on a separate uploads host: followed, never built), and the
+//! token goes there only when that host is the API's own or GitHub's
+//! uploads host for api.github.com: a tampered answer cannot send the token
+//! elsewhere. An asset name GitHub already has (422 `already_exists`) is
+//! reported as there, never replaced.
+
+use lockstep_core::Error;
+use lockstep_http::{parse_url, HttpError, Url, UrlRules};
+use serde::{Deserialize, Serialize};
+
+use crate::client::{Client, MAX_JSON_BYTES};
+use crate::repo::Repo;
+
+/// A release as the API describes it (the fields lockstep reads).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Release {
+    pub id: u64,
+    pub upload_url: String,
+    #[serde(default)]
+    pub html_url: Option<String>,
+    #[serde(default)]
+    pub assets: Vec<Asset>,
+}
+
+/// One asset of a release.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Asset {
+    pub name: String,
+    #[serde(default)]
+    pub size: u64,
+}
+
+/// What a new release says.
+#[derive(Debug, Clone, Serialize)]
+pub struct NewRelease {
+    pub tag_name: String,
+    pub name: String,
+    pub body: String,
+    pub draft: bool,
+    pub prerelease: bool,
+}
+
+/// What an asset upload did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssetUpload {
+    Sent,
+    /// GitHub has an asset of that name already.
+    AlreadyThere,
+}
+
+impl Client {
+    /// The release of `tag`, if there is one.
+    pub fn release_for_tag(&self, repo: &Repo, tag: &str) -> Result<Option<Release>, Error> {
+        let what = format!("the release of tag {tag} in {repo}");
+        let path = format!("/repos/{repo}/releases/tags/{}", encode_segment(tag));
+        match self.api_request(&path).fetch(MAX_JSON_BYTES) {
+            Ok(fetched) => parse(&fetched.body, &what).map(Some),
+            Err(HttpError::Status(s)) if s.status == 404 => Ok(None),
+            Err(e) => Err(self.error(e, &what)),
+        }
+    }
+
+    /// Creates a release (`POST /repos/{o}/{r}/releases`).
+    pub fn create_release(&self, repo: &Repo, new: &NewRelease) -> Result<Release, Error> {
+        let what = format!("a release for tag {} in {repo}", new.tag_name);
+        let body = serde_json::to_vec(new)
+            .map_err(|e| Error::failed("cannot encode the release").cause(e.to_string()))?;
+        let response = self
+            .api_post(&format!("/repos/{repo}/releases"))
+            .send("application/json", &body)
+            .map_err(|e| self.error(e, &what))?;
+        let bytes = response
+            .bytes(MAX_JSON_BYTES)
+            .map_err(|e| self.error(e, &what))?;
+        parse(&bytes, &what)
+    }
+
+    /// Uploads `bytes` as the asset `name` of `release`.
+    pub fn upload_asset(
+        &self,
+        release: &Release,
+        name: &str,
+        content_type: &str,
+        bytes: &[u8],
+    ) -> Result<AssetUpload, Error> {
+        let what = format!("asset {name}");
+        let mut url = self.upload_target(&release.upload_url)?;
+        url.query_pairs_mut().append_pair("name", name);
+        match self
+            .authorised(self.http().post(&url))
+            .deadline(crate::client::DOWNLOAD_TIMEOUT)
+            .send(content_type, bytes)
+        {
+            Ok(_) => Ok(AssetUpload::Sent),
+            Err(HttpError::Status(s))
+                if s.status == 422 && s.excerpt().contains("already_exists") =>
+            {
+                Ok(AssetUpload::AlreadyThere)
+            }
+            Err(e) => Err(self.error(e, &what)),
+        }
+    }
+
+    /// The upload URL without its `{?name,label}` template, checked: the
+    /// token goes only to the API's own host or, for api.github.com,
+    /// uploads.github.com.
+    fn upload_target(&self, template: &str) -> Result<Url, Error> {
+        let bare = template.split('{').next().unwrap_or_default();
+        let url = parse_url(bare, UrlRules::CREDENTIALED).map_err(|why| {
+            Error::failed(
+                "GitHub's upload_url for the release is not a URL lockstep sends the token to",
+            )
+            .cause(why.to_string())
+        })?;
+        let api_host = self.api_url().host_str().unwrap_or_default().to_string();
+        let host = url.host_str().unwrap_or_default();
+        let trusted =
+            host == api_host || (api_host == "api.github.com" && host == "uploads.github.com");
+        if !trusted {
+            return Err(Error::failed(format!(
+                "GitHub's upload_url names the host `{}`, not the API's: the token is not sent there",
+                lockstep_core::error::printable_line(host)
+            )));
+        }
+        Ok(url)
+    }
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], what: &str) -> Result<T, Error> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        Error::failed(format!(
+            "GitHub's answer for {what} is not what lockstep expects"
+        ))
+        .cause(e.to_string())
+    })
+}
+
+/// A tag as one URL path segment (`/` and everything unusual escaped).
+fn encode_segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_become_one_path_segment() {
+        assert_eq!(encode_segment("demo-1.0rc1"), "demo-1.0rc1");
+        assert_eq!(encode_segment("a/b c"), "a%2Fb%20c");
+    }
+
+    #[test]
+    fn upload_urls_go_only_to_trusted_hosts() {
+        let github = Client::new("https://api.github.com", None).expect("client");
+        let ok = github
+            .upload_target("https://uploads.github.com/repos/o/r/releases/1/assets{?name,label}")
+            .expect("uploads host");
+        assert_eq!(ok.path(), "/repos/o/r/releases/1/assets");
+        assert!(github
+            .upload_target("https://evil.example/assets{?name,label}")
+            .is_err());
+        let local = Client::new("http://127.0.0.1:9", None).expect("client");
+        assert!(local
+            .upload_target("http://127.0.0.1:9/uploads/1/assets{?name}")
+            .is_ok());
+        assert!(local.upload_target("http://uploads.github.com/x").is_err());
+    }
+}

@@ -1,0 +1,171 @@
+//! `lockstep release publish --github-release`: the published version's
+//! files and a `SHA256SUMS` as the assets of the GitHub Release of its tag,
+//! created when missing (a prerelease unless the channel is `final`),
+//! completed when it exists. Assets GitHub already has are left as they
+//! are (released files are immutable), so a rerun uploads only what is
+//! missing.
+//!
+//! Everything that can be checked is checked before the store is touched
+//! ([`Target::prepare`]): the tag is given, a token is set, the repository
+//! is known and the API URL acceptable.
+
+use std::path::Path;
+
+use lockstep_core::events::Sink;
+use lockstep_core::Error;
+use lockstep_github::releases::{AssetUpload, NewRelease};
+use lockstep_github::{Client, Repo};
+use serde::Serialize;
+
+use crate::store;
+
+/// The checksum file's asset name.
+pub const SUMS: &str = "SHA256SUMS";
+
+/// Where the release goes, resolved before anything is published.
+pub struct Target {
+    client: Client,
+    repo: Repo,
+    tag: String,
+}
+
+/// What `--github-release` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct GithubRelease {
+    pub repository: String,
+    pub tag: String,
+    pub url: Option<String>,
+    pub created: bool,
+    pub uploaded: Vec<String>,
+    pub already_there: Vec<String>,
+}
+
+impl Target {
+    /// The client (`$GITHUB_API_URL`, `$GITHUB_TOKEN`), the repository
+    /// (`$GITHUB_REPOSITORY`, else `origin` of the repository at `root`)
+    /// and the tag, checked.
+    pub fn prepare(tag: Option<&str>, root: &Path) -> Result<Target, Error> {
+        let tag = tag.ok_or_else(|| {
+            Error::usage("--github-release needs --tag: a GitHub Release belongs to a tag")
+                .hint("pass the tag `release cut` printed (`--tag TAG`)")
+        })?;
+        let client = Client::from_env()?;
+        if !client.has_token() {
+            return Err(Error::usage(
+                "--github-release needs a token: $GITHUB_TOKEN (or $GH_TOKEN) is not set",
+            )
+            .hint("set GITHUB_TOKEN to a token that may write the repository's releases (contents: write)"));
+        }
+        let origin = lockstep_git::Repo::discover(root)
+            .ok()
+            .and_then(|git| git.remote_url("origin").ok().flatten());
+        let repo = lockstep_github::repo::resolve(None, origin.as_deref(), &client.web_host())?;
+        Ok(Target {
+            client,
+            repo,
+            tag: tag.to_string(),
+        })
+    }
+
+    /// Creates or completes the release of the tag with the files of
+    /// `version` in the store under `index`.
+    pub fn publish(
+        &self,
+        index: &Path,
+        version: &str,
+        channel: Option<&str>,
+        sink: &dyn Sink,
+    ) -> Result<GithubRelease, Error> {
+        let dir = index.join(store::FILES).join(version);
+        let record = store::load_or_scan(&dir)?;
+        let (release, created) = match self.client.release_for_tag(&self.repo, &self.tag)? {
+            Some(release) => (release, false),
+            None => {
+                sink.note(format!(
+                    "creating the GitHub Release of {} in {}",
+                    self.tag, self.repo
+                ));
+                let new = NewRelease {
+                    tag_name: self.tag.clone(),
+                    name: self.tag.clone(),
+                    body: body(version, channel, &record),
+                    draft: false,
+                    prerelease: channel != Some("final"),
+                };
+                (self.client.create_release(&self.repo, &new)?, true)
+            }
+        };
+        let mut report = GithubRelease {
+            repository: self.repo.to_string(),
+            tag: self.tag.clone(),
+            url: release.html_url.clone(),
+            created,
+            uploaded: Vec::new(),
+            already_there: Vec::new(),
+        };
+        let mut assets: Vec<(String, Vec<u8>, &str)> = Vec::new();
+        for file in &record.files {
+            let bytes = fs_err::read(dir.join(&file.filename))?;
+            assets.push((file.filename.clone(), bytes, "application/zip"));
+        }
+        assets.push((SUMS.to_string(), sums(&record).into_bytes(), "text/plain"));
+        for (name, bytes, content_type) in &assets {
+            if let Some(have) = release.assets.iter().find(|a| &a.name == name) {
+                if have.size != bytes.len() as u64 {
+                    return Err(Error::failed(format!(
+                        "the GitHub Release of {} has an asset {name} of {} bytes, not the {} published",
+                        self.tag,
+                        have.size,
+                        bytes.len()
+                    ))
+                    .hint("released files are immutable: delete that asset on GitHub if it is wrong, then publish again"));
+                }
+                report.already_there.push(name.clone());
+                continue;
+            }
+            sink.note(format!(
+                "uploading {name} to the GitHub Release of {}",
+                self.tag
+            ));
+            match self
+                .client
+                .upload_asset(&release, name, content_type, bytes)?
+            {
+                AssetUpload::Sent => report.uploaded.push(name.clone()),
+                AssetUpload::AlreadyThere => report.already_there.push(name.clone()),
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// `SHA256SUMS`: `sha256  file` per file, by name (what `sha256sum -c` reads).
+pub fn sums(record: &store::Release) -> String {
+    let mut files: Vec<&store::StoredFile> = record.files.iter().collect();
+    files.sort_by(|a, b| a.filename.cmp(&b.filename));
+    files
+        .iter()
+        .map(|f| format!("{}  {}\n", f.sha256, f.filename))
+        .collect()
+}
+
+/// The release's description: version, channel, source and pins.
+fn body(version: &str, channel: Option<&str>, record: &store::Release) -> String {
+    let mut text = format!(
+        "{version} ({}), published by lockstep.\n",
+        channel.unwrap_or("no channel recorded")
+    );
+    if let Some(source) = &record.source {
+        text.push_str(&format!("\nSource: {source}\n"));
+    }
+    if !record.pins.is_empty() {
+        text.push_str("\nPins:\n");
+        for (path, rev) in &record.pins {
+            text.push_str(&format!("- {path}: {rev}\n"));
+        }
+    }
+    text.push_str(&format!(
+        "\nVerify the assets with `sha256sum -c {SUMS}`.\n"
+    ));
+    text
+}
