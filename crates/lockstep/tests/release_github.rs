@@ -12,11 +12,14 @@ use common::*;
 
 const TOKEN: &str = "ghp_release_token_never_printed";
 
+/// Assets by name.
+type Assets = BTreeMap<String, Vec<u8>>;
+
 /// What the fake GitHub holds.
 #[derive(Default)]
 struct State {
-    /// tag -> (id, prerelease, assets by name)
-    releases: BTreeMap<String, (u64, bool, BTreeMap<String, Vec<u8>>)>,
+    /// tag -> (id, prerelease, assets)
+    releases: BTreeMap<String, (u64, bool, Assets)>,
     /// (method, target, had the token)
     requests: Vec<(String, String, bool)>,
 }
