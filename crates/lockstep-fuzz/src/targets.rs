@@ -309,6 +309,43 @@ pub fn all() -> Vec<Target> {
             run: serve_request,
             dictionary: &["/simple/", "/files/", "%2e%2e/", "..", "//", "%00", "%2F", "\n", "bytes=", "0-", "-5", ",", "=", "99999999999999999999"],
         },
+        Target {
+            name: "pkg-config",
+            run: pkg_config,
+            dictionary: &[
+                "[pkg]\n",
+                "manylinux = \"2_28\"\n",
+                "manylinux = \"off\"\n",
+                "compiler-cache = \"ccache\"\n",
+                "submodules = false\n",
+                "[pkg.version]\n",
+                "write-file = \"version_info.json\"\n",
+                "write-file = \"../x\"\n",
+                "env = \"IREE_RELEASE_VERSION\"\n",
+                "[[pkg.package]]\nname = \"a\"\nsource = \".\"\n",
+                "[pkg.variants.asserts]\nname-suffix = \"-asserts\"\n",
+                "\"",
+                "_",
+            ],
+        },
+        Target {
+            name: "build-tool-output",
+            run: build_tool_output,
+            dictionary: &[
+                "{\"stats\":{\"cache_hits\":{\"counts\":{\"C/C++\":2}},\"cache_misses\":{\"counts\":{}}}}",
+                "direct_cache_hit\t",
+                "cache_miss\t",
+                "platform tag: \"manylinux_2_5_x86_64\"",
+                "The wheel references",
+                "lockstep release cut: ",
+                "\n\n",
+                "pin ",
+                "channel: ",
+                ": ",
+                "manylinux_",
+                "_",
+            ],
+        },
     ]
 }
 
@@ -598,6 +635,54 @@ fn release_config(input: &[u8]) -> Outcome {
             Outcome::Refused(e.message)
         }
         Err(e) => Outcome::Unnamed(e.message),
+    }
+}
+
+/// `[pkg]` with its native-build settings: parsed, then the manylinux
+/// policy checked as `pkg build` and `ci generate` check it.
+fn pkg_config(input: &[u8]) -> Outcome {
+    let file = Path::new("fuzz-pkg.toml");
+    let loaded = match lockstep_core::config::parse(
+        text(input),
+        Some(file.into()),
+        std::env::temp_dir(),
+        SECTIONS,
+    ) {
+        Ok(loaded) => loaded,
+        Err(e) => return refused(&e.to_string(), file),
+    };
+    let checked = loaded
+        .section::<lockstep_pkg::config::PkgConfig>()
+        .and_then(|pkg| lockstep_pkg::repair::Policy::parse(pkg.manylinux.as_deref()).map(drop));
+    match checked {
+        Ok(()) => Outcome::Accepted,
+        Err(e)
+            if e.render().contains("[pkg]") || e.render().contains(&file.display().to_string()) =>
+        {
+            Outcome::Refused(e.message)
+        }
+        Err(e) => Outcome::Unnamed(e.message),
+    }
+}
+
+/// What the native-build tools print and what a cut tag says, as lockstep
+/// reads them: sccache's and ccache's statistics, `auditwheel show`, a tag
+/// annotation. Accepted when some reader understood it, refused when none
+/// did; only a panic or a hang breaks the contract.
+fn build_tool_output(input: &[u8]) -> Outcome {
+    let text = text(input);
+    let understood = [
+        lockstep_pkg::compiler_cache::parse_sccache_stats(&text).is_some(),
+        lockstep_pkg::compiler_cache::parse_ccache_stats(&text)
+            != lockstep_pkg::compiler_cache::Stats::default(),
+        lockstep_pkg::repair::lowest_policy(&text).is_some(),
+        lockstep_pkg::repair::Policy::parse(Some(&text)).is_ok(),
+        lockstep_release::cut::parse_tag_message(&text).is_some(),
+    ];
+    if understood.contains(&true) {
+        Outcome::Accepted
+    } else {
+        Outcome::Refused("no tool output lockstep reads".into())
     }
 }
 
