@@ -237,7 +237,9 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         build_timeout_minutes,
         test_timeout_minutes,
         build_image: build_image(pkg)?,
-        sccache_gha: pkg.compiler_cache == lockstep_pkg::config::CompilerCache::Sccache,
+        sccache_gha: pkg
+            .compiler_cache
+            .is_none_or(|c| c == lockstep_pkg::config::CompilerCache::Sccache),
     })
 }
 

@@ -115,6 +115,8 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
             tag: Some(made.tag.clone()),
             channel: Some("snapshot".into()),
             pins: made.pins.clone(),
+            tag_version: Some(made.version.clone()),
+            tag_source: Some(made.source.clone()),
             dependency_index: settings.dependency_index.clone(),
             smoke: None,
             work: lockstep_release::publish::work_dir(),

@@ -38,6 +38,9 @@ pub struct Asset {
 #[derive(Debug, Clone, Serialize)]
 pub struct NewRelease {
     pub tag_name: String,
+    /// The commit a missing tag is created at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_commitish: Option<String>,
     pub name: String,
     pub body: String,
     pub draft: bool,
@@ -116,10 +119,13 @@ impl Client {
             )
             .cause(why.to_string())
         })?;
-        let api_host = self.api_url().host_str().unwrap_or_default().to_string();
+        let api = self.api_url();
         let host = url.host_str().unwrap_or_default();
-        let trusted =
-            host == api_host || (api_host == "api.github.com" && host == "uploads.github.com");
+        let github_uploads = api.host_str() == Some("api.github.com")
+            && url.scheme() == "https"
+            && host == "uploads.github.com"
+            && url.port().is_none();
+        let trusted = lockstep_http::same_origin(&url, api) || github_uploads;
         if !trusted {
             return Err(Error::failed(format!(
                 "GitHub's upload_url names the host `{}`, not the API's: the token is not sent there",

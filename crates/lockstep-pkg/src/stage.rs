@@ -43,6 +43,7 @@ fn collect_submodules(
 ) -> Result<(), Error> {
     for (path, commit) in repo.gitlinks(rev)? {
         let full = format!("{prefix}{path}");
+        check_submodule_path(&full)?;
         if depth >= MAX_SUBMODULE_DEPTH {
             return Err(Error::usage(format!(
                 "submodule {full} is nested more than {MAX_SUBMODULE_DEPTH} levels deep"
@@ -84,6 +85,25 @@ fn collect_submodules(
         });
     }
     Ok(())
+}
+
+/// A submodule path from a tree is joined to directories: only plain
+/// components (no `..`, no `.git`, no control characters) are accepted.
+fn check_submodule_path(path: &str) -> Result<(), Error> {
+    let plain = !path.is_empty()
+        && path.len() <= 4096
+        && !path.chars().any(char::is_control)
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != ".." && part != ".git");
+    if plain {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "the commit records a submodule at `{}`: not a plain path inside the repository",
+        lockstep_core::error::printable_line(path)
+    ))
+    .hint("fix the superproject's tree, or set `[pkg] submodules = false`"))
 }
 
 /// The submodule's own repository at `dir`, if it is checked out there
@@ -205,6 +225,27 @@ pub fn stamp_version(pyproject: &Path, package: &str, version: &str) -> Result<(
     lockstep_core::fs::write_atomic(pyproject, doc.to_string().as_bytes())
 }
 
+/// Refuses a symbolic link on the way from `base` to `base/rel` (the file
+/// included): the staged tree is the commit's, and a committed link could
+/// send the stamp outside it or read a file from outside into the wheel.
+fn refuse_links(base: &Path, rel: &Path, package: &str) -> Result<(), Error> {
+    let mut at = base.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        if at
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(Error::usage(format!(
+                "package {package}: {} is a symbolic link in the commit",
+                at.strip_prefix(base).unwrap_or(&at).display()
+            ))
+            .hint("[pkg.version] write-file must name a regular file of the package (or one lockstep creates)"));
+        }
+    }
+    Ok(())
+}
+
 /// Rewrites `[project] name` of the staged `pyproject` to `name` (a
 /// variant's `name-suffix`), keeping everything else as written.
 pub fn stamp_name(pyproject: &Path, package: &str, name: &str) -> Result<(), Error> {
@@ -277,6 +318,17 @@ pub fn committed_version(
     if repo.resolve_blob(&format!("{rev}:{path}"))?.is_none() {
         return Ok(None);
     }
+    let size: u64 = repo
+        .git(&["cat-file", "-s", &format!("{rev}:{path}")])?
+        .trim()
+        .parse()
+        .unwrap_or(u64::MAX);
+    if size > MAX_VERSION_FILE {
+        return Err(Error::usage(format!(
+            "package {package}: {path} has {size} bytes, more than a version file ({MAX_VERSION_FILE})"
+        ))
+        .hint("[pkg.version] write-file names the small file the build backend reads the version from"));
+    }
     let text = repo.git(&["show", &format!("{rev}:{path}")])?;
     if is_json(file) {
         let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
@@ -294,6 +346,9 @@ pub fn committed_version(
         .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty()))
 }
+
+/// The most bytes of a version file read.
+const MAX_VERSION_FILE: u64 = 1 << 20;
 
 /// The key a JSON version file holds the version in (IREE's
 /// `version_info.json`).
@@ -313,6 +368,7 @@ pub fn stamp_file(
     package: &str,
     version: &str,
 ) -> Result<(), Error> {
+    refuse_links(package_dir, file, package)?;
     let path = package_dir.join(file);
     if let Some(parent) = path.parent() {
         fs_err::create_dir_all(parent)?;
@@ -401,6 +457,16 @@ mod tests {
             "{}",
             err.render()
         );
+        // A committed link is never written through.
+        let outside = tempfile::tempdir().expect("outside");
+        std::fs::write(outside.path().join("v.json"), "{}").expect("write");
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("linked")).expect("link");
+        let err = stamp_file(dir.path(), Path::new("linked/v.json"), "a", "1").expect_err("link");
+        assert!(err.render().contains("symbolic link"), "{}", err.render());
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("v.json")).expect("read"),
+            "{}"
+        );
     }
 
     #[test]
@@ -412,6 +478,18 @@ mod tests {
         for bad in ["", "1X", "A B", "A=B", "Ä"] {
             assert!(check_env_name(bad).is_err(), "{bad}");
         }
+        for bad in [
+            "",
+            "../x",
+            "a/../b",
+            "a/.git",
+            ".",
+            "a\nchannel: final",
+            "a//b",
+        ] {
+            assert!(check_submodule_path(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_submodule_path("third_party/llvm-project").is_ok());
         assert!(check_env_name("IREE_RELEASE_VERSION").is_ok());
     }
 }

@@ -188,15 +188,21 @@ pub fn add_dist_info_file(
     let record_path = record.path.to_string_lossy().replace('\\', "/");
     let dist_info = record_path.trim_end_matches("RECORD").to_string();
     let added = format!("{dist_info}{file}");
+    const MAX_RECORD: u64 = 64 << 20;
     let mut record_text = String::new();
     archive
         .by_index(record.index)
         .map_err(zip_err)?
-        .take(64 << 20)
+        .take(MAX_RECORD + 1)
         .read_to_string(&mut record_text)
         .map_err(|e| {
             Error::failed(format!("cannot read the RECORD of {name}")).cause(e.to_string())
         })?;
+    if record_text.len() as u64 > MAX_RECORD {
+        return Err(Error::failed(format!(
+            "the RECORD of {name} is larger than lockstep reads ({MAX_RECORD} bytes)"
+        )));
+    }
     let writer_file = fs_err::File::create(out)?;
     let mut writer = zip::ZipWriter::new(std::io::BufWriter::new(writer_file));
     for m in &members {

@@ -426,6 +426,7 @@ fn tag_message(req: &CutRequest, version: &str, head: &str) -> String {
 /// source commit and the pins (from its annotation).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TagFacts {
+    pub version: Option<String>,
     pub channel: Option<String>,
     pub source: Option<String>,
     pub pins: BTreeMap<String, String>,
@@ -457,7 +458,9 @@ pub fn parse_tag_message(text: &str) -> Option<TagFacts> {
     }
     let mut facts = TagFacts::default();
     for line in message.lines() {
-        if let Some(v) = line.strip_prefix("channel: ") {
+        if let Some(v) = line.strip_prefix("version: ") {
+            facts.version = Some(v.trim().to_string());
+        } else if let Some(v) = line.strip_prefix("channel: ") {
             facts.channel = Some(v.trim().to_string());
         } else if let Some(v) = line.strip_prefix("source: ") {
             facts.source = Some(v.trim().to_string());

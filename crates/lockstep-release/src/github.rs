@@ -74,8 +74,16 @@ impl Target {
         index: &Path,
         version: &str,
         channel: Option<&str>,
+        source: Option<&str>,
         sink: &dyn Sink,
     ) -> Result<GithubRelease, Error> {
+        if version.contains('+') {
+            // GitHub renames asset names with `+`: SHA256SUMS would not match them.
+            return Err(Error::usage(format!(
+                "{version} is a local version: GitHub renames assets whose names hold `+`"
+            ))
+            .hint("publish GitHub Releases of snapshot, candidate or final versions only"));
+        }
         let dir = index.join(store::FILES).join(version);
         let record = store::load_or_scan(&dir)?;
         let (release, created) = match self.client.release_for_tag(&self.repo, &self.tag)? {
@@ -87,6 +95,9 @@ impl Target {
                 ));
                 let new = NewRelease {
                     tag_name: self.tag.clone(),
+                    // If GitHub does not have the tag yet, it is made here,
+                    // at the commit the release was built from.
+                    target_commitish: source.or(record.source.as_deref()).map(String::from),
                     name: self.tag.clone(),
                     body: body(version, channel, &record),
                     draft: false,
@@ -103,13 +114,32 @@ impl Target {
             uploaded: Vec::new(),
             already_there: Vec::new(),
         };
-        let mut assets: Vec<(String, Vec<u8>, &str)> = Vec::new();
-        for file in &record.files {
-            let bytes = fs_err::read(dir.join(&file.filename))?;
-            assets.push((file.filename.clone(), bytes, "application/zip"));
-        }
-        assets.push((SUMS.to_string(), sums(&record).into_bytes(), "text/plain"));
-        for (name, bytes, content_type) in &assets {
+        let mut assets: Vec<(String, &str)> = record
+            .files
+            .iter()
+            .map(|f| (f.filename.clone(), "application/zip"))
+            .collect();
+        assets.push((SUMS.to_string(), "text/plain"));
+        for (name, content_type) in &assets {
+            // One file in memory at a time, checked against the record.
+            let bytes = if name == SUMS {
+                sums(&record).into_bytes()
+            } else {
+                let bytes = fs_err::read(dir.join(name))?;
+                let want = record
+                    .files
+                    .iter()
+                    .find(|f| &f.filename == name)
+                    .map(|f| f.sha256.clone())
+                    .unwrap_or_default();
+                if lockstep_core::hash::sha256_bytes(&bytes) != want {
+                    return Err(Error::failed(format!(
+                        "{name} in the store does not match its sha256 in release.json"
+                    ))
+                    .hint("the store was changed by hand: restore the file, or yank the version"));
+                }
+                bytes
+            };
             if let Some(have) = release.assets.iter().find(|a| &a.name == name) {
                 if have.size != bytes.len() as u64 {
                     return Err(Error::failed(format!(
@@ -129,7 +159,7 @@ impl Target {
             ));
             match self
                 .client
-                .upload_asset(&release, name, content_type, bytes)?
+                .upload_asset(&release, name, content_type, &bytes)?
             {
                 AssetUpload::Sent => report.uploaded.push(name.clone()),
                 AssetUpload::AlreadyThere => report.already_there.push(name.clone()),

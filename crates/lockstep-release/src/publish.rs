@@ -45,6 +45,10 @@ pub struct PublishRequest<'a> {
     /// Pins the tag recorded (`release cut`'s annotation), beside those the
     /// manifest records (submodules, the upstream revision).
     pub pins: BTreeMap<String, String>,
+    /// The version and source commit the tag's annotation names: a tag
+    /// cut for another version or commit is refused before anything runs.
+    pub tag_version: Option<String>,
+    pub tag_source: Option<String>,
     pub smoke: Option<String>,
     /// Where dependencies come from during validation (`None`: the set's
     /// own index only).
@@ -90,6 +94,11 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
             .hint("build the whole set with `lockstep pkg build --version V`"))
         }
     };
+    check_tag(
+        req,
+        &version,
+        lock.set_info().and_then(|i| i.source_revision.as_deref()),
+    )?;
     for package in &lock.packages {
         if package.wheels.is_empty() {
             return Err(Error::usage(format!(
@@ -150,6 +159,34 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
         scripts_checked: scripts,
         index: report,
     })
+}
+
+/// The tag was cut for this version and this commit (when it says).
+fn check_tag(req: &PublishRequest, version: &str, source: Option<&str>) -> Result<(), Error> {
+    let tag = req.tag.as_deref().unwrap_or("the tag");
+    if let Some(cut) = &req.tag_version {
+        let same = matches!(
+            (lockstep_python::wheel::parse_version(cut), lockstep_python::wheel::parse_version(version)),
+            (Ok(a), Ok(b)) if a == b
+        );
+        if !same {
+            return Err(Error::usage(format!(
+                "{tag} was cut for version {cut}, but the set is {version}"
+            ))
+            .hint("pass the tag `release cut` printed for this version, or build the set with that tag's version"));
+        }
+    }
+    if let (Some(cut), Some(built)) = (&req.tag_source, source) {
+        if cut != built {
+            return Err(Error::usage(format!(
+                "{tag} was cut at commit {}, but the set was built from {}",
+                &cut[..12.min(cut.len())],
+                &built[..12.min(built.len())]
+            ))
+            .hint("build the set from the tag's commit (`lockstep pkg build --rev TAG`), or pass the tag cut for this commit"));
+        }
+    }
+    Ok(())
 }
 
 /// Installs the set from a staged index into a fresh venv and runs its scripts.

@@ -377,7 +377,7 @@ fn a_wheel_that_cannot_meet_the_requested_policy_names_what_it_needs() {
     let out = run_in(&p, &n.project, &["pkg", "build"], 1);
     let err = stderr(&out);
     assert!(
-        err.contains("cannot meet manylinux_2_28")
+        err.contains("cannot be repaired to manylinux_2_28")
             && err.contains("libc.so.6")
             && err.contains("GLIBC_2.34"),
         "{err}"
@@ -518,6 +518,28 @@ fn an_iree_shaped_set_publishes_with_its_pypi_dependency_and_installs_with_it() 
         Some(sub_head.as_str()),
         "{cut}"
     );
+
+    // A set of another version than the tag's is refused before anything runs.
+    let other = p.root().join("other-wheelhouse");
+    let other_arg = other.to_string_lossy().into_owned();
+    run_in(
+        &p,
+        &n.project,
+        &["pkg", "build", "--version", "9.9.9", "--out", &other_arg],
+        0,
+    );
+    let out = run_in(
+        &p,
+        &n.project,
+        &["release", "publish", &other_arg, "--tag", &tag],
+        2,
+    );
+    assert!(
+        stderr(&out).contains("was cut for version"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!n.project.join("release/index/files/9.9.9").exists());
 
     run_in(&p, &n.project, &["pkg", "build", "--version", &version], 0);
     run_in(

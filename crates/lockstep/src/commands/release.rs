@@ -75,6 +75,7 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             }
             let facts = facts.unwrap_or_default();
             let facts_channel = facts.channel.clone();
+            let facts_source = facts.source.clone();
             let published = lockstep_release::publish::publish(
                 &lockstep_release::publish::PublishRequest {
                     manifest,
@@ -83,6 +84,8 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
                     tag,
                     channel: facts.channel,
                     pins: facts.pins,
+                    tag_version: facts.version,
+                    tag_source: facts.source,
                     dependency_index: settings.dependency_index.clone(),
                     smoke: settings.smoke.clone(),
                     work: lockstep_release::publish::work_dir(),
@@ -94,6 +97,7 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
                     &settings.index,
                     &published.version,
                     facts_channel.as_deref(),
+                    facts_source.as_deref(),
                     ctx.sink(),
                 )?),
                 None => None,
