@@ -609,39 +609,32 @@ fn wheel_members(input: &[u8]) -> Outcome {
 /// The bytes as lockstep.toml's `[release]` table, resolved as every
 /// release command starts (settings, then the base version).
 fn release_config(input: &[u8]) -> Outcome {
-    let file = Path::new("fuzz-release.toml");
-    let loaded = match lockstep_core::config::parse(
-        text(input),
-        Some(file.into()),
-        std::env::temp_dir(),
-        SECTIONS,
-    ) {
-        Ok(loaded) => loaded,
-        Err(e) => return refused(&e.to_string(), file),
-    };
-    let checked = loaded
-        .section::<lockstep_release::config::ReleaseConfig>()
-        .and_then(|release| {
-            lockstep_release::settings::settings(&release, &loaded.root)?;
-            lockstep_release::settings::base_version(&release, &loaded.root)
-        });
-    match checked {
-        Ok(_) => Outcome::Accepted,
-        // Settings errors name their key (`[release] ...`), not the file.
-        Err(e)
-            if e.render().contains("[release]")
-                || e.render().contains(&file.display().to_string()) =>
-        {
-            Outcome::Refused(e.message)
-        }
-        Err(e) => Outcome::Unnamed(e.message),
-    }
+    checked_section(input, "fuzz-release.toml", "[release]", |loaded| {
+        let release = loaded.section::<lockstep_release::config::ReleaseConfig>()?;
+        lockstep_release::settings::settings(&release, &loaded.root)?;
+        lockstep_release::settings::base_version(&release, &loaded.root).map(drop)
+    })
 }
 
 /// `[pkg]` with its native-build settings: parsed, then the manylinux
 /// policy checked as `pkg build` and `ci generate` check it.
 fn pkg_config(input: &[u8]) -> Outcome {
-    let file = Path::new("fuzz-pkg.toml");
+    checked_section(input, "fuzz-pkg.toml", "[pkg]", |loaded| {
+        let pkg = loaded.section::<lockstep_pkg::config::PkgConfig>()?;
+        lockstep_pkg::repair::Policy::parse(pkg.manylinux.as_deref()).map(drop)
+    })
+}
+
+/// The bytes as lockstep.toml (`file`), then `check` on what was loaded: a
+/// refusal must name the file or the table (`key`), as settings errors
+/// name their key rather than the file.
+fn checked_section(
+    input: &[u8],
+    file: &str,
+    key: &str,
+    check: impl FnOnce(&lockstep_core::config::Loaded) -> Result<(), lockstep_core::Error>,
+) -> Outcome {
+    let file = Path::new(file);
     let loaded = match lockstep_core::config::parse(
         text(input),
         Some(file.into()),
@@ -651,14 +644,9 @@ fn pkg_config(input: &[u8]) -> Outcome {
         Ok(loaded) => loaded,
         Err(e) => return refused(&e.to_string(), file),
     };
-    let checked = loaded
-        .section::<lockstep_pkg::config::PkgConfig>()
-        .and_then(|pkg| lockstep_pkg::repair::Policy::parse(pkg.manylinux.as_deref()).map(drop));
-    match checked {
+    match check(&loaded) {
         Ok(()) => Outcome::Accepted,
-        Err(e)
-            if e.render().contains("[pkg]") || e.render().contains(&file.display().to_string()) =>
-        {
+        Err(e) if e.render().contains(key) || e.render().contains(&file.display().to_string()) => {
             Outcome::Refused(e.message)
         }
         Err(e) => Outcome::Unnamed(e.message),

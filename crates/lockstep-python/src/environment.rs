@@ -71,10 +71,7 @@ impl Venv {
     /// `PYTHONHOME`; how it ended (a timeout included) is in the result
     /// ([`Ran::require_success`] makes an error of it).
     pub fn run(&self, argv: &[String], how: &RunIn<'_>) -> Result<Ran, Error> {
-        let path = match std::env::var_os("PATH") {
-            Some(p) if !p.is_empty() => format!("{}:{}", self.bin().display(), p.to_string_lossy()),
-            _ => self.bin().display().to_string(),
-        };
+        let path = path_with(&self.bin());
         policy::run(
             &self.policy,
             &self.logs,
@@ -97,6 +94,14 @@ impl Venv {
     /// `Python 3.11.7` (empty when the interpreter does not answer).
     pub fn python_version(&self) -> String {
         version_of(&self.python(), &self.policy, &self.logs)
+    }
+}
+
+/// `PATH` with `bin` first (the venv's programs before the system's).
+pub(crate) fn path_with(bin: &Path) -> String {
+    match std::env::var_os("PATH") {
+        Some(p) if !p.is_empty() => format!("{}:{}", bin.display(), p.to_string_lossy()),
+        _ => bin.display().to_string(),
     }
 }
 

@@ -92,14 +92,8 @@ impl BuildTools {
         timeout: Duration,
         capture: bool,
     ) -> Result<Ran, Error> {
-        let path = match std::env::var_os("PATH") {
-            Some(p) if !p.is_empty() => {
-                format!("{}:{}", self.bin.display(), p.to_string_lossy())
-            }
-            _ => self.bin.display().to_string(),
-        };
         let mut vars = env.to_vec();
-        vars.push(("PATH".into(), path));
+        vars.push(("PATH".into(), crate::environment::path_with(&self.bin)));
         let program = self.bin.join(program);
         run_program(&self.uv, &program, args, &vars, cwd, timeout, capture)
     }

@@ -125,17 +125,7 @@ pub fn metadata_version(wheel: &std::path::Path, max_bytes: u64) -> Result<Strin
     let members =
         lockstep_core::archive::members(&mut archive, wheel, "the wheel", "rebuild the wheel")
             .map_err(|e| e.render())?;
-    let metadata = members
-        .iter()
-        .find(|m| {
-            let parts: Vec<_> = m.path.components().collect();
-            parts.len() == 2
-                && parts[0]
-                    .as_os_str()
-                    .to_string_lossy()
-                    .ends_with(".dist-info")
-                && parts[1].as_os_str() == "METADATA"
-        })
+    let metadata = dist_info_member(&members, "METADATA")
         .ok_or_else(|| format!("{} has no .dist-info/METADATA", wheel.display()))?;
     let entry = archive
         .by_index(metadata.index)
@@ -150,6 +140,22 @@ pub fn metadata_version(wheel: &std::path::Path, max_bytes: u64) -> Result<Strin
         .find_map(|l| l.strip_prefix("Version:"))
         .map(|v| v.trim().to_string())
         .ok_or_else(|| format!("the METADATA of {} has no Version", wheel.display()))
+}
+
+/// The member `*.dist-info/FILE` of a wheel's (checked) members.
+fn dist_info_member<'a>(
+    members: &'a [lockstep_core::archive::Member],
+    file: &str,
+) -> Option<&'a lockstep_core::archive::Member> {
+    members.iter().find(|m| {
+        let parts: Vec<_> = m.path.components().collect();
+        parts.len() == 2
+            && parts[0]
+                .as_os_str()
+                .to_string_lossy()
+                .ends_with(".dist-info")
+            && parts[1].as_os_str() == file
+    })
 }
 
 /// A copy of `wheel` at `out` with `file` added to its `.dist-info`
@@ -173,18 +179,10 @@ pub fn add_dist_info_file(
     let reader = fs_err::File::open(wheel)?;
     let mut archive = zip::ZipArchive::new(std::io::BufReader::new(reader)).map_err(zip_err)?;
     let members = lockstep_core::archive::members(&mut archive, wheel, "the wheel", "rebuild it")?;
-    let record = members
-        .iter()
-        .find(|m| {
-            let parts: Vec<_> = m.path.components().collect();
-            parts.len() == 2
-                && parts[0]
-                    .as_os_str()
-                    .to_string_lossy()
-                    .ends_with(".dist-info")
-                && parts[1].as_os_str() == "RECORD"
-        })
-        .ok_or_else(|| Error::failed(format!("{name} has no .dist-info/RECORD")))?;
+    let record = dist_info_member(&members, "RECORD").ok_or_else(|| {
+        Error::failed(format!("{name} has no .dist-info/RECORD"))
+            .hint("the build backend wrote an incomplete wheel: check its build log")
+    })?;
     let record_path = record.path.to_string_lossy().replace('\\', "/");
     let dist_info = record_path.trim_end_matches("RECORD").to_string();
     let added = format!("{dist_info}{file}");
