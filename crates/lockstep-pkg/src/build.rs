@@ -996,19 +996,7 @@ fn made(
 
 /// The one wheel uv wrote, named for the package (and the stamped version).
 fn single_wheel(dist: &Path, group: &Group) -> Result<PathBuf, String> {
-    let wheels: Vec<PathBuf> = std::fs::read_dir(dist)
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-        .collect();
-    let [file] = wheels.as_slice() else {
-        return Err(format!(
-            "uv build wrote {} wheels into {}, expected one",
-            wheels.len(),
-            dist.display()
-        ));
-    };
+    let file = &wheel::single_wheel_in(dist, "uv build")?;
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

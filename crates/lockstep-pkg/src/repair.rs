@@ -133,18 +133,7 @@ pub fn repair(
             ran.tail(10)
         ));
     }
-    let repaired: Vec<PathBuf> = std::fs::read_dir(out_dir)
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-        .collect();
-    let [file] = repaired.as_slice() else {
-        return Err(format!(
-            "auditwheel repair wrote {} wheels for {name}, expected one",
-            repaired.len()
-        ));
-    };
+    let file = &lockstep_python::wheel::single_wheel_in(out_dir, "auditwheel repair")?;
     let file_name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -142,6 +142,25 @@ pub fn metadata_version(wheel: &std::path::Path, max_bytes: u64) -> Result<Strin
         .ok_or_else(|| format!("the METADATA of {} has no Version", wheel.display()))
 }
 
+/// The one `*.whl` a tool (uv build, auditwheel repair) wrote into `dir`;
+/// `tool` names it when there is not exactly one.
+pub fn single_wheel_in(dir: &std::path::Path, tool: &str) -> Result<std::path::PathBuf, String> {
+    let wheels: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    match wheels.as_slice() {
+        [file] => Ok(file.clone()),
+        _ => Err(format!(
+            "{tool} wrote {} wheels into {}, expected one",
+            wheels.len(),
+            dir.display()
+        )),
+    }
+}
+
 /// The member `*.dist-info/FILE` of a wheel's (checked) members.
 fn dist_info_member<'a>(
     members: &'a [lockstep_core::archive::Member],

@@ -22,6 +22,18 @@ fn fixture(p: &Project, extra: &str) -> Native {
     native::create(&p.root().join("native"), &spec).expect("IREE-shaped fixture")
 }
 
+/// Adds `lines` under the `[pkg]` header of the fixture's lockstep.toml and
+/// commits it (lockstep builds the committed tree).
+fn set_pkg(n: &Native, lines: &str, message: &str) {
+    let cfg = n.project.join("lockstep.toml");
+    let text = std::fs::read_to_string(&cfg).expect("config");
+    write(
+        &cfg,
+        &text.replacen("[pkg]\n", &format!("[pkg]\n{lines}"), 1),
+    );
+    commit_as_tester(&n.project, message, true);
+}
+
 fn run_in(p: &Project, dir: &Path, args: &[&str], code: i32) -> std::process::Output {
     expect(&mut p.cmd_in(dir, args), code)
 }
@@ -258,16 +270,11 @@ fn submodule_problems_are_named_before_anything_is_built() {
 
     // `[pkg] submodules = false` stages without it: this package's CMake
     // then says the submodule is missing.
-    let cfg = n.project.join("lockstep.toml");
-    let text = std::fs::read_to_string(&cfg).expect("config");
-    write(
-        &cfg,
-        &text.replace(
-            "[pkg]\n",
-            "[pkg]\nsubmodules = false\ncompiler-cache = \"none\"\n",
-        ),
+    set_pkg(
+        &n,
+        "submodules = false\ncompiler-cache = \"none\"\n",
+        "build without submodules",
     );
-    commit_as_tester(&n.project, "build without submodules", true);
     let out = run_in(&p, &n.project, &["pkg", "build"], 1);
     assert!(
         stderr(&out).contains("the submodule was not staged"),
@@ -364,16 +371,11 @@ fn a_wheel_that_cannot_meet_the_requested_policy_names_what_it_needs() {
         &p,
         "\n[pkg.variants.release]\nenv = { DEMO_NEW_GLIBC = \"ON\" }\n",
     );
-    let cfg = n.project.join("lockstep.toml");
-    let text = std::fs::read_to_string(&cfg).expect("config");
-    write(
-        &cfg,
-        &text.replace(
-            "[pkg]\n",
-            "[pkg]\nmanylinux = \"2_28\"\ncompiler-cache = \"none\"\n",
-        ),
+    set_pkg(
+        &n,
+        "manylinux = \"2_28\"\ncompiler-cache = \"none\"\n",
+        "manylinux_2_28",
     );
-    commit_as_tester(&n.project, "manylinux_2_28", true);
     let out = run_in(&p, &n.project, &["pkg", "build"], 1);
     let err = stderr(&out);
     assert!(
@@ -395,13 +397,7 @@ fn ccache_that_is_not_installed_is_a_clear_error() {
     }
     let p = Project::new();
     let n = fixture(&p, "");
-    let cfg = n.project.join("lockstep.toml");
-    let text = std::fs::read_to_string(&cfg).expect("config");
-    write(
-        &cfg,
-        &text.replace("[pkg]\n", "[pkg]\ncompiler-cache = \"ccache\"\n"),
-    );
-    commit_as_tester(&n.project, "ccache", true);
+    set_pkg(&n, "compiler-cache = \"ccache\"\n", "ccache");
     let out = run_in(&p, &n.project, &["pkg", "build"], 2);
     let err = stderr(&out);
     assert!(
