@@ -76,6 +76,30 @@ pub fn repo_from_remote_url(url: &str, host: &str) -> Option<Repo> {
     path.parse().ok()
 }
 
+/// Which repository a command means: `flag` (`--repo`), else
+/// `$GITHUB_REPOSITORY` (set on every Actions runner), else the `origin`
+/// remote's URL when it is on `host`.
+pub fn resolve(flag: Option<&str>, origin_url: Option<&str>, host: &str) -> Result<Repo, Error> {
+    if let Some(repo) = flag {
+        return repo.parse();
+    }
+    if let Some(repo) = std::env::var("GITHUB_REPOSITORY")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        return repo
+            .trim()
+            .parse()
+            .map_err(|e: Error| e.context("$GITHUB_REPOSITORY does not name a repository"));
+    }
+    origin_url
+        .and_then(|url| repo_from_remote_url(url, host))
+        .ok_or_else(|| {
+            Error::usage("which repository? --repo is not given, $GITHUB_REPOSITORY is unset and `origin` is not on GitHub")
+                .hint("pass --repo OWNER/NAME, or set GITHUB_REPOSITORY")
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,28 +157,4 @@ mod tests {
             }
         }
     }
-}
-
-/// Which repository a command means: `flag` (`--repo`), else
-/// `$GITHUB_REPOSITORY` (set on every Actions runner), else the `origin`
-/// remote's URL when it is on `host`.
-pub fn resolve(flag: Option<&str>, origin_url: Option<&str>, host: &str) -> Result<Repo, Error> {
-    if let Some(repo) = flag {
-        return repo.parse();
-    }
-    if let Some(repo) = std::env::var("GITHUB_REPOSITORY")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    {
-        return repo
-            .trim()
-            .parse()
-            .map_err(|e: Error| e.context("$GITHUB_REPOSITORY does not name a repository"));
-    }
-    origin_url
-        .and_then(|url| repo_from_remote_url(url, host))
-        .ok_or_else(|| {
-            Error::usage("which repository? --repo is not given, $GITHUB_REPOSITORY is unset and `origin` is not on GitHub")
-                .hint("pass --repo OWNER/NAME, or set GITHUB_REPOSITORY")
-        })
 }
