@@ -76,8 +76,9 @@ pub fn members<R: Read + Seek>(
     Ok(members)
 }
 
-/// The member name as a relative path with only normal components.
-fn safe_relative_path(name: &str) -> std::result::Result<PathBuf, &'static str> {
+/// The member name as a relative path with only normal components (zip
+/// members here, tar members in `lockstep_python::sdist`).
+pub fn safe_relative_path(name: &str) -> std::result::Result<PathBuf, &'static str> {
     if name.contains('\0') {
         return Err("has a NUL in its name");
     }

@@ -215,6 +215,9 @@ pub fn all() -> Vec<Target> {
                 "version = \"1.0\"\n",
                 "path = \"demo_c-1.0-py3-none-any.whl\"\n",
                 "path = \"../x-1.0-py3-none-any.whl\"\n",
+                "[packages.sdist]\n",
+                "path = \"demo_c-1.0.tar.gz\"\n",
+                "path = \"demo-c-1.0.tar.gz\"\n",
                 "size = 3\n",
                 "hashes = { sha256 = \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\" }\n",
                 "[tool.lockstep]\n",
@@ -280,6 +283,11 @@ pub fn all() -> Vec<Target> {
             name: "wheel-members",
             run: wheel_members,
             dictionary: &["PK\u{3}\u{4}", "PK\u{1}\u{2}", "PK\u{5}\u{6}", ".dist-info/", "METADATA", "../", "/", "\\", "\0"],
+        },
+        Target {
+            name: "sdist-members",
+            run: sdist_members,
+            dictionary: &["fuzz_sdist-1.0/", "fuzz_sdist-1.0/PKG-INFO", "Name: fuzz-sdist\n", "Version: 1.0\n", "ustar\u{0}00", "ustar  \u{0}", "../", "/", "\0", "0000644\u{0}", "00000000012\u{0}"],
         },
         Target {
             name: "release-config",
@@ -603,6 +611,32 @@ fn wheel_members(input: &[u8]) -> Outcome {
     match lockstep_release::store::wheel_facts(&wheel) {
         Ok(_) => Outcome::Accepted,
         Err(e) => refused(&e.render(), &wheel),
+    }
+}
+
+/// The bytes as an sdist's tar (gzip'd here, so mutations reach the tar
+/// headers): read as `release publish` and `index` read it, then promoted.
+fn sdist_members(input: &[u8]) -> Outcome {
+    use std::io::Write;
+    let Ok(dir) = tempfile::tempdir() else {
+        return Outcome::Accepted;
+    };
+    let sdist = dir.path().join("fuzz_sdist-1.0.tar.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let bytes = gz.write_all(input).and_then(|_| gz.finish());
+    if bytes.and_then(|b| std::fs::write(&sdist, b)).is_err() {
+        return Outcome::Accepted;
+    }
+    if let Err(e) = lockstep_release::store::sdist_facts(&sdist) {
+        return refused(&e.render(), &sdist);
+    }
+    let out = dir.path().join("out");
+    if std::fs::create_dir(&out).is_err() {
+        return Outcome::Accepted;
+    }
+    match lockstep_release::promote::rewrite_sdist(&sdist, &out, "1.0", "1.1", true) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => refused(&e.render(), &sdist),
     }
 }
 

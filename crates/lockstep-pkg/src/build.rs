@@ -27,7 +27,7 @@ use lockstep_git::Repo;
 use lockstep_python::pylock::{
     self, Lock, Package, PackageInfo, PackageTool, SetInfo, Wheel, WheelInfo,
 };
-use lockstep_python::uv::{BuildWheel, Uv};
+use lockstep_python::uv::{Build, Uv};
 use lockstep_python::wheel::{self, WheelName};
 use serde::Serialize;
 
@@ -137,6 +137,8 @@ pub struct Built {
     pub cached: bool,
     /// The manylinux policy it was repaired to.
     pub manylinux: Option<String>,
+    /// The package's source distribution, not a wheel.
+    pub sdist: bool,
 }
 
 /// An interpreter of the matrix.
@@ -166,6 +168,8 @@ struct Group {
     /// Its `[project]` version is dynamic (stamped through `[pkg.version]`
     /// `write-file` / `env`, not the pyproject).
     dynamic: bool,
+    /// An sdist is built too (`[[pkg.package]] sdist`).
+    sdist: bool,
 }
 
 /// Builds the set; see the module doc.
@@ -238,7 +242,7 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
         }
         None => None,
     };
-    let cells: usize = groups.len() * pythons.len();
+    let cells: usize = groups.len() * pythons.len() + groups.iter().filter(|g| g.sdist).count();
     sink.emit(&PkgEvent::BuildStarted {
         cells,
         jobs: req.jobs,
@@ -517,6 +521,7 @@ fn plan_groups(
                 env,
                 version: None,
                 dynamic: false,
+                sdist: package.sdist,
             });
         }
     }
@@ -758,13 +763,16 @@ fn build_group(
     sink: &dyn Sink,
 ) -> Result<Vec<Made>, Failure> {
     let mut made: Vec<Made> = Vec::new();
+    if group.sdist {
+        made.push(build_cell(ctx, index, group, &ctx.pythons[0], true, sink)?);
+    }
     for (i, python) in ctx.pythons.iter().enumerate() {
-        let wheel = build_cell(ctx, index, group, python, sink)?;
+        let wheel = build_cell(ctx, index, group, python, false, sink)?;
         let universal = WheelName::parse(&wheel.info.name).is_some_and(|w| w.is_universal());
         made.push(wheel);
         if i == 0 && universal {
             let all: Vec<String> = ctx.pythons.iter().map(|p| p.version.clone()).collect();
-            let first = &mut made[0];
+            let first = made.last_mut().expect("the wheel just built");
             first.info.cells = all.iter().map(|v| cell_name(v, &group.variant)).collect();
             first.report.pythons = all;
             break;
@@ -784,22 +792,39 @@ fn cell_label(group: &Group, python: &Python) -> String {
     )
 }
 
-/// One cell: from the wheel cache, else built in a staged tree.
+/// One cell (a wheel, or with `sdist` the package's sdist): from the
+/// wheel cache, else built in a staged tree.
 fn build_cell(
     ctx: &Context<'_>,
     index: usize,
     group: &Group,
     python: &Python,
+    sdist: bool,
     sink: &dyn Sink,
 ) -> Result<Made, Failure> {
-    let label = cell_label(group, python);
-    let cell_dir = ctx.scratch.0.join(format!("{index}-{}", python.version));
-    let log = ctx.out.join(".logs").join(format!(
-        "{}-{}-py{}.log",
-        wheel::normalize(&group.dist),
-        group.variant,
-        python.version
-    ));
+    let (label, cell_dir, log_name) = if sdist {
+        (
+            format!("{} (sdist, variant {})", group.package, group.variant),
+            ctx.scratch.0.join(format!("{index}-sdist")),
+            format!(
+                "{}-{}-sdist.log",
+                wheel::normalize(&group.dist),
+                group.variant
+            ),
+        )
+    } else {
+        (
+            cell_label(group, python),
+            ctx.scratch.0.join(format!("{index}-{}", python.version)),
+            format!(
+                "{}-{}-py{}.log",
+                wheel::normalize(&group.dist),
+                group.variant,
+                python.version
+            ),
+        )
+    };
+    let log = ctx.out.join(".logs").join(log_name);
     let fail = |message: String| {
         sink.emit(&PkgEvent::CellFailed {
             package: group.package.clone(),
@@ -813,11 +838,11 @@ fn build_cell(
             message,
         }
     };
-    let key = cache_key(ctx, group, python);
+    let key = cache_key(ctx, group, python, sdist);
     let dist = cell_dir.join("dist");
     fs_err::create_dir_all(&dist).map_err(|e| fail(e.to_string()))?;
-    let command = build_command(group, python);
-    if let Some(made) = from_cache(ctx, &key, &dist, group, python, &command) {
+    let command = build_command(group, python, sdist);
+    if let Some(made) = from_cache(ctx, &key, &dist, group, python, &command, sdist) {
         emit_built(sink, group, python, &made);
         return Ok(made);
     }
@@ -861,7 +886,8 @@ fn build_cell(
     let ran = ctx
         .req
         .uv
-        .build_wheel(&BuildWheel {
+        .build(&Build {
+            sdist,
             python: &python.path,
             package: &package_dir,
             out_dir: &dist,
@@ -874,12 +900,16 @@ fn build_cell(
     if !ran.success() {
         return Err(fail(format!("uv build {}", ran.exit.describe())));
     }
-    let file = single_wheel(&dist, group).map_err(fail)?;
+    let file = single_dist(&dist, group, sdist).map_err(fail)?;
     if let Some(version) = &group.version {
-        check_metadata_version(&file, group, version).map_err(fail)?;
+        check_metadata_version(&file, group, version, sdist).map_err(fail)?;
     }
     let _ = std::fs::remove_dir_all(&src);
-    let (file, policy) = repair_wheel(ctx, &file, &cell_dir).map_err(fail)?;
+    let (file, policy) = if sdist {
+        (file, None)
+    } else {
+        repair_wheel(ctx, &file, &cell_dir).map_err(fail)?
+    };
     if let Some(policy) = &policy {
         sink.emit(&PkgEvent::Repaired {
             wheel: file
@@ -890,8 +920,8 @@ fn build_cell(
         });
     }
     let seconds = started.elapsed().as_secs_f64();
-    store_in_cache(ctx, &key, &file, policy.as_deref());
-    let mut made = made(file, group, python, command, seconds, false);
+    store_in_cache(ctx, &key, &file, policy.as_deref(), sdist);
+    let mut made = made(file, group, python, command, seconds, false, sdist);
     made.info.manylinux = policy.clone();
     made.report.manylinux = policy;
     emit_built(sink, group, python, &made);
@@ -918,10 +948,20 @@ fn repair_wheel(
     }
 }
 
-/// The wheel's METADATA `Version` equals the stamped one (a backend that
-/// ignored the stamp would otherwise ship another version under this name).
-fn check_metadata_version(file: &Path, group: &Group, version: &str) -> Result<(), String> {
-    let found = wheel::metadata_version(file, MAX_METADATA)?;
+/// The wheel's METADATA (the sdist's PKG-INFO) `Version` equals the
+/// stamped one (a backend that ignored the stamp would otherwise ship
+/// another version under this name).
+fn check_metadata_version(
+    file: &Path,
+    group: &Group,
+    version: &str,
+    sdist: bool,
+) -> Result<(), String> {
+    let found = if sdist {
+        lockstep_python::sdist::metadata_version(file)?
+    } else {
+        wheel::metadata_version(file, MAX_METADATA)?
+    };
     let same = matches!(
         (wheel::parse_version(version), wheel::parse_version(&found)),
         (Ok(a), Ok(b)) if a == b
@@ -948,9 +988,10 @@ fn emit_built(sink: &dyn Sink, group: &Group, python: &Python, made: &Made) {
 
 /// What the manifest records as the cell's build command (paths of the
 /// scratch tree left out: they do not exist after the build).
-fn build_command(group: &Group, python: &Python) -> Vec<String> {
+fn build_command(group: &Group, python: &Python, sdist: bool) -> Vec<String> {
     let mut command: Vec<String> = group.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    command.extend(["uv", "build", "--wheel", "--python"].map(String::from));
+    let kind = if sdist { "--sdist" } else { "--wheel" };
+    command.extend(["uv", "build", kind, "--python"].map(String::from));
     command.push(python.version.clone());
     command.push(if group.source.is_empty() {
         ".".into()
@@ -967,15 +1008,22 @@ fn made(
     command: Vec<String>,
     seconds: f64,
     cached: bool,
+    sdist: bool,
 ) -> Made {
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // An sdist serves every Python of its variant.
+    let cells = if sdist {
+        vec![format!("variant={}", group.variant)]
+    } else {
+        vec![cell_name(&python.version, &group.variant)]
+    };
     Made {
         info: WheelInfo {
             name,
-            cells: vec![cell_name(&python.version, &group.variant)],
+            cells,
             command,
             seconds: (seconds * 1000.0).round() / 1000.0,
             cached,
@@ -989,41 +1037,70 @@ fn made(
             seconds,
             cached,
             manylinux: None,
+            sdist,
         },
         staged: file,
     }
 }
 
-/// The one wheel uv wrote, named for the package (and the stamped version).
-fn single_wheel(dist: &Path, group: &Group) -> Result<PathBuf, String> {
-    let file = &wheel::single_wheel_in(dist, "uv build")?;
+/// The one wheel (sdist) uv wrote, named for the package (and the stamped version).
+fn single_dist(dist: &Path, group: &Group, sdist: bool) -> Result<PathBuf, String> {
+    let file = &if sdist {
+        wheel::single_file_in(dist, ".tar.gz", "sdists", "uv build")?
+    } else {
+        wheel::single_wheel_in(dist, "uv build")?
+    };
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let parsed =
-        WheelName::parse(&name).ok_or_else(|| format!("`{name}` is not a wheel file name"))?;
-    if parsed.name != wheel::normalize(&group.dist) {
+    let parsed = dist_name(&name, sdist)
+        .ok_or_else(|| format!("`{name}` is not a wheel or sdist file name lockstep can read"))?;
+    if parsed.0 != wheel::normalize(&group.dist) {
         return Err(format!(
             "the build of {} produced {name}: another distribution's name",
             group.package
         ));
     }
     if let Some(v) = &group.version {
-        let same = matches!((wheel::parse_version(v), wheel::parse_version(&parsed.version)), (Ok(a), Ok(b)) if a == b);
+        let same = matches!((wheel::parse_version(v), wheel::parse_version(&parsed.1)), (Ok(a), Ok(b)) if a == b);
         if !same {
             return Err(format!(
                 "the build of {} produced version {} instead of the stamped {v}: its build backend ignored the stamp ([pkg.version] write-file / env must be what it reads the version from)",
-                group.package, parsed.version
+                group.package, parsed.1
             ));
         }
     }
     Ok(file.clone())
 }
 
-fn cache_key(ctx: &Context<'_>, group: &Group, python: &Python) -> lockstep_cache::Key {
+/// (normalised name, version) of a wheel or sdist file name.
+fn dist_name(name: &str, sdist: bool) -> Option<(String, String)> {
+    if sdist {
+        lockstep_python::sdist::SdistName::parse(name).map(|n| (n.name, n.version))
+    } else {
+        WheelName::parse(name).map(|n| (n.name, n.version))
+    }
+}
+
+/// The cache item holding the file.
+fn cache_item(sdist: bool) -> &'static str {
+    if sdist {
+        "sdist"
+    } else {
+        "whl"
+    }
+}
+
+fn cache_key(
+    ctx: &Context<'_>,
+    group: &Group,
+    python: &Python,
+    sdist: bool,
+) -> lockstep_cache::Key {
     let env: Vec<String> = group.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
     KeyBuilder::new(Area::Wheels, KEY_VERSION)
+        .part("kind", cache_item(sdist))
         .part("tree", ctx.tree)
         .part("package", &group.dist)
         .part("source", &group.source)
@@ -1065,26 +1142,33 @@ fn from_cache(
     group: &Group,
     python: &Python,
     command: &[String],
+    sdist: bool,
 ) -> Option<Made> {
     let bucket = ctx.req.cache.as_ref()?;
     let entry = bucket.slot(key, None).get()?;
     let name: String = entry.meta().get("file")?.as_str()?.to_string();
-    WheelName::parse(&name)?;
+    dist_name(&name, sdist)?;
     let policy = entry
         .meta()
         .get("manylinux")
         .and_then(|p| p.as_str())
         .map(String::from);
-    let cached = entry.file("whl")?;
+    let cached = entry.file(cache_item(sdist))?;
     let dest = dist.join(&name);
     std::fs::copy(cached, &dest).ok()?;
-    let mut made = made(dest, group, python, command.to_vec(), 0.0, true);
+    let mut made = made(dest, group, python, command.to_vec(), 0.0, true, sdist);
     made.info.manylinux = policy.clone();
     made.report.manylinux = policy;
     Some(made)
 }
 
-fn store_in_cache(ctx: &Context<'_>, key: &lockstep_cache::Key, file: &Path, policy: Option<&str>) {
+fn store_in_cache(
+    ctx: &Context<'_>,
+    key: &lockstep_cache::Key,
+    file: &Path,
+    policy: Option<&str>,
+    sdist: bool,
+) {
     let Some(bucket) = &ctx.req.cache else { return };
     let slot = bucket.slot(key, None);
     let stored = (|| -> Result<(), Error> {
@@ -1093,7 +1177,7 @@ fn store_in_cache(ctx: &Context<'_>, key: &lockstep_cache::Key, file: &Path, pol
             return Ok(());
         }
         let mut stage = lock.stage();
-        stage.copy("whl", file)?;
+        stage.copy(cache_item(sdist), file)?;
         let name = file
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -1200,17 +1284,23 @@ fn write_set(
         for made in built.iter_mut().filter(|m| m.report.variant == variant) {
             let dest = dir.join(&made.info.name);
             // What the wheel was built from goes inside it (added here, not
-            // kept in the cache: a cached wheel serves every commit of its tree).
-            let stamped = made
-                .staged
-                .with_file_name(format!(".with-build-info-{}", made.info.name));
-            wheel::add_dist_info_file(
-                &made.staged,
-                &stamped,
-                BUILD_INFO,
-                &build_info(ctx, variant, dirty, pin)?,
-            )?;
-            std::fs::rename(&stamped, &dest).map_err(|e| {
+            // kept in the cache: a cached wheel serves every commit of its
+            // tree). An sdist is the tree itself: it moves in as built.
+            let ready = if made.report.sdist {
+                made.staged.clone()
+            } else {
+                let stamped = made
+                    .staged
+                    .with_file_name(format!(".with-build-info-{}", made.info.name));
+                wheel::add_dist_info_file(
+                    &made.staged,
+                    &stamped,
+                    BUILD_INFO,
+                    &build_info(ctx, variant, dirty, pin)?,
+                )?;
+                stamped
+            };
+            std::fs::rename(&ready, &dest).map_err(|e| {
                 Error::failed(format!(
                     "cannot move {} into {}",
                     made.info.name,
@@ -1224,24 +1314,26 @@ fn write_set(
                 .unwrap_or(&dest)
                 .to_string_lossy()
                 .into_owned();
-            let version = WheelName::parse(&made.info.name)
-                .map(|w| w.version)
+            let version = dist_name(&made.info.name, made.report.sdist)
+                .map(|(_, version)| version)
                 .unwrap_or_default();
             let package = packages
                 .entry(made.report.package.clone())
                 .or_insert_with(|| Package {
                     name: wheel::normalize(&made.report.package),
                     version: Some(version),
+                    sdist: None,
                     wheels: Vec::new(),
                     tool: Some(PackageTool {
                         lockstep: Some(PackageInfo {
                             source_revision: Some(ctx.revision.to_string()),
                             upstream_revision: pin.map(String::from),
                             wheels: Vec::new(),
+                            sdist: None,
                         }),
                     }),
                 });
-            package.wheels.push(Wheel {
+            let entry = Wheel {
                 name: Some(made.info.name.clone()),
                 path: Some(rel),
                 size: Some(fs_err::metadata(&dest)?.len()),
@@ -1249,8 +1341,17 @@ fn write_set(
                     "sha256".to_string(),
                     lockstep_core::hash::sha256_file(&dest)?,
                 )]),
-            });
-            if let Some(info) = package.tool.as_mut().and_then(|t| t.lockstep.as_mut()) {
+            };
+            let info = package.tool.as_mut().and_then(|t| t.lockstep.as_mut());
+            if made.report.sdist {
+                package.sdist = Some(entry);
+                if let Some(info) = info {
+                    info.sdist = Some(made.info.clone());
+                }
+                continue;
+            }
+            package.wheels.push(entry);
+            if let Some(info) = info {
                 info.wheels.push(made.info.clone());
             }
             count += 1;

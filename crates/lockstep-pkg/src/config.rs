@@ -71,6 +71,11 @@ pub struct PackageConfig {
     /// set after it, and wins).
     #[serde(default)]
     pub env: std::collections::BTreeMap<String, String>,
+    /// Also build its source distribution (`uv build --sdist`, once per
+    /// variant, from the same staged and stamped tree): listed in the
+    /// manifest as `[packages.sdist]` and released beside the wheels.
+    #[serde(default)]
+    pub sdist: bool,
 }
 
 fn default_variants() -> Vec<String> {

@@ -214,7 +214,10 @@ fn check(dir: &Path) -> Result<(Vec<PathBuf>, usize), Error> {
     let mut wheels = 0;
     for manifest in &manifests {
         let lock = Lock::load(manifest)?;
-        wheels += pylock::verify(&lock, manifest)?.len();
+        wheels += pylock::verify(&lock, manifest)?
+            .iter()
+            .filter(|c| !c.sdist)
+            .count();
     }
     Ok((manifests, wheels))
 }

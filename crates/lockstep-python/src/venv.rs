@@ -95,7 +95,7 @@ pub fn create_exact(
     )?;
     sink.note(format!(
         "installing {} wheel(s) from {} (offline, hashes checked)",
-        checked.len(),
+        checked.iter().filter(|c| !c.sdist).count(),
         manifest_path.display()
     ));
     uv.sync(&venv, &manifest_path).map_err(|e| {
@@ -181,7 +181,7 @@ pub fn add_exact(uv: &Uv, venv: &Venv, from: From<'_>, sink: &dyn Sink) -> Resul
     let checked = pylock::verify(&lock, &manifest)?;
     sink.note(format!(
         "installing {} wheel(s) from {} (offline, hashes checked)",
-        checked.len(),
+        checked.iter().filter(|c| !c.sdist).count(),
         manifest.display()
     ));
     uv.install(venv, Install::Manifest(&manifest))
@@ -207,6 +207,7 @@ pub fn add_exact(uv: &Uv, venv: &Venv, from: From<'_>, sink: &dyn Sink) -> Resul
 fn wheel_hashes(checked: &[Checked]) -> Vec<(String, String)> {
     checked
         .iter()
+        .filter(|c| !c.sdist)
         .map(|c| {
             let name = c.file.file_name().map(|n| n.to_string_lossy().into_owned());
             (name.unwrap_or_default(), c.sha256.clone())

@@ -145,17 +145,31 @@ pub fn metadata_version(wheel: &std::path::Path, max_bytes: u64) -> Result<Strin
 /// The one `*.whl` a tool (uv build, auditwheel repair) wrote into `dir`;
 /// `tool` names it when there is not exactly one.
 pub fn single_wheel_in(dir: &std::path::Path, tool: &str) -> Result<std::path::PathBuf, String> {
-    let wheels: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+    single_file_in(dir, ".whl", "wheels", tool)
+}
+
+/// The one file named `*SUFFIX` (`.whl`, `.tar.gz`) that `tool` wrote into
+/// `dir`; `what` names them in the error ("wheels", "sdists").
+pub fn single_file_in(
+    dir: &std::path::Path,
+    suffix: &str,
+    what: &str,
+    tool: &str,
+) -> Result<std::path::PathBuf, String> {
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with(suffix))
+        })
         .collect();
-    match wheels.as_slice() {
+    match files.as_slice() {
         [file] => Ok(file.clone()),
         _ => Err(format!(
-            "{tool} wrote {} wheels into {}, expected one",
-            wheels.len(),
+            "{tool} wrote {} {what} into {}, expected one",
+            files.len(),
             dir.display()
         )),
     }

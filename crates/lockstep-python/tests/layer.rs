@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use lockstep_core::events::NullSink;
-use lockstep_python::uv::{find_uv, BuildWheel, Timeouts, Uv};
+use lockstep_python::uv::{find_uv, Build, Timeouts, Uv};
 use lockstep_python::venv::{self, From, RunIn};
 
 fn uv() -> Uv {
@@ -34,7 +34,8 @@ fn build(uv: &Uv, work: &Path, out: &Path, name: &str, project: &str, module: &s
     let python = uv.find_python("3.11", work).expect("python 3.11");
     let log = work.join(format!("{name}.log"));
     let ran = uv
-        .build_wheel(&BuildWheel {
+        .build(&Build {
+            sdist: false,
             python: &python,
             package: &src,
             out_dir: out,

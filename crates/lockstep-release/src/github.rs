@@ -9,6 +9,7 @@
 //! ([`Target::prepare`]): the tag is given, a token is set, the repository
 //! is known and the API URL acceptable.
 
+use lockstep_python::sdist::SdistName;
 use std::path::Path;
 
 use lockstep_core::events::Sink;
@@ -117,7 +118,14 @@ impl Target {
         let mut assets: Vec<(String, &str)> = record
             .files
             .iter()
-            .map(|f| (f.filename.clone(), "application/zip"))
+            .map(|f| {
+                let kind = if SdistName::looks_like(&f.filename) {
+                    "application/gzip"
+                } else {
+                    "application/zip"
+                };
+                (f.filename.clone(), kind)
+            })
             .collect();
         assets.push((SUMS.to_string(), "text/plain"));
         for (name, content_type) in &assets {

@@ -196,10 +196,11 @@ fn anchor(prefix: &str, listed: &Listed) -> String {
     if let Some(reason) = listed.yanked {
         attrs.push_str(&format!(" data-yanked=\"{}\"", escape(reason)));
     }
-    attrs.push_str(&format!(
-        " data-dist-info-metadata=\"sha256={m}\" data-core-metadata=\"sha256={m}\"",
-        m = f.metadata_sha256
-    ));
+    if let Some(m) = &f.metadata_sha256 {
+        attrs.push_str(&format!(
+            " data-dist-info-metadata=\"sha256={m}\" data-core-metadata=\"sha256={m}\""
+        ));
+    }
     format!("<a {attrs}>{}</a><br/>", escape(&f.filename))
 }
 
@@ -224,8 +225,9 @@ fn project_json(name: &str, files: &[Listed], prefix: &str) -> String {
                 "size": l.file.size,
                 "upload-time": l.file.upload_time,
                 "yanked": l.yanked.map_or(serde_json::Value::Bool(false), |r| json!(r)),
-                "core-metadata": {"sha256": l.file.metadata_sha256},
-                "dist-info-metadata": {"sha256": l.file.metadata_sha256},
+                // PEP 691/714: `false` when no metadata file is served (an sdist).
+                "core-metadata": l.file.metadata_sha256.as_ref().map_or(json!(false), |m| json!({"sha256": m})),
+                "dist-info-metadata": l.file.metadata_sha256.as_ref().map_or(json!(false), |m| json!({"sha256": m})),
             })
         })
         .collect();

@@ -1,5 +1,10 @@
 //! `lockstep release promote VERSION --to FINAL`: a final release made from
-//! a candidate's wheels without rebuilding them.
+//! a candidate's wheels (and sdists) without rebuilding them.
+//!
+//! An sdist is rewritten the same way: its top directory renamed, the
+//! `Version:` of its PKG-INFO replaced, stamped files (a pyproject.toml or
+//! version_info.json that holds the candidate's version) listed and, with
+//! `--rewrite-stamps`, rewritten; the output is gzip'd without a timestamp.
 //!
 //! Each wheel is rewritten: its file name, its `.dist-info` directory, the
 //! `Version:` of METADATA, and RECORD with fresh hashes; stray `*.egg-info`
@@ -16,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use lockstep_core::Error;
+use lockstep_python::sdist::SdistName;
 use lockstep_python::wheel::WheelName;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -117,7 +123,12 @@ pub fn promote(
     let mut stamps = BTreeMap::new();
     let mut dropped = BTreeMap::new();
     for file in &candidate.files {
-        let (out, found, gone) = rewrite_wheel(
+        let rewrite = if SdistName::looks_like(&file.filename) {
+            rewrite_sdist
+        } else {
+            rewrite_wheel
+        };
+        let (out, found, gone) = rewrite(
             &dir.join(&file.filename),
             stage.path(),
             from,
@@ -316,6 +327,91 @@ pub fn rewrite_wheel(
         .map_err(|e| Error::failed(e.to_string()))?;
     writer.finish().map_err(zip_err)?;
     Ok((out_path, stamps, dropped))
+}
+
+/// Rewrites one sdist into `out_dir`; returns (path, stamped members, no
+/// dropped members).
+pub fn rewrite_sdist(
+    sdist: &Path,
+    out_dir: &Path,
+    from: &str,
+    to: &str,
+    rewrite_stamps: bool,
+) -> Result<(PathBuf, Vec<String>, Vec<String>), Error> {
+    let file_name = sdist
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = SdistName::parse(&file_name)
+        .ok_or_else(|| Error::usage(format!("{file_name} is not an sdist file name")))?;
+    if name.version != from {
+        return Err(Error::usage(format!("{file_name} is not version {from}")));
+    }
+    let raw_name = name.stem.split('-').next().unwrap_or_default();
+    let old_top = format!("{}/", name.stem);
+    let new_top = format!("{raw_name}-{to}/");
+    let out_path = out_dir.join(format!("{raw_name}-{to}.tar.gz"));
+    let out_file = fs_err::File::create(&out_path)?;
+    // No timestamp in the gzip header: promoting twice gives the same bytes.
+    let gz = flate2::GzBuilder::new().mtime(0).write(
+        std::io::BufWriter::new(out_file),
+        flate2::Compression::default(),
+    );
+    let mut builder = tar::Builder::new(gz);
+    builder.mode(tar::HeaderMode::Complete);
+    let tar_err = |e: std::io::Error| {
+        Error::failed(format!("cannot rewrite {file_name}")).cause(e.to_string())
+    };
+    let mut stamps = Vec::new();
+    let mut pkg_info_seen = false;
+    lockstep_python::sdist::visit(sdist, |member, reader| {
+        let rest = format!("{}/", member.path);
+        let renamed = match rest.strip_prefix(&old_top) {
+            Some(r) => format!("{new_top}{}", r.trim_end_matches('/')),
+            None => new_top.trim_end_matches('/').to_string(),
+        };
+        let mut header = member.header.clone();
+        if member.is_dir {
+            header.set_size(0);
+            return builder
+                .append_data(&mut header, &renamed, std::io::empty())
+                .map_err(tar_err);
+        }
+        let size = member.header.size().map_err(tar_err)?;
+        if size > MAX_TEXT_MEMBER {
+            return builder
+                .append_data(&mut header, &renamed, reader)
+                .map_err(tar_err);
+        }
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes).map_err(tar_err)?;
+        if member.path == format!("{old_top}PKG-INFO") {
+            bytes = rewrite_metadata(&bytes, from, to, &file_name)?;
+            pkg_info_seen = true;
+        } else if let Ok(text) = std::str::from_utf8(&bytes) {
+            if contains_version(text, from) {
+                stamps.push(renamed.clone());
+                if rewrite_stamps {
+                    bytes = replace_version(text, from, to).into_bytes();
+                }
+            }
+        }
+        header.set_size(bytes.len() as u64);
+        builder
+            .append_data(&mut header, &renamed, bytes.as_slice())
+            .map_err(tar_err)
+    })?;
+    if !pkg_info_seen {
+        return Err(Error::failed(format!(
+            "{file_name} has no {old_top}PKG-INFO"
+        )));
+    }
+    builder
+        .into_inner()
+        .and_then(|gz| gz.finish())
+        .and_then(|mut w| w.flush())
+        .map_err(tar_err)?;
+    Ok((out_path, stamps, Vec::new()))
 }
 
 fn options_of<R: Read>(entry: &zip::read::ZipFile<'_, R>) -> zip::write::SimpleFileOptions {

@@ -109,11 +109,12 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
         }
     }
     let mut scripts = Vec::new();
-    for c in &checked {
+    for c in checked.iter().filter(|c| !c.sdist) {
         scripts.extend(store::wheel_facts(&c.file)?.console_scripts);
     }
     scripts.sort();
     scripts.dedup();
+    // Wheels and sdists: both go to the staged index and the store.
     let wheels: Vec<PathBuf> = checked.iter().map(|c| c.file.clone()).collect();
     let packages: Vec<String> = lock.packages.iter().map(|p| p.name.clone()).collect();
 

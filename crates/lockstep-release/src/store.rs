@@ -1,5 +1,6 @@
-//! The release store: `<index>/files/<version>/` holds a version's wheels,
-//! each wheel's core metadata (`<wheel>.metadata`, PEP 658) and
+//! The release store: `<index>/files/<version>/` holds a version's wheels
+//! and sdists, each wheel's core metadata (`<wheel>.metadata`, PEP 658;
+//! an sdist's PKG-INFO may declare fields dynamic, so none is served) and
 //! `release.json` (what was released from where, the files' hashes, the
 //! yank). Files are immutable: a different file under an existing name is
 //! refused, identical bytes are a no-op. Everything arrives through a
@@ -10,6 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use lockstep_core::Error;
+use lockstep_python::sdist::SdistName;
 use lockstep_python::wheel::{normalize, WheelName};
 use serde::{Deserialize, Serialize};
 
@@ -53,8 +55,9 @@ pub struct StoredFile {
     pub size: u64,
     #[serde(default)]
     pub requires_python: Option<String>,
-    /// sha256 of `<filename>.metadata`.
-    pub metadata_sha256: String,
+    /// sha256 of `<filename>.metadata`; none for an sdist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_sha256: Option<String>,
     /// RFC 3339, when it entered the store.
     pub upload_time: String,
 }
@@ -225,7 +228,10 @@ pub fn load_or_scan(dir: &Path) -> Result<Release, Error> {
         .map_err(|e| Error::failed(format!("cannot list {}", dir.display())).cause(e.to_string()))?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.ends_with(".whl") || SdistName::looks_like(&name)
+        })
         .filter(|p| {
             !listed.contains(
                 &p.file_name()
@@ -255,13 +261,13 @@ pub fn load_or_scan(dir: &Path) -> Result<Release, Error> {
 fn check_record(path: &Path, release: &Release) -> Result<(), Error> {
     let hex64 = |h: &str| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
     for f in &release.files {
-        let wheel = WheelName::parse(&f.filename);
+        let project = WheelName::parse(&f.filename)
+            .map(|w| w.name)
+            .or_else(|| SdistName::parse(&f.filename).map(|s| s.name));
         let ok = !f.filename.contains(['/', '\\', '"', '<', '>', '&'])
-            && wheel
-                .as_ref()
-                .is_some_and(|w| normalize(&w.name) == f.project)
+            && project.is_some_and(|name| normalize(&name) == f.project)
             && hex64(&f.sha256)
-            && hex64(&f.metadata_sha256);
+            && f.metadata_sha256.as_deref().is_none_or(hex64);
         if !ok {
             return Err(Error::failed(format!(
                 "{} has a bad file entry `{}`",
@@ -274,13 +280,55 @@ fn check_record(path: &Path, release: &Release) -> Result<(), Error> {
     Ok(())
 }
 
-/// A stored file's record; writes `<wheel>.metadata` beside it when missing.
-pub fn describe(wheel: &Path, upload_time: Option<&str>) -> Result<StoredFile, Error> {
-    let facts = wheel_facts(wheel)?;
-    let metadata_path = metadata_path(wheel);
-    if !metadata_path.exists() {
-        lockstep_core::fs::write_atomic(&metadata_path, &facts.metadata)?;
+/// An sdist's name and Requires-Python, its PKG-INFO checked to agree
+/// with its file name (every member checked on the way).
+pub fn sdist_facts(path: &Path) -> Result<(String, Option<String>), Error> {
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = SdistName::parse(&file_name)
+        .ok_or_else(|| Error::usage(format!("{file_name} is not an sdist file name")))?;
+    let info = lockstep_python::sdist::pkg_info(path)?;
+    let text = String::from_utf8_lossy(&info);
+    let header = |key: &str| lockstep_python::sdist::metadata_header(&text, key).unwrap_or("");
+    let same_version = lockstep_python::wheel::parse_version(header("Version:"))
+        .ok()
+        .zip(lockstep_python::wheel::parse_version(&name.version).ok())
+        .is_some_and(|(a, b)| a == b);
+    if normalize(header("Name:")) != name.name || !same_version {
+        return Err(Error::usage(format!(
+            "{file_name}: its file name and PKG-INFO disagree (PKG-INFO says {} {})",
+            header("Name:"),
+            header("Version:")
+        ))
+        .hint("rebuild the sdist; installers refuse or mis-report such an sdist"));
     }
+    let requires_python =
+        lockstep_python::sdist::metadata_header(&text, "Requires-Python:").map(String::from);
+    Ok((name.name, requires_python))
+}
+
+/// A stored file's record; writes `<wheel>.metadata` beside a wheel when
+/// missing.
+pub fn describe(file: &Path, upload_time: Option<&str>) -> Result<StoredFile, Error> {
+    let is_sdist = SdistName::looks_like(&file.file_name().unwrap_or_default().to_string_lossy());
+    let (project, requires_python, metadata_sha256) = if is_sdist {
+        let (project, requires_python) = sdist_facts(file)?;
+        (project, requires_python, None)
+    } else {
+        let facts = wheel_facts(file)?;
+        let metadata_path = metadata_path(file);
+        if !metadata_path.exists() {
+            lockstep_core::fs::write_atomic(&metadata_path, &facts.metadata)?;
+        }
+        (
+            normalize(&facts.name.name),
+            facts.requires_python,
+            Some(lockstep_core::hash::sha256_bytes(&facts.metadata)),
+        )
+    };
+    let wheel = file;
     let size = fs_err::metadata(wheel)?.len();
     let upload_time = match upload_time {
         Some(t) => t.to_string(),
@@ -296,11 +344,11 @@ pub fn describe(wheel: &Path, upload_time: Option<&str>) -> Result<StoredFile, E
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        project: normalize(&facts.name.name),
+        project,
         sha256: lockstep_core::hash::sha256_file(wheel)?,
         size,
-        requires_python: facts.requires_python,
-        metadata_sha256: lockstep_core::hash::sha256_bytes(&facts.metadata),
+        requires_python,
+        metadata_sha256,
         upload_time,
     })
 }
@@ -460,7 +508,9 @@ pub fn add(index: &Path, release: &Release, wheels: &[PathBuf]) -> Result<Vec<St
         for (name, _) in &new {
             fs_err::rename(staging.join(name), dir.join(name))?;
             let meta = format!("{name}.metadata");
-            fs_err::rename(staging.join(&meta), dir.join(&meta))?;
+            if staging.join(&meta).exists() {
+                fs_err::rename(staging.join(&meta), dir.join(&meta))?;
+            }
         }
         save(&dir, &record)
     })();

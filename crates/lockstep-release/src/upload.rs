@@ -15,6 +15,7 @@
 use std::path::Path;
 
 use lockstep_core::Error;
+use lockstep_python::sdist::SdistName;
 use lockstep_python::uv::{Credentials, Uploaded, Uv};
 use lockstep_python::wheel::WheelName;
 
@@ -32,15 +33,17 @@ pub fn check_url(url: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Uploads `wheel` to the upload endpoint `url` with `uv`.
+/// Uploads `wheel` (a wheel or an sdist) to the upload endpoint `url` with `uv`.
 pub fn upload(uv: &Uv, url: &str, wheel: &Path) -> Result<Uploaded, Error> {
     check_url(url)?;
     let file_name = wheel
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if WheelName::parse(&file_name).is_none() {
-        return Err(Error::usage(format!("{file_name} is not a wheel")));
+    if WheelName::parse(&file_name).is_none() && SdistName::parse(&file_name).is_none() {
+        return Err(Error::usage(format!(
+            "{file_name} is not a wheel or an sdist"
+        )));
     }
     uv.publish(url, wheel, &credentials())
 }

@@ -788,3 +788,226 @@ fn subsets_package_env_and_suffixed_variants() {
     );
     assert!(stderr(&out).contains("name-suffix"), "{}", stderr(&out));
 }
+
+/// The members of a `.tar.gz` and the text of one of them (Python's tarfile).
+fn tar_member(archive: &Path, member: &str) -> (String, String) {
+    let script = "import sys, tarfile\n\
+                  t = tarfile.open(sys.argv[1])\n\
+                  print('\\n'.join(t.getnames()))\n\
+                  print('=====')\n\
+                  print(t.extractfile(sys.argv[2]).read().decode())";
+    let out = stdout(&output(
+        Command::new("python3")
+            .args(["-c", script])
+            .arg(archive)
+            .arg(member),
+    ));
+    let (names, text) = out.split_once("=====\n").expect("tar listing");
+    (names.to_string(), text.to_string())
+}
+
+#[test]
+fn sdists_travel_with_the_set_through_publish_and_promote() {
+    let p = Project::new();
+    let (deps_url, server) = dependency_index(
+        &p.root().join("deps"),
+        &["packaging==24.2", "setuptools==75.8.0"],
+    );
+    let _server = Killed(server);
+    let n = release_fixture(&p, &deps_url);
+    let cfg = n.project.join("lockstep.toml");
+    let text = std::fs::read_to_string(&cfg).expect("config");
+    write(
+        &cfg,
+        &text.replacen(
+            "source = \"runtime\"\n",
+            "source = \"runtime\"\nsdist = true\n",
+            1,
+        ),
+    );
+    commit_as_tester(&n.project, "sdist for the runtime", true);
+
+    let out = run_in(&p, &n.project, &["release", "cut", "--json"], 0);
+    let cut: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cut JSON");
+    let version = cut["version"].as_str().expect("version").to_string();
+    let tag = cut["tag"].as_str().expect("tag").to_string();
+    let report = build_json(&p, &n.project, &["--version", &version]);
+    let sdists: Vec<&serde_json::Value> = report["wheels"]
+        .as_array()
+        .expect("built")
+        .iter()
+        .filter(|w| w["sdist"] == true)
+        .collect();
+    assert_eq!(sdists.len(), 1, "{report}");
+    assert_eq!(sdists[0]["package"], "demo-runtime", "{report}");
+
+    // The manifest lists it as PEP 751's [packages.sdist]; it carries the
+    // stamped version in PKG-INFO and in the version file it is built from.
+    let lock = manifest(&n.project);
+    let runtime = lock["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["name"].as_str() == Some("demo-runtime"))
+        .expect("demo-runtime")
+        .clone();
+    let name = format!("demo_runtime-{version}.tar.gz");
+    assert_eq!(runtime["sdist"]["path"].as_str(), Some(name.as_str()));
+    assert_eq!(runtime["wheels"].as_array().map(Vec::len), Some(1));
+    let sdist = n.project.join("wheelhouse").join(&name);
+    let (names, pkg_info) = tar_member(&sdist, &format!("demo_runtime-{version}/PKG-INFO"));
+    assert!(
+        pkg_info.contains(&format!("\nVersion: {version}\n")),
+        "{pkg_info}"
+    );
+    assert!(names.contains("version_info.json"), "{names}");
+
+    // Installs take the wheels (uv syncs the manifest with its sdist entry;
+    // the set lacks the runtime's PyPI dependency, which is then named).
+    let out = run_in(
+        &p,
+        &n.project,
+        &[
+            "pkg",
+            "venv",
+            "venv",
+            "--manifest",
+            "wheelhouse/pylock.toml",
+        ],
+        1,
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("installing 2 wheel(s)") && err.contains("requires packaging>=20"),
+        "{err}"
+    );
+    let tampered = p.root().join("tampered");
+    expect(
+        Command::new("cp")
+            .arg("-a")
+            .arg(n.project.join("wheelhouse"))
+            .arg(&tampered),
+        0,
+    );
+    let bytes = std::fs::read(tampered.join(&name)).expect("sdist");
+    std::fs::write(tampered.join(&name), [&bytes[..], b"x"].concat()).expect("tamper");
+    let out = run_in(
+        &p,
+        &n.project,
+        &[
+            "release",
+            "publish",
+            &tampered.to_string_lossy(),
+            "--tag",
+            &tag,
+        ],
+        1,
+    );
+    assert!(
+        stderr(&out).contains(&format!("the sdist {}", tampered.join(&name).display())),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!n
+        .project
+        .join(format!("release/index/files/{version}"))
+        .exists());
+
+    // Published: in the store and on the index, without a core-metadata
+    // file (an sdist's PKG-INFO may leave fields dynamic).
+    run_in(
+        &p,
+        &n.project,
+        &["release", "publish", "wheelhouse", "--tag", &tag],
+        0,
+    );
+    let index = n.project.join("release/index");
+    let page = std::fs::read_to_string(index.join("simple/demo-runtime/index.html")).expect("page");
+    let anchor = page
+        .lines()
+        .find(|l| l.contains(&name))
+        .unwrap_or_else(|| panic!("{name} not on the page: {page}"));
+    assert!(!anchor.contains("core-metadata"), "{anchor}");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(index.join("simple/demo-runtime/index.json")).expect("json"),
+    )
+    .expect("JSON page");
+    let entry = json["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .find(|f| f["filename"].as_str() == Some(name.as_str()))
+        .expect("sdist listed")
+        .clone();
+    assert_eq!(entry["core-metadata"], false, "{entry}");
+
+    // pip builds and installs it from the index when asked for source (its
+    // build backend and dependency from the dependency index).
+    let venv = p.root().join("sdist-venv");
+    expect(Command::new("python3").args(["-m", "venv"]).arg(&venv), 0);
+    expect(
+        Command::new(venv.join("bin/pip"))
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-cache-dir",
+                "--pre",
+                "--no-binary",
+                "demo-runtime",
+            ])
+            .args([
+                "--index-url",
+                &format!("file://{}/", index.join("simple").display()),
+                "--extra-index-url",
+                &deps_url,
+            ])
+            .arg(format!("demo-runtime=={version}"))
+            .env_remove("PIP_FIND_LINKS"),
+        0,
+    );
+    let out = expect(
+        Command::new(venv.join("bin/python"))
+            .args(["-c", "import demo_runtime; print(demo_runtime.version())"]),
+        0,
+    );
+    assert_eq!(stdout(&out).trim(), version);
+
+    // Promoted with its version renamed throughout.
+    let out = run_in(
+        &p,
+        &n.project,
+        &[
+            "release",
+            "promote",
+            &version,
+            "--to",
+            "0.3.0",
+            "--rewrite-stamps",
+            "--json",
+        ],
+        0,
+    );
+    let promoted: serde_json::Value = serde_json::from_slice(&out.stdout).expect("promote JSON");
+    let final_sdist = index.join("files/0.3.0/demo_runtime-0.3.0.tar.gz");
+    assert!(final_sdist.is_file(), "{promoted}");
+    let (names, pkg_info) = tar_member(&final_sdist, "demo_runtime-0.3.0/PKG-INFO");
+    assert!(pkg_info.contains("\nVersion: 0.3.0\n"), "{pkg_info}");
+    assert!(
+        !names.contains(&version) && names.contains("demo_runtime-0.3.0/version_info.json"),
+        "{names}"
+    );
+    let (_, stamped) = tar_member(&final_sdist, "demo_runtime-0.3.0/version_info.json");
+    assert!(
+        stamped.contains("0.3.0") && !stamped.contains(&version),
+        "{stamped}"
+    );
+    assert!(
+        promoted["stamps"]["demo_runtime-0.3.0.tar.gz"]
+            .as_array()
+            .is_some_and(|s| s
+                .iter()
+                .any(|m| m.as_str().is_some_and(|m| m.ends_with("version_info.json")))),
+        "{promoted}"
+    );
+}
