@@ -38,7 +38,8 @@ const MAX_PAGES: u32 = 10;
 #[derive(Clone)]
 pub struct Token {
     value: String,
-    pub source: &'static str,
+    /// The variable's name (`GITHUB_TOKEN`), for messages.
+    pub source: String,
 }
 
 impl std::fmt::Debug for Token {
@@ -48,22 +49,27 @@ impl std::fmt::Debug for Token {
 }
 
 impl Token {
-    pub fn new(value: impl Into<String>, source: &'static str) -> Token {
+    pub fn new(value: impl Into<String>, source: impl Into<String>) -> Token {
         Token {
             value: value.into(),
-            source,
+            source: source.into(),
         }
     }
 
-    /// `$GITHUB_TOKEN`, else `$GH_TOKEN` (empty values are unset).
-    pub fn from_env() -> Option<Token> {
-        ["GITHUB_TOKEN", "GH_TOKEN"].into_iter().find_map(|var| {
+    /// The first of `vars` that is set and not empty.
+    pub fn from_vars(vars: &[&str]) -> Option<Token> {
+        vars.iter().find_map(|var| {
             std::env::var(var)
                 .ok()
                 .map(|v| v.trim().to_string())
                 .filter(|v| !v.is_empty())
-                .map(|v| Token::new(v, var))
+                .map(|v| Token::new(v, *var))
         })
+    }
+
+    /// `$GITHUB_TOKEN`, else `$GH_TOKEN` (empty values are unset).
+    pub fn from_env() -> Option<Token> {
+        Token::from_vars(&["GITHUB_TOKEN", "GH_TOKEN"])
     }
 }
 
@@ -127,6 +133,17 @@ struct RunPage {
     workflow_runs: Vec<Run>,
 }
 
+/// An API answer decoded as `T`, or an error saying GitHub's answer for
+/// `what` is not what lockstep expects.
+pub(crate) fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], what: &str) -> Result<T, Error> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        Error::failed(format!(
+            "GitHub's answer for {what} is not what lockstep expects"
+        ))
+        .cause(e.to_string())
+    })
+}
+
 /// The API client.
 pub struct Client {
     api: Url,
@@ -160,11 +177,16 @@ impl Client {
 
     /// `$GITHUB_API_URL` (default api.github.com) and the token from the environment.
     pub fn from_env() -> Result<Client, Error> {
+        Client::with_token(Token::from_env())
+    }
+
+    /// `$GITHUB_API_URL` (default api.github.com) with `token`.
+    pub fn with_token(token: Option<Token>) -> Result<Client, Error> {
         let api = std::env::var("GITHUB_API_URL")
             .ok()
             .filter(|v| !v.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_API_URL.to_string());
-        Client::new(&api, Token::from_env())
+        Client::new(&api, token)
     }
 
     /// The API's host (remote URLs on it name repositories): `github.com`
@@ -195,6 +217,13 @@ impl Client {
     pub(crate) fn api_post(&self, path: &str) -> Request<'_> {
         self.authorised(self.http.post(&self.endpoint(path)))
             .retry(lockstep_http::RetryOn::RateLimitOnly)
+    }
+
+    /// A PATCH of `path` with the API's headers and the token: it sets
+    /// fields to given values, so a repeat after a 5xx is safe.
+    pub(crate) fn api_patch(&self, path: &str) -> Request<'_> {
+        self.authorised(self.http.request("PATCH", &self.endpoint(path)))
+            .retry(lockstep_http::RetryOn::Transient)
     }
 
     /// `request` with the API's headers and the token; redirects on the
@@ -233,12 +262,7 @@ impl Client {
         let fetched = request
             .fetch(MAX_JSON_BYTES)
             .map_err(|e| self.error(e, what))?;
-        serde_json::from_slice(&fetched.body).map_err(|e| {
-            Error::failed(format!(
-                "GitHub's answer for {what} is not what lockstep expects"
-            ))
-            .cause(e.to_string())
-        })
+        parse(&fetched.body, what)
     }
 
     /// The error for `what` in the user's terms.

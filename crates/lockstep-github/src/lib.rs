@@ -1,5 +1,5 @@
 //! The GitHub REST API calls lockstep makes, and nothing else: workflow runs
-//! and their artifacts ([`client`]), releases and their assets ([`releases`]), repository names ([`repo`]) and the safe
+//! and their artifacts ([`client`]), releases and their assets ([`releases`]), pull requests ([`pulls`]), repository names ([`repo`]) and the safe
 //! extraction of the zip files artifacts come in ([`extract`]).
 //!
 //! GitHub Actions is the engine that runs lockstep across machines; this
@@ -13,6 +13,7 @@
 
 pub mod client;
 pub mod extract;
+pub mod pulls;
 pub mod releases;
 pub mod repo;
 

@@ -12,7 +12,7 @@ use lockstep_core::Error;
 use lockstep_http::{parse_url, HttpError, Url, UrlRules};
 use serde::{Deserialize, Serialize};
 
-use crate::client::{Client, MAX_JSON_BYTES};
+use crate::client::{parse, Client, MAX_JSON_BYTES};
 use crate::repo::Repo;
 
 /// A release as the API describes it (the fields lockstep reads).
@@ -134,15 +134,6 @@ impl Client {
         }
         Ok(url)
     }
-}
-
-fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], what: &str) -> Result<T, Error> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        Error::failed(format!(
-            "GitHub's answer for {what} is not what lockstep expects"
-        ))
-        .cause(e.to_string())
-    })
 }
 
 /// A tag as one URL path segment (`/` and everything unusual escaped).

@@ -43,6 +43,7 @@ pub struct IntegrateConfig {
     pub export: ExportConfig,
     pub notify: NotifyConfig,
     pub report: ReportConfig,
+    pub github: GithubConfig,
 }
 
 impl Default for IntegrateConfig {
@@ -65,6 +66,7 @@ impl Default for IntegrateConfig {
             export: ExportConfig::default(),
             notify: NotifyConfig::default(),
             report: ReportConfig::default(),
+            github: GithubConfig::default(),
         }
     }
 }
@@ -135,6 +137,30 @@ pub enum NotifyKind {
     Discord,
     Slack,
     Json,
+}
+
+/// `[integrate.github]`: where `integrate publish` (and `loop --publish`)
+/// opens the integrate's pull request.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct GithubConfig {
+    /// `OWNER/NAME`; default: `$GITHUB_REPOSITORY`, else parsed from the
+    /// URL of the remote `base` names.
+    pub repository: Option<String>,
+    /// The environment variable holding the token (never printed).
+    pub token_env: String,
+    /// Open the pull request as a draft.
+    pub draft: bool,
+}
+
+impl Default for GithubConfig {
+    fn default() -> Self {
+        GithubConfig {
+            repository: None,
+            token_env: "GITHUB_TOKEN".into(),
+            draft: true,
+        }
+    }
 }
 
 /// `[integrate.report]`: how the error summary is cut from a smoke log.

@@ -402,18 +402,23 @@ impl<'a> Integrate<'a> {
 
     /// The upstream commit recorded in the superproject's HEAD.
     pub fn pin(&self) -> Result<Oid, Error> {
+        self.pin_at("HEAD")
+    }
+
+    /// The upstream commit recorded in the superproject's commit `rev`.
+    pub fn pin_at(&self, rev: &str) -> Result<Oid, Error> {
         if let Some(file) = self.pin_file() {
             let text = self
                 .superproject
-                .git(&["show", &format!("HEAD:{file}")])
-                .map_err(|e| e.context(format!("HEAD has no pin file `{file}`")))?;
+                .git(&["show", &format!("{rev}:{file}")])
+                .map_err(|e| e.context(format!("{rev} has no pin file `{file}`")))?;
             return lockstep_git::parse_pin(file, &text);
         }
         self.superproject
-            .gitlink("HEAD", &self.cfg.submodule)?
+            .gitlink(rev, &self.cfg.submodule)?
             .ok_or_else(|| {
                 Error::usage(format!(
-                    "HEAD of {} has no submodule at `{}`",
+                    "{rev} of {} has no submodule at `{}`",
                     self.superproject.dir().display(),
                     self.cfg.submodule
                 ))

@@ -211,23 +211,42 @@ impl Integrate<'_> {
             }
         }
         t += "\n## Reproduce\n\n```\n";
-        t += &format!("cd {}\n", halt.superproject);
-        match (&halt.probe_head, halt.kind) {
-            (Some(head), _) => {
+        t += &format!("cd {}\n", quote(&halt.superproject));
+        let smoke_line = |head: &str| {
+            let log = halt.log.clone().unwrap_or_default();
+            let env = crate::probe::probe_env(self, c, head, std::path::Path::new(&log));
+            let mut words: Vec<String> = env
+                .iter()
+                .map(|(k, v)| format!("{k}={}", quote(v)))
+                .collect();
+            words.extend(halt.smoke.iter().map(|w| quote(w)));
+            format!("{}\n", words.join(" "))
+        };
+        match (&halt.probe_head, halt.kind, self.pin_file()) {
+            (Some(head), _, Some(file)) => {
+                t += &format!(
+                    "printf '%s\\n' {head} > {}   # the culprit (a pin file carries no patches)\n",
+                    quote(file)
+                );
+                t += &smoke_line(head);
+                t += &format!("git checkout -- {}   # back to the pin\n", quote(file));
+            }
+            (Some(head), _, None) => {
                 t += &format!(
                     "git -C {} checkout --detach {head}   # culprit with carried patches\n",
-                    halt.submodule
+                    quote(&halt.submodule)
                 );
-                t += &format!("{}\n", halt.smoke.join(" "));
+                t += &smoke_line(head);
                 t += "git submodule update   # back to the pin\n";
             }
-            (None, HaltKind::Conflict) => {
+            (None, HaltKind::Conflict, _) => {
                 t += &format!(
                     "git -C {} rebase {}   # replays the carried patches\n",
-                    halt.submodule, c.sha
+                    quote(&halt.submodule),
+                    c.sha
                 );
             }
-            (None, HaltKind::Smoke) => t += &format!("{}\n", halt.smoke.join(" ")),
+            (None, HaltKind::Smoke, _) => t += &smoke_line(&c.sha),
         }
         t += "```\n\n## Next\n\n";
         match halt.kind {
@@ -268,6 +287,11 @@ impl Integrate<'_> {
         let total = untracked.len();
         Ok((untracked.into_iter().rev().take(50).collect(), total))
     }
+}
+
+/// `word` quoted for a POSIX shell when it needs it.
+fn quote(word: &str) -> String {
+    lockstep_core::process::quote(word)
 }
 
 /// The first 12 hex digits.

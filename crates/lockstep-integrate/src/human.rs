@@ -269,3 +269,29 @@ pub fn next(outcome: &NextOutcome) -> String {
     }
     out.0
 }
+
+/// One line for `integrate publish`.
+pub fn published(p: &crate::publish::Published) -> String {
+    let pushed = if p.pushed {
+        format!("pushed {} to {} {}", short(&p.head), p.remote, p.branch)
+    } else {
+        format!("{} {} is at {} already", p.remote, p.branch, short(&p.head))
+    };
+    format!(
+        "{pushed}; {} {}pull request #{} of {}{}{}",
+        if p.created { "opened" } else { "updated" },
+        if p.pull.draft { "draft " } else { "" },
+        p.pull.number,
+        p.repository,
+        p.pull
+            .html_url
+            .as_deref()
+            .map(|u| format!(" ({u})"))
+            .unwrap_or_default(),
+        if p.needs_help {
+            ", marked as needing help"
+        } else {
+            ""
+        }
+    )
+}

@@ -24,6 +24,7 @@ pub mod human;
 pub mod journal;
 pub mod notify;
 pub mod probe;
+pub mod publish;
 pub mod recover;
 pub mod repair;
 pub mod replay;

@@ -67,6 +67,8 @@ pub struct LoopReport {
     pub cached: usize,
     /// Superproject commits made (one per advance).
     pub advances: Vec<String>,
+    /// Candidate commits the searches considered (what `each` smokes).
+    pub candidates: usize,
 }
 
 /// Where a search left things.
@@ -101,6 +103,7 @@ impl Integrate<'_> {
             smoke_runs: 0,
             cached: 0,
             advances: vec![],
+            candidates: 0,
         };
         // Uncommitted changes are a usage error: found before the fetch,
         // which would otherwise have changed the submodule first.
@@ -133,7 +136,13 @@ impl Integrate<'_> {
                 return Ok(report);
             }
             self.clear_halt()?;
+            report.candidates += candidates.len();
+            let (runs_before, cached_before) = (report.smoke_runs, report.cached);
             let end = self.search(&status, &candidates, opts, &mut report)?;
+            self.record_loop_cost(
+                report.smoke_runs - runs_before,
+                report.cached - cached_before,
+            )?;
             match end {
                 SearchEnd::Halt(halt) => {
                     report.end = LoopEnd::Halted { halt };

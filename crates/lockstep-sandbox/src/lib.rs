@@ -2,12 +2,14 @@
 //! an upstream, a fork carrying patches and a superproject pinning it
 //! ([`repos`]), a project of Python packages ([`packages`]), and an
 //! IREE-shaped project whose native package builds from a submodule
-//! ([`native`]).
+//! ([`native`]), and a loopback GitHub REST API with a webhook receiver
+//! ([`github`]).
 //!
 //! It knows git, not lockstep's engines: the demo's story (lockstep-demo)
 //! and the tests drive the engines on these fixtures. No engine may depend
 //! on it.
 
+pub mod github;
 pub mod native;
 pub mod packages;
 pub mod repos;

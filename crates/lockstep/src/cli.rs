@@ -473,6 +473,14 @@ pub enum Integrate {
         /// Do not fetch upstream first.
         #[arg(long)]
         no_fetch: bool,
+        /// Then push the branch and open or update its draft pull request; on a halt, call for help (as `integrate publish`, plus the webhook once per halt).
+        #[arg(long)]
+        publish: bool,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Push the integrate branch (never forced) and open or update its draft pull request ([integrate.github]).
+    Publish {
         #[command(flatten)]
         json: Json,
     },

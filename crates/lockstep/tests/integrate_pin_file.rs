@@ -145,8 +145,46 @@ fn loop_advances_the_pin_file_commit_by_commit_and_halts_at_the_culprit() {
     assert_eq!(p.pin(), p.shas[8], "bisect puts the pin file back");
     assert!(is_clean(&p.sp));
 
-    // report works; export says there is nothing to export.
+    // report works; its reproduce steps write the pin file (no submodule
+    // commands), give the smoke the variables the loop gave it, and fail
+    // as the loop's smoke did.
     expect(&mut p.cmd(&["integrate", "report", "--json"]), 0);
+    let report = stdout(&expect(&mut p.cmd(&["integrate", "report"]), 0));
+    let repro: Vec<&str> = report
+        .split("## Reproduce")
+        .nth(1)
+        .and_then(|r| r.split("```").nth(1))
+        .expect("reproduce block")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let culprit = &p.shas[9];
+    assert_eq!(
+        repro.get(1).copied(),
+        Some(format!("printf '%s\\n' {culprit} > llvm-project.version   # the culprit (a pin file carries no patches)").as_str()),
+        "{report}"
+    );
+    assert!(
+        repro[2].starts_with(&format!("LOCKSTEP_PROBE_COMMIT={culprit} "))
+            && repro[2].contains("LOCKSTEP_PIN_FILE=llvm-project.version"),
+        "{report}"
+    );
+    assert!(
+        !report.contains("git submodule") && !report.contains("git -C"),
+        "{report}"
+    );
+    let run = |lines: &[&str]| {
+        std::process::Command::new("sh")
+            .args(["-c", &lines.join("\n")])
+            .status()
+            .expect("sh")
+    };
+    assert!(
+        !run(&repro[..3]).success(),
+        "the reproduce steps fail as the smoke did"
+    );
+    assert!(run(&[repro[0], repro[3]]).success());
+    assert_eq!(p.pin(), p.shas[8], "the last step puts the pin file back");
     let err = stderr(&expect(&mut p.cmd(&["integrate", "export"]), 2));
     assert!(err.contains("a pin file carries no patches"), "{err}");
 }

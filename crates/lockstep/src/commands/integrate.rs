@@ -15,6 +15,17 @@ use lockstep_integrate::Integrate;
 use crate::cli;
 use crate::context::Ctx;
 
+/// `integrate loop --json`: the loop's report, and what `--publish` did.
+#[derive(serde::Serialize)]
+struct Looped {
+    #[serde(flatten)]
+    report: lockstep_integrate::search::LoopReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    published: Option<lockstep_integrate::publish::Published>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    called_for_help: bool,
+}
+
 /// Exit status for a halt at a breaking or conflicting commit.
 const HALTED: i32 = 3;
 
@@ -85,6 +96,7 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
             dry_run,
             no_export,
             no_fetch,
+            publish,
             ..
         } => {
             let opts = LoopOptions {
@@ -96,11 +108,32 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 fetch: !no_fetch,
             };
             let report = ig.run_loop(&opts)?;
-            ctx.result(&report, |out| out.print(&human::looped(&report)))?;
-            Ok(match &report.end {
+            let mut looped = Looped {
+                report,
+                published: None,
+                called_for_help: false,
+            };
+            if publish && !dry_run {
+                looped.published = Some(ig.publish()?);
+                if let LoopEnd::Halted { halt } = &looped.report.end {
+                    looped.called_for_help = ig.call_for_help(halt)?;
+                }
+            }
+            ctx.result(&looped, |out| {
+                out.print(&human::looped(&looped.report));
+                if let Some(published) = &looped.published {
+                    out.line(human::published(published));
+                }
+            })?;
+            Ok(match &looped.report.end {
                 LoopEnd::Halted { .. } => HALTED,
                 _ => 0,
             })
+        }
+        cli::Integrate::Publish { .. } => {
+            let published = ig.publish()?;
+            ctx.result(&published, |out| out.line(human::published(&published)))?;
+            Ok(0)
         }
         cli::Integrate::Export { .. } => {
             let exported = ig.export()?;

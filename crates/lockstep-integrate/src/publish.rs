@@ -1,0 +1,510 @@
+//! `integrate publish` (and `loop --publish`): the integrate reaches review
+//! by itself. The integrate branch is pushed to the remote `[integrate]
+//! base` names (never forced: a rejected push is fetched and reported), and
+//! one draft pull request is opened for it, or updated when it exists,
+//! through the GitHub REST API. Its body is generated from the repository:
+//! the upstream range with links, the affecting commits taken, the carried
+//! patches (and those dropped because upstream landed them), the carried
+//! reverts with their reasons, the smoke runs of the last loop against what
+//! one smoke per commit would have cost, and the halt when there is one (the
+//! title then says the integrate needs help).
+//!
+//! On a halt, [`Integrate::call_for_help`] posts the halt report to the
+//! configured webhook once per halt: a rerun of the loop that halts at the
+//! same culprit from the same superproject commit does not post again.
+//!
+//! Everything that can be checked is checked before anything is pushed:
+//! the branch (not the base branch itself), the remote, the repository
+//! name, the token. The token comes from the variable `[integrate.github]
+//! token-env` names and goes to the API host only (lockstep-github).
+
+use lockstep_core::Error;
+use lockstep_git::Commit;
+use lockstep_github::pulls::{NewPull, PullRequest};
+use lockstep_github::{Client, Repo, Token};
+use serde::{Deserialize, Serialize};
+
+use crate::halt::{short, Halt};
+use crate::status::Patch;
+use crate::Integrate;
+
+/// The store record of the integrate's pull request.
+const PULL_RECORD: &str = "github_pull";
+/// The store record of the last halt posted to the webhook.
+const POSTED_RECORD: &str = "posted_halt";
+/// The store record of the smoke counts of an integrate branch's loops
+/// (for the PR body), `loop_cost:BRANCH`.
+const LOOP_RECORD: &str = "loop_cost";
+/// Commits listed in the body before `... and N more` (GitHub caps a body
+/// at 65,536 characters).
+const MAX_LISTED: usize = 100;
+/// The most characters of a body sent (GitHub's limit is 65,536).
+const MAX_BODY: usize = 60_000;
+
+/// What an integrate branch's loops cost so far, kept for the pull
+/// request's body.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LoopCost {
+    /// Smoke processes started.
+    pub smoke_runs: usize,
+    /// Verdicts taken from the store.
+    pub cached: usize,
+    /// Loops run.
+    pub loops: usize,
+}
+
+/// What `integrate publish` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Published {
+    pub repository: String,
+    pub remote: String,
+    pub branch: String,
+    /// The commit pushed.
+    pub head: String,
+    /// The push changed the remote branch (false: it was there already).
+    pub pushed: bool,
+    pub pull: PullRequest,
+    /// The pull request was opened by this run (else updated).
+    pub created: bool,
+    /// The integrate is halted: the title asks for help.
+    pub needs_help: bool,
+}
+
+/// Where the pull request goes: checked before anything is pushed.
+struct Target {
+    client: Client,
+    repo: Repo,
+    remote: String,
+    base_branch: String,
+    branch: String,
+}
+
+impl Integrate<'_> {
+    /// Adds what a loop cost to its branch's total, for the body of the
+    /// next publish.
+    pub fn record_loop_cost(&self, smoke_runs: usize, cached: usize) -> Result<(), Error> {
+        let key = format!("{LOOP_RECORD}:{}", self.branch()?);
+        let mut cost: LoopCost = self.store.get(&key)?.unwrap_or_default();
+        cost.smoke_runs += smoke_runs;
+        cost.cached += cached;
+        cost.loops += 1;
+        self.store.set(&key, &cost)
+    }
+
+    /// `integrate publish`: pushes the branch and opens or updates its
+    /// draft pull request.
+    pub fn publish(&self) -> Result<Published, Error> {
+        let target = self.publish_target()?;
+        let halt = self.halt()?;
+        let (title, body) = self.pull_text(halt.as_ref())?;
+        let head = self.superproject.head()?;
+        // The API first: a refused token or an unknown repository is found
+        // before the push changes anything.
+        let existing = target
+            .client
+            .pull_for_branch(&target.repo, &target.branch)?;
+        if let Some(pull) = existing.as_ref().filter(|p| !p.is_open()) {
+            return Err(closed_pull(pull, &target));
+        }
+        let pushed = self.push_branch(&target, &head)?;
+        let (pull, created) = match existing {
+            Some(pull) if pull.is_open() => (
+                target
+                    .client
+                    .update_pull(&target.repo, pull.number, &title, &body)?,
+                false,
+            ),
+            _ => (
+                target.client.create_pull(
+                    &target.repo,
+                    &NewPull {
+                        title: &title,
+                        head: &target.branch,
+                        base: &target.base_branch,
+                        body: &body,
+                        draft: self.cfg.github.draft,
+                    },
+                )?,
+                true,
+            ),
+        };
+        self.store.set(PULL_RECORD, &pull)?;
+        self.info(format!(
+            "{} pull request #{} of {}{}",
+            if created { "opened" } else { "updated" },
+            pull.number,
+            target.repo,
+            pull.html_url
+                .as_deref()
+                .map(|u| format!(": {u}"))
+                .unwrap_or_default()
+        ));
+        Ok(Published {
+            repository: target.repo.to_string(),
+            remote: target.remote,
+            branch: target.branch,
+            head: head.to_string(),
+            pushed,
+            pull,
+            created,
+            needs_help: halt.is_some(),
+        })
+    }
+
+    /// Posts `halt`'s report to the webhook unless this halt was posted
+    /// already; returns whether it posted. No webhook configured (its
+    /// variable unset) is a warning, not an error: the pull request
+    /// already says the integrate needs help.
+    pub fn call_for_help(&self, halt: &Halt) -> Result<bool, Error> {
+        // The same culprit, kind and superproject commit is the same halt
+        // (a rerun that halts there again); a new commit that still fails
+        // is news.
+        let id = format!(
+            "{} {} {}",
+            halt.kind.as_str(),
+            halt.culprit.sha,
+            halt.superproject_head
+        );
+        if self.store.get::<String>(POSTED_RECORD)?.as_deref() == Some(id.as_str()) {
+            self.info("the halt was posted already: not posting again");
+            return Ok(false);
+        }
+        let var = &self.cfg.notify.url_env;
+        if std::env::var(var).map_or(true, |v| v.trim().is_empty()) {
+            self.warn(format!(
+                "no webhook to call for help: ${var} is unset ([integrate.notify] url-env)"
+            ));
+            return Ok(false);
+        }
+        let report = self.render(halt);
+        let msg = crate::notify::Message {
+            content: &report.text,
+            errors_txt: &report.errors,
+        };
+        crate::notify::post(self.cfg.notify.kind, var, &msg)?;
+        self.store.set(POSTED_RECORD, &id)?;
+        self.info(format!("posted the halt report to the webhook in ${var}"));
+        Ok(true)
+    }
+
+    /// The remote, branches, repository and client, all checked.
+    fn publish_target(&self) -> Result<Target, Error> {
+        let branch = self.branch()?;
+        let (remote, base_branch) = self.cfg.base.split_once('/').ok_or_else(|| {
+            Error::usage(format!(
+                "[integrate] base `{}` names no remote: publish pushes to the remote of `REMOTE/BRANCH`",
+                self.cfg.base
+            ))
+            .hint("set [integrate] base to e.g. \"origin/main\"")
+        })?;
+        if branch == base_branch {
+            return Err(Error::usage(format!(
+                "the superproject is on `{branch}`, the base branch itself: publish pushes an integrate branch"
+            ))
+            .hint("check out the integrate branch (or start one with `lockstep integrate start`)"));
+        }
+        let remote_url = self.superproject.remote_url(remote)?.ok_or_else(|| {
+            Error::usage(format!(
+                "the superproject has no remote `{remote}` ([integrate] base = \"{}\")",
+                self.cfg.base
+            ))
+            .hint(format!(
+                "add it (`git remote add {remote} URL`) or change [integrate] base"
+            ))
+        })?;
+        let client = Client::with_token(Some(self.token()?))?;
+        let repo = lockstep_github::repo::resolve(
+            self.cfg.github.repository.as_deref(),
+            Some(&remote_url),
+            &client.web_host(),
+        )
+        .map_err(|e| {
+            e.hint("set [integrate.github] repository = \"OWNER/NAME\" in lockstep.toml")
+        })?;
+        Ok(Target {
+            client,
+            repo,
+            remote: remote.to_string(),
+            base_branch: base_branch.to_string(),
+            branch,
+        })
+    }
+
+    /// The token from `[integrate.github] token-env` (for the default
+    /// `GITHUB_TOKEN`, `GH_TOKEN` too), or a usage error naming it.
+    fn token(&self) -> Result<Token, Error> {
+        let var = self.cfg.github.token_env.as_str();
+        let vars: &[&str] = if var == "GITHUB_TOKEN" {
+            &["GITHUB_TOKEN", "GH_TOKEN"]
+        } else {
+            &[var]
+        };
+        Token::from_vars(vars).ok_or_else(|| {
+            Error::usage(format!(
+                "no GitHub token: ${var} is unset ([integrate.github] token-env)"
+            ))
+            .hint(format!(
+                "export {var} with a token that may push branches and open pull requests (contents: write, pull-requests: write); nothing was pushed"
+            ))
+        })
+    }
+
+    /// Pushes the branch (never forced). A rejected push fetches the
+    /// remote branch and reports what it has that this one lacks.
+    fn push_branch(&self, target: &Target, head: &str) -> Result<bool, Error> {
+        let remote_tip = self
+            .superproject
+            .ls_remote_branch(&target.remote, &target.branch)?;
+        if remote_tip.as_deref() == Some(head) {
+            return Ok(false);
+        }
+        let spec = format!("{head}:refs/heads/{}", target.branch);
+        let out = self
+            .superproject
+            .try_git(&["push", "--quiet", &target.remote, &spec])?;
+        if out.code == 0 {
+            self.info(format!(
+                "pushed {} to {} {}",
+                short(head),
+                target.remote,
+                target.branch
+            ));
+            return Ok(true);
+        }
+        let tracking = format!("refs/remotes/{}/{}", target.remote, target.branch);
+        let fetched = self.superproject.try_git(&[
+            "fetch",
+            "--quiet",
+            &target.remote,
+            &format!("refs/heads/{}:{tracking}", target.branch),
+        ])?;
+        let ahead = if fetched.code == 0 {
+            self.superproject
+                .rev_list(&[&format!("{head}..{tracking}")])
+                .map(|c| c.len())
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        Err(Error::failed(format!(
+            "{} refused the push of {} to {}",
+            target.remote,
+            short(head),
+            target.branch
+        ))
+        .cause(out.stderr.trim().to_string())
+        .cause(if ahead > 0 {
+            format!(
+                "{} {} has {ahead} commit(s) this branch lacks (fetched into {tracking})",
+                target.remote, target.branch
+            )
+        } else {
+            "the remote branch could not be compared".to_string()
+        })
+        .hint(format!(
+            "nothing was forced: bring their commits in (`git merge --ff-only {tracking}`, then `git submodule update`), then publish again"
+        )))
+    }
+
+    /// The pull request's title and body.
+    fn pull_text(&self, halt: Option<&Halt>) -> Result<(String, String), Error> {
+        let name = &self.cfg.upstream_name;
+        let new_pin = self.pin()?;
+        let old_pin = self
+            .pin_at(&self.cfg.base)
+            .unwrap_or_else(|_| new_pin.clone());
+        let upstream = self.upstream_head()?;
+        let new_base = self
+            .sub
+            .merge_base(&new_pin, &upstream)?
+            .unwrap_or_else(|| new_pin.clone());
+        let old_base = self
+            .sub
+            .merge_base(&old_pin, &upstream)?
+            .unwrap_or_else(|| old_pin.clone());
+        let mut title = format!("Integrate {name} at {}", short(&new_base));
+        if halt.is_some() {
+            title = format!("[needs help] {title}");
+        }
+        let taken = if old_base == new_base {
+            Vec::new()
+        } else {
+            self.pending(&old_base, &new_base)?
+        };
+        let all_upstream = if old_base == new_base {
+            0
+        } else {
+            self.sub
+                .rev_list(&[&format!("{old_base}..{new_base}")])?
+                .len()
+        };
+        let carried = if new_base == new_pin {
+            Vec::new()
+        } else {
+            self.patches(&new_base, &new_pin, &upstream)?
+        };
+        let old_subjects: Vec<String> = if old_base == old_pin {
+            Vec::new()
+        } else {
+            self.sub
+                .log(&[&old_pin, &format!("^{old_base}")], &[])?
+                .into_iter()
+                .map(|c| c.subject)
+                .collect()
+        };
+        let cost: Option<LoopCost> = self
+            .store
+            .get(&format!("{LOOP_RECORD}:{}", self.branch()?))?;
+        let body = PullBody {
+            name,
+            old_base: &old_base,
+            new_base: &new_base,
+            all_upstream,
+            taken: &taken,
+            carried: &carried,
+            dropped: old_subjects
+                .iter()
+                .filter(|s| !carried.iter().any(|p| &p.subject == *s))
+                .cloned()
+                .collect(),
+            cost,
+            halt: halt.map(|h| (h, self.render(h))),
+            link: &|sha: &str| self.commit_link(sha),
+        }
+        .render();
+        Ok((title, body))
+    }
+}
+
+/// The inputs of the pull request's body.
+struct PullBody<'a> {
+    name: &'a str,
+    old_base: &'a str,
+    new_base: &'a str,
+    all_upstream: usize,
+    taken: &'a [Commit],
+    carried: &'a [Patch],
+    dropped: Vec<String>,
+    cost: Option<LoopCost>,
+    halt: Option<(&'a Halt, crate::halt::Report)>,
+    link: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl PullBody<'_> {
+    fn sha(&self, sha: &str) -> String {
+        match (self.link)(sha) {
+            Some(url) => format!("[`{}`]({url})", short(sha)),
+            None => format!("`{}`", short(sha)),
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut t = String::new();
+        if let Some((halt, _)) = &self.halt {
+            t += &format!(
+                "> **Needs help:** the integrate halted at {} ({}). CI runs on this branch; see the report below.\n\n",
+                self.sha(&halt.culprit.sha),
+                halt.kind.as_str()
+            );
+        }
+        t += &format!(
+            "Integrates {} from {} to {}: {} upstream commit(s), {} affecting.\n\n",
+            self.name,
+            self.sha(self.old_base),
+            self.sha(self.new_base),
+            self.all_upstream,
+            self.taken.len()
+        );
+        if let Some(cost) = &self.cost {
+            t += &format!(
+                "Smoke runs in this integrate: {} over {} loop(s) ({} verdict(s) reused); one smoke per affecting commit (`strategy = \"each\"`) would have been {}.\n\n",
+                cost.smoke_runs,
+                cost.loops,
+                cost.cached,
+                self.taken.len()
+            );
+        }
+        t += &format!("## Affecting commits taken ({})\n\n", self.taken.len());
+        for c in self.taken.iter().take(MAX_LISTED) {
+            t += &format!("- {} {}\n", self.sha(&c.sha), one_line(&c.subject));
+        }
+        if self.taken.len() > MAX_LISTED {
+            t += &format!("- ... and {} more\n", self.taken.len() - MAX_LISTED);
+        }
+        let (reverts, patches): (Vec<&Patch>, Vec<&Patch>) = self
+            .carried
+            .iter()
+            .partition(|p| p.reverts.is_some() || p.subject.starts_with("Revert \""));
+        t += &format!("\n## Carried patches ({})\n\n", patches.len());
+        for p in &patches {
+            t += &format!("- `{}` {}", short(&p.sha), one_line(&p.subject));
+            if let Some(reason) = &p.reason {
+                t += &format!(": {}", one_line(reason));
+            }
+            if let Some(by) = &p.upstreamed_by {
+                t += &format!(
+                    " (landed upstream as {}: dropped at the next step)",
+                    self.sha(by)
+                );
+            }
+            t += "\n";
+        }
+        if !self.dropped.is_empty() {
+            t += &format!("\n## Dropped: landed upstream ({})\n\n", self.dropped.len());
+            for s in &self.dropped {
+                t += &format!("- {}\n", one_line(s));
+            }
+        }
+        t += &format!("\n## Carried reverts ({})\n\n", reverts.len());
+        for p in &reverts {
+            let what = match &p.reverts {
+                Some(sha) => self.sha(sha),
+                None => one_line(p.subject.trim_start_matches("Revert ")),
+            };
+            t += &format!(
+                "- `{}` reverts {what}: {}",
+                short(&p.sha),
+                one_line(p.reason.as_deref().unwrap_or("no reason given"))
+            );
+            if let Some(by) = &p.reverted_upstream_by {
+                t += &format!(
+                    " (upstream reverted it too, in {}: dropped at the next step)",
+                    self.sha(by)
+                );
+            }
+            t += "\n";
+        }
+        if let Some((_, report)) = &self.halt {
+            t += "\n## Halt\n\n";
+            t += &report.text.replacen("# ", "### ", 1);
+        }
+        t += "\n---\nGenerated by `lockstep integrate publish`; edits to this description are replaced at the next publish.\n";
+        if t.len() > MAX_BODY {
+            let mut cut = MAX_BODY;
+            while !t.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            t.truncate(cut);
+            t += "\n\n(cut: the full report is in the halt report file)\n";
+        }
+        t
+    }
+}
+
+/// `text` on one line, as Markdown list items need it.
+fn one_line(text: &str) -> String {
+    lockstep_core::error::printable_line(text).into_owned()
+}
+
+fn closed_pull(pull: &PullRequest, target: &Target) -> Error {
+    let what = if pull.merged_at.is_some() {
+        "was merged"
+    } else {
+        "was closed (by someone other than lockstep)"
+    };
+    Error::failed(format!(
+        "pull request #{} for {} {what}: lockstep does not reopen or replace it",
+        pull.number, target.branch
+    ))
+    .hint("reopen it on GitHub to keep publishing this integrate, or start a new integrate branch (`lockstep integrate start`); nothing was pushed")
+}

@@ -1,0 +1,327 @@
+//! A loopback stand-in for the parts of GitHub's REST API that `lockstep
+//! integrate publish` uses (pull requests listed by head branch, created,
+//! updated) plus a webhook receiver, for the demo and the tests: real HTTP
+//! on 127.0.0.1, answering like GitHub does (401 for a bad token, 404 for
+//! an unknown repository, 422 for a second open pull request of a branch).
+//! Tests script failures in front of the normal answers (a 429 with
+//! `Retry-After`, a 500, garbage) and read back every request it saw.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// A pull request the server holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pull {
+    pub number: u64,
+    pub head: String,
+    pub base: String,
+    pub title: String,
+    pub body: String,
+    pub draft: bool,
+    /// `open` or `closed`.
+    pub state: String,
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    /// Path and query.
+    pub target: String,
+    /// It carried the right token.
+    pub authorised: bool,
+    pub body: String,
+}
+
+/// A canned answer served before the normal ones.
+#[derive(Debug, Clone)]
+pub struct Scripted {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+#[derive(Default)]
+struct State {
+    pulls: Vec<Pull>,
+    seen: Vec<Seen>,
+    scripted: VecDeque<Scripted>,
+    webhook_posts: Vec<String>,
+}
+
+/// The server; it stops with the process (its thread only accepts).
+pub struct FakeGithub {
+    port: u16,
+    token: String,
+    repository: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeGithub {
+    /// Serves `repository` (`OWNER/NAME`) to requests bearing `token`.
+    pub fn start(repository: &str, token: &str) -> std::io::Result<FakeGithub> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let server = FakeGithub {
+            port,
+            token: token.to_string(),
+            repository: repository.to_string(),
+            state: Arc::new(Mutex::new(State::default())),
+        };
+        let shared = server.state.clone();
+        let (token, repository) = (server.token.clone(), server.repository.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let _ = serve_one(stream, port, &token, &repository, &shared);
+            }
+        });
+        Ok(server)
+    }
+
+    /// The API base (`$GITHUB_API_URL`).
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A webhook URL on this server (posts are counted, answered 204).
+    pub fn webhook_url(&self) -> String {
+        format!("{}/hooks/integrate", self.url())
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn pulls(&self) -> Vec<Pull> {
+        self.state().pulls.clone()
+    }
+
+    pub fn requests(&self) -> Vec<Seen> {
+        self.state().seen.clone()
+    }
+
+    /// The bodies posted to [`FakeGithub::webhook_url`].
+    pub fn webhook_posts(&self) -> Vec<String> {
+        self.state().webhook_posts.clone()
+    }
+
+    /// Answers the next request with `status`, `headers` and `body`.
+    pub fn script(&self, status: u16, headers: &[(&str, &str)], body: &str) {
+        self.state().scripted.push_back(Scripted {
+            status,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: body.to_string(),
+        });
+    }
+
+    /// Closes pull request `number`, as a reviewer would.
+    pub fn close_pull(&self, number: u64) {
+        for pull in &mut self.state().pulls {
+            if pull.number == number {
+                pull.state = "closed".into();
+            }
+        }
+    }
+}
+
+fn pull_json(pull: &Pull, port: u16, repository: &str) -> Value {
+    json!({
+        "number": pull.number,
+        "state": pull.state,
+        "draft": pull.draft,
+        "title": pull.title,
+        "html_url": format!("http://127.0.0.1:{port}/{repository}/pull/{}", pull.number),
+        "head": {"ref": pull.head},
+        "base": {"ref": pull.base},
+        "merged_at": Value::Null,
+    })
+}
+
+fn serve_one(
+    stream: TcpStream,
+    port: u16,
+    token: &str,
+    repository: &str,
+    state: &Arc<Mutex<State>>,
+) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let target = parts.next().unwrap_or_default().to_string();
+    let mut length = 0usize;
+    let mut authorised = false;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 || header == "\r\n" {
+            break;
+        }
+        let (name, value) = header.split_once(':').unwrap_or_default();
+        match name.trim().to_ascii_lowercase().as_str() {
+            "content-length" => length = value.trim().parse().unwrap_or(0).min(16 << 20),
+            "authorization" => authorised = value.trim() == format!("Bearer {token}"),
+            _ => {}
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body)?;
+    let body = String::from_utf8_lossy(&body).into_owned();
+    let answer = {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        s.seen.push(Seen {
+            method: method.clone(),
+            target: target.clone(),
+            authorised,
+            body: body.clone(),
+        });
+        match s.scripted.pop_front() {
+            Some(scripted) => scripted,
+            None => route(
+                &mut s, &method, &target, &body, authorised, port, repository,
+            ),
+        }
+    };
+    let mut stream = stream;
+    let mut head = format!(
+        "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        answer.status,
+        answer.body.len()
+    );
+    for (k, v) in &answer.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(answer.body.as_bytes())?;
+    stream.flush()
+}
+
+fn reply(status: u16, body: Value) -> Scripted {
+    Scripted {
+        status,
+        headers: Vec::new(),
+        body: body.to_string(),
+    }
+}
+
+fn route(
+    s: &mut State,
+    method: &str,
+    target: &str,
+    body: &str,
+    authorised: bool,
+    port: u16,
+    repository: &str,
+) -> Scripted {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if path == "/hooks/integrate" && method == "POST" {
+        s.webhook_posts.push(body.to_string());
+        return Scripted {
+            status: 204,
+            headers: Vec::new(),
+            body: String::new(),
+        };
+    }
+    if !authorised {
+        return reply(401, json!({"message": "Bad credentials"}));
+    }
+    let prefix = format!("/repos/{repository}/pulls");
+    let Some(rest) = path.strip_prefix(&prefix) else {
+        return reply(404, json!({"message": "Not Found"}));
+    };
+    let owner = repository.split('/').next().unwrap_or_default();
+    match (method, rest) {
+        ("GET", "") => {
+            let head = query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("head="))
+                .map(percent_decode)
+                .unwrap_or_default();
+            let branch = head.strip_prefix(&format!("{owner}:")).unwrap_or("");
+            let found: Vec<Value> = s
+                .pulls
+                .iter()
+                .rev()
+                .filter(|p| p.head == branch)
+                .map(|p| pull_json(p, port, repository))
+                .collect();
+            reply(200, Value::Array(found))
+        }
+        ("POST", "") => {
+            let Ok(new) = serde_json::from_str::<Value>(body) else {
+                return reply(400, json!({"message": "Problems parsing JSON"}));
+            };
+            let head = new["head"].as_str().unwrap_or_default().to_string();
+            if s.pulls.iter().any(|p| p.head == head && p.state == "open") {
+                return reply(
+                    422,
+                    json!({"message": "Validation Failed", "errors": [{"message": format!("A pull request already exists for {owner}:{head}.")}]}),
+                );
+            }
+            let pull = Pull {
+                number: s.pulls.len() as u64 + 1,
+                head,
+                base: new["base"].as_str().unwrap_or_default().to_string(),
+                title: new["title"].as_str().unwrap_or_default().to_string(),
+                body: new["body"].as_str().unwrap_or_default().to_string(),
+                draft: new["draft"].as_bool().unwrap_or(false),
+                state: "open".into(),
+            };
+            let answer = pull_json(&pull, port, repository);
+            s.pulls.push(pull);
+            reply(201, answer)
+        }
+        ("PATCH", number) => {
+            let number: u64 = number.trim_start_matches('/').parse().unwrap_or(0);
+            let Ok(edit) = serde_json::from_str::<Value>(body) else {
+                return reply(400, json!({"message": "Problems parsing JSON"}));
+            };
+            let Some(pull) = s.pulls.iter_mut().find(|p| p.number == number) else {
+                return reply(404, json!({"message": "Not Found"}));
+            };
+            if let Some(title) = edit["title"].as_str() {
+                pull.title = title.to_string();
+            }
+            if let Some(body) = edit["body"].as_str() {
+                pull.body = body.to_string();
+            }
+            let pull = pull.clone();
+            reply(200, pull_json(&pull, port, repository))
+        }
+        _ => reply(404, json!({"message": "Not Found"})),
+    }
+}
+
+/// `%XX` escapes of a query value decoded (`+` is a space).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

@@ -1,0 +1,280 @@
+//! `lockstep integrate publish` and `loop --publish` against real git
+//! remotes and a loopback GitHub (lockstep-sandbox's `github`): the branch
+//! is pushed (never forced), one draft pull request is opened and then
+//! updated, a halt calls for help once, and every bad answer is named
+//! without the token, leaving the integrate resumable.
+
+mod common;
+
+use common::*;
+use lockstep_sandbox::github::FakeGithub;
+use lockstep_sandbox::{api_level_at, SandboxSpec};
+
+const TOKEN: &str = "ghp_integrate_token_never_printed";
+const REPO: &str = "acme/super";
+
+/// `extra` appended to the superproject's lockstep.toml, committed and
+/// pushed to origin/main (where `integrate start` branches from).
+fn configure(env: &Env, extra: &str) {
+    let path = env.sp().join("lockstep.toml");
+    let text = std::fs::read_to_string(&path).expect("lockstep.toml");
+    std::fs::write(&path, format!("{text}{extra}")).expect("write");
+    commit_as_tester(env.sp(), "Configure publishing", true);
+    git(env.sp(), &["push", "-q", "origin", "HEAD:main"]);
+    git(env.sp(), &["fetch", "-q", "origin"]);
+}
+
+fn github_config(repository: &str) -> String {
+    format!("\n[integrate.github]\nrepository = \"{repository}\"\n\n[integrate.notify]\nkind = \"json\"\n")
+}
+
+/// A sandbox with one API break, configured for `gh`, integrate started.
+fn publishing(commits: usize) -> (Env, FakeGithub) {
+    let env = Env::new(&with_break(commits));
+    configure(&env, &github_config(REPO));
+    env.start();
+    let gh = FakeGithub::start(REPO, TOKEN).expect("loopback GitHub");
+    (env, gh)
+}
+
+/// Runs lockstep with the API, token and webhook pointed at `gh`.
+fn run(env: &Env, gh: &FakeGithub, args: &[&str], code: i32) -> (String, String) {
+    let out = env
+        .cmd(args)
+        .env("GITHUB_API_URL", gh.url())
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("LOCKSTEP_WEBHOOK_URL", gh.webhook_url())
+        .output()
+        .expect("run lockstep");
+    let (stdout, stderr) = expect_code(&out, code, &format!("lockstep {args:?}"));
+    assert!(
+        !stdout.contains(TOKEN) && !stderr.contains(TOKEN),
+        "the token leaked:\n{stdout}\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
+/// The tip of `branch` on the superproject's origin.
+fn origin_tip(env: &Env, branch: &str) -> Option<String> {
+    let out = git(
+        &env.sb.super_origin,
+        &[
+            "for-each-ref",
+            "--format=%(objectname)",
+            &format!("refs/heads/{branch}"),
+        ],
+    );
+    let tip = out.trim();
+    (!tip.is_empty()).then(|| tip.to_string())
+}
+
+fn fix_break(env: &Env, culprit: &str) {
+    env.ok(&["integrate", "next", "--to", culprit], 0);
+    let level = api_level_at(&env.sb, culprit).expect("level");
+    std::fs::write(env.sp().join("API_LEVEL"), format!("{level}\n")).expect("API_LEVEL");
+    git(
+        env.sp(),
+        &["commit", "-qam", &format!("Fix for API level {level}")],
+    );
+}
+
+#[test]
+fn loop_publish_opens_a_draft_calls_for_help_once_and_updates_it_at_head() {
+    let (env, gh) = publishing(40);
+    let branch = current_branch(&env);
+
+    // The loop halts at the break: the branch is pushed, a draft pull
+    // request asks for help, and the webhook hears of it once.
+    let (out, _) = run(&env, &gh, &["integrate", "loop", "--publish", "--json"], 3);
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    assert_eq!(looped["end"]["result"], "halted", "{looped}");
+    assert_eq!(looped["published"]["created"], true, "{looped}");
+    assert_eq!(looped["published"]["needs_help"], true, "{looped}");
+    assert_eq!(looped["called_for_help"], true, "{looped}");
+    let culprit = looped["end"]["halt"]["culprit"]["sha"]
+        .as_str()
+        .expect("culprit")
+        .to_string();
+    let head = git(env.sp(), &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(origin_tip(&env, &branch).as_deref(), Some(head.as_str()));
+    let pulls = gh.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    let pull = &pulls[0];
+    assert!(
+        pull.draft && pull.head == branch && pull.base == "main",
+        "{pull:?}"
+    );
+    assert!(
+        pull.title.starts_with("[needs help] Integrate LLVM at "),
+        "{}",
+        pull.title
+    );
+    for needle in [
+        "**Needs help:**",
+        &culprit[..12],
+        "## Carried patches (",
+        "## Halt",
+        "Smoke runs in this integrate: ",
+        "## Carried reverts (1)",
+    ] {
+        assert!(
+            pull.body.contains(needle),
+            "no {needle:?} in:\n{}",
+            pull.body
+        );
+    }
+    assert_eq!(gh.webhook_posts().len(), 1);
+    assert!(gh.webhook_posts()[0].contains(&culprit[..12]));
+
+    // A rerun halts at the same place: the pull request is updated, the
+    // webhook is not posted to again.
+    let (out, _) = run(&env, &gh, &["integrate", "loop", "--publish", "--json"], 3);
+    let again: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    assert_eq!(again["published"]["created"], false, "{again}");
+    assert!(again.get("called_for_help").is_none(), "{again}");
+    assert_eq!(gh.pulls().len(), 1);
+    assert_eq!(gh.webhook_posts().len(), 1);
+    assert!(gh
+        .requests()
+        .iter()
+        .any(|r| r.method == "PATCH" && r.target == format!("/repos/{REPO}/pulls/1")));
+
+    // Fixed, the loop reaches head; the pull request no longer asks for help.
+    fix_break(&env, &culprit);
+    let (out, _) = run(&env, &gh, &["integrate", "loop", "--publish", "--json"], 0);
+    let done: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    assert_eq!(done["end"]["result"], "at_head", "{done}");
+    let pull = &gh.pulls()[0];
+    assert!(
+        pull.title.starts_with("Integrate LLVM at "),
+        "{}",
+        pull.title
+    );
+    assert!(!pull.body.contains("Needs help"), "{}", pull.body);
+    let taken = format!("## Affecting commits taken ({})", env.sb.affecting.len());
+    assert!(
+        pull.body.contains(&taken),
+        "no {taken:?} in:\n{}",
+        pull.body
+    );
+    let head = git(env.sp(), &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(origin_tip(&env, &branch).as_deref(), Some(head.as_str()));
+    assert!(gh
+        .requests()
+        .iter()
+        .all(|r| r.authorised || r.target.starts_with("/hooks/")));
+
+    // `integrate publish` alone says where things are.
+    let (out, _) = run(&env, &gh, &["integrate", "publish"], 0);
+    assert!(
+        out.contains(&format!("origin {branch} is at"))
+            && out.contains("updated draft pull request #1 of acme/super"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_tokens_repositories_and_answers_are_named_before_anything_is_pushed() {
+    let (env, gh) = publishing(12);
+    let branch = current_branch(&env);
+
+    // No token: a usage error, nothing pushed.
+    let out = env
+        .cmd(&["integrate", "publish"])
+        .env("GITHUB_API_URL", gh.url())
+        .output()
+        .expect("run");
+    let (_, err) = expect_code(&out, 2, "publish without a token");
+    assert!(
+        err.contains("no GitHub token: $GITHUB_TOKEN is unset"),
+        "{err}"
+    );
+    assert_eq!(origin_tip(&env, &branch), None);
+
+    // A token the server refuses: named by its variable, never shown.
+    let out = env
+        .cmd(&["integrate", "publish"])
+        .env("GITHUB_API_URL", gh.url())
+        .env("GITHUB_TOKEN", "ghp_wrong_token_value")
+        .output()
+        .expect("run");
+    let (_, err) = expect_code(&out, 1, "publish with a refused token");
+    assert!(err.contains("GITHUB_TOKEN") && err.contains("401"), "{err}");
+    assert!(!err.contains("ghp_wrong_token_value"), "{err}");
+    assert_eq!(origin_tip(&env, &branch), None);
+
+    // Garbage where JSON belongs, then a rate limit that clears: the
+    // first is an error, the second is retried after Retry-After.
+    gh.script(200, &[], "<html>not json</html>");
+    let (_, err) = run(&env, &gh, &["integrate", "publish"], 1);
+    assert!(err.contains("not what lockstep expects"), "{err}");
+    assert_eq!(origin_tip(&env, &branch), None);
+    gh.script(
+        429,
+        &[("Retry-After", "1")],
+        "{\"message\": \"API rate limit exceeded\"}",
+    );
+    run(&env, &gh, &["integrate", "publish"], 0);
+    assert_eq!(gh.pulls().len(), 1);
+    assert!(origin_tip(&env, &branch).is_some());
+
+    // Someone else pushed to the branch: the push is refused, their commit
+    // is fetched and counted, nothing is forced.
+    let other = env.dir.path().join("other");
+    git(
+        env.dir.path(),
+        &[
+            "clone",
+            "-q",
+            "-b",
+            &branch,
+            &env.sb.super_origin.to_string_lossy(),
+            &other.to_string_lossy(),
+        ],
+    );
+    std::fs::write(other.join("FIXUP"), "theirs\n").expect("write");
+    commit_as_tester(&other, "Their fixup", true);
+    git(&other, &["push", "-q", "origin", &branch]);
+    let theirs = git(&other, &["rev-parse", "HEAD"]).trim().to_string();
+    std::fs::write(env.sp().join("MINE"), "mine\n").expect("write");
+    commit_as_tester(env.sp(), "My change", true);
+    let (_, err) = run(&env, &gh, &["integrate", "publish"], 1);
+    assert!(
+        err.contains("refused the push") && err.contains("has 1 commit(s) this branch lacks"),
+        "{err}"
+    );
+    assert_eq!(origin_tip(&env, &branch).as_deref(), Some(theirs.as_str()));
+
+    // Closed by a reviewer: reported, not reopened, nothing pushed.
+    git(
+        env.sp(),
+        &["merge", "-q", "--no-edit", &format!("origin/{branch}")],
+    );
+    gh.close_pull(1);
+    let (_, err) = run(&env, &gh, &["integrate", "publish"], 1);
+    assert!(
+        err.contains("pull request #1") && err.contains("was closed"),
+        "{err}"
+    );
+    assert_eq!(origin_tip(&env, &branch).as_deref(), Some(theirs.as_str()));
+    assert_eq!(gh.pulls().len(), 1);
+}
+
+#[test]
+fn an_unknown_repository_or_the_base_branch_is_refused() {
+    let env = Env::new(&SandboxSpec {
+        breaks: vec![],
+        ..spec(6)
+    });
+    configure(&env, &github_config("acme/nope"));
+    env.start();
+    let gh = FakeGithub::start(REPO, TOKEN).expect("loopback GitHub");
+    let branch = current_branch(&env);
+    let (_, err) = run(&env, &gh, &["integrate", "publish"], 1);
+    assert!(err.contains("acme/nope") && err.contains("404"), "{err}");
+    assert_eq!(origin_tip(&env, &branch), None);
+
+    git(env.sp(), &["checkout", "-q", "main"]);
+    let (_, err) = run(&env, &gh, &["integrate", "publish"], 2);
+    assert!(err.contains("the base branch itself"), "{err}");
+}
