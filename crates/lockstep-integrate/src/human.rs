@@ -295,3 +295,22 @@ pub fn published(p: &crate::publish::Published) -> String {
         }
     )
 }
+
+/// One line for what `integrate resume` brought in.
+pub fn resumed(r: &crate::resume::Resumed) -> String {
+    let mut line = if r.pulled == 0 {
+        format!("{} is up to date with its remote", r.branch)
+    } else {
+        format!(
+            "fast-forwarded {} by {} commit(s) ({} -> {})",
+            r.branch,
+            r.pulled,
+            short(&r.from),
+            short(&r.to)
+        )
+    };
+    if let Some(merge) = &r.merged {
+        line += &format!("; merged the base branch ({})", short(merge));
+    }
+    line
+}

@@ -28,6 +28,7 @@ pub mod publish;
 pub mod recover;
 pub mod repair;
 pub mod replay;
+pub mod resume;
 pub mod search;
 pub mod start;
 pub mod status;

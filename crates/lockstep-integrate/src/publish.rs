@@ -187,19 +187,25 @@ impl Integrate<'_> {
         Ok(true)
     }
 
-    /// The remote, branches, repository and client, all checked.
-    fn publish_target(&self) -> Result<Target, Error> {
+    /// The integrate branch and the remote and branch `[integrate] base`
+    /// names (`origin`, `main` for `origin/main`), checked: the remote
+    /// exists and the superproject is not on the base branch itself.
+    /// Returns (branch, remote, base branch, remote URL).
+    pub(crate) fn branch_and_remote(
+        &self,
+        command: &str,
+    ) -> Result<(String, String, String, String), Error> {
         let branch = self.branch()?;
         let (remote, base_branch) = self.cfg.base.split_once('/').ok_or_else(|| {
             Error::usage(format!(
-                "[integrate] base `{}` names no remote: publish pushes to the remote of `REMOTE/BRANCH`",
+                "[integrate] base `{}` names no remote: {command} needs `REMOTE/BRANCH`",
                 self.cfg.base
             ))
             .hint("set [integrate] base to e.g. \"origin/main\"")
         })?;
         if branch == base_branch {
             return Err(Error::usage(format!(
-                "the superproject is on `{branch}`, the base branch itself: publish pushes an integrate branch"
+                "the superproject is on `{branch}`, the base branch itself: {command} works on an integrate branch"
             ))
             .hint("check out the integrate branch (or start one with `lockstep integrate start`)"));
         }
@@ -212,6 +218,17 @@ impl Integrate<'_> {
                 "add it (`git remote add {remote} URL`) or change [integrate] base"
             ))
         })?;
+        Ok((
+            branch,
+            remote.to_string(),
+            base_branch.to_string(),
+            remote_url,
+        ))
+    }
+
+    /// The remote, branches, repository and client, all checked.
+    fn publish_target(&self) -> Result<Target, Error> {
+        let (branch, remote, base_branch, remote_url) = self.branch_and_remote("publish")?;
         let client = Client::with_token(Some(self.token()?))?;
         let repo = lockstep_github::repo::resolve(
             self.cfg.github.repository.as_deref(),
@@ -224,8 +241,8 @@ impl Integrate<'_> {
         Ok(Target {
             client,
             repo,
-            remote: remote.to_string(),
-            base_branch: base_branch.to_string(),
+            remote,
+            base_branch,
             branch,
         })
     }

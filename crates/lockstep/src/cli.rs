@@ -484,6 +484,20 @@ pub enum Integrate {
         #[command(flatten)]
         json: Json,
     },
+    /// Bring in what others pushed to the integrate branch (fast-forward only), update the pin, then loop on.
+    Resume {
+        /// Also merge the base branch (a conflict aborts the merge: nothing changes).
+        #[arg(long)]
+        merge_main: bool,
+        /// Only bring the branch up to date; do not run the loop.
+        #[arg(long)]
+        no_loop: bool,
+        /// After the loop, publish (as `loop --publish`).
+        #[arg(long)]
+        publish: bool,
+        #[command(flatten)]
+        json: Json,
+    },
     /// Publish the pinned patched head (splice commits, fast-forward only, never forced).
     Export {
         #[command(flatten)]

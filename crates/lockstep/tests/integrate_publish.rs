@@ -278,3 +278,155 @@ fn an_unknown_repository_or_the_base_branch_is_refused() {
     let (_, err) = run(&env, &gh, &["integrate", "publish"], 2);
     assert!(err.contains("the base branch itself"), "{err}");
 }
+
+/// A clone of the superproject's origin on `branch` (another person's
+/// machine; no submodule checkout needed to commit a pin).
+fn other_clone(env: &Env, branch: &str) -> std::path::PathBuf {
+    let other = env.dir.path().join("other");
+    git(
+        env.dir.path(),
+        &[
+            "clone",
+            "-q",
+            "-b",
+            branch,
+            &env.sb.super_origin.to_string_lossy(),
+            &other.to_string_lossy(),
+        ],
+    );
+    other
+}
+
+#[test]
+fn resume_takes_the_fixup_others_pushed_and_loops_on_to_head() {
+    let (env, gh) = publishing(40);
+    let branch = current_branch(&env);
+    let (out, _) = run(&env, &gh, &["integrate", "loop", "--publish", "--json"], 3);
+    let halted: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    let halt = &halted["end"]["halt"];
+    let culprit = halt["culprit"]["sha"]
+        .as_str()
+        .expect("culprit")
+        .to_string();
+    let patched = halt["probe_head"].as_str().expect("probe head").to_string();
+
+    // Someone answers the call for help: they move the pin onto the
+    // culprit (with the carried patches) and declare its API level.
+    let other = other_clone(&env, &branch);
+    let level = api_level_at(&env.sb, &culprit).expect("level");
+    std::fs::write(other.join("API_LEVEL"), format!("{level}\n")).expect("write");
+    git(
+        &other,
+        &[
+            "update-index",
+            "--cacheinfo",
+            &format!("160000,{patched},{}", env.sb.submodule_path),
+        ],
+    );
+    commit_as_tester(&other, "Fix for the API break", true);
+    git(&other, &["push", "-q", "origin", &branch]);
+    let fixup = git(&other, &["rev-parse", "HEAD"]).trim().to_string();
+
+    // resume fast-forwards to their commit, follows the pin, and the loop
+    // goes on to upstream head; the pull request stops asking for help.
+    let (out, _) = run(
+        &env,
+        &gh,
+        &["integrate", "resume", "--publish", "--json"],
+        0,
+    );
+    let resumed: serde_json::Value = serde_json::from_str(&out).expect("resume JSON");
+    assert_eq!(resumed["resumed"]["pulled"], 1, "{resumed}");
+    assert_eq!(resumed["end"]["result"], "at_head", "{resumed}");
+    assert!(is_ancestor(env.sp(), &fixup, "HEAD"));
+    assert!(is_clean(env.sp()));
+    assert_eq!(
+        git(&env.sub(), &["rev-parse", "HEAD"]).trim(),
+        git(
+            env.sp(),
+            &["rev-parse", &format!("HEAD:{}", env.sb.submodule_path)]
+        )
+        .trim(),
+        "the submodule follows the pin"
+    );
+    let pull = &gh.pulls()[0];
+    assert!(!pull.title.starts_with("[needs help]"), "{}", pull.title);
+    assert_eq!(gh.webhook_posts().len(), 1, "one halt, one post");
+}
+
+#[test]
+fn resume_stops_with_nothing_changed_on_divergence_or_a_conflicting_merge() {
+    let (env, gh) = publishing(12);
+    let branch = current_branch(&env);
+    run(&env, &gh, &["integrate", "publish"], 0);
+
+    // Diverged: a commit here and one there.
+    let other = other_clone(&env, &branch);
+    std::fs::write(other.join("THEIRS"), "theirs\n").expect("write");
+    commit_as_tester(&other, "Their commit", true);
+    git(&other, &["push", "-q", "origin", &branch]);
+    std::fs::write(env.sp().join("MINE"), "mine\n").expect("write");
+    commit_as_tester(env.sp(), "My commit", true);
+    let before = git(env.sp(), &["rev-parse", "HEAD"]).trim().to_string();
+    let (_, err) = run(&env, &gh, &["integrate", "resume", "--no-loop"], 1);
+    assert!(
+        err.contains("have diverged: 1 commit(s) here, 1 there"),
+        "{err}"
+    );
+    assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]).trim(), before);
+    git(env.sp(), &["reset", "-q", "--hard", "HEAD^"]);
+    let (out, _) = run(&env, &gh, &["integrate", "resume", "--no-loop"], 0);
+    assert!(
+        out.contains("fast-forwarded") && out.contains("by 1 commit(s)"),
+        "{out}"
+    );
+
+    // The base branch changed API_LEVEL one way, the integrate another:
+    // --merge-main aborts the merge and names the file.
+    std::fs::write(env.sp().join("API_LEVEL"), "41\n").expect("write");
+    commit_as_tester(env.sp(), "Integrate's API level", true);
+    let main = env.dir.path().join("main");
+    git(
+        env.dir.path(),
+        &[
+            "clone",
+            "-q",
+            &env.sb.super_origin.to_string_lossy(),
+            &main.to_string_lossy(),
+        ],
+    );
+    std::fs::write(main.join("API_LEVEL"), "42\n").expect("write");
+    commit_as_tester(&main, "Main's API level", true);
+    git(&main, &["push", "-q", "origin", "main"]);
+    let before = git(env.sp(), &["rev-parse", "HEAD"]).trim().to_string();
+    let (_, err) = run(
+        &env,
+        &gh,
+        &["integrate", "resume", "--merge-main", "--no-loop"],
+        1,
+    );
+    assert!(
+        err.contains("conflicts") && err.contains("conflict: API_LEVEL"),
+        "{err}"
+    );
+    assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]).trim(), before);
+    assert!(is_clean(env.sp()), "the merge was aborted");
+    assert!(!env.sp().join(".git/MERGE_HEAD").exists());
+
+    // Without the conflict the base branch is merged.
+    git(env.sp(), &["reset", "-q", "--hard", "HEAD^"]);
+    let (out, _) = run(
+        &env,
+        &gh,
+        &["integrate", "resume", "--merge-main", "--no-loop", "--json"],
+        0,
+    );
+    let resumed: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert!(resumed["merged"].is_string(), "{resumed}");
+    assert_eq!(
+        std::fs::read_to_string(env.sp().join("API_LEVEL"))
+            .expect("read")
+            .trim(),
+        "42"
+    );
+}

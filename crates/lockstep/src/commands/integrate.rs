@@ -15,15 +15,61 @@ use lockstep_integrate::Integrate;
 use crate::cli;
 use crate::context::Ctx;
 
-/// `integrate loop --json`: the loop's report, and what `--publish` did.
+/// `integrate loop --json` (and `resume --json`): the loop's report, what
+/// `resume` brought in before it, and what `--publish` did after it.
 #[derive(serde::Serialize)]
 struct Looped {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resumed: Option<lockstep_integrate::resume::Resumed>,
     #[serde(flatten)]
     report: lockstep_integrate::search::LoopReport,
     #[serde(skip_serializing_if = "Option::is_none")]
     published: Option<lockstep_integrate::publish::Published>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     called_for_help: bool,
+}
+
+impl Looped {
+    fn exit(&self) -> i32 {
+        match &self.report.end {
+            LoopEnd::Halted { .. } => HALTED,
+            _ => 0,
+        }
+    }
+}
+
+/// The loop, then (with `publish`) the push, the pull request and, at a
+/// halt, the call for help.
+fn run_loop(
+    ig: &Integrate,
+    opts: &LoopOptions,
+    publish: bool,
+    resumed: Option<lockstep_integrate::resume::Resumed>,
+) -> Result<Looped, Error> {
+    let report = ig.run_loop(opts)?;
+    let mut looped = Looped {
+        resumed,
+        report,
+        published: None,
+        called_for_help: false,
+    };
+    if publish {
+        looped.published = Some(ig.publish()?);
+        if let LoopEnd::Halted { halt } = &looped.report.end {
+            looped.called_for_help = ig.call_for_help(halt)?;
+        }
+    }
+    Ok(looped)
+}
+
+fn print_looped(out: lockstep_report::Out, looped: &Looped) {
+    if let Some(resumed) = &looped.resumed {
+        out.line(human::resumed(resumed));
+    }
+    out.print(&human::looped(&looped.report));
+    if let Some(published) = &looped.published {
+        out.line(human::published(published));
+    }
 }
 
 /// Exit status for a halt at a breaking or conflicting commit.
@@ -107,28 +153,32 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 no_export,
                 fetch: !no_fetch,
             };
-            let report = ig.run_loop(&opts)?;
-            let mut looped = Looped {
-                report,
-                published: None,
-                called_for_help: false,
-            };
-            if publish && !dry_run {
-                looped.published = Some(ig.publish()?);
-                if let LoopEnd::Halted { halt } = &looped.report.end {
-                    looped.called_for_help = ig.call_for_help(halt)?;
-                }
+            let looped = run_loop(&ig, &opts, publish && !dry_run, None)?;
+            ctx.result(&looped, |out| print_looped(out, &looped))?;
+            Ok(looped.exit())
+        }
+        cli::Integrate::Resume {
+            merge_main,
+            no_loop,
+            publish,
+            ..
+        } => {
+            let resumed = ig.resume(merge_main)?;
+            if no_loop {
+                ctx.result(&resumed, |out| out.line(human::resumed(&resumed)))?;
+                return Ok(0);
             }
-            ctx.result(&looped, |out| {
-                out.print(&human::looped(&looped.report));
-                if let Some(published) = &looped.published {
-                    out.line(human::published(published));
-                }
-            })?;
-            Ok(match &looped.report.end {
-                LoopEnd::Halted { .. } => HALTED,
-                _ => 0,
-            })
+            let opts = LoopOptions {
+                strategy: ig.cfg.strategy,
+                max_steps: None,
+                wait: None,
+                dry_run: false,
+                no_export: false,
+                fetch: true,
+            };
+            let looped = run_loop(&ig, &opts, publish, Some(resumed))?;
+            ctx.result(&looped, |out| print_looped(out, &looped))?;
+            Ok(looped.exit())
         }
         cli::Integrate::Publish { .. } => {
             let published = ig.publish()?;

@@ -1,0 +1,157 @@
+//! `integrate resume`: pick the integrate up after others pushed to it.
+//!
+//! Megabump's "git pull --ff-only; git submodule update" (and its TODO,
+//! "automate merging from main"): the integrate branch is fast-forwarded
+//! from its remote (the fixup commits people pushed after a call for help),
+//! the submodule (or nothing, for a pin file) follows the pin, and with
+//! `--merge-main` the project's base branch is merged in. A branch that has
+//! diverged from its remote, or a merge that conflicts, stops with nothing
+//! changed: the merge is aborted, never left half done. The caller then
+//! runs the loop again, whose verdict cache keeps every smoke already run
+//! (a fixup changes the superproject's tree, so its commits get fresh ones).
+
+use lockstep_core::Error;
+use serde::Serialize;
+
+use crate::halt::short;
+use crate::Integrate;
+
+/// What `integrate resume` did before the loop.
+#[derive(Debug, Clone, Serialize)]
+pub struct Resumed {
+    pub branch: String,
+    /// Where the branch was.
+    pub from: String,
+    /// Where it is now.
+    pub to: String,
+    /// Commits fast-forwarded from the remote branch.
+    pub pulled: usize,
+    /// The merge commit of `--merge-main`, when one was made.
+    pub merged: Option<String>,
+}
+
+impl Integrate<'_> {
+    /// Fast-forwards the integrate branch from its remote, optionally merges
+    /// the base branch, and puts the submodule at the pin.
+    pub fn resume(&self, merge_main: bool) -> Result<Resumed, Error> {
+        let _lock = self.lock("integrate resume")?;
+        let _session = self.begin_session("integrate resume")?;
+        self.require_clean()?;
+        let (branch, remote, base_branch, _) = self.branch_and_remote("resume")?;
+        let from = self.superproject.head()?.to_string();
+        let tracking = format!("refs/remotes/{remote}/{branch}");
+        let fetched = self.superproject.try_git(&[
+            "fetch",
+            "--quiet",
+            &remote,
+            &format!("+refs/heads/{branch}:{tracking}"),
+        ])?;
+        let mut pulled = 0;
+        if fetched.code == 0 {
+            pulled = self.fast_forward(&branch, &tracking)?;
+        } else {
+            self.info(format!(
+                "{remote} has no branch {branch} yet: nothing to bring in"
+            ));
+        }
+        let merged = if merge_main {
+            self.merge_base_branch(&remote, &base_branch)?
+        } else {
+            None
+        };
+        self.sync_submodule_to_pin()?;
+        Ok(Resumed {
+            branch,
+            from,
+            to: self.superproject.head()?.to_string(),
+            pulled,
+            merged,
+        })
+    }
+
+    /// `git merge --ff-only` of `tracking`; the number of commits taken.
+    fn fast_forward(&self, branch: &str, tracking: &str) -> Result<usize, Error> {
+        let head = self.superproject.head()?.to_string();
+        let theirs = self.superproject.must_resolve(tracking)?.to_string();
+        if self.superproject.is_ancestor(&theirs, &head)? {
+            return Ok(0);
+        }
+        if !self.superproject.is_ancestor(&head, &theirs)? {
+            let mine = self
+                .superproject
+                .rev_list(&[&format!("{theirs}..{head}")])?;
+            let other = self
+                .superproject
+                .rev_list(&[&format!("{head}..{theirs}")])?;
+            return Err(Error::failed(format!(
+                "{branch} and {tracking} have diverged: {} commit(s) here, {} there",
+                mine.len(),
+                other.len()
+            ))
+            .hint(format!(
+                "nothing was changed: rebase your commits onto theirs (`git rebase {tracking}`) or merge them by hand, then resume"
+            )));
+        }
+        let count = self
+            .superproject
+            .rev_list(&[&format!("{head}..{theirs}")])?
+            .len();
+        self.superproject
+            .git(&["merge", "--ff-only", "--quiet", &theirs])?;
+        self.info(format!(
+            "fast-forwarded {branch} by {count} commit(s) from {tracking} ({} -> {})",
+            short(&head),
+            short(&theirs)
+        ));
+        Ok(count)
+    }
+
+    /// Merges the freshly fetched base branch; a conflict aborts the merge
+    /// and is an error naming the files.
+    fn merge_base_branch(&self, remote: &str, base_branch: &str) -> Result<Option<String>, Error> {
+        let base = format!("refs/remotes/{remote}/{base_branch}");
+        self.superproject.git(&[
+            "fetch",
+            "--quiet",
+            remote,
+            &format!("+refs/heads/{base_branch}:{base}"),
+        ])?;
+        let head = self.superproject.head()?.to_string();
+        if self.superproject.is_ancestor(&base, &head)? {
+            self.info(format!("{remote}/{base_branch} is merged already"));
+            return Ok(None);
+        }
+        let message = format!("Merge {remote}/{base_branch} into the integrate");
+        let merge =
+            self.superproject
+                .try_git(&["merge", "--no-ff", "--no-edit", "-m", &message, &base])?;
+        if merge.code == 0 {
+            let merged = self.superproject.head()?.to_string();
+            self.info(format!(
+                "merged {remote}/{base_branch} ({})",
+                short(&merged)
+            ));
+            return Ok(Some(merged));
+        }
+        let conflicts = self
+            .superproject
+            .git(&["diff", "--name-only", "--diff-filter=U"])
+            .unwrap_or_default();
+        let aborted = self.superproject.try_git(&["merge", "--abort"])?;
+        let mut err = Error::failed(format!(
+            "merging {remote}/{base_branch} into the integrate conflicts"
+        ));
+        for file in conflicts.lines().filter(|l| !l.is_empty()) {
+            err = err.cause(format!("conflict: {file}"));
+        }
+        if aborted.code != 0 {
+            err = err.cause(format!(
+                "`git merge --abort` failed: {}",
+                aborted.stderr.trim()
+            ));
+        }
+        Err(err.hint(format!(
+            "the merge was aborted and the branch is as it was; merge {remote}/{base_branch} by hand (`git merge {base}`), commit, then `lockstep integrate loop`"
+        )))
+    }
+}
