@@ -14,6 +14,7 @@ pub mod events;
 pub mod fs;
 pub mod hash;
 pub mod lock;
+pub mod marks;
 pub mod output;
 pub mod paths;
 pub mod pool;

@@ -95,6 +95,7 @@ pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSumm
         dry_run: false,
         no_export: false,
         fetch: false,
+        on_break: Default::default(),
     };
     for round in 1..=10 {
         w(out, format!("\n== lockstep integrate loop (round {round})"))?;

@@ -234,8 +234,13 @@ impl Integrate<'_> {
             message.push('\n');
             for d in &dropped {
                 message.push_str(&format!(
-                    "Lockstep-Dropped-Patch: {} {}\n",
-                    d.sha, d.subject
+                    "Lockstep-Dropped-Patch: {} {}{}\n",
+                    d.sha,
+                    d.subject,
+                    d.why
+                        .as_deref()
+                        .map(|w| format!(" ({w})"))
+                        .unwrap_or_default()
                 ));
             }
         }

@@ -144,6 +144,25 @@ pub fn status(s: &Status) -> String {
             s.upstream_head
         ));
     }
+    if !s.not_stable.is_empty() {
+        out.line("\nnot ok for a stable release:");
+        for r in &s.not_stable {
+            out.line(format!("  - {r}"));
+        }
+    }
+    let reverts: Vec<&crate::status::Patch> =
+        s.patches.iter().filter(|p| p.reverts.is_some()).collect();
+    if !reverts.is_empty() {
+        out.line(format!("\ncarried reverts: {}", reverts.len()));
+        for p in &reverts {
+            out.line(format!(
+                "  {} reverts {}: {}",
+                short(&p.sha),
+                short(p.reverts.as_deref().unwrap_or_default()),
+                p.reason.as_deref().unwrap_or("no reason recorded")
+            ));
+        }
+    }
     if !s.patches.is_empty() {
         out.line("\ncarried patches (oldest first):");
         for p in &s.patches {
@@ -208,9 +227,10 @@ pub fn next(outcome: &NextOutcome) -> String {
             out.line(format!("submodule would move to {}", plan.head));
             for d in &plan.dropped {
                 out.line(format!(
-                    "would drop carried patch {} {} (upstream has it)",
+                    "would drop carried patch {} {} ({})",
                     short(&d.sha),
-                    d.subject
+                    d.subject,
+                    d.why.as_deref().unwrap_or("upstream has it")
                 ));
             }
         }
@@ -235,9 +255,10 @@ pub fn next(outcome: &NextOutcome) -> String {
             ));
             for d in &plan.dropped {
                 out.line(format!(
-                    "dropped carried patch {} {} (upstream has it)",
+                    "dropped carried patch {} {} ({})",
                     short(&d.sha),
-                    d.subject
+                    d.subject,
+                    d.why.as_deref().unwrap_or("upstream has it")
                 ));
             }
             if let Some(e) = export {

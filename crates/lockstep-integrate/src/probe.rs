@@ -134,6 +134,21 @@ impl<'i, 'a> Prober<'i, 'a> {
         self.run_probe(commit, head.to_string(), ids, Vec::new(), position, total)
     }
 
+    /// Probes `head`: upstream `commit` with the carried patches and one
+    /// more change (`extra`, its cache identity: a carried revert).
+    pub fn probe_patched(
+        &mut self,
+        commit: &Commit,
+        head: &str,
+        extra: &str,
+        position: usize,
+        total: usize,
+    ) -> Result<Probe, Error> {
+        let mut ids: Vec<String> = self.stack.iter().map(|e| e.patch_id.clone()).collect();
+        ids.push(extra.to_string());
+        self.run_probe(commit, head.to_string(), ids, Vec::new(), position, total)
+    }
+
     /// Probes upstream `commit` with the carried patches replayed onto it.
     pub fn probe(
         &mut self,

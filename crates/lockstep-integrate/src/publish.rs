@@ -385,6 +385,7 @@ impl Integrate<'_> {
                 .cloned()
                 .collect(),
             cost,
+            not_stable: self.not_stable_because(&carried)?,
             halt: halt.map(|h| (h, self.render(h))),
             link: &|sha: &str| self.commit_link(sha),
         }
@@ -403,6 +404,7 @@ struct PullBody<'a> {
     carried: &'a [Patch],
     dropped: Vec<String>,
     cost: Option<LoopCost>,
+    not_stable: Vec<String>,
     halt: Option<(&'a Halt, crate::halt::Report)>,
     link: &'a dyn Fn(&str) -> Option<String>,
 }
@@ -423,6 +425,16 @@ impl PullBody<'_> {
                 self.sha(&halt.culprit.sha),
                 halt.kind.as_str()
             );
+        }
+        if !self.not_stable.is_empty() {
+            t += "> **Not ok for a stable release:** ";
+            t += &self
+                .not_stable
+                .iter()
+                .map(|r| one_line(r))
+                .collect::<Vec<_>>()
+                .join("; ");
+            t += "\n\n";
         }
         t += &format!(
             "Integrates {} from {} to {}: {} upstream commit(s), {} affecting.\n\n",

@@ -21,11 +21,16 @@ pub struct StackEntry {
     pub patch_id: String,
 }
 
-/// A patch the replay dropped because upstream already has its change.
+/// A patch the replay dropped because upstream already has its change (or,
+/// for a carried revert, reverted or relanded the commit itself).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dropped {
     pub sha: Oid,
     pub subject: String,
+    /// Why, for a carried revert: `reverted upstream in SHA`, `relanded
+    /// upstream in SHA`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// What replaying onto one target gave.
@@ -77,6 +82,12 @@ pub fn replay(repo: &Repo, stack: &[StackEntry], onto: &str) -> Result<Replay, E
     let mut head_tree = onto_detail.tree;
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
+    // The upstream commit the stack sits on: the range `base..onto` is what
+    // this replay takes from upstream.
+    let base = stack
+        .first()
+        .and_then(|e| e.detail.parents.first().cloned())
+        .unwrap_or_else(|| onto.to_string());
     for entry in stack {
         let patch = &entry.detail;
         let Some(parent) = patch.parents.first() else {
@@ -85,6 +96,16 @@ pub fn replay(repo: &Repo, stack: &[StackEntry], onto: &str) -> Result<Replay, E
                 patch.sha
             )));
         };
+        if let Some(reverted) = crate::revert::reverted_by_patch(&patch.message) {
+            if let Some((by, what)) = crate::revert::caught_up(repo, &base, onto, &reverted)? {
+                dropped.push(Dropped {
+                    sha: patch.sha.clone(),
+                    subject: patch.subject.clone(),
+                    why: Some(format!("{what} in {}", &by[..by.len().min(12)])),
+                });
+                continue;
+            }
+        }
         match repo.merge_tree(parent, &head, &patch.sha)? {
             Merge::Conflict { files } => {
                 return Ok(Replay::Conflict {
@@ -96,6 +117,7 @@ pub fn replay(repo: &Repo, stack: &[StackEntry], onto: &str) -> Result<Replay, E
             Merge::Clean { tree } if tree == head_tree => dropped.push(Dropped {
                 sha: patch.sha.clone(),
                 subject: patch.subject.clone(),
+                why: None,
             }),
             Merge::Clean { tree } => {
                 head = repo.commit_tree(

@@ -38,6 +38,20 @@ pub struct LoopOptions {
     pub dry_run: bool,
     pub no_export: bool,
     pub fetch: bool,
+    /// What a smoke failure at an upstream commit does.
+    pub on_break: OnBreak,
+}
+
+/// `loop --on-break`: what a commit that breaks the smoke does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnBreak {
+    /// Halt and report (the default).
+    #[default]
+    Halt,
+    /// Carry a revert of the culprit when it applies and makes the smoke
+    /// pass, then go on; halt otherwise.
+    Revert,
 }
 
 /// How the loop ended.
@@ -57,6 +71,19 @@ pub enum LoopEnd {
     },
 }
 
+impl std::str::FromStr for OnBreak {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "halt" => Ok(OnBreak::Halt),
+            "revert" => Ok(OnBreak::Revert),
+            other => Err(format!(
+                "unknown --on-break `{other}`: expected `halt` or `revert`"
+            )),
+        }
+    }
+}
+
 /// The loop's outcome with its cost.
 #[derive(Debug, Clone, Serialize)]
 pub struct LoopReport {
@@ -69,12 +96,18 @@ pub struct LoopReport {
     pub advances: Vec<String>,
     /// Candidate commits the searches considered (what `each` smokes).
     pub candidates: usize,
+    /// Upstream commits `--on-break revert` reverted (a revert of each is
+    /// carried now).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reverted: Vec<Commit>,
 }
 
 /// Where a search left things.
 enum SearchEnd {
     /// Advanced to (or stayed at) the end of the candidates.
     Done,
+    /// Advanced past a culprit by carrying its revert: look again.
+    Again,
     Halt(Box<Halt>),
 }
 
@@ -104,6 +137,7 @@ impl Integrate<'_> {
             cached: 0,
             advances: vec![],
             candidates: 0,
+            reverted: Vec::new(),
         };
         // Uncommitted changes are a usage error: found before the fetch,
         // which would otherwise have changed the submodule first.
@@ -159,7 +193,7 @@ impl Integrate<'_> {
                     report.end = LoopEnd::AtHead;
                     return Ok(report);
                 }
-                SearchEnd::Done => continue,
+                SearchEnd::Done | SearchEnd::Again => continue,
             }
         }
     }
@@ -184,6 +218,7 @@ impl Integrate<'_> {
             status,
             candidates,
             no_export: opts.no_export,
+            on_break: opts.on_break,
             report,
         };
         let result = match opts.strategy {
@@ -227,6 +262,7 @@ struct Search<'s, 'a> {
     status: &'s Status,
     candidates: &'s [Commit],
     no_export: bool,
+    on_break: OnBreak,
     report: &'s mut LoopReport,
 }
 
@@ -272,6 +308,9 @@ impl Search<'_, '_> {
                         if let Some(halt) = self.verify_pin(prober)? {
                             return Ok(SearchEnd::Halt(halt));
                         }
+                    }
+                    if self.revert_culprit(prober, &probe, i)? {
+                        return Ok(SearchEnd::Again);
                     }
                     return Ok(SearchEnd::Halt(Box::new(
                         self.smoke_halt(&probe, &last_good, false, skipped)?,
@@ -362,6 +401,12 @@ impl Search<'_, '_> {
                 .filter(|&&s| (s as isize) > lo && s < b)
                 .map(|&s| self.candidates[s].sha.clone())
                 .collect();
+            if probe.verdict == Verdict::Bad
+                && ambiguous.is_empty()
+                && self.revert_culprit(prober, &probe, b)?
+            {
+                return Ok(SearchEnd::Again);
+            }
             return Ok(SearchEnd::Halt(Box::new(
                 self.smoke_halt(&probe, &last_good, false, ambiguous)?,
             )));
@@ -375,6 +420,14 @@ impl Search<'_, '_> {
         if good.is_none() && limit > 0 {
             self.ig
                 .warn("every remaining candidate was untestable (exit 125); the pin did not move");
+        }
+        // A candidate an earlier search found bad passed now (the carried
+        // patches changed: a revert, a fix): the ones after it were never
+        // probed, so look again from the new pin.
+        if let Some(g) = good {
+            if (g + 1..limit).any(|j| probes[j].is_none()) {
+                return Ok(SearchEnd::Again);
+            }
         }
         Ok(SearchEnd::Done)
     }
@@ -425,6 +478,83 @@ impl Search<'_, '_> {
         let merge_base = probe.commit.sha.clone();
         let stack = load_stack(&self.ig.sub, &merge_base, &plan.head)?;
         prober.rebase_on(stack)
+    }
+
+    /// `--on-break revert`: carries a revert of the culprit `probe` found
+    /// bad when the revert applies onto its patched head and the smoke
+    /// passes with it, advancing the pin onto the culprit; false (halt as
+    /// usual) otherwise.
+    fn revert_culprit(
+        &mut self,
+        prober: &mut Prober,
+        probe: &Probe,
+        i: usize,
+    ) -> Result<bool, Error> {
+        if self.on_break != OnBreak::Revert {
+            return Ok(false);
+        }
+        let culprit = &probe.commit;
+        let Some(head) = probe.head.clone() else {
+            return Ok(false);
+        };
+        let detail = self.ig.sub.commit_detail(&culprit.sha)?;
+        let Some(parent) = detail.parents.first() else {
+            return Ok(false);
+        };
+        let reason = "the smoke test failed at it (carried by `integrate loop --on-break revert`)";
+        let reverted = match crate::revert::revert_onto(
+            &self.ig.sub,
+            &culprit.sha,
+            parent,
+            &head,
+            &culprit.subject,
+            reason,
+        ) {
+            Ok(reverted) => reverted,
+            Err(e) => {
+                self.ig.warn(format!(
+                    "cannot carry a revert of {}: {}; halting",
+                    crate::halt::short(&culprit.sha),
+                    e.message
+                ));
+                return Ok(false);
+            }
+        };
+        let extra = format!("revert:{}", culprit.sha);
+        let checked =
+            prober.probe_patched(culprit, &reverted, &extra, i + 1, self.candidates.len())?;
+        if checked.verdict != Verdict::Good {
+            self.ig.warn(format!(
+                "the smoke test fails at {} even with it reverted; halting",
+                crate::halt::short(&culprit.sha)
+            ));
+            return Ok(false);
+        }
+        let pending = self.status.pending.len();
+        let mut plan = self.ig.plan(
+            culprit.clone(),
+            reverted,
+            probe.dropped.clone(),
+            (i + 1).min(pending),
+            pending,
+        );
+        plan.message.push_str(&format!(
+            "{}Lockstep-Reason: {reason}\n{} {}\n",
+            if plan.dropped.is_empty() { "\n" } else { "" },
+            crate::revert::REVERT_TRAILER,
+            culprit.sha
+        ));
+        let (commit, _) = self.ig.commit_advance(&plan, !self.no_export)?;
+        self.ig.info(format!(
+            "the smoke failed at {} {}: carrying its revert and going on",
+            crate::halt::short(&culprit.sha),
+            culprit.subject
+        ));
+        self.report.advances.push(commit);
+        self.report.reverted.push(culprit.clone());
+        let stack = load_stack(&self.ig.sub, &culprit.sha, &plan.head)?;
+        prober.rebase_on(stack)?;
+        Ok(true)
     }
 
     fn smoke_halt(

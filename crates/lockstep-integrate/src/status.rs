@@ -57,6 +57,10 @@ pub struct Status {
     /// Affecting commits not yet taken, oldest first.
     pub pending: Vec<Commit>,
     pub halted: Option<HaltSummary>,
+    /// Why the project is not ok for a stable release (the committed
+    /// `.lockstep/unstable` reasons, then each carried revert); empty: ok.
+    #[serde(default)]
+    pub not_stable: Vec<String>,
 }
 
 /// The halt as `status --json` shows it.
@@ -94,6 +98,7 @@ impl Integrate<'_> {
             status.clean = status.patches.is_empty();
         }
         status.halted = self.halt()?.as_ref().map(HaltSummary::from);
+        status.not_stable = self.not_stable_because(&status.patches)?;
         Ok(status)
     }
 
@@ -114,6 +119,7 @@ impl Integrate<'_> {
             patches: Vec::new(),
             pending: Vec::new(),
             halted: self.halt()?.as_ref().map(HaltSummary::from),
+            not_stable: self.unstable_reasons()?,
         })
     }
 
@@ -147,6 +153,7 @@ impl Integrate<'_> {
             patches: Vec::new(),
             pending,
             halted: None,
+            not_stable: Vec::new(),
         })
     }
 
@@ -198,7 +205,7 @@ impl Integrate<'_> {
                 reason: reason(&detail.message),
                 upstreamed: false,
                 upstreamed_by: None,
-                reverts: reverted_commit(&detail.message),
+                reverts: crate::revert::reverted_by_patch(&detail.message),
                 reverted_upstream_by: None,
             })
             .collect();

@@ -43,17 +43,24 @@ pub struct Promoted {
 }
 
 /// `release promote`: [`promote`], then, with `upload`, every final wheel
-/// to that URL (the URL is checked before anything is written).
+/// to that URL (the URL is checked before anything is written). With
+/// `repo` (the project's repository), a candidate whose source commit holds
+/// the stable-release gate ([`lockstep_core::marks::UNSTABLE_MARK`]) is
+/// refused before anything is written.
 pub fn promote_and_upload(
     index: &Path,
     from: &str,
     to: &str,
     rewrite_stamps: bool,
     upload: Option<(&str, &lockstep_python::uv::Uv)>,
+    repo: Option<&Path>,
     sink: &dyn lockstep_core::events::Sink,
 ) -> Result<Promoted, Error> {
     if let Some((url, _)) = upload {
         crate::upload::check_url(url)?;
+    }
+    if let Some(repo) = repo {
+        check_stable_gate(index, from, repo, sink)?;
     }
     let promoted = promote(index, from, to, rewrite_stamps, &crate::publish::work_dir())?;
     if let Some((url, uv)) = upload {
@@ -82,6 +89,49 @@ pub fn promote_and_upload(
         sink.warn(format!("{wheel}: {} {verb}", members.join(", ")));
     }
     Ok(promoted)
+}
+
+/// Refuses a candidate whose source commit is marked not ok for a stable
+/// release (`lockstep integrate mark --unstable`), naming the reasons. A
+/// source commit this repository does not have cannot be checked: a warning.
+fn check_stable_gate(
+    index: &Path,
+    from: &str,
+    repo: &Path,
+    sink: &dyn lockstep_core::events::Sink,
+) -> Result<(), Error> {
+    let dir = index.join(store::FILES).join(from);
+    if !dir.join(store::RELEASE_JSON).is_file() {
+        // promote() names a missing candidate.
+        return Ok(());
+    }
+    let Some(source) = store::load_or_scan(&dir)?.source else {
+        sink.warn(format!(
+            "{from} records no source commit: the stable-release gate cannot be checked"
+        ));
+        return Ok(());
+    };
+    let repo = lockstep_git::Repo::new(repo);
+    if !repo.has_commit(&source).unwrap_or(false) {
+        sink.warn(format!(
+            "the source commit {} of {from} is not in this repository: the stable-release gate cannot be checked (fetch it first)",
+            &source[..source.len().min(12)]
+        ));
+        return Ok(());
+    }
+    let mark = lockstep_core::marks::UNSTABLE_MARK;
+    let shown = repo.try_git(&["show", &format!("{source}:{mark}")])?;
+    if shown.code != 0 {
+        return Ok(());
+    }
+    let mut err = Error::usage(format!(
+        "{from} was cut from {}, which is marked not ok for a stable release ({mark})",
+        &source[..source.len().min(12)]
+    ));
+    for reason in lockstep_core::marks::reasons(&shown.stdout) {
+        err = err.cause(reason);
+    }
+    Err(err.hint("nothing was promoted: fix what the mark names, clear it (`lockstep integrate mark --stable`), cut and publish a new candidate, and promote that"))
 }
 
 /// Promotes `from` in the store under `index` to `to`.

@@ -476,6 +476,9 @@ pub enum Integrate {
         /// Then push the branch and open or update its draft pull request; on a halt, call for help (as `integrate publish`, plus the webhook once per halt).
         #[arg(long)]
         publish: bool,
+        /// `halt` (default) or `revert`: carry a revert of a breaking commit when it applies and makes the smoke pass, then go on.
+        #[arg(long, value_name = "WHAT")]
+        on_break: Option<lockstep_integrate::search::OnBreak>,
         #[command(flatten)]
         json: Json,
     },
@@ -495,6 +498,35 @@ pub enum Integrate {
         /// After the loop, publish (as `loop --publish`).
         #[arg(long)]
         publish: bool,
+        /// `halt` (default) or `revert`, as for `loop`.
+        #[arg(long, value_name = "WHAT")]
+        on_break: Option<lockstep_integrate::search::OnBreak>,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Carry a revert of an upstream commit the pin includes, with a reason (dropped by itself when upstream reverts or relands it).
+    Revert {
+        /// The upstream commit to revert.
+        #[arg(value_name = "COMMIT")]
+        commit: String,
+        /// Why it is carried (one line; recorded as a `Lockstep-Reason:` trailer).
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+        /// Do not export the patched head.
+        #[arg(long)]
+        no_export: bool,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Mark the project as not ok for a stable release (or ok again): commits .lockstep/unstable, which `release promote` checks.
+    #[command(group(clap::ArgGroup::new("mark").required(true).args(["unstable", "stable"])))]
+    Mark {
+        /// Add this reason (one line) to the mark.
+        #[arg(long, value_name = "REASON")]
+        unstable: Option<String>,
+        /// Remove the mark.
+        #[arg(long)]
+        stable: bool,
         #[command(flatten)]
         json: Json,
     },

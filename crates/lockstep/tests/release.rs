@@ -1284,3 +1284,40 @@ fn unsafe_wheels_are_refused_and_killed_runs_leave_nothing_behind() {
         std::fs::remove_dir_all(&house).unwrap();
     }
 }
+
+#[test]
+fn promote_refuses_a_candidate_cut_from_a_commit_marked_not_stable() {
+    let p = fixture();
+    // What `lockstep integrate mark --unstable` commits.
+    p.write(
+        ".lockstep/unstable",
+        "# Not ok for a stable release\ncarries a revert of 1a2b3c4d5e6f (breaks our lowering)\n",
+    );
+    commit_as_tester(
+        &p.path(),
+        "Mark the project as not ok for a stable release",
+        true,
+    );
+    let rc = "3.14.0rc2026112501";
+    let house = built(&p, rc);
+    p.run(&["release", "publish", house.to_str().unwrap()], 0);
+    let err = stderr(&p.run(&["release", "promote", rc, "--to", "3.14.0"], 2));
+    assert!(
+        err.contains("marked not ok for a stable release")
+            && err.contains("carries a revert of 1a2b3c4d5e6f (breaks our lowering)"),
+        "{err}"
+    );
+    assert!(!p.path().join("release/index/files/3.14.0").exists());
+
+    // Cleared on a later commit, a new candidate promotes.
+    git(&p.path(), &["rm", "-q", ".lockstep/unstable"]);
+    commit_as_tester(
+        &p.path(),
+        "Mark the project as ok for a stable release",
+        false,
+    );
+    let rc2 = "3.14.0rc2026112502";
+    let house = built(&p, rc2);
+    p.run(&["release", "publish", house.to_str().unwrap()], 0);
+    p.run(&["release", "promote", rc2, "--to", "3.14.0"], 0);
+}

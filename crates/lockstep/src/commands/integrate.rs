@@ -143,6 +143,7 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
             no_export,
             no_fetch,
             publish,
+            on_break,
             ..
         } => {
             let opts = LoopOptions {
@@ -152,6 +153,7 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 dry_run,
                 no_export,
                 fetch: !no_fetch,
+                on_break: on_break.unwrap_or_default(),
             };
             let looped = run_loop(&ig, &opts, publish && !dry_run, None)?;
             ctx.result(&looped, |out| print_looped(out, &looped))?;
@@ -161,6 +163,7 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
             merge_main,
             no_loop,
             publish,
+            on_break,
             ..
         } => {
             let resumed = ig.resume(merge_main)?;
@@ -175,10 +178,48 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 dry_run: false,
                 no_export: false,
                 fetch: true,
+                on_break: on_break.unwrap_or_default(),
             };
             let looped = run_loop(&ig, &opts, publish, Some(resumed))?;
             ctx.result(&looped, |out| print_looped(out, &looped))?;
             Ok(looped.exit())
+        }
+        cli::Integrate::Revert {
+            commit,
+            reason,
+            no_export,
+            ..
+        } => {
+            let reverted = ig.revert(&commit, &reason, !no_export)?;
+            ctx.result(&reverted, |out| {
+                out.line(format!(
+                    "{} carries a revert of {} {} ({})",
+                    short(&reverted.superproject_commit),
+                    short(&reverted.reverted),
+                    reverted.subject,
+                    reverted.reason
+                ));
+                if let Some(e) = &reverted.exported {
+                    out.line(format!("export: {e}"));
+                }
+            })?;
+            Ok(0)
+        }
+        cli::Integrate::Mark { unstable, .. } => {
+            let marked = ig.mark(unstable.as_deref())?;
+            ctx.result(&marked, |out| {
+                match (&marked.commit, marked.reasons.is_empty()) {
+                    (None, true) => out.line("ok for a stable release (no mark)"),
+                    (None, false) => out.line("the mark holds that reason already"),
+                    (Some(c), true) => out.line(format!("{} ok for a stable release", short(c))),
+                    (Some(c), false) => out.line(format!(
+                        "{} not ok for a stable release: {}",
+                        short(c),
+                        marked.reasons.join("; ")
+                    )),
+                }
+            })?;
+            Ok(0)
         }
         cli::Integrate::Publish { .. } => {
             let published = ig.publish()?;

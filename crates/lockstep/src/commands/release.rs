@@ -184,6 +184,7 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
                 &to,
                 rewrite_stamps,
                 upload.as_deref().zip(uv.as_ref()),
+                Some(ctx.root()?),
                 ctx.sink(),
             )?;
             ctx.result(&promoted, |out| {

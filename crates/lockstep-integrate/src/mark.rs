@@ -1,0 +1,125 @@
+//! The stable-release gate: `integrate mark --unstable REASON` commits
+//! `.lockstep/unstable` (one reason per line) to the superproject, `mark
+//! --stable` removes it. While it is there, or while reverts are carried,
+//! `status` and the pull request say the project is not ok for a stable
+//! release; `release promote` refuses a candidate cut from a commit that
+//! holds the file, naming the reasons (megabump: "mark the project as not
+//! ok to stable release" when a breakage is carried).
+
+use lockstep_core::marks::{reasons, UNSTABLE_MARK};
+use lockstep_core::Error;
+use serde::Serialize;
+
+use crate::Integrate;
+
+/// The longest reason.
+const MAX_REASON: usize = 500;
+
+/// What `integrate mark` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Marked {
+    /// The reasons the mark holds now (empty: ok for a stable release).
+    pub reasons: Vec<String>,
+    /// The superproject commit made, when one was.
+    pub commit: Option<String>,
+}
+
+impl Integrate<'_> {
+    /// The reasons committed in HEAD's mark file.
+    pub fn unstable_reasons(&self) -> Result<Vec<String>, Error> {
+        let out = self
+            .superproject
+            .try_git(&["show", &format!("HEAD:{UNSTABLE_MARK}")])?;
+        Ok(if out.code == 0 {
+            reasons(&out.stdout)
+        } else {
+            Vec::new()
+        })
+    }
+
+    /// Why the project is not ok for a stable release: the mark's reasons,
+    /// then one per carried revert.
+    pub fn not_stable_because(
+        &self,
+        patches: &[crate::status::Patch],
+    ) -> Result<Vec<String>, Error> {
+        let mut all = self.unstable_reasons()?;
+        for p in patches {
+            if let Some(reverted) = &p.reverts {
+                all.push(format!(
+                    "carries a revert of {}{}",
+                    crate::halt::short(reverted),
+                    p.reason
+                        .as_deref()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        Ok(all)
+    }
+
+    /// `integrate mark --unstable REASON` (`Some`) or `--stable` (`None`).
+    pub fn mark(&self, unstable: Option<&str>) -> Result<Marked, Error> {
+        let reason = unstable.map(check_reason).transpose()?;
+        let _lock = self.lock("integrate mark")?;
+        let _session = self.begin_session("integrate mark")?;
+        self.require_clean()?;
+        let mut current = self.unstable_reasons()?;
+        let path = self.superproject.dir().join(UNSTABLE_MARK);
+        let message = match &reason {
+            Some(reason) => {
+                if current.contains(reason) {
+                    return Ok(Marked {
+                        reasons: current,
+                        commit: None,
+                    });
+                }
+                current.push(reason.clone());
+                let text = format!(
+                    "# Not ok for a stable release (lockstep integrate mark); one reason per line.\n{}\n",
+                    current.join("\n")
+                );
+                if let Some(dir) = path.parent() {
+                    fs_err::create_dir_all(dir)?;
+                }
+                lockstep_core::fs::write_atomic(&path, text.as_bytes())?;
+                self.superproject.git(&["add", "--", UNSTABLE_MARK])?;
+                format!("Mark the project as not ok for a stable release: {reason}\n")
+            }
+            None => {
+                if current.is_empty() && !path.exists() {
+                    return Ok(Marked {
+                        reasons: Vec::new(),
+                        commit: None,
+                    });
+                }
+                self.superproject.git(&[
+                    "rm",
+                    "--quiet",
+                    "--ignore-unmatch",
+                    "--",
+                    UNSTABLE_MARK,
+                ])?;
+                current.clear();
+                "Mark the project as ok for a stable release\n".to_string()
+            }
+        };
+        let commit = self.superproject.commit_staged(&message, false)?;
+        Ok(Marked {
+            reasons: current,
+            commit: Some(commit),
+        })
+    }
+}
+
+fn check_reason(reason: &str) -> Result<String, Error> {
+    let reason = reason.trim();
+    if reason.is_empty() || reason.contains(['\n', '\r']) || reason.len() > MAX_REASON {
+        return Err(Error::usage(format!(
+            "--unstable needs a reason of one line, 1 to {MAX_REASON} characters"
+        ))
+        .hint("e.g. --unstable \"carries a revert of 1a2b3c4d5e6f; ROCm tests disabled\""));
+    }
+    Ok(reason.to_string())
+}

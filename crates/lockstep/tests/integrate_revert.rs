@@ -1,0 +1,228 @@
+//! `lockstep integrate revert`: a revert of an upstream commit carried as a
+//! patch with its reason, listed by `status`, and dropped by the advance once
+//! upstream reverts (or reverts and relands) the commit itself; bad input
+//! changes nothing. Real git repositories (lockstep-sandbox).
+
+mod common;
+
+use common::*;
+
+/// A clone of the sandbox's upstream, to land upstream commits in.
+fn upstream_clone(env: &Env) -> std::path::PathBuf {
+    let dir = env.dir.path().join("upstream-work");
+    git(
+        env.dir.path(),
+        &[
+            "clone",
+            "-q",
+            &env.sb.upstream.to_string_lossy(),
+            &dir.to_string_lossy(),
+        ],
+    );
+    dir
+}
+
+fn commit_upstream(dir: &std::path::Path, args: &[&str]) -> String {
+    let mut all = vec![
+        "-c",
+        "user.name=Upstream",
+        "-c",
+        "user.email=up@example.com",
+    ];
+    all.extend_from_slice(args);
+    git(dir, &all);
+    git(dir, &["push", "-q", "origin", "HEAD:main"]);
+    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// The sandbox taken to upstream head (no breaks, no patches).
+fn at_head(commits: usize) -> Env {
+    let env = Env::new(&spec(commits));
+    env.start();
+    env.ok(&["integrate", "loop"], 0);
+    env
+}
+
+#[test]
+fn a_carried_revert_is_listed_and_dropped_when_upstream_reverts_it() {
+    let env = at_head(16);
+    let target = env.sb.affecting[2].clone();
+    let out = env.ok(
+        &[
+            "integrate",
+            "revert",
+            &target,
+            "--reason",
+            "breaks our lowering",
+            "--json",
+        ],
+        0,
+    );
+    let reverted: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(reverted["reverted"], target.as_str(), "{reverted}");
+    let message = git(env.sp(), &["log", "-1", "--format=%B"]);
+    assert!(
+        message.starts_with(&format!("Carry a revert of {} in LLVM: ", &target[..12]))
+            && message.contains("Lockstep-Reason: breaks our lowering")
+            && message.contains(&format!("Lockstep-Revert: {target}")),
+        "{message}"
+    );
+    let status = env.status();
+    let patches = status["patches"].as_array().expect("patches");
+    assert_eq!(patches.len(), 1, "{status}");
+    assert_eq!(patches[0]["reverts"], target.as_str(), "{status}");
+    assert_eq!(patches[0]["reason"], "breaks our lowering", "{status}");
+    let human = env.ok(&["integrate", "status"], 0);
+    assert!(
+        human.contains("carried reverts: 1") && human.contains("breaks our lowering"),
+        "{human}"
+    );
+    assert!(is_clean(env.sp()));
+
+    // Twice, a pending commit, an empty reason: refused, nothing changes.
+    let head = git(env.sp(), &["rev-parse", "HEAD"]).trim().to_string();
+    let err = stderr(&env.run(&["integrate", "revert", &target, "--reason", "again"]));
+    assert!(err.contains("is carried already"), "{err}");
+    let err = stderr(&env.run(&["integrate", "revert", &target, "--reason", " "]));
+    assert!(err.contains("--reason must be one line"), "{err}");
+    let up = upstream_clone(&env);
+    std::fs::write(up.join("NEW.txt"), "new\n").expect("write");
+    git(&up, &["add", "NEW.txt"]);
+    let pending = commit_upstream(&up, &["commit", "-q", "-m", "[mlir] A new commit"]);
+    env.ok(&["integrate", "status", "--fetch"], 0);
+    let err = stderr(&env.run(&["integrate", "revert", &pending, "--reason", "x"]));
+    assert!(
+        err.contains("is not in the pinned upstream history"),
+        "{err}"
+    );
+    assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]).trim(), head);
+
+    // Upstream reverts the same commit: the advance drops the carried
+    // revert and says so.
+    let upstream_revert = commit_upstream(&up, &["revert", "--no-edit", &target]);
+    env.ok(&["integrate", "loop"], 0);
+    let log = git(env.sp(), &["log", "--format=%B", &format!("{head}..HEAD")]);
+    assert!(
+        log.contains(&format!(
+            "(reverted upstream in {})",
+            &upstream_revert[..12]
+        )),
+        "{log}"
+    );
+    let status = env.status();
+    assert_eq!(
+        status["patches"].as_array().map(Vec::len),
+        Some(0),
+        "{status}"
+    );
+    assert_eq!(status["pin"], upstream_revert.as_str(), "{status}");
+}
+
+#[test]
+fn a_revert_that_does_not_apply_changes_nothing() {
+    let env = at_head(16);
+    let target = env.sb.affecting[1].clone();
+    // Upstream rewrites what the target changed: its revert conflicts.
+    let files = git(&env.sub(), &["show", "--name-only", "--format=", &target]);
+    let file = files.lines().next().expect("a file").to_string();
+    let up = upstream_clone(&env);
+    std::fs::write(up.join(&file), "rewritten entirely\n").expect("write");
+    git(&up, &["add", &file]);
+    commit_upstream(&up, &["commit", "-q", "-m", "[mlir] Rewrite it"]);
+    env.ok(&["integrate", "loop"], 0);
+    let head = git(env.sp(), &["rev-parse", "HEAD"]).trim().to_string();
+    let out = env.run(&["integrate", "revert", &target, "--reason", "x"]);
+    let (_, err) = expect_code(&out, 1, "a conflicting revert");
+    assert!(
+        err.contains("does not apply on the pin") && err.contains(&file),
+        "{err}"
+    );
+    assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]).trim(), head);
+    assert!(is_clean(env.sp()) && is_clean(&env.sub()));
+}
+
+#[test]
+fn loop_on_break_revert_carries_the_culprits_revert_and_reaches_head() {
+    let env = Env::new(&with_break(40));
+    env.start();
+    let brk = env.sb.breaks[0].clone();
+    let out = env.ok(&["integrate", "loop", "--on-break", "revert", "--json"], 0);
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(looped["end"]["result"], "at_head", "{looped}");
+    assert_eq!(looped["reverted"][0]["sha"], brk.as_str(), "{looped}");
+    let status = env.status();
+    let reverts: Vec<&serde_json::Value> = status["patches"]
+        .as_array()
+        .expect("patches")
+        .iter()
+        .filter(|p| p["reverts"] == brk.as_str())
+        .collect();
+    assert_eq!(reverts.len(), 1, "{status}");
+    assert!(reverts[0]["reason"]
+        .as_str()
+        .is_some_and(|r| r.contains("--on-break revert")));
+    assert_eq!(
+        status["pending"].as_array().map(Vec::len),
+        Some(0),
+        "{status}"
+    );
+    let log = git(env.sp(), &["log", "--format=%B"]);
+    assert!(log.contains(&format!("Lockstep-Revert: {brk}")), "{log}");
+    assert!(is_clean(env.sp()));
+
+    // Without it the same integrate halts at the break.
+    let env = Env::new(&with_break(40));
+    env.start();
+    env.ok(&["integrate", "loop"], 3);
+    let err = stderr(&env.run(&["integrate", "loop", "--on-break", "sometimes"]));
+    assert!(err.contains("expected `halt` or `revert`"), "{err}");
+}
+
+#[test]
+fn mark_records_the_stable_release_gate_and_status_shows_why() {
+    let env = at_head(12);
+    let out = env.ok(
+        &["integrate", "mark", "--unstable", "ROCm tests disabled"],
+        0,
+    );
+    assert!(
+        out.contains("not ok for a stable release: ROCm tests disabled"),
+        "{out}"
+    );
+    let mark = std::fs::read_to_string(env.sp().join(".lockstep/unstable")).expect("mark");
+    assert!(mark.contains("ROCm tests disabled"), "{mark}");
+    assert!(is_clean(env.sp()), "the mark is committed");
+    env.ok(
+        &[
+            "integrate",
+            "revert",
+            &env.sb.affecting[2],
+            "--reason",
+            "breaks our lowering",
+        ],
+        0,
+    );
+    let status = env.status();
+    let why: Vec<&str> = status["not_stable"]
+        .as_array()
+        .expect("not_stable")
+        .iter()
+        .filter_map(|r| r.as_str())
+        .collect();
+    assert_eq!(why.len(), 2, "{status}");
+    assert_eq!(why[0], "ROCm tests disabled");
+    assert!(why[1].starts_with(&format!(
+        "carries a revert of {}",
+        &env.sb.affecting[2][..12]
+    )));
+    assert!(env
+        .ok(&["integrate", "status"], 0)
+        .contains("not ok for a stable release:"));
+    let err = stderr(&env.run(&["integrate", "mark", "--unstable", ""]));
+    assert!(err.contains("needs a reason"), "{err}");
+    let err = stderr(&env.run(&["integrate", "mark"]));
+    assert!(err.contains("required"), "{err}");
+    env.ok(&["integrate", "mark", "--stable"], 0);
+    assert!(!env.sp().join(".lockstep/unstable").exists());
+    assert_eq!(env.status()["not_stable"].as_array().map(Vec::len), Some(1));
+}
