@@ -44,6 +44,36 @@ pub struct IntegrateConfig {
     pub notify: NotifyConfig,
     pub report: ReportConfig,
     pub github: GithubConfig,
+    /// `[[integrate.verdicts]]`: rules turning a smoke's (or bisect
+    /// command's) exit code and output into good / bad / skip, first match
+    /// wins; none matching: 0 good, 125 skip, anything else bad.
+    pub verdicts: Vec<VerdictRule>,
+}
+
+/// One `[[integrate.verdicts]]` rule. It matches when the exit code is one
+/// of `exit` (when given; a signal N counts as 128 + N) and the output holds
+/// `output` (when given).
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct VerdictRule {
+    /// Shown in the verdict's detail and the halt report.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub exit: Vec<i32>,
+    /// A substring of the command's output (its log).
+    #[serde(default)]
+    pub output: Option<String>,
+    pub verdict: RuleVerdict,
+}
+
+/// What a matching rule decides.
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleVerdict {
+    Good,
+    Bad,
+    Skip,
 }
 
 impl Default for IntegrateConfig {
@@ -67,6 +97,7 @@ impl Default for IntegrateConfig {
             notify: NotifyConfig::default(),
             report: ReportConfig::default(),
             github: GithubConfig::default(),
+            verdicts: Vec::new(),
         }
     }
 }

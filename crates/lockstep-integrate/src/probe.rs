@@ -333,6 +333,12 @@ pub(crate) fn run_cached(
     prepare: impl FnOnce() -> Result<Option<(i64, serde_json::Value)>, Error>,
 ) -> Result<Ran, Error> {
     let commit = run.commit;
+    // Rules decide verdicts: other rules, other cached verdicts (none: the
+    // keys verdicts were always stored under).
+    let run = CachedRun {
+        key: rules_key(&run.key, &ig.cfg.verdicts),
+        ..run
+    };
     if let Some(rec) = ig.store.probe(&run.key)? {
         let verdict = Verdict::parse(&rec.outcome);
         ig.emit(Event::ProbeFinished {
@@ -357,20 +363,32 @@ pub(crate) fn run_cached(
     let journal = prepare()?;
     let finished = run_journaled(ig, &run.spec, journal)?;
     let log = run.spec.log.display().to_string();
-    if run.abort_on_crash && lockstep_bisect::aborts(finished.exit) {
+    let ruled = apply_rules(&ig.cfg.verdicts, finished.exit, &run.spec.log);
+    if ruled.is_none() && run.abort_on_crash && lockstep_bisect::aborts(finished.exit) {
         // `git bisect run` semantics: not a verdict, so nothing is cached.
         return Err(
             lockstep_bisect::abort_error(&run.spec.argv, finished.exit, &commit.sha)
                 .cause(format!("log: {log}")),
         );
     }
-    let verdict = Verdict::from_exit(finished.exit);
-    let detail = match finished.exit {
-        Exit::TimedOut => format!(
-            "timed out after {} (smoke-timeout)",
-            humantime_secs(run.spec.timeout.unwrap_or_default())
-        ),
-        other => other.describe(),
+    let (verdict, detail) = {
+        let exit_detail = match finished.exit {
+            Exit::TimedOut => format!(
+                "timed out after {} (smoke-timeout)",
+                humantime_secs(run.spec.timeout.unwrap_or_default())
+            ),
+            other => other.describe(),
+        };
+        match ruled {
+            Some((verdict, name)) => (
+                verdict,
+                format!(
+                    "{exit_detail}; verdict {} by rule `{name}`",
+                    verdict.as_str()
+                ),
+            ),
+            None => (Verdict::from_exit(finished.exit), exit_detail),
+        }
     };
     let seconds = finished.elapsed.as_secs_f64();
     ig.store.put_probe(&ProbeRecord {
@@ -394,6 +412,68 @@ pub(crate) fn run_cached(
         log: Some(log),
         cached: false,
     })
+}
+
+/// `key` extended by the verdict rules (unchanged without rules).
+fn rules_key(key: &str, rules: &[crate::config::VerdictRule]) -> String {
+    if rules.is_empty() {
+        return key.to_string();
+    }
+    let encoded = serde_json::to_string(rules).unwrap_or_default();
+    Framed::new("lockstep-integrate", "ruled-verdict", 1)
+        .part("key", key)
+        .part("rules", &encoded)
+        .hex()
+}
+
+/// The verdict of the first rule matching `exit` and the output in `log`,
+/// with the rule's name.
+fn apply_rules(
+    rules: &[crate::config::VerdictRule],
+    exit: Exit,
+    log: &std::path::Path,
+) -> Option<(Verdict, String)> {
+    if rules.is_empty() {
+        return None;
+    }
+    let code = match exit {
+        Exit::Code(c) => Some(c),
+        Exit::Signal(s) => Some(128 + s),
+        Exit::TimedOut => None,
+    };
+    // The log's last 8 MiB: where a crash or a missing device is reported.
+    let output = read_tail(log, 8 << 20);
+    rules.iter().enumerate().find_map(|(n, rule)| {
+        let exit_ok = rule.exit.is_empty() || code.is_some_and(|c| rule.exit.contains(&c));
+        let output_ok = rule
+            .output
+            .as_ref()
+            .is_none_or(|needle| output.contains(needle.as_str()));
+        (exit_ok && output_ok).then(|| {
+            let verdict = match rule.verdict {
+                crate::config::RuleVerdict::Good => Verdict::Good,
+                crate::config::RuleVerdict::Bad => Verdict::Bad,
+                crate::config::RuleVerdict::Skip => Verdict::Skip,
+            };
+            (
+                verdict,
+                rule.name.clone().unwrap_or_else(|| format!("#{}", n + 1)),
+            )
+        })
+    })
+}
+
+/// The last `max` bytes of `path` as text (empty when unreadable).
+fn read_tail(path: &std::path::Path, max: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(max)));
+    let mut bytes = Vec::new();
+    let _ = file.take(max).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// Runs `spec` with its process group recorded in `journal` while it runs

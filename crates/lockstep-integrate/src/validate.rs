@@ -60,6 +60,7 @@ pub const COMMIT_URL_PLACEHOLDERS: &[&str] = &["{sha}"];
 /// Checks the names and paths of `cfg`.
 pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
     lengths(cfg)?;
+    verdict_rules(&cfg.verdicts)?;
     placeholders("branch", &cfg.branch, BRANCH_PLACEHOLDERS)?;
     placeholders("export.branch", &cfg.export.branch, EXPORT_PLACEHOLDERS)?;
     if let Some(url) = &cfg.commit_url {
@@ -464,4 +465,45 @@ mod tests {
             proptest::prop_assert_eq!(ok, !filled.contains(['{', '}']), "{}", template);
         }
     }
+}
+
+/// The most `[[integrate.verdicts]]` rules.
+const MAX_VERDICT_RULES: usize = 100;
+
+/// Each rule says what it matches (an exit code or an output substring of
+/// at most 1,000 bytes), and there are at most 100.
+fn verdict_rules(rules: &[crate::config::VerdictRule]) -> Result<(), Error> {
+    let bad = |n: usize, why: &str| {
+        Error::usage(format!("[[integrate.verdicts]] rule {}: {why}", n + 1))
+            .hint("a rule is e.g. { name = \"device missing\", output = \"device not found\", verdict = \"good\" } (exit = [..] and/or output = \"..\")")
+    };
+    if rules.len() > MAX_VERDICT_RULES {
+        return Err(bad(
+            MAX_VERDICT_RULES,
+            "more rules than lockstep reads (100)",
+        ));
+    }
+    for (n, rule) in rules.iter().enumerate() {
+        if rule.exit.is_empty() && rule.output.is_none() {
+            return Err(bad(n, "it matches nothing: give `exit`, `output` or both"));
+        }
+        if rule
+            .output
+            .as_ref()
+            .is_some_and(|o| o.is_empty() || o.len() > 1000)
+        {
+            return Err(bad(n, "`output` must be 1 to 1000 bytes"));
+        }
+        if rule
+            .name
+            .as_ref()
+            .is_some_and(|o| o.len() > 200 || o.contains(['\n', '\r']))
+        {
+            return Err(bad(n, "`name` must be one line of at most 200 bytes"));
+        }
+        if rule.exit.len() > 256 {
+            return Err(bad(n, "`exit` lists more than 256 codes"));
+        }
+    }
+    Ok(())
 }

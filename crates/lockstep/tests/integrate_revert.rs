@@ -226,3 +226,63 @@ fn mark_records_the_stable_release_gate_and_status_shows_why() {
     assert!(!env.sp().join(".lockstep/unstable").exists());
     assert_eq!(env.status()["not_stable"].as_array().map(Vec::len), Some(1));
 }
+
+/// Sets `[integrate] smoke` to `script` (written into the superproject and
+/// committed with the config `extra`, on origin/main too).
+fn smoke_and_rules(env: &Env, script: &str, extra: &str) {
+    write_executable(&env.sp().join("build_tools/smoke2.sh"), script);
+    let path = env.sp().join("lockstep.toml");
+    let toml = std::fs::read_to_string(&path).expect("config");
+    let toml = toml.replace(
+        "smoke = [\"./build_tools/smoke.sh\"]",
+        "smoke = [\"./build_tools/smoke2.sh\"]",
+    );
+    std::fs::write(&path, format!("{toml}{extra}")).expect("write");
+    commit_as_tester(env.sp(), "Smoke with verdict rules", true);
+    git(env.sp(), &["push", "-q", "origin", "HEAD:main"]);
+    git(env.sp(), &["fetch", "-q", "origin"]);
+}
+
+#[test]
+fn verdict_rules_tell_a_missing_device_from_a_crash() {
+    // The break makes the smoke say the device is missing: counted good by
+    // a rule, the loop runs to head with no halt.
+    let env = Env::new(&with_break(24));
+    smoke_and_rules(
+        &env,
+        "#!/bin/sh\n./build_tools/smoke.sh >/dev/null 2>&1 && exit 0\necho 'error: HIP device not found'\nexit 1\n",
+        "\n[[integrate.verdicts]]\nname = \"device missing\"\noutput = \"device not found\"\nverdict = \"good\"\n",
+    );
+    env.start();
+    let out = env.ok(&["integrate", "loop", "--json"], 0);
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(looped["end"]["result"], "at_head", "{looped}");
+
+    // A crash (exit 134) is bad by rule, and the report says which rule.
+    let env = Env::new(&with_break(24));
+    smoke_and_rules(
+        &env,
+        "#!/bin/sh\n./build_tools/smoke.sh >/dev/null 2>&1 && exit 0\necho 'Aborted (core dumped)'\nexit 134\n",
+        "\n[[integrate.verdicts]]\nname = \"compiler crash\"\nexit = [134]\nverdict = \"bad\"\n",
+    );
+    env.start();
+    env.ok(&["integrate", "loop"], 3);
+    let report = env.ok(&["integrate", "report"], 0);
+    assert!(
+        report.contains("exit status 134; verdict bad by rule `compiler crash`"),
+        "{report}"
+    );
+
+    // A rule that matches nothing is refused before anything runs.
+    let env = Env::new(&spec(6));
+    smoke_and_rules(
+        &env,
+        "#!/bin/sh\nexit 0\n",
+        "\n[[integrate.verdicts]]\nverdict = \"good\"\n",
+    );
+    let err = stderr(&env.run(&["integrate", "start"]));
+    assert!(
+        err.contains("[[integrate.verdicts]] rule 1: it matches nothing"),
+        "{err}"
+    );
+}
