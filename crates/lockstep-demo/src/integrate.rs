@@ -1,8 +1,13 @@
 //! The integrate part of `lockstep demo`: build a sandbox (an upstream of a few
 //! hundred commits with API breaks, a conflicting commit and an upstreamed
 //! patch; a superproject pinning it with carried patches), start an integrate
-//! and loop to upstream head, resolving each halt the way a person would, then
-//! compare the smoke runs `gallop` needed with what `each` would have needed.
+//! and loop to upstream head against a loopback GitHub: every halt pushes the
+//! branch, marks the draft pull request as needing help and posts to the
+//! webhook once; the first break is fixed by a colleague who pushes a fixup
+//! (taken with `integrate resume`), the others the way a person would; at
+//! head the pull request is updated. Then a revert is carried and dropped
+//! when upstream reverts the same commit. It ends comparing the smoke runs
+//! `gallop` needed with what `each` would have needed.
 
 use std::io::Write;
 use std::path::Path;
@@ -11,7 +16,9 @@ use lockstep_core::config::{self, SectionSpec};
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_git::Repo;
-use lockstep_integrate::config::{IntegrateConfig, Strategy};
+use lockstep_integrate::config::{IntegrateConfig, NotifyKind, Strategy};
+use lockstep_integrate::context::Reach;
+use lockstep_sandbox::github::FakeGithub;
 
 use lockstep_integrate::advance::NextOptions;
 use lockstep_integrate::halt::{short, HaltKind};
@@ -28,6 +35,10 @@ pub struct DemoSummary {
     pub each_would_need: usize,
     pub halts: Vec<(String, String)>,
 }
+
+/// The loopback GitHub's repository and token.
+const REPOSITORY: &str = "demo/superproject";
+const TOKEN: &str = "demo-token-never-printed";
 
 /// Runs the integrate story in `root`, writing it to `out`.
 pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSummary, Error> {
@@ -54,7 +65,21 @@ pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSumm
         &sb.superproject,
         &[SectionSpec::of::<IntegrateConfig>()],
     )?;
-    let ig = Integrate::open(&loaded.section()?, &loaded.root, sink)?;
+    let mut cfg: IntegrateConfig = loaded.section()?;
+    // The superproject's origin is a local bare repository: name the
+    // repository its pull requests go to, and post calls for help as JSON.
+    cfg.github.repository = Some(REPOSITORY.into());
+    cfg.notify.kind = NotifyKind::Json;
+    let gh = FakeGithub::start(REPOSITORY, TOKEN)?;
+    let ig = Integrate::open(&cfg, &loaded.root, sink)?.with_reach(Reach {
+        api_url: Some(gh.url()),
+        token: Some(lockstep_github::Token::new(TOKEN, "the demo's token")),
+        webhook_url: Some(gh.webhook_url()),
+    });
+    w(
+        out,
+        format!("   a loopback GitHub for {REPOSITORY} at {}", gh.url()),
+    )?;
 
     let started = ig.start(None, true)?;
     w(
@@ -97,8 +122,12 @@ pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSumm
         fetch: false,
         on_break: Default::default(),
     };
+    let mut colleague_fixed = false;
     for round in 1..=10 {
-        w(out, format!("\n== lockstep integrate loop (round {round})"))?;
+        w(
+            out,
+            format!("\n== lockstep integrate loop --publish (round {round})"),
+        )?;
         let report = ig.run_loop(&opts)?;
         summary.smoke_runs += report.smoke_runs;
         summary.each_would_need += 1; // every loop smokes the pin first, whatever the strategy
@@ -113,6 +142,11 @@ pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSumm
         match report.end {
             LoopEnd::AtHead => {
                 w(out, "   at upstream head".into())?;
+                let published = ig.publish()?;
+                w(
+                    out,
+                    format!("   {}", lockstep_integrate::human::published(&published)),
+                )?;
                 break;
             }
             LoopEnd::Halted { halt } => {
@@ -121,10 +155,28 @@ pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSumm
                     out,
                     format!("\n== lockstep integrate report\n{}", indent(&text)),
                 )?;
+                let published = ig.publish()?;
+                let posted = ig.call_for_help(&halt)?;
+                w(
+                    out,
+                    format!(
+                        "\n== calling for help\n   {}\n   {}",
+                        lockstep_integrate::human::published(&published),
+                        if posted {
+                            "posted the halt report to the webhook"
+                        } else {
+                            "the webhook has this halt already"
+                        }
+                    ),
+                )?;
                 summary
                     .halts
                     .push((halt.kind.as_str().to_string(), halt.culprit.sha.clone()));
                 match halt.kind {
+                    HaltKind::Smoke if !colleague_fixed => {
+                        colleague_fixed = true;
+                        colleague_fixup(&ig, &sb, &halt, root, out)?;
+                    }
                     HaltKind::Smoke => fix_api_break(&ig, &sb, &halt.culprit.sha, out)?,
                     HaltKind::Conflict => resolve_conflict(&ig, &halt.culprit.sha, out)?,
                 }
@@ -145,6 +197,26 @@ pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSumm
     let found: Vec<&String> = summary.halts.iter().map(|(_, s)| s).collect();
     let exact = found == expected;
     summary.ok &= exact;
+    let pulls = gh.pulls();
+    let updates = gh.requests().iter().filter(|r| r.method == "PATCH").count();
+    let posts = gh.webhook_posts().len();
+    let review_ok = pulls.len() == 1
+        && pulls[0].draft
+        && !pulls[0].title.starts_with("[needs help]")
+        && posts == summary.halts.len();
+    summary.ok &= review_ok;
+    w(
+        out,
+        format!(
+            "\n== review\n   draft pull request #{} \"{}\": opened once, updated {updates} time(s); {posts} call(s) for help posted for {} halt(s): {}",
+            pulls.first().map(|p| p.number).unwrap_or(0),
+            pulls.first().map(|p| p.title.as_str()).unwrap_or(""),
+            summary.halts.len(),
+            if review_ok { "ok" } else { "NOT as expected" }
+        ),
+    )?;
+    let revert_ok = carried_revert_story(&ig, &sb, &opts, root, out)?;
+    summary.ok &= revert_ok;
     w(
         out,
         format!(
@@ -157,6 +229,139 @@ pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSumm
         ),
     )?;
     Ok(summary)
+}
+
+/// A colleague answers the call for help: in their own clone of the
+/// superproject they move the pin onto the culprit (with the carried
+/// patches, as the halt left it) and declare its API level, and push; the
+/// integrate takes their commit with `integrate resume`.
+fn colleague_fixup(
+    ig: &Integrate,
+    sb: &sandbox::Sandbox,
+    halt: &lockstep_integrate::halt::Halt,
+    root: &Path,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let branch = ig.branch()?;
+    let dir = root.join("colleague");
+    let origin = sb.super_origin.display().to_string();
+    Repo::new(root).git(&[
+        "clone",
+        "--quiet",
+        "-b",
+        &branch,
+        &origin,
+        &dir.display().to_string(),
+    ])?;
+    let clone = Repo::new(&dir);
+    let level = sandbox::api_level_at(sb, &halt.culprit.sha).unwrap_or(1);
+    fs_err::write(dir.join("API_LEVEL"), format!("{level}\n"))?;
+    let patched = halt
+        .probe_head
+        .clone()
+        .unwrap_or_else(|| halt.culprit.sha.clone());
+    clone.git(&[
+        "update-index",
+        "--cacheinfo",
+        &format!("160000,{patched},{}", ig.cfg.submodule),
+    ])?;
+    clone.git(&["add", "API_LEVEL"])?;
+    clone.git(&[
+        "-c",
+        "user.name=A Colleague",
+        "-c",
+        "user.email=colleague@example.com",
+        "commit",
+        "--quiet",
+        "-m",
+        &format!("Fix build for upstream API level {level}"),
+    ])?;
+    clone.git(&["push", "--quiet", "origin", &branch])?;
+    let resumed = ig.resume(false)?;
+    writeln!(
+        out,
+        "\n== a colleague pushes a fixup (pin onto {}, API level {level}); lockstep integrate resume\n   {}",
+        short(&halt.culprit.sha),
+        lockstep_integrate::human::resumed(&resumed)
+    )?;
+    Ok(())
+}
+
+/// Carries a revert of an upstream commit the pin includes, then lands the
+/// same revert upstream: the next advance drops the carried one and says so.
+fn carried_revert_story(
+    ig: &Integrate,
+    sb: &sandbox::Sandbox,
+    opts: &LoopOptions,
+    root: &Path,
+    out: &mut dyn Write,
+) -> Result<bool, Error> {
+    // An affecting commit whose revert applies at head (not a planted one).
+    let planted: Vec<&String> = sb
+        .breaks
+        .iter()
+        .chain(sb.conflict_commit.iter())
+        .chain(sb.upstreamed_commit.iter())
+        .collect();
+    let mut carried = None;
+    for sha in sb
+        .affecting
+        .iter()
+        .rev()
+        .filter(|s| !planted.contains(s))
+        .take(20)
+    {
+        if ig.revert(sha, "breaks our lowering (demo)", false).is_ok() {
+            carried = Some(sha.clone());
+            break;
+        }
+    }
+    let Some(target) = carried else {
+        writeln!(out, "\n== lockstep integrate revert: no revert applied")?;
+        return Ok(false);
+    };
+    writeln!(
+        out,
+        "\n== lockstep integrate revert {} --reason \"breaks our lowering (demo)\"\n   carried; status: not ok for a stable release: {}",
+        short(&target),
+        ig.status(false)?.not_stable.join("; ")
+    )?;
+    let work = root.join("upstream-work");
+    let upstream = sb.upstream.display().to_string();
+    Repo::new(root).git(&["clone", "--quiet", &upstream, &work.display().to_string()])?;
+    let up = Repo::new(&work);
+    up.git(&[
+        "-c",
+        "user.name=Upstream",
+        "-c",
+        "user.email=upstream@example.com",
+        "revert",
+        "--no-edit",
+        &target,
+    ])?;
+    up.git(&["push", "--quiet", "origin", "HEAD:main"])?;
+    ig.fetch_upstream()?;
+    let report = ig.run_loop(opts)?;
+    let message = ig.superproject.git(&["log", "-1", "--format=%B"])?;
+    let dropped = message
+        .lines()
+        .find(|l| l.starts_with("Lockstep-Dropped-Patch:") && l.contains("reverted upstream"))
+        .map(str::to_string);
+    writeln!(
+        out,
+        "\n== upstream reverts {} too; lockstep integrate loop\n   {}",
+        short(&target),
+        dropped
+            .as_deref()
+            .unwrap_or("the carried revert was NOT dropped")
+    )?;
+    Ok(dropped.is_some()
+        && matches!(report.end, LoopEnd::AtHead)
+        && ig
+            .status(false)?
+            .patches
+            .iter()
+            .all(|p| p.reverts.is_none()))
 }
 
 /// What a person does after an API break: advance to the culprit, fix, commit.

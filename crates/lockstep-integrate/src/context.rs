@@ -57,6 +57,18 @@ pub struct Integrate<'a> {
     pub outputs: Vec<PathBuf>,
     /// Set when this command fetched upstream (what a usage error undoes).
     fetched: std::sync::atomic::AtomicBool,
+    /// Where `publish` and `call_for_help` go instead of what the
+    /// environment says (the demo's loopback GitHub).
+    pub reach: Reach,
+}
+
+/// The GitHub API, token and webhook given in code instead of
+/// `$GITHUB_API_URL`, the token variable and the webhook variable.
+#[derive(Debug, Clone, Default)]
+pub struct Reach {
+    pub api_url: Option<String>,
+    pub token: Option<lockstep_github::Token>,
+    pub webhook_url: Option<String>,
 }
 
 impl<'a> Integrate<'a> {
@@ -98,6 +110,7 @@ impl<'a> Integrate<'a> {
             sink,
             outputs: Vec::new(),
             fetched: Default::default(),
+            reach: Reach::default(),
         })
     }
 
@@ -148,6 +161,7 @@ impl<'a> Integrate<'a> {
             sink,
             outputs: Vec::new(),
             fetched: Default::default(),
+            reach: Reach::default(),
         })
     }
 
@@ -157,6 +171,13 @@ impl<'a> Integrate<'a> {
     /// out. Only exactly those paths, and only while untracked.
     pub fn with_outputs(mut self, outputs: Vec<PathBuf>) -> Self {
         self.outputs = outputs;
+        self
+    }
+
+    /// This integrate publishing to `reach` instead of what the environment
+    /// names.
+    pub fn with_reach(mut self, reach: Reach) -> Self {
+        self.reach = reach;
         self
     }
 

@@ -170,18 +170,24 @@ impl Integrate<'_> {
             return Ok(false);
         }
         let var = &self.cfg.notify.url_env;
-        if std::env::var(var).map_or(true, |v| v.trim().is_empty()) {
-            self.warn(format!(
-                "no webhook to call for help: ${var} is unset ([integrate.notify] url-env)"
-            ));
-            return Ok(false);
-        }
+        let url = match &self.reach.webhook_url {
+            Some(url) => url.clone(),
+            None => match std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
+                Some(url) => url,
+                None => {
+                    self.warn(format!(
+                        "no webhook to call for help: ${var} is unset ([integrate.notify] url-env)"
+                    ));
+                    return Ok(false);
+                }
+            },
+        };
         let report = self.render(halt);
         let msg = crate::notify::Message {
             content: &report.text,
             errors_txt: &report.errors,
         };
-        crate::notify::post(self.cfg.notify.kind, var, &msg)?;
+        crate::notify::post_to(self.cfg.notify.kind, url.trim(), var, &msg)?;
         self.store.set(POSTED_RECORD, &id)?;
         self.info(format!("posted the halt report to the webhook in ${var}"));
         Ok(true)
@@ -229,7 +235,14 @@ impl Integrate<'_> {
     /// The remote, branches, repository and client, all checked.
     fn publish_target(&self) -> Result<Target, Error> {
         let (branch, remote, base_branch, remote_url) = self.branch_and_remote("publish")?;
-        let client = Client::with_token(Some(self.token()?))?;
+        let token = match &self.reach.token {
+            Some(token) => token.clone(),
+            None => self.token()?,
+        };
+        let client = match &self.reach.api_url {
+            Some(api) => Client::new(api, Some(token))?,
+            None => Client::with_token(Some(token))?,
+        };
         let repo = lockstep_github::repo::resolve(
             self.cfg.github.repository.as_deref(),
             Some(&remote_url),

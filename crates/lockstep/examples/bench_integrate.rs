@@ -16,6 +16,15 @@
 //! median of `git rev-list --count upstream ^merge-base -- mlir` (the same range
 //! and path filter). Target: at most 1.5.
 //!
+//! Part C, integrates that reach review: on 400 upstream commits with two
+//! breaks, the first persisting and revertable, the second reverted upstream
+//! before head (a break `each` would halt at and `gallop` steps over), the
+//! plain loop (halting at the first break, resolved as a person does) against
+//! `loop --publish --on-break revert` on an identical sandbox with a loopback
+//! GitHub: zero halts, the revert carried, one draft pull request created and
+//! then updated (after one more upstream commit), the webhook posts counted.
+//! Target: its smoke runs at most 1.25 x the plain loop's.
+//!
 //! Exits 0 whether or not the targets are met (it is a benchmark) and 1 when
 //! something failed unexpectedly (a lockstep command exited with an unexpected
 //! status, unparsable output, a git error).
@@ -42,8 +51,13 @@ struct Args {
     quick: bool,
     skip_each: bool,
     status_only: bool,
+    review_only: bool,
     keep: bool,
 }
+
+/// Part C's target: smoke runs of `loop --publish --on-break revert` over
+/// those of the plain loop.
+const REVIEW_RATIO_TARGET: f64 = 1.25;
 
 const USAGE: &str =
     "usage: bench_integrate --lockstep PATH [--quick] [--skip-each] [--status-only] [--keep]
@@ -52,6 +66,7 @@ const USAGE: &str =
   --quick          400 commits for part A, 10,000 for part B (a fast sanity run)
   --skip-each      do not run the (slow) `each` strategy in part A
   --status-only    run part B (status speed) only
+  --review-only    run part C (publish, --on-break revert) only
   --keep           keep the sandboxes (their directory is printed)";
 
 fn parse_args() -> Res<Args> {
@@ -59,6 +74,7 @@ fn parse_args() -> Res<Args> {
     let mut quick = false;
     let mut skip_each = false;
     let mut status_only = false;
+    let mut review_only = false;
     let mut keep = false;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -69,6 +85,7 @@ fn parse_args() -> Res<Args> {
             "--quick" => quick = true,
             "--skip-each" => skip_each = true,
             "--status-only" => status_only = true,
+            "--review-only" => review_only = true,
             "--keep" => keep = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -89,6 +106,7 @@ fn parse_args() -> Res<Args> {
         quick,
         skip_each,
         status_only,
+        review_only,
         keep,
     })
 }
@@ -137,6 +155,12 @@ fn run(args: &Args) -> Res<()> {
         args.lockstep.display()
     );
 
+    if args.review_only {
+        let c = part_c(args, &root.join("c"))?;
+        println!("\n== summary");
+        println!("  overall: {}", pass(c));
+        return Ok(());
+    }
     // Part A.
     let mut results = Vec::new();
     if !args.status_only {
@@ -239,6 +263,9 @@ fn run(args: &Args) -> Res<()> {
         pass(b_pass)
     );
     all_pass &= b_pass && b.pending == b.revlist_count;
+    if !args.status_only {
+        all_pass &= part_c(args, &root.join("c"))?;
+    }
     let notes: Vec<String> = results
         .iter()
         .flat_map(|r| r.notes.iter().map(move |n| format!("{}: {n}", r.strategy)))
@@ -985,4 +1012,216 @@ fn part_b(args: &Args, dir: &Path, commits: usize) -> Res<StatusResult> {
         revlist_count,
         notes,
     })
+}
+
+// ---------------------------------------------------------------------------
+// Part C: integrates that reach review.
+
+const REVIEW_REPO: &str = "bench/superproject";
+const REVIEW_TOKEN: &str = "bench-token";
+
+/// The part C sandbox: 400 commits, breaks at 30% and 60% of the affecting
+/// range, the second reverted upstream (the new head). Returns the sandbox.
+fn review_sandbox(dir: &Path) -> Res<Sandbox> {
+    let spec = SandboxSpec {
+        commits: 400,
+        affecting_ratio: 0.6,
+        breaks: vec![0.3, 0.6],
+        patches: true,
+        conflict_at: None,
+        upstreams_patch_at: None,
+        docs_commits: 0,
+        seed: 11,
+    };
+    let sb = create_sandbox(&dir.join("sb"), &spec)?;
+    let work = dir.join("upstream-work");
+    git(
+        dir,
+        &[
+            "clone",
+            "-q",
+            &sb.upstream.to_string_lossy(),
+            &work.to_string_lossy(),
+        ],
+    )?;
+    git(
+        &work,
+        &[
+            "-c",
+            "user.name=Upstream",
+            "-c",
+            "user.email=up@example.com",
+            "revert",
+            "--no-edit",
+            &sb.breaks[1],
+        ],
+    )?;
+    git(&work, &["push", "-q", "origin", "HEAD:main"])?;
+    Ok(sb)
+}
+
+fn part_c(args: &Args, dir: &Path) -> Res<bool> {
+    println!(
+        "\n== C. reaching review: 400 upstream commits, 2 breaks (30%: persists, revertable; 60%: reverted upstream before head), carried patches"
+    );
+    // The plain loop, halts resolved as a person does.
+    eprintln!("\n[C] plain loop");
+    let plain_dir = dir.join("plain");
+    let sb = review_sandbox(&plain_dir)?;
+    let log = plain_dir.join("smoke.log");
+    let ctx = Ctx {
+        lockstep: &args.lockstep,
+        superproject: &sb.superproject,
+        home: plain_dir.join("home"),
+        smoke_log: Some(log.clone()),
+    };
+    ctx.run(&["integrate", "start"], &[0])?;
+    let mut plain_halts = 0;
+    let mut notes = Vec::new();
+    for round in 1..=MAX_ROUNDS {
+        let run = ctx.run(&["integrate", "loop", "--json"], &[0, 3])?;
+        let doc = parse_json(&run, "integrate loop")?;
+        match str_field(&doc, &["end", "result"]) {
+            Some("halted") => {
+                plain_halts += 1;
+                let culprit = str_field(&doc, &["end", "halt", "culprit", "sha"])
+                    .ok_or("a halt without a culprit")?
+                    .to_string();
+                resolve(&ctx, &sb, &culprit, &mut notes, round)?;
+            }
+            Some("at_head") => break,
+            other => return Err(format!("plain loop ended with {other:?}")),
+        }
+    }
+    let plain_smokes = smoke_lines(&log);
+
+    // The same sandbox, published, breaks reverted by lockstep.
+    eprintln!("\n[C] loop --publish --on-break revert");
+    let review_dir = dir.join("review");
+    let sb = review_sandbox(&review_dir)?;
+    let gh = lockstep_sandbox::github::FakeGithub::start(REVIEW_REPO, REVIEW_TOKEN)
+        .map_err(|e| format!("cannot start the loopback GitHub: {e}"))?;
+    let config = sb.superproject.join("lockstep.toml");
+    let text = fs::read_to_string(&config).map_err(|e| e.to_string())?;
+    fs::write(
+        &config,
+        format!("{text}\n[integrate.github]\nrepository = \"{REVIEW_REPO}\"\n\n[integrate.notify]\nkind = \"json\"\n"),
+    )
+    .map_err(|e| e.to_string())?;
+    git(
+        &sb.superproject,
+        &[
+            "-c",
+            "user.name=Bench",
+            "-c",
+            "user.email=b@example.com",
+            "commit",
+            "-qam",
+            "Publish settings",
+        ],
+    )?;
+    git(&sb.superproject, &["push", "-q", "origin", "HEAD:main"])?;
+    git(&sb.superproject, &["fetch", "-q", "origin"])?;
+    let log = review_dir.join("smoke.log");
+    let ctx = Ctx {
+        lockstep: &args.lockstep,
+        superproject: &sb.superproject,
+        home: review_dir.join("home"),
+        smoke_log: Some(log.clone()),
+    };
+    let run_review = |args: &[&str], ok: &[i32]| -> Res<Run> {
+        let started = Instant::now();
+        let out = ctx
+            .command(args)
+            .env("GITHUB_API_URL", gh.url())
+            .env("GITHUB_TOKEN", REVIEW_TOKEN)
+            .env("LOCKSTEP_WEBHOOK_URL", gh.webhook_url())
+            .output()
+            .map_err(|e| format!("cannot run lockstep: {e}"))?;
+        check(
+            finish(out, started),
+            &format!("lockstep {}", args.join(" ")),
+            ok,
+        )
+    };
+    run_review(&["integrate", "start"], &[0])?;
+    let started = Instant::now();
+    let run = run_review(
+        &[
+            "integrate",
+            "loop",
+            "--publish",
+            "--on-break",
+            "revert",
+            "--json",
+        ],
+        &[0, 3],
+    )?;
+    let wall = started.elapsed().as_secs_f64();
+    let doc = parse_json(&run, "integrate loop --publish --on-break revert")?;
+    let review_smokes = smoke_lines(&log);
+    let end = str_field(&doc, &["end", "result"])
+        .unwrap_or("?")
+        .to_string();
+    let reverted: Vec<String> = doc["reverted"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c["sha"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let review_halts = usize::from(end == "halted");
+    // One more upstream commit: the next publish updates the pull request.
+    let work = review_dir.join("upstream-work");
+    fs::write(work.join("mlir/NEXT.txt"), "next\n").map_err(|e| e.to_string())?;
+    git(&work, &["add", "mlir/NEXT.txt"])?;
+    git(
+        &work,
+        &[
+            "-c",
+            "user.name=Upstream",
+            "-c",
+            "user.email=up@example.com",
+            "commit",
+            "-qm",
+            "[mlir] One more",
+        ],
+    )?;
+    git(&work, &["push", "-q", "origin", "HEAD:main"])?;
+    run_review(
+        &["integrate", "loop", "--publish", "--on-break", "revert"],
+        &[0],
+    )?;
+    let pulls = gh.pulls();
+    let updates = gh.requests().iter().filter(|r| r.method == "PATCH").count();
+    let posts = gh.webhook_posts().len();
+    let carried = reverted.first() == sb.breaks.first() && reverted.len() == 1;
+    let ratio = review_smokes as f64 / plain_smokes.max(1) as f64;
+    let ok = end == "at_head"
+        && review_halts == 0
+        && carried
+        && pulls.len() == 1
+        && updates >= 1
+        && ratio <= REVIEW_RATIO_TARGET;
+    println!("  plain loop: {plain_smokes} smoke runs, {plain_halts} halt(s) resolved by a person");
+    println!(
+        "  loop --publish --on-break revert: {review_smokes} smoke runs, {review_halts} halt(s), end {end}, reverts carried {} ({}), {:.1} s",
+        reverted.len(),
+        reverted.iter().map(|r| short(r)).collect::<Vec<_>>().join(", "),
+        wall
+    );
+    println!(
+        "  pull requests: {} (draft {}), updated {updates} time(s); webhook posts {posts}",
+        pulls.len(),
+        pulls.first().map(|p| p.draft).unwrap_or(false)
+    );
+    println!(
+        "  target: smoke runs <= {REVIEW_RATIO_TARGET} x plain ({review_smokes}/{plain_smokes} = {ratio:.2}), zero halts, the first break's revert carried, one PR created and updated -> {}",
+        pass(ok)
+    );
+    for n in notes {
+        println!("    - plain: {n}");
+    }
+    Ok(ok)
 }
