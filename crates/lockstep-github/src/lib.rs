@@ -1,5 +1,5 @@
 //! The GitHub REST API calls lockstep makes, and nothing else: workflow runs
-//! and their artifacts ([`client`]), releases and their assets ([`releases`]), pull requests ([`pulls`]), repository names ([`repo`]) and the safe
+//! and their artifacts ([`client`]), releases and their assets ([`releases`]), pull requests ([`pulls`]), check runs ([`checks`]), repository names ([`repo`]) and the safe
 //! extraction of the zip files artifacts come in ([`extract`]).
 //!
 //! GitHub Actions is the engine that runs lockstep across machines; this
@@ -11,6 +11,7 @@
 //! header, and neither the token nor the signed query string ever reaches a
 //! message (lockstep-http scrubs both from whatever the servers say).
 
+pub mod checks;
 pub mod client;
 pub mod extract;
 pub mod pulls;

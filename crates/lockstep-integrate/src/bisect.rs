@@ -78,7 +78,7 @@ impl Integrate<'_> {
         }
     }
 
-    fn candidates_in(
+    pub(crate) fn candidates_in(
         &self,
         repo: &lockstep_git::Repo,
         good: &str,
@@ -152,7 +152,7 @@ impl Integrate<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn bisect_result(
+    pub(crate) fn bisect_result(
         &self,
         mode: &str,
         candidates: &[Commit],

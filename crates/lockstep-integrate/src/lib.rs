@@ -15,6 +15,7 @@
 pub mod advance;
 pub mod bisect;
 pub mod checkout;
+pub mod ci;
 pub mod config;
 pub mod context;
 pub mod events;

@@ -122,6 +122,21 @@ impl<'i, 'a> Prober<'i, 'a> {
             .collect())
     }
 
+    /// Whether `commit` was found bad with exactly the current stack
+    /// replayed onto it: an earlier verdict under other patches (a revert
+    /// carried since) says nothing about now.
+    pub fn bad_with_this_stack(&mut self, commit: &str) -> Result<bool, Error> {
+        let Replay::Applied { kept, .. } = self.replay(commit)? else {
+            return Ok(false);
+        };
+        let key = rules_key(&self.key(commit, &kept), &self.ig.cfg.verdicts);
+        Ok(self
+            .ig
+            .store
+            .probe(&key)?
+            .is_some_and(|r| Verdict::parse(&r.outcome) == Verdict::Bad))
+    }
+
     /// Probes the current pin (the submodule HEAD, patches as they are).
     pub fn probe_head(
         &mut self,

@@ -70,13 +70,14 @@ pub struct Published {
     pub needs_help: bool,
 }
 
-/// Where the pull request goes: checked before anything is pushed.
-struct Target {
-    client: Client,
-    repo: Repo,
-    remote: String,
-    base_branch: String,
-    branch: String,
+/// Where the pull request (or a CI bisect's branches) go: checked before
+/// anything is pushed.
+pub(crate) struct Target {
+    pub client: Client,
+    pub repo: Repo,
+    pub remote: String,
+    pub base_branch: String,
+    pub branch: String,
 }
 
 impl Integrate<'_> {
@@ -233,8 +234,13 @@ impl Integrate<'_> {
     }
 
     /// The remote, branches, repository and client, all checked.
-    fn publish_target(&self) -> Result<Target, Error> {
-        let (branch, remote, base_branch, remote_url) = self.branch_and_remote("publish")?;
+    pub(crate) fn publish_target(&self) -> Result<Target, Error> {
+        self.github_target("publish")
+    }
+
+    /// [`Integrate::publish_target`] for `command` (named in errors).
+    pub(crate) fn github_target(&self, command: &str) -> Result<Target, Error> {
+        let (branch, remote, base_branch, remote_url) = self.branch_and_remote(command)?;
         let token = match &self.reach.token {
             Some(token) => token.clone(),
             None => self.token()?,

@@ -341,8 +341,14 @@ impl Search<'_, '_> {
         // Otherwise probe the farthest candidate first (a neighbour when it is
         // untestable).
         let earlier = prober.earlier_verdicts()?;
-        let known_bad = (0..limit)
-            .find(|&i| matches!(earlier.get(&self.candidates[i].sha), Some(Verdict::Bad)));
+        let mut known_bad = None;
+        for i in 0..limit {
+            let sha = &self.candidates[i].sha;
+            if matches!(earlier.get(sha), Some(Verdict::Bad)) && prober.bad_with_this_stack(sha)? {
+                known_bad = Some(i);
+                break;
+            }
+        }
         let order: Vec<usize> = match known_bad {
             Some(i) => std::iter::once(i)
                 .chain((0..limit).rev().filter(|&j| j != i))

@@ -46,12 +46,20 @@ pub struct Scripted {
     pub body: String,
 }
 
+/// Decides a commit's CI conclusion (`success`, `failure` ...).
+pub type Oracle = Arc<dyn Fn(&str) -> String + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     pulls: Vec<Pull>,
     seen: Vec<Seen>,
     scripted: VecDeque<Scripted>,
     webhook_posts: Vec<String>,
+    /// The CI: its oracle and how many polls of a commit answer
+    /// `in_progress` first.
+    ci: Option<(Oracle, usize)>,
+    /// Polls of each commit's check runs, in order of first poll.
+    polls: Vec<(String, usize)>,
 }
 
 /// The server; it stops with the process (its thread only accepts).
@@ -120,6 +128,21 @@ impl FakeGithub {
                 .collect(),
             body: body.to_string(),
         });
+    }
+
+    /// Runs a CI: the check runs of a commit answer `in_progress` for the
+    /// first `delay` polls, then `completed` with `oracle(sha)`.
+    pub fn set_ci(&self, oracle: Oracle, delay: usize) {
+        self.state().ci = Some((oracle, delay));
+    }
+
+    /// The commits whose check runs were polled (the CI rounds), in order.
+    pub fn ci_commits(&self) -> Vec<String> {
+        self.state()
+            .polls
+            .iter()
+            .map(|(sha, _)| sha.clone())
+            .collect()
     }
 
     /// Closes pull request `number`, as a reviewer would.
@@ -235,6 +258,13 @@ fn route(
     if !authorised {
         return reply(401, json!({"message": "Bad credentials"}));
     }
+    let commits = format!("/repos/{repository}/commits/");
+    if let Some(sha) = path
+        .strip_prefix(&commits)
+        .and_then(|r| r.strip_suffix("/check-runs"))
+    {
+        return check_runs(s, sha);
+    }
     let prefix = format!("/repos/{repository}/pulls");
     let Some(rest) = path.strip_prefix(&prefix) else {
         return reply(404, json!({"message": "Not Found"}));
@@ -300,6 +330,29 @@ fn route(
         }
         _ => reply(404, json!({"message": "Not Found"})),
     }
+}
+
+/// The check runs of `sha` as the CI answers them now.
+fn check_runs(s: &mut State, sha: &str) -> Scripted {
+    let Some((oracle, delay)) = s.ci.clone() else {
+        return reply(200, json!({"total_count": 0, "check_runs": []}));
+    };
+    let polls = match s.polls.iter_mut().find(|(c, _)| c == sha) {
+        Some((_, n)) => {
+            *n += 1;
+            *n
+        }
+        None => {
+            s.polls.push((sha.to_string(), 1));
+            1
+        }
+    };
+    let run = if polls <= delay {
+        json!({"name": "ci", "status": "in_progress", "conclusion": Value::Null})
+    } else {
+        json!({"name": "ci", "status": "completed", "conclusion": oracle(sha)})
+    };
+    reply(200, json!({"total_count": 1, "check_runs": [run]}))
 }
 
 /// `%XX` escapes of a query value decoded (`+` is a space).

@@ -25,6 +25,11 @@
 //! then updated (after one more upstream commit), the webhook posts counted.
 //! Target: its smoke runs at most 1.25 x the plain loop's.
 //!
+//! Part D, CI as the bisect oracle: `integrate bisect --ci` over the 400
+//! commits against a loopback CI that answers each pushed commit after 3
+//! polls with what the sandbox's smoke would say. Target: CI rounds at most
+//! ceil(log2 N) + 2 for N candidates, the break found exactly.
+//!
 //! Exits 0 whether or not the targets are met (it is a benchmark) and 1 when
 //! something failed unexpectedly (a lockstep command exited with an unexpected
 //! status, unparsable output, a git error).
@@ -157,8 +162,9 @@ fn run(args: &Args) -> Res<()> {
 
     if args.review_only {
         let c = part_c(args, &root.join("c"))?;
+        let d = part_d(args, &root.join("d"))?;
         println!("\n== summary");
-        println!("  overall: {}", pass(c));
+        println!("  overall: {}", pass(c && d));
         return Ok(());
     }
     // Part A.
@@ -265,6 +271,7 @@ fn run(args: &Args) -> Res<()> {
     all_pass &= b_pass && b.pending == b.revlist_count;
     if !args.status_only {
         all_pass &= part_c(args, &root.join("c"))?;
+        all_pass &= part_d(args, &root.join("d"))?;
     }
     let notes: Vec<String> = results
         .iter()
@@ -1223,5 +1230,115 @@ fn part_c(args: &Args, dir: &Path) -> Res<bool> {
     for n in notes {
         println!("    - plain: {n}");
     }
+    Ok(ok)
+}
+
+// ---------------------------------------------------------------------------
+// Part D: CI as the bisect oracle.
+
+fn part_d(args: &Args, dir: &Path) -> Res<bool> {
+    println!(
+        "\n== D. bisect --ci: 400 upstream commits, one break at 40%, a loopback CI answering after 3 polls"
+    );
+    let spec = SandboxSpec {
+        commits: 400,
+        affecting_ratio: 0.6,
+        breaks: vec![0.4],
+        patches: true,
+        conflict_at: None,
+        upstreams_patch_at: None,
+        docs_commits: 0,
+        seed: 5,
+    };
+    let sb = create_sandbox(&dir.join("sb"), &spec)?;
+    let config = sb.superproject.join("lockstep.toml");
+    let text = fs::read_to_string(&config).map_err(|e| e.to_string())?;
+    fs::write(
+        &config,
+        format!("{text}\n[integrate.github]\nrepository = \"{REVIEW_REPO}\"\n"),
+    )
+    .map_err(|e| e.to_string())?;
+    git(
+        &sb.superproject,
+        &[
+            "-c",
+            "user.name=Bench",
+            "-c",
+            "user.email=b@example.com",
+            "commit",
+            "-qam",
+            "Publish settings",
+        ],
+    )?;
+    git(&sb.superproject, &["push", "-q", "origin", "HEAD:main"])?;
+    git(&sb.superproject, &["fetch", "-q", "origin"])?;
+    let gh = lockstep_sandbox::github::FakeGithub::start(REVIEW_REPO, REVIEW_TOKEN)
+        .map_err(|e| format!("cannot start the loopback GitHub: {e}"))?;
+    let (origin, fork, path) = (
+        sb.super_origin.clone(),
+        sb.fork.clone(),
+        sb.submodule_path.clone(),
+    );
+    gh.set_ci(
+        std::sync::Arc::new(move |sha: &str| {
+            let pin = git(&origin, &["rev-parse", &format!("{sha}:{path}")]).unwrap_or_default();
+            let have = git(&fork, &["show", &format!("{pin}:mlir/include/API_VERSION")])
+                .unwrap_or_default();
+            let want = git(&origin, &["show", &format!("{sha}:API_LEVEL")]).unwrap_or_default();
+            if !have.is_empty() && have == want {
+                "success"
+            } else {
+                "failure"
+            }
+            .to_string()
+        }),
+        3,
+    );
+    let ctx = Ctx {
+        lockstep: &args.lockstep,
+        superproject: &sb.superproject,
+        home: dir.join("home"),
+        smoke_log: None,
+    };
+    ctx.run(&["integrate", "start"], &[0])?;
+    let started = Instant::now();
+    let out = ctx
+        .command(&[
+            "integrate",
+            "bisect",
+            "--ci",
+            "--ci-poll",
+            "0.1",
+            "--good",
+            &sb.base,
+            "--bad",
+            &sb.head,
+            "--json",
+        ])
+        .env("GITHUB_API_URL", gh.url())
+        .env("GITHUB_TOKEN", REVIEW_TOKEN)
+        .output()
+        .map_err(|e| format!("cannot run lockstep: {e}"))?;
+    let run = check(finish(out, started), "lockstep integrate bisect --ci", &[0])?;
+    let wall = started.elapsed().as_secs_f64();
+    let doc = parse_json(&run, "integrate bisect --ci")?;
+    let n = doc["candidates"].as_u64().unwrap_or(0) as usize;
+    let rounds = gh.ci_commits().len();
+    let found = str_field(&doc, &["first_bad", "sha"])
+        .unwrap_or("")
+        .to_string();
+    let exact = found == sb.breaks[0];
+    let bound = ceil_log2(n) + 2;
+    let ok = exact && rounds <= bound;
+    println!(
+        "  {n} candidates; {rounds} CI round(s) (bound ceil(log2 {n}) + 2 = {bound}); first bad {} ({}); {:.1} s",
+        short(&found),
+        if exact { "the break, exactly" } else { "NOT the break" },
+        wall
+    );
+    println!(
+        "  target: CI rounds <= {bound}, the break named -> {}",
+        pass(ok)
+    );
     Ok(ok)
 }

@@ -557,10 +557,24 @@ pub enum Integrate {
         /// Seconds before a step counts as bad (default: none).
         #[arg(long, value_name = "SECS")]
         timeout: Option<u64>,
+        /// Use CI as the oracle: push each step as a lockstep-bisect/* branch and read its check runs ([integrate.github]); no CMD.
+        #[arg(long, conflicts_with = "timeout")]
+        ci: bool,
+        /// With --ci: the longest wait for one step's checks, in seconds (default 10800).
+        #[arg(long, value_name = "SECS", requires = "ci")]
+        ci_timeout: Option<u64>,
+        /// With --ci: seconds between the first polls of the checks (then x1.5, at most 300; default 30).
+        #[arg(long, value_name = "SECS", requires = "ci")]
+        ci_poll: Option<f64>,
         #[command(flatten)]
         json: Json,
         /// The command, after `--`.
-        #[arg(last = true, required = true, value_name = "CMD")]
+        #[arg(
+            last = true,
+            required_unless_present = "ci",
+            conflicts_with = "ci",
+            value_name = "CMD"
+        )]
         command: Vec<String>,
     },
     /// Undo the last unfinished step (or, with --all, return to before `start`).

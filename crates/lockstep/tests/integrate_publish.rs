@@ -430,3 +430,138 @@ fn resume_stops_with_nothing_changed_on_divergence_or_a_conflicting_merge() {
         "42"
     );
 }
+
+/// The loopback CI's verdict on a superproject commit pushed to origin:
+/// what the sandbox's smoke says (the pinned API_VERSION, read from the
+/// fork the patched head was pushed to, equals API_LEVEL).
+fn ci_oracle(env: &Env) -> lockstep_sandbox::github::Oracle {
+    let origin = env.sb.super_origin.clone();
+    let fork = env.sb.fork.clone();
+    let path = env.sb.submodule_path.clone();
+    std::sync::Arc::new(move |sha: &str| {
+        let show = |dir: &std::path::Path, spec: String| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(["show", &spec])
+                .output()
+                .expect("git");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        let pin = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&origin)
+            .args(["rev-parse", &format!("{sha}:{path}")])
+            .output()
+            .expect("git");
+        let pin = String::from_utf8_lossy(&pin.stdout).trim().to_string();
+        let have = show(&fork, format!("{pin}:mlir/include/API_VERSION"));
+        let want = show(&origin, format!("{sha}:API_LEVEL"));
+        if !have.is_empty() && have == want {
+            "success".into()
+        } else {
+            "failure".into()
+        }
+    })
+}
+
+#[test]
+fn bisect_ci_pushes_each_step_reads_its_checks_and_cleans_up() {
+    let (env, gh) = publishing(40);
+    gh.set_ci(ci_oracle(&env), 2);
+    let brk = env.sb.breaks[0].clone();
+    let head = env.sb.head.clone();
+    let (out, _) = run(
+        &env,
+        &gh,
+        &[
+            "integrate",
+            "bisect",
+            "--ci",
+            "--ci-poll",
+            "0.05",
+            "--good",
+            &env.sb.base,
+            "--bad",
+            &head,
+            "--json",
+        ],
+        0,
+    );
+    let found: serde_json::Value = serde_json::from_str(&out).expect("bisect JSON");
+    assert_eq!(found["first_bad"]["sha"], brk.as_str(), "{found}");
+    assert_eq!(found["mode"], "submodule (ci)", "{found}");
+    let candidates = found["candidates"].as_u64().expect("candidates") as usize;
+    let rounds = gh.ci_commits().len();
+    assert!(
+        rounds >= 1 && rounds <= ceil_log2(candidates) + 2,
+        "{rounds} CI rounds for {candidates} candidates"
+    );
+    assert_eq!(found["runs"].as_u64(), Some(rounds as u64), "{found}");
+    // Every temporary branch is gone from both remotes.
+    for repo in [&env.sb.super_origin, &env.sb.fork] {
+        let left = git(repo, &["for-each-ref", "refs/heads/lockstep-bisect/"]);
+        assert!(left.trim().is_empty(), "left behind: {left}");
+    }
+    assert!(is_clean(env.sp()));
+
+    // A rerun asks CI nothing it answered.
+    let (out, _) = run(
+        &env,
+        &gh,
+        &[
+            "integrate",
+            "bisect",
+            "--ci",
+            "--ci-poll",
+            "0.05",
+            "--good",
+            &env.sb.base,
+            "--bad",
+            &head,
+            "--json",
+        ],
+        0,
+    );
+    let again: serde_json::Value = serde_json::from_str(&out).expect("bisect JSON");
+    assert_eq!(again["runs"], 0, "{again}");
+    assert_eq!(gh.ci_commits().len(), rounds);
+
+    // A CI that never finishes is a bounded wait, and the branches still go.
+    gh.set_ci(ci_oracle(&env), usize::MAX);
+    let (_, err) = run(
+        &env,
+        &gh,
+        &[
+            "integrate",
+            "bisect",
+            "--ci",
+            "--ci-poll",
+            "0.05",
+            "--ci-timeout",
+            "1",
+            "--good",
+            &env.sb.affecting[1],
+            "--bad",
+            &head,
+        ],
+        1,
+    );
+    assert!(err.contains("CI gave no verdict on"), "{err}");
+    for repo in [&env.sb.super_origin, &env.sb.fork] {
+        let left = git(repo, &["for-each-ref", "refs/heads/lockstep-bisect/"]);
+        assert!(left.trim().is_empty(), "left behind: {left}");
+    }
+    let err = stderr(&env.run(&[
+        "integrate",
+        "bisect",
+        "--good",
+        "a",
+        "--bad",
+        "b",
+        "--ci",
+        "--",
+        "x",
+    ]));
+    assert!(err.contains("cannot be used with"), "{err}");
+}

@@ -253,16 +253,34 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
             bad,
             superproject,
             timeout,
+            ci,
+            ci_timeout,
+            ci_poll,
             command,
             ..
         } => {
-            let result = ig.bisect(&BisectOptions {
+            let opts = BisectOptions {
                 good,
                 bad,
                 superproject,
                 command,
                 timeout: timeout.map(Duration::from_secs),
-            })?;
+            };
+            let result = if ci {
+                let poll = ci_poll.unwrap_or(30.0);
+                if !(poll.is_finite() && (0.0..=3600.0).contains(&poll)) {
+                    return Err(Error::usage("--ci-poll must be 0 to 3600 seconds"));
+                }
+                ig.bisect_ci(
+                    &opts,
+                    &lockstep_integrate::ci::CiOptions {
+                        timeout: Duration::from_secs(ci_timeout.unwrap_or(3 * 3600)),
+                        poll: Duration::from_secs_f64(poll),
+                    },
+                )?
+            } else {
+                ig.bisect(&opts)?
+            };
             ctx.result(&result, |out| out.print(&human::bisected(&result)))?;
             Ok(0)
         }

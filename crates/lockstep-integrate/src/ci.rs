@@ -1,0 +1,327 @@
+//! `integrate bisect --ci`: CI as the bisection's oracle (megabump:
+//! "bisecting with full CI means pushing to a temporary PR and running
+//! automation").
+//!
+//! At each step the candidate is made into a superproject commit CI can
+//! build: in submodule mode the upstream commit with the carried patches
+//! replayed, pushed to the submodule's export remote, and a superproject
+//! commit on top of HEAD pinning it (same tree otherwise, HEAD's author and
+//! dates, so the same candidate is the same commit every run); in
+//! superproject mode the integrate branch's commit itself. It is pushed to
+//! the base remote as `lockstep-bisect/SHA12`, and lockstep waits for its
+//! check runs through the REST API (polling with backoff, bounded by
+//! `--ci-timeout`): all passed is good, a failure or time-out bad, cancelled
+//! or stale skip. Verdicts are kept in the store by the pushed commit, so a
+//! rerun asks CI nothing it answered. The temporary branches are deleted at
+//! the end, whatever happened.
+
+use std::time::{Duration, Instant};
+
+use lockstep_core::hash::Framed;
+use lockstep_core::Error;
+use lockstep_git::{Commit, Oid};
+use lockstep_github::checks::{summarize, Checks};
+use lockstep_store::ProbeRecord;
+
+use crate::bisect::{BisectOptions, BisectResult, Step};
+use crate::halt::short;
+use crate::probe::Verdict;
+use crate::publish::Target;
+use crate::replay::{load_stack, replay, Replay};
+use crate::Integrate;
+
+/// The prefix of the temporary branches.
+pub const BRANCH_PREFIX: &str = "lockstep-bisect/";
+
+/// How CI is waited for.
+#[derive(Debug, Clone, Copy)]
+pub struct CiOptions {
+    /// The longest wait for one commit's checks.
+    pub timeout: Duration,
+    /// The first pause between polls (then x1.5, at most 5 minutes).
+    pub poll: Duration,
+}
+
+/// The branches pushed so far, deleted when dropped.
+struct Pushed<'i, 'a> {
+    ig: &'i Integrate<'a>,
+    remote: String,
+    /// (repository, branch): the superproject's or the submodule's.
+    branches: Vec<(bool, String)>,
+}
+
+impl Drop for Pushed<'_, '_> {
+    fn drop(&mut self) {
+        for (in_submodule, branch) in &self.branches {
+            let (repo, remote) = if *in_submodule {
+                (&self.ig.sub, self.ig.cfg.export.remote.as_str())
+            } else {
+                (&self.ig.superproject, self.remote.as_str())
+            };
+            let deleted = repo.try_git(&[
+                "push",
+                "--quiet",
+                remote,
+                "--delete",
+                &format!("refs/heads/{branch}"),
+            ]);
+            if !deleted.is_ok_and(|o| o.code == 0) {
+                self.ig.warn(format!(
+                    "could not delete the temporary branch {branch} from {remote}"
+                ));
+            }
+        }
+    }
+}
+
+impl Integrate<'_> {
+    /// `integrate bisect --ci`.
+    pub fn bisect_ci(&self, opts: &BisectOptions, ci: &CiOptions) -> Result<BisectResult, Error> {
+        crate::context::check_rev("--good", &opts.good)?;
+        crate::context::check_rev("--bad", &opts.bad)?;
+        let target = self.github_target("bisect --ci")?;
+        let _lock = self.lock("integrate bisect --ci")?;
+        let _session = self.begin_session("integrate bisect --ci")?;
+        self.require_clean()?;
+        let mut pushed = Pushed {
+            ig: self,
+            remote: target.remote.clone(),
+            branches: Vec::new(),
+        };
+        let head = self.superproject.head()?;
+        let (candidates, good, stack) = if opts.superproject {
+            let good = self.superproject.must_resolve(&opts.good)?;
+            (
+                self.candidates_in(&self.superproject, &opts.good, &opts.bad, true)?,
+                good,
+                None,
+            )
+        } else {
+            let upstream = self.upstream_head()?;
+            let current = self.checked_out()?;
+            let merge_base = self
+                .sub
+                .merge_base(&current, &upstream)?
+                .unwrap_or_else(|| current.clone());
+            let to_upstream = |rev: &str| -> Result<Oid, Error> {
+                let sha = self.sub.must_resolve(rev)?;
+                Ok(self.sub.merge_base(&sha, &upstream)?.unwrap_or(sha))
+            };
+            let good = to_upstream(&opts.good)?;
+            let bad = to_upstream(&opts.bad)?;
+            let candidates = self.candidates_in(&self.sub, &good, &bad, false)?;
+            (
+                candidates,
+                good,
+                Some(load_stack(&self.sub, &merge_base, &current)?),
+            )
+        };
+        let n = candidates.len();
+        let mut steps = Vec::new();
+        let mut skipped = Vec::new();
+        let mut rounds = 0;
+        let (lo, hi) = lockstep_bisect::narrow(-1, n - 1, &mut skipped, |m| {
+            let commit = &candidates[m];
+            let built = match &stack {
+                None => Some(commit.sha.clone()),
+                Some(stack) => self.ci_commit(&head, commit, stack, &mut pushed)?,
+            };
+            let Some(sha) = built else {
+                steps.push(step(
+                    commit,
+                    Verdict::Skip,
+                    false,
+                    "the carried patches conflict here",
+                ));
+                return Ok(Verdict::Skip);
+            };
+            let key = Framed::new("lockstep-integrate", "ci-verdict", 1)
+                .part("repository", target.repo.to_string())
+                .part("commit", &sha)
+                .hex();
+            if let Some(rec) = self.store.probe(&key)? {
+                let verdict = Verdict::parse(&rec.outcome);
+                steps.push(step(commit, verdict, true, &rec.detail));
+                return Ok(verdict);
+            }
+            rounds += 1;
+            let branch = format!("{BRANCH_PREFIX}{}", short(&sha));
+            self.push_temporary(&self.superproject, &target.remote, &sha, &branch)?;
+            pushed.branches.push((false, branch.clone()));
+            self.info(format!(
+                "CI round {rounds}: {} ({} of {n}) pushed as {branch}; waiting for its checks",
+                short(&commit.sha),
+                m + 1
+            ));
+            let started = Instant::now();
+            let (verdict, detail) = self.wait_for_checks(&target, &sha, ci)?;
+            self.store.put_probe(&ProbeRecord {
+                key,
+                context: "ci".into(),
+                commit: commit.sha.clone(),
+                outcome: verdict.as_str().into(),
+                detail: detail.clone(),
+                log: None,
+                seconds: started.elapsed().as_secs_f64(),
+            })?;
+            self.info(format!(
+                "  {} {} ({detail})",
+                short(&commit.sha),
+                verdict.as_str()
+            ));
+            steps.push(step(commit, verdict, false, &detail));
+            Ok(verdict)
+        })?;
+        drop(pushed);
+        let mode = if opts.superproject {
+            "superproject (ci)"
+        } else {
+            "submodule (ci)"
+        };
+        Ok(self.bisect_result(mode, &candidates, lo, hi, &skipped, steps, rounds, &good))
+    }
+
+    /// The superproject commit pinning `commit` with the stack replayed
+    /// (its patched head pushed to the export remote); None on a conflict.
+    fn ci_commit(
+        &self,
+        head: &str,
+        commit: &Commit,
+        stack: &[crate::replay::StackEntry],
+        pushed: &mut Pushed,
+    ) -> Result<Option<Oid>, Error> {
+        let patched = match replay(&self.sub, stack, &commit.sha)? {
+            Replay::Applied { head, .. } => head,
+            Replay::Conflict { .. } => return Ok(None),
+        };
+        if self.pin_file().is_none() && patched != commit.sha {
+            let branch = format!("{BRANCH_PREFIX}{}", short(&patched));
+            self.push_temporary(&self.sub, &self.cfg.export.remote, &patched, &branch)?;
+            pushed.branches.push((true, branch));
+        }
+        let index = self
+            .state_dir
+            .join(format!("ci-index-{}", std::process::id()));
+        let env = [("GIT_INDEX_FILE", index.to_str().unwrap_or_default())];
+        let sp = &self.superproject;
+        let result = (|| -> Result<Oid, Error> {
+            sp.git_env(&["read-tree", head], &env, None)?;
+            match self.pin_file() {
+                Some(file) => {
+                    let blob = sp.git_env(
+                        &["hash-object", "-w", "--stdin"],
+                        &[],
+                        Some(format!("{patched}\n").as_bytes()),
+                    )?;
+                    sp.git_env(
+                        &[
+                            "update-index",
+                            "--cacheinfo",
+                            &format!("100644,{},{file}", blob.trim()),
+                        ],
+                        &env,
+                        None,
+                    )?;
+                }
+                None => {
+                    sp.git_env(
+                        &[
+                            "update-index",
+                            "--cacheinfo",
+                            &format!("160000,{patched},{}", self.cfg.submodule),
+                        ],
+                        &env,
+                        None,
+                    )?;
+                }
+            }
+            let tree = sp.git_env(&["write-tree"], &env, None)?.trim().to_string();
+            let detail = sp.commit_detail(head)?;
+            let message = format!(
+                "lockstep bisect --ci: {} at {} {}\n\nA temporary commit for CI; its branch is deleted when the bisect ends.\n",
+                self.cfg.upstream_name, commit.sha, commit.subject
+            );
+            sp.commit_tree(
+                &tree,
+                &[head],
+                &message,
+                Some((
+                    &detail.author_name,
+                    &detail.author_email,
+                    &detail.author_date,
+                )),
+                Some(&detail.committer_date),
+            )
+        })();
+        let _ = std::fs::remove_file(&index);
+        result.map(Some)
+    }
+
+    /// Pushes `sha` to `refs/heads/BRANCH` of `remote` (never forced: the
+    /// branch names a commit, so an existing one holds the same).
+    fn push_temporary(
+        &self,
+        repo: &lockstep_git::Repo,
+        remote: &str,
+        sha: &str,
+        branch: &str,
+    ) -> Result<(), Error> {
+        let out = repo.try_git(&[
+            "push",
+            "--quiet",
+            remote,
+            &format!("{sha}:refs/heads/{branch}"),
+        ])?;
+        if out.code != 0 && repo.ls_remote_branch(remote, branch)?.as_deref() != Some(sha) {
+            return Err(Error::failed(format!("cannot push the temporary branch {branch} to {remote}"))
+                .cause(out.stderr.trim().to_string())
+                .hint("check that the remote accepts pushes (CI bisect pushes lockstep-bisect/* branches and deletes them at the end)"));
+        }
+        Ok(())
+    }
+
+    /// Polls the check runs of `sha` until they decide, with backoff,
+    /// at most `ci.timeout`.
+    fn wait_for_checks(
+        &self,
+        target: &Target,
+        sha: &str,
+        ci: &CiOptions,
+    ) -> Result<(Verdict, String), Error> {
+        let started = Instant::now();
+        let mut pause = ci.poll;
+        loop {
+            let runs = target.client.check_runs(&target.repo, sha)?;
+            match summarize(&runs) {
+                Checks::Passed => {
+                    return Ok((Verdict::Good, format!("{} check run(s) passed", runs.len())))
+                }
+                Checks::Failed(which) => return Ok((Verdict::Bad, format!("check {which}"))),
+                Checks::Inconclusive(which) => {
+                    return Ok((Verdict::Skip, format!("check {which}")))
+                }
+                Checks::Pending => {}
+            }
+            if started.elapsed() + pause > ci.timeout {
+                return Err(Error::failed(format!(
+                    "CI gave no verdict on {} within {} s ({} check run(s) seen)",
+                    short(sha),
+                    ci.timeout.as_secs(),
+                    runs.len()
+                ))
+                .hint("raise --ci-timeout, or check that CI runs on lockstep-bisect/* branches; rerun: verdicts CI gave are kept"));
+            }
+            std::thread::sleep(pause);
+            pause = (pause.mul_f64(1.5)).min(Duration::from_secs(300));
+        }
+    }
+}
+
+fn step(commit: &Commit, verdict: Verdict, cached: bool, detail: &str) -> Step {
+    Step {
+        commit: commit.clone(),
+        verdict,
+        cached,
+        log: Some(detail.to_string()),
+    }
+}
