@@ -121,6 +121,7 @@ pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSumm
         no_export: false,
         fetch: false,
         on_break: Default::default(),
+        bump_followers: false,
     };
     let mut colleague_fixed = false;
     for round in 1..=10 {

@@ -48,6 +48,40 @@ pub struct IntegrateConfig {
     /// command's) exit code and output into good / bad / skip, first match
     /// wins; none matching: 0 good, 125 skip, anything else bad.
     pub verdicts: Vec<VerdictRule>,
+    /// `[[integrate.follow]]`: other dependencies that pin the same upstream
+    /// (StableHLO, Torch-MLIR pin LLVM), reported at each step and bumped
+    /// with `loop --bump-followers`.
+    pub follow: Vec<FollowConfig>,
+}
+
+/// One `[[integrate.follow]]`: a submodule of the superproject that carries
+/// its own pin of the same upstream, in a file (`upstream-pin-file`, as
+/// StableHLO's `build_tools/llvm_version.txt`) or a submodule of its own
+/// (`upstream-submodule`, as Torch-MLIR's `externals/llvm-project`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FollowConfig {
+    pub name: String,
+    /// Its path in the superproject.
+    pub submodule: String,
+    #[serde(default)]
+    pub upstream_pin_file: Option<String>,
+    #[serde(default)]
+    pub upstream_submodule: Option<String>,
+    /// Where `--bump-followers` takes its head from (a remote of the
+    /// follower's checkout), default `origin`.
+    #[serde(default = "default_follow_remote")]
+    pub remote: String,
+    #[serde(default = "default_follow_branch")]
+    pub branch: String,
+}
+
+fn default_follow_remote() -> String {
+    "origin".into()
+}
+
+fn default_follow_branch() -> String {
+    "main".into()
 }
 
 /// One `[[integrate.verdicts]]` rule. It matches when the exit code is one
@@ -98,6 +132,7 @@ impl Default for IntegrateConfig {
             report: ReportConfig::default(),
             github: GithubConfig::default(),
             verdicts: Vec::new(),
+            follow: Vec::new(),
         }
     }
 }

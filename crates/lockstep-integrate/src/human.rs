@@ -144,6 +144,25 @@ pub fn status(s: &Status) -> String {
             s.upstream_head
         ));
     }
+    if !s.followers.is_empty() {
+        out.line("\nfollowers (their own upstream pin):");
+        for f in &s.followers {
+            let at = match (&f.problem, f.behind, f.ahead) {
+                (Some(why), _, _) => format!("! {why}"),
+                (None, Some(0), Some(0)) => "same pin".to_string(),
+                (None, Some(b), Some(0)) => format!("{b} commit(s) behind"),
+                (None, Some(0), Some(a)) => format!("{a} commit(s) ahead"),
+                (None, Some(b), Some(a)) => format!("{b} behind, {a} ahead"),
+                _ => "unknown".to_string(),
+            };
+            out.line(format!(
+                "  {} ({}) pins {}: {at}",
+                f.name,
+                f.submodule,
+                f.upstream_pin.as_deref().map(short).unwrap_or("?")
+            ));
+        }
+    }
     if !s.not_stable.is_empty() {
         out.line("\nnot ok for a stable release:");
         for r in &s.not_stable {

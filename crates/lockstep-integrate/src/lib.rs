@@ -20,6 +20,7 @@ pub mod config;
 pub mod context;
 pub mod events;
 pub mod export;
+pub mod follow;
 pub mod halt;
 pub mod human;
 pub mod journal;

@@ -40,6 +40,8 @@ pub struct LoopOptions {
     pub fetch: bool,
     /// What a smoke failure at an upstream commit does.
     pub on_break: OnBreak,
+    /// Move every `[[integrate.follow]]` to its branch head first.
+    pub bump_followers: bool,
 }
 
 /// `loop --on-break`: what a commit that breaks the smoke does.
@@ -100,6 +102,12 @@ pub struct LoopReport {
     /// carried now).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reverted: Vec<Commit>,
+    /// `--bump-followers`: the followers moved.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bumped: Vec<crate::follow::Bumped>,
+    /// Where the followers stand at the end (when any are configured).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub followers: Vec<crate::follow::Follower>,
 }
 
 /// Where a search left things.
@@ -117,7 +125,13 @@ impl Integrate<'_> {
     /// A usage error (no smoke command configured, say) puts the upstream
     /// remote and its tracking ref back as they were before its fetch.
     pub fn run_loop(&self, opts: &LoopOptions) -> Result<LoopReport, Error> {
-        self.or_restore_upstream(|| self.loop_steps(opts))
+        let mut report = self.or_restore_upstream(|| self.loop_steps(opts))?;
+        // Which followers now pin an older upstream than the integrate.
+        if !self.cfg.follow.is_empty() && !opts.dry_run {
+            let base = self.position()?.merge_base;
+            report.followers = self.report_followers(&base)?;
+        }
+        Ok(report)
     }
 
     fn loop_steps(&self, opts: &LoopOptions) -> Result<LoopReport, Error> {
@@ -138,12 +152,17 @@ impl Integrate<'_> {
             advances: vec![],
             candidates: 0,
             reverted: Vec::new(),
+            bumped: Vec::new(),
+            followers: Vec::new(),
         };
         // Uncommitted changes are a usage error: found before the fetch,
         // which would otherwise have changed the submodule first.
         self.require_clean()?;
         if opts.fetch {
             self.fetch_upstream()?;
+        }
+        if opts.bump_followers && !opts.dry_run {
+            report.bumped = self.bump_followers()?;
         }
         loop {
             self.require_clean()?;

@@ -61,6 +61,10 @@ pub struct Status {
     /// `.lockstep/unstable` reasons, then each carried revert); empty: ok.
     #[serde(default)]
     pub not_stable: Vec<String>,
+    /// `[[integrate.follow]]`: each follower's upstream pin against the
+    /// integrate's (`merge_base`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub followers: Vec<crate::follow::Follower>,
 }
 
 /// The halt as `status --json` shows it.
@@ -99,6 +103,7 @@ impl Integrate<'_> {
         }
         status.halted = self.halt()?.as_ref().map(HaltSummary::from);
         status.not_stable = self.not_stable_because(&status.patches)?;
+        status.followers = self.followers(&status.merge_base)?;
         Ok(status)
     }
 
@@ -120,6 +125,7 @@ impl Integrate<'_> {
             pending: Vec::new(),
             halted: self.halt()?.as_ref().map(HaltSummary::from),
             not_stable: self.unstable_reasons()?,
+            followers: Vec::new(),
         })
     }
 
@@ -154,6 +160,7 @@ impl Integrate<'_> {
             pending,
             halted: None,
             not_stable: Vec::new(),
+            followers: Vec::new(),
         })
     }
 

@@ -61,6 +61,7 @@ pub const COMMIT_URL_PLACEHOLDERS: &[&str] = &["{sha}"];
 pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
     lengths(cfg)?;
     verdict_rules(&cfg.verdicts)?;
+    followers(&cfg.follow)?;
     placeholders("branch", &cfg.branch, BRANCH_PLACEHOLDERS)?;
     placeholders("export.branch", &cfg.export.branch, EXPORT_PLACEHOLDERS)?;
     if let Some(url) = &cfg.commit_url {
@@ -503,6 +504,37 @@ fn verdict_rules(rules: &[crate::config::VerdictRule]) -> Result<(), Error> {
         }
         if rule.exit.len() > 256 {
             return Err(bad(n, "`exit` lists more than 256 codes"));
+        }
+    }
+    Ok(())
+}
+
+/// Each follower: a plain path, exactly one way to find its upstream pin,
+/// a unique name, safe remote and branch names.
+fn followers(follow: &[crate::config::FollowConfig]) -> Result<(), Error> {
+    let mut names = std::collections::BTreeSet::new();
+    for f in follow {
+        let bad = |why: String| {
+            Error::usage(format!("[[integrate.follow]] `{}`: {why}", lockstep_core::error::printable_line(&f.name)))
+                .hint("a follower is e.g. { name = \"stablehlo\", submodule = \"third_party/stablehlo\", upstream-pin-file = \"build_tools/llvm_version.txt\" }")
+        };
+        if f.name.is_empty() || f.name.len() > 100 || !names.insert(f.name.clone()) {
+            return Err(bad("the name must be 1 to 100 characters and unique".into()));
+        }
+        submodule_path(&f.submodule).map_err(|e| bad(e.message))?;
+        match (&f.upstream_pin_file, &f.upstream_submodule) {
+            (Some(p), None) | (None, Some(p)) => submodule_path(p).map_err(|e| bad(e.message))?,
+            _ => {
+                return Err(bad(
+                    "give exactly one of upstream-pin-file and upstream-submodule".into(),
+                ))
+            }
+        }
+        if lockstep_git::branch_name_problem(&f.branch).is_some()
+            || f.remote.is_empty()
+            || f.remote.starts_with('-')
+        {
+            return Err(bad("remote and branch must be names git accepts".into()));
         }
     }
     Ok(())

@@ -479,6 +479,9 @@ pub enum Integrate {
         /// `halt` (default) or `revert`: carry a revert of a breaking commit when it applies and makes the smoke pass, then go on.
         #[arg(long, value_name = "WHAT")]
         on_break: Option<lockstep_integrate::search::OnBreak>,
+        /// First move every [[integrate.follow]] to its branch head (one commit), so every smoke covers them.
+        #[arg(long)]
+        bump_followers: bool,
         #[command(flatten)]
         json: Json,
     },

@@ -286,3 +286,147 @@ fn verdict_rules_tell_a_missing_device_from_a_crash() {
         "{err}"
     );
 }
+
+/// A follower (StableHLO-like): its own repository whose
+/// `build_tools/llvm_version.txt` pins `first`, then a newer commit pinning
+/// `second` on its origin's main; added to the superproject as a submodule,
+/// configured as `[[integrate.follow]]`, pushed to origin/main.
+fn with_follower(env: &Env, first: &str, second: &str) -> String {
+    let origin = env.dir.path().join("stablehlo.git");
+    let work = env.dir.path().join("stablehlo-work");
+    git(
+        env.dir.path(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            &origin.to_string_lossy(),
+        ],
+    );
+    git(
+        env.dir.path(),
+        &["init", "-q", "-b", "main", &work.to_string_lossy()],
+    );
+    std::fs::create_dir_all(work.join("build_tools")).expect("mkdir");
+    std::fs::write(
+        work.join("build_tools/llvm_version.txt"),
+        format!("{first}\n"),
+    )
+    .expect("write");
+    commit_as_tester(&work, "StableHLO at an older LLVM", true);
+    git(&work, &["push", "-q", &origin.to_string_lossy(), "main"]);
+    git(
+        env.sp(),
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            &origin.to_string_lossy(),
+            "third_party/stablehlo",
+        ],
+    );
+    let path = env.sp().join("lockstep.toml");
+    let toml = std::fs::read_to_string(&path).expect("config");
+    std::fs::write(
+        &path,
+        format!("{toml}\n[[integrate.follow]]\nname = \"stablehlo\"\nsubmodule = \"third_party/stablehlo\"\nupstream-pin-file = \"build_tools/llvm_version.txt\"\n"),
+    )
+    .expect("write");
+    commit_as_tester(env.sp(), "Add StableHLO, following LLVM", true);
+    git(env.sp(), &["push", "-q", "origin", "HEAD:main"]);
+    git(env.sp(), &["fetch", "-q", "origin"]);
+    std::fs::write(
+        work.join("build_tools/llvm_version.txt"),
+        format!("{second}\n"),
+    )
+    .expect("write");
+    commit_as_tester(&work, "Bump LLVM", true);
+    git(&work, &["push", "-q", &origin.to_string_lossy(), "main"]);
+    git(&work, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+#[test]
+fn followers_show_their_distance_and_move_with_bump_followers() {
+    let env = Env::new(&spec(20));
+    let first = env.sb.affecting[1].clone();
+    let second = env.sb.head.clone();
+    let newer = with_follower(&env, &first, &second);
+    env.start();
+    let status = env.status();
+    let f = &status["followers"][0];
+    assert_eq!(f["name"], "stablehlo", "{status}");
+    assert_eq!(f["upstream_pin"], first.as_str(), "{status}");
+    assert!(f["behind"].as_u64().is_some(), "{status}");
+    let human = env.ok(&["integrate", "status"], 0);
+    assert!(
+        human.contains("stablehlo (third_party/stablehlo) pins"),
+        "{human}"
+    );
+
+    // The loop goes to head and says the follower is behind.
+    let out = env.run(&["integrate", "loop", "--json"]);
+    let (stdout, stderr) = expect_code(&out, 0, "loop");
+    assert!(
+        stderr.contains("follower stablehlo pins an upstream"),
+        "{stderr}"
+    );
+    let looped: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let behind = looped["followers"][0]["behind"].as_u64().expect("behind");
+    assert!(behind > 0, "{looped}");
+
+    // --bump-followers moves it to its head in one commit; it then pins
+    // upstream head, like the integrate.
+    let out = env.ok(&["integrate", "loop", "--bump-followers", "--json"], 0);
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(looped["bumped"][0]["to"], newer.as_str(), "{looped}");
+    assert_eq!(looped["followers"][0]["behind"], 0, "{looped}");
+    let pinned = git(env.sp(), &["rev-parse", "HEAD:third_party/stablehlo"]);
+    assert_eq!(pinned.trim(), newer);
+    assert!(git(env.sp(), &["log", "-1", "--format=%B"]).contains("stablehlo: "));
+    assert!(is_clean(env.sp()));
+}
+
+#[test]
+fn a_follower_without_an_upstream_pin_is_named() {
+    let env = Env::new(&spec(8));
+    let (first, second) = (env.sb.affecting[0].clone(), env.sb.affecting[1].clone());
+    with_follower(&env, &first, &second);
+    // Its head loses the pin file.
+    let work = env.dir.path().join("stablehlo-work");
+    git(&work, &["rm", "-q", "build_tools/llvm_version.txt"]);
+    commit_as_tester(&work, "Drop the LLVM pin", false);
+    git(
+        &work,
+        &[
+            "push",
+            "-q",
+            &env.dir.path().join("stablehlo.git").to_string_lossy(),
+            "main",
+        ],
+    );
+    env.start();
+    let head = git(env.sp(), &["rev-parse", "HEAD"]);
+    let err = stderr(&env.run(&["integrate", "loop", "--bump-followers"]));
+    assert!(
+        err.contains("follower stablehlo")
+            && err.contains("has no upstream pin file build_tools/llvm_version.txt"),
+        "{err}"
+    );
+    assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]), head, "nothing moved");
+    let path = env.sp().join("lockstep.toml");
+    let toml = std::fs::read_to_string(&path).expect("config");
+    std::fs::write(
+        &path,
+        toml.replace("upstream-pin-file = \"build_tools/llvm_version.txt\"\n", ""),
+    )
+    .expect("write");
+    let err = stderr(&env.run(&["integrate", "status"]));
+    assert!(
+        err.contains("give exactly one of upstream-pin-file and upstream-submodule"),
+        "{err}"
+    );
+}

@@ -144,6 +144,7 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
             no_fetch,
             publish,
             on_break,
+            bump_followers,
             ..
         } => {
             let opts = LoopOptions {
@@ -154,6 +155,7 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 no_export,
                 fetch: !no_fetch,
                 on_break: on_break.unwrap_or_default(),
+                bump_followers,
             };
             let looped = run_loop(&ig, &opts, publish && !dry_run, None)?;
             ctx.result(&looped, |out| print_looped(out, &looped))?;
@@ -179,6 +181,7 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 no_export: false,
                 fetch: true,
                 on_break: on_break.unwrap_or_default(),
+                bump_followers: false,
             };
             let looped = run_loop(&ig, &opts, publish, Some(resumed))?;
             ctx.result(&looped, |out| print_looped(out, &looped))?;

@@ -1,0 +1,218 @@
+//! Several dependencies in step: `[[integrate.follow]]` names submodules of
+//! the superproject that pin the same upstream themselves (StableHLO and
+//! Torch-MLIR pin LLVM), so an upstream change can break them and they
+//! sometimes have to move with the integrate. `status` shows how far each
+//! follower's upstream pin is from the integrate's; the loop says which
+//! followers pin an older upstream than the new pin; `loop
+//! --bump-followers` moves each follower to its own branch head in one
+//! superproject commit before the search, so every smoke covers both.
+
+use lockstep_core::Error;
+use lockstep_git::{Oid, Repo};
+use serde::Serialize;
+
+use crate::config::FollowConfig;
+use crate::halt::short;
+use crate::Integrate;
+
+/// Where a follower stands.
+#[derive(Debug, Clone, Serialize)]
+pub struct Follower {
+    pub name: String,
+    pub submodule: String,
+    /// The follower's commit the superproject pins.
+    pub commit: Option<Oid>,
+    /// The upstream commit the follower pins.
+    pub upstream_pin: Option<Oid>,
+    /// Upstream commits the integrate's pin has that the follower's lacks.
+    pub behind: Option<usize>,
+    /// Upstream commits the follower's pin has that the integrate's lacks.
+    pub ahead: Option<usize>,
+    /// Why the above could not be found.
+    pub problem: Option<String>,
+}
+
+/// A follower moved by `--bump-followers`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Bumped {
+    pub name: String,
+    pub from: Oid,
+    pub to: Oid,
+    pub upstream_pin: Option<Oid>,
+}
+
+impl Integrate<'_> {
+    /// Every follower's position against the upstream commit `ours`.
+    pub fn followers(&self, ours: &str) -> Result<Vec<Follower>, Error> {
+        self.cfg
+            .follow
+            .iter()
+            .map(|f| self.follower(f, "HEAD", ours))
+            .collect()
+    }
+
+    fn follower(&self, f: &FollowConfig, rev: &str, ours: &str) -> Result<Follower, Error> {
+        let mut out = Follower {
+            name: f.name.clone(),
+            submodule: f.submodule.clone(),
+            commit: None,
+            upstream_pin: None,
+            behind: None,
+            ahead: None,
+            problem: None,
+        };
+        let Some(commit) = self.superproject.gitlink(rev, &f.submodule)? else {
+            out.problem = Some(format!("{rev} has no submodule at {}", f.submodule));
+            return Ok(out);
+        };
+        out.commit = Some(commit.clone());
+        let repo = Repo::new(self.superproject.dir().join(&f.submodule));
+        match follower_pin(&repo, f, &commit) {
+            Ok(pin) => out.upstream_pin = Some(pin),
+            Err(why) => {
+                out.problem = Some(why);
+                return Ok(out);
+            }
+        }
+        let pin = out.upstream_pin.clone().unwrap_or_default();
+        if !self.sub.has_commit(&pin)? {
+            out.problem = Some(format!(
+                "its upstream pin {} is not in the upstream history here (fetch upstream)",
+                short(&pin)
+            ));
+            return Ok(out);
+        }
+        out.behind = Some(self.sub.rev_list(&[&format!("{pin}..{ours}")])?.len());
+        out.ahead = Some(self.sub.rev_list(&[&format!("{ours}..{pin}")])?.len());
+        Ok(out)
+    }
+
+    /// Says which followers pin an older upstream than `ours` (a warning
+    /// each): they may need to move with the integrate.
+    pub fn report_followers(&self, ours: &str) -> Result<Vec<Follower>, Error> {
+        let all = self.followers(ours)?;
+        for f in &all {
+            match (&f.problem, f.behind) {
+                (Some(why), _) => self.warn(format!("follower {}: {why}", f.name)),
+                (None, Some(n)) if n > 0 => self.warn(format!(
+                    "follower {} pins an upstream {n} commit(s) older than the integrate's ({}); `loop --bump-followers` moves it to its {} head",
+                    f.name,
+                    short(f.upstream_pin.as_deref().unwrap_or_default()),
+                    self.cfg.follow.iter().find(|c| c.name == f.name).map(|c| c.branch.as_str()).unwrap_or("main")
+                )),
+                _ => {}
+            }
+        }
+        Ok(all)
+    }
+
+    /// `--bump-followers`: each follower at its remote branch head, in one
+    /// superproject commit (none when all are there). A follower that is
+    /// not checked out, has local changes, or whose head has no upstream
+    /// pin is an error naming it, before anything moves.
+    pub fn bump_followers(&self) -> Result<Vec<Bumped>, Error> {
+        let mut moves = Vec::new();
+        for f in &self.cfg.follow {
+            let dir = self.superproject.dir().join(&f.submodule);
+            if !dir.join(".git").exists() {
+                return Err(Error::usage(format!(
+                    "follower {}: {} is not checked out",
+                    f.name, f.submodule
+                ))
+                .hint(format!("run `git submodule update --init {}`", f.submodule)));
+            }
+            let repo = Repo::new(&dir);
+            if !repo.dirty()?.is_empty() {
+                return Err(Error::usage(format!(
+                    "follower {}: {} has uncommitted changes; lockstep never discards them",
+                    f.name, f.submodule
+                ))
+                .hint("commit or stash them in the follower, then rerun"));
+            }
+            let current = self
+                .superproject
+                .gitlink("HEAD", &f.submodule)?
+                .ok_or_else(|| {
+                    Error::usage(format!(
+                        "follower {}: HEAD has no submodule at {}",
+                        f.name, f.submodule
+                    ))
+                    .hint("fix [[integrate.follow]] submodule in lockstep.toml")
+                })?;
+            let tracking = format!("refs/remotes/{}/{}", f.remote, f.branch);
+            let fetched = repo.try_git(&[
+                "fetch",
+                "--quiet",
+                &f.remote,
+                &format!("+refs/heads/{}:{tracking}", f.branch),
+            ])?;
+            if fetched.code != 0 {
+                return Err(Error::failed(format!(
+                    "follower {}: cannot fetch {} {}",
+                    f.name, f.remote, f.branch
+                ))
+                .cause(fetched.stderr.trim().to_string())
+                .hint("fix [[integrate.follow]] remote / branch, or the follower's remote"));
+            }
+            let head = repo.must_resolve(&tracking)?;
+            let pin = follower_pin(&repo, f, &head).map_err(|why| {
+                Error::usage(format!("follower {}: its {} head {}: {why}", f.name, f.branch, short(&head)))
+                    .hint("point [[integrate.follow]] upstream-pin-file / upstream-submodule at where it pins the upstream")
+            })?;
+            if head != current {
+                moves.push((f, repo, current, head, pin));
+            }
+        }
+        if moves.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut bumped = Vec::new();
+        let mut message = String::from("Bump followers with the integrate\n\n");
+        for (f, repo, from, to, pin) in &moves {
+            repo.checkout_detached(to)?;
+            self.superproject.stage_gitlink(&f.submodule, to)?;
+            message.push_str(&format!(
+                "{}: {} -> {} (pins {} {})\n",
+                f.name,
+                short(from),
+                short(to),
+                self.cfg.upstream_name,
+                short(pin)
+            ));
+            bumped.push(Bumped {
+                name: f.name.clone(),
+                from: from.clone(),
+                to: to.clone(),
+                upstream_pin: Some(pin.clone()),
+            });
+        }
+        let commit = self.superproject.commit_staged(&message, false)?;
+        self.info(format!(
+            "{} bumped {}",
+            short(&commit),
+            bumped
+                .iter()
+                .map(|b| format!("{} to {}", b.name, short(&b.to)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        Ok(bumped)
+    }
+}
+
+/// The upstream commit a follower pins at its commit `at`.
+fn follower_pin(repo: &Repo, f: &FollowConfig, at: &str) -> Result<Oid, String> {
+    if !repo.dir().join(".git").exists() {
+        return Err(format!("{} is not checked out", f.submodule));
+    }
+    if let Some(file) = &f.upstream_pin_file {
+        let text = repo
+            .git(&["show", &format!("{at}:{file}")])
+            .map_err(|_| format!("it has no upstream pin file {file}"))?;
+        return lockstep_git::parse_pin(file, &text).map_err(|e| e.message);
+    }
+    let path = f.upstream_submodule.as_deref().unwrap_or_default();
+    repo.gitlink(at, path)
+        .map_err(|e| e.message)?
+        .ok_or_else(|| format!("it has no upstream submodule at {path}"))
+}
