@@ -164,8 +164,30 @@ fn loop_publish_opens_a_draft_calls_for_help_once_and_updates_it_at_head() {
         .iter()
         .all(|r| r.authorised || r.target.starts_with("/hooks/")));
 
-    // `integrate publish` alone says where things are.
-    let (out, _) = run(&env, &gh, &["integrate", "publish"], 0);
+    // `integrate publish` alone says where things are; its events and logs
+    // never hold the token.
+    let events = env.dir.path().join("events.jsonl");
+    let (out, _) = run(
+        &env,
+        &gh,
+        &[
+            "--events",
+            &events.to_string_lossy(),
+            "integrate",
+            "publish",
+        ],
+        0,
+    );
+    let written = std::fs::read_to_string(&events).expect("events");
+    assert!(!written.is_empty() && !written.contains(TOKEN), "{written}");
+    let state = env.sp().join(".git/lockstep");
+    for file in walk(&env.dir.path().join("home"))
+        .into_iter()
+        .chain(walk(&state))
+    {
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap_or_default()).into_owned();
+        assert!(!text.contains(TOKEN), "the token is in {}", file.display());
+    }
     assert!(
         out.contains(&format!("origin {branch} is at"))
             && out.contains("updated draft pull request #1 of acme/super"),
