@@ -412,13 +412,28 @@ impl Uv {
     }
 
     /// `uv build --wheel` of one package for one interpreter (isolated
-    /// build; its requirements come from PyPI). How it ended is the
+    /// build). Its build requirements come from uv's cache when it holds
+    /// them (`--offline`: a rebuild asks no index, about half a second per
+    /// cell), else from the index: a first try that fails because a
+    /// requirement is not cached is run again online. How it ended is the
     /// caller's to judge; the log is kept.
     pub fn build(&self, build: &Build<'_>) -> Result<Ran, Error> {
+        let ran = self.build_once(build, true)?;
+        if ran.success() || !ran.output().contains("the network was disabled") {
+            return Ok(ran);
+        }
+        tracing::debug!("build requirements not all cached: building online");
+        self.build_once(build, false)
+    }
+
+    fn build_once(&self, build: &Build<'_>, offline: bool) -> Result<Ran, Error> {
         let kind = if build.sdist { "--sdist" } else { "--wheel" };
         let mut rest: Vec<String> = [kind, "--no-python-downloads", "--python"]
             .map(String::from)
             .to_vec();
+        if offline {
+            rest.insert(0, "--offline".into());
+        }
         rest.push(build.python.to_string_lossy().into_owned());
         rest.push("--out-dir".into());
         rest.push(build.out_dir.to_string_lossy().into_owned());
