@@ -529,6 +529,32 @@ impl<'a> Integrate<'a> {
         .hint("remove old run directories there, then rerun"))
     }
 
+    /// The variables a smoke receives for a probe of `commit` (its patched
+    /// head `head`, its log `log`); the halt report's reproduce steps set the
+    /// same ones.
+    pub(crate) fn probe_env(
+        &self,
+        commit: &lockstep_git::Commit,
+        head: &str,
+        log: &std::path::Path,
+    ) -> Vec<(String, String)> {
+        let mut env = vec![
+            ("LOCKSTEP_PROBE_COMMIT".to_string(), commit.sha.clone()),
+            ("LOCKSTEP_PROBE_SUBJECT".to_string(), commit.subject.clone()),
+            ("LOCKSTEP_PROBE_HEAD".to_string(), head.to_string()),
+            ("LOCKSTEP_SUBMODULE".to_string(), self.cfg.submodule.clone()),
+            (
+                "LOCKSTEP_SUPERPROJECT".to_string(),
+                self.superproject.dir().display().to_string(),
+            ),
+            ("LOCKSTEP_LOG".to_string(), log.display().to_string()),
+        ];
+        if let Some(file) = self.pin_file() {
+            env.push(("LOCKSTEP_PIN_FILE".to_string(), file.to_string()));
+        }
+        env
+    }
+
     /// Link to an upstream commit, when `commit-url` is configured.
     /// It is printed in reports and events: without `user:password@`.
     pub fn commit_link(&self, sha: &str) -> Option<String> {

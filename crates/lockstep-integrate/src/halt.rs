@@ -214,7 +214,7 @@ impl Integrate<'_> {
         t += &format!("cd {}\n", quote(&halt.superproject));
         let smoke_line = |head: &str| {
             let log = halt.log.clone().unwrap_or_default();
-            let env = crate::probe::probe_env(self, c, head, std::path::Path::new(&log));
+            let env = self.probe_env(c, head, std::path::Path::new(&log));
             let mut words: Vec<String> = env
                 .iter()
                 .map(|(k, v)| format!("{k}={}", quote(v)))

@@ -33,6 +33,7 @@ pub mod repair;
 pub mod replay;
 pub mod resume;
 pub mod revert;
+pub mod reverts;
 pub mod search;
 pub mod start;
 pub mod status;

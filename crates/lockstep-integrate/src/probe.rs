@@ -213,7 +213,7 @@ impl<'i, 'a> Prober<'i, 'a> {
         let spec = Spec {
             argv: self.command.clone(),
             cwd: self.ig.superproject.dir().to_path_buf(),
-            env: probe_env(self.ig, commit, &head, &log),
+            env: self.ig.probe_env(commit, &head, &log),
             timeout: self.timeout,
             log,
             header: None,
@@ -580,30 +580,4 @@ impl lockstep_bisect::Probe for PinSmoke<'_, '_> {
             log: probe.log,
         })
     }
-}
-
-/// The variables a smoke receives for a probe of `commit` (its patched
-/// head `head`, its log `log`); the halt report's reproduce steps set the
-/// same ones.
-pub(crate) fn probe_env(
-    ig: &Integrate,
-    commit: &Commit,
-    head: &str,
-    log: &std::path::Path,
-) -> Vec<(String, String)> {
-    let mut env = vec![
-        ("LOCKSTEP_PROBE_COMMIT".to_string(), commit.sha.clone()),
-        ("LOCKSTEP_PROBE_SUBJECT".to_string(), commit.subject.clone()),
-        ("LOCKSTEP_PROBE_HEAD".to_string(), head.to_string()),
-        ("LOCKSTEP_SUBMODULE".to_string(), ig.cfg.submodule.clone()),
-        (
-            "LOCKSTEP_SUPERPROJECT".to_string(),
-            ig.superproject.dir().display().to_string(),
-        ),
-        ("LOCKSTEP_LOG".to_string(), log.display().to_string()),
-    ];
-    if let Some(file) = ig.pin_file() {
-        env.push(("LOCKSTEP_PIN_FILE".to_string(), file.to_string()));
-    }
-    env
 }

@@ -96,8 +96,8 @@ pub fn replay(repo: &Repo, stack: &[StackEntry], onto: &str) -> Result<Replay, E
                 patch.sha
             )));
         };
-        if let Some(reverted) = crate::revert::reverted_by_patch(&patch.message) {
-            if let Some((by, what)) = crate::revert::caught_up(repo, &base, onto, &reverted)? {
+        if let Some(reverted) = crate::reverts::reverted_by_patch(&patch.message) {
+            if let Some((by, what)) = crate::reverts::caught_up(repo, &base, onto, &reverted)? {
                 dropped.push(Dropped {
                     sha: patch.sha.clone(),
                     subject: patch.subject.clone(),

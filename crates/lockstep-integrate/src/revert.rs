@@ -16,10 +16,8 @@ use lockstep_git::{Merge, Oid, Repo};
 use serde::Serialize;
 
 use crate::halt::short;
+use crate::reverts::{reverted_by_patch, REVERT_TRAILER};
 use crate::Integrate;
-
-/// The trailer naming the upstream commit a carried revert reverts.
-pub const REVERT_TRAILER: &str = "Lockstep-Revert:";
 
 /// The longest `--reason`.
 const MAX_REASON: usize = 500;
@@ -36,16 +34,6 @@ pub struct Reverted {
     /// The superproject commit carrying it.
     pub superproject_commit: Oid,
     pub exported: Option<String>,
-}
-
-/// The upstream commit a carried patch reverts: its `Lockstep-Revert:`
-/// trailer, else git's `This reverts commit X.` line.
-pub fn reverted_by_patch(message: &str) -> Option<String> {
-    message
-        .lines()
-        .find_map(|l| l.strip_prefix(REVERT_TRAILER).map(|s| s.trim().to_string()))
-        .filter(|s| !s.is_empty())
-        .or_else(|| crate::status::reverted_commit(message))
 }
 
 impl Integrate<'_> {
@@ -183,38 +171,4 @@ fn check_reason(reason: &str) -> Result<String, Error> {
         .hint("say why the revert is carried, e.g. --reason \"breaks our ROCm lowering; fix in review\""));
     }
     Ok(reason.to_string())
-}
-
-/// Why a carried revert of `reverted` is no longer needed at `onto`: an
-/// upstream commit in `base..onto` that reverts it too, or relands it.
-pub(crate) fn caught_up(
-    repo: &Repo,
-    base: &str,
-    onto: &str,
-    reverted: &str,
-) -> Result<Option<(Oid, &'static str)>, Error> {
-    if base == onto {
-        return Ok(None);
-    }
-    let key = &reverted[..reverted.len().min(12)];
-    let found = repo.messages(
-        &[
-            onto,
-            &format!("^{base}"),
-            "--fixed-strings",
-            "--regexp-ignore-case",
-            &format!("--grep={key}"),
-        ],
-        &[],
-    )?;
-    // Oldest first: the first answer upstream gave.
-    for (sha, message) in found {
-        if crate::status::reverted_commit(&message).is_some_and(|r| reverted.starts_with(&r)) {
-            return Ok(Some((sha, "reverted upstream")));
-        }
-        if message.to_lowercase().contains("reland") {
-            return Ok(Some((sha, "relanded upstream")));
-        }
-    }
-    Ok(None)
 }

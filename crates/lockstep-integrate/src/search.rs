@@ -566,7 +566,7 @@ impl Search<'_, '_> {
         plan.message.push_str(&format!(
             "{}Lockstep-Reason: {reason}\n{} {}\n",
             if plan.dropped.is_empty() { "\n" } else { "" },
-            crate::revert::REVERT_TRAILER,
+            crate::reverts::REVERT_TRAILER,
             culprit.sha
         ));
         let (commit, _) = self.ig.commit_advance(&plan, !self.no_export)?;

@@ -6,11 +6,9 @@
 //! plus patch-id work limited to the files the carried patches touch.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
 
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
-use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::halt::Halt;
@@ -212,7 +210,7 @@ impl Integrate<'_> {
                 reason: reason(&detail.message),
                 upstreamed: false,
                 upstreamed_by: None,
-                reverts: crate::revert::reverted_by_patch(&detail.message),
+                reverts: crate::reverts::reverted_by_patch(&detail.message),
                 reverted_upstream_by: None,
             })
             .collect();
@@ -270,15 +268,7 @@ fn is_trailer(line: &str) -> bool {
     PREFIXES.iter().any(|p| line.starts_with(p))
 }
 
-/// `This reverts commit <sha>.` in a message.
-pub fn reverted_commit(message: &str) -> Option<String> {
-    // Compiled once: status asks this of every carried patch and every
-    // upstream commit it scans.
-    static REVERTS: LazyLock<Option<Regex>> =
-        LazyLock::new(|| Regex::new(r"This reverts commit ([0-9a-f]{7,40})").ok());
-    let re = REVERTS.as_ref()?;
-    re.captures(message).map(|c| c[1].to_string())
-}
+pub use crate::reverts::reverted_commit;
 
 /// What upstream commits touching the carried patches' files contain: their
 /// patch-ids and the commits they revert. Kept in the store and extended
