@@ -219,6 +219,26 @@ impl Client {
             .retry(lockstep_http::RetryOn::RateLimitOnly)
     }
 
+    /// POSTs `body` as JSON to `path` and decodes the answer (`what` names
+    /// it in errors): how a release or a pull request is created.
+    pub(crate) fn post_json<B: serde::Serialize, T: for<'de> Deserialize<'de>>(
+        &self,
+        path: &str,
+        body: &B,
+        what: &str,
+    ) -> Result<T, Error> {
+        let payload = serde_json::to_vec(body)
+            .map_err(|e| Error::failed(format!("cannot encode {what}")).cause(e.to_string()))?;
+        let response = self
+            .api_post(path)
+            .send("application/json", &payload)
+            .map_err(|e| self.error(e, what))?;
+        let bytes = response
+            .bytes(MAX_JSON_BYTES)
+            .map_err(|e| self.error(e, what))?;
+        parse(&bytes, what)
+    }
+
     /// A PATCH of `path` with the API's headers and the token: it sets
     /// fields to given values, so a repeat after a 5xx is safe.
     pub(crate) fn api_patch(&self, path: &str) -> Request<'_> {

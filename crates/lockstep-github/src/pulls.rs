@@ -82,16 +82,7 @@ impl Client {
     /// Opens a pull request (`POST /repos/{o}/{r}/pulls`).
     pub fn create_pull(&self, repo: &Repo, new: &NewPull<'_>) -> Result<PullRequest, Error> {
         let what = format!("a pull request for {} in {repo}", new.head);
-        let body = serde_json::to_vec(new)
-            .map_err(|e| Error::failed("cannot encode the pull request").cause(e.to_string()))?;
-        let response = self
-            .api_post(&format!("/repos/{repo}/pulls"))
-            .send("application/json", &body)
-            .map_err(|e| self.error(e, &what))?;
-        let bytes = response
-            .bytes(MAX_JSON_BYTES)
-            .map_err(|e| self.error(e, &what))?;
-        parse(&bytes, &what)
+        self.post_json(&format!("/repos/{repo}/pulls"), new, &what)
     }
 
     /// Replaces the title and body of pull request `number`.

@@ -70,16 +70,7 @@ impl Client {
     /// Creates a release (`POST /repos/{o}/{r}/releases`).
     pub fn create_release(&self, repo: &Repo, new: &NewRelease) -> Result<Release, Error> {
         let what = format!("a release for tag {} in {repo}", new.tag_name);
-        let body = serde_json::to_vec(new)
-            .map_err(|e| Error::failed("cannot encode the release").cause(e.to_string()))?;
-        let response = self
-            .api_post(&format!("/repos/{repo}/releases"))
-            .send("application/json", &body)
-            .map_err(|e| self.error(e, &what))?;
-        let bytes = response
-            .bytes(MAX_JSON_BYTES)
-            .map_err(|e| self.error(e, &what))?;
-        parse(&bytes, &what)
+        self.post_json(&format!("/repos/{repo}/releases"), new, &what)
     }
 
     /// Uploads `bytes` as the asset `name` of `release`.

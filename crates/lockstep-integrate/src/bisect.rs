@@ -104,7 +104,13 @@ impl Integrate<'_> {
         repo.log(&args, &[])
     }
 
-    fn bisect_submodule(&self, opts: &BisectOptions) -> Result<BisectResult, Error> {
+    /// The upstream commits a submodule bisect steps through (`good..bad`,
+    /// patched commits standing for their upstream base), the good commit
+    /// and the carried patch stack replayed at each step.
+    pub(crate) fn upstream_range(
+        &self,
+        opts: &BisectOptions,
+    ) -> Result<(Vec<Commit>, Oid, Vec<crate::replay::StackEntry>), Error> {
         let upstream = self.upstream_head()?;
         let current = self.checked_out()?;
         let merge_base = self
@@ -120,6 +126,11 @@ impl Integrate<'_> {
         let bad = to_upstream(&opts.bad)?;
         let candidates = self.candidates_in(&self.sub, &good, &bad, false)?;
         let stack = load_stack(&self.sub, &merge_base, &current)?;
+        Ok((candidates, good, stack))
+    }
+
+    fn bisect_submodule(&self, opts: &BisectOptions) -> Result<BisectResult, Error> {
+        let (candidates, good, stack) = self.upstream_range(opts)?;
         let mut prober = Prober::new(self, stack, opts.command.clone(), opts.timeout, "bisect")?;
         prober.abort_on_crash = true;
         let n = candidates.len();

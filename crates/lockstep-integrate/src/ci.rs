@@ -27,7 +27,7 @@ use crate::bisect::{BisectOptions, BisectResult, Step};
 use crate::halt::short;
 use crate::probe::Verdict;
 use crate::publish::Target;
-use crate::replay::{load_stack, replay, Replay};
+use crate::replay::{replay, Replay};
 use crate::Integrate;
 
 /// The prefix of the temporary branches.
@@ -97,24 +97,8 @@ impl Integrate<'_> {
                 None,
             )
         } else {
-            let upstream = self.upstream_head()?;
-            let current = self.checked_out()?;
-            let merge_base = self
-                .sub
-                .merge_base(&current, &upstream)?
-                .unwrap_or_else(|| current.clone());
-            let to_upstream = |rev: &str| -> Result<Oid, Error> {
-                let sha = self.sub.must_resolve(rev)?;
-                Ok(self.sub.merge_base(&sha, &upstream)?.unwrap_or(sha))
-            };
-            let good = to_upstream(&opts.good)?;
-            let bad = to_upstream(&opts.bad)?;
-            let candidates = self.candidates_in(&self.sub, &good, &bad, false)?;
-            (
-                candidates,
-                good,
-                Some(load_stack(&self.sub, &merge_base, &current)?),
-            )
+            let (candidates, good, stack) = self.upstream_range(opts)?;
+            (candidates, good, Some(stack))
         };
         let n = candidates.len();
         let mut steps = Vec::new();

@@ -1067,6 +1067,33 @@ fn review_sandbox(dir: &Path) -> Res<Sandbox> {
     Ok(sb)
 }
 
+/// `[integrate.github]` (and `extra`) added to the sandbox's lockstep.toml,
+/// committed and pushed to origin/main, where `integrate start` branches from.
+fn publish_settings(sb: &Sandbox, extra: &str) -> Res<()> {
+    let config = sb.superproject.join("lockstep.toml");
+    let text = fs::read_to_string(&config).map_err(|e| e.to_string())?;
+    fs::write(
+        &config,
+        format!("{text}\n[integrate.github]\nrepository = \"{REVIEW_REPO}\"\n{extra}"),
+    )
+    .map_err(|e| e.to_string())?;
+    git(
+        &sb.superproject,
+        &[
+            "-c",
+            "user.name=Bench",
+            "-c",
+            "user.email=b@example.com",
+            "commit",
+            "-qam",
+            "Publish settings",
+        ],
+    )?;
+    git(&sb.superproject, &["push", "-q", "origin", "HEAD:main"])?;
+    git(&sb.superproject, &["fetch", "-q", "origin"])?;
+    Ok(())
+}
+
 fn part_c(args: &Args, dir: &Path) -> Res<bool> {
     println!(
         "\n== C. reaching review: 400 upstream commits, 2 breaks (30%: persists, revertable; 60%: reverted upstream before head), carried patches"
@@ -1108,27 +1135,7 @@ fn part_c(args: &Args, dir: &Path) -> Res<bool> {
     let sb = review_sandbox(&review_dir)?;
     let gh = lockstep_sandbox::github::FakeGithub::start(REVIEW_REPO, REVIEW_TOKEN)
         .map_err(|e| format!("cannot start the loopback GitHub: {e}"))?;
-    let config = sb.superproject.join("lockstep.toml");
-    let text = fs::read_to_string(&config).map_err(|e| e.to_string())?;
-    fs::write(
-        &config,
-        format!("{text}\n[integrate.github]\nrepository = \"{REVIEW_REPO}\"\n\n[integrate.notify]\nkind = \"json\"\n"),
-    )
-    .map_err(|e| e.to_string())?;
-    git(
-        &sb.superproject,
-        &[
-            "-c",
-            "user.name=Bench",
-            "-c",
-            "user.email=b@example.com",
-            "commit",
-            "-qam",
-            "Publish settings",
-        ],
-    )?;
-    git(&sb.superproject, &["push", "-q", "origin", "HEAD:main"])?;
-    git(&sb.superproject, &["fetch", "-q", "origin"])?;
+    publish_settings(&sb, "\n[integrate.notify]\nkind = \"json\"\n")?;
     let log = review_dir.join("smoke.log");
     let ctx = Ctx {
         lockstep: &args.lockstep,
@@ -1251,27 +1258,7 @@ fn part_d(args: &Args, dir: &Path) -> Res<bool> {
         seed: 5,
     };
     let sb = create_sandbox(&dir.join("sb"), &spec)?;
-    let config = sb.superproject.join("lockstep.toml");
-    let text = fs::read_to_string(&config).map_err(|e| e.to_string())?;
-    fs::write(
-        &config,
-        format!("{text}\n[integrate.github]\nrepository = \"{REVIEW_REPO}\"\n"),
-    )
-    .map_err(|e| e.to_string())?;
-    git(
-        &sb.superproject,
-        &[
-            "-c",
-            "user.name=Bench",
-            "-c",
-            "user.email=b@example.com",
-            "commit",
-            "-qam",
-            "Publish settings",
-        ],
-    )?;
-    git(&sb.superproject, &["push", "-q", "origin", "HEAD:main"])?;
-    git(&sb.superproject, &["fetch", "-q", "origin"])?;
+    publish_settings(&sb, "")?;
     let gh = lockstep_sandbox::github::FakeGithub::start(REVIEW_REPO, REVIEW_TOKEN)
         .map_err(|e| format!("cannot start the loopback GitHub: {e}"))?;
     let (origin, fork, path) = (
