@@ -62,6 +62,7 @@ pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
     lengths(cfg)?;
     verdict_rules(&cfg.verdicts)?;
     followers(&cfg.follow)?;
+    github(&cfg.github)?;
     placeholders("branch", &cfg.branch, BRANCH_PLACEHOLDERS)?;
     placeholders("export.branch", &cfg.export.branch, EXPORT_PLACEHOLDERS)?;
     if let Some(url) = &cfg.commit_url {
@@ -474,36 +475,45 @@ const MAX_VERDICT_RULES: usize = 100;
 /// Each rule says what it matches (an exit code or an output substring of
 /// at most 1,000 bytes), and there are at most 100.
 fn verdict_rules(rules: &[crate::config::VerdictRule]) -> Result<(), Error> {
-    let bad = |n: usize, why: &str| {
-        Error::usage(format!("[[integrate.verdicts]] rule {}: {why}", n + 1))
-            .hint("a rule is e.g. { name = \"device missing\", output = \"device not found\", verdict = \"good\" } (exit = [..] and/or output = \"..\")")
-    };
     if rules.len() > MAX_VERDICT_RULES {
         return Err(bad(
-            MAX_VERDICT_RULES,
+            "verdicts",
+            &format!("{} rules", rules.len()),
             "more rules than lockstep reads (100)",
         ));
     }
     for (n, rule) in rules.iter().enumerate() {
+        let key = format!("verdicts[{}]", n + 1);
+        let name = rule.name.as_deref().unwrap_or("");
         if rule.exit.is_empty() && rule.output.is_none() {
-            return Err(bad(n, "it matches nothing: give `exit`, `output` or both"));
+            return Err(bad(
+                &key,
+                name,
+                "it matches nothing: give `exit`, `output` or both",
+            ));
         }
-        if rule
-            .output
-            .as_ref()
-            .is_some_and(|o| o.is_empty() || o.len() > 1000)
-        {
-            return Err(bad(n, "`output` must be 1 to 1000 bytes"));
+        if let Some(output) = &rule.output {
+            if output.is_empty() || output.len() > 1000 {
+                return Err(bad(
+                    &format!("{key}.output"),
+                    output,
+                    "it must be 1 to 1000 bytes",
+                ));
+            }
         }
-        if rule
-            .name
-            .as_ref()
-            .is_some_and(|o| o.len() > 200 || o.contains(['\n', '\r']))
-        {
-            return Err(bad(n, "`name` must be one line of at most 200 bytes"));
+        if name.len() > 200 || name.contains(['\n', '\r']) {
+            return Err(bad(
+                &format!("{key}.name"),
+                name,
+                "it must be one line of at most 200 bytes",
+            ));
         }
         if rule.exit.len() > 256 {
-            return Err(bad(n, "`exit` lists more than 256 codes"));
+            return Err(bad(
+                &format!("{key}.exit"),
+                &format!("{} codes", rule.exit.len()),
+                "it lists more than 256 codes",
+            ));
         }
     }
     Ok(())
@@ -513,28 +523,74 @@ fn verdict_rules(rules: &[crate::config::VerdictRule]) -> Result<(), Error> {
 /// a unique name, safe remote and branch names.
 fn followers(follow: &[crate::config::FollowConfig]) -> Result<(), Error> {
     let mut names = std::collections::BTreeSet::new();
-    for f in follow {
-        let bad = |why: String| {
-            Error::usage(format!("[[integrate.follow]] `{}`: {why}", lockstep_core::error::printable_line(&f.name)))
-                .hint("a follower is e.g. { name = \"stablehlo\", submodule = \"third_party/stablehlo\", upstream-pin-file = \"build_tools/llvm_version.txt\" }")
-        };
+    for (n, f) in follow.iter().enumerate() {
+        let key = format!("follow[{}]", n + 1);
         if f.name.is_empty() || f.name.len() > 100 || !names.insert(f.name.clone()) {
-            return Err(bad("the name must be 1 to 100 characters and unique".into()));
+            return Err(bad(
+                &format!("{key}.name"),
+                &f.name,
+                "a name must be 1 to 100 characters and unique",
+            ));
         }
-        submodule_path(&f.submodule).map_err(|e| bad(e.message))?;
+        submodule_path(&f.submodule).map_err(|_| {
+            bad(
+                &format!("{key}.submodule"),
+                &f.submodule,
+                "it must be a plain path below the superproject",
+            )
+        })?;
         match (&f.upstream_pin_file, &f.upstream_submodule) {
-            (Some(p), None) | (None, Some(p)) => submodule_path(p).map_err(|e| bad(e.message))?,
+            (Some(p), None) | (None, Some(p)) => submodule_path(p).map_err(|_| {
+                bad(
+                    &format!("{key}.upstream-pin-file"),
+                    p,
+                    "it must be a plain path inside the follower",
+                )
+            })?,
             _ => {
                 return Err(bad(
-                    "give exactly one of upstream-pin-file and upstream-submodule".into(),
+                    &key,
+                    &f.name,
+                    "give exactly one of upstream-pin-file and upstream-submodule",
                 ))
             }
         }
-        if lockstep_git::branch_name_problem(&f.branch).is_some()
-            || f.remote.is_empty()
-            || f.remote.starts_with('-')
-        {
-            return Err(bad("remote and branch must be names git accepts".into()));
+        if lockstep_git::branch_name_problem(&f.branch).is_some() {
+            return Err(bad(
+                &format!("{key}.branch"),
+                &f.branch,
+                "it is not a branch name git accepts",
+            ));
+        }
+        if f.remote.is_empty() || f.remote.starts_with('-') || f.remote.len() > MAX_REMOTE {
+            return Err(bad(
+                &format!("{key}.remote"),
+                &f.remote,
+                "it is not a remote name git accepts",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `[integrate.github]`: a variable name for the token, and a repository
+/// of the form OWNER/NAME when one is given.
+fn github(cfg: &crate::config::GithubConfig) -> Result<(), Error> {
+    let var = &cfg.token_env;
+    let name_ok = !var.is_empty()
+        && var.len() <= 100
+        && !var.as_bytes()[0].is_ascii_digit()
+        && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !name_ok {
+        return Err(bad(
+            "github.token-env",
+            var,
+            "it is not an environment variable name (letters, digits and `_`)",
+        ));
+    }
+    if let Some(repo) = &cfg.repository {
+        if repo.parse::<lockstep_github::Repo>().is_err() {
+            return Err(bad("github.repository", repo, "it is not OWNER/NAME"));
         }
     }
     Ok(())

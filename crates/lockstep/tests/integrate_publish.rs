@@ -299,6 +299,27 @@ fn an_unknown_repository_or_the_base_branch_is_refused() {
     git(env.sp(), &["checkout", "-q", "main"]);
     let (_, err) = run(&env, &gh, &["integrate", "publish"], 2);
     assert!(err.contains("the base branch itself"), "{err}");
+
+    // Bad [integrate.github] values are named before anything runs.
+    let path = env.sp().join("lockstep.toml");
+    let toml = std::fs::read_to_string(&path).expect("config");
+    for (from, to, why) in [
+        (
+            "repository = \"acme/nope\"",
+            "repository = \"not a repository\"",
+            "github.repository = \"not a repository\" in lockstep.toml is not valid: it is not OWNER/NAME",
+        ),
+        (
+            "repository = \"acme/nope\"",
+            "repository = \"acme/nope\"\ntoken-env = \"BAD=NAME\"",
+            "is not an environment variable name",
+        ),
+    ] {
+        std::fs::write(&path, toml.replace(from, to)).expect("write");
+        let (_, err) = run(&env, &gh, &["integrate", "status"], 2);
+        assert!(err.contains(why), "{err}");
+    }
+    std::fs::write(&path, toml).expect("write");
 }
 
 /// A clone of the superproject's origin on `branch` (another person's
@@ -586,4 +607,20 @@ fn bisect_ci_pushes_each_step_reads_its_checks_and_cleans_up() {
         "x",
     ]));
     assert!(err.contains("cannot be used with"), "{err}");
+    for poll in ["--ci-poll=-1", "--ci-poll=nan", "--ci-poll=1e9"] {
+        let err = stderr(&env.run(&[
+            "integrate",
+            "bisect",
+            "--ci",
+            poll,
+            "--good",
+            "a",
+            "--bad",
+            "b",
+        ]));
+        assert!(
+            err.contains("--ci-poll must be 0 to 3600 seconds"),
+            "{poll}: {err}"
+        );
+    }
 }

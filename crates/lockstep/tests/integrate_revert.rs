@@ -282,7 +282,9 @@ fn verdict_rules_tell_a_missing_device_from_a_crash() {
     );
     let err = stderr(&env.run(&["integrate", "start"]));
     assert!(
-        err.contains("[[integrate.verdicts]] rule 1: it matches nothing"),
+        err.contains(
+            "[integrate] verdicts[1] = \"\" in lockstep.toml is not valid: it matches nothing"
+        ),
         "{err}"
     );
 }
