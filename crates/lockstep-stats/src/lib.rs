@@ -1,0 +1,342 @@
+//! The statistics lockstep decides with, in one place: the median of a
+//! sample, a bootstrap confidence interval of the ratio of two medians, the
+//! Mann-Whitney U test, and the verdict on two samples of timings
+//! ([`compare`]): a regression (or improvement) only when the whole
+//! confidence interval of `median(new) / median(base)` lies outside the
+//! noise band `1 ± threshold`, never on a threshold crossed by a single
+//! median. Machines here are noisy; one slow sample must not make a
+//! regression, and a real 10% slowdown must not hide in the noise.
+//!
+//! Pure functions over `f64` samples: no I/O, no clock. Resampling is
+//! seeded, so the same samples always give the same interval and verdict.
+//! Samples that are not finite, or fewer than [`MIN_SAMPLES`] on a side,
+//! give [`Verdict::NotEnoughSamples`] rather than a made-up answer.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+/// The fewest samples per side a verdict is given on.
+pub const MIN_SAMPLES: usize = 3;
+
+/// The most samples per side used (the rest are ignored): bounds the
+/// bootstrap's work whatever the input.
+pub const MAX_SAMPLES: usize = 10_000;
+
+/// The median of `xs` (finite values only), or `None` for an empty sample
+/// or one holding a NaN or an infinity.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The median of finite `xs`, reordering them (no allocation: the
+/// bootstrap takes thousands).
+fn median_in_place(xs: &mut [f64]) -> f64 {
+    let n = xs.len();
+    let (_, hi, _) = xs.select_nth_unstable_by(n / 2, f64::total_cmp);
+    let hi = *hi;
+    if n % 2 == 1 {
+        return hi;
+    }
+    let lo = xs[..n / 2]
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
+    (lo + hi) / 2.0
+}
+
+/// The Mann-Whitney U test of two samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MannWhitney {
+    /// U of the first sample.
+    pub u: f64,
+    /// Two-sided p-value (normal approximation with tie and continuity
+    /// correction).
+    pub p: f64,
+}
+
+/// Mann-Whitney U of `a` against `b`; `None` when either side is empty or
+/// holds a value that is not finite.
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
+    if a.is_empty() || b.is_empty() || a.iter().chain(b).any(|x| !x.is_finite()) {
+        return None;
+    }
+    let (n1, n2) = (a.len() as f64, b.len() as f64);
+    let mut all: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&x| (x, true))
+        .chain(b.iter().map(|&x| (x, false)))
+        .collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    // Average ranks for ties, and the tie correction term.
+    let mut rank_sum_a = 0.0;
+    let mut ties = 0.0;
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i;
+        while j + 1 < all.len() && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        let t = (j - i + 1) as f64;
+        ties += t * t * t - t;
+        rank_sum_a += all[i..=j].iter().filter(|(_, from_a)| *from_a).count() as f64 * rank;
+        i = j + 1;
+    }
+    let u = rank_sum_a - n1 * (n1 + 1.0) / 2.0;
+    let n = n1 + n2;
+    let mean = n1 * n2 / 2.0;
+    let var = n1 * n2 / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)).max(1.0));
+    if var <= 0.0 {
+        // Every value equal: no evidence of a difference.
+        return Some(MannWhitney { u, p: 1.0 });
+    }
+    let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
+    Some(MannWhitney {
+        u,
+        p: (2.0 * normal_sf(z)).min(1.0),
+    })
+}
+
+/// P(Z > z) for a standard normal Z (Abramowitz-Stegun 7.1.26 via erfc,
+/// absolute error under 1.5e-7).
+fn normal_sf(z: f64) -> f64 {
+    let x = z / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erfc = poly * (-x * x).exp();
+    let erfc = if x >= 0.0 { erfc } else { 2.0 - erfc };
+    erfc / 2.0
+}
+
+/// A bootstrap percentile interval of `median(new) / median(base)` at
+/// `confidence` (e.g. 0.95) from `resamples` resamplings seeded with
+/// `seed`; `None` when a side is empty, not finite, or has a median of 0.
+pub fn ratio_interval(
+    base: &[f64],
+    new: &[f64],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<(f64, f64)> {
+    let base = &base[..base.len().min(MAX_SAMPLES)];
+    let new = &new[..new.len().min(MAX_SAMPLES)];
+    median(new)?;
+    if median(base)? == 0.0 || !(0.5..1.0).contains(&confidence) {
+        return None;
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let resamples = resamples.clamp(100, 20_000);
+    let mut ratios = Vec::with_capacity(resamples);
+    let mut scratch_b = vec![0.0; base.len()];
+    let mut scratch_n = vec![0.0; new.len()];
+    for _ in 0..resamples {
+        for s in scratch_b.iter_mut() {
+            *s = base[rng.gen_range(0..base.len())];
+        }
+        for s in scratch_n.iter_mut() {
+            *s = new[rng.gen_range(0..new.len())];
+        }
+        let (b, n) = (
+            median_in_place(&mut scratch_b),
+            median_in_place(&mut scratch_n),
+        );
+        if b != 0.0 {
+            ratios.push(n / b);
+        }
+    }
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let tail = (1.0 - confidence) / 2.0;
+    let at =
+        |q: f64| ratios[((q * (ratios.len() - 1) as f64).round() as usize).min(ratios.len() - 1)];
+    Some((at(tail), at(1.0 - tail)))
+}
+
+/// What two samples of timings say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The whole interval is above `1 + threshold`: slower.
+    Regression,
+    /// The whole interval is below `1 - threshold`: faster.
+    Improvement,
+    /// The interval reaches into the noise band.
+    Unchanged,
+    /// Fewer than [`MIN_SAMPLES`] usable samples on a side.
+    NotEnoughSamples,
+}
+
+/// The comparison of a base and a new sample of timings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Comparison {
+    pub base_median: Option<f64>,
+    pub new_median: Option<f64>,
+    /// `median(new) / median(base)`.
+    pub ratio: Option<f64>,
+    /// Its bootstrap confidence interval.
+    pub interval: Option<(f64, f64)>,
+    /// Mann-Whitney's two-sided p-value.
+    pub p: Option<f64>,
+    pub verdict: Verdict,
+}
+
+/// How [`compare`] decides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rule {
+    /// The noise band: `0.05` for ±5%.
+    pub threshold: f64,
+    /// Of the interval: `0.95`.
+    pub confidence: f64,
+    pub resamples: usize,
+    pub seed: u64,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Rule {
+            threshold: 0.05,
+            confidence: 0.95,
+            resamples: 2000,
+            seed: 0x6c6f636b73746570,
+        }
+    }
+}
+
+/// Compares `new` against `base` under `rule`.
+pub fn compare(base: &[f64], new: &[f64], rule: &Rule) -> Comparison {
+    let usable = |xs: &[f64]| xs.len() >= MIN_SAMPLES && xs.iter().all(|x| x.is_finite());
+    let base_median = median(base);
+    let new_median = median(new);
+    let ratio = match (base_median, new_median) {
+        (Some(b), Some(n)) if b != 0.0 => Some(n / b),
+        _ => None,
+    };
+    let mut out = Comparison {
+        base_median,
+        new_median,
+        ratio,
+        interval: None,
+        p: mann_whitney(base, new).map(|m| m.p),
+        verdict: Verdict::NotEnoughSamples,
+    };
+    if !usable(base) || !usable(new) || ratio.is_none() {
+        return out;
+    }
+    out.interval = ratio_interval(base, new, rule.confidence, rule.resamples, rule.seed);
+    let threshold = rule.threshold.clamp(0.0, 10.0);
+    out.verdict = match out.interval {
+        Some((lo, _)) if lo > 1.0 + threshold => Verdict::Regression,
+        Some((_, hi)) if hi < 1.0 - threshold => Verdict::Improvement,
+        Some(_) => Verdict::Unchanged,
+        None => Verdict::NotEnoughSamples,
+    };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Timings with multiplicative noise of about `noise` (deterministic).
+    fn timings(rng: &mut StdRng, n: usize, center: f64, noise: f64) -> Vec<f64> {
+        (0..n)
+            .map(|_| {
+                // A sum of uniforms: roughly normal, bounded.
+                let z: f64 = (0..6).map(|_| rng.gen::<f64>()).sum::<f64>() - 3.0;
+                // An occasional outlier, as a noisy machine gives.
+                let outlier = if rng.gen::<f64>() < 0.05 { 1.5 } else { 1.0 };
+                center * (1.0 + noise * z) * outlier
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_in_place_median_is_the_median() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for n in 1..30 {
+            let xs: Vec<f64> = (0..n).map(|_| rng.gen::<f64>()).collect();
+            assert_eq!(median_in_place(&mut xs.clone()), median(&xs).unwrap());
+        }
+    }
+
+    #[test]
+    fn medians_and_refusals() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[1.0, f64::NAN]), None);
+        let c = compare(&[1.0, 1.0], &[2.0, 2.0, 2.0], &Rule::default());
+        assert_eq!(c.verdict, Verdict::NotEnoughSamples);
+        let c = compare(&[0.0; 5], &[1.0; 5], &Rule::default());
+        assert_eq!(c.verdict, Verdict::NotEnoughSamples);
+    }
+
+    #[test]
+    fn mann_whitney_matches_known_values() {
+        // Completely separated samples of 5: U = 0, p well under 0.05.
+        let m = mann_whitney(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0]).unwrap();
+        assert_eq!(m.u, 0.0);
+        assert!(m.p < 0.02 && m.p > 0.005, "{m:?}");
+        // Identical samples: no evidence.
+        let m = mann_whitney(&[1.0; 4], &[1.0; 4]).unwrap();
+        assert_eq!(m.p, 1.0);
+    }
+
+    /// The acceptance figures on synthetic timings: with 3% noise
+    /// and occasional outliers, 20 samples a side, no change gives at most
+    /// 1 false regression in 100 kernels, a 10% slowdown is found in at
+    /// least 95 of 100.
+    #[test]
+    fn false_regressions_are_rare_and_a_ten_percent_slowdown_is_found() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let rule = Rule::default();
+        let mut false_alarms = 0;
+        let mut found = 0;
+        for _ in 0..100 {
+            let base = timings(&mut rng, 20, 1.0, 0.03);
+            let same = timings(&mut rng, 20, 1.0, 0.03);
+            let slower = timings(&mut rng, 20, 1.10 * 1.0, 0.03);
+            if compare(&base, &same, &rule).verdict == Verdict::Regression {
+                false_alarms += 1;
+            }
+            if compare(&base, &slower, &rule).verdict == Verdict::Regression {
+                found += 1;
+            }
+        }
+        assert!(false_alarms <= 1, "{false_alarms} false regressions in 100");
+        assert!(found >= 95, "a 10% slowdown found {found} times in 100");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn never_panics_and_the_interval_holds_the_ratio(
+            base in proptest::collection::vec(-1e6f64..1e6, 0..40),
+            new in proptest::collection::vec(-1e6f64..1e6, 0..40),
+        ) {
+            let c = compare(&base, &new, &Rule { resamples: 200, ..Rule::default() });
+            if let Some((lo, hi)) = c.interval {
+                proptest::prop_assert!(lo <= hi);
+            }
+            if let Some(p) = c.p {
+                proptest::prop_assert!((0.0..=1.0).contains(&p));
+            }
+        }
+    }
+}
