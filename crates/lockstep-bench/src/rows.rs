@@ -17,23 +17,19 @@ pub struct Stats {
     pub median: f64,
     pub stddev: f64,
     pub samples: usize,
+    /// Every sample in the order they were timed (the warm-up dropped): what
+    /// a later comparison of two runs resamples (lockstep-stats).
+    pub times_us: Vec<f64>,
 }
 
 impl Stats {
     /// `None` for no samples. The standard deviation is the sample one (n-1).
     pub fn from_samples(samples: &[f64]) -> Option<Stats> {
-        if samples.is_empty() {
-            return None;
-        }
+        let median = lockstep_stats::median(samples)?;
         let mut sorted = samples.to_vec();
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len();
         let mean = sorted.iter().sum::<f64>() / n as f64;
-        let median = if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        };
         let stddev = if n > 1 {
             (sorted.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
         } else {
@@ -46,6 +42,7 @@ impl Stats {
             median,
             stddev,
             samples: n,
+            times_us: samples.to_vec(),
         })
     }
 }
@@ -202,6 +199,12 @@ mod tests {
     fn statistics() {
         let s = Stats::from_samples(&[4.0, 1.0, 3.0, 2.0]).unwrap();
         assert_eq!((s.min, s.max, s.mean, s.median), (1.0, 4.0, 2.5, 2.5));
+        assert_eq!(
+            s.times_us,
+            vec![4.0, 1.0, 3.0, 2.0],
+            "every sample, in order"
+        );
+        assert!(Stats::from_samples(&[1.0, f64::NAN]).is_none());
         assert!((s.stddev - 1.290_994).abs() < 1e-5);
         let s = Stats::from_samples(&[5.0]).unwrap();
         assert_eq!((s.median, s.stddev), (5.0, 0.0));

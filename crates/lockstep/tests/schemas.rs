@@ -55,6 +55,26 @@ fn bench_results_match_their_schema() {
     );
     let results = p.json("r.json");
     assert_schema("bench-results.json", &results);
+    // Every sample is kept, and the median is theirs.
+    for row in results["rows"].as_array().expect("rows") {
+        let stats = &row["stats"];
+        let times: Vec<f64> = stats["times_us"]
+            .as_array()
+            .expect("times_us")
+            .iter()
+            .filter_map(|t| t.as_f64())
+            .collect();
+        assert_eq!(Some(times.len() as u64), stats["samples"].as_u64(), "{row}");
+        let mut sorted = times.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
+        assert_eq!(stats["median"].as_f64(), Some(median), "{row}");
+    }
     assert_eq!(
         results["rows"].as_array().map(Vec::len),
         Some(2),
