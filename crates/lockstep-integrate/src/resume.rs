@@ -40,14 +40,20 @@ impl Integrate<'_> {
         let (branch, remote, base_branch, _) = self.branch_and_remote("resume")?;
         let from = self.superproject.head()?.to_string();
         let tracking = format!("refs/remotes/{remote}/{branch}");
-        let fetched = self.superproject.try_git(&[
-            "fetch",
-            "--quiet",
-            &remote,
-            &format!("+refs/heads/{branch}:{tracking}"),
-        ])?;
+        // A branch the remote does not have is nothing to bring in; a fetch
+        // that fails otherwise (network, permissions) is an error.
         let mut pulled = 0;
-        if fetched.code == 0 {
+        if self
+            .superproject
+            .ls_remote_branch(&remote, &branch)?
+            .is_some()
+        {
+            self.superproject.git(&[
+                "fetch",
+                "--quiet",
+                &remote,
+                &format!("+refs/heads/{branch}:{tracking}"),
+            ])?;
             pulled = self.fast_forward(&branch, &tracking)?;
         } else {
             self.info(format!(

@@ -401,6 +401,12 @@ fn resume_takes_the_fixup_others_pushed_and_loops_on_to_head() {
 fn resume_stops_with_nothing_changed_on_divergence_or_a_conflicting_merge() {
     let (env, gh) = publishing(12);
     let branch = current_branch(&env);
+    // Not pushed yet: nothing to bring in.
+    let (out, err) = run(&env, &gh, &["integrate", "resume", "--no-loop"], 0);
+    assert!(
+        out.contains("is up to date with its remote") && err.contains("has no branch"),
+        "{out}{err}"
+    );
     run(&env, &gh, &["integrate", "publish"], 0);
 
     // Diverged: a commit here and one there.
