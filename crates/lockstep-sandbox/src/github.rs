@@ -168,13 +168,34 @@ fn pull_json(pull: &Pull, port: u16, repository: &str) -> Value {
     })
 }
 
-fn serve_one(
-    stream: TcpStream,
-    port: u16,
-    token: &str,
-    repository: &str,
-    state: &Arc<Mutex<State>>,
-) -> std::io::Result<()> {
+/// One HTTP/1.1 request as a loopback test server reads it.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    /// Path and query.
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    /// The value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether it carried `Authorization: Bearer TOKEN`.
+    pub fn has_bearer(&self, token: &str) -> bool {
+        self.header("authorization") == Some(format!("Bearer {token}").as_str())
+    }
+}
+
+/// Reads one request from `stream` (a 10 s read timeout, bodies of at most
+/// 16 MiB): the one request reader of the tests' loopback servers.
+pub fn read_request(stream: &TcpStream) -> std::io::Result<Request> {
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
@@ -182,23 +203,63 @@ fn serve_one(
     let mut parts = line.split_whitespace();
     let method = parts.next().unwrap_or_default().to_string();
     let target = parts.next().unwrap_or_default().to_string();
-    let mut length = 0usize;
-    let mut authorised = false;
+    let mut headers = Vec::new();
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header)? == 0 || header == "\r\n" {
             break;
         }
-        let (name, value) = header.split_once(':').unwrap_or_default();
-        match name.trim().to_ascii_lowercase().as_str() {
-            "content-length" => length = value.trim().parse().unwrap_or(0).min(16 << 20),
-            "authorization" => authorised = value.trim() == format!("Bearer {token}"),
-            _ => {}
+        if let Some((name, value)) = header.split_once(':') {
+            headers.push((name.trim().to_string(), value.trim().to_string()));
         }
     }
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
+        .min(16 << 20);
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body)?;
-    let body = String::from_utf8_lossy(&body).into_owned();
+    Ok(Request {
+        method,
+        target,
+        headers,
+        body,
+    })
+}
+
+/// Writes a JSON answer (`Connection: close`) with `headers` besides.
+pub fn write_response(
+    stream: &mut TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> std::io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    stream.flush()
+}
+
+fn serve_one(
+    mut stream: TcpStream,
+    port: u16,
+    token: &str,
+    repository: &str,
+    state: &Arc<Mutex<State>>,
+) -> std::io::Result<()> {
+    let request = read_request(&stream)?;
+    let authorised = request.has_bearer(token);
+    let body = String::from_utf8_lossy(&request.body).into_owned();
+    let (method, target) = (request.method, request.target);
     let answer = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         s.seen.push(Seen {
@@ -214,19 +275,12 @@ fn serve_one(
             ),
         }
     };
-    let mut stream = stream;
-    let mut head = format!(
-        "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+    write_response(
+        &mut stream,
         answer.status,
-        answer.body.len()
-    );
-    for (k, v) in &answer.headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(answer.body.as_bytes())?;
-    stream.flush()
+        &answer.headers,
+        answer.body.as_bytes(),
+    )
 }
 
 fn reply(status: u16, body: Value) -> Scripted {

@@ -5,7 +5,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use common::*;
@@ -54,42 +53,15 @@ fn serve_one(
     port: u16,
     state: &Arc<Mutex<State>>,
 ) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
-    let mut reader = std::io::BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let target = parts.next().unwrap_or_default().to_string();
-    let mut length = 0usize;
-    let mut authorised = false;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header)? == 0 || header == "\r\n" {
-            break;
-        }
-        let (name, value) = header.split_once(':').unwrap_or_default();
-        match name.trim().to_ascii_lowercase().as_str() {
-            "content-length" => length = value.trim().parse().unwrap_or(0),
-            "authorization" => authorised = value.trim() == format!("Bearer {TOKEN}"),
-            _ => {}
-        }
-    }
-    let mut body = vec![0u8; length];
-    reader.read_exact(&mut body)?;
+    let request = lockstep_sandbox::github::read_request(&stream)?;
+    let authorised = request.has_bearer(TOKEN);
     let (status, reply) = {
         let mut s = state.lock().expect("state");
         s.requests
-            .push((method.clone(), target.clone(), authorised));
-        route(&mut s, port, &method, &target, body)
+            .push((request.method.clone(), request.target.clone(), authorised));
+        route(&mut s, port, &request.method, &request.target, request.body)
     };
-    let text = reply.to_string();
-    write!(
-        stream,
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-        text.len()
-    )?;
-    stream.flush()
+    lockstep_sandbox::github::write_response(&mut stream, status, &[], reply.to_string().as_bytes())
 }
 
 fn release_json(
