@@ -186,7 +186,15 @@ impl Integrate<'_> {
         let index = self
             .state_dir
             .join(format!("ci-index-{}", std::process::id()));
-        let env = [("GIT_INDEX_FILE", index.to_str().unwrap_or_default())];
+        // An empty GIT_INDEX_FILE would be the real index: refuse a path
+        // git cannot be given.
+        let index_path = index.to_str().ok_or_else(|| {
+            Error::failed(format!(
+                "the state directory {} is not a UTF-8 path",
+                self.state_dir.display()
+            ))
+        })?;
+        let env = [("GIT_INDEX_FILE", index_path)];
         let sp = &self.superproject;
         let result = (|| -> Result<Oid, Error> {
             sp.git_env(&["read-tree", head], &env, None)?;

@@ -168,25 +168,43 @@ impl Integrate<'_> {
         }
         let mut bumped = Vec::new();
         let mut message = String::from("Bump followers with the integrate\n\n");
-        for (f, repo, from, to, pin) in &moves {
-            repo.checkout_detached(to)?;
-            self.superproject.stage_gitlink(&f.submodule, to)?;
-            message.push_str(&format!(
-                "{}: {} -> {} (pins {} {})\n",
-                f.name,
-                short(from),
-                short(to),
-                self.cfg.upstream_name,
-                short(pin)
-            ));
-            bumped.push(Bumped {
-                name: f.name.clone(),
-                from: from.clone(),
-                to: to.clone(),
-                upstream_pin: Some(pin.clone()),
-            });
-        }
-        let commit = self.superproject.commit_staged(&message, false)?;
+        let mut moved = Vec::new();
+        let staged = (|| -> Result<Oid, Error> {
+            for (f, repo, from, to, pin) in &moves {
+                repo.checkout_detached(to)?;
+                moved.push((f, repo, from));
+                self.superproject.stage_gitlink(&f.submodule, to)?;
+                message.push_str(&format!(
+                    "{}: {} -> {} (pins {} {})\n",
+                    f.name,
+                    short(from),
+                    short(to),
+                    self.cfg.upstream_name,
+                    short(pin)
+                ));
+                bumped.push(Bumped {
+                    name: f.name.clone(),
+                    from: from.clone(),
+                    to: to.clone(),
+                    upstream_pin: Some(pin.clone()),
+                });
+            }
+            self.superproject.commit_staged(&message, false)
+        })();
+        // Nothing half-done: a failed checkout or commit puts every moved
+        // follower back and unstages its pin.
+        let commit = match staged {
+            Ok(commit) => commit,
+            Err(e) => {
+                for (f, repo, from) in moved {
+                    let _ = repo.checkout_detached(from);
+                    let _ = self
+                        .superproject
+                        .try_git(&["reset", "--quiet", "--", &f.submodule]);
+                }
+                return Err(e);
+            }
+        };
         self.info(format!(
             "{} bumped {}",
             short(&commit),

@@ -105,7 +105,19 @@ impl Integrate<'_> {
                 "Mark the project as ok for a stable release\n".to_string()
             }
         };
-        let commit = self.superproject.commit_staged(&message, false)?;
+        let commit = match self.superproject.commit_staged(&message, false) {
+            Ok(commit) => commit,
+            Err(e) => {
+                // Nothing half-done: the mark goes back to what HEAD holds.
+                let sp = &self.superproject;
+                let _ = sp.try_git(&["reset", "--quiet", "--", UNSTABLE_MARK]);
+                let restored = sp.try_git(&["checkout", "--quiet", "HEAD", "--", UNSTABLE_MARK]);
+                if !restored.is_ok_and(|o| o.code == 0) {
+                    let _ = std::fs::remove_file(&path);
+                }
+                return Err(e);
+            }
+        };
         Ok(Marked {
             reasons: current,
             commit: Some(commit),

@@ -20,6 +20,10 @@ use crate::wheel::{normalize, parse_version};
 /// The largest `PKG-INFO` read.
 const MAX_PKG_INFO: u64 = 16 << 20;
 
+/// The most bytes an sdist's members may hold together once unpacked
+/// (a gzip bomb is refused, not streamed into a promoted copy).
+pub const MAX_UNPACKED: u64 = 8 << 30;
+
 /// A parsed sdist file name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SdistName {
@@ -92,8 +96,17 @@ pub fn visit(
     let entries = archive.entries().map_err(damaged)?;
     let top = format!("{}/", name.stem);
     let mut seen = std::collections::HashSet::new();
+    let mut unpacked: u64 = 0;
     for entry in entries {
         let mut entry = entry.map_err(damaged)?;
+        unpacked = unpacked.saturating_add(entry.header().size().unwrap_or(u64::MAX));
+        if unpacked > MAX_UNPACKED {
+            return Err(Error::failed(format!(
+                "{file_name} unpacks to more than {} GiB",
+                MAX_UNPACKED >> 30
+            ))
+            .hint("an sdist holds sources, not data: rebuild it without the large files"));
+        }
         if seen.len() >= lockstep_core::archive::MAX_MEMBERS {
             return Err(Error::failed(format!(
                 "{file_name} holds more than {} members",
@@ -258,6 +271,25 @@ mod tests {
             .unwrap_err()
             .message
             .contains("has no demo-4.0/PKG-INFO"));
+        // A member claiming more than the bound is refused from its header.
+        let path = dir.path().join("demo-6.0.tar.gz");
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::default(),
+        );
+        let mut builder = tar::Builder::new(gz);
+        let mut header = tar::Header::new_gnu();
+        header.set_path("demo-6.0/big").unwrap();
+        header.set_size(MAX_UNPACKED + 1);
+        header.set_cksum();
+        builder.append(&header, std::io::empty()).unwrap_or(());
+        let _ = builder.into_inner().map(|gz| gz.finish());
+        let err = pkg_info(&path).unwrap_err();
+        assert!(
+            err.message.contains("unpacks to more than"),
+            "{}",
+            err.render()
+        );
         std::fs::write(dir.path().join("demo-5.0.tar.gz"), b"not gzip").unwrap();
         assert!(pkg_info(&dir.path().join("demo-5.0.tar.gz")).is_err());
     }

@@ -201,3 +201,28 @@ fn a_hung_uv_is_killed_at_its_timeout_with_an_error_naming_it() {
     assert!(text.contains("log: "), "{text}");
     assert!(text.contains("LOCKSTEP_UV_TIMEOUT"), "{text}");
 }
+
+/// `uv build` takes build requirements from uv's cache first (`--offline`);
+/// with a cache that lacks them, the first try fails and the build runs
+/// again online: the build succeeds all the same.
+#[test]
+fn a_build_whose_requirements_are_not_cached_falls_back_to_the_index() {
+    let work = tempfile::tempdir().expect("tmp");
+    let empty_cache = work.path().join("empty-uv-cache");
+    let mut argv = uv().argv().to_vec();
+    argv.extend(["--cache-dir".to_string(), empty_cache.display().to_string()]);
+    let cold = Uv::new(argv).logs_in(&work.path().join("logs"));
+    let out = work.path().join("house");
+    build(&cold, work.path(), &out, "coldcache", "", "X = 1\n");
+    let wheels: Vec<_> = std::fs::read_dir(&out)
+        .expect("wheelhouse")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".whl"))
+        .collect();
+    assert_eq!(wheels.len(), 1);
+    let log = std::fs::read_to_string(work.path().join("coldcache.log")).expect("log");
+    assert!(
+        !log.contains("the network was disabled"),
+        "the log is the online build's: {log}"
+    );
+}

@@ -432,3 +432,67 @@ fn a_follower_without_an_upstream_pin_is_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_follower_pinning_by_its_own_submodule_is_read_from_the_gitlink() {
+    let env = Env::new(&spec(10));
+    let pinned = env.sb.affecting[1].clone();
+    let origin = env.dir.path().join("torch-mlir.git");
+    let work = env.dir.path().join("torch-mlir-work");
+    git(
+        env.dir.path(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            &origin.to_string_lossy(),
+        ],
+    );
+    git(
+        env.dir.path(),
+        &["init", "-q", "-b", "main", &work.to_string_lossy()],
+    );
+    // Torch-MLIR pins LLVM as its own submodule: a gitlink is all it takes.
+    git(
+        &work,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{pinned},externals/llvm-project"),
+        ],
+    );
+    commit_as_tester(&work, "Pin LLVM", false);
+    git(&work, &["push", "-q", &origin.to_string_lossy(), "main"]);
+    git(
+        env.sp(),
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            &origin.to_string_lossy(),
+            "third_party/torch-mlir",
+        ],
+    );
+    let path = env.sp().join("lockstep.toml");
+    let toml = std::fs::read_to_string(&path).expect("config");
+    std::fs::write(
+        &path,
+        format!("{toml}\n[[integrate.follow]]\nname = \"torch-mlir\"\nsubmodule = \"third_party/torch-mlir\"\nupstream-submodule = \"externals/llvm-project\"\n"),
+    )
+    .expect("write");
+    commit_as_tester(env.sp(), "Add Torch-MLIR, following LLVM", true);
+    git(env.sp(), &["push", "-q", "origin", "HEAD:main"]);
+    git(env.sp(), &["fetch", "-q", "origin"]);
+    env.start();
+    env.ok(&["integrate", "loop"], 0);
+    let status = env.status();
+    let f = &status["followers"][0];
+    assert_eq!(f["upstream_pin"], pinned.as_str(), "{status}");
+    assert!(f["behind"].as_u64().is_some_and(|b| b > 0), "{status}");
+    assert!(f["problem"].is_null(), "{status}");
+}

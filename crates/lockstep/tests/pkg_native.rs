@@ -991,6 +991,23 @@ fn sdists_travel_with_the_set_through_publish_and_promote() {
     let promoted: serde_json::Value = serde_json::from_slice(&out.stdout).expect("promote JSON");
     let final_sdist = index.join("files/0.3.0/demo_runtime-0.3.0.tar.gz");
     assert!(final_sdist.is_file(), "{promoted}");
+    // Deterministic: promoting again gives the same bytes (the store refuses
+    // different bytes under a released name).
+    let before = sha256_of(&final_sdist);
+    run_in(
+        &p,
+        &n.project,
+        &[
+            "release",
+            "promote",
+            &version,
+            "--to",
+            "0.3.0",
+            "--rewrite-stamps",
+        ],
+        0,
+    );
+    assert_eq!(sha256_of(&final_sdist), before);
     let (names, pkg_info) = tar_member(&final_sdist, "demo_runtime-0.3.0/PKG-INFO");
     assert!(pkg_info.contains("\nVersion: 0.3.0\n"), "{pkg_info}");
     assert!(
