@@ -349,126 +349,6 @@ pub fn submodule(superproject: &Repo, path: &str) -> Result<(), Error> {
     .hint("set [integrate] submodule in lockstep.toml to the path of the pinned submodule"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bad_paths_and_names_are_refused_with_their_key() {
-        for path in ["", ".", "..", "./x", "a/../b", "/abs", "-x", "  "] {
-            let err = submodule_path(path).unwrap_err();
-            assert!(
-                err.message.contains("[integrate] submodule"),
-                "{path:?}: {}",
-                err.message
-            );
-        }
-        submodule_path("third_party/llvm-project").unwrap();
-        for name in ["", "-x", "a b", "a..b", "x.lock", "a:b"] {
-            assert!(remote_name("upstream-remote", name).is_err(), "{name:?}");
-        }
-        remote_name("upstream-remote", "upstream").unwrap();
-        ref_part("upstream-branch", "main").unwrap();
-        assert!(ref_part("upstream-branch", "ma in").is_err());
-    }
-
-    #[test]
-    fn text_that_git_or_a_commit_cannot_take_is_refused_with_its_key() {
-        let ok = IntegrateConfig::default();
-        config(&ok).unwrap();
-        type Change = fn(&mut IntegrateConfig);
-        let cases: Vec<(&str, Change)> = vec![
-            ("upstream-url", |c| {
-                c.upstream_url = Some("https://x\0y".into())
-            }),
-            ("commit-url", |c| c.commit_url = Some("\0".into())),
-            ("smoke", |c| c.smoke = vec!["./smoke\0.sh".into()]),
-            ("smoke", |c| c.smoke = vec!["".into()]),
-            ("track-paths", |c| c.track_paths = vec!["ml\0ir".into()]),
-            ("upstream-name", |c| c.upstream_name = "LL\nVM".into()),
-            ("upstream-name", |c| c.upstream_name = " ".into()),
-            ("export.branch", |c| c.export.branch = "sm {repo}".into()),
-            ("export.branch", |c| c.export.branch = "-{branch}".into()),
-            ("base", |c| c.base = "origin/\0main".into()),
-            ("branch", |c| c.branch = "integrates/llvm-{dat}".into()),
-            ("branch", |c| {
-                c.branch = "integrates/{date}-{unknown}".into()
-            }),
-            ("branch", |c| c.branch = "integrates/llvm-{date".into()),
-            ("export.branch", |c| {
-                c.export.branch = "sm-{repo}-{brnch}".into()
-            }),
-            ("commit-url", |c| {
-                c.commit_url = Some("https://x/commit/{hash}".into())
-            }),
-            ("upstream-branch", |c| {
-                c.upstream_branch = "x".repeat(100_000)
-            }),
-            ("upstream-remote", |c| c.upstream_remote = "r".repeat(256)),
-            ("upstream-url", |c| {
-                c.upstream_url = Some(format!("https://x/{}", "a".repeat(3000)))
-            }),
-            ("smoke", |c| c.smoke = vec!["x".repeat(70_000)]),
-            ("upstream-name", |c| c.upstream_name = "L".repeat(201)),
-            ("track-paths", |c| c.track_paths = vec!["p".into(); 1001]),
-            ("track-paths", |c| {
-                c.track_paths = vec!["p".repeat(4000); 100]
-            }),
-        ];
-        for (key, change) in cases {
-            let mut cfg = IntegrateConfig::default();
-            change(&mut cfg);
-            let err = config(&cfg).unwrap_err();
-            assert_eq!(err.kind, lockstep_core::ErrorKind::Usage);
-            assert!(
-                err.message.contains(&format!("[integrate] {key}")),
-                "{key}: {}",
-                err.message
-            );
-            assert!(err.message.len() < 400, "{key}: a short message");
-        }
-    }
-
-    #[test]
-    fn unknown_placeholders_are_named_with_the_known_ones() {
-        let err = placeholders("branch", "x-{dat}", BRANCH_PLACEHOLDERS).unwrap_err();
-        assert!(
-            err.message
-                .contains("`{dat}` is not a placeholder; the known one is `{date}`"),
-            "{}",
-            err.message
-        );
-        let err = placeholders("export.branch", "{repo}-}", EXPORT_PLACEHOLDERS).unwrap_err();
-        assert!(
-            err.message
-                .contains("a `}` stands alone; the known ones are `{repo}` and `{branch}`"),
-            "{}",
-            err.message
-        );
-        placeholders(
-            "export.branch",
-            "sm-{repo}-{branch}{repo}",
-            EXPORT_PLACEHOLDERS,
-        )
-        .unwrap();
-        placeholders("branch", "plain", BRANCH_PLACEHOLDERS).unwrap();
-    }
-
-    proptest::proptest! {
-        /// Any template: accepted exactly when putting sample values in
-        /// for the known placeholders leaves no brace, and never a panic.
-        #[test]
-        fn placeholders_accept_exactly_the_known_ones(
-            parts in proptest::collection::vec("(\\{repo\\}|\\{branch\\}|[a-z{}_/-]{1,3})", 0..8)
-        ) {
-            let template = parts.concat();
-            let ok = placeholders("export.branch", &template, EXPORT_PLACEHOLDERS).is_ok();
-            let filled = template.replace("{repo}", "R").replace("{branch}", "B");
-            proptest::prop_assert_eq!(ok, !filled.contains(['{', '}']), "{}", template);
-        }
-    }
-}
-
 /// The most `[[integrate.verdicts]]` rules.
 const MAX_VERDICT_RULES: usize = 100;
 
@@ -594,4 +474,124 @@ fn github(cfg: &crate::config::GithubConfig) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_paths_and_names_are_refused_with_their_key() {
+        for path in ["", ".", "..", "./x", "a/../b", "/abs", "-x", "  "] {
+            let err = submodule_path(path).unwrap_err();
+            assert!(
+                err.message.contains("[integrate] submodule"),
+                "{path:?}: {}",
+                err.message
+            );
+        }
+        submodule_path("third_party/llvm-project").unwrap();
+        for name in ["", "-x", "a b", "a..b", "x.lock", "a:b"] {
+            assert!(remote_name("upstream-remote", name).is_err(), "{name:?}");
+        }
+        remote_name("upstream-remote", "upstream").unwrap();
+        ref_part("upstream-branch", "main").unwrap();
+        assert!(ref_part("upstream-branch", "ma in").is_err());
+    }
+
+    #[test]
+    fn text_that_git_or_a_commit_cannot_take_is_refused_with_its_key() {
+        let ok = IntegrateConfig::default();
+        config(&ok).unwrap();
+        type Change = fn(&mut IntegrateConfig);
+        let cases: Vec<(&str, Change)> = vec![
+            ("upstream-url", |c| {
+                c.upstream_url = Some("https://x\0y".into())
+            }),
+            ("commit-url", |c| c.commit_url = Some("\0".into())),
+            ("smoke", |c| c.smoke = vec!["./smoke\0.sh".into()]),
+            ("smoke", |c| c.smoke = vec!["".into()]),
+            ("track-paths", |c| c.track_paths = vec!["ml\0ir".into()]),
+            ("upstream-name", |c| c.upstream_name = "LL\nVM".into()),
+            ("upstream-name", |c| c.upstream_name = " ".into()),
+            ("export.branch", |c| c.export.branch = "sm {repo}".into()),
+            ("export.branch", |c| c.export.branch = "-{branch}".into()),
+            ("base", |c| c.base = "origin/\0main".into()),
+            ("branch", |c| c.branch = "integrates/llvm-{dat}".into()),
+            ("branch", |c| {
+                c.branch = "integrates/{date}-{unknown}".into()
+            }),
+            ("branch", |c| c.branch = "integrates/llvm-{date".into()),
+            ("export.branch", |c| {
+                c.export.branch = "sm-{repo}-{brnch}".into()
+            }),
+            ("commit-url", |c| {
+                c.commit_url = Some("https://x/commit/{hash}".into())
+            }),
+            ("upstream-branch", |c| {
+                c.upstream_branch = "x".repeat(100_000)
+            }),
+            ("upstream-remote", |c| c.upstream_remote = "r".repeat(256)),
+            ("upstream-url", |c| {
+                c.upstream_url = Some(format!("https://x/{}", "a".repeat(3000)))
+            }),
+            ("smoke", |c| c.smoke = vec!["x".repeat(70_000)]),
+            ("upstream-name", |c| c.upstream_name = "L".repeat(201)),
+            ("track-paths", |c| c.track_paths = vec!["p".into(); 1001]),
+            ("track-paths", |c| {
+                c.track_paths = vec!["p".repeat(4000); 100]
+            }),
+        ];
+        for (key, change) in cases {
+            let mut cfg = IntegrateConfig::default();
+            change(&mut cfg);
+            let err = config(&cfg).unwrap_err();
+            assert_eq!(err.kind, lockstep_core::ErrorKind::Usage);
+            assert!(
+                err.message.contains(&format!("[integrate] {key}")),
+                "{key}: {}",
+                err.message
+            );
+            assert!(err.message.len() < 400, "{key}: a short message");
+        }
+    }
+
+    #[test]
+    fn unknown_placeholders_are_named_with_the_known_ones() {
+        let err = placeholders("branch", "x-{dat}", BRANCH_PLACEHOLDERS).unwrap_err();
+        assert!(
+            err.message
+                .contains("`{dat}` is not a placeholder; the known one is `{date}`"),
+            "{}",
+            err.message
+        );
+        let err = placeholders("export.branch", "{repo}-}", EXPORT_PLACEHOLDERS).unwrap_err();
+        assert!(
+            err.message
+                .contains("a `}` stands alone; the known ones are `{repo}` and `{branch}`"),
+            "{}",
+            err.message
+        );
+        placeholders(
+            "export.branch",
+            "sm-{repo}-{branch}{repo}",
+            EXPORT_PLACEHOLDERS,
+        )
+        .unwrap();
+        placeholders("branch", "plain", BRANCH_PLACEHOLDERS).unwrap();
+    }
+
+    proptest::proptest! {
+        /// Any template: accepted exactly when putting sample values in
+        /// for the known placeholders leaves no brace, and never a panic.
+        #[test]
+        fn placeholders_accept_exactly_the_known_ones(
+            parts in proptest::collection::vec("(\\{repo\\}|\\{branch\\}|[a-z{}_/-]{1,3})", 0..8)
+        ) {
+            let template = parts.concat();
+            let ok = placeholders("export.branch", &template, EXPORT_PLACEHOLDERS).is_ok();
+            let filled = template.replace("{repo}", "R").replace("{branch}", "B");
+            proptest::prop_assert_eq!(ok, !filled.contains(['{', '}']), "{}", template);
+        }
+    }
 }
