@@ -25,6 +25,16 @@ pub struct CiConfig {
     pub test_variant: Option<String>,
     pub build_timeout_minutes: u32,
     pub test_timeout_minutes: u32,
+    /// `uses:` by commit SHA with the version as a comment (default), or by
+    /// major tag (`false`).
+    pub pin_actions: bool,
+    /// `[ci.pins]`: newer commits for actions lockstep knows, by name
+    /// (`"actions/checkout" = { version = "v6.2.0", sha = "..." }`).
+    pub pins: std::collections::BTreeMap<String, PinConfig>,
+    /// `[ci.release]`: the scheduled release workflow.
+    pub release: Option<CiReleaseConfig>,
+    /// `[ci.integrate]`: the scheduled integrate workflow.
+    pub integrate: Option<CiIntegrateConfig>,
 }
 
 impl Default for CiConfig {
@@ -38,6 +48,74 @@ impl Default for CiConfig {
             test_variant: None,
             build_timeout_minutes: 60,
             test_timeout_minutes: 60,
+            pin_actions: true,
+            pins: Default::default(),
+            release: None,
+            integrate: None,
+        }
+    }
+}
+
+/// `[ci.pins] "OWNER/REPO"`: the commit (and its release) to pin a known
+/// action to instead of lockstep's own table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinConfig {
+    pub version: String,
+    pub sha: String,
+}
+
+/// `[ci.release]`: `lockstep-release.yml`, a scheduled (and dispatchable)
+/// bump -> cut -> build -> test -> publish -> deploy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct CiReleaseConfig {
+    /// When it runs: a 5-field cron expression, UTC (GitHub's `schedule`).
+    pub schedule: String,
+    /// The channel scheduled runs cut (`snapshot` or `candidate`).
+    pub channel: String,
+    /// Deploy the release index to GitHub Pages.
+    pub pages: bool,
+    /// Create a GitHub Release per cut with its files and SHA256SUMS.
+    pub github_release: bool,
+    /// Minutes the cut and publish jobs may take.
+    pub timeout_minutes: u32,
+}
+
+impl Default for CiReleaseConfig {
+    fn default() -> Self {
+        CiReleaseConfig {
+            schedule: "0 5 * * *".into(),
+            channel: "snapshot".into(),
+            pages: true,
+            github_release: true,
+            timeout_minutes: 60,
+        }
+    }
+}
+
+/// `[ci.integrate]`: `lockstep-integrate.yml`, a scheduled `integrate loop
+/// --publish` that ends in a draft pull request.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct CiIntegrateConfig {
+    /// When it runs: a 5-field cron expression, UTC.
+    pub schedule: Option<String>,
+    /// Minutes the integrate job may take.
+    pub timeout_minutes: u32,
+    /// The name of the repository secret holding a token that may push and
+    /// open pull requests and whose pushes start CI (a GitHub App token or a
+    /// fine-grained PAT); unset: the job's own `GITHUB_TOKEN`, whose pushes
+    /// start no workflow runs.
+    pub token_secret: Option<String>,
+}
+
+impl Default for CiIntegrateConfig {
+    fn default() -> Self {
+        CiIntegrateConfig {
+            schedule: None,
+            timeout_minutes: 360,
+            token_secret: None,
         }
     }
 }

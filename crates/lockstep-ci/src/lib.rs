@@ -9,8 +9,14 @@
 //! and [`generate`] / [`check`] / [`write`] are what the command does. Output
 //! is deterministic: the same plan gives the same bytes.
 
+pub mod actions;
 pub mod config;
+pub mod cron;
+pub mod explain;
+pub mod integrate_workflow;
 pub mod plan;
+pub mod release_workflow;
+pub mod stages;
 pub mod workflow;
 pub mod yaml;
 
@@ -39,14 +45,37 @@ pub struct Drift {
     pub diff: String,
 }
 
-/// The workflow, and the linters' configuration beside the workflows
+/// Every workflow the plan has, by file name: package CI always, release
+/// and integrate when configured.
+pub fn workflows(plan: &Plan) -> Vec<(&'static str, yaml::Node)> {
+    let mut all = vec![(workflow::FILE, workflow::workflow(plan))];
+    if let Some(stage) = &plan.release {
+        all.push((
+            release_workflow::FILE,
+            release_workflow::workflow(plan, stage),
+        ));
+    }
+    if let Some(stage) = &plan.integrate {
+        all.push((
+            integrate_workflow::FILE,
+            integrate_workflow::workflow(plan, stage),
+        ));
+    }
+    all
+}
+
+/// The workflows (package CI always; release and integrate when
+/// configured), and the linters' configuration beside the workflows
 /// directory (`.github/actionlint.yaml` and `.github/zizmor.yml` for
 /// `.github/workflows`) when [`Plan::lint_dir`] is set.
 pub fn generate(plan: &Plan) -> Vec<GeneratedFile> {
-    let mut files = vec![GeneratedFile {
-        path: plan.out.join(workflow::FILE),
-        contents: workflow::workflow(plan),
-    }];
+    let mut files: Vec<GeneratedFile> = workflows(plan)
+        .into_iter()
+        .map(|(name, document)| GeneratedFile {
+            path: plan.out.join(name),
+            contents: workflow::render_file(plan, &document),
+        })
+        .collect();
     if let Some(lint_dir) = &plan.lint_dir {
         files.push(GeneratedFile {
             path: lint_dir.join("actionlint.yaml"),

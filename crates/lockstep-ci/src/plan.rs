@@ -72,9 +72,18 @@ pub struct Plan {
     /// The manylinux container image the build job runs in (`None` for
     /// `[pkg] manylinux = "off"`).
     pub build_image: Option<String>,
-    /// Native builds use sccache, shared across runners through the GitHub
-    /// Actions cache.
-    pub sccache_gha: bool,
+    /// Native builds use a compiler cache (`[pkg] compiler-cache`), whose
+    /// directory the build job keeps in the GitHub Actions cache.
+    pub compiler_cache: bool,
+    /// The build checks out submodules (`[pkg] submodules`, and the
+    /// repository has a `.gitmodules`): `pkg build` stages them.
+    pub build_submodules: bool,
+    /// The `uses:` of every action (by SHA unless `[ci] pin-actions = false`).
+    pub actions: crate::actions::Pins,
+    /// `lockstep-release.yml`, when `[ci.release]` is configured.
+    pub release: Option<crate::stages::ReleaseStage>,
+    /// `lockstep-integrate.yml`, when `[ci.integrate] schedule` is set.
+    pub integrate: Option<crate::stages::IntegrateStage>,
 }
 
 /// The manylinux images a build job can run in, pinned by digest (an
@@ -122,6 +131,10 @@ pub struct PlanInputs<'a> {
     pub out: Option<PathBuf>,
     /// The git URL and commit this binary was built from, when known.
     pub built_from: Option<(String, String)>,
+    /// What `[release]` says, when lockstep.toml has it.
+    pub release: Option<crate::stages::ReleaseFacts>,
+    /// lockstep.toml has an `[integrate]` table.
+    pub has_integrate: bool,
 }
 
 /// Resolves and validates the plan.
@@ -165,6 +178,16 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         }
     }
     let variants = variants(pkg)?;
+    let cells = pythons.len() * variants.len();
+    if cells > MAX_SHARDS as usize {
+        return Err(Error::usage(format!(
+            "[pkg] python and the variants make {cells} build jobs ({} x {})",
+            pythons.len(),
+            variants.len()
+        ))
+        .cause(format!("GitHub runs at most {MAX_SHARDS} jobs of a matrix"))
+        .hint("build fewer Python versions or variants in CI"));
+    }
     let test_variant = ci
         .test_variant
         .clone()
@@ -237,9 +260,13 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         build_timeout_minutes,
         test_timeout_minutes,
         build_image: build_image(pkg)?,
-        sccache_gha: pkg
+        compiler_cache: pkg
             .compiler_cache
-            .is_none_or(|c| c == lockstep_pkg::config::CompilerCache::Sccache),
+            .is_none_or(|c| c != lockstep_pkg::config::CompilerCache::None),
+        build_submodules: pkg.submodules && top.join(".gitmodules").is_file(),
+        actions: crate::actions::Pins::resolve(ci.pin_actions, &ci.pins)?,
+        release: crate::stages::release(ci, inputs.release.as_ref())?,
+        integrate: crate::stages::integrate(ci, inputs.has_integrate)?,
     })
 }
 
@@ -410,7 +437,7 @@ fn targets(
     Ok(jobs)
 }
 
-fn runs_on(key: &str, value: &RunsOn) -> Result<Vec<String>, Error> {
+pub(crate) fn runs_on(key: &str, value: &RunsOn) -> Result<Vec<String>, Error> {
     let labels = match value {
         RunsOn::Label(label) => vec![label.clone()],
         RunsOn::Labels(labels) => labels.clone(),
@@ -437,7 +464,7 @@ fn shards(key: &str, n: u32) -> Result<u32, Error> {
     }
 }
 
-fn timeout(key: &str, minutes: u32) -> Result<u32, Error> {
+pub(crate) fn timeout(key: &str, minutes: u32) -> Result<u32, Error> {
     if (1..=MAX_TIMEOUT_MINUTES).contains(&minutes) {
         Ok(minutes)
     } else {
@@ -447,7 +474,11 @@ fn timeout(key: &str, minutes: u32) -> Result<u32, Error> {
 }
 
 /// A name that becomes part of a job id or an artifact name.
-fn check_name(key: &str, name: &str, allowed: impl Fn(char) -> bool) -> Result<(), Error> {
+pub(crate) fn check_name(
+    key: &str,
+    name: &str,
+    allowed: impl Fn(char) -> bool,
+) -> Result<(), Error> {
     if name.is_empty() || name.len() > 64 || !name.chars().all(allowed) {
         return Err(Error::usage(format!(
             "{key} `{}` cannot name a CI job or artifact",
@@ -459,7 +490,7 @@ fn check_name(key: &str, name: &str, allowed: impl Fn(char) -> bool) -> Result<(
 }
 
 /// Free text that goes into YAML as a quoted scalar: one line, bounded.
-fn check_text(key: &str, text: &str) -> Result<(), Error> {
+pub(crate) fn check_text(key: &str, text: &str) -> Result<(), Error> {
     if text.trim().is_empty() || text.len() > 200 || text.chars().any(char::is_control) {
         return Err(
             Error::usage(format!("{key} has a bad entry `{}`", text.escape_debug()))
@@ -470,7 +501,7 @@ fn check_text(key: &str, text: &str) -> Result<(), Error> {
 }
 
 /// A path inside the repository, relative, with `/` separators.
-fn inside(key: &str, path: &Path) -> Result<String, Error> {
+pub(crate) fn inside(key: &str, path: &Path) -> Result<String, Error> {
     let ok = !path.as_os_str().is_empty()
         && path
             .components()

@@ -9,17 +9,9 @@
 //! through `env:` (a `${{ }}` inside a script is template injection); the
 //! checkout does not keep the token; permissions are read-only.
 
+use crate::actions::{self, Action};
 use crate::plan::{join_slash, LockstepInstall, Plan, TargetJob};
 use crate::yaml::{map, s, Node};
-
-/// The actions used, pinned to their current major versions (each runs
-/// on Node 24).
-pub const CHECKOUT: &str = "actions/checkout@v6";
-pub const SETUP_PYTHON: &str = "actions/setup-python@v6";
-pub const CACHE: &str = "actions/cache@v5";
-pub const UPLOAD: &str = "actions/upload-artifact@v6";
-pub const DOWNLOAD: &str = "actions/download-artifact@v7";
-pub const GITHUB_SCRIPT: &str = "actions/github-script@v8";
 
 /// The workflow's file name in the workflows directory.
 pub const FILE: &str = "lockstep-pkgci.yml";
@@ -58,16 +50,19 @@ pub fn header(plan: &Plan) -> String {
     )
 }
 
-/// The whole workflow file.
-pub fn workflow(plan: &Plan) -> String {
-    let mut jobs = vec![("build".to_string(), build_job(plan))];
+/// The whole workflow.
+pub fn workflow(plan: &Plan) -> Node {
+    let source = Source::default();
+    let mut jobs = vec![("build".to_string(), build_job(plan, &source))];
     for target in &plan.targets {
-        jobs.push((test_job_id(&target.name), test_job(plan, target)));
+        jobs.push((test_job_id(&target.name), test_job(plan, target, &source)));
     }
     let needs: Vec<Node> = jobs.iter().map(|(id, _)| s(id.clone())).collect();
-    jobs.push(("summary".to_string(), summary_job(plan, needs)));
-
-    let mut top = vec![
+    jobs.push((
+        "summary".to_string(),
+        summary_job(plan, "lockstep package CI", needs),
+    ));
+    let top = vec![
         ("name".to_string(), s("lockstep package CI")),
         ("on".to_string(), triggers(plan)),
         ("permissions".to_string(), map([("contents", s("read"))])),
@@ -82,6 +77,16 @@ pub fn workflow(plan: &Plan) -> String {
             ]),
         ),
     ];
+    document(plan, top, jobs)
+}
+
+/// A workflow file: the header, the top-level entries, the working
+/// directory's default, and the jobs.
+pub(crate) fn document(
+    plan: &Plan,
+    mut top: Vec<(String, Node)>,
+    jobs: Vec<(String, Node)>,
+) -> Node {
     if !plan.workdir.is_empty() {
         top.push((
             "defaults".to_string(),
@@ -89,11 +94,12 @@ pub fn workflow(plan: &Plan) -> String {
         ));
     }
     top.push(("jobs".to_string(), Node::Spaced(jobs)));
-    format!(
-        "{}\n{}",
-        header(plan),
-        crate::yaml::render(&Node::Spaced(top))
-    )
+    Node::Spaced(top)
+}
+
+/// A workflow file's text: the header, then the document.
+pub fn render_file(plan: &Plan, document: &Node) -> String {
+    format!("{}\n{}", header(plan), crate::yaml::render(document))
 }
 
 fn triggers(plan: &Plan) -> Node {
@@ -110,7 +116,7 @@ fn triggers(plan: &Plan) -> Node {
     ])
 }
 
-fn runs_on(labels: &[String]) -> Node {
+pub(crate) fn runs_on(labels: &[String]) -> Node {
     match labels {
         [one] => s(one.clone()),
         many => Node::Flow(many.iter().cloned().map(s).collect()),
@@ -118,17 +124,17 @@ fn runs_on(labels: &[String]) -> Node {
 }
 
 /// A path the actions see (relative to the workspace, not the working directory).
-fn workspace_path(plan: &Plan, path: &str) -> String {
+pub(crate) fn workspace_path(plan: &Plan, path: &str) -> String {
     join_slash(&plan.workdir, path)
 }
 
-fn step(name: &str, entries: Vec<(&str, Node)>) -> Node {
+pub(crate) fn step(name: &str, entries: Vec<(&str, Node)>) -> Node {
     let mut all = vec![("name".to_string(), s(name))];
     all.extend(entries.into_iter().map(|(k, v)| (k.to_string(), v)));
     Node::Map(all)
 }
 
-fn with(entries: Vec<(&str, Node)>) -> Node {
+pub(crate) fn with(entries: Vec<(&str, Node)>) -> Node {
     Node::Map(
         entries
             .into_iter()
@@ -139,12 +145,19 @@ fn with(entries: Vec<(&str, Node)>) -> Node {
 
 /// An `actions/upload-artifact` step: `name` is the artifact, `when` the
 /// step's `if:` (none: only when everything before succeeded).
-fn upload(step_name: &str, when: Option<&str>, name: String, path: Node, if_missing: &str) -> Node {
+pub(crate) fn upload(
+    plan: &Plan,
+    step_name: &str,
+    when: Option<&str>,
+    name: String,
+    path: Node,
+    if_missing: &str,
+) -> Node {
     let mut entries = Vec::new();
     if let Some(when) = when {
         entries.push(("if", s(when)));
     }
-    entries.push(("uses", s(UPLOAD)));
+    entries.push(("uses", uses(plan, actions::UPLOAD_ARTIFACT)));
     let mut inputs = vec![("name", s(name)), ("path", path)];
     if if_missing == "ignore" {
         // Build logs live in a hidden directory of the wheelhouse.
@@ -155,24 +168,57 @@ fn upload(step_name: &str, when: Option<&str>, name: String, path: Node, if_miss
     step(step_name, entries)
 }
 
-fn checkout() -> Node {
+/// The `uses:` of `action` as the plan pins it.
+pub(crate) fn uses(plan: &Plan, action: Action) -> Node {
+    plan.actions.uses(action)
+}
+
+/// `actions/checkout` without keeping the token in the clone's config (the
+/// jobs that push authenticate their own git commands, see [`git_auth`]).
+/// `commit`: what to check out (an expression), else the event's commit;
+/// `full`: every commit and tag (`fetch-depth: 0`).
+pub(crate) fn checkout_at(plan: &Plan, commit: Option<&str>, full: bool) -> Node {
+    let mut inputs = Vec::new();
+    if let Some(commit) = commit {
+        inputs.push(("ref", s(commit)));
+    }
+    if full {
+        inputs.push(("fetch-depth", Node::Int(0)));
+    }
+    inputs.push(("persist-credentials", Node::Bool(false)));
     step(
         "Check out",
         vec![
-            ("uses", s(CHECKOUT)),
-            (
-                "with",
-                with(vec![("persist-credentials", Node::Bool(false))]),
-            ),
+            ("uses", uses(plan, actions::CHECKOUT)),
+            ("with", with(inputs)),
         ],
     )
 }
 
-fn setup_python(version: &str) -> Node {
+/// Lines of a `run:` script that let git push with `$GITHUB_TOKEN` for
+/// this one process tree (an extra header through git's environment
+/// configuration): the token is never written to disk, and the checkout
+/// does not persist it.
+pub(crate) const GIT_AUTH: &str = "basic=\"$(printf 'x-access-token:%s' \"$GITHUB_TOKEN\" | base64 -w0)\"\nexport GIT_CONFIG_COUNT=1\nexport GIT_CONFIG_KEY_0=\"http.$GITHUB_SERVER_URL/.extraheader\"\nexport GIT_CONFIG_VALUE_0=\"AUTHORIZATION: basic $basic\"\n";
+
+/// `checkout` (a step from [`checkout_at`]) with every submodule, recursively.
+pub(crate) fn with_submodules(checkout: Node) -> Node {
+    let Node::Map(mut entries) = checkout else {
+        return checkout;
+    };
+    for (key, value) in entries.iter_mut() {
+        if let (true, Node::Map(inputs)) = (key == "with", value) {
+            inputs.insert(0, ("submodules".into(), s("recursive")));
+        }
+    }
+    Node::Map(entries)
+}
+
+pub(crate) fn setup_python(plan: &Plan, version: &str) -> Node {
     step(
         "Set up Python",
         vec![
-            ("uses", s(SETUP_PYTHON)),
+            ("uses", uses(plan, actions::SETUP_PYTHON)),
             ("with", with(vec![("python-version", s(version))])),
         ],
     )
@@ -182,7 +228,7 @@ fn setup_python(version: &str) -> Node {
 /// names the runner (its labels: a binary built on one image may not run on
 /// another) and the source (the URL's hash and the revision, or the hash of
 /// the sources).
-fn install_lockstep(plan: &Plan, runs_on: &[String]) -> Vec<Node> {
+pub(crate) fn install_lockstep(plan: &Plan, runs_on: &[String]) -> Vec<Node> {
     let runner = runner_slug(runs_on);
     let (key, script, env) = match &plan.lockstep {
         LockstepInstall::Git { url, rev } => (
@@ -216,7 +262,7 @@ fn install_lockstep(plan: &Plan, runs_on: &[String]) -> Vec<Node> {
             "Restore lockstep",
             vec![
                 ("id", s("lockstep-bin")),
-                ("uses", s(CACHE)),
+                ("uses", uses(plan, actions::CACHE)),
                 (
                     "with",
                     with(vec![("path", s("~/.cargo/bin/lockstep")), ("key", s(key))]),
@@ -246,16 +292,43 @@ fn runner_slug(runs_on: &[String]) -> String {
         .join("+")
 }
 
-fn build_job(plan: &Plan) -> Node {
+/// Where the build and test jobs of a workflow take their commit and
+/// version from: the event (package CI), or an earlier job (the release's
+/// `cut`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Source<'a> {
+    /// Jobs the build needs (the test jobs need these and `build`).
+    pub needs: &'a [&'a str],
+    /// The commit to check out (an expression); `None`: the event's.
+    pub commit: Option<&'a str>,
+    /// The version to stamp (an expression); `None`: `[pkg]`'s scheme.
+    pub version: Option<&'a str>,
+    /// The jobs' `if:` (with the needs' success implied).
+    pub when: Option<&'a str>,
+}
+
+/// `needs:` of a job: one name as a scalar, several as a list.
+pub(crate) fn needs_node(needs: &[&str]) -> Node {
+    match needs {
+        [one] => s(*one),
+        many => Node::Seq(many.iter().map(|n| s(*n)).collect()),
+    }
+}
+
+pub(crate) fn build_job(plan: &Plan, source: &Source) -> Node {
     let house = workspace_path(plan, WHEELHOUSE);
-    let mut steps = vec![checkout()];
+    let mut checkout = checkout_at(plan, source.commit, false);
+    if plan.build_submodules {
+        checkout = with_submodules(checkout);
+    }
+    let mut steps = vec![checkout];
     match &plan.build_image {
         Some(_) => {
             steps.push(container_python());
             steps.extend(install_lockstep_in_container(plan));
         }
         None => {
-            steps.push(setup_python("${{ matrix.python }}"));
+            steps.push(setup_python(plan, "${{ matrix.python }}"));
             steps.extend(install_lockstep(plan, &plan.build_runs_on));
         }
     }
@@ -263,23 +336,31 @@ fn build_job(plan: &Plan) -> Node {
         ("PYTHON", s("${{ matrix.python }}")),
         ("VARIANT", s("${{ matrix.variant }}")),
     ];
-    if plan.sccache_gha {
-        steps.push(sccache_gha());
-        env.push(("SCCACHE_GHA_ENABLED", s("true")));
+    let mut script = String::new();
+    if plan.compiler_cache {
+        steps.push(compiler_cache(plan));
+        // The workspace's path inside a container differs from the host's
+        // (`github.workspace`): the script takes it from where it runs.
+        script.push_str(&format!(
+            "export LOCKSTEP_CACHE=\"$PWD/{COMPILER_CACHE_ROOT}\"\n"
+        ));
     }
+    let version_flag = match source.version {
+        Some(version) => {
+            env.push(("VERSION", s(version)));
+            " --version \"$VERSION\""
+        }
+        None => "",
+    };
+    script.push_str(&format!(
+        "lockstep pkg build --python \"$PYTHON\" --variant \"$VARIANT\"{version_flag} --out {WHEELHOUSE}\n"
+    ));
     steps.push(step(
         "Build the packages",
-        vec![
-            ("env", with(env)),
-            (
-                "run",
-                Node::Block(format!(
-                    "lockstep pkg build --python \"$PYTHON\" --variant \"$VARIANT\" --out {WHEELHOUSE}\n"
-                )),
-            ),
-        ],
+        vec![("env", with(env)), ("run", Node::Block(script))],
     ));
     steps.push(upload(
+        plan,
         "Upload the wheelhouse",
         None,
         wheels_artifact("${{ matrix.python }}", "${{ matrix.variant }}"),
@@ -287,19 +368,24 @@ fn build_job(plan: &Plan) -> Node {
         "error",
     ));
     steps.push(upload(
+        plan,
         "Upload the build logs",
         Some("failure()"),
         "build-logs-py${{ matrix.python }}-${{ matrix.variant }}".into(),
         s(format!("{house}/.logs")),
         "ignore",
     ));
-    let mut job = vec![
-        (
-            "name".into(),
-            s("build py${{ matrix.python }} ${{ matrix.variant }}"),
-        ),
-        ("runs-on".into(), runs_on(&plan.build_runs_on)),
-    ];
+    let mut job = vec![(
+        "name".into(),
+        s("build py${{ matrix.python }} ${{ matrix.variant }}"),
+    )];
+    if !source.needs.is_empty() {
+        job.push(("needs".into(), needs_node(source.needs)));
+    }
+    if let Some(when) = source.when {
+        job.push(("if".into(), s(when)));
+    }
+    job.push(("runs-on".into(), runs_on(&plan.build_runs_on)));
     if let Some(image) = &plan.build_image {
         job.push(("container".into(), map([("image", s(image.clone()))])));
     }
@@ -332,8 +418,49 @@ fn build_job(plan: &Plan) -> Node {
     Node::Map(job)
 }
 
+/// lockstep's cache directory in a build job (relative to the working
+/// directory); its `compiler` area is what the GitHub Actions cache keeps.
+pub const COMPILER_CACHE_ROOT: &str = ".lockstep-cache";
+
+/// The compiler cache's objects (sccache's or ccache's directory, keyed by
+/// content) restored from the newest entry of this cell, saved under this
+/// run's key when the job succeeds: a commit that changes one file
+/// recompiles that file only, on any runner.
+fn compiler_cache(plan: &Plan) -> Node {
+    let prefix = "lockstep-compiler-${{ runner.os }}-${{ runner.arch }}";
+    let cell = "py${{ matrix.python }}-${{ matrix.variant }}";
+    step(
+        "Restore the compiler cache",
+        vec![
+            ("uses", uses(plan, actions::CACHE)),
+            (
+                "with",
+                with(vec![
+                    (
+                        "path",
+                        s(workspace_path(
+                            plan,
+                            &format!("{COMPILER_CACHE_ROOT}/compiler"),
+                        )),
+                    ),
+                    (
+                        "key",
+                        s(format!("{prefix}-{cell}-${{{{ github.run_id }}}}")),
+                    ),
+                    (
+                        "restore-keys",
+                        Node::Block(format!("{prefix}-{cell}-\n{prefix}-\n")),
+                    ),
+                ]),
+            ),
+        ],
+    )
+}
+
 /// In a manylinux image: the matrix's CPython from `/opt/python` first on
-/// PATH (actions/setup-python does not run there).
+/// PATH (actions/setup-python does not run there). A runner that emulates
+/// the image (lockstep's tests run these jobs on the host) sets
+/// `LOCKSTEP_IMAGE_PYTHONS` to a directory of the same layout.
 fn container_python() -> Node {
     step(
         "Use the image's Python",
@@ -342,7 +469,7 @@ fn container_python() -> Node {
             (
                 "run",
                 Node::Block(
-                    "tag=\"cp${PYTHON//./}\"\n\"/opt/python/$tag-$tag/bin/python\" --version\necho \"/opt/python/$tag-$tag/bin\" >> \"$GITHUB_PATH\"\n"
+                    "tag=\"cp${PYTHON//./}\"\nbin=\"${LOCKSTEP_IMAGE_PYTHONS:-/opt/python}/$tag-$tag/bin\"\n\"$bin/python\" --version\necho \"$bin\" >> \"$GITHUB_PATH\"\n"
                         .into(),
                 ),
             ),
@@ -381,36 +508,17 @@ fn install_lockstep_in_container(plan: &Plan) -> Vec<Node> {
     steps
 }
 
-/// Hands the GitHub Actions cache's endpoint and token to the build's
-/// sccache (`SCCACHE_GHA_ENABLED` on the build step): every runner shares
-/// one compiler cache.
-fn sccache_gha() -> Node {
-    step(
-        "Share the compiler cache through the GitHub Actions cache",
-        vec![
-            ("uses", s(GITHUB_SCRIPT)),
-            (
-                "with",
-                with(vec![(
-                    "script",
-                    Node::Block(
-                        "core.exportVariable('ACTIONS_RESULTS_URL', process.env.ACTIONS_RESULTS_URL || '');\ncore.exportVariable('ACTIONS_RUNTIME_TOKEN', process.env.ACTIONS_RUNTIME_TOKEN || '');\n"
-                            .into(),
-                    ),
-                )]),
-            ),
-        ],
-    )
-}
-
-fn test_job(plan: &Plan, target: &TargetJob) -> Node {
+pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node {
     let manifest = join_slash(WHEELHOUSE, &manifest_name(&plan.test_variant));
-    let mut steps = vec![checkout(), setup_python(&plan.test_python)];
+    let mut steps = vec![
+        checkout_at(plan, source.commit, false),
+        setup_python(plan, &plan.test_python),
+    ];
     steps.extend(install_lockstep(plan, &target.runs_on));
     steps.push(step(
         "Download the wheelhouse",
         vec![
-            ("uses", s(DOWNLOAD)),
+            ("uses", uses(plan, actions::DOWNLOAD_ARTIFACT)),
             (
                 "with",
                 with(vec![
@@ -426,7 +534,7 @@ fn test_job(plan: &Plan, target: &TargetJob) -> Node {
     steps.push(step(
         "Restore the lockstep cache",
         vec![
-            ("uses", s(CACHE)),
+            ("uses", uses(plan, actions::CACHE)),
             (
                 "with",
                 with(vec![
@@ -473,6 +581,7 @@ fn test_job(plan: &Plan, target: &TargetJob) -> Node {
         )],
     ));
     steps.push(upload(
+        plan,
         "Upload the JUnit report",
         Some("always()"),
         format!("junit-{}-${{{{ matrix.shard }}}}", target.name),
@@ -486,6 +595,7 @@ fn test_job(plan: &Plan, target: &TargetJob) -> Node {
             .map(|p| workspace_path(plan, p))
             .collect();
         steps.push(upload(
+            plan,
             "Upload the updated xfail lists",
             Some("failure()"),
             format!("xfails-{}-${{{{ matrix.shard }}}}", target.name),
@@ -494,7 +604,9 @@ fn test_job(plan: &Plan, target: &TargetJob) -> Node {
         ));
     }
     let shards: Vec<Node> = (1..=target.shards).map(|i| Node::Int(i.into())).collect();
-    Node::Map(vec![
+    let mut needs = source.needs.to_vec();
+    needs.push("build");
+    let mut job = vec![
         (
             "name".into(),
             s(format!(
@@ -502,7 +614,12 @@ fn test_job(plan: &Plan, target: &TargetJob) -> Node {
                 target.name, target.shards
             )),
         ),
-        ("needs".into(), s("build")),
+        ("needs".into(), needs_node(&needs)),
+    ];
+    if let Some(when) = source.when {
+        job.push(("if".into(), s(when)));
+    }
+    job.extend(vec![
         ("runs-on".into(), runs_on(&target.runs_on)),
         (
             "timeout-minutes".into(),
@@ -529,7 +646,8 @@ fn test_job(plan: &Plan, target: &TargetJob) -> Node {
             ]),
         ),
         ("steps".into(), Node::Seq(steps)),
-    ])
+    ]);
+    Node::Map(job)
 }
 
 /// The summary script: a table of every needed job's result in the step
@@ -545,18 +663,25 @@ failed = []
 for job, info in sorted(needs.items()):
     result = info.get("result", "unknown")
     rows.append(f"| {job} | {result} |")
-    if result != "success":
+    # Skipped: nothing to do (a release run with no new commit).
+    if result not in ("success", "skipped"):
         failed.append(job)
 with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as summary:
-    summary.write("## lockstep package CI\n\n" + "\n".join(rows) + "\n")
+    summary.write("## " + os.environ["TITLE"] + "\n\n" + "\n".join(rows) + "\n")
 if failed:
     print("did not succeed: " + ", ".join(failed), file=sys.stderr)
     sys.exit(1)
 EOF
 "###;
 
-fn summary_job(plan: &Plan, needs: Vec<Node>) -> Node {
-    let mut results = vec![("env", with(vec![("NEEDS", s("${{ toJSON(needs) }}"))]))];
+pub(crate) fn summary_job(plan: &Plan, title: &str, needs: Vec<Node>) -> Node {
+    let mut results = vec![(
+        "env",
+        with(vec![
+            ("NEEDS", s("${{ toJSON(needs) }}")),
+            ("TITLE", s(title)),
+        ]),
+    )];
     if !plan.workdir.is_empty() {
         results.push(("working-directory", s(".")));
     }
@@ -599,22 +724,22 @@ fn is_github_hosted(label: &str) -> bool {
             .any(|p| label.starts_with(p))
 }
 
-/// `.github/zizmor.yml`: GitHub's own `actions/*` are pinned to their major
-/// versions (a tag GitHub moves only within the major, by the same owner who
-/// publishes the runner), so zizmor's `unpinned-uses` audit is told that this
-/// is the policy; any other action still needs a hash pin.
+/// `.github/zizmor.yml`: the pinning policy zizmor checks. Pinned (the
+/// default), every action must be pinned by commit hash; with `[ci]
+/// pin-actions = false`, GitHub's own `actions/*` may name their major
+/// version (a tag GitHub moves only within the major) and any other action
+/// still needs a hash.
 pub fn zizmor_config(plan: &Plan) -> String {
+    let policies = if plan.actions.pinned() {
+        map([("*", s("hash-pin"))])
+    } else {
+        map([("actions/*", s("ref-pin")), ("*", s("hash-pin"))])
+    };
     let doc = map([(
         "rules",
         map([(
             "unpinned-uses",
-            map([(
-                "config",
-                map([(
-                    "policies",
-                    map([("actions/*", s("ref-pin")), ("*", s("hash-pin"))]),
-                )]),
-            )]),
+            map([("config", map([("policies", policies)]))]),
         )]),
     )]);
     format!("{}\n{}", header(plan), crate::yaml::render(&doc))

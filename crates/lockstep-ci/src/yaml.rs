@@ -26,6 +26,8 @@ pub enum Node {
     Spaced(Vec<(String, Node)>),
     /// A literal block (`|`): a script.
     Block(String),
+    /// A string with a comment after it on its line (`uses: a/b@SHA # v1.2.3`).
+    Commented(String, String),
 }
 
 /// `Node::Str` from anything string-like.
@@ -107,6 +109,13 @@ fn render_value(value: &Node, indent: usize, out: &mut String) {
                 out.push('\n');
             }
         }
+        Node::Commented(text, comment) => {
+            out.push(' ');
+            out.push_str(&quote(text, false));
+            out.push_str(" # ");
+            out.push_str(comment);
+            out.push('\n');
+        }
         other => {
             out.push(' ');
             out.push_str(&scalar(other, false));
@@ -144,7 +153,7 @@ fn render_seq(items: &[Node], indent: usize, out: &mut String) {
 /// A scalar (or a flow list of scalars) as it appears after `key: `.
 fn scalar(node: &Node, in_flow: bool) -> String {
     match node {
-        Node::Str(text) => quote(text, in_flow),
+        Node::Str(text) | Node::Commented(text, _) => quote(text, in_flow),
         Node::Int(n) => n.to_string(),
         Node::Bool(b) => b.to_string(),
         Node::Null => "null".into(),

@@ -53,9 +53,12 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
         &settings,
         &base,
         &repo,
-        Channel::Snapshot,
-        "origin",
-        Some("demo".into()),
+        lockstep_release::cut::CutOptions {
+            channel: Channel::Snapshot,
+            remote: "origin",
+            run_id: Some("demo".into()),
+            if_new_commit: false,
+        },
     )?;
     writeln!(
         out,

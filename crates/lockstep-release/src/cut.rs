@@ -57,6 +57,8 @@ pub struct CutRequest<'a> {
     pub pins: BTreeMap<String, String>,
     /// UTC `YYYYMMDD`.
     pub today: u32,
+    /// Cut nothing when HEAD already has a version of the tag template.
+    pub if_new_commit: bool,
 }
 
 /// What was cut.
@@ -70,6 +72,9 @@ pub struct Cut {
     pub pins: BTreeMap<String, String>,
     /// The tag already existed for this run and commit.
     pub reused: bool,
+    /// Nothing was cut: `--if-new-commit` and HEAD already has a version
+    /// (`version` and `tag` are that one).
+    pub skipped: bool,
     pub attempts: usize,
 }
 
@@ -123,14 +128,29 @@ pub fn today() -> Result<u32, Error> {
 /// `release cut`: the next version of `channel` for the repository's HEAD
 /// (clean tracked files; every pin file read at HEAD), tagged and pushed to
 /// `remote`.
+/// How `release cut` was asked to cut.
+pub struct CutOptions<'a> {
+    pub channel: Channel,
+    /// The remote that arbitrates tags.
+    pub remote: &'a str,
+    /// `--run-id`.
+    pub run_id: Option<String>,
+    /// Cut nothing when HEAD already has a version of the tag template.
+    pub if_new_commit: bool,
+}
+
 pub fn cut_head(
     settings: &Settings,
     base: &str,
     repo: &Repo,
-    channel: Channel,
-    remote: &str,
-    run_id: Option<String>,
+    options: CutOptions,
 ) -> Result<Cut, Error> {
+    let CutOptions {
+        channel,
+        remote,
+        run_id,
+        if_new_commit,
+    } = options;
     let is_url = remote.contains(':') || remote.contains('/');
     if !is_url && repo.remote_url(remote)?.is_none() {
         return Err(Error::usage(format!(
@@ -166,6 +186,7 @@ pub fn cut_head(
         run_id: &run_id,
         pins,
         today: today()?,
+        if_new_commit,
     })
 }
 
@@ -183,6 +204,7 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
         source: head.clone(),
         pins: req.pins.clone(),
         reused,
+        skipped: false,
         attempts,
     };
     for attempt in 1..=MAX_ATTEMPTS {
@@ -190,6 +212,15 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
         if let Some(tag) = own_tag(req, &tags, &head, &prefix, &suffix)? {
             let version = tag[prefix.len()..tag.len() - suffix.len()].to_string();
             return Ok(made(version, tag, true, attempt));
+        }
+        if req.if_new_commit {
+            if let Some(tag) = tag_on(&tags, &head, &prefix, &suffix) {
+                let version = tag[prefix.len()..tag.len() - suffix.len()].to_string();
+                return Ok(Cut {
+                    skipped: true,
+                    ..made(version, tag, false, attempt)
+                });
+            }
         }
         let version = next_version(req, &tags, &prefix, &suffix)?;
         let tag = render_tag(req.tag_template, req.name, &version, req.channel.name())?;
@@ -290,6 +321,24 @@ fn all_tags(req: &CutRequest) -> Result<BTreeMap<String, Option<String>>, Error>
         tags.entry(name.to_string()).or_insert(None);
     }
     Ok(tags)
+}
+
+/// The newest tag of the template (by name) that points at `head`.
+fn tag_on(
+    tags: &BTreeMap<String, Option<String>>,
+    head: &str,
+    prefix: &str,
+    suffix: &str,
+) -> Option<String> {
+    tags.iter()
+        .filter(|(tag, peeled)| {
+            tag.len() > prefix.len() + suffix.len()
+                && tag.starts_with(prefix)
+                && tag.ends_with(suffix)
+                && peeled.as_deref() == Some(head)
+        })
+        .map(|(tag, _)| tag.clone())
+        .next_back()
 }
 
 /// A tag of this template on `head` whose message names this run.

@@ -122,6 +122,18 @@ pub fn base_version(release: &ReleaseConfig, root: &Path) -> Result<String, Erro
             )
         }
     };
+    parse_base(&text, &from, release.version_base.is_some())
+}
+
+/// A base version given on the command line (`release cut --base`): a plain
+/// release `X.Y.Z`, as `[release] version-base` must be.
+pub fn check_base_version(text: &str, from: &str) -> Result<String, Error> {
+    parse_base(text, from, true)
+}
+
+/// `text` as the release `X.Y.Z` it names; `explicit` values (not read
+/// from a version file) may carry no pre-, post- or dev-release.
+fn parse_base(text: &str, from: &str, explicit: bool) -> Result<String, Error> {
     // What a file holds is quoted on one line, shortened: a mistaken path
     // (`/etc/passwd`) must not spill into the error.
     let quoted = {
@@ -135,7 +147,6 @@ pub fn base_version(release: &ReleaseConfig, root: &Path) -> Result<String, Erro
         Error::usage(format!("{from}: `{quoted}` is not a PEP 440 version")).cause(e.to_string())
     })?;
     let plain = version.epoch() == 0 && version.local().is_empty();
-    let explicit = release.version_base.is_some();
     let suffixed = version.pre().is_some() || version.post().is_some() || version.dev().is_some();
     if !plain || (explicit && suffixed) {
         return Err(Error::usage(format!(

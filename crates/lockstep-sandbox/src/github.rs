@@ -1,6 +1,8 @@
-//! A loopback stand-in for the parts of GitHub's REST API that `lockstep
-//! integrate publish` uses (pull requests listed by head branch, created,
-//! updated) plus a webhook receiver, for the demo and the tests: real HTTP
+//! A loopback stand-in for the parts of GitHub's REST API that lockstep
+//! uses (`integrate publish`: pull requests listed by head branch, created,
+//! updated, and check runs; `release publish --github-release`: releases by
+//! tag, created, and asset uploads on a separate `upload_url`) plus a
+//! webhook receiver, for the demo and the tests: real HTTP
 //! on 127.0.0.1, answering like GitHub does (401 for a bad token, 404 for
 //! an unknown repository, 422 for a second open pull request of a branch).
 //! Tests script failures in front of the normal answers (a 429 with
@@ -25,6 +27,16 @@ pub struct Pull {
     pub draft: bool,
     /// `open` or `closed`.
     pub state: String,
+}
+
+/// A GitHub Release the server holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    pub id: u64,
+    pub tag: String,
+    pub prerelease: bool,
+    /// Asset name -> bytes.
+    pub assets: std::collections::BTreeMap<String, Vec<u8>>,
 }
 
 /// One request as the server saw it.
@@ -52,6 +64,7 @@ pub type Oracle = Arc<dyn Fn(&str) -> String + Send + Sync>;
 #[derive(Default)]
 struct State {
     pulls: Vec<Pull>,
+    releases: Vec<Release>,
     seen: Vec<Seen>,
     scripted: VecDeque<Scripted>,
     webhook_posts: Vec<String>,
@@ -107,6 +120,11 @@ impl FakeGithub {
 
     pub fn pulls(&self) -> Vec<Pull> {
         self.state().pulls.clone()
+    }
+
+    /// The GitHub Releases created, in order.
+    pub fn releases(&self) -> Vec<Release> {
+        self.state().releases.clone()
     }
 
     pub fn requests(&self) -> Vec<Seen> {
@@ -259,6 +277,7 @@ fn serve_one(
     let request = read_request(&stream)?;
     let authorised = request.has_bearer(token);
     let body = String::from_utf8_lossy(&request.body).into_owned();
+    let bytes = request.body;
     let (method, target) = (request.method, request.target);
     let answer = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
@@ -270,6 +289,9 @@ fn serve_one(
         });
         match s.scripted.pop_front() {
             Some(scripted) => scripted,
+            None if target.contains("/releases") => releases(
+                &mut s, &method, &target, bytes, authorised, port, repository,
+            ),
             None => route(
                 &mut s, &method, &target, &body, authorised, port, repository,
             ),
@@ -384,6 +406,77 @@ fn route(
         }
         _ => reply(404, json!({"message": "Not Found"})),
     }
+}
+
+fn release_json(release: &Release, port: u16, repository: &str) -> Value {
+    json!({
+        "id": release.id,
+        "tag_name": release.tag,
+        "prerelease": release.prerelease,
+        "html_url": format!("https://github.example/{repository}/releases/tag/{}", release.tag),
+        "upload_url": format!("http://127.0.0.1:{port}/uploads/repos/{repository}/releases/{}/assets{{?name,label}}", release.id),
+        "assets": release.assets.iter().map(|(n, b)| json!({"name": n, "size": b.len()})).collect::<Vec<_>>(),
+    })
+}
+
+/// Releases: by tag, created, and their assets uploaded (a second asset of
+/// a name is GitHub's 422 `already_exists`).
+fn releases(
+    s: &mut State,
+    method: &str,
+    target: &str,
+    body: Vec<u8>,
+    authorised: bool,
+    port: u16,
+    repository: &str,
+) -> Scripted {
+    let not_found = || reply(404, json!({"message": "Not Found"}));
+    if !authorised {
+        return reply(401, json!({"message": "Bad credentials"}));
+    }
+    let api = format!("/repos/{repository}/releases");
+    if let Some(tag) = target.strip_prefix(&format!("{api}/tags/")) {
+        return match s.releases.iter().find(|r| r.tag == tag) {
+            Some(release) => reply(200, release_json(release, port, repository)),
+            None => not_found(),
+        };
+    }
+    if method == "POST" && target == api {
+        let Ok(asked) = serde_json::from_slice::<Value>(&body) else {
+            return reply(400, json!({"message": "Problems parsing JSON"}));
+        };
+        let tag = asked["tag_name"].as_str().unwrap_or_default().to_string();
+        if tag.is_empty() || s.releases.iter().any(|r| r.tag == tag) {
+            return reply(422, json!({"message": "Validation Failed"}));
+        }
+        let release = Release {
+            id: s.releases.len() as u64 + 1,
+            tag,
+            prerelease: asked["prerelease"].as_bool().unwrap_or(false),
+            assets: Default::default(),
+        };
+        let answer = release_json(&release, port, repository);
+        s.releases.push(release);
+        return reply(201, answer);
+    }
+    let uploads = format!("/uploads/repos/{repository}/releases/");
+    if let Some(rest) = target.strip_prefix(&uploads) {
+        let (id, name) = rest.split_once("/assets?name=").unwrap_or_default();
+        let id: u64 = id.parse().unwrap_or(0);
+        let name = percent_decode(name);
+        let Some(release) = s.releases.iter_mut().find(|r| r.id == id) else {
+            return not_found();
+        };
+        if release.assets.contains_key(&name) {
+            return reply(
+                422,
+                json!({"message": "Validation Failed", "errors": [{"resource": "ReleaseAsset", "code": "already_exists", "field": "name"}]}),
+            );
+        }
+        release.assets.insert(name.clone(), body);
+        return reply(201, json!({"name": name}));
+    }
+    not_found()
 }
 
 /// The check runs of `sha` as the CI answers them now.

@@ -13,5 +13,6 @@ pub mod github;
 pub mod native;
 pub mod packages;
 pub mod repos;
+pub mod workflow_runner;
 
 pub use repos::{api_level_at, create, Sandbox, SandboxSpec};

@@ -206,6 +206,11 @@ pub enum Ci {
         #[arg(long)]
         check: bool,
     },
+    /// Show the pipeline as a graph: workflows, triggers, jobs, needs, matrix sizes, artifacts, caches, permissions.
+    Explain {
+        #[command(flatten)]
+        json: Json,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -232,6 +237,12 @@ pub enum Release {
         /// The run's identity (default: $GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT, else a fresh random id).
         #[arg(long, value_name = "ID")]
         run_id: Option<String>,
+        /// The release being prepared, instead of [release] version-base / version-file.
+        #[arg(long, value_name = "VERSION")]
+        base: Option<String>,
+        /// Cut nothing (exit 0, and say so) when HEAD already has a version of this tag template: a scheduled run with no new commit.
+        #[arg(long)]
+        if_new_commit: bool,
         #[command(flatten)]
         json: Json,
     },

@@ -57,14 +57,18 @@ fn linters() -> &'static Path {
 /// returns their combined output, asserting both pass.
 fn lint(top: &Path) -> String {
     let bin = linters();
-    let workflow = top.join(".github/workflows/lockstep-pkgci.yml");
+    let mut workflows: Vec<PathBuf> = std::fs::read_dir(top.join(".github/workflows"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    workflows.sort();
     let actionlint = output(
         Command::new(bin.join("actionlint"))
             .arg("-shellcheck")
             .arg(bin.join("shellcheck"))
             .arg("-config-file")
             .arg(top.join(".github/actionlint.yaml"))
-            .arg(&workflow)
+            .args(&workflows)
             .current_dir(top),
     );
     let zizmor = output(
@@ -340,19 +344,30 @@ fn a_minimal_config_gives_a_clean_workflow_testing_cpu() {
     assert!(!names.contains(&"Set up Python"), "{names:?}");
     assert!(names.contains(&"Use the image's Python"), "{names:?}");
     assert!(names.contains(&"Install Rust"), "{names:?}");
-    let share = steps
+    // The compiler cache's objects travel in the Actions cache: restored
+    // from the newest entry of the cell, saved under the run's key.
+    let restore = steps
         .iter()
-        .find(|s| s["uses"].as_str() == Some("actions/github-script@v8"))
-        .expect("the Actions cache step");
-    assert!(
-        str_of(&share["with"]["script"]).contains("ACTIONS_RUNTIME_TOKEN"),
-        "{share:?}"
-    );
+        .find(|s| s["name"].as_str() == Some("Restore the compiler cache"))
+        .expect("the compiler cache step");
+    assert!(str_of(&restore["uses"]).starts_with("actions/cache@"));
+    assert_eq!(str_of(&restore["with"]["path"]), ".lockstep-cache/compiler");
+    assert!(str_of(&restore["with"]["key"]).ends_with("-${{ github.run_id }}"));
     let build_step = steps
         .iter()
         .find(|s| s["name"].as_str() == Some("Build the packages"))
         .expect("build step");
-    assert_eq!(str_of(&build_step["env"]["SCCACHE_GHA_ENABLED"]), "true");
+    assert!(str_of(&build_step["run"]).contains("export LOCKSTEP_CACHE=\"$PWD/.lockstep-cache\""));
+    // Every action is pinned by commit, from lockstep's table.
+    let text = std::fs::read_to_string(dir.join(".github/workflows/lockstep-pkgci.yml")).unwrap();
+    for line in text.lines().filter(|l| l.trim_start().starts_with("uses:")) {
+        let uses = line.split_whitespace().nth(1).unwrap();
+        let known = lockstep_ci::actions::known(uses).unwrap_or_else(|| panic!("{line}"));
+        assert!(
+            line.ends_with(&format!("@{} # {}", known.sha, known.version)),
+            "{line}"
+        );
+    }
     // Generating again changes nothing; --check agrees.
     let again = p.run(&["ci", "generate"], 0);
     assert!(!stdout(&again).contains("wrote: "), "{}", stdout(&again));
@@ -431,6 +446,192 @@ fn a_full_matrix_in_a_subdirectory_lints_clean_and_keeps_everything_in_step() {
         seq(&lint_config["self-hosted-runner"]["labels"]),
         vec!["mi300"]
     );
+}
+
+const PIPELINE: &str = r#"
+[release]
+name = "demo"
+version-base = "0.3.0"
+pin-files = ["llvm.version"]
+
+[integrate]
+submodule = "third_party/llvm-project"
+
+[ci.release]
+schedule = "0 5 * * *"
+
+[ci.integrate]
+schedule = "30 4 * * 1-5"
+token-secret = "INTEGRATE_TOKEN"
+"#;
+
+/// A job's `permissions` as `key: value` pairs.
+fn permissions(job: &Value) -> Vec<String> {
+    job.get("permissions")
+        .and_then(Value::as_mapping)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{}: {}", str_of(k), str_of(v)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_release_and_integrate_workflows_lint_clean_with_least_privilege() {
+    let (p, dir) = repo("", &format!("{MINIMAL}{PINNED}{PIPELINE}"));
+    std::fs::create_dir_all(dir.join("suites")).unwrap();
+    let out = p.run(&["ci", "generate"], 0);
+    for file in [
+        "lockstep-pkgci.yml",
+        "lockstep-release.yml",
+        "lockstep-integrate.yml",
+    ] {
+        assert!(stdout(&out).contains(file), "{}", stdout(&out));
+    }
+    // The next runs are shown, so a wrong schedule is seen at once.
+    assert!(
+        stderr(&out).contains("the release workflow runs on `0 5 * * *` (UTC); next: "),
+        "{}",
+        stderr(&out)
+    );
+    eprintln!("{}", lint(&p.path()));
+
+    let release = parse(&dir.join(".github/workflows/lockstep-release.yml"));
+    assert_eq!(str_of(&release["on"]["schedule"][0]["cron"]), "0 5 * * *");
+    let inputs = &release["on"]["workflow_dispatch"]["inputs"];
+    assert_eq!(
+        seq(&inputs["channel"]["options"]),
+        vec!["snapshot", "candidate"]
+    );
+    assert!(inputs.get("base-version").is_some());
+    assert!(release["permissions"].as_mapping().unwrap().is_empty());
+    let jobs = release["jobs"].as_mapping().unwrap();
+    let ids: Vec<String> = jobs.keys().map(str_of).collect();
+    assert_eq!(
+        ids,
+        ["cut", "build", "test-cpu", "publish", "deploy", "summary"]
+    );
+    let job = |id: &str| &release["jobs"][id];
+    // Write access only where tags, pushes, releases and Pages happen.
+    assert_eq!(permissions(job("cut")), vec!["contents: write"]);
+    assert_eq!(permissions(job("publish")), vec!["contents: write"]);
+    assert_eq!(
+        permissions(job("deploy")),
+        vec!["pages: write", "id-token: write"]
+    );
+    for id in ["build", "test-cpu", "summary"] {
+        assert!(permissions(job(id)).is_empty(), "{id}");
+    }
+    assert_eq!(
+        str_of(&job("deploy")["environment"]["name"]),
+        "github-pages"
+    );
+    // Nothing after the cut runs without a cut; publish needs every test.
+    for id in ["build", "test-cpu", "publish"] {
+        assert_eq!(
+            str_of(&job(id)["if"]),
+            "needs.cut.outputs.cut == 'true'",
+            "{id}"
+        );
+    }
+    assert_eq!(
+        seq(&job("publish")["needs"]),
+        vec!["cut", "build", "test-cpu"]
+    );
+    assert_eq!(str_of(&job("deploy")["needs"]), "publish");
+    let cut_script: String = job("cut")["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.get("run").map(str_of))
+        .collect();
+    assert!(
+        cut_script.contains("lockstep release bump --smoke"),
+        "{cut_script}"
+    );
+    assert!(cut_script.contains("--if-new-commit"), "{cut_script}");
+    assert!(!cut_script.contains("${{"), "{cut_script}");
+    let build_script: String = job("build")["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.get("run").map(str_of))
+        .collect();
+    assert!(
+        build_script.contains("--version \"$VERSION\""),
+        "{build_script}"
+    );
+
+    let integrate = parse(&dir.join(".github/workflows/lockstep-integrate.yml"));
+    assert_eq!(
+        str_of(&integrate["concurrency"]["group"]),
+        "lockstep-integrate"
+    );
+    assert_eq!(
+        integrate["concurrency"]["cancel-in-progress"].as_bool(),
+        Some(false)
+    );
+    let job = &integrate["jobs"]["integrate"];
+    assert_eq!(
+        permissions(job),
+        vec!["contents: write", "pull-requests: write"]
+    );
+    let step = job["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str() == Some("Integrate"))
+        .unwrap();
+    assert_eq!(
+        str_of(&step["env"]["GITHUB_TOKEN"]),
+        "${{ secrets.INTEGRATE_TOKEN }}"
+    );
+    assert!(str_of(&step["run"]).contains("lockstep integrate loop --publish"));
+
+    // `ci explain` shows the same graph, in text and JSON.
+    let text = stdout(&p.run(&["ci", "explain"], 0));
+    assert!(
+        text.contains("lockstep-release.yml  (lockstep release)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("needs cut, build, test-cpu, if needs.cut.outputs.cut == 'true'"),
+        "{text}"
+    );
+    assert!(
+        text.contains("permissions: id-token: write, pages: write"),
+        "{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&p.run(&["ci", "explain", "--json"], 0))).unwrap();
+    let workflows = json["workflows"].as_array().unwrap();
+    assert_eq!(workflows.len(), 3);
+    let deploy = workflows[1]["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["id"] == "deploy")
+        .unwrap();
+    assert_eq!(deploy["downloads"][0], "github-pages");
+    assert_eq!(
+        workflows[1]["triggers"][0]["next_runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    // Unpinned on request: major tags, and zizmor is told the policy.
+    let (p, _) = repo(
+        "",
+        &format!("{MINIMAL}{PINNED}pin-actions = false\n{PIPELINE}"),
+    );
+    p.run(&["ci", "generate"], 0);
+    let text =
+        std::fs::read_to_string(p.path().join(".github/workflows/lockstep-release.yml")).unwrap();
+    assert!(text.contains("uses: actions/deploy-pages@v5\n"), "{text}");
+    eprintln!("{}", lint(&p.path()));
 }
 
 #[test]
@@ -566,6 +767,42 @@ fn bad_ci_configs_are_clear_errors_and_write_nothing() {
             "has no build image lockstep ci generate knows",
         ),
         ("[pkg]\nmanylinux = \"x\"\n", "not a manylinux policy"),
+        (
+            "[ci.release]\nschedule = \"0 5 * * *\"\n",
+            "[ci.release] needs a [release] table",
+        ),
+        (
+            "[release]\nversion-base = \"1.0.0\"\n[ci.release]\nschedule = \"0 5 * * * *\"\n",
+            "[ci.release] schedule = \"0 5 * * * *\" is not a schedule GitHub runs",
+        ),
+        (
+            "[release]\nversion-base = \"1.0.0\"\n[ci.release]\nschedule = \"*/2 * * * *\"\n",
+            "is not a schedule GitHub runs",
+        ),
+        (
+            "[release]\nversion-base = \"1.0.0\"\n[ci.release]\nchannel = \"final\"\n",
+            "[ci.release] channel = \"final\"",
+        ),
+        (
+            "[release]\nversion-base = \"1.0.0\"\nindex = \"../elsewhere\"\n[ci.release]\n",
+            "[ci.release] pages deploys the release index",
+        ),
+        (
+            "[ci.integrate]\nschedule = \"0 4 * * *\"\n",
+            "[ci.integrate] needs an [integrate] table",
+        ),
+        (
+            "[integrate]\n[ci.integrate]\nschedule = \"0 4 * * *\"\ntoken-secret = \"GITHUB_TOKEN\"\n",
+            "token-secret = \"GITHUB_TOKEN\" is not a secret name",
+        ),
+        (
+            "[ci.pins]\n\"someone/action\" = { version = \"v1\", sha = \"0123456789abcdef0123456789abcdef01234567\" }\n",
+            "[ci.pins] \"someone/action\" is not an action lockstep's workflows use",
+        ),
+        (
+            "[ci.pins]\n\"actions/checkout\" = { version = \"v6.2.0\", sha = \"main\" }\n",
+            "sha = \"main\" is not a full commit",
+        ),
     ];
     for (extra, expected) in cases {
         let config = if extra.contains("pkg.package") || *extra == PINNED {
@@ -586,6 +823,23 @@ fn bad_ci_configs_are_clear_errors_and_write_nothing() {
             "{expected}: something was written"
         );
     }
+
+    // GitHub runs at most 256 jobs of a matrix: 257 build cells are refused.
+    let pythons: Vec<String> = (0..257).map(|i| format!("\"3.{i}\"")).collect();
+    let (p, dir) = repo(
+        "",
+        &format!(
+            "{MINIMAL}[pkg]\npython = [{}]\n{PINNED}",
+            pythons.join(", ")
+        ),
+    );
+    let out = p.run(&["ci", "generate"], 2);
+    assert!(
+        stderr(&out).contains("make 257 build jobs"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.join(".github").exists());
 
     // No [ci] lockstep, outside lockstep's repository: this binary's own
     // origin when the build knew it, else an error asking for the key.

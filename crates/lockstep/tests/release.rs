@@ -137,6 +137,55 @@ fn concurrent_cuts_get_distinct_increasing_versions_and_a_rerun_reuses_its_tag()
     );
     let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(doc["version"], "3.14.0rc2026112601");
+
+    // A scheduled run with no new commit cuts nothing and says which
+    // version the commit already is; a new commit is cut.
+    let scheduled = |run: &str, extra: &[&str]| {
+        let mut args = vec!["release", "cut", "--if-new-commit", "--run-id", run];
+        args.extend_from_slice(extra);
+        let mut cmd = lockstep_in(&clones[0], tmp.path(), &args);
+        cmd.env("LOCKSTEP_RELEASE_TODAY", "20261126");
+        cmd
+    };
+    let out = expect(&mut scheduled("nightly-1", &[]), 0);
+    assert!(
+        stdout(&out).contains("nothing to cut: ") && stdout(&out).contains("3.14.0rc2026112601"),
+        "{}",
+        stdout(&out)
+    );
+    let out = expect(&mut scheduled("nightly-1", &["--json"]), 0);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_schema("release-cut.json", &doc);
+    assert_eq!(doc["skipped"], true);
+    assert_eq!(doc["tag"], "snapshot-3.14.0rc2026112601");
+    assert_eq!(
+        git(&remote, &["tag", "-l", "snapshot-*"]).lines().count(),
+        7
+    );
+    write(&clones[0].join("NEWS"), "a new commit\n");
+    git(&clones[0], &["add", "NEWS"]);
+    commit_as_tester(&clones[0], "news", false);
+    let out = expect(&mut scheduled("nightly-2", &["--json"]), 0);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["skipped"], false);
+    assert_eq!(doc["version"], "3.14.0rc2026112602");
+    // --base overrides [release] version-base (a workflow_dispatch input),
+    // and is checked like it.
+    write(&clones[0].join("NEWS"), "another\n");
+    git(&clones[0], &["add", "NEWS"]);
+    commit_as_tester(&clones[0], "more news", false);
+    let out = expect(
+        &mut scheduled("nightly-3", &["--json", "--base", "3.15.0"]),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["version"], "3.15.0rc2026112601");
+    let out = expect(&mut scheduled("nightly-4", &["--base", "3.15.0rc1"]), 2);
+    assert!(
+        stderr(&out).contains("--base: `3.15.0rc1` is not a plain release version"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

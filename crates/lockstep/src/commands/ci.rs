@@ -20,13 +20,33 @@ fn built_from() -> Option<(String, String)> {
 }
 
 pub fn run(cmd: cli::Ci, ctx: &Ctx) -> Result<i32, Error> {
-    let cli::Ci::Generate { out, check } = cmd;
+    match cmd {
+        cli::Ci::Generate { out, check } => generate(ctx, out, check),
+        cli::Ci::Explain { .. } => explain(ctx),
+    }
+}
+
+/// The plan of lockstep.toml (and `--out`).
+fn plan(
+    ctx: &Ctx,
+    out: Option<std::path::PathBuf>,
+) -> Result<(lockstep_ci::Plan, lockstep_ci::config::CiConfig), Error> {
     let loaded = ctx.loaded()?;
     if loaded.path.is_none() {
-        return Err(Error::usage("lockstep ci generate needs a lockstep.toml")
+        return Err(Error::usage("lockstep ci needs a lockstep.toml")
             .hint("create one with [pkg] packages (docs/pkg.md, docs/ci.md)"));
     }
     let ci: lockstep_ci::config::CiConfig = loaded.section()?;
+    let release = match loaded.has_section("release") {
+        true => {
+            let release: lockstep_release::config::ReleaseConfig = loaded.section()?;
+            Some(lockstep_ci::stages::ReleaseFacts {
+                bumps_pins: !release.pin_files.is_empty(),
+                index: release.index.clone(),
+            })
+        }
+        false => None,
+    };
     let plan = lockstep_ci::plan(&lockstep_ci::PlanInputs {
         ci: &ci,
         test: &loaded.section()?,
@@ -35,7 +55,34 @@ pub fn run(cmd: cli::Ci, ctx: &Ctx) -> Result<i32, Error> {
         config_path: loaded.path.as_deref(),
         out: out.map(|dir| ctx.cwd.join(dir)),
         built_from: built_from(),
+        release,
+        has_integrate: loaded.has_section("integrate"),
     })?;
+    Ok((plan, ci))
+}
+
+fn explain(ctx: &Ctx) -> Result<i32, Error> {
+    let (plan, _) = plan(ctx, None)?;
+    let pipeline = lockstep_ci::explain::explain(&lockstep_ci::workflows(&plan));
+    ctx.result(&pipeline, |out| {
+        out.line(lockstep_ci::explain::render_text(&pipeline).trim_end());
+    })?;
+    Ok(0)
+}
+
+fn generate(ctx: &Ctx, out: Option<std::path::PathBuf>, check: bool) -> Result<i32, Error> {
+    let (plan, ci) = plan(ctx, out)?;
+    for (what, schedule) in [
+        ("release", plan.release.as_ref().map(|r| &r.schedule)),
+        ("integrate", plan.integrate.as_ref().map(|r| &r.schedule)),
+    ] {
+        if let Some(expr) = schedule {
+            ctx.sink().note(format!(
+                "the {what} workflow runs on `{expr}` (UTC); next: {}",
+                lockstep_ci::stages::next_runs(expr, 3).join(", ")
+            ));
+        }
+    }
     if ci.lockstep.is_none() {
         let from = match &plan.lockstep {
             lockstep_ci::LockstepInstall::Git { url, rev } => format!("{url} at {rev}"),

@@ -20,6 +20,8 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             channel,
             remote,
             run_id,
+            base,
+            if_new_commit,
             ..
         } => {
             let channel = match channel {
@@ -27,11 +29,33 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
                 ReleaseChannel::Candidate => Channel::Candidate,
                 ReleaseChannel::Final => Channel::Final,
             };
-            let base = settings::base_version(&release, root)?;
+            let base = match base {
+                Some(text) => settings::check_base_version(&text, "--base")?,
+                None => settings::base_version(&release, root)?,
+            };
             let repo = lockstep_release::open_repo(&ctx.cwd)?;
-            let made =
-                lockstep_release::cut::cut_head(&settings, &base, &repo, channel, &remote, run_id)?;
+            let made = lockstep_release::cut::cut_head(
+                &settings,
+                &base,
+                &repo,
+                lockstep_release::cut::CutOptions {
+                    channel,
+                    remote: &remote,
+                    run_id,
+                    if_new_commit,
+                },
+            )?;
             ctx.result(&made, |out| {
+                if made.skipped {
+                    out.line(format!(
+                        "nothing to cut: {} is already {} {} (tag {})",
+                        &made.source[..12.min(made.source.len())],
+                        settings.name,
+                        made.version,
+                        made.tag
+                    ));
+                    return;
+                }
                 let how = if made.reused { "reused" } else { "tagged" };
                 out.line(format!(
                     "{} {} ({how} {} on {})",

@@ -1,0 +1,369 @@
+//! `lockstep-release.yml`: the nightly release as one workflow run.
+//!
+//! bump the pins (when `[release] pin-files` are set) -> cut a version ->
+//! build every cell at that commit and version -> test the built wheels on
+//! every target -> publish to the release index and create the GitHub
+//! Release -> deploy the index to GitHub Pages.
+//!
+//! One run, joined by `needs:`, rather than workflows that trigger each
+//! other through pushed tags: pushes made with the job's token start no
+//! workflow, and a chain of runs cannot say "nothing is published when a
+//! test shard fails" the way one dependency graph does. A day with no new
+//! commit cuts nothing (`release cut --if-new-commit`) and every later job
+//! is skipped. Permissions are per job: `contents: write` only where tags,
+//! pushes and releases happen, `pages: write` and `id-token: write` only in
+//! the deploy job. The release store (the index's files) carries over from
+//! run to run in the GitHub Actions cache; every file also stays attached
+//! to its GitHub Release.
+
+use crate::actions;
+use crate::plan::Plan;
+use crate::stages::ReleaseStage;
+use crate::workflow::{
+    build_job, checkout_at, document, install_lockstep, needs_node, runs_on, setup_python, step,
+    summary_job, test_job, test_job_id, uses, wheels_artifact, with, workspace_path, Source,
+    GIT_AUTH, WHEELHOUSE,
+};
+use crate::yaml::{map, s, Node};
+
+/// The workflow's file name.
+pub const FILE: &str = "lockstep-release.yml";
+
+/// The expression every job after `cut` runs under.
+const WHEN_CUT: &str = "needs.cut.outputs.cut == 'true'";
+
+/// Reads `release cut --json` (in `$RUNNER_TEMP/cut.json`) into the step's
+/// outputs and the run's summary.
+const CUT_OUTPUTS: &str = r###"python3 - "$RUNNER_TEMP/cut.json" <<'EOF'
+import json
+import os
+import sys
+
+cut = json.load(open(sys.argv[1], encoding="utf-8"))
+made = not cut.get("skipped", False)
+with open(os.environ["GITHUB_OUTPUT"], "a", encoding="utf-8") as out:
+    out.write(f"cut={'true' if made else 'false'}\n")
+    out.write(f"version={cut['version']}\n")
+    out.write(f"tag={cut['tag']}\n")
+    out.write(f"sha={cut['source']}\n")
+with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as summary:
+    if made:
+        summary.write(f"Cut {cut['version']} (tag {cut['tag']}, commit {cut['source']})\n")
+    else:
+        summary.write(f"Nothing to cut: {cut['source']} is already {cut['version']}\n")
+EOF
+"###;
+
+/// The whole workflow.
+pub fn workflow(plan: &Plan, stage: &ReleaseStage) -> Node {
+    let source = Source {
+        needs: &["cut"],
+        commit: Some("${{ needs.cut.outputs.sha }}"),
+        version: Some("${{ needs.cut.outputs.version }}"),
+        when: Some(WHEN_CUT),
+    };
+    let mut jobs = vec![
+        ("cut".to_string(), cut_job(plan, stage)),
+        ("build".to_string(), build_job(plan, &source)),
+    ];
+    let mut tested = vec!["cut".to_string(), "build".to_string()];
+    for target in &plan.targets {
+        let id = test_job_id(&target.name);
+        jobs.push((id.clone(), test_job(plan, target, &source)));
+        tested.push(id);
+    }
+    jobs.push(("publish".to_string(), publish_job(plan, stage, &tested)));
+    if stage.pages {
+        jobs.push(("deploy".to_string(), deploy_job(plan)));
+    }
+    let needs: Vec<Node> = jobs.iter().map(|(id, _)| s(id.clone())).collect();
+    jobs.push((
+        "summary".to_string(),
+        summary_job(plan, "lockstep release", needs),
+    ));
+    let top = vec![
+        ("name".to_string(), s("lockstep release")),
+        ("on".to_string(), triggers(stage)),
+        // Nothing by default: every job says what it needs.
+        ("permissions".to_string(), Node::Map(Vec::new())),
+        (
+            "concurrency".to_string(),
+            map([
+                ("group", s("lockstep-release")),
+                ("cancel-in-progress", Node::Bool(false)),
+            ]),
+        ),
+    ];
+    document(plan, top, jobs)
+}
+
+fn triggers(stage: &ReleaseStage) -> Node {
+    map([
+        ("schedule", Node::Seq(vec![map([("cron", s(stage.schedule.clone()))])])),
+        (
+            "workflow_dispatch",
+            map([(
+                "inputs",
+                map([
+                    (
+                        "channel",
+                        map([
+                            ("description", s("What to cut")),
+                            ("type", s("choice")),
+                            (
+                                "options",
+                                Node::Seq(crate::stages::CHANNELS.iter().map(|c| s(*c)).collect()),
+                            ),
+                            ("default", s(stage.channel.clone())),
+                        ]),
+                    ),
+                    (
+                        "base-version",
+                        map([
+                            (
+                                "description",
+                                s("The release being prepared (X.Y.Z); empty: [release] version-base"),
+                            ),
+                            ("type", s("string")),
+                            ("required", Node::Bool(false)),
+                            ("default", s("")),
+                        ]),
+                    ),
+                ]),
+            )]),
+        ),
+    ])
+}
+
+/// Bumps the pins (when configured) and cuts the version; its outputs say
+/// whether anything was cut, and which commit, version and tag.
+fn cut_job(plan: &Plan, stage: &ReleaseStage) -> Node {
+    let mut steps = vec![
+        checkout_at(plan, None, true),
+        setup_python(plan, &plan.test_python),
+    ];
+    steps.extend(install_lockstep(plan, &plan.build_runs_on));
+    if stage.bumps_pins {
+        steps.push(step(
+            "Bump the pins",
+            vec![
+                (
+                    "env",
+                    with(vec![
+                        ("GITHUB_TOKEN", s("${{ github.token }}")),
+                        ("BRANCH", s("${{ github.ref_name }}")),
+                    ]),
+                ),
+                (
+                    "run",
+                    Node::Block(format!(
+                        "{GIT_AUTH}lockstep release bump --smoke\ngit push origin \"HEAD:refs/heads/$BRANCH\"\n"
+                    )),
+                ),
+            ],
+        ));
+    }
+    steps.push(step(
+        "Cut the version",
+        vec![
+            ("id", s("cut")),
+            (
+                "env",
+                with(vec![
+                    ("GITHUB_TOKEN", s("${{ github.token }}")),
+                    (
+                        "CHANNEL",
+                        s(format!("${{{{ inputs.channel || '{}' }}}}", stage.channel)),
+                    ),
+                    ("BASE", s("${{ inputs.base-version }}")),
+                ]),
+            ),
+            (
+                "run",
+                Node::Block(format!(
+                    "{GIT_AUTH}args=(--channel \"$CHANNEL\" --if-new-commit --json)\nif [ -n \"$BASE\" ]; then args+=(--base \"$BASE\"); fi\nlockstep release cut \"${{args[@]}}\" > \"$RUNNER_TEMP/cut.json\"\n{CUT_OUTPUTS}"
+                )),
+            ),
+        ],
+    ));
+    Node::Map(vec![
+        (
+            "name".into(),
+            s(if stage.bumps_pins {
+                "bump and cut"
+            } else {
+                "cut"
+            }),
+        ),
+        ("runs-on".into(), runs_on(&plan.build_runs_on)),
+        (
+            "timeout-minutes".into(),
+            Node::Int(stage.timeout_minutes.into()),
+        ),
+        (
+            "permissions".into(),
+            map([(
+                "contents",
+                Node::Commented(
+                    "write".into(),
+                    "push the bumped pins and the version's tag".into(),
+                ),
+            )]),
+        ),
+        (
+            "outputs".into(),
+            map([
+                ("cut", s("${{ steps.cut.outputs.cut }}")),
+                ("version", s("${{ steps.cut.outputs.version }}")),
+                ("tag", s("${{ steps.cut.outputs.tag }}")),
+                ("sha", s("${{ steps.cut.outputs.sha }}")),
+            ]),
+        ),
+        ("steps".into(), Node::Seq(steps)),
+    ])
+}
+
+/// The artifact the publish job hands to the deploy job.
+pub const PAGES_ARTIFACT: &str = "github-pages";
+
+/// Publishes every Python's wheelhouse of the default variant to the
+/// release store (carried over in the Actions cache), creates the GitHub
+/// Release, and uploads the index for Pages. Runs only when the cut and
+/// every build and test job succeeded.
+fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
+    let variant = plan.variants[0].clone();
+    let mut steps = vec![
+        checkout_at(plan, Some("${{ needs.cut.outputs.sha }}"), false),
+        setup_python(plan, &plan.test_python),
+    ];
+    steps.extend(install_lockstep(plan, &plan.build_runs_on));
+    for python in &plan.pythons {
+        steps.push(step(
+            &format!("Download the py{python} wheelhouse"),
+            vec![
+                ("uses", uses(plan, actions::DOWNLOAD_ARTIFACT)),
+                (
+                    "with",
+                    with(vec![
+                        ("name", s(wheels_artifact(python, &variant))),
+                        (
+                            "path",
+                            s(workspace_path(plan, &format!("{WHEELHOUSE}-py{python}"))),
+                        ),
+                    ]),
+                ),
+            ],
+        ));
+    }
+    let index = workspace_path(plan, &stage.index);
+    steps.push(step(
+        "Restore the release store",
+        vec![
+            ("uses", uses(plan, actions::CACHE)),
+            (
+                "with",
+                with(vec![
+                    ("path", s(index.clone())),
+                    ("key", s("lockstep-release-store-${{ github.run_id }}")),
+                    (
+                        "restore-keys",
+                        Node::Block("lockstep-release-store-\n".into()),
+                    ),
+                ]),
+            ),
+        ],
+    ));
+    let github_release = if stage.github_release {
+        " --github-release"
+    } else {
+        ""
+    };
+    let mut script = String::new();
+    for python in &plan.pythons {
+        script.push_str(&format!(
+            "lockstep release publish {WHEELHOUSE}-py{python} --tag \"$TAG\"{github_release}\n"
+        ));
+    }
+    let mut env = vec![("TAG", s("${{ needs.cut.outputs.tag }}"))];
+    if stage.github_release {
+        env.push(("GITHUB_TOKEN", s("${{ github.token }}")));
+    }
+    steps.push(step(
+        "Publish",
+        vec![("env", with(env)), ("run", Node::Block(script))],
+    ));
+    if stage.pages {
+        steps.push(step(
+            "Upload the index for Pages",
+            vec![
+                ("uses", uses(plan, actions::UPLOAD_PAGES_ARTIFACT)),
+                ("with", with(vec![("path", s(index))])),
+            ],
+        ));
+    }
+    let contents = if stage.github_release {
+        Node::Commented(
+            "write".into(),
+            "create the GitHub Release and attach its files".into(),
+        )
+    } else {
+        s("read")
+    };
+    let needs: Vec<&str> = needs.iter().map(String::as_str).collect();
+    Node::Map(vec![
+        ("name".into(), s("publish ${{ needs.cut.outputs.version }}")),
+        ("needs".into(), needs_node(&needs)),
+        ("if".into(), s(WHEN_CUT)),
+        ("runs-on".into(), runs_on(&plan.build_runs_on)),
+        (
+            "timeout-minutes".into(),
+            Node::Int(stage.timeout_minutes.into()),
+        ),
+        ("permissions".into(), map([("contents", contents)])),
+        ("steps".into(), Node::Seq(steps)),
+    ])
+}
+
+/// Deploys the index the publish job uploaded: the only job that may write
+/// Pages.
+fn deploy_job(plan: &Plan) -> Node {
+    Node::Map(vec![
+        ("name".into(), s("deploy the index to Pages")),
+        ("needs".into(), s("publish")),
+        ("runs-on".into(), runs_on(&plan.build_runs_on)),
+        ("timeout-minutes".into(), Node::Int(10)),
+        (
+            "permissions".into(),
+            map([
+                (
+                    "pages",
+                    Node::Commented("write".into(), "deploy the index to GitHub Pages".into()),
+                ),
+                (
+                    "id-token",
+                    Node::Commented(
+                        "write".into(),
+                        "the deployment proves where it comes from (OIDC)".into(),
+                    ),
+                ),
+            ]),
+        ),
+        (
+            "environment".into(),
+            map([
+                ("name", s("github-pages")),
+                ("url", s("${{ steps.deploy.outputs.page_url }}")),
+            ]),
+        ),
+        (
+            "steps".into(),
+            Node::Seq(vec![step(
+                "Deploy",
+                vec![
+                    ("id", s("deploy")),
+                    ("uses", uses(plan, actions::DEPLOY_PAGES)),
+                ],
+            )]),
+        ),
+    ])
+}

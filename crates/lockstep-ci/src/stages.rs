@@ -1,0 +1,157 @@
+//! The scheduled stages of the pipeline: what `[ci.release]` and
+//! `[ci.integrate]` resolve to, checked before anything is written.
+//!
+//! The release workflow needs `[release]` (what to cut and where the index
+//! is), the integrate workflow `[integrate]`; a schedule must be a cron
+//! expression GitHub accepts (5 fields, UTC, at least 5 minutes apart), and
+//! everything that reaches YAML is bounded here like the rest of the plan.
+
+use std::path::PathBuf;
+
+use lockstep_core::Error;
+
+use crate::config::CiConfig;
+use crate::cron::Schedule;
+use crate::plan::{inside, timeout};
+
+/// What the release workflow needs to know of `[release]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseFacts {
+    /// `[release] pin-files` is not empty: the workflow bumps them first.
+    pub bumps_pins: bool,
+    /// `[release] index`, relative to lockstep.toml's directory.
+    pub index: PathBuf,
+}
+
+/// `lockstep-release.yml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseStage {
+    pub schedule: String,
+    /// What scheduled runs cut: `snapshot` or `candidate`.
+    pub channel: String,
+    pub bumps_pins: bool,
+    /// The release index, relative to the working directory (`/`-separated).
+    pub index: String,
+    pub pages: bool,
+    pub github_release: bool,
+    pub timeout_minutes: u32,
+}
+
+/// `lockstep-integrate.yml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntegrateStage {
+    pub schedule: String,
+    pub timeout_minutes: u32,
+    /// The secret with a token whose pushes start CI; `None`: the job's
+    /// `GITHUB_TOKEN`.
+    pub token_secret: Option<String>,
+}
+
+/// The channels a workflow may cut (a final is promoted, never scheduled).
+pub const CHANNELS: [&str; 2] = ["snapshot", "candidate"];
+
+/// `[ci.release]`, when configured.
+pub fn release(ci: &CiConfig, facts: Option<&ReleaseFacts>) -> Result<Option<ReleaseStage>, Error> {
+    let Some(cfg) = &ci.release else {
+        return Ok(None);
+    };
+    let Some(facts) = facts else {
+        return Err(Error::usage(
+            "[ci.release] needs a [release] table: the workflow cuts, publishes and indexes what [release] describes",
+        )
+        .hint("add [release] (docs/release.md), or remove [ci.release]"));
+    };
+    let schedule = schedule("[ci.release] schedule", &cfg.schedule)?;
+    if !CHANNELS.contains(&cfg.channel.as_str()) {
+        return Err(Error::usage(format!(
+            "[ci.release] channel = \"{}\" is not a channel a schedule cuts",
+            cfg.channel.escape_debug()
+        ))
+        .hint(
+            "use \"snapshot\" or \"candidate\" (a final is made with `lockstep release promote`)",
+        ));
+    }
+    let index = inside("[release] index", &facts.index).map_err(|e| {
+        if cfg.pages {
+            e.context(
+                "[ci.release] pages deploys the release index, which must be inside the repository",
+            )
+        } else {
+            e
+        }
+    })?;
+    Ok(Some(ReleaseStage {
+        schedule,
+        channel: cfg.channel.clone(),
+        bumps_pins: facts.bumps_pins,
+        index,
+        pages: cfg.pages,
+        github_release: cfg.github_release,
+        timeout_minutes: timeout("[ci.release] timeout-minutes", cfg.timeout_minutes)?,
+    }))
+}
+
+/// `[ci.integrate]`, when it has a schedule.
+pub fn integrate(ci: &CiConfig, has_integrate: bool) -> Result<Option<IntegrateStage>, Error> {
+    let Some(cfg) = &ci.integrate else {
+        return Ok(None);
+    };
+    let Some(expr) = &cfg.schedule else {
+        return Ok(None);
+    };
+    if !has_integrate {
+        return Err(Error::usage(
+            "[ci.integrate] needs an [integrate] table: the workflow runs `lockstep integrate loop --publish`",
+        )
+        .hint("add [integrate] (docs/integrate.md), or remove [ci.integrate]"));
+    }
+    let schedule = schedule("[ci.integrate] schedule", expr)?;
+    if let Some(secret) = &cfg.token_secret {
+        let ok = !secret.is_empty()
+            && secret.len() <= 100
+            && secret
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !secret.starts_with(|c: char| c.is_ascii_digit())
+            && !secret.to_ascii_uppercase().starts_with("GITHUB_");
+        if !ok {
+            return Err(Error::usage(format!(
+                "[ci.integrate] token-secret = \"{}\" is not a secret name",
+                secret.escape_debug()
+            ))
+            .hint(
+                "secret names are letters, digits and `_`, not starting with a digit or GITHUB_",
+            ));
+        }
+    }
+    Ok(Some(IntegrateStage {
+        schedule,
+        timeout_minutes: timeout("[ci.integrate] timeout-minutes", cfg.timeout_minutes)?,
+        token_secret: cfg.token_secret.clone(),
+    }))
+}
+
+/// A schedule GitHub accepts, normalised to single spaces.
+fn schedule(key: &str, expr: &str) -> Result<String, Error> {
+    match Schedule::parse(expr) {
+        Ok(_) => Ok(expr.split_whitespace().collect::<Vec<_>>().join(" ")),
+        Err(e) => Err(Error::usage(format!(
+            "{key} = \"{}\" is not a schedule GitHub runs",
+            expr.escape_debug()
+        ))
+        .cause(e.to_string())
+        .hint("write 5 fields, minute hour day-of-month month day-of-week, in UTC, at least 5 minutes apart: \"0 5 * * *\" is 05:00 UTC every day")),
+    }
+}
+
+/// The next `n` runs of a valid schedule after now, as `YYYY-MM-DD HH:MM UTC`.
+pub fn next_runs(expr: &str, n: usize) -> Vec<String> {
+    let Ok(schedule) = Schedule::parse(expr) else {
+        return Vec::new();
+    };
+    schedule
+        .next_runs(jiff::Timestamp::now(), n)
+        .into_iter()
+        .map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string())
+        .collect()
+}
