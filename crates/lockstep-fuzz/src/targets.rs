@@ -291,6 +291,11 @@ pub fn all() -> Vec<Target> {
             dictionary: &["..", ".", "/", ".github", "workflows", "/tmp", "~", "\0", "//", "a"],
         },
         Target {
+            name: "cron",
+            run: cron,
+            dictionary: &["*", "*/5", "0", "59", "23", "1-5", ",", "/", "-", " ", "MON", "jan", "?", "L", "#", "@daily", "7", "31", "2", "\t"],
+        },
+        Target {
             name: "wheel-members",
             run: wheel_members,
             dictionary: &["PK\u{3}\u{4}", "PK\u{1}\u{2}", "PK\u{5}\u{6}", ".dist-info/", "METADATA", "../", "/", "\\", "\0"],
@@ -580,6 +585,27 @@ fn ci_out(input: &[u8]) -> Outcome {
             Outcome::Accepted
         }
         Err(e) => named_key(&e.message, "[ci] out"),
+    }
+}
+
+/// A `[ci.release] schedule` as `ci generate` checks it: accepted ones
+/// have a next run after now, at least 5 minutes after the one before;
+/// refusals name the field at fault or the rule.
+fn cron(input: &[u8]) -> Outcome {
+    let expr = text(input);
+    match lockstep_ci::cron::Schedule::parse(&expr) {
+        Ok(schedule) => {
+            let now = jiff::Timestamp::now();
+            let runs = schedule.next_runs(now, 3);
+            assert!(!runs.is_empty(), "{expr:?} parsed but never runs");
+            assert!(runs[0] > now, "{expr:?}");
+            for pair in runs.windows(2) {
+                let gap = pair[1].as_second() - pair[0].as_second();
+                assert!(gap >= 300, "{expr:?}: runs {gap} s apart");
+            }
+            Outcome::Accepted
+        }
+        Err(e) => Outcome::Refused(kind_of(&e.to_string())),
     }
 }
 

@@ -343,15 +343,28 @@ fn ref_kind(job: &JobRun, io: &StepIo, dest: &Path, name: &str) -> Result<&'stat
     ))
 }
 
+/// The test repositories' submodules are local paths, which git refuses to
+/// clone from by default (GitHub's are https URLs): allowed for this clone.
+const ALLOW_FILE: [&str; 2] = ["-c", "protocol.file.allow=always"];
+
 fn submodules(job: &JobRun, io: &StepIo, dest: &Path, mode: Option<&str>) -> Result<(), String> {
     match mode {
         None | Some("false") => Ok(()),
-        Some("true") => git_in(job, io, dest, &["submodule", "update", "--init"]),
+        Some("true") => git_in(
+            job,
+            io,
+            dest,
+            &[&ALLOW_FILE[..], &["submodule", "update", "--init"]].concat(),
+        ),
         Some("recursive") => git_in(
             job,
             io,
             dest,
-            &["submodule", "update", "--init", "--recursive"],
+            &[
+                &ALLOW_FILE[..],
+                &["submodule", "update", "--init", "--recursive"],
+            ]
+            .concat(),
         ),
         Some(other) => Err(format!(
             "submodules: `{other}` is not one of true, false, recursive"

