@@ -10,6 +10,7 @@
 //! is deterministic: the same plan gives the same bytes.
 
 pub mod actions;
+pub mod checks;
 pub mod config;
 pub mod cron;
 pub mod explain;

@@ -12,7 +12,7 @@ use lockstep_core::Error;
 
 use crate::config::CiConfig;
 use crate::cron::Schedule;
-use crate::plan::{inside, timeout};
+use crate::checks::{inside, timeout};
 
 /// What the release workflow needs to know of `[release]`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,79 @@
+//! One run as the history keeps it (docs/schemas/history-run.json).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The version of [`RunRecord`]'s schema; a file with a larger one is
+/// skipped by readers that do not know it.
+pub const SCHEMA: u32 = 1;
+
+/// What produced the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// `lockstep test`: `results` is a test-results.json document.
+    Test,
+    /// `lockstep bench`: `results` is a bench-results.json document.
+    Bench,
+    /// `lockstep integrate loop`: `results` is an integrate-loop.json document.
+    Integrate,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Test => "test",
+            Kind::Bench => "bench",
+            Kind::Integrate => "integrate",
+        }
+    }
+}
+
+/// The commit the run was made from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// The full commit of the repository's HEAD, when in one.
+    pub commit: Option<String>,
+    /// The branch checked out, when any.
+    pub branch: Option<String>,
+    /// Tracked files differed from the commit.
+    pub dirty: bool,
+}
+
+/// The machine that ran it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Machine {
+    /// The CPU model (`/proc/cpuinfo`'s `model name`).
+    pub cpu: String,
+    /// Logical CPUs available to the run.
+    pub cores: u32,
+    /// `linux-x86_64` and the like.
+    pub os: String,
+    /// The host name (or the runner's name in CI).
+    pub host: String,
+}
+
+/// One run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// [`SCHEMA`]; always the first key.
+    pub schema: u32,
+    /// The run's identity, unique across machines: the start time and the
+    /// CI run (`$GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT` and the job) or a random
+    /// suffix. Two files with one id are one run.
+    pub id: String,
+    pub kind: Kind,
+    /// RFC 3339, UTC.
+    pub started: String,
+    pub finished: String,
+    pub source: Source,
+    /// Pins at the source commit: submodule path or pin file -> commit.
+    pub pins: BTreeMap<String, String>,
+    /// The toolchain's identity (what compile-cache keys use), when the
+    /// command used one.
+    pub toolchain: Option<String>,
+    pub machine: Machine,
+    /// The command's own `--json` document, as it printed it.
+    pub results: serde_json::Value,
+}

@@ -1,0 +1,183 @@
+//! The history directory: writing a run (never replacing a file) and
+//! reading every run back (naming each file that could not be read).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use lockstep_core::Error;
+
+use crate::record::{RunRecord, SCHEMA};
+
+/// The largest run file read back (a bench run with every sample of 1,000
+/// kernels is a few MB).
+pub const MAX_RUN_BYTES: u64 = 64 << 20;
+
+/// A file of the directory that was not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// What [`load`] found.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Every run, oldest first (by `started`, then id).
+    pub runs: Vec<RunRecord>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// The file name of `run`: its start time and identity, so a listing sorts
+/// by time and two machines never pick the same name.
+pub fn file_name(run: &RunRecord) -> String {
+    let safe: String = run
+        .id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(120)
+        .collect();
+    format!("{}-{}.json", run.kind.name(), safe)
+}
+
+/// Writes `run` into `dir` (created if missing) as a new file; an existing
+/// file of that name is never replaced (the same run recorded twice: the
+/// first stays). Returns the file's path.
+pub fn write(dir: &Path, run: &RunRecord) -> Result<PathBuf, Error> {
+    fs_err::create_dir_all(dir).map_err(|e| {
+        Error::failed(format!(
+            "cannot create the history directory {}",
+            dir.display()
+        ))
+        .cause(e.to_string())
+    })?;
+    let path = dir.join(file_name(run));
+    let bytes = serde_json::to_vec_pretty(run)
+        .map_err(|e| Error::failed("cannot encode the run").cause(e.to_string()))?;
+    let tmp = tempfile_in(dir, &bytes)?;
+    // A hard link fails when the name exists: nothing is ever replaced.
+    let linked = std::fs::hard_link(&tmp, &path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(path),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::failed(format!(
+            "the history already holds run {} ({})",
+            run.id,
+            path.display()
+        ))
+        .hint("a run is recorded once; its file is never replaced")),
+        Err(e) => {
+            Err(Error::failed(format!("cannot write {}", path.display())).cause(e.to_string()))
+        }
+    }
+}
+
+/// `bytes` in a new hidden file of `dir` (readers skip dot files).
+fn tempfile_in(dir: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
+    use std::io::Write;
+    for attempt in 0..100u32 {
+        let path = dir.join(format!(".run-{}-{attempt}.tmp", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut file) => {
+                let written = file.write_all(bytes).and_then(|_| file.sync_all());
+                if let Err(e) = written {
+                    let _ = std::fs::remove_file(&path);
+                    return Err(Error::failed(format!("cannot write {}", path.display()))
+                        .cause(e.to_string()));
+                }
+                return Ok(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(Error::failed(format!("cannot write in {}", dir.display()))
+                    .cause(e.to_string()))
+            }
+        }
+    }
+    Err(Error::failed(format!(
+        "cannot create a temporary file in {}",
+        dir.display()
+    )))
+}
+
+/// Every run of `dir` (`*.json` files, not hidden), oldest first; files
+/// that are not runs lockstep can read are skipped and named.
+pub fn load(dir: &Path) -> Result<Loaded, Error> {
+    let entries = fs_err::read_dir(dir).map_err(|e| {
+        Error::usage(format!(
+            "cannot read the history directory {}",
+            dir.display()
+        ))
+        .cause(e.to_string())
+        .hint("name a directory that `--record DIR` or [history] dir wrote")
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            name.ends_with(".json") && !name.starts_with('.')
+        })
+        .collect();
+    paths.sort();
+    let mut loaded = Loaded::default();
+    let mut seen = BTreeSet::new();
+    for path in paths {
+        match read_run(&path) {
+            Ok(run) => {
+                if seen.insert(run.id.clone()) {
+                    loaded.runs.push(run);
+                } else {
+                    loaded.skipped.push(Skipped {
+                        path,
+                        reason: format!("run {} is already in the history (a copy)", run.id),
+                    });
+                }
+            }
+            Err(reason) => loaded.skipped.push(Skipped { path, reason }),
+        }
+    }
+    loaded.runs.sort_by(|a, b| {
+        (a.started.as_str(), a.id.as_str()).cmp(&(b.started.as_str(), b.id.as_str()))
+    });
+    Ok(loaded)
+}
+
+fn read_run(path: &Path) -> Result<RunRecord, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > MAX_RUN_BYTES {
+        return Err(format!(
+            "{} bytes, more than a run holds ({MAX_RUN_BYTES})",
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("not JSON ({e})"))?;
+    let schema = value.get("schema").and_then(|s| s.as_u64());
+    match schema {
+        None => return Err("not a lockstep history run (no \"schema\")".into()),
+        Some(s) if s > u64::from(SCHEMA) => {
+            return Err(format!(
+                "written by a newer lockstep (schema {s}; this one reads {SCHEMA})"
+            ))
+        }
+        Some(_) => {}
+    }
+    serde_json::from_value(value).map_err(|e| format!("not a lockstep history run ({e})"))
+}
