@@ -18,9 +18,11 @@
 mod actions;
 mod artifacts;
 mod cache;
+mod context;
 mod expr;
 mod files;
 mod glob;
+mod inputs;
 mod job;
 mod matrix;
 mod schedule;

@@ -16,10 +16,8 @@ use lockstep_core::process::{self, Exit};
 
 use super::artifacts;
 use super::cache;
-use super::job::{note, JobRun, StepIo};
-
-/// (succeeded, outputs) of an action; Err fails the step with the message.
-pub(crate) type ActionResult = Result<(bool, Vec<(String, String)>), String>;
+use super::context::{note, JobRun, StepIo};
+use super::inputs::{input, ActionResult};
 
 const EMULATED: &str =
     "actions/checkout, actions/setup-python, actions/cache (and /restore, /save), \
@@ -173,10 +171,6 @@ fn check_inputs(repo: &str, with: &BTreeMap<String, String>) -> Result<(), Strin
         )),
         None => Ok(()),
     }
-}
-
-fn input<'w>(with: &'w BTreeMap<String, String>, name: &str) -> Option<&'w str> {
-    with.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
 }
 
 /// What checkout fetches and checks out.

@@ -13,19 +13,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use super::actions::ActionResult;
+use super::context::{note, JobRun, StepIo};
 use super::glob::{self, copy_tree, is_glob, walk_files};
-use super::job::{note, JobRun, StepIo};
+use super::inputs::{flag, input, ActionResult};
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(1);
-
-fn input<'w>(with: &'w BTreeMap<String, String>, name: &str) -> Option<&'w str> {
-    with.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
-}
-
-fn flag(with: &BTreeMap<String, String>, name: &str) -> bool {
-    input(with, name) == Some("true")
-}
 
 fn artifacts_dir(job: &JobRun) -> PathBuf {
     job.run.run_dir.join("artifacts")

@@ -15,9 +15,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::actions::ActionResult;
+use super::context::{note, JobRun, Post, StepIo};
 use super::glob::copy_tree;
-use super::job::{note, JobRun, Post, StepIo};
+use super::inputs::ActionResult;
 
 /// One stored entry.
 struct Entry {

@@ -9,25 +9,24 @@
 //! missing upload or download.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use lockstep_core::process::{self, Exit};
+use lockstep_core::process::Exit;
 use serde_json::{json, Map, Value};
 
 use super::actions;
+use super::context::{note, CellSpec, Dirs, JobRun, Post, StepIo};
 use super::expr::{self, Scope, Status};
 use super::files::FileCommands;
-use super::matrix::Cell;
-use super::schedule::{matrix_map, NO_TIME};
+use super::matrix::matrix_map;
 use super::{Conclusion, JobReport, Run, StepReport};
 
 /// How long steps that run after a job timeout may take.
 const CANCEL_GRACE: Duration = Duration::from_secs(300);
 
-/// How a cache entry names the workspace ([`JobRun::portable`]).
-const WORKSPACE_TOKEN: &str = "$GITHUB_WORKSPACE";
+/// A zero duration (for jobs that never ran).
+const NO_TIME: Duration = Duration::ZERO;
 
 /// The keys a step may have.
 const STEP_KEYS: &[&str] = &[
@@ -43,66 +42,6 @@ const STEP_KEYS: &[&str] = &[
     "timeout-minutes",
     "working-directory",
 ];
-
-/// One cell to run.
-pub(crate) struct CellSpec {
-    pub job_id: String,
-    pub def: Map<String, Value>,
-    pub index: usize,
-    pub total: usize,
-    pub matrix: Cell,
-    pub has_matrix: bool,
-    pub fail_fast: bool,
-    pub needs: Map<String, Value>,
-}
-
-/// The directories of one cell.
-pub(crate) struct Dirs {
-    pub workspace: PathBuf,
-    pub home: PathBuf,
-    pub temp: PathBuf,
-    pub logs: PathBuf,
-}
-
-/// Work the post phase does (after all steps).
-pub(crate) enum Post {
-    SaveCache {
-        step: String,
-        key: String,
-        paths: Vec<String>,
-    },
-}
-
-/// What one step runs with.
-#[derive(Clone)]
-pub(crate) struct StepIo {
-    /// The step's number in the job (1-based).
-    pub index: usize,
-    pub log: PathBuf,
-    /// The variables the step's processes get on top of the host's.
-    pub env: Vec<(String, String)>,
-    pub files: FileCommands,
-    pub timeout: Option<Duration>,
-}
-
-/// The state of a running cell.
-pub(crate) struct JobRun<'r> {
-    pub run: &'r Run<'r>,
-    pub spec: CellSpec,
-    pub dirs: Dirs,
-    contexts: Map<String, Value>,
-    env_file: BTreeMap<String, String>,
-    pub path_adds: Vec<String>,
-    workflow_env: BTreeMap<String, String>,
-    job_env: BTreeMap<String, String>,
-    steps_ctx: Map<String, Value>,
-    failed: bool,
-    timed_out: bool,
-    deadline: Instant,
-    pub posts: Vec<Post>,
-    summary: String,
-    reports: Vec<StepReport>,
-}
 
 /// The contexts a job-level `if:`, `strategy.matrix` and `name:` see.
 pub(crate) fn job_level_contexts(
@@ -232,21 +171,6 @@ fn container_image(def: &Map<String, Value>) -> Option<String> {
     match def.get("container")? {
         Value::String(s) => Some(s.clone()),
         other => other.get("image").map(expr::to_text),
-    }
-}
-
-/// Appends a line to a log (best effort: a log that cannot be written
-/// must not turn into a panic).
-pub(crate) fn note(log: &Path, message: &str) {
-    if let Some(dir) = log.parent() {
-        let _ = fs_err::create_dir_all(dir);
-    }
-    if let Ok(mut f) = fs_err::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-    {
-        let _ = writeln!(f, "{message}");
     }
 }
 
@@ -751,39 +675,6 @@ impl<'r> JobRun<'r> {
         Ok(self.dirs.workspace.join(dir))
     }
 
-    /// Runs `argv` with the step's environment, appending its output to the
-    /// step's log.
-    pub(crate) fn exec(&self, io: &StepIo, argv: Vec<String>, cwd: &Path) -> Result<Exit, String> {
-        let part = io.log.with_extension("part");
-        let spec = process::Spec {
-            argv,
-            cwd: cwd.to_path_buf(),
-            env: io.env.clone(),
-            timeout: io.timeout,
-            log: part.clone(),
-            header: None,
-        };
-        let options = process::Options {
-            env_remove: host_runner_vars(),
-            die_with_parent: true,
-            stdout: None,
-        };
-        let finished = process::run_with(&spec, &options, |_| {}).map_err(|e| e.render())?;
-        let text = fs_err::read(&part).map_err(|e| e.to_string())?;
-        let _ = fs_err::remove_file(&part);
-        append(&io.log, &text)?;
-        if finished.exit == Exit::TimedOut {
-            note(
-                &io.log,
-                &format!(
-                    "##[error]The step timed out after {:.1?} (its process group was killed).",
-                    finished.elapsed
-                ),
-            );
-        }
-        Ok(finished.exit)
-    }
-
     fn process_env(
         &self,
         step_env: &BTreeMap<String, String>,
@@ -899,58 +790,6 @@ impl<'r> JobRun<'r> {
             });
         }
     }
-
-    /// Resolves a path as actions do: `~/` is HOME, relative is the workspace.
-    pub(crate) fn resolve(&self, path: &str) -> PathBuf {
-        let path = path.trim();
-        if path == "~" {
-            return self.dirs.home.clone();
-        }
-        if let Some(rest) = path.strip_prefix(WORKSPACE_TOKEN) {
-            return self.dirs.workspace.join(rest.trim_start_matches('/'));
-        }
-        match path.strip_prefix("~/") {
-            Some(rest) => self.dirs.home.join(rest),
-            None => self.dirs.workspace.join(path),
-        }
-    }
-
-    /// `path` with this job's workspace and HOME replaced by
-    /// `$GITHUB_WORKSPACE` and `~`: on GitHub both are the same on every
-    /// run, so a cache path naming them must match across runs here too.
-    pub(crate) fn portable(&self, path: &str) -> String {
-        let path = path.trim();
-        for (dir, token) in [
-            (&self.dirs.workspace, WORKSPACE_TOKEN),
-            (&self.dirs.home, "~"),
-        ] {
-            if let Ok(rest) = Path::new(path).strip_prefix(dir) {
-                return match rest.as_os_str().is_empty() {
-                    true => token.to_string(),
-                    false => format!("{token}/{}", rest.display()),
-                };
-            }
-        }
-        path.to_string()
-    }
-
-    /// The job's `permissions` (or the workflow's).
-    pub(crate) fn permissions(&self) -> Value {
-        self.spec
-            .def
-            .get("permissions")
-            .or_else(|| self.run.workflow.get("permissions"))
-            .cloned()
-            .unwrap_or(Value::Null)
-    }
-
-    /// The job's `environment` name.
-    pub(crate) fn environment(&self) -> Option<String> {
-        match self.spec.def.get("environment")? {
-            Value::Object(m) => m.get("name").map(expr::to_text),
-            other => Some(expr::to_text(other)),
-        }
-    }
 }
 
 fn defaults_run<'m>(def: &'m Map<String, Value>, key: &str) -> Option<&'m Value> {
@@ -972,27 +811,4 @@ pub(crate) fn minutes_to_duration(minutes: f64) -> Duration {
     const YEAR: f64 = 365.0 * 24.0 * 3600.0;
     let secs = (minutes * 60.0).clamp(0.0, YEAR);
     Duration::try_from_secs_f64(secs).unwrap_or(Duration::ZERO)
-}
-
-/// The host's variables that belong to an outer runner (when the tests run
-/// in CI): a job here must not see them.
-fn host_runner_vars() -> Vec<String> {
-    std::env::vars()
-        .map(|(k, _)| k)
-        .filter(|k| {
-            ["GITHUB_", "RUNNER_", "ACTIONS_"]
-                .iter()
-                .any(|p| k.starts_with(p))
-                || k == "GH_TOKEN"
-        })
-        .collect()
-}
-
-fn append(log: &Path, bytes: &[u8]) -> Result<(), String> {
-    let mut f = fs_err::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(|e| e.to_string())?;
-    f.write_all(bytes).map_err(|e| e.to_string())
 }

@@ -6,6 +6,8 @@
 //! Why: which cells run, and with which values, is part of what a generated
 //! workflow means; tests must see the same cells GitHub would run.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 /// One cell's values.
@@ -98,6 +100,11 @@ fn include(cells: &mut Vec<Cell>, original: usize, inc: &Cell, axes: &[&String])
     if !extended {
         cells.push(inc.clone());
     }
+}
+
+/// The `matrix` of a report, as the public type holds it.
+pub(crate) fn matrix_map(cell: &Cell) -> BTreeMap<String, Value> {
+    cell.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 #[cfg(test)]

@@ -6,14 +6,14 @@
 //! Why: job ordering, skipping and the `needs` context are what a generated
 //! workflow's structure means; they must behave as on GitHub.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::mpsc;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::context::CellSpec;
 use super::expr::{self, Scope, Status};
-use super::job::{self, CellSpec};
+use super::job;
 use super::matrix::{self, Cell};
 use super::{Conclusion, JobReport, Run, RunnerError};
 
@@ -379,11 +379,3 @@ fn finish_cell(
         }
     }
 }
-
-/// The `matrix` of a report, as the public type holds it.
-pub(crate) fn matrix_map(cell: &Cell) -> BTreeMap<String, Value> {
-    cell.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-}
-
-/// A zero duration (for jobs that never ran).
-pub(crate) const NO_TIME: Duration = Duration::ZERO;
