@@ -40,6 +40,7 @@ pub mod layernorm;
 pub mod miopen;
 pub mod mlir_text;
 pub mod references;
+pub mod regressions;
 pub mod rows;
 pub mod run;
 pub mod session;

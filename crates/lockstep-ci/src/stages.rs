@@ -10,9 +10,9 @@ use std::path::PathBuf;
 
 use lockstep_core::Error;
 
+use crate::checks::{inside, timeout};
 use crate::config::CiConfig;
 use crate::cron::Schedule;
-use crate::checks::{inside, timeout};
 
 /// What the release workflow needs to know of `[release]`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -41,7 +41,12 @@ const REPOSITORY: &str = "demo/superproject";
 const TOKEN: &str = "demo-token-never-printed";
 
 /// Runs the integrate story in `root`, writing it to `out`.
-pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSummary, Error> {
+pub fn run(
+    root: &Path,
+    history: &crate::report::History,
+    sink: &dyn Sink,
+    out: &mut dyn Write,
+) -> Result<DemoSummary, Error> {
     let w = |out: &mut dyn Write, s: String| -> Result<(), Error> {
         writeln!(out, "{s}").map_err(Error::from)
     };
@@ -129,7 +134,14 @@ pub fn run(root: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<DemoSumm
             out,
             format!("\n== lockstep integrate loop --publish (round {round})"),
         )?;
+        let recording = history.start(lockstep_history::Kind::Integrate, ig.superproject.dir())?;
         let report = ig.run_loop(&opts)?;
+        history.finish(
+            recording,
+            &lockstep_core::output::document(&report)?,
+            None,
+            out,
+        )?;
         summary.smoke_runs += report.smoke_runs;
         summary.each_would_need += 1; // every loop smokes the pin first, whatever the strategy
         w(

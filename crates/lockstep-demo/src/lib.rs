@@ -3,7 +3,9 @@
 //! head, the smoke suite, the kernel benchmarks, packages built and
 //! installed exactly, an IREE-shaped snapshot cut, built from its submodule,
 //! published with its PyPI dependency, served and installed with pip),
-//! then one line per part and whether all passed.
+//! every test, bench and integrate loop run recorded in the demo's own
+//! results history and a report site written from it, then one line per
+//! part and whether all passed.
 //!
 //! It drives the engines the way the commands do and prints its story to a
 //! writer; it stands above every engine, and no engine depends on it.
@@ -12,6 +14,7 @@ mod bench;
 mod integrate;
 mod packages;
 mod release;
+mod report;
 mod tests;
 
 use std::io::Write;
@@ -26,16 +29,20 @@ use lockstep_core::Error;
 pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Error> {
     let root = root(dir)?;
     writeln!(out, "== lockstep demo in {}", root.display())?;
-    let integrate = integrate::run(&root.join("integrate"), sink, out)?;
-    let parts = [
+    let history = report::History::new(&root.join("history"));
+    let integrate = integrate::run(&root.join("integrate"), &history, sink, out)?;
+    let mut parts = vec![
         (
             "integrate: halts at exactly the planted culprits, to upstream head",
             integrate.ok,
         ),
-        ("test: the smoke suite on the CPU", tests::run(sink, out)?),
         (
-            "bench: the default kernels timed and verified",
-            bench::run(sink, out)?,
+            "test: the smoke suite on the CPU",
+            tests::run(&history, sink, out)?,
+        ),
+        (
+            "bench: the default kernels timed and verified (twice)",
+            bench::run(&history, sink, out)?,
         ),
         (
             "pkg: built once, installed exactly, imported",
@@ -46,6 +53,10 @@ pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<b
             release::run(&root.join("release"), sink, out)?,
         ),
     ];
+    parts.push((
+        "report: a site from the demo's own history",
+        report::site(&history, &root.join("site"), out)?,
+    ));
     writeln!(out, "\n== demo summary")?;
     for (part, ok) in &parts {
         writeln!(out, "   {} {part}", if *ok { "ok    " } else { "FAILED" })?;

@@ -10,7 +10,11 @@ use lockstep_core::Error;
 use lockstep_suite::results;
 use lockstep_suite::session::{self, Request};
 
-pub fn run(sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Error> {
+pub fn run(
+    history: &crate::report::History,
+    sink: &dyn Sink,
+    out: &mut dyn Write,
+) -> Result<bool, Error> {
     let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/smoke");
     writeln!(
         out,
@@ -41,7 +45,14 @@ pub fn run(sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Error> {
     let toolchain =
         lockstep_iree::toolchain::for_command(None, &loaded.section()?, &loaded.root, sink)?;
     let cache = lockstep_cache::Cache::from_env(None);
+    let recording = history.start(lockstep_history::Kind::Test, &smoke)?;
     let finished = session::run(planned, &toolchain, &cache, sink)?;
     write!(out, "{}", results::console_summary(&finished.report))?;
+    history.finish(
+        recording,
+        &results::json(&finished.report)?,
+        Some(toolchain.identity.clone()),
+        out,
+    )?;
     Ok(!finished.report.failed())
 }

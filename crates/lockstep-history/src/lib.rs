@@ -13,11 +13,20 @@
 //! A [`RunRecord`] carries what a comparison needs besides the command's
 //! own results document (kept as it was printed with `--json`): the source
 //! commit, the pins (the upstream LLVM commit), the toolchain's identity,
-//! and the machine.
+//! and the machine. [`collect`] gathers those for a run being recorded
+//! (`--record DIR`, `[history] dir`), [`import`] makes runs from the
+//! `--json` files of earlier runs, [`list`] summarises each run.
 
+pub mod analysis;
+pub mod collect;
+pub mod config;
+pub mod import;
+pub mod list;
 pub mod record;
 pub mod store;
 pub mod views;
 
+pub use collect::Recording;
+pub use config::HistoryConfig;
 pub use record::{Kind, Machine, RunRecord, Source, SCHEMA};
 pub use store::{file_name, load, write, Loaded, Skipped};

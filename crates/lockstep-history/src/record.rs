@@ -59,9 +59,11 @@ pub struct Machine {
 pub struct RunRecord {
     /// [`SCHEMA`]; always the first key.
     pub schema: u32,
-    /// The run's identity, unique across machines: the start time and the
-    /// CI run (`$GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT` and the job) or a random
-    /// suffix. Two files with one id are one run.
+    /// The run's identity, unique across machines: the start time, the CI
+    /// run (`$GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT-$GITHUB_JOB`) when there is
+    /// one, and 8 random hex digits ([`crate::collect::run_id`]); an
+    /// imported run's comes from its file's content. Two files with one id
+    /// are one run.
     pub id: String,
     pub kind: Kind,
     /// RFC 3339, UTC.

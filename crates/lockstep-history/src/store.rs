@@ -134,8 +134,15 @@ pub fn load(dir: &Path) -> Result<Loaded, Error> {
     paths.sort();
     let mut loaded = Loaded::default();
     let mut seen = BTreeSet::new();
-    for path in paths {
-        match read_run(&path) {
+    // Parsing dominates (a bench run holds every sample): every core reads.
+    let read = lockstep_core::pool::map_all(
+        "history reader",
+        lockstep_core::pool::cpus(),
+        paths.len(),
+        |i| read_run(&paths[i]),
+    )?;
+    for (path, result) in paths.into_iter().zip(read) {
+        match result {
             Ok(run) => {
                 if seen.insert(run.id.clone()) {
                     loaded.runs.push(run);
@@ -167,6 +174,12 @@ fn read_run(path: &Path) -> Result<RunRecord, String> {
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    // The common case in one pass; the slow path only says why not.
+    if let Ok(run) = serde_json::from_slice::<RunRecord>(&bytes) {
+        if run.schema <= SCHEMA {
+            return Ok(run);
+        }
+    }
     let value: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| format!("not JSON ({e})"))?;
     let schema = value.get("schema").and_then(|s| s.as_u64());
@@ -180,4 +193,78 @@ fn read_run(path: &Path) -> Result<RunRecord, String> {
         Some(_) => {}
     }
     serde_json::from_value(value).map_err(|e| format!("not a lockstep history run ({e})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Kind, Machine, Source};
+    use proptest::prelude::*;
+
+    fn run(id: &str, kind: Kind) -> RunRecord {
+        RunRecord {
+            schema: SCHEMA,
+            id: id.into(),
+            kind,
+            started: "2025-01-02T03:04:05.000Z".into(),
+            finished: "2025-01-02T03:04:06.000Z".into(),
+            source: Source::default(),
+            pins: Default::default(),
+            toolchain: None,
+            machine: Machine::default(),
+            results: serde_json::json!({"rows": []}),
+        }
+    }
+
+    #[test]
+    fn file_names_are_the_kind_and_a_plain_id() {
+        assert_eq!(
+            file_name(&run("20250102T030405Z-0a1b2c3d", Kind::Test)),
+            "test-20250102T030405Z-0a1b2c3d.json"
+        );
+        assert_eq!(
+            file_name(&run("a/../b c", Kind::Integrate)),
+            "integrate-a_.._b_c.json"
+        );
+        let long = "x".repeat(500);
+        assert_eq!(
+            file_name(&run(&long, Kind::Bench)).len(),
+            "bench-".len() + 120 + 5
+        );
+    }
+
+    #[test]
+    fn a_run_is_written_once_and_read_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("h");
+        let r = run("20250102T030405Z-0a1b2c3d", Kind::Bench);
+        let path = write(&dir, &r).unwrap();
+        assert!(write(&dir, &r).is_err(), "the file is never replaced");
+        std::fs::copy(&path, dir.join("copy.json")).unwrap();
+        std::fs::write(dir.join("cut.json"), b"{\"schema\": 1, \"id\"").unwrap();
+        std::fs::write(dir.join(".hidden.json"), b"nonsense").unwrap();
+        let loaded = load(&dir).unwrap();
+        assert_eq!(loaded.runs, vec![r]);
+        let skipped: Vec<String> = loaded
+            .skipped
+            .iter()
+            .map(|s| s.path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(skipped.len(), 2, "{:?}", loaded.skipped);
+        assert!(skipped.contains(&"cut.json".to_string()));
+    }
+
+    proptest! {
+        #[test]
+        fn load_never_panics_on_any_file(
+            bytes in proptest::collection::vec(any::<u8>(), 0..300),
+            text in "\\{(\"(schema|id|kind|results|pins|machine)\": ?(1|2|-1|\"x\"|null|\\{\\}|\\[\\]), ?){0,6}\\}?",
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            std::fs::write(tmp.path().join("a.json"), &bytes).unwrap();
+            std::fs::write(tmp.path().join("b.json"), text.as_bytes()).unwrap();
+            let loaded = load(tmp.path()).unwrap();
+            prop_assert_eq!(loaded.runs.len() + loaded.skipped.len(), 2);
+        }
+    }
 }

@@ -69,6 +69,7 @@ pub enum Command {
     /// Run every hal.executable through tools and pass pipelines: bounded, cached, checked.
     Preprocess(PreprocessArgs),
     /// Compile and time MIOpenDriver-style kernels on the host CPU (BOO's driver, see docs/bench.md).
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Bench(BenchArgs),
     /// Build Python packages once, install exactly those wheels, fetch and bisect them (docs/pkg.md).
     #[command(subcommand)]
@@ -79,6 +80,70 @@ pub enum Command {
     /// Bump pins, cut versions and race-safe tags, publish to a static pip index, serve, promote, prune, yank (docs/release.md).
     #[command(subcommand)]
     Release(Release),
+    /// Keep and read the results history: one JSON file per test, bench or integrate loop run (docs/history.md).
+    #[command(subcommand)]
+    History(History),
+    /// Reports made from the results history: a static site of tests, benchmarks, integrates and releases (docs/report.md).
+    #[command(subcommand)]
+    Report(Report),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Report {
+    /// Write a static site (HTML and SVG, no network) of the history: overview, tests, bench trends, integrates, releases.
+    Site {
+        /// The history directory (default: [history] dir).
+        #[arg(long, value_name = "DIR", help_heading = INPUT)]
+        history: Option<PathBuf>,
+        /// The site's directory: created, or a previous site replaced whole (anything else is refused).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// A release store ([release] index) whose releases the site lists (default: [release] index when it exists).
+        #[arg(long, value_name = "DIR", help_heading = INPUT)]
+        releases: Option<PathBuf>,
+        /// Where the site is published (Pages): absolute links under this URL.
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
+}
+
+/// `--record DIR` / `--no-record` of the runners that record their runs
+/// in the results history (`test`, `bench`, `integrate loop`).
+#[derive(Debug, Args)]
+pub struct Record {
+    /// Also record this run in the results history DIR (created if missing; default [history] dir; docs/history.md).
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// Do not record this run, even when lockstep.toml sets [history] dir.
+    #[arg(long, conflicts_with = "record")]
+    pub no_record: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum History {
+    /// Turn the --json results of earlier test, bench and integrate loop runs into history runs (a file already imported is left alone).
+    Import {
+        /// test-results.json, bench-results.json or integrate-loop.json files.
+        #[arg(value_name = "RESULTS.json", required = true, help_heading = INPUT)]
+        files: Vec<PathBuf>,
+        /// The history directory (created if missing).
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
+        /// The commit the runs were made from (default: none recorded).
+        #[arg(long, value_name = "SHA")]
+        commit: Option<String>,
+        /// The toolchain identity the runs used (default: a test result's own compiler identity).
+        #[arg(long, value_name = "ID")]
+        toolchain: Option<String>,
+    },
+    /// One line per run of the history, oldest first; files that are not runs are named and skipped.
+    List {
+        /// The history directory (default: [history] dir).
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+        #[command(flatten)]
+        json: Json,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -420,6 +485,8 @@ pub struct TestArgs {
     /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).
     #[arg(long, value_name = "DIR")]
     pub iree_bin: Option<PathBuf>,
+    #[command(flatten)]
+    pub record: Record,
 }
 
 #[derive(Debug, Args)]
@@ -495,6 +562,8 @@ pub enum Integrate {
         bump_followers: bool,
         #[command(flatten)]
         json: Json,
+        #[command(flatten)]
+        record: Record,
     },
     /// Push the integrate branch (never forced) and open or update its draft pull request ([integrate.github]).
     Publish {
@@ -661,8 +730,35 @@ pub struct PreprocessArgs {
     pub rest: Vec<String>,
 }
 
+/// `lockstep bench compare ...`: what bench does besides timing kernels.
+#[derive(Debug, Subcommand)]
+pub enum BenchAction {
+    /// Which kernels got slower between two runs: ratio of medians, bootstrap interval, Mann-Whitney p; exit 1 on a regression.
+    Compare(BenchCompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchCompareArgs {
+    /// The baseline: a `bench --json` file, a history run file, or DIR@COMMIT / DIR@latest (every bench run of that commit in history DIR).
+    #[arg(value_name = "BASE")]
+    pub base: String,
+    /// The candidate, in the same forms.
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// The noise band: a change within it is never a regression (`5%` or `0.05`).
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub threshold: String,
+    /// Confidence of the bootstrap interval (0.5 to 0.999).
+    #[arg(long, value_name = "LEVEL", default_value_t = 0.95)]
+    pub confidence: f64,
+    #[command(flatten)]
+    pub json: Json,
+}
+
 #[derive(Debug, Args)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub action: Option<BenchAction>,
     /// One command per line (`#` comments; a `.tsv` splits at tabs); extra MIOpen flags after `--` go on every line.
     #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub commands_file: Option<PathBuf>,
@@ -699,6 +795,8 @@ pub struct BenchArgs {
     /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).
     #[arg(long, value_name = "DIR")]
     pub iree_bin: Option<PathBuf>,
+    #[command(flatten)]
+    pub record: Record,
     /// The MIOpenDriver command (e.g. `convbfp16 -n 16 ...`); with --commands-file, extra flags for every line.
     #[arg(
         value_name = "MIOPEN COMMAND",

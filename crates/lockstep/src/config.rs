@@ -17,6 +17,7 @@ pub const SECTIONS: &[SectionSpec] = &[
     SectionSpec::of::<lockstep_pkg::config::PkgConfig>(),
     SectionSpec::of::<lockstep_ci::config::CiConfig>(),
     SectionSpec::of::<lockstep_release::config::ReleaseConfig>(),
+    SectionSpec::of::<lockstep_history::HistoryConfig>(),
 ];
 
 /// lockstep.toml from `--config` or found from `cwd`, every table checked.

@@ -8,6 +8,9 @@ use crate::cli::BenchArgs;
 use crate::context::Ctx;
 
 pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
+    if let Some(crate::cli::BenchAction::Compare(compare)) = args.action {
+        return compare_runs(compare, ctx);
+    }
     let request = Request {
         commands_file: args.commands_file,
         command: args.command,
@@ -21,12 +24,46 @@ pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
         max_bytes: args.max_bytes,
     };
     let prepared = session::prepare(&request, &ctx.section()?, ctx.sink())?;
+    let recording = super::history::start(ctx, &args.record, lockstep_history::Kind::Bench, &[])?;
     let toolchain = ctx.toolchain(args.iree_bin.as_deref())?;
     let finished = session::run(prepared, &toolchain, &ctx.cache()?, ctx.sink())?;
     let summary = &finished.summary;
-    ctx.write_output("--csv", || {
-        Ok(lockstep_bench::rows::csv(&summary.rows).into_bytes())
-    })?;
-    ctx.write_document("--json", summary)?;
+    let written = ctx
+        .write_output("--csv", || {
+            Ok(lockstep_bench::rows::csv(&summary.rows).into_bytes())
+        })
+        .and_then(|()| ctx.write_document("--json", summary));
+    // Recorded whatever the outcome (and after the other outputs).
+    super::history::finish(
+        ctx,
+        recording,
+        || lockstep_core::output::document(summary),
+        Some(toolchain.identity.clone()),
+    );
+    written?;
     Ok(if summary.failed() > 0 { 1 } else { 0 })
+}
+
+/// `lockstep bench compare BASE NEW`: exit 1 when a kernel regressed.
+fn compare_runs(args: crate::cli::BenchCompareArgs, ctx: &Ctx) -> Result<i32, Error> {
+    use lockstep_bench::regressions;
+    let threshold = regressions::parse_threshold(&args.threshold)?;
+    if !(0.5..=0.999).contains(&args.confidence) {
+        return Err(
+            Error::usage(format!("--confidence {} is out of range", args.confidence))
+                .hint("use a level from 0.5 to 0.999, e.g. 0.95"),
+        );
+    }
+    let base = regressions::load_side("BASE", &args.base, &ctx.cwd)?;
+    let new = regressions::load_side("NEW", &args.new, &ctx.cwd)?;
+    let rule = lockstep_stats::Rule {
+        threshold,
+        confidence: args.confidence,
+        ..lockstep_stats::Rule::default()
+    };
+    let report = regressions::compare(&base, &new, &rule);
+    ctx.result(&report, |out| {
+        out.line(regressions::render(&report).trim_end());
+    })?;
+    Ok(if report.regressions > 0 { 1 } else { 0 })
 }

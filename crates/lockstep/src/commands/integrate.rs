@@ -145,8 +145,16 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
             publish,
             on_break,
             bump_followers,
+            record,
             ..
         } => {
+            // A dry run changes nothing and runs no smoke: nothing to record.
+            let recording = match dry_run {
+                true => None,
+                false => {
+                    super::history::start(ctx, &record, lockstep_history::Kind::Integrate, &[])?
+                }
+            };
             let opts = LoopOptions {
                 strategy: strategy.unwrap_or(ig.cfg.strategy),
                 max_steps,
@@ -158,7 +166,15 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 bump_followers,
             };
             let looped = run_loop(&ig, &opts, publish && !dry_run, None)?;
-            ctx.result(&looped, |out| print_looped(out, &looped))?;
+            let printed = ctx.result(&looped, |out| print_looped(out, &looped));
+            // Recorded whatever the end (a halt too), after the output.
+            super::history::finish(
+                ctx,
+                recording,
+                || lockstep_core::output::document(&looped),
+                None,
+            );
+            printed?;
             Ok(looped.exit())
         }
         cli::Integrate::Resume {

@@ -6,6 +6,7 @@ mod bench;
 mod cache;
 mod ci;
 mod demo;
+mod history;
 mod integrate;
 mod pkg;
 mod preprocess;
@@ -36,5 +37,7 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<i32, Error> {
         Command::Pkg(cmd) => pkg::run(cmd, ctx),
         Command::Ci(cmd) => ci::run(cmd, ctx),
         Command::Release(cmd) => release::run(cmd, ctx),
+        Command::History(cmd) => history::run(cmd, ctx),
+        Command::Report(cmd) => history::report(cmd, ctx),
     }
 }

@@ -1,0 +1,557 @@
+//! The report site: a static HTML site generated from the results history
+//! (`lockstep report site`), to read on a laptop or publish with Pages.
+//!
+//! It owns turning an already loaded history (lockstep-history's
+//! [`Loaded`]) and an optional release store into five pages
+//! (`index.html`, `tests.html`, `bench.html`, `integrate.html`,
+//! `releases.html`) with hand-written SVG charts. It must not read or
+//! change the history's files itself (lockstep-history does), decide
+//! regressions (lockstep-stats does, through lockstep-history's analysis)
+//! or print anything (the binary does, from the returned [`SiteReport`]).
+//!
+//! Why a site of plain files: it is published by copying (Pages, an
+//! artifact), opens from disk, and loads nothing from the network (no
+//! script, font or style from elsewhere; light and dark through
+//! `prefers-color-scheme`). Pages are bounded whatever the history's size
+//! (the last commits, the worst tests, the last points per chart), and the
+//! site is written beside `out` and renamed into place, so a reader never
+//! sees half a site and a failed run leaves the previous one.
+
+pub mod html;
+pub mod pages;
+pub mod svg;
+
+use std::path::{Path, PathBuf};
+
+use lockstep_core::Error;
+use lockstep_history::analysis::{self, Release};
+use lockstep_history::Loaded;
+use lockstep_stats::Rule;
+
+use crate::pages::Model;
+
+/// The file that marks a directory as a site this crate wrote (and may
+/// replace).
+pub const MARKER: &str = ".lockstep-site";
+
+/// Commits (heatmap columns) shown on the tests page.
+pub const HEATMAP_COMMITS: usize = 60;
+/// Tests (heatmap rows) shown: those that went wrong most often.
+pub const HEATMAP_ROWS: usize = 100;
+/// Points per chart: the last runs.
+pub const CHART_POINTS: usize = 60;
+
+/// The largest `release.json` read.
+const MAX_RELEASE_BYTES: u64 = 16 << 20;
+
+/// What [`site`] wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SiteReport {
+    /// The site's directory.
+    pub out: PathBuf,
+    /// Every page written: file name and size in bytes.
+    pub pages: Vec<(String, u64)>,
+    /// Runs read.
+    pub runs: usize,
+    /// Files that were not read (history files skipped by the loader,
+    /// release records that could not be read): also listed on the
+    /// overview page.
+    pub warnings: Vec<String>,
+    /// Kernels with a regression in their charted runs (the last
+    /// [`CHART_POINTS`]): a run slower than the one before it.
+    pub regressions: usize,
+    /// Tests that passed and failed on one commit and toolchain.
+    pub flaky_tests: usize,
+    /// True when a previous site at `out` was replaced.
+    pub replaced: bool,
+}
+
+impl SiteReport {
+    /// The largest page: name and bytes.
+    pub fn largest_page(&self) -> Option<(&str, u64)> {
+        self.pages
+            .iter()
+            .max_by_key(|(_, size)| *size)
+            .map(|(name, size)| (name.as_str(), *size))
+    }
+}
+
+/// Writes the report site of `history` (and of the release store at
+/// `releases`, the `[release] index` directory) into the directory `out`,
+/// linking release files under `base_url` when given.
+///
+/// `out` must not exist, be empty, or be a site written before (it holds
+/// [`MARKER`]), which is replaced whole; anything else is refused with a
+/// usage error naming it.
+pub fn site(
+    history: &Loaded,
+    releases: Option<&Path>,
+    out: &Path,
+    base_url: Option<&str>,
+) -> Result<SiteReport, Error> {
+    let base_url = base_url.map(check_base_url).transpose()?;
+    let existing = check_out(out)?;
+    let (releases, release_warnings) = match releases {
+        Some(dir) => {
+            let (list, warnings) = read_releases(dir)?;
+            (Some(list), warnings)
+        }
+        None => (None, Vec::new()),
+    };
+    let model = analyse(history, releases, release_warnings, base_url);
+    let rendered: Vec<(&str, String)> = vec![
+        ("index.html", pages::index(&model)),
+        ("tests.html", pages::tests(&model)),
+        ("bench.html", pages::bench(&model)),
+        ("integrate.html", pages::integrate(&model)),
+        ("releases.html", pages::releases(&model)),
+    ];
+    let replaced = write_site(out, existing, &rendered)?;
+    let regressions = model.bench.iter().filter(|s| s.regressions() > 0).count();
+    let mut flaky: Vec<&str> = model.flaky.iter().map(|f| f.test.as_str()).collect();
+    flaky.dedup();
+    let warnings = history
+        .skipped
+        .iter()
+        .map(|s| format!("{}: {}", s.path.display(), s.reason))
+        .chain(model.release_warnings.iter().cloned())
+        .collect();
+    Ok(SiteReport {
+        out: out.to_path_buf(),
+        pages: rendered
+            .iter()
+            .map(|(name, html)| (name.to_string(), html.len() as u64))
+            .collect(),
+        runs: history.runs.len(),
+        warnings,
+        regressions,
+        flaky_tests: flaky.len(),
+        replaced,
+    })
+}
+
+fn analyse<'a>(
+    history: &'a Loaded,
+    releases: Option<Vec<Release>>,
+    release_warnings: Vec<String>,
+    base_url: Option<String>,
+) -> Model<'a> {
+    let runs = history.runs.as_slice();
+    let rule = Rule::default();
+    // The analyses read the same documents independently: two threads
+    // halve the time of a large history.
+    // The kernels' verdicts run beside the reading of the tests.
+    let (bench, (latest, flaky, heatmap, (golden, golden_hidden))) = std::thread::scope(|s| {
+        let bench = s.spawn(|| analysis::bench_series(runs, &rule, CHART_POINTS));
+        let tests = analysis::TestHistory::new(runs);
+        let tests = (
+            tests.latest_by_suite_target(),
+            tests.flaky(),
+            tests.heatmap(HEATMAP_COMMITS, HEATMAP_ROWS),
+            tests.golden_series(CHART_POINTS, pages::MAX_GOLDEN_CHARTS),
+        );
+        let bench = bench
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (bench, tests)
+    });
+    Model {
+        runs,
+        skipped: &history.skipped,
+        latest,
+        flaky,
+        heatmap,
+        golden,
+        golden_hidden,
+        bench,
+        threshold: rule.threshold,
+        integrate: analysis::integrate_timeline(runs),
+        releases,
+        release_warnings,
+        base_url,
+    }
+}
+
+fn check_base_url(url: &str) -> Result<String, Error> {
+    let trimmed = url.trim().trim_end_matches('/');
+    let lower = trimmed.to_ascii_lowercase();
+    if !(lower.starts_with("https://") || lower.starts_with("http://")) || trimmed.len() <= 8 {
+        return Err(Error::usage(format!("--base-url `{}` is not an http(s) URL", url.escape_debug()))
+            .hint("give the URL the release index is served at, e.g. --base-url https://OWNER.github.io/REPO"));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// What is at `out` now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Existing {
+    Nothing,
+    EmptyDir,
+    PreviousSite,
+}
+
+fn check_out(out: &Path) -> Result<Existing, Error> {
+    if out.file_name().is_none() {
+        return Err(Error::usage(format!(
+            "--out {} does not name a directory to create",
+            out.display()
+        ))
+        .hint("name a new directory, e.g. --out site"));
+    }
+    let refuse = |why: &str| {
+        Error::usage(format!("refusing to write the site into {}", out.display()))
+            .cause(why.to_string())
+            .hint("name a new or empty directory, or a site `lockstep report site` wrote before")
+    };
+    match std::fs::symlink_metadata(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Existing::Nothing),
+        Err(e) => Err(Error::failed(format!("cannot read {}", out.display())).cause(e.to_string())),
+        Ok(meta) if !meta.is_dir() => Err(refuse("it exists and is not a directory")),
+        Ok(_) => {
+            if out.join(MARKER).is_file() {
+                return Ok(Existing::PreviousSite);
+            }
+            let mut entries = fs_err::read_dir(out).map_err(|e| {
+                Error::failed(format!("cannot read {}", out.display())).cause(e.to_string())
+            })?;
+            if entries.next().is_some() {
+                Err(refuse(&format!(
+                    "it is not empty and holds no {MARKER} (not a site lockstep wrote)"
+                )))
+            } else {
+                Ok(Existing::EmptyDir)
+            }
+        }
+    }
+}
+
+fn parent_of(out: &Path) -> PathBuf {
+    match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// A new directory beside `out` named `.<name>.<what>-<pid>-<n>`.
+fn sibling(out: &Path, what: &str, create: bool) -> Result<PathBuf, Error> {
+    let parent = parent_of(out);
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for n in 0..1000u32 {
+        let path = parent.join(format!(".{name}.{what}-{}-{n}", std::process::id()));
+        if !create {
+            if std::fs::symlink_metadata(&path).is_err() {
+                return Ok(path);
+            }
+            continue;
+        }
+        match std::fs::create_dir(&path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(Error::failed(format!(
+                    "cannot create a directory beside {}",
+                    out.display()
+                ))
+                .cause(format!("{}: {e}", path.display())))
+            }
+        }
+    }
+    Err(Error::failed(format!(
+        "cannot create a temporary directory beside {}",
+        out.display()
+    )))
+}
+
+/// Writes the pages into a new directory beside `out`, then renames it
+/// into place (replacing a previous site). Returns whether one was
+/// replaced.
+fn write_site(out: &Path, existing: Existing, pages: &[(&str, String)]) -> Result<bool, Error> {
+    let parent = parent_of(out);
+    fs_err::create_dir_all(&parent).map_err(|e| {
+        Error::failed(format!("cannot create {}", parent.display())).cause(e.to_string())
+    })?;
+    let tmp = sibling(out, "lockstep-tmp", true)?;
+    let written = (|| -> Result<(), Error> {
+        for (name, html) in pages {
+            let path = tmp.join(name);
+            fs_err::write(&path, html).map_err(|e| {
+                Error::failed(format!("cannot write {}", path.display())).cause(e.to_string())
+            })?;
+        }
+        fs_err::write(
+            tmp.join(MARKER),
+            "written by `lockstep report site`; the next run replaces this directory\n",
+        )
+        .map_err(|e| Error::failed("cannot write the site's marker").cause(e.to_string()))
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    let fail = |e: std::io::Error, tmp: &Path| {
+        let _ = std::fs::remove_dir_all(tmp);
+        Error::failed(format!("cannot move the site into {}", out.display())).cause(e.to_string())
+    };
+    match existing {
+        Existing::Nothing => std::fs::rename(&tmp, out).map_err(|e| fail(e, &tmp))?,
+        Existing::EmptyDir => {
+            std::fs::remove_dir(out).map_err(|e| fail(e, &tmp))?;
+            std::fs::rename(&tmp, out).map_err(|e| fail(e, &tmp))?;
+        }
+        Existing::PreviousSite => {
+            let old = sibling(out, "lockstep-old", false)?;
+            std::fs::rename(out, &old).map_err(|e| fail(e, &tmp))?;
+            if let Err(e) = std::fs::rename(&tmp, out) {
+                // Put the previous site back: never no site.
+                let _ = std::fs::rename(&old, out);
+                return Err(fail(e, &tmp));
+            }
+            let _ = std::fs::remove_dir_all(&old);
+        }
+    }
+    Ok(existing == Existing::PreviousSite)
+}
+
+/// The releases of the store at `dir` (`files/<version>/release.json`),
+/// newest first, and a warning per record that could not be read.
+pub fn read_releases(dir: &Path) -> Result<(Vec<Release>, Vec<String>), Error> {
+    let meta = std::fs::metadata(dir).map_err(|e| {
+        Error::usage(format!("cannot read the release store {}", dir.display()))
+            .cause(e.to_string())
+            .hint("name the `[release] index` directory (it holds files/<version>/release.json)")
+    })?;
+    if !meta.is_dir() {
+        return Err(Error::usage(format!(
+            "the release store {} is not a directory",
+            dir.display()
+        )));
+    }
+    let files = dir.join("files");
+    let mut warnings = Vec::new();
+    let entries = match std::fs::read_dir(&files) {
+        Ok(entries) => entries,
+        Err(_) => {
+            warnings.push(format!(
+                "{}: no files/ directory (not a release store?)",
+                dir.display()
+            ));
+            return Ok((Vec::new(), warnings));
+        }
+    };
+    let mut versions: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    versions.sort();
+    let mut releases = Vec::new();
+    for version in versions {
+        let path = version.join("release.json");
+        match read_release(&path) {
+            Ok(release) => releases.push(release),
+            Err(reason) => warnings.push(format!("{}: {reason}", path.display())),
+        }
+    }
+    Ok((analysis::release_list(releases), warnings))
+}
+
+fn read_release(path: &Path) -> Result<Release, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if meta.len() > MAX_RELEASE_BYTES {
+        return Err(format!(
+            "{} bytes, more than a release record holds",
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("not JSON ({e})"))?;
+    analysis::release_record(&value).ok_or_else(|| "no \"version\": not a release record".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockstep_history::{Kind, Machine, RunRecord, Skipped, Source};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn run(n: usize, kind: Kind, results: serde_json::Value) -> RunRecord {
+        RunRecord {
+            schema: 1,
+            id: format!("r{n}"),
+            kind,
+            started: format!("2026-01-01T00:00:{n:02}Z"),
+            finished: String::new(),
+            source: Source {
+                commit: Some(format!("{n:040x}")),
+                branch: None,
+                dirty: false,
+            },
+            pins: Default::default(),
+            toolchain: None,
+            machine: Machine::default(),
+            results,
+        }
+    }
+
+    fn history() -> Loaded {
+        Loaded {
+            runs: vec![
+                run(
+                    0,
+                    Kind::Test,
+                    json!({"tests": [{"id": "s/<script>alert(1)</script> [cpu]", "case": "s/x", "group": "cpu", "outcome": "fail"}]}),
+                ),
+                run(
+                    1,
+                    Kind::Integrate,
+                    json!({"end": {"result": "halted", "halt": {"kind": "smoke", "link": "javascript:alert(1)",
+                        "culprit": {"sha": "abc", "subject": "<b>bold</b>", "author": "a", "date": "d"}}}}),
+                ),
+            ],
+            skipped: vec![Skipped {
+                path: "h/<bad>.json".into(),
+                reason: "not JSON".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn history_strings_are_escaped_and_scripts_never_linked() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("site");
+        let report = site(&history(), None, &out, None).unwrap();
+        assert_eq!(report.pages.len(), 5);
+        assert_eq!(report.warnings.len(), 1);
+        for (name, _) in &report.pages {
+            let html = std::fs::read_to_string(out.join(name)).unwrap();
+            assert!(!html.contains("<script>alert"), "{name}");
+            assert!(!html.contains("<b>bold"), "{name}");
+            assert!(!html.contains("href=\"javascript"), "{name}");
+            assert!(!html.contains("<bad>"), "{name}");
+        }
+        let tests = std::fs::read_to_string(out.join("tests.html")).unwrap();
+        assert!(tests.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    }
+
+    #[test]
+    fn a_previous_site_is_replaced_and_anything_else_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("site");
+        let first = site(&history(), None, &out, None).unwrap();
+        assert!(!first.replaced);
+        std::fs::write(out.join("stale.html"), "old").unwrap();
+        let second = site(&history(), None, &out, None).unwrap();
+        assert!(second.replaced);
+        assert!(!out.join("stale.html").exists());
+        assert!(out.join(MARKER).is_file());
+        // Nothing left beside it.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("site")]);
+
+        let other = dir.path().join("docs");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join("keep.md"), "mine").unwrap();
+        let err = site(&history(), None, &other, None).unwrap_err();
+        assert_eq!(err.kind, lockstep_core::ErrorKind::Usage);
+        assert!(
+            err.message.contains(&other.display().to_string()),
+            "{}",
+            err.message
+        );
+        assert_eq!(
+            std::fs::read_to_string(other.join("keep.md")).unwrap(),
+            "mine"
+        );
+
+        let file = dir.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        assert_eq!(
+            site(&history(), None, &file, None).unwrap_err().kind,
+            lockstep_core::ErrorKind::Usage
+        );
+
+        let empty = dir.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        site(&history(), None, &empty, None).unwrap();
+        assert!(empty.join("index.html").is_file());
+    }
+
+    #[test]
+    fn releases_link_under_the_base_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("index");
+        std::fs::create_dir_all(store.join("files/1.0rc1")).unwrap();
+        std::fs::create_dir_all(store.join("files/broken")).unwrap();
+        std::fs::write(
+            store.join("files/1.0rc1/release.json"),
+            json!({"version": "1.0rc1", "pins": {"third_party/llvm-project": "0123456789abcdef"},
+                   "files": [{"filename": "demo_pure-1.0rc1-py3-none-any.whl", "project": "demo-pure",
+                              "sha256": "00", "size": 1, "upload_time": "2026-01-01T00:00:00Z"}]})
+            .to_string(),
+        )
+        .unwrap();
+        std::fs::write(store.join("files/broken/release.json"), "{").unwrap();
+        let out = dir.path().join("site");
+        let report = site(
+            &history(),
+            Some(&store),
+            &out,
+            Some("https://example.org/repo/"),
+        )
+        .unwrap();
+        assert_eq!(report.warnings.len(), 2);
+        let html = std::fs::read_to_string(out.join("releases.html")).unwrap();
+        assert!(
+            html.contains(
+                "href=\"https://example.org/repo/files/1.0rc1/demo_pure-1.0rc1-py3-none-any.whl\""
+            ),
+            "{html}"
+        );
+        assert!(html.contains("href=\"https://example.org/repo/simple/demo-pure/\""));
+        assert!(html.contains("third_party/llvm-project"));
+
+        let err = site(&history(), Some(&store), &out, Some("javascript:x")).unwrap_err();
+        assert_eq!(err.kind, lockstep_core::ErrorKind::Usage);
+        let err = site(&history(), Some(&dir.path().join("missing")), &out, None).unwrap_err();
+        assert_eq!(err.kind, lockstep_core::ErrorKind::Usage);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn any_strings_render_escaped(name in ".{0,40}", outcome in "(pass|fail|xpass|.{0,4})") {
+            let dir = tempfile::tempdir().unwrap();
+            let loaded = Loaded {
+                runs: vec![
+                    run(0, Kind::Test, json!({"tests": [{"id": name, "outcome": outcome}]})),
+                    run(1, Kind::Test, json!({"tests": [{"id": name, "outcome": "fail"}]})),
+                    run(2, Kind::Bench, json!({"rows": [{"arguments": name, "stats": {"times_us": [1.0, 2.0, 3.0]}}]})),
+                ],
+                skipped: vec![],
+            };
+            let out = dir.path().join("s");
+            site(&loaded, None, &out, None).unwrap();
+            for page in ["index.html", "tests.html", "bench.html"] {
+                let html = std::fs::read_to_string(out.join(page)).unwrap();
+                // Every `<` in the page starts a tag this crate wrote.
+                for (i, _) in html.match_indices('<') {
+                    let next = html[i + 1..].chars().next().unwrap_or(' ');
+                    prop_assert!(next.is_ascii_alphabetic() || next == '/' || next == '!', "{page}: {}", &html[i..(i + 20).min(html.len())]);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! The charts, written as SVG by hand: a line chart (one mark per point,
+//! an optional noise band and reference line) and the outcome heatmap.
+//!
+//! Every chart is `role="img"` with an `aria-label`, a `<title>` and a
+//! `<desc>`, labelled axes, and one element carrying `data-point` per data
+//! point (with a `<title>` child for the hover text), so the browser tests
+//! count marks against the history. Colours come from the page's CSS
+//! classes, which follow `prefers-color-scheme`.
+
+use std::fmt::Write as _;
+
+use lockstep_history::analysis::Heatmap;
+
+use crate::html::{esc, esc_short, num, short};
+
+/// One point of a line chart.
+pub struct Point {
+    /// Its value (the y coordinate).
+    pub value: f64,
+    /// The hover text (plain, escaped here).
+    pub title: String,
+    /// Extra CSS class and `data-verdict` (e.g. `regression`); empty for
+    /// none.
+    pub class: &'static str,
+    /// The noise band around this point's expectation: (low, high).
+    pub band: Option<(f64, f64)>,
+    /// A reference value (a golden) at this point.
+    pub reference: Option<f64>,
+}
+
+/// A line chart over points in order (oldest left).
+pub struct LineChart<'a> {
+    pub title: &'a str,
+    pub desc: &'a str,
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+    /// Labels of the first and last points (commits).
+    pub x_first: &'a str,
+    pub x_last: &'a str,
+    pub points: &'a [Point],
+}
+
+const W: f64 = 560.0;
+const H: f64 = 200.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 12.0;
+const TOP: f64 = 12.0;
+const BOTTOM: f64 = 44.0;
+
+fn f(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+impl LineChart<'_> {
+    pub fn render(&self) -> String {
+        let mut lo = f64::INFINITY;
+        let mut hi = f64::NEG_INFINITY;
+        for p in self.points {
+            for v in [
+                Some(p.value),
+                p.reference,
+                p.band.map(|b| b.0),
+                p.band.map(|b| b.1),
+            ]
+            .into_iter()
+            .flatten()
+            .filter(|v| v.is_finite())
+            {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+        }
+        if !lo.is_finite() || !hi.is_finite() {
+            (lo, hi) = (0.0, 1.0);
+        }
+        let pad = if hi > lo {
+            (hi - lo) * 0.08
+        } else {
+            lo.abs().max(1.0) * 0.1
+        };
+        let (lo, hi) = (lo - pad, hi + pad);
+        let plot_w = W - LEFT - RIGHT;
+        let plot_h = H - TOP - BOTTOM;
+        let n = self.points.len();
+        let x = |i: usize| {
+            if n <= 1 {
+                LEFT + plot_w / 2.0
+            } else {
+                LEFT + plot_w * i as f64 / (n - 1) as f64
+            }
+        };
+        let y = |v: f64| {
+            let v = if v.is_finite() { v } else { lo };
+            TOP + plot_h * (1.0 - (v - lo) / (hi - lo))
+        };
+        let label = format!("{}: {}", self.title, self.desc);
+        let mut s = String::with_capacity(256 + n * 160);
+        let _ = write!(
+            s,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" role=\"img\" aria-label=\"{}\"><title>{}</title><desc>{}</desc>",
+            esc(&label),
+            esc(self.title),
+            esc(self.desc)
+        );
+        // Grid and y ticks: bottom, middle, top.
+        for t in [0.0, 0.5, 1.0] {
+            let v = lo + (hi - lo) * t;
+            let yy = y(v);
+            let _ = write!(
+                s,
+                "<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+                f(LEFT),
+                f(W - RIGHT),
+                f(yy),
+                f(yy),
+                f(LEFT - 4.0),
+                f(yy + 4.0),
+                num(v)
+            );
+        }
+        let _ = write!(
+            s,
+            "<line class=\"axis\" x1=\"{l}\" x2=\"{l}\" y1=\"{t}\" y2=\"{b}\"/><line class=\"axis\" x1=\"{l}\" x2=\"{r}\" y1=\"{b}\" y2=\"{b}\"/>",
+            l = f(LEFT),
+            r = f(W - RIGHT),
+            t = f(TOP),
+            b = f(H - BOTTOM)
+        );
+        // Axis labels.
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text><text transform=\"translate(12 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+            f(LEFT + plot_w / 2.0),
+            f(H - 6.0),
+            esc(self.x_label),
+            f(TOP + plot_h / 2.0),
+            esc(self.y_label)
+        );
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"start\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            f(LEFT),
+            f(H - BOTTOM + 14.0),
+            esc(self.x_first),
+            f(W - RIGHT),
+            f(H - BOTTOM + 14.0),
+            esc(self.x_last)
+        );
+        // The noise band: one polygon over the points that have one.
+        let banded: Vec<(usize, (f64, f64))> = self
+            .points
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.band.map(|b| (i, b)))
+            .collect();
+        if !banded.is_empty() {
+            s.push_str("<polygon class=\"band\" points=\"");
+            for (i, (_, h)) in &banded {
+                let _ = write!(s, "{},{} ", f(x(*i)), f(y(*h)));
+            }
+            for (i, (l, _)) in banded.iter().rev() {
+                let _ = write!(s, "{},{} ", f(x(*i)), f(y(*l)));
+            }
+            s.push_str("\"><title>noise band</title></polygon>");
+        }
+        let refs: Vec<String> = self
+            .points
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| Some(format!("{},{}", f(x(i)), f(y(p.reference?)))))
+            .collect();
+        if !refs.is_empty() {
+            let _ = write!(
+                s,
+                "<polyline class=\"golden\" points=\"{}\"><title>golden</title></polyline>",
+                refs.join(" ")
+            );
+        }
+        if n > 1 {
+            s.push_str("<polyline class=\"line\" points=\"");
+            for (i, p) in self.points.iter().enumerate() {
+                let _ = write!(s, "{},{} ", f(x(i)), f(y(p.value)));
+            }
+            s.push_str("\"/>");
+        }
+        for (i, p) in self.points.iter().enumerate() {
+            let (class, r) = if p.class.is_empty() {
+                (String::from("pt"), 3.0)
+            } else {
+                (format!("pt {}", p.class), 4.5)
+            };
+            let _ = write!(
+                s,
+                "<circle class=\"{class}\" cx=\"{}\" cy=\"{}\" r=\"{r}\" data-point=\"{i}\"",
+                f(x(i)),
+                f(y(p.value))
+            );
+            if !p.class.is_empty() {
+                let _ = write!(s, " data-verdict=\"{}\"", p.class);
+            }
+            let _ = write!(s, "><title>{}</title></circle>", esc(&p.title));
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
+/// The heatmap: one row per test, one column per commit, one `rect` with
+/// `data-point` per cell that has a result.
+pub fn heatmap(map: &Heatmap) -> String {
+    const CELL: f64 = 10.0;
+    const STEP: f64 = 11.0;
+    const LABEL_W: f64 = 300.0;
+    const HEAD: f64 = 70.0;
+    let cols = map.columns.len();
+    let width = LABEL_W + STEP * cols as f64 + 10.0;
+    let height = HEAD + STEP * map.rows.len() as f64 + 24.0;
+    let mut s = String::with_capacity(1024 + map.rows.len() * cols * 90);
+    let desc = format!(
+        "{} tests that failed, flaked or xpassed (rows) on the last {} commits tested (columns, oldest left)",
+        map.rows.len(),
+        cols
+    );
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"Test outcomes per commit: {d}\"><title>Test outcomes per commit</title><desc>{d}</desc>",
+        w = f(width),
+        h = f(height),
+        d = esc(&desc)
+    );
+    let _ = write!(
+        s,
+        "<text x=\"4\" y=\"14\">test (rows) × commit (columns, oldest → newest)</text><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">commit</text>",
+        f(LABEL_W + STEP * cols as f64 / 2.0),
+        f(height - 6.0)
+    );
+    for (c, column) in map.columns.iter().enumerate() {
+        let cx = LABEL_W + STEP * c as f64 + CELL / 2.0;
+        let label = match &column.commit {
+            Some(commit) => short(Some(commit)).chars().take(7).collect::<String>(),
+            None => "(none)".into(),
+        };
+        let _ = write!(
+            s,
+            "<text transform=\"translate({} {}) rotate(-90)\" font-size=\"9\">{}<title>{}</title></text>",
+            f(cx + 3.0),
+            f(HEAD - 4.0),
+            label,
+            esc(column.commit.as_deref().unwrap_or("no commit recorded"))
+        );
+    }
+    for (r, row) in map.rows.iter().enumerate() {
+        let y = HEAD + STEP * r as f64;
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"10\">{}<title>{}</title></text>",
+            f(LABEL_W - 6.0),
+            f(y + 9.0),
+            esc_short(&row.test, 48),
+            esc(&row.test)
+        );
+        for (c, cell) in row.cells.iter().enumerate() {
+            let Some(cell) = cell else { continue };
+            let commit = map.columns[c].commit.as_deref();
+            let _ = write!(
+                s,
+                "<rect class=\"c-{st}\" x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" data-point=\"{r},{c}\"><title>{} {st}: {} green, {} red</title></rect>",
+                f(LABEL_W + STEP * c as f64),
+                f(y),
+                short(commit),
+                cell.passes,
+                cell.failures,
+                st = cell.state.name(),
+            );
+        }
+    }
+    s.push_str("</svg>");
+    s
+}
