@@ -74,7 +74,7 @@ pub enum Command {
     /// Build Python packages once, install exactly those wheels, fetch and bisect them (docs/pkg.md).
     #[command(subcommand)]
     Pkg(Pkg),
-    /// Generate the GitHub Actions workflows of the package CI (docs/ci.md).
+    /// Generate and explain the pipeline's GitHub Actions workflows: package CI, release, integrate (docs/ci.md).
     #[command(subcommand)]
     Ci(Ci),
     /// Bump pins, cut versions and race-safe tags, publish to a static pip index, serve, promote, prune, yank (docs/release.md).
@@ -735,6 +735,53 @@ pub struct PreprocessArgs {
 pub enum BenchAction {
     /// Which kernels got slower between two runs: ratio of medians, bootstrap interval, Mann-Whitney p; exit 1 on a regression.
     Compare(BenchCompareArgs),
+    /// The first commit whose packages made a kernel slower: each commit built (wheel cache), installed in a venv, its IREE tools timing the kernels, measured again until the statistics decide.
+    Bisect(BenchBisectArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchBisectArgs {
+    /// A commit whose kernels are fast.
+    #[arg(long, value_name = "REV")]
+    pub good: String,
+    /// A commit whose kernels are slower (checked first: no regression, nothing to bisect).
+    #[arg(long, value_name = "REV")]
+    pub bad: String,
+    /// Measurements of a commit before an undecided one is skipped.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub max_repeats: u32,
+    /// The noise band: a change within it is never a regression (`5%` or `0.05`).
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub threshold: String,
+    /// The package variant to build (default release).
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
+    /// The interpreter (default: the first of [pkg] python).
+    #[arg(long, value_name = "VERSION")]
+    pub python: Option<String>,
+    /// GOOD and BAD are superproject commits of an integrate branch: BAD must be on the current branch.
+    #[arg(long)]
+    pub superproject: bool,
+    /// One kernel per line (`#` comments), instead of KERNEL arguments.
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
+    pub commands_file: Option<PathBuf>,
+    /// Device: local-task (default), local-sync, or a [bench.devices.NAME] of lockstep.toml.
+    #[arg(long, value_name = "D")]
+    pub device: Option<String>,
+    /// Extra iree-compile flag (repeatable).
+    #[arg(long = "compile-flag", value_name = "F", allow_hyphen_values = true)]
+    pub compile_flags: Vec<String>,
+    /// Kill a compile or timed run after SECS seconds (default [bench] timeout, else 600).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// CPU worker threads of the timed runtime (local-task).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub json: Json,
+    /// MIOpenDriver command lines, one per argument (e.g. 'conv -n 1 -c 16 -H 32 -W 32 -k 16 -y 3 -x 3').
+    #[arg(last = true, value_name = "KERNEL")]
+    pub kernels: Vec<String>,
 }
 
 #[derive(Debug, Args)]
