@@ -22,8 +22,10 @@
 //! Modules only use modules below them (`scripts/check-module-cycles` checks
 //! it), from the bottom: [`miopen`], [`signature`] and [`commands`]; the shared
 //! helpers; the ops; [`kernel`], [`references`] and [`defaults`]; [`run`] on
-//! top.
+//! top, then [`session`]; [`bisect`] (the first commit whose packages made a
+//! kernel slower, with lockstep-pkg's bisection) above all.
 
+pub mod bisect;
 pub mod cache;
 pub mod commands;
 pub mod compare;

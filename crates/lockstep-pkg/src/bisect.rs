@@ -13,6 +13,11 @@
 //! skipped. Verdicts are kept in the one verdict store (lockstep-store's
 //! probe records in `.git/lockstep/`) keyed by the commit, the command, the
 //! variant and the Python, so a rerun (or a wider range) reuses them.
+//!
+//! Its pieces are public for the other bisections over packages
+//! (`bench bisect` in lockstep-bench): [`range`] checks GOOD..BAD,
+//! [`with_commit_venv`] gives a commit's venv, [`narrow_stored`] narrows
+//! with the verdict store.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,7 +33,7 @@ use lockstep_python::venv::{self, From, RunIn};
 use lockstep_store::{ProbeRecord, Store};
 use serde::Serialize;
 
-use crate::build::{build, BuildRequest};
+use crate::build::BuildRequest;
 use crate::events::PkgEvent;
 
 /// What to bisect.
@@ -71,18 +76,59 @@ pub fn bisect(req: &BisectRequest<'_>, sink: &dyn Sink) -> Result<BisectReport, 
         return Err(Error::usage("no command to run")
             .hint("give it after `--`: lockstep pkg bisect --good A --bad B -- CMD ARGS"));
     }
-    let repo = Repo::discover(req.build.root)?;
+    let range = range(req.build.root, &req.good, &req.bad)?;
+    let mut steps = Vec::new();
+    let (first_bad, candidates) = narrow_stored(
+        &range,
+        "pkg-bisect",
+        |commit| verdict_key(req, commit),
+        |commit| probe(req, commit, sink),
+        |commit, verdict, cached, detail, remaining| {
+            sink.emit(&PkgEvent::BisectStep {
+                commit: commit.to_string(),
+                verdict: verdict.as_str().into(),
+                cached,
+                remaining,
+            });
+            steps.push(Step {
+                commit: commit.to_string(),
+                verdict,
+                cached,
+                detail: detail.to_string(),
+            });
+        },
+    )?;
+    Ok(BisectReport {
+        first_bad,
+        candidates,
+        steps,
+    })
+}
+
+/// The commits a bisection walks, oldest first: those on the ancestry path
+/// from `good` (excluded) to `bad` (included), in the repository at `root`.
+pub struct Range {
+    pub repo: Repo,
+    /// The full names of GOOD and BAD.
+    pub good: String,
+    pub bad: String,
+    pub commits: Vec<String>,
+}
+
+/// Resolves and checks a GOOD..BAD range (usage errors: an unknown
+/// revision, the same commit twice, GOOD not an ancestor of BAD).
+pub fn range(root: &Path, good_rev: &str, bad_rev: &str) -> Result<Range, Error> {
+    let repo = Repo::discover(root)?;
     let good = repo
-        .must_resolve(&format!("{}^{{commit}}", req.good))?
+        .must_resolve(&format!("{good_rev}^{{commit}}"))?
         .to_string();
     let bad = repo
-        .must_resolve(&format!("{}^{{commit}}", req.bad))?
+        .must_resolve(&format!("{bad_rev}^{{commit}}"))?
         .to_string();
-    lockstep_bisect::require_range(&good, &bad, &req.good, &req.bad)?;
+    lockstep_bisect::require_range(&good, &bad, good_rev, bad_rev)?;
     if !repo.is_ancestor(&good, &bad)? {
         return Err(Error::usage(format!(
-            "--good {} is not an ancestor of --bad {}",
-            req.good, req.bad
+            "--good {good_rev} is not an ancestor of --bad {bad_rev}"
         ))
         .hint("pass a good commit older than the bad one, on its history"));
     }
@@ -91,26 +137,65 @@ pub fn bisect(req: &BisectRequest<'_>, sink: &dyn Sink) -> Result<BisectReport, 
         .into_iter()
         .map(|o| o.to_string())
         .collect();
-    let Some(last) = commits.len().checked_sub(1) else {
+    if commits.is_empty() {
         return Err(Error::usage(format!(
-            "no commits lead from --good {} to --bad {}",
-            req.good, req.bad
+            "no commits lead from --good {good_rev} to --bad {bad_rev}"
         )));
-    };
-    let store = Store::open(&repo.common_dir()?.join("lockstep"))?;
-    let mut steps = Vec::new();
+    }
+    Ok(Range {
+        repo,
+        good,
+        bad,
+        commits,
+    })
+}
+
+/// Narrows `range` to its first bad commit (lockstep-bisect's rules), each
+/// commit's verdict from the verdict store under `key(commit)` or else from
+/// `judge` (a verdict and its detail, then stored under `context`);
+/// `step(commit, verdict, cached, detail, remaining)` sees each probe.
+/// Returns the first bad commit when the skips leave one candidate, and
+/// the candidates.
+pub fn narrow_stored(
+    range: &Range,
+    context: &str,
+    key: impl Fn(&str) -> String,
+    mut judge: impl FnMut(&str) -> Result<(Verdict, String), Error>,
+    mut step: impl FnMut(&str, Verdict, bool, &str, usize),
+) -> Result<(Option<String>, Vec<String>), Error> {
+    let commits = &range.commits;
+    let last = commits.len() - 1;
+    let store = Store::open(&range.repo.common_dir()?.join("lockstep"))?;
+    let mut probed = 0;
     let mut skipped = Vec::new();
     let (_, hi) = lockstep_bisect::narrow(-1, last, &mut skipped, |m| {
         let commit = &commits[m];
-        let step = judge(req, commit, &store, sink)?;
-        sink.emit(&PkgEvent::BisectStep {
-            commit: commit.clone(),
-            verdict: step.verdict.as_str().into(),
-            cached: step.cached,
-            remaining: last.saturating_sub(steps.len() + 1),
-        });
-        let verdict = step.verdict;
-        steps.push(step);
+        let key = key(commit);
+        let (verdict, detail, cached) = match store.probe(&key)? {
+            Some(record) => (Verdict::parse(&record.outcome), record.detail, true),
+            None => {
+                let started = std::time::Instant::now();
+                let (verdict, detail) = judge(commit)?;
+                store.put_probe(&ProbeRecord {
+                    key,
+                    context: context.into(),
+                    commit: commit.to_string(),
+                    outcome: verdict.as_str().into(),
+                    detail: detail.clone(),
+                    log: None,
+                    seconds: started.elapsed().as_secs_f64(),
+                })?;
+                (verdict, detail, false)
+            }
+        };
+        probed += 1;
+        step(
+            commit,
+            verdict,
+            cached,
+            &detail,
+            last.saturating_sub(probed),
+        );
         Ok(verdict)
     })?;
     let candidates: Vec<String> = lockstep_bisect::candidates(-1, hi, &skipped)
@@ -118,11 +203,7 @@ pub fn bisect(req: &BisectRequest<'_>, sink: &dyn Sink) -> Result<BisectReport, 
         .map(|i| commits[i].clone())
         .collect();
     let first_bad = (candidates.len() == 1).then(|| candidates[0].clone());
-    Ok(BisectReport {
-        first_bad,
-        candidates,
-        steps,
-    })
+    Ok((first_bad, candidates))
 }
 
 /// The verdict store's key of `commit` under this command, variant and Python.
@@ -135,92 +216,88 @@ fn verdict_key(req: &BisectRequest<'_>, commit: &str) -> String {
         .hex()
 }
 
-/// One commit's verdict: from the store, else built, installed and run.
-fn judge(
-    req: &BisectRequest<'_>,
+/// Builds `commit`'s packages (`build` with its `rev`, `out`, `variants`
+/// and `pythons` set here; through the wheel cache), installs them by
+/// manifest into a fresh venv and calls `f` with the venv's directory and a
+/// scratch directory; both are removed afterwards. `Ok(Err(why))` when the
+/// packages do not build or install (a commit to skip); a usage error of
+/// the build is an error.
+pub fn with_commit_venv<T>(
+    build: &BuildRequest<'_>,
+    variant: &str,
+    python: Option<&str>,
     commit: &str,
-    store: &Store,
     sink: &dyn Sink,
-) -> Result<Step, Error> {
-    let key = verdict_key(req, commit);
-    if let Some(record) = store.probe(&key)? {
-        return Ok(Step {
-            commit: commit.to_string(),
-            verdict: Verdict::parse(&record.outcome),
-            cached: true,
-            detail: record.detail,
-        });
-    }
-    let started = std::time::Instant::now();
-    let step = probe(req, commit, sink)?;
-    store.put_probe(&ProbeRecord {
-        key,
-        context: "pkg-bisect".into(),
-        commit: commit.to_string(),
-        outcome: step.verdict.as_str().into(),
-        detail: step.detail.clone(),
-        log: None,
-        seconds: started.elapsed().as_secs_f64(),
-    })?;
-    Ok(step)
+    f: impl FnOnce(&Path, &Path) -> Result<T, Error>,
+) -> Result<Result<T, String>, Error> {
+    let scratch = tempdir()?;
+    let result = in_scratch(build, variant, python, commit, &scratch, sink, f);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
 }
 
-fn probe(req: &BisectRequest<'_>, commit: &str, sink: &dyn Sink) -> Result<Step, Error> {
-    let scratch = tempdir()?;
+fn in_scratch<T>(
+    build: &BuildRequest<'_>,
+    variant: &str,
+    python: Option<&str>,
+    commit: &str,
+    scratch: &Path,
+    sink: &dyn Sink,
+    f: impl FnOnce(&Path, &Path) -> Result<T, Error>,
+) -> Result<Result<T, String>, Error> {
     let out = scratch.join("wheelhouse");
     let build_req = BuildRequest {
-        root: req.build.root,
-        pkg: req.build.pkg,
-        pythons: req.python.iter().cloned().collect(),
-        variants: vec![req.variant.clone()],
-        packages: req.build.packages.clone(),
+        root: build.root,
+        pkg: build.pkg,
+        pythons: python.iter().map(|p| p.to_string()).collect(),
+        variants: vec![variant.to_string()],
+        packages: build.packages.clone(),
         out: out.clone(),
-        version: req.build.version.clone(),
-        jobs: req.build.jobs,
+        version: build.version.clone(),
+        jobs: build.jobs,
         rev: commit.to_string(),
-        pin_path: req.build.pin_path.clone(),
-        cache: req.build.cache.clone(),
-        compiler_area: req.build.compiler_area.clone(),
-        uv: req.build.uv,
+        pin_path: build.pin_path.clone(),
+        cache: build.cache.clone(),
+        compiler_area: build.compiler_area.clone(),
+        uv: build.uv,
     };
-    let skip = |detail: String| Step {
-        commit: commit.to_string(),
-        verdict: Verdict::Skip,
-        cached: false,
-        detail,
-    };
-    if let Err(e) = build(&build_req, sink) {
+    if let Err(e) = crate::build::build(&build_req, sink) {
         if e.exit_code() == 2 {
-            let _ = std::fs::remove_dir_all(&scratch);
             return Err(e.context(format!("cannot build the packages of {commit}")));
         }
-        let _ = std::fs::remove_dir_all(&scratch);
-        return Ok(skip(format!("the packages do not build: {}", e.message)));
+        return Ok(Err(format!("the packages do not build: {}", e.message)));
     }
-    let manifest = out.join(pylock::file_name(&req.variant));
+    let manifest = out.join(pylock::file_name(variant));
     let venv_dir = scratch.join("venv");
-    if let Err(e) = venv::create_exact(
-        req.build.uv,
-        &venv_dir,
-        From::Manifest(&manifest),
-        req.python.as_deref(),
-        sink,
-    ) {
-        let _ = std::fs::remove_dir_all(&scratch);
-        return Ok(skip(format!("the packages do not install: {}", e.message)));
+    if let Err(e) = venv::create_exact(build.uv, &venv_dir, From::Manifest(&manifest), python, sink)
+    {
+        return Ok(Err(format!("the packages do not install: {}", e.message)));
     }
-    let result = run_command(req, &venv_dir, &scratch.join("cmd.log"));
-    let _ = std::fs::remove_dir_all(&scratch);
-    let exit = result?;
+    f(&venv_dir, scratch).map(Ok)
+}
+
+/// One commit's verdict: its packages built, installed and the command run.
+fn probe(
+    req: &BisectRequest<'_>,
+    commit: &str,
+    sink: &dyn Sink,
+) -> Result<(Verdict, String), Error> {
+    let ran = with_commit_venv(
+        &req.build,
+        &req.variant,
+        req.python.as_deref(),
+        commit,
+        sink,
+        |venv_dir, scratch| run_command(req, venv_dir, &scratch.join("cmd.log")),
+    )?;
+    let exit = match ran {
+        Ok(exit) => exit,
+        Err(why) => return Ok((Verdict::Skip, why)),
+    };
     if lockstep_bisect::aborts(exit) {
         return Err(lockstep_bisect::abort_error(&req.command, exit, commit));
     }
-    Ok(Step {
-        commit: commit.to_string(),
-        verdict: Verdict::from_exit(exit),
-        cached: false,
-        detail: exit.describe(),
-    })
+    Ok((Verdict::from_exit(exit), exit.describe()))
 }
 
 fn run_command(req: &BisectRequest<'_>, venv_dir: &Path, log: &Path) -> Result<Exit, Error> {

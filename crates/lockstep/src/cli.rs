@@ -736,7 +736,7 @@ pub enum BenchAction {
     /// Which kernels got slower between two runs: ratio of medians, bootstrap interval, Mann-Whitney p; exit 1 on a regression.
     Compare(BenchCompareArgs),
     /// The first commit whose packages made a kernel slower: each commit built (wheel cache), installed in a venv, its IREE tools timing the kernels, measured again until the statistics decide.
-    Bisect(BenchBisectArgs),
+    Bisect(Box<BenchBisectArgs>),
 }
 
 #[derive(Debug, Args)]

@@ -8,8 +8,10 @@ use crate::cli::BenchArgs;
 use crate::context::Ctx;
 
 pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
-    if let Some(crate::cli::BenchAction::Compare(compare)) = args.action {
-        return compare_runs(compare, ctx);
+    match args.action {
+        Some(crate::cli::BenchAction::Compare(compare)) => return compare_runs(compare, ctx),
+        Some(crate::cli::BenchAction::Bisect(bisect)) => return bisect_commits(*bisect, ctx),
+        None => {}
     }
     let request = Request {
         commands_file: args.commands_file,
@@ -66,4 +68,69 @@ fn compare_runs(args: crate::cli::BenchCompareArgs, ctx: &Ctx) -> Result<i32, Er
         out.line(regressions::render(&report).trim_end());
     })?;
     Ok(if report.regressions > 0 { 1 } else { 0 })
+}
+
+/// `lockstep bench bisect`: the first commit whose packages made a kernel
+/// slower (lockstep-bench's bisect over lockstep-pkg's bisection).
+fn bisect_commits(args: crate::cli::BenchBisectArgs, ctx: &Ctx) -> Result<i32, Error> {
+    use lockstep_bench::bisect;
+    let threshold = lockstep_bench::regressions::parse_threshold(&args.threshold)?;
+    if args.max_repeats == 0 {
+        return Err(
+            Error::usage("--max-repeats 0: a commit needs one measurement at least")
+                .hint("give --max-repeats 1 or more (default 5)"),
+        );
+    }
+    let pkg: lockstep_pkg::config::PkgConfig = ctx.section()?;
+    let uv = super::pkg::find_uv(ctx)?;
+    let python = args.python.or_else(|| pkg.python.first().cloned());
+    let request = bisect::BisectRequest {
+        build: super::pkg::configured(ctx, &pkg, &uv)?,
+        good: args.good,
+        bad: args.bad,
+        variant: args
+            .variant
+            .unwrap_or_else(|| lockstep_pkg::config::DEFAULT_VARIANT.into()),
+        python,
+        bench: Request {
+            commands_file: args.commands_file.map(|f| ctx.cwd.join(f)),
+            device: args.device,
+            compile_flags: args.compile_flags,
+            timeout: args.timeout,
+            threads: args.threads,
+            ..Request::default()
+        },
+        kernels: args.kernels,
+        max_repeats: args.max_repeats,
+        rule: lockstep_stats::Rule {
+            threshold,
+            ..lockstep_stats::Rule::default()
+        },
+        superproject: args.superproject,
+    };
+    let report = bisect::bisect(&request, &ctx.section()?, &ctx.cache()?, ctx.sink())?;
+    ctx.result(&report, |out| {
+        out.line(format!(
+            "BAD {}: {}",
+            report.bad,
+            bisect::figures(&report.endpoint.judgement)
+        ));
+        for step in &report.steps {
+            out.line(format!(
+                "{} {}{}: {}",
+                step.commit,
+                step.verdict.as_str(),
+                if step.cached { " (cached)" } else { "" },
+                bisect::figures(&step.judgement)
+            ));
+        }
+        match &report.first_bad {
+            Some(commit) => out.line(format!("first bad commit: {commit}")),
+            None => out.line(format!(
+                "the first bad commit is one of (skipped commits leave it open): {}",
+                report.candidates.join(" ")
+            )),
+        }
+    })?;
+    Ok(0)
 }

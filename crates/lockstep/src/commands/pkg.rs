@@ -32,7 +32,7 @@ pub fn find_uv(ctx: &Ctx) -> Result<uv::Uv, Error> {
 
 /// The configured build of HEAD (`[pkg]`, the wheels cache, and the pin of
 /// `[integrate] submodule` when lockstep.toml has that table).
-fn configured<'a>(
+pub(crate) fn configured<'a>(
     ctx: &'a Ctx,
     pkg: &'a PkgConfig,
     uv: &'a uv::Uv,
