@@ -1,0 +1,90 @@
+//! `lockstep report site` from the command line: bad history files are
+//! warnings naming each (exit 0), a previous site is replaced whole,
+//! anything else at `--out` is refused, a missing history is a usage error.
+//! (The pages themselves are checked in a real browser by
+//! crates/lockstep-site/tests/browser.rs.)
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+fn run_file(dir: &Path, id: &str, kind: &str, results: serde_json::Value) {
+    let run = serde_json::json!({
+        "schema": 1, "id": id, "kind": kind,
+        "started": format!("2026-11-2{}T05:00:00Z", id.len()),
+        "finished": "2026-11-26T05:01:00Z",
+        "source": {"commit": "a".repeat(40), "branch": "main", "dirty": false},
+        "pins": {"third_party/llvm-project": "b".repeat(40)}, "toolchain": "iree 3.13.0",
+        "machine": {"cpu": "x", "cores": 2, "os": "linux-x86_64", "host": "h"},
+        "results": results
+    });
+    write(&dir.join(format!("{kind}-{id}.json")), &run.to_string());
+}
+
+#[test]
+fn the_site_is_written_with_bad_files_named_and_refuses_to_replace_anything_else() {
+    let p = Project::new();
+    let hist = p.path().join("history");
+    let samples: Vec<f64> = (0..20).map(|i| 100.0 + i as f64).collect();
+    for id in ["1", "22"] {
+        run_file(
+            &hist,
+            id,
+            "bench",
+            serde_json::json!({"schema": 1, "rows": [{"arguments": "conv -n 1", "status": "ok", "gflops": 1.5, "stats": {"times_us": samples}}]}),
+        );
+    }
+    write(
+        &hist.join("bench-truncated.json"),
+        "{\"schema\": 1, \"id\": \"x",
+    );
+    write(&hist.join("future.json"), "{\"schema\": 99, \"id\": \"f\"}");
+    std::fs::copy(hist.join("bench-1.json"), hist.join("copy-of-1.json")).unwrap();
+
+    let out = p.run(
+        &["report", "site", "--history", "history", "--out", "site"],
+        0,
+    );
+    let err = stderr(&out);
+    for name in ["bench-truncated.json", "future.json", "copy-of-1.json"] {
+        assert!(err.contains(name), "{name} not named:\n{err}");
+    }
+    assert!(err.contains("newer lockstep"), "{err}");
+    assert!(
+        stdout(&out).contains("5 pages from 2 runs"),
+        "{}",
+        stdout(&out)
+    );
+    for page in ["index", "tests", "bench", "integrate", "releases"] {
+        assert!(
+            p.path().join(format!("site/{page}.html")).is_file(),
+            "{page}"
+        );
+    }
+    // A second run replaces the site whole.
+    p.run(
+        &["report", "site", "--history", "history", "--out", "site"],
+        0,
+    );
+    // Anything else at --out is left alone.
+    write(&p.path().join("docs/keep.md"), "mine\n");
+    let out = p.run(
+        &["report", "site", "--history", "history", "--out", "docs"],
+        2,
+    );
+    assert!(stderr(&out).contains("docs"), "{}", stderr(&out));
+    assert_eq!(p.read("docs/keep.md"), "mine\n");
+    // No history named and none configured.
+    let out = p.run(&["report", "site", "--out", "site2"], 2);
+    assert!(stderr(&out).contains("needs a history"), "{}", stderr(&out));
+    assert!(!p.path().join("site2").exists());
+    // An empty history is a site saying so, not an error.
+    std::fs::create_dir_all(p.path().join("empty")).unwrap();
+    let out = p.run(
+        &["report", "site", "--history", "empty", "--out", "site3"],
+        0,
+    );
+    assert!(stdout(&out).contains("from 0 runs"), "{}", stdout(&out));
+}
