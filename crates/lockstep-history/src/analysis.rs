@@ -357,24 +357,18 @@ fn read_part<'a>(part: &[(usize, &'a RunRecord)]) -> Part<'a> {
 }
 
 impl<'a> TestHistory<'a> {
-    /// Reads every test run of `runs` (on up to 4 threads).
+    /// Reads every test run of `runs` (on the worker pool, up to 4 parts).
     pub fn new(runs: &'a [RunRecord]) -> TestHistory<'a> {
         let todo: Vec<(usize, &RunRecord)> = test_runs(runs).collect();
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, 4);
+        let threads = lockstep_core::pool::cpus().clamp(1, 4);
         let chunk = todo.len().div_ceil(threads).max(1);
-        let parts: Vec<Part<'a>> = std::thread::scope(|s| {
-            let handles: Vec<_> = todo
-                .chunks(chunk)
-                .map(|part| s.spawn(move || read_part(part)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
+        let chunks: Vec<&[(usize, &RunRecord)]> = todo.chunks(chunk).collect();
+        // Without threads (none could start), the same parts in turn.
+        let parts: Vec<Part<'a>> =
+            lockstep_core::pool::map_all("test history reader", threads, chunks.len(), |i| {
+                read_part(chunks[i])
+            })
+            .unwrap_or_else(|_| chunks.iter().map(|part| read_part(part)).collect());
         // One numbering: each part's tests mapped onto the first part's.
         let mut ids: HashMap<&'a str, u32> = HashMap::new();
         let mut pair_ids: HashMap<(&'a str, &'a str), u32> = HashMap::new();
