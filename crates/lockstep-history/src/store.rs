@@ -173,13 +173,29 @@ fn read_run(path: &Path) -> Result<RunRecord, String> {
             meta.len()
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    // The common case in one pass; the slow path only says why not.
-    if let Ok(run) = serde_json::from_slice::<RunRecord>(&bytes) {
-        if run.schema <= SCHEMA {
-            return Ok(run);
-        }
+    // One buffer per reader thread: a fresh allocation per file (most are
+    // larger than the allocator's mmap threshold) costs a map, an unmap and
+    // page faults each time.
+    thread_local! {
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
+    let parsed = BUFFER.with(|buffer| {
+        let mut bytes = buffer.borrow_mut();
+        bytes.clear();
+        std::fs::File::open(path)
+            .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
+            .map_err(|e| e.to_string())?;
+        // The common case in one pass; the slow path only says why not.
+        match serde_json::from_slice::<RunRecord>(&bytes) {
+            Ok(run) if run.schema <= SCHEMA => Ok(Ok(run)),
+            _ => Ok(Err(bytes.clone())),
+        }
+    });
+    let bytes = match parsed {
+        Ok(Ok(run)) => return Ok(run),
+        Ok(Err(bytes)) => bytes,
+        Err(e) => return Err(e),
+    };
     let value: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| format!("not JSON ({e})"))?;
     let schema = value.get("schema").and_then(|s| s.as_u64());
