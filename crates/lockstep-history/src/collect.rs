@@ -232,9 +232,7 @@ pub fn machine() -> Machine {
         .or_else(|| var("HOSTNAME"));
     Machine {
         cpu: cpu.unwrap_or_else(|| "unknown".into()),
-        cores: std::thread::available_parallelism()
-            .map(|n| u32::try_from(n.get()).unwrap_or(u32::MAX))
-            .unwrap_or(1),
+        cores: u32::try_from(lockstep_core::pool::cpus()).unwrap_or(u32::MAX),
         os: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
         host: host.map_or_else(|| "unknown".into(), |h| h.trim().to_string()),
     }

@@ -76,6 +76,21 @@ fn the_site_is_written_with_bad_files_named_and_refuses_to_replace_anything_else
     );
     assert!(stderr(&out).contains("docs"), "{}", stderr(&out));
     assert_eq!(p.read("docs/keep.md"), "mine\n");
+    // Bad --base-url and --releases are named; nothing is written.
+    for (args, expected) in [
+        (vec!["--base-url", "ftp://example.org"], "ftp://example.org"),
+        (vec!["--releases", "no-such-store"], "no-such-store"),
+    ] {
+        let mut all = vec!["report", "site", "--history", "history", "--out", "site4"];
+        all.extend(args);
+        let out = p.run(&all, 2);
+        assert!(
+            stderr(&out).contains(expected),
+            "{expected}: {}",
+            stderr(&out)
+        );
+        assert!(!p.path().join("site4").exists(), "{expected}: written");
+    }
     // No history named and none configured.
     let out = p.run(&["report", "site", "--out", "site2"], 2);
     assert!(stderr(&out).contains("needs a history"), "{}", stderr(&out));
