@@ -138,23 +138,37 @@ fn analyse<'a>(
 ) -> Model<'a> {
     let runs = history.runs.as_slice();
     let rule = Rule::default();
-    // The analyses read the same documents independently: two threads
-    // halve the time of a large history.
-    // The kernels' verdicts run beside the reading of the tests.
-    let (bench, (latest, flaky, heatmap, (golden, golden_hidden))) = std::thread::scope(|s| {
-        let bench = s.spawn(|| analysis::bench_series(runs, &rule, CHART_POINTS));
+    // The kernels' verdicts and the reading of the tests are independent:
+    // two tasks on the worker pool (in turn if no thread can start).
+    let tests_part = || {
         let tests = analysis::TestHistory::new(runs);
-        let tests = (
+        (
             tests.latest_by_suite_target(),
             tests.flaky(),
             tests.heatmap(HEATMAP_COMMITS, HEATMAP_ROWS),
             tests.golden_series(CHART_POINTS, pages::MAX_GOLDEN_CHARTS),
-        );
-        let bench = bench
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (bench, tests)
+        )
+    };
+    let bench_part = || analysis::bench_series(runs, &rule, CHART_POINTS);
+    let halves = lockstep_core::pool::map_all("report analysis", 2, 2, |i| match i {
+        0 => Half::Bench(bench_part()),
+        _ => Half::Tests(Box::new(tests_part())),
+    })
+    .unwrap_or_else(|_| {
+        vec![
+            Half::Bench(bench_part()),
+            Half::Tests(Box::new(tests_part())),
+        ]
     });
+    let (mut bench, mut tests) = (None, None);
+    for half in halves {
+        match half {
+            Half::Bench(b) => bench = Some(b),
+            Half::Tests(t) => tests = Some(*t),
+        }
+    }
+    let bench = bench.unwrap_or_else(bench_part);
+    let (latest, flaky, heatmap, (golden, golden_hidden)) = tests.unwrap_or_else(tests_part);
     Model {
         runs,
         skipped: &history.skipped,
@@ -170,6 +184,20 @@ fn analyse<'a>(
         release_warnings,
         base_url,
     }
+}
+
+/// One of the two analyses run side by side.
+enum Half {
+    Bench(Vec<analysis::BenchSeries>),
+    #[allow(clippy::type_complexity)]
+    Tests(
+        Box<(
+            Vec<analysis::SuiteLatest>,
+            Vec<analysis::FlakyTest>,
+            analysis::Heatmap,
+            (Vec<analysis::GoldenSeries>, usize),
+        )>,
+    ),
 }
 
 fn check_base_url(url: &str) -> Result<String, Error> {
