@@ -14,8 +14,11 @@
 //! GOOD's venv is kept for the whole bisection and GOOD measured right
 //! before each measurement of a commit (a drift of the machine's load hits
 //! both sides alike); the commit's samples are compared with GOOD's, each
-//! side pooled over the commit's repeats
-//! (lockstep-stats [`compare`]): a regression of any kernel is bad; every
+//! side holding one run per repeat (lockstep-stats [`compare_runs`]: from
+//! two repeats on, the repeats are resampled before their samples, so
+//! the drift between measurements is in the interval). No verdict is
+//! given on a single measurement (unless `max_repeats` is 1): one pair
+//! taken in a noisy moment must not name a culprit. A regression of any kernel is bad; every
 //! kernel unchanged within the noise band (the interval's top at most
 //! `1 + threshold`) or faster is good; anything else (an interval across
 //! the band's edge, too few samples) is undecided and both are measured
@@ -38,7 +41,7 @@ use lockstep_core::Error;
 use lockstep_iree::Toolchain;
 use lockstep_pkg::bisect::{narrow_stored, range, with_commit_venv};
 use lockstep_pkg::BuildRequest;
-use lockstep_stats::{compare, Rule};
+use lockstep_stats::{compare_runs, Rule};
 use serde::{Deserialize, Serialize};
 
 use crate::config::BenchConfig;
@@ -129,9 +132,9 @@ struct Bench<'a> {
     sink: &'a dyn Sink,
 }
 
-/// Samples per kernel, in the order of the rows.
+/// Samples per kernel, one list per measurement, in the order of the rows.
 #[derive(Default)]
-struct Pool(Vec<(String, String, Vec<f64>)>);
+struct Pool(Vec<(String, String, Vec<Vec<f64>>)>);
 
 impl Pool {
     fn add(&mut self, rows: Vec<(String, String, Vec<f64>)>) {
@@ -141,12 +144,16 @@ impl Pool {
                 .iter_mut()
                 .find(|(k, f, _)| *k == kernel && *f == func)
             {
-                Some((_, _, pooled)) => pooled.extend(samples),
-                None => self.0.push((kernel, func, samples)),
+                Some((_, _, runs)) => runs.push(samples),
+                None => self.0.push((kernel, func, vec![samples])),
             }
         }
     }
 }
+
+/// The fewest measurements a verdict is given on (when `max_repeats`
+/// allows): the second one lets the bootstrap see the drift between them.
+const MIN_MEASUREMENTS: u32 = 2;
 
 /// Bisects; see the module doc. Usage errors come before anything is built.
 pub fn bisect(
@@ -323,7 +330,8 @@ fn kernels_request(req: &BisectRequest<'_>, scratch: &Path) -> Result<Request, E
 
 /// The verdict store's key of `commit` under everything a verdict depends on.
 fn verdict_key(req: &BisectRequest<'_>, good: &str, kernels: &[String], commit: &str) -> String {
-    Framed::new("lockstep-bench", "bisect", 1)
+    // Version 2: verdicts from the two-level bootstrap over repeats.
+    Framed::new("lockstep-bench", "bisect", 2)
         .part("commit", commit)
         .part("good", good)
         .parts("kernels", kernels)
@@ -417,6 +425,9 @@ fn judge(
             Err(why) => return Ok(skipped(commit, n, format!("a kernel failed: {why}"))),
         }
         kernels = compare_pools(good, &pool, &req.rule);
+        if n < MIN_MEASUREMENTS.min(req.max_repeats) {
+            continue;
+        }
         if let Some(verdict) = classify(&kernels, req.rule.threshold) {
             return Ok(Step {
                 commit: commit.to_string(),
@@ -458,13 +469,13 @@ fn skipped(commit: &str, measurements: u32, why: String) -> Step {
 fn compare_pools(good: &Pool, new: &Pool, rule: &Rule) -> Vec<KernelFigure> {
     new.0
         .iter()
-        .map(|(kernel, func, samples)| {
-            let base: &[f64] = good
+        .map(|(kernel, func, runs)| {
+            let base: &[Vec<f64>] = good
                 .0
                 .iter()
                 .find(|(k, f, _)| k == kernel && f == func)
                 .map_or(&[], |(_, _, s)| s.as_slice());
-            let c = compare(base, samples, rule);
+            let c = compare_runs(base, runs, rule);
             KernelFigure {
                 kernel: kernel.clone(),
                 func_name: func.clone(),
@@ -473,8 +484,8 @@ fn compare_pools(good: &Pool, new: &Pool, rule: &Rule) -> Vec<KernelFigure> {
                 p: c.p,
                 good_median_us: c.base_median,
                 median_us: c.new_median,
-                good_samples: base.len(),
-                samples: samples.len(),
+                good_samples: base.iter().map(Vec::len).sum(),
+                samples: runs.iter().map(Vec::len).sum(),
                 stats: serde_json::to_value(c.verdict)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))

@@ -10,6 +10,12 @@
 //! change is a regression only when the whole interval lies above the
 //! noise band `1 + threshold`, so a noisy machine yields "unchanged" or
 //! "not enough samples", never a made-up regression.
+//!
+//! The interval holds the noise between runs, not only within one: with
+//! several runs on both sides, runs are resampled before their samples
+//! (a two-level bootstrap); with a single run on a side, the spread of
+//! the ratios across the kernels estimates how much a kernel moves from
+//! run to run and widens every interval by it ([`NoiseModel`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,8 +36,23 @@ pub struct Side {
     pub label: String,
     /// The runs it pooled.
     pub runs: usize,
-    /// Kernel name -> samples (µs), in first-seen order of names.
-    pub kernels: Vec<(String, Vec<f64>)>,
+    /// Kernel name -> its samples (µs) per run, in first-seen order of
+    /// names.
+    pub kernels: Vec<(String, Vec<Vec<f64>>)>,
+}
+
+/// How the intervals account for the noise between runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseModel {
+    /// Both sides hold several runs: runs resampled, then their samples.
+    Runs,
+    /// A side holds one run: intervals widened by the spread of the
+    /// ratios across kernels.
+    KernelSpread,
+    /// A side holds one run and too few kernels to see that spread: the
+    /// intervals hold within-run noise only.
+    WithinRun,
 }
 
 /// What a kernel's comparison says.
@@ -86,28 +107,82 @@ pub struct CompareReport {
     pub new_runs: usize,
     pub threshold: f64,
     pub confidence: f64,
+    /// How the noise between runs entered the intervals.
+    pub noise_model: NoiseModel,
+    /// The run-to-run noise added to each interval (`kernel_spread`): the
+    /// robust standard deviation of ln(ratio) across kernels.
+    pub run_noise: Option<f64>,
     pub kernels: Vec<KernelComparison>,
     pub regressions: usize,
     pub improvements: usize,
 }
 
+/// A kernel on both sides: its name, BASE's runs, NEW's runs, and their
+/// comparison.
+type Both<'a> = (
+    &'a String,
+    &'a Vec<Vec<f64>>,
+    &'a Vec<Vec<f64>>,
+    lockstep_stats::Comparison,
+);
+
 /// Compares every kernel of `new` with `base` under `rule`.
 pub fn compare(base: &Side, new: &Side, rule: &Rule) -> CompareReport {
-    let base_map: BTreeMap<&str, &Vec<f64>> =
+    let base_map: BTreeMap<&str, &Vec<Vec<f64>>> =
         base.kernels.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let new_map: BTreeMap<&str, &Vec<f64>> =
+    let new_map: BTreeMap<&str, &Vec<Vec<f64>>> =
         new.kernels.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    // Kernels on both sides, compared; then the run-to-run noise their
+    // ratios show when a side has a single run.
+    let both: Vec<Both<'_>> = base
+        .kernels
+        .iter()
+        .filter_map(|(name, runs)| {
+            let new_runs = *new_map.get(name.as_str())?;
+            Some((
+                name,
+                runs,
+                new_runs,
+                lockstep_stats::compare_runs(runs, new_runs, rule),
+            ))
+        })
+        .collect();
+    let several_runs = base.runs >= 2 && new.runs >= 2;
+    let ratios: Vec<f64> = both
+        .iter()
+        .filter(|(.., c)| c.verdict != Verdict::NotEnoughSamples)
+        .filter_map(|(.., c)| c.ratio)
+        .collect();
+    let run_noise = if several_runs {
+        None
+    } else {
+        lockstep_stats::run_noise(&ratios)
+    };
+    let noise_model = match (several_runs, run_noise) {
+        (true, _) => NoiseModel::Runs,
+        (false, Some(_)) => NoiseModel::KernelSpread,
+        (false, None) => NoiseModel::WithinRun,
+    };
+    let mut judged: BTreeMap<&str, KernelComparison> = both
+        .into_iter()
+        .map(|(name, base_runs, new_runs, c)| {
+            let c = match run_noise {
+                Some(sd) => lockstep_stats::widen(&c, sd, rule),
+                None => c,
+            };
+            (name.as_str(), compared(name, base_runs, new_runs, &c))
+        })
+        .collect();
     let mut kernels = Vec::new();
-    for (name, samples) in &base.kernels {
-        let c = match new_map.get(name.as_str()) {
-            Some(new_samples) => compared(name, samples, new_samples, rule),
-            None => one_sided(name, samples, &[], Outcome::OnlyInBase),
-        };
-        kernels.push(c);
+    for (name, runs) in &base.kernels {
+        match judged.remove(name.as_str()) {
+            Some(k) => kernels.push(k),
+            None => kernels.push(one_sided(name, runs, &[], Outcome::OnlyInBase)),
+        }
     }
-    for (name, samples) in &new.kernels {
+    for (name, runs) in &new.kernels {
         if !base_map.contains_key(name.as_str()) {
-            kernels.push(one_sided(name, &[], samples, Outcome::OnlyInNew));
+            kernels.push(one_sided(name, &[], runs, Outcome::OnlyInNew));
         }
     }
     let count = |o: Outcome| kernels.iter().filter(|k| k.outcome == o).count();
@@ -118,18 +193,28 @@ pub fn compare(base: &Side, new: &Side, rule: &Rule) -> CompareReport {
         new_runs: new.runs,
         threshold: rule.threshold,
         confidence: rule.confidence,
+        noise_model,
+        run_noise,
         regressions: count(Outcome::Regression),
         improvements: count(Outcome::Improvement),
         kernels,
     }
 }
 
-fn compared(name: &str, base: &[f64], new: &[f64], rule: &Rule) -> KernelComparison {
-    let c = lockstep_stats::compare(base, new, rule);
+fn samples(runs: &[Vec<f64>]) -> usize {
+    runs.iter().map(Vec::len).sum()
+}
+
+fn compared(
+    name: &str,
+    base: &[Vec<f64>],
+    new: &[Vec<f64>],
+    c: &lockstep_stats::Comparison,
+) -> KernelComparison {
     KernelComparison {
         kernel: name.to_string(),
-        base_samples: base.len(),
-        new_samples: new.len(),
+        base_samples: samples(base),
+        new_samples: samples(new),
         base_median_us: c.base_median,
         new_median_us: c.new_median,
         ratio: c.ratio,
@@ -144,13 +229,18 @@ fn compared(name: &str, base: &[f64], new: &[f64], rule: &Rule) -> KernelCompari
     }
 }
 
-fn one_sided(name: &str, base: &[f64], new: &[f64], outcome: Outcome) -> KernelComparison {
+fn one_sided(
+    name: &str,
+    base: &[Vec<f64>],
+    new: &[Vec<f64>],
+    outcome: Outcome,
+) -> KernelComparison {
     KernelComparison {
         kernel: name.to_string(),
-        base_samples: base.len(),
-        new_samples: new.len(),
-        base_median_us: lockstep_stats::median(base),
-        new_median_us: lockstep_stats::median(new),
+        base_samples: samples(base),
+        new_samples: samples(new),
+        base_median_us: lockstep_stats::median(&base.concat()),
+        new_median_us: lockstep_stats::median(&new.concat()),
         ratio: None,
         interval: None,
         p: None,
@@ -259,10 +349,11 @@ fn history_side(flag: &str, spec: &str, dir: &Path, rev: &str) -> Result<Side, E
     })
 }
 
-/// Every kernel's samples from all runs, concatenated (first-seen order).
-fn pooled(runs: &[Vec<KernelSamples>]) -> Vec<(String, Vec<f64>)> {
+/// Every kernel's samples, one list per run that timed it (first-seen
+/// order of kernels).
+fn pooled(runs: &[Vec<KernelSamples>]) -> Vec<(String, Vec<Vec<f64>>)> {
     let mut order: Vec<String> = Vec::new();
-    let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut samples: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
     for run in runs {
         for kernel in run {
             if !samples.contains_key(&kernel.name) {
@@ -271,7 +362,7 @@ fn pooled(runs: &[Vec<KernelSamples>]) -> Vec<(String, Vec<f64>)> {
             samples
                 .entry(kernel.name.clone())
                 .or_default()
-                .extend(kernel.times_us.iter().copied());
+                .push(kernel.times_us.clone());
         }
     }
     order
@@ -353,7 +444,26 @@ pub fn render(report: &CompareReport) -> String {
         report.base_runs,
         report.new_runs
     ));
+    out.push_str(&noise_line(report));
+    out.push('\n');
     out
+}
+
+/// How the noise between runs entered the intervals, in words.
+fn noise_line(report: &CompareReport) -> String {
+    match (report.noise_model, report.run_noise) {
+        (NoiseModel::Runs, _) => {
+            "noise between runs: in the intervals (runs resampled, then their samples)".into()
+        }
+        (NoiseModel::KernelSpread, Some(sd)) => format!(
+            "noise between runs: ±{:.1}% a kernel (the spread of the ratios across kernels; one run on a side), added to every interval",
+            sd * 100.0
+        ),
+        _ => format!(
+            "noise between runs: not known (one run on a side and fewer than {} kernels to see it): the intervals hold within-run noise only; compare several runs a side (DIR@COMMIT) before trusting a verdict",
+            lockstep_stats::MIN_KERNELS_FOR_NOISE
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -366,9 +476,62 @@ mod tests {
             runs: 1,
             kernels: kernels
                 .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
+                .map(|(k, v)| (k.to_string(), vec![v.clone()]))
                 .collect(),
         }
+    }
+
+    /// `n` kernels timed in `runs` runs; kernel `i`'s run `r` is
+    /// `level(i, r)` times a steady pattern of samples.
+    fn runs_side(n: usize, runs: usize, level: impl Fn(usize, usize) -> f64) -> Side {
+        let steady: Vec<f64> = (0..30).map(|i| 100.0 + (i % 7) as f64).collect();
+        Side {
+            label: "x".into(),
+            runs,
+            kernels: (0..n)
+                .map(|i| {
+                    let per_run = (0..runs)
+                        .map(|r| steady.iter().map(|t| t * level(i, r)).collect())
+                        .collect();
+                    (format!("k{i}"), per_run)
+                })
+                .collect(),
+        }
+    }
+
+    /// Kernels that each moved up to ±30% between two single runs are
+    /// noise, not 5 regressions; a kernel 3x slower is still found.
+    #[test]
+    fn single_runs_are_judged_against_the_spread_across_kernels() {
+        let base = runs_side(20, 1, |_, _| 1.0);
+        let drift = |i: usize| 1.0 + 0.3 * (((i * 7) % 13) as f64 / 6.0 - 1.0);
+        let new = runs_side(20, 1, |i, _| if i == 19 { 3.0 } else { drift(i) });
+        let report = compare(&base, &new, &Rule::default());
+        assert_eq!(report.noise_model, NoiseModel::KernelSpread);
+        let sd = report.run_noise.unwrap();
+        assert!(sd > 0.1, "{sd}");
+        let regressed: Vec<&str> = report
+            .kernels
+            .iter()
+            .filter(|k| k.outcome == Outcome::Regression)
+            .map(|k| k.kernel.as_str())
+            .collect();
+        assert_eq!(regressed, ["k19"]);
+        assert!(render(&report).contains("a kernel (the spread of the ratios across kernels"));
+    }
+
+    /// Several runs a side: the runs are resampled, so one slow run does
+    /// not make a regression, and the noise is not estimated from kernels.
+    #[test]
+    fn several_runs_a_side_hold_their_own_drift() {
+        let base = runs_side(3, 3, |_, _| 1.0);
+        let new = runs_side(3, 3, |_, r| if r == 0 { 1.4 } else { 1.0 });
+        let report = compare(&base, &new, &Rule::default());
+        assert_eq!(report.noise_model, NoiseModel::Runs);
+        assert_eq!(report.run_noise, None);
+        assert_eq!(report.regressions, 0, "{}", render(&report));
+        let slower = runs_side(3, 3, |_, _| 1.4);
+        assert_eq!(compare(&base, &slower, &Rule::default()).regressions, 3);
     }
 
     #[test]

@@ -654,7 +654,9 @@ impl BenchSeries {
 /// noise band). When the two medians are within the band the interval
 /// cannot lie outside it, and the bootstrap is not run (verdict
 /// `Unchanged`, no interval): it keeps a history of thousands of runs
-/// quick.
+/// quick. A run with enough kernels to show how far a kernel drifts from
+/// one run to the next (lockstep-stats `run_noise`) has that drift added
+/// to its intervals: a busy machine's drift is not a regression.
 pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSeries> {
     struct Raw {
         run: usize,
@@ -681,6 +683,11 @@ pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSe
         }
     }
     let threshold = rule.threshold.clamp(0.0, 10.0);
+    let noise = run_noise_by_run(by_kernel.values().map(|(_, raws)| {
+        raws.iter()
+            .map(|r| (r.run, r.times.as_slice()))
+            .collect::<Vec<_>>()
+    }));
     by_kernel
         .into_iter()
         .map(|(kernel, (func_name, raws))| {
@@ -698,7 +705,11 @@ pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSe
                 let median_us = lockstep_stats::median(&raw.times);
                 let comparison = match base {
                     Some(b) if !raw.times.is_empty() => {
-                        Some(compare_quick(b, &raw.times, rule, threshold))
+                        let c = compare_quick(b, &raw.times, rule, threshold);
+                        Some(match noise.get(&raw.run) {
+                            Some(sd) => lockstep_stats::widen(&c, *sd, rule),
+                            None => c,
+                        })
                     }
                     _ => None,
                 };
@@ -721,6 +732,33 @@ pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSe
                 total_points,
             }
         })
+        .collect()
+}
+
+/// Per bench run, the run-to-run noise its kernels show against their
+/// previous points (lockstep-stats `run_noise`: the spread of the ratios
+/// of medians across kernels), for the runs with enough kernels to see it.
+/// Each run is a single run against single runs, so the within-run
+/// interval alone would call that drift a regression.
+fn run_noise_by_run<'a>(
+    kernels: impl Iterator<Item = Vec<(usize, &'a [f64])>>,
+) -> BTreeMap<usize, f64> {
+    let mut ratios: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for points in kernels {
+        let mut previous: Option<f64> = None;
+        for (run, times) in points {
+            let Some(median) = lockstep_stats::median(times) else {
+                continue;
+            };
+            if let Some(before) = previous.filter(|b| *b > 0.0) {
+                ratios.entry(run).or_default().push(median / before);
+            }
+            previous = Some(median);
+        }
+    }
+    ratios
+        .into_iter()
+        .filter_map(|(run, r)| Some((run, lockstep_stats::run_noise(&r)?)))
         .collect()
 }
 
@@ -1054,6 +1092,38 @@ mod tests {
         assert_eq!(series[1].regressions(), 0);
         assert_eq!(a.points[5].samples, 9);
         assert!((a.points[5].median_us.unwrap() - 115.0 * 1.008).abs() < 1e-6);
+    }
+
+    /// Two bench runs whose kernels each moved up to ±25% (the drift of a
+    /// busy machine) mark no regression, except the kernel 3x slower.
+    #[test]
+    fn drift_between_runs_is_noise_and_a_real_slowdown_still_shows() {
+        let kernels: Vec<String> = (0..12).map(|i| format!("conv k{i}")).collect();
+        let doc = |level: &dyn Fn(usize) -> f64| {
+            let rows: Vec<(&str, f64)> = kernels
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (k.as_str(), 100.0 * level(i)))
+                .collect();
+            bench_doc(&rows)
+        };
+        let drift = |i: usize| 1.0 + 0.25 * (((i * 5) % 11) as f64 / 5.0 - 1.0);
+        let runs = vec![
+            run(0, Kind::Bench, "c0", doc(&|_| 1.0)),
+            run(
+                1,
+                Kind::Bench,
+                "c1",
+                doc(&|i| if i == 11 { 3.0 } else { drift(i) }),
+            ),
+        ];
+        let series = bench_series(&runs, &Rule::default(), 6);
+        let regressed: Vec<&str> = series
+            .iter()
+            .filter(|s| s.regressions() > 0)
+            .map(|s| s.kernel.as_str())
+            .collect();
+        assert_eq!(regressed, ["conv k11"]);
     }
 
     #[test]

@@ -7,6 +7,14 @@
 //! median. Machines here are noisy; one slow sample must not make a
 //! regression, and a real 10% slowdown must not hide in the noise.
 //!
+//! Two runs of the same build differ by more than the samples within one
+//! run do (the machine's load, its frequency, where memory landed), so:
+//! samples grouped by run are compared with a two-level bootstrap
+//! ([`compare_runs`]: runs resampled, then their samples), and when a side
+//! has a single run, the spread of the ratios across kernels estimates
+//! that noise ([`run_noise`]) and widens each kernel's interval
+//! ([`widen`]).
+//!
 //! Pure functions over `f64` samples: no I/O, no clock. Resampling is
 //! seeded, so the same samples always give the same interval and verdict.
 //! Samples that are not finite, or fewer than [`MIN_SAMPLES`] on a side,
@@ -158,14 +166,7 @@ pub fn ratio_interval(
             ratios.push(n / b);
         }
     }
-    if ratios.is_empty() {
-        return None;
-    }
-    ratios.sort_by(f64::total_cmp);
-    let tail = (1.0 - confidence) / 2.0;
-    let at =
-        |q: f64| ratios[((q * (ratios.len() - 1) as f64).round() as usize).min(ratios.len() - 1)];
-    Some((at(tail), at(1.0 - tail)))
+    percentile_interval(ratios, confidence)
 }
 
 /// What two samples of timings say.
@@ -239,14 +240,164 @@ pub fn compare(base: &[f64], new: &[f64], rule: &Rule) -> Comparison {
         return out;
     }
     out.interval = ratio_interval(base, new, rule.confidence, rule.resamples, rule.seed);
-    let threshold = rule.threshold.clamp(0.0, 10.0);
     out.verdict = match out.interval {
-        Some((lo, _)) if lo > 1.0 + threshold => Verdict::Regression,
-        Some((_, hi)) if hi < 1.0 - threshold => Verdict::Improvement,
-        Some(_) => Verdict::Unchanged,
+        Some(interval) => verdict_of(interval, rule),
         None => Verdict::NotEnoughSamples,
     };
     out
+}
+
+/// The fewest kernels whose ratios give an estimate of run-to-run noise
+/// ([`run_noise`]).
+pub const MIN_KERNELS_FOR_NOISE: usize = 5;
+
+/// How far the ratios of one pair of runs spread, kernel to kernel: the
+/// robust standard deviation (1.4826 × the median absolute deviation) of
+/// `ln(ratio)` around its median, or `None` for fewer than
+/// [`MIN_KERNELS_FOR_NOISE`] usable ratios.
+///
+/// Why: samples within one run are taken close together, so a bootstrap
+/// over them sees only within-run noise. Two runs of the same build on a
+/// busy machine differ by more than that (the load, the frequency, where
+/// the allocator put things), and differently for each kernel. With one
+/// run per side this spread is the only view of that noise there is.
+/// Being robust, a few kernels that really changed do not widen it; a
+/// change of every kernel alike (the median) is not counted as noise.
+pub fn run_noise(ratios: &[f64]) -> Option<f64> {
+    let logs: Vec<f64> = ratios
+        .iter()
+        .filter(|r| r.is_finite() && **r > 0.0)
+        .map(|r| r.ln())
+        .collect();
+    if logs.len() < MIN_KERNELS_FOR_NOISE {
+        return None;
+    }
+    let center = median(&logs)?;
+    let deviations: Vec<f64> = logs.iter().map(|l| (l - center).abs()).collect();
+    Some(1.4826 * median(&deviations)?)
+}
+
+/// The two-sided standard normal quantile for `confidence` (1.96 for
+/// 0.95), by bisection on [`normal_sf`].
+fn z_of(confidence: f64) -> f64 {
+    let tail = ((1.0 - confidence) / 2.0).clamp(1e-9, 0.5);
+    let (mut lo, mut hi) = (0.0_f64, 10.0_f64);
+    for _ in 0..80 {
+        let mid = (lo + hi) / 2.0;
+        if normal_sf(mid) > tail {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
+/// `c` with run-to-run noise `log_sd` (from [`run_noise`]) added to its
+/// interval, in log space (each half widened to `sqrt(half² + (z·sd)²)`),
+/// and its verdict taken again under `rule`. The within-run part is
+/// counted twice (it is in both): the verdict errs towards "unchanged".
+pub fn widen(c: &Comparison, log_sd: f64, rule: &Rule) -> Comparison {
+    let (Some(ratio), Some((lo, hi))) = (c.ratio, c.interval) else {
+        return *c;
+    };
+    if !(log_sd.is_finite() && log_sd > 0.0 && ratio > 0.0 && lo > 0.0 && hi > 0.0) {
+        return *c;
+    }
+    let extra = z_of(rule.confidence) * log_sd;
+    let grow = |half: f64| (half * half + extra * extra).sqrt();
+    let lo = ratio * (-grow((ratio / lo).ln().max(0.0))).exp();
+    let hi = ratio * grow((hi / ratio).ln().max(0.0)).exp();
+    Comparison {
+        interval: Some((lo, hi)),
+        verdict: verdict_of((lo, hi), rule),
+        ..*c
+    }
+}
+
+/// Compares samples grouped by the run (or repeat) that took them. With
+/// at least two runs on each side the interval comes from a two-level
+/// bootstrap (runs resampled, then the samples of each chosen run), so
+/// that it holds the variation between runs and not only within them;
+/// with one run on a side it is [`compare`] of the pooled samples.
+pub fn compare_runs(base: &[Vec<f64>], new: &[Vec<f64>], rule: &Rule) -> Comparison {
+    let flat = |runs: &[Vec<f64>]| -> Vec<f64> { runs.iter().flatten().copied().collect() };
+    let (base_all, new_all) = (flat(base), flat(new));
+    let mut out = compare(&base_all, &new_all, rule);
+    let runs_of = |runs: &[Vec<f64>]| -> Vec<Vec<f64>> {
+        runs.iter()
+            .filter(|r| !r.is_empty())
+            .map(|r| r[..r.len().min(MAX_SAMPLES)].to_vec())
+            .collect()
+    };
+    let (base_runs, new_runs) = (runs_of(base), runs_of(new));
+    if out.verdict == Verdict::NotEnoughSamples || base_runs.len() < 2 || new_runs.len() < 2 {
+        return out;
+    }
+    out.interval = runs_interval(&base_runs, &new_runs, rule);
+    out.verdict = match out.interval {
+        Some(interval) => verdict_of(interval, rule),
+        None => Verdict::NotEnoughSamples,
+    };
+    out
+}
+
+/// The two-level bootstrap interval of `median(new) / median(base)`
+/// (finite samples, at least two runs a side: [`compare_runs`]).
+fn runs_interval(base: &[Vec<f64>], new: &[Vec<f64>], rule: &Rule) -> Option<(f64, f64)> {
+    let mut rng = StdRng::seed_from_u64(rule.seed);
+    let resamples = rule.resamples.clamp(100, 20_000);
+    // Bounds the work: at most MAX_SAMPLES samples per resampled side.
+    let per_run = |runs: &[Vec<f64>]| (MAX_SAMPLES / runs.len()).max(1);
+    let (cap_b, cap_n) = (per_run(base), per_run(new));
+    let mut scratch_b = Vec::new();
+    let mut scratch_n = Vec::new();
+    let mut ratios = Vec::with_capacity(resamples);
+    let draw = |runs: &[Vec<f64>], cap: usize, out: &mut Vec<f64>, rng: &mut StdRng| {
+        out.clear();
+        for _ in 0..runs.len() {
+            let run = &runs[rng.gen_range(0..runs.len())];
+            for _ in 0..run.len().min(cap) {
+                out.push(run[rng.gen_range(0..run.len())]);
+            }
+        }
+    };
+    for _ in 0..resamples {
+        draw(base, cap_b, &mut scratch_b, &mut rng);
+        draw(new, cap_n, &mut scratch_n, &mut rng);
+        let (b, n) = (
+            median_in_place(&mut scratch_b),
+            median_in_place(&mut scratch_n),
+        );
+        if b != 0.0 {
+            ratios.push(n / b);
+        }
+    }
+    percentile_interval(ratios, rule.confidence)
+}
+
+/// The central `confidence` interval of `ratios` (sorted here).
+fn percentile_interval(mut ratios: Vec<f64>, confidence: f64) -> Option<(f64, f64)> {
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let tail = (1.0 - confidence) / 2.0;
+    let at =
+        |q: f64| ratios[((q * (ratios.len() - 1) as f64).round() as usize).min(ratios.len() - 1)];
+    Some((at(tail), at(1.0 - tail)))
+}
+
+/// The verdict an interval gives under `rule`'s noise band.
+fn verdict_of((lo, hi): (f64, f64), rule: &Rule) -> Verdict {
+    let threshold = rule.threshold.clamp(0.0, 10.0);
+    if lo > 1.0 + threshold {
+        Verdict::Regression
+    } else if hi < 1.0 - threshold {
+        Verdict::Improvement
+    } else {
+        Verdict::Unchanged
+    }
 }
 
 #[cfg(test)]
@@ -321,6 +472,91 @@ mod tests {
         }
         assert!(false_alarms <= 1, "{false_alarms} false regressions in 100");
         assert!(found >= 95, "a 10% slowdown found {found} times in 100");
+    }
+
+    /// Runs of one kernel: each run's level drifts by about `drift`
+    /// (multiplicative), its samples by `noise` around that level.
+    fn drifting_runs(rng: &mut StdRng, runs: usize, center: f64, drift: f64) -> Vec<Vec<f64>> {
+        (0..runs)
+            .map(|_| {
+                let z: f64 = (0..6).map(|_| rng.gen::<f64>()).sum::<f64>() - 3.0;
+                timings(rng, 20, center * (1.0 + drift * z), 0.03)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn run_noise_is_robust_and_needs_enough_kernels() {
+        assert_eq!(run_noise(&[1.0, 1.1, 0.9, 1.0]), None);
+        let steady = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0];
+        let sd = run_noise(&steady).unwrap();
+        assert!(sd < 0.02, "{sd}");
+        // One kernel that really changed does not make the others noisy.
+        let mut one_slow = steady.to_vec();
+        one_slow.push(1.5);
+        assert!(run_noise(&one_slow).unwrap() < 0.03);
+        // Every kernel 10% slower is a change, not noise.
+        let all_slow: Vec<f64> = steady.iter().map(|r| r * 1.1).collect();
+        assert!((run_noise(&all_slow).unwrap() - sd).abs() < 1e-9);
+        assert_eq!(run_noise(&[f64::NAN, -1.0, 0.0, 1.0, 1.0]), None);
+    }
+
+    #[test]
+    fn widening_turns_a_within_run_regression_into_noise() {
+        let rule = Rule::default();
+        let mut rng = StdRng::seed_from_u64(11);
+        let base = timings(&mut rng, 50, 1.0, 0.01);
+        let new = timings(&mut rng, 50, 1.15, 0.01);
+        let c = compare(&base, &new, &rule);
+        assert_eq!(c.verdict, Verdict::Regression);
+        // Kernels that move ±20% from run to run: 15% is inside that.
+        let wide = widen(&c, 0.2, &rule);
+        assert_eq!(wide.verdict, Verdict::Unchanged);
+        let (lo, hi) = wide.interval.unwrap();
+        assert!(lo < c.interval.unwrap().0 && hi > c.interval.unwrap().1);
+        // Run noise of 1% leaves a 15% slowdown a regression.
+        assert_eq!(widen(&c, 0.01, &rule).verdict, Verdict::Regression);
+        assert_eq!(widen(&c, 0.0, &rule), c);
+        assert!((z_of(0.95) - 1.96).abs() < 0.01);
+    }
+
+    /// Runs whose level drifts about 10% from run to run: pooling their samples
+    /// gives many false regressions; resampling the runs does not, and a
+    /// 50% slowdown is still found.
+    #[test]
+    fn the_two_level_bootstrap_holds_the_drift_between_runs() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let rule = Rule {
+            resamples: 500,
+            ..Rule::default()
+        };
+        let (mut pooled_false, mut runs_false, mut found) = (0, 0, 0);
+        for _ in 0..100 {
+            let base = drifting_runs(&mut rng, 5, 1.0, 0.15);
+            let same = drifting_runs(&mut rng, 5, 1.0, 0.15);
+            let slow = drifting_runs(&mut rng, 5, 1.5, 0.15);
+            let flat = |r: &[Vec<f64>]| r.concat();
+            if compare(&flat(&base), &flat(&same), &rule).verdict == Verdict::Regression {
+                pooled_false += 1;
+            }
+            if compare_runs(&base, &same, &rule).verdict == Verdict::Regression {
+                runs_false += 1;
+            }
+            if compare_runs(&base, &slow, &rule).verdict == Verdict::Regression {
+                found += 1;
+            }
+        }
+        eprintln!("pooled {pooled_false}, runs {runs_false}, found {found}");
+        assert!(runs_false <= 3, "{runs_false} false regressions in 100");
+        assert!(pooled_false > runs_false, "{pooled_false} vs {runs_false}");
+        assert!(found >= 90, "a 50% slowdown found {found} times in 100");
+        // One run a side: the pooled comparison, unchanged.
+        let one = drifting_runs(&mut rng, 1, 1.0, 0.04);
+        let other = drifting_runs(&mut rng, 1, 1.0, 0.04);
+        assert_eq!(
+            compare_runs(&one, &other, &rule),
+            compare(&one[0], &other[0], &rule)
+        );
     }
 
     proptest::proptest! {

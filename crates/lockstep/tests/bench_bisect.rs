@@ -160,26 +160,42 @@ fn bench_bisect_finds_the_slower_commit_refuses_no_regression_and_checks_inputs(
     // The bisection: c5 flipped the knob.
     let out = bisect(&c[0], "HEAD", &["--json"], 0);
     let report: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
-    assert_eq!(
-        report["first_bad"].as_str(),
-        Some(c[4].as_str()),
-        "{report}"
-    );
+    // On a busy machine a commit may stay undecided and be skipped (its
+    // interval never settles): the answer is then a set of candidates
+    // holding c5, never another commit; every verdict given is right.
+    let steps = report["steps"].as_array().expect("steps");
+    let skipped = steps.iter().any(|s| s["verdict"] == "skip");
+    if skipped {
+        let candidates = report["candidates"].as_array().expect("candidates");
+        assert!(
+            candidates.iter().any(|x| x.as_str() == Some(c[4].as_str())),
+            "{report}"
+        );
+    } else {
+        assert_eq!(
+            report["first_bad"].as_str(),
+            Some(c[4].as_str()),
+            "{report}"
+        );
+    }
     let endpoint = &report["endpoint"];
     assert_eq!(endpoint["verdict"], "bad", "{report}");
     let ratio = endpoint["kernels"][0]["ratio"].as_f64().expect("ratio");
     assert!(ratio > 1.2, "BAD/GOOD ratio {ratio}: {report}");
-    let steps = report["steps"].as_array().expect("steps");
-    assert!(!steps.is_empty() && steps.len() <= 4, "{steps:?}");
+    assert!(!steps.is_empty() && steps.len() <= 6, "{steps:?}");
     for step in steps {
-        assert!(step["measurements"].as_u64().expect("measurements") >= 1);
+        // A verdict takes two measurements at least (one pair taken in a
+        // noisy moment never decides).
+        assert!(step["measurements"].as_u64().expect("measurements") >= 2);
         assert!(step["kernels"][0]["interval"].is_array(), "{step}");
         let at = c
             .iter()
             .position(|x| x == step["commit"].as_str().unwrap_or(""));
         let at = at.expect("a commit of the range");
         let expected = if at >= 4 { "bad" } else { "good" };
-        assert_eq!(step["verdict"], expected, "{step}");
+        if step["verdict"] != "skip" {
+            assert_eq!(step["verdict"], expected, "{step}");
+        }
     }
     assert_schema("bench-bisect.json", &report);
 
