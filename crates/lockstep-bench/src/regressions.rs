@@ -13,9 +13,12 @@
 //!
 //! The interval holds the noise between runs, not only within one: with
 //! several runs on both sides, runs are resampled before their samples
-//! (a two-level bootstrap); with a single run on a side, the spread of
-//! the ratios across the kernels estimates how much a kernel moves from
-//! run to run and widens every interval by it ([`NoiseModel`]).
+//! (a two-level bootstrap); and with enough kernels, the spread of the
+//! ratios across the kernels estimates how much a kernel moves from run
+//! to run (or from one set of runs to another) and widens every interval
+//! by it ([`NoiseModel`]). A few runs a side cannot hold that noise by
+//! themselves: with three runs a side, all three of one side are slower
+//! for one kernel in twenty by chance alone.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -45,7 +48,11 @@ pub struct Side {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoiseModel {
-    /// Both sides hold several runs: runs resampled, then their samples.
+    /// Both sides hold several runs (resampled, then their samples), and
+    /// the intervals are widened by the spread of the ratios across
+    /// kernels.
+    RunsAndKernelSpread,
+    /// Both sides hold several runs, too few kernels to see the spread.
     Runs,
     /// A side holds one run: intervals widened by the spread of the
     /// ratios across kernels.
@@ -153,21 +160,19 @@ pub fn compare(base: &Side, new: &Side, rule: &Rule) -> CompareReport {
         .filter(|(.., c)| c.verdict != Verdict::NotEnoughSamples)
         .filter_map(|(.., c)| c.ratio)
         .collect();
-    let run_noise = if several_runs {
-        None
-    } else {
-        lockstep_stats::run_noise(&ratios)
-    };
+    let noise = lockstep_stats::run_noise(&ratios);
+    let run_noise = noise.map(|n| n.log_sd);
     let noise_model = match (several_runs, run_noise) {
-        (true, _) => NoiseModel::Runs,
+        (true, Some(_)) => NoiseModel::RunsAndKernelSpread,
+        (true, None) => NoiseModel::Runs,
         (false, Some(_)) => NoiseModel::KernelSpread,
         (false, None) => NoiseModel::WithinRun,
     };
     let mut judged: BTreeMap<&str, KernelComparison> = both
         .into_iter()
         .map(|(name, base_runs, new_runs, c)| {
-            let c = match run_noise {
-                Some(sd) => lockstep_stats::widen(&c, sd, rule),
+            let c = match noise {
+                Some(noise) => lockstep_stats::widen(&c, noise, rule),
                 None => c,
             };
             (name.as_str(), compared(name, base_runs, new_runs, &c))
@@ -455,6 +460,10 @@ fn noise_line(report: &CompareReport) -> String {
         (NoiseModel::Runs, _) => {
             "noise between runs: in the intervals (runs resampled, then their samples)".into()
         }
+        (NoiseModel::RunsAndKernelSpread, Some(sd)) => format!(
+            "noise between runs: in the intervals (runs resampled, then their samples), and ±{:.1}% a kernel (the spread of the ratios across kernels) added to every interval",
+            sd * 100.0
+        ),
         (NoiseModel::KernelSpread, Some(sd)) => format!(
             "noise between runs: ±{:.1}% a kernel (the spread of the ratios across kernels; one run on a side), added to every interval",
             sd * 100.0

@@ -707,7 +707,7 @@ pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSe
                     Some(b) if !raw.times.is_empty() => {
                         let c = compare_quick(b, &raw.times, rule, threshold);
                         Some(match noise.get(&raw.run) {
-                            Some(sd) => lockstep_stats::widen(&c, *sd, rule),
+                            Some(noise) => lockstep_stats::widen(&c, *noise, rule),
                             None => c,
                         })
                     }
@@ -742,7 +742,7 @@ pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSe
 /// interval alone would call that drift a regression.
 fn run_noise_by_run<'a>(
     kernels: impl Iterator<Item = Vec<(usize, &'a [f64])>>,
-) -> BTreeMap<usize, f64> {
+) -> BTreeMap<usize, lockstep_stats::RunNoise> {
     let mut ratios: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     for points in kernels {
         let mut previous: Option<f64> = None;

@@ -251,6 +251,16 @@ pub fn compare(base: &[f64], new: &[f64], rule: &Rule) -> Comparison {
 /// ([`run_noise`]).
 pub const MIN_KERNELS_FOR_NOISE: usize = 5;
 
+/// How far kernels move from one run to the next, as the ratios of one
+/// pair of runs show it ([`run_noise`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RunNoise {
+    /// The robust standard deviation of `ln(ratio)` across kernels.
+    pub log_sd: f64,
+    /// How many kernels it was seen on (and how many verdicts share it).
+    pub kernels: usize,
+}
+
 /// How far the ratios of one pair of runs spread, kernel to kernel: the
 /// robust standard deviation (1.4826 × the median absolute deviation) of
 /// `ln(ratio)` around its median, or `None` for fewer than
@@ -263,7 +273,7 @@ pub const MIN_KERNELS_FOR_NOISE: usize = 5;
 /// run per side this spread is the only view of that noise there is.
 /// Being robust, a few kernels that really changed do not widen it; a
 /// change of every kernel alike (the median) is not counted as noise.
-pub fn run_noise(ratios: &[f64]) -> Option<f64> {
+pub fn run_noise(ratios: &[f64]) -> Option<RunNoise> {
     let logs: Vec<f64> = ratios
         .iter()
         .filter(|r| r.is_finite() && **r > 0.0)
@@ -274,7 +284,10 @@ pub fn run_noise(ratios: &[f64]) -> Option<f64> {
     }
     let center = median(&logs)?;
     let deviations: Vec<f64> = logs.iter().map(|l| (l - center).abs()).collect();
-    Some(1.4826 * median(&deviations)?)
+    Some(RunNoise {
+        log_sd: 1.4826 * median(&deviations)?,
+        kernels: logs.len(),
+    })
 }
 
 /// The two-sided standard normal quantile for `confidence` (1.96 for
@@ -293,18 +306,26 @@ fn z_of(confidence: f64) -> f64 {
     (lo + hi) / 2.0
 }
 
-/// `c` with run-to-run noise `log_sd` (from [`run_noise`]) added to its
+/// `c` with the run-to-run `noise` (from [`run_noise`]) added to its
 /// interval, in log space (each half widened to `sqrt(half² + (z·sd)²)`),
-/// and its verdict taken again under `rule`. The within-run part is
-/// counted twice (it is in both): the verdict errs towards "unchanged".
-pub fn widen(c: &Comparison, log_sd: f64, rule: &Rule) -> Comparison {
+/// and its verdict taken again under `rule`.
+///
+/// `z` is the normal quantile of `rule.confidence` shared among the
+/// `noise.kernels` verdicts (Bonferroni): every kernel of the pair is
+/// judged against the same spread, and at 95% one kernel in 40 would lie
+/// outside it by chance alone: in a comparison of 100 kernels, two or
+/// three made-up regressions. The within-run part is counted twice (it is
+/// in both): the verdict errs towards "unchanged".
+pub fn widen(c: &Comparison, noise: RunNoise, rule: &Rule) -> Comparison {
     let (Some(ratio), Some((lo, hi))) = (c.ratio, c.interval) else {
         return *c;
     };
+    let log_sd = noise.log_sd;
     if !(log_sd.is_finite() && log_sd > 0.0 && ratio > 0.0 && lo > 0.0 && hi > 0.0) {
         return *c;
     }
-    let extra = z_of(rule.confidence) * log_sd;
+    let family = noise.kernels.max(1) as f64;
+    let extra = z_of(1.0 - (1.0 - rule.confidence) / family) * log_sd;
     let grow = |half: f64| (half * half + extra * extra).sqrt();
     let lo = ratio * (-grow((ratio / lo).ln().max(0.0))).exp();
     let hi = ratio * grow((hi / ratio).ln().max(0.0)).exp();
@@ -489,15 +510,17 @@ mod tests {
     fn run_noise_is_robust_and_needs_enough_kernels() {
         assert_eq!(run_noise(&[1.0, 1.1, 0.9, 1.0]), None);
         let steady = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0];
-        let sd = run_noise(&steady).unwrap();
+        let noise = run_noise(&steady).unwrap();
+        assert_eq!(noise.kernels, 7);
+        let sd = noise.log_sd;
         assert!(sd < 0.02, "{sd}");
         // One kernel that really changed does not make the others noisy.
         let mut one_slow = steady.to_vec();
         one_slow.push(1.5);
-        assert!(run_noise(&one_slow).unwrap() < 0.03);
+        assert!(run_noise(&one_slow).unwrap().log_sd < 0.03);
         // Every kernel 10% slower is a change, not noise.
         let all_slow: Vec<f64> = steady.iter().map(|r| r * 1.1).collect();
-        assert!((run_noise(&all_slow).unwrap() - sd).abs() < 1e-9);
+        assert!((run_noise(&all_slow).unwrap().log_sd - sd).abs() < 1e-9);
         assert_eq!(run_noise(&[f64::NAN, -1.0, 0.0, 1.0, 1.0]), None);
     }
 
@@ -510,13 +533,28 @@ mod tests {
         let c = compare(&base, &new, &rule);
         assert_eq!(c.verdict, Verdict::Regression);
         // Kernels that move ±20% from run to run: 15% is inside that.
-        let wide = widen(&c, 0.2, &rule);
+        let noisy = RunNoise {
+            log_sd: 0.2,
+            kernels: 1,
+        };
+        let wide = widen(&c, noisy, &rule);
         assert_eq!(wide.verdict, Verdict::Unchanged);
         let (lo, hi) = wide.interval.unwrap();
         assert!(lo < c.interval.unwrap().0 && hi > c.interval.unwrap().1);
-        // Run noise of 1% leaves a 15% slowdown a regression.
-        assert_eq!(widen(&c, 0.01, &rule).verdict, Verdict::Regression);
-        assert_eq!(widen(&c, 0.0, &rule), c);
+        // Run noise of 1% leaves a 15% slowdown a regression, also when
+        // 100 kernels share the verdicts (a wider z).
+        let quiet = RunNoise {
+            log_sd: 0.01,
+            kernels: 100,
+        };
+        assert_eq!(widen(&c, quiet, &rule).verdict, Verdict::Regression);
+        let none = RunNoise {
+            log_sd: 0.0,
+            kernels: 100,
+        };
+        assert_eq!(widen(&c, none, &rule), c);
+        // Shared among 100 verdicts, 95% asks for z = 3.48, not 1.96.
+        assert!((z_of(1.0 - 0.05 / 100.0) - 3.48).abs() < 0.01);
         assert!((z_of(0.95) - 1.96).abs() < 0.01);
     }
 
