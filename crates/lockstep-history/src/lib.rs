@@ -24,6 +24,7 @@ pub mod import;
 pub mod list;
 pub mod record;
 pub mod store;
+pub mod trimmed;
 pub mod views;
 
 pub use collect::Recording;

@@ -54,9 +54,11 @@ pub struct Machine {
     pub host: String,
 }
 
-/// One run.
+/// One run. `R` is how its results document is held: the document as
+/// printed (`serde_json::Value`), or, as the loader reads it, with its
+/// test rows trimmed to what the readers read ([`crate::trimmed`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
+pub struct RunRecord<R = serde_json::Value> {
     /// [`SCHEMA`]; always the first key.
     pub schema: u32,
     /// The run's identity, unique across machines: the start time, the CI
@@ -77,5 +79,23 @@ pub struct RunRecord {
     pub toolchain: Option<String>,
     pub machine: Machine,
     /// The command's own `--json` document, as it printed it.
-    pub results: serde_json::Value,
+    pub results: R,
+}
+
+impl<R> RunRecord<R> {
+    /// The same run with its results document turned by `f`.
+    pub fn map_results<S>(self, f: impl FnOnce(R) -> S) -> RunRecord<S> {
+        RunRecord {
+            schema: self.schema,
+            id: self.id,
+            kind: self.kind,
+            started: self.started,
+            finished: self.finished,
+            source: self.source,
+            pins: self.pins,
+            toolchain: self.toolchain,
+            machine: self.machine,
+            results: f(self.results),
+        }
+    }
 }

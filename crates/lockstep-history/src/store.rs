@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use lockstep_core::Error;
 
 use crate::record::{RunRecord, SCHEMA};
+use crate::trimmed::Trimmed;
 
 /// The largest run file read back (a bench run with every sample of 1,000
 /// kernels is a few MB).
@@ -110,7 +111,8 @@ fn tempfile_in(dir: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
 }
 
 /// Every run of `dir` (`*.json` files, not hidden), oldest first; files
-/// that are not runs lockstep can read are skipped and named.
+/// that are not runs lockstep can read are skipped and named. Test rows
+/// keep only the keys the history's readers read ([`crate::trimmed`]).
 pub fn load(dir: &Path) -> Result<Loaded, Error> {
     let entries = fs_err::read_dir(dir).map_err(|e| {
         Error::usage(format!(
@@ -186,8 +188,8 @@ fn read_run(path: &Path) -> Result<RunRecord, String> {
             .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
             .map_err(|e| e.to_string())?;
         // The common case in one pass; the slow path only says why not.
-        match serde_json::from_slice::<RunRecord>(&bytes) {
-            Ok(run) if run.schema <= SCHEMA => Ok(Ok(run)),
+        match serde_json::from_slice::<RunRecord<Trimmed>>(&bytes) {
+            Ok(run) if run.schema <= SCHEMA => Ok(Ok(run.map_results(|t| t.0))),
             _ => Ok(Err(bytes.clone())),
         }
     });
@@ -208,7 +210,8 @@ fn read_run(path: &Path) -> Result<RunRecord, String> {
         }
         Some(_) => {}
     }
-    serde_json::from_value(value).map_err(|e| format!("not a lockstep history run ({e})"))
+    serde_json::from_value::<RunRecord>(value)
+        .map_err(|e| format!("not a lockstep history run ({e})"))
 }
 
 #[cfg(test)]

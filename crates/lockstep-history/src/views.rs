@@ -155,6 +155,16 @@ pub fn test_rows(results: &Value) -> Vec<TestRow<'_>> {
     tests.iter().filter_map(test_row).collect()
 }
 
+/// The keys of a test row [`test_row`] reads (the history's loader keeps
+/// only these: crate::trimmed).
+pub(crate) const TEST_KEYS: &[&str] = &[
+    "id", "case", "group", "outcome", "reason", "seconds", "steps",
+];
+/// The keys of a test row's step it reads.
+pub(crate) const STEP_KEYS: &[&str] = &["kind", "status", "metrics"];
+/// The keys of a step's metrics it reads.
+pub(crate) const METRIC_KEYS: &[&str] = &["time_ms", "golden_time_ms"];
+
 /// One row: its keys read in one pass over the object (a history holds
 /// millions of rows; a lookup per key would hash every key name).
 fn test_row(row: &Value) -> Option<TestRow<'_>> {
