@@ -32,11 +32,24 @@ use serde::Serialize;
 /// The largest results file read.
 const MAX_RESULTS_BYTES: u64 = 256 << 20;
 
+/// What a side measured: bench kernels, or the benchmark steps of tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measured {
+    /// `lockstep bench` rows: every sample of each kernel.
+    Kernels,
+    /// `lockstep test` benchmark steps: one time per test per run (its
+    /// `metrics.time_ms`, in µs here like kernels), so a verdict needs
+    /// three runs a side.
+    TestSteps,
+}
+
 /// One side of a comparison: where it came from and its kernels' samples.
 #[derive(Debug, Clone)]
 pub struct Side {
     /// What the user named, for the report.
     pub label: String,
+    pub measured: Measured,
     /// The runs it pooled.
     pub runs: usize,
     /// Kernel name -> its samples (µs) per run, in first-seen order of
@@ -112,6 +125,8 @@ pub struct CompareReport {
     pub new: String,
     pub base_runs: usize,
     pub new_runs: usize,
+    /// What was compared (BASE's; [`check_comparable`] makes both agree).
+    pub measured: Measured,
     pub threshold: f64,
     pub confidence: f64,
     /// How the noise between runs entered the intervals.
@@ -196,6 +211,7 @@ pub fn compare(base: &Side, new: &Side, rule: &Rule) -> CompareReport {
         new: new.label.clone(),
         base_runs: base.runs,
         new_runs: new.runs,
+        measured: base.measured,
         threshold: rule.threshold,
         confidence: rule.confidence,
         noise_model,
@@ -282,27 +298,80 @@ fn file_side(flag: &str, spec: &str, path: &Path) -> Result<Side, Error> {
             .hint("name a `lockstep bench --json` results file, a history run, or DIR@COMMIT")
     })?;
     let results = match value.get("kind").and_then(|k| k.as_str()) {
-        Some("bench") => value.get("results").cloned().unwrap_or_default(),
+        Some("bench" | "test") => value.get("results").cloned().unwrap_or_default(),
         Some(other) => {
             return Err(Error::usage(format!(
-                "{flag} {} is a history run of `lockstep {other}`, not of `lockstep bench`",
+                "{flag} {} is a history run of `lockstep {other}`, not of `lockstep bench` or `lockstep test`",
                 path.display()
             )))
         }
         None => value,
     };
-    if results.get("rows").and_then(|r| r.as_array()).is_none() {
-        return Err(
-            Error::usage(format!("{flag} {} is not a bench result", path.display()))
-                .cause("it has no \"rows\" (docs/schemas/bench-results.json)")
-                .hint("name a `lockstep bench --json` results file, a history run, or DIR@COMMIT"),
-        );
+    let (measured, samples) = if results.get("rows").and_then(|r| r.as_array()).is_some() {
+        (Measured::Kernels, bench_kernels(&results))
+    } else if results.get("tests").and_then(|r| r.as_array()).is_some() {
+        (Measured::TestSteps, test_steps(&results))
+    } else {
+        return Err(Error::usage(format!(
+            "{flag} {} is not a bench or test result",
+            path.display()
+        ))
+        .cause("it has no \"rows\" (docs/schemas/bench-results.json) and no \"tests\" (docs/schemas/test-results.json)")
+        .hint("name a `lockstep bench --json` or `lockstep test --json` results file, a history run, or DIR@COMMIT"));
+    };
+    if measured == Measured::TestSteps && samples.is_empty() {
+        return Err(Error::usage(format!(
+            "{flag} {} has no timed benchmark step",
+            path.display()
+        ))
+        .hint("only tests with a benchmark step record a time (docs/suite.md)"));
     }
     Ok(Side {
         label: spec.to_string(),
+        measured,
         runs: 1,
-        kernels: pooled(&[bench_kernels(&results)]),
+        kernels: pooled(&[samples]),
     })
+}
+
+/// The benchmark steps of a test-results document as kernels named by
+/// their test: one sample each, its `time_ms` in µs. Tests without a
+/// timed benchmark step are left out.
+fn test_steps(results: &serde_json::Value) -> Vec<KernelSamples> {
+    lockstep_history::views::test_rows(results)
+        .into_iter()
+        .filter_map(|row| {
+            let step = row.benchmark?;
+            let time_ms = step.time_ms?;
+            Some(KernelSamples {
+                name: row.id.to_string(),
+                func_name: None,
+                times_us: vec![time_ms * 1000.0],
+                gflops: None,
+                status: if step.passed { "ok" } else { "failed" }.into(),
+            })
+        })
+        .collect()
+}
+
+/// BASE and NEW must measure the same things: kernels against kernels,
+/// test steps against test steps.
+pub fn check_comparable(base: &Side, new: &Side) -> Result<(), Error> {
+    if base.measured == new.measured {
+        return Ok(());
+    }
+    let what = |s: &Side| match s.measured {
+        Measured::Kernels => "bench kernels",
+        Measured::TestSteps => "test benchmark steps",
+    };
+    Err(Error::usage(format!(
+        "BASE `{}` holds {} and NEW `{}` holds {}: nothing to compare",
+        base.label,
+        what(base),
+        new.label,
+        what(new)
+    ))
+    .hint("compare bench results with bench results, test results with test results"))
 }
 
 fn history_side(flag: &str, spec: &str, dir: &Path, rev: &str) -> Result<Side, Error> {
@@ -310,11 +379,15 @@ fn history_side(flag: &str, spec: &str, dir: &Path, rev: &str) -> Result<Side, E
     for skipped in &loaded.skipped {
         tracing::warn!("skipped {}: {}", skipped.path.display(), skipped.reason);
     }
-    let bench: Vec<&RunRecord> = loaded
-        .runs
-        .iter()
-        .filter(|r| r.kind == Kind::Bench)
-        .collect();
+    // Bench runs; a history without any: the test runs (their benchmark
+    // steps).
+    let has_bench = loaded.runs.iter().any(|r| r.kind == Kind::Bench);
+    let (kind, measured) = if has_bench {
+        (Kind::Bench, Measured::Kernels)
+    } else {
+        (Kind::Test, Measured::TestSteps)
+    };
+    let bench: Vec<&RunRecord> = loaded.runs.iter().filter(|r| r.kind == kind).collect();
     let commit_of = |r: &RunRecord| r.source.commit.clone().unwrap_or_default();
     let wanted = match rev {
         "latest" => match bench.last() {
@@ -339,16 +412,23 @@ fn history_side(flag: &str, spec: &str, dir: &Path, rev: &str) -> Result<Side, E
         .collect();
     if chosen.is_empty() {
         return Err(Error::usage(format!(
-            "{flag} `{spec}`: the history in {} has no bench run of {}",
+            "{flag} `{spec}`: the history in {} has no {} run of {}",
             dir.display(),
+            kind.name(),
             if rev == "latest" { "any commit" } else { rev }
         ))
         .hint("`lockstep history list DIR` shows its runs; record some with `lockstep bench --record DIR`"));
     }
-    let per_run: Vec<Vec<KernelSamples>> =
-        chosen.iter().map(|r| bench_kernels(&r.results)).collect();
+    let per_run: Vec<Vec<KernelSamples>> = chosen
+        .iter()
+        .map(|r| match measured {
+            Measured::Kernels => bench_kernels(&r.results),
+            Measured::TestSteps => test_steps(&r.results),
+        })
+        .collect();
     Ok(Side {
         label: spec.to_string(),
+        measured,
         runs: chosen.len(),
         kernels: pooled(&per_run),
     })
@@ -482,6 +562,7 @@ mod tests {
     fn side(kernels: &[(&str, Vec<f64>)]) -> Side {
         Side {
             label: "x".into(),
+            measured: Measured::Kernels,
             runs: 1,
             kernels: kernels
                 .iter()
@@ -496,6 +577,7 @@ mod tests {
         let steady: Vec<f64> = (0..30).map(|i| 100.0 + (i % 7) as f64).collect();
         Side {
             label: "x".into(),
+            measured: Measured::Kernels,
             runs,
             kernels: (0..n)
                 .map(|i| {

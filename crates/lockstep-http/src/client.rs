@@ -283,12 +283,16 @@ impl<'a> Request<'a> {
                         &body,
                         &self.scrub,
                     );
-                    if !status_is_retryable(status, self.retry) {
+                    // A 403 rate limit is retried as a 429 is (never with
+                    // RetryOn::Never).
+                    let rate_limited =
+                        error.is_rate_limit_403() && status_is_retryable(429, self.retry);
+                    if !(rate_limited || status_is_retryable(status, self.retry)) {
                         let mut error = error;
                         error.attempts = attempt;
                         return Err(HttpError::Status(error));
                     }
-                    let retry_after = error.retry_after();
+                    let retry_after = error.rate_limit_wait();
                     (HttpError::Status(error), retry_after)
                 }
                 Err(HttpError::Transport(t))

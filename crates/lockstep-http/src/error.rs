@@ -126,6 +126,32 @@ impl StatusError {
         self.message.as_deref()
     }
 
+    /// A 403 that is a rate limit, not a refusal: GitHub answers its
+    /// secondary limits (and an exhausted primary one) with 403 and a
+    /// `Retry-After` or `x-ratelimit-remaining: 0`.
+    pub fn is_rate_limit_403(&self) -> bool {
+        self.status == 403
+            && (self.header("retry-after").is_some()
+                || self.header("x-ratelimit-remaining").map(str::trim) == Some("0"))
+    }
+
+    /// The wait a rate limit asks for: `Retry-After`, else until
+    /// `x-ratelimit-reset` (epoch seconds) when nothing remains.
+    pub fn rate_limit_wait(&self) -> Option<Duration> {
+        if let Some(wait) = self.retry_after() {
+            return Some(wait);
+        }
+        if self.header("x-ratelimit-remaining").map(str::trim) != Some("0") {
+            return None;
+        }
+        let reset: u64 = self.header("x-ratelimit-reset")?.trim().parse().ok()?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs();
+        Some(Duration::from_secs(reset.saturating_sub(now)))
+    }
+
     /// The `Retry-After` header as a wait from now.
     pub fn retry_after(&self) -> Option<Duration> {
         self.header("retry-after")

@@ -172,6 +172,39 @@ fn a_429_is_retried_and_gives_up_after_the_attempts() {
     assert_eq!(always.seen().len(), 4);
 }
 
+/// GitHub's secondary rate limits answer 403 with a `Retry-After` (or
+/// `x-ratelimit-remaining: 0`): retried like a 429. A plain 403 (a token
+/// without the permission) is not.
+#[test]
+fn a_403_rate_limit_is_retried_and_a_plain_403_is_not() {
+    let server = Server::start(|n, _, _| match n {
+        0 => reply(
+            "403 Forbidden",
+            &[("Retry-After", "0".into())],
+            b"{\"message\": \"You have exceeded a secondary rate limit\"}",
+        ),
+        1 => reply(
+            "403 Forbidden",
+            &[
+                ("x-ratelimit-remaining", "0".into()),
+                ("x-ratelimit-reset", "0".into()),
+            ],
+            b"{\"message\": \"API rate limit exceeded\"}",
+        ),
+        _ => reply("200 OK", &[], b"ok"),
+    });
+    assert_eq!(
+        client().get(&server.url("/")).fetch(10).unwrap().body,
+        b"ok"
+    );
+    assert_eq!(server.seen().len(), 3);
+
+    let refused = Server::start(|_, _, _| reply("403 Forbidden", &[], b"no"));
+    let err = client().get(&refused.url("/")).fetch(10).unwrap_err();
+    assert_eq!(err.status(), Some(403));
+    assert_eq!(refused.seen().len(), 1);
+}
+
 #[test]
 fn a_retry_after_beyond_the_cap_is_reported_at_once() {
     let server = Server::start(|_, _, _| reply("503 Busy", &[("Retry-After", "3600".into())], b""));
