@@ -1,7 +1,8 @@
 //! A run's results document as the history's readers load it: every key
 //! kept, except inside test rows (`tests[*]`, their `steps[*]` and the
 //! steps' `metrics`), where only the keys [`crate::views::test_rows`]
-//! reads are kept and the rest are skipped while parsing.
+//! reads are kept (and of the steps, the benchmark step) and the rest are
+//! skipped while parsing.
 //!
 //! Why: test rows are most of a history (1,000 runs of 1,000 tests), and
 //! each row carries keys no reader looks at (commands, log paths, output
@@ -132,6 +133,10 @@ impl<'de> Visitor<'de> for Shape {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
         while let Some(v) = seq.next_element_seed(self.element())? {
+            // Of a row's steps only its benchmark step is read.
+            if self == Shape::Steps && v.get("kind").and_then(Value::as_str) != Some("benchmark") {
+                continue;
+            }
             out.push(v);
         }
         Ok(Value::Array(out))
@@ -185,8 +190,11 @@ mod tests {
         assert_eq!(small["changes"], doc["changes"]);
         let row = &small["tests"][0];
         assert!(row.get("markers").is_none() && row.get("log").is_none());
-        assert!(row["steps"][0].get("command").is_none());
-        assert!(row["steps"][1]["metrics"].get("dispatch_count").is_none());
+        assert!(row.get("reason").is_none() && row.get("seconds").is_none());
+        // The compile step is gone; the benchmark step keeps its metrics.
+        assert_eq!(row["steps"].as_array().unwrap().len(), 1);
+        assert!(row["steps"][0].get("message").is_none());
+        assert!(row["steps"][0]["metrics"].get("dispatch_count").is_none());
         assert_eq!(small["tests"][1], json!({"id": 7}));
         assert_eq!(small["tests"][2], json!("odd"));
     }

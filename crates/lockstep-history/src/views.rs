@@ -137,10 +137,6 @@ pub struct TestRow<'a> {
     /// The group: the target (native suites) or config (iree-test-suites).
     pub target: &'a str,
     pub outcome: Outcome,
-    /// Why it is not a plain pass; empty for one.
-    pub reason: &'a str,
-    /// Wall seconds of its steps.
-    pub seconds: Option<f64>,
     /// Its benchmark step, when it has one that reported metrics.
     pub benchmark: Option<BenchmarkStep>,
 }
@@ -157,9 +153,7 @@ pub fn test_rows(results: &Value) -> Vec<TestRow<'_>> {
 
 /// The keys of a test row [`test_row`] reads (the history's loader keeps
 /// only these: crate::trimmed).
-pub(crate) const TEST_KEYS: &[&str] = &[
-    "id", "case", "group", "outcome", "reason", "seconds", "steps",
-];
+pub(crate) const TEST_KEYS: &[&str] = &["id", "case", "group", "outcome", "steps"];
 /// The keys of a test row's step it reads.
 pub(crate) const STEP_KEYS: &[&str] = &["kind", "status", "metrics"];
 /// The keys of a step's metrics it reads.
@@ -168,16 +162,13 @@ pub(crate) const METRIC_KEYS: &[&str] = &["time_ms", "golden_time_ms"];
 /// One row: its keys read in one pass over the object (a history holds
 /// millions of rows; a lookup per key would hash every key name).
 fn test_row(row: &Value) -> Option<TestRow<'_>> {
-    let (mut id, mut case, mut target, mut outcome, mut reason) = (None, None, "", "", "");
-    let (mut seconds, mut steps) = (None, None);
+    let (mut id, mut case, mut target, mut outcome, mut steps) = (None, None, "", "", None);
     for (key, value) in row.as_object()? {
         match key.as_str() {
             "id" => id = value.as_str(),
             "case" => case = value.as_str(),
             "group" => target = value.as_str().unwrap_or(""),
             "outcome" => outcome = value.as_str().unwrap_or(""),
-            "reason" => reason = value.as_str().unwrap_or(""),
-            "seconds" => seconds = value.as_f64().filter(|x| x.is_finite()),
             "steps" => steps = value.as_array().filter(|s| !s.is_empty()),
             _ => {}
         }
@@ -210,8 +201,6 @@ fn test_row(row: &Value) -> Option<TestRow<'_>> {
         test,
         target,
         outcome: Outcome::parse(outcome),
-        reason,
-        seconds,
         benchmark,
     })
 }
@@ -391,7 +380,6 @@ mod tests {
         );
         assert_eq!((rows[1].suite, rows[1].test), ("", "plain [x]"));
         assert_eq!(rows[1].outcome, Outcome::Unknown);
-        assert_eq!(rows[1].seconds, None);
     }
 
     #[test]
