@@ -100,6 +100,17 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// [`Ctx::result`] of a value whose human form is text (an engine's
+    /// `human` function of it); the command's exit status is then 0.
+    pub fn show<T: serde::Serialize>(
+        &self,
+        value: &T,
+        text: impl FnOnce(&T) -> String,
+    ) -> Result<i32, Error> {
+        self.result(value, |out| out.print(&text(value)))?;
+        Ok(0)
+    }
+
     /// Writes `value` as the JSON document of the output `flag` (a
     /// runner's `--json FILE`), when that output was asked for.
     pub fn write_document<T: serde::Serialize>(&self, flag: &str, value: &T) -> Result<(), Error> {

@@ -36,11 +36,11 @@ pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
         })
         .and_then(|()| ctx.write_document("--json", summary));
     // Recorded whatever the outcome (and after the other outputs).
-    super::history::finish(
-        ctx,
+    lockstep_history::recorder::finish(
         recording,
         || lockstep_core::output::document(summary),
         Some(toolchain.identity.clone()),
+        ctx.sink(),
     );
     written?;
     Ok(if summary.failed() > 0 { 1 } else { 0 })

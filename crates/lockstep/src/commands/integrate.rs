@@ -168,11 +168,11 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
             let looped = run_loop(&ig, &opts, publish && !dry_run, None)?;
             let printed = ctx.result(&looped, |out| print_looped(out, &looped));
             // Recorded whatever the end (a halt too), after the output.
-            super::history::finish(
-                ctx,
+            lockstep_history::recorder::finish(
                 recording,
                 || lockstep_core::output::document(&looped),
                 None,
+                ctx.sink(),
             );
             printed?;
             Ok(looped.exit())

@@ -71,11 +71,11 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         results::write_summary(report, ctx.spec.target("--summary").as_ref())
     })();
     // Recorded whatever the outcome (and after the other outputs).
-    super::history::finish(
-        ctx,
+    lockstep_history::recorder::finish(
         recording,
         || results::json(report),
         Some(toolchain.identity.clone()),
+        ctx.sink(),
     );
     written?;
     Ok(if report.failed() { 1 } else { 0 })
