@@ -12,9 +12,8 @@ use lockstep_core::events::Sink;
 use lockstep_core::output::Target;
 use lockstep_core::Error;
 use lockstep_iree::Toolchain;
+use lockstep_report::spec::Spec;
 use lockstep_report::{Out, Reporters};
-
-use crate::outputs::Spec;
 
 pub struct Ctx<'a> {
     pub rep: &'a Reporters,
