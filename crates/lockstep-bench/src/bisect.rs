@@ -124,6 +124,22 @@ pub struct BisectReport {
     pub steps: Vec<Step>,
 }
 
+/// `bench bisect`'s rule from its flags, checked before anything is
+/// built: `--threshold` (a noise band) and `--max-repeats` (1 or more).
+pub fn rule(threshold: &str, max_repeats: u32) -> Result<Rule, Error> {
+    let threshold = crate::regressions::parse_threshold(threshold)?;
+    if max_repeats == 0 {
+        return Err(
+            Error::usage("--max-repeats 0: a commit needs one measurement at least")
+                .hint("give --max-repeats 1 or more (default 5)"),
+        );
+    }
+    Ok(Rule {
+        threshold,
+        ..Rule::default()
+    })
+}
+
 /// Everything a measurement needs.
 struct Bench<'a> {
     request: Request,

@@ -23,7 +23,8 @@
 //! it), from the bottom: [`miopen`], [`signature`] and [`commands`]; the shared
 //! helpers; the ops; [`kernel`], [`references`] and [`defaults`]; [`run`] on
 //! top, then [`session`]; [`bisect`] (the first commit whose packages made a
-//! kernel slower, with lockstep-pkg's bisection) above all.
+//! kernel slower, with lockstep-pkg's bisection) above that, and [`human`]
+//! (how compare's and bisect's results read, printed by the binary) on top.
 
 pub mod bisect;
 pub mod cache;
@@ -36,6 +37,7 @@ pub mod defaults;
 pub mod device;
 pub mod events;
 pub mod gemm;
+pub mod human;
 pub mod jobs;
 pub mod kernel;
 pub mod layernorm;

@@ -476,6 +476,23 @@ pub fn parse_threshold(text: &str) -> Result<f64, Error> {
     }
 }
 
+/// `bench compare`'s rule from its flags: `--threshold` (a noise band) and
+/// `--confidence` (0.5 to 0.999), checked before anything is read.
+pub fn rule(threshold: &str, confidence: f64) -> Result<lockstep_stats::Rule, Error> {
+    let threshold = parse_threshold(threshold)?;
+    if !(0.5..=0.999).contains(&confidence) {
+        return Err(
+            Error::usage(format!("--confidence {confidence} is out of range"))
+                .hint("use a level from 0.5 to 0.999, e.g. 0.95"),
+        );
+    }
+    Ok(lockstep_stats::Rule {
+        threshold,
+        confidence,
+        ..lockstep_stats::Rule::default()
+    })
+}
+
 /// The report as a table, one kernel per line, then the counts.
 pub fn render(report: &CompareReport) -> String {
     let mut out = String::new();

@@ -14,6 +14,18 @@ use lockstep_core::process::Exit;
 use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
 
+/// The line that ends a bisection's human form: the first bad commit, or
+/// the candidates skipped commits leave open.
+pub fn conclusion(first_bad: Option<&str>, candidates: &[String]) -> String {
+    match first_bad {
+        Some(commit) => format!("first bad commit: {commit}"),
+        None => format!(
+            "the first bad commit is one of (skipped commits leave it open): {}",
+            candidates.join(" ")
+        ),
+    }
+}
+
 /// What trying one revision found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -18,6 +18,7 @@
 //! mean: engines give it bytes and metadata.
 
 pub mod download;
+pub mod human;
 mod key;
 mod layout;
 pub mod maintain;

@@ -52,6 +52,21 @@ pub struct Policy {
     pub older_than: Option<Duration>,
 }
 
+impl Policy {
+    /// `cache prune`'s policy from its flags: `--max-size SIZE` and/or
+    /// `--older-than DAYS` (one of them at least).
+    pub fn from_flags(max_size: Option<&str>, older_than: Option<u64>) -> Result<Policy, Error> {
+        if max_size.is_none() && older_than.is_none() {
+            return Err(Error::usage("nothing to prune by")
+                .hint("give --max-size SIZE and/or --older-than DAYS"));
+        }
+        Ok(Policy {
+            max_size: max_size.map(parse_size).transpose()?,
+            older_than: older_than.map(|days| Duration::from_secs(days.saturating_mul(86_400))),
+        })
+    }
+}
+
 /// What `cache prune` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Pruned {

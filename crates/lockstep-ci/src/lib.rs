@@ -14,6 +14,7 @@ pub mod checks;
 pub mod config;
 pub mod cron;
 pub mod explain;
+pub mod human;
 pub mod integrate_workflow;
 pub mod plan;
 pub mod release_workflow;
@@ -119,6 +120,20 @@ pub fn check(files: &[GeneratedFile]) -> Result<Vec<Drift>, Error> {
         }
     }
     Ok(drifts)
+}
+
+/// The error of a `--check` that found `drifts`: exit 1, naming the files.
+pub fn drift_error(drifts: &[Drift]) -> Error {
+    let names: Vec<String> = drifts
+        .iter()
+        .map(|d| d.path.display().to_string())
+        .collect();
+    Error::failed(format!(
+        "{} generated file(s) differ from lockstep.toml: {}",
+        drifts.len(),
+        names.join(", ")
+    ))
+    .hint("run `lockstep ci generate` and commit the result")
 }
 
 /// Writes every file (creating its directory and parents; through a link,

@@ -257,6 +257,19 @@ pub fn cpu_model(cpuinfo: &str) -> Option<String> {
     })
 }
 
+/// The pin files a run's provenance reads, relative to the repository's
+/// top: `[release] pin-files` and `[integrate] pin-file`, each once.
+pub fn pin_files(release: &[PathBuf], integrate: Option<String>) -> Vec<String> {
+    let mut files: Vec<String> = release
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    files.extend(integrate);
+    files.sort();
+    files.dedup();
+    files
+}
+
 /// The commit `rev` of the repository holding `dir`, its branch and whether
 /// tracked files differ (for `HEAD`), and its pins: every gitlink, and each
 /// of `pin_files` that holds one revision. Empty outside a repository;

@@ -46,6 +46,18 @@ pub struct Prepared {
     pub run: RunRecord,
 }
 
+/// Checks `history import`'s flags before anything is read: the history
+/// directory `--to` (a usage error when it is a file) and a `--toolchain`
+/// that says nothing.
+pub fn check_flags(to: &Path, toolchain: Option<&str>) -> Result<(), Error> {
+    collect::check_dir("--to", to, &[])?;
+    if toolchain.is_some_and(|t| t.trim().is_empty()) {
+        return Err(Error::usage("--toolchain is empty")
+            .hint("give the toolchain's identity, or leave --toolchain out"));
+    }
+    Ok(())
+}
+
 /// What kind of run wrote `doc`: test-results.json has `tests` and
 /// `summary`, bench-results.json `rows`, integrate-loop.json `end`.
 pub fn recognise(doc: &serde_json::Value) -> Option<Kind> {

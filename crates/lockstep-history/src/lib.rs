@@ -20,9 +20,11 @@
 pub mod analysis;
 pub mod collect;
 pub mod config;
+pub mod human;
 pub mod import;
 pub mod list;
 pub mod record;
+pub mod recorder;
 pub mod store;
 pub mod trimmed;
 pub mod views;

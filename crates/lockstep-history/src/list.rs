@@ -6,6 +6,25 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::record::{Kind, RunRecord};
+use crate::store::{Loaded, Skipped};
+
+/// `history list --json`: every run's summary, oldest first, and the
+/// files that were skipped.
+#[derive(Debug, Serialize)]
+pub struct Listed {
+    pub runs: Vec<RunSummary>,
+    pub skipped: Vec<Skipped>,
+}
+
+impl Listed {
+    /// The listing of a loaded history.
+    pub fn of(loaded: Loaded) -> Listed {
+        Listed {
+            runs: loaded.runs.iter().map(summarize).collect(),
+            skipped: loaded.skipped,
+        }
+    }
+}
 
 /// One run as `history list` shows it (and prints with `--json`).
 #[derive(Debug, Clone, PartialEq, Serialize)]

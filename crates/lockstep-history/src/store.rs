@@ -14,7 +14,7 @@ use crate::trimmed::Trimmed;
 pub const MAX_RUN_BYTES: u64 = 64 << 20;
 
 /// A file of the directory that was not read, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Skipped {
     pub path: PathBuf,
     pub reason: String,
@@ -26,6 +26,15 @@ pub struct Loaded {
     /// Every run, oldest first (by `started`, then id).
     pub runs: Vec<RunRecord>,
     pub skipped: Vec<Skipped>,
+}
+
+impl Loaded {
+    /// Every skipped file as a warning (the runs that were read still count).
+    pub fn warn_skipped(&self, sink: &dyn lockstep_core::events::Sink) {
+        for s in &self.skipped {
+            sink.warn(format!("skipped {}: {}", s.path.display(), s.reason));
+        }
+    }
 }
 
 /// The file name of `run`: its start time and identity, so a listing sorts

@@ -5,8 +5,13 @@
 use crate::advance::NextOutcome;
 use crate::bisect::BisectResult;
 use crate::halt::short;
+use crate::mark::Marked;
+use crate::outcome::Looped;
+use crate::recover::Aborted;
 use crate::repair::Repaired;
+use crate::revert::Reverted;
 use crate::search::{LoopEnd, LoopReport};
+use crate::start::Started;
 use crate::status::Status;
 
 /// Text built line by line.
@@ -353,4 +358,70 @@ pub fn resumed(r: &crate::resume::Resumed) -> String {
         line += &format!("; merged the base branch ({})", short(merge));
     }
     line
+}
+
+/// `integrate start`.
+pub fn started(s: &Started) -> String {
+    format!(
+        "started {} from {} ({})\n",
+        s.branch,
+        short(&s.base),
+        short(&s.commit)
+    )
+}
+
+/// `integrate loop` and `integrate resume`: what resume brought in, the
+/// loop, and what `--publish` did.
+pub fn loop_run(l: &Looped) -> String {
+    let mut out = Lines::default();
+    if let Some(r) = &l.resumed {
+        out.line(resumed(r));
+    }
+    out.0.push_str(&looped(&l.report));
+    if let Some(p) = &l.published {
+        out.line(published(p));
+    }
+    out.0
+}
+
+/// `integrate revert`.
+pub fn reverted(r: &Reverted) -> String {
+    let mut out = Lines::default();
+    out.line(format!(
+        "{} carries a revert of {} {} ({})",
+        short(&r.superproject_commit),
+        short(&r.reverted),
+        r.subject,
+        r.reason
+    ));
+    if let Some(e) = &r.exported {
+        out.line(format!("export: {e}"));
+    }
+    out.0
+}
+
+/// `integrate mark`.
+pub fn marked(m: &Marked) -> String {
+    match (&m.commit, m.reasons.is_empty()) {
+        (None, true) => "ok for a stable release (no mark)\n".into(),
+        (None, false) => "the mark holds that reason already\n".into(),
+        (Some(c), true) => format!("{} ok for a stable release\n", short(c)),
+        (Some(c), false) => format!(
+            "{} not ok for a stable release: {}\n",
+            short(c),
+            m.reasons.join("; ")
+        ),
+    }
+}
+
+/// `integrate abort`.
+pub fn aborted(a: &Aborted) -> String {
+    let mut out = Lines::default();
+    if a.undone.is_empty() {
+        out.line("nothing unfinished to undo");
+    }
+    for u in &a.undone {
+        out.line(format!("undone: {u}"));
+    }
+    out.0
 }

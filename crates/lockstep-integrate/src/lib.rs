@@ -26,6 +26,7 @@ pub mod human;
 pub mod journal;
 pub mod mark;
 pub mod notify;
+pub mod outcome;
 pub mod probe;
 pub mod publish;
 pub mod recover;

@@ -145,6 +145,23 @@ impl Toolchain {
         let v = self.compiler_version.trim();
         v.strip_prefix("IREE compiler version ").unwrap_or(v)
     }
+
+    /// How `toolchain install` says what it installed: the packages and
+    /// their directory, then the compiler's own version.
+    pub fn installed(&self) -> String {
+        let packages: Vec<String> = self
+            .packages
+            .iter()
+            .map(|(name, version)| format!("{name} {version}"))
+            .collect();
+        let dir = self.bin.parent().unwrap_or(&self.bin);
+        format!(
+            "{} in {}\niree-compile reports {}\n",
+            packages.join(", "),
+            dir.display(),
+            self.compiler_stamp()
+        )
+    }
 }
 
 /// What a command asked for.

@@ -70,6 +70,15 @@ pub struct BisectReport {
     pub steps: Vec<Step>,
 }
 
+/// `--timeout` of `pkg bisect`: seconds per command run, one hour unless
+/// given.
+pub fn timeout(flag: Option<f64>) -> Result<Duration, Error> {
+    match flag {
+        Some(secs) => lockstep_core::config::seconds("--timeout", secs),
+        None => Ok(Duration::from_secs(3600)),
+    }
+}
+
 /// Bisects; see the module doc.
 pub fn bisect(req: &BisectRequest<'_>, sink: &dyn Sink) -> Result<BisectReport, Error> {
     if req.command.is_empty() {

@@ -101,6 +101,21 @@ impl<'a> BuildRequest<'a> {
             uv,
         })
     }
+
+    /// [`BuildRequest::configured`] over lockstep's cache: whole builds in
+    /// its wheels area, the compiler cache in its compiler area.
+    pub fn cached(
+        pkg: &'a PkgConfig,
+        root: &'a Path,
+        pin_path: Option<String>,
+        cache: &lockstep_cache::Cache,
+        uv: &'a Uv,
+    ) -> Result<BuildRequest<'a>, Error> {
+        Ok(BuildRequest {
+            compiler_area: Some(cache.dir(Area::Compiler)),
+            ..Self::configured(pkg, root, pin_path, Some(cache.bucket(Area::Wheels)), uv)?
+        })
+    }
 }
 
 /// What was built.

@@ -30,6 +30,22 @@ pub enum RunChoice {
     },
 }
 
+impl RunChoice {
+    /// The run `pkg fetch` names: `--run ID`, else `--latest-green BRANCH`
+    /// (of `--workflow`); one of them is needed.
+    pub fn from_flags(
+        run: Option<u64>,
+        latest_green: Option<String>,
+        workflow: Option<String>,
+    ) -> Result<RunChoice, Error> {
+        match (run, latest_green) {
+            (Some(id), _) => Ok(RunChoice::Id(id)),
+            (None, Some(branch)) => Ok(RunChoice::LatestGreen { branch, workflow }),
+            (None, None) => Err(Error::usage("pass --run ID or --latest-green BRANCH")),
+        }
+    }
+}
+
 /// The workflow `--latest-green` looks at unless told otherwise: the one
 /// `lockstep ci generate` writes.
 pub const DEFAULT_WORKFLOW: &str = "lockstep-pkgci.yml";

@@ -15,6 +15,7 @@ pub mod compiler_cache;
 pub mod config;
 pub mod events;
 pub mod fetch;
+pub mod human;
 pub mod repair;
 
 mod stage;

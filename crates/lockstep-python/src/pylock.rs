@@ -516,6 +516,21 @@ fn tampered(what: &str, file: &Path, manifest: &Path, found: String) -> Error {
     .hint("the file changed after the manifest was written: fetch or rebuild the wheelhouse (`lockstep pkg build`), never edit it in place")
 }
 
+/// `pkg manifest DIR`: writes DIR/pylock.toml for the wheels in `dir`
+/// ([`from_dir`]) with paths relative to it, so the directory can move;
+/// returns the manifest's path.
+pub fn write_for_dir(dir: &Path) -> Result<PathBuf, Error> {
+    let mut lock = from_dir(dir)?;
+    for package in &mut lock.packages {
+        for wheel in &mut package.wheels {
+            wheel.path = wheel.name.clone();
+        }
+    }
+    let path = dir.join(FILE);
+    lockstep_core::fs::write_atomic(&path, lock.to_toml()?.as_bytes())?;
+    Ok(path)
+}
+
 /// A lock for the wheels directly in `dir` (`--wheels DIR`): one version
 /// per package and one version across the set, or an error listing what was
 /// found (a stable release beside a candidate is exactly the ambiguity an

@@ -37,6 +37,48 @@ pub struct CommandSmoke {
     pub log: PathBuf,
 }
 
+impl CommandSmoke {
+    /// `argv` run at the top of `repo` within `timeout`, logged in its git
+    /// directory (`lockstep/release-bump-smoke.log`).
+    pub fn in_repo(
+        repo: &Repo,
+        pin_files: &[String],
+        argv: Vec<String>,
+        timeout: Duration,
+    ) -> Result<CommandSmoke, Error> {
+        Ok(CommandSmoke {
+            top: repo.dir().into(),
+            pin_files: pin_files.to_vec(),
+            argv,
+            timeout,
+            log: repo
+                .git_dir()?
+                .join("lockstep")
+                .join("release-bump-smoke.log"),
+        })
+    }
+}
+
+/// Checks `bump --smoke` before anything moves: with `[integrate]
+/// pin-file` (`pin_file`), that file must be the one pin file (the
+/// integrate engine's prober moves it); otherwise `[integrate] smoke`
+/// (`argv`) must be set.
+pub fn check_smoke(
+    pin_file: Option<&str>,
+    pin_files: &[String],
+    argv: &[String],
+) -> Result<(), Error> {
+    match pin_file {
+        Some(file) if pin_files != [file] => Err(Error::usage(format!(
+            "with [integrate] pin-file = \"{file}\", `bump --smoke` moves that file through the integrate engine"
+        ))
+        .hint(format!("set [release] pin-files = [\"{file}\"]"))),
+        None if argv.is_empty() => Err(Error::usage("--smoke needs [integrate] smoke")
+            .hint("set smoke = [\"cmd\", \"arg\"] under [integrate]")),
+        _ => Ok(()),
+    }
+}
+
 impl Probe for CommandSmoke {
     fn probe(&mut self, rev: &str) -> Result<Tried, Error> {
         write_pins(&self.top, &self.pin_files, rev)?;

@@ -10,11 +10,13 @@
 //!
 //! It also decides where human output goes ([`Out`]): standard output, unless
 //! the event stream or a machine output (`--json -`) owns it, then standard
-//! error. How an event looks is the event's own
+//! error. It holds a command line's output specification and checks its
+//! rules before anything runs ([`spec::Spec`]). How an event looks is the event's own
 //! ([`lockstep_core::events::Human`]); an area's result formats (JUnit,
 //! Markdown ...) live with the area's result types (`lockstep_suite::results`).
 
 pub mod console;
+pub mod spec;
 pub mod stream;
 
 use std::io::Write;
@@ -51,6 +53,19 @@ impl Out {
     /// Prints `line` and a newline.
     pub fn line(&self, line: impl std::fmt::Display) {
         self.print(&format!("{line}\n"));
+    }
+}
+
+/// A story told through a writer (`lockstep demo`'s) goes where human
+/// output goes, as text.
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.print(&String::from_utf8_lossy(buf));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -119,6 +134,15 @@ impl Reporters {
         }
     }
 
+    /// The command failed with `err`: an `error` event (every reporter
+    /// sees it before stderr does), then the error on stderr. Returns the
+    /// exit status `err` calls for.
+    pub fn fail(&self, err: &Error) -> i32 {
+        self.emit(&Lifecycle::Failed(err));
+        eprint!("{}", err.render());
+        err.exit_code()
+    }
+
     /// Says that the command ended with `exit_code` (opening the event
     /// stream if nothing did).
     pub fn finish(&self, exit_code: i32) {
@@ -138,18 +162,27 @@ impl Sink for Reporters {
     }
 }
 
-/// The first and last event of every command.
-enum Lifecycle {
+/// The first and last events of every command (and the error that ended
+/// one).
+enum Lifecycle<'a> {
     Started { version: &'static str },
+    Failed(&'a Error),
     Finished { exit_code: i32 },
 }
 
-impl Event for Lifecycle {
+impl Event for Lifecycle<'_> {
     fn to_json(&self) -> serde_json::Value {
         match self {
             Lifecycle::Started { version } => {
                 json!({"event": "command_started", "lockstep_version": version})
             }
+            Lifecycle::Failed(err) => json!({
+                "event": "error",
+                "message": err.message,
+                "causes": err.causes,
+                "hint": err.hint,
+                "exit_code": err.exit_code(),
+            }),
             Lifecycle::Finished { exit_code } => {
                 json!({"event": "command_finished", "exit_code": exit_code})
             }

@@ -74,6 +74,23 @@ impl SiteReport {
             .max_by_key(|(_, size)| *size)
             .map(|(name, size)| (name.as_str(), *size))
     }
+
+    /// The line `lockstep report site` prints: where the site is, its
+    /// pages, its runs and what it found.
+    pub fn summary(&self) -> String {
+        let largest = self
+            .largest_page()
+            .map(|(name, bytes)| format!(", largest page {name} {} kB", bytes / 1000))
+            .unwrap_or_default();
+        format!(
+            "wrote {} ({} pages from {} runs{largest}; {} regression(s), {} flaky test(s))",
+            self.out.join("index.html").display(),
+            self.pages.len(),
+            self.runs,
+            self.regressions,
+            self.flaky_tests
+        )
+    }
 }
 
 /// Writes the report site of `history` (and of the release store at

@@ -42,6 +42,23 @@ pub struct Request {
     pub update_xfails: bool,
 }
 
+impl Request {
+    /// The suite directories the run reads (a results history must not be
+    /// one of them): the paths given (relative to `cwd`), else `[test]
+    /// paths`, else `suites/` (relative to lockstep.toml's directory
+    /// `root`); those that are directories.
+    pub fn suite_dirs(&self, cfg: &TestConfig, root: &Path, cwd: &Path) -> Vec<PathBuf> {
+        let paths: Vec<PathBuf> = if !self.paths.is_empty() {
+            self.paths.iter().map(|p| cwd.join(p)).collect()
+        } else if cfg.paths.is_empty() {
+            vec![root.join("suites")]
+        } else {
+            cfg.paths.iter().map(|p| root.join(p)).collect()
+        };
+        paths.into_iter().filter(|p| p.is_dir()).collect()
+    }
+}
+
 /// The selected tests and everything the run needs, checked.
 pub struct Planned {
     pub tests: Vec<Test>,
@@ -166,6 +183,14 @@ pub fn plan(
 }
 
 impl Planned {
+    /// `test --list`: one line per selected test, with its markers.
+    pub fn listing(&self) -> String {
+        self.tests
+            .iter()
+            .map(|t| format!("{}  [{}]\n", t.id, t.markers.join(", ")))
+            .collect()
+    }
+
     /// Every file the run reads: suite files and configs, each test's
     /// source and data, and the history's database (an output must be none
     /// of them).

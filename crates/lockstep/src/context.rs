@@ -12,9 +12,8 @@ use lockstep_core::events::Sink;
 use lockstep_core::output::Target;
 use lockstep_core::Error;
 use lockstep_iree::Toolchain;
+use lockstep_report::spec::Spec;
 use lockstep_report::{Out, Reporters};
-
-use crate::outputs::Spec;
 
 pub struct Ctx<'a> {
     pub rep: &'a Reporters,
@@ -98,6 +97,17 @@ impl<'a> Ctx<'a> {
             human(self.out());
             Ok(())
         }
+    }
+
+    /// [`Ctx::result`] of a value whose human form is text (an engine's
+    /// `human` function of it); the command's exit status is then 0.
+    pub fn show<T: serde::Serialize>(
+        &self,
+        value: &T,
+        text: impl FnOnce(&T) -> String,
+    ) -> Result<i32, Error> {
+        self.result(value, |out| out.print(&text(value)))?;
+        Ok(0)
     }
 
     /// Writes `value` as the JSON document of the output `flag` (a

@@ -1,5 +1,5 @@
 //! The `lockstep` command: parses arguments, derives what the command line
-//! writes and reads ([`outputs::Spec`]), loads the configuration, calls an
+//! writes and reads ([`outputs::derive`]), loads the configuration, calls an
 //! engine and prints its result. Engines live in the `lockstep-*` crates;
 //! this crate parses, dispatches and prints.
 
@@ -12,13 +12,12 @@ mod outputs;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
-use lockstep_core::events::{Event, Human, Sink};
 use lockstep_core::output::Target;
 use lockstep_core::Error;
+use lockstep_report::spec::Spec;
 use lockstep_report::Reporters;
 
 use crate::context::Ctx;
-use crate::outputs::Spec;
 
 fn main() -> ExitCode {
     let mut command = cli::Cli::command();
@@ -32,7 +31,7 @@ fn main() -> ExitCode {
     if let Err(e) = lockstep_core::process::kill_children_on_signals() {
         tracing::warn!("cannot watch for interrupts: {e}");
     }
-    let spec = Spec::derive(&command, &matches);
+    let spec = outputs::derive(&command, &matches);
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(e) => {
@@ -46,11 +45,7 @@ fn main() -> ExitCode {
     let ctx = Ctx::new(&reporters, &spec, cwd, cli.config.clone());
     let code = match commands::dispatch(cli.command, &ctx) {
         Ok(code) => code,
-        Err(err) => {
-            reporters.emit(&Failure(&err));
-            eprint!("{}", err.render());
-            err.exit_code()
-        }
+        Err(err) => reporters.fail(&err),
     };
     reporters.finish(code);
     ExitCode::from(code as u8)
@@ -109,24 +104,4 @@ fn init_tracing(verbose: u8) {
         .with_writer(std::io::stderr)
         .without_time()
         .try_init();
-}
-
-/// The error that ended a command, as an `error` event (printed on stderr
-/// after every other reporter saw it).
-struct Failure<'a>(&'a Error);
-
-impl Event for Failure<'_> {
-    fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "event": "error",
-            "message": self.0.message,
-            "causes": self.0.causes,
-            "hint": self.0.hint,
-            "exit_code": self.0.exit_code(),
-        })
-    }
-
-    fn human(&self) -> Human {
-        Human::Silent
-    }
 }

@@ -36,11 +36,11 @@ pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
         })
         .and_then(|()| ctx.write_document("--json", summary));
     // Recorded whatever the outcome (and after the other outputs).
-    super::history::finish(
-        ctx,
+    lockstep_history::recorder::finish(
         recording,
         || lockstep_core::output::document(summary),
         Some(toolchain.identity.clone()),
+        ctx.sink(),
     );
     written?;
     Ok(if summary.failed() > 0 { 1 } else { 0 })
@@ -49,24 +49,11 @@ pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
 /// `lockstep bench compare BASE NEW`: exit 1 when a kernel regressed.
 fn compare_runs(args: crate::cli::BenchCompareArgs, ctx: &Ctx) -> Result<i32, Error> {
     use lockstep_bench::regressions;
-    let threshold = regressions::parse_threshold(&args.threshold)?;
-    if !(0.5..=0.999).contains(&args.confidence) {
-        return Err(
-            Error::usage(format!("--confidence {} is out of range", args.confidence))
-                .hint("use a level from 0.5 to 0.999, e.g. 0.95"),
-        );
-    }
+    let rule = regressions::rule(&args.threshold, args.confidence)?;
     let base = regressions::load_side("BASE", &args.base, &ctx.cwd)?;
     let new = regressions::load_side("NEW", &args.new, &ctx.cwd)?;
-    let rule = lockstep_stats::Rule {
-        threshold,
-        confidence: args.confidence,
-        ..lockstep_stats::Rule::default()
-    };
     let report = regressions::compare(&base, &new, &rule);
-    ctx.result(&report, |out| {
-        out.line(regressions::render(&report).trim_end());
-    })?;
+    ctx.show(&report, lockstep_bench::human::compared)?;
     Ok(if report.regressions > 0 { 1 } else { 0 })
 }
 
@@ -74,13 +61,7 @@ fn compare_runs(args: crate::cli::BenchCompareArgs, ctx: &Ctx) -> Result<i32, Er
 /// slower (lockstep-bench's bisect over lockstep-pkg's bisection).
 fn bisect_commits(args: crate::cli::BenchBisectArgs, ctx: &Ctx) -> Result<i32, Error> {
     use lockstep_bench::bisect;
-    let threshold = lockstep_bench::regressions::parse_threshold(&args.threshold)?;
-    if args.max_repeats == 0 {
-        return Err(
-            Error::usage("--max-repeats 0: a commit needs one measurement at least")
-                .hint("give --max-repeats 1 or more (default 5)"),
-        );
-    }
+    let rule = bisect::rule(&args.threshold, args.max_repeats)?;
     let pkg: lockstep_pkg::config::PkgConfig = ctx.section()?;
     let uv = super::pkg::find_uv(ctx)?;
     let python = args.python.or_else(|| pkg.python.first().cloned());
@@ -102,35 +83,9 @@ fn bisect_commits(args: crate::cli::BenchBisectArgs, ctx: &Ctx) -> Result<i32, E
         },
         kernels: args.kernels,
         max_repeats: args.max_repeats,
-        rule: lockstep_stats::Rule {
-            threshold,
-            ..lockstep_stats::Rule::default()
-        },
+        rule,
         superproject: args.superproject,
     };
     let report = bisect::bisect(&request, &ctx.section()?, &ctx.cache()?, ctx.sink())?;
-    ctx.result(&report, |out| {
-        out.line(format!(
-            "BAD {}: {}",
-            report.bad,
-            bisect::figures(&report.endpoint.judgement)
-        ));
-        for step in &report.steps {
-            out.line(format!(
-                "{} {}{}: {}",
-                step.commit,
-                step.verdict.as_str(),
-                if step.cached { " (cached)" } else { "" },
-                bisect::figures(&step.judgement)
-            ));
-        }
-        match &report.first_bad {
-            Some(commit) => out.line(format!("first bad commit: {commit}")),
-            None => out.line(format!(
-                "the first bad commit is one of (skipped commits leave it open): {}",
-                report.candidates.join(" ")
-            )),
-        }
-    })?;
-    Ok(0)
+    ctx.show(&report, lockstep_bench::human::bisected)
 }

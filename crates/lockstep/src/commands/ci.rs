@@ -1,5 +1,7 @@
-//! `lockstep ci generate`: printing (the generator is lockstep-ci).
+//! `lockstep ci generate` and `lockstep ci explain`: lockstep.toml's tables
+//! into lockstep-ci's plan, and printing (the generator is lockstep-ci).
 
+use lockstep_ci::human;
 use lockstep_core::Error;
 
 use crate::cli;
@@ -64,77 +66,26 @@ fn plan(
 fn explain(ctx: &Ctx) -> Result<i32, Error> {
     let (plan, _) = plan(ctx, None)?;
     let pipeline = lockstep_ci::explain::explain(&lockstep_ci::workflows(&plan));
-    ctx.result(&pipeline, |out| {
-        out.line(lockstep_ci::explain::render_text(&pipeline).trim_end());
-    })?;
-    Ok(0)
+    ctx.show(&pipeline, |p| {
+        format!("{}\n", lockstep_ci::explain::render_text(p).trim_end())
+    })
 }
 
 fn generate(ctx: &Ctx, out: Option<std::path::PathBuf>, check: bool) -> Result<i32, Error> {
     let (plan, ci) = plan(ctx, out)?;
-    for (what, schedule) in [
-        ("release", plan.release.as_ref().map(|r| &r.schedule)),
-        ("integrate", plan.integrate.as_ref().map(|r| &r.schedule)),
-    ] {
-        if let Some(expr) = schedule {
-            ctx.sink().note(format!(
-                "the {what} workflow runs on `{expr}` (UTC); next: {}",
-                lockstep_ci::stages::next_runs(expr, 3).join(", ")
-            ));
-        }
-    }
-    if ci.lockstep.is_none() {
-        let from = match &plan.lockstep {
-            lockstep_ci::LockstepInstall::Git { url, rev } => format!("{url} at {rev}"),
-            lockstep_ci::LockstepInstall::Path { path } => format!("the checkout's {path}"),
-        };
-        ctx.sink().note(format!(
-            "[ci] lockstep is unset: runners install lockstep from {from} (set it to pin the version)"
-        ));
-    }
-    if plan.targets.is_empty() {
-        ctx.sink().note(
-            "no test jobs: lockstep.toml names no tests ([test] paths or suite-configs) and there is no suites/ beside it; the workflow builds the wheels only",
-        );
-    }
-    if plan.lint_dir.is_none() {
-        ctx.sink().note(format!(
-            "--out {} has its parent outside the repository: actionlint.yaml and zizmor.yml are left out (they belong beside a workflows directory inside the repository)",
-            plan.out.display()
-        ));
+    for note in human::notes(&plan, &ci) {
+        ctx.sink().note(note);
     }
     let files = lockstep_ci::generate(&plan);
-    let out = ctx.out();
-    if check {
-        let drifts = lockstep_ci::check(&files)?;
-        if drifts.is_empty() {
-            for file in &files {
-                out.line(format!("up to date: {}", file.path.display()));
-            }
-            return Ok(0);
-        }
-        for drift in &drifts {
-            out.line(drift.diff.trim_end());
-        }
-        let names: Vec<String> = drifts
-            .iter()
-            .map(|d| d.path.display().to_string())
-            .collect();
-        return Err(Error::failed(format!(
-            "{} generated file(s) differ from lockstep.toml: {}",
-            drifts.len(),
-            names.join(", ")
-        ))
-        .hint("run `lockstep ci generate` and commit the result"));
+    if !check {
+        let changed = lockstep_ci::write(&files)?;
+        ctx.out().print(&human::written(&files, &changed));
+        return Ok(0);
     }
-    let changed = lockstep_ci::write(&files)?;
-    for file in &files {
-        let state = if changed.contains(&file.path) {
-            "wrote"
-        } else {
-            "unchanged"
-        };
-        out.line(format!("{state}: {}", file.path.display()));
+    let drifts = lockstep_ci::check(&files)?;
+    ctx.out().print(&human::checked(&files, &drifts));
+    match drifts.is_empty() {
+        true => Ok(0),
+        false => Err(lockstep_ci::drift_error(&drifts)),
     }
-    Ok(0)
 }

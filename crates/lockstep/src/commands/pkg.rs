@@ -1,14 +1,14 @@
 //! `lockstep pkg ...`: flags into lockstep-pkg's requests (build, venv,
-//! manifest, fetch, bisect), and the human form of what they return.
+//! manifest, fetch, bisect); what they return printed as JSON or in its
+//! human form (lockstep_pkg::human).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use lockstep_cache::Area;
 use lockstep_core::Error;
 use lockstep_github::Client;
 use lockstep_pkg::config::{PkgConfig, DEFAULT_VARIANT};
 use lockstep_pkg::fetch::{FetchRequest, RunChoice};
-use lockstep_pkg::BuildRequest;
+use lockstep_pkg::{human, BuildRequest};
 use lockstep_python::venv::{self, From};
 use lockstep_python::{pylock, uv};
 
@@ -18,8 +18,18 @@ use crate::context::Ctx;
 pub fn run(cmd: cli::Pkg, ctx: &Ctx) -> Result<i32, Error> {
     match cmd {
         cli::Pkg::Build(args) => build(args, ctx),
-        cli::Pkg::Venv(args) => make_venv(args, ctx),
-        cli::Pkg::Manifest { dir } => write_manifest(&ctx.cwd.join(dir), ctx),
+        cli::Pkg::Venv(args) => {
+            let manifest = pylock::variant_manifest(&args.manifest, args.variant.as_deref())?;
+            let from = From::Manifest(&manifest);
+            let python = args.python.as_deref();
+            let made = venv::create_exact(&find_uv(ctx)?, &args.dir, from, python, ctx.sink())?;
+            ctx.show(&made, human::venv)
+        }
+        cli::Pkg::Manifest { dir } => {
+            let path = pylock::write_for_dir(&ctx.cwd.join(dir))?;
+            ctx.out().line(path.display());
+            Ok(0)
+        }
         cli::Pkg::Fetch(args) => fetch(args, ctx),
         cli::Pkg::Bisect(args) => bisect(args, ctx),
     }
@@ -30,7 +40,7 @@ pub fn find_uv(ctx: &Ctx) -> Result<uv::Uv, Error> {
     uv::find_default(ctx.sink())
 }
 
-/// The configured build of HEAD (`[pkg]`, the wheels cache, and the pin of
+/// The configured build of HEAD (`[pkg]`, the cache, and the pin of
 /// `[integrate] submodule` when lockstep.toml has that table).
 pub(crate) fn configured<'a>(
     ctx: &'a Ctx,
@@ -46,17 +56,7 @@ pub(crate) fn configured<'a>(
         ),
         false => None,
     };
-    let cache = ctx.cache()?;
-    Ok(BuildRequest {
-        compiler_area: Some(cache.dir(Area::Compiler)),
-        ..BuildRequest::configured(
-            pkg,
-            &loaded.root,
-            pin_path,
-            Some(cache.bucket(Area::Wheels)),
-            uv,
-        )?
-    })
+    BuildRequest::cached(pkg, &loaded.root, pin_path, &ctx.cache()?, uv)
 }
 
 /// The wheelhouse: `--out`, else `[pkg] out` (relative to lockstep.toml).
@@ -87,89 +87,26 @@ fn build(args: cli::PkgBuildArgs, ctx: &Ctx) -> Result<i32, Error> {
         ..configured
     };
     let report = lockstep_pkg::build(&request, ctx.sink())?;
-    ctx.result(&report, |out| {
-        for manifest in &report.manifests {
-            out.line(manifest.display());
-        }
-    })?;
-    Ok(0)
-}
-
-fn make_venv(args: cli::PkgVenvArgs, ctx: &Ctx) -> Result<i32, Error> {
-    let manifest = pylock::variant_manifest(&args.manifest, args.variant.as_deref())?;
-    let uv = find_uv(ctx)?;
-    let made = venv::create_exact(
-        &uv,
-        &args.dir,
-        From::Manifest(&manifest),
-        args.python.as_deref(),
-        ctx.sink(),
-    )?;
-    ctx.result(&made, |out| {
-        let packages: Vec<String> = made
-            .packages
-            .iter()
-            .map(|(n, v)| format!("{n}=={v}"))
-            .collect();
-        out.line(format!(
-            "{} ({}): {}",
-            made.dir.display(),
-            made.python,
-            packages.join(" ")
-        ));
-    })?;
-    Ok(0)
-}
-
-/// `pkg manifest DIR`: DIR/pylock.toml for the wheels in DIR, paths relative.
-fn write_manifest(dir: &Path, ctx: &Ctx) -> Result<i32, Error> {
-    let mut lock = pylock::from_dir(dir)?;
-    for package in &mut lock.packages {
-        for wheel in &mut package.wheels {
-            wheel.path = wheel.name.clone();
-        }
-    }
-    let path = dir.join(pylock::FILE);
-    lockstep_core::fs::write_atomic(&path, lock.to_toml()?.as_bytes())?;
-    ctx.out().line(path.display());
-    Ok(0)
+    ctx.show(&report, |r| human::manifests(&r.manifests))
 }
 
 fn fetch(args: cli::PkgFetchArgs, ctx: &Ctx) -> Result<i32, Error> {
     let pkg: PkgConfig = ctx.section()?;
     let client = Client::from_env()?;
     let repo = lockstep_pkg::fetch::repository(args.repo.as_deref(), &client, &ctx.cwd)?;
-    let run = match (args.run, args.latest_green) {
-        (Some(id), _) => RunChoice::Id(id),
-        (None, Some(branch)) => RunChoice::LatestGreen {
-            branch,
-            workflow: args.workflow,
-        },
-        (None, None) => return Err(Error::usage("pass --run ID or --latest-green BRANCH")),
+    let run = RunChoice::from_flags(args.run, args.latest_green, args.workflow)?;
+    let request = FetchRequest {
+        repo,
+        run,
+        name: args.name,
+        out: wheelhouse(args.out, &pkg, ctx)?,
     };
-    let fetched = lockstep_pkg::fetch::fetch(
-        &client,
-        &FetchRequest {
-            repo,
-            run,
-            name: args.name,
-            out: wheelhouse(args.out, &pkg, ctx)?,
-        },
-        ctx.sink(),
-    )?;
-    ctx.result(&fetched, |out| {
-        for manifest in &fetched.manifests {
-            out.line(manifest.display());
-        }
-    })?;
-    Ok(0)
+    let fetched = lockstep_pkg::fetch::fetch(&client, &request, ctx.sink())?;
+    ctx.show(&fetched, |f| human::manifests(&f.manifests))
 }
 
 fn bisect(args: cli::PkgBisectArgs, ctx: &Ctx) -> Result<i32, Error> {
-    let timeout = match args.timeout {
-        Some(secs) => lockstep_core::config::seconds("--timeout", secs)?,
-        None => std::time::Duration::from_secs(3600),
-    };
+    let timeout = lockstep_pkg::bisect::timeout(args.timeout)?;
     let pkg: PkgConfig = ctx.section()?;
     let uv = find_uv(ctx)?;
     let python = args.python.or_else(|| pkg.python.first().cloned());
@@ -186,12 +123,5 @@ fn bisect(args: cli::PkgBisectArgs, ctx: &Ctx) -> Result<i32, Error> {
         },
         ctx.sink(),
     )?;
-    ctx.result(&report, |out| match &report.first_bad {
-        Some(commit) => out.line(format!("first bad commit: {commit}")),
-        None => out.line(format!(
-            "the first bad commit is one of (skipped commits leave it open): {}",
-            report.candidates.join(" ")
-        )),
-    })?;
-    Ok(0)
+    ctx.show(&report, human::bisected)
 }

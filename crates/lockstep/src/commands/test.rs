@@ -2,8 +2,6 @@
 //! run, the summary and the result formats, and the run recorded in the
 //! results history when asked (`--record`, `[history] dir`).
 
-use std::path::PathBuf;
-
 use lockstep_core::Error;
 use lockstep_history::Kind;
 use lockstep_suite::results;
@@ -29,10 +27,11 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         skip_all_runs: args.skip_all_runs,
         update_xfails: args.update_xfails,
     };
-    let suite_dirs = suite_dirs(&request, ctx)?;
+    let cfg = loaded.section()?;
+    let suite_dirs = request.suite_dirs(&cfg, &loaded.root, &ctx.cwd);
     let planned = session::plan(
         &request,
-        &loaded.section()?,
+        &cfg,
         &loaded.root,
         loaded.origin(),
         &ctx.cwd,
@@ -43,10 +42,7 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         read.iter().map(|(what, p)| (*what, p.as_path())).collect();
     ctx.inputs_read(&read)?;
     if args.list {
-        for t in &planned.tests {
-            ctx.out()
-                .line(format!("{}  [{}]", t.id, t.markers.join(", ")));
-        }
+        ctx.out().print(&planned.listing());
         ctx.sink().note(format!("{} tests", planned.tests.len()));
         return Ok(0);
     }
@@ -71,29 +67,12 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         results::write_summary(report, ctx.spec.target("--summary").as_ref())
     })();
     // Recorded whatever the outcome (and after the other outputs).
-    super::history::finish(
-        ctx,
+    lockstep_history::recorder::finish(
         recording,
         || results::json(report),
         Some(toolchain.identity.clone()),
+        ctx.sink(),
     );
     written?;
     Ok(if report.failed() { 1 } else { 0 })
-}
-
-/// The suite directories the run reads (a results history must not be one
-/// of them): the paths given, else `[test] paths`, else `suites/`.
-fn suite_dirs(request: &Request, ctx: &Ctx) -> Result<Vec<PathBuf>, Error> {
-    let loaded = ctx.loaded()?;
-    let paths: Vec<PathBuf> = if !request.paths.is_empty() {
-        request.paths.iter().map(|p| ctx.cwd.join(p)).collect()
-    } else {
-        let cfg: lockstep_suite::config::TestConfig = loaded.section()?;
-        if cfg.paths.is_empty() {
-            vec![loaded.root.join("suites")]
-        } else {
-            cfg.paths.iter().map(|p| loaded.root.join(p)).collect()
-        }
-    };
-    Ok(paths.into_iter().filter(|p| p.is_dir()).collect())
 }

@@ -2,6 +2,7 @@
 
 use lockstep_core::Error;
 use lockstep_iree::toolchain::{self, InstallRequest};
+use lockstep_iree::Toolchain;
 
 use crate::cli;
 use crate::context::Ctx;
@@ -21,20 +22,7 @@ pub fn run(cmd: cli::Toolchain, ctx: &Ctx) -> Result<i32, Error> {
             };
             let installed =
                 toolchain::install_requested(&request, &ctx.section()?, ctx.root()?, ctx.sink())?;
-            ctx.result(&installed, |out| {
-                let packages: Vec<String> = installed
-                    .packages
-                    .iter()
-                    .map(|(name, version)| format!("{name} {version}"))
-                    .collect();
-                let dir = installed.bin.parent().unwrap_or(&installed.bin);
-                out.line(format!("{} in {}", packages.join(", "), dir.display()));
-                out.line(format!(
-                    "iree-compile reports {}",
-                    installed.compiler_stamp()
-                ));
-            })?;
-            Ok(0)
+            ctx.show(&installed, Toolchain::installed)
         }
         cli::Toolchain::Path { iree_bin } => {
             let resolved = ctx.toolchain(iree_bin.as_deref())?;

@@ -1,0 +1,123 @@
+//! What an integrate command ends with when it is more than one engine call:
+//! the loop together with what `resume` brought in before it and what
+//! `--publish` did after it ([`Looped`]), a halt report posted to the
+//! webhook, and the exit statuses (3 at a halt, docs/output.md). These are
+//! decisions, so they live beside the engine; the binary only prints them.
+
+use std::time::Duration;
+
+use lockstep_core::Error;
+use serde::Serialize;
+
+use crate::advance::NextOutcome;
+use crate::ci::CiOptions;
+use crate::halt::Report;
+use crate::publish::Published;
+use crate::resume::Resumed;
+use crate::search::{LoopEnd, LoopOptions, LoopReport};
+use crate::Integrate;
+
+/// Exit status for a halt at a breaking or conflicting commit.
+pub const HALTED: i32 = 3;
+
+/// `integrate loop --json` (and `resume --json`): the loop's report, what
+/// `resume` brought in before it, and what `--publish` did after it.
+#[derive(Serialize)]
+pub struct Looped {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<Resumed>,
+    #[serde(flatten)]
+    pub report: LoopReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published: Option<Published>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub called_for_help: bool,
+}
+
+impl Looped {
+    /// 3 when the loop halted, else 0.
+    pub fn exit(&self) -> i32 {
+        match &self.report.end {
+            LoopEnd::Halted { .. } => HALTED,
+            _ => 0,
+        }
+    }
+}
+
+/// The exit status of `integrate next`: 3 at a conflict (or one a dry run
+/// foresees), else 0.
+pub fn next_exit(outcome: &NextOutcome) -> i32 {
+    match outcome {
+        NextOutcome::WouldConflict { .. } | NextOutcome::Conflict { .. } => HALTED,
+        _ => 0,
+    }
+}
+
+/// The loop `integrate resume` runs after bringing the branch up to date:
+/// the configured strategy, from upstream head, exporting, nothing else.
+pub fn resume_loop(ig: &Integrate, on_break: crate::search::OnBreak) -> LoopOptions {
+    LoopOptions {
+        strategy: ig.cfg.strategy,
+        max_steps: None,
+        wait: None,
+        dry_run: false,
+        no_export: false,
+        fetch: true,
+        on_break,
+        bump_followers: false,
+    }
+}
+
+/// `integrate bisect --ci`'s waits from its flags: `--ci-timeout` (default
+/// 3 hours) and `--ci-poll` (default 30 s, 0 to 3600).
+pub fn ci_options(ci_timeout: Option<u64>, ci_poll: Option<f64>) -> Result<CiOptions, Error> {
+    let poll = ci_poll.unwrap_or(30.0);
+    if !(poll.is_finite() && (0.0..=3600.0).contains(&poll)) {
+        return Err(Error::usage("--ci-poll must be 0 to 3600 seconds"));
+    }
+    Ok(CiOptions {
+        timeout: Duration::from_secs(ci_timeout.unwrap_or(3 * 3600)),
+        poll: Duration::from_secs_f64(poll),
+    })
+}
+
+impl Integrate<'_> {
+    /// The loop, then (with `publish`) the push, the pull request and, at a
+    /// halt, the call for help.
+    pub fn loop_and_publish(
+        &self,
+        opts: &LoopOptions,
+        publish: bool,
+        resumed: Option<Resumed>,
+    ) -> Result<Looped, Error> {
+        let report = self.run_loop(opts)?;
+        let mut looped = Looped {
+            resumed,
+            report,
+            published: None,
+            called_for_help: false,
+        };
+        if publish {
+            looped.published = Some(self.publish()?);
+            if let LoopEnd::Halted { halt } = &looped.report.end {
+                looped.called_for_help = self.call_for_help(halt)?;
+            }
+        }
+        Ok(looped)
+    }
+
+    /// `integrate report --post`: the halt report to the webhook of
+    /// `[integrate.notify]`, said once it is sent.
+    pub fn post_report(&self, report: &Report) -> Result<(), Error> {
+        let msg = crate::notify::Message {
+            content: &report.text,
+            errors_txt: &report.errors,
+        };
+        crate::notify::post(self.cfg.notify.kind, &self.cfg.notify.url_env, &msg)?;
+        self.info(format!(
+            "posted the report to the webhook in ${}",
+            self.cfg.notify.url_env
+        ));
+        Ok(())
+    }
+}

@@ -1,0 +1,120 @@
+//! The human form of what `lockstep release` returns (printed without
+//! `--json`): the release engine's results say how they read, the binary
+//! only prints them.
+
+use std::path::Path;
+
+use crate::bump::Bumped;
+use crate::cut::Cut;
+use crate::index::{IndexReport, SIMPLE};
+use crate::promote::Promoted;
+use crate::prune::Pruned;
+use crate::publication::PublishReport;
+
+/// A commit or source as messages show it: its first 12 characters.
+fn short(sha: &str) -> &str {
+    &sha[..12.min(sha.len())]
+}
+
+/// `release bump`.
+pub fn bumped(b: &Bumped) -> String {
+    match &b.commit {
+        Some(commit) => format!(
+            "bumped {} to {} ({})\n",
+            b.changed.join(" "),
+            b.to,
+            short(commit)
+        ),
+        None => format!("already at {}: nothing to commit\n", b.to),
+    }
+}
+
+/// `release cut` of the release `name`.
+pub fn cut(made: &Cut, name: &str) -> String {
+    if made.skipped {
+        return format!(
+            "nothing to cut: {} is already {name} {} (tag {})\n",
+            short(&made.source),
+            made.version,
+            made.tag
+        );
+    }
+    let how = if made.reused { "reused" } else { "tagged" };
+    format!(
+        "{name} {} ({how} {} on {})\n",
+        made.version,
+        made.tag,
+        short(&made.source)
+    )
+}
+
+/// `release publish` into the store at `index`.
+pub fn published(report: &PublishReport, index: &Path) -> String {
+    let p = &report.published;
+    let mut text = format!(
+        "published {} {}: {} new file(s); index: {} project(s), {} file(s) in {}\n",
+        p.packages.join(" "),
+        p.version,
+        p.added.len(),
+        p.index.projects,
+        p.index.files,
+        index.display()
+    );
+    if let Some(g) = &report.github_release {
+        text.push_str(&format!(
+            "GitHub Release {} of {}{}: {} asset(s) uploaded, {} already there{}\n",
+            g.tag,
+            g.repository,
+            if g.created { " (created)" } else { "" },
+            g.uploaded.len(),
+            g.already_there.len(),
+            g.url
+                .as_deref()
+                .map(|u| format!(" ({u})"))
+                .unwrap_or_default()
+        ));
+    }
+    text
+}
+
+/// `release index` of the store at `index`.
+pub fn indexed(report: &IndexReport, index: &Path) -> String {
+    format!(
+        "{}: {} project(s), {} version(s), {} file(s) ({} yanked)\n",
+        index.join(SIMPLE).display(),
+        report.projects,
+        report.versions,
+        report.files,
+        report.yanked
+    )
+}
+
+/// `release promote`.
+pub fn promoted(p: &Promoted) -> String {
+    format!("promoted {} to {}: {}\n", p.from, p.to, p.wheels.join(" "))
+}
+
+/// `release prune` (`--dry-run`, `--yank`).
+pub fn pruned(p: &Pruned, dry_run: bool, yank: bool) -> String {
+    let verb = match (dry_run, yank) {
+        (true, true) => "would yank",
+        (true, false) => "would remove",
+        (false, true) => "yanked",
+        (false, false) => "removed",
+    };
+    let list = if yank { &p.yanked } else { &p.removed };
+    let mut text = format!(
+        "{verb} {} version(s){}{}; kept {}\n",
+        list.len(),
+        if list.is_empty() { "" } else { ": " },
+        list.join(" "),
+        p.kept
+    );
+    if !p.referenced.is_empty() {
+        text.push_str(&format!(
+            "kept because a branch names them: {}\n",
+            p.referenced.join(" ")
+        ));
+    }
+    text
+}

@@ -1,0 +1,86 @@
+//! `release publish` as one step: the facts of the tag `release cut` made
+//! (channel, pins, version, source), the wheelhouse validated and added to
+//! the store ([`crate::publish`]), then the GitHub Release of the tag when
+//! one was asked for ([`crate::github`]). The binary resolves the flags,
+//! the GitHub target (checked before anything is published) and uv.
+
+use std::path::{Path, PathBuf};
+
+use lockstep_core::events::Sink;
+use lockstep_core::Error;
+use lockstep_python::uv::Uv;
+use serde::Serialize;
+
+use crate::github::{GithubRelease, Target};
+use crate::publish::{self, PublishRequest, Published};
+use crate::settings::Settings;
+
+/// `release publish --json`: the publish report, with the GitHub Release's
+/// when `--github-release` made one.
+#[derive(Debug, Serialize)]
+pub struct PublishReport {
+    #[serde(flatten)]
+    pub published: Published,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub github_release: Option<GithubRelease>,
+}
+
+/// What `release publish` is given, resolved.
+pub struct Publication<'a> {
+    pub settings: &'a Settings,
+    /// The wheelhouse's manifest.
+    pub manifest: PathBuf,
+    /// `--tag`: the tag `release cut` made.
+    pub tag: Option<String>,
+    pub uv: &'a Uv,
+    /// `--github-release`, prepared.
+    pub github: Option<&'a Target>,
+    /// The repository holding the tag.
+    pub root: &'a Path,
+}
+
+/// Publishes; see the module doc. A tag `release cut` did not make is a
+/// warning: the release then records no channel or pins.
+pub fn publish_release(p: Publication, sink: &dyn Sink) -> Result<PublishReport, Error> {
+    let facts = match &p.tag {
+        Some(tag) => crate::cut::tag_facts_at(p.root, tag)?,
+        None => None,
+    };
+    if let (Some(tag), None) = (&p.tag, &facts) {
+        sink.warn(format!(
+            "tag {tag} is not a tag `release cut` made in this repository: the release records no channel or pins from it"
+        ));
+    }
+    let facts = facts.unwrap_or_default();
+    let (channel, source) = (facts.channel.clone(), facts.source.clone());
+    let published = publish::publish(
+        &PublishRequest {
+            manifest: p.manifest,
+            index: p.settings.index.clone(),
+            uv: p.uv,
+            tag: p.tag,
+            channel: facts.channel,
+            pins: facts.pins,
+            tag_version: facts.version,
+            tag_source: facts.source,
+            dependency_index: p.settings.dependency_index.clone(),
+            smoke: p.settings.smoke.clone(),
+            work: publish::work_dir(),
+        },
+        sink,
+    )?;
+    let github_release = match p.github {
+        Some(target) => Some(target.publish(
+            &p.settings.index,
+            &published.version,
+            channel.as_deref(),
+            source.as_deref(),
+            sink,
+        )?),
+        None => None,
+    };
+    Ok(PublishReport {
+        published,
+        github_release,
+    })
+}
