@@ -354,6 +354,15 @@ fn test_steps(results: &serde_json::Value) -> Vec<KernelSamples> {
         .collect()
 }
 
+/// Reads BASE and NEW ([`load_side`]) and checks they measure the same
+/// things ([`check_comparable`]).
+pub fn load_sides(base: &str, new: &str, cwd: &Path) -> Result<(Side, Side), Error> {
+    let base = load_side("BASE", base, cwd)?;
+    let new = load_side("NEW", new, cwd)?;
+    check_comparable(&base, &new)?;
+    Ok((base, new))
+}
+
 /// BASE and NEW must measure the same things: kernels against kernels,
 /// test steps against test steps.
 pub fn check_comparable(base: &Side, new: &Side) -> Result<(), Error> {

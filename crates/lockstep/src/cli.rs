@@ -786,7 +786,7 @@ pub struct BenchBisectArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchCompareArgs {
-    /// The baseline: a `bench --json` file, a history run file, or DIR@COMMIT / DIR@latest (every bench run of that commit in history DIR).
+    /// The baseline: a `bench --json` or `test --json` file (its benchmark steps), a history run file, or DIR@COMMIT / DIR@latest (every bench run of that commit in history DIR).
     #[arg(value_name = "BASE")]
     pub base: String,
     /// The candidate, in the same forms.

@@ -141,10 +141,13 @@ fn history_selections_pool_the_runs_of_a_commit_and_bad_inputs_are_named() {
 
     for (args, expected) in [
         (vec!["missing.json", "few.json"], "missing.json"),
-        (vec!["hist/other.json", "few.json"], "is not a bench result"),
+        (
+            vec!["hist/other.json", "few.json"],
+            "is not a bench or test result",
+        ),
         (
             vec!["hist/test-4444.json", "few.json"],
-            "not of `lockstep bench`",
+            "has no timed benchmark step",
         ),
         (vec!["hist", "few.json"], "is a directory"),
         (vec!["hist@zz", "few.json"], "is not a commit"),
@@ -168,4 +171,79 @@ fn history_selections_pool_the_runs_of_a_commit_and_bad_inputs_are_named() {
         );
         assert!(stdout(&out).is_empty());
     }
+}
+
+/// A test-results document whose tests each have a benchmark step taking
+/// `time_ms(test)`.
+fn test_results(tests: &[(&str, f64)]) -> serde_json::Value {
+    let tests: Vec<serde_json::Value> = tests
+        .iter()
+        .map(|(id, time_ms)| {
+            serde_json::json!({"id": id, "case": id, "group": "cpu", "outcome": "pass", "steps": [
+                {"kind": "compile", "status": "passed", "command": "iree-compile x.mlir"},
+                {"kind": "benchmark", "status": "passed", "metrics": {"time_ms": time_ms, "golden_time_ms": 2.0}}
+            ]})
+        })
+        .collect();
+    serde_json::json!({"schema": 1, "tests": tests})
+}
+
+/// Test benchmark steps compare like kernels: one time per test per run,
+/// so single runs give "not enough samples" and three runs a side give a
+/// verdict; a test run is not compared with a bench run.
+#[test]
+fn test_benchmark_steps_compare_across_runs() {
+    let p = Project::new();
+    let hist = p.path().join("hist");
+    let (a, b) = ("a".repeat(40), "b".repeat(40));
+    let ids: Vec<String> = (0..8).map(|i| format!("s/t{i} [cpu]")).collect();
+    for run in 0..3 {
+        let wobble = 1.0 + 0.01 * run as f64;
+        let base: Vec<(&str, f64)> = ids.iter().map(|id| (id.as_str(), 2.0 * wobble)).collect();
+        let new: Vec<(&str, f64)> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                (
+                    id.as_str(),
+                    if i == 0 { 6.0 * wobble } else { 2.0 * wobble },
+                )
+            })
+            .collect();
+        history_run(&hist, &format!("a{run}"), "test", &a, test_results(&base));
+        history_run(&hist, &format!("b{run}"), "test", &b, test_results(&new));
+    }
+    let doc = compare(&p, "hist@aaaa", "hist@bbbb", &[], 1);
+    assert_eq!(doc["measured"], "test_steps");
+    assert_eq!(doc["base_runs"], 3);
+    assert_eq!(outcome(&doc, "s/t0 [cpu]"), "regression");
+    assert_eq!(outcome(&doc, "s/t1 [cpu]"), "unchanged");
+    assert_eq!(doc["regressions"], 1);
+    let ratio = doc["kernels"][0]["ratio"].as_f64().unwrap();
+    assert!((ratio - 3.0).abs() < 1e-9, "{ratio}");
+
+    // One run a side: one sample each, no verdict.
+    write(
+        &p.path().join("one.json"),
+        &test_results(&[("s/t0 [cpu]", 2.0)]).to_string(),
+    );
+    write(
+        &p.path().join("two.json"),
+        &test_results(&[("s/t0 [cpu]", 9.0)]).to_string(),
+    );
+    let doc = compare(&p, "one.json", "two.json", &[], 0);
+    assert_eq!(outcome(&doc, "s/t0 [cpu]"), "not_enough_samples");
+
+    // Kernels against test steps: a usage error.
+    write(
+        &p.path().join("kernels.json"),
+        &results("k", &[1.0, 2.0, 3.0]).to_string(),
+    );
+    let out = p.run(&["bench", "compare", "kernels.json", "one.json"], 2);
+    assert!(
+        stderr(&out).contains("nothing to compare"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty());
 }

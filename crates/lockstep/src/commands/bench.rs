@@ -50,8 +50,7 @@ pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
 fn compare_runs(args: crate::cli::BenchCompareArgs, ctx: &Ctx) -> Result<i32, Error> {
     use lockstep_bench::regressions;
     let rule = regressions::rule(&args.threshold, args.confidence)?;
-    let base = regressions::load_side("BASE", &args.base, &ctx.cwd)?;
-    let new = regressions::load_side("NEW", &args.new, &ctx.cwd)?;
+    let (base, new) = regressions::load_sides(&args.base, &args.new, &ctx.cwd)?;
     let report = regressions::compare(&base, &new, &rule);
     ctx.show(&report, lockstep_bench::human::compared)?;
     Ok(if report.regressions > 0 { 1 } else { 0 })
