@@ -13,7 +13,8 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelSamples {
     /// The row's `arguments` (e.g. `conv -n 1 -c 4 ...`): the same problem
-    /// in two runs has the same arguments.
+    /// in two runs has the same arguments. When one command line timed
+    /// several kernels, each is `ARGS (FUNC)` ([`bench_kernels`]).
     pub name: String,
     /// The IREE function name, when the row has one.
     pub func_name: Option<String>,
@@ -27,8 +28,33 @@ pub struct KernelSamples {
 
 /// The kernels of a bench-results document (`lockstep bench --json`), in
 /// row order. Rows without arguments are left out; a document that is not
-/// a bench result gives none.
+/// a bench result gives none. One command line can time several kernels
+/// (`-F 6`: backward data and backward weights, two rows with the same
+/// arguments): those are told apart by their function name, `ARGS
+/// (FUNC)` (or `ARGS (#N)` without one), the same in every run, so two
+/// kernels are never taken for two timings of one.
 pub fn bench_kernels(results: &Value) -> Vec<KernelSamples> {
+    let mut kernels = read_bench_rows(results);
+    let mut count: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for k in &kernels {
+        *count.entry(k.name.clone()).or_default() += 1;
+    }
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for k in &mut kernels {
+        if count.get(&k.name).copied().unwrap_or(0) < 2 {
+            continue;
+        }
+        let n = seen.entry(k.name.clone()).or_default();
+        *n += 1;
+        k.name = match k.func_name.as_deref().filter(|f| !f.is_empty()) {
+            Some(func) => format!("{} ({func})", k.name),
+            None => format!("{} (#{n})", k.name),
+        };
+    }
+    kernels
+}
+
+fn read_bench_rows(results: &Value) -> Vec<KernelSamples> {
     let Some(rows) = results.get("rows").and_then(Value::as_array) else {
         return Vec::new();
     };
@@ -380,6 +406,28 @@ mod tests {
         );
         assert_eq!((rows[1].suite, rows[1].test), ("", "plain [x]"));
         assert_eq!(rows[1].outcome, Outcome::Unknown);
+    }
+
+    #[test]
+    fn kernels_sharing_a_command_line_are_told_apart_by_function() {
+        let doc = json!({"rows": [
+            {"arguments": "conv -F 6", "func_name": "bwd_data", "status": "ok", "stats": {"times_us": [1.0]}},
+            {"arguments": "conv -F 6", "func_name": "bwd_weights", "status": "ok", "stats": {"times_us": [9.0]}},
+            {"arguments": "conv -F 1", "func_name": "fwd", "status": "ok", "stats": {"times_us": [2.0]}},
+            {"arguments": "gemm", "status": "ok"},
+            {"arguments": "gemm", "status": "ok"}
+        ]});
+        let names: Vec<String> = bench_kernels(&doc).into_iter().map(|k| k.name).collect();
+        assert_eq!(
+            names,
+            [
+                "conv -F 6 (bwd_data)",
+                "conv -F 6 (bwd_weights)",
+                "conv -F 1",
+                "gemm (#1)",
+                "gemm (#2)"
+            ]
+        );
     }
 
     #[test]
