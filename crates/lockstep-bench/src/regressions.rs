@@ -388,21 +388,9 @@ fn history_side(flag: &str, spec: &str, dir: &Path, rev: &str) -> Result<Side, E
     for skipped in &loaded.skipped {
         tracing::warn!("skipped {}: {}", skipped.path.display(), skipped.reason);
     }
-    // Bench runs; a history without any: the test runs (their benchmark
-    // steps).
-    let has_bench = loaded.runs.iter().any(|r| r.kind == Kind::Bench);
-    let (kind, measured) = if has_bench {
-        (Kind::Bench, Measured::Kernels)
-    } else {
-        (Kind::Test, Measured::TestSteps)
-    };
-    let bench: Vec<&RunRecord> = loaded.runs.iter().filter(|r| r.kind == kind).collect();
     let commit_of = |r: &RunRecord| r.source.commit.clone().unwrap_or_default();
-    let wanted = match rev {
-        "latest" => match bench.last() {
-            Some(run) => commit_of(run),
-            None => String::new(),
-        },
+    let prefix = match rev {
+        "latest" => None,
         prefix => {
             let ok = prefix.len() >= 4
                 && prefix.len() <= 40
@@ -412,18 +400,29 @@ fn history_side(flag: &str, spec: &str, dir: &Path, rev: &str) -> Result<Side, E
                     "{flag} `{spec}`: `{prefix}` is not a commit (4 to 40 hex digits) or `latest`"
                 )));
             }
-            prefix.to_ascii_lowercase()
+            Some(prefix.to_ascii_lowercase())
         }
     };
-    let chosen: Vec<&RunRecord> = bench
-        .into_iter()
-        .filter(|r| !wanted.is_empty() && commit_of(r).starts_with(&wanted))
-        .collect();
+    // The commit's bench runs; a commit without any: its test runs (their
+    // benchmark steps). `latest`: the newest run's commit of that kind.
+    let pick = |kind: Kind| -> Vec<&RunRecord> {
+        let runs: Vec<&RunRecord> = loaded.runs.iter().filter(|r| r.kind == kind).collect();
+        let wanted = match &prefix {
+            Some(p) => p.clone(),
+            None => runs.last().map(|r| commit_of(r)).unwrap_or_default(),
+        };
+        runs.into_iter()
+            .filter(|r| !wanted.is_empty() && commit_of(r).starts_with(&wanted))
+            .collect()
+    };
+    let (measured, chosen) = match pick(Kind::Bench) {
+        bench if !bench.is_empty() => (Measured::Kernels, bench),
+        _ => (Measured::TestSteps, pick(Kind::Test)),
+    };
     if chosen.is_empty() {
         return Err(Error::usage(format!(
-            "{flag} `{spec}`: the history in {} has no {} run of {}",
+            "{flag} `{spec}`: the history in {} has no bench or test run of {}",
             dir.display(),
-            kind.name(),
             if rev == "latest" { "any commit" } else { rev }
         ))
         .hint("`lockstep history list DIR` shows its runs; record some with `lockstep bench --record DIR`"));

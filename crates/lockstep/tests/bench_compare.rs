@@ -151,7 +151,10 @@ fn history_selections_pool_the_runs_of_a_commit_and_bad_inputs_are_named() {
         ),
         (vec!["hist", "few.json"], "is a directory"),
         (vec!["hist@zz", "few.json"], "is not a commit"),
-        (vec!["hist@cccc", "few.json"], "has no bench run of cccc"),
+        (
+            vec!["hist@cccc", "few.json"],
+            "has no bench or test run of cccc",
+        ),
         (
             vec!["few.json", "few.json", "--threshold", "0"],
             "--threshold `0`",
@@ -213,6 +216,14 @@ fn test_benchmark_steps_compare_across_runs() {
         history_run(&hist, &format!("a{run}"), "test", &a, test_results(&base));
         history_run(&hist, &format!("b{run}"), "test", &b, test_results(&new));
     }
+    // A bench run of another commit: aaaa and bbbb still mean their test runs.
+    history_run(
+        &hist,
+        "c0",
+        "bench",
+        &"c".repeat(40),
+        results("k", &[1.0, 2.0, 3.0]),
+    );
     let doc = compare(&p, "hist@aaaa", "hist@bbbb", &[], 1);
     assert_eq!(doc["measured"], "test_steps");
     assert_eq!(doc["base_runs"], 3);
