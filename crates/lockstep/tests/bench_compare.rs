@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::*;
 
 const KERNEL: &str = "conv -n 1 -c 16 -H 32 -W 32 -k 16 -y 3 -x 3 -p 1 -q 1 -F 1 -t 1";
@@ -89,19 +87,6 @@ fn a_real_slowdown_is_a_regression_and_the_same_build_is_not() {
         text.contains("REGRESSION") && text.contains("1 regression(s)"),
         "{text}"
     );
-}
-
-/// A history run of `kind` at `commit` whose results are `results`.
-fn history_run(dir: &Path, id: &str, kind: &str, commit: &str, results: serde_json::Value) {
-    let run = serde_json::json!({
-        "schema": 1, "id": id, "kind": kind,
-        "started": format!("2026-11-2{}T05:00:00Z", id.len() % 10),
-        "finished": "2026-11-26T05:01:00Z",
-        "source": {"commit": commit, "branch": "main", "dirty": false},
-        "pins": {}, "toolchain": "iree 3.13.0", "machine": {"cpu": "x", "cores": 2, "os": "linux-x86_64", "host": "h"},
-        "results": results
-    });
-    write(&dir.join(format!("{kind}-{id}.json")), &run.to_string());
 }
 
 /// A bench results document of one kernel with `samples`.

@@ -6,22 +6,7 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::*;
-
-fn run_file(dir: &Path, id: &str, kind: &str, results: serde_json::Value) {
-    let run = serde_json::json!({
-        "schema": 1, "id": id, "kind": kind,
-        "started": format!("2026-11-2{}T05:00:00Z", id.len()),
-        "finished": "2026-11-26T05:01:00Z",
-        "source": {"commit": "a".repeat(40), "branch": "main", "dirty": false},
-        "pins": {"third_party/llvm-project": "b".repeat(40)}, "toolchain": "iree 3.13.0",
-        "machine": {"cpu": "x", "cores": 2, "os": "linux-x86_64", "host": "h"},
-        "results": results
-    });
-    write(&dir.join(format!("{kind}-{id}.json")), &run.to_string());
-}
 
 #[test]
 fn the_site_is_written_with_bad_files_named_and_refuses_to_replace_anything_else() {
@@ -29,10 +14,11 @@ fn the_site_is_written_with_bad_files_named_and_refuses_to_replace_anything_else
     let hist = p.path().join("history");
     let samples: Vec<f64> = (0..20).map(|i| 100.0 + i as f64).collect();
     for id in ["1", "22"] {
-        run_file(
+        history_run(
             &hist,
             id,
             "bench",
+            &"a".repeat(40),
             serde_json::json!({"schema": 1, "rows": [{"arguments": "conv -n 1", "status": "ok", "gflops": 1.5, "stats": {"times_us": samples}}]}),
         );
     }
