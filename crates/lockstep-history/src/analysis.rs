@@ -661,6 +661,7 @@ pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSe
     struct Raw {
         run: usize,
         times: Vec<f64>,
+        median: Option<f64>,
         gflops: Option<f64>,
         status: String,
     }
@@ -676,6 +677,7 @@ pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSe
             }
             entry.1.push(Raw {
                 run,
+                median: lockstep_stats::median(&k.times_us),
                 times: k.times_us,
                 gflops: k.gflops.filter(|g| g.is_finite()),
                 status: k.status,
@@ -683,11 +685,11 @@ pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSe
         }
     }
     let threshold = rule.threshold.clamp(0.0, 10.0);
-    let noise = run_noise_by_run(by_kernel.values().map(|(_, raws)| {
-        raws.iter()
-            .map(|r| (r.run, r.times.as_slice()))
-            .collect::<Vec<_>>()
-    }));
+    let noise = run_noise_by_run(
+        by_kernel
+            .values()
+            .map(|(_, raws)| raws.iter().map(|r| (r.run, r.median)).collect::<Vec<_>>()),
+    );
     by_kernel
         .into_iter()
         .map(|(kernel, (func_name, raws))| {
@@ -702,7 +704,7 @@ pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSe
                 .map(|r| r.times.as_slice());
             let mut points = Vec::with_capacity(total_points - first);
             for raw in &raws[first..] {
-                let median_us = lockstep_stats::median(&raw.times);
+                let median_us = raw.median;
                 let comparison = match base {
                     Some(b) if !raw.times.is_empty() => {
                         let c = compare_quick(b, &raw.times, rule, threshold);
@@ -740,14 +742,14 @@ pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSe
 /// of medians across kernels), for the runs with enough kernels to see it.
 /// Each run is a single run against single runs, so the within-run
 /// interval alone would call that drift a regression.
-fn run_noise_by_run<'a>(
-    kernels: impl Iterator<Item = Vec<(usize, &'a [f64])>>,
+fn run_noise_by_run(
+    kernels: impl Iterator<Item = Vec<(usize, Option<f64>)>>,
 ) -> BTreeMap<usize, lockstep_stats::RunNoise> {
     let mut ratios: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     for points in kernels {
         let mut previous: Option<f64> = None;
-        for (run, times) in points {
-            let Some(median) = lockstep_stats::median(times) else {
+        for (run, median) in points {
+            let Some(median) = median else {
                 continue;
             };
             if let Some(before) = previous.filter(|b| *b > 0.0) {

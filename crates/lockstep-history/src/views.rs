@@ -35,15 +35,22 @@ pub struct KernelSamples {
 /// kernels are never taken for two timings of one.
 pub fn bench_kernels(results: &Value) -> Vec<KernelSamples> {
     let mut kernels = read_bench_rows(results);
-    let mut count: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    // Almost every document has no repeated command line: nothing is
+    // allocated then.
+    let mut count: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for k in &kernels {
-        *count.entry(k.name.clone()).or_default() += 1;
+        *count.entry(k.name.as_str()).or_default() += 1;
+    }
+    let repeated: std::collections::HashSet<String> = count
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    if repeated.is_empty() {
+        return kernels;
     }
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for k in &mut kernels {
-        if count.get(&k.name).copied().unwrap_or(0) < 2 {
-            continue;
-        }
+    for k in kernels.iter_mut().filter(|k| repeated.contains(&k.name)) {
         let n = seen.entry(k.name.clone()).or_default();
         *n += 1;
         k.name = match k.func_name.as_deref().filter(|f| !f.is_empty()) {
