@@ -342,7 +342,8 @@ fn test_steps(results: &serde_json::Value) -> Vec<KernelSamples> {
         .into_iter()
         .filter_map(|row| {
             let step = row.benchmark?;
-            let time_ms = step.time_ms?;
+            // A time is a positive duration; anything else is no timing.
+            let time_ms = step.time_ms.filter(|t| *t > 0.0)?;
             Some(KernelSamples {
                 name: row.id.to_string(),
                 func_name: None,
@@ -634,6 +635,26 @@ mod tests {
             .collect();
         assert_eq!(regressed, ["k19"]);
         assert!(render(&report).contains("a kernel (the spread of the ratios across kernels"));
+    }
+
+    /// Test steps: a time that is missing, zero, negative or not a number
+    /// is no timing (the test is left out), never a sample.
+    #[test]
+    fn test_steps_take_positive_times_only() {
+        let doc = serde_json::json!({"tests": [
+            {"id": "a", "steps": [{"kind": "benchmark", "status": "passed", "metrics": {"time_ms": 2.0}}]},
+            {"id": "b", "steps": [{"kind": "benchmark", "status": "failed", "metrics": {"time_ms": -1.0}}]},
+            {"id": "c", "steps": [{"kind": "benchmark", "status": "passed", "metrics": {"time_ms": 0.0}}]},
+            {"id": "d", "steps": [{"kind": "benchmark", "status": "passed", "metrics": {"time_ms": "fast"}}]},
+            {"id": "e", "steps": [{"kind": "benchmark", "status": "passed", "metrics": null}]},
+            {"id": "f", "steps": [{"kind": "compile", "status": "passed", "metrics": {"time_ms": 3.0}}]}
+        ]});
+        let steps = test_steps(&doc);
+        assert_eq!(steps.len(), 1);
+        assert_eq!(
+            (steps[0].name.as_str(), steps[0].times_us.as_slice()),
+            ("a", &[2000.0][..])
+        );
     }
 
     /// Several runs a side: the runs are resampled, so one slow run does
