@@ -221,6 +221,19 @@ impl Default for Rule {
 
 /// Compares `new` against `base` under `rule`.
 pub fn compare(base: &[f64], new: &[f64], rule: &Rule) -> Comparison {
+    compare_with(base, new, rule, || {
+        ratio_interval(base, new, rule.confidence, rule.resamples, rule.seed)
+    })
+}
+
+/// [`compare`] with the interval from `interval`, run only when both
+/// sides are usable (the bootstrap is the expensive part).
+fn compare_with(
+    base: &[f64],
+    new: &[f64],
+    rule: &Rule,
+    interval: impl FnOnce() -> Option<(f64, f64)>,
+) -> Comparison {
     let usable = |xs: &[f64]| xs.len() >= MIN_SAMPLES && xs.iter().all(|x| x.is_finite());
     let base_median = median(base);
     let new_median = median(new);
@@ -239,7 +252,7 @@ pub fn compare(base: &[f64], new: &[f64], rule: &Rule) -> Comparison {
     if !usable(base) || !usable(new) || ratio.is_none() {
         return out;
     }
-    out.interval = ratio_interval(base, new, rule.confidence, rule.resamples, rule.seed);
+    out.interval = interval();
     out.verdict = match out.interval {
         Some(interval) => verdict_of(interval, rule),
         None => Verdict::NotEnoughSamples,
@@ -344,37 +357,35 @@ pub fn widen(c: &Comparison, noise: RunNoise, rule: &Rule) -> Comparison {
 pub fn compare_runs(base: &[Vec<f64>], new: &[Vec<f64>], rule: &Rule) -> Comparison {
     let flat = |runs: &[Vec<f64>]| -> Vec<f64> { runs.iter().flatten().copied().collect() };
     let (base_all, new_all) = (flat(base), flat(new));
-    let mut out = compare(&base_all, &new_all, rule);
-    let runs_of = |runs: &[Vec<f64>]| -> Vec<Vec<f64>> {
-        runs.iter()
-            .filter(|r| !r.is_empty())
-            .map(|r| r[..r.len().min(MAX_SAMPLES)].to_vec())
-            .collect()
-    };
-    let (base_runs, new_runs) = (runs_of(base), runs_of(new));
-    if out.verdict == Verdict::NotEnoughSamples || base_runs.len() < 2 || new_runs.len() < 2 {
-        return out;
+    let (base_runs, new_runs) = (non_empty(base), non_empty(new));
+    if base_runs.len() < 2 || new_runs.len() < 2 {
+        return compare(&base_all, &new_all, rule);
     }
-    out.interval = runs_interval(&base_runs, &new_runs, rule);
-    out.verdict = match out.interval {
-        Some(interval) => verdict_of(interval, rule),
-        None => Verdict::NotEnoughSamples,
-    };
-    out
+    compare_with(&base_all, &new_all, rule, || {
+        runs_interval(&base_runs, &new_runs, rule)
+    })
+}
+
+/// The runs that hold samples.
+fn non_empty(runs: &[Vec<f64>]) -> Vec<&[f64]> {
+    runs.iter()
+        .filter(|r| !r.is_empty())
+        .map(Vec::as_slice)
+        .collect()
 }
 
 /// The two-level bootstrap interval of `median(new) / median(base)`
 /// (finite samples, at least two runs a side: [`compare_runs`]).
-fn runs_interval(base: &[Vec<f64>], new: &[Vec<f64>], rule: &Rule) -> Option<(f64, f64)> {
+fn runs_interval(base: &[&[f64]], new: &[&[f64]], rule: &Rule) -> Option<(f64, f64)> {
     let mut rng = StdRng::seed_from_u64(rule.seed);
     let resamples = rule.resamples.clamp(100, 20_000);
     // Bounds the work: at most MAX_SAMPLES samples per resampled side.
-    let per_run = |runs: &[Vec<f64>]| (MAX_SAMPLES / runs.len()).max(1);
+    let per_run = |runs: &[&[f64]]| (MAX_SAMPLES / runs.len()).max(1);
     let (cap_b, cap_n) = (per_run(base), per_run(new));
     let mut scratch_b = Vec::new();
     let mut scratch_n = Vec::new();
     let mut ratios = Vec::with_capacity(resamples);
-    let draw = |runs: &[Vec<f64>], cap: usize, out: &mut Vec<f64>, rng: &mut StdRng| {
+    let draw = |runs: &[&[f64]], cap: usize, out: &mut Vec<f64>, rng: &mut StdRng| {
         out.clear();
         for _ in 0..runs.len() {
             let run = &runs[rng.gen_range(0..runs.len())];
