@@ -440,10 +440,11 @@ fn judge(
             Ok(rows) => pool.add(rows),
             Err(why) => return Ok(skipped(commit, n, format!("a kernel failed: {why}"))),
         }
-        kernels = compare_pools(good, &pool, &req.rule);
+        // No verdict before the minimum, so no bootstrap either.
         if n < MIN_MEASUREMENTS.min(req.max_repeats) {
             continue;
         }
+        kernels = compare_pools(good, &pool, &req.rule);
         if let Some(verdict) = classify(&kernels, req.rule.threshold) {
             return Ok(Step {
                 commit: commit.to_string(),
