@@ -68,15 +68,26 @@ pub fn resume_loop(ig: &Integrate, on_break: crate::search::OnBreak) -> LoopOpti
     }
 }
 
+/// The longest `--ci-timeout`: a week per step.
+const MAX_CI_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
+
 /// `integrate bisect --ci`'s waits from its flags: `--ci-timeout` (default
-/// 3 hours) and `--ci-poll` (default 30 s, 0 to 3600).
+/// 3 hours, 1 s to a week) and `--ci-poll` (default 30 s, 0 to 3600).
 pub fn ci_options(ci_timeout: Option<u64>, ci_poll: Option<f64>) -> Result<CiOptions, Error> {
     let poll = ci_poll.unwrap_or(30.0);
     if !(poll.is_finite() && (0.0..=3600.0).contains(&poll)) {
         return Err(Error::usage("--ci-poll must be 0 to 3600 seconds"));
     }
+    let timeout = ci_timeout.unwrap_or(3 * 3600);
+    if !(1..=MAX_CI_TIMEOUT_SECS).contains(&timeout) {
+        return Err(
+            Error::usage(format!("--ci-timeout {timeout} is out of range")).hint(format!(
+                "give the seconds to wait for CI per step, 1 to {MAX_CI_TIMEOUT_SECS} (a week)"
+            )),
+        );
+    }
     Ok(CiOptions {
-        timeout: Duration::from_secs(ci_timeout.unwrap_or(3 * 3600)),
+        timeout: Duration::from_secs(timeout),
         poll: Duration::from_secs_f64(poll),
     })
 }
@@ -119,5 +130,28 @@ impl Integrate<'_> {
             self.cfg.notify.url_env
         ));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ci_waits_are_bounded() {
+        let ok = ci_options(None, None).unwrap();
+        assert_eq!(ok.timeout, Duration::from_secs(3 * 3600));
+        assert!(ci_options(Some(60), Some(0.0)).is_ok());
+        for (timeout, poll) in [
+            (Some(0), None),
+            (Some(u64::MAX), None),
+            (Some(MAX_CI_TIMEOUT_SECS + 1), None),
+            (None, Some(f64::NAN)),
+            (None, Some(-1.0)),
+            (None, Some(3601.0)),
+        ] {
+            let err = ci_options(timeout, poll).unwrap_err();
+            assert!(err.message.contains("--ci-"), "{}", err.message);
+        }
     }
 }
