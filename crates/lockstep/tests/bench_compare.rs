@@ -65,7 +65,9 @@ fn a_real_slowdown_is_a_regression_and_the_same_build_is_not() {
     assert_ne!(outcome(&same, KERNEL), "regression");
     assert_eq!(outcome(&same, OTHER), "only_in_base");
     // Unoptimised code for a generic CPU: much slower, a regression, exit 1.
-    let slow = compare(&p, "base.json", "slow.json", &["--threshold", "20%"], 1);
+    // About 1.6x on a quiet machine, 1.37x [1.19, 1.51] seen under the full
+    // suite's load: a 10% band keeps the verdict about the code.
+    let slow = compare(&p, "base.json", "slow.json", &["--threshold", "10%"], 1);
     assert_eq!(outcome(&slow, KERNEL), "regression", "{slow}");
     let kernel = slow["kernels"]
         .as_array()
@@ -78,10 +80,20 @@ fn a_real_slowdown_is_a_regression_and_the_same_build_is_not() {
         kernel["interval"][0].as_f64().unwrap(),
         kernel["ratio"].as_f64().unwrap(),
     );
-    assert!(lo > 1.2 && ratio >= lo, "{kernel}");
+    assert!(lo > 1.1 && ratio >= lo, "{kernel}");
     assert!(kernel["p"].as_f64().unwrap() < 0.05, "{kernel}");
     // The human table says the same.
-    let out = p.run(&["bench", "compare", "base.json", "slow.json"], 1);
+    let out = p.run(
+        &[
+            "bench",
+            "compare",
+            "base.json",
+            "slow.json",
+            "--threshold",
+            "10%",
+        ],
+        1,
+    );
     let text = stdout(&out);
     assert!(
         text.contains("REGRESSION") && text.contains("1 regression(s)"),
