@@ -83,17 +83,7 @@ fn a_real_slowdown_is_a_regression_and_the_same_build_is_not() {
     assert!(lo > 1.1 && ratio >= lo, "{kernel}");
     assert!(kernel["p"].as_f64().unwrap() < 0.05, "{kernel}");
     // The human table says the same.
-    let out = p.run(
-        &[
-            "bench",
-            "compare",
-            "base.json",
-            "slow.json",
-            "--threshold",
-            "10%",
-        ],
-        1,
-    );
+    let out = p.run(&["bench", "compare", "base.json", "slow.json"], 1);
     let text = stdout(&out);
     assert!(
         text.contains("REGRESSION") && text.contains("1 regression(s)"),
