@@ -402,44 +402,65 @@ impl Search<'_, '_> {
             bad = Some(hi);
         }
         // Only when no candidate is good can the pin itself be to blame:
-        // verify it then (and only then, to keep the smoke count down).
-        if bad.is_some() && good.is_none() {
+        // verify it then (and only then, to keep the smoke count down). A
+        // conflict is the patches' fault, not the pin's: no smoke for it.
+        let bad_is_smoke = bad.is_some_and(|b| {
+            probes[b]
+                .as_ref()
+                .is_some_and(|p| p.verdict == Verdict::Bad)
+        });
+        if bad_is_smoke && good.is_none() {
             if let Some(halt) = self.verify_pin(prober)? {
                 return Ok(SearchEnd::Halt(halt));
             }
         }
         let mut last_good = self.ig.sub.commit(&self.status.merge_base)?;
-        if let Some(g) = good {
-            let probe = probes[g]
-                .clone()
-                .ok_or_else(|| Error::failed("internal: missing probe"))?;
-            self.advance(prober, &probe, g)?;
-            last_good = self.candidates[g].clone();
-        }
-        if let Some(b) = bad {
-            let probe = probes[b]
-                .clone()
-                .ok_or_else(|| Error::failed("internal: missing probe"))?;
+        let advanced = match good {
+            Some(g) => {
+                let probe = probes[g]
+                    .clone()
+                    .ok_or_else(|| Error::failed("internal: missing probe"))?;
+                self.advance(prober, &probe, g)?;
+                last_good = self.candidates[g].clone();
+                true
+            }
+            None => false,
+        };
+        // Where the search stops: the first bad candidate, else the first
+        // one the patches conflict at.
+        if let Some(stop) = bad.or(conflict_at) {
+            let found = probes[stop].take();
+            // One replay rule: a candidate is judged with the carried
+            // patches as they stand after the last advance. What the search
+            // found with the stack it started from is only taken when that
+            // stack is still the one carried.
+            let probe = if advanced {
+                match self.recheck(prober, stop, found.as_ref())? {
+                    Some(probe) => probe,
+                    None => return Ok(SearchEnd::Again),
+                }
+            } else {
+                match found {
+                    Some(probe) => probe,
+                    None => prober.probe(&self.candidates[stop], stop + 1, n)?,
+                }
+            };
+            if probe.verdict == Verdict::Conflict {
+                return Ok(SearchEnd::Halt(Box::new(
+                    self.conflict(&probe, &last_good)?,
+                )));
+            }
             let lo = good.map(|g| g as isize).unwrap_or(-1);
             let ambiguous: Vec<String> = skipped
                 .iter()
-                .filter(|&&s| (s as isize) > lo && s < b)
+                .filter(|&&s| (s as isize) > lo && s < stop)
                 .map(|&s| self.candidates[s].sha.clone())
                 .collect();
-            if probe.verdict == Verdict::Bad
-                && ambiguous.is_empty()
-                && self.revert_culprit(prober, &probe, b)?
-            {
+            if ambiguous.is_empty() && self.revert_culprit(prober, &probe, stop)? {
                 return Ok(SearchEnd::Again);
             }
             return Ok(SearchEnd::Halt(Box::new(
                 self.smoke_halt(&probe, &last_good, false, ambiguous)?,
-            )));
-        }
-        if let Some(c) = conflict_at {
-            let probe = prober.probe(&self.candidates[c], c + 1, n)?;
-            return Ok(SearchEnd::Halt(Box::new(
-                self.conflict(&probe, &last_good)?,
             )));
         }
         if good.is_none() && limit > 0 {
@@ -455,6 +476,26 @@ impl Search<'_, '_> {
             }
         }
         Ok(SearchEnd::Done)
+    }
+
+    /// The stopping candidate `i` judged again after an advance rebased the
+    /// carried patches: a conflict when the rebased stack does not apply
+    /// there (no smoke), the earlier smoke failure when the store holds it
+    /// for exactly the rebased stack, else `None`: the candidate needs a
+    /// fresh search from the new pin.
+    fn recheck(
+        &mut self,
+        prober: &mut Prober,
+        i: usize,
+        found: Option<&Probe>,
+    ) -> Result<Option<Probe>, Error> {
+        let commit = &self.candidates[i];
+        let conflicts = matches!(prober.replay(&commit.sha)?, Replay::Conflict { .. });
+        let smoke_failed = found.is_some_and(|p| p.verdict == Verdict::Bad);
+        if conflicts || (smoke_failed && prober.bad_with_this_stack(&commit.sha)?) {
+            return Ok(Some(prober.probe(commit, i + 1, self.candidates.len())?));
+        }
+        Ok(None)
     }
 
     /// Binary search over replays for the first candidate the patches conflict at.

@@ -345,35 +345,7 @@ pub fn create(dir: &Path, spec: &SandboxSpec) -> Result<Sandbox, Error> {
     fast_import(&super_origin, &root.join(".sandbox-super.marks"), |w| {
         write_superproject(w, &pin, &upstream, &fork)
     })?;
-    let super_arg = path_arg(&super_origin)?;
-    let clone_arg = path_arg(&superproject)?;
-    git(&root, &["clone", "--quiet", super_arg, clone_arg])?;
-    for (key, value) in [
-        ("user.name", DEV_NAME),
-        ("user.email", DEV_EMAIL),
-        ("protocol.file.allow", "always"),
-    ] {
-        git(&superproject, &["config", key, value])?;
-    }
-    git(
-        &superproject,
-        &[
-            "-c",
-            "protocol.file.allow=always",
-            "submodule",
-            "--quiet",
-            "update",
-            "--init",
-        ],
-    )?;
-    let submodule = superproject.join(SUBMODULE_PATH);
-    for (key, value) in [
-        ("user.name", DEV_NAME),
-        ("user.email", DEV_EMAIL),
-        ("protocol.file.allow", "always"),
-    ] {
-        git(&submodule, &["config", key, value])?;
-    }
+    let submodule = clone_superproject(&root, &super_origin, &superproject)?;
     let checked_out = git(&submodule, &["rev-parse", "HEAD"])?;
     if checked_out.trim() != pin {
         return Err(
@@ -570,10 +542,10 @@ fn choose(rng: &mut SplitMix64, n: usize, k: usize) -> Vec<usize> {
 }
 
 /// splitmix64: tiny, fast, deterministic across platforms.
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -582,11 +554,11 @@ impl SplitMix64 {
     }
 
     /// Uniform in `0..n` (`n > 0`).
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((self.next() as u128 * n as u128) >> 64) as u64
     }
 
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len() as u64) as usize]
     }
 }
@@ -731,7 +703,7 @@ fn legacy(with_registration: bool) -> String {
 const HISTORY_COMMITS: usize = 5;
 const BASE_MARK: usize = HISTORY_COMMITS + 1;
 
-enum Mode {
+pub(crate) enum Mode {
     File,
     Exec,
     /// A submodule entry; the data is the commit's object name (which need
@@ -739,22 +711,26 @@ enum Mode {
     Gitlink,
 }
 
-struct FileChange<'a> {
-    mode: Mode,
-    path: &'a str,
-    data: &'a str,
+pub(crate) struct FileChange<'a> {
+    pub(crate) mode: Mode,
+    pub(crate) path: &'a str,
+    pub(crate) data: &'a str,
 }
 
-struct CommitInfo<'a> {
-    branch: &'a str,
-    mark: usize,
-    author: (&'a str, &'a str),
-    time: i64,
-    message: &'a str,
-    from: Option<&'a str>,
+pub(crate) struct CommitInfo<'a> {
+    pub(crate) branch: &'a str,
+    pub(crate) mark: usize,
+    pub(crate) author: (&'a str, &'a str),
+    pub(crate) time: i64,
+    pub(crate) message: &'a str,
+    pub(crate) from: Option<&'a str>,
 }
 
-fn write_commit(w: &mut dyn Write, c: &CommitInfo<'_>, files: &[FileChange<'_>]) -> io::Result<()> {
+pub(crate) fn write_commit(
+    w: &mut dyn Write,
+    c: &CommitInfo<'_>,
+    files: &[FileChange<'_>],
+) -> io::Result<()> {
     let (name, email) = c.author;
     write!(w, "commit {}\nmark :{}\n", c.branch, c.mark)?;
     writeln!(w, "author {name} <{email}> {} +0000", c.time)?;
@@ -785,7 +761,7 @@ fn write_commit(w: &mut dyn Write, c: &CommitInfo<'_>, files: &[FileChange<'_>])
     writeln!(w)
 }
 
-fn file<'a>(path: &'a str, data: &'a str) -> FileChange<'a> {
+pub(crate) fn file<'a>(path: &'a str, data: &'a str) -> FileChange<'a> {
     FileChange {
         mode: Mode::File,
         path,
@@ -1164,7 +1140,7 @@ remote = "origin"
     w.write_all(b"done\n")
 }
 
-fn toml_escape(s: &str) -> String {
+pub(crate) fn toml_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
@@ -1206,6 +1182,46 @@ echo "ninja: build stopped: subcommand failed."
 exit 1
 "#;
 
+/// Clones the superproject origin into `superproject` with the sandbox's
+/// identity, and initialises its submodule (file transport allowed, as the
+/// fork is a local path); returns the submodule's work tree.
+pub(crate) fn clone_superproject(
+    root: &Path,
+    super_origin: &Path,
+    superproject: &Path,
+) -> Result<PathBuf, Error> {
+    let super_arg = path_arg(super_origin)?;
+    let clone_arg = path_arg(superproject)?;
+    git(root, &["clone", "--quiet", super_arg, clone_arg])?;
+    for (key, value) in [
+        ("user.name", DEV_NAME),
+        ("user.email", DEV_EMAIL),
+        ("protocol.file.allow", "always"),
+    ] {
+        git(superproject, &["config", key, value])?;
+    }
+    git(
+        superproject,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "--quiet",
+            "update",
+            "--init",
+        ],
+    )?;
+    let submodule = superproject.join(SUBMODULE_PATH);
+    for (key, value) in [
+        ("user.name", DEV_NAME),
+        ("user.email", DEV_EMAIL),
+        ("protocol.file.allow", "always"),
+    ] {
+        git(&submodule, &["config", key, value])?;
+    }
+    Ok(submodule)
+}
+
 // ---------------------------------------------------------------------------
 // Running git.
 
@@ -1219,17 +1235,17 @@ const DEV_ENV: &[(&str, &str)] = &[
 ];
 
 /// A git command in `dir` for streaming callers (fast-import).
-fn git_command(dir: &Path, args: &[&str]) -> Command {
+pub(crate) fn git_command(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Repo::new(dir).command(args);
     cmd.envs(DEV_ENV.iter().copied());
     cmd
 }
 
-fn git(dir: &Path, args: &[&str]) -> Result<String, Error> {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<String, Error> {
     Repo::new(dir).git_env(args, DEV_ENV, None)
 }
 
-fn path_arg(path: &Path) -> Result<&str, Error> {
+pub(crate) fn path_arg(path: &Path) -> Result<&str, Error> {
     path.to_str().ok_or_else(|| {
         Error::usage(format!(
             "sandbox path {} is not valid UTF-8",
@@ -1239,7 +1255,7 @@ fn path_arg(path: &Path) -> Result<&str, Error> {
     })
 }
 
-fn init_bare(path: &Path) -> Result<(), Error> {
+pub(crate) fn init_bare(path: &Path) -> Result<(), Error> {
     let arg = path_arg(path)?;
     let parent = path.parent().unwrap_or(path);
     git(
@@ -1251,7 +1267,7 @@ fn init_bare(path: &Path) -> Result<(), Error> {
 
 /// Streams `write` into `git fast-import` in the bare repository `repo` and
 /// returns the marks it assigned (mark number -> object name).
-fn fast_import(
+pub(crate) fn fast_import(
     repo: &Path,
     marks_file: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
