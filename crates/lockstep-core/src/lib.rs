@@ -9,6 +9,7 @@
 pub mod archive;
 pub mod cache;
 pub mod config;
+pub mod diagnostics;
 pub mod error;
 pub mod events;
 pub mod fs;

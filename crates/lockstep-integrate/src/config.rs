@@ -233,8 +233,11 @@ impl Default for GithubConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct ReportConfig {
-    /// A log line is an error line when it contains one of these substrings.
-    pub error_patterns: Vec<String>,
+    /// A log line is an error line when it contains one of these substrings
+    /// (one starting with a space also matches at the start of a line).
+    /// Unset: lockstep's recognizer of gcc/clang, rustc, CMake, ninja, make,
+    /// linker, Python and pytest error lines (`lockstep_core::diagnostics`).
+    pub error_patterns: Option<Vec<String>>,
     /// At most this many error lines, then `... and N more`.
     pub max_error_lines: usize,
 }
@@ -242,8 +245,18 @@ pub struct ReportConfig {
 impl Default for ReportConfig {
     fn default() -> Self {
         ReportConfig {
-            error_patterns: vec!["FAILED: ".into(), " error: ".into(), "Assertion".into()],
+            error_patterns: None,
             max_error_lines: 20,
+        }
+    }
+}
+
+impl ReportConfig {
+    /// How the error lines of a smoke log are told apart.
+    pub fn error_lines(&self) -> lockstep_core::diagnostics::ErrorLines {
+        match &self.error_patterns {
+            Some(patterns) => lockstep_core::diagnostics::ErrorLines::Substrings(patterns.clone()),
+            None => lockstep_core::diagnostics::ErrorLines::Default,
         }
     }
 }

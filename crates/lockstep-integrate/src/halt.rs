@@ -77,23 +77,11 @@ pub struct Report {
     pub error_lines: usize,
 }
 
-/// Error lines of a log: lines containing any pattern, at most `max` of them,
-/// then `... and N more`.
+/// Error lines of a log (`[integrate.report] error-patterns`, or the
+/// default recognizer), at most `max-error-lines` of them, then `... and N
+/// more`; and how many there were.
 pub fn error_summary(log: &str, cfg: &ReportConfig) -> (Vec<String>, usize) {
-    let matching: Vec<&str> = log
-        .lines()
-        .filter(|l| cfg.error_patterns.iter().any(|p| l.contains(p.as_str())))
-        .collect();
-    let total = matching.len();
-    let mut lines: Vec<String> = matching
-        .into_iter()
-        .take(cfg.max_error_lines)
-        .map(str::to_string)
-        .collect();
-    if total > cfg.max_error_lines {
-        lines.push(format!("... and {} more", total - cfg.max_error_lines));
-    }
-    (lines, total)
+    cfg.error_lines().summary(log, cfg.max_error_lines)
 }
 
 impl Integrate<'_> {
@@ -186,7 +174,10 @@ impl Integrate<'_> {
             let text = std::fs::read_to_string(log).unwrap_or_default();
             let (lines, total) = error_summary(&text, &self.cfg.report);
             error_lines = total;
-            t += &format!("\n## Errors ({total} matching lines)\n\n```\n");
+            t += &format!(
+                "\n## Errors ({total} matching line{})\n\n```\n",
+                if total == 1 { "" } else { "s" }
+            );
             for l in &lines {
                 t += l;
                 t += "\n";

@@ -193,6 +193,7 @@ fn lengths(cfg: &IntegrateConfig) -> Result<(), Error> {
         cfg.report
             .error_patterns
             .iter()
+            .flatten()
             .map(|v| ("report.error-patterns", v.as_str(), MAX_TEXT)),
     );
     values.extend(cfg.smoke.iter().map(|v| ("smoke", v.as_str(), MAX_ARG)));
@@ -211,7 +212,11 @@ fn lengths(cfg: &IntegrateConfig) -> Result<(), Error> {
     let lists: [(&str, &[String], bool); 4] = [
         ("track-paths", &cfg.track_paths, true),
         ("skip-subjects", &cfg.skip_subjects, false),
-        ("report.error-patterns", &cfg.report.error_patterns, false),
+        (
+            "report.error-patterns",
+            cfg.report.error_patterns.as_deref().unwrap_or_default(),
+            false,
+        ),
         ("smoke", &cfg.smoke, true),
     ];
     for (key, list, argv) in lists {

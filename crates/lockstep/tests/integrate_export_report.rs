@@ -509,6 +509,48 @@ fn error_summary_is_limited_to_max_error_lines() {
     assert_eq!(json["culprit"]["sha"], env.sb.breaks[0].as_str());
 }
 
+/// The default error lines: rustc's and scripts' `error:` at the start of a
+/// line, CMake's `CMake Error`, a Python traceback's exception, beside
+/// gcc's `file:line:col: error:` in the middle of one (the old default,
+/// `" error: "`, found only the last: "Errors (0 matching lines)" for a log
+/// of rustc or CMake errors).
+#[test]
+fn error_summary_finds_errors_at_the_start_of_a_line() {
+    let env = Env::new(&with_break(40));
+    env.start();
+    let script = env.sp().join("build_tools/tools.sh");
+    write_executable(
+        &script,
+        "#!/usr/bin/env bash\n\
+         if ./build_tools/smoke.sh >/dev/null 2>&1; then exit 0; fi\n\
+         echo 'Compiling sandbox v0.1.0'\n\
+         echo 'error[E0425]: cannot find value `y` in this scope'\n\
+         echo 'error: could not compile `sandbox` due to 1 previous error'\n\
+         echo 'CMake Error at CMakeLists.txt:3 (find_package):'\n\
+         echo 'Traceback (most recent call last):'\n\
+         echo '  File x.py, line 1, in <module>'\n\
+         echo 'ValueError: bad input'\n\
+         exit 1\n",
+    );
+    set_smoke(&env, "./build_tools/tools.sh");
+    commit_all(env.sp(), "Use a smoke that prints other tools' errors");
+    env.ok(&["integrate", "loop"], 3);
+    let report = env.ok(&["integrate", "report"], 0);
+    assert!(report.contains("## Errors (5 matching lines)"), "{report}");
+    let errors = fenced_after(&report, "## Errors");
+    assert_eq!(
+        errors,
+        [
+            "error[E0425]: cannot find value `y` in this scope",
+            "error: could not compile `sandbox` due to 1 previous error",
+            "CMake Error at CMakeLists.txt:3 (find_package):",
+            "Traceback (most recent call last):",
+            "ValueError: bad input",
+        ],
+        "{report}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Webhooks.
 
