@@ -108,6 +108,24 @@ pub struct CiIntegrateConfig {
     /// fine-grained PAT); unset: the job's own `GITHUB_TOKEN`, whose pushes
     /// start no workflow runs.
     pub token_secret: Option<String>,
+    /// The submodules the integrate job checks out (paths in the
+    /// superproject) and how much of each one's history: `"full"`,
+    /// `"blobless"` (every commit, file contents fetched when read) or a
+    /// depth (`1`). Unset: the integrated submodule blobless, the
+    /// followers' and `[integrate] smoke-submodules` at depth 1; no other
+    /// submodule is fetched (an LLVM submodule with full history is
+    /// gigabytes).
+    pub submodules: Option<std::collections::BTreeMap<String, SubmoduleHistory>>,
+}
+
+/// How much of a submodule's history a workflow fetches.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum SubmoduleHistory {
+    /// The last N commits.
+    Depth(i64),
+    /// `"full"` or `"blobless"`.
+    Named(String),
 }
 
 impl Default for CiIntegrateConfig {
@@ -116,6 +134,7 @@ impl Default for CiIntegrateConfig {
             schedule: None,
             timeout_minutes: 360,
             token_secret: None,
+            submodules: None,
         }
     }
 }

@@ -8,18 +8,39 @@
 //! at a time (`concurrency` with a fixed group, never cancelled mid-push).
 //! Pushes made with the job's own token start no CI run on the pushed
 //! branch; `[ci.integrate] token-secret` names a secret holding a token
-//! whose pushes do (a GitHub App token or a fine-grained PAT).
+//! whose pushes do (a GitHub App token or a fine-grained PAT). Only the
+//! submodules the integrate needs are fetched, each with the history it
+//! needs (`[ci.integrate] submodules`).
 
 use crate::plan::Plan;
+use crate::stages::Fetch;
 use crate::stages::IntegrateStage;
 use crate::workflow::{
-    checkout_at, document, install_lockstep, runs_on, setup_python, step, with, with_submodules,
-    GIT_AUTH,
+    checkout_at, document, install_lockstep, runs_on, setup_python, step, with, GIT_AUTH,
 };
 use crate::yaml::{map, s, Node};
 
 /// The workflow's file name.
 pub const FILE: &str = "lockstep-integrate.yml";
+
+/// Fetches the submodules the integrate needs, each with only the history
+/// it needs (`[ci.integrate] submodules`): `actions/checkout` would fetch
+/// every submodule with the superproject's whole history.
+fn checkout_submodules(submodules: &[(String, Fetch)]) -> Node {
+    let mut script = String::new();
+    for (path, fetch) in submodules {
+        let how = match fetch {
+            Fetch::Full => String::new(),
+            Fetch::Blobless => " --filter=blob:none".to_string(),
+            Fetch::Depth(n) => format!(" --depth {n}"),
+        };
+        script.push_str(&format!("git submodule update --init{how} -- {path}\n"));
+    }
+    step(
+        "Check out submodules",
+        vec![("working-directory", s(".")), ("run", Node::Block(script))],
+    )
+}
 
 /// The whole workflow.
 pub fn workflow(plan: &Plan, stage: &IntegrateStage) -> Node {
@@ -27,10 +48,11 @@ pub fn workflow(plan: &Plan, stage: &IntegrateStage) -> Node {
         Some(secret) => format!("${{{{ secrets.{secret} }}}}"),
         None => "${{ github.token }}".into(),
     };
-    let mut steps = vec![
-        with_submodules(checkout_at(plan, None, true)),
-        setup_python(plan, &plan.test_python),
-    ];
+    let mut steps = vec![checkout_at(plan, None, true)];
+    if !stage.submodules.is_empty() {
+        steps.push(checkout_submodules(&stage.submodules));
+    }
+    steps.push(setup_python(plan, &plan.test_python));
     steps.extend(install_lockstep(plan, &plan.build_runs_on));
     steps.push(step(
         "Integrate",

@@ -133,8 +133,8 @@ pub struct PlanInputs<'a> {
     pub built_from: Option<(String, String)>,
     /// What `[release]` says, when lockstep.toml has it.
     pub release: Option<crate::stages::ReleaseFacts>,
-    /// lockstep.toml has an `[integrate]` table.
-    pub has_integrate: bool,
+    /// What `[integrate]` says, when lockstep.toml has it.
+    pub integrate: Option<crate::stages::IntegrateFacts>,
 }
 
 /// Resolves and validates the plan.
@@ -266,7 +266,7 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         build_submodules: pkg.submodules && top.join(".gitmodules").is_file(),
         actions: crate::actions::Pins::resolve(ci.pin_actions, &ci.pins)?,
         release: crate::stages::release(ci, inputs.release.as_ref())?,
-        integrate: crate::stages::integrate(ci, inputs.has_integrate)?,
+        integrate: crate::stages::integrate(ci, inputs.integrate.as_ref())?,
     })
 }
 

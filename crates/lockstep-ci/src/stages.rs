@@ -37,6 +37,29 @@ pub struct ReleaseStage {
     pub timeout_minutes: u32,
 }
 
+/// What the integrate workflow needs to know of `[integrate]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IntegrateFacts {
+    /// `[integrate] submodule` (none with a pin file).
+    pub submodule: Option<String>,
+    /// Each `[[integrate.follow]] submodule`.
+    pub followers: Vec<String>,
+    /// `[integrate] smoke-submodules`.
+    pub smoke_submodules: Vec<String>,
+}
+
+/// How a submodule is fetched (`[ci.integrate] submodules`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fetch {
+    Full,
+    /// Every commit and tree, blobs on demand (`--filter=blob:none`).
+    Blobless,
+    Depth(u32),
+}
+
+/// The most submodules `[ci.integrate] submodules` may list.
+const MAX_SUBMODULES: usize = 100;
+
 /// `lockstep-integrate.yml`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntegrateStage {
@@ -45,6 +68,8 @@ pub struct IntegrateStage {
     /// The secret with a token whose pushes start CI; `None`: the job's
     /// `GITHUB_TOKEN`.
     pub token_secret: Option<String>,
+    /// The submodules checked out, in path order, with how much history.
+    pub submodules: Vec<(String, Fetch)>,
 }
 
 /// The channels a workflow may cut (a final is promoted, never scheduled).
@@ -92,19 +117,22 @@ pub fn release(ci: &CiConfig, facts: Option<&ReleaseFacts>) -> Result<Option<Rel
 }
 
 /// `[ci.integrate]`, when it has a schedule.
-pub fn integrate(ci: &CiConfig, has_integrate: bool) -> Result<Option<IntegrateStage>, Error> {
+pub fn integrate(
+    ci: &CiConfig,
+    facts: Option<&IntegrateFacts>,
+) -> Result<Option<IntegrateStage>, Error> {
     let Some(cfg) = &ci.integrate else {
         return Ok(None);
     };
     let Some(expr) = &cfg.schedule else {
         return Ok(None);
     };
-    if !has_integrate {
+    let Some(facts) = facts else {
         return Err(Error::usage(
             "[ci.integrate] needs an [integrate] table: the workflow runs `lockstep integrate loop --publish`",
         )
         .hint("add [integrate] (docs/integrate.md), or remove [ci.integrate]"));
-    }
+    };
     let schedule = schedule("[ci.integrate] schedule", expr)?;
     if let Some(secret) = &cfg.token_secret {
         let ok = !secret.is_empty()
@@ -128,7 +156,86 @@ pub fn integrate(ci: &CiConfig, has_integrate: bool) -> Result<Option<IntegrateS
         schedule,
         timeout_minutes: timeout("[ci.integrate] timeout-minutes", cfg.timeout_minutes)?,
         token_secret: cfg.token_secret.clone(),
+        submodules: integrate_submodules(cfg.submodules.as_ref(), facts)?,
     }))
+}
+
+/// `[ci.integrate] submodules` checked, or its default from `[integrate]`.
+fn integrate_submodules(
+    configured: Option<&std::collections::BTreeMap<String, crate::config::SubmoduleHistory>>,
+    facts: &IntegrateFacts,
+) -> Result<Vec<(String, Fetch)>, Error> {
+    let key = "[ci.integrate] submodules";
+    let wanted: Vec<(String, Fetch)> = match configured {
+        None => {
+            let mut all: std::collections::BTreeMap<String, Fetch> = facts
+                .followers
+                .iter()
+                .chain(&facts.smoke_submodules)
+                .map(|p| (p.clone(), Fetch::Depth(1)))
+                .collect();
+            if let Some(sub) = &facts.submodule {
+                all.insert(sub.clone(), Fetch::Blobless);
+            }
+            all.into_iter().collect()
+        }
+        Some(configured) => {
+            if configured.len() > MAX_SUBMODULES {
+                return Err(Error::usage(format!(
+                    "{key} lists {} submodules; at most {MAX_SUBMODULES} are allowed",
+                    configured.len()
+                )));
+            }
+            configured
+                .iter()
+                .map(|(path, history)| Ok((path.clone(), fetch_of(key, path, history)?)))
+                .collect::<Result<_, Error>>()?
+        }
+    };
+    wanted
+        .into_iter()
+        .map(|(path, fetch)| Ok((submodule_path(key, &path)?, fetch)))
+        .collect()
+}
+
+/// A submodule path the workflow's script can name as it is.
+fn submodule_path(key: &str, path: &str) -> Result<String, Error> {
+    let safe = path.len() <= 255
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+@".contains(c));
+    if !safe {
+        return Err(Error::usage(format!(
+            "{key}: `{}` is not a submodule path this workflow can name",
+            lockstep_core::error::printable(path)
+        ))
+        .hint("give the submodule's path in the superproject (letters, digits and / . _ - + @, at most 255 bytes)"));
+    }
+    inside(key, std::path::Path::new(path))
+}
+
+fn fetch_of(
+    key: &str,
+    path: &str,
+    history: &crate::config::SubmoduleHistory,
+) -> Result<Fetch, Error> {
+    use crate::config::SubmoduleHistory;
+    match history {
+        SubmoduleHistory::Named(n) if n == "full" => Ok(Fetch::Full),
+        SubmoduleHistory::Named(n) if n == "blobless" => Ok(Fetch::Blobless),
+        SubmoduleHistory::Depth(d) if (1..=1_000_000).contains(d) => Ok(Fetch::Depth(*d as u32)),
+        other => {
+            let shown = match other {
+                SubmoduleHistory::Depth(d) => d.to_string(),
+                SubmoduleHistory::Named(n) => format!("\"{}\"", n.escape_debug()),
+            };
+            Err(Error::usage(format!(
+                "{key}: `{}` = {shown} is not a history to fetch",
+                lockstep_core::error::printable(path)
+            ))
+            .hint("use \"full\", \"blobless\" (every commit, files fetched when read) or a depth from 1 to 1000000"))
+        }
+    }
 }
 
 /// A schedule GitHub accepts, normalised to single spaces.

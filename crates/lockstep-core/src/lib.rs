@@ -20,5 +20,6 @@ pub mod output;
 pub mod paths;
 pub mod pool;
 pub mod process;
+pub mod words;
 
 pub use error::{Error, ErrorKind, Result};

@@ -98,10 +98,14 @@ pub fn run(
     w(
         out,
         format!(
-            "\n== lockstep integrate status\n   pin {} carrying {} patches; {} affecting commits pending",
+            "\n== lockstep integrate status\n   pin {} carrying {}; {} pending",
             short(&status.pin),
-            status.patches.len(),
-            status.pending.len()
+            lockstep_core::words::count(status.patches.len(), "patch", "patches"),
+            lockstep_core::words::count(
+                status.pending.len(),
+                "affecting commit",
+                "affecting commits"
+            )
         ),
     )?;
     for p in &status.patches {

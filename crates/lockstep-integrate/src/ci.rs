@@ -286,7 +286,13 @@ impl Integrate<'_> {
             let runs = target.client.check_runs(&target.repo, sha)?;
             match summarize(&runs) {
                 Checks::Passed => {
-                    return Ok((Verdict::Good, format!("{} check run(s) passed", runs.len())))
+                    return Ok((
+                        Verdict::Good,
+                        format!(
+                            "{} passed",
+                            lockstep_core::words::count(runs.len(), "check run", "check runs")
+                        ),
+                    ))
                 }
                 Checks::Failed(which) => return Ok((Verdict::Bad, format!("check {which}"))),
                 Checks::Inconclusive(which) => {
@@ -296,10 +302,10 @@ impl Integrate<'_> {
             }
             if started.elapsed() + pause > ci.timeout {
                 return Err(Error::failed(format!(
-                    "CI gave no verdict on {} within {} s ({} check run(s) seen)",
+                    "CI gave no verdict on {} within {} s ({} seen)",
                     short(sha),
                     ci.timeout.as_secs(),
-                    runs.len()
+                    lockstep_core::words::count(runs.len(), "check run", "check runs")
                 ))
                 .hint("raise --ci-timeout, or check that CI runs on lockstep-bisect/* branches; rerun: verdicts CI gave are kept"));
             }

@@ -37,6 +37,10 @@ pub struct IntegrateConfig {
     /// A smoke that runs longer counts as bad.
     #[serde(deserialize_with = "de::duration")]
     pub smoke_timeout: Duration,
+    /// Other submodules the smoke needs checked out (paths in the
+    /// superproject): the generated integrate workflow fetches them (depth
+    /// 1) beside the integrated one.
+    pub smoke_submodules: Vec<String>,
     pub strategy: Strategy,
     /// Link to an upstream commit; `{sha}` is replaced.
     pub commit_url: Option<String>,
@@ -125,6 +129,7 @@ impl Default for IntegrateConfig {
             skip_subjects: vec!["[Docs]".into(), "Apply clang-tidy fixes".into()],
             smoke: Vec::new(),
             smoke_timeout: Duration::from_secs(2 * 3600),
+            smoke_submodules: Vec::new(),
             strategy: Strategy::Gallop,
             commit_url: None,
             export: ExportConfig::default(),

@@ -95,8 +95,9 @@ impl Integrate<'_> {
             match (&f.problem, f.behind) {
                 (Some(why), _) => self.warn(format!("follower {}: {why}", f.name)),
                 (None, Some(n)) if n > 0 => self.warn(format!(
-                    "follower {} pins an upstream {n} commit(s) older than the integrate's ({}); `loop --bump-followers` moves it to its {} head",
+                    "follower {} pins an upstream {} older than the integrate's ({}); `loop --bump-followers` moves it to its {} head",
                     f.name,
+                    lockstep_core::words::count(n, "commit", "commits"),
                     short(f.upstream_pin.as_deref().unwrap_or_default()),
                     self.cfg.follow.iter().find(|c| c.name == f.name).map(|c| c.branch.as_str()).unwrap_or("main")
                 )),

@@ -13,6 +13,7 @@ use crate::revert::Reverted;
 use crate::search::{LoopEnd, LoopReport};
 use crate::start::Started;
 use crate::status::Status;
+use lockstep_core::words::count;
 
 /// Text built line by line.
 #[derive(Default)]
@@ -127,7 +128,7 @@ pub fn status(s: &Status) -> String {
     let carrying = if s.clean {
         "clean".to_string()
     } else {
-        format!("carrying {} patches", s.patches.len())
+        format!("carrying {}", count(s.patches.len(), "patch", "patches"))
     };
     out.line(format!("pin:          {} ({carrying})", s.pin));
     if s.current != s.pin {
@@ -155,8 +156,8 @@ pub fn status(s: &Status) -> String {
             let at = match (&f.problem, f.behind, f.ahead) {
                 (Some(why), _, _) => format!("! {why}"),
                 (None, Some(0), Some(0)) => "same pin".to_string(),
-                (None, Some(b), Some(0)) => format!("{b} commit(s) behind"),
-                (None, Some(0), Some(a)) => format!("{a} commit(s) ahead"),
+                (None, Some(b), Some(0)) => format!("{} behind", count(b, "commit", "commits")),
+                (None, Some(0), Some(a)) => format!("{} ahead", count(a, "commit", "commits")),
                 (None, Some(b), Some(a)) => format!("{b} behind, {a} ahead"),
                 _ => "unknown".to_string(),
             };
@@ -347,9 +348,9 @@ pub fn resumed(r: &crate::resume::Resumed) -> String {
         format!("{} is up to date with its remote", r.branch)
     } else {
         format!(
-            "fast-forwarded {} by {} commit(s) ({} -> {})",
+            "fast-forwarded {} by {} ({} -> {})",
             r.branch,
-            r.pulled,
+            count(r.pulled, "commit", "commits"),
             short(&r.from),
             short(&r.to)
         )

@@ -331,8 +331,10 @@ impl Integrate<'_> {
         .cause(out.stderr.trim().to_string())
         .cause(if ahead > 0 {
             format!(
-                "{} {} has {ahead} commit(s) this branch lacks (fetched into {tracking})",
-                target.remote, target.branch
+                "{} {} has {} this branch lacks (fetched into {tracking})",
+                target.remote,
+                target.branch,
+                lockstep_core::words::count(ahead, "commit", "commits")
             )
         } else {
             "the remote branch could not be compared".to_string()
@@ -456,19 +458,19 @@ impl PullBody<'_> {
             t += "\n\n";
         }
         t += &format!(
-            "Integrates {} from {} to {}: {} upstream commit(s), {} affecting.\n\n",
+            "Integrates {} from {} to {}: {}, {} affecting.\n\n",
             self.name,
             self.sha(self.old_base),
             self.sha(self.new_base),
-            self.all_upstream,
+            lockstep_core::words::count(self.all_upstream, "upstream commit", "upstream commits"),
             self.taken.len()
         );
         if let Some(cost) = &self.cost {
             t += &format!(
-                "Smoke runs in this integrate: {} over {} loop(s) ({} verdict(s) reused); one smoke per affecting commit (`strategy = \"each\"`) would have been {}.\n\n",
+                "Smoke runs in this integrate: {} over {} ({} reused); one smoke per affecting commit (`strategy = \"each\"`) would have been {}.\n\n",
                 cost.smoke_runs,
-                cost.loops,
-                cost.cached,
+                lockstep_core::words::count(cost.loops, "loop", "loops"),
+                lockstep_core::words::count(cost.cached, "verdict", "verdicts"),
                 self.taken.len()
             );
         }

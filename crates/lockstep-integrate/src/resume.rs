@@ -90,8 +90,8 @@ impl Integrate<'_> {
                 .superproject
                 .rev_list(&[&format!("{head}..{theirs}")])?;
             return Err(Error::failed(format!(
-                "{branch} and {tracking} have diverged: {} commit(s) here, {} there",
-                mine.len(),
+                "{branch} and {tracking} have diverged: {} here, {} there",
+                lockstep_core::words::count(mine.len(), "commit", "commits"),
                 other.len()
             ))
             .hint(format!(
@@ -105,7 +105,8 @@ impl Integrate<'_> {
         self.superproject
             .git(&["merge", "--ff-only", "--quiet", &theirs])?;
         self.info(format!(
-            "fast-forwarded {branch} by {count} commit(s) from {tracking} ({} -> {})",
+            "fast-forwarded {branch} by {} from {tracking} ({} -> {})",
+            lockstep_core::words::count(count, "commit", "commits"),
             short(&head),
             short(&theirs)
         ));

@@ -43,6 +43,11 @@ pub fn check_start_names(
     };
     check_branch_name(&name, source)?;
     let superproject = Repo::discover(root)?;
+    if let Some(current) = superproject.current_branch()? {
+        if is_integrate_branch(cfg, &current) {
+            return Err(on_integrate_branch(&current));
+        }
+    }
     let remotes = superproject.git(&["remote"])?;
     let remotes: Vec<&str> = remotes.lines().map(str::trim).collect();
     match branch_problem(&name, &remotes) {
@@ -52,6 +57,42 @@ pub fn check_start_names(
         ))
         .hint("use a plain branch name such as `integrates/llvm-20261124`; nothing was done")),
     }
+}
+
+/// Whether `branch` is a name `start` gives: the `[integrate] branch`
+/// template with any date for `{date}`, perhaps with a `_N` suffix.
+pub fn is_integrate_branch(cfg: &IntegrateConfig, branch: &str) -> bool {
+    let Some((before, after)) = cfg.branch.split_once("{date}") else {
+        return branch == cfg.branch
+            || branch
+                .strip_prefix(cfg.branch.as_str())
+                .and_then(|rest| rest.strip_prefix('_'))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    };
+    let Some(rest) = branch.strip_prefix(before) else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits != 8 {
+        return false;
+    }
+    let rest = &rest[digits..];
+    let Some(tail) = rest.strip_prefix(after) else {
+        return false;
+    };
+    tail.is_empty()
+        || tail
+            .strip_prefix('_')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The refusal of `start` on an integrate branch: a second start there
+/// would branch a new integrate off the unfinished one.
+fn on_integrate_branch(branch: &str) -> Error {
+    Error::usage(format!(
+        "the superproject is on the integrate branch `{branch}`: `integrate start` begins a new integrate from the base"
+    ))
+    .hint("continue this one with `lockstep integrate resume` (or `lockstep integrate loop`); to start another, check out the branch integrates start from first (`git switch main`); nothing was done")
 }
 
 /// Why `name` cannot be an integrate branch in a superproject with
@@ -99,6 +140,14 @@ impl Integrate<'_> {
     /// `integrate start [--branch NAME]`.
     pub fn start(&self, branch: Option<&str>, fetch: bool) -> Result<Started, Error> {
         check_start_names(&self.cfg, self.superproject.dir(), branch)?;
+        if let (Some(current), Some(record)) = (
+            self.superproject.current_branch()?,
+            self.store.get::<StartJournal>(INTEGRATE_RECORD)?,
+        ) {
+            if current == record.branch {
+                return Err(on_integrate_branch(&current));
+            }
+        }
         let _lock = self.lock("integrate start")?;
         let _session = self.begin_session("integrate start")?;
         self.require_clean()?;
@@ -210,6 +259,35 @@ impl Integrate<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integrate_branches_are_told_by_the_template() {
+        let mut cfg = IntegrateConfig {
+            branch: "integrates/llvm-{date}".into(),
+            ..IntegrateConfig::default()
+        };
+        for name in [
+            "integrates/llvm-20261127",
+            "integrates/llvm-20261127_1",
+            "integrates/llvm-20251231_42",
+        ] {
+            assert!(is_integrate_branch(&cfg, name), "{name}");
+        }
+        for name in [
+            "main",
+            "integrates/llvm-2026112",
+            "integrates/llvm-20261127_",
+            "integrates/llvm-20261127-x",
+            "integrates/llvm-20261127_1a",
+            "integrates/mlir-20261127",
+        ] {
+            assert!(!is_integrate_branch(&cfg, name), "{name}");
+        }
+        cfg.branch = "bump-llvm".into();
+        assert!(is_integrate_branch(&cfg, "bump-llvm"));
+        assert!(is_integrate_branch(&cfg, "bump-llvm_3"));
+        assert!(!is_integrate_branch(&cfg, "bump-llvm-3"));
+    }
 
     #[test]
     fn names_that_shadow_a_remote_or_another_namespace_are_named() {

@@ -69,6 +69,15 @@ pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
         placeholders("commit-url", url, COMMIT_URL_PLACEHOLDERS)?;
     }
     submodule_path(&cfg.submodule)?;
+    for path in &cfg.smoke_submodules {
+        submodule_path(path).map_err(|e| {
+            Error::usage(
+                e.message
+                    .replace("[integrate] submodule", "[integrate] smoke-submodules entry"),
+            )
+            .hint("name each submodule the smoke needs by its path in the superproject, e.g. third_party/stablehlo")
+        })?;
+    }
     if let Some(file) = &cfg.pin_file {
         submodule_path(file).map_err(|e| {
             Error::usage(
@@ -170,6 +179,11 @@ fn lengths(cfg: &IntegrateConfig) -> Result<(), Error> {
     ];
     values.extend(cfg.pin_file.as_deref().map(|v| ("pin-file", v, MAX_PATH)));
     values.extend(
+        cfg.smoke_submodules
+            .iter()
+            .map(|v| ("smoke-submodules", v.as_str(), MAX_PATH)),
+    );
+    values.extend(
         cfg.upstream_url
             .as_deref()
             .map(|v| ("upstream-url", v, MAX_URL)),
@@ -209,8 +223,9 @@ fn lengths(cfg: &IntegrateConfig) -> Result<(), Error> {
             ));
         }
     }
-    let lists: [(&str, &[String], bool); 4] = [
+    let lists: [(&str, &[String], bool); 5] = [
         ("track-paths", &cfg.track_paths, true),
+        ("smoke-submodules", &cfg.smoke_submodules, false),
         ("skip-subjects", &cfg.skip_subjects, false),
         (
             "report.error-patterns",

@@ -542,7 +542,12 @@ fn plan_groups(
     }
     if groups.is_empty() {
         return Err(Error::usage(format!(
-            "no package has the variant(s) {}",
+            "no package has the {} {}",
+            if variants.len() == 1 {
+                "variant"
+            } else {
+                "variants"
+            },
             variants.join(", ")
         ))
         .hint("list the variant in a package's `variants`, or pick another with --variant"));
@@ -1209,8 +1214,9 @@ fn store_in_cache(
 fn failed_cells(failures: Vec<Failure>, cells: usize) -> Error {
     let names: Vec<&str> = failures.iter().map(|f| f.cell.as_str()).collect();
     let mut err = Error::failed(format!(
-        "{} of {cells} cell(s) failed to build: {}",
+        "{} of {} failed to build: {}",
         failures.len(),
+        lockstep_core::words::count(cells, "cell", "cells"),
         names.join("; ")
     ));
     for f in &failures {

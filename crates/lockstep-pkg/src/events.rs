@@ -66,7 +66,8 @@ impl Event for PkgEvent {
             } => Human::Begin {
                 total: *cells as u64,
                 line: format!(
-                    "building {cells} wheel cell(s) from {}{} with up to {jobs} at once",
+                    "building {} from {}{} with up to {jobs} at once",
+                    lockstep_core::words::count(*cells, "wheel cell", "wheel cells"),
                     short(revision),
                     if *dirty {
                         " (uncommitted changes are not included)"
@@ -106,11 +107,16 @@ impl Event for PkgEvent {
                 Human::Line(format!("repaired {wheel} to {policy}"))
             }
             PkgEvent::CompilerCache { tool, hits, misses } => Human::Line(format!(
-                "compiler cache ({tool}): {hits} hit(s), {misses} miss(es)"
+                "compiler cache ({tool}): {}, {}",
+                lockstep_core::words::count(*hits as usize, "hit", "hits"),
+                lockstep_core::words::count(*misses as usize, "miss", "misses")
             )),
             PkgEvent::ManifestWritten { path, wheels } => Human::Many(vec![
                 Human::End,
-                Human::Line(format!("wrote {path} ({wheels} wheel(s))")),
+                Human::Line(format!(
+                    "wrote {path} ({})",
+                    lockstep_core::words::count(*wheels, "wheel", "wheels")
+                )),
             ]),
             PkgEvent::BisectStep {
                 commit,

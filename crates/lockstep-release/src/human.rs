@@ -52,21 +52,29 @@ pub fn cut(made: &Cut, name: &str) -> String {
 pub fn published(report: &PublishReport, index: &Path) -> String {
     let p = &report.published;
     let mut text = format!(
-        "published {} {}: {} new file(s); index: {} project(s), {} file(s) in {}\n",
+        "published {} {}: {} added; index: {}, {} in {}\n",
         p.packages.join(" "),
         p.version,
-        p.added.len(),
-        p.index.projects,
-        p.index.files,
+        lockstep_core::words::count(p.added.len(), "file", "files"),
+        lockstep_core::words::count(p.index.projects, "project", "projects"),
+        lockstep_core::words::count(p.index.files, "file", "files"),
         index.display()
     );
+    text.push_str(&format!(
+        "validated: installed from a staged index, {} ran with --help{}\n",
+        lockstep_core::words::count(p.scripts_checked.len(), "console script", "console scripts"),
+        p.smoke
+            .as_deref()
+            .map(|s| format!(", the [release] smoke `{s}` passed"))
+            .unwrap_or_else(|| ", no [release] smoke configured".to_string())
+    ));
     if let Some(g) = &report.github_release {
         text.push_str(&format!(
-            "GitHub Release {} of {}{}: {} asset(s) uploaded, {} already there{}\n",
+            "GitHub Release {} of {}{}: {} uploaded, {} already there{}\n",
             g.tag,
             g.repository,
             if g.created { " (created)" } else { "" },
-            g.uploaded.len(),
+            lockstep_core::words::count(g.uploaded.len(), "asset", "assets"),
             g.already_there.len(),
             g.url
                 .as_deref()

@@ -62,6 +62,9 @@ pub struct Published {
     pub packages: Vec<String>,
     pub added: Vec<String>,
     pub scripts_checked: Vec<String>,
+    /// The `[release] smoke` command that passed in the validation venv.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub smoke: Option<String>,
     pub index: IndexReport,
 }
 
@@ -119,9 +122,13 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
     let packages: Vec<String> = lock.packages.iter().map(|p| p.name.clone()).collect();
 
     sink.note(format!(
-        "validating {} {version}: install from a staged index, run {} console script(s)",
+        "validating {} {version}: install from a staged index, run {}{}",
         packages.join(" "),
-        scripts.len()
+        lockstep_core::words::count(scripts.len(), "console script", "console scripts"),
+        req.smoke
+            .as_deref()
+            .map(|s| format!(" and the [release] smoke `{s}`"))
+            .unwrap_or_default()
     ));
     validate(req, &version, &wheels, &packages, &scripts)?;
 
@@ -158,6 +165,7 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
         packages,
         added,
         scripts_checked: scripts,
+        smoke: req.smoke.clone(),
         index: report,
     })
 }

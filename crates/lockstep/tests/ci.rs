@@ -527,6 +527,18 @@ fn the_release_and_integrate_workflows_lint_clean_with_least_privilege() {
         "${{ secrets.INTEGRATE_TOKEN }}"
     );
     assert!(str_of(&step["run"]).contains("lockstep integrate loop --publish"));
+    // Only the integrated submodule is fetched, blobless: the checkout
+    // fetches none (an LLVM submodule with full history is gigabytes).
+    let steps = job["steps"].as_sequence().unwrap();
+    assert!(steps[0].get("with").unwrap().get("submodules").is_none());
+    let fetch = steps
+        .iter()
+        .find(|s| s["name"].as_str() == Some("Check out submodules"))
+        .unwrap();
+    assert_eq!(
+        str_of(&fetch["run"]),
+        "git submodule update --init --filter=blob:none -- third_party/llvm-project\n"
+    );
 
     // `ci explain` shows the same graph, in text and JSON.
     let text = stdout(&p.run(&["ci", "explain"], 0));
@@ -915,4 +927,80 @@ fn out_on_the_command_line_may_leave_the_repository_without_the_linters_files() 
     expect(&mut p.cmd(&["ci", "generate", "--out", "gen/workflows"]), 0);
     assert!(dir.join("gen/workflows/lockstep-pkgci.yml").is_file());
     assert!(dir.join("gen/actionlint.yaml").is_file());
+}
+
+/// `[ci.integrate] submodules` chooses what the integrate job fetches; by
+/// default the integrated submodule (blobless), the followers' and the
+/// smoke's (depth 1).
+#[test]
+fn the_integrate_workflow_fetches_only_the_submodules_it_needs() {
+    let integrate = "[integrate]\nsubmodule = \"third_party/llvm-project\"\nsmoke-submodules = [\"third_party/benchmark\"]\n\n[[integrate.follow]]\nname = \"stablehlo\"\nsubmodule = \"third_party/stablehlo\"\nupstream-pin-file = \"build_tools/llvm_version.txt\"\n\n[ci.integrate]\nschedule = \"30 4 * * 1-5\"\n";
+    let script = |extra: &str| {
+        let (p, dir) = repo("", &format!("{MINIMAL}{PINNED}{integrate}{extra}"));
+        p.run(&["ci", "generate"], 0);
+        let workflow = parse(&dir.join(".github/workflows/lockstep-integrate.yml"));
+        workflow["jobs"]["integrate"]["steps"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"].as_str() == Some("Check out submodules"))
+            .map(|s| str_of(&s["run"]))
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        script(""),
+        "git submodule update --init --depth 1 -- third_party/benchmark\n\
+         git submodule update --init --filter=blob:none -- third_party/llvm-project\n\
+         git submodule update --init --depth 1 -- third_party/stablehlo\n"
+    );
+    assert_eq!(
+        script("submodules = { \"third_party/llvm-project\" = \"full\", \"third_party/stablehlo\" = 50 }\n"),
+        "git submodule update --init -- third_party/llvm-project\n\
+         git submodule update --init --depth 50 -- third_party/stablehlo\n"
+    );
+    assert_eq!(script("submodules = {}\n"), "");
+
+    // Bad values: exit 2 naming the key and the value; nothing written.
+    for (extra, says) in [
+        (
+            "submodules = { \"x\" = 0 }\n",
+            "`x` = 0 is not a history to fetch",
+        ),
+        (
+            "submodules = { \"x\" = \"shallow\" }\n",
+            "`x` = \"shallow\" is not a history",
+        ),
+        (
+            "submodules = { \"../x\" = 1 }\n",
+            "is not a path inside the repository",
+        ),
+        (
+            "submodules = { \"/abs\" = 1 }\n",
+            "is not a path inside the repository",
+        ),
+        (
+            "submodules = { \"a b\" = 1 }\n",
+            "is not a submodule path this workflow can name",
+        ),
+        (
+            "submodules = { \"a;rm -rf /\" = 1 }\n",
+            "is not a submodule path this workflow can name",
+        ),
+    ] {
+        let (p, dir) = repo("", &format!("{MINIMAL}{PINNED}{integrate}{extra}"));
+        let out = p.run(&["ci", "generate"], 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("[ci.integrate] submodules") && err.contains(says),
+            "{extra}: {err}"
+        );
+        assert!(!dir.join(".github/workflows").exists(), "{extra}");
+    }
+    // The smoke's submodules are checked where [integrate] is read.
+    let (p, _) = repo(
+        "",
+        &format!("{MINIMAL}{PINNED}[integrate]\nsmoke-submodules = [\"../up\"]\n\n[ci.integrate]\nschedule = \"30 4 * * 1-5\"\n"),
+    );
+    let err = stderr(&p.run(&["ci", "generate"], 2));
+    assert!(err.contains("smoke-submodules"), "{err}");
 }

@@ -209,6 +209,23 @@ fn start_refuses_dirty_trees_and_numbers_taken_branches() {
         subjects(env.sp())[0],
         format!("Start LLVM integrate {branch}")
     );
+    // On the integrate branch, a second start is refused (it would branch
+    // a new integrate off this one), naming the branch and how to go on.
+    let head = git(env.sp(), &["rev-parse", "HEAD"]);
+    for args in [
+        &["integrate", "start"][..],
+        &["integrate", "start", "--branch", "other"][..],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&branch) && err.contains("lockstep integrate resume"),
+            "{err}"
+        );
+    }
+    assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(env.sp(), &["branch", "--show-current"]), branch);
     git(env.sp(), &["checkout", "-q", "main"]);
     let second = env.ok(&["integrate", "start"], 0);
     assert!(second.contains(&format!("{branch}_1")), "{second}");

@@ -292,7 +292,7 @@ fn outputs(report: &RunReport, id: &str) -> BTreeMap<String, String> {
     report.job(id)[0].outputs.clone()
 }
 
-/// "compiler cache (sccache): H hit(s), M miss(es)" from the build log.
+/// "compiler cache (sccache): H hits, M misses" from the build log.
 fn compiler_cache(report: &RunReport) -> (u64, u64) {
     for step in report.job("build").iter().flat_map(|j| &j.steps) {
         let log = std::fs::read_to_string(&step.log).unwrap_or_default();

@@ -473,7 +473,7 @@ fn bad_build_inputs_are_clear_errors() {
     commit(&p, "break the C build");
     let out = p.run(&["pkg", "build", "--variant", "release"], 1);
     let err = stderr(&out);
-    assert!(err.contains("1 of 2 cell(s) failed to build"), "{err}");
+    assert!(err.contains("1 of 2 cells failed to build"), "{err}");
     assert!(
         err.contains("demo-cext (python 3.11, variant release)"),
         "{err}"

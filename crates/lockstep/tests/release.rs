@@ -377,7 +377,7 @@ fn published_sets_install_with_pip_and_uv_from_the_index_and_yanks_are_skipped()
     assert_eq!(record["files"].as_array().unwrap().len(), 2);
     // Publishing the same bytes again changes nothing.
     let out = p.run(&["release", "publish", house1.to_str().unwrap()], 0);
-    assert!(stdout(&out).contains("0 new file(s)"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("0 files added"), "{}", stdout(&out));
 
     // The index: hashes, requires-python, core metadata; pip installs the set over file://.
     let page = std::fs::read_to_string(index.join("simple/demo-pure/index.html")).unwrap();
@@ -588,7 +588,13 @@ fn publish_runs_scripts_and_the_smoke_without_secrets_or_index_variables() {
         ("PIP_INDEX_URL", dead),
         ("UV_EXTRA_INDEX_URL", dead),
     ]);
-    p.run_with(&["release", "publish", house.to_str().unwrap()], &envs, 0);
+    let out = p.run_with(&["release", "publish", house.to_str().unwrap()], &envs, 0);
+    // The output says which smoke ran (and passed).
+    let said = stdout(&out);
+    assert!(
+        said.contains("the [release] smoke `env | cut -d= -f1") && said.contains("passed"),
+        "{said}"
+    );
     let names = std::fs::read_to_string(&seen).unwrap();
     let names: Vec<&str> = names.lines().collect();
     for var in hidden

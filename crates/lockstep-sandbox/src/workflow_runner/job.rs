@@ -734,6 +734,9 @@ impl<'r> JobRun<'r> {
             ("RUNNER_NAME", "lockstep-runner".into()),
             ("RUNNER_TEMP", self.dirs.temp.display().to_string()),
             ("HOME", self.dirs.home.display().to_string()),
+            // The test repositories' submodules are local paths, which git
+            // refuses to fetch from by default (GitHub's are https URLs).
+            ("GIT_ALLOW_PROTOCOL", "file:https:http:ssh:git".into()),
             (
                 "LOCKSTEP_HOME",
                 self.dirs.home.join(".lockstep").display().to_string(),

@@ -58,7 +58,25 @@ fn plan(
         out: out.map(|dir| ctx.cwd.join(dir)),
         built_from: built_from(),
         release,
-        has_integrate: loaded.has_section("integrate"),
+        integrate: match loaded.has_section("integrate") {
+            true => {
+                let integrate: lockstep_integrate::config::IntegrateConfig = loaded.section()?;
+                lockstep_integrate::validate::config(&integrate)?;
+                Some(lockstep_ci::stages::IntegrateFacts {
+                    submodule: integrate
+                        .pin_file
+                        .is_none()
+                        .then(|| integrate.submodule.clone()),
+                    followers: integrate
+                        .follow
+                        .iter()
+                        .map(|f| f.submodule.clone())
+                        .collect(),
+                    smoke_submodules: integrate.smoke_submodules.clone(),
+                })
+            }
+            false => None,
+        },
     })?;
     Ok((plan, ci))
 }
