@@ -301,6 +301,78 @@ pub fn pid_alive(pid: i32) -> bool {
     }
 }
 
+/// What `program ARGS` (`--version`) says its version is: the words of its
+/// first line holding a version number, up to that number (`git version
+/// 2.47.3`, `IREE compiler version 3.13.0`, `uv 0.13.9`); `None` when it
+/// does not run, fails or prints no version within `timeout`. The child
+/// gets none of lockstep's secrets; its output goes to a temporary log that
+/// is removed.
+pub fn version_line(program: &Path, args: &[&str], timeout: Duration) -> Option<String> {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let log = std::env::temp_dir().join(format!(
+        ".lockstep-first-line-{}-{n}.log",
+        std::process::id()
+    ));
+    let mut argv = vec![program.to_string_lossy().into_owned()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let spec = Spec {
+        argv,
+        cwd: std::env::temp_dir(),
+        env: Vec::new(),
+        timeout: Some(timeout),
+        log: log.clone(),
+        header: None,
+    };
+    let options = Options {
+        env_remove: secret_vars(&[]),
+        die_with_parent: true,
+        stdout: None,
+    };
+    let finished = run_with(&spec, &options, |_| {});
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    match finished {
+        Ok(f) if f.exit == Exit::Code(0) => version_in(&text),
+        _ => None,
+    }
+}
+
+/// The words of `text`'s first line holding a version number (digits, a
+/// dot, digits), up to and including that word.
+fn version_in(text: &str) -> Option<String> {
+    let is_version = |w: &str| {
+        let w = w.trim_start_matches('v');
+        let mut parts = w.split('.');
+        let first = parts.next().unwrap_or_default();
+        let second = parts.next().unwrap_or_default();
+        !first.is_empty()
+            && first.bytes().all(|b| b.is_ascii_digit())
+            && second.bytes().next().is_some_and(|b| b.is_ascii_digit())
+    };
+    text.lines().find_map(|line| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words.iter().position(|w| is_version(w))?;
+        let shown = words[..=at].join(" ");
+        Some(
+            crate::error::printable_line(&shown)
+                .chars()
+                .take(120)
+                .collect(),
+        )
+    })
+}
+
+/// The first file named `program` in the directories of `$PATH`.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_string_lossy()
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
+}
+
 /// One word quoted for a POSIX shell when it needs to be (as is when it
 /// cannot be: a NUL byte).
 pub fn quote(w: &str) -> String {
@@ -323,6 +395,28 @@ pub fn shell_command(cwd: &Path, argv: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_are_read_from_the_line_that_holds_one() {
+        assert_eq!(
+            version_in("git version 2.47.3\n").as_deref(),
+            Some("git version 2.47.3")
+        );
+        assert_eq!(
+            version_in("IREE (https://iree.dev):\n  IREE compiler version 3.13.0 @ 89ece87b\n")
+                .as_deref(),
+            Some("IREE compiler version 3.13.0")
+        );
+        assert_eq!(
+            version_in("auditwheel 6.8.2 installed at /x/y (python 3.11)").as_deref(),
+            Some("auditwheel 6.8.2")
+        );
+        assert_eq!(
+            version_in("uv 0.13.9 (abc 2026-01-01)").as_deref(),
+            Some("uv 0.13.9")
+        );
+        assert_eq!(version_in("no version here\n"), None);
+    }
 
     #[test]
     fn captures_output_and_exit_code() {

@@ -213,6 +213,48 @@ pub fn for_command(
     )
 }
 
+/// Where the IREE tools a command would use are, by [`for_command`]'s
+/// precedence, without installing anything (`lockstep doctor`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Located {
+    /// `--iree-bin`, `$LOCKSTEP_IREE_BIN`, `[toolchain] iree-bin`, a
+    /// manifest, or the provisioned version.
+    pub source: String,
+    /// The tools' directory (where a provisioned one would be installed).
+    pub bin: PathBuf,
+    /// `iree-compile` is there.
+    pub present: bool,
+}
+
+/// [`Located`] for `cfg` (paths relative to `root`, lockstep.toml's directory).
+pub fn locate(cfg: &ToolchainConfig, root: &Path) -> Located {
+    let at = |source: String, bin: PathBuf| Located {
+        present: is_executable(&bin.join("iree-compile")),
+        source,
+        bin,
+    };
+    if let Some(dir) = std::env::var_os(ENV_IREE_BIN).filter(|v| !v.is_empty()) {
+        return at(Source::Env.describe().into(), PathBuf::from(dir));
+    }
+    if let Some(dir) = &cfg.iree_bin {
+        return at(Source::Config.describe().into(), root.join(dir));
+    }
+    let toolchains = toolchains_root().unwrap_or_else(|_| paths::toolchains());
+    if let Some(manifest) = configured_manifest(cfg, root) {
+        // A set's directory is named by its wheels' content: where it goes
+        // is known once the manifest is read and installed.
+        return Located {
+            source: format!("the wheels of {}", manifest.display()),
+            present: manifest.is_file(),
+            bin: toolchains,
+        };
+    }
+    at(
+        format!("IREE {} from PyPI, provisioned", cfg.iree),
+        toolchains.join(dir_name(&cfg.iree)).join("bin"),
+    )
+}
+
 /// What `lockstep toolchain install` was asked for.
 #[derive(Debug, Default)]
 pub struct InstallRequest {

@@ -441,18 +441,7 @@ fn find_pythons(
         if found.iter().any(|p: &Python| p.version == version) {
             continue;
         }
-        let path = match uv.find_python(&version, cwd) {
-            Ok(path) => path,
-            Err(e) => {
-                let mut err = Error::usage(format!(
-                    "Python {version} is not installed (uv finds no such interpreter)"
-                ));
-                err.causes = e.causes;
-                return Err(err.hint(format!(
-                    "install Python {version}, or build for the interpreters you have: --python 3.11 (see `uv python list --only-installed`)"
-                )));
-            }
-        };
+        let path = lockstep_python::pythons::find(uv, &version, cwd)?;
         let full = lockstep_python::venv::python_version(&path);
         found.push(Python {
             version,

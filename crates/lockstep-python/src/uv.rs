@@ -3,9 +3,10 @@
 //!
 //! Every Python step of lockstep (IREE toolchains, wheel builds, exact
 //! venvs, release validation and uploads) goes through [`Uv`]: it is fast,
-//! installs offline from a lock file and checks hashes. [`find_uv`] prefers
-//! the user's `uv`, then `python3 -m uv`, then a private copy under
-//! `$LOCKSTEP_TOOLCHAINS/.uv`, and installs one only when none works.
+//! installs offline from a lock file and checks hashes. [`find_uv`] runs
+//! the uv the user named (`[tools] uv`, `$LOCKSTEP_UV`), else lockstep's own
+//! pinned uv under `$LOCKSTEP_TOOLCHAINS/uv/`, installing it on first use;
+//! it never writes outside that directory (no `pip install --user`).
 //!
 //! Each method is one uv command run under the layer's policy
 //! ([`crate::policy`]): `--no-config` always (a project's or the user's
@@ -658,6 +659,29 @@ fn parse_check(output: &str) -> Vec<Unmet> {
     found
 }
 
+/// The uv lockstep installs for itself when the user names none.
+pub const PINNED_UV: &str = "0.13.9";
+
+/// sha256 of every Linux and macOS wheel of uv [`PINNED_UV`] on PyPI: pip
+/// installs one of them or nothing (never an sdist, never another file).
+const PINNED_UV_HASHES: &[&str] = &[
+    "56ec37616c00220032fc7b8c9d0ef51367fd0d70d9cd6ddd841660f949f84fed",
+    "c16ed11e013557536b3e60065f1b912f6407bd6518e041b961e23ef9e6b4fbf5",
+    "66c512266d633bef48384a1f53003f41f2a8e7b36fe6e7fbfd3e0fd52d96fa63",
+    "5435c5ce14a56431208ca0996416d310f1598e8c2c8ba707688985a16bb82dbe",
+    "7ec1e1dd9b6cb335c301afdf877989df384227313981850755a59561f75e4ab8",
+    "16963d19594e18d746a70c7fce82237bde4f2cac4cfcf0ca2b84796fe9d0c6e9",
+    "db5c8df7145c21ffea9c0f74e38823bac3af60cbadf0e26b8633f08627b17bab",
+    "c5dbdb7c8737cd183a9dce95b39cfd1f3d54ec2a27a1bb58f160293f9ba2c805",
+    "a6e845f387e4ed55bb59342957a9179e24a631fcc7668bda3426ae1cef8ed4b9",
+    "d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19",
+    "ecb6028d79dc96fbeafffe5c8af62a7099487ebc05a701e76714eebcffd06375",
+    "6d5114bba238adddacb32fb11904f2b3ff4e988f8e9ff0d8d3b5e9822cf836b8",
+    "6b0c7b9f47a5d011939d61e324d3fe18a8bc155d8dd53add738709a92f290a7c",
+    "a2ee66fe8b6608e1482ab1bde5799da04705c1cb40324c7f66054ecf46ae6e40",
+    "2c45530751517d6c3bbc69a19473f6effe47cce047bede01ffd8af7ea7b36b25",
+];
+
 /// [`find_uv`] with the toolchains directory (`$LOCKSTEP_TOOLCHAINS`, made
 /// absolute and created) as its root: what every command uses.
 pub fn find_default(sink: &dyn Sink) -> Result<Uv, Error> {
@@ -665,10 +689,37 @@ pub fn find_default(sink: &dyn Sink) -> Result<Uv, Error> {
     find_uv(&root, &root, sink)
 }
 
-/// `uv` on PATH, else `python3 -m uv`, else the private uv of an earlier
-/// install (`$LOCKSTEP_TOOLCHAINS/.uv`), else installs uv: `python3 -m pip
-/// install --user uv`, else without `--user`, else (a PEP 668 "externally
-/// managed" Python refuses both) into the private venv `$LOCKSTEP_TOOLCHAINS/.uv`.
+/// Where the uv lockstep would run lives, without installing anything
+/// (`lockstep doctor`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UvLocation {
+    /// Named by the user (`$LOCKSTEP_UV` or `[tools] uv`: `from`).
+    User { path: PathBuf, from: &'static str },
+    /// lockstep's own, installed under the toolchains directory.
+    Own { path: PathBuf },
+    /// Not installed yet: the first command that needs it installs it here.
+    Missing { path: PathBuf },
+}
+
+/// The uv lockstep would run (see [`find_uv`]), found but not installed.
+pub fn locate_uv(root: &Path) -> UvLocation {
+    if let Some((path, from)) = crate::settings::user_uv() {
+        return UvLocation::User { path, from };
+    }
+    let path = own_uv(root);
+    if path.is_file() {
+        UvLocation::Own { path }
+    } else {
+        UvLocation::Missing { path }
+    }
+}
+
+/// The uv every Python step runs: the one the user named (`$LOCKSTEP_UV`,
+/// else `[tools] uv`), which must answer `--version`; otherwise lockstep's
+/// own uv [`PINNED_UV`] under `root` (the toolchains directory), installed
+/// on first use into a venv of its own there (`python3 -m venv`, then pip
+/// with the wheels' hashes pinned). A uv on PATH or importable by `python3`
+/// is never used implicitly, and nothing is written outside `root`.
 /// The timeouts come from `$LOCKSTEP_UV_TIMEOUT` when it is set.
 pub fn find_uv(root: &Path, cwd: &Path, sink: &dyn Sink) -> Result<Uv, Error> {
     let timeouts = Timeouts::from_env()?;
@@ -687,90 +738,59 @@ pub fn find_uv(root: &Path, cwd: &Path, sink: &dyn Sink) -> Result<Uv, Error> {
             Err(_) => false,
         }
     };
-    let python_uv: Vec<String> = ["python3", "-m", "uv"].map(String::from).to_vec();
-    let private_uv = vec![private_uv_dir(root)
-        .join("bin")
-        .join("uv")
-        .to_string_lossy()
-        .into_owned()];
-    for argv in [
-        vec!["uv".to_string()],
-        python_uv.clone(),
-        private_uv.clone(),
-    ] {
+    if let Some((path, from)) = crate::settings::user_uv() {
+        let argv = vec![path.to_string_lossy().into_owned()];
         if works(&argv) {
             return Ok(make(argv));
         }
+        return Err(Error::usage(format!(
+            "{from} names {}, which does not run as uv (`{} --version` fails)",
+            path.display(),
+            path.display()
+        ))
+        .hint("point it at a uv executable, or unset it to use lockstep's own uv"));
     }
-    sink.note("uv not found: installing it with `python3 -m pip install --user uv`");
-    let helper = make(python_uv.clone());
-    let pip = |user: bool| {
-        let extra: &[&str] = if user { &["--user"] } else { &[] };
-        pip_install_uv(&helper, Path::new("python3"), extra, cwd)
-    };
-    let pip_error = match pip(true).or_else(|first| {
-        tracing::info!(error = %first, "pip install --user uv failed; trying without --user");
-        pip(false)
-    }) {
-        Ok(_) if works(&python_uv) => return Ok(make(python_uv)),
-        Ok(_) => Error::failed("pip installed uv, but `python3 -m uv --version` still fails"),
-        Err(err) => err,
-    };
+    let own = vec![own_uv(root).to_string_lossy().into_owned()];
+    if works(&own) {
+        return Ok(make(own));
+    }
     sink.note(format!(
-        "pip cannot install uv for python3; installing it into {}",
-        private_uv_dir(root).display()
+        "installing lockstep's own uv {PINNED_UV} into {} (once; from PyPI with pinned hashes)",
+        own_uv_dir(root).display()
     ));
-    match install_private_uv(&helper, root, cwd) {
-        Ok(()) if works(&private_uv) => Ok(make(private_uv)),
+    // The helper only runs python3 and pip; its policy is the layer's.
+    let helper = make(vec!["python3".to_string()]);
+    match install_own_uv(&helper, root, cwd) {
+        Ok(()) if works(&own) => Ok(make(own)),
         Ok(()) => Err(Error::failed(format!(
             "installed uv into {}, but `{} --version` fails",
-            private_uv_dir(root).display(),
-            private_uv[0]
+            own_uv_dir(root).display(),
+            own[0]
         ))),
-        Err(err) => {
-            let mut err = err.context("cannot find uv, and cannot install it");
-            let pip_tail: Vec<String> = pip_error
-                .causes
-                .iter()
-                .flat_map(|c| c.lines().map(String::from).collect::<Vec<_>>())
-                .collect();
-            let pip_tail = pip_tail[pip_tail.len().saturating_sub(3)..].join("\n");
-            err = err.cause(format!("before that, {}: {pip_tail}", pip_error.message));
-            Err(err)
-        }
+        Err(err) => Err(err.context(format!("cannot install lockstep's uv {PINNED_UV}"))),
     }
-    .map_err(|e| e.hint("install uv (https://docs.astral.sh/uv/getting-started/installation/) so that `uv` is on PATH, and check network access to PyPI"))
+    .map_err(|e| {
+        e.hint("lockstep installs its uv with `python3 -m venv` and pip from PyPI: check that python3 (with venv) is on PATH and PyPI is reachable, or name a uv you have with [tools] uv = \"PATH\" (or $LOCKSTEP_UV)")
+    })
 }
 
-/// `PYTHON -m pip install --quiet [EXTRA] uv` under the layer's policy.
-fn pip_install_uv(helper: &Uv, python: &Path, extra: &[&str], cwd: &Path) -> Result<(), Error> {
-    let mut argv: Vec<String> = vec![python.to_string_lossy().into_owned()];
-    argv.extend(
-        [
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ]
-        .map(String::from),
-    );
-    argv.extend(extra.iter().map(|e| e.to_string()));
-    argv.push("uv".into());
-    helper
-        .run("pip install uv", argv, cwd, helper.timeouts.install)?
-        .require_success()
-        .map(drop)
+/// `root/uv/VERSION`: lockstep's own uv, one directory per pinned version.
+fn own_uv_dir(root: &Path) -> PathBuf {
+    root.join("uv").join(PINNED_UV)
 }
 
-fn private_uv_dir(root: &Path) -> PathBuf {
-    root.join(".uv")
+fn own_uv(root: &Path) -> PathBuf {
+    own_uv_dir(root).join("bin").join("uv")
 }
 
-/// `python3 -m venv` + `pip install uv`, built beside and moved into place
-/// (a concurrent install of another IREE version may do the same).
-fn install_private_uv(helper: &Uv, root: &Path, cwd: &Path) -> Result<(), Error> {
-    let dest = private_uv_dir(root);
+/// `python3 -m venv` + `pip install uv==PINNED` (hashes required, wheels
+/// only), built beside and moved into place (a concurrent install of
+/// another IREE version may do the same).
+fn install_own_uv(helper: &Uv, root: &Path, cwd: &Path) -> Result<(), Error> {
+    let dest = own_uv_dir(root);
+    if let Some(parent) = dest.parent() {
+        fs_err::create_dir_all(parent)?;
+    }
     let staged = lockstep_core::fs::StagedDir::beside(&dest)?;
     let argv = vec![
         "python3".to_string(),
@@ -781,7 +801,36 @@ fn install_private_uv(helper: &Uv, root: &Path, cwd: &Path) -> Result<(), Error>
     helper
         .run("python3 -m venv", argv, cwd, helper.timeouts.quick)?
         .require_success()?;
-    pip_install_uv(helper, &staged.path().join("bin").join("python"), &[], cwd)?;
+    let requirements = staged.path().join("uv-requirements.txt");
+    let mut text = format!("uv=={PINNED_UV}");
+    for hash in PINNED_UV_HASHES {
+        text.push_str(&format!(" \\\n    --hash=sha256:{hash}"));
+    }
+    text.push('\n');
+    fs_err::write(&requirements, text)?;
+    let argv: Vec<String> = vec![
+        staged
+            .path()
+            .join("bin")
+            .join("python")
+            .to_string_lossy()
+            .into_owned(),
+        "-m".into(),
+        "pip".into(),
+        "install".into(),
+        "--quiet".into(),
+        "--disable-pip-version-check".into(),
+        "--no-input".into(),
+        "--no-cache-dir".into(),
+        "--require-hashes".into(),
+        "--only-binary".into(),
+        ":all:".into(),
+        "-r".into(),
+        requirements.to_string_lossy().into_owned(),
+    ];
+    helper
+        .run("pip install uv", argv, cwd, helper.timeouts.install)?
+        .require_success()?;
     if staged.install_new().is_err() && !dest.join("bin").join("uv").is_file() {
         return Err(Error::failed(format!("cannot create {}", dest.display())));
     }

@@ -1,7 +1,8 @@
-//! `find_uv` picks the `uv` first on PATH and takes its timeouts from
+//! `find_uv` runs the uv `$LOCKSTEP_UV` names and takes its timeouts from
 //! `$LOCKSTEP_UV_TIMEOUT`: a uv that hangs is killed then, with an error
-//! naming the command, the limit and the log. (Its own test binary: it
-//! changes PATH for the whole process.)
+//! naming the command, the limit and the log. A uv on PATH is never used
+//! implicitly. (Its own test binary: it changes the environment for the
+//! whole process.)
 
 use lockstep_core::events::NullSink;
 use lockstep_python::uv::find_uv;
@@ -19,12 +20,11 @@ fn a_hung_uv_on_path_is_killed_at_the_timeout_from_the_environment() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = std::env::var("PATH").unwrap_or_default();
-    std::env::set_var("PATH", format!("{}:{path}", bin.display()));
+    std::env::set_var("LOCKSTEP_UV", &fake);
     std::env::set_var("LOCKSTEP_UV_TIMEOUT", "1");
     std::env::set_var("LOCKSTEP_HOME", dir.path().join("home"));
     let uv = find_uv(dir.path(), dir.path(), &NullSink).expect("the fake uv answers --version");
-    assert_eq!(uv.argv(), ["uv"]);
+    assert_eq!(uv.argv(), [fake.display().to_string()]);
     let venv = uv.venv(&dir.path().join("venv"));
     let err = uv
         .install(
@@ -38,7 +38,10 @@ fn a_hung_uv_on_path_is_killed_at_the_timeout_from_the_environment() {
         "{text}"
     );
     assert!(
-        text.contains("command: uv pip install --no-config"),
+        text.contains(&format!(
+            "command: {} pip install --no-config",
+            fake.display()
+        )),
         "{text}"
     );
     let log = dir.path().join("home/logs/python");
@@ -47,4 +50,17 @@ fn a_hung_uv_on_path_is_killed_at_the_timeout_from_the_environment() {
     std::env::set_var("LOCKSTEP_UV_TIMEOUT", "soon");
     let err = find_uv(dir.path(), dir.path(), &NullSink).expect_err("not seconds");
     assert_eq!(err.exit_code(), 2);
+
+    // A named uv that does not run is an error naming where it was named;
+    // lockstep does not fall back to another one.
+    std::env::set_var("LOCKSTEP_UV_TIMEOUT", "1");
+    std::env::set_var("LOCKSTEP_UV", dir.path().join("no-such-uv"));
+    let err = find_uv(dir.path(), dir.path(), &NullSink).expect_err("no such uv");
+    assert_eq!(err.exit_code(), 2);
+    assert!(
+        err.message.contains("$LOCKSTEP_UV names"),
+        "{}",
+        err.render()
+    );
+    assert!(!dir.path().join("uv").exists(), "nothing installed");
 }

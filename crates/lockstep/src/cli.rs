@@ -86,6 +86,11 @@ pub enum Command {
     /// Reports made from the results history: a static site of tests, benchmarks, integrates and releases (docs/report.md).
     #[command(subcommand)]
     Report(Report),
+    /// List every tool lockstep would use (uv, Pythons, git, cmake, ninja, sccache, auditwheel, IREE), where each lives and its version, and the size of each directory lockstep writes; installs nothing (docs/pkg.md).
+    Doctor {
+        #[command(flatten)]
+        json: Json,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -18,6 +18,7 @@ pub const SECTIONS: &[SectionSpec] = &[
     SectionSpec::of::<lockstep_ci::config::CiConfig>(),
     SectionSpec::of::<lockstep_release::config::ReleaseConfig>(),
     SectionSpec::of::<lockstep_history::HistoryConfig>(),
+    SectionSpec::of::<lockstep_python::settings::ToolsConfig>(),
 ];
 
 /// lockstep.toml from `--config` or found from `cwd`, every table checked.

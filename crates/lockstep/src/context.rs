@@ -40,6 +40,10 @@ impl<'a> Ctx<'a> {
             return Ok(loaded);
         }
         let loaded = crate::config::load(self.config.as_deref(), &self.cwd)?;
+        // `[tools]` is the Python layer's, for every engine that reaches uv
+        // or an interpreter: set once, here, where the file is read.
+        let tools: lockstep_python::settings::ToolsConfig = loaded.section()?;
+        lockstep_python::settings::configure(tools.resolved(&loaded.root));
         Ok(self.loaded.get_or_init(|| loaded))
     }
 

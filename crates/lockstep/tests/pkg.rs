@@ -241,23 +241,10 @@ fn run_ok(cmd: &mut Command) {
     assert!(out.status.success(), "{cmd:?} failed");
 }
 
-/// How the tests start uv: `uv` on PATH, else `python3 -m uv` (installed
-/// for the user if need be, as lockstep itself does).
+/// How the tests start uv: lockstep's own (installed into the shared
+/// toolchains directory on first use, as lockstep itself does).
 fn uv_argv() -> Vec<String> {
-    let works = |argv: &[&str]| {
-        Command::new(argv[0])
-            .args(&argv[1..])
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if works(&["uv"]) {
-        return vec!["uv".into()];
-    }
-    if !works(&["python3", "-m", "uv"]) {
-        run_ok(Command::new("python3").args(["-m", "pip", "install", "-q", "--user", "uv"]));
-    }
-    vec!["python3".into(), "-m".into(), "uv".into()]
+    lockstep_uv().argv().to_vec()
 }
 
 #[test]

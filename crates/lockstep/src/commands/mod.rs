@@ -6,6 +6,7 @@ mod bench;
 mod cache;
 mod ci;
 mod demo;
+mod doctor;
 mod history;
 mod integrate;
 mod pkg;
@@ -39,5 +40,6 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<i32, Error> {
         Command::Release(cmd) => release::run(cmd, ctx),
         Command::History(cmd) => history::run(cmd, ctx),
         Command::Report(cmd) => history::report(cmd, ctx),
+        Command::Doctor { json: _ } => doctor::run(ctx),
     }
 }

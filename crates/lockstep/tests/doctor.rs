@@ -1,0 +1,167 @@
+//! `lockstep doctor` lists every tool lockstep would use, where it lives
+//! and its version (a missing one listed as missing, exit 0), the Pythons
+//! installed outside PATH, and each directory lockstep writes with its
+//! size; it installs nothing. And `pkg build` finds a pyenv Python that is
+//! not activated, or says where it looked.
+
+mod common;
+
+use std::path::Path;
+
+use common::{assert_schema, stderr, stdout, write, write_executable, Project};
+
+/// A pyenv root holding a "3.99.1" whose interpreter answers `--version`
+/// as that version (and is otherwise the machine's python3).
+fn fake_pyenv(root: &Path) {
+    let python = root.join("versions/3.99.1/bin/python3.99");
+    std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+    write_executable(
+        &python,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Python 3.99.1'; exit 0; fi\nexec python3 \"$@\"\n",
+    );
+    std::fs::create_dir_all(root.join("versions/3.98-dev")).unwrap();
+}
+
+#[test]
+fn doctor_lists_tools_pythons_and_directories_and_installs_nothing() {
+    let p = Project::new();
+    let pyenv = p.root().join("pyenv");
+    fake_pyenv(&pyenv);
+    let toolchains = p.root().join("toolchains");
+    // PATH with git but without cmake, ninja or ccache.
+    let bin = p.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let git = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(git.trim(), bin.join("git")).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", bin.join("sh")).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = p.cmd(args);
+        cmd.env("PYENV_ROOT", &pyenv)
+            .env("LOCKSTEP_TOOLCHAINS", &toolchains)
+            .env("PATH", &bin)
+            .env_remove("LOCKSTEP_UV");
+        common::expect(&mut cmd, 0)
+    };
+    let out = run(&["doctor"]);
+    let text = stdout(&out);
+    for line in [
+        "uv ",
+        "not installed yet (installed on first use)",
+        "git version",
+        "cmake         MISSING",
+        "ninja         MISSING",
+        "sccache",
+        "auditwheel",
+        "iree-compile",
+        "3.99.1",
+        "[pyenv]",
+        "Directories lockstep writes:",
+        "cache area compile",
+    ] {
+        assert!(text.contains(line), "{line}:\n{text}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&run(&["doctor", "--json"]).stdout).unwrap();
+    assert_schema("doctor.json", &json);
+    let tool = |name: &str| {
+        json["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .clone()
+    };
+    assert_eq!(tool("cmake")["status"], "missing");
+    assert_eq!(tool("git")["status"], "found");
+    assert_eq!(tool("uv")["status"], "first-use");
+    assert_eq!(tool("iree-compile")["status"], "first-use");
+    let python = json["pythons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["version"] == "3.99.1")
+        .expect("the pyenv Python");
+    assert_eq!(python["source"], "pyenv");
+    // Nothing was installed.
+    assert!(
+        !toolchains.exists(),
+        "doctor created the toolchains directory"
+    );
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
+
+#[test]
+fn pkg_build_finds_a_pyenv_python_that_is_not_activated_or_says_where_it_looked() {
+    let p = Project::new();
+    let pyenv = p.root().join("pyenv");
+    fake_pyenv(&pyenv);
+    common::git(&p.path(), &["init", "-q", "-b", "main"]);
+    write(
+        &p.path().join("pure/pyproject.toml"),
+        "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"demo-pure\"\nversion = \"1.0\"\n",
+    );
+    p.write(
+        "lockstep.toml",
+        "[pkg]\npython = [\"3.98\"]\n\n[[pkg.package]]\nname = \"demo-pure\"\nsource = \"pure\"\n",
+    );
+    common::git(&p.path(), &["add", "-A"]);
+    common::commit_as_tester(&p.path(), "init", false);
+    // 3.98: nowhere. The error names where lockstep looked, what it saw
+    // and the setting that adds an interpreter; nothing is written.
+    let mut cmd = p.cmd(&["pkg", "build"]);
+    cmd.env("PYENV_ROOT", &pyenv);
+    let out = common::expect(&mut cmd, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("Python 3.98 is not installed where lockstep looks"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{} (pyenv): 3.98-dev, 3.99.1",
+            pyenv.join("versions").display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("[tools] python = ["), "{err}");
+    assert!(!p.path().join("wheelhouse").exists());
+    // An unreadable pyenv directory is named, not a crash.
+    let broken = p.root().join("broken-pyenv");
+    write(&broken.join("versions"), "not a directory\n");
+    let mut cmd = p.cmd(&["pkg", "build"]);
+    cmd.env("PYENV_ROOT", &broken);
+    let err = stderr(&common::expect(&mut cmd, 2));
+    assert!(err.contains("(pyenv): cannot be read"), "{err}");
+    // 3.99: pyenv's, though not on PATH; doctor lists it, and so does the
+    // interpreter search pkg build uses (the build itself would need a
+    // real 3.99, so only the discovery is checked here).
+    let mut cmd = p.cmd(&["doctor", "--json"]);
+    cmd.env("PYENV_ROOT", &pyenv);
+    let json: serde_json::Value =
+        serde_json::from_slice(&common::expect(&mut cmd, 0).stdout).unwrap();
+    assert!(json["pythons"].to_string().contains("3.99.1"));
+    // [tools] python names an interpreter anywhere.
+    p.write(
+        "lockstep.toml",
+        &format!(
+            "[tools]\npython = [\"{}\"]\n\n[pkg]\npython = [\"3.98\"]\n\n[[pkg.package]]\nname = \"demo-pure\"\nsource = \"pure\"\n",
+            pyenv.join("versions/3.99.1/bin/python3.99").display()
+        ),
+    );
+    let mut cmd = p.cmd(&["doctor", "--json"]);
+    cmd.env("PYENV_ROOT", p.root().join("none"));
+    let json: serde_json::Value =
+        serde_json::from_slice(&common::expect(&mut cmd, 0).stdout).unwrap();
+    assert!(
+        json["pythons"].to_string().contains("[tools] python"),
+        "{json}"
+    );
+}
