@@ -123,6 +123,8 @@ impl<'a> BuildRequest<'a> {
 pub struct BuildReport {
     pub revision: String,
     pub dirty: bool,
+    /// The set's version, when every package is at one (each package's is
+    /// in the manifest and in `wheels`).
     pub version: Option<String>,
     pub manifests: Vec<PathBuf>,
     pub wheels: Vec<Built>,
@@ -180,11 +182,25 @@ struct Group {
     variant: String,
     env: BTreeMap<String, String>,
     version: Option<String>,
-    /// Its `[project]` version is dynamic (stamped through `[pkg.version]`
-    /// `write-file` / `env`, not the pyproject).
-    dynamic: bool,
+    /// How `version` gets into the wheel.
+    stamp: Stamp,
     /// An sdist is built too (`[[pkg.package]] sdist`).
     sdist: bool,
+}
+
+/// How a group's version gets into what it builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stamp {
+    /// No version asked: the backend's own.
+    None,
+    /// The staged pyproject's static `[project] version` rewritten.
+    Pyproject,
+    /// Through what the build reads: `[pkg.version]` write-file and/or env
+    /// (a dynamic `[project]` version, or a setup.py without `[project]`).
+    Backend,
+    /// The build cannot take a version: the built wheel is rewritten
+    /// (`[pkg.version] rewrite`).
+    AfterBuild,
 }
 
 /// Builds the set; see the module doc.
@@ -314,8 +330,31 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
     if !failures.is_empty() {
         return Err(failed_cells(failures, cells));
     }
+    // The versions the wheels were built at (a backend's own, where none
+    // was asked): one, or each package its own.
+    let mut versions: Vec<(String, String)> = built
+        .iter()
+        .filter_map(|m| {
+            dist_name(&m.info.name, m.report.sdist).map(|(_, v)| (m.report.package.clone(), v))
+        })
+        .collect();
+    versions.sort();
+    versions.dedup();
+    let distinct: std::collections::BTreeSet<&str> =
+        versions.iter().map(|(_, v)| v.as_str()).collect();
+    if req.pkg.one_version && distinct.len() > 1 {
+        let listed: Vec<String> = versions.iter().map(|(p, v)| format!("{p} {v}")).collect();
+        return Err(Error::usage(
+            "the set was built at more than one version ([pkg] one-version = true); nothing was written",
+        )
+        .cause(listed.join(", "))
+        .hint("pass --version to stamp one version into every package, make their versions equal, or remove [pkg] one-version"));
+    }
     let manifests = write_set(&ctx, &groups, &mut built, dirty, pin.as_deref(), sink)?;
-    let version = groups.first().and_then(|g| g.version.clone());
+    let version = match distinct.len() {
+        1 => distinct.iter().next().map(|v| v.to_string()),
+        _ => None,
+    };
     Ok(BuildReport {
         revision,
         dirty,
@@ -474,30 +513,40 @@ fn plan_groups(
     let chosen = choose_packages(req.pkg, &req.packages)?;
     for package in req.pkg.package.iter().filter(|p| chosen.contains(&p.name)) {
         let source = relative_source(&root, &top, &package.source, &package.name)?;
-        let pyproject = if source.is_empty() {
-            "pyproject.toml".to_string()
-        } else {
-            format!("{source}/pyproject.toml")
+        let in_source = |file: &str| {
+            if source.is_empty() {
+                file.to_string()
+            } else {
+                format!("{source}/{file}")
+            }
         };
-        if repo
-            .resolve_blob(&format!("{revision}:{pyproject}"))?
-            .is_none()
-        {
-            let on_disk = top.join(&pyproject).is_file();
+        // A package is a pyproject.toml, or a setup.py alone (built with
+        // setuptools' legacy backend).
+        let mut committed = false;
+        for file in ["pyproject.toml", "setup.py"] {
+            committed |= repo
+                .resolve_blob(&format!("{revision}:{}", in_source(file)))?
+                .is_some();
+        }
+        if !committed {
+            let pyproject = in_source("pyproject.toml");
+            let on_disk = ["pyproject.toml", "setup.py"]
+                .iter()
+                .any(|f| top.join(in_source(f)).is_file());
             return Err(Error::usage(format!(
                 "package {}: {} {}",
                 package.name,
-                pyproject,
+                if on_disk { in_source("pyproject.toml / setup.py") } else { pyproject },
                 if on_disk {
                     "is not committed (lockstep builds the committed tree)"
                 } else {
-                    "does not exist"
+                    "does not exist, nor does a setup.py beside it"
                 }
             ))
             .hint(if on_disk {
                 "commit it (`git add` and `git commit`), then build again"
             } else {
-                "point [[pkg.package]] source at the directory holding the package's pyproject.toml"
+                "point [[pkg.package]] source at the directory holding the package's pyproject.toml (or setup.py)"
             }));
         }
         for variant in package.variants.iter().filter(|v| variants.contains(v)) {
@@ -524,7 +573,7 @@ fn plan_groups(
                 variant: variant.clone(),
                 env,
                 version: None,
-                dynamic: false,
+                stamp: Stamp::None,
                 sdist: package.sdist,
             });
         }
@@ -595,8 +644,12 @@ fn relative_source(root: &Path, top: &Path, source: &Path, name: &str) -> Result
     Ok(rel.to_string_lossy().into_owned())
 }
 
-/// The version of each group: `--version`, else the scheme. The set must
-/// end up at one version.
+/// The version of each group (`--version`, else the scheme) and how it is
+/// stamped: a static `[project] version` in the pyproject; a dynamic one,
+/// or a setup.py without `[project]`, through `[pkg.version]` write-file /
+/// env; a build that cannot take a version, in the built wheel. A package
+/// with no `[project]` table builds at its backend's version when none is
+/// asked. With `[pkg] one-version`, the set must end up at one version.
 fn set_versions(
     req: &BuildRequest<'_>,
     repo: &Repo,
@@ -606,8 +659,9 @@ fn set_versions(
     if let Some(v) = &req.version {
         wheel::check_version("--version", v)?;
     }
-    let write_file = stage::check_write_file(req.pkg.version.write_file.as_deref())?;
-    if let Some(var) = &req.pkg.version.env {
+    let how = &req.pkg.version;
+    let write_file = stage::check_write_file(how.write_file.as_deref())?;
+    if let Some(var) = &how.env {
         stage::check_env_name(var)?;
     }
     let mut projects = BTreeMap::new();
@@ -620,8 +674,13 @@ fn set_versions(
         } else {
             format!("{}/pyproject.toml", g.source)
         };
-        let text = repo.git(&["show", &format!("{revision}:{path}")])?;
-        let project = stage::read_project(&text, &format!("{path} (package {})", g.package))?;
+        let project = if repo.resolve_blob(&format!("{revision}:{path}"))?.is_some() {
+            let text = repo.git(&["show", &format!("{revision}:{path}")])?;
+            stage::read_project(&text, &format!("{path} (package {})", g.package))?
+        } else {
+            // A setup.py-only package (plan_groups checked it has one).
+            stage::Project::default()
+        };
         if let Some(name) = &project.name {
             if wheel::normalize(name) != wheel::normalize(&g.package) {
                 return Err(Error::usage(format!(
@@ -634,18 +693,19 @@ fn set_versions(
         projects.insert(g.package.clone(), project);
     }
     let short = &revision[..7.min(revision.len())];
+    let through_backend = write_file.is_some() || how.env.is_some();
     for g in groups.iter_mut() {
         let project = &projects[&g.package];
-        g.dynamic = project.dynamic_version;
+        let static_version = project.version.is_some() && !project.dynamic_version;
         // Read only where it decides the version (the dev scheme's release).
-        let dev = req.version.is_none() && req.pkg.version.scheme == VersionScheme::Dev;
-        let from_file = match (&write_file, project.dynamic_version && dev) {
+        let dev = req.version.is_none() && how.scheme == VersionScheme::Dev;
+        let from_file = match (&write_file, !static_version && dev) {
             (Some(file), true) => {
                 stage::committed_version(repo, revision, &g.source, file, &g.package)?
             }
             _ => None,
         };
-        g.version = match (&req.version, req.pkg.version.scheme) {
+        g.version = match (&req.version, how.scheme) {
             (Some(v), _) => Some(v.clone()),
             (None, VersionScheme::Explicit) => {
                 return Err(Error::usage(
@@ -667,36 +727,54 @@ fn set_versions(
                 Some(format!("{}.dev0+g{short}", release.join(".")))
             }
         };
-        let can_stamp_dynamic = write_file.is_some() || req.pkg.version.env.is_some();
-        if g.version.is_some() && project.dynamic_version && !can_stamp_dynamic {
-            return Err(Error::usage(format!(
-                "cannot stamp a version into {}: its [project] version is dynamic",
-                g.package
-            ))
-            .hint("set [pkg.version] write-file = \"version_info.json\" (the file its build backend reads the version from) and/or env = \"VARIABLE\" (read by its build), or give it a static `version` in [project]"));
-        }
+        g.stamp = match (&g.version, static_version, through_backend) {
+            (None, _, _) => Stamp::None,
+            (Some(_), true, _) => Stamp::Pyproject,
+            (Some(_), false, true) => Stamp::Backend,
+            (Some(_), false, false) if how.rewrite && !g.sdist => Stamp::AfterBuild,
+            (Some(v), false, false) => {
+                let (why, fix) = if g.sdist {
+                    (
+                        "an sdist cannot be stamped after its build (its setup.py would build the old version)",
+                        "set [pkg.version] write-file / env to what its build reads the version from, or give it a static `version` in [project]",
+                    )
+                } else {
+                    (
+                        "[pkg.version] rewrite = false",
+                        "set [pkg.version] write-file = \"FILE\" (the file its build reads the version from) and/or env = \"VARIABLE\" (read by its build), give it a static `version` in [project], or allow rewrite = true (the built wheel is stamped)",
+                    )
+                };
+                return Err(Error::usage(format!(
+                    "cannot stamp version {v} into {}: it has no static [project] version and no [pkg.version] write-file or env, and {why}",
+                    g.package
+                ))
+                .hint(fix));
+            }
+        };
     }
-    let versions: Vec<(&str, String)> = groups
-        .iter()
-        .map(|g| {
-            (
-                g.package.as_str(),
-                g.version
-                    .clone()
-                    .or_else(|| projects[&g.package].version.clone())
-                    .unwrap_or_default(),
-            )
-        })
-        .collect();
-    if let Some(other) = versions
-        .iter()
-        .find(|(_, v)| !v.is_empty() && *v != versions[0].1)
-    {
-        return Err(Error::usage(format!(
-            "the set is not at one version: {} is {}, {} is {}",
-            versions[0].0, versions[0].1, other.0, other.1
-        ))
-        .hint("pass --version to stamp one version into every package, or make their pyproject versions equal"));
+    if req.pkg.one_version {
+        let versions: Vec<(&str, String)> = groups
+            .iter()
+            .map(|g| {
+                (
+                    g.package.as_str(),
+                    g.version
+                        .clone()
+                        .or_else(|| projects[&g.package].version.clone())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect();
+        if let Some(other) = versions
+            .iter()
+            .find(|(_, v)| !v.is_empty() && *v != versions[0].1)
+        {
+            return Err(Error::usage(format!(
+                "the set is not at one version ([pkg] one-version = true): {} is {}, {} is {}",
+                versions[0].0, versions[0].1, other.0, other.1
+            ))
+            .hint("pass --version to stamp one version into every package, make their versions equal, or remove [pkg] one-version"));
+        }
     }
     Ok(())
 }
@@ -876,20 +954,23 @@ fn build_cell(
     }
     if let Some(version) = &group.version {
         let how = &ctx.req.pkg.version;
-        if !group.dynamic {
-            stage::stamp_version(&package_dir.join("pyproject.toml"), &group.package, version)
-                .map_err(|e| fail(e.render()))?;
-        }
-        // A static version is the pyproject's; the file and the variable
-        // are how a dynamic one is set.
-        if group.dynamic {
-            if let Some(file) = &how.write_file {
-                stage::stamp_file(&package_dir, file, &group.package, version)
-                    .map_err(|e| fail(e.render()))?;
+        match group.stamp {
+            Stamp::Pyproject => {
+                stage::stamp_version(&package_dir.join("pyproject.toml"), &group.package, version)
+                    .map_err(|e| fail(e.render()))?
             }
-            if let Some(var) = &how.env {
-                env.push((var.clone(), version.clone()));
+            // The file and the variable are how a dynamic version (or a
+            // setup.py's) is set.
+            Stamp::Backend => {
+                if let Some(file) = &how.write_file {
+                    stage::stamp_file(&package_dir, file, &group.package, version)
+                        .map_err(|e| fail(e.render()))?;
+                }
+                if let Some(var) = &how.env {
+                    env.push((var.clone(), version.clone()));
+                }
             }
+            Stamp::AfterBuild | Stamp::None => {}
         }
     }
     let ran = ctx
@@ -910,6 +991,12 @@ fn build_cell(
         return Err(fail(format!("uv build {}", ran.exit.describe())));
     }
     let file = single_dist(&dist, group, sdist).map_err(fail)?;
+    let file = match (&group.version, group.stamp) {
+        (Some(version), Stamp::AfterBuild) => {
+            restamp_wheel(&file, group, version, &cell_dir, sink).map_err(fail)?
+        }
+        _ => file,
+    };
     if let Some(version) = &group.version {
         check_metadata_version(&file, group, version, sdist).map_err(fail)?;
     }
@@ -955,6 +1042,44 @@ fn repair_wheel(
         }
         None => Ok((file.to_path_buf(), None)),
     }
+}
+
+/// A wheel built at its backend's version, rewritten at `version` (the
+/// rewrite `release promote` does) into the cell's directory; the built
+/// one is removed. Says so, naming text members that still hold the old
+/// version.
+fn restamp_wheel(
+    file: &Path,
+    group: &Group,
+    version: &str,
+    cell_dir: &Path,
+    sink: &dyn Sink,
+) -> Result<PathBuf, String> {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let built = WheelName::parse(&name)
+        .map(|w| w.version)
+        .ok_or_else(|| format!("`{name}` is not a wheel file name"))?;
+    let to = wheel::parse_version(version)?.to_string();
+    let out = cell_dir.join("restamped");
+    fs_err::create_dir_all(&out).map_err(|e| e.to_string())?;
+    let (restamped, stamps, _dropped) =
+        lockstep_python::restamp::rewrite_wheel(file, &out, &built, &to, false)
+            .map_err(|e| e.render())?;
+    let _ = std::fs::remove_file(file);
+    sink.emit(&PkgEvent::Restamped {
+        package: group.dist.clone(),
+        wheel: restamped
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        from: built,
+        to,
+        stamps,
+    });
+    Ok(restamped)
 }
 
 /// The wheel's METADATA (the sdist's PKG-INFO) `Version` equals the
@@ -1071,7 +1196,7 @@ fn single_dist(dist: &Path, group: &Group, sdist: bool) -> Result<PathBuf, Strin
             group.package
         ));
     }
-    if let Some(v) = &group.version {
+    if let (Some(v), false) = (&group.version, group.stamp == Stamp::AfterBuild) {
         let same = matches!((wheel::parse_version(v), wheel::parse_version(&parsed.1)), (Ok(a), Ok(b)) if a == b);
         if !same {
             return Err(format!(

@@ -37,6 +37,10 @@ pub struct PkgConfig {
     /// The manylinux policy native wheels are repaired to (`"2_28"`);
     /// unset = the lowest policy the wheel satisfies; `"off"` = no repair.
     pub manylinux: Option<String>,
+    /// Every package of the set must be at one version (the check
+    /// `release` needs of a set built without `--version`); off, each
+    /// package keeps its own (recorded per package in the manifest).
+    pub one_version: bool,
 }
 
 impl Default for PkgConfig {
@@ -52,6 +56,7 @@ impl Default for PkgConfig {
             submodules: true,
             compiler_cache: None,
             manylinux: None,
+            one_version: false,
         }
     }
 }
@@ -95,7 +100,7 @@ pub struct VariantConfig {
 }
 
 /// `[pkg.version]`: which version the wheels get.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct VersionConfig {
     pub scheme: VersionScheme,
@@ -106,6 +111,22 @@ pub struct VersionConfig {
     /// An environment variable the version is exported in to the build
     /// backend (`IREE_RELEASE_VERSION`).
     pub env: Option<String>,
+    /// A package whose build cannot take a version (no static `[project]`
+    /// version, no `write-file` or `env`: a version hard-coded in setup.py)
+    /// is stamped after the build, in the built wheel (METADATA, dist-info,
+    /// RECORD); `false` makes that an error naming these settings.
+    pub rewrite: bool,
+}
+
+impl Default for VersionConfig {
+    fn default() -> Self {
+        VersionConfig {
+            scheme: VersionScheme::default(),
+            write_file: None,
+            env: None,
+            rewrite: true,
+        }
+    }
 }
 
 /// `[pkg] compiler-cache`: what native builds compile through.

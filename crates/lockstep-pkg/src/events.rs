@@ -34,6 +34,16 @@ pub enum PkgEvent {
     },
     /// A native wheel was repaired to a manylinux policy.
     Repaired { wheel: String, policy: String },
+    /// A wheel built at its backend's version was stamped afterwards
+    /// (`[pkg.version] rewrite`): `stamps` are text members still holding
+    /// the old version.
+    Restamped {
+        package: String,
+        wheel: String,
+        from: String,
+        to: String,
+        stamps: Vec<String>,
+    },
     /// The compiler cache's counts for this build.
     CompilerCache {
         tool: String,
@@ -106,6 +116,23 @@ impl Event for PkgEvent {
             PkgEvent::Repaired { wheel, policy } => {
                 Human::Line(format!("repaired {wheel} to {policy}"))
             }
+            PkgEvent::Restamped {
+                package,
+                wheel,
+                from,
+                to,
+                stamps,
+            } => Human::Line(format!(
+                "stamped {wheel} after the build: {package}'s build gives {from} whatever lockstep asks (no static [project] version, no [pkg.version] write-file or env), so its METADATA, dist-info and RECORD were rewritten to {to}{}",
+                if stamps.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; still saying {from}: {} (set [pkg.version] write-file or env to what its build reads to stamp those too)",
+                        stamps.join(", ")
+                    )
+                }
+            )),
             PkgEvent::CompilerCache { tool, hits, misses } => Human::Line(format!(
                 "compiler cache ({tool}): {}, {}",
                 lockstep_core::words::count(*hits as usize, "hit", "hits"),

@@ -171,8 +171,9 @@ fn archive_one(repo: &Repo, rev: &str, dest: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// What `[project]` says about the name and version.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `[project]` says about the name and version (nothing, for a
+/// package without a pyproject.toml or its `[project]` table).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Project {
     pub name: Option<String>,
     /// The static `version`, if any.

@@ -17,6 +17,7 @@ pub mod environment;
 pub mod policy;
 pub mod pylock;
 pub mod pythons;
+pub mod restamp;
 pub mod sdist;
 pub mod settings;
 pub mod tools;

@@ -245,7 +245,8 @@ impl Lock {
 
     /// What an exact install relies on: lock-version 1.x, named packages,
     /// wheels with a plain relative path, a size and a sha256, whose file
-    /// name matches the package and version, and one version across the set.
+    /// name matches the package and version (each package at its own
+    /// version: a release checks that its set is at one).
     fn check(&self, path: &Path) -> Result<(), Error> {
         let bad = |what: String| {
             Error::usage(format!("{}: {what}", path.display()))
@@ -306,19 +307,9 @@ impl Lock {
                 check_sdist(package, sdist).map_err(bad)?;
             }
         }
-        let versions: Vec<(String, String)> = self
-            .packages
-            .iter()
-            .map(|p| (p.name.clone(), p.version.clone().unwrap_or_default()))
-            .collect();
-        if let Some((first, rest)) = versions.split_first() {
-            if let Some(other) = rest.iter().find(|(_, v)| *v != first.1) {
-                return Err(bad(format!(
-                    "the set is not at one version: {} is {}, {} is {}",
-                    first.0, first.1, other.0, other.1
-                )));
-            }
-        }
+        // Each package has its own version (a monorepo of independently
+        // versioned packages is one set); a release checks that its set is
+        // at one version itself.
         Ok(())
     }
 
@@ -532,7 +523,7 @@ pub fn write_for_dir(dir: &Path) -> Result<PathBuf, Error> {
 }
 
 /// A lock for the wheels directly in `dir` (`--wheels DIR`): one version
-/// per package and one version across the set, or an error listing what was
+/// per package, or an error listing what was
 /// found (a stable release beside a candidate is exactly the ambiguity an
 /// exact install exists to refuse). Paths are absolute: the lock is
 /// written outside `dir`.
