@@ -435,18 +435,26 @@ fn bad_build_inputs_are_clear_errors() {
     let text = text.replace("source = \"nowhere\"", "source = \"pure\"");
     p.write("lockstep.toml", &text);
 
-    // A dynamic version cannot be stamped.
+    // A dynamic version without write-file or env cannot be stamped before
+    // the build; with `[pkg.version] rewrite = false` that is an error
+    // naming the package and the settings (by default the built wheel is
+    // stamped: tests/pkg_versions.rs).
     p.write(
         "pure/pyproject.toml",
         "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n[project]\nname = \"demo-pure\"\ndynamic = [\"version\"]\n",
     );
+    p.write(
+        "lockstep.toml",
+        &format!("{text}\n[pkg.version]\nrewrite = false\n"),
+    );
     commit(&p, "dynamic version");
     let out = p.run(&["pkg", "build", "--version", "6.1.0"], 2);
     assert!(
-        stderr(&out).contains("demo-pure") && stderr(&out).contains("dynamic"),
+        stderr(&out).contains("demo-pure") && stderr(&out).contains("no static [project] version"),
         "{}",
         stderr(&out)
     );
+    p.write("lockstep.toml", &text);
 
     // A build that fails: the cell is named with its log's last lines, exit 1, no manifest.
     git(

@@ -128,6 +128,10 @@ pub fn isolate(cmd: &mut Command, home: &Path, cache: &Path) {
     cmd.env("LOCKSTEP_HOME", home)
         .env("LOCKSTEP_CACHE", cache)
         .env("LOCKSTEP_TOOLCHAINS", toolchains())
+        // Every command uses the one uv of the shared toolchains, also
+        // where a test gives it a toolchains directory of its own (which
+        // would otherwise install its own copy from PyPI).
+        .env("LOCKSTEP_UV", shared_uv())
         .env("NO_PROXY", "127.0.0.1,localhost")
         .env("no_proxy", "127.0.0.1,localhost")
         .stdin(Stdio::null());
@@ -346,6 +350,12 @@ pub fn lockstep_uv() -> lockstep_python::uv::Uv {
     std::fs::create_dir_all(&root).expect("create the toolchains directory");
     lockstep_python::uv::find_uv(&root, &root, &lockstep_core::events::NullSink)
         .expect("lockstep's own uv")
+}
+
+/// The path of [`lockstep_uv`] (installed once per test binary).
+pub fn shared_uv() -> &'static Path {
+    static UV: OnceLock<PathBuf> = OnceLock::new();
+    UV.get_or_init(|| PathBuf::from(&lockstep_uv().argv()[0]))
 }
 
 /// A temporary project: a directory holding `work/` (the current directory
