@@ -140,6 +140,10 @@ pub struct CompilerCacheReport {
     pub tool: String,
     pub hits: u64,
     pub misses: u64,
+    /// Calls the cache could not cache, by the tool's reason (sccache's
+    /// `not_cached`: `-E`, `multiple input files` ...).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_cached: BTreeMap<String, u64>,
 }
 
 /// One wheel of the report.
@@ -269,7 +273,19 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
     let scratch = Scratch::new(&out)?;
     let running = match &req.compiler_area {
         Some(area) => {
-            compiler_cache::start(compiler, area, &scratch.0, tools.as_ref(), req.uv, sink)?
+            let user_env: Vec<(String, String)> = groups
+                .iter()
+                .flat_map(|g| g.env.iter().map(|(k, v)| (k.clone(), v.clone())))
+                .collect();
+            compiler_cache::start(
+                compiler,
+                area,
+                &scratch.0,
+                tools.as_ref(),
+                req.uv,
+                &user_env,
+                sink,
+            )?
         }
         None => None,
     };
@@ -291,10 +307,7 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
         submodules: &submodules,
         tools: tools.as_ref(),
         manylinux,
-        cache_env: running
-            .as_ref()
-            .map(|r| r.env().to_vec())
-            .unwrap_or_default(),
+        compiler: running.as_ref(),
     };
     let results = run_groups(&ctx, &groups, sink)?;
     let compiler_cache = running.as_ref().and_then(|r| match r.stats() {
@@ -303,11 +316,13 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
                 tool: r.name().to_string(),
                 hits: stats.hits,
                 misses: stats.misses,
+                not_cached: stats.not_cached.clone(),
             });
             Some(CompilerCacheReport {
                 tool: r.name().to_string(),
                 hits: stats.hits,
                 misses: stats.misses,
+                not_cached: stats.not_cached,
             })
         }
         Err(e) => {
@@ -318,7 +333,6 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
             None
         }
     });
-    drop(running);
     let mut built = Vec::new();
     let mut failures = Vec::new();
     for result in results {
@@ -810,8 +824,8 @@ struct Context<'a> {
     /// needs them).
     tools: Option<&'a BuildTools>,
     manylinux: repair::Policy,
-    /// The compiler cache's variables, given to every build.
-    cache_env: Vec<(String, String)>,
+    /// The compiler cache every native build goes through.
+    compiler: Option<&'a compiler_cache::Running>,
 }
 
 /// A wheel built (or taken from the cache) into the scratch directory.
@@ -942,7 +956,14 @@ fn build_cell(
     } else {
         src.join(&group.source)
     };
-    let mut env: Vec<(String, String)> = ctx.cache_env.clone();
+    let cell_cache = match ctx.compiler {
+        Some(running) => Some(running.cell().map_err(|e| fail(e.render()))?),
+        None => None,
+    };
+    let mut env: Vec<(String, String)> = cell_cache
+        .as_ref()
+        .map(|c| c.env().to_vec())
+        .unwrap_or_default();
     env.extend(group.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     if group.dist != group.package {
         stage::stamp_name(
@@ -987,6 +1008,14 @@ fn build_cell(
             log: &log,
         })
         .map_err(|e| fail(e.render()))?;
+    if let Some(cell_cache) = cell_cache {
+        if let Err(e) = cell_cache.finish() {
+            sink.warn(format!(
+                "cannot read the compiler cache's counts of {label}: {}",
+                e.message
+            ));
+        }
+    }
     if !ran.success() {
         return Err(fail(format!("uv build {}", ran.exit.describe())));
     }

@@ -49,6 +49,9 @@ pub enum PkgEvent {
         tool: String,
         hits: u64,
         misses: u64,
+        /// Calls not cached, by the tool's reason.
+        #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        not_cached: std::collections::BTreeMap<String, u64>,
     },
     /// A manifest was written.
     ManifestWritten { path: String, wheels: usize },
@@ -133,10 +136,27 @@ impl Event for PkgEvent {
                     )
                 }
             )),
-            PkgEvent::CompilerCache { tool, hits, misses } => Human::Line(format!(
-                "compiler cache ({tool}): {}, {}",
+            PkgEvent::CompilerCache {
+                tool,
+                hits,
+                misses,
+                not_cached,
+            } => Human::Line(format!(
+                "compiler cache ({tool}): {}, {}{}",
                 lockstep_core::words::count(*hits as usize, "hit", "hits"),
-                lockstep_core::words::count(*misses as usize, "miss", "misses")
+                lockstep_core::words::count(*misses as usize, "miss", "misses"),
+                if not_cached.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; not cacheable: {}",
+                        not_cached
+                            .iter()
+                            .map(|(why, n)| format!("{why} ({n})"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
             )),
             PkgEvent::ManifestWritten { path, wheels } => Human::Many(vec![
                 Human::End,

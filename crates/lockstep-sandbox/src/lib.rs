@@ -13,6 +13,7 @@ pub mod github;
 pub mod native;
 pub mod packages;
 pub mod repos;
+pub mod shapes;
 pub mod stacks;
 pub mod workflow_runner;
 
