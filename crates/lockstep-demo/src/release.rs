@@ -106,8 +106,10 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
     if let Some(c) = &report.compiler_cache {
         writeln!(
             out,
-            "   compiler cache ({}): {} miss(es), {} hit(s)",
-            c.tool, c.misses, c.hits
+            "   compiler cache ({}): {}, {}",
+            c.tool,
+            lockstep_core::words::count(c.misses as usize, "miss", "misses"),
+            lockstep_core::words::count(c.hits as usize, "hit", "hits")
         )?;
     }
     let published = lockstep_release::publish::publish(

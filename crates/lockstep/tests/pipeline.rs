@@ -292,16 +292,25 @@ fn outputs(report: &RunReport, id: &str) -> BTreeMap<String, String> {
     report.job(id)[0].outputs.clone()
 }
 
-/// "compiler cache (sccache): H hits, M misses" from the build log.
+/// "compiler cache (sccache): H hits, M misses[; not cacheable: ...]" from
+/// the build log.
 fn compiler_cache(report: &RunReport) -> (u64, u64) {
     for step in report.job("build").iter().flat_map(|j| &j.steps) {
         let log = std::fs::read_to_string(&step.log).unwrap_or_default();
         if let Some(line) = log.lines().find(|l| l.contains("compiler cache (")) {
-            let numbers: Vec<u64> = line
+            // "compiler cache (sccache): H hits, M misses[; not cacheable: ...]"
+            let counts = line
+                .split("): ")
+                .nth(1)
+                .unwrap_or_default()
+                .split(';')
+                .next()
+                .unwrap_or_default();
+            let numbers: Vec<u64> = counts
                 .split(|c: char| !c.is_ascii_digit())
                 .filter_map(|n| n.parse().ok())
                 .collect();
-            if let [.., hits, misses] = numbers[..] {
+            if let [hits, misses] = numbers[..] {
                 return (hits, misses);
             }
         }
