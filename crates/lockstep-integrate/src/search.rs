@@ -445,10 +445,16 @@ impl Search<'_, '_> {
                     None => prober.probe(&self.candidates[stop], stop + 1, n)?,
                 }
             };
-            if probe.verdict == Verdict::Conflict {
-                return Ok(SearchEnd::Halt(Box::new(
-                    self.conflict(&probe, &last_good)?,
-                )));
+            match probe.verdict {
+                Verdict::Conflict => {
+                    return Ok(SearchEnd::Halt(Box::new(
+                        self.conflict(&probe, &last_good)?,
+                    )))
+                }
+                // It passes with the rebased patches: search on from the
+                // new pin.
+                Verdict::Good | Verdict::Skip => return Ok(SearchEnd::Again),
+                Verdict::Bad => {}
             }
             let lo = good.map(|g| g as isize).unwrap_or(-1);
             let ambiguous: Vec<String> = skipped
@@ -480,9 +486,11 @@ impl Search<'_, '_> {
 
     /// The stopping candidate `i` judged again after an advance rebased the
     /// carried patches: a conflict when the rebased stack does not apply
-    /// there (no smoke), the earlier smoke failure when the store holds it
-    /// for exactly the rebased stack, else `None`: the candidate needs a
-    /// fresh search from the new pin.
+    /// there (no smoke); a smoke failure found with the old stack is smoked
+    /// again with the new one (from the store when it holds that verdict:
+    /// one smoke at most, where a new search would bisect again); `None`
+    /// for a conflict the old stack had and the new one has not: the
+    /// candidate needs a fresh search from the new pin.
     fn recheck(
         &mut self,
         prober: &mut Prober,
@@ -492,7 +500,7 @@ impl Search<'_, '_> {
         let commit = &self.candidates[i];
         let conflicts = matches!(prober.replay(&commit.sha)?, Replay::Conflict { .. });
         let smoke_failed = found.is_some_and(|p| p.verdict == Verdict::Bad);
-        if conflicts || (smoke_failed && prober.bad_with_this_stack(&commit.sha)?) {
+        if conflicts || smoke_failed {
             return Ok(Some(prober.probe(commit, i + 1, self.candidates.len())?));
         }
         Ok(None)

@@ -1500,6 +1500,10 @@ fn drive_stack(
         }
         let bound = ceil_log2(n) + 2 + usize::from(code == 0);
         if used > bound {
+            eprintln!(
+                "    {}: a loop over {n} candidates used {used} smoke runs (bound {bound})",
+                dir.display()
+            );
             run.over_bound += 1;
             run.worst_excess = run.worst_excess.max(used - bound);
         }
