@@ -322,8 +322,9 @@ fn scan(
 }
 
 /// The toolchains directory: `iree-NAME/` toolchains (last used when their
-/// `toolchain.json` was last read), their `.iree-NAME.lock` files and
-/// lockstep's private uv (`.uv/`, kept); half-built `.iree-NAME.tmp-*` /
+/// `toolchain.json` was last read), their `.iree-NAME.lock` files,
+/// lockstep's own uv (`uv/VERSION`, and `.uv/` of older lockstep versions,
+/// kept) and the build tools; half-built `.iree-NAME.tmp-*` /
 /// `.iree-NAME.old-*` directories (removed under the install lock); what
 /// else is there is not lockstep's.
 fn scan_toolchains(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>) {
@@ -334,6 +335,7 @@ fn scan_toolchains(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>
             .unwrap_or_default();
         let is_dir = path.is_dir() && !path.is_symlink();
         if name == ".uv"
+            || (is_dir && name == "uv")
             || (name.starts_with(".iree-") && name.ends_with(".lock"))
             || name.starts_with(".build-tools-")
         {
@@ -382,8 +384,10 @@ fn scan_toolchains(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>
 
 /// The compiler cache's directory: `sccache/` and `ccache/` in their tools'
 /// own layouts (every file below is one object, last used when it was last
-/// written: both tools rewrite or touch what they hit) and their
-/// `.TOOL.lock` files; anything else is not lockstep's.
+/// written: both tools rewrite or touch what they hit), their `.TOOL.lock`
+/// files and `bin/` (the launcher and compiler shims `pkg build` rewrites
+/// each build: neither an object nor foreign); anything else is not
+/// lockstep's.
 fn scan_compiler(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>) {
     for path in children(dir) {
         let name = path
@@ -391,7 +395,7 @@ fn scan_compiler(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>) 
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let is_dir = path.is_dir() && !path.is_symlink();
-        if name == ".sccache.lock" || name == ".ccache.lock" {
+        if name == ".sccache.lock" || name == ".ccache.lock" || (is_dir && name == "bin") {
             continue;
         }
         if is_dir && (name == "sccache" || name == "ccache") {

@@ -23,6 +23,7 @@ use lockstep_core::Error;
 use lockstep_git::Repo;
 
 use crate::packages::commit_all;
+use crate::repos::write_files;
 
 /// The submodule's path in the superproject.
 pub const SUBMODULE_PATH: &str = "third_party/minillvm";
@@ -135,17 +136,6 @@ pub fn touch_upstream(native: &Native, n: u32) -> Result<(), Error> {
     )
 }
 
-fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), Error> {
-    for (name, text) in files {
-        let path = dir.join(name);
-        if let Some(parent) = path.parent() {
-            fs_err::create_dir_all(parent)?;
-        }
-        fs_err::write(&path, text)?;
-    }
-    Ok(())
-}
-
 fn minillvm_files(passes: usize) -> Vec<(String, String)> {
     let passes = passes.max(1);
     let mut files = vec![
@@ -165,39 +155,12 @@ fn minillvm_files(passes: usize) -> Vec<(String, String)> {
 /// real compiler's generated tables give a C++ compiler, about half a
 /// second of it per file), folded at run time.
 fn pass_source(i: usize) -> String {
-    let seeds: Vec<String> = (0..12).map(|k| (i * 13 + k * 2 + 3).to_string()).collect();
-    format!(
-        r#"// Pass {i} of minillvm.
-#include <array>
-#include <cstddef>
-#include <utility>
-
-static const int kTweak = 0;
-
-namespace {{
-template <std::size_t N, long S> struct Fold {{
-  static constexpr long value = (Fold<N - 1, S>::value * 31 + N * S) % 1000003;
-}};
-template <long S> struct Fold<0, S> {{ static constexpr long value = S; }};
-
-template <long S, std::size_t... I>
-constexpr std::array<long, sizeof...(I)> table(std::index_sequence<I...>) {{
-  return {{{{Fold<I, S>::value...}}}};
-}}
-
-template <long... S> long fold_all(long acc) {{
-  ((acc = [&] {{
-     for (long v : table<S>(std::make_index_sequence<400>{{}})) acc = (acc * 7 + v) % 1000003;
-     return acc;
-   }}()),
-   ...);
-  return acc;
-}}
-}} // namespace
-
-long minillvm_pass_{i}(long x) {{ return fold_all<{seeds}>(x + kTweak); }}
-"#,
-        seeds = seeds.join(", ")
+    crate::repos::heavy_source(
+        &format!("// Pass {i} of minillvm.\n"),
+        &format!("minillvm_pass_{i}"),
+        i,
+        12,
+        "int",
     )
 }
 

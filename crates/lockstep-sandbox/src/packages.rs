@@ -81,13 +81,7 @@ pub fn create_with(dir: &Path, version: &str, config: &str) -> Result<Repo, Erro
         (".gitignore", "wheelhouse/\n".to_string()),
         ("lockstep.toml", config.to_string()),
     ];
-    for (name, text) in &files {
-        let path = dir.join(name);
-        if let Some(parent) = path.parent() {
-            fs_err::create_dir_all(parent)?;
-        }
-        fs_err::write(&path, text)?;
-    }
+    crate::repos::write_files(dir, &files)?;
     let repo = Repo::new(dir);
     repo.git(&["init", "-q", "-b", "main"])?;
     commit_all(&repo, "Add the demo packages")?;

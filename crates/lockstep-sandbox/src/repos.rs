@@ -266,30 +266,61 @@ const PATCH_REVERT_SUBJECT: &str = "Revert \"[mlir] Drop legacy pass registratio
 const PATCH_CONFLICT_SUBJECT: &str = "[mlir] Local fix in Conflict.cpp";
 const UPSTREAMED_SUBJECT: &str = "[mlir] Fix off-by-one in Upstreamed.cpp";
 
+/// Where a sandbox's repositories go (absolute, under `root`).
+pub(crate) struct Layout {
+    pub(crate) root: PathBuf,
+    pub(crate) upstream: PathBuf,
+    pub(crate) fork: PathBuf,
+    pub(crate) super_origin: PathBuf,
+    pub(crate) superproject: PathBuf,
+}
+
+impl Layout {
+    /// The layout in `dir` (created if missing), which must not already
+    /// hold any of the repositories.
+    pub(crate) fn new(dir: &Path) -> Result<Layout, Error> {
+        fs::create_dir_all(dir).map_err(|e| {
+            Error::from(e).context(format!("cannot create sandbox directory {}", dir.display()))
+        })?;
+        let root = fs::canonicalize(dir)
+            .map_err(|e| Error::from(e).context(format!("cannot resolve {}", dir.display())))?;
+        let layout = Layout {
+            upstream: root.join("upstream.git"),
+            fork: root.join("fork.git"),
+            super_origin: root.join("super-origin.git"),
+            superproject: root.join("super"),
+            root,
+        };
+        for path in [
+            &layout.upstream,
+            &layout.fork,
+            &layout.super_origin,
+            &layout.superproject,
+        ] {
+            if path.exists() {
+                return Err(Error::usage(format!(
+                    "cannot create a sandbox in {}: {} already exists",
+                    layout.root.display(),
+                    path.display()
+                ))
+                .hint("pass an empty or new directory"));
+            }
+        }
+        Ok(layout)
+    }
+}
+
 /// Builds the sandbox in `dir` (created if missing; it must not already hold
 /// `upstream.git`, `fork.git`, `super-origin.git` or `super`).
 pub fn create(dir: &Path, spec: &SandboxSpec) -> Result<Sandbox, Error> {
     let plan = Plan::new(spec)?;
-
-    fs::create_dir_all(dir).map_err(|e| {
-        Error::from(e).context(format!("cannot create sandbox directory {}", dir.display()))
-    })?;
-    let root = fs::canonicalize(dir)
-        .map_err(|e| Error::from(e).context(format!("cannot resolve {}", dir.display())))?;
-    let upstream = root.join("upstream.git");
-    let fork = root.join("fork.git");
-    let super_origin = root.join("super-origin.git");
-    let superproject = root.join("super");
-    for path in [&upstream, &fork, &super_origin, &superproject] {
-        if path.exists() {
-            return Err(Error::usage(format!(
-                "cannot create a sandbox in {}: {} already exists",
-                root.display(),
-                path.display()
-            ))
-            .hint("pass an empty or new directory"));
-        }
-    }
+    let Layout {
+        root,
+        upstream,
+        fork,
+        super_origin,
+        superproject,
+    } = Layout::new(dir)?;
 
     // Upstream: history before the base, the base, the pending range.
     init_bare(&upstream)?;
@@ -1093,27 +1124,10 @@ int main() { return 0; }
     };
     write_commit(w, &c, &files)?;
 
-    let gitmodules = format!(
-        "[submodule \"{SUBMODULE_PATH}\"]\n\tpath = {SUBMODULE_PATH}\n\turl = {}\n",
-        fork.display()
-    );
-    let toml = format!(
-        r#"[integrate]
-submodule = "{SUBMODULE_PATH}"
-upstream-remote = "upstream"
-upstream-url = "{}"
-upstream-branch = "main"
-base = "origin/main"
-branch = "integrates/llvm-{{date}}"
-track-paths = ["mlir"]
-smoke = ["./build_tools/smoke.sh"]
-smoke-timeout = "5m"
-commit-url = "https://github.com/llvm/llvm-project/commit/{{sha}}"
-
-[integrate.export]
-remote = "origin"
-"#,
-        toml_escape(&upstream.display().to_string())
+    let (gitmodules, toml) = superproject_config(
+        fork,
+        upstream,
+        Some("https://github.com/llvm/llvm-project/commit/{sha}"),
     );
     let message = format!(
         "Add llvm-project submodule at {}\n",
@@ -1138,6 +1152,40 @@ remote = "origin"
     ];
     write_commit(w, &c, &files)?;
     w.write_all(b"done\n")
+}
+
+/// The superproject's `.gitmodules` (the submodule from `fork`) and
+/// `lockstep.toml` (integrating `upstream`'s `mlir/` with the sandbox smoke).
+pub(crate) fn superproject_config(
+    fork: &Path,
+    upstream: &Path,
+    commit_url: Option<&str>,
+) -> (String, String) {
+    let gitmodules = format!(
+        "[submodule \"{SUBMODULE_PATH}\"]\n\tpath = {SUBMODULE_PATH}\n\turl = {}\n",
+        fork.display()
+    );
+    let commit_url = commit_url
+        .map(|u| format!("commit-url = \"{}\"\n", toml_escape(u)))
+        .unwrap_or_default();
+    let toml = format!(
+        r#"[integrate]
+submodule = "{SUBMODULE_PATH}"
+upstream-remote = "upstream"
+upstream-url = "{}"
+upstream-branch = "main"
+base = "origin/main"
+branch = "integrates/llvm-{{date}}"
+track-paths = ["mlir"]
+smoke = ["./build_tools/smoke.sh"]
+smoke-timeout = "5m"
+{commit_url}
+[integrate.export]
+remote = "origin"
+"#,
+        toml_escape(&upstream.display().to_string())
+    );
+    (gitmodules, toml)
 }
 
 pub(crate) fn toml_escape(s: &str) -> String {
@@ -1181,6 +1229,69 @@ echo "1 error generated."
 echo "ninja: build stopped: subcommand failed."
 exit 1
 "#;
+
+/// Writes `files` (path relative to `dir`, text), creating directories.
+pub(crate) fn write_files<P: AsRef<Path>, T: AsRef<str>>(
+    dir: &Path,
+    files: &[(P, T)],
+) -> Result<(), Error> {
+    for (name, text) in files {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            fs_err::create_dir_all(parent)?;
+        }
+        fs_err::write(&path, text.as_ref())?;
+    }
+    Ok(())
+}
+
+/// C++ source that takes real time to compile (compile-time tables built
+/// by template recursion, `tables` of them, 400 entries each), defining
+/// `long FUNCTION(long)`; `kTweak` (of type `tweak_type`) is the constant a
+/// one-line change rewrites.
+pub(crate) fn heavy_source(
+    header: &str,
+    function: &str,
+    seed: usize,
+    tables: usize,
+    tweak_type: &str,
+) -> String {
+    let seeds: Vec<String> = (0..tables.max(1))
+        .map(|k| (seed * 13 + k * 2 + 3).to_string())
+        .collect();
+    format!(
+        r#"{header}#include <array>
+#include <cstddef>
+#include <utility>
+
+static const {tweak_type} kTweak = 0;
+
+namespace {{
+template <std::size_t N, long S> struct Fold {{
+  static constexpr long value = (Fold<N - 1, S>::value * 31 + N * S) % 1000003;
+}};
+template <long S> struct Fold<0, S> {{ static constexpr long value = S; }};
+
+template <long S, std::size_t... I>
+constexpr std::array<long, sizeof...(I)> table(std::index_sequence<I...>) {{
+  return {{{{Fold<I, S>::value...}}}};
+}}
+
+template <long... S> long fold_all(long acc) {{
+  ((acc = [&] {{
+     for (long v : table<S>(std::make_index_sequence<400>{{}})) acc = (acc * 7 + v) % 1000003;
+     return acc;
+   }}()),
+   ...);
+  return acc;
+}}
+}} // namespace
+
+long {function}(long x) {{ return fold_all<{seeds}>(x + kTweak); }}
+"#,
+        seeds = seeds.join(", ")
+    )
+}
 
 /// Clones the superproject origin into `superproject` with the sandbox's
 /// identity, and initialises its submodule (file transport allowed, as the

@@ -78,13 +78,7 @@ pub fn create(dir: &Path, spec: &ShapeSpec) -> Result<PathBuf, Error> {
         Shape::SetupPyCmake => setup_cmake_files(sources),
         Shape::SetuptoolsExtension => extension_files(sources),
     });
-    for (name, text) in &files {
-        let path = dir.join(name);
-        if let Some(parent) = path.parent() {
-            fs_err::create_dir_all(parent)?;
-        }
-        fs_err::write(&path, text)?;
-    }
+    crate::repos::write_files(dir, &files)?;
     let repo = Repo::new(dir);
     repo.git(&["init", "-q", "-b", "main"])?;
     commit_all(&repo, &format!("{}: a native package", spec.shape.name()))?;
@@ -147,47 +141,18 @@ fn common_files(spec: &ShapeSpec, sources: usize) -> Vec<(String, String)> {
 /// Source `i`: compile-time tables built by template recursion, folded at
 /// run time (`weight` tables of 400 entries).
 fn kernel_source(i: usize, weight: usize, pybind: bool) -> String {
-    let seeds: Vec<String> = (0..weight.max(1))
-        .map(|k| (i * 13 + k * 2 + 3).to_string())
-        .collect();
+    // Every source sees pybind11's headers, as in real bindings.
     let include = if pybind {
-        // Every source sees pybind11's headers, as in real bindings.
         "#include <pybind11/pybind11.h>\n"
     } else {
         ""
     };
-    format!(
-        r#"// Kernel {i}.
-{include}#include <array>
-#include <cstddef>
-#include <utility>
-
-static const long kTweak = 0;
-
-namespace {{
-template <std::size_t N, long S> struct Fold {{
-  static constexpr long value = (Fold<N - 1, S>::value * 31 + N * S) % 1000003;
-}};
-template <long S> struct Fold<0, S> {{ static constexpr long value = S; }};
-
-template <long S, std::size_t... I>
-constexpr std::array<long, sizeof...(I)> table(std::index_sequence<I...>) {{
-  return {{{{Fold<I, S>::value...}}}};
-}}
-
-template <long... S> long fold_all(long acc) {{
-  ((acc = [&] {{
-     for (long v : table<S>(std::make_index_sequence<400>{{}})) acc = (acc * 7 + v) % 1000003;
-     return acc;
-   }}()),
-   ...);
-  return acc;
-}}
-}} // namespace
-
-long kernel_{i}(long x) {{ return fold_all<{seeds}>(x + kTweak); }}
-"#,
-        seeds = seeds.join(", ")
+    crate::repos::heavy_source(
+        &format!("// Kernel {i}.\n{include}"),
+        &format!("kernel_{i}"),
+        i,
+        weight,
+        "long",
     )
 }
 

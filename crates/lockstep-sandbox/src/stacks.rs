@@ -20,15 +20,14 @@
 //! `n` is adding `BROKEN_<n>` to it); half the breaks are fixed upstream a
 //! few commits later.
 
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use lockstep_core::Error;
 
 use crate::repos::{
-    clone_superproject, fast_import, file, git, init_bare, path_arg, toml_escape, write_commit,
-    CommitInfo, FileChange, Mode, SplitMix64, SUBMODULE_PATH,
+    clone_superproject, fast_import, file, git, init_bare, path_arg, write_commit, CommitInfo,
+    FileChange, Mode, SplitMix64, SUBMODULE_PATH,
 };
 
 /// Numbered source files under the tracked path.
@@ -517,25 +516,13 @@ impl Files {
 /// the repositories).
 pub fn create(dir: &Path, spec: &StackSpec) -> Result<StackSandbox, Error> {
     let plan = Plan::new(spec)?;
-    fs::create_dir_all(dir).map_err(|e| {
-        Error::from(e).context(format!("cannot create sandbox directory {}", dir.display()))
-    })?;
-    let root = fs::canonicalize(dir)
-        .map_err(|e| Error::from(e).context(format!("cannot resolve {}", dir.display())))?;
-    let upstream = root.join("upstream.git");
-    let fork = root.join("fork.git");
-    let super_origin = root.join("super-origin.git");
-    let superproject = root.join("super");
-    for path in [&upstream, &fork, &super_origin, &superproject] {
-        if path.exists() {
-            return Err(Error::usage(format!(
-                "cannot create a sandbox in {}: {} already exists",
-                root.display(),
-                path.display()
-            ))
-            .hint("pass an empty or new directory"));
-        }
-    }
+    let crate::repos::Layout {
+        root,
+        upstream,
+        fork,
+        super_origin,
+        superproject,
+    } = crate::repos::Layout::new(dir)?;
     let mark_of = |marks: &std::collections::HashMap<usize, String>, m: usize| {
         marks
             .get(&m)
@@ -870,27 +857,7 @@ fn write_superproject(
     upstream: &Path,
     fork: &Path,
 ) -> io::Result<()> {
-    let gitmodules = format!(
-        "[submodule \"{SUBMODULE_PATH}\"]\n\tpath = {SUBMODULE_PATH}\n\turl = {}\n",
-        fork.display()
-    );
-    let toml = format!(
-        r#"[integrate]
-submodule = "{SUBMODULE_PATH}"
-upstream-remote = "upstream"
-upstream-url = "{}"
-upstream-branch = "main"
-base = "origin/main"
-branch = "integrates/llvm-{{date}}"
-track-paths = ["mlir"]
-smoke = ["./build_tools/smoke.sh"]
-smoke-timeout = "5m"
-
-[integrate.export]
-remote = "origin"
-"#,
-        toml_escape(&upstream.display().to_string())
-    );
+    let (gitmodules, toml) = crate::repos::superproject_config(fork, upstream, None);
     let message = format!("Add llvm-project at {}\n", &pin[..pin.len().min(12)]);
     let info = CommitInfo {
         branch: "refs/heads/main",

@@ -1529,18 +1529,10 @@ fn drive_stack(
                 let resolved = stacks::replay_by_hand(&sub, &base, &current, &culprit, true)
                     .map_err(|e| e.render())?;
                 git(&sub, &["checkout", "-q", "--detach", &resolved.head])?;
-                git(&sb.superproject, &["add", &sb.submodule_path])?;
-                git(
+                commit_as_person(
                     &sb.superproject,
-                    &[
-                        "-c",
-                        "user.name=b",
-                        "-c",
-                        "user.email=b@e",
-                        "commit",
-                        "-qm",
-                        "Rebase the carried patches by hand",
-                    ],
+                    &sb.submodule_path,
+                    "Rebase the carried patches by hand",
                 )?;
             }
             Some("smoke") => {
@@ -1562,18 +1554,10 @@ fn drive_stack(
                     }
                 }
                 fs::write(&path, text).map_err(|e| e.to_string())?;
-                git(&sb.superproject, &["add", "ACCEPTED_BREAKS"])?;
-                git(
+                commit_as_person(
                     &sb.superproject,
-                    &[
-                        "-c",
-                        "user.name=b",
-                        "-c",
-                        "user.email=b@e",
-                        "commit",
-                        "-qm",
-                        "Adapt to the upstream API",
-                    ],
+                    "ACCEPTED_BREAKS",
+                    "Adapt to the upstream API",
                 )?;
             }
             other => {
@@ -1584,4 +1568,22 @@ fn drive_stack(
     }
     run.internal = Some("not at head after 30 loops".into());
     Ok(run)
+}
+
+/// `git add PATH` and a commit by a person, in `repo`.
+fn commit_as_person(repo: &Path, path: &str, message: &str) -> Res<()> {
+    git(repo, &["add", path])?;
+    git(
+        repo,
+        &[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@e",
+            "commit",
+            "-qm",
+            message,
+        ],
+    )
+    .map(drop)
 }

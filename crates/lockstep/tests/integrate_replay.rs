@@ -216,20 +216,15 @@ fn drive(env: &StackEnv, strategy: &str) -> Vec<serde_json::Value> {
     );
 }
 
-/// The shape that crashed a real integrate: a backport of an early upstream
-/// commit whose line upstream rewrites later, then a local edit upstream
-/// changes further on. The search from the original stack sees the backport
-/// conflict at the rewrite; the stack as rebased past the backport's commit
-/// has dropped it and applies there. Before the fix the loop advanced,
-/// smoked the rewrite (a wasted smoke) and died with `internal: conflict
-/// without details`.
-#[test]
-fn the_search_judges_a_candidate_with_the_stack_the_advance_carries() {
-    let spec = StackSpec {
-        commits: 120,
+/// The reported shape over `commits` upstream commits: a backport of the
+/// commit at `at` whose line upstream rewrites at 30%, then a local edit
+/// whose line upstream changes at 80%.
+fn backport_then_local_edit(commits: usize, at: f64, seed: u64) -> StackSpec {
+    StackSpec {
+        commits,
         carried: vec![
             Carried::Backport {
-                at: 0.07,
+                at,
                 rewritten: Some(0.3),
             },
             Carried::LocalEdit {
@@ -239,9 +234,20 @@ fn the_search_judges_a_candidate_with_the_stack_the_advance_carries() {
         ],
         breaks: vec![],
         interfere: false,
-        seed: 11,
-    };
-    let env = StackEnv::new(&spec);
+        seed,
+    }
+}
+
+/// The shape that crashed a real integrate: a backport of an early upstream
+/// commit whose line upstream rewrites later, then a local edit upstream
+/// changes further on. The search from the original stack sees the backport
+/// conflict at the rewrite; the stack as rebased past the backport's commit
+/// has dropped it and applies there. Before the fix the loop advanced,
+/// smoked the rewrite (a wasted smoke) and died with `internal: conflict
+/// without details`.
+#[test]
+fn the_search_judges_a_candidate_with_the_stack_the_advance_carries() {
+    let env = StackEnv::new(&backport_then_local_edit(120, 0.07, 11));
     let reports = drive(&env, "gallop");
     assert_eq!(reports.len(), 2, "one halt, then head");
     let report = &reports[0];
@@ -262,22 +268,7 @@ fn the_search_judges_a_candidate_with_the_stack_the_advance_carries() {
 /// The same fixture with `each`: one smoke per candidate, the same halt.
 #[test]
 fn each_halts_at_the_same_conflict_as_gallop() {
-    let spec = StackSpec {
-        commits: 40,
-        carried: vec![
-            Carried::Backport {
-                at: 0.1,
-                rewritten: Some(0.3),
-            },
-            Carried::LocalEdit {
-                changed: Some(0.8),
-                offset: 0,
-            },
-        ],
-        breaks: vec![],
-        interfere: false,
-        seed: 5,
-    };
+    let spec = backport_then_local_edit(40, 0.1, 5);
     let gallop = &drive(&StackEnv::new(&spec), "gallop")[0];
     let each = &drive(&StackEnv::new(&spec), "each")[0];
     assert_eq!(
