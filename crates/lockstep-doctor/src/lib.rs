@@ -216,7 +216,7 @@ fn build_tools(toolchains: &Path) -> Vec<Tool> {
 fn iree(inputs: &Inputs<'_>) -> Tool {
     let located = lockstep_iree::toolchain::locate(inputs.toolchain, inputs.root);
     let compile = located.bin.join("iree-compile");
-    let provisioned = located.source.ends_with("provisioned");
+    let provisioned = located.provisioned;
     Tool {
         name: "iree-compile".into(),
         status: match (located.present, provisioned) {

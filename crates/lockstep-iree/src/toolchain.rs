@@ -224,12 +224,15 @@ pub struct Located {
     pub bin: PathBuf,
     /// `iree-compile` is there.
     pub present: bool,
+    /// lockstep installs it on first use (the PyPI version or a set).
+    pub provisioned: bool,
 }
 
 /// [`Located`] for `cfg` (paths relative to `root`, lockstep.toml's directory).
 pub fn locate(cfg: &ToolchainConfig, root: &Path) -> Located {
     let at = |source: String, bin: PathBuf| Located {
         present: is_executable(&bin.join("iree-compile")),
+        provisioned: false,
         source,
         bin,
     };
@@ -242,17 +245,22 @@ pub fn locate(cfg: &ToolchainConfig, root: &Path) -> Located {
     let toolchains = toolchains_root().unwrap_or_else(|_| paths::toolchains());
     if let Some(manifest) = configured_manifest(cfg, root) {
         // A set's directory is named by its wheels' content: where it goes
-        // is known once the manifest is read and installed.
+        // (and whether it is there) is known once the manifest is read, so
+        // it is reported as installed on first use.
         return Located {
             source: format!("the wheels of {}", manifest.display()),
-            present: manifest.is_file(),
+            present: false,
+            provisioned: true,
             bin: toolchains,
         };
     }
-    at(
-        format!("IREE {} from PyPI, provisioned", cfg.iree),
-        toolchains.join(dir_name(&cfg.iree)).join("bin"),
-    )
+    Located {
+        provisioned: true,
+        ..at(
+            format!("IREE {} from PyPI, provisioned", cfg.iree),
+            toolchains.join(dir_name(&cfg.iree)).join("bin"),
+        )
+    }
 }
 
 /// What `lockstep toolchain install` was asked for.
