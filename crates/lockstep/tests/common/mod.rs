@@ -773,3 +773,72 @@ pub fn history_run(dir: &Path, id: &str, kind: &str, commit: &str, results: serd
     });
     write(&dir.join(format!("{kind}-{id}.json")), &run.to_string());
 }
+
+/// How many times slower a planted slowdown reports a kernel: a fixed
+/// factor, so a test's verdict never depends on the CPU or its load.
+pub const PLANTED_SLOWDOWN: f64 = 3.0;
+
+/// Python source of `benchmark_module(real, factor)`: runs the real
+/// `iree-benchmark-module` at `real` (a path) and reports every time it
+/// measured (`real_time`, `cpu_time`, on stdout and in `--benchmark_out`)
+/// `factor` times slower. The test doubles' planted slowdown: deterministic
+/// in size, where a build at -O0 is 1.2x to 1.6x depending on the machine.
+pub const SCALED_BENCHMARK_PY: &str = r#"
+def _scaled(text, factor):
+    import json
+    start = text.find("{")
+    if start < 0:
+        return text
+    doc = json.loads(text[start:])
+    for b in doc.get("benchmarks", []):
+        for key in ("real_time", "cpu_time"):
+            if isinstance(b.get(key), (int, float)):
+                b[key] = b[key] * factor
+    return text[:start] + json.dumps(doc, indent=2) + "\n"
+
+
+def benchmark_module(real, factor):
+    import os, subprocess, sys
+    args = sys.argv[1:]
+    if factor == 1:
+        os.execv(real, [real, *args])
+    ran = subprocess.run([real, *args], stdout=subprocess.PIPE, text=True)
+    sys.stdout.write(_scaled(ran.stdout, factor))
+    for arg in args:
+        if arg.startswith("--benchmark_out="):
+            path = arg.split("=", 1)[1]
+            if os.path.exists(path):
+                with open(path) as f:
+                    text = f.read()
+                with open(path, "w") as f:
+                    f.write(_scaled(text, factor))
+    sys.exit(ran.returncode)
+"#;
+
+/// A directory of the shared IREE tools (links) whose
+/// `iree-benchmark-module` reports every time `factor` times slower
+/// ([`SCALED_BENCHMARK_PY`]), for `--iree-bin`.
+pub fn slowed_iree_bin(dir: &Path, factor: f64) -> PathBuf {
+    let real = iree_bin();
+    std::fs::create_dir_all(dir).expect("create the slowed tools' directory");
+    for entry in std::fs::read_dir(real)
+        .expect("list the IREE tools")
+        .flatten()
+    {
+        let name = entry.file_name();
+        if name != "iree-benchmark-module" {
+            let target = std::fs::canonicalize(entry.path()).expect("resolve a tool");
+            std::os::unix::fs::symlink(target, dir.join(&name)).expect("link a tool");
+        }
+    }
+    let real_bench = std::fs::canonicalize(real.join("iree-benchmark-module"))
+        .expect("resolve iree-benchmark-module");
+    write_executable(
+        &dir.join("iree-benchmark-module"),
+        &format!(
+            "#!/usr/bin/env python3\n{SCALED_BENCHMARK_PY}\nbenchmark_module({:?}, {factor:?})\n",
+            real_bench.to_str().expect("utf-8 path")
+        ),
+    );
+    dir.to_path_buf()
+}
