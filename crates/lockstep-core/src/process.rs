@@ -363,14 +363,16 @@ fn version_in(text: &str) -> Option<String> {
     })
 }
 
-/// The first file named `program` in the directories of `$PATH`.
+/// The first executable file named `program` in the directories of `$PATH`.
 pub fn on_path(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_string_lossy()
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| Path::new(d).join(program))
-        .find(|p| p.is_file())
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join(program))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// One word quoted for a POSIX shell when it needs to be (as is when it

@@ -1021,7 +1021,7 @@ fn build_cell(
     }
     let file = single_dist(&dist, group, sdist).map_err(fail)?;
     let file = match (&group.version, group.stamp) {
-        (Some(version), Stamp::AfterBuild) => {
+        (Some(version), Stamp::AfterBuild) if !built_at(&file, version) => {
             restamp_wheel(&file, group, version, &cell_dir, sink).map_err(fail)?
         }
         _ => file,
@@ -1071,6 +1071,22 @@ fn repair_wheel(
         }
         None => Ok((file.to_path_buf(), None)),
     }
+}
+
+/// Whether the wheel `file` is already at `version` (a backend's own
+/// version asked for again: nothing to stamp).
+fn built_at(file: &Path, version: &str) -> bool {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    matches!(
+        (
+            WheelName::parse(&name).map(|w| wheel::parse_version(&w.version)),
+            wheel::parse_version(version),
+        ),
+        (Some(Ok(a)), Ok(b)) if a == b
+    )
 }
 
 /// A wheel built at its backend's version, rewritten at `version` (the

@@ -338,8 +338,9 @@ impl CellCache<'_> {
         &self.env
     }
 
-    /// Reads the cell's counts and stops its server (sccache; a cell that
-    /// compiled nothing started none). The counts join the build's.
+    /// Reads the cell's counts (sccache; a cell that compiled nothing
+    /// started no server); they join the build's. The server is stopped
+    /// when the cell's cache is dropped, counts read or not.
     pub fn finish(self) -> Result<(), Error> {
         let Some(socket) = &self.socket else {
             return Ok(());
@@ -355,9 +356,6 @@ impl CellCache<'_> {
             Error::failed("sccache printed statistics lockstep cannot read")
                 .cause(lockstep_core::error::printable_line(ran.stdout()).into_owned())
         });
-        if let Err(e) = running.tool(&["--stop-server"], &self.env, false) {
-            tracing::warn!("cannot stop the cell's sccache server: {}", e.message);
-        }
         if let Ok(mut done) = running.done.lock() {
             done.add(&stats?);
         }
@@ -367,11 +365,13 @@ impl CellCache<'_> {
 
 impl Drop for CellCache<'_> {
     fn drop(&mut self) {
-        // A cell that failed (or whose counts could not be read) still
-        // stops its server; stopping one that is gone is harmless.
+        // Every cell that started a server stops it here, once: after its
+        // counts were read, or after a failure.
         if let Some(socket) = &self.socket {
             if socket.with_extension("sock.started").exists() {
-                let _ = self.running.tool(&["--stop-server"], &self.env, false);
+                if let Err(e) = self.running.tool(&["--stop-server"], &self.env, false) {
+                    tracing::warn!("cannot stop the cell's sccache server: {}", e.message);
+                }
             }
         }
     }

@@ -1485,11 +1485,12 @@ fn drive_stack(
             "integrate status",
         )?;
         let n = status["pending"].as_array().map(|a| a.len()).unwrap_or(0) + 1;
+        let started = Instant::now();
         let out = ctx
             .command(&["integrate", "loop", "--json"])
             .output()
             .map_err(|e| format!("cannot run lockstep: {e}"))?;
-        let loop_run = finish(out, Instant::now());
+        let loop_run = finish(out, started);
         run.loops += 1;
         let used = smoke_lines(&log) - before;
         run.smoke_runs += used;

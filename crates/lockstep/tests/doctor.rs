@@ -165,3 +165,49 @@ fn pkg_build_finds_a_pyenv_python_that_is_not_activated_or_says_where_it_looked(
         "{json}"
     );
 }
+
+/// `[tools]` names a uv or an interpreter: a uv that does not run is exit 2
+/// naming the setting (no fallback, nothing built); an interpreter that
+/// does not run is listed as such where a missing Python is explained.
+#[test]
+fn bad_tools_settings_are_named() {
+    let p = Project::new();
+    common::git(&p.path(), &["init", "-q", "-b", "main"]);
+    write(
+        &p.path().join("pure/pyproject.toml"),
+        "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"demo-pure\"\nversion = \"1.0\"\n",
+    );
+    let package =
+        "[pkg]\npython = [\"3.98\"]\n\n[[pkg.package]]\nname = \"demo-pure\"\nsource = \"pure\"\n";
+    p.write(
+        "lockstep.toml",
+        &format!("[tools]\nuv = \"no/such/uv\"\n\n{package}"),
+    );
+    common::git(&p.path(), &["add", "-A"]);
+    common::commit_as_tester(&p.path(), "init", false);
+    let mut cmd = p.cmd(&["pkg", "build"]);
+    cmd.env_remove("LOCKSTEP_UV");
+    let err = stderr(&common::expect(&mut cmd, 2));
+    assert!(
+        err.contains("[tools] uv names") && err.contains("no/such/uv"),
+        "{err}"
+    );
+    assert!(!p.path().join("wheelhouse").exists());
+
+    let broken = p.root().join("python3.98");
+    write_executable(&broken, "#!/bin/sh\nexit 1\n");
+    p.write(
+        "lockstep.toml",
+        &format!("[tools]\npython = [\"{}\"]\n\n{package}", broken.display()),
+    );
+    let mut cmd = p.cmd(&["pkg", "build"]);
+    cmd.env("PYENV_ROOT", p.root().join("no-pyenv"));
+    let err = stderr(&common::expect(&mut cmd, 2));
+    assert!(
+        err.contains(&format!(
+            "[tools] python: {} (does not run)",
+            broken.display()
+        )),
+        "{err}"
+    );
+}

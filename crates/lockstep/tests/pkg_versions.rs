@@ -170,6 +170,14 @@ fn a_hard_coded_version_is_stamped_in_the_built_wheel_or_refused_when_asked() {
         ["fixed-2.0.0-py3-none-any.whl"]
     );
     assert_eq!(installed_version(&p, "fixed"), "2.0.0");
+    // Its own version asked for: nothing to stamp, nothing said.
+    std::fs::remove_dir_all(p.path().join("wheelhouse")).unwrap();
+    let out = p.run(&["pkg", "build", "--version", "0.0.1"], 0);
+    assert!(!stderr(&out).contains("stamped"), "{}", stderr(&out));
+    assert_eq!(
+        wheels(&p.path().join("wheelhouse")),
+        ["fixed-0.0.1-py3-none-any.whl"]
+    );
 
     // `rewrite = false`: the error names the settings; nothing is written.
     let p = project(
