@@ -247,21 +247,41 @@ fn iree(inputs: &Inputs<'_>) -> Tool {
     }
 }
 
+/// Each directory walked once: the cache's areas by `cache info` (the
+/// toolchains are one of them), `$LOCKSTEP_HOME` without them.
 fn dirs(inputs: &Inputs<'_>) -> Vec<Dir> {
-    let mut out = vec![
-        dir("home ($LOCKSTEP_HOME)", inputs.home.to_path_buf()),
-        dir(
-            "toolchains ($LOCKSTEP_TOOLCHAINS)",
-            inputs.toolchains.to_path_buf(),
-        ),
-    ];
     let info = inputs.cache.info();
-    out.push(Dir {
-        name: "cache ($LOCKSTEP_CACHE)".into(),
-        exists: info.root.is_dir(),
-        bytes: info.areas.iter().map(|a| a.bytes).sum(),
-        path: info.root.clone(),
-    });
+    let toolchains = info
+        .areas
+        .iter()
+        .find(|a| a.path == inputs.toolchains)
+        .map(|a| a.bytes);
+    let skip = [info.root.as_path(), inputs.toolchains];
+    let mut out = vec![
+        Dir {
+            name: "home ($LOCKSTEP_HOME, besides these)".into(),
+            exists: inputs.home.is_dir(),
+            bytes: size_of(inputs.home, &skip, 0),
+            path: inputs.home.to_path_buf(),
+        },
+        Dir {
+            name: "toolchains ($LOCKSTEP_TOOLCHAINS)".into(),
+            exists: inputs.toolchains.is_dir(),
+            bytes: toolchains.unwrap_or_else(|| size_of(inputs.toolchains, &[], 0)),
+            path: inputs.toolchains.to_path_buf(),
+        },
+        Dir {
+            name: "cache ($LOCKSTEP_CACHE)".into(),
+            exists: info.root.is_dir(),
+            bytes: info
+                .areas
+                .iter()
+                .filter(|a| a.path.starts_with(&info.root))
+                .map(|a| a.bytes)
+                .sum(),
+            path: info.root.clone(),
+        },
+    ];
     for area in &info.areas {
         out.push(Dir {
             name: format!("cache area {}", area.name),
@@ -273,17 +293,12 @@ fn dirs(inputs: &Inputs<'_>) -> Vec<Dir> {
     out
 }
 
-fn dir(name: &str, path: PathBuf) -> Dir {
-    Dir {
-        name: name.into(),
-        exists: path.is_dir(),
-        bytes: size_of(&path, 0),
-        path,
+/// Bytes of the files under `path` (links not followed, at most 64
+/// levels), leaving out the directories in `skip`.
+fn size_of(path: &Path, skip: &[&Path], depth: usize) -> u64 {
+    if skip.contains(&path) {
+        return 0;
     }
-}
-
-/// Bytes of the files under `path` (links not followed, at most 64 levels).
-fn size_of(path: &Path, depth: usize) -> u64 {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return 0;
     };
@@ -294,7 +309,7 @@ fn size_of(path: &Path, depth: usize) -> u64 {
         .map(|entries| {
             entries
                 .flatten()
-                .map(|e| size_of(&e.path(), depth + 1))
+                .map(|e| size_of(&e.path(), skip, depth + 1))
                 .sum()
         })
         .unwrap_or(0)
