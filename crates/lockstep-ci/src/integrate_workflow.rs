@@ -11,13 +11,16 @@
 //! whose pushes do (a GitHub App token or a fine-grained PAT). Only the
 //! submodules the integrate needs are fetched, each with the history it
 //! needs (`[ci.integrate] submodules`).
+//!
+//! The step exports no git credential: the loop runs the smoke (the
+//! project's code), so the token is only in `GITHUB_TOKEN`, which lockstep
+//! keeps from every child, and lockstep hands it to each `git push` in that
+//! command's own environment (`lockstep_git::RemoteAuth`).
 
 use crate::plan::Plan;
 use crate::stages::Fetch;
 use crate::stages::IntegrateStage;
-use crate::workflow::{
-    checkout_at, document, install_lockstep, runs_on, setup_python, step, with, GIT_AUTH,
-};
+use crate::workflow::{checkout_at, document, install_lockstep, runs_on, setup_python, step, with};
 use crate::yaml::{map, s, Node};
 
 /// The workflow's file name.
@@ -60,9 +63,7 @@ pub fn workflow(plan: &Plan, stage: &IntegrateStage) -> Node {
             ("env", with(vec![("GITHUB_TOKEN", s(token))])),
             (
                 "run",
-                Node::Block(format!(
-                    "{GIT_AUTH}lockstep integrate start\nlockstep integrate loop --publish\n"
-                )),
+                Node::Block("lockstep integrate start\nlockstep integrate loop --publish\n".into()),
             ),
         ],
     ));

@@ -144,8 +144,14 @@ fn cut_job(plan: &Plan, stage: &ReleaseStage) -> Node {
     ];
     steps.extend(install_lockstep(plan, &plan.build_runs_on));
     if stage.bumps_pins {
+        // The bump runs the smoke (the project's code): no credential in
+        // its step. The push that follows is a step of its own.
         steps.push(step(
             "Bump the pins",
+            vec![("run", Node::Block("lockstep release bump --smoke\n".into()))],
+        ));
+        steps.push(step(
+            "Push the bumped pins",
             vec![
                 (
                     "env",
@@ -157,7 +163,7 @@ fn cut_job(plan: &Plan, stage: &ReleaseStage) -> Node {
                 (
                     "run",
                     Node::Block(format!(
-                        "{GIT_AUTH}lockstep release bump --smoke\ngit push origin \"HEAD:refs/heads/$BRANCH\"\n"
+                        "{GIT_AUTH}git push origin \"HEAD:refs/heads/$BRANCH\"\n"
                     )),
                 ),
             ],
@@ -181,7 +187,7 @@ fn cut_job(plan: &Plan, stage: &ReleaseStage) -> Node {
             (
                 "run",
                 Node::Block(format!(
-                    "{GIT_AUTH}args=(--channel \"$CHANNEL\" --if-new-commit --json)\nif [ -n \"$BASE\" ]; then args+=(--base \"$BASE\"); fi\nlockstep release cut \"${{args[@]}}\" > \"$RUNNER_TEMP/cut.json\"\n{CUT_OUTPUTS}"
+                    "args=(--channel \"$CHANNEL\" --if-new-commit --json)\nif [ -n \"$BASE\" ]; then args+=(--base \"$BASE\"); fi\nlockstep release cut \"${{args[@]}}\" > \"$RUNNER_TEMP/cut.json\"\n{CUT_OUTPUTS}"
                 )),
             ),
         ],

@@ -6,11 +6,16 @@
 //! Each child gets its own process group so a timeout kills the whole tree the
 //! child started (a build spawns compilers), not just the direct child.
 //!
-//! [`run_with`] adds what some callers need beyond a [`Spec`]: variables
-//! taken out of the inherited environment (lockstep's own secrets,
-//! [`SECRET_VARS`], never reach a child that runs package or user code), the
-//! child dying with lockstep even when lockstep is killed with SIGKILL, and
-//! stdout kept apart from the log when the caller reads it.
+//! No child inherits lockstep's secrets ([`SECRET_VARS`], a configured webhook
+//! variable, a job's `GIT_CONFIG_*` credentials): [`run`] takes them out for
+//! every child, and the few places that build a `Command` themselves call
+//! [`without_secrets`]. A child that needs one gets it by name in its
+//! [`Spec::env`] (only `git push` does, for one command).
+//!
+//! [`run_with`] adds what some callers need beyond a [`Spec`]: more variables
+//! taken out of the inherited environment, the child dying with lockstep even
+//! when lockstep is killed with SIGKILL, and stdout kept apart from the log
+//! when the caller reads it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -77,16 +82,61 @@ pub const SECRET_VARS: &[&str] = &[
     "LOCKSTEP_WEBHOOK_URL",
 ];
 
-/// [`SECRET_VARS`] plus `extra` (a webhook variable the configuration
-/// names, when the caller knows it), without duplicates.
+/// [`SECRET_VARS`], the variables registered with [`also_secret`] and
+/// `extra` (a webhook variable the configuration names, when the caller
+/// knows it), without duplicates.
 pub fn secret_vars(extra: &[String]) -> Vec<String> {
     let mut vars: Vec<String> = SECRET_VARS.iter().map(|v| v.to_string()).collect();
-    for v in extra {
+    let registered = REGISTERED_SECRETS
+        .lock()
+        .map(|r| r.clone())
+        .unwrap_or_default();
+    for v in registered.iter().chain(extra) {
         if !v.is_empty() && !vars.contains(v) {
             vars.push(v.clone());
         }
     }
     vars
+}
+
+/// Variable names the loaded configuration says hold a secret (`[integrate.notify]
+/// url-env`): from then on no child gets them either.
+static REGISTERED_SECRETS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Registers `var` as holding a secret for every child started from now on.
+pub fn also_secret(var: &str) {
+    if var.is_empty() {
+        return;
+    }
+    if let Ok(mut r) = REGISTERED_SECRETS.lock() {
+        if !r.iter().any(|v| v == var) {
+            r.push(var.to_string());
+        }
+    }
+}
+
+/// The git configuration a job may carry in its environment
+/// (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_<n>`, `GIT_CONFIG_VALUE_<n>`): the way
+/// a workflow hands git an `Authorization` header. Only git gets them.
+pub fn git_config_vars() -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| {
+            k == "GIT_CONFIG_COUNT"
+                || k.starts_with("GIT_CONFIG_KEY_")
+                || k.starts_with("GIT_CONFIG_VALUE_")
+        })
+        .collect()
+}
+
+/// The one spawn rule for secrets: takes lockstep's secrets ([`secret_vars`])
+/// and a job's git credentials ([`git_config_vars`]) out of what `cmd`
+/// inherits. A caller that must pass one sets it on `cmd` afterwards, by name.
+pub fn without_secrets(cmd: &mut Command) -> &mut Command {
+    for var in secret_vars(&[]).iter().chain(&git_config_vars()) {
+        cmd.env_remove(var);
+    }
+    cmd
 }
 
 /// What [`run_with`] does beyond [`Spec`] (kept apart so that every
@@ -136,6 +186,7 @@ pub fn run_with(spec: &Spec, options: &Options, on_spawn: impl FnOnce(i32)) -> R
     let start = Instant::now();
     let mut cmd = Command::new(resolve_program(program, &spec.cwd));
     cmd.args(args).current_dir(&spec.cwd);
+    without_secrets(&mut cmd);
     for var in &options.env_remove {
         cmd.env_remove(var);
     }
@@ -487,7 +538,37 @@ mod tests {
         );
         let log = std::fs::read_to_string(dir.path().join("log.txt")).unwrap();
         assert_eq!(log, "err\n");
-        assert!(secret_vars(&["HOOK".into(), "GH_TOKEN".into()])
-            .ends_with(&["LOCKSTEP_WEBHOOK_URL".to_string(), "HOOK".to_string()]));
+        let vars = secret_vars(&["HOOK".into(), "GH_TOKEN".into()]);
+        assert_eq!(vars.last().map(String::as_str), Some("HOOK"));
+        assert_eq!(vars.iter().filter(|v| *v == "GH_TOKEN").count(), 1);
+    }
+
+    #[test]
+    fn no_child_inherits_a_secret_unless_it_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::env::set_var("LOCKSTEP_TEST_REGISTERED_HOOK", "hook-secret");
+        std::env::set_var("GIT_CONFIG_VALUE_77", "AUTHORIZATION: basic x");
+        also_secret("LOCKSTEP_TEST_REGISTERED_HOOK");
+        let spec = Spec {
+            argv: vec!["sh".into(), "-c".into(), "env".into()],
+            cwd: dir.path().to_path_buf(),
+            env: vec![("GIT_CONFIG_VALUE_78".into(), "named".into())],
+            timeout: Some(Duration::from_secs(60)),
+            log: dir.path().join("log.txt"),
+            header: None,
+        };
+        let done = run(&spec, |_| {}).unwrap();
+        assert_eq!(done.exit, Exit::Code(0));
+        let env = std::fs::read_to_string(dir.path().join("log.txt")).unwrap();
+        assert!(!env.contains("hook-secret"), "{env}");
+        assert!(!env.contains("GIT_CONFIG_VALUE_77"), "{env}");
+        assert!(env.contains("GIT_CONFIG_VALUE_78=named"), "{env}");
+        let mut cmd = Command::new("sh");
+        let out = without_secrets(&mut cmd)
+            .args(["-c", "env"])
+            .output()
+            .unwrap();
+        let env = String::from_utf8_lossy(&out.stdout);
+        assert!(!env.contains("hook-secret") && !env.contains("GIT_CONFIG_VALUE_77"));
     }
 }

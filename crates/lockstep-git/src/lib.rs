@@ -14,7 +14,9 @@ use std::process::{Command, Stdio};
 
 use lockstep_core::Error;
 
+pub mod auth;
 pub mod parse;
+pub use auth::RemoteAuth;
 pub use parse::{Commit, CommitDetail, Dirty, Merge, Oid, TreeEntry};
 use parse::{DETAIL_FORMAT, LOG_FORMAT};
 
@@ -201,6 +203,11 @@ impl Repo {
         for var in REPO_ENV {
             cmd.env_remove(var);
         }
+        // git runs hooks and filters: lockstep's tokens stay home (a job's
+        // GIT_CONFIG_* is git's own configuration, so it stays).
+        for var in lockstep_core::process::secret_vars(&[]) {
+            cmd.env_remove(var);
+        }
         cmd.env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_EDITOR", "true")
             .stdin(Stdio::null());
@@ -250,6 +257,30 @@ impl Repo {
         input: Option<&[u8]>,
     ) -> Result<String, Error> {
         let out = self.try_git_env(args, env, input)?;
+        if out.code != 0 {
+            return Err(self.failure(args, &out));
+        }
+        Ok(out.stdout)
+    }
+
+    /// [`Repo::try_git`] for a command that talks to `remote` (a remote's
+    /// name or a URL): it alone gets the job's credential for that remote
+    /// ([`RemoteAuth::from_job`]), in its own environment.
+    pub fn try_git_remote(&self, remote: &str, args: &[&str]) -> Result<Output, Error> {
+        let url = if remote.contains("://") {
+            Some(remote.to_string())
+        } else {
+            self.remote_url(remote)?
+        };
+        match url.as_deref().and_then(RemoteAuth::from_job) {
+            Some(auth) => self.try_git_env(args, &auth.env(), None),
+            None => self.try_git(args),
+        }
+    }
+
+    /// [`Repo::try_git_remote`], an error when git fails.
+    pub fn git_remote(&self, remote: &str, args: &[&str]) -> Result<String, Error> {
+        let out = self.try_git_remote(remote, args)?;
         if out.code != 0 {
             return Err(self.failure(args, &out));
         }
@@ -723,7 +754,7 @@ impl Repo {
     /// The commit a remote branch points at, asked of the remote itself.
     pub fn ls_remote_branch(&self, remote: &str, branch: &str) -> Result<Option<Oid>, Error> {
         let refname = format!("refs/heads/{branch}");
-        let out = self.git(&["ls-remote", remote, &refname])?;
+        let out = self.git_remote(remote, &["ls-remote", remote, &refname])?;
         Ok(parse::parse_ls_remote(&out, &refname))
     }
 
@@ -731,7 +762,7 @@ impl Repo {
     /// non-fast-forward is rejected by git and reported as an error.
     pub fn push(&self, remote: &str, sha: &str, branch: &str) -> Result<(), Error> {
         let spec = format!("{sha}:refs/heads/{branch}");
-        self.git(&["push", "--quiet", remote, &spec])?;
+        self.git_remote(remote, &["push", "--quiet", remote, &spec])?;
         Ok(())
     }
 

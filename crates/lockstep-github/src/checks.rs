@@ -49,7 +49,7 @@ impl Client {
             .query("per_page", "100")
             .fetch(MAX_JSON_BYTES)
             .map_err(|e| self.error(e, &what))?;
-        let page: Page = parse(&fetched.body, &what)?;
+        let page: Page = parse(&fetched.body, &what, &self.scrubber())?;
         Ok(page.check_runs)
     }
 }

@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use lockstep_core::Error;
 use lockstep_http::{
-    parse_url, ClientConfig, HttpError, Redirects, Request, StatusError, Url, UrlError, UrlRules,
+    parse_url, ClientConfig, HttpError, Redirects, Request, Scrubber, StatusError, Url, UrlError,
+    UrlRules,
 };
 use serde::Deserialize;
 
@@ -133,15 +134,51 @@ struct RunPage {
     workflow_runs: Vec<Run>,
 }
 
-/// An API answer decoded as `T`, or an error saying GitHub's answer for
-/// `what` is not what lockstep expects.
-pub(crate) fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8], what: &str) -> Result<T, Error> {
-    serde_json::from_slice(bytes).map_err(|e| {
+/// An API answer decoded as `T`, every string in it passed through
+/// `scrub` first (a server that echoes the token in a URL, a name or a
+/// message must not get it printed, stored or published), or an error
+/// saying GitHub's answer for `what` is not what lockstep expects.
+pub(crate) fn parse<T: for<'de> Deserialize<'de>>(
+    bytes: &[u8],
+    what: &str,
+    scrub: &Scrubber,
+) -> Result<T, Error> {
+    let not_expected = |e: serde_json::Error| {
         Error::failed(format!(
             "GitHub's answer for {what} is not what lockstep expects"
         ))
         .cause(e.to_string())
-    })
+    };
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(not_expected)?;
+    scrub_strings(&mut value, scrub);
+    serde_json::from_value(value).map_err(not_expected)
+}
+
+/// Every string of `value` (keys too) with `scrub` applied.
+fn scrub_strings(value: &mut serde_json::Value, scrub: &Scrubber) {
+    use serde_json::Value;
+    // An explicit stack: a deeply nested answer must not overflow ours.
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => *s = scrub.apply(s),
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Object(map) => {
+                let dirty: Vec<String> = map
+                    .keys()
+                    .filter(|k| scrub.apply(k) != **k)
+                    .cloned()
+                    .collect();
+                for key in dirty {
+                    if let Some(moved) = map.remove(&key) {
+                        map.insert(scrub.apply(&key), moved);
+                    }
+                }
+                stack.extend(map.values_mut());
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The API client.
@@ -236,7 +273,7 @@ impl Client {
         let bytes = response
             .bytes(MAX_JSON_BYTES)
             .map_err(|e| self.error(e, what))?;
-        parse(&bytes, what)
+        parse(&bytes, what, &self.scrubber())
     }
 
     /// A PATCH of `path` with the API's headers and the token: it sets
@@ -269,6 +306,15 @@ impl Client {
         &self.api
     }
 
+    /// Hides the token (in every form the scrubber knows) in server text.
+    pub fn scrubber(&self) -> Scrubber {
+        let mut scrub = Scrubber::new();
+        if let Some(token) = &self.token {
+            scrub.add_token(&token.value);
+        }
+        scrub
+    }
+
     /// Whether a token is set.
     pub fn has_token(&self) -> bool {
         self.token.is_some()
@@ -282,7 +328,7 @@ impl Client {
         let fetched = request
             .fetch(MAX_JSON_BYTES)
             .map_err(|e| self.error(e, what))?;
-        parse(&fetched.body, what)
+        parse(&fetched.body, what, &self.scrubber())
     }
 
     /// The error for `what` in the user's terms.

@@ -70,7 +70,7 @@ impl Client {
         let fetched = request
             .fetch(MAX_JSON_BYTES)
             .map_err(|e| self.error(e, &what))?;
-        let pulls: Vec<PullRequest> = parse(&fetched.body, &what)?;
+        let pulls: Vec<PullRequest> = parse(&fetched.body, &what, &self.scrubber())?;
         // Open first: a branch reopened after a closed PR has both.
         Ok(pulls
             .iter()
@@ -109,6 +109,6 @@ impl Client {
         let bytes = response
             .bytes(MAX_JSON_BYTES)
             .map_err(|e| self.error(e, &what))?;
-        parse(&bytes, &what)
+        parse(&bytes, &what, &self.scrubber())
     }
 }

@@ -61,7 +61,7 @@ impl Client {
         let what = format!("the release of tag {tag} in {repo}");
         let path = format!("/repos/{repo}/releases/tags/{}", encode_segment(tag));
         match self.api_request(&path).fetch(MAX_JSON_BYTES) {
-            Ok(fetched) => parse(&fetched.body, &what).map(Some),
+            Ok(fetched) => parse(&fetched.body, &what, &self.scrubber()).map(Some),
             Err(HttpError::Status(s)) if s.status == 404 => Ok(None),
             Err(e) => Err(self.error(e, &what)),
         }

@@ -58,13 +58,16 @@ impl Drop for Pushed<'_, '_> {
             } else {
                 (&self.ig.superproject, self.remote.as_str())
             };
-            let deleted = repo.try_git(&[
-                "push",
-                "--quiet",
+            let deleted = repo.try_git_remote(
                 remote,
-                "--delete",
-                &format!("refs/heads/{branch}"),
-            ]);
+                &[
+                    "push",
+                    "--quiet",
+                    remote,
+                    "--delete",
+                    &format!("refs/heads/{branch}"),
+                ],
+            );
             if !deleted.is_ok_and(|o| o.code == 0) {
                 self.ig.warn(format!(
                     "could not delete the temporary branch {branch} from {remote}"
@@ -258,12 +261,15 @@ impl Integrate<'_> {
         sha: &str,
         branch: &str,
     ) -> Result<(), Error> {
-        let out = repo.try_git(&[
-            "push",
-            "--quiet",
+        let out = repo.try_git_remote(
             remote,
-            &format!("{sha}:refs/heads/{branch}"),
-        ])?;
+            &[
+                "push",
+                "--quiet",
+                remote,
+                &format!("{sha}:refs/heads/{branch}"),
+            ],
+        )?;
         if out.code != 0 && repo.ls_remote_branch(remote, branch)?.as_deref() != Some(sha) {
             return Err(Error::failed(format!("cannot push the temporary branch {branch} to {remote}"))
                 .cause(out.stderr.trim().to_string())

@@ -297,7 +297,7 @@ impl Integrate<'_> {
         let spec = format!("{head}:refs/heads/{}", target.branch);
         let out = self
             .superproject
-            .try_git(&["push", "--quiet", &target.remote, &spec])?;
+            .try_git_remote(&target.remote, &["push", "--quiet", &target.remote, &spec])?;
         if out.code == 0 {
             self.info(format!(
                 "pushed {} to {} {}",
@@ -308,12 +308,15 @@ impl Integrate<'_> {
             return Ok(true);
         }
         let tracking = format!("refs/remotes/{}/{}", target.remote, target.branch);
-        let fetched = self.superproject.try_git(&[
-            "fetch",
-            "--quiet",
+        let fetched = self.superproject.try_git_remote(
             &target.remote,
-            &format!("refs/heads/{}:{tracking}", target.branch),
-        ])?;
+            &[
+                "fetch",
+                "--quiet",
+                &target.remote,
+                &format!("refs/heads/{}:{tracking}", target.branch),
+            ],
+        )?;
         let ahead = if fetched.code == 0 {
             self.superproject
                 .rev_list(&[&format!("{head}..{tracking}")])

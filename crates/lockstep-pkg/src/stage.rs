@@ -148,7 +148,7 @@ fn archive_one(repo: &Repo, rev: &str, dest: &Path) -> Result<(), Error> {
     let Some(stdout) = git.stdout.take() else {
         return Err(Error::failed("internal: git archive has no stdout"));
     };
-    let tar = Command::new("tar")
+    let tar = lockstep_core::process::without_secrets(&mut Command::new("tar"))
         .args(["-x", "-f", "-", "-C"])
         .arg(dest)
         .stdin(stdout)

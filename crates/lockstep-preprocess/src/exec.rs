@@ -70,6 +70,7 @@ pub fn run(r: &Run) -> Result<Ran, Error> {
     use std::os::unix::process::CommandExt;
     let start = Instant::now();
     let mut cmd = Command::new(r.program);
+    lockstep_core::process::without_secrets(&mut cmd);
     if let Some(first) = r.argv.first() {
         cmd.arg0(first);
     }

@@ -242,12 +242,15 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
             return Err(Error::failed(format!("cannot create tag {tag}"))
                 .cause(created.stderr.trim().to_string()));
         }
-        let pushed = req.repo.try_git(&[
-            "push",
-            "--porcelain",
+        let pushed = req.repo.try_git_remote(
             req.remote,
-            &format!("refs/tags/{tag}:refs/tags/{tag}"),
-        ])?;
+            &[
+                "push",
+                "--porcelain",
+                req.remote,
+                &format!("refs/tags/{tag}:refs/tags/{tag}"),
+            ],
+        )?;
         if pushed.code == 0 {
             return Ok(made(version, tag, false, attempt));
         }
@@ -290,7 +293,9 @@ fn tag_affixes(template: &str, name: &str, channel: Channel) -> Result<(String, 
 /// the local repository (local tags count as taken).
 fn all_tags(req: &CutRequest) -> Result<BTreeMap<String, Option<String>>, Error> {
     let mut tags = BTreeMap::new();
-    let listed = req.repo.try_git(&["ls-remote", "--tags", req.remote])?;
+    let listed = req
+        .repo
+        .try_git_remote(req.remote, &["ls-remote", "--tags", req.remote])?;
     if listed.code != 0 {
         let mut err = Error::failed(format!("cannot list the tags of remote `{}`", req.remote))
             .hint("check --remote and network access");
@@ -354,13 +359,16 @@ fn own_tag(
             continue;
         }
         let local_ref = format!("refs/lockstep/release-cut/{tag}");
-        let fetched = req.repo.try_git(&[
-            "fetch",
-            "--quiet",
-            "--no-tags",
+        let fetched = req.repo.try_git_remote(
             req.remote,
-            &format!("+refs/tags/{tag}:{local_ref}"),
-        ])?;
+            &[
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                req.remote,
+                &format!("+refs/tags/{tag}:{local_ref}"),
+            ],
+        )?;
         if fetched.code != 0 {
             continue;
         }
@@ -523,12 +531,15 @@ pub fn parse_tag_message(text: &str) -> Option<TagFacts> {
 }
 
 fn remote_has_tag(req: &CutRequest, tag: &str) -> Result<bool, Error> {
-    let out = req.repo.try_git(&[
-        "ls-remote",
-        "--tags",
+    let out = req.repo.try_git_remote(
         req.remote,
-        &format!("refs/tags/{tag}"),
-    ])?;
+        &[
+            "ls-remote",
+            "--tags",
+            req.remote,
+            &format!("refs/tags/{tag}"),
+        ],
+    )?;
     Ok(out.code == 0 && !out.stdout.trim().is_empty())
 }
 

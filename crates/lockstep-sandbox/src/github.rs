@@ -71,6 +71,8 @@ struct State {
     /// The CI: its oracle and how many polls of a commit answer
     /// `in_progress` first.
     ci: Option<(Oracle, usize)>,
+    /// Every answer repeats the token ([`FakeGithub::echo_token`]).
+    echo: bool,
     /// Polls of each commit's check runs, in order of first poll.
     polls: Vec<(String, usize)>,
 }
@@ -146,6 +148,14 @@ impl FakeGithub {
                 .collect(),
             body: body.to_string(),
         });
+    }
+
+    /// A hostile or careless server: from now on every JSON answer repeats
+    /// the token wherever that keeps the answer usable (each `html_url`
+    /// gets `?t=TOKEN`, each object an `echo` field, each `message` and
+    /// `name` a suffix).
+    pub fn echo_token(&self) {
+        self.state().echo = true;
     }
 
     /// Runs a CI: the check runs of a commit answer `in_progress` for the
@@ -297,12 +307,35 @@ fn serve_one(
             ),
         }
     };
-    write_response(
-        &mut stream,
-        answer.status,
-        &answer.headers,
-        answer.body.as_bytes(),
-    )
+    let echo = state.lock().map(|s| s.echo).unwrap_or(false);
+    let body = match serde_json::from_str::<Value>(&answer.body) {
+        Ok(mut value) if echo => {
+            echo_in(&mut value, token);
+            value.to_string()
+        }
+        _ => answer.body,
+    };
+    write_response(&mut stream, answer.status, &answer.headers, body.as_bytes())
+}
+
+/// Puts `token` into every object of `value` ([`FakeGithub::echo_token`]).
+fn echo_in(value: &mut Value, token: &str) {
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(|v| echo_in(v, token)),
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                match (key.as_str(), v) {
+                    ("html_url", Value::String(url)) => url.push_str(&format!("?t={token}")),
+                    ("message" | "name", Value::String(text)) => {
+                        text.push_str(&format!(" (Bearer {token})"))
+                    }
+                    (_, v) => echo_in(v, token),
+                }
+            }
+            map.insert("echo".into(), Value::String(token.to_string()));
+        }
+        _ => {}
+    }
 }
 
 fn reply(status: u16, body: Value) -> Scripted {

@@ -44,6 +44,12 @@ impl<'a> Ctx<'a> {
         // or an interpreter: set once, here, where the file is read.
         let tools: lockstep_python::settings::ToolsConfig = loaded.section()?;
         lockstep_python::settings::configure(tools.resolved(&loaded.root));
+        // The webhook variable the file names is a secret for every child
+        // from here on (a table that does not parse is reported by the
+        // command that reads it).
+        if let Ok(integrate) = loaded.section::<lockstep_integrate::config::IntegrateConfig>() {
+            lockstep_core::process::also_secret(&integrate.notify.url_env);
+        }
         Ok(self.loaded.get_or_init(|| loaded))
     }
 

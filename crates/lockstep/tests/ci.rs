@@ -503,6 +503,28 @@ fn the_release_and_integrate_workflows_lint_clean_with_least_privilege() {
             }
         }
     }
+    // No credential in a step that runs lockstep (the smoke, builds: the
+    // project's code): a step that exports git's header only pushes.
+    for workflow in [&release, &integrate] {
+        for (id, job) in workflow["jobs"].as_mapping().unwrap() {
+            for step in job["steps"].as_sequence().unwrap() {
+                let Some(run) = step.get("run").map(str_of) else {
+                    continue;
+                };
+                if !run.contains("GIT_CONFIG_VALUE_0") {
+                    continue;
+                }
+                for line in run.lines() {
+                    let auth = line.starts_with("basic=") || line.starts_with("export GIT_CONFIG_");
+                    assert!(
+                        auth || line.starts_with("git push ") || line.trim().is_empty(),
+                        "{}: a step with the git credential runs `{line}`",
+                        str_of(id)
+                    );
+                }
+            }
+        }
+    }
     assert_eq!(
         str_of(&integrate["concurrency"]["group"]),
         "lockstep-integrate"

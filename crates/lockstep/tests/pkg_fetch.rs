@@ -570,6 +570,42 @@ fn a_token_echoed_by_the_server_is_not_printed() {
 }
 
 #[test]
+fn a_token_echoed_in_every_field_of_an_answer_is_not_relayed() {
+    // Every string GitHub sends holds the token: the artifact names (the
+    // one asked for among them), run URLs, expiry dates.
+    let server = Server::start(Box::new(move |target, _| {
+        let path = target.split('?').next().unwrap_or_default();
+        match path {
+            "/repos/owner/proj/actions/runs/42/artifacts" => json(
+                200,
+                serde_json::json!({"total_count": 2, "artifacts": [
+                    {"id": 7, "name": format!("wheels-py3.11 Bearer {TOKEN}"), "size_in_bytes": 1,
+                     "expired": true, "expires_at": format!("2026-12-01 {TOKEN}"),
+                     "archive_download_url": format!("https://example/zip?t={TOKEN}")},
+                    {"id": 8, "name": format!("logs-{TOKEN}"), "size_in_bytes": 1, "expired": false}
+                ]}),
+            ),
+            _ => json(
+                404,
+                serde_json::json!({"message": format!("Not Found {TOKEN}")}),
+            ),
+        }
+    }));
+    let p = Project::new();
+    for args in [
+        &["--run", "42", "--out", "got"][..],
+        &["--run", "42", "--name", "nope", "--out", "got"][..],
+        &["--run", "43", "--out", "got"][..],
+    ] {
+        let out = fetch_cmd(&p, &server, args).output().unwrap();
+        assert_ne!(out.status.code(), Some(0));
+        assert_no_secrets(&out);
+        let err = stderr(&out);
+        assert!(err.contains("<token>"), "{err}");
+    }
+}
+
+#[test]
 fn artifact_names_with_newlines_are_printed_escaped() {
     let forged = "wheels-x\nerror: forged line\u{1b}[2J";
     let server = Server::start(Box::new(move |_, _| {
