@@ -28,6 +28,56 @@ pub fn temp_name(path: &Path) -> PathBuf {
     ))
 }
 
+/// `root/rel`, for a file lockstep writes inside a repository (a mark, a
+/// pin file): refused when `rel` leaves `root` (`..`, absolute) or when a
+/// link on the way (`rel` itself included) points out of the tree, naming
+/// the link. A committed symlink must not make lockstep write or delete
+/// somewhere else; a link that stays inside is followed.
+pub fn inside_tree(root: &Path, rel: &str, what: &str) -> Result<PathBuf> {
+    use std::path::Component;
+    let leaves = || {
+        Error::usage(format!("{what} `{rel}` is not a path inside the repository"))
+            .hint("give a path relative to the repository's top, without `..`")
+    };
+    let real_root = root.canonicalize().map_err(|e| {
+        Error::failed(format!("cannot resolve {}", root.display())).cause(e.to_string())
+    })?;
+    let mut at = root.to_path_buf();
+    let mut parts = 0;
+    for part in Path::new(rel).components() {
+        match part {
+            Component::Normal(name) => at.push(name),
+            Component::CurDir => continue,
+            _ => return Err(leaves()),
+        }
+        parts += 1;
+        let Ok(meta) = at.symlink_metadata() else {
+            break;
+        };
+        if !meta.file_type().is_symlink() {
+            continue;
+        }
+        let target = std::fs::read_link(&at)
+            .map(|t| t.display().to_string())
+            .unwrap_or_default();
+        if !at.canonicalize().is_ok_and(|t| t.starts_with(&real_root)) {
+            return Err(Error::usage(format!(
+                "{what}: {} is a symbolic link out of the repository",
+                at.display()
+            ))
+            .cause(format!(
+                "it points at {}",
+                crate::error::printable_line(&target)
+            ))
+            .hint("lockstep writes only inside the repository: replace the link with a file (git rm it, then commit), or point it inside; nothing was written"));
+        }
+    }
+    if parts == 0 {
+        return Err(leaves());
+    }
+    Ok(root.join(rel))
+}
+
 /// Writes `bytes` to `path` through a temporary file and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     if let Some(dir) = path.parent() {
@@ -418,5 +468,29 @@ mod tests {
         StagedDir::beside(&dest).unwrap().install_new().unwrap();
         assert!(!dead.exists() && alive.exists() && other.exists());
         assert!(StagedDir::beside(&dest).unwrap().install_new().is_err());
+    }
+
+    #[test]
+    fn paths_inside_a_tree_follow_links_that_stay_inside_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        let out = dir.path().join("out");
+        std::fs::create_dir_all(root.join("real")).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        std::os::unix::fs::symlink("real", root.join("inside")).unwrap();
+        std::os::unix::fs::symlink(&out, root.join("away")).unwrap();
+        std::os::unix::fs::symlink("../out/f", root.join("file-away")).unwrap();
+        std::os::unix::fs::symlink("/nonexistent/x", root.join("dangling")).unwrap();
+        assert_eq!(
+            inside_tree(&root, "inside/pin", "pin").unwrap(),
+            root.join("inside/pin")
+        );
+        assert!(inside_tree(&root, "new/dir/pin", "pin").is_ok());
+        for bad in ["away/pin", "file-away", "dangling", "../x", "/etc/passwd", "", "."] {
+            let e = inside_tree(&root, bad, "pin").unwrap_err();
+            assert_eq!(e.kind, crate::error::ErrorKind::Usage, "{bad}");
+        }
+        let e = inside_tree(&root, "away/pin", "pin").unwrap_err();
+        assert!(e.message.contains("symbolic link"), "{e:?}");
     }
 }

@@ -237,9 +237,11 @@ impl<'a> Integrate<'a> {
         }
     }
 
-    /// Writes `sha` into the pin file (atomically; through a link).
+    /// Writes `sha` into the pin file (atomically; through a link that
+    /// stays inside the repository, never out of it).
     pub(crate) fn write_pin_file(&self, file: &str, sha: &str) -> Result<(), Error> {
-        let path = self.superproject.dir().join(file);
+        let path =
+            lockstep_core::fs::inside_tree(self.superproject.dir(), file, "[integrate] pin-file")?;
         lockstep_core::output::write_as(
             "[integrate] pin-file",
             &lockstep_core::output::Target::Path(path),

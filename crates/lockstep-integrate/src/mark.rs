@@ -66,7 +66,11 @@ impl Integrate<'_> {
         let _session = self.begin_session("integrate mark")?;
         self.require_clean()?;
         let mut current = self.unstable_reasons()?;
-        let path = self.superproject.dir().join(UNSTABLE_MARK);
+        let path = lockstep_core::fs::inside_tree(
+            self.superproject.dir(),
+            UNSTABLE_MARK,
+            "the stable-release mark",
+        )?;
         let message = match &reason {
             Some(reason) => {
                 if current.contains(reason) {

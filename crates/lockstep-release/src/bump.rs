@@ -103,9 +103,10 @@ impl Probe for CommandSmoke {
 
 fn write_pins(top: &Path, pin_files: &[String], rev: &str) -> Result<(), Error> {
     for path in pin_files {
+        let inside = lockstep_core::fs::inside_tree(top, path, "pin file")?;
         lockstep_core::output::write_as(
             "pin file",
-            &lockstep_core::output::Target::Path(top.join(path)),
+            &lockstep_core::output::Target::Path(inside),
             format!("{rev}\n").as_bytes(),
         )?;
     }

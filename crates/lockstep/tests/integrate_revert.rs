@@ -227,6 +227,33 @@ fn mark_records_the_stable_release_gate_and_status_shows_why() {
     assert_eq!(env.status()["not_stable"].as_array().map(Vec::len), Some(1));
 }
 
+#[test]
+fn mark_refuses_a_committed_link_out_of_the_repository() {
+    let env = at_head(6);
+    let elsewhere = env.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("unstable"), "# theirs\nkeep me\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, env.sp().join(".lockstep")).unwrap();
+    commit_as_tester(env.sp(), "A link out", true);
+    let head = git(env.sp(), &["rev-parse", "HEAD"]);
+    for args in [
+        &["integrate", "mark", "--unstable", "reason"][..],
+        &["integrate", "mark", "--stable"][..],
+    ] {
+        let out = env.run(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("symbolic link out of the repository"), "{err}");
+        assert!(err.contains(".lockstep"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("unstable")).unwrap(),
+            "# theirs\nkeep me\n"
+        );
+        assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]), head, "nothing committed");
+        assert!(is_clean(env.sp()));
+    }
+}
+
 /// Sets `[integrate] smoke` to `script` (written into the superproject and
 /// committed with the config `extra`, on origin/main too).
 fn smoke_and_rules(env: &Env, script: &str, extra: &str) {
