@@ -29,8 +29,9 @@ use lockstep_history::{Kind, RunRecord};
 use lockstep_stats::{Rule, Verdict};
 use serde::Serialize;
 
-/// The largest results file read.
-const MAX_RESULTS_BYTES: u64 = 256 << 20;
+/// The largest results file read: the bound of a history run, whether the
+/// file is found in a directory or named (a run is a results file).
+const MAX_RESULTS_BYTES: u64 = lockstep_history::store::MAX_RUN_BYTES;
 
 /// What a side measured: bench kernels, or the benchmark steps of tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

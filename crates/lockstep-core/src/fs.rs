@@ -36,8 +36,10 @@ pub fn temp_name(path: &Path) -> PathBuf {
 pub fn inside_tree(root: &Path, rel: &str, what: &str) -> Result<PathBuf> {
     use std::path::Component;
     let leaves = || {
-        Error::usage(format!("{what} `{rel}` is not a path inside the repository"))
-            .hint("give a path relative to the repository's top, without `..`")
+        Error::usage(format!(
+            "{what} `{rel}` is not a path inside the repository"
+        ))
+        .hint("give a path relative to the repository's top, without `..`")
     };
     let real_root = root.canonicalize().map_err(|e| {
         Error::failed(format!("cannot resolve {}", root.display())).cause(e.to_string())
@@ -131,12 +133,16 @@ fn read_bounded(
     if regular && meta.len() > max_bytes {
         return Err(too_large(what, path, max_bytes));
     }
-    let file = if meta.file_type().is_fifo() {
-        open_fifo(path, fifo_wait).map_err(|e| fail(format!("{what} {} {e}", path.display())))?
-    } else {
-        std::fs::File::open(path)
-            .map_err(|e| fail(format!("{what} {} cannot be read: {e}", path.display())))?
-    };
+    if meta.file_type().is_fifo() {
+        let bytes = read_fifo(path, max_bytes, fifo_wait)
+            .map_err(|e| fail(format!("{what} {} {e}", path.display())))?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(too_large(what, path, max_bytes));
+        }
+        return Ok(bytes);
+    }
+    let file = std::fs::File::open(path)
+        .map_err(|e| fail(format!("{what} {} cannot be read: {e}", path.display())))?;
     // A FIFO or device has no length: read one byte past the limit to tell.
     let mut bytes = Vec::new();
     file.take(max_bytes.saturating_add(1))
@@ -148,34 +154,59 @@ fn read_bounded(
     Ok(bytes)
 }
 
-/// Opens a FIFO without blocking, waits up to `wait` for something to
-/// read (or a writer that came and went), then reads it as usual. The
-/// error completes "{what} {path} ...".
-fn open_fifo(path: &Path, wait: std::time::Duration) -> std::result::Result<std::fs::File, String> {
-    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+/// Reads a FIFO without ever blocking: opened and read non-blocking, each
+/// wait for more bounded by `wait` (nothing written yet, or a writer that
+/// holds it open and writes nothing more), at most `max_bytes` + 1 bytes.
+/// The error completes "{what} {path} ...".
+fn read_fifo(
+    path: &Path,
+    max_bytes: u64,
+    wait: std::time::Duration,
+) -> std::result::Result<Vec<u8>, String> {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use std::os::fd::{AsFd, AsRawFd};
+    use std::os::fd::AsFd;
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| format!("cannot be read: {e}"))?;
     let millis = u16::try_from(wait.as_millis()).unwrap_or(u16::MAX);
-    let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
-    match poll(&mut fds, PollTimeout::from(millis)) {
-        Ok(0) => {
-            return Err(format!(
-                "is a FIFO that nothing wrote to within {} s",
-                wait.as_secs()
-            ))
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut written_to = false;
+    loop {
+        let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::from(millis)) {
+            Ok(0) if written_to => {
+                return Err(format!(
+                    "is a FIFO whose writer wrote nothing more for {} s",
+                    wait.as_secs()
+                ))
+            }
+            Ok(0) => {
+                return Err(format!(
+                    "is a FIFO that nothing wrote to within {} s",
+                    wait.as_secs()
+                ))
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("cannot be read: {e}")),
         }
-        Ok(_) => {}
-        Err(e) => return Err(format!("cannot be read: {e}")),
+        match file.read(&mut chunk) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => {
+                written_to = true;
+                bytes.extend_from_slice(&chunk[..n]);
+                if bytes.len() as u64 > max_bytes {
+                    return Ok(bytes);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("cannot be read: {e}")),
+        }
     }
-    fcntl(file.as_raw_fd(), FcntlArg::F_SETFL(OFlag::empty()))
-        .map_err(|e| format!("cannot be read: {e}"))?;
-    Ok(file)
 }
 
 /// [`read_input`] for text: invalid UTF-8 is an error naming the file.
@@ -428,6 +459,26 @@ mod tests {
         );
         writer.join().unwrap();
         assert_eq!(bytes.unwrap(), b"fed");
+
+        // A writer that holds the FIFO open and stops writing does not
+        // block the reader either.
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+                f.write_all(b"half").unwrap();
+                std::thread::sleep(std::time::Duration::from_secs(5));
+            })
+        };
+        let err =
+            read_bounded("NEW", &fifo, 10, std::time::Duration::from_millis(1500)).unwrap_err();
+        assert!(
+            err.message.contains("wrote nothing more"),
+            "{}",
+            err.message
+        );
+        writer.join().unwrap();
     }
 
     #[test]
@@ -486,7 +537,15 @@ mod tests {
             root.join("inside/pin")
         );
         assert!(inside_tree(&root, "new/dir/pin", "pin").is_ok());
-        for bad in ["away/pin", "file-away", "dangling", "../x", "/etc/passwd", "", "."] {
+        for bad in [
+            "away/pin",
+            "file-away",
+            "dangling",
+            "../x",
+            "/etc/passwd",
+            "",
+            ".",
+        ] {
             let e = inside_tree(&root, bad, "pin").unwrap_err();
             assert_eq!(e.kind, crate::error::ErrorKind::Usage, "{bad}");
         }

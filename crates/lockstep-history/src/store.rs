@@ -119,6 +119,31 @@ fn tempfile_in(dir: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
     )))
 }
 
+/// Whether [`load`] of `dir` would read `file` (existing or not yet): a
+/// `*.json`, not hidden, right in `dir`. An output there would replace a
+/// run, or be read as one.
+pub fn would_read(dir: &Path, file: &Path) -> bool {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !is_run_name(&name) {
+        return false;
+    }
+    let parent = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match (parent.canonicalize(), dir.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn is_run_name(name: &str) -> bool {
+    name.ends_with(".json") && !name.starts_with('.')
+}
+
 /// Every run of `dir` (`*.json` files, not hidden), oldest first; files
 /// that are not runs lockstep can read are skipped and named. Test rows
 /// keep only the keys the history's readers read ([`crate::trimmed`]).
@@ -139,7 +164,7 @@ pub fn load(dir: &Path) -> Result<Loaded, Error> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            name.ends_with(".json") && !name.starts_with('.')
+            is_run_name(&name)
         })
         .collect();
     paths.sort();

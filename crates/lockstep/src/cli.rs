@@ -792,10 +792,10 @@ pub struct BenchBisectArgs {
 #[derive(Debug, Args)]
 pub struct BenchCompareArgs {
     /// The baseline: a `bench --json` or `test --json` file (its benchmark steps), a history run file, or DIR@COMMIT / DIR@latest (every bench run of that commit in history DIR).
-    #[arg(value_name = "BASE")]
+    #[arg(value_name = "BASE", help_heading = INPUT)]
     pub base: String,
     /// The candidate, in the same forms.
-    #[arg(value_name = "NEW")]
+    #[arg(value_name = "NEW", help_heading = INPUT)]
     pub new: String,
     /// The noise band: a change within it is never a regression (`5%` or `0.05`).
     #[arg(long, value_name = "PERCENT", default_value = "5%")]

@@ -65,6 +65,29 @@ impl<'a> Ctx<'a> {
         self.rep.open_events()
     }
 
+    /// Refuses an output that is (or would be read as) a run of one of
+    /// the history directories `dirs` the command reads: exit 2, nothing
+    /// written, the `--events` file untouched.
+    pub fn history_read(&self, dirs: &[(String, PathBuf)]) -> Result<(), Error> {
+        for (what, dir) in dirs {
+            for (flag, out) in self.spec.output_files() {
+                if lockstep_history::store::would_read(dir, out) {
+                    self.rep.discard_events();
+                    return Err(Error::usage(format!(
+                        "{flag} {} is a run file of the history {what} {}",
+                        out.display(),
+                        dir.display()
+                    ))
+                    .hint(format!(
+                        "write {flag} outside {}: history runs are never overwritten, and a file there is read as a run",
+                        dir.display()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// One table of lockstep.toml.
     pub fn section<S: Section>(&self) -> Result<S, Error> {
         self.loaded()?.section()

@@ -249,7 +249,11 @@ fn mark_refuses_a_committed_link_out_of_the_repository() {
             std::fs::read_to_string(elsewhere.join("unstable")).unwrap(),
             "# theirs\nkeep me\n"
         );
-        assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]), head, "nothing committed");
+        assert_eq!(
+            git(env.sp(), &["rev-parse", "HEAD"]),
+            head,
+            "nothing committed"
+        );
         assert!(is_clean(env.sp()));
     }
 }

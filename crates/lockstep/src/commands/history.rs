@@ -14,7 +14,7 @@ use crate::cli;
 use crate::context::Ctx;
 
 /// `[history] dir`, relative to lockstep.toml's directory.
-fn configured_dir(ctx: &Ctx) -> Result<Option<PathBuf>, Error> {
+pub(crate) fn configured_dir(ctx: &Ctx) -> Result<Option<PathBuf>, Error> {
     let cfg: HistoryConfig = ctx.section()?;
     Ok(match cfg.dir {
         Some(dir) => Some(ctx.root()?.join(dir)),

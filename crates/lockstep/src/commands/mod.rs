@@ -25,6 +25,7 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<i32, Error> {
     // `lockstep test` finds its inputs (suite files, sources, data) by
     // planning, and says so itself; every other command's are known now.
     if !matches!(command, Command::Test(_)) {
+        ctx.history_read(&history_dirs_read(&command, ctx))?;
         ctx.inputs_read(&[])?;
     }
     match command {
@@ -41,5 +42,42 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<i32, Error> {
         Command::History(cmd) => history::run(cmd, ctx),
         Command::Report(cmd) => history::report(cmd, ctx),
         Command::Doctor { json: _ } => doctor::run(ctx),
+    }
+}
+
+/// The history directories `command` reads every run of (as
+/// (what names it, directory)), known before it runs: no output may be one
+/// of their runs. A default that cannot be found now is left to the
+/// command, which says what is wrong.
+fn history_dirs_read(command: &Command, ctx: &Ctx) -> Vec<(String, std::path::PathBuf)> {
+    use crate::cli::{BenchAction, History, Report};
+    let configured = || history::configured_dir(ctx).ok().flatten();
+    let found = |flag: &str, dir: Option<std::path::PathBuf>| {
+        dir.map(|d| (flag.to_string(), ctx.cwd.join(d)))
+            .into_iter()
+            .collect::<Vec<_>>()
+    };
+    match command {
+        Command::History(History::List { dir, .. }) => match dir {
+            Some(d) => found("DIR", Some(d.clone())),
+            None => found("[history] dir", configured()),
+        },
+        Command::History(History::Import { to, .. }) => found("--to", Some(to.clone())),
+        Command::Report(Report::Site { history, .. }) => match history {
+            Some(d) => found("--history", Some(d.clone())),
+            None => found("[history] dir", configured()),
+        },
+        Command::Bench(args) => match &args.action {
+            Some(BenchAction::Compare(compare)) => [("BASE", &compare.base), ("NEW", &compare.new)]
+                .into_iter()
+                .filter_map(|(flag, side)| {
+                    let (dir, _) = side.rsplit_once('@')?;
+                    let dir = ctx.cwd.join(dir);
+                    dir.is_dir().then(|| (flag.to_string(), dir))
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
     }
 }

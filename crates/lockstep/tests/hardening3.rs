@@ -1,0 +1,102 @@
+//! The third hardening round (issue 29) at the command line: inputs stay
+//! inputs, reads that cannot block, checks before the first side effect,
+//! terminal-safe output. Each case failed before its fix.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+
+/// `lockstep ARGS` in `cwd` with a home and cache of its own (no IREE).
+fn bare(cwd: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+    cmd.args(args).current_dir(cwd);
+    isolate(&mut cmd, &cwd.join(".home"), &cwd.join(".cache"));
+    cmd.output().expect("run lockstep")
+}
+
+#[test]
+fn events_never_overwrite_a_history_run_or_a_compare_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    write(&cwd.join("h/bench-b0.json"), "{\"keep\":1}\n");
+    write(&cwd.join("h/x.json"), "{\"a\":1}\n");
+    write(&cwd.join("h/y.json"), "{\"a\":2}\n");
+    write(&cwd.join("base.json"), "{\"rows\":[]}\n");
+    for args in [
+        &["--events", "h/bench-b0.json", "history", "list", "h"][..],
+        &["--events", "h/new.json", "history", "list", "h"][..],
+        &[
+            "--events", "h/x.json", "bench", "compare", "h/x.json", "h/y.json",
+        ][..],
+        &[
+            "--events",
+            "h/new.json",
+            "bench",
+            "compare",
+            "base.json",
+            "h@latest",
+        ][..],
+        &[
+            "--events",
+            "h/new.json",
+            "report",
+            "site",
+            "--history",
+            "h",
+            "--out",
+            "site",
+        ][..],
+        &[
+            "--events",
+            "h/new.json",
+            "history",
+            "import",
+            "base.json",
+            "--to",
+            "h",
+        ][..],
+    ] {
+        let out = bare(cwd, args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--events"), "{err}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("h/bench-b0.json")).unwrap(),
+        "{\"keep\":1}\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("h/x.json")).unwrap(),
+        "{\"a\":1}\n"
+    );
+    assert!(!cwd.join("h/new.json").exists());
+    assert!(!cwd.join("site").exists());
+}
+
+#[test]
+fn a_fifo_a_writer_keeps_open_ends_the_compare_instead_of_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    write(&cwd.join("base.json"), "{\"rows\":[]}\n");
+    let fifo = cwd.join("new.fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    // A writer that opens the FIFO, writes half a document and holds it.
+    let mut writer = Command::new("sh")
+        .args(["-c", "exec 3>new.fifo; printf '{\"rows\"' >&3; sleep 120"])
+        .current_dir(cwd)
+        .spawn()
+        .unwrap();
+    let out = bare(cwd, &["bench", "compare", "base.json", "new.fifo"]);
+    let _ = writer.kill();
+    let _ = writer.wait();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("wrote nothing more"), "{err}");
+}
