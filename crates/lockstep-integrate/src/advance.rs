@@ -72,6 +72,11 @@ impl Integrate<'_> {
         if let Some(to) = &opts.to {
             crate::context::check_rev("--to", to)?;
         }
+        // An advance is a commit on the integrate branch: a detached HEAD
+        // is refused before anything runs.
+        if !opts.dry_run {
+            self.branch()?;
+        }
         self.or_restore_upstream(|| self.next_steps(opts))
     }
 

@@ -179,6 +179,18 @@ fn refused(var: &str, reason: &UrlError) -> Error {
 
 /// The URL from the environment variable's value, or a usage error naming the
 /// variable.
+/// Checks a webhook URL as [`post_to`] would, sending nothing: a loop
+/// that will call for help finds a bad URL before its first side effect.
+pub fn check_url(url: &str, var: &str) -> Result<(), Error> {
+    let text = url.trim();
+    if text.is_empty() {
+        return Err(not_set(var));
+    }
+    parse_url(text, UrlRules::CREDENTIALED)
+        .map(drop)
+        .map_err(|reason| refused(var, &reason))
+}
+
 fn url_from_env(var: &str, value: Result<String, std::env::VarError>) -> Result<String, Error> {
     match value {
         Ok(url) if !url.trim().is_empty() => Ok(url.trim().to_string()),

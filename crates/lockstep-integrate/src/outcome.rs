@@ -101,6 +101,7 @@ impl Integrate<'_> {
         publish: bool,
         resumed: Option<Resumed>,
     ) -> Result<Looped, Error> {
+        self.check_before_loop(opts, publish)?;
         let report = self.run_loop(opts)?;
         let mut looped = Looped {
             resumed,
@@ -115,6 +116,40 @@ impl Integrate<'_> {
             }
         }
         Ok(looped)
+    }
+
+    /// What can be checked before the loop's first side effect (the fetch,
+    /// a smoke, a commit): a branch to commit on, and with `publish` the
+    /// push target, the token and the webhook URL (when one is set: an
+    /// unset one is a warning at the halt). Exit 2 then means nothing
+    /// happened.
+    fn check_before_loop(&self, opts: &LoopOptions, publish: bool) -> Result<(), Error> {
+        if opts.dry_run {
+            return Ok(());
+        }
+        self.branch()?;
+        if !publish {
+            return Ok(());
+        }
+        self.publish_target()?;
+        let var = &self.cfg.notify.url_env;
+        let url = match &self.reach.webhook_url {
+            Some(url) => Some(url.clone()),
+            None => match std::env::var(var) {
+                Ok(url) => Some(url).filter(|u| !u.trim().is_empty()),
+                Err(std::env::VarError::NotPresent) => None,
+                Err(std::env::VarError::NotUnicode(_)) => {
+                    return Err(Error::usage(format!(
+                        "the webhook URL in ${var} is not valid UTF-8"
+                    ))
+                    .hint(format!("export {var}=<webhook url>; nothing was done")))
+                }
+            },
+        };
+        match url {
+            Some(url) => crate::notify::check_url(&url, var),
+            None => Ok(()),
+        }
     }
 
     /// `integrate report --post`: the halt report to the webhook of

@@ -28,6 +28,8 @@ pub struct Target {
     client: Client,
     repo: Repo,
     tag: String,
+    /// The commit the tag names in the repository at `root`.
+    commit: String,
 }
 
 /// What `--github-release` did.
@@ -50,6 +52,17 @@ impl Target {
             Error::usage("--github-release needs --tag: a GitHub Release belongs to a tag")
                 .hint("pass the tag `release cut` printed (`--tag TAG`)")
         })?;
+        crate::publication::check_tag_name(tag)?;
+        let git = lockstep_git::Repo::discover(root).ok();
+        let commit = git
+            .as_ref()
+            .and_then(|g| g.resolve(&format!("refs/tags/{tag}")).ok().flatten())
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "--github-release: there is no tag `{tag}` in this repository"
+                ))
+                .hint("pass the tag `release cut` printed (fetch tags first: `git fetch --tags`); a GitHub Release of a missing tag would tag the default branch. Nothing was published")
+            })?;
         let client = Client::from_env()?;
         if !client.has_token() {
             return Err(Error::usage(
@@ -57,14 +70,13 @@ impl Target {
             )
             .hint("set GITHUB_TOKEN to a token that may write the repository's releases (contents: write)"));
         }
-        let origin = lockstep_git::Repo::discover(root)
-            .ok()
-            .and_then(|git| git.remote_url("origin").ok().flatten());
+        let origin = git.and_then(|git| git.remote_url("origin").ok().flatten());
         let repo = lockstep_github::repo::resolve(None, origin.as_deref(), &client.web_host())?;
         Ok(Target {
             client,
             repo,
             tag: tag.to_string(),
+            commit: commit.to_string(),
         })
     }
 
@@ -98,7 +110,12 @@ impl Target {
                     tag_name: self.tag.clone(),
                     // If GitHub does not have the tag yet, it is made here,
                     // at the commit the release was built from.
-                    target_commitish: source.or(record.source.as_deref()).map(String::from),
+                    target_commitish: Some(
+                        source
+                            .or(record.source.as_deref())
+                            .unwrap_or(&self.commit)
+                            .to_string(),
+                    ),
                     name: self.tag.clone(),
                     body: body(version, channel, &record),
                     draft: false,

@@ -283,6 +283,52 @@ fn bad_tokens_repositories_and_answers_are_named_before_anything_is_pushed() {
 }
 
 #[test]
+fn what_can_be_checked_is_checked_before_the_first_smoke() {
+    let (env, gh) = publishing(12);
+    let branch = current_branch(&env);
+    let head = git(env.sp(), &["rev-parse", "HEAD"]);
+    let log = env.dir.path().join("smokes.log");
+
+    // A malformed webhook URL: exit 2 before the smoke, the push, the PR.
+    for bad in [
+        "not a url",
+        "ftp://hooks.example/x",
+        "http://user:pw@127.0.0.1:9/x",
+    ] {
+        let out = env
+            .cmd(&["integrate", "loop", "--publish"])
+            .env("GITHUB_API_URL", gh.url())
+            .env("GITHUB_TOKEN", TOKEN)
+            .env("LOCKSTEP_WEBHOOK_URL", bad)
+            .env("LOCKSTEP_SANDBOX_SMOKE_LOG", &log)
+            .output()
+            .expect("run");
+        let (_, err) = expect_code(&out, 2, &format!("loop with webhook {bad:?}"));
+        assert!(err.contains("$LOCKSTEP_WEBHOOK_URL"), "{err}");
+        assert!(!err.contains("pw@"), "{err}");
+    }
+    assert_eq!(smoke_count(&log), 0, "no smoke ran");
+    assert_eq!(origin_tip(&env, &branch), None, "nothing pushed");
+    assert!(gh.pulls().is_empty());
+    assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]), head);
+
+    // A detached HEAD: loop and next refuse before the smoke and commit
+    // nothing there.
+    git(env.sp(), &["checkout", "-q", "--detach"]);
+    for args in [&["integrate", "loop"][..], &["integrate", "next"][..]] {
+        let out = env
+            .cmd(args)
+            .env("LOCKSTEP_SANDBOX_SMOKE_LOG", &log)
+            .output()
+            .expect("run");
+        let (_, err) = expect_code(&out, 2, &format!("{args:?} on a detached HEAD"));
+        assert!(err.contains("detached"), "{err}");
+    }
+    assert_eq!(smoke_count(&log), 0, "no smoke ran");
+    assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]), head);
+}
+
+#[test]
 fn an_unknown_repository_or_the_base_branch_is_refused() {
     let env = Env::new(&SandboxSpec {
         breaks: vec![],

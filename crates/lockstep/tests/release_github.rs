@@ -54,7 +54,41 @@ fn publish_creates_and_completes_the_github_release_with_checksums() {
     );
     let index_files = p.path().join("release/index/files/3.14.0rc1");
 
-    // Checked before anything is published: no token, no tag.
+    // Checked before anything is published: a tag name git could not
+    // hold, one markup would break, a tag the repository lacks (GitHub
+    // would tag the default branch).
+    for bad in ["", "a b", "../../x", "<script>", "v1\n", "demo-9.9.9"] {
+        let out = publish(
+            &p,
+            &github,
+            &["wh", "--tag", bad, "--github-release"],
+            true,
+            2,
+        );
+        let err = stderr(&out);
+        assert!(
+            err.contains("--tag") || err.contains("no tag"),
+            "{bad:?}: {err}"
+        );
+        assert!(
+            err.contains("nothing was published") || err.contains("Nothing was published"),
+            "{err}"
+        );
+        if bad == "demo-9.9.9" {
+            continue; // without a GitHub Release, a warning (docs/release.md)
+        }
+        let out = publish(&p, &github, &["wh", "--tag", bad], true, 2);
+        assert!(
+            stderr(&out).contains("is not a tag name"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert!(!index_files.exists());
+    assert!(github.requests().is_empty());
+    git(&p.path(), &["tag", "demo-3.14.0rc1"]);
+
+    // No token, no tag.
     let out = publish(
         &p,
         &github,
