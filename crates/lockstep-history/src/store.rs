@@ -16,8 +16,15 @@ pub const MAX_RUN_BYTES: u64 = 64 << 20;
 /// A file of the directory that was not read, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Skipped {
+    /// In JSON, a name that is not UTF-8 is written lossily (U+FFFD) rather
+    /// than failing the whole document.
+    #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
     pub reason: String,
+}
+
+fn lossy_path<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
 }
 
 /// What [`load`] found.
@@ -32,7 +39,11 @@ impl Loaded {
     /// Every skipped file as a warning (the runs that were read still count).
     pub fn warn_skipped(&self, sink: &dyn lockstep_core::events::Sink) {
         for s in &self.skipped {
-            sink.warn(format!("skipped {}: {}", s.path.display(), s.reason));
+            sink.warn(format!(
+                "skipped {}: {}",
+                lockstep_core::error::printable_line(&s.path.to_string_lossy()),
+                s.reason
+            ));
         }
     }
 }

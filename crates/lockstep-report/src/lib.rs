@@ -41,8 +41,13 @@ impl Out {
         Out { to_stderr: false }
     }
 
-    /// Prints `text` as it is (no newline added).
+    /// Prints `text` (no newline added) with every control character but
+    /// newline and tab escaped: human output holds text from input
+    /// (commit subjects, test ids, names read from files), and an escape
+    /// sequence in it must not reach the terminal. The one terminal rule,
+    /// for every human output (docs/reliability.md).
     pub fn print(&self, text: &str) {
+        let text = lockstep_core::error::printable(text);
         let _ = if self.to_stderr {
             std::io::stderr().lock().write_all(text.as_bytes())
         } else {

@@ -100,3 +100,64 @@ fn a_fifo_a_writer_keeps_open_ends_the_compare_instead_of_blocking() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("wrote nothing more"), "{err}");
 }
+
+/// A test-results document of one timed benchmark step per `(id, ms)`.
+fn timed_tests(tests: &[(&str, f64)]) -> String {
+    let tests: Vec<serde_json::Value> = tests
+        .iter()
+        .map(|(id, ms)| {
+            serde_json::json!({"id": id, "steps": [
+                {"kind": "benchmark", "status": "passed", "metrics": {"time_ms": ms}}
+            ]})
+        })
+        .collect();
+    serde_json::json!({"schema": 1, "tests": tests}).to_string()
+}
+
+#[test]
+fn untrusted_text_reaches_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let evil = "t\u{1b}[2J\u{1b}]0;owned\u{7}\rx";
+    write(
+        &cwd.join("a.json"),
+        &timed_tests(&[(evil, 1.0), ("plain", 1.0)]),
+    );
+    write(
+        &cwd.join("b.json"),
+        &timed_tests(&[(evil, 9.0), ("plain", 1.0)]),
+    );
+    let out = bare(cwd, &["bench", "compare", "a.json", "b.json"]);
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\r'),
+        "{text:?}"
+    );
+    assert!(text.contains("t\\u{1b}[2J"), "{text}");
+}
+
+#[test]
+fn a_history_file_whose_name_is_not_utf8_is_listed_as_skipped() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    std::fs::create_dir_all(cwd.join("h")).unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"bad-\xff\x1b[2J.json");
+    std::fs::write(cwd.join("h").join(name), "{}").unwrap();
+    let out = bare(cwd, &["history", "list", "h", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let skipped = listed["skipped"].as_array().expect("skipped");
+    assert_eq!(skipped.len(), 1, "{listed}");
+    assert!(
+        skipped[0]["path"]
+            .as_str()
+            .unwrap()
+            .contains("bad-\u{fffd}"),
+        "{listed}"
+    );
+    assert!(!stderr(&out).contains('\u{1b}'), "{}", stderr(&out));
+    let out = bare(cwd, &["history", "list", "h"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains('\u{1b}') && !stdout(&out).contains('\u{1b}'));
+}
