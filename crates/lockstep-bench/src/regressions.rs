@@ -272,11 +272,16 @@ fn one_sided(
 
 /// Reads one side: a results file, a history run file, or `DIR@COMMIT` /
 /// `DIR@latest`. `flag` names the argument in errors (`BASE`, `NEW`).
-pub fn load_side(flag: &str, spec: &str, cwd: &Path) -> Result<Side, Error> {
+pub fn load_side(
+    flag: &str,
+    spec: &str,
+    cwd: &Path,
+    warned: &mut Warned<'_>,
+) -> Result<Side, Error> {
     if let Some((dir, rev)) = spec.rsplit_once('@') {
         let path = cwd.join(dir);
         if path.is_dir() {
-            return history_side(flag, spec, &path, rev);
+            return history_side(flag, spec, &path, rev, warned);
         }
     }
     let path = cwd.join(spec);
@@ -358,9 +363,18 @@ fn test_steps(results: &serde_json::Value) -> Vec<KernelSamples> {
 
 /// Reads BASE and NEW ([`load_side`]) and checks they measure the same
 /// things ([`check_comparable`]).
-pub fn load_sides(base: &str, new: &str, cwd: &Path) -> Result<(Side, Side), Error> {
-    let base = load_side("BASE", base, cwd)?;
-    let new = load_side("NEW", new, cwd)?;
+pub fn load_sides(
+    base: &str,
+    new: &str,
+    cwd: &Path,
+    sink: &dyn lockstep_core::events::Sink,
+) -> Result<(Side, Side), Error> {
+    let mut warned = Warned {
+        sink,
+        said: std::collections::BTreeSet::new(),
+    };
+    let base = load_side("BASE", base, cwd, &mut warned)?;
+    let new = load_side("NEW", new, cwd, &mut warned)?;
     check_comparable(&base, &new)?;
     Ok((base, new))
 }
@@ -385,10 +399,34 @@ pub fn check_comparable(base: &Side, new: &Side) -> Result<(), Error> {
     .hint("compare bench results with bench results, test results with test results"))
 }
 
-fn history_side(flag: &str, spec: &str, dir: &Path, rev: &str) -> Result<Side, Error> {
+/// Warnings said once each (BASE and NEW may name one history).
+pub struct Warned<'s> {
+    sink: &'s dyn lockstep_core::events::Sink,
+    said: std::collections::BTreeSet<String>,
+}
+
+impl Warned<'_> {
+    fn warn(&mut self, message: String) {
+        if self.said.insert(message.clone()) {
+            self.sink.warn(message);
+        }
+    }
+}
+
+fn history_side(
+    flag: &str,
+    spec: &str,
+    dir: &Path,
+    rev: &str,
+    warned: &mut Warned<'_>,
+) -> Result<Side, Error> {
     let loaded = lockstep_history::load(dir)?;
     for skipped in &loaded.skipped {
-        tracing::warn!("skipped {}: {}", skipped.path.display(), skipped.reason);
+        warned.warn(format!(
+            "skipped {}: {}",
+            skipped.path.to_string_lossy(),
+            skipped.reason
+        ));
     }
     let commit_of = |r: &RunRecord| r.source.commit.clone().unwrap_or_default();
     let prefix = match rev {

@@ -313,6 +313,19 @@ fn configured_out(out: &Path, top: &Path) -> Result<PathBuf, Error> {
             )));
         }
     }
+    // Git's own directory is not the work tree: a workflow written into
+    // `.git/hooks` would run as a hook, and GitHub never reads `.git`.
+    if resolved
+        .strip_prefix(top)
+        .ok()
+        .and_then(|rel| rel.components().next())
+        .is_some_and(|first| first.as_os_str() == ".git")
+    {
+        return Err(refuse(
+            "it is inside `.git`, git's own directory (hooks run from there; GitHub never reads it)"
+                .into(),
+        ));
+    }
     Ok(resolved)
 }
 
@@ -583,6 +596,9 @@ mod tests {
             "a/../../b",
             ".github/../..",
             "./",
+            ".git/hooks",
+            ".git",
+            "x/../.git/info",
         ] {
             let err = configured_out(Path::new(out), &top).unwrap_err();
             assert_eq!(err.kind, lockstep_core::ErrorKind::Usage, "{out}");

@@ -313,6 +313,10 @@ impl Repo {
         let top = Repo::new(dir)
             .git(&["rev-parse", "--show-toplevel"])
             .map_err(|e| {
+                // git that cannot run is not a missing repository.
+                if e.message == "cannot run git" {
+                    return e;
+                }
                 let mut err = e
                     .context(format!("{} is not inside a git work tree", dir.display()))
                     .hint("run lockstep from the superproject's checkout, or pass --config");
@@ -511,6 +515,15 @@ impl Repo {
             .filter(|e| e.kind == "commit")
             .map(|e| (e.path, e.oid))
             .collect())
+    }
+
+    /// The entry at `path` of `rev`'s tree (its mode says a file, an
+    /// executable, a symbolic link `120000`, a tree or a gitlink).
+    pub fn tree_entry(&self, rev: &str, path: &str) -> Result<Option<TreeEntry>, Error> {
+        let out = self.git(&["ls-tree", "-z", rev, "--", path])?;
+        Ok(parse::parse_ls_tree(&out)
+            .into_iter()
+            .find(|e| e.path == path))
     }
 
     /// The commit a gitlink (submodule entry) at `path` points to in `rev`'s tree.

@@ -194,6 +194,20 @@ impl Client {
     /// and never with `user:password@` (the host after the `@` would get
     /// the token). A refused URL is a usage error: nothing is sent.
     pub fn new(api: &str, token: Option<Token>) -> Result<Client, Error> {
+        if let Some(token) = &token {
+            // A header cannot hold a line break: said here, naming the
+            // variable, rather than as an HTTP failure after the request.
+            if token.value.chars().any(|c| c.is_control() || c == ' ') {
+                return Err(Error::usage(format!(
+                    "${} holds a line break, a space or another control character: it is not a token",
+                    token.source
+                ))
+                .hint(format!(
+                    "set {} to the token alone (check how it was pasted or read from a file); nothing was sent",
+                    token.source
+                )));
+            }
+        }
         let text = api.trim().trim_end_matches('/');
         let api = parse_url(text, UrlRules::CREDENTIALED).map_err(|reason| {
             let shown = match &reason {

@@ -89,6 +89,9 @@ pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
             )
         })?;
     }
+    for path in &cfg.track_paths {
+        track_path(path)?;
+    }
     remote_name("upstream-remote", &cfg.upstream_remote)?;
     remote_name("export.remote", &cfg.export.remote)?;
     ref_part("upstream-branch", &cfg.upstream_branch)?;
@@ -314,6 +317,31 @@ fn submodule_path(path: &str) -> Result<(), Error> {
     }
 }
 
+/// A `track-paths` entry: a path inside the upstream repository (git reads
+/// it as a pathspec), relative and without `..`; `.` is the whole tree.
+fn track_path(path: &str) -> Result<(), Error> {
+    let why = if path.trim().is_empty() {
+        Some("an entry is empty")
+    } else if path.starts_with('/') {
+        Some("an entry must be relative to the upstream repository's top (`mlir/`, not `/mlir`)")
+    } else if Path::new(path)
+        .components()
+        .any(|c| matches!(c, Component::ParentDir))
+    {
+        Some("an entry must stay inside the upstream repository (no `..`)")
+    } else if path.starts_with('-') || path.starts_with(':') {
+        Some("an entry starts with `-` or `:` (a git option or pathspec magic)")
+    } else if path.chars().any(char::is_control) {
+        Some("an entry holds a control character")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(bad("track-paths", path, why)),
+        None => Ok(()),
+    }
+}
+
 /// A remote name git accepts: not an option, and `refs/remotes/NAME/x`
 /// a valid ref.
 fn remote_name(key: &str, name: &str) -> Result<(), Error> {
@@ -425,11 +453,18 @@ fn followers(follow: &[crate::config::FollowConfig]) -> Result<(), Error> {
     let mut names = std::collections::BTreeSet::new();
     for (n, f) in follow.iter().enumerate() {
         let key = format!("follow[{}]", n + 1);
-        if f.name.is_empty() || f.name.len() > 100 || !names.insert(f.name.clone()) {
+        // The name reaches commit subjects, reports and pages: one plain
+        // word-ish line, no markup.
+        let plain = f
+            .name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | ' ' | '/' | '+'));
+        if f.name.trim().is_empty() || f.name.len() > 100 || !plain || !names.insert(f.name.clone())
+        {
             return Err(bad(
                 &format!("{key}.name"),
                 &f.name,
-                "a name must be 1 to 100 characters and unique",
+                "a name must be 1 to 100 characters (letters, digits, space, `-`, `_`, `.`, `/`, `+`) and unique",
             ));
         }
         submodule_path(&f.submodule).map_err(|_| {
@@ -441,8 +476,12 @@ fn followers(follow: &[crate::config::FollowConfig]) -> Result<(), Error> {
         })?;
         match (&f.upstream_pin_file, &f.upstream_submodule) {
             (Some(p), None) | (None, Some(p)) => submodule_path(p).map_err(|_| {
+                let which = match f.upstream_pin_file {
+                    Some(_) => "upstream-pin-file",
+                    None => "upstream-submodule",
+                };
                 bad(
-                    &format!("{key}.upstream-pin-file"),
+                    &format!("{key}.{which}"),
                     p,
                     "it must be a plain path inside the follower",
                 )
@@ -557,6 +596,10 @@ mod tests {
             }),
             ("smoke", |c| c.smoke = vec!["x".repeat(70_000)]),
             ("upstream-name", |c| c.upstream_name = "L".repeat(201)),
+            ("track-paths", |c| c.track_paths = vec!["".into()]),
+            ("track-paths", |c| c.track_paths = vec!["/".into()]),
+            ("track-paths", |c| c.track_paths = vec!["../..".into()]),
+            ("track-paths", |c| c.track_paths = vec![":(glob)**".into()]),
             ("track-paths", |c| c.track_paths = vec!["p".into(); 1001]),
             ("track-paths", |c| {
                 c.track_paths = vec!["p".repeat(4000); 100]
@@ -573,6 +616,50 @@ mod tests {
                 err.message
             );
             assert!(err.message.len() < 400, "{key}: a short message");
+        }
+    }
+
+    #[test]
+    fn a_follower_field_is_blamed_by_its_own_key() {
+        let follower =
+            |name: &str, pin: Option<&str>, sub: Option<&str>| crate::config::FollowConfig {
+                name: name.into(),
+                submodule: "third_party/stablehlo".into(),
+                upstream_pin_file: pin.map(String::from),
+                upstream_submodule: sub.map(String::from),
+                remote: "origin".into(),
+                branch: "main".into(),
+            };
+        followers(&[follower(
+            "stablehlo",
+            Some("build_tools/llvm_version.txt"),
+            None,
+        )])
+        .unwrap();
+        followers(&[follower("torch-mlir", None, Some("externals/llvm-project"))]).unwrap();
+        for (f, key) in [
+            (
+                follower("x", None, Some("../x")),
+                "follow[1].upstream-submodule",
+            ),
+            (
+                follower("x", Some("/abs"), None),
+                "follow[1].upstream-pin-file",
+            ),
+            (follower("a\nb", Some("p"), None), "follow[1].name"),
+            (follower("<b>x</b>", Some("p"), None), "follow[1].name"),
+            (follower(" ", Some("p"), None), "follow[1].name"),
+        ] {
+            let err = followers(&[f]).unwrap_err();
+            assert!(
+                err.message.contains(&format!("[integrate] {key} ")),
+                "{key}: {}",
+                err.message
+            );
+            assert!(!err.message.contains('\n'), "{}", err.message);
+        }
+        for path in ["mlir/", ".", "llvm/include/llvm/IR"] {
+            track_path(path).unwrap();
         }
     }
 

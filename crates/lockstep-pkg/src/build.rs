@@ -671,9 +671,15 @@ fn set_versions(
     groups: &mut [Group],
 ) -> Result<(), Error> {
     if let Some(v) = &req.version {
-        wheel::check_version("--version", v)?;
+        wheel::check_stamp_version("--version", v)?;
     }
     let how = &req.pkg.version;
+    for package in &req.pkg.package {
+        stage::check_env_table(&format!("[[pkg.package]] {}:", package.name), &package.env)?;
+    }
+    for (name, variant) in &req.pkg.variants {
+        stage::check_env_table(&format!("[pkg.variants.{name}]"), &variant.env)?;
+    }
     let write_file = stage::check_write_file(how.write_file.as_deref())?;
     if let Some(var) = &how.env {
         stage::check_env_name(var)?;
@@ -689,6 +695,16 @@ fn set_versions(
             format!("{}/pyproject.toml", g.source)
         };
         let project = if repo.resolve_blob(&format!("{revision}:{path}"))?.is_some() {
+            if repo
+                .tree_entry(revision, &path)?
+                .is_some_and(|e| e.mode == "120000")
+            {
+                return Err(Error::usage(format!(
+                    "package {}: {path} is a symbolic link in the commit",
+                    g.package
+                ))
+                .hint("commit the pyproject.toml itself: lockstep builds from the commit's tree, and a link could point anywhere; nothing was built"));
+            }
             let text = repo.git(&["show", &format!("{revision}:{path}")])?;
             stage::read_project(&text, &format!("{path} (package {})", g.package))?
         } else {

@@ -301,6 +301,37 @@ pub fn check_env_name(name: &str) -> Result<(), Error> {
     .hint("use letters, digits and `_` (for example IREE_RELEASE_VERSION)"))
 }
 
+/// The keys and values of an `env` table (`[[pkg.package]] env`,
+/// `[pkg.variants.NAME] env`) the process environment can hold: a key is
+/// not empty and holds no `=`, NUL or control character; a value holds no
+/// NUL. `what` names the table.
+pub fn check_env_table(
+    what: &str,
+    env: &std::collections::BTreeMap<String, String>,
+) -> Result<(), Error> {
+    for (key, value) in env {
+        let why = if key.is_empty() {
+            "an empty name"
+        } else if key.contains('=') {
+            "a name holding `=`"
+        } else if key.chars().any(char::is_control) {
+            "a name holding a control character"
+        } else if key.len() > 128 {
+            "a name longer than 128 bytes"
+        } else if value.contains('\0') {
+            "a value holding a NUL character"
+        } else {
+            continue;
+        };
+        return Err(Error::usage(format!(
+            "{what} env has {why}: `{}`",
+            lockstep_core::error::printable_line(key)
+        ))
+        .hint("name each variable with letters, digits and `_` (for example CMAKE_ARGS); nothing was built"));
+    }
+    Ok(())
+}
+
 /// The version the committed `write-file` of a package holds (a JSON
 /// file's `package-version`, any other file's first line), if it has one.
 pub fn committed_version(
@@ -492,5 +523,16 @@ mod tests {
         }
         assert!(check_submodule_path("third_party/llvm-project").is_ok());
         assert!(check_env_name("IREE_RELEASE_VERSION").is_ok());
+        let table = |k: &str, v: &str| std::iter::once((k.to_string(), v.to_string())).collect();
+        for (k, v) in [("", "x"), ("A=B", "x"), ("A\nB", "x"), ("A", "x\0y")] {
+            let err = check_env_table("[pkg.variants.asserts]", &table(k, v)).unwrap_err();
+            assert!(
+                err.message.starts_with("[pkg.variants.asserts] env has"),
+                "{}",
+                err.message
+            );
+            assert!(!err.message.contains('\n'), "{}", err.message);
+        }
+        check_env_table("x", &table("CMAKE_ARGS", "-DX=1 -DY=2")).unwrap();
     }
 }

@@ -114,6 +114,28 @@ pub fn check_version(what: &str, text: &str) -> Result<pep440_rs::Version, Error
     })
 }
 
+/// [`check_version`] for a version lockstep writes (stamps into packages,
+/// names files with): it must be written in PEP 440's normal form, since
+/// the backend would write the normal form into the wheel's name and every
+/// cell would then miss the version asked for (`1.0.0-rc1` is `1.0.0rc1`,
+/// and stray whitespace is no part of a version).
+pub fn check_stamp_version(what: &str, text: &str) -> Result<pep440_rs::Version, Error> {
+    let shown = lockstep_core::error::printable_line(text).into_owned();
+    let parsed = parse_version(text.trim()).map_err(|e| {
+        Error::usage(format!("{what} `{shown}` is not a PEP 440 version"))
+            .cause(e)
+            .hint("use a version such as 1.2.0, 1.2.0rc1, 1.2.0.dev0+g1a2b3c4 (https://peps.python.org/pep-0440/)")
+    })?;
+    let normal = parsed.to_string();
+    if normal != text {
+        return Err(Error::usage(format!(
+            "{what} `{shown}` is not written in PEP 440's normal form"
+        ))
+        .hint(format!("write it as `{normal}`")));
+    }
+    Ok(parsed)
+}
+
 /// The `Version:` of a wheel's `*.dist-info/METADATA` (read at most
 /// `max_bytes` of it; the wheel's members are checked first).
 pub fn metadata_version(wheel: &std::path::Path, max_bytes: u64) -> Result<String, String> {
@@ -308,6 +330,37 @@ pub fn fits_python(wheel: &WheelName, python: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_stamped_version_must_be_in_normal_form() {
+        for ok in [
+            "1.0.0",
+            "1.0.0rc1",
+            "3.14.0.dev20261127+g1a2b3c4",
+            "2.1.post3",
+        ] {
+            check_stamp_version("--version", ok).unwrap();
+        }
+        for (bad, normal) in [
+            ("1.0.0-rc1", Some("1.0.0rc1")),
+            ("1.0.0rc1 ", Some("1.0.0rc1")),
+            ("1.0.0\n", Some("1.0.0")),
+            ("1.0RC1", Some("1.0rc1")),
+            ("v1.0", Some("1.0")),
+            ("one", None),
+            ("", None),
+        ] {
+            let err = check_stamp_version("--version", bad).unwrap_err();
+            assert_eq!(err.kind, lockstep_core::ErrorKind::Usage, "{bad:?}");
+            assert!(!err.message.contains('\n'), "{}", err.message);
+            if let Some(normal) = normal {
+                assert!(
+                    err.hint.as_deref().unwrap_or("").contains(normal),
+                    "{bad:?}: {err:?}"
+                );
+            }
+        }
+    }
 
     fn tiny_wheel(path: &std::path::Path) {
         use std::io::Write;

@@ -126,7 +126,7 @@ pub fn promote(
     rewrite_stamps: bool,
     work: &Path,
 ) -> Result<Promoted, Error> {
-    let final_version = lockstep_python::wheel::check_version("--to", to)?;
+    let final_version = lockstep_python::wheel::check_stamp_version("--to", to)?;
     if !final_version.local().is_empty() {
         return Err(Error::usage(format!("--to {to} is a local version"))
             .hint("indexes refuse local versions"));

@@ -237,7 +237,8 @@ pub fn heatmap(map: &Heatmap) -> String {
     for (c, column) in map.columns.iter().enumerate() {
         let cx = LABEL_W + STEP * c as f64 + CELL / 2.0;
         let label = match &column.commit {
-            Some(commit) => short(Some(commit)).chars().take(7).collect::<String>(),
+            // Cut before escaping: a cut after could split an entity.
+            Some(commit) => esc(&commit.chars().take(7).collect::<String>()),
             None => "(none)".into(),
         };
         let _ = write!(
@@ -276,4 +277,41 @@ pub fn heatmap(map: &Heatmap) -> String {
     }
     s.push_str("</svg>");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockstep_history::analysis::{Column, HeatRow, Heatmap};
+
+    #[test]
+    fn heatmap_labels_are_cut_before_they_are_escaped() {
+        let map = Heatmap {
+            columns: vec![Column {
+                commit: Some("ab&<\"d&&&&&&".into()),
+                runs: vec![0],
+            }],
+            rows: vec![HeatRow {
+                test: "t".into(),
+                cells: vec![None],
+                bad: 0,
+            }],
+            green_tests: 0,
+            hidden_rows: 0,
+            older_commits: 0,
+        };
+        let svg = heatmap(&map);
+        assert!(svg.contains(">ab&amp;&lt;&quot;d&amp;<title>"), "{svg}");
+        // Every `&` starts a whole entity.
+        for (i, _) in svg.match_indices('&') {
+            let rest = &svg[i..];
+            assert!(
+                ["&amp;", "&lt;", "&gt;", "&quot;", "&#39;", "&#x27;"]
+                    .iter()
+                    .any(|e| rest.starts_with(e)),
+                "a cut entity at {i}: {}",
+                &rest[..rest.len().min(12)]
+            );
+        }
+    }
 }

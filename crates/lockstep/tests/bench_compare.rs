@@ -129,6 +129,11 @@ fn history_selections_pool_the_runs_of_a_commit_and_bad_inputs_are_named() {
     assert_eq!(doc["new_runs"], 1);
     assert_eq!(outcome(&doc, "k"), "regression");
     assert_eq!(doc["kernels"][0]["base_samples"], 80);
+    // Each skipped file is named once, though both sides read the history.
+    let out = p.run(&["bench", "compare", "hist@aaaa", "hist@latest"], 1);
+    let err = stderr(&out);
+    assert_eq!(err.matches("skipped").count(), 2, "{err}");
+    assert_eq!(err.matches("bench-broken.json").count(), 1, "{err}");
     // Too few samples: "not enough samples", never a verdict.
     write(
         &p.path().join("few.json"),

@@ -161,3 +161,70 @@ fn a_history_file_whose_name_is_not_utf8_is_listed_as_skipped() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains('\u{1b}') && !stdout(&out).contains('\u{1b}'));
 }
+
+#[test]
+fn a_committed_link_at_pyproject_toml_is_named_as_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("proj");
+    lockstep_sandbox::packages::create(&cwd, "1.0.0", "").expect("fixture");
+    std::fs::remove_file(cwd.join("pure/pyproject.toml")).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", cwd.join("pure/pyproject.toml")).unwrap();
+    commit_as_tester(&cwd, "A link", true);
+    let out = bare(&cwd, &["pkg", "build", "--out", "wh"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("pure/pyproject.toml is a symbolic link"),
+        "{err}"
+    );
+    assert!(!cwd.join("wh").exists());
+}
+
+#[test]
+fn stamped_versions_must_be_written_in_normal_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("proj");
+    lockstep_sandbox::packages::create(&cwd, "1.0.0", "").expect("fixture");
+    for bad in ["1.0.0-rc1", "1.0.0rc1 ", "1.0.0\n"] {
+        let out = bare(&cwd, &["pkg", "build", "--out", "wh", "--version", bad]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(err.contains("normal form"), "{err}");
+        assert!(!cwd.join("wh").exists());
+    }
+}
+
+#[test]
+fn a_token_with_a_line_break_and_a_missing_git_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let out = {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+        cmd.args([
+            "pkg", "fetch", "--repo", "o/r", "--run", "1", "--out", "got",
+        ])
+        .current_dir(cwd);
+        isolate(&mut cmd, &cwd.join(".home"), &cwd.join(".cache"));
+        cmd.env("GITHUB_API_URL", "http://127.0.0.1:9")
+            .env("GITHUB_TOKEN", "ghp_abc\r\nX-Injected: 1");
+        cmd.output().unwrap()
+    };
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("$GITHUB_TOKEN holds a line break"), "{err}");
+    assert!(!err.contains("ghp_abc"), "{err}");
+
+    // No git on PATH: said as such, not as a missing repository.
+    write(&cwd.join("lockstep.toml"), "");
+    let empty = cwd.join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+    cmd.args(["integrate", "status"]).current_dir(cwd);
+    isolate(&mut cmd, &cwd.join(".home"), &cwd.join(".cache"));
+    let out = cmd.env("PATH", &empty).output().unwrap();
+    let err = stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("cannot run git"), "{err}");
+    assert!(err.contains("install git"), "{err}");
+    assert!(!err.contains("not inside a git work tree"), "{err}");
+}

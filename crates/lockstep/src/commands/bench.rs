@@ -50,7 +50,7 @@ pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
 fn compare_runs(args: crate::cli::BenchCompareArgs, ctx: &Ctx) -> Result<i32, Error> {
     use lockstep_bench::regressions;
     let rule = regressions::rule(&args.threshold, args.confidence)?;
-    let (base, new) = regressions::load_sides(&args.base, &args.new, &ctx.cwd)?;
+    let (base, new) = regressions::load_sides(&args.base, &args.new, &ctx.cwd, ctx.sink())?;
     let report = regressions::compare(&base, &new, &rule);
     ctx.show(&report, lockstep_bench::human::compared)?;
     Ok(if report.regressions > 0 { 1 } else { 0 })
