@@ -370,7 +370,137 @@ pub fn all() -> Vec<Target> {
                 "_",
             ],
         },
+        Target {
+            name: "history-run",
+            run: history_run,
+            dictionary: &[
+                "{\"schema\":1,\"id\":\"r1\",\"kind\":\"bench\",\"started\":\"2026-11-27T00:00:00Z\",\"source\":{},\"machine\":{},\"results\":{\"rows\":[]}}",
+                "\"kind\":\"test\"",
+                "\"kind\":\"integrate\"",
+                "\"toolchain\":\"",
+                "\"started\":\"",
+                "\\u001b[2J",
+                "\\u0007",
+                "\\r",
+                "\"tests\":[{\"id\":\"t\",\"steps\":[]}]",
+                "\"rows\":[{\"arguments\":\"conv\",\"status\":\"ok\",\"stats\":{\"times_us\":[1.0]}}]",
+                "\u{ff}",
+                "<script>",
+                "&amp",
+            ],
+        },
+        Target {
+            name: "github-answer",
+            run: github_answer,
+            dictionary: &[
+                FUZZ_TOKEN,
+                "\"html_url\":\"https://github.com/o/r/pull/1?t=",
+                "\"name\":\"wheels-",
+                "\"message\":\"",
+                "\"number\":1,\"state\":\"open\"",
+                "\"id\":7",
+                "{\"total_count\":1,\"artifacts\":[",
+                "Bearer ",
+                "%5F",
+                "\\u005f",
+                "\\u0067hp",
+                "[",
+                "]",
+                "{",
+                "}",
+            ],
+        },
     ]
+}
+
+/// The token the `github-answer` target's server echoes.
+const FUZZ_TOKEN: &str = "ghp_fuzz_canary_T0KEN";
+
+/// The bytes as a run file of a history directory (and its name as a file
+/// name that need not be UTF-8), read as `history list` and `report site`
+/// read it: never a panic, a JSON listing that always serializes, and a
+/// skipped file named in its warning.
+fn history_run(input: &[u8]) -> Outcome {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(dir) = tempfile::tempdir() else {
+        return Outcome::Accepted;
+    };
+    // The first 12 bytes (up to a newline) name the file: names need not
+    // be UTF-8 and may hold escapes.
+    let name: Vec<u8> = b"bench-"
+        .iter()
+        .chain(
+            input
+                .iter()
+                .take_while(|b| **b != b'\n' && **b != b'/' && **b != 0)
+                .take(12),
+        )
+        .chain(b".json")
+        .copied()
+        .collect();
+    let file = dir.path().join(std::ffi::OsStr::from_bytes(&name));
+    if std::fs::write(&file, input).is_err() {
+        return Outcome::Accepted;
+    }
+    let loaded = match lockstep_history::load(dir.path()) {
+        Ok(loaded) => loaded,
+        Err(e) => return refused(&e.render(), dir.path()),
+    };
+    if let Some(s) = loaded.skipped.first() {
+        let message = format!("skipped {}: {}", s.path.to_string_lossy(), s.reason);
+        let listed = lockstep_history::list::Listed::of(loaded);
+        if serde_json::to_string(&listed).is_err() {
+            return Outcome::Unnamed("the listing does not serialize".into());
+        }
+        return refused(&message, &file);
+    }
+    let listed = lockstep_history::list::Listed::of(loaded);
+    if serde_json::to_string(&listed).is_err() {
+        return Outcome::Unnamed("the listing does not serialize".into());
+    }
+    let _ = lockstep_history::human::listed(&listed, dir.path());
+    Outcome::Accepted
+}
+
+/// The bytes as an answer of GitHub's API to a client holding
+/// [`FUZZ_TOKEN`], decoded as lockstep decodes pull requests, runs and
+/// artifacts: the token never survives into a decoded value, however the
+/// server hides it (escapes, percent-encoding, case).
+fn github_answer(input: &[u8]) -> Outcome {
+    let mut scrub = lockstep_http::Scrubber::new();
+    scrub.add_token(FUZZ_TOKEN);
+    let leaked = |shown: String| {
+        shown
+            .to_ascii_lowercase()
+            .contains(&FUZZ_TOKEN.to_ascii_lowercase())
+    };
+    let mut accepted = false;
+    let mut first_refusal = None;
+    macro_rules! decode {
+        ($t:ty) => {
+            match lockstep_github::client::parse::<$t>(input, "the fuzz answer", &scrub) {
+                Ok(v) => {
+                    if leaked(format!("{v:?}")) {
+                        return Outcome::Unnamed(format!("the token survived: {v:?}"));
+                    }
+                    accepted = true;
+                }
+                Err(e) => {
+                    first_refusal.get_or_insert(e.render());
+                }
+            }
+        };
+    }
+    decode!(Vec<lockstep_github::pulls::PullRequest>);
+    decode!(lockstep_github::pulls::PullRequest);
+    decode!(lockstep_github::Run);
+    decode!(lockstep_github::Artifact);
+    decode!(serde_json::Value);
+    match (accepted, first_refusal) {
+        (true, _) => Outcome::Accepted,
+        (false, Some(message)) => Outcome::Refused(message.lines().next().unwrap_or("").into()),
+        (false, None) => Outcome::Accepted,
+    }
 }
 
 /// The target named `name`.

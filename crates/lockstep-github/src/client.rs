@@ -138,7 +138,7 @@ struct RunPage {
 /// `scrub` first (a server that echoes the token in a URL, a name or a
 /// message must not get it printed, stored or published), or an error
 /// saying GitHub's answer for `what` is not what lockstep expects.
-pub(crate) fn parse<T: for<'de> Deserialize<'de>>(
+pub fn parse<T: for<'de> Deserialize<'de>>(
     bytes: &[u8],
     what: &str,
     scrub: &Scrubber,

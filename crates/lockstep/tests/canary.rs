@@ -145,3 +145,66 @@ fn no_secret_reaches_an_output_a_store_a_site_or_a_child() {
     let pages = holding(&[&site], &format!("/{REPO}/pull/1"));
     assert!(!pages.is_empty(), "the site does not link the pull request");
 }
+
+#[test]
+fn release_bump_smoke_inherits_no_secret() {
+    let tmp = tempfile::tempdir().unwrap();
+    let upstream = tmp.path().join("upstream");
+    std::fs::create_dir_all(&upstream).unwrap();
+    git(&upstream, &["init", "-q", "-b", "main"]);
+    let mut commit = |n: u32| {
+        write(&upstream.join("f.txt"), &n.to_string());
+        commit_as_tester(&upstream, &format!("u{n}"), true)
+    };
+    let first = commit(1);
+    commit(2);
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "-q", "-b", "main"]);
+    let dump = tmp.path().join("bump-env.txt");
+    write(
+        &work.join("lockstep.toml"),
+        &format!(
+            "[release]\nname = \"demo\"\nversion-base = \"1.0.0\"\npin-files = [\"up.version\"]\nupstream-url = \"{}\"\n\n[integrate]\nsmoke = [\"sh\", \"-c\", \"env > {}\"]\n",
+            upstream.display(),
+            dump.display()
+        ),
+    );
+    write(&work.join("up.version"), &format!("{first}\n"));
+    commit_as_tester(&work, "init", true);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"));
+    cmd.args(["release", "bump", "--smoke"]).current_dir(&work);
+    isolate(
+        &mut cmd,
+        &tmp.path().join("home"),
+        &tmp.path().join("cache"),
+    );
+    let out = cmd
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GH_TOKEN", TOKEN)
+        .env("TWINE_PASSWORD", TOKEN)
+        .env("UV_PUBLISH_TOKEN", TOKEN)
+        .env(
+            "LOCKSTEP_WEBHOOK_URL",
+            format!("https://hooks.example/{HOOK_SECRET}"),
+        )
+        .env("GIT_CONFIG_COUNT", "1")
+        .env(
+            "GIT_CONFIG_KEY_0",
+            "http.https://github.invalid/.extraheader",
+        )
+        .env("GIT_CONFIG_VALUE_0", HEADER)
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@e")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let seen = std::fs::read_to_string(&dump).expect("the smoke ran");
+    assert!(seen.contains("PATH="), "{seen}");
+    for secret in [TOKEN, HEADER, HOOK_SECRET] {
+        assert!(
+            !seen.contains(secret),
+            "the bump's smoke inherited {secret}"
+        );
+    }
+}

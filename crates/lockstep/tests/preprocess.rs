@@ -282,6 +282,47 @@ fn tool_lookup_absolute_relative_and_path() {
 }
 
 #[test]
+fn tools_inherit_none_of_locksteps_secrets() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(1));
+    let es = sb.executable_sources(&source, "es.mlir");
+    let dump = sb.path().join("tool-env.txt");
+    let tool = sb.tool("dump", &format!("env >> {}\ncat", dump.display()));
+    let mut cmd = sb.lockstep(&[
+        "preprocess",
+        es.to_str().unwrap(),
+        "-o",
+        "out.mlir",
+        "--with",
+        tool.to_str().unwrap(),
+        "--no-cache",
+    ]);
+    let canary = "ghp_preprocess_canary_0123456789";
+    cmd.env("GITHUB_TOKEN", canary)
+        .env("GH_TOKEN", canary)
+        .env("TWINE_PASSWORD", canary)
+        .env(
+            "LOCKSTEP_WEBHOOK_URL",
+            format!("https://hooks.example/{canary}"),
+        )
+        .env("GIT_CONFIG_COUNT", "1")
+        .env(
+            "GIT_CONFIG_KEY_0",
+            "http.https://github.invalid/.extraheader",
+        )
+        .env(
+            "GIT_CONFIG_VALUE_0",
+            format!("AUTHORIZATION: basic {canary}"),
+        );
+    let o = run(cmd);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seen = std::fs::read_to_string(&dump).expect("the tool ran");
+    assert!(seen.contains("PATH="), "{seen}");
+    assert!(!seen.contains(canary), "a tool inherited a secret:\n{seen}");
+    assert!(!seen.contains("GIT_CONFIG_VALUE_0"), "{seen}");
+}
+
+#[test]
 fn configured_steps_resolve_against_lockstep_toml_and_with_replaces_them() {
     let sb = Sandbox::new();
     let source = sb.write("prog.mlir", &program(2));
