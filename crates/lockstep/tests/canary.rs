@@ -152,7 +152,7 @@ fn release_bump_smoke_inherits_no_secret() {
     let upstream = tmp.path().join("upstream");
     std::fs::create_dir_all(&upstream).unwrap();
     git(&upstream, &["init", "-q", "-b", "main"]);
-    let mut commit = |n: u32| {
+    let commit = |n: u32| {
         write(&upstream.join("f.txt"), &n.to_string());
         commit_as_tester(&upstream, &format!("u{n}"), true)
     };
