@@ -793,8 +793,9 @@ jobs:
 "#;
     let start = Instant::now();
     let report = run(tmp.path(), "timeout", yaml, &cfg);
+    // Far below the steps' own 600 s, whatever the load.
     assert!(
-        start.elapsed() < Duration::from_secs(20),
+        start.elapsed() < Duration::from_secs(300),
         "{}",
         report.describe()
     );

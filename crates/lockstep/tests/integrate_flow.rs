@@ -508,7 +508,7 @@ fn a_smoke_that_runs_too_long_counts_as_bad() {
     let started = std::time::Instant::now();
     let out = env
         .cmd(&["integrate", "loop", "--json"])
-        .env("LOCKSTEP_SANDBOX_SMOKE_SLEEP", "20")
+        .env("LOCKSTEP_SANDBOX_SMOKE_SLEEP", "300")
         .output()
         .unwrap();
     assert_eq!(
@@ -517,7 +517,8 @@ fn a_smoke_that_runs_too_long_counts_as_bad() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    // Far below the smoke's own 300 s, whatever the load: it was stopped.
+    assert!(started.elapsed() < std::time::Duration::from_secs(200));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["end"]["halt"]["at_pin"], true);
     assert!(

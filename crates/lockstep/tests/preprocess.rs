@@ -906,7 +906,7 @@ fn failures_name_the_executable_command_status_stderr_and_kept_files() {
         &["is hal.executable @main_dispatch_0_renamed but the input was @main_dispatch_0"],
     );
 
-    sb.tool("slow", "sleep 30; cat");
+    sb.tool("slow", "sleep 600; cat");
     let t = std::time::Instant::now();
     expect_failure(
         &sb,
@@ -918,7 +918,8 @@ fn failures_name_the_executable_command_status_stderr_and_kept_files() {
             "exit: timed out",
         ],
     );
-    assert!(t.elapsed().as_secs() < 20, "the timeout killed the tool");
+    // Far below the tool's own 600 s, whatever the load.
+    assert!(t.elapsed().as_secs() < 300, "the timeout killed the tool");
 
     // Scans fine but does not parse: caught by the one final iree-opt parse
     // and mapped back to its executable.

@@ -779,31 +779,46 @@ pub fn history_run(dir: &Path, id: &str, kind: &str, commit: &str, results: serd
 pub const PLANTED_SLOWDOWN: f64 = 3.0;
 
 /// Python source of `benchmark_module(real, factor)`: runs the real
-/// `iree-benchmark-module` at `real` (a path) and reports every time it
-/// measured (`real_time`, `cpu_time`, on stdout and in `--benchmark_out`)
-/// `factor` times slower. The test doubles' planted slowdown: deterministic
-/// in size, where a build at -O0 is 1.2x to 1.6x depending on the machine.
+/// `iree-benchmark-module` at `real` (a path: the module is compiled, loaded
+/// and run for real) and replaces every time it reports (`real_time`,
+/// `cpu_time`, on stdout and in `--benchmark_out`) by a planted one:
+/// `PLANTED` in the entry's own unit, times `factor`, with a fixed ripple of
+/// +-1% across repetitions so the statistics see a spread. The test doubles'
+/// timings: deterministic, so no verdict depends on the CPU or its load
+/// (a real -O0 build is 1.2x to 1.6x slower depending on the machine, and two
+/// real runs of one build differ by the load).
 pub const SCALED_BENCHMARK_PY: &str = r#"
-def _scaled(text, factor):
+PLANTED = 500.0
+
+
+def _planted(text, factor):
     import json
     start = text.find("{")
     if start < 0:
         return text
     doc = json.loads(text[start:])
-    for b in doc.get("benchmarks", []):
+    for i, b in enumerate(doc.get("benchmarks", [])):
+        ripple = 1.0 + 0.01 * (((i * 7 + 3) % 11) - 5) / 5.0
+        value = PLANTED * factor * ripple
+        if b.get("run_type") == "aggregate":
+            name = b.get("aggregate_name", "")
+            if name in ("mean", "median"):
+                value = PLANTED * factor
+            elif name == "stddev":
+                value = PLANTED * factor * 0.006
+            elif name == "cv":
+                value = 0.006
         for key in ("real_time", "cpu_time"):
             if isinstance(b.get(key), (int, float)):
-                b[key] = b[key] * factor
+                b[key] = value
     return text[:start] + json.dumps(doc, indent=2) + "\n"
 
 
 def benchmark_module(real, factor):
     import os, subprocess, sys
     args = sys.argv[1:]
-    if factor == 1:
-        os.execv(real, [real, *args])
     ran = subprocess.run([real, *args], stdout=subprocess.PIPE, text=True)
-    sys.stdout.write(_scaled(ran.stdout, factor))
+    sys.stdout.write(_planted(ran.stdout, factor))
     for arg in args:
         if arg.startswith("--benchmark_out="):
             path = arg.split("=", 1)[1]
@@ -811,14 +826,14 @@ def benchmark_module(real, factor):
                 with open(path) as f:
                     text = f.read()
                 with open(path, "w") as f:
-                    f.write(_scaled(text, factor))
+                    f.write(_planted(text, factor))
     sys.exit(ran.returncode)
 "#;
 
 /// A directory of the shared IREE tools (links) whose
-/// `iree-benchmark-module` reports every time `factor` times slower
-/// ([`SCALED_BENCHMARK_PY`]), for `--iree-bin`.
-pub fn slowed_iree_bin(dir: &Path, factor: f64) -> PathBuf {
+/// `iree-benchmark-module` reports planted times, `factor` times the planted
+/// base ([`SCALED_BENCHMARK_PY`]), for `--iree-bin`.
+pub fn planted_iree_bin(dir: &Path, factor: f64) -> PathBuf {
     let real = iree_bin();
     std::fs::create_dir_all(dir).expect("create the slowed tools' directory");
     for entry in std::fs::read_dir(real)
