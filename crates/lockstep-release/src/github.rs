@@ -32,6 +32,32 @@ pub struct Target {
     commit: String,
 }
 
+/// The commit `tag` names: here, else on `origin` (a CI job's checkout
+/// has no tags; the Release is made where GitHub sees the tag).
+fn tag_commit(git: &lockstep_git::Repo, tag: &str) -> Option<String> {
+    let name = format!("refs/tags/{tag}");
+    if let Some(commit) = git.resolve(&name).ok().flatten() {
+        return Some(commit);
+    }
+    let peeled = format!("{name}^{{}}");
+    let listed = git
+        .try_git_remote("origin", &["ls-remote", "--tags", "origin", &name, &peeled])
+        .ok()
+        .filter(|o| o.code == 0)?;
+    let entries: Vec<(&str, &str)> = listed
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .collect();
+    // An annotated tag lists its object, then the commit it peels to.
+    entries
+        .iter()
+        .find(|(_, r)| *r == peeled)
+        .or_else(|| entries.iter().find(|(_, r)| *r == name))
+        .map(|(oid, _)| oid.to_string())
+        .filter(|oid| oid.len() >= 40 && oid.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// What `--github-release` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct GithubRelease {
@@ -56,12 +82,12 @@ impl Target {
         let git = lockstep_git::Repo::discover(root).ok();
         let commit = git
             .as_ref()
-            .and_then(|g| g.resolve(&format!("refs/tags/{tag}")).ok().flatten())
+            .and_then(|g| tag_commit(g, tag))
             .ok_or_else(|| {
                 Error::usage(format!(
-                    "--github-release: there is no tag `{tag}` in this repository"
+                    "--github-release: there is no tag `{tag}` in this repository or its `origin`"
                 ))
-                .hint("pass the tag `release cut` printed (fetch tags first: `git fetch --tags`); a GitHub Release of a missing tag would tag the default branch. Nothing was published")
+                .hint("pass the tag `release cut` printed (and pushed); a GitHub Release of a missing tag would tag the default branch. Nothing was published")
             })?;
         let client = Client::from_env()?;
         if !client.has_token() {

@@ -170,4 +170,32 @@ fn publish_creates_and_completes_the_github_release_with_checksums() {
             .map(Vec::len),
         Some(3)
     );
+
+    // A server that echoes the token in every field: it is printed nowhere
+    // (`publish` checks stdout and stderr) and stored nowhere.
+    github.echo_token();
+    let out = publish(
+        &p,
+        &github,
+        &[
+            "wh",
+            "--tag",
+            "demo-3.14.0rc1",
+            "--github-release",
+            "--json",
+        ],
+        true,
+        0,
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let url = report["github_release"]["url"].as_str().unwrap_or_default();
+    assert!(url.contains("<token>") && !url.contains(TOKEN), "{report}");
+    for file in walk(&p.path().join("release")) {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+            "{} holds the token",
+            file.display()
+        );
+    }
 }
