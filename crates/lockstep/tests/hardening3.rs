@@ -228,3 +228,17 @@ fn a_token_with_a_line_break_and_a_missing_git_are_named() {
     assert!(err.contains("install git"), "{err}");
     assert!(!err.contains("not inside a git work tree"), "{err}");
 }
+
+#[test]
+fn a_results_file_named_explicitly_has_the_bound_of_a_history_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    write(&cwd.join("base.json"), "{\"rows\":[]}\n");
+    // Sparse: 73 MB on paper, nothing on disk; refused before it is read.
+    let big = std::fs::File::create(cwd.join("big.json")).unwrap();
+    big.set_len(73_000_000).unwrap();
+    let out = bare(cwd, &["bench", "compare", "base.json", "big.json"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("larger than 67108864 bytes"), "{err}");
+}
