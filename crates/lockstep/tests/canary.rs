@@ -127,14 +127,7 @@ fn no_secret_reaches_an_output_a_store_a_site_or_a_child() {
     assert_eq!(made.status.code(), Some(0), "{}", stderr(&made));
 
     // The smoke ran, without any of them.
-    let seen = std::fs::read_to_string(&dump).expect("the smoke ran");
-    assert!(seen.contains("LOCKSTEP_CANARY_DUMP"), "{seen}");
-    for secret in [TOKEN, HEADER, HOOK_SECRET] {
-        assert!(
-            !seen.contains(secret),
-            "the smoke inherited {secret}:\n{seen}"
-        );
-    }
+    assert_inherited_none(&dump, "LOCKSTEP_CANARY_DUMP");
     // Nothing written holds them: the project (its .lockstep state), the
     // history, the events, the site.
     for secret in [TOKEN, HEADER, HOOK_SECRET] {
@@ -199,12 +192,18 @@ fn release_bump_smoke_inherits_no_secret() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let seen = std::fs::read_to_string(&dump).expect("the smoke ran");
-    assert!(seen.contains("PATH="), "{seen}");
+    assert_inherited_none(&dump, "PATH=");
+}
+
+/// The environment a child wrote to `dump` (it holds `expected`, so it
+/// ran) holds none of the secrets.
+fn assert_inherited_none(dump: &Path, expected: &str) {
+    let seen = std::fs::read_to_string(dump).expect("the child ran");
+    assert!(seen.contains(expected), "{seen}");
     for secret in [TOKEN, HEADER, HOOK_SECRET] {
         assert!(
             !seen.contains(secret),
-            "the bump's smoke inherited {secret}"
+            "the child inherited {secret}:\n{seen}"
         );
     }
 }
