@@ -7,7 +7,6 @@
 //! layer the others stand on.
 
 pub mod archive;
-pub mod cache;
 pub mod config;
 pub mod diagnostics;
 pub mod error;

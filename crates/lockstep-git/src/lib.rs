@@ -20,6 +20,10 @@ pub use auth::RemoteAuth;
 pub use parse::{Commit, CommitDetail, Dirty, Merge, Oid, TreeEntry};
 use parse::{DETAIL_FORMAT, LOG_FORMAT};
 
+/// The name of lockstep's directory inside a repository's git dir
+/// ([`Repo::state_dir`]).
+pub const STATE_DIR: &str = "lockstep";
+
 /// Environment variables that would redirect git away from `-C <dir>`. Git
 /// exports them to hooks, so lockstep run from a hook would otherwise act on
 /// the hook's repository instead of the one it names (say, the superproject
@@ -330,6 +334,14 @@ impl Repo {
     pub fn common_dir(&self) -> Result<PathBuf, Error> {
         let out = self.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
         Ok(PathBuf::from(out.trim()))
+    }
+
+    /// lockstep's state directory for this repository: [`STATE_DIR`] in the
+    /// git common dir, shared by every work tree of the repository (the
+    /// integrate's store and journal, `lockstep test`'s history, bisect
+    /// verdicts). The one place it is computed.
+    pub fn state_dir(&self) -> Result<PathBuf, Error> {
+        Ok(self.common_dir()?.join(STATE_DIR))
     }
 
     /// This work tree's own git dir (for a submodule: inside the superproject's `.git/modules`).

@@ -99,7 +99,7 @@ impl<'a> Integrate<'a> {
                 cfg.submodule
             )));
         }
-        let state_dir = superproject.common_dir()?.join("lockstep");
+        let state_dir = superproject.state_dir()?;
         let store = Store::open(&state_dir)?;
         Ok(Integrate {
             cfg,
@@ -137,7 +137,7 @@ impl<'a> Integrate<'a> {
                 ))
             })?;
         lockstep_git::parse_pin(file, &text)?;
-        let state_dir = superproject.common_dir()?.join("lockstep");
+        let state_dir = superproject.state_dir()?;
         // The store first: it refuses a state directory or database that is
         // not what it should be before anything is created there.
         let store = Store::open(&state_dir)?;

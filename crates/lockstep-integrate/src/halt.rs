@@ -108,7 +108,7 @@ impl Integrate<'_> {
         halt.report_path = path.display().to_string();
         let report = self.render(&halt);
         // Atomic, so a crash never leaves a half report the halt record points at.
-        lockstep_core::cache::write_atomic(&path, report.text.as_bytes())?;
+        lockstep_core::fs::write_atomic(&path, report.text.as_bytes())?;
         self.store.set(HALT_RECORD, &halt)?;
         Ok(halt)
     }

@@ -31,7 +31,7 @@ const MAX_COMMITS: &str = "100000";
 pub fn repair(cfg: &IntegrateConfig, root: &Path, force: bool) -> Result<Repaired, Error> {
     crate::validate::config(cfg)?;
     let superproject = Repo::discover(root)?;
-    let state_dir = superproject.common_dir()?.join("lockstep");
+    let state_dir = superproject.state_dir()?;
     lockstep_store::ensure_state_dir(&state_dir)?;
     let _lock = RepoLock::acquire(&state_dir, "integrate repair")?;
     // Readable means every row converts, not just that SQLite opens it.

@@ -731,7 +731,7 @@ fn parse_dist_info(name: &str) -> Option<(String, String)> {
 fn write_manifest(path: &Path, toolchain: &Toolchain) -> Result<(), Error> {
     let text = serde_json::to_string_pretty(toolchain)
         .map_err(|e| Error::failed("cannot encode the toolchain manifest").cause(e.to_string()))?;
-    lockstep_core::cache::write_atomic(path, format!("{text}\n").as_bytes())
+    lockstep_core::fs::write_atomic(path, format!("{text}\n").as_bytes())
         .map_err(|e| e.context(format!("cannot write {}", path.display())))
 }
 

@@ -174,7 +174,7 @@ pub fn narrow_stored(
 ) -> Result<(Option<String>, Vec<String>), Error> {
     let commits = &range.commits;
     let last = commits.len() - 1;
-    let store = Store::open(&range.repo.common_dir()?.join("lockstep"))?;
+    let store = Store::open(&range.repo.state_dir()?)?;
     let mut probed = 0;
     let mut skipped = Vec::new();
     let (_, hi) = lockstep_bisect::narrow(-1, last, &mut skipped, |m| {

@@ -53,7 +53,7 @@ impl CommandSmoke {
             timeout,
             log: repo
                 .git_dir()?
-                .join("lockstep")
+                .join(lockstep_git::STATE_DIR)
                 .join("release-bump-smoke.log"),
         })
     }

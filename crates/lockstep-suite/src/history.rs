@@ -35,8 +35,8 @@ pub struct History {
 /// `GIT_DIR` does not redirect it), else a directory under
 /// `$LOCKSTEP_HOME/state` named after `cwd`.
 pub fn state_dir(cwd: &Path) -> PathBuf {
-    match lockstep_git::Repo::new(cwd).common_dir() {
-        Ok(common) => common.join("lockstep"),
+    match lockstep_git::Repo::new(cwd).state_dir() {
+        Ok(dir) => dir,
         Err(_) => {
             let id = lockstep_core::hash::sha256_bytes(cwd.display().to_string().as_bytes());
             lockstep_core::paths::states().join(id.get(..16).unwrap_or(&id))
