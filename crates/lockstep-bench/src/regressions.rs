@@ -272,17 +272,21 @@ fn one_sided(
 
 /// Reads one side: a results file, a history run file, or `DIR@COMMIT` /
 /// `DIR@latest`. `flag` names the argument in errors (`BASE`, `NEW`).
+/// `DIR@REV` when `DIR` is a directory (a history): the directory and REV.
+pub fn history_selection<'s>(spec: &'s str, cwd: &Path) -> Option<(std::path::PathBuf, &'s str)> {
+    let (dir, rev) = spec.rsplit_once('@')?;
+    let path = cwd.join(dir);
+    path.is_dir().then_some((path, rev))
+}
+
 pub fn load_side(
     flag: &str,
     spec: &str,
     cwd: &Path,
     warned: &mut Warned<'_>,
 ) -> Result<Side, Error> {
-    if let Some((dir, rev)) = spec.rsplit_once('@') {
-        let path = cwd.join(dir);
-        if path.is_dir() {
-            return history_side(flag, spec, &path, rev, warned);
-        }
+    if let Some((path, rev)) = history_selection(spec, cwd) {
+        return history_side(flag, spec, &path, rev, warned);
     }
     let path = cwd.join(spec);
     if path.is_dir() {

@@ -461,24 +461,22 @@ mod tests {
         assert_eq!(bytes.unwrap(), b"fed");
 
         // A writer that holds the FIFO open and stops writing does not
-        // block the reader either.
-        let writer = {
-            let fifo = fifo.clone();
-            std::thread::spawn(move || {
-                use std::io::Write;
-                let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
-                f.write_all(b"half").unwrap();
-                std::thread::sleep(std::time::Duration::from_secs(5));
-            })
-        };
+        // block the reader either. Opened read-write, the FIFO takes the
+        // bytes before the reader comes (no thread, no race with it).
+        let writer = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        std::io::Write::write_all(&mut &writer, b"half").unwrap();
         let err =
-            read_bounded("NEW", &fifo, 10, std::time::Duration::from_millis(1500)).unwrap_err();
+            read_bounded("NEW", &fifo, 10, std::time::Duration::from_millis(200)).unwrap_err();
         assert!(
             err.message.contains("wrote nothing more"),
             "{}",
             err.message
         );
-        writer.join().unwrap();
+        drop(writer);
     }
 
     #[test]

@@ -44,7 +44,7 @@ const REPO_ENV: &[&str] = &[
 /// configuration value, say) is the input's fault and says so.
 pub fn spawn_error(e: std::io::Error) -> Error {
     match e.kind() {
-        std::io::ErrorKind::NotFound => Error::failed("cannot run git")
+        std::io::ErrorKind::NotFound => Error::failed(CANNOT_RUN_GIT)
             .cause(e.to_string())
             .hint("install git and put it on PATH"),
         std::io::ErrorKind::InvalidInput => {
@@ -52,9 +52,12 @@ pub fn spawn_error(e: std::io::Error) -> Error {
                 .cause(e.to_string())
                 .hint("check the names and paths in lockstep.toml and on the command line")
         }
-        _ => Error::failed("cannot run git").cause(e.to_string()),
+        _ => Error::failed(CANNOT_RUN_GIT).cause(e.to_string()),
     }
 }
+
+/// The message of [`spawn_error`] when git itself cannot be started.
+const CANNOT_RUN_GIT: &str = "cannot run git";
 
 /// Refuses an argument or environment value git cannot be given (the OS
 /// takes no NUL inside one), naming it, before anything is spawned: such a
@@ -318,7 +321,7 @@ impl Repo {
             .git(&["rev-parse", "--show-toplevel"])
             .map_err(|e| {
                 // git that cannot run is not a missing repository.
-                if e.message == "cannot run git" {
+                if e.message == CANNOT_RUN_GIT {
                     return e;
                 }
                 let mut err = e

@@ -133,19 +133,7 @@ impl Integrate<'_> {
         }
         self.publish_target()?;
         let var = &self.cfg.notify.url_env;
-        let url = match &self.reach.webhook_url {
-            Some(url) => Some(url.clone()),
-            None => match std::env::var(var) {
-                Ok(url) => Some(url).filter(|u| !u.trim().is_empty()),
-                Err(std::env::VarError::NotPresent) => None,
-                Err(std::env::VarError::NotUnicode(_)) => {
-                    return Err(Error::usage(format!(
-                        "the webhook URL in ${var} is not valid UTF-8"
-                    ))
-                    .hint(format!("export {var}=<webhook url>; nothing was done")))
-                }
-            },
-        };
+        let url = self.webhook_url()?;
         match url {
             Some(url) => crate::notify::check_url(&url, var),
             None => Ok(()),

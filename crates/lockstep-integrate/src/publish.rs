@@ -152,6 +152,23 @@ impl Integrate<'_> {
         })
     }
 
+    /// The webhook URL to call for help: the one this run was given, else
+    /// `$[integrate.notify] url-env` when set and not empty.
+    pub(crate) fn webhook_url(&self) -> Result<Option<String>, Error> {
+        if let Some(url) = &self.reach.webhook_url {
+            return Ok(Some(url.clone()));
+        }
+        let var = &self.cfg.notify.url_env;
+        match std::env::var(var) {
+            Ok(url) => Ok(Some(url).filter(|u| !u.trim().is_empty())),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(_)) => Err(Error::usage(format!(
+                "the webhook URL in ${var} is not valid UTF-8"
+            ))
+            .hint(format!("export {var}=<webhook url>"))),
+        }
+    }
+
     /// Posts `halt`'s report to the webhook unless this halt was posted
     /// already; returns whether it posted. No webhook configured (its
     /// variable unset) is a warning, not an error: the pull request
@@ -171,17 +188,11 @@ impl Integrate<'_> {
             return Ok(false);
         }
         let var = &self.cfg.notify.url_env;
-        let url = match &self.reach.webhook_url {
-            Some(url) => url.clone(),
-            None => match std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
-                Some(url) => url,
-                None => {
-                    self.warn(format!(
-                        "no webhook to call for help: ${var} is unset ([integrate.notify] url-env)"
-                    ));
-                    return Ok(false);
-                }
-            },
+        let Some(url) = self.webhook_url()? else {
+            self.warn(format!(
+                "no webhook to call for help: ${var} is unset ([integrate.notify] url-env)"
+            ));
+            return Ok(false);
         };
         let report = self.render(halt);
         let msg = crate::notify::Message {

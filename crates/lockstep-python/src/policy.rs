@@ -65,23 +65,13 @@ const INDEX_PREFIXES: &[&str] = &["UV_INDEX_"];
 /// Taken out of the environment of a program run inside a venv.
 pub const VENV_VARS: &[&str] = &["PYTHONPATH", "PYTHONHOME"];
 
-/// Which variables a child never sees: [`INDEX_VARS`], lockstep's secrets,
-/// and the extra secrets a caller names.
+/// Which variables a child never sees: [`INDEX_VARS`] and lockstep's secrets
+/// (`lockstep_core::process::secret_vars`: the fixed list and the webhook
+/// variable the loaded configuration registered).
 #[derive(Debug, Clone, Default)]
-pub struct Policy {
-    extra_secrets: Vec<String>,
-}
+pub struct Policy {}
 
 impl Policy {
-    /// The policy with `var` hidden too (a webhook variable the
-    /// configuration names).
-    pub fn hiding(mut self, var: &str) -> Policy {
-        if !var.is_empty() && !self.extra_secrets.iter().any(|v| v == var) {
-            self.extra_secrets.push(var.to_string());
-        }
-        self
-    }
-
     /// Every variable taken out of a child's environment, now.
     pub fn stripped(&self) -> Vec<String> {
         let mut vars: Vec<String> = INDEX_VARS.iter().map(|v| v.to_string()).collect();
@@ -91,7 +81,7 @@ impl Policy {
                 vars.push(name.into_owned());
             }
         }
-        vars.extend(process::secret_vars(&self.extra_secrets));
+        vars.extend(process::secret_vars(&[]));
         vars.sort();
         vars.dedup();
         vars
@@ -345,7 +335,8 @@ mod tests {
     #[test]
     fn the_policy_strips_indexes_and_secrets() {
         std::env::set_var("UV_INDEX_PRIVATE_PASSWORD", "x");
-        let vars = Policy::default().hiding("MY_HOOK").stripped();
+        process::also_secret("MY_HOOK");
+        let vars = Policy::default().stripped();
         for v in [
             "UV_INDEX_URL",
             "PIP_FIND_LINKS",

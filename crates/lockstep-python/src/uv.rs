@@ -198,13 +198,6 @@ impl Uv {
         self
     }
 
-    /// This uv, its children (and those of its venvs) never seeing `var`
-    /// either (the webhook variable of `[integrate.notify] url-env`).
-    pub fn hiding(mut self, var: &str) -> Uv {
-        self.policy = self.policy.hiding(var);
-        self
-    }
-
     /// Where the logs of its commands go.
     pub fn logs_dir(&self) -> PathBuf {
         self.logs.clone()

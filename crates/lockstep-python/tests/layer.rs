@@ -90,7 +90,10 @@ fn children_never_see_index_variables_or_secrets() {
     ] {
         std::env::set_var(k, v);
     }
-    let uv = uv().hiding("MY_WEBHOOK");
+    // The webhook variable a lockstep.toml names is registered once, for
+    // every child.
+    lockstep_core::process::also_secret("MY_WEBHOOK");
+    let uv = uv();
     let (probe, _) = wheelhouses();
     let dir = tempfile::tempdir().unwrap();
     // A dead index in UV_INDEX_URL does not matter: the install is offline

@@ -158,7 +158,7 @@ fn release_bump_smoke_inherits_no_secret() {
     write(
         &work.join("lockstep.toml"),
         &format!(
-            "[release]\nname = \"demo\"\nversion-base = \"1.0.0\"\npin-files = [\"up.version\"]\nupstream-url = \"{}\"\n\n[integrate]\nsmoke = [\"sh\", \"-c\", \"env > {}\"]\n",
+            "[release]\nname = \"demo\"\nversion-base = \"1.0.0\"\npin-files = [\"up.version\"]\nupstream-url = \"{}\"\n\n[integrate]\nsmoke = [\"sh\", \"-c\", \"env > {}\"]\n\n[integrate.notify]\nurl-env = \"CANARY_HOOK\"\n",
             upstream.display(),
             dump.display()
         ),
@@ -177,8 +177,10 @@ fn release_bump_smoke_inherits_no_secret() {
         .env("GH_TOKEN", TOKEN)
         .env("TWINE_PASSWORD", TOKEN)
         .env("UV_PUBLISH_TOKEN", TOKEN)
+        // The webhook variable lockstep.toml names (`url-env`), not the
+        // default one: registered when the file is read.
         .env(
-            "LOCKSTEP_WEBHOOK_URL",
+            "CANARY_HOOK",
             format!("https://hooks.example/{HOOK_SECRET}"),
         )
         .env("GIT_CONFIG_COUNT", "1")

@@ -87,15 +87,16 @@ fn a_fifo_a_writer_keeps_open_ends_the_compare_instead_of_blocking() {
         .status()
         .unwrap()
         .success());
-    // A writer that opens the FIFO, writes half a document and holds it.
-    let mut writer = Command::new("sh")
-        .args(["-c", "exec 3>new.fifo; printf '{\"rows\"' >&3; sleep 120"])
-        .current_dir(cwd)
-        .spawn()
+    // A writer that holds the FIFO open after half a document (opened
+    // read-write: the bytes wait in the FIFO before lockstep starts).
+    let writer = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
         .unwrap();
+    std::io::Write::write_all(&mut &writer, b"{\"rows\"").unwrap();
     let out = bare(cwd, &["bench", "compare", "base.json", "new.fifo"]);
-    let _ = writer.kill();
-    let _ = writer.wait();
+    drop(writer);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("wrote nothing more"), "{err}");

@@ -9,6 +9,15 @@ use lockstep_sandbox::github::FakeGithub;
 
 const TOKEN: &str = "ghp_release_token_never_printed";
 
+/// `release publish` of the wheelhouse with its GitHub Release, as JSON.
+const PUBLISH_JSON: [&str; 5] = [
+    "wh",
+    "--tag",
+    "demo-3.14.0rc1",
+    "--github-release",
+    "--json",
+];
+
 fn publish(
     p: &Project,
     github: &FakeGithub,
@@ -102,19 +111,7 @@ fn publish_creates_and_completes_the_github_release_with_checksums() {
     assert!(!index_files.exists());
     assert!(github.requests().is_empty());
 
-    let out = publish(
-        &p,
-        &github,
-        &[
-            "wh",
-            "--tag",
-            "demo-3.14.0rc1",
-            "--github-release",
-            "--json",
-        ],
-        true,
-        0,
-    );
+    let out = publish(&p, &github, &PUBLISH_JSON, true, 0);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let g = &report["github_release"];
     assert_eq!(g["created"], true, "{report}");
@@ -143,19 +140,7 @@ fn publish_creates_and_completes_the_github_release_with_checksums() {
     }
 
     // A rerun uploads nothing again.
-    let out = publish(
-        &p,
-        &github,
-        &[
-            "wh",
-            "--tag",
-            "demo-3.14.0rc1",
-            "--github-release",
-            "--json",
-        ],
-        true,
-        0,
-    );
+    let out = publish(&p, &github, &PUBLISH_JSON, true, 0);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(report["github_release"]["created"], false, "{report}");
     assert_eq!(
@@ -174,19 +159,7 @@ fn publish_creates_and_completes_the_github_release_with_checksums() {
     // A server that echoes the token in every field: it is printed nowhere
     // (`publish` checks stdout and stderr) and stored nowhere.
     github.echo_token();
-    let out = publish(
-        &p,
-        &github,
-        &[
-            "wh",
-            "--tag",
-            "demo-3.14.0rc1",
-            "--github-release",
-            "--json",
-        ],
-        true,
-        0,
-    );
+    let out = publish(&p, &github, &PUBLISH_JSON, true, 0);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let url = report["github_release"]["url"].as_str().unwrap_or_default();
     assert!(url.contains("<token>") && !url.contains(TOKEN), "{report}");

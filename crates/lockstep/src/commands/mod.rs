@@ -71,9 +71,8 @@ fn history_dirs_read(command: &Command, ctx: &Ctx) -> Vec<(String, std::path::Pa
             Some(BenchAction::Compare(compare)) => [("BASE", &compare.base), ("NEW", &compare.new)]
                 .into_iter()
                 .filter_map(|(flag, side)| {
-                    let (dir, _) = side.rsplit_once('@')?;
-                    let dir = ctx.cwd.join(dir);
-                    dir.is_dir().then(|| (flag.to_string(), dir))
+                    lockstep_bench::regressions::history_selection(side, &ctx.cwd)
+                        .map(|(dir, _)| (flag.to_string(), dir))
                 })
                 .collect(),
             _ => Vec::new(),

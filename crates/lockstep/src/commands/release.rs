@@ -68,7 +68,7 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             let manifest = manifest
                 .map(|m| ctx.cwd.join(m))
                 .unwrap_or_else(|| wheelhouse.join(lockstep_python::pylock::FILE));
-            let uv = super::pkg::find_uv(ctx)?.hiding(&webhook_var(ctx)?);
+            let uv = super::pkg::find_uv(ctx)?;
             let publication = lockstep_release::publication::Publication {
                 settings: &settings,
                 manifest,
@@ -112,7 +112,7 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             ..
         } => {
             let uv = match &upload {
-                Some(_) => Some(super::pkg::find_uv(ctx)?.hiding(&webhook_var(ctx)?)),
+                Some(_) => Some(super::pkg::find_uv(ctx)?),
                 None => None,
             };
             let promoted = lockstep_release::promote::promote_and_upload(
@@ -192,10 +192,4 @@ fn bump(
         }
     };
     ctx.show(&bumped, human::bumped)
-}
-
-/// The variable holding the webhook URL (`[integrate.notify] url-env`): a
-/// secret no child process may see.
-fn webhook_var(ctx: &Ctx) -> Result<String, Error> {
-    Ok(ctx.section::<IntegrateConfig>()?.notify.url_env)
 }
