@@ -78,7 +78,7 @@ impl Target {
             Error::usage("--github-release needs --tag: a GitHub Release belongs to a tag")
                 .hint("pass the tag `release cut` printed (`--tag TAG`)")
         })?;
-        crate::publication::check_tag_name(tag)?;
+        crate::template::check_tag_name(tag)?;
         let git = lockstep_git::Repo::discover(root).ok();
         let commit = git
             .as_ref()

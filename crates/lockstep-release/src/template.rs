@@ -334,6 +334,30 @@ pub fn render_tag(
     Ok(tag)
 }
 
+/// The longest tag name taken (GitHub's limit on a ref's name).
+const MAX_TAG_TAKEN: usize = 255;
+
+/// `--tag` names a tag git could hold (`git check-ref-format
+/// refs/tags/NAME`) and a page can show as it is: not empty, not an option,
+/// no whitespace, control character or markup. Exit 2 before anything is
+/// published.
+pub fn check_tag_name(tag: &str) -> Result<(), Error> {
+    let plain = !tag.is_empty()
+        && tag.len() <= MAX_TAG_TAKEN
+        && !tag.starts_with('-')
+        && !tag.chars().any(|c| c.is_whitespace() || c.is_control())
+        && !tag.contains(['<', '>', '"', '\'', '`', '$'])
+        && lockstep_git::check_ref_format(&[&format!("refs/tags/{tag}")]);
+    if plain {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "--tag `{}` is not a tag name",
+        lockstep_core::error::printable_line(tag)
+    ))
+    .hint("pass the tag `release cut` printed (e.g. v1.2.0rc3); nothing was published"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
