@@ -5,6 +5,10 @@
 //! ([`native`]), and a loopback GitHub REST API with a webhook receiver
 //! ([`github`]).
 //!
+//! The GitHub Actions emulator the tests run generated workflows on is not
+//! here: it is `lockstep-actions`, a dev-dependency only, so that the
+//! released binary (which links this crate through the demo) never carries it.
+//!
 //! It knows git, not lockstep's engines: the demo's story (lockstep-demo)
 //! and the tests drive the engines on these fixtures. No engine may depend
 //! on it.
@@ -15,6 +19,5 @@ pub mod packages;
 pub mod repos;
 pub mod shapes;
 pub mod stacks;
-pub mod workflow_runner;
 
 pub use repos::{api_level_at, create, Sandbox, SandboxSpec};

@@ -1,7 +1,7 @@
 //! The generated pipeline executed end to end: `lockstep ci generate` on
 //! the IREE-shaped fixture (lockstep-sandbox's `native`), then its
 //! `lockstep-release.yml` and `lockstep-integrate.yml` run by the test-only
-//! runner (lockstep-sandbox's `workflow_runner`: every job in `needs` order,
+//! runner (the dev-only `lockstep-actions` crate: every job in `needs` order,
 //! each on its own "machine", the hosted actions emulated), against a bare
 //! repository as GitHub's copy and the loopback GitHub for the REST API.
 //!
@@ -21,11 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
+use lockstep_actions::{run_workflow, seed_cache, Conclusion, RunReport, RunnerConfig};
 use lockstep_sandbox::github::FakeGithub;
 use lockstep_sandbox::native::{self, Native, NativeSpec};
-use lockstep_sandbox::workflow_runner::{
-    run_workflow, seed_cache, Conclusion, RunReport, RunnerConfig,
-};
 
 const TOKEN: &str = "ghs_pipeline_token_never_printed";
 const REPOSITORY: &str = "lockstep-dev/demo";

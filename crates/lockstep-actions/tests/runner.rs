@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lockstep_sandbox::workflow_runner::{
-    run_workflow, seed_cache, Conclusion, JobReport, RunReport, RunnerConfig,
-};
+use lockstep_actions::{run_workflow, seed_cache, Conclusion, JobReport, RunReport, RunnerConfig};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
