@@ -332,7 +332,7 @@ fn kernels_request(req: &BisectRequest<'_>, scratch: &Path) -> Result<Request, E
             .hint("give MIOpenDriver command lines after `--` (one per argument), or --commands-file FILE"));
     }
     for kernel in &req.kernels {
-        crate::commands::parse_line(kernel).map_err(|why| {
+        lockstep_kernels::commands::parse_line(kernel).map_err(|why| {
             Error::usage(format!("invalid kernel {why}")).hint(
                 "give each MIOpenDriver command line as one argument: -- 'conv -n 1 -c 16 ...'",
             )

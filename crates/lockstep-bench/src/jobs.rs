@@ -9,8 +9,8 @@ use std::path::Path;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 
-use crate::miopen::{parse_argv, BenchCommand, ElemType};
-use crate::{commands, defaults, signatures};
+use lockstep_kernels::miopen::{parse_argv, BenchCommand, ElemType};
+use lockstep_kernels::{commands, defaults, signatures};
 
 /// The largest commands file read: far beyond any real batch (a million
 /// lines), small enough that `/dev/zero` or a wrong file fails at once.

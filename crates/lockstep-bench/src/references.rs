@@ -12,9 +12,9 @@
 use lockstep_cache::{Area, Bucket, Key, KeyBuilder, SlotLock};
 use lockstep_core::Error;
 
-use crate::compare::Expected;
-use crate::signature::OpSignature;
-use crate::{kernel, tensor_data};
+use lockstep_kernels::compare::Expected;
+use lockstep_kernels::signature::OpSignature;
+use lockstep_kernels::{kernel, tensor_data};
 
 /// The version of the reference code: bump it whenever a reference (or the
 /// seeded inputs it is computed from) would come out differently.
@@ -115,7 +115,7 @@ fn from_bytes(bytes: &[u8]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{parse_argv, signatures};
+    use lockstep_kernels::{parse_argv, signatures};
 
     fn sig(line: &str) -> OpSignature {
         let argv: Vec<String> = line.split_whitespace().map(String::from).collect();

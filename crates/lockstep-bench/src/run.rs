@@ -20,15 +20,15 @@ use lockstep_iree::{Benchmark, Compile, Invocation, Limits, MinTime, RunModule, 
 use serde::Serialize;
 
 use crate::cache;
-use crate::compare;
 use crate::device::Device;
 use crate::events::BenchEvent;
 use crate::jobs::Job;
-use crate::kernel;
 use crate::references;
 use crate::rows::{Check, Row, Stats};
-use crate::signature::{signatures, OpSignature, Operand};
-use crate::tensor_data;
+use lockstep_kernels::compare;
+use lockstep_kernels::kernel;
+use lockstep_kernels::signature::{signatures, OpSignature, Operand};
+use lockstep_kernels::tensor_data;
 
 /// The seed of the verification inputs: every run gets the same data.
 pub const VERIFY_SEED: u64 = 0x5EED;

@@ -577,7 +577,7 @@ fn markers(input: &[u8]) -> Outcome {
 }
 
 fn miopen_line(input: &[u8]) -> Outcome {
-    match lockstep_bench::commands::parse_line(&text(input)) {
+    match lockstep_kernels::commands::parse_line(&text(input)) {
         Ok(_) => Outcome::Accepted,
         Err(e) => Outcome::Refused(e),
     }
@@ -590,7 +590,7 @@ fn commands_file(input: &[u8]) -> Outcome {
     } else {
         Path::new("fuzz-commands.txt")
     };
-    let lines = match lockstep_bench::commands::parse_commands(input, file) {
+    let lines = match lockstep_kernels::commands::parse_commands(input, file) {
         Ok(lines) => lines,
         Err(e) => return refused(&e, file),
     };
