@@ -1,10 +1,11 @@
 //! `lockstep bench bisect`: the first commit between a good and a bad one
 //! whose packages make a kernel slower, decided with statistics.
 //!
-//! The commits are walked with `pkg bisect`'s machinery (lockstep-pkg's
-//! [`range`], [`with_commit_venv`] and [`narrow_stored`]): each commit's
-//! packages are built from the committed tree through the wheel cache,
-//! installed by manifest into a fresh venv, and the kernels are compiled and
+//! The commits are walked with lockstep-bisect's [`range`] and
+//! [`narrow_stored`], each commit's venv given by the [`CommitVenvs`] the
+//! caller hands over (the binary passes lockstep-pkg's: the commit's
+//! packages built from the committed tree through the wheel cache,
+//! installed by manifest into a fresh venv), and the kernels are compiled and
 //! timed with the IREE tools of that venv's `bin/` (as `bench --iree-bin`
 //! would); the user's working tree is never checked out. The tools'
 //! identity is combined with the commit, so the kernel cache never hands one
@@ -33,15 +34,14 @@
 
 use std::path::{Path, PathBuf};
 
-use lockstep_bisect::Verdict;
+use lockstep_bisect::{narrow_stored, range, CommitVenvs, Verdict};
 use lockstep_cache::Cache;
 use lockstep_core::events::Sink;
 use lockstep_core::hash::Framed;
 use lockstep_core::Error;
 use lockstep_iree::Toolchain;
-use lockstep_pkg::bisect::{narrow_stored, range, with_commit_venv};
-use lockstep_pkg::BuildRequest;
 use lockstep_stats::{compare_runs, Rule};
+use lockstep_store::Store;
 use serde::{Deserialize, Serialize};
 
 use crate::config::BenchConfig;
@@ -49,12 +49,12 @@ use crate::session::{self, Request};
 
 /// What to bisect.
 pub struct BisectRequest<'a> {
-    /// How each commit's packages are built (lockstep-pkg sets the revision).
-    pub build: BuildRequest<'a>,
+    /// The repository whose commits are bisected.
+    pub root: &'a Path,
+    /// Each commit's packages in a fresh venv (lockstep-pkg's, from the binary).
+    pub venvs: &'a dyn CommitVenvs,
     pub good: String,
     pub bad: String,
-    pub variant: String,
-    pub python: Option<String>,
     /// The bench settings: device, compile flags, timeout, threads, and the
     /// kernels as `commands_file` (else [`BisectRequest::kernels`]).
     pub bench: Request,
@@ -208,7 +208,7 @@ pub fn bisect(
         .hint("fix the command line; `lockstep bench -- CMD` checks one"));
     }
     let kernels: Vec<String> = prepared.jobs.iter().map(|j| j.arguments.clone()).collect();
-    let range = range(req.build.root, &req.good, &req.bad)?;
+    let range = range(req.root, &req.good, &req.bad)?;
     if req.superproject {
         let head = range.repo.must_resolve("HEAD^{commit}")?.to_string();
         if !range.repo.is_ancestor(&range.bad, &head)? {
@@ -219,6 +219,7 @@ pub fn bisect(
             .hint("check out the integrate branch whose superproject commits you bisect"));
         }
     }
+    let store = Store::open(&range.repo.state_dir()?)?;
     let bench = Bench {
         request,
         cfg,
@@ -227,91 +228,89 @@ pub fn bisect(
     };
     let good = range.good.clone();
     let bad = range.bad.clone();
-    let outcome = with_commit_venv(
-        &req.build,
-        &req.variant,
-        req.python.as_deref(),
-        &good,
-        sink,
-        |good_venv, _| {
-            let good_tools = venv_tools(good_venv, &good, sink)?
-                .map_err(|why| Error::failed(format!("GOOD {}: {why}", req.good)))?;
-            let endpoint = match with_commit_venv(
-                &req.build,
-                &req.variant,
-                req.python.as_deref(),
-                &bad,
-                sink,
-                |venv, _| judge(req, &bench, &good_tools, venv, &bad),
-            )? {
-                Ok(step) => step,
-                Err(why) => return Err(Error::failed(format!("BAD {}: {why}", req.bad))),
-            };
-            if endpoint.verdict != Verdict::Bad {
-                return Err(no_regression(req, &endpoint));
-            }
-            sink.note(format!(
-                "BAD {} is a regression against GOOD {} ({}); bisecting {} commits",
-                req.bad,
-                req.good,
-                figures(&endpoint.judgement),
-                range.commits.len()
-            ));
-            let mut steps = Vec::new();
-            let (first_bad, candidates) = narrow_stored(
-                &range,
-                "bench-bisect",
-                |commit| verdict_key(req, &good, &kernels, commit),
-                |commit| {
-                    let step = with_commit_venv(
-                        &req.build,
-                        &req.variant,
-                        req.python.as_deref(),
-                        commit,
-                        sink,
-                        |venv, _| judge(req, &bench, &good_tools, venv, commit),
-                    )?
+    let mut report = None;
+    let good_built = req.venvs.with_venv(&good, sink, &mut |good_venv| {
+        let good_tools = venv_tools(good_venv, &good, sink)?
+            .map_err(|why| Error::failed(format!("GOOD {}: {why}", req.good)))?;
+        let endpoint = match in_venv(req, &bench, &good_tools, &bad)? {
+            Ok(step) => step,
+            Err(why) => return Err(Error::failed(format!("BAD {}: {why}", req.bad))),
+        };
+        if endpoint.verdict != Verdict::Bad {
+            return Err(no_regression(req, &endpoint));
+        }
+        sink.note(format!(
+            "BAD {} is a regression against GOOD {} ({}); bisecting {} commits",
+            req.bad,
+            req.good,
+            figures(&endpoint.judgement),
+            range.commits.len()
+        ));
+        let mut steps = Vec::new();
+        let (first_bad, candidates) = narrow_stored(
+            &range,
+            &store,
+            "bench-bisect",
+            |commit| verdict_key(req, &good, &kernels, commit),
+            |commit| {
+                let step = in_venv(req, &bench, &good_tools, commit)?
                     .unwrap_or_else(|why| skipped(commit, 0, why));
-                    let detail = serde_json::to_string(&step.judgement).map_err(|e| {
-                        Error::failed("cannot record a verdict").cause(e.to_string())
-                    })?;
-                    Ok((step.verdict, detail))
-                },
-                |commit, verdict, cached, detail, remaining| {
-                    let judgement = serde_json::from_str(detail).unwrap_or_else(|_| Judgement {
-                        note: Some(detail.to_string()),
-                        ..Judgement::default()
-                    });
-                    let step = Step {
-                        commit: commit.to_string(),
-                        verdict,
-                        cached,
-                        judgement,
-                    };
-                    sink.note(format!(
-                        "{}: {}{} ({}); about {} left",
-                        short(commit),
-                        verdict.as_str(),
-                        if cached { " (cached)" } else { "" },
-                        figures(&step.judgement),
-                        remaining
-                    ));
-                    steps.push(step);
-                },
-            )?;
-            Ok(BisectReport {
-                good: good.clone(),
-                bad: bad.clone(),
-                threshold: req.rule.threshold,
-                max_repeats: req.max_repeats,
-                first_bad,
-                candidates,
-                endpoint,
-                steps,
-            })
-        },
-    )?;
-    outcome.map_err(|why| Error::failed(format!("GOOD {}: {why}", req.good)))
+                let detail = serde_json::to_string(&step.judgement)
+                    .map_err(|e| Error::failed("cannot record a verdict").cause(e.to_string()))?;
+                Ok((step.verdict, detail))
+            },
+            |commit, verdict, cached, detail, remaining| {
+                let judgement = serde_json::from_str(detail).unwrap_or_else(|_| Judgement {
+                    note: Some(detail.to_string()),
+                    ..Judgement::default()
+                });
+                let step = Step {
+                    commit: commit.to_string(),
+                    verdict,
+                    cached,
+                    judgement,
+                };
+                sink.note(format!(
+                    "{}: {}{} ({}); about {} left",
+                    short(commit),
+                    verdict.as_str(),
+                    if cached { " (cached)" } else { "" },
+                    figures(&step.judgement),
+                    remaining
+                ));
+                steps.push(step);
+            },
+        )?;
+        report = Some(BisectReport {
+            good: good.clone(),
+            bad: bad.clone(),
+            threshold: req.rule.threshold,
+            max_repeats: req.max_repeats,
+            first_bad,
+            candidates,
+            endpoint,
+            steps,
+        });
+        Ok(())
+    })?;
+    good_built.map_err(|why| Error::failed(format!("GOOD {}: {why}", req.good)))?;
+    report.ok_or_else(|| Error::failed("bench bisect ended without a report"))
+}
+
+/// `commit` judged in its own venv against GOOD's tools; `Ok(Err(why))`
+/// when its packages give no venv (a commit to skip).
+fn in_venv(
+    req: &BisectRequest<'_>,
+    bench: &Bench<'_>,
+    good_tools: &Toolchain,
+    commit: &str,
+) -> Result<Result<Step, String>, Error> {
+    let mut step = None;
+    let built = req.venvs.with_venv(commit, bench.sink, &mut |venv| {
+        step = Some(judge(req, bench, good_tools, venv, commit)?);
+        Ok(())
+    })?;
+    Ok(built.and_then(|()| step.ok_or_else(|| "no measurement was taken".to_string())))
 }
 
 /// The bench request whose kernels are the commands file, else the
@@ -351,8 +350,8 @@ fn verdict_key(req: &BisectRequest<'_>, good: &str, kernels: &[String], commit: 
         .part("commit", commit)
         .part("good", good)
         .parts("kernels", kernels)
-        .part("variant", &req.variant)
-        .part("python", req.python.as_deref().unwrap_or("-"))
+        .part("variant", req.venvs.variant())
+        .part("python", req.venvs.python().unwrap_or("-"))
         .part("threshold", req.rule.threshold.to_string())
         .part("confidence", req.rule.confidence.to_string())
         .part("device", req.bench.device.as_deref().unwrap_or("-"))

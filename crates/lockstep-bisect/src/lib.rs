@@ -8,7 +8,18 @@
 //! go through it, so they pick the same next revision, read exit codes the
 //! same way and refuse the same bad ranges. Verdicts are remembered in the
 //! one verdict store, lockstep-store's probe records (by a key each caller
-//! frames with `lockstep_core::hash::Framed`). It runs nothing itself.
+//! frames with `lockstep_core::hash::Framed`), through [`stored`]: the one
+//! recall-or-judge and the narrowing with it. [`range`] resolves GOOD..BAD
+//! (git's reads are all it runs), [`venvs`] is what a bisection over
+//! packages is handed to probe in.
+
+pub mod range;
+pub mod stored;
+pub mod venvs;
+
+pub use range::{range, Range};
+pub use stored::{narrow_stored, recall_or_judge, Judged, Recalled, Stored, VerdictStore};
+pub use venvs::CommitVenvs;
 
 use lockstep_core::process::Exit;
 use lockstep_core::Error;

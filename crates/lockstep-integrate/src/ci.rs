@@ -21,7 +21,6 @@ use lockstep_core::hash::Framed;
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
 use lockstep_github::checks::{summarize, Checks};
-use lockstep_store::ProbeRecord;
 
 use crate::bisect::{BisectOptions, BisectResult, Step};
 use crate::halt::short;
@@ -126,38 +125,42 @@ impl Integrate<'_> {
                 .part("repository", target.repo.to_string())
                 .part("commit", &sha)
                 .hex();
-            if let Some(rec) = self.store.probe(&key)? {
-                let verdict = Verdict::parse(&rec.outcome);
-                steps.push(step(commit, verdict, true, &rec.detail));
-                return Ok(verdict);
-            }
-            rounds += 1;
-            let branch = format!("{BRANCH_PREFIX}{}", short(&sha));
-            self.push_temporary(&self.superproject, &target.remote, &sha, &branch)?;
-            pushed.branches.push((false, branch.clone()));
-            self.info(format!(
-                "CI round {rounds}: {} ({} of {n}) pushed as {branch}; waiting for its checks",
-                short(&commit.sha),
-                m + 1
-            ));
-            let started = Instant::now();
-            let (verdict, detail) = self.wait_for_checks(&target, &sha, ci)?;
-            self.store.put_probe(&ProbeRecord {
+            let recalled = lockstep_bisect::recall_or_judge(
+                &self.store,
                 key,
-                context: "ci".into(),
-                commit: commit.sha.clone(),
-                outcome: verdict.as_str().into(),
-                detail: detail.clone(),
-                log: None,
-                seconds: started.elapsed().as_secs_f64(),
-            })?;
-            self.info(format!(
-                "  {} {} ({detail})",
-                short(&commit.sha),
-                verdict.as_str()
+                "ci",
+                &commit.sha,
+                || {
+                    rounds += 1;
+                    let branch = format!("{BRANCH_PREFIX}{}", short(&sha));
+                    self.push_temporary(&self.superproject, &target.remote, &sha, &branch)?;
+                    pushed.branches.push((false, branch.clone()));
+                    self.info(format!(
+                        "CI round {rounds}: {} ({} of {n}) pushed as {branch}; waiting for its checks",
+                        short(&commit.sha),
+                        m + 1
+                    ));
+                    let (verdict, detail) = self.wait_for_checks(&target, &sha, ci)?;
+                    self.info(format!(
+                        "  {} {} ({detail})",
+                        short(&commit.sha),
+                        verdict.as_str()
+                    ));
+                    Ok(lockstep_bisect::Judged {
+                        verdict,
+                        detail,
+                        log: None,
+                        seconds: None,
+                    })
+                },
+            )?;
+            steps.push(step(
+                commit,
+                recalled.verdict,
+                recalled.cached,
+                &recalled.detail,
             ));
-            steps.push(step(commit, verdict, false, &detail));
-            Ok(verdict)
+            Ok(recalled.verdict)
         })?;
         drop(pushed);
         let mode = if opts.superproject {

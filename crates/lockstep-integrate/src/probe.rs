@@ -15,7 +15,6 @@ use lockstep_core::hash::Framed;
 use lockstep_core::process::{self, Exit, Spec};
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
-use lockstep_store::ProbeRecord;
 use serde::Serialize;
 
 use crate::halt::ConflictInfo;
@@ -354,78 +353,67 @@ pub(crate) fn run_cached(
         key: rules_key(&run.key, &ig.cfg.verdicts),
         ..run
     };
-    if let Some(rec) = ig.store.probe(&run.key)? {
-        let verdict = Verdict::parse(&rec.outcome);
-        ig.emit(Event::ProbeFinished {
-            commit: commit.sha.clone(),
-            outcome: verdict.as_str().into(),
-            cached: true,
-            seconds: rec.seconds,
-        });
-        return Ok(Ran {
-            verdict,
-            detail: rec.detail,
-            log: rec.log,
-            cached: true,
-        });
-    }
-    ig.emit(Event::ProbeStarted {
-        commit: commit.sha.clone(),
-        subject: commit.subject.clone(),
-        position: run.position,
-        total: run.total,
-    });
-    let journal = prepare()?;
-    let finished = run_journaled(ig, &run.spec, journal)?;
-    let log = run.spec.log.display().to_string();
-    let ruled = apply_rules(&ig.cfg.verdicts, finished.exit, &run.spec.log);
-    if ruled.is_none() && run.abort_on_crash && lockstep_bisect::aborts(finished.exit) {
-        // `git bisect run` semantics: not a verdict, so nothing is cached.
-        return Err(
-            lockstep_bisect::abort_error(&run.spec.argv, finished.exit, &commit.sha)
-                .cause(format!("log: {log}")),
-        );
-    }
-    let (verdict, detail) = {
-        let exit_detail = match finished.exit {
-            Exit::TimedOut => format!(
-                "timed out after {} (smoke-timeout)",
-                humantime_secs(run.spec.timeout.unwrap_or_default())
-            ),
-            other => other.describe(),
-        };
-        match ruled {
-            Some((verdict, name)) => (
-                verdict,
-                format!(
-                    "{exit_detail}; verdict {} by rule `{name}`",
-                    verdict.as_str()
+    let recalled = lockstep_bisect::recall_or_judge(
+        &ig.store,
+        run.key,
+        run.context.as_str(),
+        &commit.sha,
+        || {
+            ig.emit(Event::ProbeStarted {
+                commit: commit.sha.clone(),
+                subject: commit.subject.clone(),
+                position: run.position,
+                total: run.total,
+            });
+            let journal = prepare()?;
+            let finished = run_journaled(ig, &run.spec, journal)?;
+            let log = run.spec.log.display().to_string();
+            let ruled = apply_rules(&ig.cfg.verdicts, finished.exit, &run.spec.log);
+            if ruled.is_none() && run.abort_on_crash && lockstep_bisect::aborts(finished.exit) {
+                // `git bisect run` semantics: not a verdict, so nothing is cached.
+                return Err(lockstep_bisect::abort_error(
+                    &run.spec.argv,
+                    finished.exit,
+                    &commit.sha,
+                )
+                .cause(format!("log: {log}")));
+            }
+            let exit_detail = match finished.exit {
+                Exit::TimedOut => format!(
+                    "timed out after {} (smoke-timeout)",
+                    humantime_secs(run.spec.timeout.unwrap_or_default())
                 ),
-            ),
-            None => (Verdict::from_exit(finished.exit), exit_detail),
-        }
-    };
-    let seconds = finished.elapsed.as_secs_f64();
-    ig.store.put_probe(&ProbeRecord {
-        key: run.key,
-        context: run.context,
-        commit: commit.sha.clone(),
-        outcome: verdict.as_str().into(),
-        detail: detail.clone(),
-        log: Some(log.clone()),
-        seconds,
-    })?;
+                other => other.describe(),
+            };
+            let (verdict, detail) = match ruled {
+                Some((verdict, name)) => (
+                    verdict,
+                    format!(
+                        "{exit_detail}; verdict {} by rule `{name}`",
+                        verdict.as_str()
+                    ),
+                ),
+                None => (Verdict::from_exit(finished.exit), exit_detail),
+            };
+            Ok(lockstep_bisect::Judged {
+                verdict,
+                detail,
+                log: Some(log),
+                seconds: Some(finished.elapsed.as_secs_f64()),
+            })
+        },
+    )?;
     ig.emit(Event::ProbeFinished {
         commit: commit.sha.clone(),
-        outcome: verdict.as_str().into(),
-        cached: false,
-        seconds,
+        outcome: recalled.verdict.as_str().into(),
+        cached: recalled.cached,
+        seconds: recalled.seconds,
     });
     Ok(Ran {
-        verdict,
-        detail,
-        log: Some(log),
-        cached: false,
+        verdict: recalled.verdict,
+        detail: recalled.detail,
+        log: recalled.log,
+        cached: recalled.cached,
     })
 }
 

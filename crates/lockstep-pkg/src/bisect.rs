@@ -14,23 +14,23 @@
 //! probe records in `.git/lockstep/`) keyed by the commit, the command, the
 //! variant and the Python, so a rerun (or a wider range) reuses them.
 //!
-//! Its pieces are public for the other bisections over packages
-//! (`bench bisect` in lockstep-bench): [`range`] checks GOOD..BAD,
-//! [`with_commit_venv`] gives a commit's venv, [`narrow_stored`] narrows
-//! with the verdict store.
+//! [`CommitVenvs`] gives a commit's venv to the other bisection over
+//! packages (`bench bisect`, handed it by the binary: lockstep-bench does not
+//! depend on this crate); GOOD..BAD and the narrowing with the verdict store
+//! are lockstep-bisect's.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lockstep_bisect::Verdict;
+use lockstep_bisect::{narrow_stored, range};
 use lockstep_core::events::Sink;
 use lockstep_core::hash::Framed;
 use lockstep_core::process::Exit;
 use lockstep_core::Error;
-use lockstep_git::Repo;
 use lockstep_python::pylock;
 use lockstep_python::venv::{self, From, RunIn};
-use lockstep_store::{ProbeRecord, Store};
+use lockstep_store::Store;
 use serde::Serialize;
 
 use crate::build::BuildRequest;
@@ -86,9 +86,11 @@ pub fn bisect(req: &BisectRequest<'_>, sink: &dyn Sink) -> Result<BisectReport, 
             .hint("give it after `--`: lockstep pkg bisect --good A --bad B -- CMD ARGS"));
     }
     let range = range(req.build.root, &req.good, &req.bad)?;
+    let store = Store::open(&range.repo.state_dir()?)?;
     let mut steps = Vec::new();
     let (first_bad, candidates) = narrow_stored(
         &range,
+        &store,
         "pkg-bisect",
         |commit| verdict_key(req, commit),
         |commit| probe(req, commit, sink),
@@ -112,107 +114,6 @@ pub fn bisect(req: &BisectRequest<'_>, sink: &dyn Sink) -> Result<BisectReport, 
         candidates,
         steps,
     })
-}
-
-/// The commits a bisection walks, oldest first: those on the ancestry path
-/// from `good` (excluded) to `bad` (included), in the repository at `root`.
-pub struct Range {
-    pub repo: Repo,
-    /// The full names of GOOD and BAD.
-    pub good: String,
-    pub bad: String,
-    pub commits: Vec<String>,
-}
-
-/// Resolves and checks a GOOD..BAD range (usage errors: an unknown
-/// revision, the same commit twice, GOOD not an ancestor of BAD).
-pub fn range(root: &Path, good_rev: &str, bad_rev: &str) -> Result<Range, Error> {
-    let repo = Repo::discover(root)?;
-    let good = repo
-        .must_resolve(&format!("{good_rev}^{{commit}}"))?
-        .to_string();
-    let bad = repo
-        .must_resolve(&format!("{bad_rev}^{{commit}}"))?
-        .to_string();
-    lockstep_bisect::require_range(&good, &bad, good_rev, bad_rev)?;
-    if !repo.is_ancestor(&good, &bad)? {
-        return Err(Error::usage(format!(
-            "--good {good_rev} is not an ancestor of --bad {bad_rev}"
-        ))
-        .hint("pass a good commit older than the bad one, on its history"));
-    }
-    let commits: Vec<String> = repo
-        .rev_list(&["--ancestry-path", "--reverse", &format!("{good}..{bad}")])?
-        .into_iter()
-        .map(|o| o.to_string())
-        .collect();
-    if commits.is_empty() {
-        return Err(Error::usage(format!(
-            "no commits lead from --good {good_rev} to --bad {bad_rev}"
-        )));
-    }
-    Ok(Range {
-        repo,
-        good,
-        bad,
-        commits,
-    })
-}
-
-/// Narrows `range` to its first bad commit (lockstep-bisect's rules), each
-/// commit's verdict from the verdict store under `key(commit)` or else from
-/// `judge` (a verdict and its detail, then stored under `context`);
-/// `step(commit, verdict, cached, detail, remaining)` sees each probe.
-/// Returns the first bad commit when the skips leave one candidate, and
-/// the candidates.
-pub fn narrow_stored(
-    range: &Range,
-    context: &str,
-    key: impl Fn(&str) -> String,
-    mut judge: impl FnMut(&str) -> Result<(Verdict, String), Error>,
-    mut step: impl FnMut(&str, Verdict, bool, &str, usize),
-) -> Result<(Option<String>, Vec<String>), Error> {
-    let commits = &range.commits;
-    let last = commits.len() - 1;
-    let store = Store::open(&range.repo.state_dir()?)?;
-    let mut probed = 0;
-    let mut skipped = Vec::new();
-    let (_, hi) = lockstep_bisect::narrow(-1, last, &mut skipped, |m| {
-        let commit = &commits[m];
-        let key = key(commit);
-        let (verdict, detail, cached) = match store.probe(&key)? {
-            Some(record) => (Verdict::parse(&record.outcome), record.detail, true),
-            None => {
-                let started = std::time::Instant::now();
-                let (verdict, detail) = judge(commit)?;
-                store.put_probe(&ProbeRecord {
-                    key,
-                    context: context.into(),
-                    commit: commit.to_string(),
-                    outcome: verdict.as_str().into(),
-                    detail: detail.clone(),
-                    log: None,
-                    seconds: started.elapsed().as_secs_f64(),
-                })?;
-                (verdict, detail, false)
-            }
-        };
-        probed += 1;
-        step(
-            commit,
-            verdict,
-            cached,
-            &detail,
-            last.saturating_sub(probed),
-        );
-        Ok(verdict)
-    })?;
-    let candidates: Vec<String> = lockstep_bisect::candidates(-1, hi, &skipped)
-        .into_iter()
-        .map(|i| commits[i].clone())
-        .collect();
-    let first_bad = (candidates.len() == 1).then(|| candidates[0].clone());
-    Ok((first_bad, candidates))
 }
 
 /// The verdict store's key of `commit` under this command, variant and Python.
@@ -243,6 +144,40 @@ pub fn with_commit_venv<T>(
     let result = in_scratch(build, variant, python, commit, &scratch, sink, f);
     let _ = std::fs::remove_dir_all(&scratch);
     result
+}
+
+/// [`with_commit_venv`] as lockstep-bisect's [`CommitVenvs`]: how `bench
+/// bisect` gets each commit's packages without depending on this crate.
+pub struct CommitVenvs<'a> {
+    pub build: BuildRequest<'a>,
+    pub variant: String,
+    pub python: Option<String>,
+}
+
+impl lockstep_bisect::CommitVenvs for CommitVenvs<'_> {
+    fn variant(&self) -> &str {
+        &self.variant
+    }
+
+    fn python(&self) -> Option<&str> {
+        self.python.as_deref()
+    }
+
+    fn with_venv(
+        &self,
+        commit: &str,
+        sink: &dyn Sink,
+        f: &mut dyn FnMut(&Path) -> Result<(), Error>,
+    ) -> Result<Result<(), String>, Error> {
+        with_commit_venv(
+            &self.build,
+            &self.variant,
+            self.python.as_deref(),
+            commit,
+            sink,
+            |venv, _| f(venv),
+        )
+    }
 }
 
 fn in_scratch<T>(

@@ -68,6 +68,34 @@ pub struct ProbeRecord {
     pub seconds: f64,
 }
 
+/// The probe records are the one verdict store every bisection recalls
+/// from (lockstep-bisect's `recall_or_judge`).
+impl lockstep_bisect::VerdictStore for Store {
+    fn recall(&self, key: &str) -> Result<Option<lockstep_bisect::Stored>, Error> {
+        Ok(self.probe(key)?.map(|rec| lockstep_bisect::Stored {
+            key: rec.key,
+            context: rec.context,
+            commit: rec.commit,
+            verdict: lockstep_bisect::Verdict::parse(&rec.outcome),
+            detail: rec.detail,
+            log: rec.log,
+            seconds: rec.seconds,
+        }))
+    }
+
+    fn remember(&self, v: &lockstep_bisect::Stored) -> Result<(), Error> {
+        self.put_probe(&ProbeRecord {
+            key: v.key.clone(),
+            context: v.context.clone(),
+            commit: v.commit.clone(),
+            outcome: v.verdict.as_str().into(),
+            detail: v.detail.clone(),
+            log: v.log.clone(),
+            seconds: v.seconds,
+        })
+    }
+}
+
 /// The database's file name in its directory.
 pub const FILE_NAME: &str = "state.db";
 

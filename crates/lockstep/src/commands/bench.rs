@@ -57,21 +57,24 @@ fn compare_runs(args: crate::cli::BenchCompareArgs, ctx: &Ctx) -> Result<i32, Er
 }
 
 /// `lockstep bench bisect`: the first commit whose packages made a kernel
-/// slower (lockstep-bench's bisect over lockstep-pkg's bisection).
+/// slower (lockstep-bench's bisect, handed lockstep-pkg's venvs).
 fn bisect_commits(args: crate::cli::BenchBisectArgs, ctx: &Ctx) -> Result<i32, Error> {
     use lockstep_bench::bisect;
     let rule = bisect::rule(&args.threshold, args.max_repeats)?;
     let pkg: lockstep_pkg::config::PkgConfig = ctx.section()?;
     let uv = super::pkg::find_uv(ctx)?;
-    let python = args.python.or_else(|| pkg.python.first().cloned());
-    let request = bisect::BisectRequest {
+    let venvs = lockstep_pkg::bisect::CommitVenvs {
         build: super::pkg::configured(ctx, &pkg, &uv)?,
-        good: args.good,
-        bad: args.bad,
         variant: args
             .variant
             .unwrap_or_else(|| lockstep_pkg::config::DEFAULT_VARIANT.into()),
-        python,
+        python: args.python.or_else(|| pkg.python.first().cloned()),
+    };
+    let request = bisect::BisectRequest {
+        root: venvs.build.root,
+        venvs: &venvs,
+        good: args.good,
+        bad: args.bad,
         bench: Request {
             commands_file: args.commands_file.map(|f| ctx.cwd.join(f)),
             device: args.device,
