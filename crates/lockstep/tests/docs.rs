@@ -55,3 +55,110 @@ fn every_crate_has_its_row() {
         "crates without a row in docs/architecture.md: {undocumented:?}"
     );
 }
+
+/// Each crate's lockstep dependencies as `cargo metadata` has them:
+/// `(normal, dev)`.
+fn crate_graph() -> std::collections::BTreeMap<String, (Vec<String>, Vec<String>)> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(top())
+        .output()
+        .expect("cargo metadata");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    let mut graph = std::collections::BTreeMap::new();
+    for package in meta["packages"].as_array().expect("packages") {
+        let name = package["name"].as_str().expect("name").to_string();
+        let (mut normal, mut dev) = (Vec::new(), Vec::new());
+        for dep in package["dependencies"].as_array().expect("dependencies") {
+            let dep_name = dep["name"].as_str().expect("dependency name");
+            if !dep_name.starts_with("lockstep") {
+                continue;
+            }
+            match dep["kind"].as_str() {
+                None => normal.push(dep_name.to_string()),
+                Some("dev") => dev.push(dep_name.to_string()),
+                Some(_) => {}
+            }
+        }
+        normal.sort();
+        dev.sort();
+        graph.insert(name, (normal, dev));
+    }
+    graph
+}
+
+/// The `uses` column of the crate table: crate -> the lockstep crates it names.
+fn claimed_uses(text: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    text.lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split(" | ").collect();
+            let name = cells.first()?.strip_prefix("| `")?.strip_suffix('`')?;
+            let mut uses: Vec<String> = cells
+                .get(1)?
+                .split(',')
+                .map(str::trim)
+                .filter(|u| u.starts_with("lockstep"))
+                .map(str::to_string)
+                .collect();
+            uses.sort();
+            Some((name.to_string(), uses))
+        })
+        .collect()
+}
+
+#[test]
+fn the_crate_table_draws_every_arrow_and_no_other() {
+    let claimed = claimed_uses(&architecture());
+    let graph = crate_graph();
+    assert!(graph.len() >= 20, "{graph:?}");
+    let mut wrong = Vec::new();
+    for (name, (normal, _)) in &graph {
+        match claimed.get(name) {
+            None => wrong.push(format!("{name}: no row")),
+            Some(uses) if uses != normal => {
+                let missing: Vec<&String> = normal.iter().filter(|d| !uses.contains(d)).collect();
+                let extra: Vec<&String> = uses.iter().filter(|d| !normal.contains(d)).collect();
+                wrong.push(format!(
+                    "{name}: arrows not in the doc {missing:?}, arrows the doc claims that do not exist {extra:?}"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/architecture.md's `uses` column disagrees with cargo metadata:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_actions_emulator_is_a_dev_dependency_only() {
+    let graph = crate_graph();
+    let normal_users: Vec<&String> = graph
+        .iter()
+        .filter(|(_, (normal, _))| normal.iter().any(|d| d == "lockstep-actions"))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(
+        normal_users.is_empty(),
+        "lockstep-actions is a normal dependency of {normal_users:?}: the released binary would carry the emulator"
+    );
+    assert!(graph["lockstep"].1.iter().any(|d| d == "lockstep-actions"));
+    // Nor may the engines reach lockstep-pkg sideways through bench again.
+    assert!(!graph["lockstep-bench"]
+        .0
+        .iter()
+        .any(|d| d == "lockstep-pkg"));
+}
