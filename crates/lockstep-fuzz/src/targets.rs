@@ -526,24 +526,14 @@ fn text(input: &[u8]) -> String {
     String::from_utf8_lossy(input).into_owned()
 }
 
-/// Every table lockstep.toml can have, as the binary loads it.
-const SECTIONS: &[lockstep_core::config::SectionSpec] = {
-    use lockstep_core::config::SectionSpec;
-    &[
-        SectionSpec::of::<lockstep_integrate::config::IntegrateConfig>(),
-        SectionSpec::of::<lockstep_iree::config::ToolchainConfig>(),
-        SectionSpec::of::<lockstep_suite::config::TestConfig>(),
-        SectionSpec::of::<lockstep_bench::config::BenchConfig>(),
-        SectionSpec::of::<lockstep_preprocess::config::PreprocessConfig>(),
-        SectionSpec::of::<lockstep_pkg::config::PkgConfig>(),
-        SectionSpec::of::<lockstep_ci::config::CiConfig>(),
-        SectionSpec::of::<lockstep_release::config::ReleaseConfig>(),
-    ]
-};
-
 fn config(input: &[u8]) -> Outcome {
     let file = Path::new("fuzz-lockstep.toml");
-    match lockstep_core::config::parse(text(input), Some(file.into()), ".".into(), SECTIONS) {
+    match lockstep_core::config::parse(
+        text(input),
+        Some(file.into()),
+        ".".into(),
+        lockstep::config::SECTIONS,
+    ) {
         Ok(_) => Outcome::Accepted,
         Err(e) => refused(&e.to_string(), file),
     }
@@ -677,11 +667,15 @@ fn integrate_branch(input: &[u8]) -> Outcome {
 /// repository needed): accepted, or refused naming the file or the key.
 fn integrate_config(input: &[u8]) -> Outcome {
     let file = Path::new("lockstep.toml");
-    let loaded =
-        match lockstep_core::config::parse(text(input), Some(file.into()), ".".into(), SECTIONS) {
-            Ok(loaded) => loaded,
-            Err(e) => return refused_kind(&e.to_string(), file),
-        };
+    let loaded = match lockstep_core::config::parse(
+        text(input),
+        Some(file.into()),
+        ".".into(),
+        lockstep::config::SECTIONS,
+    ) {
+        Ok(loaded) => loaded,
+        Err(e) => return refused_kind(&e.to_string(), file),
+    };
     let cfg: lockstep_integrate::config::IntegrateConfig = match loaded.section() {
         Ok(cfg) => cfg,
         Err(e) => return refused_kind(&e.to_string(), file),
@@ -840,7 +834,7 @@ fn checked_section(
         text(input),
         Some(file.into()),
         std::env::temp_dir(),
-        SECTIONS,
+        lockstep::config::SECTIONS,
     ) {
         Ok(loaded) => loaded,
         Err(e) => return refused(&e.to_string(), file),

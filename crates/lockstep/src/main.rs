@@ -5,7 +5,6 @@
 
 mod cli;
 mod commands;
-mod config;
 mod context;
 mod outputs;
 
