@@ -23,6 +23,7 @@ pub mod svg;
 
 use std::path::{Path, PathBuf};
 
+use lockstep_core::fs::StagedDir;
 use lockstep_core::Error;
 use lockstep_history::analysis::{self, Release};
 use lockstep_history::Loaded;
@@ -270,93 +271,31 @@ fn check_out(out: &Path) -> Result<Existing, Error> {
     }
 }
 
-fn parent_of(out: &Path) -> PathBuf {
-    match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// A new directory beside `out` named `.<name>.<what>-<pid>-<n>`.
-fn sibling(out: &Path, what: &str, create: bool) -> Result<PathBuf, Error> {
-    let parent = parent_of(out);
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    for n in 0..1000u32 {
-        let path = parent.join(format!(".{name}.{what}-{}-{n}", std::process::id()));
-        if !create {
-            if std::fs::symlink_metadata(&path).is_err() {
-                return Ok(path);
-            }
-            continue;
-        }
-        match std::fs::create_dir(&path) {
-            Ok(()) => return Ok(path),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(Error::failed(format!(
-                    "cannot create a directory beside {}",
-                    out.display()
-                ))
-                .cause(format!("{}: {e}", path.display())))
-            }
-        }
-    }
-    Err(Error::failed(format!(
-        "cannot create a temporary directory beside {}",
-        out.display()
-    )))
-}
-
-/// Writes the pages into a new directory beside `out`, then renames it
-/// into place (replacing a previous site). Returns whether one was
+/// Writes the pages into a directory staged beside `out` (lockstep-core's
+/// [`StagedDir`]: what a killed run leaves is reclaimed next time), then
+/// moves it into place (a previous site or an empty directory is replaced
+/// whole: a reader never sees half of one). Returns whether a site was
 /// replaced.
 fn write_site(out: &Path, existing: Existing, pages: &[(&str, String)]) -> Result<bool, Error> {
-    let parent = parent_of(out);
-    fs_err::create_dir_all(&parent).map_err(|e| {
-        Error::failed(format!("cannot create {}", parent.display())).cause(e.to_string())
-    })?;
-    let tmp = sibling(out, "lockstep-tmp", true)?;
-    let written = (|| -> Result<(), Error> {
-        for (name, html) in pages {
-            let path = tmp.join(name);
-            fs_err::write(&path, html).map_err(|e| {
-                Error::failed(format!("cannot write {}", path.display())).cause(e.to_string())
-            })?;
-        }
-        fs_err::write(
-            tmp.join(MARKER),
-            "written by `lockstep report site`; the next run replaces this directory\n",
-        )
-        .map_err(|e| Error::failed("cannot write the site's marker").cause(e.to_string()))
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
+    let staged = StagedDir::beside(out)
+        .map_err(|e| e.context(format!("cannot write the site beside {}", out.display())))?;
+    for (name, html) in pages {
+        let path = staged.path().join(name);
+        fs_err::write(&path, html).map_err(|e| {
+            Error::failed(format!("cannot write {}", path.display())).cause(e.to_string())
+        })?;
     }
-    let fail = |e: std::io::Error, tmp: &Path| {
-        let _ = std::fs::remove_dir_all(tmp);
-        Error::failed(format!("cannot move the site into {}", out.display())).cause(e.to_string())
+    fs_err::write(
+        staged.path().join(MARKER),
+        "written by `lockstep report site`; the next run replaces this directory\n",
+    )
+    .map_err(|e| Error::failed("cannot write the site's marker").cause(e.to_string()))?;
+    let installed = match existing {
+        // Something that appeared since the check is not replaced.
+        Existing::Nothing => staged.install_new(),
+        Existing::EmptyDir | Existing::PreviousSite => staged.install(),
     };
-    match existing {
-        Existing::Nothing => std::fs::rename(&tmp, out).map_err(|e| fail(e, &tmp))?,
-        Existing::EmptyDir => {
-            std::fs::remove_dir(out).map_err(|e| fail(e, &tmp))?;
-            std::fs::rename(&tmp, out).map_err(|e| fail(e, &tmp))?;
-        }
-        Existing::PreviousSite => {
-            let old = sibling(out, "lockstep-old", false)?;
-            std::fs::rename(out, &old).map_err(|e| fail(e, &tmp))?;
-            if let Err(e) = std::fs::rename(&tmp, out) {
-                // Put the previous site back: never no site.
-                let _ = std::fs::rename(&old, out);
-                return Err(fail(e, &tmp));
-            }
-            let _ = std::fs::remove_dir_all(&old);
-        }
-    }
+    installed.map_err(|e| e.context(format!("cannot move the site into {}", out.display())))?;
     Ok(existing == Existing::PreviousSite)
 }
 
