@@ -769,7 +769,7 @@ fn wheel_members(input: &[u8]) -> Outcome {
     if std::fs::write(&wheel, input).is_err() {
         return Outcome::Accepted;
     }
-    match lockstep_release::store::wheel_facts(&wheel) {
+    match lockstep_python::wheel::wheel_facts(&wheel) {
         Ok(_) => Outcome::Accepted,
         Err(e) => refused(&e.render(), &wheel),
     }

@@ -19,12 +19,11 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use base64::Engine;
 use lockstep_core::Error;
 use sha2::{Digest, Sha256};
 
 use crate::sdist::SdistName;
-use crate::wheel::WheelName;
+use crate::wheel::{record_digest, record_encoding, WheelName};
 
 /// The largest member rewritten in memory (METADATA, RECORD, stamped text).
 const MAX_TEXT_MEMBER: u64 = 64 << 20;
@@ -133,10 +132,10 @@ pub fn rewrite_wheel(
                     writer
                         .write_all(&new_bytes)
                         .map_err(|e| Error::failed(e.to_string()))?;
-                    record.push((renamed, digest(&new_bytes), new_bytes.len() as u64));
+                    record.push((renamed, record_digest(&new_bytes), new_bytes.len() as u64));
                 }
                 None => {
-                    record.push((renamed.clone(), digest(&bytes), bytes.len() as u64));
+                    record.push((renamed.clone(), record_digest(&bytes), bytes.len() as u64));
                     drop(bytes);
                     let raw = archive.by_index_raw(i).map_err(zip_err)?;
                     writer.raw_copy_file_rename(raw, renamed).map_err(zip_err)?;
@@ -160,7 +159,7 @@ pub fn rewrite_wheel(
             size += n as u64;
         }
         drop(reader);
-        record.push((renamed.clone(), encode(&hasher.finalize()), size));
+        record.push((renamed.clone(), record_encoding(&hasher.finalize()), size));
         let raw = archive.by_index_raw(i).map_err(zip_err)?;
         writer.raw_copy_file_rename(raw, renamed).map_err(zip_err)?;
     }
@@ -333,15 +332,6 @@ fn replace_version(text: &str, version: &str, to: &str) -> String {
     }
     out.push_str(&text[last..]);
     out
-}
-
-fn digest(bytes: &[u8]) -> String {
-    encode(&Sha256::digest(bytes))
-}
-
-/// RECORD's hash encoding: urlsafe base64 without padding.
-fn encode(hash: &[u8]) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(hash)
 }
 
 fn csv_field(path: &str) -> String {

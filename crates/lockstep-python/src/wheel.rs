@@ -6,6 +6,8 @@
 //! the manifest; the name is never trusted for anything that touches paths
 //! (it must be one plain file name).
 
+use std::io::Read;
+use std::path::Path;
 use std::str::FromStr;
 
 use lockstep_core::Error;
@@ -224,8 +226,6 @@ pub fn add_dist_info_file(
     file: &str,
     bytes: &[u8],
 ) -> Result<(), Error> {
-    use base64::Engine;
-    use sha2::Digest;
     use std::io::{Read, Write};
     let name = wheel.display().to_string();
     let zip_err = |e: zip::result::ZipError| {
@@ -274,8 +274,7 @@ pub fn add_dist_info_file(
     writer
         .write_all(bytes)
         .map_err(|e| Error::failed(format!("cannot write {out:?}")).cause(e.to_string()))?;
-    let digest =
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(bytes));
+    let digest = record_digest(bytes);
     let mut lines: Vec<&str> = record_text
         .lines()
         .filter(|l| {
@@ -293,6 +292,19 @@ pub fn add_dist_info_file(
         .map_err(|e| Error::failed(format!("cannot write {out:?}")).cause(e.to_string()))?;
     writer.finish().map_err(zip_err)?;
     Ok(())
+}
+
+/// A file's hash as a wheel's RECORD writes it: sha256, urlsafe base64
+/// without padding (PEP 376/427).
+pub fn record_digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    record_encoding(&sha2::Sha256::digest(bytes))
+}
+
+/// RECORD's encoding of a sha256 (one streamed through a hasher).
+pub fn record_encoding(hash: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(hash)
 }
 
 /// Whether a wheel's Python tag can run on CPython `major.minor` (`3.11`):
@@ -326,6 +338,134 @@ pub fn fits_python(wheel: &WheelName, python: &str) -> bool {
         };
         tag_minor == minor || (wheel.abi == "abi3" && tag_minor <= minor)
     })
+}
+
+/// The most bytes read from one member of a wheel (METADATA, entry points).
+const MAX_METADATA_BYTES: u64 = 16 << 20;
+
+/// What a wheel says about itself.
+#[derive(Debug, Clone)]
+pub struct WheelFacts {
+    pub name: WheelName,
+    pub metadata: Vec<u8>,
+    pub requires_python: Option<String>,
+    pub console_scripts: Vec<String>,
+}
+
+/// Reads a wheel's METADATA (and console scripts), checking that its name
+/// and version agree with the file name.
+pub fn wheel_facts(path: &Path) -> Result<WheelFacts, Error> {
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = WheelName::parse(&file_name)
+        .ok_or_else(|| Error::usage(format!("{file_name} is not a wheel file name")))?;
+    let file = fs_err::File::open(path)?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| {
+        Error::failed(format!("{file_name} is not a zip archive")).cause(e.to_string())
+    })?;
+    // Installers differ on unsafe members (uv installs them, pip refuses):
+    // the store holds none.
+    lockstep_core::archive::members(
+        &mut archive,
+        path,
+        "the wheel",
+        "rebuild the wheel: nothing was published, promoted or indexed",
+    )?;
+    let dist_info = find_dist_info(&mut archive, &name).ok_or_else(|| {
+        Error::failed(format!(
+            "{file_name} has no .dist-info/METADATA for its name and version"
+        ))
+    })?;
+    let metadata = read_member(&mut archive, &format!("{dist_info}/METADATA"), &file_name)?;
+    let text = String::from_utf8_lossy(&metadata).into_owned();
+    let header = |key: &str| {
+        text.lines()
+            .take_while(|l| !l.is_empty())
+            .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+    };
+    let meta_name = header("Name:").unwrap_or_default();
+    let meta_version = header("Version:").unwrap_or_default();
+    let versions_agree = parse_version(&meta_version)
+        .ok()
+        .zip(parse_version(&name.version).ok())
+        .is_some_and(|(a, b)| a == b);
+    if normalize(&meta_name) != normalize(&name.name) || !versions_agree {
+        return Err(Error::usage(format!(
+            "{file_name}: its file name and METADATA disagree (METADATA says {meta_name} {meta_version})"
+        ))
+        .hint("rebuild the wheel; installers refuse or mis-report such a wheel"));
+    }
+    let console_scripts = read_member(
+        &mut archive,
+        &format!("{dist_info}/entry_points.txt"),
+        &file_name,
+    )
+    .map(|bytes| console_scripts(&String::from_utf8_lossy(&bytes)))
+    .unwrap_or_default();
+    Ok(WheelFacts {
+        requires_python: header("Requires-Python:"),
+        name,
+        metadata,
+        console_scripts,
+    })
+}
+
+fn find_dist_info<R: Read + std::io::Seek>(
+    archive: &mut zip::ZipArchive<R>,
+    name: &WheelName,
+) -> Option<String> {
+    let want_name = normalize(&name.name);
+    archive.file_names().find_map(|member| {
+        let member = member.ok()?;
+        let dir = member.strip_suffix("/METADATA")?;
+        let stem = dir.strip_suffix(".dist-info")?;
+        if dir.contains('/') {
+            return None;
+        }
+        let (n, _v) = stem.rsplit_once('-')?;
+        (normalize(n) == want_name).then(|| dir.to_string())
+    })
+}
+
+fn read_member<R: Read + std::io::Seek>(
+    archive: &mut zip::ZipArchive<R>,
+    member: &str,
+    file_name: &str,
+) -> Result<Vec<u8>, Error> {
+    let entry = archive
+        .by_name(member)
+        .map_err(|e| Error::failed(format!("{file_name} has no {member}")).cause(e.to_string()))?;
+    let mut bytes = Vec::new();
+    entry
+        .take(MAX_METADATA_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| {
+            Error::failed(format!("cannot read {member} from {file_name}")).cause(e.to_string())
+        })?;
+    if bytes.len() as u64 > MAX_METADATA_BYTES {
+        return Err(Error::failed(format!(
+            "{member} in {file_name} is larger than {MAX_METADATA_BYTES} bytes"
+        )));
+    }
+    Ok(bytes)
+}
+
+/// The names in `[console_scripts]` of an entry_points.txt.
+fn console_scripts(text: &str) -> Vec<String> {
+    let mut in_section = false;
+    let mut names = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_section = line == "[console_scripts]";
+        } else if in_section {
+            if let Some((name, _)) = line.split_once('=') {
+                names.push(name.trim().to_string());
+            }
+        }
+    }
+    names
 }
 
 #[cfg(test)]

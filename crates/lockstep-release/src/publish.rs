@@ -113,7 +113,7 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
     }
     let mut scripts = Vec::new();
     for c in checked.iter().filter(|c| !c.sdist) {
-        scripts.extend(store::wheel_facts(&c.file)?.console_scripts);
+        scripts.extend(lockstep_python::wheel::wheel_facts(&c.file)?.console_scripts);
     }
     scripts.sort();
     scripts.dedup();
