@@ -16,6 +16,7 @@
 
 use crate::config::BenchConfig;
 use lockstep_core::Error;
+use lockstep_iree::DriverTarget;
 
 /// The device every kernel of a run is compiled for and run on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +34,7 @@ pub struct Device {
 impl Device {
     /// True for the CPU task executor, whose worker count `--threads` sets.
     pub fn is_local_task(&self) -> bool {
-        driver(&self.runtime) == "local-task"
+        lockstep_iree::driver(&self.runtime) == "local-task"
     }
 }
 
@@ -41,10 +42,6 @@ impl Device {
 pub const DEFAULT_DEVICE: &str = "local-task";
 
 /// The driver of a runtime device: `hip` for `hip://0`, `local-task` for itself.
-fn driver(device: &str) -> &str {
-    device.split("://").next().unwrap_or(device)
-}
-
 /// Resolves `flag` (from `--device`) against the configuration.
 pub fn resolve(flag: Option<&str>, config: &BenchConfig) -> Result<Device, Error> {
     let name = flag
@@ -74,12 +71,9 @@ pub fn resolve(flag: Option<&str>, config: &BenchConfig) -> Result<Device, Error
 
 /// The built-in target flags for the runtime device's driver.
 fn builtin_target_flags(name: &str, runtime: &str) -> Result<Vec<String>, Error> {
-    let owned = |flags: &[&str]| flags.iter().map(|f| f.to_string()).collect();
-    match driver(runtime) {
-        "local-task" | "local-sync" => Ok(owned(lockstep_iree::HOST_CPU_FLAGS)),
-        "cuda" => Ok(owned(&["--iree-hal-target-device=cuda"])),
-        "vulkan" => Ok(owned(&["--iree-hal-target-device=vulkan"])),
-        "hip" => Err(Error::usage(format!(
+    match lockstep_iree::driver_target(runtime) {
+        DriverTarget::Flags(flags) => Ok(flags),
+        DriverTarget::NeedsTarget => Err(Error::usage(format!(
             "device `{name}` needs a GPU target: iree-compile has no default for hip"
         ))
         .hint(format!(
@@ -87,11 +81,14 @@ fn builtin_target_flags(name: &str, runtime: &str) -> Result<Vec<String>, Error>
              [\"--iree-hal-target-device=hip\", \"--iree-hip-target=gfx942\"]\n\
              with your GPU's architecture (rocminfo names it)"
         ))),
-        other => Err(Error::usage(format!("unknown device `{name}` (driver `{other}`)"))
-            .hint(format!(
-                "use local-task, local-sync, cuda, hip or vulkan, or define it in lockstep.toml:\n  \
+        DriverTarget::Unknown => Err(Error::usage(format!(
+            "unknown device `{name}` (driver `{}`)",
+            lockstep_iree::driver(runtime)
+        ))
+        .hint(format!(
+            "use local-task, local-sync, cuda, hip or vulkan, or define it in lockstep.toml:\n  \
                  [bench.devices.{name}]\n  runtime-device = \"...\"\n  compile-flags = [\"...\"]"
-            ))),
+        ))),
     }
 }
 

@@ -23,6 +23,36 @@ pub const HOST_CPU_FLAGS: &[&str] = &[
     "--iree-llvmcpu-target-cpu=host",
 ];
 
+/// The iree-compile target flags a runtime device's driver has by default
+/// (`local-task://0` -> the host CPU's), the one table of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriverTarget {
+    /// iree-compile's flags for it.
+    Flags(Vec<String>),
+    /// A driver iree-compile has no default target for (hip: the GPU's
+    /// architecture must be named).
+    NeedsTarget,
+    /// A driver IREE does not have.
+    Unknown,
+}
+
+/// The driver of a runtime device (`cuda://0` -> `cuda`).
+pub fn driver(device: &str) -> &str {
+    device.split("://").next().unwrap_or(device)
+}
+
+/// The default target flags for `runtime_device`'s driver.
+pub fn driver_target(runtime_device: &str) -> DriverTarget {
+    let owned = |flags: &[&str]| DriverTarget::Flags(flags.iter().map(|f| f.to_string()).collect());
+    match driver(runtime_device) {
+        "local-task" | "local-sync" => owned(HOST_CPU_FLAGS),
+        "cuda" => owned(&["--iree-hal-target-device=cuda"]),
+        "vulkan" => owned(&["--iree-hal-target-device=vulkan"]),
+        "hip" => DriverTarget::NeedsTarget,
+        _ => DriverTarget::Unknown,
+    }
+}
+
 /// What a compile cache key must cover besides the compiler identity: with
 /// `--iree-llvmcpu-target-cpu=host` the module depends on the machine that
 /// compiled it, so the host CPU's model and feature flags (from
@@ -56,6 +86,23 @@ fn host_cpu() -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_driver_has_its_default_target_or_says_why_not() {
+        let host: Vec<String> = HOST_CPU_FLAGS.iter().map(|f| f.to_string()).collect();
+        assert_eq!(
+            driver_target("local-task"),
+            DriverTarget::Flags(host.clone())
+        );
+        assert_eq!(driver_target("local-sync://"), DriverTarget::Flags(host));
+        assert_eq!(
+            driver_target("cuda://0"),
+            DriverTarget::Flags(vec!["--iree-hal-target-device=cuda".into()])
+        );
+        assert_eq!(driver_target("hip://1"), DriverTarget::NeedsTarget);
+        assert_eq!(driver_target("tpu"), DriverTarget::Unknown);
+        assert_eq!(driver("vulkan://2"), "vulkan");
+    }
 
     #[test]
     fn host_cpu_compiles_key_on_the_machine() {
