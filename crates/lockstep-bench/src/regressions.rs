@@ -26,7 +26,7 @@ use std::path::Path;
 use lockstep_core::Error;
 use lockstep_history::views::{bench_kernels, KernelSamples};
 use lockstep_history::{Kind, RunRecord};
-use lockstep_stats::{Rule, Verdict};
+use lockstep_stats::{Change, Rule};
 use serde::Serialize;
 
 /// The largest results file read: the bound of a history run, whether the
@@ -173,7 +173,7 @@ pub fn compare(base: &Side, new: &Side, rule: &Rule) -> CompareReport {
     let several_runs = base.runs >= 2 && new.runs >= 2;
     let ratios: Vec<f64> = both
         .iter()
-        .filter(|(.., c)| c.verdict != Verdict::NotEnoughSamples)
+        .filter(|(.., c)| c.verdict != Change::NotEnoughSamples)
         .filter_map(|(.., c)| c.ratio)
         .collect();
     let noise = lockstep_stats::run_noise(&ratios);
@@ -243,10 +243,10 @@ fn compared(
         interval: c.interval,
         p: c.p,
         outcome: match c.verdict {
-            Verdict::Regression => Outcome::Regression,
-            Verdict::Improvement => Outcome::Improvement,
-            Verdict::Unchanged => Outcome::Unchanged,
-            Verdict::NotEnoughSamples => Outcome::NotEnoughSamples,
+            Change::Regression => Outcome::Regression,
+            Change::Improvement => Outcome::Improvement,
+            Change::Unchanged => Outcome::Unchanged,
+            Change::NotEnoughSamples => Outcome::NotEnoughSamples,
         },
     }
 }

@@ -535,7 +535,7 @@ fn check(
     opts: &Options,
     dir: &Path,
     files: &[PathBuf],
-) -> Result<compare::Verdict, String> {
+) -> Result<compare::OutputCheck, String> {
     if sig.outputs.is_empty() {
         return Err("the kernel has no output".to_string());
     }
@@ -554,7 +554,7 @@ fn check(
             sig.outputs.len()
         ));
     }
-    let mut verdict: Option<compare::Verdict> = None;
+    let mut verdict: Option<compare::OutputCheck> = None;
     for ((operand, out), want) in sig.outputs.iter().zip(&outs).zip(&expected) {
         let bytes = std::fs::read(out)
             .map_err(|e| format!("no verification output for {} ({e})", operand.name))?;

@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use lockstep_stats::{Comparison, Rule, Verdict};
+use lockstep_stats::{Change, Comparison, Rule};
 use serde_json::Value;
 
 use crate::record::{Kind, RunRecord};
@@ -621,7 +621,7 @@ pub struct BenchPoint {
 }
 
 impl BenchPoint {
-    pub fn verdict(&self) -> Option<Verdict> {
+    pub fn verdict(&self) -> Option<Change> {
         self.comparison.map(|c| c.verdict)
     }
 }
@@ -642,7 +642,7 @@ impl BenchSeries {
     pub fn regressions(&self) -> usize {
         self.points
             .iter()
-            .filter(|p| p.verdict() == Some(Verdict::Regression))
+            .filter(|p| p.verdict() == Some(Change::Regression))
             .count()
     }
 }
@@ -775,7 +775,7 @@ fn compare_quick(base: &[f64], new: &[f64], rule: &Rule, threshold: f64) -> Comp
                     ratio: Some(ratio),
                     interval: None,
                     p: None,
-                    verdict: Verdict::Unchanged,
+                    verdict: Change::Unchanged,
                 };
             }
         }
@@ -1089,7 +1089,7 @@ mod tests {
         // The first kept point is compared with the point before it.
         assert!(a.points[0].comparison.is_some());
         let verdicts: Vec<_> = a.points.iter().map(|p| p.verdict().unwrap()).collect();
-        assert_eq!(verdicts[3], Verdict::Regression);
+        assert_eq!(verdicts[3], Change::Regression);
         assert_eq!(a.regressions(), 1);
         assert_eq!(series[1].regressions(), 0);
         assert_eq!(a.points[5].samples, 9);

@@ -1,6 +1,6 @@
 //! Comparing a kernel's output with its reference: the [`Expected`] values
 //! of one output with the magnitude each element's tolerance scales with,
-//! the tolerance model, and the [`Verdict`] of a comparison.
+//! the tolerance model, and the [`OutputCheck`] of a comparison.
 //!
 //! An element passes when `|got - ref| <= rtol*|ref| + atol*S`, where `S` is
 //! what the op's reference gives it: for a convolution the sum of the
@@ -34,7 +34,7 @@ pub fn zeros(len: u64, what: &str) -> Result<Vec<f64>, String> {
 
 /// The outcome of comparing a kernel's output with the reference.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Verdict {
+pub struct OutputCheck {
     /// Largest `|got - ref|` (infinite when an element is NaN).
     pub max_abs: f64,
     /// Largest `|got - ref| / |ref|` over elements with a nonzero reference.
@@ -44,10 +44,10 @@ pub struct Verdict {
     pub passed: bool,
 }
 
-impl Verdict {
+impl OutputCheck {
     /// The verdict of two outputs of one kernel taken together.
-    pub fn merge(self, other: Verdict) -> Verdict {
-        Verdict {
+    pub fn merge(self, other: OutputCheck) -> OutputCheck {
+        OutputCheck {
             max_abs: self.max_abs.max(other.max_abs),
             max_rel: self.max_rel.max(other.max_rel),
             failures: self.failures + other.failures,
@@ -71,15 +71,15 @@ pub fn tolerance(elem: ElemType) -> (f64, f64) {
 /// Compares `got` with `reference` element by element: an element passes
 /// when `|got - ref| <= rtol*|ref| + atol*S` (`S` from `sums`), with the
 /// tolerances of the signature's output type ([`tolerance`]).
-pub fn compare(sig: &OpSignature, got: &[f64], reference: &[f64], sums: &[f64]) -> Verdict {
+pub fn compare(sig: &OpSignature, got: &[f64], reference: &[f64], sums: &[f64]) -> OutputCheck {
     let elem = sig.outputs.first().map_or(sig.dtype, |o| o.elem);
     compare_as(elem, got, reference, sums)
 }
 
 /// [`compare`] for an output of element type `elem`.
-pub fn compare_as(elem: ElemType, got: &[f64], reference: &[f64], sums: &[f64]) -> Verdict {
+pub fn compare_as(elem: ElemType, got: &[f64], reference: &[f64], sums: &[f64]) -> OutputCheck {
     let (rtol, atol) = tolerance(elem);
-    let mut verdict = Verdict {
+    let mut verdict = OutputCheck {
         max_abs: 0.0,
         max_rel: 0.0,
         failures: got.len().abs_diff(reference.len()),
@@ -149,7 +149,7 @@ mod tests {
         let v = compare(&f32, &[0.0], &[0.0], &[0.0]);
         assert_eq!(
             v,
-            Verdict {
+            OutputCheck {
                 max_abs: 0.0,
                 max_rel: 0.0,
                 failures: 0,

@@ -564,7 +564,7 @@ mod tests {
     /// host CPU and run on encoded inputs must pass `compare`.
     mod iree {
         use super::*;
-        use crate::compare::{compare, Verdict};
+        use crate::compare::{compare, OutputCheck};
         use crate::conv_mlir::conv_module;
         use crate::miopen::ElemType;
 
@@ -579,7 +579,7 @@ mod tests {
             (got, reference, sums)
         }
 
-        fn check(line: &str) -> (OpSignature, Vec<f64>, Vec<f64>, Verdict) {
+        fn check(line: &str) -> (OpSignature, Vec<f64>, Vec<f64>, OutputCheck) {
             let sig = sig(line);
             let (got, reference, sums) = execute(&sig, 42);
             assert_eq!(got.len(), reference.len(), "{line}: output size");
@@ -621,7 +621,7 @@ mod tests {
         }
 
         /// Checks every line in its own thread (compiles dominate).
-        fn check_all(lines: &[&str]) -> Vec<(Vec<f64>, Vec<f64>, Verdict)> {
+        fn check_all(lines: &[&str]) -> Vec<(Vec<f64>, Vec<f64>, OutputCheck)> {
             std::thread::scope(|scope| {
                 let jobs: Vec<_> = lines
                     .iter()

@@ -293,7 +293,7 @@ pub fn reference(sig: &OpSignature, inputs: &[Vec<f64>]) -> Result<Vec<Expected>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{compare_as, Verdict};
+    use crate::compare::{compare_as, OutputCheck};
     use crate::tensor_data::inputs;
     use crate::testing::sig;
 
@@ -419,7 +419,7 @@ mod tests {
 
     /// Compiles and runs `line` on `inputs(sig, seed)` with the real tools;
     /// returns its output, the reference and their verdict.
-    fn execute(line: &str, seed: u64) -> (OpSignature, Vec<f64>, Expected, Verdict) {
+    fn execute(line: &str, seed: u64) -> (OpSignature, Vec<f64>, Expected, OutputCheck) {
         let sig = sig(line);
         let text = module(&sig).unwrap_or_else(|e| panic!("{line}: {e}"));
         let data = inputs(&sig, seed);

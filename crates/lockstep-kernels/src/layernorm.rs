@@ -794,7 +794,7 @@ impl Expected {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{compare_as, tolerance, Verdict};
+    use crate::compare::{compare_as, tolerance, OutputCheck};
     use crate::tensor_data::inputs;
     use crate::testing::sig;
 
@@ -1014,7 +1014,7 @@ mod tests {
         data: Vec<Vec<f64>>,
         got: Vec<Vec<f64>>,
         want: Vec<Expected>,
-        verdicts: Vec<Verdict>,
+        verdicts: Vec<OutputCheck>,
     }
 
     /// Every mode, with and without weight, f32, f16 and bf16, 1-D, 2-D and

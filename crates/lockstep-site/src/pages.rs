@@ -10,7 +10,7 @@ use lockstep_history::analysis::{
     BenchSeries, FlakyTest, GoldenSeries, Heatmap, IntegrateEntry, Release, SuiteLatest,
 };
 use lockstep_history::{Kind, RunRecord, Skipped};
-use lockstep_stats::Verdict;
+use lockstep_stats::Change;
 
 use crate::html::{encode_segment, esc, esc_short, num, page, safe_href, short};
 use crate::svg::{heatmap, LineChart, Point};
@@ -90,12 +90,12 @@ fn more(html: &mut String, left_out: usize, what: &str) {
     }
 }
 
-fn verdict_name(v: Verdict) -> &'static str {
+fn verdict_name(v: Change) -> &'static str {
     match v {
-        Verdict::Regression => "regression",
-        Verdict::Improvement => "improvement",
-        Verdict::Unchanged => "unchanged",
-        Verdict::NotEnoughSamples => "not enough samples",
+        Change::Regression => "regression",
+        Change::Improvement => "improvement",
+        Change::Unchanged => "unchanged",
+        Change::NotEnoughSamples => "not enough samples",
     }
 }
 
@@ -173,7 +173,7 @@ pub fn index(m: &Model) -> String {
         .collect();
     let latest = regressed
         .iter()
-        .filter(|(_, s)| s.points.last().and_then(|p| p.verdict()) == Some(Verdict::Regression))
+        .filter(|(_, s)| s.points.last().and_then(|p| p.verdict()) == Some(Change::Regression))
         .count();
     let _ = writeln!(
         h,
@@ -189,7 +189,7 @@ pub fn index(m: &Model) -> String {
                 .points
                 .iter()
                 .rev()
-                .find(|p| p.verdict() == Some(Verdict::Regression))
+                .find(|p| p.verdict() == Some(Change::Regression))
             else {
                 continue;
             };
@@ -382,7 +382,7 @@ pub fn bench(m: &Model) -> String {
     for (i, s) in m.bench.iter().enumerate().take(MAX_TABLE_ROWS * 4) {
         let last = s.points.last();
         let verdict = last.and_then(|p| p.verdict());
-        let bad = if verdict == Some(Verdict::Regression) {
+        let bad = if verdict == Some(Change::Regression) {
             " class=\"bad\""
         } else {
             ""
@@ -442,8 +442,8 @@ pub fn bench(m: &Model) -> String {
                         }
                     ),
                     class: match verdict {
-                        Some(Verdict::Regression) => "regression",
-                        Some(Verdict::Improvement) => "improvement",
+                        Some(Change::Regression) => "regression",
+                        Some(Change::Improvement) => "improvement",
                         _ => "",
                     },
                     band: c

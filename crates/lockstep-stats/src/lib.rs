@@ -18,7 +18,7 @@
 //! Pure functions over `f64` samples: no I/O, no clock. Resampling is
 //! seeded, so the same samples always give the same interval and verdict.
 //! Samples that are not finite, or fewer than [`MIN_SAMPLES`] on a side,
-//! give [`Verdict::NotEnoughSamples`] rather than a made-up answer.
+//! give [`Change::NotEnoughSamples`] rather than a made-up answer.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -172,7 +172,7 @@ pub fn ratio_interval(
 /// What two samples of timings say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum Change {
     /// The whole interval is above `1 + threshold`: slower.
     Regression,
     /// The whole interval is below `1 - threshold`: faster.
@@ -194,7 +194,7 @@ pub struct Comparison {
     pub interval: Option<(f64, f64)>,
     /// Mann-Whitney's two-sided p-value.
     pub p: Option<f64>,
-    pub verdict: Verdict,
+    pub verdict: Change,
 }
 
 /// How [`compare`] decides.
@@ -247,7 +247,7 @@ fn compare_with(
         ratio,
         interval: None,
         p: mann_whitney(base, new).map(|m| m.p),
-        verdict: Verdict::NotEnoughSamples,
+        verdict: Change::NotEnoughSamples,
     };
     if !usable(base) || !usable(new) || ratio.is_none() {
         return out;
@@ -255,7 +255,7 @@ fn compare_with(
     out.interval = interval();
     out.verdict = match out.interval {
         Some(interval) => verdict_of(interval, rule),
-        None => Verdict::NotEnoughSamples,
+        None => Change::NotEnoughSamples,
     };
     out
 }
@@ -421,14 +421,14 @@ fn percentile_interval(mut ratios: Vec<f64>, confidence: f64) -> Option<(f64, f6
 }
 
 /// The verdict an interval gives under `rule`'s noise band.
-fn verdict_of((lo, hi): (f64, f64), rule: &Rule) -> Verdict {
+fn verdict_of((lo, hi): (f64, f64), rule: &Rule) -> Change {
     let threshold = rule.threshold.clamp(0.0, 10.0);
     if lo > 1.0 + threshold {
-        Verdict::Regression
+        Change::Regression
     } else if hi < 1.0 - threshold {
-        Verdict::Improvement
+        Change::Improvement
     } else {
-        Verdict::Unchanged
+        Change::Unchanged
     }
 }
 
@@ -465,9 +465,9 @@ mod tests {
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[1.0, f64::NAN]), None);
         let c = compare(&[1.0, 1.0], &[2.0, 2.0, 2.0], &Rule::default());
-        assert_eq!(c.verdict, Verdict::NotEnoughSamples);
+        assert_eq!(c.verdict, Change::NotEnoughSamples);
         let c = compare(&[0.0; 5], &[1.0; 5], &Rule::default());
-        assert_eq!(c.verdict, Verdict::NotEnoughSamples);
+        assert_eq!(c.verdict, Change::NotEnoughSamples);
     }
 
     #[test]
@@ -495,10 +495,10 @@ mod tests {
             let base = timings(&mut rng, 20, 1.0, 0.03);
             let same = timings(&mut rng, 20, 1.0, 0.03);
             let slower = timings(&mut rng, 20, 1.10 * 1.0, 0.03);
-            if compare(&base, &same, &rule).verdict == Verdict::Regression {
+            if compare(&base, &same, &rule).verdict == Change::Regression {
                 false_alarms += 1;
             }
-            if compare(&base, &slower, &rule).verdict == Verdict::Regression {
+            if compare(&base, &slower, &rule).verdict == Change::Regression {
                 found += 1;
             }
         }
@@ -542,14 +542,14 @@ mod tests {
         let base = timings(&mut rng, 50, 1.0, 0.01);
         let new = timings(&mut rng, 50, 1.15, 0.01);
         let c = compare(&base, &new, &rule);
-        assert_eq!(c.verdict, Verdict::Regression);
+        assert_eq!(c.verdict, Change::Regression);
         // Kernels that move ±20% from run to run: 15% is inside that.
         let noisy = RunNoise {
             log_sd: 0.2,
             kernels: 1,
         };
         let wide = widen(&c, noisy, &rule);
-        assert_eq!(wide.verdict, Verdict::Unchanged);
+        assert_eq!(wide.verdict, Change::Unchanged);
         let (lo, hi) = wide.interval.unwrap();
         assert!(lo < c.interval.unwrap().0 && hi > c.interval.unwrap().1);
         // Run noise of 1% leaves a 15% slowdown a regression, also when
@@ -558,7 +558,7 @@ mod tests {
             log_sd: 0.01,
             kernels: 100,
         };
-        assert_eq!(widen(&c, quiet, &rule).verdict, Verdict::Regression);
+        assert_eq!(widen(&c, quiet, &rule).verdict, Change::Regression);
         let none = RunNoise {
             log_sd: 0.0,
             kernels: 100,
@@ -585,13 +585,13 @@ mod tests {
             let same = drifting_runs(&mut rng, 5, 1.0, 0.15);
             let slow = drifting_runs(&mut rng, 5, 1.5, 0.15);
             let flat = |r: &[Vec<f64>]| r.concat();
-            if compare(&flat(&base), &flat(&same), &rule).verdict == Verdict::Regression {
+            if compare(&flat(&base), &flat(&same), &rule).verdict == Change::Regression {
                 pooled_false += 1;
             }
-            if compare_runs(&base, &same, &rule).verdict == Verdict::Regression {
+            if compare_runs(&base, &same, &rule).verdict == Change::Regression {
                 runs_false += 1;
             }
-            if compare_runs(&base, &slow, &rule).verdict == Verdict::Regression {
+            if compare_runs(&base, &slow, &rule).verdict == Change::Regression {
                 found += 1;
             }
         }
