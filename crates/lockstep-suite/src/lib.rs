@@ -3,14 +3,15 @@
 //! It owns test discovery (the iree-test-suites layout with its JSON/JSON5
 //! configs, and native `*.suite.toml` files), the target matrix, the scheduler
 //! that runs compile and run steps on N workers, its events, what it keeps
-//! in the shared cache and the run history. Its output formats (JUnit, JSON,
-//! Markdown) are lockstep-report's.
+//! in the shared cache and each test's last result ([`last_results`]). Its
+//! output formats (JUnit, JSON, Markdown) are [`results`]; the console and
+//! `--events` reporters are lockstep-reporters'.
 //! It must not know how the toolchain is installed (lockstep-iree does).
 
 pub mod cache;
 pub mod config;
 pub mod events;
-pub mod history;
+pub mod last_results;
 pub mod markers;
 pub mod model;
 pub mod names;

@@ -14,7 +14,7 @@ use lockstep_core::Error;
 use lockstep_iree::Toolchain;
 
 use crate::config::TestConfig;
-use crate::history::{self, History};
+use crate::last_results::{self, LastResults};
 use crate::markers::MarkerExpr;
 use crate::model::RunReport;
 use crate::plan::{self, CompileSpec, Selection, Source, Test};
@@ -64,7 +64,7 @@ pub struct Planned {
     pub tests: Vec<Test>,
     /// The suite files and configs the plan read.
     read: Vec<(&'static str, PathBuf)>,
-    history: History,
+    history: LastResults,
     opts: RunOptions,
     update_xfails: bool,
 }
@@ -130,7 +130,7 @@ pub fn plan(
     let jobs = lockstep_core::pool::jobs(req.jobs, "-j")?;
     let compile_timeout = timeout(req.timeout, cfg.compile_timeout)?;
     let run_timeout = timeout(req.timeout, cfg.run_timeout)?;
-    let history = History::open(cwd)?;
+    let history = LastResults::open(cwd)?;
     let only = match req.last_failed {
         false => None,
         true => {
@@ -162,7 +162,7 @@ pub fn plan(
         .collect();
     read.extend(config_paths.into_iter().map(|c| ("the suite config", c)));
     let tests = planned.tests;
-    let run_dir = history::state_dir(cwd).join("test-runs").join(
+    let run_dir = last_results::state_dir(cwd).join("test-runs").join(
         jiff::Timestamp::now()
             .strftime("%Y%m%dT%H%M%S%.3f")
             .to_string(),

@@ -66,7 +66,7 @@ fn reporters(cli: &cli::Cli, spec: &Spec, cwd: &std::path::Path) -> Result<Repor
     };
     // Found only when an output is a file (it costs a git call).
     let state = (spec.output_files().next().is_some())
-        .then(|| lockstep_suite::history::state_dir(cwd).join(lockstep_store::FILE_NAME));
+        .then(|| lockstep_suite::last_results::state_dir(cwd).join(lockstep_store::FILE_NAME));
     let also_read: Vec<(&str, &std::path::Path)> = found
         .as_deref()
         .map(|p| ("lockstep.toml", p))

@@ -1,4 +1,5 @@
-//! What earlier runs found, kept in the store: the last outcome and time of
+//! The last results of the tests (not the results history: that is
+//! lockstep-history's per-run files), kept in the store: the last outcome and time of
 //! every test, so `--last-failed` reruns only failures and a report can say
 //! what is newly failing, newly passing, or slower than its golden allows.
 //!
@@ -25,7 +26,7 @@ pub struct Last {
 }
 
 /// The history for a directory.
-pub struct History {
+pub struct LastResults {
     store: Store,
     pub tests: BTreeMap<String, Last>,
 }
@@ -44,11 +45,11 @@ pub fn state_dir(cwd: &Path) -> PathBuf {
     }
 }
 
-impl History {
-    pub fn open(cwd: &Path) -> Result<History, Error> {
+impl LastResults {
+    pub fn open(cwd: &Path) -> Result<LastResults, Error> {
         let store = Store::open(&state_dir(cwd))?;
         let tests = store.get(RECORD)?.unwrap_or_default();
-        Ok(History { store, tests })
+        Ok(LastResults { store, tests })
     }
 
     /// The database file the history lives in.
