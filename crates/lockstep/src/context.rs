@@ -12,8 +12,8 @@ use lockstep_core::events::Sink;
 use lockstep_core::output::Target;
 use lockstep_core::Error;
 use lockstep_iree::Toolchain;
-use lockstep_report::spec::Spec;
-use lockstep_report::{Out, Reporters};
+use lockstep_reporters::spec::Spec;
+use lockstep_reporters::{Out, Reporters};
 
 pub struct Ctx<'a> {
     pub rep: &'a Reporters,

@@ -13,8 +13,8 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 use lockstep_core::output::Target;
 use lockstep_core::Error;
-use lockstep_report::spec::Spec;
-use lockstep_report::Reporters;
+use lockstep_reporters::spec::Spec;
+use lockstep_reporters::Reporters;
 
 use crate::context::Ctx;
 
@@ -76,7 +76,7 @@ fn reporters(cli: &cli::Cli, spec: &Spec, cwd: &std::path::Path) -> Result<Repor
     spec.check(&also_read)?;
     Reporters::new(
         &spec.command,
-        &lockstep_report::Options {
+        &lockstep_reporters::Options {
             quiet: cli.quiet,
             events: cli.events.as_deref().map(Target::parse),
             stdout_taken: !spec.on_stdout().is_empty(),

@@ -1,5 +1,5 @@
 //! The output specification of a command line ([`Spec`], whose rules
-//! lockstep-report checks), derived from clap's own definitions: the
+//! lockstep-reporters checks), derived from clap's own definitions: the
 //! command's name (`integrate loop`), every output flag given (those under
 //! the [`OUTPUT`] heading, plus the global `--events`) and every input file
 //! named (those under [`INPUT`], plus `--config`). The headings say it
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use clap::parser::ValueSource;
 use clap::ArgMatches;
-use lockstep_report::spec::{Named, Spec};
+use lockstep_reporters::spec::{Named, Spec};
 
 use crate::cli::{INPUT, OUTPUT};
 
