@@ -6,11 +6,20 @@
 //! Each child gets its own process group so a timeout kills the whole tree the
 //! child started (a build spawns compilers), not just the direct child.
 //!
+//! This module is the one place a child process is made (outside tests):
+//! [`run`] for a child whose output goes to a log, [`capture`] for one whose
+//! input and output lockstep holds in memory (git, preprocess's tools; each
+//! stream bounded), [`command`] and [`spawn_group`] for the pipelines a
+//! caller wires itself (`git archive | tar`), waited with [`wait_group`]'s
+//! timeout. `scripts/check-spawn` fails when another crate the released
+//! binary links calls `Command::new`.
+//!
 //! No child inherits lockstep's secrets ([`SECRET_VARS`], a configured webhook
-//! variable, a job's `GIT_CONFIG_*` credentials): [`run`] takes them out for
-//! every child, and the few places that build a `Command` themselves call
-//! [`without_secrets`]. A child that needs one gets it by name in its
-//! [`Spec::env`] (only `git push` does, for one command).
+//! variable, a job's `GIT_CONFIG_*` credentials): [`run`] and [`command`]
+//! take them out for every child. A child that needs one gets it by name
+//! (in its [`Spec::env`], or set on the [`command`]): git gets a job's
+//! `GIT_CONFIG_*` back (its own configuration), and only `git push` gets a
+//! credential, for one command.
 //!
 //! [`run_with`] adds what some callers need beyond a [`Spec`]: more variables
 //! taken out of the inherited environment, the child dying with lockstep even
@@ -137,6 +146,174 @@ pub fn without_secrets(cmd: &mut Command) -> &mut Command {
         cmd.env_remove(var);
     }
     cmd
+}
+
+/// A command for `program` with none of lockstep's secrets or a job's git
+/// credentials in its environment ([`without_secrets`]) and stdin null: the
+/// one way a `Command` is made outside this module. Start it with
+/// [`capture`] or [`spawn_group`].
+pub fn command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    without_secrets(&mut cmd);
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// Starts `cmd` as the leader of its own process group, so that
+/// [`wait_group`] (a timeout) or an interrupt kills everything it started.
+pub fn spawn_group(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0).spawn()
+}
+
+/// How much of a captured child's output is kept.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Bounds {
+    /// The most of stdout accepted: a child that prints more is stopped at
+    /// once (its group killed) and [`Captured::stdout_truncated`] set.
+    pub max_stdout: Option<u64>,
+    /// The most of stderr kept: its first and last halves, with a line
+    /// saying how much was left out between them.
+    pub max_stderr: Option<u64>,
+}
+
+/// How a captured child ended and what it printed.
+#[derive(Debug, Clone)]
+pub struct Captured {
+    pub exit: Exit,
+    pub elapsed: Duration,
+    pub stdout: Vec<u8>,
+    /// stdout went past [`Bounds::max_stdout`] (the rest was not read).
+    pub stdout_truncated: bool,
+    pub stderr: Vec<u8>,
+}
+
+/// Runs `cmd` in its own process group with `input` on its stdin and its
+/// stdout and stderr read into memory (within `bounds`), killing the group
+/// at `timeout`. The pipes are pumped on their own threads while this one
+/// waits: a child answering per input line (git's `--stdin` commands) fills
+/// its stdout long before it has read all its input, and writing
+/// everything first would deadlock against it. An error only when the
+/// child cannot be started or waited for.
+pub fn capture(
+    cmd: &mut Command,
+    input: Option<&[u8]>,
+    timeout: Option<Duration>,
+    bounds: Bounds,
+) -> std::io::Result<Captured> {
+    use std::io::Write;
+    let start = Instant::now();
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    if input.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    let mut child = spawn_group(cmd)?;
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let group = i32::try_from(child.id()).unwrap_or(0);
+    let (exit, out, err, written) = std::thread::scope(|s| {
+        let feeder = s.spawn(move || match (input, stdin) {
+            (Some(bytes), Some(mut pipe)) => pipe.write_all(bytes),
+            _ => Ok(()),
+        });
+        let out = s.spawn(move || {
+            let (kept, more) = read_bounded(stdout, bounds.max_stdout);
+            if more {
+                // Past the limit the output is refused anyway: stop the
+                // child instead of reading (or buffering) the rest.
+                kill_group(group);
+            }
+            (kept, more)
+        });
+        let err = s.spawn(move || head_and_tail(stderr, bounds.max_stderr));
+        let exit = wait_group(&mut child, timeout);
+        let written = feeder
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the stdin writer panicked")));
+        let out = out.join().unwrap_or_default();
+        let err = err.join().unwrap_or_default();
+        (exit, out, err, written)
+    });
+    let exit = exit?;
+    match written {
+        // A child that exits without reading all its input closes the
+        // pipe; its exit status tells the real story.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e),
+        _ => {}
+    }
+    Ok(Captured {
+        exit,
+        elapsed: start.elapsed(),
+        stdout: out.0,
+        stdout_truncated: out.1,
+        stderr: err,
+    })
+}
+
+/// Reads `pipe` to its end, or `max` bytes of it and whether there was
+/// more (the rest left unread).
+fn read_bounded(pipe: Option<impl std::io::Read>, max: Option<u64>) -> (Vec<u8>, bool) {
+    use std::io::Read;
+    let Some(mut pipe) = pipe else {
+        return (Vec::new(), false);
+    };
+    let mut kept = Vec::new();
+    let Some(max) = max else {
+        let _ = pipe.read_to_end(&mut kept);
+        return (kept, false);
+    };
+    let mut limited = pipe.take(max);
+    let _ = limited.read_to_end(&mut kept);
+    let mut pipe = limited.into_inner();
+    let mut one = [0u8; 1];
+    let more = matches!(pipe.read(&mut one), Ok(n) if n > 0);
+    (kept, more)
+}
+
+/// Reads `pipe` to its end keeping its first and last `max / 2` bytes,
+/// with a line saying how many were left out between them (all of it
+/// without a `max`).
+fn head_and_tail(pipe: Option<impl std::io::Read>, max: Option<u64>) -> Vec<u8> {
+    let Some(max) = max else {
+        return read_bounded(pipe, None).0;
+    };
+    let Some(mut pipe) = pipe else {
+        return Vec::new();
+    };
+    let half = usize::try_from(max / 2).unwrap_or(usize::MAX);
+    let mut head: Vec<u8> = Vec::new();
+    let mut tail: Vec<u8> = Vec::new();
+    let mut dropped: u64 = 0;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let mut chunk = &buf[..n];
+        if head.len() < half {
+            let take = chunk.len().min(half - head.len());
+            head.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+        }
+        tail.extend_from_slice(chunk);
+        if tail.len() > 2 * half.max(1) {
+            let cut = tail.len() - half;
+            dropped += cut as u64;
+            tail.drain(..cut);
+        }
+    }
+    if tail.len() > half {
+        let cut = tail.len() - half;
+        dropped += cut as u64;
+        tail.drain(..cut);
+    }
+    if dropped > 0 {
+        head.extend_from_slice(
+            format!("\n[lockstep: {dropped} bytes of stderr left out here]\n").as_bytes(),
+        );
+    }
+    head.extend_from_slice(&tail);
+    head
 }
 
 /// What [`run_with`] does beyond [`Spec`] (kept apart so that every
@@ -448,6 +625,88 @@ pub fn shell_command(cwd: &Path, argv: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stderr_keeps_its_head_and_tail_with_a_marker_between() {
+        let text: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        let kept = head_and_tail(Some(&text[..]), Some(1000));
+        assert!(kept.starts_with(b"0\n1\n2\n"));
+        assert!(kept.ends_with(b"99999\n"));
+        let shown = String::from_utf8_lossy(&kept);
+        assert!(
+            shown.contains(&format!(
+                "[lockstep: {} bytes of stderr left out here]",
+                text.len() - 1000
+            )),
+            "{shown}"
+        );
+        assert_eq!(head_and_tail(Some(&b"short"[..]), Some(1000)), b"short");
+    }
+
+    #[test]
+    fn stdout_is_read_up_to_its_limit() {
+        let (kept, more) = read_bounded(Some(&[7u8; 100][..]), Some(10));
+        assert_eq!((kept.len(), more), (10, true));
+        let (kept, more) = read_bounded(Some(&[7u8; 10][..]), Some(10));
+        assert_eq!((kept.len(), more), (10, false));
+    }
+
+    #[test]
+    fn capture_feeds_stdin_bounds_stdout_and_kills_at_the_timeout() {
+        // Per-line answers larger than a pipe's buffer: no deadlock.
+        let input: Vec<u8> = (0..20_000u32)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        let mut cat = command("cat");
+        let got = capture(
+            &mut cat,
+            Some(&input),
+            Some(Duration::from_secs(30)),
+            Bounds::default(),
+        )
+        .unwrap();
+        assert_eq!((got.exit, got.stdout.len()), (Exit::Code(0), input.len()));
+        // A child printing without end is stopped at the stdout bound.
+        let mut yes = command("yes");
+        let bounds = Bounds {
+            max_stdout: Some(1000),
+            max_stderr: None,
+        };
+        let got = capture(&mut yes, None, Some(Duration::from_secs(30)), bounds).unwrap();
+        assert!(got.stdout_truncated && got.stdout.len() == 1000);
+        // A child that never ends is killed at the timeout, with its group.
+        let mut sleep = command("sh");
+        sleep.args(["-c", "sleep 30 & sleep 30"]);
+        let got = capture(
+            &mut sleep,
+            None,
+            Some(Duration::from_millis(300)),
+            Bounds::default(),
+        )
+        .unwrap();
+        assert_eq!(got.exit, Exit::TimedOut);
+        assert!(got.elapsed < Duration::from_secs(20), "{:?}", got.elapsed);
+    }
+
+    #[test]
+    fn a_command_starts_without_secrets() {
+        // Checked on the command (the environment of this test process is
+        // shared by the tests running beside it, so it is not changed).
+        let cmd = command("env");
+        let removed: Vec<String> = cmd
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(key, _)| key.to_string_lossy().into_owned())
+            .collect();
+        for var in SECRET_VARS {
+            assert!(
+                removed.iter().any(|r| r == *var),
+                "{var} not removed: {removed:?}"
+            );
+        }
+    }
 
     #[test]
     fn versions_are_read_from_the_line_that_holds_one() {

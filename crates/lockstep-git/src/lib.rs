@@ -8,10 +8,11 @@
 //! This crate knows nothing about integrates, submodule policies or the store:
 //! it only wraps git.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
 
+use lockstep_core::process;
 use lockstep_core::Error;
 
 pub mod auth;
@@ -136,14 +137,10 @@ pub fn parse_pin(path: &str, text: &str) -> Result<Oid, Error> {
 /// Whether `git check-ref-format ARGS` accepts (true when git cannot be run:
 /// the command that needs git then says so itself).
 pub fn check_ref_format(args: &[&str]) -> bool {
-    std::process::Command::new("git")
-        .arg("check-ref-format")
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .map_or(true, |s| s.success())
+    let mut cmd = process::command("git");
+    cmd.arg("check-ref-format").args(args);
+    process::capture(&mut cmd, None, Some(GIT_TIMEOUT), GIT_BOUNDS)
+        .map_or(true, |c| c.exit == process::Exit::Code(0))
 }
 
 /// A git repository (a work tree, or a bare repository).
@@ -160,38 +157,17 @@ pub struct Output {
     pub stderr: String,
 }
 
-/// Feeds `input` to the child's stdin while collecting its output.
-///
-/// The writing happens on its own thread because git commands that answer per
-/// input line (patch-id, diff-tree --stdin, cat-file --batch) fill their stdout
-/// pipe long before they finish reading; writing everything first would
-/// deadlock against them.
-fn exchange(
-    mut child: std::process::Child,
-    input: Option<&[u8]>,
-) -> std::io::Result<std::process::Output> {
-    let stdin = child.stdin.take();
-    let (out, written) = std::thread::scope(|scope| {
-        let writer = match (input, stdin) {
-            (Some(bytes), Some(mut stdin)) => Some(scope.spawn(move || stdin.write_all(bytes))),
-            _ => None,
-        };
-        let out = child.wait_with_output();
-        let written = writer.map_or(Ok(()), |handle| {
-            handle
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("stdin writer panicked")))
-        });
-        (out, written)
-    });
-    let out = out?;
-    match written {
-        // A child that exits without reading all its input closes the pipe;
-        // its exit status then tells the real story.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e),
-        _ => Ok(out),
-    }
-}
+/// The longest a git command may run: a fetch of a large upstream over a
+/// slow link takes long, a git that hangs (a lock, a stalled connection)
+/// must not hold lockstep forever. Its whole process group is killed then.
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
+
+/// What is kept of a git command's output: all of stdout (lockstep reads
+/// it), the first and last MiB of stderr (progress and hook output).
+const GIT_BOUNDS: process::Bounds = process::Bounds {
+    max_stdout: None,
+    max_stderr: Some(2 << 20),
+};
 
 impl Repo {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
@@ -204,20 +180,24 @@ impl Repo {
 
     /// A git command run in this repository, for callers that must stream
     /// its input or output themselves; stdin is null unless they change it.
+    /// Start it with `lockstep_core::process::spawn_group` and wait with
+    /// `wait_group` and a timeout.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("git");
+        // git runs hooks and filters: lockstep's tokens stay home
+        // (`process::command` takes them out). A job's GIT_CONFIG_* is
+        // git's own configuration, so git alone gets it back, by name.
+        let mut cmd = process::command("git");
         cmd.arg("-C").arg(&self.dir).args(args);
         for var in REPO_ENV {
             cmd.env_remove(var);
         }
-        // git runs hooks and filters: lockstep's tokens stay home (a job's
-        // GIT_CONFIG_* is git's own configuration, so it stays).
-        for var in lockstep_core::process::secret_vars(&[]) {
-            cmd.env_remove(var);
+        for var in process::git_config_vars() {
+            if let Some(value) = std::env::var_os(&var) {
+                cmd.env(var, value);
+            }
         }
         cmd.env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_EDITOR", "true")
-            .stdin(Stdio::null());
+            .env("GIT_EDITOR", "true");
         cmd
     }
 
@@ -236,17 +216,25 @@ impl Repo {
         check_args(args.iter().copied())?;
         check_args(env.iter().map(|(_, v)| *v))?;
         let mut cmd = self.command(args);
-        cmd.envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if input.is_some() {
-            cmd.stdin(Stdio::piped());
-        }
+        cmd.envs(env.iter().copied());
         tracing::debug!(repo = %self.dir.display(), "git {}", args.join(" "));
-        let child = cmd.spawn().map_err(spawn_error)?;
-        let out = exchange(child, input)?;
+        let out = process::capture(&mut cmd, input, Some(GIT_TIMEOUT), GIT_BOUNDS)
+            .map_err(spawn_error)?;
+        let code = match out.exit {
+            process::Exit::Code(code) => code,
+            process::Exit::TimedOut => {
+                return Err(Error::failed(format!(
+                    "`git {}` in {} did not finish within {} minutes and was stopped",
+                    args.join(" "),
+                    self.dir.display(),
+                    GIT_TIMEOUT.as_secs() / 60
+                ))
+                .hint("check for a stalled network connection or a held lock (index.lock), then run it again"))
+            }
+            process::Exit::Signal(_) => -1,
+        };
         Ok(Output {
-            code: out.status.code().unwrap_or(-1),
+            code,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         })

@@ -11,12 +11,10 @@
 //! [`MAX_STDERR`] of stderr, in memory and in the files kept on failure.
 //! The run directories those files go to are pruned ([`prune_runs`]).
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use lockstep_core::process::Exit;
+use lockstep_core::process::{Bounds, Exit};
 use lockstep_core::Error;
 
 /// The most of a tool's stdout accepted (an executable's text is far
@@ -68,118 +66,32 @@ pub struct Ran {
 
 pub fn run(r: &Run) -> Result<Ran, Error> {
     use std::os::unix::process::CommandExt;
-    let start = Instant::now();
-    let mut cmd = Command::new(r.program);
-    lockstep_core::process::without_secrets(&mut cmd);
+    let mut cmd = lockstep_core::process::command(r.program);
     if let Some(first) = r.argv.first() {
         cmd.arg0(first);
     }
-    let mut child = cmd
-        .args(r.argv.iter().skip(1))
-        .current_dir(r.cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| {
-            Error::failed(format!("cannot start `{}`", r.argv.join(" ")))
-                .cause(format!("{}: {e}", r.program.display()))
-                .hint("check that the tool exists and is executable")
-        })?;
-    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-    let group = i32::try_from(child.id()).unwrap_or(0);
-    // The pipes are pumped on their own threads while this one waits with
-    // the timeout; killing the group at the timeout closes them.
-    let (exit, out, err) = std::thread::scope(|s| {
-        let feeder = s.spawn(move || {
-            if let Some(mut pipe) = stdin {
-                // A tool that exits without reading all of its input closes
-                // the pipe: not an error of lockstep's.
-                let _ = pipe.write_all(r.stdin);
-            }
-        });
-        let out = s.spawn(move || {
-            let (kept, more) = read_at_most(stdout, MAX_STDOUT);
-            if more {
-                // Past the limit the output is refused anyway: stop the
-                // tool instead of reading (or buffering) the rest.
-                lockstep_core::process::kill_group(group);
-            }
-            (kept, more)
-        });
-        let err = s.spawn(move || head_and_tail(stderr, MAX_STDERR));
-        let exit = lockstep_core::process::wait_group(&mut child, r.timeout);
-        let _ = feeder.join();
-        let out = out.join().unwrap_or_default();
-        let err = err.join().unwrap_or_default();
-        (exit, out, err)
-    });
+    cmd.args(r.argv.iter().skip(1)).current_dir(r.cwd);
+    let captured = lockstep_core::process::capture(
+        &mut cmd,
+        Some(r.stdin),
+        r.timeout,
+        Bounds {
+            max_stdout: Some(MAX_STDOUT),
+            max_stderr: Some(MAX_STDERR),
+        },
+    )
+    .map_err(|e| {
+        Error::failed(format!("cannot start `{}`", r.argv.join(" ")))
+            .cause(format!("{}: {e}", r.program.display()))
+            .hint("check that the tool exists and is executable")
+    })?;
     Ok(Ran {
-        exit: exit?,
-        elapsed: start.elapsed(),
-        stdout_truncated: out.1,
-        stdout: out.0,
-        stderr: err,
+        exit: captured.exit,
+        elapsed: captured.elapsed,
+        stdout_truncated: captured.stdout_truncated,
+        stdout: captured.stdout,
+        stderr: captured.stderr,
     })
-}
-
-/// Reads at most `max` bytes of `pipe`, and whether there was more (the
-/// rest is left unread).
-fn read_at_most(pipe: Option<impl Read>, max: u64) -> (Vec<u8>, bool) {
-    let Some(pipe) = pipe else {
-        return (Vec::new(), false);
-    };
-    let mut kept = Vec::new();
-    let mut limited = pipe.take(max);
-    let _ = limited.read_to_end(&mut kept);
-    let mut pipe = limited.into_inner();
-    let mut one = [0u8; 1];
-    let more = matches!(pipe.read(&mut one), Ok(n) if n > 0);
-    (kept, more)
-}
-
-/// Reads `pipe` to its end keeping its first and last `max / 2` bytes,
-/// with a line saying how many were left out between them.
-fn head_and_tail(pipe: Option<impl Read>, max: u64) -> Vec<u8> {
-    let Some(mut pipe) = pipe else {
-        return Vec::new();
-    };
-    let half = usize::try_from(max / 2).unwrap_or(usize::MAX);
-    let mut head: Vec<u8> = Vec::new();
-    let mut tail: Vec<u8> = Vec::new();
-    let mut dropped: u64 = 0;
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        let n = match pipe.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let mut chunk = &buf[..n];
-        if head.len() < half {
-            let take = chunk.len().min(half - head.len());
-            head.extend_from_slice(&chunk[..take]);
-            chunk = &chunk[take..];
-        }
-        tail.extend_from_slice(chunk);
-        if tail.len() > 2 * half.max(1) {
-            let cut = tail.len() - half;
-            dropped += cut as u64;
-            tail.drain(..cut);
-        }
-    }
-    if tail.len() > half {
-        let cut = tail.len() - half;
-        dropped += cut as u64;
-        tail.drain(..cut);
-    }
-    if dropped > 0 {
-        head.extend_from_slice(
-            format!("\n[lockstep: {dropped} bytes of stderr left out here]\n").as_bytes(),
-        );
-    }
-    head.extend_from_slice(&tail);
-    head
 }
 
 /// The last `n` non-empty lines of `bytes` (lossy UTF-8), for error messages.
@@ -297,33 +209,6 @@ pub fn write_kept(path: &Path, bytes: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stderr_keeps_its_head_and_tail_with_a_marker_between() {
-        let text: Vec<u8> = (0..100_000u32)
-            .flat_map(|i| format!("{i}\n").into_bytes())
-            .collect();
-        let kept = head_and_tail(Some(&text[..]), 1000);
-        assert!(kept.starts_with(b"0\n1\n2\n"));
-        assert!(kept.ends_with(b"99999\n"));
-        let shown = String::from_utf8_lossy(&kept);
-        assert!(
-            shown.contains(&format!(
-                "[lockstep: {} bytes of stderr left out here]",
-                text.len() - 1000
-            )),
-            "{shown}"
-        );
-        assert_eq!(head_and_tail(Some(&b"short"[..]), 1000), b"short");
-    }
-
-    #[test]
-    fn stdout_is_read_up_to_its_limit() {
-        let (kept, more) = read_at_most(Some(&[7u8; 100][..]), 10);
-        assert_eq!((kept.len(), more), (10, true));
-        let (kept, more) = read_at_most(Some(&[7u8; 10][..]), 10);
-        assert_eq!((kept.len(), more), (10, false));
-    }
 
     #[test]
     fn old_runs_and_runs_beyond_the_size_cap_are_pruned_oldest_first() {
