@@ -119,21 +119,6 @@ pub fn is_special_ref_spelling(name: &str) -> bool {
             .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
 }
 
-/// The revision a pin file holds: exactly one line of 40 hex digits (a
-/// trailing newline allowed, nothing else), lowercased.
-pub fn parse_pin(path: &str, text: &str) -> Result<Oid, Error> {
-    let trimmed = text.trim_end_matches(['\n', '\r']);
-    if trimmed.len() == 40 && trimmed.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Ok(trimmed.to_ascii_lowercase());
-    }
-    let shown: String = trimmed.chars().take(60).collect();
-    Err(
-        Error::usage(format!("pin file {path} does not hold one revision"))
-            .cause(format!("it holds `{}`", shown.escape_debug()))
-            .hint("a pin file is one line of 40 hex digits (a full commit id)"),
-    )
-}
-
 /// Whether `git check-ref-format ARGS` accepts (true when git cannot be run:
 /// the command that needs git then says so itself).
 pub fn check_ref_format(args: &[&str]) -> bool {
@@ -792,35 +777,6 @@ impl Repo {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    mod pins {
-        use super::*;
-        use proptest::prelude::*;
-
-        proptest! {
-            #[test]
-            fn any_pin_text_never_panics(text in "(?s).{0,100}") {
-                if let Ok(rev) = parse_pin("p", &text) {
-                    prop_assert_eq!(rev.len(), 40);
-                }
-            }
-        }
-
-        #[test]
-        fn pins_are_one_full_revision() {
-            let sha = "0123456789abcdef0123456789abcdef01234567";
-            assert_eq!(parse_pin("p", &format!("{sha}\n")).unwrap(), sha);
-            for bad in [
-                "",
-                "abc",
-                &format!("{sha}\n{sha}\n"),
-                &format!("{sha}x"),
-                "main\n",
-            ] {
-                assert!(parse_pin("p", bad).is_err(), "{bad}");
-            }
-        }
-    }
 
     #[test]
     fn a_nul_in_an_argument_is_named_not_blamed_on_git() {

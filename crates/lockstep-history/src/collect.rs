@@ -15,6 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use jiff::Timestamp;
 use lockstep_core::Error;
 use lockstep_git::Repo;
+use lockstep_pin::Pin;
 
 use crate::record::{Kind, Machine, RunRecord, Source, SCHEMA};
 
@@ -58,7 +59,7 @@ impl Recording {
         kind: Kind,
         forbidden: &[Forbidden],
         repo_dir: &Path,
-        pin_files: &[String],
+        pins: &[Pin],
     ) -> Result<Recording, Error> {
         check_dir(flag, dir, forbidden)?;
         fs_err::create_dir_all(dir).map_err(|e| {
@@ -73,7 +74,7 @@ impl Recording {
             dir: dir.to_path_buf(),
             kind,
             started: Timestamp::now(),
-            provenance: provenance(repo_dir, "HEAD", pin_files),
+            provenance: provenance(repo_dir, "HEAD", pins),
         })
     }
 
@@ -257,24 +258,26 @@ pub fn cpu_model(cpuinfo: &str) -> Option<String> {
     })
 }
 
-/// The pin files a run's provenance reads, relative to the repository's
-/// top: `[release] pin-files` and `[integrate] pin-file`, each once.
-pub fn pin_files(release: &[PathBuf], integrate: Option<String>) -> Vec<String> {
-    let mut files: Vec<String> = release
+/// The pins a run's provenance reads: `[release] pin-files` and the
+/// integrate pin when it lives in a file (`[integrate] pin-file` or
+/// `pin`), each file once (the integrate pin wins: it may be a pattern).
+pub fn pins(release: &[PathBuf], integrate: Option<Pin>) -> Vec<Pin> {
+    let mut pins: Vec<Pin> = release
         .iter()
-        .map(|p| p.to_string_lossy().into_owned())
+        .filter_map(|p| Pin::file(&p.to_string_lossy(), "[release] pin-files").ok())
+        .filter(|p| integrate.as_ref().is_none_or(|i| i.path() != p.path()))
         .collect();
-    files.extend(integrate);
-    files.sort();
-    files.dedup();
-    files
+    pins.extend(integrate);
+    pins.sort_by(|a, b| a.path().cmp(b.path()));
+    pins.dedup_by(|a, b| a.path() == b.path());
+    pins
 }
 
 /// The commit `rev` of the repository holding `dir`, its branch and whether
 /// tracked files differ (for `HEAD`), and its pins: every gitlink, and each
 /// of `pin_files` that holds one revision. Empty outside a repository;
 /// what cannot be read is left out (logged), never an error.
-pub fn provenance(dir: &Path, rev: &str, pin_files: &[String]) -> Provenance {
+pub fn provenance(dir: &Path, rev: &str, pin_list: &[Pin]) -> Provenance {
     let Ok(repo) = Repo::discover(dir) else {
         tracing::debug!("{} is not in a git work tree: no source", dir.display());
         return Provenance::default();
@@ -293,13 +296,11 @@ pub fn provenance(dir: &Path, rev: &str, pin_files: &[String]) -> Provenance {
             .git(&["status", "--porcelain=v1", "-z", "--untracked-files=no"])
             .is_ok_and(|out| !out.is_empty());
     let mut pins = BTreeMap::new();
-    for path in pin_files {
-        let read = repo
-            .git(&["show", &format!("{commit}:{path}")])
-            .and_then(|text| lockstep_git::parse_pin(path, &text));
-        match read {
-            Ok(pin) => {
-                pins.insert(path.clone(), pin);
+    for pin in pin_list {
+        let path = pin.path();
+        match pin.read_at(&repo, &commit) {
+            Ok(commit) => {
+                pins.insert(path.to_string(), commit);
             }
             Err(e) => tracing::warn!("pin file {path} left out of the run record: {}", e.message),
         }

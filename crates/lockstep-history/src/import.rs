@@ -27,7 +27,7 @@ pub struct Options {
     /// The directory whose repository resolves `commit` and gives the pins.
     pub repo_dir: PathBuf,
     /// Pin files (relative to the repository's top) read at `commit`.
-    pub pin_files: Vec<String>,
+    pub pins: Vec<lockstep_pin::Pin>,
 }
 
 /// What happened to one file.
@@ -90,7 +90,7 @@ pub fn prepare(files: &[PathBuf], opts: &Options) -> Result<Vec<Prepared>, Error
     };
     let provenance = match &commit {
         Some(c) => {
-            let mut found = collect::provenance(&opts.repo_dir, c, &opts.pin_files);
+            let mut found = collect::provenance(&opts.repo_dir, c, &opts.pins);
             if found.source.commit.is_none() {
                 // Not in this repository: keep the commit as given.
                 found = Provenance::default();

@@ -17,7 +17,7 @@ use crate::record::Kind;
 /// `--record`, `[history] dir`). The directory is a usage error when it is
 /// a file, lockstep.toml's directory `root`, or one of `inputs`
 /// (directories the run reads, and whatever lies below them); it is
-/// created; the source commit and `pin_files` of `root`'s repository are
+/// created; the source commit and `pins` of `root`'s repository are
 /// noted now.
 pub fn start(
     flag: &str,
@@ -25,7 +25,7 @@ pub fn start(
     kind: Kind,
     root: &Path,
     inputs: &[(&str, &Path)],
-    pin_files: &[String],
+    pins: &[lockstep_pin::Pin],
 ) -> Result<Recording, Error> {
     let mut forbidden = vec![Forbidden {
         what: "lockstep.toml's directory",
@@ -37,7 +37,7 @@ pub fn start(
         dir,
         below: true,
     }));
-    Recording::start(flag, dir, kind, &forbidden, root, pin_files)
+    Recording::start(flag, dir, kind, &forbidden, root, pins)
 }
 
 /// Writes the run being recorded, if any: `document` is the command's

@@ -41,8 +41,8 @@ impl Integrate<'_> {
 /// one of its versions (git deletes, creates, then writes). Anything else is
 /// the user's work and stops the checkout.
 pub fn checkout_submodule(ig: &Integrate, target: &str, sources: &[&str]) -> Result<(), Error> {
-    if let Some(file) = ig.pin_file() {
-        return checkout_pin_file(ig, file, target, sources);
+    if let Some(pin) = ig.file_pin() {
+        return checkout_pin_file(ig, pin, target, sources);
     }
     let sub = &ig.sub;
     let dirt = sub.dirty()?;
@@ -81,31 +81,50 @@ pub fn checkout_submodule(ig: &Integrate, target: &str, sources: &[&str]) -> Res
     Ok(())
 }
 
-/// Pin-file mode's checkout: the work tree's pin file gets `target`. It
-/// may hold one of `sources` (lockstep's own earlier write); anything else
-/// is the user's edit and stops it.
+/// Pin-file mode's checkout: the work tree's pin gets `target`. It may
+/// hold one of `sources` (lockstep's own earlier write); anything else is
+/// the user's edit and stops it. A missing or empty pin file (a whole-file
+/// pin) is written; a larger file whose pin cannot be read is the user's.
 fn checkout_pin_file(
     ig: &Integrate,
-    file: &str,
+    pin: &lockstep_pin::Pin,
     target: &str,
     sources: &[&str],
 ) -> Result<(), Error> {
-    let path = ig.superproject.dir().join(file);
-    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-    let held = on_disk.trim_end_matches(['\n', '\r']).to_ascii_lowercase();
-    if held == target {
-        return Ok(());
+    let file = pin.path();
+    let held = pin.read_worktree(ig.superproject.dir());
+    match held {
+        Ok(held) if held == target => return Ok(()),
+        Ok(held) if sources.contains(&held.as_str()) => {}
+        Err(_) if pin.is_whole_file() && is_missing_or_empty(&ig.superproject.dir().join(file)) => {
+        }
+        other => {
+            let shown = match other {
+                Ok(held) => held,
+                // A pin file shows what it holds; a larger file why its pin
+                // cannot be read.
+                Err(_) if pin.is_whole_file() => {
+                    std::fs::read_to_string(ig.superproject.dir().join(file))
+                        .unwrap_or_default()
+                        .trim_end_matches(['\n', '\r'])
+                        .to_ascii_lowercase()
+                }
+                Err(e) => e.message,
+            };
+            return Err(Error::failed(format!(
+                "the pin file {file} holds `{}`, which lockstep did not write; not touching it",
+                shown.chars().take(60).collect::<String>().escape_debug()
+            ))
+            .hint(format!(
+                "commit or restore it, then rerun (lockstep wants it at {target})"
+            )));
+        }
     }
-    if !held.is_empty() && !sources.contains(&held.as_str()) {
-        return Err(Error::failed(format!(
-            "the pin file {file} holds `{}`, which lockstep did not write; not touching it",
-            held.chars().take(60).collect::<String>().escape_debug()
-        ))
-        .hint(format!(
-            "commit or restore it, then rerun (lockstep wants it at {target})"
-        )));
-    }
-    ig.write_pin_file(file, target)
+    ig.write_pin(pin, target)
+}
+
+fn is_missing_or_empty(path: &std::path::Path) -> bool {
+    std::fs::read(path).map_or(true, |bytes| bytes.iter().all(u8::is_ascii_whitespace))
 }
 
 /// Paths that differ between any two of `sources`.

@@ -16,6 +16,11 @@ pub struct IntegrateConfig {
     /// 40-hex line), relative to the superproject. Upstream's history then lives
     /// in a bare clone of `upstream-url` under `.git/lockstep/`.
     pub pin_file: Option<String>,
+    /// Instead of a submodule or a pin file: a pin inside a larger file,
+    /// found by a pattern, maybe with its archive's checksum
+    /// (`pin = { file, pattern, sha256 = { pattern, archive } }`, see
+    /// lockstep-pin). Upstream's history lives as with `pin-file`.
+    pub pin: Option<lockstep_pin::PinSpec>,
     /// Remote inside the submodule that tracks upstream.
     pub upstream_remote: String,
     /// When set, the upstream remote is created (or corrected) with this URL.
@@ -114,11 +119,28 @@ pub enum RuleVerdict {
     Skip,
 }
 
+impl IntegrateConfig {
+    /// The pin when it lives in a file (`pin` or `pin-file`), checked;
+    /// `None` when the submodule is the pin.
+    pub fn file_pin(&self) -> Result<Option<lockstep_pin::Pin>, lockstep_core::Error> {
+        match (&self.pin, &self.pin_file) {
+            (Some(_), Some(_)) => Err(lockstep_core::Error::usage(
+                "[integrate] has both `pin` and `pin-file`",
+            )
+            .hint("keep one: pin-file = \"FILE\" for a one-line pin file, pin = { file, pattern } for a pin inside a larger file")),
+            (Some(spec), None) => lockstep_pin::Pin::from_spec(spec, "[integrate] pin").map(Some),
+            (None, Some(file)) => lockstep_pin::Pin::file(file, "[integrate] pin-file").map(Some),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
 impl Default for IntegrateConfig {
     fn default() -> Self {
         IntegrateConfig {
             submodule: "third_party/llvm-project".into(),
             pin_file: None,
+            pin: None,
             upstream_remote: "upstream".into(),
             upstream_url: None,
             upstream_branch: "main".into(),

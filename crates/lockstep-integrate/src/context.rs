@@ -8,6 +8,7 @@ use lockstep_core::error::without_userinfo;
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_git::{Oid, Repo};
+use lockstep_pin::Pin;
 use lockstep_store::{RepoLock, Store};
 
 /// The upstream remote's URL and tracking ref at one moment
@@ -60,6 +61,9 @@ pub struct Integrate<'a> {
     /// Where `publish` and `call_for_help` go instead of what the
     /// environment says (the demo's loopback GitHub).
     pub reach: Reach,
+    /// The pin when it lives in a file (`pin` or `pin-file`); `None`: the
+    /// submodule pins.
+    pin: Option<Pin>,
 }
 
 /// The GitHub API, token and webhook given in code instead of
@@ -83,8 +87,8 @@ impl<'a> Integrate<'a> {
         // Nothing is touched before the configuration is known to be sane.
         crate::validate::config(&cfg)?;
         let superproject = Repo::discover(root)?;
-        if let Some(file) = &cfg.pin_file {
-            return Self::open_pin_file(cfg.clone(), superproject, file, sink);
+        if let Some(pin) = cfg.file_pin()? {
+            return Self::open_pin_file(cfg.clone(), superproject, pin, sink);
         }
         crate::validate::submodule(&superproject, &cfg.submodule)?;
         let sub_dir = superproject.dir().join(&cfg.submodule);
@@ -111,6 +115,7 @@ impl<'a> Integrate<'a> {
             outputs: Vec::new(),
             fetched: Default::default(),
             reach: Reach::default(),
+            pin: None,
         })
     }
 
@@ -120,7 +125,7 @@ impl<'a> Integrate<'a> {
     fn open_pin_file(
         cfg: IntegrateConfig,
         superproject: Repo,
-        file: &str,
+        pin: Pin,
         sink: &'a dyn Sink,
     ) -> Result<Integrate<'a>, Error> {
         if cfg.upstream_url.is_none() {
@@ -129,14 +134,7 @@ impl<'a> Integrate<'a> {
                     .hint("set upstream-url to the repository the pin file's revisions come from"),
             );
         }
-        let text = superproject
-            .git(&["show", &format!("HEAD:{file}")])
-            .map_err(|e| {
-                e.context(format!(
-                    "HEAD has no pin file `{file}` ([integrate] pin-file)"
-                ))
-            })?;
-        lockstep_git::parse_pin(file, &text)?;
+        pin.read_at(&superproject, "HEAD")?;
         let state_dir = superproject.state_dir()?;
         // The store first: it refuses a state directory or database that is
         // not what it should be before anything is created there.
@@ -162,6 +160,7 @@ impl<'a> Integrate<'a> {
             outputs: Vec::new(),
             fetched: Default::default(),
             reach: Reach::default(),
+            pin: Some(pin),
         })
     }
 
@@ -202,9 +201,14 @@ impl<'a> Integrate<'a> {
             .any(|o| real(o).as_ref() == Some(&listed))
     }
 
-    /// The pin file's path in pin-file mode.
+    /// The pin file's path when the pin lives in a file.
     pub fn pin_file(&self) -> Option<&str> {
-        self.cfg.pin_file.as_deref()
+        self.pin.as_ref().map(Pin::path)
+    }
+
+    /// The pin when it lives in a file.
+    pub fn file_pin(&self) -> Option<&Pin> {
+        self.pin.as_ref()
     }
 
     /// The superproject path that holds the pin: the submodule or the pin file.
@@ -215,37 +219,36 @@ impl<'a> Integrate<'a> {
     /// The upstream commit checked out now: the submodule's HEAD, or the
     /// revision in the work tree's pin file.
     pub fn checked_out(&self) -> Result<Oid, Error> {
-        match self.pin_file() {
+        match &self.pin {
             None => self.sub.head(),
-            Some(file) => {
-                let path = self.superproject.dir().join(file);
-                let text = fs_err::read_to_string(&path)?;
-                lockstep_git::parse_pin(file, &text)
-            }
+            Some(pin) => pin.read_worktree(self.superproject.dir()),
         }
     }
 
     /// Stages `sha` as the new pin in the superproject's index.
     pub(crate) fn stage_pin(&self, sha: &str) -> Result<(), Error> {
-        match self.pin_file() {
+        match &self.pin {
             None => self.superproject.stage_gitlink(&self.cfg.submodule, sha),
-            Some(file) => {
-                self.write_pin_file(file, sha)?;
-                self.superproject.git(&["add", "--", file])?;
+            Some(pin) => {
+                self.write_pin(pin, sha)?;
+                self.superproject.git(&["add", "--", pin.path()])?;
                 Ok(())
             }
         }
     }
 
-    /// Writes `sha` into the pin file (atomically; through a link that
-    /// stays inside the repository, never out of it).
-    pub(crate) fn write_pin_file(&self, file: &str, sha: &str) -> Result<(), Error> {
-        let path =
-            lockstep_core::fs::inside_tree(self.superproject.dir(), file, "[integrate] pin-file")?;
-        lockstep_core::output::write_as(
-            "[integrate] pin-file",
-            &lockstep_core::output::Target::Path(path),
-            format!("{sha}\n").as_bytes(),
+    /// Writes `sha` into the pin's file (atomically; through a link that
+    /// stays inside the repository, never out of it), with its archive's
+    /// checksum when the pin has one (remembered in the store per URL, so a
+    /// commit probed twice downloads once).
+    pub(crate) fn write_pin(&self, pin: &Pin, sha: &str) -> Result<(), Error> {
+        pin.write(
+            self.superproject.dir(),
+            sha,
+            &StoredChecksums {
+                store: &self.store,
+                downloads: lockstep_pin::Downloads::default(),
+            },
         )
     }
 
@@ -430,12 +433,8 @@ impl<'a> Integrate<'a> {
 
     /// The upstream commit recorded in the superproject's commit `rev`.
     pub fn pin_at(&self, rev: &str) -> Result<Oid, Error> {
-        if let Some(file) = self.pin_file() {
-            let text = self
-                .superproject
-                .git(&["show", &format!("{rev}:{file}")])
-                .map_err(|e| e.context(format!("{rev} has no pin file `{file}`")))?;
-            return lockstep_git::parse_pin(file, &text);
+        if let Some(pin) = &self.pin {
+            return pin.read_at(&self.superproject, rev);
         }
         self.superproject
             .gitlink(rev, &self.cfg.submodule)?
@@ -564,6 +563,25 @@ impl<'a> Integrate<'a> {
             .commit_url
             .as_ref()
             .map(|u| without_userinfo(&u.replace("{sha}", sha)))
+    }
+}
+
+/// Archive checksums remembered in the store by URL (an archive of one
+/// commit does not change), downloaded once.
+struct StoredChecksums<'s> {
+    store: &'s Store,
+    downloads: lockstep_pin::Downloads,
+}
+
+impl lockstep_pin::Checksums for StoredChecksums<'_> {
+    fn sha256(&self, url: &str) -> Result<String, Error> {
+        let key = format!("pin-archive-sha256:{url}");
+        if let Some(sum) = self.store.get::<String>(&key)? {
+            return Ok(sum);
+        }
+        let sum = self.downloads.sha256(url)?;
+        self.store.set(&key, &sum)?;
+        Ok(sum)
     }
 }
 

@@ -225,10 +225,12 @@ fn follower_pin(repo: &Repo, f: &FollowConfig, at: &str) -> Result<Oid, String> 
         return Err(format!("{} is not checked out", f.submodule));
     }
     if let Some(file) = &f.upstream_pin_file {
-        let text = repo
-            .git(&["show", &format!("{at}:{file}")])
-            .map_err(|_| format!("it has no upstream pin file {file}"))?;
-        return lockstep_git::parse_pin(file, &text).map_err(|e| e.message);
+        let pin = lockstep_pin::Pin::file(file, "[[integrate.follow]] upstream-pin-file")
+            .map_err(|e| e.message)?;
+        return match repo.git(&["show", &format!("{at}:{file}")]) {
+            Err(_) => Err(format!("it has no upstream pin file {file}")),
+            Ok(text) => pin.parse(&text).map_err(|e| e.message),
+        };
     }
     let path = f.upstream_submodule.as_deref().unwrap_or_default();
     repo.gitlink(at, path)

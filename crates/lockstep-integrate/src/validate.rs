@@ -78,17 +78,8 @@ pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
             .hint("name each submodule the smoke needs by its path in the superproject, e.g. third_party/stablehlo")
         })?;
     }
-    if let Some(file) = &cfg.pin_file {
-        submodule_path(file).map_err(|e| {
-            Error::usage(
-                e.message
-                    .replace("[integrate] submodule", "[integrate] pin-file"),
-            )
-            .hint(
-                "name the pin file by its path inside the superproject, e.g. llvm-project.version",
-            )
-        })?;
-    }
+    // `pin` / `pin-file`: the path, the patterns and the archive URL.
+    cfg.file_pin()?;
     for path in &cfg.track_paths {
         track_path(path)?;
     }
@@ -181,6 +172,11 @@ fn lengths(cfg: &IntegrateConfig) -> Result<(), Error> {
         ("notify.url-env", &cfg.notify.url_env, MAX_TEXT),
     ];
     values.extend(cfg.pin_file.as_deref().map(|v| ("pin-file", v, MAX_PATH)));
+    values.extend(
+        cfg.pin
+            .as_ref()
+            .map(|p| ("pin.file", p.file.as_str(), MAX_PATH)),
+    );
     values.extend(
         cfg.smoke_submodules
             .iter()

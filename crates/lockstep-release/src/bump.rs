@@ -15,6 +15,7 @@ use lockstep_bisect::{Probe, Tried, Verdict};
 use lockstep_core::process::{self, Spec};
 use lockstep_core::Error;
 use lockstep_git::Repo;
+use lockstep_pin::Pin;
 use serde::Serialize;
 
 pub struct BumpRequest<'a> {
@@ -103,14 +104,20 @@ impl Probe for CommandSmoke {
 
 fn write_pins(top: &Path, pin_files: &[String], rev: &str) -> Result<(), Error> {
     for path in pin_files {
-        let inside = lockstep_core::fs::inside_tree(top, path, "pin file")?;
-        lockstep_core::output::write_as(
-            "pin file",
-            &lockstep_core::output::Target::Path(inside),
-            format!("{rev}\n").as_bytes(),
-        )?;
+        Pin::file(path, "[release] pin-files")?.write(top, rev, &NoChecksums)?;
     }
     Ok(())
+}
+
+/// Pin files carry no checksum.
+struct NoChecksums;
+
+impl lockstep_pin::Checksums for NoChecksums {
+    fn sha256(&self, url: &str) -> Result<String, Error> {
+        Err(Error::failed(format!(
+            "internal: a pin file asked for the checksum of {url}"
+        )))
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -132,14 +139,13 @@ pub fn bump(req: &BumpRequest, smoke: Option<&mut dyn Probe>) -> Result<Bumped, 
     let top = Path::new(req.repo.dir());
     let mut current = Vec::new();
     for path in req.pin_files {
-        let text = std::fs::read_to_string(top.join(path)).map_err(|e| {
-            Error::usage(format!("cannot read pin file {path}"))
-                .cause(e.to_string())
-                .hint(
-                    "create it with one 40-hex revision and commit it, or fix [release] pin-files",
-                )
+        let pin = Pin::file(path, "[release] pin-files")?;
+        let held = pin.read_worktree(top).map_err(|e| {
+            e.context(format!("cannot read pin file {path}")).hint(
+                "create it with one 40-hex revision and commit it, or fix [release] pin-files",
+            )
         })?;
-        current.push((path, lockstep_git::parse_pin(path, &text)?));
+        current.push((path, held));
     }
     let to = target(req)?;
     let changed: Vec<String> = current

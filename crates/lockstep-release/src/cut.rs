@@ -166,6 +166,9 @@ pub fn cut_head(
     for path in &settings.pin_files {
         pins.insert(path.clone(), read_pin(repo, "HEAD", path)?);
     }
+    for pin in &settings.pins_in_files {
+        pins.insert(pin.path().to_string(), pin.read_at(repo, "HEAD")?);
+    }
     // Submodules pin too (an LLVM submodule is IREE's pin).
     for (path, commit) in repo.gitlinks("HEAD")? {
         pins.entry(path).or_insert(commit);
@@ -545,10 +548,9 @@ fn remote_has_tag(req: &CutRequest, tag: &str) -> Result<bool, Error> {
 
 /// The revision a pin file holds at `rev`: exactly one 40-hex line.
 pub fn read_pin(repo: &Repo, rev: &str, path: &str) -> Result<String, Error> {
-    let text = repo
-        .git(&["show", &format!("{rev}:{path}")])
-        .map_err(|e| e.context(format!("cannot read pin file {path} at {rev}")))?;
-    lockstep_git::parse_pin(path, &text)
+    lockstep_pin::Pin::file(path, "[release] pin-files")?
+        .read_at(repo, rev)
+        .map_err(|e| e.context(format!("cannot read pin file {path} at {rev}")))
 }
 
 #[cfg(test)]

@@ -25,6 +25,10 @@ pub struct Settings {
     pub candidate: VersionTemplate,
     pub tag: String,
     pub pin_files: Vec<String>,
+    /// Pins inside larger files (the integrate pin found by a pattern):
+    /// `cut` records them with the pin files; `bump` leaves them to
+    /// `integrate`, which knows their checksums.
+    pub pins_in_files: Vec<lockstep_pin::Pin>,
     pub smoke: Option<String>,
     /// `[release] dependency-index`, checked (`None` for `"none"`).
     pub dependency_index: Option<String>,
@@ -72,6 +76,7 @@ pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error>
         candidate,
         tag: release.tag.clone(),
         pin_files,
+        pins_in_files: Vec::new(),
         smoke: release.smoke.clone(),
     })
 }

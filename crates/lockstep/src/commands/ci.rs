@@ -64,7 +64,7 @@ fn plan(
                 lockstep_integrate::validate::config(&integrate)?;
                 Some(lockstep_ci::stages::IntegrateFacts {
                     submodule: integrate
-                        .pin_file
+                        .file_pin()?
                         .is_none()
                         .then(|| integrate.submodule.clone()),
                     followers: integrate

@@ -22,13 +22,15 @@ pub(crate) fn configured_dir(ctx: &Ctx) -> Result<Option<PathBuf>, Error> {
     })
 }
 
-/// Pin files the configuration names: `[release] pin-files` and
-/// `[integrate] pin-file`.
-fn pin_files(ctx: &Ctx) -> Result<Vec<String>, Error> {
+/// The pins the configuration names: `[release] pin-files` and the
+/// integrate pin when it lives in a file.
+fn pins(ctx: &Ctx) -> Result<Vec<lockstep_pin::Pin>, Error> {
     let release: lockstep_release::config::ReleaseConfig = ctx.section()?;
     let integrate: lockstep_integrate::config::IntegrateConfig = ctx.section()?;
-    let files = lockstep_history::collect::pin_files(&release.pin_files, integrate.pin_file);
-    Ok(files)
+    Ok(lockstep_history::collect::pins(
+        &release.pin_files,
+        integrate.file_pin()?,
+    ))
 }
 
 /// Starts recording a `kind` run when asked (`--record DIR` as given,
@@ -47,7 +49,7 @@ pub fn start(
             None => return Ok(None),
         },
     };
-    let (root, pins) = (ctx.root()?, pin_files(ctx)?);
+    let (root, pins) = (ctx.root()?, pins(ctx)?);
     lockstep_history::recorder::start(flag, &dir, kind, root, inputs, &pins).map(Some)
 }
 
@@ -64,7 +66,7 @@ pub fn run(cmd: cli::History, ctx: &Ctx) -> Result<i32, Error> {
                 commit,
                 toolchain,
                 repo_dir: ctx.root()?.to_path_buf(),
-                pin_files: pin_files(ctx)?,
+                pins: pins(ctx)?,
             };
             // Every file is read and recognised before anything is written.
             let prepared = import::prepare(&files, &opts)?;

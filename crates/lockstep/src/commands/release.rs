@@ -15,7 +15,12 @@ use crate::context::Ctx;
 pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
     let release: ReleaseConfig = ctx.section()?;
     let root = ctx.root()?;
-    let settings = settings::settings(&release, root)?;
+    let mut settings = settings::settings(&release, root)?;
+    // The integrate pin inside a larger file is recorded by cut too.
+    let integrate: lockstep_integrate::config::IntegrateConfig = ctx.section()?;
+    settings
+        .pins_in_files
+        .extend(integrate.file_pin()?.filter(|pin| !pin.is_whole_file()));
     match cmd {
         cli::Release::Bump { to, smoke, .. } => bump(ctx, &release, &settings, to, smoke),
         cli::Release::Cut {

@@ -1,0 +1,377 @@
+//! Pins: where a project records the upstream revision it builds, read,
+//! written and checked in one place (integrate steps them, release bumps
+//! and records them, history reads them for a run's provenance).
+//!
+//! Kinds (a submodule is git's own pin and lives in lockstep-git):
+//! - a **pin file**: one line of 40 hex digits (`llvm-project.version`);
+//! - a **pin inside a larger file**, found by a regular expression whose
+//!   first group is the commit (TensorFlow, XLA and TFRT pin LLVM in
+//!   `third_party/llvm/workspace.bzl` as `LLVM_COMMIT = "..."`), optionally
+//!   with a companion checksum: the sha256 of the upstream's source archive
+//!   for that commit (`LLVM_SHA256 = "..."`), found by its own pattern and
+//!   computed by downloading the archive ([`Checksums`]).
+//!
+//! Writing a pin keeps every other byte of its file; a pattern must match
+//! exactly once (zero or two matches are an error naming the file), so a
+//! pin is never written to the wrong place. A pin with a checksum is never
+//! written without it: a download that fails is an error naming the URL.
+//!
+//! Adding a kind: its [`PinSpec`] keys, a variant of `Kind` and its arms
+//! here, its docs (docs/integrate.md) and tests; nothing else changes.
+
+mod archive;
+
+use std::path::Path;
+
+use lockstep_core::Error;
+use lockstep_git::{Oid, Repo};
+use regex::Regex;
+use serde::Deserialize;
+
+pub use archive::{Checksums, Downloads};
+
+/// How a pin is written in lockstep.toml (`[integrate] pin = { ... }`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PinSpec {
+    /// The file holding the pin, relative to the repository's top.
+    pub file: String,
+    /// A regular expression matching the pin exactly once in `file`, its
+    /// first group the 40-hex commit. Without it the whole file is the pin.
+    pub pattern: Option<String>,
+    /// The companion checksum written with the commit.
+    pub sha256: Option<ArchiveSpec>,
+}
+
+/// `sha256 = { pattern = '...', archive = "https://.../{commit}.tar.gz" }`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveSpec {
+    /// A regular expression matching the checksum exactly once, its first
+    /// group the 64-hex sha256.
+    pub pattern: String,
+    /// The upstream's source archive of a commit; `{commit}` is replaced.
+    pub archive: String,
+}
+
+/// A pin, checked: its path is inside the repository and its patterns
+/// compile with one group each.
+#[derive(Debug, Clone)]
+pub struct Pin {
+    path: String,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    /// The whole file is one 40-hex line.
+    File,
+    /// A match inside a larger file, and maybe its archive's checksum.
+    Pattern {
+        commit: Regex,
+        sha256: Option<Archive>,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Archive {
+    pattern: Regex,
+    url: String,
+}
+
+/// The longest pattern taken (a regular expression's size is bounded by
+/// the regex crate too; this keeps the error readable).
+const MAX_PATTERN: usize = 1024;
+/// The largest file a pin is read from or written into.
+pub const MAX_PIN_FILE: u64 = 4 << 20;
+
+impl Pin {
+    /// A pin file (one 40-hex line), its path checked.
+    pub fn file(path: &str, what: &str) -> Result<Pin, Error> {
+        check_path(path, what)?;
+        Ok(Pin {
+            path: path.to_string(),
+            kind: Kind::File,
+        })
+    }
+
+    /// The pin `spec` describes, checked before anything is touched. `what`
+    /// names the setting in messages (`[integrate] pin`).
+    pub fn from_spec(spec: &PinSpec, what: &str) -> Result<Pin, Error> {
+        check_path(&spec.file, what)?;
+        let kind = match (&spec.pattern, &spec.sha256) {
+            (None, None) => Kind::File,
+            (None, Some(_)) => {
+                return Err(Error::usage(format!(
+                    "{what}: `sha256` needs `pattern` (a checksum goes beside a pin inside a larger file)"
+                ))
+                .hint("add pattern = 'NAME = \"([0-9a-f]{40})\"' for the commit, or drop sha256"))
+            }
+            (Some(commit), sha256) => Kind::Pattern {
+                commit: pattern(commit, &format!("{what}.pattern"))?,
+                sha256: sha256
+                    .as_ref()
+                    .map(|a| {
+                        check_archive_url(&a.archive, what)?;
+                        Ok::<_, Error>(Archive {
+                            pattern: pattern(&a.pattern, &format!("{what}.sha256.pattern"))?,
+                            url: a.archive.clone(),
+                        })
+                    })
+                    .transpose()?,
+            },
+        };
+        Ok(Pin {
+            path: spec.file.clone(),
+            kind,
+        })
+    }
+
+    /// The file the pin lives in, relative to the repository's top.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Whether the pin is the whole file (a pin file).
+    pub fn is_whole_file(&self) -> bool {
+        matches!(self.kind, Kind::File)
+    }
+
+    /// The commit the pin holds in `text` (the file's content).
+    pub fn parse(&self, text: &str) -> Result<Oid, Error> {
+        match &self.kind {
+            Kind::File => parse_pin_file(&self.path, text),
+            Kind::Pattern { commit, .. } => {
+                let (value, _) = one_match(commit, text, &self.path, "pattern")?;
+                if value.len() == 40 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    Ok(value.to_ascii_lowercase())
+                } else {
+                    Err(Error::usage(format!(
+                        "the pin in {} is not a commit: `{}`",
+                        self.path,
+                        lockstep_core::error::printable_line(&value.chars().take(60).collect::<String>())
+                    ))
+                    .hint("the pattern's first group must match the 40 hex digits of a full commit id"))
+                }
+            }
+        }
+    }
+
+    /// The commit pinned at `rev` of `repo`.
+    pub fn read_at(&self, repo: &Repo, rev: &str) -> Result<Oid, Error> {
+        let text = repo
+            .git(&["show", &format!("{rev}:{}", self.path)])
+            .map_err(|e| e.context(format!("{rev} has no pin file `{}`", self.path)))?;
+        self.parse(&text)
+    }
+
+    /// The commit pinned in the work tree at `root`.
+    pub fn read_worktree(&self, root: &Path) -> Result<Oid, Error> {
+        self.parse(&self.worktree_text(root)?)
+    }
+
+    fn worktree_text(&self, root: &Path) -> Result<String, Error> {
+        let path = lockstep_core::fs::inside_tree(root, &self.path, "the pin file")?;
+        let bytes = lockstep_core::fs::read_input("the pin file", &path, MAX_PIN_FILE)?;
+        String::from_utf8(bytes)
+            .map_err(|_| Error::usage(format!("the pin file {} is not UTF-8 text", self.path)))
+    }
+
+    /// The archive whose checksum goes with `commit`, when the pin has one.
+    pub fn archive_url(&self, commit: &str) -> Option<String> {
+        match &self.kind {
+            Kind::Pattern {
+                sha256: Some(a), ..
+            } => Some(a.url.replace("{commit}", commit)),
+            _ => None,
+        }
+    }
+
+    /// `text` with the pin set to `commit` (and its checksum to `sha256`),
+    /// every other byte as it was.
+    pub fn render(&self, text: &str, commit: &str, sha256: Option<&str>) -> Result<String, Error> {
+        match &self.kind {
+            Kind::File => Ok(format!("{commit}\n")),
+            Kind::Pattern {
+                commit: pattern,
+                sha256: archive,
+            } => {
+                let (_, commit_at) = one_match(pattern, text, &self.path, "pattern")?;
+                let mut edits = vec![(commit_at.clone(), commit.to_string())];
+                if let Some(a) = archive {
+                    let sum = sha256.ok_or_else(|| {
+                        Error::failed(format!(
+                            "internal: the pin in {} needs its archive's sha256",
+                            self.path
+                        ))
+                    })?;
+                    let (_, sum_at) = one_match(&a.pattern, text, &self.path, "sha256 pattern")?;
+                    if sum_at.start < commit_at.end && commit_at.start < sum_at.end {
+                        return Err(Error::usage(format!(
+                            "in {}, the commit's and the checksum's matches overlap",
+                            self.path
+                        ))
+                        .hint("make each pattern's group match its own value"));
+                    }
+                    edits.push((sum_at, sum.to_string()));
+                }
+                edits.sort_by_key(|(at, _)| std::cmp::Reverse(at.start));
+                let mut out = text.to_string();
+                for (at, value) in edits {
+                    out.replace_range(at, &value);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Sets the pin in the work tree at `root` to `commit`, with its
+    /// archive's checksum from `checksums` when it has one (computed before
+    /// the file is touched: a failed download leaves the file as it was).
+    /// The file is replaced atomically, through a link that stays inside
+    /// the repository.
+    pub fn write(&self, root: &Path, commit: &str, checksums: &dyn Checksums) -> Result<(), Error> {
+        let sha256 = match self.archive_url(commit) {
+            Some(url) => Some(checksums.sha256(&url)?),
+            None => None,
+        };
+        let text = match self.kind {
+            Kind::File => String::new(),
+            Kind::Pattern { .. } => self.worktree_text(root)?,
+        };
+        let new = self.render(&text, commit, sha256.as_deref())?;
+        let path = lockstep_core::fs::inside_tree(root, &self.path, "the pin file")?;
+        lockstep_core::output::write_as(
+            "the pin file",
+            &lockstep_core::output::Target::Path(path),
+            new.as_bytes(),
+        )
+    }
+}
+
+/// The revision a pin file holds: exactly one line of 40 hex digits (a
+/// trailing newline allowed, nothing else), lowercased.
+fn parse_pin_file(path: &str, text: &str) -> Result<Oid, Error> {
+    let trimmed = text.trim_end_matches(['\n', '\r']);
+    if trimmed.len() == 40 && trimmed.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(trimmed.to_ascii_lowercase());
+    }
+    let shown: String = trimmed.chars().take(60).collect();
+    Err(
+        Error::usage(format!("pin file {path} does not hold one revision"))
+            .cause(format!("it holds `{}`", shown.escape_debug()))
+            .hint("a pin file is one line of 40 hex digits (a full commit id)"),
+    )
+}
+
+/// The one match of `re` in `text`: its first group's text and where it is.
+fn one_match(
+    re: &Regex,
+    text: &str,
+    path: &str,
+    which: &str,
+) -> Result<(String, std::ops::Range<usize>), Error> {
+    let mut found = re.captures_iter(text);
+    let first = found.next();
+    let more = found.next().is_some();
+    match (first, more) {
+        (Some(caps), false) => {
+            let group = caps.get(1).ok_or_else(|| {
+                Error::usage(format!("the {which} matched {path} but its group did not"))
+                    .hint("make the group match whenever the pattern does")
+            })?;
+            Ok((group.as_str().to_string(), group.range()))
+        }
+        (None, _) => Err(Error::usage(format!(
+            "the {which} `{}` does not match {path}",
+            re.as_str()
+        ))
+        .hint("check the pattern against the file: it must match the pin exactly once")),
+        (Some(_), true) => Err(Error::usage(format!(
+            "the {which} `{}` matches {path} more than once",
+            re.as_str()
+        ))
+        .hint("make the pattern specific enough to match the pin exactly once")),
+    }
+}
+
+fn pattern(text: &str, what: &str) -> Result<Regex, Error> {
+    if text.len() > MAX_PATTERN {
+        return Err(Error::usage(format!(
+            "{what} is longer than {MAX_PATTERN} bytes"
+        )));
+    }
+    let re = regex::RegexBuilder::new(text)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| {
+            Error::usage(format!("{what} is not a regular expression"))
+                .cause(lockstep_core::error::printable(&e.to_string()).into_owned())
+        })?;
+    if re.captures_len() < 2 {
+        return Err(Error::usage(format!("{what} `{text}` has no group"))
+            .hint("put the value in the first group: NAME = \"([0-9a-f]{40})\""));
+    }
+    Ok(re)
+}
+
+/// A pin's file: relative, below the top, not an option.
+fn check_path(path: &str, what: &str) -> Result<(), Error> {
+    use std::path::Component;
+    let why = if path.trim().is_empty() {
+        Some("it is empty")
+    } else if Path::new(path).is_absolute() {
+        Some("it must be relative to the repository's top")
+    } else if Path::new(path)
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+    {
+        Some("it must be a path below the repository's top, without `.` or `..`")
+    } else if path.starts_with('-') {
+        Some("it starts with `-`")
+    } else if path.len() > 4096 || path.chars().any(char::is_control) {
+        Some("it is too long or holds a control character")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(Error::usage(format!(
+            "{what} file `{}`: {why}",
+            lockstep_core::error::printable_line(path)
+        ))
+        .hint(
+            "name the file by its path inside the repository, e.g. third_party/llvm/workspace.bzl",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The archive URL template: `{commit}` in it, https (plain http only to
+/// this machine: the checksum is computed from what arrives).
+fn check_archive_url(template: &str, what: &str) -> Result<(), Error> {
+    if !template.contains("{commit}") {
+        return Err(Error::usage(format!(
+            "{what}.sha256.archive `{template}` has no {{commit}}"
+        ))
+        .hint("e.g. archive = \"https://github.com/llvm/llvm-project/archive/{commit}.tar.gz\""));
+    }
+    let sample = template.replace("{commit}", &"0".repeat(40));
+    lockstep_http::parse_url(
+        &sample,
+        lockstep_http::UrlRules {
+            userinfo: false,
+            plain_http: lockstep_http::PlainHttp::LoopbackOnly,
+        },
+    )
+    .map_err(|e| {
+        Error::usage(format!(
+            "{what}.sha256.archive `{template}` is not a URL lockstep downloads"
+        ))
+        .cause(e.to_string())
+        .hint("use an https URL (plain http only to this machine)")
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

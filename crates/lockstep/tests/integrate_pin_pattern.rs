@@ -1,0 +1,286 @@
+//! `lockstep integrate` on a project that pins upstream *inside* a larger
+//! file, as TensorFlow, XLA and TFRT pin LLVM in
+//! `third_party/llvm/workspace.bzl`: `LLVM_COMMIT = "..."` found by a
+//! pattern, beside `LLVM_SHA256 = "..."`, the sha256 of the upstream's
+//! source archive for that commit, downloaded from a loopback server.
+//! Every advance is one commit rewriting both values and no other byte; the
+//! smoke reads the file as the build does (and checks the checksum); a
+//! download that fails is an error naming the URL, never a pin without its
+//! checksum.
+
+mod common;
+
+use std::io::Write as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::*;
+use lockstep_sandbox::github::{read_request, write_response};
+
+const WORKSPACE: &str = "third_party/llvm/workspace.bzl";
+
+/// The file around the pin: every byte of it must survive an advance.
+fn workspace_bzl(commit: &str, sha256: &str) -> String {
+    format!(
+        r#"load("//third_party:repo.bzl", "tf_http_archive")
+
+def repo(name):
+    """Imports LLVM (a comment that mentions LLVM_COMMIT stays as it is)."""
+    LLVM_COMMIT = "{commit}"
+    LLVM_SHA256 = "{sha256}"
+
+    tf_http_archive(
+        name = name,
+        sha256 = LLVM_SHA256,
+        strip_prefix = "llvm-project-" + LLVM_COMMIT,
+        urls = ["https://github.com/llvm/llvm-project/archive/{{commit}}.tar.gz".format(commit = LLVM_COMMIT)],
+    )
+"#
+    )
+}
+
+/// What the loopback server serves as `commit`'s archive.
+fn archive_bytes(commit: &str) -> Vec<u8> {
+    format!("the source archive of llvm-project at {commit}\n").into_bytes()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    let out = Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(bytes)?;
+            child.wait_with_output()
+        })
+        .expect("sha256sum");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// A loopback archive host: `GET /archive/COMMIT.tar.gz`; answers 404
+/// while `fail` is set; counts what it served.
+struct ArchiveHost {
+    url: String,
+    served: Arc<AtomicUsize>,
+    fail: Arc<AtomicBool>,
+}
+
+impl ArchiveHost {
+    fn start() -> ArchiveHost {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let served = Arc::new(AtomicUsize::new(0));
+        let fail = Arc::new(AtomicBool::new(false));
+        let (count, failing) = (served.clone(), fail.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let Ok(request) = read_request(&stream) else {
+                    continue;
+                };
+                let commit = request
+                    .target
+                    .strip_prefix("/archive/")
+                    .and_then(|t| t.strip_suffix(".tar.gz"))
+                    .unwrap_or_default()
+                    .to_string();
+                if failing.load(Ordering::SeqCst) || commit.len() != 40 {
+                    let _ = write_response(&mut stream, 404, &[], b"no such archive");
+                    continue;
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+                let _ = write_response(&mut stream, 200, &[], &archive_bytes(&commit));
+            }
+        });
+        ArchiveHost { url, served, fail }
+    }
+}
+
+fn upstream(dir: &Path, n: usize, breaks: usize) -> Vec<String> {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    (0..=n)
+        .map(|i| {
+            let state = if i >= breaks && i > 0 {
+                "broken"
+            } else {
+                "fine"
+            };
+            write(&dir.join("state.txt"), &format!("{state} {i}\n"));
+            git(dir, &["add", "."]);
+            git(
+                dir,
+                &[
+                    "-c",
+                    "user.name=u",
+                    "-c",
+                    "user.email=u@e",
+                    "commit",
+                    "-qm",
+                    &format!("upstream change {i}"),
+                ],
+            );
+            git(dir, &["rev-parse", "HEAD"]).trim().to_string()
+        })
+        .collect()
+}
+
+struct Project {
+    _tmp: tempfile::TempDir,
+    sp: PathBuf,
+    home: PathBuf,
+    shas: Vec<String>,
+    host: ArchiveHost,
+}
+
+impl Project {
+    fn new(n: usize, breaks: usize) -> Project {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = tmp.path().join("upstream");
+        let shas = upstream(&up, n, breaks);
+        let host = ArchiveHost::start();
+        let sp = tmp.path().join("project");
+        std::fs::create_dir_all(sp.join("third_party/llvm")).unwrap();
+        git(&sp, &["init", "-q", "-b", "main"]);
+        write(
+            &sp.join(WORKSPACE),
+            &workspace_bzl(&shas[0], &sha256_hex(&archive_bytes(&shas[0]))),
+        );
+        // The smoke reads the file as the build does: the commit and the
+        // checksum it must have.
+        let smoke = format!(
+            r#"c=$(sed -n 's/^    LLVM_COMMIT = "\([0-9a-f]*\)"$/\1/p' {WORKSPACE}); s=$(sed -n 's/^    LLVM_SHA256 = "\([0-9a-f]*\)"$/\1/p' {WORKSPACE}); [ "$s" = "$(printf 'the source archive of llvm-project at %s\n' "$c" | sha256sum | cut -d' ' -f1)" ] || exit 125; git --git-dir='{}/.git' show "$c":state.txt | grep -q fine"#,
+            up.display()
+        );
+        write(
+            &sp.join("lockstep.toml"),
+            &format!(
+                "[integrate]\nupstream-url = \"{}\"\nupstream-branch = \"main\"\nbase = \"main\"\nsmoke = [\"sh\", \"-c\", {smoke:?}]\npin = {{ file = \"{WORKSPACE}\", pattern = 'LLVM_COMMIT = \"([0-9a-f]{{40}})\"', sha256 = {{ pattern = 'LLVM_SHA256 = \"([0-9a-f]{{64}})\"', archive = \"{}/archive/{{commit}}.tar.gz\" }} }}\n",
+                up.display(),
+                host.url
+            ),
+        );
+        git(&sp, &["add", "."]);
+        commit_as_tester(&sp, "pin LLVM in workspace.bzl", false);
+        Project {
+            home: tmp.path().to_path_buf(),
+            _tmp: tmp,
+            sp,
+            shas,
+            host,
+        }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+        cmd.args(args).current_dir(&self.sp);
+        isolate(&mut cmd, &self.home.join("home"), &self.home.join("cache"));
+        for (k, v) in [
+            ("GIT_AUTHOR_NAME", "t"),
+            ("GIT_AUTHOR_EMAIL", "t@e"),
+            ("GIT_COMMITTER_NAME", "t"),
+            ("GIT_COMMITTER_EMAIL", "t@e"),
+        ] {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    fn workspace(&self) -> String {
+        std::fs::read_to_string(self.sp.join(WORKSPACE)).unwrap()
+    }
+}
+
+#[test]
+fn loop_rewrites_the_commit_and_its_checksum_and_no_other_byte() {
+    let p = Project::new(6, 4);
+    let status = stdout(&expect(
+        &mut p.cmd(&["integrate", "status", "--fetch", "--json"]),
+        0,
+    ));
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["pin"], p.shas[0].as_str());
+    assert_eq!(status["pending"].as_array().unwrap().len(), 6);
+
+    let out = expect(&mut p.cmd(&["integrate", "loop", "--json"]), 3);
+    assert!(
+        stdout(&out).contains(&p.shas[4]),
+        "culprit not named:\n{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    // The pin stops at the last good commit, with that commit's checksum,
+    // and the file is otherwise what it was.
+    let good = &p.shas[3];
+    assert_eq!(
+        p.workspace(),
+        workspace_bzl(good, &sha256_hex(&archive_bytes(good)))
+    );
+    assert!(is_clean(&p.sp));
+    // Each advance is one commit changing only the workspace file.
+    let changed = git(&p.sp, &["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(changed.trim(), WORKSPACE);
+    // A commit probed twice is downloaded once (the checksum is remembered).
+    let served = p.host.served.load(Ordering::SeqCst);
+    assert!(served >= 2, "{served}");
+    expect(&mut p.cmd(&["integrate", "status", "--json"]), 0);
+    assert_eq!(p.host.served.load(Ordering::SeqCst), served);
+}
+
+#[test]
+fn a_failed_download_is_an_error_naming_the_url_and_the_pin_is_not_touched() {
+    let p = Project::new(3, 99);
+    p.host.fail.store(true, Ordering::SeqCst);
+    let before = p.workspace();
+    let head = git(&p.sp, &["rev-parse", "HEAD"]);
+    let out = expect(&mut p.cmd(&["integrate", "loop"]), 1);
+    let err = stderr(&out);
+    assert!(err.contains("cannot compute the pin's checksum"), "{err}");
+    assert!(
+        err.contains(&p.host.url.replace("http://", "")),
+        "the URL is named: {err}"
+    );
+    assert_eq!(p.workspace(), before, "no pin without its checksum");
+    assert_eq!(git(&p.sp, &["rev-parse", "HEAD"]), head);
+    assert!(is_clean(&p.sp));
+}
+
+#[test]
+fn a_pattern_that_does_not_match_once_is_refused_before_anything_moves() {
+    let p = Project::new(2, 99);
+    let config = std::fs::read_to_string(p.sp.join("lockstep.toml")).unwrap();
+    write(
+        &p.sp.join("lockstep.toml"),
+        &config.replace("LLVM_COMMIT = ", "LLVM_REV = "),
+    );
+    let out = expect(&mut p.cmd(&["integrate", "status"]), 2);
+    assert!(
+        stderr(&out).contains("does not match third_party/llvm/workspace.bzl"),
+        "{}",
+        stderr(&out)
+    );
+    // A pattern without a group, and both pin and pin-file: usage errors.
+    write(
+        &p.sp.join("lockstep.toml"),
+        &config.replace("([0-9a-f]{40})", "[0-9a-f]{40}"),
+    );
+    let out = expect(&mut p.cmd(&["integrate", "status"]), 2);
+    assert!(stderr(&out).contains("has no group"), "{}", stderr(&out));
+    write(
+        &p.sp.join("lockstep.toml"),
+        &config.replace("[integrate]\n", "[integrate]\npin-file = \"x.version\"\n"),
+    );
+    let out = expect(&mut p.cmd(&["integrate", "status"]), 2);
+    assert!(
+        stderr(&out).contains("both `pin` and `pin-file`"),
+        "{}",
+        stderr(&out)
+    );
+}
