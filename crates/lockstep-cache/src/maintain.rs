@@ -304,10 +304,7 @@ fn scan(
     foreign: &mut Vec<PathBuf>,
 ) {
     for path in children(dir) {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = lockstep_core::fs::file_name(&path);
         if name == LOCKS || name == CACHEDIR_TAG || area_dirs.contains(&path) {
             continue;
         }
@@ -329,10 +326,7 @@ fn scan(
 /// else is there is not lockstep's.
 fn scan_toolchains(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>) {
     for path in children(dir) {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = lockstep_core::fs::file_name(&path);
         let is_dir = path.is_dir() && !path.is_symlink();
         if name == ".uv"
             || (is_dir && name == "uv")
@@ -390,10 +384,7 @@ fn scan_toolchains(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>
 /// lockstep's.
 fn scan_compiler(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>) {
     for path in children(dir) {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = lockstep_core::fs::file_name(&path);
         let is_dir = path.is_dir() && !path.is_symlink();
         if name == ".sccache.lock" || name == ".ccache.lock" || (is_dir && name == "bin") {
             continue;
@@ -480,10 +471,7 @@ fn scan_group(area: Area, group: &Path, items: &mut Vec<Item>, foreign: &mut Vec
         if claimed.contains(&path) {
             continue;
         }
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = lockstep_core::fs::file_name(&path);
         if let Some(key) = layout::staging_key(&name).and_then(Key::parse) {
             items.push(Item {
                 area,

@@ -17,10 +17,7 @@ use crate::error::{Error, Result};
 /// `path` is atomic).
 pub fn temp_name(path: &Path) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = crate::fs::file_name(path);
     path.with_file_name(format!(
         ".{name}.tmp-{}-{}",
         std::process::id(),
@@ -227,6 +224,14 @@ fn too_large(what: &str, path: &Path, max_bytes: u64) -> Error {
     .hint("check that it is the file you meant")
 }
 
+/// The last component of `path` as text (lossy), empty when it has none:
+/// what listings and messages compare and show.
+pub fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 /// A directory being built beside its final place, so that the final place
 /// only ever holds a whole one: `.NAME.tmp-PID-N` in the same directory
 /// (created fresh: nothing planted in advance is written through), moved
@@ -324,10 +329,7 @@ fn parent_of(path: &Path) -> PathBuf {
 
 fn aside_name(dest: &Path) -> PathBuf {
     let tmp = temp_name(dest);
-    let name = tmp
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = crate::fs::file_name(&tmp);
     tmp.with_file_name(name.replacen(".tmp-", ".old-", 1))
 }
 

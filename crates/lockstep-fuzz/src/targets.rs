@@ -511,10 +511,7 @@ pub fn find(name: &str) -> Option<Target> {
 /// A refusal's first line, checked to name `file`.
 fn refused(message: &str, file: &Path) -> Outcome {
     let first = message.lines().next().unwrap_or("").to_string();
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = lockstep_core::fs::file_name(file);
     if message.contains(&name) {
         Outcome::Refused(first)
     } else {

@@ -134,10 +134,7 @@ fn tempfile_in(dir: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
 /// `*.json`, not hidden, right in `dir`. An output there would replace a
 /// run, or be read as one.
 pub fn would_read(dir: &Path, file: &Path) -> bool {
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = lockstep_core::fs::file_name(file);
     if !is_run_name(&name) {
         return false;
     }
@@ -171,10 +168,7 @@ pub fn load(dir: &Path) -> Result<Loaded, Error> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let name = lockstep_core::fs::file_name(p);
             is_run_name(&name)
         })
         .collect();

@@ -45,10 +45,7 @@ impl<'a> Request<'a> {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = lockstep_core::fs::file_name(dest);
         let local =
             |context: String| move |source: std::io::Error| HttpError::Local { context, source };
         let file = tempfile::Builder::new()

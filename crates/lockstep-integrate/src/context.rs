@@ -105,18 +105,37 @@ impl<'a> Integrate<'a> {
         }
         let state_dir = superproject.state_dir()?;
         let store = Store::open(&state_dir)?;
-        Ok(Integrate {
+        Ok(Self::assemble(
             cfg,
-            sub: Repo::new(sub_dir),
+            superproject,
+            Repo::new(sub_dir),
+            (store, state_dir),
+            sink,
+            None,
+        ))
+    }
+
+    /// The integrate of `superproject` whose upstream history is `sub`.
+    fn assemble(
+        cfg: IntegrateConfig,
+        superproject: Repo,
+        sub: Repo,
+        (store, state_dir): (Store, PathBuf),
+        sink: &'a dyn Sink,
+        pin: Option<Pin>,
+    ) -> Integrate<'a> {
+        Integrate {
+            cfg,
+            sub,
+            state_dir,
             superproject,
             store,
-            state_dir,
             sink,
             outputs: Vec::new(),
             fetched: Default::default(),
             reach: Reach::default(),
-            pin: None,
-        })
+            pin,
+        }
     }
 
     /// Pin-file mode: the pin is a file in the superproject; upstream's
@@ -150,18 +169,14 @@ impl<'a> Integrate<'a> {
                 );
             }
         }
-        Ok(Integrate {
+        Ok(Self::assemble(
             cfg,
-            sub: Repo::new(upstream_dir),
             superproject,
-            store,
-            state_dir,
+            Repo::new(upstream_dir),
+            (store, state_dir),
             sink,
-            outputs: Vec::new(),
-            fetched: Default::default(),
-            reach: Reach::default(),
-            pin: Some(pin),
-        })
+            Some(pin),
+        ))
     }
 
     /// Declares the files this command writes (absolute paths, or relative

@@ -1053,10 +1053,7 @@ fn build_cell(
     };
     if let Some(policy) = &policy {
         sink.emit(&PkgEvent::Repaired {
-            wheel: file
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            wheel: lockstep_core::fs::file_name(&file),
             policy: policy.clone(),
         });
     }
@@ -1092,10 +1089,7 @@ fn repair_wheel(
 /// Whether the wheel `file` is already at `version` (a backend's own
 /// version asked for again: nothing to stamp).
 fn built_at(file: &Path, version: &str) -> bool {
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = lockstep_core::fs::file_name(file);
     matches!(
         (
             WheelName::parse(&name).map(|w| wheel::parse_version(&w.version)),
@@ -1116,10 +1110,7 @@ fn restamp_wheel(
     cell_dir: &Path,
     sink: &dyn Sink,
 ) -> Result<PathBuf, String> {
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = lockstep_core::fs::file_name(file);
     let built = WheelName::parse(&name)
         .map(|w| w.version)
         .ok_or_else(|| format!("`{name}` is not a wheel file name"))?;
@@ -1132,10 +1123,7 @@ fn restamp_wheel(
     let _ = std::fs::remove_file(file);
     sink.emit(&PkgEvent::Restamped {
         package: group.dist.clone(),
-        wheel: restamped
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        wheel: lockstep_core::fs::file_name(&restamped),
         from: built,
         to,
         stamps,
@@ -1205,10 +1193,7 @@ fn made(
     cached: bool,
     sdist: bool,
 ) -> Made {
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = lockstep_core::fs::file_name(&file);
     // An sdist serves every Python of its variant.
     let cells = if sdist {
         vec![format!("variant={}", group.variant)]
@@ -1245,10 +1230,7 @@ fn single_dist(dist: &Path, group: &Group, sdist: bool) -> Result<PathBuf, Strin
     } else {
         wheel::single_wheel_in(dist, "uv build")?
     };
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = lockstep_core::fs::file_name(file);
     let parsed = dist_name(&name, sdist)
         .ok_or_else(|| format!("`{name}` is not a wheel or sdist file name lockstep can read"))?;
     if parsed.0 != wheel::normalize(&group.dist) {
@@ -1373,10 +1355,7 @@ fn store_in_cache(
         }
         let mut stage = lock.stage();
         stage.copy(cache_item(sdist), file)?;
-        let name = file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = lockstep_core::fs::file_name(file);
         stage.commit(serde_json::json!({ "file": name, "manylinux": policy }))?;
         Ok(())
     })();

@@ -212,10 +212,7 @@ fn check(dir: &Path) -> Result<(Vec<PathBuf>, usize), Error> {
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let name = lockstep_core::fs::file_name(p);
             name.starts_with("pylock") && name.ends_with(".toml") && p.is_file()
         })
         .collect();

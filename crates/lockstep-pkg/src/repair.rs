@@ -84,10 +84,7 @@ pub fn repair(
     out_dir: &Path,
     timeout: Duration,
 ) -> Result<Option<Repaired>, String> {
-    let name = wheel
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = lockstep_core::fs::file_name(wheel);
     let Some(arch) = needs_repair(&name) else {
         return Ok(None);
     };
@@ -134,10 +131,7 @@ pub fn repair(
         ));
     }
     let file = &lockstep_python::wheel::single_wheel_in(out_dir, "auditwheel repair")?;
-    let file_name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let file_name = lockstep_core::fs::file_name(file);
     let policy = policy_of(&file_name).ok_or_else(|| {
         format!("auditwheel repair wrote {file_name}, which names no manylinux policy")
     })?;

@@ -36,10 +36,7 @@ pub fn rewrite_wheel(
     to: &str,
     rewrite_stamps: bool,
 ) -> Result<(PathBuf, Vec<String>, Vec<String>), Error> {
-    let file_name = wheel
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let file_name = lockstep_core::fs::file_name(wheel);
     let name = WheelName::parse(&file_name)
         .ok_or_else(|| Error::usage(format!("{file_name} is not a wheel file name")))?;
     if name.version != from {
@@ -189,10 +186,7 @@ pub fn rewrite_sdist(
     to: &str,
     rewrite_stamps: bool,
 ) -> Result<(PathBuf, Vec<String>, Vec<String>), Error> {
-    let file_name = sdist
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let file_name = lockstep_core::fs::file_name(sdist);
     let name = SdistName::parse(&file_name)
         .ok_or_else(|| Error::usage(format!("{file_name} is not an sdist file name")))?;
     if name.version != from {

@@ -194,9 +194,7 @@ pub fn metadata_header<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 }
 
 fn file_name(file: &Path) -> String {
-    file.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    lockstep_core::fs::file_name(file)
 }
 
 #[cfg(test)]

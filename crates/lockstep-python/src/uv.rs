@@ -466,10 +466,7 @@ impl Uv {
         file: &Path,
         credentials: &Credentials,
     ) -> Result<Uploaded, Error> {
-        let name = file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = lockstep_core::fs::file_name(file);
         let rest: Vec<String> = vec![
             "--no-progress".into(),
             "--trusted-publishing".into(),

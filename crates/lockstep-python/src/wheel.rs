@@ -355,10 +355,7 @@ pub struct WheelFacts {
 /// Reads a wheel's METADATA (and console scripts), checking that its name
 /// and version agree with the file name.
 pub fn wheel_facts(path: &Path) -> Result<WheelFacts, Error> {
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let file_name = lockstep_core::fs::file_name(path);
     let name = WheelName::parse(&file_name)
         .ok_or_else(|| Error::usage(format!("{file_name} is not a wheel file name")))?;
     let file = fs_err::File::open(path)?;

@@ -169,10 +169,7 @@ pub fn promote(
             to,
             rewrite_stamps,
         )?;
-        let name = out
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = lockstep_core::fs::file_name(&out);
         if !found.is_empty() {
             stamps.insert(name.clone(), found);
         }

@@ -87,10 +87,7 @@ pub fn load_or_scan(dir: &Path) -> Result<Release, Error> {
                 .cause(e.to_string())
         })?,
         Err(_) => Release {
-            version: dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            version: lockstep_core::fs::file_name(dir),
             ..Release::default()
         },
     };
@@ -155,10 +152,7 @@ fn check_record(path: &Path, release: &Release) -> Result<(), Error> {
 /// An sdist's name and Requires-Python, its PKG-INFO checked to agree
 /// with its file name (every member checked on the way).
 pub fn sdist_facts(path: &Path) -> Result<(String, Option<String>), Error> {
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let file_name = lockstep_core::fs::file_name(path);
     let name = SdistName::parse(&file_name)
         .ok_or_else(|| Error::usage(format!("{file_name} is not an sdist file name")))?;
     let info = lockstep_python::sdist::pkg_info(path)?;
@@ -212,10 +206,7 @@ pub fn describe(file: &Path, upload_time: Option<&str>) -> Result<StoredFile, Er
             .to_string(),
     };
     Ok(StoredFile {
-        filename: wheel
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        filename: lockstep_core::fs::file_name(wheel),
         project,
         sha256: lockstep_core::hash::sha256_file(wheel)?,
         size,
@@ -329,10 +320,7 @@ pub fn add(index: &Path, release: &Release, wheels: &[PathBuf]) -> Result<Vec<St
     // Check every name first: a different file under an existing name is refused.
     let mut new = Vec::new();
     for wheel in wheels {
-        let name = wheel
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = lockstep_core::fs::file_name(wheel);
         let existing = dir.join(&name);
         if existing.exists() {
             if lockstep_core::hash::sha256_file(&existing)?

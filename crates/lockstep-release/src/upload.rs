@@ -36,10 +36,7 @@ pub fn check_url(url: &str) -> Result<(), Error> {
 /// Uploads `wheel` (a wheel or an sdist) to the upload endpoint `url` with `uv`.
 pub fn upload(uv: &Uv, url: &str, wheel: &Path) -> Result<Uploaded, Error> {
     check_url(url)?;
-    let file_name = wheel
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let file_name = lockstep_core::fs::file_name(wheel);
     if WheelName::parse(&file_name).is_none() && SdistName::parse(&file_name).is_none() {
         return Err(Error::usage(format!(
             "{file_name} is not a wheel or an sdist"

@@ -127,9 +127,7 @@ fn layout_case(root: &Path, dir: &Path) -> Option<LayoutCase> {
 fn case_name(root: &Path, dir: &Path) -> String {
     let rel = dir.strip_prefix(root).unwrap_or(dir);
     let name = if rel.as_os_str().is_empty() {
-        dir.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
+        lockstep_core::fs::file_name(dir)
     } else {
         rel.components()
             .map(|c| c.as_os_str().to_string_lossy())
