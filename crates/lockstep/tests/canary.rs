@@ -209,3 +209,68 @@ fn assert_inherited_none(dump: &Path, expected: &str) {
         );
     }
 }
+
+/// A directory of the IREE tools, each a wrapper that appends the
+/// environment it got to `dump` (a path written into the script: nothing
+/// from the environment) and then runs the real tool.
+fn spying_iree_bin(dir: &Path, dump: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    for entry in std::fs::read_dir(iree_bin()).unwrap().flatten() {
+        let real = std::fs::canonicalize(entry.path()).unwrap();
+        write_executable(
+            &dir.join(entry.file_name()),
+            &format!(
+                "#!/bin/sh\nenv >> '{}'\necho ---- >> '{}'\nexec '{}' \"$@\"\n",
+                dump.display(),
+                dump.display(),
+                real.display()
+            ),
+        );
+    }
+    dir.to_path_buf()
+}
+
+#[test]
+fn test_and_bench_hand_no_secret_to_the_iree_tools() {
+    let p = Project::new();
+    let dump = p.root().join("tools-env.txt");
+    let tools = spying_iree_bin(&p.root().join("spy-bin"), &dump);
+    let secrets = |cmd: &mut std::process::Command| {
+        cmd.env("GITHUB_TOKEN", TOKEN)
+            .env("GH_TOKEN", TOKEN)
+            .env("GIT_CONFIG_COUNT", "1")
+            .env(
+                "GIT_CONFIG_KEY_0",
+                "http.https://github.invalid/.extraheader",
+            )
+            .env("GIT_CONFIG_VALUE_0", HEADER);
+    };
+    // lockstep test: iree-compile and iree-run-module.
+    p.add_suite(&[("add", "11 22 33 44")]);
+    let mut test = p.cmd(&["test", "--iree-bin", tools.to_str().unwrap(), "s"]);
+    secrets(&mut test);
+    expect(&mut test, 0);
+    assert_inherited_none(&dump, "PATH=");
+    // lockstep bench: iree-compile, iree-benchmark-module and (verifying)
+    // iree-run-module.
+    std::fs::remove_file(&dump).unwrap();
+    let mut bench = p.cmd(&[
+        "bench",
+        "--iree-bin",
+        tools.to_str().unwrap(),
+        "--verify",
+        "--",
+        "gemm",
+        "-m",
+        "4",
+        "-k",
+        "4",
+        "-n",
+        "4",
+    ]);
+    secrets(&mut bench);
+    expect(&mut bench, 0);
+    let seen = std::fs::read_to_string(&dump).unwrap();
+    assert!(seen.matches("----").count() >= 2, "the tools ran:\n{seen}");
+    assert_inherited_none(&dump, "PATH=");
+}
