@@ -138,7 +138,8 @@ pub fn run(
             out,
             format!("\n== lockstep integrate loop --publish (round {round})"),
         )?;
-        let recording = history.start(lockstep_history::Kind::Integrate, ig.superproject.dir())?;
+        let recording =
+            history.start(lockstep_history::Kind::Integrate, ig.superproject().dir())?;
         let report = ig.run_loop(&opts)?;
         history.finish(
             recording,
@@ -280,7 +281,7 @@ fn colleague_fixup(
     clone.git(&[
         "update-index",
         "--cacheinfo",
-        &format!("160000,{patched},{}", ig.cfg.submodule),
+        &format!("160000,{patched},{}", ig.config().submodule),
     ])?;
     clone.git(&["add", "API_LEVEL"])?;
     clone.git(&[
@@ -359,7 +360,7 @@ fn carried_revert_story(
     up.git(&["push", "--quiet", "origin", "HEAD:main"])?;
     ig.fetch_upstream()?;
     let report = ig.run_loop(opts)?;
-    let message = ig.superproject.git(&["log", "-1", "--format=%B"])?;
+    let message = ig.superproject().git(&["log", "-1", "--format=%B"])?;
     let dropped = message
         .lines()
         .find(|l| l.starts_with("Lockstep-Dropped-Patch:") && l.contains("reverted upstream"))
@@ -395,10 +396,10 @@ fn fix_api_break(
     })?;
     let level = sandbox::api_level_at(sb, culprit).unwrap_or(1);
     fs_err::write(
-        ig.superproject.dir().join("API_LEVEL"),
+        ig.superproject().dir().join("API_LEVEL"),
         format!("{level}\n"),
     )?;
-    let sp = &ig.superproject;
+    let sp = ig.superproject();
     sp.git(&["add", "API_LEVEL"])?;
     sp.commit_staged(
         &format!("Fix build for upstream API level {level}\n"),
@@ -416,7 +417,7 @@ fn fix_api_break(
 /// that upstream's change makes obsolete, and commit the new pin.
 fn resolve_conflict(ig: &Integrate, culprit: &str, out: &mut dyn Write) -> Result<(), Error> {
     let status = ig.status(false)?;
-    let sub: &Repo = &ig.sub;
+    let sub: &Repo = ig.upstream();
     sub.checkout_detached(culprit)?;
     let mut dropped = Vec::new();
     for p in &status.patches {
@@ -427,12 +428,12 @@ fn resolve_conflict(ig: &Integrate, culprit: &str, out: &mut dyn Write) -> Resul
         }
     }
     let head = sub.head()?;
-    let sp = &ig.superproject;
-    sp.stage_gitlink(&ig.cfg.submodule, &head)?;
+    let sp = ig.superproject();
+    sp.stage_gitlink(&ig.config().submodule, &head)?;
     sp.commit_staged(
         &format!(
             "Advance {} to {culprit} by hand, dropping: {}\n",
-            ig.cfg.upstream_name,
+            ig.config().upstream_name,
             dropped.join(", ")
         ),
         false,

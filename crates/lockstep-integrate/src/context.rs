@@ -46,21 +46,21 @@ const MAX_RUNS_PER_SECOND: u32 = 10_000;
 
 /// Everything an integrate command works on.
 pub struct Integrate<'a> {
-    pub cfg: IntegrateConfig,
-    pub superproject: Repo,
-    pub sub: Repo,
-    pub store: Store,
+    pub(crate) cfg: IntegrateConfig,
+    pub(crate) superproject: Repo,
+    pub(crate) sub: Repo,
+    pub(crate) store: Store,
     /// `<git common dir>/lockstep`: store, lock, reports, logs.
-    pub state_dir: PathBuf,
-    pub sink: &'a dyn Sink,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) sink: &'a dyn Sink,
     /// The files this command writes (`--events FILE` ...), absolute:
     /// lockstep's own outputs, never counted as uncommitted changes.
-    pub outputs: Vec<PathBuf>,
+    pub(crate) outputs: Vec<PathBuf>,
     /// Set when this command fetched upstream (what a usage error undoes).
     fetched: std::sync::atomic::AtomicBool,
     /// Where `publish` and `call_for_help` go instead of what the
     /// environment says (the demo's loopback GitHub).
-    pub reach: Reach,
+    pub(crate) reach: Reach,
     /// The pin when it lives in a file (`pin` or `pin-file`); `None`: the
     /// submodule pins.
     pin: Option<Pin>,
@@ -214,6 +214,22 @@ impl<'a> Integrate<'a> {
         self.outputs
             .iter()
             .any(|o| real(o).as_ref() == Some(&listed))
+    }
+
+    /// The `[integrate]` table this integrate runs with.
+    pub fn config(&self) -> &IntegrateConfig {
+        &self.cfg
+    }
+
+    /// The superproject (the repository holding the pin).
+    pub fn superproject(&self) -> &Repo {
+        &self.superproject
+    }
+
+    /// The repository holding upstream's history (the submodule, or the
+    /// bare clone of a pin kept in a file).
+    pub fn upstream(&self) -> &Repo {
+        &self.sub
     }
 
     /// The pin file's path when the pin lives in a file.

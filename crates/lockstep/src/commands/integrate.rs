@@ -76,7 +76,7 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 }
             };
             let opts = LoopOptions {
-                strategy: strategy.unwrap_or(ig.cfg.strategy),
+                strategy: strategy.unwrap_or(ig.config().strategy),
                 max_steps,
                 wait: wait.map(Duration::from_secs),
                 dry_run,
