@@ -10,6 +10,11 @@
 //! inputs (part of `scripts/test`); `scripts/fuzz` runs each for minutes and
 //! keeps inputs with new outcomes in the corpus.
 
+/// The binary's list of lockstep.toml's tables, compiled from its own file
+/// so that the fuzz target checks exactly what the binary loads.
+#[path = "../../lockstep/src/config.rs"]
+#[allow(dead_code)]
+mod lockstep_config;
 pub mod mutate;
 pub mod run;
 pub mod targets;

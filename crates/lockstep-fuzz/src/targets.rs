@@ -529,7 +529,7 @@ fn config(input: &[u8]) -> Outcome {
         text(input),
         Some(file.into()),
         ".".into(),
-        lockstep::config::SECTIONS,
+        crate::lockstep_config::SECTIONS,
     ) {
         Ok(_) => Outcome::Accepted,
         Err(e) => refused(&e.to_string(), file),
@@ -668,7 +668,7 @@ fn integrate_config(input: &[u8]) -> Outcome {
         text(input),
         Some(file.into()),
         ".".into(),
-        lockstep::config::SECTIONS,
+        crate::lockstep_config::SECTIONS,
     ) {
         Ok(loaded) => loaded,
         Err(e) => return refused_kind(&e.to_string(), file),
@@ -831,7 +831,7 @@ fn checked_section(
         text(input),
         Some(file.into()),
         std::env::temp_dir(),
-        lockstep::config::SECTIONS,
+        crate::lockstep_config::SECTIONS,
     ) {
         Ok(loaded) => loaded,
         Err(e) => return refused(&e.to_string(), file),

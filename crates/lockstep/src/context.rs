@@ -39,7 +39,7 @@ impl<'a> Ctx<'a> {
         if let Some(loaded) = self.loaded.get() {
             return Ok(loaded);
         }
-        let loaded = lockstep::config::load(self.config.as_deref(), &self.cwd)?;
+        let loaded = crate::config::load(self.config.as_deref(), &self.cwd)?;
         // `[tools]` is the Python layer's, for every engine that reaches uv
         // or an interpreter: set once, here, where the file is read.
         let tools: lockstep_python::settings::ToolsConfig = loaded.section()?;
@@ -109,7 +109,7 @@ impl<'a> Ctx<'a> {
 
     /// The cache every command shares.
     pub fn cache(&self) -> Result<Cache, Error> {
-        lockstep::config::cache(self.loaded()?)
+        crate::config::cache(self.loaded()?)
     }
 
     /// The IREE tools (lockstep-iree's precedence; `flag` is `--iree-bin`).

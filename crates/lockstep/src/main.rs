@@ -5,6 +5,7 @@
 
 mod cli;
 mod commands;
+mod config;
 mod context;
 mod outputs;
 
