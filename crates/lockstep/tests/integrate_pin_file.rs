@@ -6,40 +6,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use common::*;
-
-/// Upstream with `n` commits after the base; from commit `breaks` on, `state.txt` says broken.
-fn upstream(dir: &Path, n: usize, breaks: usize) -> Vec<String> {
-    std::fs::create_dir_all(dir).unwrap();
-    git(dir, &["init", "-q", "-b", "main"]);
-    let mut shas = Vec::new();
-    for i in 0..=n {
-        let state = if i >= breaks && i > 0 {
-            "broken"
-        } else {
-            "fine"
-        };
-        write(&dir.join("state.txt"), &format!("{state} {i}\n"));
-        git(dir, &["add", "."]);
-        git(
-            dir,
-            &[
-                "-c",
-                "user.name=u",
-                "-c",
-                "user.email=u@e",
-                "commit",
-                "-qm",
-                &format!("upstream change {i}"),
-            ],
-        );
-        shas.push(git(dir, &["rev-parse", "HEAD"]).trim().to_string());
-    }
-    shas
-}
 
 struct PinProject {
     _tmp: tempfile::TempDir,
@@ -52,7 +22,7 @@ impl PinProject {
     fn new(n: usize, breaks: usize) -> PinProject {
         let tmp = tempfile::tempdir().unwrap();
         let up = tmp.path().join("upstream");
-        let shas = upstream(&up, n, breaks);
+        let shas = upstream_with_break(&up, n, breaks);
         let sp = tmp.path().join("project");
         std::fs::create_dir_all(&sp).unwrap();
         git(&sp, &["init", "-q", "-b", "main"]);

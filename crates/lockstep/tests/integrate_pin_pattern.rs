@@ -12,7 +12,7 @@ mod common;
 
 use std::io::Write as _;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -103,35 +103,6 @@ impl ArchiveHost {
     }
 }
 
-fn upstream(dir: &Path, n: usize, breaks: usize) -> Vec<String> {
-    std::fs::create_dir_all(dir).unwrap();
-    git(dir, &["init", "-q", "-b", "main"]);
-    (0..=n)
-        .map(|i| {
-            let state = if i >= breaks && i > 0 {
-                "broken"
-            } else {
-                "fine"
-            };
-            write(&dir.join("state.txt"), &format!("{state} {i}\n"));
-            git(dir, &["add", "."]);
-            git(
-                dir,
-                &[
-                    "-c",
-                    "user.name=u",
-                    "-c",
-                    "user.email=u@e",
-                    "commit",
-                    "-qm",
-                    &format!("upstream change {i}"),
-                ],
-            );
-            git(dir, &["rev-parse", "HEAD"]).trim().to_string()
-        })
-        .collect()
-}
-
 struct Project {
     _tmp: tempfile::TempDir,
     sp: PathBuf,
@@ -144,7 +115,7 @@ impl Project {
     fn new(n: usize, breaks: usize) -> Project {
         let tmp = tempfile::tempdir().unwrap();
         let up = tmp.path().join("upstream");
-        let shas = upstream(&up, n, breaks);
+        let shas = upstream_with_break(&up, n, breaks);
         let host = ArchiveHost::start();
         let sp = tmp.path().join("project");
         std::fs::create_dir_all(sp.join("third_party/llvm")).unwrap();

@@ -857,3 +857,35 @@ pub fn planted_iree_bin(dir: &Path, factor: f64) -> PathBuf {
     );
     dir.to_path_buf()
 }
+
+/// An upstream repository of `n` commits after its first, each rewriting
+/// `state.txt`; from commit `breaks` on it says `broken` (what the pin-file
+/// smokes read). Returns the commits, oldest first.
+pub fn upstream_with_break(dir: &Path, n: usize, breaks: usize) -> Vec<String> {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    let mut shas = Vec::new();
+    for i in 0..=n {
+        let state = if i >= breaks && i > 0 {
+            "broken"
+        } else {
+            "fine"
+        };
+        write(&dir.join("state.txt"), &format!("{state} {i}\n"));
+        git(dir, &["add", "."]);
+        git(
+            dir,
+            &[
+                "-c",
+                "user.name=u",
+                "-c",
+                "user.email=u@e",
+                "commit",
+                "-qm",
+                &format!("upstream change {i}"),
+            ],
+        );
+        shas.push(git(dir, &["rev-parse", "HEAD"]).trim().to_string());
+    }
+    shas
+}
