@@ -273,7 +273,9 @@ impl Integrate<'_> {
             message: plan.message.clone(),
             export,
         };
-        let id = self.store.begin("advance", &state)?;
+        let id = self
+            .store
+            .begin(<AdvanceJournal as crate::journal::Journaled>::KIND, &state)?;
         self.finish_advance(id, &state)
     }
 
@@ -361,5 +363,56 @@ impl Integrate<'_> {
             report_path: String::new(),
             created_at: jiff::Timestamp::now().to_string(),
         })
+    }
+}
+
+/// An advance is finished by a rerun and undone by `abort` here, beside
+/// the code that journals it.
+impl crate::journal::Journaled for AdvanceJournal {
+    const KIND: &'static str = "advance";
+
+    fn resume(&self, ig: &Integrate, id: i64) -> Result<Option<crate::journal::Resumed>, Error> {
+        ig.info(format!(
+            "finishing the interrupted advance to {}",
+            self.target
+        ));
+        let (commit, export) = ig.finish_advance(id, self).map_err(|e| {
+            e.context("cannot finish an interrupted advance")
+                .hint("fix the cause and rerun, or `lockstep integrate abort` to undo the advance")
+        })?;
+        Ok(Some(crate::journal::Resumed {
+            target: self.target.clone(),
+            superproject_commit: commit,
+            message: self.message.clone(),
+            export,
+        }))
+    }
+
+    fn undo(&self, ig: &Integrate) -> Result<String, Error> {
+        let head = ig.superproject.head()?;
+        if head != self.superproject_before {
+            let parent = ig.superproject.resolve("HEAD^")?;
+            if parent.as_deref() == Some(self.superproject_before.as_str())
+                && ig.pin()? == self.new_head
+            {
+                ig.superproject
+                    .git(&["reset", "-q", "--keep", &self.superproject_before])?;
+            } else {
+                return Err(
+                    Error::failed("the superproject moved since the interrupted advance")
+                        .hint("inspect `git log` and reset by hand"),
+                );
+            }
+        }
+        // Unstage the new pin an interrupted commit may have left staged.
+        ig.superproject
+            .git(&["reset", "-q", "--", &ig.cfg.submodule])?;
+        let current = ig.checked_out()?;
+        crate::checkout::checkout_submodule(
+            ig,
+            &self.submodule_before,
+            &[&current, &self.new_head, &self.submodule_before],
+        )?;
+        Ok(format!("advance to {}", self.target))
     }
 }

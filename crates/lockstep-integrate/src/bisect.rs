@@ -205,7 +205,10 @@ impl Integrate<'_> {
             original_branch: sp.current_branch()?,
             original_head: sp.head()?,
         };
-        let id = self.store.begin("bisect-superproject", &state)?;
+        let id = self.store.begin(
+            <SuperBisectJournal as crate::journal::Journaled>::KIND,
+            &state,
+        )?;
         let run_dir = self.run_dir("bisect")?;
         let n = candidates.len();
         let mut steps = Vec::new();
@@ -269,5 +272,22 @@ impl Integrate<'_> {
     /// Returns the superproject (and its submodule) to where the user was.
     pub(crate) fn restore_superproject(&self, state: &SuperBisectJournal) -> Result<(), Error> {
         self.return_to(state.original_branch.as_deref(), &state.original_head)
+    }
+}
+
+/// A superproject bisect's checkout is put back after a crash and by
+/// `abort` alike.
+impl crate::journal::Journaled for SuperBisectJournal {
+    const KIND: &'static str = "bisect-superproject";
+
+    fn resume(&self, ig: &Integrate, id: i64) -> Result<Option<crate::journal::Resumed>, Error> {
+        ig.restore_superproject(self)?;
+        ig.store.finish(id, "interrupted")?;
+        Ok(None)
+    }
+
+    fn undo(&self, ig: &Integrate) -> Result<String, Error> {
+        ig.restore_superproject(self)?;
+        Ok("superproject bisect checkout".into())
     }
 }

@@ -9,8 +9,26 @@
 //! step depends on recovery and recovery depends on the steps only for their
 //! behaviour.
 
+use lockstep_core::Error;
 use lockstep_git::Oid;
 use serde::{Deserialize, Serialize};
+
+use crate::Integrate;
+
+/// A journaled step, owned by its command's module: the store's name for
+/// it, how a rerun finishes it after a crash (`resume`) and how `integrate
+/// abort` takes it back (`undo`). `recover` only reads the records and
+/// dispatches to these.
+pub(crate) trait Journaled: for<'de> Deserialize<'de> {
+    /// The step's kind in the store (`Store::begin`).
+    const KIND: &'static str;
+    /// Rolls the unfinished step `id` forward (or puts back what it moved,
+    /// for a step that cannot be finished); an advance says what it
+    /// finished.
+    fn resume(&self, ig: &Integrate, id: i64) -> Result<Option<Resumed>, Error>;
+    /// Undoes the step; says what was undone.
+    fn undo(&self, ig: &Integrate) -> Result<String, Error>;
+}
 
 /// Journaled state of one advance.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -94,10 +112,10 @@ pub fn parse_step(kind: &str, state: &str) -> Result<Step, lockstep_core::Error>
         })
     }
     Ok(match kind {
-        "advance" => Step::Advance(read(kind, state)?),
-        "probe" => Step::Probe(read(kind, state)?),
-        "bisect-superproject" => Step::SuperBisect(read(kind, state)?),
-        "start" => Step::Start(read(kind, state)?),
+        AdvanceJournal::KIND => Step::Advance(read(kind, state)?),
+        ProbeJournal::KIND => Step::Probe(read(kind, state)?),
+        SuperBisectJournal::KIND => Step::SuperBisect(read(kind, state)?),
+        StartJournal::KIND => Step::Start(read(kind, state)?),
         other => Step::Unknown(other.to_string()),
     })
 }

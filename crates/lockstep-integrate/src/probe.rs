@@ -262,7 +262,10 @@ impl<'i, 'a> Prober<'i, 'a> {
             pgid: None,
             moving_to: None,
         };
-        let id = self.ig.store.begin("probe", &state)?;
+        let id = self
+            .ig
+            .store
+            .begin(<ProbeJournal as crate::journal::Journaled>::KIND, &state)?;
         self.journal = Some((id, state));
         Ok(())
     }
@@ -567,5 +570,38 @@ impl lockstep_bisect::Probe for PinSmoke<'_, '_> {
             cached: probe.cached,
             log: probe.log,
         })
+    }
+}
+
+impl Integrate<'_> {
+    /// Puts the submodule back where a search found it.
+    fn undo_probe(&self, state: &ProbeJournal) -> Result<(), Error> {
+        let target = if self.superproject.head()? == state.superproject_head {
+            state.restore.clone()
+        } else {
+            self.pin()?
+        };
+        let current = self.checked_out()?;
+        let mut sources = vec![current.as_str(), target.as_str()];
+        if let Some(m) = &state.moving_to {
+            sources.push(m);
+        }
+        crate::checkout::checkout_submodule(self, &target, &sources)
+    }
+}
+
+/// A probe's checkout is put back after a crash and by `abort` alike.
+impl crate::journal::Journaled for ProbeJournal {
+    const KIND: &'static str = "probe";
+
+    fn resume(&self, ig: &Integrate, id: i64) -> Result<Option<crate::journal::Resumed>, Error> {
+        ig.undo_probe(self)?;
+        ig.store.finish(id, "interrupted")?;
+        Ok(None)
+    }
+
+    fn undo(&self, ig: &Integrate) -> Result<String, Error> {
+        ig.undo_probe(self)?;
+        Ok("probe checkout".into())
     }
 }

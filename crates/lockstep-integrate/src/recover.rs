@@ -6,8 +6,10 @@
 //! children left behind (only those created after it started), kills a smoke
 //! process group it left running, and then rolls each unfinished step forward
 //! (so rerunning the same command continues) or, with `integrate abort`, back.
-//! The records it reads are defined in [`crate::journal`]; the submodule
-//! checkouts it undoes go through [`crate::checkout`].
+//! The records it reads are defined in [`crate::journal`]; each step's
+//! resume and undo are its own module's (`Journaled`, implemented in
+//! advance, probe, bisect and start): this module only finds the unfinished
+//! steps and dispatches.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -15,9 +17,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
 
-use crate::checkout::checkout_submodule;
 use crate::journal::{
-    AdvanceJournal, ProbeJournal, Resumed, StartJournal, SuperBisectJournal, INTEGRATE_RECORD,
+    AdvanceJournal, Journaled, ProbeJournal, Resumed, StartJournal, SuperBisectJournal,
+    INTEGRATE_RECORD,
 };
 use crate::Integrate;
 
@@ -112,68 +114,19 @@ impl<'a> Integrate<'a> {
     fn roll_forward(&self) -> Result<Vec<Resumed>, Error> {
         let mut resumed = Vec::new();
         for op in self.store.unfinished_all()? {
-            match op.kind.as_str() {
-                "advance" => {
-                    let state: AdvanceJournal = parse_state(&op.state)?;
-                    self.info(format!(
-                        "finishing the interrupted advance to {}",
-                        state.target
-                    ));
-                    let (commit, export) = self.finish_advance(op.id, &state).map_err(|e| {
-                        e.context("cannot finish an interrupted advance").hint(
-                            "fix the cause and rerun, or `lockstep integrate abort` to undo the advance",
-                        )
-                    })?;
-                    resumed.push(Resumed {
-                        target: state.target.clone(),
-                        superproject_commit: commit,
-                        message: state.message.clone(),
-                        export,
-                    });
+            let finished = match op.kind.as_str() {
+                AdvanceJournal::KIND => resume::<AdvanceJournal>(self, op.id, &op.state)?,
+                ProbeJournal::KIND => resume::<ProbeJournal>(self, op.id, &op.state)?,
+                SuperBisectJournal::KIND => resume::<SuperBisectJournal>(self, op.id, &op.state)?,
+                StartJournal::KIND => resume::<StartJournal>(self, op.id, &op.state)?,
+                _ => {
+                    self.store.finish(op.id, "unknown")?;
+                    None
                 }
-                "probe" => {
-                    let state: ProbeJournal = parse_state(&op.state)?;
-                    self.undo_probe(&state)?;
-                    self.store.finish(op.id, "interrupted")?;
-                }
-                "bisect-superproject" => {
-                    let state: SuperBisectJournal = parse_state(&op.state)?;
-                    self.restore_superproject(&state)?;
-                    self.store.finish(op.id, "interrupted")?;
-                }
-                "start" => {
-                    let state: StartJournal = parse_state(&op.state)?;
-                    self.info(format!(
-                        "finishing the interrupted start of {}",
-                        state.branch
-                    ));
-                    self.finish_start(op.id, &state).map_err(|e| {
-                        e.context(format!(
-                            "cannot finish the interrupted start of {}",
-                            state.branch
-                        ))
-                        .hint("fix the cause and rerun, or `lockstep integrate abort` to undo the start")
-                    })?;
-                }
-                _ => self.store.finish(op.id, "unknown")?,
-            }
+            };
+            resumed.extend(finished);
         }
         Ok(resumed)
-    }
-
-    /// Puts the submodule back where a search found it.
-    fn undo_probe(&self, state: &ProbeJournal) -> Result<(), Error> {
-        let target = if self.superproject.head()? == state.superproject_head {
-            state.restore.clone()
-        } else {
-            self.pin()?
-        };
-        let current = self.checked_out()?;
-        let mut sources = vec![current.as_str(), target.as_str()];
-        if let Some(m) = &state.moving_to {
-            sources.push(m);
-        }
-        checkout_submodule(self, &target, &sources)
     }
 
     /// `integrate abort`: undoes the last unfinished step, or with `all` the
@@ -183,62 +136,21 @@ impl<'a> Integrate<'a> {
         self.cleanup_after_crash()?;
         let mut undone = Vec::new();
         for op in self.store.unfinished_all()? {
-            match op.kind.as_str() {
-                "advance" => {
-                    let state: AdvanceJournal = parse_state(&op.state)?;
-                    let head = self.superproject.head()?;
-                    if head != state.superproject_before {
-                        let parent = self.superproject.resolve("HEAD^")?;
-                        if parent.as_deref() == Some(state.superproject_before.as_str())
-                            && self.pin()? == state.new_head
-                        {
-                            self.superproject.git(&[
-                                "reset",
-                                "-q",
-                                "--keep",
-                                &state.superproject_before,
-                            ])?;
-                        } else {
-                            return Err(Error::failed(
-                                "the superproject moved since the interrupted advance",
-                            )
-                            .hint("inspect `git log` and reset by hand"));
-                        }
-                    }
-                    // Unstage the new pin an interrupted commit may have left staged.
-                    self.superproject
-                        .git(&["reset", "-q", "--", &self.cfg.submodule])?;
-                    let current = self.checked_out()?;
-                    checkout_submodule(
-                        self,
-                        &state.submodule_before,
-                        &[&current, &state.new_head, &state.submodule_before],
-                    )?;
-                    undone.push(format!("advance to {}", state.target));
-                }
-                "probe" => {
-                    let state: ProbeJournal = parse_state(&op.state)?;
-                    self.undo_probe(&state)?;
-                    undone.push("probe checkout".into());
-                }
-                "bisect-superproject" => {
-                    let state: SuperBisectJournal = parse_state(&op.state)?;
-                    self.restore_superproject(&state)?;
-                    undone.push("superproject bisect checkout".into());
-                }
-                "start" => {
-                    let state: StartJournal = parse_state(&op.state)?;
-                    self.undo_start(&state)?;
-                    undone.push(format!("start of {}", state.branch));
-                }
-                _ => {}
-            }
+            let what = match op.kind.as_str() {
+                AdvanceJournal::KIND => Some(undo::<AdvanceJournal>(self, &op.state)?),
+                ProbeJournal::KIND => Some(undo::<ProbeJournal>(self, &op.state)?),
+                SuperBisectJournal::KIND => Some(undo::<SuperBisectJournal>(self, &op.state)?),
+                StartJournal::KIND => Some(undo::<StartJournal>(self, &op.state)?),
+                _ => None,
+            };
+            undone.extend(what);
             self.store.finish(op.id, "aborted")?;
         }
         if all {
             if let Some(state) = self.store.get::<StartJournal>(INTEGRATE_RECORD)? {
                 self.require_clean()?;
-                self.undo_start(&state)?;
+                // The start's own undo (start.rs), as for an unfinished one.
+                state.undo(self)?;
                 self.store.remove(INTEGRATE_RECORD)?;
                 self.clear_halt()?;
                 undone.push(format!(
@@ -253,6 +165,20 @@ impl<'a> Integrate<'a> {
         let _ = self.store.remove(SESSION_RECORD);
         Ok(Aborted { undone })
     }
+}
+
+/// The journaled step `state` of kind `J` rolled forward.
+fn resume<J: Journaled>(
+    ig: &Integrate,
+    id: i64,
+    state: &serde_json::Value,
+) -> Result<Option<Resumed>, Error> {
+    parse_state::<J>(state)?.resume(ig, id)
+}
+
+/// The journaled step `state` of kind `J` undone.
+fn undo<J: Journaled>(ig: &Integrate, state: &serde_json::Value) -> Result<String, Error> {
+    parse_state::<J>(state)?.undo(ig)
 }
 
 fn parse_state<T: for<'de> Deserialize<'de>>(value: &serde_json::Value) -> Result<T, Error> {

@@ -193,7 +193,9 @@ impl Integrate<'_> {
             original_branch: self.superproject.current_branch()?,
             original_head: self.superproject.head()?,
         };
-        let id = self.store.begin("start", &state)?;
+        let id = self
+            .store
+            .begin(<StartJournal as crate::journal::Journaled>::KIND, &state)?;
         self.finish_start(id, &state).map_err(|e| {
             e.context(format!("cannot start the integrate branch {branch}"))
                 .hint("fix the cause and rerun (the start is finished then), or `lockstep integrate abort` to undo it")
@@ -253,6 +255,31 @@ impl Integrate<'_> {
     /// Returns to where the user was before `start` (the branch is kept).
     pub(crate) fn undo_start(&self, state: &StartJournal) -> Result<(), Error> {
         self.return_to(state.original_branch.as_deref(), &state.original_head)
+    }
+}
+
+/// A start is finished by a rerun and undone by `abort` here.
+impl crate::journal::Journaled for StartJournal {
+    const KIND: &'static str = "start";
+
+    fn resume(&self, ig: &Integrate, id: i64) -> Result<Option<crate::journal::Resumed>, Error> {
+        ig.info(format!(
+            "finishing the interrupted start of {}",
+            self.branch
+        ));
+        ig.finish_start(id, self).map_err(|e| {
+            e.context(format!(
+                "cannot finish the interrupted start of {}",
+                self.branch
+            ))
+            .hint("fix the cause and rerun, or `lockstep integrate abort` to undo the start")
+        })?;
+        Ok(None)
+    }
+
+    fn undo(&self, ig: &Integrate) -> Result<String, Error> {
+        ig.undo_start(self)?;
+        Ok(format!("start of {}", self.branch))
     }
 }
 
