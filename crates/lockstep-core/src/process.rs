@@ -249,6 +249,46 @@ pub fn capture(
     })
 }
 
+/// `first | second`: `first`'s stdout feeds `second`'s stdin, each in its
+/// own process group, both stopped at `timeout` (a `first` that keeps
+/// `second` waiting past it is stopped with it). `second`'s output and
+/// both stderrs are captured within `bounds`; `first`'s stdout is the pipe.
+/// Returns `(first, second)`.
+pub fn pipeline(
+    first: &mut Command,
+    second: &mut Command,
+    timeout: Option<Duration>,
+    bounds: Bounds,
+) -> std::io::Result<(Captured, Captured)> {
+    let start = Instant::now();
+    first.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut feeder = spawn_group(first)?;
+    let (Some(stdout), stderr) = (feeder.stdout.take(), feeder.stderr.take()) else {
+        return Err(std::io::Error::other("the first command has no stdout"));
+    };
+    second.stdin(stdout);
+    let group = i32::try_from(feeder.id()).unwrap_or(0);
+    std::thread::scope(|s| {
+        let err = s.spawn(move || head_and_tail(stderr, bounds.max_stderr));
+        let second = capture(second, None, timeout, bounds);
+        // `second` is done (or stopped): `first` has nobody left to write
+        // to; one that kept `second` waiting past the limit goes with it.
+        if matches!(&second, Ok(c) if c.exit == Exit::TimedOut) {
+            kill_group(group);
+        }
+        let exit = wait_group(&mut feeder, timeout);
+        let stderr = err.join().unwrap_or_default();
+        let first = Captured {
+            exit: exit?,
+            elapsed: start.elapsed(),
+            stdout: Vec::new(),
+            stdout_truncated: false,
+            stderr,
+        };
+        Ok((first, second?))
+    })
+}
+
 /// Reads `pipe` to its end, or `max` bytes of it and whether there was
 /// more (the rest left unread).
 fn read_bounded(pipe: Option<impl std::io::Read>, max: Option<u64>) -> (Vec<u8>, bool) {
@@ -688,6 +728,25 @@ mod tests {
         .unwrap();
         assert_eq!(got.exit, Exit::TimedOut);
         assert!(got.elapsed < Duration::from_secs(20), "{:?}", got.elapsed);
+    }
+
+    #[test]
+    fn a_pipeline_feeds_the_second_command_and_reports_both() {
+        let mut first = command("sh");
+        first.args(["-c", "printf 'a\\nb\\n'; echo oops >&2; exit 3"]);
+        let mut second = command("wc");
+        second.arg("-l");
+        let (first, second) = pipeline(
+            &mut first,
+            &mut second,
+            Some(Duration::from_secs(30)),
+            Bounds::default(),
+        )
+        .unwrap();
+        assert_eq!(first.exit, Exit::Code(3));
+        assert_eq!(String::from_utf8_lossy(&first.stderr).trim(), "oops");
+        assert_eq!(second.exit, Exit::Code(0));
+        assert_eq!(String::from_utf8_lossy(&second.stdout).trim(), "2");
     }
 
     #[test]

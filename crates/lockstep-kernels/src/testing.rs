@@ -3,9 +3,7 @@
 //! skipped), compiling MLIR text for the host CPU and running a compiled
 //! signature on given inputs.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// The IREE toolchain, resolved as every lockstep command resolves it.
 pub fn toolchain() -> &'static lockstep_iree::Toolchain {
@@ -29,25 +27,16 @@ pub fn iree_bin() -> PathBuf {
 /// Compiles `text` (from stdin) for the host CPU into `vmfb`; panics with the
 /// compiler's output and `what` on failure.
 pub fn compile(text: &str, vmfb: &Path, what: &str) {
-    let mut child = Command::new(iree_bin().join("iree-compile"))
-        .arg("-")
+    let mut cmd = lockstep_core::process::command(iree_bin().join("iree-compile"));
+    cmd.arg("-")
         .args(lockstep_iree::HOST_CPU_FLAGS)
         .arg("-o")
-        .arg(vmfb)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting iree-compile");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(text.as_bytes())
-        .expect("writing the module");
-    let out = child.wait_with_output().expect("iree-compile");
+        .arg(vmfb);
+    let out =
+        lockstep_core::process::capture(&mut cmd, Some(text.as_bytes()), None, Default::default())
+            .expect("starting iree-compile");
     assert!(
-        out.status.success(),
+        out.exit == lockstep_core::process::Exit::Code(0),
         "{what}: iree-compile failed:\n{}\n--- module ---\n{text}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -107,11 +96,12 @@ pub fn execute(
         })
         .expect("the iree-run-module command")
         .argv;
-    let mut cmd = Command::new(&argv[0]);
+    let mut cmd = lockstep_core::process::command(&argv[0]);
     cmd.args(&argv[1..]);
-    let run = cmd.output().expect("starting iree-run-module");
+    let run = lockstep_core::process::capture(&mut cmd, None, None, Default::default())
+        .expect("starting iree-run-module");
     assert!(
-        run.status.success(),
+        run.exit == lockstep_core::process::Exit::Code(0),
         "{name}: iree-run-module failed:\n{}{}",
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)

@@ -5,7 +5,6 @@
 //! leaves them out), and the version stamped into the staged copy.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use lockstep_core::process;
@@ -155,39 +154,21 @@ const STDERR_BOUNDS: process::Bounds = process::Bounds {
 
 fn archive_one(repo: &Repo, rev: &str, dest: &Path) -> Result<(), Error> {
     let mut git = repo.command(&["archive", "--format=tar", rev]);
-    git.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut git = process::spawn_group(&mut git).map_err(lockstep_git::spawn_error)?;
-    let (Some(stdout), Some(stderr)) = (git.stdout.take(), git.stderr.take()) else {
-        return Err(Error::failed("internal: git archive has no pipes"));
-    };
     let mut tar = process::command("tar");
-    tar.args(["-x", "-f", "-", "-C"]).arg(dest).stdin(stdout);
-    let (tar, git_exit, git_stderr) = std::thread::scope(|s| {
-        let git_stderr = s.spawn(move || {
-            let mut kept = Vec::new();
-            let _ =
-                std::io::Read::read_to_end(&mut std::io::Read::take(stderr, 1 << 20), &mut kept);
-            kept
-        });
-        let tar = process::capture(&mut tar, None, Some(ARCHIVE_TIMEOUT), STDERR_BOUNDS);
-        // tar is done (or stopped): git has nobody left to write to, and a
-        // git that kept tar waiting past the limit is stopped with it.
-        if matches!(&tar, Ok(c) if c.exit == process::Exit::TimedOut) {
-            process::kill_group(i32::try_from(git.id()).unwrap_or(0));
-        }
-        let git_exit = process::wait_group(&mut git, Some(ARCHIVE_TIMEOUT));
-        (tar, git_exit, git_stderr.join().unwrap_or_default())
-    });
-    let tar = tar
-        .map_err(|e| Error::failed("cannot run tar to extract the sources").cause(e.to_string()))?;
-    let git_exit =
-        git_exit.map_err(|e| Error::failed("git archive failed").cause(e.to_string()))?;
-    if git_exit != process::Exit::Code(0) {
+    tar.args(["-x", "-f", "-", "-C"]).arg(dest);
+    let (git, tar) = process::pipeline(&mut git, &mut tar, Some(ARCHIVE_TIMEOUT), STDERR_BOUNDS)
+        .map_err(|e| {
+            Error::failed(format!(
+                "cannot run `git archive {rev} | tar` to extract the sources"
+            ))
+            .cause(e.to_string())
+        })?;
+    if git.exit != process::Exit::Code(0) {
         return Err(Error::failed(format!(
             "`git archive {rev}` failed ({})",
-            git_exit.describe()
+            git.exit.describe()
         ))
-        .cause(String::from_utf8_lossy(&git_stderr).trim().to_string()));
+        .cause(String::from_utf8_lossy(&git.stderr).trim().to_string()));
     }
     if tar.exit != process::Exit::Code(0) {
         return Err(Error::failed(format!(

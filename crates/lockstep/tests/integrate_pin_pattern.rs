@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::Command;
@@ -48,20 +47,7 @@ fn archive_bytes(commit: &str) -> Vec<u8> {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    let out = Command::new("sha256sum")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            child.stdin.take().unwrap().write_all(bytes)?;
-            child.wait_with_output()
-        })
-        .expect("sha256sum");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string()
+    lockstep_core::hash::sha256_bytes(bytes)
 }
 
 /// A loopback archive host: `GET /archive/COMMIT.tar.gz`; answers 404
