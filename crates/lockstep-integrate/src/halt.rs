@@ -260,24 +260,6 @@ impl Integrate<'_> {
             error_lines,
         }
     }
-
-    /// Untracked upstream commits strictly between `good` and `bad`.
-    pub fn untracked_between(&self, good: &str, bad: &str) -> Result<(Vec<Commit>, usize), Error> {
-        let exclude = format!("^{good}");
-        let parent = format!("{bad}^");
-        let between = self.sub.log(&[&parent, &exclude], &[])?;
-        let affecting: std::collections::HashSet<String> = self
-            .pending(good, &parent)?
-            .into_iter()
-            .map(|c| c.sha)
-            .collect();
-        let untracked: Vec<Commit> = between
-            .into_iter()
-            .filter(|c| !affecting.contains(&c.sha))
-            .collect();
-        let total = untracked.len();
-        Ok((untracked.into_iter().rev().take(50).collect(), total))
-    }
 }
 
 /// `word` quoted for a POSIX shell when it needs it.

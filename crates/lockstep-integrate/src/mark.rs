@@ -37,28 +37,6 @@ impl Integrate<'_> {
         })
     }
 
-    /// Why the project is not ok for a stable release: the mark's reasons,
-    /// then one per carried revert.
-    pub fn not_stable_because(
-        &self,
-        patches: &[crate::status::Patch],
-    ) -> Result<Vec<String>, Error> {
-        let mut all = self.unstable_reasons()?;
-        for p in patches {
-            if let Some(reverted) = &p.reverts {
-                all.push(format!(
-                    "carries a revert of {}{}",
-                    crate::halt::short(reverted),
-                    p.reason
-                        .as_deref()
-                        .map(|r| format!(" ({r})"))
-                        .unwrap_or_default()
-                ));
-            }
-        }
-        Ok(all)
-    }
-
     /// `integrate mark --unstable REASON` (`Some`) or `--stable` (`None`).
     pub fn mark(&self, unstable: Option<&str>) -> Result<Marked, Error> {
         let reason = unstable.map(check_reason).transpose()?;

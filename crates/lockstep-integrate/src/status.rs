@@ -172,6 +172,43 @@ impl Integrate<'_> {
             .collect())
     }
 
+    /// Untracked upstream commits strictly between `good` and `bad`.
+    pub fn untracked_between(&self, good: &str, bad: &str) -> Result<(Vec<Commit>, usize), Error> {
+        let exclude = format!("^{good}");
+        let parent = format!("{bad}^");
+        let between = self.sub.log(&[&parent, &exclude], &[])?;
+        let affecting: std::collections::HashSet<String> = self
+            .pending(good, &parent)?
+            .into_iter()
+            .map(|c| c.sha)
+            .collect();
+        let untracked: Vec<Commit> = between
+            .into_iter()
+            .filter(|c| !affecting.contains(&c.sha))
+            .collect();
+        let total = untracked.len();
+        Ok((untracked.into_iter().rev().take(50).collect(), total))
+    }
+
+    /// Why the project is not ok for a stable release: the mark's reasons,
+    /// then one per carried revert.
+    pub fn not_stable_because(&self, patches: &[Patch]) -> Result<Vec<String>, Error> {
+        let mut all = self.unstable_reasons()?;
+        for p in patches {
+            if let Some(reverted) = &p.reverts {
+                all.push(format!(
+                    "carries a revert of {}{}",
+                    crate::halt::short(reverted),
+                    p.reason
+                        .as_deref()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        Ok(all)
+    }
+
     fn skipped_subject(&self, subject: &str) -> bool {
         self.cfg
             .skip_subjects
