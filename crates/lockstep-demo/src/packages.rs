@@ -25,17 +25,7 @@ pub fn run(project: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool,
         jobs: 2,
         ..BuildRequest::configured(&pkg, &loaded.root, None, None, &uv)?
     };
-    let report = lockstep_pkg::build(&request, sink)?;
-    for wheel in &report.wheels {
-        let file = wheel.file.file_name().map(|n| n.to_string_lossy());
-        writeln!(
-            out,
-            "   {} ({}): {}",
-            wheel.package,
-            wheel.variant,
-            file.unwrap_or_default()
-        )?;
-    }
+    crate::release::build_wheels(&request, sink, out)?;
     let mut ok = true;
     for variant in ["release", "asserts"] {
         let manifest = project.join("wheelhouse").join(pylock::file_name(variant));

@@ -88,21 +88,7 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
         compiler_area: Some(dir.join("compiler-cache")),
         ..BuildRequest::configured(&pkg, &loaded.root, None, None, &uv)?
     };
-    let report = lockstep_pkg::build(&request, sink)?;
-    for wheel in &report.wheels {
-        let file = wheel.file.file_name().map(|n| n.to_string_lossy());
-        writeln!(
-            out,
-            "   {}: {}{}",
-            wheel.package,
-            file.unwrap_or_default(),
-            wheel
-                .manylinux
-                .as_deref()
-                .map(|p| format!(" (repaired to {p})"))
-                .unwrap_or_default()
-        )?;
-    }
+    let report = build_wheels(&request, sink, out)?;
     if let Some(c) = &report.compiler_cache {
         writeln!(
             out,
@@ -225,4 +211,30 @@ pub(crate) fn python(uv: &Uv, venv: &Path, args: &[&str]) -> Result<String, Erro
         },
     )?;
     Ok(ran.require_success()?.output().trim().to_string())
+}
+
+/// `pkg build` as the demo shows it: a line per wheel, with its variant and,
+/// for a native wheel, the manylinux platform it was repaired to.
+pub(crate) fn build_wheels(
+    request: &BuildRequest,
+    sink: &dyn Sink,
+    out: &mut dyn Write,
+) -> Result<lockstep_pkg::build::BuildReport, Error> {
+    let report = lockstep_pkg::build(request, sink)?;
+    for wheel in &report.wheels {
+        let file = wheel.file.file_name().map(|n| n.to_string_lossy());
+        let repaired = wheel
+            .manylinux
+            .as_deref()
+            .map(|p| format!(" (repaired to {p})"));
+        writeln!(
+            out,
+            "   {} ({}): {}{}",
+            wheel.package,
+            wheel.variant,
+            file.unwrap_or_default(),
+            repaired.unwrap_or_default()
+        )?;
+    }
+    Ok(report)
 }

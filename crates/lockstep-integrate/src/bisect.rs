@@ -56,6 +56,15 @@ pub struct BisectResult {
     pub runs: usize,
 }
 
+/// What a search went through: its steps, the candidates it skipped (by
+/// index) and how many smokes it ran.
+#[derive(Default)]
+pub(crate) struct Trail {
+    pub steps: Vec<Step>,
+    pub skipped: Vec<usize>,
+    pub runs: usize,
+}
+
 impl Integrate<'_> {
     /// `integrate bisect`.
     pub fn bisect(&self, opts: &BisectOptions) -> Result<BisectResult, Error> {
@@ -134,11 +143,10 @@ impl Integrate<'_> {
         let mut prober = Prober::new(self, stack, opts.command.clone(), opts.timeout, "bisect")?;
         prober.abort_on_crash = true;
         let n = candidates.len();
-        let mut steps = Vec::new();
-        let mut skipped = Vec::new();
-        let result = narrow(-1, n - 1, &mut skipped, |m| {
+        let mut trail = Trail::default();
+        let result = narrow(-1, n - 1, &mut trail.skipped, |m| {
             let probe = prober.probe(&candidates[m], m + 1, n)?;
-            steps.push(Step {
+            trail.steps.push(Step {
                 commit: probe.commit.clone(),
                 verdict: probe.verdict,
                 cached: probe.cached,
@@ -146,34 +154,29 @@ impl Integrate<'_> {
             });
             Ok(probe.verdict)
         });
-        let runs = prober.runs;
+        trail.runs = prober.runs;
         let restored = prober.finish();
-        let (lo, hi) = result?;
+        let bounds = result?;
         restored?;
-        Ok(self.bisect_result(
-            "submodule",
-            &candidates,
-            lo,
-            hi,
-            &skipped,
-            steps,
-            runs,
-            &good,
-        ))
+        Ok(self.bisect_result("submodule", &candidates, bounds, trail, &good))
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The result of a search over `candidates` that ended between `lo`
+    /// (last good; -1: `good` itself) and `hi` (first bad), with the steps
+    /// it took and the candidates it skipped.
     pub(crate) fn bisect_result(
         &self,
         mode: &str,
         candidates: &[Commit],
-        lo: isize,
-        hi: usize,
-        skipped: &[usize],
-        steps: Vec<Step>,
-        runs: usize,
+        (lo, hi): (isize, usize),
+        trail: Trail,
         good: &str,
     ) -> BisectResult {
+        let Trail {
+            steps,
+            skipped,
+            runs,
+        } = trail;
         let last_good = if lo >= 0 {
             Some(candidates[lo as usize].clone())
         } else {
@@ -211,10 +214,8 @@ impl Integrate<'_> {
         )?;
         let run_dir = self.run_dir("bisect")?;
         let n = candidates.len();
-        let mut steps = Vec::new();
-        let mut skipped = Vec::new();
-        let mut runs = 0;
-        let result = narrow(-1, n - 1, &mut skipped, |m| {
+        let mut trail = Trail::default();
+        let result = narrow(-1, n - 1, &mut trail.skipped, |m| {
             let commit = &candidates[m];
             let key = Framed::new("lockstep-integrate", "superproject-bisect", 2)
                 .part("tree", sp.tree_of(&commit.sha)?)
@@ -243,9 +244,9 @@ impl Integrate<'_> {
                 Ok(Some((id, journal_value(&state)?)))
             })?;
             if !ran.cached {
-                runs += 1;
+                trail.runs += 1;
             }
-            steps.push(Step {
+            trail.steps.push(Step {
                 commit: commit.clone(),
                 verdict: ran.verdict,
                 cached: ran.cached,
@@ -255,18 +256,9 @@ impl Integrate<'_> {
         });
         let restored = self.restore_superproject(&state);
         self.store.finish(id, "done")?;
-        let (lo, hi) = result?;
+        let bounds = result?;
         restored?;
-        Ok(self.bisect_result(
-            "superproject",
-            &candidates,
-            lo,
-            hi,
-            &skipped,
-            steps,
-            runs,
-            &good_sha,
-        ))
+        Ok(self.bisect_result("superproject", &candidates, bounds, trail, &good_sha))
     }
 
     /// Returns the superproject (and its submodule) to where the user was.

@@ -22,7 +22,7 @@ use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
 use lockstep_github::checks::{summarize, Checks};
 
-use crate::bisect::{BisectOptions, BisectResult, Step};
+use crate::bisect::{BisectOptions, BisectResult, Step, Trail};
 use crate::halt::short;
 use crate::probe::Verdict;
 use crate::publish::Target;
@@ -168,7 +168,12 @@ impl Integrate<'_> {
         } else {
             "submodule (ci)"
         };
-        Ok(self.bisect_result(mode, &candidates, lo, hi, &skipped, steps, rounds, &good))
+        let trail = Trail {
+            steps,
+            skipped,
+            runs: rounds,
+        };
+        Ok(self.bisect_result(mode, &candidates, (lo, hi), trail, &good))
     }
 
     /// The superproject commit pinning `commit` with the stack replayed

@@ -239,6 +239,19 @@ pub fn status(s: &Status) -> String {
     out.0
 }
 
+/// One line per carried patch an advance drops (`verb`: "dropped", "would
+/// drop"), with why.
+fn dropped_lines(out: &mut Lines, verb: &str, dropped: &[crate::replay::Dropped]) {
+    for d in dropped {
+        out.line(format!(
+            "{verb} carried patch {} {} ({})",
+            short(&d.sha),
+            d.subject,
+            d.why.as_deref().unwrap_or("upstream has it")
+        ));
+    }
+}
+
 /// `integrate next`.
 pub fn next(outcome: &NextOutcome) -> String {
     let mut out = Lines::default();
@@ -250,14 +263,7 @@ pub fn next(outcome: &NextOutcome) -> String {
                 plan.message.lines().next().unwrap_or("")
             ));
             out.line(format!("submodule would move to {}", plan.head));
-            for d in &plan.dropped {
-                out.line(format!(
-                    "would drop carried patch {} {} ({})",
-                    short(&d.sha),
-                    d.subject,
-                    d.why.as_deref().unwrap_or("upstream has it")
-                ));
-            }
+            dropped_lines(&mut out, "would drop", &plan.dropped);
         }
         NextOutcome::WouldConflict { target, conflict } => {
             out.line(format!(
@@ -278,14 +284,7 @@ pub fn next(outcome: &NextOutcome) -> String {
                 short(superproject_commit),
                 plan.message.lines().next().unwrap_or("")
             ));
-            for d in &plan.dropped {
-                out.line(format!(
-                    "dropped carried patch {} {} ({})",
-                    short(&d.sha),
-                    d.subject,
-                    d.why.as_deref().unwrap_or("upstream has it")
-                ));
-            }
+            dropped_lines(&mut out, "dropped", &plan.dropped);
             if let Some(e) = export {
                 out.line(format!("export: {e}"));
             }

@@ -49,16 +49,13 @@
 //! `kernel` picks this generator for convolution signatures.
 
 use crate::miopen::{Axis, ConvMode, Direction, ElemType, Layout};
-use crate::mlir_text::{convert, is_float, list, tensor_type, zero, Body};
+use crate::mlir_text::{convert, is_float, list, multiply_accumulate, tensor_type, zero, Body};
 use crate::signature::{ConvSignature, OpSignature, SignatureDetails};
 
 /// The MLIR module of a convolution signature.
 pub fn conv_module(sig: &OpSignature) -> Result<String, String> {
     let SignatureDetails::Conv(conv_sig) = &sig.details else {
-        return Err(format!(
-            "{}: not a convolution signature (mode `{}`)",
-            sig.func_name, sig.mode
-        ));
+        return Err(sig.not_a("convolution"));
     };
     Conv::new(sig, conv_sig)?.module()
 }
@@ -170,15 +167,7 @@ impl<'a> Conv<'a> {
                 layouts[2].as_str()
             ));
         }
-        let per_dim = [
-            &conv.input_spatial,
-            &conv.filter_spatial,
-            &conv.output_spatial,
-            &conv.stride,
-            &conv.padding,
-            &conv.dilation,
-        ];
-        if per_dim.iter().any(|v| v.len() != spatial) {
+        if !conv.dims_agree() {
             return Err(format!(
                 "{name}: per-dimension values do not have {spatial} entries"
             ));
@@ -521,6 +510,32 @@ impl<'a> Conv<'a> {
         out
     }
 
+    /// Both operands `(value, layout shape, access)` expanded to their
+    /// access's shape, contracted over `(dims, parallel)` iteration dims into
+    /// the output `(access, layout, layout shape)`, and converted to the
+    /// output's layout and type.
+    fn expand_and_contract(
+        &self,
+        body: &mut Body,
+        (dims, parallel): (usize, usize),
+        a: (&str, &[u64], &Access),
+        b: (&str, &[u64], &Access),
+        (out, layout, out_shape): (&Access, Layout, &[u64]),
+    ) -> Result<String, String> {
+        let a_value = self.expand(body, a.0, a.1, a.2, self.dtype);
+        let b_value = self.expand(body, b.0, b.1, b.2, self.dtype);
+        let result = self.contraction(
+            body,
+            dims,
+            parallel,
+            (&a_value, a.2),
+            (&b_value, b.2),
+            out,
+            out_shape,
+        )?;
+        self.finish(body, &result, layout, out_shape)
+    }
+
     /// The main generic: `result[out] += a[..] * b[..]` over `dims`
     /// iteration dimensions, the first `parallel` of them parallel. Returns
     /// the accumulator-typed result collapsed back to `out_layout_shape`.
@@ -558,28 +573,7 @@ impl<'a> Conv<'a> {
             tensor_type(&a.1.shape, dtype),
             tensor_type(&b.1.shape, dtype),
         ));
-        body.line(&format!(
-            "^bb0(%lhs: {}, %rhs: {}, %acc: {}):",
-            dtype.mlir(),
-            dtype.mlir(),
-            acc.mlir()
-        ));
-        let lhs = convert(body, "%lhs", dtype, acc)?;
-        let rhs = convert(body, "%rhs", dtype, acc)?;
-        let (mul, add) = if is_float(acc) {
-            ("arith.mulf", "arith.addf")
-        } else {
-            ("arith.muli", "arith.addi")
-        };
-        let product = body.fresh("v");
-        body.line(&format!(
-            "  {product} = {mul} {lhs}, {rhs} : {}",
-            acc.mlir()
-        ));
-        let sum = body.fresh("v");
-        body.line(&format!("  {sum} = {add} %acc, {product} : {}", acc.mlir()));
-        body.line(&format!("  linalg.yield {sum} : {}", acc.mlir()));
-        body.line(&format!("}} -> {acc_type}"));
+        multiply_accumulate(body, dtype, acc, &acc_type)?;
         if !out.expanded() {
             return Ok(result);
         }
@@ -671,16 +665,20 @@ impl<'a> Conv<'a> {
         self.output_layout.arrange(self.n, self.k, spatial)
     }
 
-    /// Iteration dims: n, g, k, o..., c, f... (reduction from c).
-    fn forward(&self, body: &mut Body) -> Result<String, String> {
-        let s = self.spatial;
-        let (n, g, k) = (0, 1, 2);
-        let o = |j: usize| 3 + j;
-        let c = 3 + s;
-        let f = |j: usize| 4 + s + j;
-        let dims = 4 + 2 * s;
-        let (x, padded) = self.pad_input(body, self.operands[0])?;
-        let x_exprs: Vec<String> = (0..s)
+    /// The input `arg` padded, its padded spatial sizes, and its access over
+    /// iteration dims `[n, g, c]`, `o(j)` and `f(j)`: input position
+    /// `o*stride + f*dilation` in each spatial dimension (forward and
+    /// backward-weight read the input the same way).
+    fn padded_input(
+        &self,
+        body: &mut Body,
+        arg: &str,
+        [n, g, c]: [usize; 3],
+        o: &dyn Fn(usize) -> usize,
+        f: &dyn Fn(usize) -> usize,
+    ) -> Result<(String, Vec<u64>, Access), String> {
+        let (x, padded) = self.pad_input(body, arg)?;
+        let x_exprs: Vec<String> = (0..self.spatial)
             .map(|j| {
                 affine(
                     &[
@@ -701,9 +699,14 @@ impl<'a> Conv<'a> {
             &padded,
             &x_exprs,
         );
-        let w_acc = self.filter_access(g, k, c, &f);
-        let o_exprs: Vec<String> = (0..s).map(|j| format!("d{}", o(j))).collect();
-        let y_acc = self.access(
+        Ok((x, padded, x_acc))
+    }
+
+    /// The output's access over iteration dims `[n, g, k]` and `o(j)`, the
+    /// output position in each spatial dimension.
+    fn output_access(&self, [n, g, k]: [usize; 3], o: &dyn Fn(usize) -> usize) -> Access {
+        let o_exprs: Vec<String> = (0..self.spatial).map(|j| format!("d{}", o(j))).collect();
+        self.access(
             self.output_layout,
             Role::Output,
             Some(n),
@@ -712,32 +715,31 @@ impl<'a> Conv<'a> {
             None,
             &self.output_spatial,
             &o_exprs,
-        );
-        let x = self.expand(
+        )
+    }
+
+    /// Iteration dims: n, g, k, o..., c, f... (reduction from c).
+    fn forward(&self, body: &mut Body) -> Result<String, String> {
+        let s = self.spatial;
+        let (n, g, k) = (0, 1, 2);
+        let o = |j: usize| 3 + j;
+        let c = 3 + s;
+        let f = |j: usize| 4 + s + j;
+        let dims = 4 + 2 * s;
+        let (x, padded, x_acc) = self.padded_input(body, self.operands[0], [n, g, c], &o, &f)?;
+        let w_acc = self.filter_access(g, k, c, &f);
+        let y_acc = self.output_access([n, g, k], &o);
+        self.expand_and_contract(
             body,
-            &x,
-            &self.input_layout_shape(&padded),
-            &x_acc,
-            self.dtype,
-        );
-        let w = self.expand(
-            body,
-            self.operands[1],
-            &self.filter_layout_shape(),
-            &w_acc,
-            self.dtype,
-        );
-        let y_shape = self.output_layout_shape(&self.output_spatial);
-        let y = self.contraction(
-            body,
-            dims,
-            3 + s,
-            (&x, &x_acc),
-            (&w, &w_acc),
-            &y_acc,
-            &y_shape,
-        )?;
-        self.finish(body, &y, self.output_layout, &y_shape)
+            (dims, 3 + s),
+            (&x, &self.input_layout_shape(&padded), &x_acc),
+            (self.operands[1], &self.filter_layout_shape(), &w_acc),
+            (
+                &y_acc,
+                self.output_layout,
+                &self.output_layout_shape(&self.output_spatial),
+            ),
+        )
     }
 
     /// Iteration dims: g, k, c, f..., n, o... (reduction from n).
@@ -748,65 +750,20 @@ impl<'a> Conv<'a> {
         let n = 3 + s;
         let o = |j: usize| 4 + s + j;
         let dims = 4 + 2 * s;
-        let (x, padded) = self.pad_input(body, self.operands[1])?;
-        let x_exprs: Vec<String> = (0..s)
-            .map(|j| {
-                affine(
-                    &[
-                        (o(j), i128::from(self.stride[j])),
-                        (f(j), i128::from(self.dilation[j])),
-                    ],
-                    0,
-                )
-            })
-            .collect();
-        let x_acc = self.access(
-            self.input_layout,
-            Role::Input,
-            Some(n),
-            g,
-            c,
-            None,
-            &padded,
-            &x_exprs,
-        );
-        let o_exprs: Vec<String> = (0..s).map(|j| format!("d{}", o(j))).collect();
-        let dy_acc = self.access(
-            self.output_layout,
-            Role::Output,
-            Some(n),
-            g,
-            k,
-            None,
-            &self.output_spatial,
-            &o_exprs,
-        );
+        let (x, padded, x_acc) = self.padded_input(body, self.operands[1], [n, g, c], &o, &f)?;
+        let dy_acc = self.output_access([n, g, k], &o);
         let dw_acc = self.filter_access(g, k, c, &f);
-        let dy = self.expand(
+        self.expand_and_contract(
             body,
-            self.operands[0],
-            &self.output_layout_shape(&self.output_spatial),
-            &dy_acc,
-            self.dtype,
-        );
-        let x = self.expand(
-            body,
-            &x,
-            &self.input_layout_shape(&padded),
-            &x_acc,
-            self.dtype,
-        );
-        let w_shape = self.filter_layout_shape();
-        let dw = self.contraction(
-            body,
-            dims,
-            3 + s,
-            (&dy, &dy_acc),
-            (&x, &x_acc),
-            &dw_acc,
-            &w_shape,
-        )?;
-        self.finish(body, &dw, self.filter_layout, &w_shape)
+            (dims, 3 + s),
+            (
+                self.operands[0],
+                &self.output_layout_shape(&self.output_spatial),
+                &dy_acc,
+            ),
+            (&x, &self.input_layout_shape(&padded), &x_acc),
+            (&dw_acc, self.filter_layout, &self.filter_layout_shape()),
+        )
     }
 
     /// Iteration dims: n, g, c, i..., k, r... (reduction from k), where

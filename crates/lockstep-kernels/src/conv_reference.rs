@@ -72,23 +72,11 @@ pub fn conv_reference(
 ) -> Result<(Vec<f64>, Vec<f64>), String> {
     let name = &sig.func_name;
     let SignatureDetails::Conv(cs) = &sig.details else {
-        return Err(format!(
-            "{name}: not a convolution signature (mode `{}`)",
-            sig.mode
-        ));
+        return Err(sig.not_a("convolution"));
     };
     let conv = &cs.conv;
     let s = conv.spatial_dims;
-    let per_dim = [
-        &conv.input_spatial,
-        &conv.filter_spatial,
-        &conv.output_spatial,
-        &conv.stride,
-        &conv.padding,
-        &conv.dilation,
-    ];
-    let layouts = [conv.input_layout, conv.filter_layout, conv.output_layout];
-    if per_dim.iter().any(|v| v.len() != s) || layouts.iter().any(|l| l.spatial_dims() != s) {
+    if !conv.dims_agree() {
         return Err(format!(
             "{name}: per-dimension values or layouts do not match {s} spatial dimensions"
         ));

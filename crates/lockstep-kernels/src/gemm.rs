@@ -27,7 +27,7 @@
 
 use crate::compare::Expected;
 use crate::miopen::{ElemType, GemmCommand, GemmMode};
-use crate::mlir_text::{convert, is_float, list, tensor_type, Body};
+use crate::mlir_text::{convert, list, multiply_accumulate, tensor_type, Body};
 use crate::signature::{OpSignature, SignatureDetails};
 
 /// One of the three gemm dimensions.
@@ -122,18 +122,9 @@ fn shape(gemm: &GemmCommand, dims: [Dim; 2]) -> Vec<u64> {
 fn checked(sig: &OpSignature) -> Result<(&GemmCommand, Contraction), String> {
     let name = &sig.func_name;
     let SignatureDetails::Gemm(gemm) = &sig.details else {
-        return Err(format!(
-            "{name}: not a gemm signature (mode `{}`)",
-            sig.mode
-        ));
+        return Err(sig.not_a("gemm"));
     };
-    if !is_float(sig.dtype) || sig.accumulator != ElemType::F32 {
-        return Err(format!(
-            "{name}: gemm needs a floating-point type accumulated in f32, found {} in {}",
-            sig.dtype.mlir(),
-            sig.accumulator.mlir()
-        ));
-    }
+    sig.require_float_in_f32("gemm", "accumulated")?;
     let c = Contraction::of(gemm);
     let expected = |dims: &[[Dim; 2]]| -> Vec<(Vec<u64>, ElemType)> {
         dims.iter().map(|d| (shape(gemm, *d), sig.dtype)).collect()
@@ -194,26 +185,7 @@ fn contract(
         tensor_type(&shape(gemm, c.lhs), dtype),
         tensor_type(&shape(gemm, c.rhs), dtype),
     ));
-    body.line(&format!(
-        "^bb0(%lhs: {}, %rhs: {}, %acc: {}):",
-        dtype.mlir(),
-        dtype.mlir(),
-        acc.mlir()
-    ));
-    let lhs = convert(body, "%lhs", dtype, acc)?;
-    let rhs = convert(body, "%rhs", dtype, acc)?;
-    let product = body.fresh("v");
-    body.line(&format!(
-        "  {product} = arith.mulf {lhs}, {rhs} : {}",
-        acc.mlir()
-    ));
-    let sum = body.fresh("v");
-    body.line(&format!(
-        "  {sum} = arith.addf %acc, {product} : {}",
-        acc.mlir()
-    ));
-    body.line(&format!("  linalg.yield {sum} : {}", acc.mlir()));
-    body.line(&format!("}} -> {acc_type}"));
+    multiply_accumulate(body, dtype, acc, &acc_type)?;
     Ok(result)
 }
 

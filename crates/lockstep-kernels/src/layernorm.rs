@@ -46,7 +46,7 @@
 
 use crate::compare::Expected;
 use crate::miopen::{ElemType, LayerNormCommand, LayerNormMode};
-use crate::mlir_text::{convert, is_float, list, tensor_type, Body};
+use crate::mlir_text::{convert, list, tensor_type, Body};
 use crate::signature::{OpSignature, SignatureDetails};
 
 /// The sizes of a layer norm: the input seen as `rows` rows of `n`.
@@ -84,18 +84,9 @@ impl Shapes {
 fn checked(sig: &OpSignature) -> Result<(&LayerNormCommand, Shapes), String> {
     let name = &sig.func_name;
     let SignatureDetails::LayerNorm(ln) = &sig.details else {
-        return Err(format!(
-            "{name}: not a layer-norm signature (mode `{}`)",
-            sig.mode
-        ));
+        return Err(sig.not_a("layer-norm"));
     };
-    if !is_float(sig.dtype) || sig.accumulator != ElemType::F32 {
-        return Err(format!(
-            "{name}: layer norm needs a floating-point type computed in f32, found {} in {}",
-            sig.dtype.mlir(),
-            sig.accumulator.mlir()
-        ));
-    }
+    sig.require_float_in_f32("layer norm", "computed")?;
     if ln.input_shape.is_empty() || ln.normalized_dim + 1 != ln.input_shape.len() {
         return Err(format!(
             "{name}: only the last dimension can be normalized (input {:?}, normalized from {})",

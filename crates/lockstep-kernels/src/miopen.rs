@@ -354,6 +354,23 @@ pub struct ConvCommand {
 }
 
 impl ConvCommand {
+    /// Whether every per-dimension value (sizes, stride, padding, dilation)
+    /// and every layout has `spatial_dims` entries: what a command built by
+    /// hand, not parsed, may lack.
+    pub fn dims_agree(&self) -> bool {
+        let s = self.spatial_dims;
+        let per_dim = [
+            &self.input_spatial,
+            &self.filter_spatial,
+            &self.output_spatial,
+            &self.stride,
+            &self.padding,
+            &self.dilation,
+        ];
+        let layouts = [self.input_layout, self.filter_layout, self.output_layout];
+        per_dim.iter().all(|v| v.len() == s) && layouts.iter().all(|l| l.spatial_dims() == s)
+    }
+
     /// The two leading filter dimensions in MIOpen's order: `(K, C/g)` for a
     /// convolution, `(C, K/g)` for a transposed convolution. In a filter
     /// layout the first is the `N` letter, the second the `C` letter.

@@ -80,6 +80,41 @@ fn bits(elem: ElemType) -> u64 {
     elem.bytes() * 8
 }
 
+/// The region of a multiply-accumulate `linalg.generic` (a convolution or a
+/// matrix product): both operands of type `dtype` converted to `acc`,
+/// multiplied and added to the accumulator, which the region yields; then
+/// the op's closing line with its result type `acc_type`.
+pub(crate) fn multiply_accumulate(
+    body: &mut Body,
+    dtype: ElemType,
+    acc: ElemType,
+    acc_type: &str,
+) -> Result<(), String> {
+    body.line(&format!(
+        "^bb0(%lhs: {}, %rhs: {}, %acc: {}):",
+        dtype.mlir(),
+        dtype.mlir(),
+        acc.mlir()
+    ));
+    let lhs = convert(body, "%lhs", dtype, acc)?;
+    let rhs = convert(body, "%rhs", dtype, acc)?;
+    let (mul, add) = if is_float(acc) {
+        ("arith.mulf", "arith.addf")
+    } else {
+        ("arith.muli", "arith.addi")
+    };
+    let product = body.fresh("v");
+    body.line(&format!(
+        "  {product} = {mul} {lhs}, {rhs} : {}",
+        acc.mlir()
+    ));
+    let sum = body.fresh("v");
+    body.line(&format!("  {sum} = {add} %acc, {product} : {}", acc.mlir()));
+    body.line(&format!("  linalg.yield {sum} : {}", acc.mlir()));
+    body.line(&format!("}} -> {acc_type}"));
+    Ok(())
+}
+
 /// Converts `value` from one element type to another inside a region.
 pub(crate) fn convert(
     body: &mut Body,

@@ -100,6 +100,28 @@ pub struct OpSignature {
 }
 
 impl OpSignature {
+    /// The error for a kernel given another kind's signature.
+    pub(crate) fn not_a(&self, kind: &str) -> String {
+        format!(
+            "{}: not a {kind} signature (mode `{}`)",
+            self.func_name, self.mode
+        )
+    }
+
+    /// Refuses a signature whose type is not floating point computed in f32
+    /// (`kernel`: its name in the error; `how`: "accumulated", "computed").
+    pub(crate) fn require_float_in_f32(&self, kernel: &str, how: &str) -> Result<(), String> {
+        if crate::mlir_text::is_float(self.dtype) && self.accumulator == ElemType::F32 {
+            return Ok(());
+        }
+        Err(format!(
+            "{}: {kernel} needs a floating-point type {how} in f32, found {} in {}",
+            self.func_name,
+            self.dtype.mlir(),
+            self.accumulator.mlir()
+        ))
+    }
+
     fn new(
         func_name: String,
         mode: &str,
