@@ -302,25 +302,46 @@ impl Ran {
 /// status codes, an unknown flag), else the first non-blank one (tools print
 /// the cause first and advice after); at most 300 characters.
 pub fn first_error(output: &str) -> String {
-    const MARKERS: &[&str] = &[
-        "error",
-        "ERROR",
-        "FAILED",
-        "mismatch",
-        "Unknown command line argument",
-        "INVALID_ARGUMENT",
-        "NOT_FOUND",
-        "UNAVAILABLE",
-        "INTERNAL",
-        "RESOURCE_EXHAUSTED",
-    ];
-    let lines = || output.lines().filter(|l| !l.starts_with("$ "));
-    let line = lines()
-        .find(|l| MARKERS.iter().any(|m| l.contains(m)))
-        .or_else(|| lines().find(|l| !l.trim().is_empty()))
-        .unwrap_or("no output");
-    line.trim().chars().take(300).collect()
+    error_lines(output, 1)
+        .first()
+        .map(|l| l.trim().to_string())
+        .unwrap_or_else(|| "no output".into())
 }
+
+/// What went wrong, as the console shows it under a failed step: up to
+/// `max` lines of a tool's output from the first that reads like an error
+/// ([`first_error`]'s rule) onwards (an MLIR diagnostic is its `error:` line,
+/// the source line and the caret, then its notes), each at most 300
+/// characters; blank lines and the log's `$ command` line left out.
+pub fn error_lines(output: &str, max: usize) -> Vec<String> {
+    let lines: Vec<&str> = output
+        .lines()
+        .filter(|l| !l.starts_with("$ ") && !l.trim().is_empty())
+        .collect();
+    let start = lines
+        .iter()
+        .position(|l| ERROR_MARKERS.iter().any(|m| l.contains(m)))
+        .unwrap_or(0);
+    lines[start..]
+        .iter()
+        .take(max)
+        .map(|l| l.trim_end().chars().take(300).collect())
+        .collect()
+}
+
+/// What a line that reports an error contains.
+const ERROR_MARKERS: &[&str] = &[
+    "error",
+    "ERROR",
+    "FAILED",
+    "mismatch",
+    "Unknown command line argument",
+    "INVALID_ARGUMENT",
+    "NOT_FOUND",
+    "UNAVAILABLE",
+    "INTERNAL",
+    "RESOURCE_EXHAUSTED",
+];
 
 /// `["stream-aggregate"]["execution"]["dispatch-count"]` of the compiler's
 /// scheduling statistics.
@@ -458,5 +479,34 @@ mod tests {
         assert!(!ran.output().contains("$ sh"));
         assert_eq!(first_error("\n  first\nsecond"), "first");
         assert_eq!(first_error(""), "no output");
+    }
+
+    #[test]
+    fn error_lines_start_at_the_diagnostic_and_are_bounded() {
+        let output = "$ iree-compile in.mlir\n\
+            warning: something harmless\n\
+            in.mlir:2:8: error: custom op 'linalg.add' is unknown\n\
+            \n  %0 = linalg.add %a, %b\n       ^\n\
+            in.mlir:1:1: note: see the function\nmore\nand more\nstill more\n";
+        let lines = error_lines(output, 5);
+        assert_eq!(
+            lines,
+            [
+                "in.mlir:2:8: error: custom op 'linalg.add' is unknown",
+                "  %0 = linalg.add %a, %b",
+                "       ^",
+                "in.mlir:1:1: note: see the function",
+                "more",
+            ]
+        );
+        assert_eq!(first_error(output), lines[0]);
+        let long = format!("error: {}\n", "x".repeat(1000));
+        assert_eq!(error_lines(&long, 3)[0].chars().count(), 300);
+        assert!(error_lines("", 3).is_empty());
+        // No line reads like an error: the output's first lines.
+        assert_eq!(
+            error_lines("$ cmd\nfirst\nsecond\nthird", 2),
+            ["first", "second"]
+        );
     }
 }

@@ -577,6 +577,10 @@ pub fn markdown(report: &RunReport) -> String {
 
 /// Human summary for the console (plain text, several lines): counts, failures with their log path and the reproducible command,
 /// the 5 slowest tests, compiles run vs cached, changes since last run.
+/// How many lines of a failed tool's output the console shows: an MLIR
+/// diagnostic with its source line, caret and a note or two.
+const CONSOLE_ERROR_LINES: usize = 6;
+
 pub fn console_summary(report: &RunReport) -> String {
     let mut out = String::new();
 
@@ -691,7 +695,20 @@ pub fn console_summary(report: &RunReport) -> String {
     out
 }
 
+/// Under a failed step: the tool's first error lines (at most
+/// [`CONSOLE_ERROR_LINES`]), then where its whole log is and the command.
 fn console_step_details(out: &mut String, step: &StepResult) {
+    if step.status == StepStatus::Failed {
+        let lines = lockstep_iree::invoke::error_lines(&step.output_tail, CONSOLE_ERROR_LINES);
+        // The FAIL line above already ends with the first error line
+        // (unless it was cut there).
+        let said = lines
+            .first()
+            .is_some_and(|first| one_line(&step.message, 200).ends_with(&one_line(first, 300)));
+        for line in lines.iter().skip(usize::from(said)) {
+            let _ = writeln!(out, "      | {line}");
+        }
+    }
     if let Some(log) = &step.log {
         let _ = writeln!(out, "      log: {}", log.display());
     }
@@ -1334,7 +1351,7 @@ mod tests {
         let text = console_summary(&sample());
         assert!(
             text.contains(
-                "  FAIL onnx/node/generated/test_add [cpu_llvm_sync] (run): iree-run-module exited with status 1\n      log: /logs/run.log\n      $ cd /suite/case && iree-run --flag\n"
+                "  FAIL onnx/node/generated/test_add [cpu_llvm_sync] (run): iree-run-module exited with status 1\n      | error: mismatch <4xf32> | 1 != 2\n      log: /logs/run.log\n      $ cd /suite/case && iree-run --flag\n"
             ),
             "{text}"
         );

@@ -528,7 +528,11 @@ fn compile_inner(
             let message = match exit {
                 Exit::TimedOut => format!("iree-compile {}", done.describe_exit()),
                 Exit::Signal(s) => format!("iree-compile crashed (signal {s})"),
-                other => format!("iree-compile failed ({})", other.describe()),
+                other => format!(
+                    "iree-compile failed ({}): {}",
+                    other.describe(),
+                    done.first_error()
+                ),
             };
             // Deterministic compile errors are cached; timeouts and crashes are not.
             if let (Exit::Code(_), Some(lock)) = (exit, &lock) {
@@ -589,6 +593,7 @@ fn from_entry(entry: &Entry, statistics: bool) -> Compiled {
                 .as_ref()
                 .map(|f| (f.exit.clone(), f.output.clone()))
                 .unwrap_or_else(|| ("left no module".into(), String::new()));
+            let why = lockstep_iree::invoke::first_error(&output);
             Compiled {
                 step: StepResult {
                     cached: true,
@@ -598,7 +603,7 @@ fn from_entry(entry: &Entry, statistics: bool) -> Compiled {
                         StepStatus::Failed,
                         meta.command,
                         None,
-                        format!("iree-compile {exit} (cached)"),
+                        format!("iree-compile {exit} (cached): {why}"),
                     )
                 },
                 module: None,

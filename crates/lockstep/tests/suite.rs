@@ -660,13 +660,45 @@ fn embedded_smoke_suite_passes_and_second_run_compiles_nothing() {
 // ---------------------------------------------------------------------------
 // 2. iree-test-suites outcomes with a config
 
+/// A failed compile says why on the console: the compiler's own words on
+/// the FAIL line and its first error lines under it, the log path after.
+fn compile_error_is_on_the_console(ran: &Ran, id: &str) {
+    let console = format!("{}{}", ran.stdout, ran.stderr);
+    let lines: Vec<&str> = console.lines().collect();
+    let fail = lines
+        .iter()
+        .position(|l| l.starts_with(&format!("  FAIL {id} (compile): iree-compile failed")))
+        .unwrap_or_else(|| panic!("no FAIL line for {id}:\n{console}"));
+    // The compiler's first error ends the FAIL line (or, when that line was
+    // cut, opens the excerpt); then the source line, the caret, the note.
+    let excerpt: Vec<&str> = lines[fail + 1..]
+        .iter()
+        .take_while(|l| l.starts_with("      | "))
+        .copied()
+        .collect();
+    assert!((2..=6).contains(&excerpt.len()), "{console}");
+    let error = "error: use of value '%a' expects different type";
+    assert!(
+        lines[fail].contains(error) || excerpt[0].contains(error),
+        "{console}"
+    );
+    let source = excerpt
+        .iter()
+        .position(|l| l.contains("arith.addf %a, %b"))
+        .unwrap_or_else(|| panic!("no source line under the FAIL line:\n{console}"));
+    assert!(excerpt[source + 1].trim_end().ends_with('^'), "{console}");
+    let after = lines[fail + 1 + excerpt.len()];
+    assert!(after.starts_with("      log: "), "{console}");
+}
+
 #[test]
 fn config_outcomes_follow_the_reference_table() {
     let sb = Sandbox::new();
     let (root, config) = outcome_table_suite(&sb);
     let (root_arg, config_arg) = (root.display().to_string(), config.display().to_string());
-    let (json, _) = sb.test(&[&root_arg, "--suite-config", &config_arg], 1);
+    let (json, ran) = sb.test(&[&root_arg, "--suite-config", &config_arg], 1);
     let id = |case: &str| format!("{case} [cpu_table]");
+    compile_error_is_on_the_console(&ran, &id("compile_fail"));
     let expected = [
         ("pass", "pass"),
         ("compile_fail", "fail"),
