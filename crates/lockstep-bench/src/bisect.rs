@@ -83,7 +83,8 @@ pub struct KernelFigure {
     pub median_us: Option<f64>,
     pub good_samples: usize,
     pub samples: usize,
-    /// lockstep-stats' verdict: regression, improvement, unchanged, not_enough_samples.
+    /// lockstep-stats' verdict: regression, improvement, unchanged,
+    /// inconclusive, not_enough_samples.
     pub stats: String,
 }
 
@@ -522,7 +523,7 @@ fn classify(kernels: &[KernelFigure], threshold: f64) -> Option<Verdict> {
     }
     let settled = |k: &KernelFigure| match k.stats.as_str() {
         "improvement" => true,
-        "unchanged" => k.interval.is_some_and(|(_, hi)| hi <= 1.0 + threshold),
+        "unchanged" | "inconclusive" => k.interval.is_some_and(|(_, hi)| hi <= 1.0 + threshold),
         _ => false,
     };
     kernels.iter().all(settled).then_some(Verdict::Good)

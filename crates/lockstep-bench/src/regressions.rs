@@ -83,7 +83,12 @@ pub enum Outcome {
     Regression,
     Improvement,
     Unchanged,
+    /// The ratio is outside the noise band, its interval inside it.
+    Inconclusive,
     NotEnoughSamples,
+    /// One run on a side and nothing else to show the noise between runs:
+    /// the ratio without a verdict.
+    NotEnoughRuns,
     /// The kernel is in BASE only.
     OnlyInBase,
     /// The kernel is in NEW only.
@@ -91,12 +96,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// In words: lockstep-stats' for a verdict (the site says the same).
     fn word(self) -> &'static str {
         match self {
-            Outcome::Regression => "REGRESSION",
-            Outcome::Improvement => "improvement",
-            Outcome::Unchanged => "unchanged",
-            Outcome::NotEnoughSamples => "not enough samples",
+            Outcome::Regression => Change::Regression.word(),
+            Outcome::Improvement => Change::Improvement.word(),
+            Outcome::Unchanged => Change::Unchanged.word(),
+            Outcome::Inconclusive => Change::Inconclusive.word(),
+            Outcome::NotEnoughSamples => Change::NotEnoughSamples.word(),
+            Outcome::NotEnoughRuns => Change::NotEnoughRuns.word(),
             Outcome::OnlyInBase => "only in BASE",
             Outcome::OnlyInNew => "only in NEW",
         }
@@ -187,10 +195,7 @@ pub fn compare(base: &Side, new: &Side, rule: &Rule) -> CompareReport {
     let mut judged: BTreeMap<&str, KernelComparison> = both
         .into_iter()
         .map(|(name, base_runs, new_runs, c)| {
-            let c = match noise {
-                Some(noise) => lockstep_stats::widen(&c, noise, rule),
-                None => c,
-            };
+            let c = lockstep_stats::judge(&c, noise, several_runs, rule);
             (name.as_str(), compared(name, base_runs, new_runs, &c))
         })
         .collect();
@@ -246,7 +251,9 @@ fn compared(
             Change::Regression => Outcome::Regression,
             Change::Improvement => Outcome::Improvement,
             Change::Unchanged => Outcome::Unchanged,
+            Change::Inconclusive => Outcome::Inconclusive,
             Change::NotEnoughSamples => Outcome::NotEnoughSamples,
+            Change::NotEnoughRuns => Outcome::NotEnoughRuns,
         },
     }
 }
@@ -545,58 +552,56 @@ pub fn rule(threshold: &str, confidence: f64) -> Result<lockstep_stats::Rule, Er
     })
 }
 
-/// The report as a table, one kernel per line, then the counts.
+/// The report as a table, one kernel per line (its name last and whole:
+/// a kernel is its arguments, and a name cut inside one names another
+/// kernel), then the counts.
 pub fn render(report: &CompareReport) -> String {
     let mut out = String::new();
-    let width = report
-        .kernels
-        .iter()
-        .map(|k| k.kernel.chars().count())
-        .max()
-        .unwrap_or(6)
-        .clamp(6, 60);
     let confidence = (report.confidence * 100.0).round();
     out.push_str(&format!(
-        "{:<width$}  {:>10}  {:>10}  {:>6}  {:>15}  {:>7}  verdict\n",
-        "kernel",
+        "{:>10}  {:>10}  {:>6}  {:>15}  {:>7}  {:<18}  kernel\n",
         "base µs",
         "new µs",
         "ratio",
         format!("{confidence}% interval"),
-        "p"
+        "p",
+        "verdict"
     ));
     let num = |x: Option<f64>, digits: usize| match x {
         Some(v) => format!("{v:.digits$}"),
         None => "-".into(),
     };
     for k in &report.kernels {
-        let name: String = k.kernel.chars().take(width).collect();
         let interval = match k.interval {
             Some((lo, hi)) => format!("[{lo:.3}, {hi:.3}]"),
             None => "-".into(),
         };
         out.push_str(&format!(
-            "{:<width$}  {:>10}  {:>10}  {:>6}  {:>15}  {:>7}  {}\n",
-            name,
+            "{:>10}  {:>10}  {:>6}  {:>15}  {:>7}  {:<18}  {}\n",
             num(k.base_median_us, 1),
             num(k.new_median_us, 1),
             num(k.ratio, 3),
             interval,
             num(k.p, 4),
-            k.outcome.word()
+            k.outcome.word(),
+            k.kernel
         ));
     }
     let count = |o: Outcome| report.kernels.iter().filter(|k| k.outcome == o).count();
+    let counted =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     out.push_str(&format!(
-        "{} regression(s), {} improvement(s), {} unchanged, {} with not enough samples, {} only on one side (noise band ±{}%, {confidence}% confidence; BASE {} run(s), NEW {} run(s))\n",
-        report.regressions,
-        report.improvements,
+        "{}, {}, {} unchanged, {} inconclusive, {} with not enough samples, {} with not enough runs, {} only on one side (noise band ±{}%, {confidence}% confidence; BASE {}, NEW {})\n",
+        counted(report.regressions, "regression", "regressions"),
+        counted(report.improvements, "improvement", "improvements"),
         count(Outcome::Unchanged),
+        count(Outcome::Inconclusive),
         count(Outcome::NotEnoughSamples),
+        count(Outcome::NotEnoughRuns),
         count(Outcome::OnlyInBase) + count(Outcome::OnlyInNew),
         report.threshold * 100.0,
-        report.base_runs,
-        report.new_runs
+        counted(report.base_runs, "run", "runs"),
+        counted(report.new_runs, "run", "runs"),
     ));
     out.push_str(&noise_line(report));
     out.push('\n');
@@ -618,7 +623,7 @@ fn noise_line(report: &CompareReport) -> String {
             sd * 100.0
         ),
         _ => format!(
-            "noise between runs: not known (one run on a side and fewer than {} kernels to see it): the intervals hold within-run noise only; compare several runs a side (DIR@COMMIT) before trusting a verdict",
+            "noise between runs: not known (one run on a side and fewer than {} kernels to see it): a ratio outside the noise band is \"not enough runs\", not a verdict; compare several runs a side (DIR@COMMIT)",
             lockstep_stats::MIN_KERNELS_FOR_NOISE
         ),
     }
@@ -740,13 +745,38 @@ mod tests {
                 .outcome
         };
         assert_eq!(outcome("a"), Outcome::Unchanged);
-        assert_eq!(outcome("b"), Outcome::Regression);
+        // One run a side and two kernels: the noise between runs is not
+        // known, so 1.2x is a ratio without a verdict.
+        assert_eq!(outcome("b"), Outcome::NotEnoughRuns);
         assert_eq!(outcome("gone"), Outcome::OnlyInBase);
         assert_eq!(outcome("added"), Outcome::OnlyInNew);
         assert_eq!(outcome("few"), Outcome::NotEnoughSamples);
-        assert_eq!(report.regressions, 1);
+        assert_eq!(report.regressions, 0);
         let text = render(&report);
-        assert!(text.contains("1 regression(s)"), "{text}");
+        assert!(
+            text.contains("0 regressions, 0 improvements, 1 unchanged, 0 inconclusive, 1 with not enough samples, 1 with not enough runs, 2 only on one side"),
+            "{text}"
+        );
+        assert!(text.contains("BASE 1 run, NEW 1 run"), "{text}");
+        let b = text.lines().find(|l| l.ends_with("  b")).unwrap();
+        assert!(
+            b.contains("1.200") && b.contains("not enough runs"),
+            "{text}"
+        );
+    }
+
+    /// A kernel is its arguments: the table never cuts one.
+    #[test]
+    fn long_kernel_names_are_whole() {
+        let steady: Vec<f64> = (0..30).map(|i| 100.0 + (i % 7) as f64).collect();
+        let long = "convbfp16 -n 128 -c 256 -H 56 -W 56 -k 512 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1 --in_layout NHWC --out_layout NHWC --fil_layout NHWC";
+        let report = compare(
+            &side(&[(long, steady.clone())]),
+            &side(&[(long, steady)]),
+            &Rule::default(),
+        );
+        let text = render(&report);
+        assert!(text.lines().any(|l| l.ends_with(long)), "{text}");
     }
 
     #[test]

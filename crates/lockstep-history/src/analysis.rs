@@ -656,7 +656,9 @@ impl BenchSeries {
 /// `Unchanged`, no interval): it keeps a history of thousands of runs
 /// quick. A run with enough kernels to show how far a kernel drifts from
 /// one run to the next (lockstep-stats `run_noise`) has that drift added
-/// to its intervals: a busy machine's drift is not a regression.
+/// to its intervals: a busy machine's drift is not a regression; a run
+/// without enough kernels to see it gives a ratio outside the band "not
+/// enough runs" (lockstep-stats `judge`, the rule `bench compare` uses).
 pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSeries> {
     struct Raw {
         run: usize,
@@ -708,10 +710,14 @@ pub fn bench_series(runs: &[RunRecord], rule: &Rule, last: usize) -> Vec<BenchSe
                 let comparison = match base {
                     Some(b) if !raw.times.is_empty() => {
                         let c = compare_quick(b, &raw.times, rule, threshold);
-                        Some(match noise.get(&raw.run) {
-                            Some(noise) => lockstep_stats::widen(&c, *noise, rule),
-                            None => c,
-                        })
+                        // One run against the one before: the same rule as
+                        // `bench compare` of two single runs.
+                        Some(lockstep_stats::judge(
+                            &c,
+                            noise.get(&raw.run).copied(),
+                            false,
+                            rule,
+                        ))
                     }
                     _ => None,
                 };
@@ -1071,18 +1077,29 @@ mod tests {
 
     #[test]
     fn a_slowdown_is_one_regression_on_its_kernel_only() {
+        // Enough kernels in each run to see the noise between runs.
+        let others = ["conv b", "conv c", "conv d", "conv e", "conv f"];
         let mut runs = Vec::new();
+        let mut two_kernels = Vec::new();
         for n in 0..8 {
             let slow = if n >= 5 { 1.15 } else { 1.0 };
-            runs.push(run(
+            let mut kernels = vec![("conv a", 100.0 * slow)];
+            kernels.extend(others.iter().map(|k| (*k, 50.0)));
+            runs.push(run(n, Kind::Bench, &format!("c{n}"), bench_doc(&kernels)));
+            two_kernels.push(run(
                 n,
                 Kind::Bench,
                 &format!("c{n}"),
-                bench_doc(&[("conv a", 100.0 * slow), ("conv b", 50.0)]),
+                bench_doc(&kernels[..2]),
             ));
         }
+        // Two kernels a run: nothing shows the noise between runs, so the
+        // slowdown is a ratio without a verdict, as in `bench compare`.
+        let unknown = bench_series(&two_kernels, &Rule::default(), 6);
+        assert_eq!(unknown[0].points[3].verdict(), Some(Change::NotEnoughRuns));
+        assert_eq!(unknown[0].regressions(), 0);
         let series = bench_series(&runs, &Rule::default(), 6);
-        assert_eq!(series.len(), 2);
+        assert_eq!(series.len(), 6);
         let a = &series[0];
         assert_eq!(a.kernel, "conv a");
         assert_eq!((a.points.len(), a.total_points), (6, 8));
@@ -1091,7 +1108,7 @@ mod tests {
         let verdicts: Vec<_> = a.points.iter().map(|p| p.verdict().unwrap()).collect();
         assert_eq!(verdicts[3], Change::Regression);
         assert_eq!(a.regressions(), 1);
-        assert_eq!(series[1].regressions(), 0);
+        assert!(series[1..].iter().all(|s| s.regressions() == 0));
         assert_eq!(a.points[5].samples, 9);
         assert!((a.points[5].median_us.unwrap() - 115.0 * 1.008).abs() < 1e-6);
     }

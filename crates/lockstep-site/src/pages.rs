@@ -90,15 +90,6 @@ fn more(html: &mut String, left_out: usize, what: &str) {
     }
 }
 
-fn verdict_name(v: Change) -> &'static str {
-    match v {
-        Change::Regression => "regression",
-        Change::Improvement => "improvement",
-        Change::Unchanged => "unchanged",
-        Change::NotEnoughSamples => "not enough samples",
-    }
-}
-
 /// index.html.
 pub fn index(m: &Model) -> String {
     let mut h = String::new();
@@ -395,8 +386,8 @@ pub fn bench(m: &Model) -> String {
             last.and_then(|p| p.median_us).map(num).unwrap_or("-".into()),
             last.and_then(|p| p.gflops).map(num).unwrap_or("-".into()),
             match (verdict, last.and_then(|p| p.comparison).and_then(|c| c.ratio)) {
-                (Some(v), Some(r)) => format!("{} ×{r:.3}", verdict_name(v)),
-                (Some(v), None) => verdict_name(v).to_string(),
+                (Some(v), Some(r)) => format!("{} ×{r:.3}", v.word()),
+                (Some(v), None) => v.word().to_string(),
                 _ => "-".into(),
             },
             s.regressions()
@@ -432,7 +423,7 @@ pub fn bench(m: &Model) -> String {
                         match c {
                             Some(c) => format!(
                                 "\n{} vs previous: ×{}{}",
-                                verdict_name(c.verdict),
+                                c.verdict.word(),
                                 c.ratio.map(|r| format!("{r:.3}")).unwrap_or("-".into()),
                                 c.interval
                                     .map(|(a, b)| format!(" [{a:.3}, {b:.3}]"))

@@ -146,10 +146,14 @@ fn test_run(run: usize, commit: usize) -> Value {
     ]})
 }
 
-const KERNELS: [&str; 3] = [
+/// Five kernels: enough to see the noise between runs (lockstep-stats
+/// `MIN_KERNELS_FOR_NOISE`), so a slowdown gets a verdict.
+const KERNELS: [&str; 5] = [
     "conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1",
     "conv -n 4 -c 32 -H 28 -W 28 -k 32 -y 1 -x 1 -F 1",
     "convbfp16 -n 2 -c 16 -H 14 -W 14 -k 16 -y 3 -x 3 -F 1",
+    "conv -n 1 -c 8 -H 16 -W 16 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1",
+    "convfp16 -n 1 -c 16 -H 7 -W 7 -k 32 -y 1 -x 1 -F 1",
 ];
 const SLOWED: usize = 1;
 const BENCH_RUNS: usize = 6;

@@ -177,10 +177,33 @@ pub enum Change {
     Regression,
     /// The whole interval is below `1 - threshold`: faster.
     Improvement,
-    /// The interval reaches into the noise band.
+    /// The ratio is inside the noise band `1 ± threshold` (and so is part
+    /// of its interval).
     Unchanged,
+    /// The ratio is outside the noise band, but its interval reaches into
+    /// it: the samples cannot tell a change from noise (a 2x ratio over
+    /// samples that spread that far is not "unchanged").
+    Inconclusive,
     /// Fewer than [`MIN_SAMPLES`] usable samples on a side.
     NotEnoughSamples,
+    /// The noise between runs is not known (one run on a side, and too few
+    /// kernels to see it: [`judge`]), and the ratio is outside the noise
+    /// band: no verdict until there are more runs.
+    NotEnoughRuns,
+}
+
+impl Change {
+    /// The verdict in words, as every report and page says it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Change::Regression => "regression",
+            Change::Improvement => "improvement",
+            Change::Unchanged => "unchanged",
+            Change::Inconclusive => "inconclusive",
+            Change::NotEnoughSamples => "not enough samples",
+            Change::NotEnoughRuns => "not enough runs",
+        }
+    }
 }
 
 /// The comparison of a base and a new sample of timings.
@@ -254,7 +277,7 @@ fn compare_with(
     }
     out.interval = interval();
     out.verdict = match out.interval {
-        Some(interval) => verdict_of(interval, rule),
+        Some(interval) => verdict_of(interval, out.ratio, rule),
         None => Change::NotEnoughSamples,
     };
     out
@@ -344,7 +367,7 @@ pub fn widen(c: &Comparison, noise: RunNoise, rule: &Rule) -> Comparison {
     let hi = ratio * grow((hi / ratio).ln().max(0.0)).exp();
     Comparison {
         interval: Some((lo, hi)),
-        verdict: verdict_of((lo, hi), rule),
+        verdict: verdict_of((lo, hi), Some(ratio), rule),
         ..*c
     }
 }
@@ -420,15 +443,52 @@ fn percentile_interval(mut ratios: Vec<f64>, confidence: f64) -> Option<(f64, f6
     Some((at(tail), at(1.0 - tail)))
 }
 
-/// The verdict an interval gives under `rule`'s noise band.
-fn verdict_of((lo, hi): (f64, f64), rule: &Rule) -> Change {
+/// The verdict an interval (and the ratio it is around) gives under
+/// `rule`'s noise band.
+fn verdict_of((lo, hi): (f64, f64), ratio: Option<f64>, rule: &Rule) -> Change {
     let threshold = rule.threshold.clamp(0.0, 10.0);
+    let in_band = |r: f64| (1.0 - threshold..=1.0 + threshold).contains(&r);
     if lo > 1.0 + threshold {
         Change::Regression
     } else if hi < 1.0 - threshold {
         Change::Improvement
+    } else if ratio.is_some_and(|r| !in_band(r)) {
+        Change::Inconclusive
     } else {
         Change::Unchanged
+    }
+}
+
+/// The one rule every verdict on two sides of timings is taken by (`bench
+/// compare`, the history's bench series, the site): `c` (from [`compare`]
+/// or [`compare_runs`]) with the noise between runs accounted for.
+///
+/// - With the spread of the ratios across kernels (`noise`, from
+///   [`run_noise`]): every interval widened by it ([`widen`]).
+/// - Else with several runs on both sides (`several_runs`): `c` as it is,
+///   its interval from the two-level bootstrap.
+/// - Else nothing shows the noise between runs: a ratio outside the noise
+///   band is [`Change::NotEnoughRuns`], never a regression or an
+///   improvement: two runs of the same build on a busy machine differ by
+///   more than the samples inside one run say.
+pub fn judge(
+    c: &Comparison,
+    noise: Option<RunNoise>,
+    several_runs: bool,
+    rule: &Rule,
+) -> Comparison {
+    if let Some(noise) = noise {
+        return widen(c, noise, rule);
+    }
+    if several_runs {
+        return *c;
+    }
+    match c.verdict {
+        Change::Regression | Change::Improvement | Change::Inconclusive => Comparison {
+            verdict: Change::NotEnoughRuns,
+            ..*c
+        },
+        _ => *c,
     }
 }
 
@@ -549,7 +609,8 @@ mod tests {
             kernels: 1,
         };
         let wide = widen(&c, noisy, &rule);
-        assert_eq!(wide.verdict, Change::Unchanged);
+        // The ratio is still 1.15: not "unchanged", but not a regression.
+        assert_eq!(wide.verdict, Change::Inconclusive);
         let (lo, hi) = wide.interval.unwrap();
         assert!(lo < c.interval.unwrap().0 && hi > c.interval.unwrap().1);
         // Run noise of 1% leaves a 15% slowdown a regression, also when
@@ -606,6 +667,40 @@ mod tests {
             compare_runs(&one, &other, &rule),
             compare(&one[0], &other[0], &rule)
         );
+    }
+
+    #[test]
+    fn one_rule_for_the_noise_between_runs() {
+        let rule = Rule::default();
+        let mut rng = StdRng::seed_from_u64(12);
+        let base = timings(&mut rng, 50, 1.0, 0.01);
+        let slow = timings(&mut rng, 50, 2.0, 0.01);
+        let same = timings(&mut rng, 50, 1.01, 0.01);
+        let c = compare(&base, &slow, &rule);
+        assert_eq!(c.verdict, Change::Regression);
+        // One run a side, noise between runs unknown: no verdict, the
+        // ratio kept.
+        let unknown = judge(&c, None, false, &rule);
+        assert_eq!(unknown.verdict, Change::NotEnoughRuns);
+        assert_eq!(unknown.ratio, c.ratio);
+        // Several runs a side: the interval already holds it.
+        assert_eq!(judge(&c, None, true, &rule), c);
+        // The spread across kernels known: widened.
+        let noise = RunNoise {
+            log_sd: 0.01,
+            kernels: 20,
+        };
+        assert_eq!(
+            judge(&c, Some(noise), false, &rule),
+            widen(&c, noise, &rule)
+        );
+        // A ratio inside the band stays unchanged with any noise model.
+        let flat = compare(&base, &same, &rule);
+        assert_eq!(flat.verdict, Change::Unchanged);
+        assert_eq!(judge(&flat, None, false, &rule).verdict, Change::Unchanged);
+        // Words, once.
+        assert_eq!(Change::NotEnoughRuns.word(), "not enough runs");
+        assert_eq!(Change::Inconclusive.word(), "inconclusive");
     }
 
     proptest::proptest! {

@@ -76,8 +76,35 @@ fn a_real_slowdown_is_a_regression_and_the_same_build_is_not() {
     assert_eq!(same["regressions"], 0, "{same}");
     assert_ne!(outcome(&same, KERNEL), "regression");
     assert_eq!(outcome(&same, OTHER), "only_in_base");
-    // Three times slower: a regression, exit 1, at the default band.
-    let slow = compare(&p, "base.json", "slow.json", &[], 1);
+    // Three times slower, one run a side and one kernel: nothing shows the
+    // noise between runs, so the ratio without a verdict, exit 0.
+    let single = compare(&p, "base.json", "slow.json", &[], 0);
+    assert_eq!(outcome(&single, KERNEL), "not_enough_runs", "{single}");
+    assert_eq!(single["noise_model"], "within_run");
+    assert!(
+        single["kernels"][0]["ratio"].as_f64().unwrap() > 2.0,
+        "{single}"
+    );
+    // Two runs a side (a history selection of each commit): a regression,
+    // exit 1, at the default band.
+    let base2 = bench_with(&p, "base2.json", &[KERNEL], same_bin);
+    let slow2 = bench_with(
+        &p,
+        "slow2.json",
+        &[KERNEL],
+        slow_bin.to_str().expect("utf-8 path"),
+    );
+    let hist = p.path().join("hist");
+    let (a, b) = ("a".repeat(40), "b".repeat(40));
+    history_run(&hist, "1", "bench", &a, p.json("base.json"));
+    history_run(&hist, "2", "bench", &a, base2);
+    history_run(&hist, "3", "bench", &b, p.json("slow.json"));
+    history_run(&hist, "4", "bench", &b, slow2);
+    let slow = compare(&p, "hist@aaaa", "hist@bbbb", &[], 1);
+    assert_eq!(
+        (slow["base_runs"].as_u64(), slow["new_runs"].as_u64()),
+        (Some(2), Some(2))
+    );
     assert_eq!(outcome(&slow, KERNEL), "regression", "{slow}");
     let kernel = slow["kernels"]
         .as_array()
@@ -92,11 +119,14 @@ fn a_real_slowdown_is_a_regression_and_the_same_build_is_not() {
     );
     assert!(lo > 1.5 && ratio >= lo, "{kernel}");
     assert!(kernel["p"].as_f64().unwrap() < 0.05, "{kernel}");
-    // The human table says the same.
-    let out = p.run(&["bench", "compare", "base.json", "slow.json"], 1);
+    // The human table says the same, the kernel whole at the end of its
+    // line.
+    let out = p.run(&["bench", "compare", "hist@aaaa", "hist@bbbb"], 1);
     let text = stdout(&out);
     assert!(
-        text.contains("REGRESSION") && text.contains("1 regression(s)"),
+        text.lines()
+            .any(|l| l.contains("regression") && l.ends_with(KERNEL))
+            && text.contains("1 regression, 0 improvements"),
         "{text}"
     );
 }
@@ -120,13 +150,17 @@ fn history_selections_pool_the_runs_of_a_commit_and_bad_inputs_are_named() {
     history_run(&hist, "22", "bench", &a, results("k", &steady(100.0, 2)));
     history_run(&hist, "333", "bench", &b, results("k", &steady(130.0, 3)));
     history_run(&hist, "4444", "test", &b, serde_json::json!({"tests": []}));
+    history_run(&hist, "55555", "bench", &b, results("k", &steady(130.0, 4)));
     // A truncated file and a foreign one are skipped, not fatal.
     write(&hist.join("bench-broken.json"), "{\"schema\": 1, \"id\"");
     write(&hist.join("other.json"), "[1, 2, 3]");
     let doc = compare(&p, "hist@aaaa", "hist@latest", &[], 1);
     assert_eq!(doc["base_runs"], 2);
-    assert_eq!(doc["new_runs"], 1);
+    assert_eq!(doc["new_runs"], 2);
     assert_eq!(outcome(&doc, "k"), "regression");
+    // One run a side (the run files themselves): a ratio, no verdict.
+    let one = compare(&p, "hist/bench-1.json", "hist/bench-333.json", &[], 0);
+    assert_eq!(outcome(&one, "k"), "not_enough_runs");
     assert_eq!(doc["kernels"][0]["base_samples"], 80);
     // Each skipped file is named once, though both sides read the history.
     let out = p.run(&["bench", "compare", "hist@aaaa", "hist@latest"], 1);
