@@ -37,6 +37,11 @@ pub fn notes(plan: &Plan, ci: &CiConfig) -> Vec<String> {
             "no test jobs: lockstep.toml names no tests ([test] paths or suite-configs) and there is no suites/ beside it; the workflow builds the wheels only".into(),
         );
     }
+    if !plan.builds {
+        notes.push(
+            "no build job: lockstep.toml has no [[pkg.package]]; the test jobs install the IREE toolchain [toolchain] iree names from PyPI".into(),
+        );
+    }
     if plan.lint_dir.is_none() {
         notes.push(format!(
             "--out {} has its parent outside the repository: actionlint.yaml and zizmor.yml are left out (they belong beside a workflows directory inside the repository)",

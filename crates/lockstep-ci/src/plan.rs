@@ -57,6 +57,10 @@ pub struct Plan {
     pub pythons: Vec<String>,
     /// The default variant first, then the others by name.
     pub variants: Vec<String>,
+    /// lockstep.toml has `[[pkg.package]]`s: the workflow builds them, and
+    /// the tests use the IREE toolchain of the built wheels. `false`: tests
+    /// only, with the toolchain from PyPI (`[toolchain] iree`).
+    pub builds: bool,
     pub build_runs_on: Vec<String>,
     pub test_python: String,
     pub test_variant: String,
@@ -156,12 +160,9 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         .unwrap_or_else(|| "lockstep.toml".into());
     check_path_text("the configuration file's name", &config_name)?;
 
-    if pkg.package.is_empty() {
-        return Err(Error::usage(
-            "lockstep ci generate needs packages to build: lockstep.toml has no [[pkg.package]]",
-        )
-        .hint("add a [[pkg.package]] with name and source (docs/pkg.md)"));
-    }
+    // A project may only test (the IREE toolchain from PyPI), only build
+    // packages, or both.
+    let builds = !pkg.package.is_empty();
     if pkg.python.is_empty() {
         return Err(Error::usage("[pkg] python is empty")
             .hint("list the interpreters to build for, e.g. [\"3.11\"]"));
@@ -177,7 +178,7 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
             pythons.push(python.clone());
         }
     }
-    let variants = variants(pkg)?;
+    let variants = if builds { variants(pkg)? } else { Vec::new() };
     let cells = pythons.len() * variants.len();
     if cells > MAX_SHARDS as usize {
         return Err(Error::usage(format!(
@@ -192,7 +193,7 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         .test_variant
         .clone()
         .unwrap_or_else(|| DEFAULT_VARIANT.into());
-    if !variants.contains(&test_variant) {
+    if builds && !variants.contains(&test_variant) {
         return Err(Error::usage(format!(
             "[ci] test-variant `{test_variant}` is not a variant of any package"
         ))
@@ -212,6 +213,19 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
     let mut targets = targets(test, ci, &build_runs_on)?;
     if !has_tests {
         targets.clear();
+    }
+    if !builds && targets.is_empty() {
+        return Err(Error::usage(
+            "lockstep ci generate has nothing to run: lockstep.toml has no [[pkg.package]] and names no tests",
+        )
+        .cause("tests are `[test] paths`, `[test] suite-configs` or a `suites/` directory beside lockstep.toml")
+        .hint("add tests (docs/test.md) or a [[pkg.package]] (docs/pkg.md); `lockstep init` writes both from what it finds in the repository; nothing was written"));
+    }
+    if !builds && ci.release.is_some() {
+        return Err(Error::usage(
+            "[ci.release] publishes packages, and lockstep.toml has no [[pkg.package]]",
+        )
+        .hint("add the packages to release (docs/pkg.md), or remove [ci.release]; nothing was written"));
     }
     let build_timeout_minutes = timeout("[ci] build-timeout-minutes", ci.build_timeout_minutes)?;
     let test_timeout_minutes = timeout("[ci] test-timeout-minutes", ci.test_timeout_minutes)?;
@@ -251,6 +265,7 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         branches,
         pythons,
         variants,
+        builds,
         build_runs_on,
         test_python: pkg.python[0].clone(),
         test_variant,

@@ -53,7 +53,10 @@ pub fn header(plan: &Plan) -> String {
 /// The whole workflow.
 pub fn workflow(plan: &Plan) -> Node {
     let source = Source::default();
-    let mut jobs = vec![("build".to_string(), build_job(plan, &source))];
+    let mut jobs = Vec::new();
+    if plan.builds {
+        jobs.push(("build".to_string(), build_job(plan, &source)));
+    }
     for target in &plan.targets {
         jobs.push((test_job_id(&target.name), test_job(plan, target, &source)));
     }
@@ -508,14 +511,9 @@ fn install_lockstep_in_container(plan: &Plan) -> Vec<Node> {
     steps
 }
 
-pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node {
-    let manifest = join_slash(WHEELHOUSE, &manifest_name(&plan.test_variant));
-    let mut steps = vec![
-        checkout_at(plan, source.commit, false),
-        setup_python(plan, &plan.test_python),
-    ];
-    steps.extend(install_lockstep(plan, &target.runs_on));
-    steps.push(step(
+/// The test variant's wheelhouse, built by the build job.
+fn download_wheelhouse(plan: &Plan) -> Node {
+    step(
         "Download the wheelhouse",
         vec![
             ("uses", uses(plan, actions::DOWNLOAD_ARTIFACT)),
@@ -530,8 +528,12 @@ pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node
                 ]),
             ),
         ],
-    ));
-    steps.push(step(
+    )
+}
+
+/// The compile cache of a test target, kept across runs.
+fn restore_lockstep_cache(plan: &Plan, target: &TargetJob) -> Node {
+    step(
         "Restore the lockstep cache",
         vec![
             ("uses", uses(plan, actions::CACHE)),
@@ -556,16 +558,45 @@ pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node
                 ]),
             ),
         ],
-    ));
-    steps.push(step(
-        "Install the toolchain from the wheelhouse",
-        vec![(
-            "run",
-            Node::Block(
-                "lockstep toolchain install --manifest \"$LOCKSTEP_IREE_MANIFEST\"\n".into(),
-            ),
-        )],
-    ));
+    )
+}
+
+/// The IREE tools the tests run: those of the built wheels when the
+/// workflow builds packages, else the release `[toolchain] iree` names
+/// (PyPI's iree-base-compiler and iree-base-runtime; docs/test.md).
+fn install_toolchain(plan: &Plan) -> Node {
+    if plan.builds {
+        step(
+            "Install the toolchain from the wheelhouse",
+            vec![(
+                "run",
+                Node::Block(
+                    "lockstep toolchain install --manifest \"$LOCKSTEP_IREE_MANIFEST\"\n".into(),
+                ),
+            )],
+        )
+    } else {
+        step(
+            "Install the IREE toolchain from PyPI",
+            vec![("run", Node::Block("lockstep toolchain install\n".into()))],
+        )
+    }
+}
+
+pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node {
+    let manifest = plan
+        .builds
+        .then(|| join_slash(WHEELHOUSE, &manifest_name(&plan.test_variant)));
+    let mut steps = vec![
+        checkout_at(plan, source.commit, false),
+        setup_python(plan, &plan.test_python),
+    ];
+    steps.extend(install_lockstep(plan, &target.runs_on));
+    if plan.builds {
+        steps.push(download_wheelhouse(plan));
+    }
+    steps.push(restore_lockstep_cache(plan, target));
+    steps.push(install_toolchain(plan));
     let update = if plan.xfail_configs.is_empty() {
         ""
     } else {
@@ -605,17 +636,19 @@ pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node
     }
     let shards: Vec<Node> = (1..=target.shards).map(|i| Node::Int(i.into())).collect();
     let mut needs = source.needs.to_vec();
-    needs.push("build");
-    let mut job = vec![
-        (
-            "name".into(),
-            s(format!(
-                "test {} (${{{{ matrix.shard }}}}/{})",
-                target.name, target.shards
-            )),
-        ),
-        ("needs".into(), needs_node(&needs)),
-    ];
+    if plan.builds {
+        needs.push("build");
+    }
+    let mut job = vec![(
+        "name".into(),
+        s(format!(
+            "test {} (${{{{ matrix.shard }}}}/{})",
+            target.name, target.shards
+        )),
+    )];
+    if !needs.is_empty() {
+        job.push(("needs".into(), needs_node(&needs)));
+    }
     if let Some(when) = source.when {
         job.push(("if".into(), s(when)));
     }
@@ -634,16 +667,20 @@ pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node
         ),
         (
             "env".into(),
-            map([
-                ("TARGET", s(target.name.clone())),
-                ("SHARD", s("${{ matrix.shard }}")),
-                ("SHARDS", Node::Int(target.shards.into())),
-                ("LOCKSTEP_IREE_MANIFEST", s(manifest)),
-                (
+            with(
+                [
+                    ("TARGET", s(target.name.clone())),
+                    ("SHARD", s("${{ matrix.shard }}")),
+                    ("SHARDS", Node::Int(target.shards.into())),
+                ]
+                .into_iter()
+                .chain(manifest.map(|m| ("LOCKSTEP_IREE_MANIFEST", s(m))))
+                .chain([(
                     "LOCKSTEP_CACHE",
                     s("${{ github.workspace }}/.lockstep-cache"),
-                ),
-            ]),
+                )])
+                .collect(),
+            ),
         ),
         ("steps".into(), Node::Seq(steps)),
     ]);

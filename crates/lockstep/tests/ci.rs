@@ -231,9 +231,25 @@ fn check_structure(workflow: &Value, shards: &BTreeMap<&str, u32>) -> BTreeMap<S
             .filter_map(|s| s.get("run").map(str_of))
             .collect();
         assert!(scripts.contains("--shard \"$SHARD/$SHARDS\""), "{scripts}");
-        assert!(scripts.contains("lockstep toolchain install --manifest"));
         assert!(scripts.contains("--junit") && scripts.contains("--summary"));
-        assert_eq!(seq(&job["needs"]), vec!["build".to_string()]);
+        if jobs.contains_key("build") {
+            // The IREE tools of the built wheels.
+            assert!(scripts.contains("lockstep toolchain install --manifest"));
+            assert_eq!(seq(&job["needs"]), vec!["build".to_string()]);
+        } else {
+            // Tests only: the release [toolchain] iree names, from PyPI.
+            assert!(
+                scripts.contains("lockstep toolchain install\n"),
+                "{scripts}"
+            );
+            assert!(!scripts.contains("--manifest"), "{scripts}");
+            assert!(
+                job.get("needs").is_none(),
+                "{target}: needs {:?}",
+                job["needs"]
+            );
+            assert!(job["env"].get("LOCKSTEP_IREE_MANIFEST").is_none());
+        }
     }
     jobs
 }
@@ -687,7 +703,7 @@ fn generate_writes_through_a_link_and_restores_a_stale_file() {
 #[test]
 fn bad_ci_configs_are_clear_errors_and_write_nothing() {
     let cases: &[(&str, &str)] = &[
-        (PINNED, "has no [[pkg.package]]"),
+        (PINNED, "has nothing to run: lockstep.toml has no [[pkg.package]]"),
         (
             "[test.targets.gpu]\nshards = 0\n",
             "[test.targets.gpu] shards = 0 is out of range",
@@ -857,6 +873,55 @@ fn this_repositorys_workflows_are_generated_and_current() {
     expect(&mut cmd, 0);
     let text = lint(&top);
     eprintln!("{text}");
+}
+
+/// A project that only tests (no packages): test jobs that install the
+/// IREE toolchain from PyPI, no build job; with nothing at all to run, or
+/// a release with nothing to release, a clear error and nothing written.
+#[test]
+fn tests_only_gives_test_jobs_with_the_toolchain_from_pypi() {
+    let config =
+        format!("[toolchain]\niree = \"3.13.0\"\n\n[test]\npaths = [\"suites\"]\n\n{PINNED}");
+    let (p, dir) = repo("", &config);
+    std::fs::create_dir_all(dir.join("suites")).unwrap();
+    let out = p.run(&["ci", "generate"], 0);
+    assert!(stdout(&out).contains("wrote: "), "{}", stdout(&out));
+    assert!(stderr(&out).contains("no build job"), "{}", stderr(&out));
+    lint(&p.path());
+    let workflow = parse(&dir.join(".github/workflows/lockstep-pkgci.yml"));
+    let jobs = check_structure(&workflow, &BTreeMap::from([("cpu", 1)]));
+    assert_eq!(
+        jobs.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["summary", "test-cpu"]
+    );
+    let names: Vec<String> = jobs["test-cpu"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|s| str_of(&s["name"]))
+        .collect();
+    assert!(
+        names.contains(&"Install the IREE toolchain from PyPI".to_string()),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("wheelhouse")), "{names:?}");
+    p.run(&["ci", "generate", "--check"], 0);
+
+    for (config, expected) in [
+        (PINNED.to_string(), "has nothing to run"),
+        (
+            format!("{config}[release]\nversion-base = \"1.0.0\"\n[ci.release]\nschedule = \"0 5 * * *\"\n"),
+            "[ci.release] publishes packages",
+        ),
+    ] {
+        let (p, dir) = repo("", &config);
+        if config.contains("[test]") {
+            std::fs::create_dir_all(dir.join("suites")).unwrap();
+        }
+        let out = p.run(&["ci", "generate"], 2);
+        assert!(stderr(&out).contains(expected), "{expected}:\n{}", stderr(&out));
+        assert!(!dir.join(".github").exists(), "{expected}: something was written");
+    }
 }
 
 #[test]
