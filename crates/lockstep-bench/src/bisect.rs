@@ -38,6 +38,7 @@ use lockstep_bisect::{narrow_stored, range, CommitVenvs, Verdict};
 use lockstep_cache::Cache;
 use lockstep_core::events::Sink;
 use lockstep_core::hash::Framed;
+use lockstep_core::words::count;
 use lockstep_core::Error;
 use lockstep_iree::Toolchain;
 use lockstep_stats::{compare_runs, Rule};
@@ -241,11 +242,11 @@ pub fn bisect(
             return Err(no_regression(req, &endpoint));
         }
         sink.note(format!(
-            "BAD {} is a regression against GOOD {} ({}); bisecting {} commits",
+            "BAD {} is a regression against GOOD {} ({}); bisecting {}",
             req.bad,
             req.good,
             figures(&endpoint.judgement),
-            range.commits.len()
+            count(range.commits.len(), "commit", "commits")
         ));
         let mut steps = Vec::new();
         let (first_bad, candidates) = narrow_stored(
@@ -462,8 +463,8 @@ fn judge(
         commit,
         req.max_repeats,
         format!(
-            "undecided after {} measurements (the statistics never settled)",
-            req.max_repeats
+            "undecided after {} (the statistics never settled)",
+            count(req.max_repeats as usize, "measurement", "measurements")
         ),
     );
     step.judgement.kernels = kernels;
@@ -539,8 +540,12 @@ fn no_regression(req: &BisectRequest<'_>, endpoint: &Step) -> Error {
         err = err.cause(note.clone());
     }
     err.cause(format!(
-        "{} measurements of BAD; a regression needs the whole interval above {:.3}",
-        endpoint.judgement.measurements,
+        "{} of BAD; a regression needs the whole interval above {:.3}",
+        count(
+            endpoint.judgement.measurements as usize,
+            "measurement",
+            "measurements"
+        ),
         1.0 + req.rule.threshold
     ))
     .hint(
@@ -555,8 +560,12 @@ pub fn kernel_line(k: &KernelFigure) -> String {
         .interval
         .map_or("-".to_string(), |(lo, hi)| format!("[{lo:.3}, {hi:.3}]"));
     format!(
-        "{} ({}): ratio {ratio} {interval}, {} vs {} samples, {}",
-        k.kernel, k.func_name, k.good_samples, k.samples, k.stats
+        "{} ({}): ratio {ratio} {interval}, {} vs {}, {}",
+        k.kernel,
+        k.func_name,
+        k.good_samples,
+        count(k.samples, "sample", "samples"),
+        k.stats
     )
 }
 
@@ -574,7 +583,11 @@ pub fn figures(j: &Judgement) -> String {
             )
         })
         .collect();
-    parts.push(format!("{} measurements", j.measurements));
+    parts.push(count(
+        j.measurements as usize,
+        "measurement",
+        "measurements",
+    ));
     if let Some(note) = &j.note {
         parts.push(note.clone());
     }

@@ -5,6 +5,7 @@
 //! compiles and the rows.
 
 use lockstep_core::events::{to_json, Event, Human};
+use lockstep_core::words::count;
 use serde::Serialize;
 
 use crate::rows::Row;
@@ -65,9 +66,9 @@ impl Event for BenchEvent {
             } => Human::Begin {
                 total: (*rows + *kernels) as u64,
                 line: format!(
-                    "{kernels} {} to compile, then {rows} {} to time on {device}",
-                    if *kernels == 1 { "kernel" } else { "kernels" },
-                    if *rows == 1 { "row" } else { "rows" },
+                    "{} to compile, then {} to time on {device}",
+                    count(*kernels, "kernel", "kernels"),
+                    count(*rows, "row", "rows"),
                 ),
             },
             BenchEvent::RowFinished {

@@ -106,8 +106,8 @@ impl Check {
         match (&self.error, self.max_abs, self.max_rel) {
             (Some(reason), _, _) => format!(">>> verify: {verdict} ({reason})"),
             (None, Some(abs), Some(rel)) if self.failures > 0 => format!(
-                ">>> verify: max_abs={abs:.3e} max_rel={rel:.3e} {verdict} ({} elements out of tolerance)",
-                self.failures
+                ">>> verify: max_abs={abs:.3e} max_rel={rel:.3e} {verdict} ({} out of tolerance)",
+                lockstep_core::words::count(self.failures, "element", "elements")
             ),
             (None, Some(abs), Some(rel)) => {
                 format!(">>> verify: max_abs={abs:.3e} max_rel={rel:.3e} {verdict}")

@@ -126,7 +126,10 @@ fn too_large(sig: &OpSignature, verify: bool, limit: u64) -> Option<String> {
         shapes.join(", "),
         match kernel::scratch_elements(sig) {
             0 => String::new(),
-            n => format!(" with {n} elements of working copies"),
+            n => format!(
+                " with {} of working copies",
+                lockstep_core::words::count(n as usize, "element", "elements")
+            ),
         },
         if verify { " and the f64 reference" } else { "" },
     ))
@@ -549,8 +552,8 @@ fn check(
     let expected = references::load_or_compute(opts.references.as_ref(), sig, VERIFY_SEED)?;
     if expected.len() != sig.outputs.len() {
         return Err(format!(
-            "the reference has {} outputs, the kernel {}",
-            expected.len(),
+            "the reference has {}, the kernel {}",
+            lockstep_core::words::count(expected.len(), "output", "outputs"),
             sig.outputs.len()
         ));
     }

@@ -134,8 +134,8 @@ pub fn run(
     let summary = run::run(&prepared.jobs, &opts, sink);
     let failed = summary.failed();
     sink.note(format!(
-        "{} kernels: {} ok, {} failed ({} compiled, {} from the cache)",
-        summary.rows.len(),
+        "{}: {} ok, {} failed ({} compiled, {} from the cache)",
+        lockstep_core::words::count(summary.rows.len(), "kernel", "kernels"),
         summary.rows.len() - failed,
         failed,
         summary.compiled,

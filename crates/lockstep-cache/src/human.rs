@@ -4,16 +4,20 @@
 
 use std::path::PathBuf;
 
+use lockstep_core::words::count;
+
 use crate::maintain::{format_size, Info, Pruned};
 
 /// `cache info`: the root, one line per area, and what is not lockstep's.
 pub fn info(info: &Info) -> String {
     let mut text = format!("cache: {}\n", info.root.display());
     for area in &info.areas {
+        // Right-aligned as a whole ("1 entry" ends where "12 entries" does):
+        // the column keeps its width of a six-digit count and "entries".
         text.push_str(&format!(
-            "{:<11} {:>6} entries {:>8}  {}{}\n",
+            "{:<11} {:>14} {:>8}  {}{}\n",
             area.name,
-            area.entries,
+            count(area.entries, "entry", "entries"),
             format_size(area.bytes),
             area.path.display(),
             if area.enabled {
@@ -31,9 +35,9 @@ pub fn pruned(pruned: &Pruned) -> String {
     let mut text = String::new();
     for area in &pruned.areas {
         text.push_str(&format!(
-            "{}: removed {} entries ({}); kept {} ({}{}) in {}\n",
+            "{}: removed {} ({}); kept {} ({}{}) in {}\n",
             area.name,
-            area.removed,
+            count(area.removed, "entry", "entries"),
             format_size(area.freed_bytes),
             area.kept,
             format_size(area.kept_bytes),
@@ -54,8 +58,12 @@ fn foreign(foreign: &[PathBuf]) -> String {
         return String::new();
     }
     let mut text = format!(
-        "{} files in the cache areas are not lockstep's; left alone:\n",
-        foreign.len()
+        "{} not lockstep's; left alone:\n",
+        count(
+            foreign.len(),
+            "file in the cache areas is",
+            "files in the cache areas are"
+        )
     );
     for path in foreign {
         text.push_str(&format!("  {}\n", path.display()));

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use lockstep_core::config::{self, SectionSpec};
 use lockstep_core::events::Sink;
+use lockstep_core::words::count;
 use lockstep_core::Error;
 use lockstep_git::Repo;
 use lockstep_integrate::config::{IntegrateConfig, NotifyKind, Strategy};
@@ -58,11 +59,15 @@ pub fn run(
     w(
         out,
         format!(
-            "   upstream: {} commits pending, {} affecting mlir/, {} carried patches, API breaks at {}",
-            sb.pending.len(),
+            "   upstream: {} pending, {} affecting mlir/, {}, API breaks at {}",
+            count(sb.pending.len(), "commit", "commits"),
             sb.affecting.len(),
-            sb.patch_subjects.len(),
-            sb.breaks.iter().map(|b| short(b).to_string()).collect::<Vec<_>>().join(", ")
+            count(sb.patch_subjects.len(), "carried patch", "carried patches"),
+            sb.breaks
+                .iter()
+                .map(|b| short(b).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     )?;
     let loaded = config::load(
@@ -100,8 +105,8 @@ pub fn run(
         format!(
             "\n== lockstep integrate status\n   pin {} carrying {}; {} pending",
             short(&status.pin),
-            lockstep_core::words::count(status.patches.len(), "patch", "patches"),
-            lockstep_core::words::count(
+            count(status.patches.len(), "patch", "patches"),
+            count(
                 status.pending.len(),
                 "affecting commit",
                 "affecting commits"
@@ -152,9 +157,9 @@ pub fn run(
         w(
             out,
             format!(
-                "   {} smoke runs, {}",
-                report.smoke_runs,
-                crate::count(report.advances.len(), "advance", "advances")
+                "   {}, {}",
+                count(report.smoke_runs, "smoke run", "smoke runs"),
+                count(report.advances.len(), "advance", "advances")
             ),
         )?;
         match report.end {
@@ -226,10 +231,12 @@ pub fn run(
     w(
         out,
         format!(
-            "\n== review\n   draft pull request #{} \"{}\": opened once, updated {updates} time(s); {posts} call(s) for help posted for {} halt(s): {}",
+            "\n== review\n   draft pull request #{} \"{}\": opened once, updated {}; {} for help posted for {}: {}",
             pulls.first().map(|p| p.number).unwrap_or(0),
             pulls.first().map(|p| p.title.as_str()).unwrap_or(""),
-            summary.halts.len(),
+            count(updates, "time", "times"),
+            count(posts, "call", "calls"),
+            count(summary.halts.len(), "halt", "halts"),
             if review_ok { "ok" } else { "NOT as expected" }
         ),
     )?;
@@ -238,9 +245,9 @@ pub fn run(
     w(
         out,
         format!(
-            "\n== integrate summary\n   halts: {} ({} expected culprits named exactly: {})\n   smoke runs with gallop: {}\n   smoke runs `each` would have needed: {}",
+            "\n== integrate summary\n   halts: {} ({} named exactly: {})\n   smoke runs with gallop: {}\n   smoke runs `each` would have needed: {}",
             summary.halts.len(),
-            expected.len(),
+            count(expected.len(), "expected culprit", "expected culprits"),
             if exact { "yes" } else { "NO" },
             summary.smoke_runs,
             summary.each_would_need

@@ -21,6 +21,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use lockstep_core::events::Sink;
+use lockstep_core::words::count;
 use lockstep_core::Error;
 
 /// Runs every part in `dir` (default: a new directory under the system's
@@ -67,9 +68,9 @@ pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<b
         out,
         "   {}; everything is kept in {}",
         if all {
-            format!("all {passed} steps passed")
+            format!("all {} passed", count(passed, "step", "steps"))
         } else {
-            format!("{passed} of {} steps passed", parts.len())
+            format!("{passed} of {} passed", count(parts.len(), "step", "steps"))
         },
         root.display()
     )?;
@@ -83,9 +84,4 @@ fn root(dir: Option<&Path>) -> Result<PathBuf, Error> {
     };
     fs_err::create_dir_all(&root)?;
     Ok(std::path::absolute(&root)?)
-}
-
-/// `1 advance`, `2 advances`.
-fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -117,8 +117,8 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
     let simple = settings.index.join(lockstep_release::index::SIMPLE);
     writeln!(
         out,
-        "   published {} file(s) (validated with `packaging` from {}); index at {}",
-        published.added.len(),
+        "   published {} (validated with `packaging` from {}); index at {}",
+        lockstep_core::words::count(published.added.len(), "file", "files"),
         settings.dependency_index.as_deref().unwrap_or("nowhere"),
         simple.display()
     )?;

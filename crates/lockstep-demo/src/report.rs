@@ -6,6 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use lockstep_core::words::count;
 use lockstep_core::Error;
 use lockstep_history::collect::Recording;
 use lockstep_history::Kind;
@@ -65,11 +66,11 @@ pub fn site(history: &History, out_dir: &Path, out: &mut dyn Write) -> Result<bo
     let report = lockstep_site::site(&loaded, None, out_dir, None)?;
     writeln!(
         out,
-        "   {} pages from {} runs ({} regression(s), {} flaky test(s)); open {}",
-        report.pages.len(),
-        report.runs,
-        report.regressions,
-        report.flaky_tests,
+        "   {} from {} ({}, {}); open {}",
+        count(report.pages.len(), "page", "pages"),
+        count(report.runs, "run", "runs"),
+        count(report.regressions, "regression", "regressions"),
+        count(report.flaky_tests, "flaky test", "flaky tests"),
         report.out.join("index.html").display()
     )?;
     Ok(report.runs >= 3 && report.pages.len() == 5)

@@ -510,7 +510,10 @@ fn status_error(status: &StatusError, what: &str, token: Option<&Token>) -> Erro
     if matches!(code, 403 | 429) && rate_limited {
         let when = match (reset, retry_after) {
             (Some(reset), _) => format!("it resets at {}", format_reset(reset)),
-            (None, Some(secs)) => format!("retry after {secs} seconds"),
+            (None, Some(secs)) => format!(
+                "retry after {}",
+                lockstep_core::words::count(secs as usize, "second", "seconds")
+            ),
             (None, None) => "GitHub did not say when it resets".to_string(),
         };
         let hint = if token.is_some() {

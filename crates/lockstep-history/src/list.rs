@@ -2,6 +2,7 @@
 //! commit and toolchain, and a line saying how it went), read from each
 //! kind's results document.
 
+use lockstep_core::words::count;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -93,18 +94,18 @@ fn short(text: &str) -> &str {
 
 /// One line and whether the run failed, from a results document.
 fn outcome(kind: Kind, doc: &Value) -> (String, bool) {
-    let count = |v: &Value, key: &str| v.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let field = |v: &Value, key: &str| v.get(key).and_then(Value::as_u64).unwrap_or(0);
     match kind {
         Kind::Test => {
             let Some(s) = doc.get("summary") else {
                 return ("no summary".into(), false);
             };
             let mut parts = vec![
-                format!("{} passed", count(s, "pass")),
-                format!("{} failed", count(s, "fail")),
+                format!("{} passed", field(s, "pass")),
+                format!("{} failed", field(s, "fail")),
             ];
             for (key, name) in [("xfail", "xfail"), ("xpass", "xpass"), ("skip", "skipped")] {
-                let n = count(s, key);
+                let n = field(s, key);
                 if n > 0 {
                     parts.push(format!("{n} {name}"));
                 }
@@ -125,11 +126,7 @@ fn outcome(kind: Kind, doc: &Value) -> (String, bool) {
                         || r.get("verify").and_then(Value::as_str) == Some("FAIL")
                 })
                 .count();
-            let mut text = format!(
-                "{} kernel{}",
-                rows.len(),
-                if rows.len() == 1 { "" } else { "s" }
-            );
+            let mut text = count(rows.len(), "kernel", "kernels");
             if bad > 0 {
                 text.push_str(&format!(", {bad} failed"));
             }
@@ -145,10 +142,7 @@ fn outcome(kind: Kind, doc: &Value) -> (String, bool) {
                 .and_then(Value::as_array)
                 .map_or(0, Vec::len);
             (
-                format!(
-                    "{end}, {advances} advance{}",
-                    if advances == 1 { "" } else { "s" }
-                ),
+                format!("{end}, {}", count(advances, "advance", "advances")),
                 end == "halted",
             )
         }

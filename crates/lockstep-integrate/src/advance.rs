@@ -177,10 +177,10 @@ impl Integrate<'_> {
     ) -> Result<(Commit, usize), Error> {
         let range_hint = || {
             format!(
-                "the pending range is {}..{} ({} affecting commits); `lockstep integrate status` lists them",
+                "the pending range is {}..{} ({}); `lockstep integrate status` lists them",
                 crate::halt::short(base),
                 crate::halt::short(upstream),
-                pending.len()
+                lockstep_core::words::count(pending.len(), "affecting commit", "affecting commits")
             )
         };
         let Some(sha) = self.sub.resolve(rev)? else {

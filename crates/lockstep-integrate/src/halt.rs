@@ -175,8 +175,8 @@ impl Integrate<'_> {
             let (lines, total) = error_summary(&text, &self.cfg.report);
             error_lines = total;
             t += &format!(
-                "\n## Errors ({total} matching line{})\n\n```\n",
-                if total == 1 { "" } else { "s" }
+                "\n## Errors ({})\n\n```\n",
+                lockstep_core::words::count(total, "matching line", "matching lines")
             );
             for l in &lines {
                 t += l;

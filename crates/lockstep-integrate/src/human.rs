@@ -52,8 +52,8 @@ pub fn looped(report: &LoopReport) -> String {
         LoopEnd::AtHead => out.line("at upstream head"),
         LoopEnd::StepsExhausted { pending } => {
             out.line(format!(
-                "--max-steps reached; {} affecting commits still pending:",
-                pending.len()
+                "--max-steps reached; {} still pending:",
+                count(pending.len(), "affecting commit", "affecting commits")
             ));
             for c in pending.iter().take(20) {
                 out.line(format!("  {} {}", short(&c.sha), c.subject));
@@ -73,20 +73,19 @@ pub fn looped(report: &LoopReport) -> String {
             strategy,
         } => {
             out.line(format!(
-                "would search {} candidates with `{strategy}`:",
-                candidates.len()
+                "would search {} with `{strategy}`:",
+                count(candidates.len(), "candidate", "candidates")
             ));
             for c in candidates {
                 out.line(format!("  {} {}", short(&c.sha), c.subject));
             }
         }
     }
-    let advances = report.advances.len();
     out.line(format!(
-        "smoke runs: {} (cached: {}), {advances} {}",
+        "smoke runs: {} (cached: {}), {}",
         report.smoke_runs,
         report.cached,
-        if advances == 1 { "advance" } else { "advances" }
+        count(report.advances.len(), "advance", "advances")
     ));
     out.0
 }
@@ -109,10 +108,10 @@ pub fn bisected(result: &BisectResult) -> String {
         ));
     }
     out.line(format!(
-        "{} of {} candidates tested, {} runs",
+        "{} of {} tested, {}",
         result.steps.len(),
-        result.candidates,
-        result.runs
+        count(result.candidates, "candidate", "candidates"),
+        count(result.runs, "run", "runs")
     ));
     out.0
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use lockstep_core::events::Sink;
 use lockstep_core::process::{self, Exit};
+use lockstep_core::words::count;
 use lockstep_core::Error;
 use lockstep_iree::Toolchain;
 use serde::Serialize;
@@ -131,7 +132,10 @@ impl Failure {
         if self.stderr.is_empty() {
             err = err.cause("stderr: (empty)");
         } else {
-            err = err.cause(format!("stderr (last {} lines):", self.stderr.len()));
+            err = err.cause(format!(
+                "stderr (last {}):",
+                count(self.stderr.len(), "line", "lines")
+            ));
             for line in &self.stderr {
                 err = err.cause(format!("  {line}"));
             }
@@ -514,8 +518,8 @@ fn check_output(
         [] => return Err("the output holds no operation (expected one hal.executable)".into()),
         ops => {
             return Err(format!(
-                "expected exactly one hal.executable, found {} top-level ops ({})",
-                ops.len(),
+                "expected exactly one hal.executable, found {} ({})",
+                count(ops.len(), "top-level op", "top-level ops"),
                 op_names(ops.iter().map(|o| o.name.clone()), ops.len())
             ));
         }
@@ -697,7 +701,8 @@ pub fn preprocess_scanned(
                     line.push_str("; ");
                 }
                 line.push_str(&format!(
-                    "{unfinished} executables were not started after the failure"
+                    "{} not started after the failure",
+                    count(unfinished, "executable was", "executables were")
                 ));
             }
             err = err.cause(line);

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use lockstep_core::events::Sink;
 use lockstep_core::output::Target;
+use lockstep_core::words::count;
 use lockstep_core::Error;
 use lockstep_iree::Toolchain;
 
@@ -185,11 +186,10 @@ pub fn run(p: Prepared, toolchain: &Toolchain, sink: &dyn Sink) -> Result<Report
     let selected = outcome.executables.iter().filter(|e| e.selected).count();
     let changed = outcome.executables.iter().filter(|e| e.changed).count();
     sink.note(format!(
-        "preprocessed {selected} of {} executables with {} command{}: {} tool runs, {} cached, {changed} changed; {:.2}s ({:.2}s in tools, limit {})",
-        outcome.executables.len(),
-        p.steps.len(),
-        if p.steps.len() == 1 { "" } else { "s" },
-        outcome.ran,
+        "preprocessed {selected} of {} with {}: {}, {} cached, {changed} changed; {:.2}s ({:.2}s in tools, limit {})",
+        count(outcome.executables.len(), "executable", "executables"),
+        count(p.steps.len(), "command", "commands"),
+        count(outcome.ran, "tool run", "tool runs"),
         outcome.cached,
         report.wall_seconds,
         outcome.tool_seconds,

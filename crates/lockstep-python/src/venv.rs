@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use lockstep_core::events::Sink;
 use lockstep_core::fs::StagedDir;
+use lockstep_core::words::count;
 use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
 
@@ -94,8 +95,12 @@ pub fn create_exact(
         },
     )?;
     sink.note(format!(
-        "installing {} wheel(s) from {} (offline, hashes checked)",
-        checked.iter().filter(|c| !c.sdist).count(),
+        "installing {} from {} (offline, hashes checked)",
+        count(
+            checked.iter().filter(|c| !c.sdist).count(),
+            "wheel",
+            "wheels"
+        ),
         manifest_path.display()
     ));
     uv.sync(&venv, &manifest_path).map_err(|e| {
@@ -180,8 +185,12 @@ pub fn add_exact(uv: &Uv, venv: &Venv, from: From<'_>, sink: &dyn Sink) -> Resul
     let (lock, manifest, _scratch) = load(&from)?;
     let checked = pylock::verify(&lock, &manifest)?;
     sink.note(format!(
-        "installing {} wheel(s) from {} (offline, hashes checked)",
-        checked.iter().filter(|c| !c.sdist).count(),
+        "installing {} from {} (offline, hashes checked)",
+        count(
+            checked.iter().filter(|c| !c.sdist).count(),
+            "wheel",
+            "wheels"
+        ),
         manifest.display()
     ));
     uv.install(venv, Install::Manifest(&manifest))

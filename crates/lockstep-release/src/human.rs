@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use lockstep_core::words::count;
+
 use crate::bump::Bumped;
 use crate::cut::Cut;
 use crate::index::{IndexReport, SIMPLE};
@@ -55,14 +57,14 @@ pub fn published(report: &PublishReport, index: &Path) -> String {
         "published {} {}: {} added; index: {}, {} in {}\n",
         p.packages.join(" "),
         p.version,
-        lockstep_core::words::count(p.added.len(), "file", "files"),
-        lockstep_core::words::count(p.index.projects, "project", "projects"),
-        lockstep_core::words::count(p.index.files, "file", "files"),
+        count(p.added.len(), "file", "files"),
+        count(p.index.projects, "project", "projects"),
+        count(p.index.files, "file", "files"),
         index.display()
     );
     text.push_str(&format!(
         "validated: installed from a staged index, {} ran with --help{}\n",
-        lockstep_core::words::count(p.scripts_checked.len(), "console script", "console scripts"),
+        count(p.scripts_checked.len(), "console script", "console scripts"),
         p.smoke
             .as_deref()
             .map(|s| format!(", the [release] smoke `{s}` passed"))
@@ -74,7 +76,7 @@ pub fn published(report: &PublishReport, index: &Path) -> String {
             g.tag,
             g.repository,
             if g.created { " (created)" } else { "" },
-            lockstep_core::words::count(g.uploaded.len(), "asset", "assets"),
+            count(g.uploaded.len(), "asset", "assets"),
             g.already_there.len(),
             g.url
                 .as_deref()
@@ -88,11 +90,11 @@ pub fn published(report: &PublishReport, index: &Path) -> String {
 /// `release index` of the store at `index`.
 pub fn indexed(report: &IndexReport, index: &Path) -> String {
     format!(
-        "{}: {} project(s), {} version(s), {} file(s) ({} yanked)\n",
+        "{}: {}, {}, {} ({} yanked)\n",
         index.join(SIMPLE).display(),
-        report.projects,
-        report.versions,
-        report.files,
+        count(report.projects, "project", "projects"),
+        count(report.versions, "version", "versions"),
+        count(report.files, "file", "files"),
         report.yanked
     )
 }
@@ -112,8 +114,8 @@ pub fn pruned(p: &Pruned, dry_run: bool, yank: bool) -> String {
     };
     let list = if yank { &p.yanked } else { &p.removed };
     let mut text = format!(
-        "{verb} {} version(s){}{}; kept {}\n",
-        list.len(),
+        "{verb} {}{}{}; kept {}\n",
+        count(list.len(), "version", "versions"),
         if list.is_empty() { "" } else { ": " },
         list.join(" "),
         p.kept

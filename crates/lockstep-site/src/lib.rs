@@ -24,6 +24,7 @@ pub mod svg;
 use std::path::{Path, PathBuf};
 
 use lockstep_core::fs::StagedDir;
+use lockstep_core::words::count;
 use lockstep_core::Error;
 use lockstep_history::analysis::{self, Release};
 use lockstep_history::Loaded;
@@ -84,12 +85,12 @@ impl SiteReport {
             .map(|(name, bytes)| format!(", largest page {name} {} kB", bytes / 1000))
             .unwrap_or_default();
         format!(
-            "wrote {} ({} pages from {} runs{largest}; {} regression(s), {} flaky test(s))",
+            "wrote {} ({} from {}{largest}; {}, {})",
             self.out.join("index.html").display(),
-            self.pages.len(),
-            self.runs,
-            self.regressions,
-            self.flaky_tests
+            count(self.pages.len(), "page", "pages"),
+            count(self.runs, "run", "runs"),
+            count(self.regressions, "regression", "regressions"),
+            count(self.flaky_tests, "flaky test", "flaky tests")
         )
     }
 }

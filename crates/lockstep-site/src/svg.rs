@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use lockstep_core::words::count;
 use lockstep_history::analysis::Heatmap;
 
 use crate::html::{esc, esc_short, num, short};
@@ -217,9 +218,9 @@ pub fn heatmap(map: &Heatmap) -> String {
     let height = HEAD + STEP * map.rows.len() as f64 + 24.0;
     let mut s = String::with_capacity(1024 + map.rows.len() * cols * 90);
     let desc = format!(
-        "{} tests that failed, flaked or xpassed (rows) on the last {} commits tested (columns, oldest left)",
-        map.rows.len(),
-        cols
+        "{} that failed, flaked or xpassed (rows) on the last {} tested (columns, oldest left)",
+        count(map.rows.len(), "test", "tests"),
+        count(cols, "commit", "commits")
     );
     let _ = write!(
         s,

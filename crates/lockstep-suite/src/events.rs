@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use lockstep_core::events::{to_json, Event, Human};
+use lockstep_core::words::count;
 use serde::Serialize;
 
 use crate::model::{Outcome, StepStatus};
@@ -77,7 +78,9 @@ impl Event for TestEvent {
             } => Human::Begin {
                 total: *tests as u64,
                 line: format!(
-                    "{tests} tests, {jobs} workers, {compiler} ({})",
+                    "{}, {}, {compiler} ({})",
+                    count(*tests, "test", "tests"),
+                    count(*jobs, "worker", "workers"),
                     tools.display()
                 ),
             },

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use lockstep_core::error::ResultExt;
+use lockstep_core::words::count;
 use lockstep_core::Error;
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
@@ -434,9 +435,9 @@ pub fn markdown(report: &RunReport) -> String {
     );
     let _ = writeln!(
         md,
-        "{} wall time on {} jobs; compiles: {} run, {} cached; compiler: {}\n",
+        "{} wall time on {}; compiles: {} run, {} cached; compiler: {}\n",
         fmt_seconds(report.wall_seconds),
-        report.jobs,
+        count(report.jobs, "job", "jobs"),
         report.compiles_run,
         report.compiles_cached,
         md_code(nonempty(&report.compiler, &report.compiler_identity), false),
@@ -681,16 +682,16 @@ pub fn console_summary(report: &RunReport) -> String {
     );
     let _ = writeln!(
         out,
-        "test result: {}. {} tests: {} pass, {} fail, {} xfail, {} xpass, {} skip; {} on {} jobs",
+        "test result: {}. {}: {} pass, {} fail, {} xfail, {} xpass, {} skip; {} on {}",
         if report.failed() { "FAILED" } else { "ok" },
-        report.results.len(),
+        count(report.results.len(), "test", "tests"),
         report.count(Outcome::Pass),
         report.count(Outcome::Fail),
         report.count(Outcome::Xfail),
         report.count(Outcome::Xpass),
         report.count(Outcome::Skip),
         fmt_seconds(report.wall_seconds),
-        report.jobs,
+        count(report.jobs, "job", "jobs"),
     );
     out
 }

@@ -228,10 +228,18 @@ pub fn run(
     if planned.update_xfails {
         for updated in xfails::update(&planned.tests, &report)? {
             sink.note(format!(
-                "updated {}: {} expected compile failures, {} expected run failures",
+                "updated {}: {}, {}",
                 updated.path.display(),
-                updated.compile,
-                updated.run
+                lockstep_core::words::count(
+                    updated.compile,
+                    "expected compile failure",
+                    "expected compile failures"
+                ),
+                lockstep_core::words::count(
+                    updated.run,
+                    "expected run failure",
+                    "expected run failures"
+                )
             ));
         }
     }

@@ -577,8 +577,8 @@ fn cache_prune_covers_the_kernel_compile_and_preprocess_caches() {
         common::stdout(&common::expect(cmd.args(args), 0))
     };
     let stdout = prune(&["--older-than", "30"]);
-    assert!(stdout.contains("compile: removed 1 entries"), "{stdout}");
-    assert!(stdout.contains("kernels: removed 1 entries"), "{stdout}");
+    assert!(stdout.contains("compile: removed 1 entry"), "{stdout}");
+    assert!(stdout.contains("kernels: removed 1 entry"), "{stdout}");
     assert!(stdout.contains("preprocess: removed 0 entries"), "{stdout}");
     assert!(!compile_entry.exists() && !old.exists() && fresh.exists());
     assert!(
@@ -597,7 +597,7 @@ fn cache_prune_covers_the_kernel_compile_and_preprocess_caches() {
     assert_eq!(env.json("again.json")["compiled"], 1);
     // Size limit 0: everything goes, least recently used first.
     let stdout = prune(&["--max-size", "0"]);
-    assert!(stdout.contains("preprocess: removed 1 entries"), "{stdout}");
+    assert!(stdout.contains("preprocess: removed 1 entry"), "{stdout}");
     assert!(!preprocess_entry.exists());
     assert!(walk(&env.cache().join("bench"))
         .iter()

@@ -195,7 +195,7 @@ fn info_lists_every_area_and_prune_to_zero_empties_them_but_not_foreign_files() 
         assert!(path.exists(), "{} was removed", path.display());
         assert!(stdout.contains(&path.display().to_string()), "{stdout}");
     }
-    assert!(stdout.contains("downloads: removed 1 entries"), "{stdout}");
+    assert!(stdout.contains("downloads: removed 1 entry"), "{stdout}");
     let after = info(&p);
     for name in AREAS {
         let a = area(&after, name);

@@ -45,11 +45,11 @@ fn quiet_keeps_progress_off_stderr_but_not_results() {
     let p = Project::new();
     p.add_suite(&[("add", "11 22 33 44")]);
     let loud = p.run(&["test", "s"], 0);
-    assert!(String::from_utf8_lossy(&loud.stderr).contains("1 tests, "));
+    assert!(String::from_utf8_lossy(&loud.stderr).contains("1 test, "));
     let quiet = p.run(&["-q", "test", "s"], 0);
     let stderr = String::from_utf8_lossy(&quiet.stderr);
     assert!(
-        !stderr.contains("1 tests, ") && !stderr.contains("[1/1]"),
+        !stderr.contains("1 test, ") && !stderr.contains("[1/1]"),
         "{stderr}"
     );
     assert!(String::from_utf8_lossy(&quiet.stdout).contains("1 pass"));

@@ -315,7 +315,7 @@ fn outputs_that_are_files_the_command_found_to_read_are_refused() {
     }
     // The state database lockstep keeps for this directory is an input too.
     let out = p.run(&["test", "s", "--list"], 0);
-    assert!(stderr(&out).contains("1 tests"));
+    assert!(stderr(&out).contains("1 test"));
     let db = lockstep_suite_state_db(&p);
     let before = std::fs::read(&db).unwrap();
     let out = p.run(&["test", "s", "--json", db.to_str().unwrap()], 2);

@@ -878,7 +878,7 @@ fn sdists_travel_with_the_set_through_publish_and_promote() {
     );
     let err = stderr(&out);
     assert!(
-        err.contains("installing 2 wheel(s)") && err.contains("requires packaging>=20"),
+        err.contains("installing 2 wheels") && err.contains("requires packaging>=20"),
         "{err}"
     );
     let tampered = p.root().join("tampered");

@@ -760,7 +760,7 @@ fn wrap_and_direct_forms_do_not_share_cache_entries() {
     ]));
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("1 tool runs, 0 cached"),
+        stderr(&o).contains("1 tool run, 0 cached"),
         "{}",
         stderr(&o)
     );

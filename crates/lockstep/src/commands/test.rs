@@ -43,7 +43,11 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
     ctx.inputs_read(&read)?;
     if args.list {
         ctx.out().print(&planned.listing());
-        ctx.sink().note(format!("{} tests", planned.tests.len()));
+        ctx.sink().note(lockstep_core::words::count(
+            planned.tests.len(),
+            "test",
+            "tests",
+        ));
         return Ok(0);
     }
     if planned.tests.is_empty() {
