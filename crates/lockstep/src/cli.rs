@@ -53,6 +53,8 @@ pub struct Json {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write a first lockstep.toml from what the repository holds: the upstream pin, Python packages, test suites (docs/getting-started.md).
+    Init(InitArgs),
     /// Step an upstream pin (a git submodule with carried patches) forward.
     #[command(subcommand)]
     Integrate(Integrate),
@@ -91,6 +93,20 @@ pub enum Command {
         #[command(flatten)]
         json: Json,
     },
+}
+
+/// `lockstep init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The directory lockstep.toml goes in, inside a git repository (default: the current directory).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print the file on stdout and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The upstream pin to use when several are found: its path (a submodule, a pin file, or a file with the pin inside).
+    #[arg(long, value_name = "PATH")]
+    pub pin: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

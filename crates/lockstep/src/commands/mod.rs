@@ -8,6 +8,7 @@ mod ci;
 mod demo;
 mod doctor;
 mod history;
+mod init;
 mod integrate;
 mod pkg;
 mod preprocess;
@@ -29,6 +30,7 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<i32, Error> {
         ctx.inputs_read(&[])?;
     }
     match command {
+        Command::Init(args) => init::run(args, ctx),
         Command::Integrate(cmd) => integrate::run(cmd, ctx),
         Command::Demo(args) => demo::run(args, ctx),
         Command::Toolchain(cmd) => toolchain::run(cmd, ctx),

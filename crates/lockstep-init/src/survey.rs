@@ -1,0 +1,510 @@
+//! What a repository already holds that lockstep.toml should name: the
+//! upstream pin (a submodule, a pin file, or a pin inside a larger file),
+//! the Python packages, the test suites, and the lit suites.
+//!
+//! Only the files git knows are looked at (`git ls-files`: tracked, and
+//! untracked ones that are not ignored), so a build directory or a venv
+//! never counts, and a submodule's own files are not the superproject's.
+//! Every file read is bounded, and one that cannot be read is an error
+//! naming it: a setting guessed from half the files would be wrong in a
+//! way nobody sees.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::Path;
+
+use lockstep_core::Error;
+use lockstep_git::Repo;
+use regex::Regex;
+use serde::Serialize;
+
+/// The most files looked at (a monorepo's listing beyond this is cut and
+/// said so).
+pub const MAX_FILES: usize = 2_000_000;
+/// The largest file read (a pyproject.toml, a pin file, a .bzl file).
+pub const MAX_READ_BYTES: u64 = 1 << 20;
+/// The most packages written (more are listed in a comment).
+pub const MAX_PACKAGES: usize = 32;
+
+/// Where the upstream revision is pinned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FoundPin {
+    /// A git submodule (`[integrate] submodule`), with its URL from
+    /// .gitmodules.
+    Submodule { path: String, url: Option<String> },
+    /// A file holding the 40-hex revision (`[integrate] pin-file`).
+    File { path: String },
+    /// A revision inside a larger file (`[integrate] pin`), maybe with the
+    /// sha256 of the upstream's archive beside it.
+    Pattern {
+        path: String,
+        pattern: String,
+        sha256_pattern: Option<String>,
+    },
+}
+
+impl FoundPin {
+    /// The path it lives at, as `--pin` names it.
+    pub fn path(&self) -> &str {
+        match self {
+            FoundPin::Submodule { path, .. }
+            | FoundPin::File { path }
+            | FoundPin::Pattern { path, .. } => path,
+        }
+    }
+
+    /// What it is, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            FoundPin::Submodule { path, .. } => format!("{path} (a submodule)"),
+            FoundPin::File { path } => format!("{path} (a pin file)"),
+            FoundPin::Pattern { path, .. } => format!("{path} (a pin inside the file)"),
+        }
+    }
+}
+
+/// A Python package: a directory with pyproject.toml or setup.py.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FoundPackage {
+    /// The distribution name (`[project] name`, setup.py's `name=`, or the
+    /// directory's name).
+    pub name: String,
+    /// Relative to the directory lockstep.toml goes in (`.` for itself).
+    pub source: String,
+    /// Where the name came from, for the comment.
+    pub named_by: String,
+}
+
+/// Everything found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Survey {
+    pub pin: Option<FoundPin>,
+    pub packages: Vec<FoundPackage>,
+    /// Directories with native suites (`*.suite.toml`) or iree-test-suites
+    /// cases, for `[test] paths`.
+    pub test_paths: Vec<String>,
+    /// iree-test-suites configs (`config_name` and compile flags).
+    pub suite_configs: Vec<String>,
+    /// `lit.cfg.py` files (a comment: lit suites are not run yet).
+    pub lit_configs: Vec<String>,
+    /// What was seen and left out, for comments.
+    pub notes: Vec<String>,
+}
+
+/// Surveys the repository whose work tree holds `dir` (where lockstep.toml
+/// goes), choosing the pin at `chosen` (`--pin`) when several are found.
+pub fn survey(dir: &Path, chosen: Option<&str>) -> Result<Survey, Error> {
+    let repo = Repo::new(dir);
+    let files = list_files(&repo)?;
+    let mut survey = Survey::default();
+    if files.len() >= MAX_FILES {
+        survey.notes.push(format!(
+            "the repository lists more than {MAX_FILES} files; only the first {MAX_FILES} were looked at"
+        ));
+    }
+    let mut pins = submodule_pins(&repo, dir)?;
+    pins.extend(file_pins(dir, &files)?);
+    survey.pin = choose_pin(pins, chosen)?;
+    survey.packages = packages(dir, &files, &mut survey.notes)?;
+    (survey.test_paths, survey.suite_configs) = tests(dir, &files)?;
+    survey.lit_configs = files
+        .iter()
+        .filter(|f| file_name(f) == "lit.cfg.py")
+        .cloned()
+        .collect();
+    Ok(survey)
+}
+
+/// The files git knows below `dir` (relative to it, `/`-separated):
+/// tracked ones, and untracked ones that are not ignored.
+fn list_files(repo: &Repo) -> Result<Vec<String>, Error> {
+    let listing = repo.git(&[
+        "ls-files",
+        "-z",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+    ])?;
+    let mut files: Vec<String> = listing
+        .split('\0')
+        .filter(|f| !f.is_empty())
+        .take(MAX_FILES)
+        .map(str::to_string)
+        .collect();
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map(|(p, _)| p).unwrap_or(".")
+}
+
+/// Reads `rel` below `dir`, at most [`MAX_READ_BYTES`]; a file that cannot
+/// be read is an error naming it, a larger one `None`.
+fn read_bounded(dir: &Path, rel: &str) -> Result<Option<String>, Error> {
+    let path = dir.join(rel);
+    let unreadable = |e: std::io::Error| {
+        Error::usage(format!("cannot read {}", path.display()))
+            .cause(e.to_string())
+            .hint("make it readable (or remove it from the repository), then run `lockstep init` again; nothing was written")
+    };
+    let file = std::fs::File::open(&path).map_err(unreadable)?;
+    let meta = file.metadata().map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(unreadable(std::io::Error::other(
+            "not a regular file (a FIFO or a device would never end)",
+        )));
+    }
+    if meta.len() > MAX_READ_BYTES {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_READ_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// Whether a submodule (by its path or URL) looks like an LLVM checkout:
+/// the upstream the projects lockstep serves pin.
+fn looks_like_llvm(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.contains("llvm")
+}
+
+/// Submodules that look like the pinned upstream, from .gitmodules.
+fn submodule_pins(repo: &Repo, dir: &Path) -> Result<Vec<FoundPin>, Error> {
+    if !dir.join(".gitmodules").is_file() {
+        return Ok(Vec::new());
+    }
+    if read_bounded(dir, ".gitmodules")?.is_none() {
+        return Ok(Vec::new());
+    }
+    let out = repo.try_git_env(
+        &[
+            "config",
+            "--file",
+            ".gitmodules",
+            "--get-regexp",
+            r"^submodule\..*\.(path|url)$",
+        ],
+        &[],
+        None,
+    )?;
+    // Exit 1: no submodule entries at all.
+    if out.code != 0 {
+        return Ok(Vec::new());
+    }
+    let mut paths: Vec<(String, String)> = Vec::new();
+    let mut urls: Vec<(String, String)> = Vec::new();
+    for line in out.stdout.lines() {
+        let Some((key, value)) = line.split_once(' ') else {
+            continue;
+        };
+        if let Some(name) = key
+            .strip_prefix("submodule.")
+            .and_then(|k| k.strip_suffix(".path"))
+        {
+            paths.push((name.to_string(), value.to_string()));
+        } else if let Some(name) = key
+            .strip_prefix("submodule.")
+            .and_then(|k| k.strip_suffix(".url"))
+        {
+            urls.push((name.to_string(), value.to_string()));
+        }
+    }
+    Ok(paths
+        .into_iter()
+        .map(|(name, path)| {
+            let url = urls
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, u)| u.clone());
+            (path, url)
+        })
+        .filter(|(path, url)| looks_like_llvm(path) || url.as_deref().is_some_and(looks_like_llvm))
+        .map(|(path, url)| FoundPin::Submodule { path, url })
+        .collect())
+}
+
+/// Pin files (`*llvm*version*`, `*llvm*hash*`, `*llvm*commit*` holding one
+/// 40-hex revision) and pins inside `.bzl` files (`LLVM_COMMIT = "..."`).
+fn file_pins(dir: &Path, files: &[String]) -> Result<Vec<FoundPin>, Error> {
+    let hex40 = Regex::new(r"^[0-9a-f]{40}$").expect("a valid pattern");
+    let commit =
+        Regex::new(r#"(?m)^\s*(\w*LLVM\w*_COMMIT)\s*=\s*"[0-9a-f]{40}""#).expect("a valid pattern");
+    let checksum =
+        Regex::new(r#"(?m)^\s*(\w*LLVM\w*_SHA256)\s*=\s*"[0-9a-f]{64}""#).expect("a valid pattern");
+    let mut found = Vec::new();
+    for rel in files {
+        let name = file_name(rel).to_ascii_lowercase();
+        let pin_file_name = name.contains("llvm")
+            && ["version", "hash", "commit", "rev"]
+                .iter()
+                .any(|w| name.contains(w))
+            && !name.ends_with(".bzl")
+            && !name.ends_with(".py")
+            && !name.ends_with(".cmake");
+        if pin_file_name {
+            let Some(text) = read_bounded(dir, rel)? else {
+                continue;
+            };
+            let lines: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .collect();
+            if let [only] = lines.as_slice() {
+                if hex40.is_match(only) {
+                    found.push(FoundPin::File { path: rel.clone() });
+                }
+            }
+        } else if name.ends_with(".bzl") {
+            let Some(text) = read_bounded(dir, rel)? else {
+                continue;
+            };
+            let commits: Vec<&str> = commit
+                .captures_iter(&text)
+                .filter_map(|c| c.get(1).map(|m| m.as_str()))
+                .collect();
+            let [variable] = commits.as_slice() else {
+                continue;
+            };
+            let sums: Vec<&str> = checksum
+                .captures_iter(&text)
+                .filter_map(|c| c.get(1).map(|m| m.as_str()))
+                .collect();
+            found.push(FoundPin::Pattern {
+                path: rel.clone(),
+                pattern: format!(r#"{variable} = "([0-9a-f]{{40}})""#),
+                sha256_pattern: match sums.as_slice() {
+                    [sum] => Some(format!(r#"{sum} = "([0-9a-f]{{64}})""#)),
+                    _ => None,
+                },
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// One pin, or none; several are an error unless `--pin` names one.
+fn choose_pin(pins: Vec<FoundPin>, chosen: Option<&str>) -> Result<Option<FoundPin>, Error> {
+    if let Some(chosen) = chosen {
+        let chosen = chosen.trim_end_matches('/');
+        return match pins.iter().find(|p| p.path() == chosen) {
+            Some(pin) => Ok(Some(pin.clone())),
+            None => Err(Error::usage(format!(
+                "--pin {chosen} is not a pin lockstep init found"
+            ))
+            .cause(if pins.is_empty() {
+                "found none: no submodule or file that looks like an LLVM pin".to_string()
+            } else {
+                format!(
+                    "found: {}",
+                    pins.iter().map(FoundPin::describe).collect::<Vec<_>>().join(", ")
+                )
+            })
+            .hint("name one of those, or leave --pin out and set [integrate] by hand (docs/integrate.md); nothing was written")),
+        };
+    }
+    match pins.len() {
+        0 | 1 => Ok(pins.into_iter().next()),
+        _ => Err(Error::usage(format!(
+            "found {} candidate pins of the upstream: {}",
+            pins.len(),
+            pins.iter().map(FoundPin::describe).collect::<Vec<_>>().join(", ")
+        ))
+        .hint(format!(
+            "choose the one lockstep integrate moves with --pin PATH (e.g. --pin {}); nothing was written",
+            pins[0].path()
+        ))),
+    }
+}
+
+/// Path components that hold code that is not the project's packages.
+const NOT_PACKAGES: &[&str] = &[
+    "test",
+    "tests",
+    "testing",
+    "example",
+    "examples",
+    "samples",
+    "docs",
+    "third_party",
+    "third-party",
+    "external",
+    "externals",
+    "vendor",
+];
+
+/// The directories with pyproject.toml or setup.py, outside tests,
+/// examples, docs and vendored code.
+fn packages(
+    dir: &Path,
+    files: &[String],
+    notes: &mut Vec<String>,
+) -> Result<Vec<FoundPackage>, Error> {
+    let mut dirs: BTreeSet<&str> = BTreeSet::new();
+    for rel in files {
+        let name = file_name(rel);
+        if name != "pyproject.toml" && name != "setup.py" {
+            continue;
+        }
+        let folder = parent(rel);
+        let skipped = folder
+            .split('/')
+            .any(|c| c.starts_with('.') && c != "." || NOT_PACKAGES.contains(&c));
+        if !skipped {
+            dirs.insert(folder);
+        }
+    }
+    let mut found = Vec::new();
+    for folder in dirs {
+        if found.len() == MAX_PACKAGES {
+            notes.push(format!(
+                "more than {MAX_PACKAGES} Python packages found; only the first {MAX_PACKAGES} are listed"
+            ));
+            break;
+        }
+        found.push(package(dir, folder)?);
+    }
+    Ok(found)
+}
+
+fn package(dir: &Path, folder: &str) -> Result<FoundPackage, Error> {
+    // Present, even as a link to nothing: reading it then says why not.
+    let present = |rel: &str| dir.join(rel).symlink_metadata().is_ok();
+    let pyproject = join(folder, "pyproject.toml");
+    if present(&pyproject) {
+        if let Some(text) = read_bounded(dir, &pyproject)? {
+            let name = toml::from_str::<toml::Table>(&text)
+                .ok()
+                .and_then(|t| t.get("project")?.get("name")?.as_str().map(str::to_string));
+            if let Some(name) = name.filter(|n| valid_name(n)) {
+                return Ok(FoundPackage {
+                    name,
+                    source: folder.to_string(),
+                    named_by: format!("[project] name of {pyproject}"),
+                });
+            }
+        }
+    }
+    let setup = join(folder, "setup.py");
+    if present(&setup) {
+        if let Some(text) = read_bounded(dir, &setup)? {
+            let name_arg = Regex::new(r#"\bname\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']"#)
+                .expect("a valid pattern");
+            if let Some(name) = name_arg.captures(&text).and_then(|c| c.get(1)) {
+                return Ok(FoundPackage {
+                    name: name.as_str().to_string(),
+                    source: folder.to_string(),
+                    named_by: format!("name= in {setup}"),
+                });
+            }
+            // `name=NAME` with `NAME = "..."` set earlier (torch-mlir's
+            // setup.py): the first assignment.
+            let name_var = Regex::new(r"\bname\s*=\s*([A-Za-z_][A-Za-z0-9_]*)\s*[,)]")
+                .expect("a valid pattern");
+            for var in name_var.captures_iter(&text).filter_map(|c| c.get(1)) {
+                let assigned = Regex::new(&format!(
+                    r#"(?m)^\s*{}\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']"#,
+                    regex::escape(var.as_str())
+                ))
+                .expect("a valid pattern");
+                if let Some(name) = assigned.captures(&text).and_then(|c| c.get(1)) {
+                    return Ok(FoundPackage {
+                        name: name.as_str().to_string(),
+                        source: folder.to_string(),
+                        named_by: format!("name={} in {setup}", var.as_str()),
+                    });
+                }
+            }
+        }
+    }
+    let fallback = if folder == "." {
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "package".into())
+    } else {
+        file_name(folder).to_string()
+    };
+    Ok(FoundPackage {
+        name: fallback
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect(),
+        source: folder.to_string(),
+        named_by: "the directory's name (no [project] name found: check it)".into(),
+    })
+}
+
+/// A distribution name PEP 508 accepts.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 200
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+fn join(folder: &str, name: &str) -> String {
+    if folder == "." {
+        name.to_string()
+    } else {
+        format!("{folder}/{name}")
+    }
+}
+
+/// `[test] paths` (the top directories holding native suites or
+/// iree-test-suites cases) and `[test] suite-configs`.
+fn tests(dir: &Path, files: &[String]) -> Result<(Vec<String>, Vec<String>), Error> {
+    let all: BTreeSet<&str> = files.iter().map(String::as_str).collect();
+    let mut paths: BTreeSet<String> = BTreeSet::new();
+    let mut configs = Vec::new();
+    let top = |rel: &str| -> String {
+        match rel.split_once('/') {
+            Some((first, _)) => first.to_string(),
+            None => ".".to_string(),
+        }
+    };
+    for rel in files {
+        let name = file_name(rel);
+        if name.ends_with(".suite.toml") {
+            paths.insert(top(rel));
+        } else if name == "run_module_io_flags.txt" {
+            let folder = parent(rel);
+            let has_model = ["model.mlir", "model.mlirbc"]
+                .iter()
+                .any(|m| all.contains(join(folder, m).as_str()));
+            if has_model {
+                paths.insert(top(rel));
+            }
+        } else if name.ends_with(".json") || name.ends_with(".json5") {
+            // Only small files can be configs; reading every JSON file of a
+            // large tree would be slow for nothing.
+            let small = std::fs::metadata(dir.join(rel)).is_ok_and(|m| m.len() <= 64 << 10);
+            if small {
+                if let Some(text) = read_bounded(dir, rel)? {
+                    if text.contains("\"config_name\"") && text.contains("iree_compile_flags") {
+                        configs.push(rel.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok((paths.into_iter().collect(), configs))
+}
