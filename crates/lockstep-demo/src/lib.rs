@@ -49,14 +49,15 @@ pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<b
             "pkg: built once, installed exactly, imported",
             packages::run(&root.join("packages"), sink, out)?,
         ),
-        (
-            "release: an IREE-shaped snapshot (submodule, manylinux, PyPI dependency) cut, published, served and installed with pip",
-            release::run(&root.join("release"), sink, out)?,
-        ),
     ];
+    let released = release::run(&root.join("release"), sink, out)?;
     parts.push((
-        "report: a site from the demo's own history",
-        report::site(&history, &root.join("site"), out)?,
+        "release: an IREE-shaped snapshot (submodule, manylinux, PyPI dependency) cut, published, served and installed with pip",
+        released.ok,
+    ));
+    parts.push((
+        "report: a site from the demo's own history and release store",
+        report::site(&history, &released.store, &root.join("site"), out)?,
     ));
     writeln!(out, "\n== demo summary")?;
     for (part, ok) in &parts {

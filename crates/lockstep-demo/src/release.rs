@@ -6,7 +6,7 @@
 //! use), the dependency coming from PyPI.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use lockstep_core::config::SectionSpec;
 use lockstep_core::events::Sink;
@@ -18,7 +18,14 @@ use lockstep_release::config::ReleaseConfig;
 use lockstep_release::cut::Channel;
 use lockstep_sandbox::native::{self, NativeSpec};
 
-pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Error> {
+/// What the release step did: whether it passed, and the release store it
+/// published to (the site lists its releases).
+pub struct Released {
+    pub ok: bool,
+    pub store: PathBuf,
+}
+
+pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released, Error> {
     let config =
         "\n[release]\nname = \"demo\"\nversion-base = \"0.3.0\"\ntag = \"snapshot-{version}\"\n";
     let fixture = native::create(
@@ -164,7 +171,10 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
     );
     if let Err(e) = installed {
         writeln!(out, "   pip failed: {}", e.render().trim())?;
-        return Ok(false);
+        return Ok(Released {
+            ok: false,
+            store: settings.index.clone(),
+        });
     }
     let text = python(
         &uv,
@@ -188,7 +198,10 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Err
             "(WRONG)"
         }
     )?;
-    Ok(ok)
+    Ok(Released {
+        ok,
+        store: settings.index.clone(),
+    })
 }
 
 /// uv, found or installed the way every command finds it.

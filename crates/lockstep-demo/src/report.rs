@@ -46,12 +46,19 @@ impl History {
     }
 }
 
-/// `lockstep report site --history HISTORY --out SITE`: whether it wrote.
-pub fn site(history: &History, out_dir: &Path, out: &mut dyn Write) -> Result<bool, Error> {
+/// `lockstep report site --history HISTORY --releases STORE --out SITE`:
+/// whether it wrote every page, the releases page listing the release.
+pub fn site(
+    history: &History,
+    releases: &Path,
+    out_dir: &Path,
+    out: &mut dyn Write,
+) -> Result<bool, Error> {
     writeln!(
         out,
-        "\n== lockstep report site --history {} --out {}",
+        "\n== lockstep report site --history {} --releases {} --out {}",
         history.dir.display(),
+        releases.display(),
         out_dir.display()
     )?;
     let loaded = lockstep_history::load(&history.dir)?;
@@ -63,15 +70,16 @@ pub fn site(history: &History, out_dir: &Path, out: &mut dyn Write) -> Result<bo
             skipped.reason
         )?;
     }
-    let report = lockstep_site::site(&loaded, None, out_dir, None)?;
+    let report = lockstep_site::site(&loaded, Some(releases), out_dir, None)?;
     writeln!(
         out,
-        "   {} from {} ({}, {}); open {}",
+        "   {} from {} and {} ({}, {}); open {}",
         count(report.pages.len(), "page", "pages"),
         count(report.runs, "run", "runs"),
+        count(report.releases, "release", "releases"),
         count(report.regressions, "regression", "regressions"),
         count(report.flaky_tests, "flaky test", "flaky tests"),
         report.out.join("index.html").display()
     )?;
-    Ok(report.runs >= 3 && report.pages.len() == 5)
+    Ok(report.runs >= 3 && report.pages.len() == 5 && report.releases >= 1)
 }

@@ -64,6 +64,8 @@ pub struct SiteReport {
     pub regressions: usize,
     /// Tests that passed and failed on one commit and toolchain.
     pub flaky_tests: usize,
+    /// Releases listed on the releases page (none without a store).
+    pub releases: usize,
     /// True when a previous site at `out` was replaced.
     pub replaced: bool,
 }
@@ -145,6 +147,7 @@ pub fn site(
         warnings,
         regressions,
         flaky_tests: flaky.len(),
+        releases: model.releases.as_ref().map_or(0, Vec::len),
         replaced,
     })
 }

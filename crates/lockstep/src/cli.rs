@@ -55,22 +55,22 @@ pub struct Json {
 pub enum Command {
     /// Write a first lockstep.toml from what the repository holds: the upstream pin, Python packages, test suites (docs/getting-started.md).
     Init(InitArgs),
-    /// Step an upstream pin (a git submodule with carried patches) forward.
+    /// Step an upstream pin (a submodule with carried patches, a pin file, a pin inside a file) forward (docs/integrate.md).
     #[command(subcommand)]
     Integrate(Integrate),
-    /// Build a sandbox and run the main jobs on it, end to end.
+    /// Build a sandbox and run the main jobs on it, end to end (README.md).
     Demo(DemoArgs),
-    /// Provision the IREE toolchain (iree-base-compiler and iree-base-runtime from PyPI).
+    /// Provision the IREE toolchain (iree-base-compiler and iree-base-runtime from PyPI; docs/test.md).
     #[command(subcommand)]
     Toolchain(Toolchain),
-    /// Compile and run regression tests with the real IREE tools.
+    /// Compile and run regression tests with the real IREE tools (docs/test.md).
     Test(TestArgs),
-    /// Manage lockstep's content-addressed caches.
+    /// Manage lockstep's content-addressed caches (docs/cache.md).
     #[command(subcommand)]
     Cache(Cache),
-    /// Run every hal.executable through tools and pass pipelines: bounded, cached, checked.
+    /// Run every hal.executable through tools and pass pipelines: bounded, cached, checked (docs/preprocess.md).
     Preprocess(PreprocessArgs),
-    /// Compile and time MIOpenDriver-style kernels on the host CPU (BOO's driver, see docs/bench.md).
+    /// Compile and time MIOpenDriver-style kernels on a device: the CPU by default, GPUs by configuration (BOO's driver; docs/bench.md).
     #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Bench(BenchArgs),
     /// Build Python packages once, install exactly those wheels, fetch and bisect them (docs/pkg.md).
@@ -122,7 +122,7 @@ pub enum Report {
         /// A release store ([release] index) whose releases the site lists (default: [release] index when it exists).
         #[arg(long, value_name = "DIR", help_heading = INPUT)]
         releases: Option<PathBuf>,
-        /// Where the site is published (Pages): absolute links under this URL.
+        /// Where the release index is served (e.g. https://OWNER.github.io/REPO): the releases page links each file and project under this URL (default: names without links).
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
     },
@@ -415,14 +415,14 @@ pub enum Toolchain {
         /// Version of iree-base-compiler / iree-base-runtime (default: [toolchain] iree, else 3.13.0).
         #[arg(long, value_name = "VERSION")]
         iree: Option<String>,
-        #[command(flatten)]
-        json: Json,
         /// Install the IREE toolchain from the wheels of this manifest (pylock.toml) instead of PyPI.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["wheels", "iree"], help_heading = INPUT)]
         manifest: Option<PathBuf>,
         /// Install the IREE toolchain from the wheels in DIR (one version per package).
-        #[arg(long, value_name = "DIR", conflicts_with = "iree")]
+        #[arg(long, value_name = "DIR", conflicts_with = "iree", help_heading = INPUT)]
         wheels: Option<PathBuf>,
+        #[command(flatten)]
+        json: Json,
     },
     /// Print the directory holding every IREE tool lockstep uses (provisioning it if needed).
     Path {
@@ -464,7 +464,7 @@ pub struct TestArgs {
     /// Only tests whose markers match this expression (`and`, `or`, `not`, parentheses).
     #[arg(short = 'm', value_name = "EXPR")]
     pub markers: Option<String>,
-    /// Only tests whose name contains this substring.
+    /// Only tests whose id (`<case> [<config or target>]`) contains this substring.
     #[arg(short = 'k', value_name = "SUBSTRING")]
     pub keyword: Option<String>,
     /// Worker processes (default: all cores).

@@ -80,4 +80,92 @@ fn demo_runs_end_to_end() {
         stdout.contains("PASS") && !stdout.contains("FAIL ("),
         "{stdout}"
     );
+    // The README's account of the demo's end is the demo's.
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let ending = stdout
+        .lines()
+        .find_map(|l| l.trim().split(';').next().filter(|s| s.starts_with("all ")))
+        .unwrap_or_else(|| panic!("no `all N steps passed` line:\n{stdout}"));
+    assert!(
+        readme.contains(&format!("`{ending}`")),
+        "README.md does not say `{ending}`, what the demo printed"
+    );
+}
+
+/// Subcommand paths of `lockstep` (`["bench", "compare"]` ...), from the
+/// help texts themselves.
+fn commands(p: &Project, prefix: &[&str]) -> Vec<Vec<String>> {
+    let mut args: Vec<&str> = prefix.to_vec();
+    args.push("--help");
+    let (_, help, _) = lockstep(p, &args);
+    let mut found = Vec::new();
+    let listed = help
+        .split("\nCommands:\n")
+        .nth(1)
+        .map(|rest| rest.split("\n\n").next().unwrap_or_default().to_string())
+        .unwrap_or_default();
+    for line in listed.lines() {
+        let Some(name) = line.split_whitespace().next() else {
+            continue;
+        };
+        if name == "help" {
+            continue;
+        }
+        let mut path: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
+        path.push(name.to_string());
+        found.push(path);
+    }
+    found
+}
+
+/// Every command's help has its headings in one order (clap puts its
+/// default `Options` first: then Input, Output, Global options), and every
+/// top-level command names the docs page that says the rest.
+#[test]
+fn help_headings_in_one_order_and_every_command_names_its_docs() {
+    let p = Project::new();
+    let (_, top, _) = lockstep(&p, &["--help"]);
+    let listed = top.split("\nCommands:\n").nth(1).unwrap();
+    for line in listed.split("\n\n").next().unwrap().lines() {
+        let name = line.split_whitespace().next().unwrap();
+        if name != "help" {
+            assert!(
+                line.contains("docs/") || line.contains("README.md"),
+                "`lockstep {name}` names no docs page: {line}"
+            );
+        }
+    }
+    let order = [
+        "Arguments:",
+        "Options:",
+        "Input:",
+        "Output:",
+        "Global options:",
+    ];
+    let mut checked = 0;
+    let mut queue = commands(&p, &[]);
+    while let Some(path) = queue.pop() {
+        let args: Vec<&str> = path.iter().map(String::as_str).collect();
+        let children = commands(&p, &args);
+        if !children.is_empty() {
+            queue.extend(children);
+            continue;
+        }
+        let mut with_help = args.clone();
+        with_help.push("--help");
+        let (code, help, _) = lockstep(&p, &with_help);
+        assert_eq!(code, 0, "{path:?}");
+        let headings: Vec<usize> = help
+            .lines()
+            .filter_map(|l| order.iter().position(|h| l == *h))
+            .collect();
+        assert!(
+            headings.windows(2).all(|w| w[0] < w[1]),
+            "`lockstep {}`: headings out of order:\n{help}",
+            path.join(" ")
+        );
+        checked += 1;
+    }
+    assert!(checked > 40, "only {checked} commands found");
 }

@@ -162,3 +162,26 @@ fn the_actions_emulator_is_a_dev_dependency_only() {
         .iter()
         .any(|d| d == "lockstep-pkg"));
 }
+
+/// The README's layout lists every crate `cargo metadata` knows, each as
+/// `crates/NAME`, and no other.
+#[test]
+fn the_readme_layout_lists_every_crate() {
+    let readme = std::fs::read_to_string(top().join("README.md")).expect("README.md");
+    let layout = readme
+        .split("## Layout")
+        .nth(1)
+        .and_then(|rest| rest.split("```").nth(1))
+        .expect("a ``` block under ## Layout");
+    let listed: std::collections::BTreeSet<String> = layout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter_map(|p| p.strip_prefix("crates/"))
+        .map(str::to_string)
+        .collect();
+    let crates: std::collections::BTreeSet<String> = crate_graph().into_keys().collect();
+    assert_eq!(
+        listed, crates,
+        "README.md's layout and cargo metadata disagree"
+    );
+}
