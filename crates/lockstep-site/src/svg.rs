@@ -29,15 +29,30 @@ pub struct Point {
     pub reference: Option<f64>,
 }
 
+/// What the values of a line chart are, which decides its y axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Any number: the axis spans the data with a margin.
+    Any,
+    /// Never below zero (a time, a rate): the axis spans the data with a
+    /// margin but stops at 0, so no tick reads a negative time.
+    NonNegative,
+    /// Whole numbers (advances, smoke runs): the axis starts at 0 and its
+    /// ticks are integers, so a count of 1 never reads 0.90 to 1.10.
+    Count,
+}
+
 /// A line chart over points in order (oldest left).
 pub struct LineChart<'a> {
     pub title: &'a str,
     pub desc: &'a str,
     pub x_label: &'a str,
     pub y_label: &'a str,
-    /// Labels of the first and last points (commits).
+    /// Labels of the first and last points (commits); with one point only
+    /// `x_first` is shown, under it.
     pub x_first: &'a str,
     pub x_last: &'a str,
+    pub scale: Scale,
     pub points: &'a [Point],
 }
 
@@ -47,13 +62,106 @@ const LEFT: f64 = 64.0;
 const RIGHT: f64 = 12.0;
 const TOP: f64 = 12.0;
 const BOTTOM: f64 = 44.0;
+/// Half the width of the noise band drawn around a lone banded point (a
+/// polygon over one point would have no width at all).
+const LONE_BAND_HALF: f64 = 14.0;
 
 fn f(x: f64) -> String {
     format!("{x:.1}")
 }
 
+/// A y axis: the values at its bottom and top, and its ticks (value and
+/// label).
+#[derive(Debug, Clone, PartialEq)]
+struct Axis {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<(f64, String)>,
+}
+
+impl Axis {
+    /// The axis for values between `lo` and `hi` (finite, `lo <= hi`).
+    fn new(lo: f64, hi: f64, scale: Scale) -> Axis {
+        match scale {
+            // Counts beyond what a float holds exactly read as numbers.
+            Scale::Count if lo > -1e15 && hi < 1e15 => Axis::counts(lo, hi),
+            _ => {
+                // A margin, so marks do not sit on the frame; a flat series
+                // gets one from its size.
+                let pad = if hi > lo {
+                    (hi - lo) * 0.08
+                } else {
+                    lo.abs().max(1.0) * 0.1
+                };
+                let mut bottom = lo - pad;
+                if scale == Scale::NonNegative && lo >= 0.0 {
+                    bottom = bottom.max(0.0);
+                }
+                let top = hi + pad;
+                let ticks = [0.0, 0.5, 1.0]
+                    .iter()
+                    .map(|t| {
+                        let v = bottom + (top - bottom) * t;
+                        (v, tick_label(v))
+                    })
+                    .collect();
+                Axis {
+                    lo: bottom,
+                    hi: top,
+                    ticks,
+                }
+            }
+        }
+    }
+
+    /// From 0 (or the lowest count, if one is negative) to a whole top,
+    /// ticked every 1, 2, 5, 10, 20... so that at most 5 ticks show.
+    fn counts(lo: f64, hi: f64) -> Axis {
+        let bottom = lo.floor().min(0.0);
+        let span = (hi.ceil() - bottom).max(1.0);
+        let step = count_step(span);
+        let top = bottom + (span / step).ceil() * step;
+        let ticks = (0..)
+            .map(|i| bottom + step * i as f64)
+            .take_while(|v| *v <= top + step / 2.0)
+            .map(|v| (v, format!("{v:.0}")))
+            .collect();
+        Axis {
+            lo: bottom,
+            hi: top,
+            ticks,
+        }
+    }
+}
+
+/// The smallest of 1, 2, 5, 10, 20, 50... that ticks `span` at most 4
+/// times.
+fn count_step(span: f64) -> f64 {
+    let mut decade = 1.0;
+    loop {
+        for m in [1.0, 2.0, 5.0] {
+            let step = m * decade;
+            if (span / step).ceil() <= 4.0 {
+                return step;
+            }
+        }
+        decade *= 10.0;
+    }
+}
+
+/// A tick's label: `0` for zero (not `0.000`), else a few digits.
+fn tick_label(v: f64) -> String {
+    if v.abs() < 1e-12 {
+        "0".into()
+    } else {
+        num(v)
+    }
+}
+
 impl LineChart<'_> {
-    pub fn render(&self) -> String {
+    /// The lowest and highest finite values drawn (marks, references and
+    /// bands); `(0, 1)` when there are none.
+    fn extent(&self) -> (f64, f64) {
         let mut lo = f64::INFINITY;
         let mut hi = f64::NEG_INFINITY;
         for p in self.points {
@@ -71,15 +179,17 @@ impl LineChart<'_> {
                 hi = hi.max(v);
             }
         }
-        if !lo.is_finite() || !hi.is_finite() {
-            (lo, hi) = (0.0, 1.0);
-        }
-        let pad = if hi > lo {
-            (hi - lo) * 0.08
+        if lo.is_finite() && hi.is_finite() {
+            (lo, hi)
         } else {
-            lo.abs().max(1.0) * 0.1
-        };
-        let (lo, hi) = (lo - pad, hi + pad);
+            (0.0, 1.0)
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let (lo, hi) = self.extent();
+        let axis = Axis::new(lo, hi, self.scale);
+        let (lo, hi) = (axis.lo, axis.hi);
         let plot_w = W - LEFT - RIGHT;
         let plot_h = H - TOP - BOTTOM;
         let n = self.points.len();
@@ -103,20 +213,19 @@ impl LineChart<'_> {
             esc(self.title),
             esc(self.desc)
         );
-        // Grid and y ticks: bottom, middle, top.
-        for t in [0.0, 0.5, 1.0] {
-            let v = lo + (hi - lo) * t;
-            let yy = y(v);
+        // Grid and y ticks.
+        for (v, text) in &axis.ticks {
+            let yy = y(*v);
             let _ = write!(
                 s,
-                "<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+                "<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text class=\"ytick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
                 f(LEFT),
                 f(W - RIGHT),
                 f(yy),
                 f(yy),
                 f(LEFT - 4.0),
                 f(yy + 4.0),
-                num(v)
+                esc(text)
             );
         }
         let _ = write!(
@@ -137,46 +246,9 @@ impl LineChart<'_> {
             f(TOP + plot_h / 2.0),
             esc(self.y_label)
         );
-        let _ = write!(
-            s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"start\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            f(LEFT),
-            f(H - BOTTOM + 14.0),
-            esc(self.x_first),
-            f(W - RIGHT),
-            f(H - BOTTOM + 14.0),
-            esc(self.x_last)
-        );
-        // The noise band: one polygon over the points that have one.
-        let banded: Vec<(usize, (f64, f64))> = self
-            .points
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| p.band.map(|b| (i, b)))
-            .collect();
-        if !banded.is_empty() {
-            s.push_str("<polygon class=\"band\" points=\"");
-            for (i, (_, h)) in &banded {
-                let _ = write!(s, "{},{} ", f(x(*i)), f(y(*h)));
-            }
-            for (i, (l, _)) in banded.iter().rev() {
-                let _ = write!(s, "{},{} ", f(x(*i)), f(y(*l)));
-            }
-            s.push_str("\"><title>noise band</title></polygon>");
-        }
-        let refs: Vec<String> = self
-            .points
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| Some(format!("{},{}", f(x(i)), f(y(p.reference?)))))
-            .collect();
-        if !refs.is_empty() {
-            let _ = write!(
-                s,
-                "<polyline class=\"golden\" points=\"{}\"><title>golden</title></polyline>",
-                refs.join(" ")
-            );
-        }
+        self.x_ticks(&mut s);
+        self.band(&mut s, &x, &y);
+        self.reference(&mut s, &x, &y);
         if n > 1 {
             s.push_str("<polyline class=\"line\" points=\"");
             for (i, p) in self.points.iter().enumerate() {
@@ -203,6 +275,85 @@ impl LineChart<'_> {
         }
         s.push_str("</svg>");
         s
+    }
+
+    /// The x labels: the first point's at the left and the last one's at
+    /// the right, or, for a lone point, its label under it (the same
+    /// label at both ends would read as two runs).
+    fn x_ticks(&self, s: &mut String) {
+        let y = f(H - BOTTOM + 14.0);
+        if self.points.len() <= 1 {
+            let _ = write!(
+                s,
+                "<text class=\"xtick\" x=\"{}\" y=\"{y}\" text-anchor=\"middle\">{}</text>",
+                f(LEFT + (W - LEFT - RIGHT) / 2.0),
+                esc(self.x_first)
+            );
+            return;
+        }
+        let _ = write!(
+            s,
+            "<text class=\"xtick\" x=\"{}\" y=\"{y}\" text-anchor=\"start\">{}</text><text class=\"xtick\" x=\"{}\" y=\"{y}\" text-anchor=\"end\">{}</text>",
+            f(LEFT),
+            esc(self.x_first),
+            f(W - RIGHT),
+            esc(self.x_last)
+        );
+    }
+
+    /// The noise band: one polygon over the points that have one. A lone
+    /// banded point (the second run of a kernel, the first one compared)
+    /// gets a band of a visible width around it, kept inside the plot.
+    fn band(&self, s: &mut String, x: &dyn Fn(usize) -> f64, y: &dyn Fn(f64) -> f64) {
+        let banded: Vec<(usize, (f64, f64))> = self
+            .points
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.band.map(|b| (i, b)))
+            .collect();
+        let corners: Vec<(f64, f64, f64)> = match banded.as_slice() {
+            [] => return,
+            [(i, (l, h))] => {
+                let left = (x(*i) - LONE_BAND_HALF).max(LEFT);
+                let right = (x(*i) + LONE_BAND_HALF).min(W - RIGHT);
+                vec![(left, *l, *h), (right, *l, *h)]
+            }
+            many => many.iter().map(|(i, (l, h))| (x(*i), *l, *h)).collect(),
+        };
+        s.push_str("<polygon class=\"band\" points=\"");
+        for (xx, _, h) in &corners {
+            let _ = write!(s, "{},{} ", f(*xx), f(y(*h)));
+        }
+        for (xx, l, _) in corners.iter().rev() {
+            let _ = write!(s, "{},{} ", f(*xx), f(y(*l)));
+        }
+        s.push_str("\"><title>noise band</title></polygon>");
+    }
+
+    /// The reference (golden) line through the points that have one; a
+    /// lone reference is drawn across the whole plot (a line of one point
+    /// would not show).
+    fn reference(&self, s: &mut String, x: &dyn Fn(usize) -> f64, y: &dyn Fn(f64) -> f64) {
+        let refs: Vec<(f64, f64)> = self
+            .points
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| Some((x(i), y(p.reference.filter(|r| r.is_finite())?))))
+            .collect();
+        let line: Vec<(f64, f64)> = match refs.as_slice() {
+            [] => return,
+            [(_, yy)] => vec![(LEFT, *yy), (W - RIGHT, *yy)],
+            many => many.to_vec(),
+        };
+        let points: Vec<String> = line
+            .iter()
+            .map(|(xx, yy)| format!("{},{}", f(*xx), f(*yy)))
+            .collect();
+        let _ = write!(
+            s,
+            "<polyline class=\"golden\" points=\"{}\"><title>golden</title></polyline>",
+            points.join(" ")
+        );
     }
 }
 
