@@ -147,6 +147,31 @@ pub enum CiLockstep {
     Git { git: String, rev: String },
     /// `cargo install --locked --path DIR` inside the checked-out repository.
     Path { path: String },
+    /// lockstep's release: `lockstep-cli==VERSION` pinned by its wheels'
+    /// sha256 (one, or a list), from PyPI or `index`.
+    Release {
+        version: String,
+        sha256: Sha256s,
+        #[serde(default)]
+        index: Option<String>,
+    },
+}
+
+/// One sha256, or several (one per wheel of the release).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Sha256s {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Sha256s {
+    pub fn list(&self) -> Vec<String> {
+        match self {
+            Sha256s::One(one) => vec![one.clone()],
+            Sha256s::Many(many) => many.clone(),
+        }
+    }
 }
 
 impl Section for CiConfig {

@@ -27,6 +27,13 @@ pub fn notes(plan: &Plan, ci: &CiConfig) -> Vec<String> {
         let from = match &plan.lockstep {
             LockstepInstall::Git { url, rev } => format!("{url} at {rev}"),
             LockstepInstall::Path { path } => format!("the checkout's {path}"),
+            LockstepInstall::Release(r) => format!(
+                "its release {}=={} (pinned by hash; to keep it, set [ci] lockstep = {{ version = \"{}\", sha256 = [{}] }})",
+                crate::released::DISTRIBUTION,
+                r.version,
+                r.version,
+                r.sha256.iter().map(|h| format!("\"{h}\"")).collect::<Vec<_>>().join(", ")
+            ),
         };
         notes.push(format!(
             "[ci] lockstep is unset: runners install lockstep from {from} (set it to pin the version)"

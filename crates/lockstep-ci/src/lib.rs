@@ -18,6 +18,7 @@ pub mod human;
 pub mod integrate_workflow;
 pub mod plan;
 pub mod release_workflow;
+pub mod released;
 pub mod stages;
 pub mod workflow;
 pub mod yaml;

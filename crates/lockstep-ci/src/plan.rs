@@ -27,6 +27,9 @@ pub enum LockstepInstall {
     /// `cargo install --locked --path PATH` in the checkout (relative to the
     /// repository's top), cached by the hash of the Rust sources.
     Path { path: String },
+    /// `lockstep-cli==VERSION` from its index, every wheel pinned by hash
+    /// (`--require-hashes`), into a venv of its own.
+    Release(crate::released::Released),
 }
 
 /// One test target's jobs.
@@ -135,6 +138,10 @@ pub struct PlanInputs<'a> {
     pub out: Option<PathBuf>,
     /// The git URL and commit this binary was built from, when known.
     pub built_from: Option<(String, String)>,
+    /// This binary's own release with its wheels' hashes, when `[ci]
+    /// lockstep` is unset and the index has it (looked up by the caller:
+    /// [`crate::released::lookup`]); the default install.
+    pub released: Option<crate::released::Released>,
     /// What `[release]` says, when lockstep.toml has it.
     pub release: Option<crate::stages::ReleaseFacts>,
     /// What `[integrate]` says, when lockstep.toml has it.
@@ -233,6 +240,7 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         ci.lockstep.as_ref(),
         &root,
         &top,
+        inputs.released.as_ref(),
         inputs.built_from.as_ref(),
     )?;
     let mut xfail_configs = Vec::new();
@@ -484,9 +492,19 @@ fn lockstep_install(
     configured: Option<&CiLockstep>,
     root: &Path,
     top: &Path,
+    released: Option<&crate::released::Released>,
     built_from: Option<&(String, String)>,
 ) -> Result<LockstepInstall, Error> {
     match configured {
+        Some(CiLockstep::Release {
+            version,
+            sha256,
+            index,
+        }) => Ok(LockstepInstall::Release(check_release(
+            version,
+            &sha256.list(),
+            index.as_deref(),
+        )?)),
         Some(CiLockstep::Git { git, rev }) => {
             check_git_url(git)?;
             check_rev(rev)?;
@@ -508,6 +526,11 @@ fn lockstep_install(
             })
         }
         None => match built_from {
+            _ if released.is_some() => Ok(LockstepInstall::Release(check_release(
+                &released.map(|r| r.version.clone()).unwrap_or_default(),
+                &released.map(|r| r.sha256.clone()).unwrap_or_default(),
+                released.and_then(|r| r.index.as_deref()),
+            )?)),
             Some((url, rev)) if check_git_url(url).is_ok() && check_rev(rev).is_ok() => Ok(LockstepInstall::Git {
                 url: url.clone(),
                 rev: rev.clone(),
@@ -516,10 +539,65 @@ fn lockstep_install(
                 path: "crates/lockstep".into(),
             }),
             _ => Err(Error::usage("lockstep does not know where CI runners can install it from")
-                .cause("[ci] lockstep is unset and this binary was not built from a clean clone of a public repository")
-                .hint("set [ci] lockstep = { git = \"https://github.com/OWNER/lockstep\", rev = \"COMMIT\" } in lockstep.toml")),
+                .cause(format!("[ci] lockstep is unset, this version's release ({} {}) was not found on its index, and this binary was not built from a clean clone of a public repository", crate::released::DISTRIBUTION, env!("CARGO_PKG_VERSION")))
+                .hint("set [ci] lockstep in lockstep.toml: { version = \"X\", sha256 = \"HASH\" } (a release of lockstep-cli), { git = URL, rev = COMMIT } (the repository you install lockstep from), or { path = DIR } (lockstep's crate in your repository); docs/ci.md")),
         },
     }
+}
+
+/// A release to install: a PEP 440 version in the characters a
+/// requirement line allows, 64-hex hashes, an https (or loopback http)
+/// index without credentials.
+fn check_release(
+    version: &str,
+    sha256: &[String],
+    index: Option<&str>,
+) -> Result<crate::released::Released, Error> {
+    let version_ok = !version.is_empty()
+        && version.len() <= 64
+        && version.starts_with(|c: char| c.is_ascii_digit())
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '!' | '-' | '_'));
+    if !version_ok {
+        return Err(Error::usage(format!(
+            "[ci] lockstep version `{}` is not a version",
+            version.escape_debug()
+        ))
+        .hint("give lockstep-cli's version as released, e.g. \"0.1.0\""));
+    }
+    let hex = |h: &String| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
+    if sha256.is_empty() || sha256.len() > 32 || !sha256.iter().all(hex) {
+        return Err(Error::usage("[ci] lockstep sha256 must be the 64-hex sha256 of each wheel of the release (1 to 32)")
+            .hint("copy them from the release's SHA256SUMS or the index page; `lockstep ci generate` looks them up when [ci] lockstep is unset"));
+    }
+    let index = match index {
+        None => None,
+        Some(index) => {
+            let https = index.starts_with("https://");
+            let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+                .iter()
+                .any(|p| index.starts_with(p));
+            let clean = !index.contains('@')
+                && index.len() <= 500
+                && !index.chars().any(|c| {
+                    c.is_control() || c.is_whitespace() || matches!(c, '\'' | '"' | '$' | '`')
+                });
+            if !(https || loopback) || !clean {
+                return Err(Error::usage(format!(
+                    "[ci] lockstep index `{}` is not an index URL a runner can use",
+                    lockstep_core::error::without_userinfo(index).escape_debug()
+                ))
+                .hint("an https:// PEP 503 index URL without credentials (e.g. https://pypi.org/simple)"));
+            }
+            Some(index.trim_end_matches('/').to_string())
+        }
+    };
+    Ok(crate::released::Released {
+        version: version.to_string(),
+        sha256: sha256.iter().map(|h| h.to_ascii_lowercase()).collect(),
+        index,
+    })
 }
 
 /// lockstep's own repository: its binary crate is `crates/lockstep`.

@@ -231,7 +231,44 @@ pub(crate) fn setup_python(plan: &Plan, version: &str) -> Node {
 /// names the runner (its labels: a binary built on one image may not run on
 /// another) and the source (the URL's hash and the revision, or the hash of
 /// the sources).
+/// The script installing a release of lockstep: its requirement line
+/// (every wheel's hash) into a file, a venv of its own, pip with
+/// `--require-hashes` (nothing unpinned runs), its `bin` on `PATH`.
+const RELEASE_INSTALL: &str = r#"printf '%s\n' "$LOCKSTEP_REQUIREMENT" > "$RUNNER_TEMP/lockstep-requirements.txt"
+python3 -m venv "$RUNNER_TEMP/lockstep-cli"
+"$RUNNER_TEMP/lockstep-cli/bin/pip" install --no-deps --require-hashes \
+  ${LOCKSTEP_INDEX:+--index-url "$LOCKSTEP_INDEX"} -r "$RUNNER_TEMP/lockstep-requirements.txt"
+echo "$RUNNER_TEMP/lockstep-cli/bin" >> "$GITHUB_PATH"
+"#;
+
+/// The steps that put `lockstep` on the job's `PATH`.
 pub(crate) fn install_lockstep(plan: &Plan, runs_on: &[String]) -> Vec<Node> {
+    if let LockstepInstall::Release(released) = &plan.lockstep {
+        let hashes: Vec<String> = released
+            .sha256
+            .iter()
+            .map(|h| format!(" --hash=sha256:{h}"))
+            .collect();
+        let mut env = vec![(
+            "LOCKSTEP_REQUIREMENT",
+            s(format!(
+                "{}=={}{}",
+                crate::released::DISTRIBUTION,
+                released.version,
+                hashes.concat()
+            )),
+        )];
+        if let Some(index) = &released.index {
+            env.push(("LOCKSTEP_INDEX", s(index.clone())));
+        }
+        return vec![step(
+            "Install lockstep",
+            vec![
+                ("env", with(env)),
+                ("run", Node::Block(RELEASE_INSTALL.into())),
+            ],
+        )];
+    }
     let runner = runner_slug(runs_on);
     let (key, script, env) = match &plan.lockstep {
         LockstepInstall::Git { url, rev } => (
@@ -250,6 +287,7 @@ pub(crate) fn install_lockstep(plan: &Plan, runs_on: &[String]) -> Vec<Node> {
             "cargo install --locked --path \"$LOCKSTEP_PATH\"\n",
             vec![("LOCKSTEP_PATH", s(path.clone()))],
         ),
+        LockstepInstall::Release(_) => unreachable!("a release is installed above"),
     };
     let mut install = vec![
         ("if", s("steps.lockstep-bin.outputs.cache-hit != 'true'")),
@@ -492,6 +530,10 @@ fn install_lockstep_in_container(plan: &Plan) -> Vec<Node> {
     )];
     let image = plan.build_image.clone().unwrap_or_default();
     let mut install = install_lockstep(plan, &[image]);
+    if matches!(plan.lockstep, LockstepInstall::Release(_)) {
+        // A wheel: no Rust, no cargo bin directory.
+        return install;
+    }
     let rust = step(
         "Install Rust",
         vec![

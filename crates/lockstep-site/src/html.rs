@@ -110,6 +110,7 @@ table { border-collapse: collapse; margin: 0.5rem 0; }
 th, td { border: 1px solid var(--line); padding: 0.2rem 0.5rem; text-align: left; vertical-align: top; }
 th { background: var(--panel); }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
+td.nowrap { white-space: nowrap; }
 tr.bad td { background: color-mix(in srgb, var(--fail) 14%, transparent); }
 .muted { color: var(--muted); }
 .warn { border-left: 4px solid var(--flaky); background: var(--panel); padding: 0.4rem 0.8rem; }

@@ -517,6 +517,99 @@ mod tests {
         assert_eq!(err.kind, lockstep_core::ErrorKind::Usage);
     }
 
+    /// The text of every `<text class="xtick">` of the chart `data-chart`
+    /// `chart` in `html`, per chart.
+    fn x_ticks(html: &str, chart: &str) -> Vec<Vec<String>> {
+        html.split(&format!("data-chart=\"{chart}\""))
+            .skip(1)
+            .map(|fig| {
+                let fig = &fig[..fig.find("</figure>").unwrap_or(fig.len())];
+                fig.split("<text class=\"xtick\"")
+                    .skip(1)
+                    .map(|t| t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()].to_string())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_project_at_its_start_reads_in_words() {
+        let samples: Vec<f64> = (0..12).map(|i| 100.0 + i as f64).collect();
+        let bench = json!({"rows": [{"arguments": "conv -n 1", "gflops": 1.5, "stats": {"times_us": samples}}]});
+        let mut first = run(1, Kind::Bench, bench.clone());
+        let mut second = run(2, Kind::Bench, bench);
+        // Two runs of one commit, stamped as lockstep stamps them.
+        second.source.commit = first.source.commit.clone();
+        first.started = "2026-11-27T16:30:05.123Z".into();
+        second.started = "2026-11-27T16:41:05.456Z".into();
+        let published =
+            json!({"pull": {"number": 1, "html_url": "https://github.com/acme/super/pull/1"}});
+        let mut looped = run(
+            3,
+            Kind::Integrate,
+            json!({"end": {"result": "at_head"}, "advances": ["a"], "smoke_runs": 2, "published": published}),
+        );
+        looped.started = "2026-11-27T16:50:00.5Z".into();
+        let loaded = Loaded {
+            runs: vec![
+                first,
+                second,
+                looped,
+                run(
+                    4,
+                    Kind::Integrate,
+                    json!({"end": {"result": "steps_exhausted"}}),
+                ),
+            ],
+            skipped: vec![],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("site");
+        site(&loaded, None, &out, None).unwrap();
+        let read = |page: &str| std::fs::read_to_string(out.join(page)).unwrap();
+
+        let bench = read("bench.html");
+        for ticks in x_ticks(&bench, "time")
+            .into_iter()
+            .chain(x_ticks(&bench, "gflops"))
+        {
+            assert_eq!(ticks.len(), 2, "{ticks:?}");
+            assert_ne!(ticks[0], ticks[1], "two runs of one commit read alike");
+            assert!(ticks[0].ends_with("2026-11-27 16:30"), "{ticks:?}");
+            assert!(ticks[1].ends_with("2026-11-27 16:41"), "{ticks:?}");
+        }
+        assert!(
+            bench.contains("2026-11-27 16:30 · run r1"),
+            "the hover title"
+        );
+        assert!(!bench.contains("16:30:05.123"), "a raw timestamp");
+
+        let integrate = read("integrate.html");
+        assert!(
+            integrate.contains(
+                "<td class=\"pull\"><a href=\"https://github.com/acme/super/pull/1\">#1</a></td>"
+            ),
+            "{integrate}"
+        );
+        assert!(
+            integrate.contains("<td class=\"pull\">-</td>"),
+            "a loop that published nothing"
+        );
+        assert!(integrate.contains(">at upstream head<"), "{integrate}");
+        assert!(integrate.contains(">steps exhausted<"), "{integrate}");
+        assert!(!integrate.contains("at_head<") && !integrate.contains("at_head\n"));
+        assert!(integrate.contains(">2026-11-27 16:50<"), "{integrate}");
+    }
+
+    #[test]
+    fn ends_and_halts_read_in_words() {
+        assert_eq!(pages::end_words("at_head"), "at upstream head");
+        assert_eq!(pages::end_words("steps_exhausted"), "steps exhausted");
+        assert_eq!(pages::end_words("some_new_end"), "some new end");
+        assert_eq!(pages::halt_words("smoke"), "the smoke test failed");
+        assert_eq!(pages::halt_words("conflict"), "a carried patch conflicts");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
         #[test]

@@ -388,7 +388,10 @@ fn ends(m: &Model, runs: &[usize]) -> (String, String) {
     };
     let n = runs.len();
     for detail in 0..3 {
-        let pair = (end_label(m, first, detail, 1, n), end_label(m, last, detail, n, n));
+        let pair = (
+            end_label(m, first, detail, 1, n),
+            end_label(m, last, detail, n, n),
+        );
         if pair.0 != pair.1 || n < 2 {
             return pair;
         }
@@ -708,7 +711,7 @@ pub fn integrate(m: &Model) -> String {
         };
         let _ = writeln!(
             h,
-            "<tr{bad}><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"pull\">{}</td></tr>",
+            "<tr{bad}><td class=\"nowrap\">{}</td><td class=\"mono\">{}</td><td class=\"nowrap\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"pull\">{}</td></tr>",
             esc(&when(&run.started)),
             short(run.source.commit.as_deref()),
             esc(&end_words(&w.result)),
@@ -839,7 +842,7 @@ pub fn releases(m: &Model) -> String {
         }
         let _ = writeln!(
             h,
-            "<tr data-release=\"{}\"><td>{}</td><td>{}</td><td>{}{}</td><td class=\"mono\">{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-release=\"{}\"><td>{}</td><td class=\"nowrap\">{}</td><td>{}{}</td><td class=\"mono\">{}</td><td>{}</td><td>{}</td></tr>",
             esc(&r.version),
             version,
             esc(&r.published().map(when).unwrap_or("-".into())),

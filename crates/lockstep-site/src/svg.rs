@@ -6,6 +6,13 @@
 //! point (with a `<title>` child for the hover text), so the browser tests
 //! count marks against the history. Colours come from the page's CSS
 //! classes, which follow `prefers-color-scheme`.
+//!
+//! A chart must read right from a project's first run, when there is one
+//! point or two: its y axis follows what the values are ([`Scale`]: a time
+//! never below zero, a count in whole numbers from 0), a reference of one
+//! point is drawn across the plot and a noise band of one point with a
+//! width (a line or polygon over one point draws nothing), and a lone
+//! point has one x label, under it.
 
 use std::fmt::Write as _;
 
@@ -128,7 +135,8 @@ impl Axis {
             .collect();
         Axis {
             lo: bottom,
-            hi: top,
+            // A margin above the top tick: marks there stay off the frame.
+            hi: top + (top - bottom) * 0.08,
             ticks,
         }
     }
@@ -435,6 +443,139 @@ pub fn heatmap(map: &Heatmap) -> String {
 mod tests {
     use super::*;
     use lockstep_history::analysis::{Column, HeatRow, Heatmap};
+
+    fn point(value: f64) -> Point {
+        Point {
+            value,
+            title: String::new(),
+            class: "",
+            band: None,
+            reference: None,
+        }
+    }
+
+    fn chart<'a>(points: &'a [Point], scale: Scale, ends: (&'a str, &'a str)) -> LineChart<'a> {
+        LineChart {
+            title: "t",
+            desc: "d",
+            x_label: "x",
+            y_label: "y",
+            x_first: ends.0,
+            x_last: ends.1,
+            scale,
+            points,
+        }
+    }
+
+    /// The texts of the elements of `class` in `svg`, in order.
+    fn texts(svg: &str, class: &str) -> Vec<String> {
+        let open = format!("<text class=\"{class}\"");
+        svg.match_indices(&open)
+            .map(|(i, _)| {
+                let rest = &svg[i..];
+                let start = rest.find('>').unwrap() + 1;
+                let end = rest.find("</text>").unwrap();
+                rest[start..end].to_string()
+            })
+            .collect()
+    }
+
+    /// The `points` of the first element of `class` in `svg`.
+    fn points_of(svg: &str, class: &str) -> Vec<(f64, f64)> {
+        let at = svg.find(&format!("class=\"{class}\" points=\"")).unwrap();
+        let rest = &svg[at..];
+        let start = rest.find("points=\"").unwrap() + 8;
+        let end = start + rest[start..].find('"').unwrap();
+        rest[start..end]
+            .split_whitespace()
+            .map(|p| {
+                let (x, y) = p.split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_time_axis_never_goes_below_zero() {
+        // A step far under its golden: the margin once reached -0.12 ms.
+        let mut p = point(0.04);
+        p.reference = Some(2.0);
+        let points = [p];
+        let svg = chart(&points, Scale::NonNegative, ("a", "a")).render();
+        let ticks = texts(&svg, "ytick");
+        assert_eq!(ticks.first().map(String::as_str), Some("0"), "{ticks:?}");
+        assert!(ticks.iter().all(|t| !t.starts_with('-')), "{ticks:?}");
+        // A lone value keeps its margin above and below (not clamped).
+        let points = [point(100.0)];
+        let ticks = texts(
+            &chart(&points, Scale::NonNegative, ("a", "a")).render(),
+            "ytick",
+        );
+        assert_eq!(ticks, ["90.0", "100.0", "110.0"]);
+        // Any scale: a negative value keeps its negative axis.
+        let points = [point(-5.0), point(5.0)];
+        let ticks = texts(&chart(&points, Scale::Any, ("a", "b")).render(), "ytick");
+        assert!(ticks[0].starts_with('-'), "{ticks:?}");
+    }
+
+    #[test]
+    fn counts_get_whole_ticks_from_zero() {
+        let ones = [point(1.0), point(1.0)];
+        let ticks = texts(&chart(&ones, Scale::Count, ("a", "b")).render(), "ytick");
+        assert_eq!(ticks, ["0", "1"]);
+        let zeros = [point(0.0)];
+        let ticks = texts(&chart(&zeros, Scale::Count, ("a", "a")).render(), "ytick");
+        assert_eq!(ticks, ["0", "1"]);
+        let many = [point(3.0), point(17.0)];
+        let ticks = texts(&chart(&many, Scale::Count, ("a", "b")).render(), "ytick");
+        assert_eq!(ticks, ["0", "5", "10", "15", "20"]);
+        let huge = [point(1234.0)];
+        let ticks = texts(&chart(&huge, Scale::Count, ("a", "a")).render(), "ytick");
+        assert_eq!(ticks, ["0", "500", "1000", "1500"]);
+    }
+
+    #[test]
+    fn a_lone_golden_is_drawn_across_the_plot() {
+        let mut p = point(1.0);
+        p.reference = Some(1.5);
+        let points = [p];
+        let svg = chart(&points, Scale::NonNegative, ("a", "a")).render();
+        let line = points_of(&svg, "golden");
+        assert_eq!(line.len(), 2, "{svg}");
+        assert_eq!(line[0].1, line[1].1);
+        assert_eq!((line[0].0, line[1].0), (LEFT, W - RIGHT));
+    }
+
+    #[test]
+    fn a_lone_band_has_a_width_inside_the_plot() {
+        // Two runs: only the second is compared, so only it has a band.
+        let mut second = point(100.0);
+        second.band = Some((95.0, 105.0));
+        let points = [point(100.0), second];
+        let svg = chart(&points, Scale::NonNegative, ("a", "b")).render();
+        let band = points_of(&svg, "band");
+        let xs: Vec<f64> = band.iter().map(|p| p.0).collect();
+        let ys: Vec<f64> = band.iter().map(|p| p.1).collect();
+        let (left, right) = (
+            xs.iter().cloned().fold(f64::INFINITY, f64::min),
+            xs.iter().cloned().fold(0.0, f64::max),
+        );
+        assert!(right - left >= LONE_BAND_HALF - 0.1, "{band:?}");
+        assert!(right <= W - RIGHT && left >= LEFT, "{band:?}");
+        let height = ys.iter().cloned().fold(0.0, f64::max)
+            - ys.iter().cloned().fold(f64::INFINITY, f64::min);
+        assert!(height > 1.0, "{band:?}");
+    }
+
+    #[test]
+    fn a_lone_point_has_one_x_label_under_it() {
+        let points = [point(1.0)];
+        let svg = chart(&points, Scale::Any, ("abc", "abc")).render();
+        assert_eq!(texts(&svg, "xtick"), ["abc"]);
+        let points = [point(1.0), point(2.0)];
+        let svg = chart(&points, Scale::Any, ("abc", "def")).render();
+        assert_eq!(texts(&svg, "xtick"), ["abc", "def"]);
+    }
 
     #[test]
     fn heatmap_labels_are_cut_before_they_are_escaped() {

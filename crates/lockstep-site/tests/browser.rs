@@ -9,6 +9,18 @@
 //! flaky test. Screenshots of every page in light and dark go to
 //! `<target>/report-screenshots/`.
 //!
+//! A project's first runs are where a site reads wrong most easily (a
+//! golden line of one point, a noise band over one point, an axis padded
+//! below zero, two runs of one commit labelled alike), so sites of 1, 2 and
+//! 30 runs of each kind are checked too, in the page as drawn: no negative
+//! tick on a time axis, whole ticks from 0 on a count axis, a golden line
+//! and a noise band that have a size, x labels that tell two runs apart,
+//! the pull request an integrate loop published, one time format and no
+//! internal names. Their screenshots (light) go to
+//! `<target>/report-screenshots/runs-N/`, and with
+//! `LOCKSTEP_UPDATE_SCREENSHOTS=1` also to docs/report/ as
+//! `runs-N-PAGE.png` (what docs/report.md shows).
+//!
 //! Never skipped: without Chromium the test fails and says how to install
 //! it (scripts/test installs it on Debian).
 
@@ -261,6 +273,25 @@ fn fixture(dir: &Path) -> (PathBuf, PathBuf) {
     (history, store)
 }
 
+/// Runs drive.js with `config` (written into `dir`): what it saw.
+fn drive(dir: &Path, config: Value) -> Value {
+    let path = dir.join("config.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let driver = dir.join("drive.js");
+    std::fs::write(&driver, DRIVER).unwrap();
+    let out = Command::new("node")
+        .arg(&driver)
+        .arg(&path)
+        .output()
+        .expect("node");
+    assert!(
+        out.status.success(),
+        "the browser driver failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn the_site_in_chromium() {
     let Some(chromium) = chromium() else {
@@ -285,26 +316,10 @@ fn the_site_in_chromium() {
     assert_eq!(report.warnings.len(), 1);
 
     let shots = target_dir().join("report-screenshots");
-    let config = dir.path().join("config.json");
-    std::fs::write(
-        &config,
-        json!({"site": site, "screenshots": shots, "playwright": playwright, "chromium": chromium})
-            .to_string(),
-    )
-    .unwrap();
-    let driver = dir.path().join("drive.js");
-    std::fs::write(&driver, DRIVER).unwrap();
-    let out = Command::new("node")
-        .arg(&driver)
-        .arg(&config)
-        .output()
-        .expect("node");
-    assert!(
-        out.status.success(),
-        "the browser driver failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let seen = drive(
+        dir.path(),
+        json!({"site": site, "screenshots": shots, "playwright": playwright, "chromium": chromium}),
     );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
 
     // Nothing went wrong and nothing was fetched.
     assert_eq!(
@@ -416,4 +431,270 @@ fn the_site_in_chromium() {
             assert!(shot.metadata().unwrap().len() > 1000, "{}", shot.display());
         }
     }
+}
+
+/// The pull request every loop of the start fixtures published.
+const PULL_URL: &str = "https://github.com/acme/super/pull/1";
+
+/// Run `n` of a start fixture of `kind` (0 test, 1 bench, 2 integrate),
+/// stamped as `lockstep` stamps runs (RFC 3339 to the millisecond, an id
+/// from the start): each run of a kind 7 minutes after the one before, two
+/// runs per commit.
+fn start_record(run: usize, kind: Kind, results: Value) -> RunRecord {
+    let slot = match kind {
+        Kind::Test => 0,
+        Kind::Bench => 1,
+        _ => 2,
+    };
+    let minutes = run * 7 + slot * 2;
+    let (h, m) = (9 + minutes / 60, minutes % 60);
+    let mut r = record(0, kind, run / 2, results);
+    r.id = format!("20260301T{h:02}{m:02}05Z-{:08x}", run * 3 + slot);
+    r.started = format!("2026-03-01T{h:02}:{m:02}:05.{:03}Z", run * 37 % 1000);
+    r.finished = format!("2026-03-01T{h:02}:{m:02}:45.{:03}Z", run * 41 % 1000);
+    r
+}
+
+/// A test run of a start fixture: a benchmark step far under its golden
+/// (the margin of such a chart once reached below zero), a flaky test and
+/// one that fails on one commit.
+fn start_test_run(run: usize) -> Value {
+    let mut doc = test_run(run, run / 2);
+    let step = &mut doc["tests"][1]["steps"][0]["metrics"];
+    step["time_ms"] = json!(0.04 + 0.002 * (run % 5) as f64);
+    step["golden_time_ms"] = json!(2.0);
+    doc
+}
+
+/// An integrate loop of a start fixture: one advance a loop at first (a
+/// count axis once read 0.90 to 1.10), then a few, some halted; every loop
+/// published pull request #1 (`--publish`), the first one opening it.
+fn start_loop(run: usize, runs: usize) -> Value {
+    let advances = if runs <= 2 { 1 } else { run % 4 };
+    let result = match run % 7 {
+        3 => "halted",
+        5 => "steps_exhausted",
+        _ => "at_head",
+    };
+    let mut end = json!({"result": result});
+    if result == "halted" {
+        end["halt"] = json!({"kind": "smoke", "culprit": commit("cd", "[LLVM] Change the ABI"),
+            "at_pin": false, "exit": "exit status 1", "untracked_total": 0,
+            "link": "https://github.com/llvm/llvm-project/commit/cdcd"});
+    }
+    if result == "steps_exhausted" {
+        end["pending"] = json!([commit("ef", "[mlir] Next")]);
+    }
+    json!({"schema": 1, "smoke_runs": 2 + run % 3, "cached": run % 2, "candidates": 4,
+        "advances": (0..advances).map(|a| format!("{:040x}", run * 10 + a)).collect::<Vec<_>>(),
+        "end": end,
+        "published": {"repository": "acme/super", "remote": "origin", "branch": "integrate/llvm",
+            "head": "7".repeat(40), "pushed": true, "created": run == 0, "needs_help": result == "halted",
+            "pull": {"number": 1, "state": "open", "draft": true, "html_url": PULL_URL,
+                     "title": "Integrate llvm-project", "merged_at": null}}})
+}
+
+/// A history of `runs` runs of each kind (two per commit: with two runs,
+/// both of one commit) and a release store of up to 3 releases whose
+/// files carry upload times to the nanosecond, as lockstep writes them.
+fn start_fixture(dir: &Path, runs: usize) -> (PathBuf, PathBuf) {
+    let history = dir.join("history");
+    for run in 0..runs {
+        for (kind, results) in [
+            (Kind::Test, start_test_run(run)),
+            (Kind::Bench, start_bench_run(run, runs)),
+            (Kind::Integrate, start_loop(run, runs)),
+        ] {
+            lockstep_history::write(&history, &start_record(run, kind, results)).unwrap();
+        }
+    }
+    let store = dir.join("index");
+    for day in 1..=runs.min(3) {
+        let version = format!("0.3.0rc2026030{day}");
+        let files = store.join("files").join(&version);
+        std::fs::create_dir_all(&files).unwrap();
+        std::fs::write(
+            files.join("release.json"),
+            json!({"version": version, "tag": format!("snapshot-{version}"), "channel": "nightly",
+                "source": sha(day), "pins": {"third_party/llvm-project": "8".repeat(40)}, "yanked": null,
+                "files": [{"filename": format!("demo_compiler-{version}-cp311-cp311-linux_x86_64.whl"),
+                           "project": "demo-compiler", "sha256": "0".repeat(64), "size": 1234,
+                           "upload_time": format!("2026-03-0{day}T12:00:00.123456789Z")}]})
+            .to_string(),
+        )
+        .unwrap();
+    }
+    (history, store)
+}
+
+/// A bench run of a start fixture: the five kernels, the slowed one 15%
+/// slower in the last third of a long history.
+fn start_bench_run(run: usize, runs: usize) -> Value {
+    let slowed_from = if runs >= 6 { runs * 2 / 3 } else { usize::MAX };
+    bench_run(if run >= slowed_from { 3 + run } else { run % 3 })
+}
+
+/// What is wrong with the light pages of a start fixture of `runs` runs
+/// (as drive.js saw them); empty when nothing is.
+fn start_problems(seen: &Value, runs: usize) -> Vec<String> {
+    let mut problems = Vec::new();
+    if seen["errors"] != json!([]) || seen["requests"] != json!([]) {
+        problems.push(format!(
+            "errors {} requests {}",
+            seen["errors"], seen["requests"]
+        ));
+    }
+    for page in PAGES {
+        let facts = &seen["pages"][format!("light/{page}")];
+        problems.extend(text_problems(page, facts["text"].as_str().unwrap_or("")));
+        for chart in facts["charts"].as_array().into_iter().flatten() {
+            problems.extend(chart_problems(page, chart, runs));
+        }
+    }
+    let pulls = &seen["pages"]["light/integrate.html"]["pulls"];
+    let expected: Vec<Value> = vec![json!({"text": "#1", "href": PULL_URL}); runs];
+    if pulls != &json!(expected) {
+        problems.push(format!(
+            "integrate.html: the pull request column reads {pulls}"
+        ));
+    }
+    problems
+}
+
+const PAGES: [&str; 5] = [
+    "index.html",
+    "tests.html",
+    "bench.html",
+    "integrate.html",
+    "releases.html",
+];
+
+/// One time format (`2026-03-01 09:07`, never RFC 3339 at any precision)
+/// and words, not the documents' names, for how a loop ended.
+fn text_problems(page: &str, text: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let bytes = text.as_bytes();
+    for (i, _) in text.match_indices('T') {
+        // YYYY-MM-DDTHH:MM
+        let date = i >= 10
+            && bytes[i - 10..i]
+                .iter()
+                .filter(|b| b.is_ascii_digit())
+                .count()
+                == 8;
+        let time = bytes.len() > i + 3 && bytes[i + 1..i + 3].iter().all(u8::is_ascii_digit);
+        if date && time && bytes[i - 3] == b'-' && bytes[i - 6] == b'-' {
+            let end = (i + 25).min(text.len());
+            let raw = String::from_utf8_lossy(&bytes[i - 10..end]);
+            problems.push(format!("{page}: a raw timestamp {raw:?}"));
+            break;
+        }
+    }
+    for name in ["at_head", "steps_exhausted"] {
+        if text.contains(name) {
+            problems.push(format!("{page}: shows the internal name {name}"));
+        }
+    }
+    if page == "integrate.html" && !text.contains("at upstream head") {
+        problems.push(format!("{page}: no loop reads `at upstream head`"));
+    }
+    problems
+}
+
+/// A chart's axes, golden line, noise band and x labels.
+fn chart_problems(page: &str, chart: &Value, runs: usize) -> Vec<String> {
+    let kind = chart["chart"].as_str().unwrap_or("");
+    let name = format!("{page} {kind} {}", chart["kernel"].as_str().unwrap_or(""));
+    let strings = |key: &str| -> Vec<String> {
+        chart[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    };
+    let (y, x) = (strings("y_ticks"), strings("x_ticks"));
+    let mut problems = Vec::new();
+    if kind == "heatmap" {
+        return problems;
+    }
+    if y.is_empty() {
+        problems.push(format!("{name}: no y tick labels"));
+    }
+    let negative = y.iter().any(|t| t.starts_with('-') || t.starts_with('−'));
+    if matches!(kind, "golden" | "time" | "gflops") && negative {
+        problems.push(format!("{name}: a time or rate axis below zero: {y:?}"));
+    }
+    let whole =
+        y.iter().all(|t| t.parse::<u64>().is_ok()) && y.first().map(String::as_str) == Some("0");
+    if kind == "integrate" && !whole {
+        problems.push(format!(
+            "{name}: a count axis not in whole numbers from 0: {y:?}"
+        ));
+    }
+    let has_size = |key: &str, both: bool| {
+        let w = chart[key]["width"].as_f64().unwrap_or(0.0);
+        let h = chart[key]["height"].as_f64().unwrap_or(0.0);
+        w > 1.0 && (!both || h > 1.0)
+    };
+    if kind == "golden" && !has_size("golden", false) {
+        problems.push(format!(
+            "{name}: the golden line has no length: {}",
+            chart["golden"]
+        ));
+    }
+    if kind == "time" && runs >= 2 && !has_size("band", true) {
+        problems.push(format!(
+            "{name}: the noise band has no area: {}",
+            chart["band"]
+        ));
+    }
+    let marks = chart["marks"].as_u64().unwrap_or(0);
+    let labels_ok = match marks {
+        0 | 1 => x.len() == 1 && !x[0].is_empty(),
+        _ => x.len() == 2 && x[0] != x[1],
+    };
+    if !labels_ok {
+        problems.push(format!("{name}: {marks} marks, x labels {x:?}"));
+    }
+    problems
+}
+
+#[test]
+fn a_project_reads_right_from_its_first_run() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let playwright = playwright();
+    let update_docs = std::env::var_os("LOCKSTEP_UPDATE_SCREENSHOTS").is_some_and(|v| v == "1");
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/report");
+    let mut problems = Vec::new();
+    for runs in [1, 2, 30] {
+        let dir = tempfile::tempdir().unwrap();
+        let (history, store) = start_fixture(dir.path(), runs);
+        let loaded = lockstep_history::load(&history).unwrap();
+        assert_eq!(loaded.runs.len(), 3 * runs);
+        let site = dir.path().join("site");
+        lockstep_site::site(&loaded, Some(&store), &site, None).unwrap();
+        let shots = target_dir().join(format!("report-screenshots/runs-{runs}"));
+        let seen = drive(
+            dir.path(),
+            json!({"site": site, "screenshots": shots, "playwright": playwright, "chromium": chromium,
+                   "schemes": ["light"], "follow_links": false, "shot_names": "page"}),
+        );
+        problems.extend(
+            start_problems(&seen, runs)
+                .into_iter()
+                .map(|p| format!("{runs} runs: {p}")),
+        );
+        for page in PAGES {
+            let name = page.trim_end_matches(".html");
+            let shot = shots.join(format!("{name}.png"));
+            assert!(shot.metadata().unwrap().len() > 1000, "{}", shot.display());
+            if update_docs {
+                std::fs::copy(&shot, docs.join(format!("runs-{runs}-{name}.png"))).unwrap();
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

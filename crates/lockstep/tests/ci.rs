@@ -851,7 +851,12 @@ fn bad_ci_configs_are_clear_errors_and_write_nothing() {
         None => {
             let out = p.run(&["ci", "generate"], 2);
             assert!(
-                stderr(&out).contains("set [ci] lockstep = {"),
+                stderr(&out).contains("set [ci] lockstep in lockstep.toml: { version = "),
+                "{}",
+                stderr(&out)
+            );
+            assert!(
+                stderr(&out).contains("was not found on its index"),
                 "{}",
                 stderr(&out)
             );
@@ -1090,4 +1095,106 @@ fn the_integrate_workflow_fetches_only_the_submodules_it_needs() {
     );
     let err = stderr(&p.run(&["ci", "generate"], 2));
     assert!(err.contains("smoke-submodules"), "{err}");
+}
+
+/// Unset [ci] lockstep: the running version's release from its index,
+/// every wheel pinned by hash; set as `{ version, sha256 }`: the same,
+/// with no lookup; bad values are errors naming them.
+#[test]
+fn runners_install_lockstep_from_its_release_pinned_by_hash() {
+    let version = env!("CARGO_PKG_VERSION");
+    let hash = "ab".repeat(32);
+    let other = "cd".repeat(32);
+    let page: &'static str = Box::leak(
+        format!(
+            r#"{{"meta": {{"api-version": "1.0"}}, "name": "lockstep-cli", "files": [
+                {{"filename": "lockstep_cli-{version}-py3-none-manylinux_2_28_x86_64.whl", "url": "x", "hashes": {{"sha256": "{hash}"}}}},
+                {{"filename": "lockstep_cli-0.0.1-py3-none-manylinux_2_28_x86_64.whl", "url": "y", "hashes": {{"sha256": "{other}"}}}}
+            ]}}"#
+        )
+        .into_boxed_str(),
+    );
+    let (port, served) = serve(page, 4);
+    let index = format!("http://127.0.0.1:{port}/simple");
+    let (p, dir) = repo("", MINIMAL);
+    std::fs::create_dir_all(dir.join("suites")).unwrap();
+    let out = expect(
+        p.cmd(&["ci", "generate"]).env("LOCKSTEP_CLI_INDEX", &index),
+        0,
+    );
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(
+        stderr(&out).contains(&format!(
+            "its release lockstep-cli=={version} (pinned by hash"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    lint(&p.path());
+    let workflow = parse(&dir.join(".github/workflows/lockstep-pkgci.yml"));
+    let jobs = check_structure(&workflow, &BTreeMap::from([("cpu", 1)]));
+    for (id, job) in &jobs {
+        if id == "summary" {
+            continue;
+        }
+        let install = job["steps"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"].as_str() == Some("Install lockstep"))
+            .unwrap_or_else(|| panic!("{id}: no Install lockstep step"));
+        assert_eq!(
+            str_of(&install["env"]["LOCKSTEP_REQUIREMENT"]),
+            format!("lockstep-cli=={version} --hash=sha256:{hash}")
+        );
+        assert_eq!(str_of(&install["env"]["LOCKSTEP_INDEX"]), index);
+        assert!(str_of(&install["run"]).contains("--require-hashes"));
+        // No Rust, no cargo: a wheel.
+        let names: Vec<String> = job["steps"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|s| str_of(&s["name"]))
+            .collect();
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.contains("Rust") || n == "Restore lockstep"),
+            "{id}: {names:?}"
+        );
+    }
+
+    // Pinned in lockstep.toml: the same step, from PyPI, no lookup.
+    let config = format!(
+        "{MINIMAL}[ci]\nlockstep = {{ version = \"{version}\", sha256 = [\"{hash}\", \"{other}\"] }}\n"
+    );
+    let (p, dir) = repo("", &config);
+    expect(
+        p.cmd(&["ci", "generate"]).env("LOCKSTEP_CLI_INDEX", &index),
+        0,
+    );
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
+    lint(&p.path());
+    let text = std::fs::read_to_string(dir.join(".github/workflows/lockstep-pkgci.yml")).unwrap();
+    assert!(
+        text.contains(&format!(
+            "lockstep-cli=={version} --hash=sha256:{hash} --hash=sha256:{other}"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("LOCKSTEP_INDEX: "), "{text}");
+
+    for (value, expected) in [
+        (format!("{{ version = \"{version}\", sha256 = \"xyz\" }}"), "sha256 must be the 64-hex sha256"),
+        (format!("{{ version = \"; rm -rf /\", sha256 = \"{hash}\" }}"), "is not a version"),
+        (
+            format!("{{ version = \"{version}\", sha256 = \"{hash}\", index = \"http://example.com/simple\" }}"),
+            "is not an index URL a runner can use",
+        ),
+    ] {
+        let (p, dir) = repo("", &format!("{MINIMAL}[ci]\nlockstep = {value}\n"));
+        let out = p.run(&["ci", "generate"], 2);
+        assert!(stderr(&out).contains(expected), "{expected}: {}", stderr(&out));
+        assert!(!dir.join(".github").exists());
+    }
 }

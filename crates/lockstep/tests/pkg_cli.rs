@@ -22,6 +22,46 @@ fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// `lockstep release serve` of the store of `dir`'s lockstep.toml, stopped
+/// when dropped.
+struct ServedStore {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl ServedStore {
+    fn start(p: &Project, dir: &Path) -> ServedStore {
+        use std::io::{BufRead, BufReader};
+        let mut child = p
+            .cmd_in(dir, &["release", "serve"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("release serve");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let port = first
+            .trim()
+            .strip_prefix("serving http://127.0.0.1:")
+            .and_then(|rest| rest.strip_suffix("/simple/"))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("first line: {first:?}"));
+        ServedStore { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/simple", self.port)
+    }
+}
+
+impl Drop for ServedStore {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The workspace's `version` in Cargo.toml.
 fn cargo_version() -> String {
     let text = std::fs::read_to_string(repository().join("Cargo.toml")).unwrap();
@@ -38,8 +78,15 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
     let config: toml::Table =
         toml::from_str(&std::fs::read_to_string(repository().join("lockstep.toml")).unwrap())
             .unwrap();
-    let base = config["release"]["version-base"].as_str().unwrap().to_string();
-    assert_eq!(base, cargo_version(), "lockstep.toml [release] version-base");
+    let base = config["release"]["version-base"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        base,
+        cargo_version(),
+        "lockstep.toml [release] version-base"
+    );
 
     let p = Project::new();
     let clone = p.root().join("lockstep");
@@ -51,7 +98,8 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
         .expect("git clone");
     assert!(out.status.success(), "{}", text(&out.stderr));
 
-    let version = format!("{base}.dev1");
+    // The crate's own version: what `ci generate` looks up below.
+    let version = base.clone();
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lockstep-cli-wheel");
     let build_env: [(&str, &Path); 3] = [
         ("CARGO_TARGET_DIR", &target),
@@ -89,17 +137,95 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
         stderr(&built)
     );
 
-    // Published: installed in a fresh venv, `lockstep --version` run there
-    // ([release] smoke), then added to the store.
+    // A release is the whole set (lockstep-ci-probe too); lockstep-cli's
+    // wheel comes from the wheel cache. Published: installed in a fresh
+    // venv, `lockstep --version` run there ([release] smoke), then added
+    // to the store.
+    let set = p.root().join("set");
+    let built = expect(
+        p.cmd_in(&clone, &["pkg", "build", "--version", &version, "--out"])
+            .arg(&set)
+            .envs(build_env),
+        0,
+    );
+    assert!(stderr(&built).contains("(cached)"), "{}", stderr(&built));
     let published = expect(
         p.cmd_in(&clone, &["release", "publish", "--json"])
-            .arg(&wheelhouse),
+            .arg(&set),
         0,
     );
     let doc: serde_json::Value = serde_json::from_slice(&published.stdout).expect("JSON");
     assert_eq!(doc["version"], version, "{doc}");
     let simple = clone.join("release/index/simple");
     assert!(simple.join("lockstep-cli/index.html").is_file());
+
+    // A workflow generated without [ci] lockstep installs this very
+    // release, pinned by the hash `ci generate` read from the index; its
+    // install step, run as a runner would, gives a `lockstep` that runs.
+    let served = ServedStore::start(&p, &clone);
+    let project = p.root().join("project");
+    write(
+        &project.join("lockstep.toml"),
+        "[test]\npaths = [\"suites\"]\n",
+    );
+    write(&project.join("suites/.keep"), "");
+    let git_init = Command::new("git")
+        .arg("-C")
+        .arg(&project)
+        .args(["init", "-q"])
+        .output()
+        .unwrap();
+    assert!(git_init.status.success());
+    expect(
+        p.cmd_in(&project, &["ci", "generate"])
+            .env("LOCKSTEP_CLI_INDEX", served.url()),
+        0,
+    );
+    let workflow: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(project.join(".github/workflows/lockstep-pkgci.yml")).unwrap(),
+    )
+    .unwrap();
+    let install = workflow["jobs"]["test-cpu"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str() == Some("Install lockstep"))
+        .expect("an Install lockstep step")
+        .clone();
+    let runner_temp = p.root().join("runner-temp");
+    std::fs::create_dir_all(&runner_temp).unwrap();
+    let github_path = p.root().join("github-path");
+    let mut step = Command::new("bash");
+    step.arg("-euo")
+        .arg("pipefail")
+        .arg("-c")
+        .arg(install["run"].as_str().unwrap());
+    for (key, value) in install["env"].as_mapping().unwrap() {
+        step.env(key.as_str().unwrap(), value.as_str().unwrap());
+    }
+    let ran = step
+        .env("RUNNER_TEMP", &runner_temp)
+        .env("GITHUB_PATH", &github_path)
+        .env("PIP_CACHE_DIR", p.root().join("pip-cache"))
+        .env("PIP_CONFIG_FILE", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}{}",
+        text(&ran.stdout),
+        text(&ran.stderr)
+    );
+    let on_path = std::fs::read_to_string(&github_path).unwrap();
+    let installed = Command::new(Path::new(on_path.trim()).join("lockstep"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&installed.stdout).trim(),
+        format!("lockstep {version}")
+    );
+    drop(served);
 
     // `uv tool install` from that index: a `lockstep` that runs.
     let tools = p.root().join("uv-tools");
@@ -126,5 +252,8 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
         .output()
         .expect("the installed lockstep");
     assert!(ran.status.success());
-    assert_eq!(text(&ran.stdout).trim(), format!("lockstep {}", cargo_version()));
+    assert_eq!(
+        text(&ran.stdout).trim(),
+        format!("lockstep {}", cargo_version())
+    );
 }

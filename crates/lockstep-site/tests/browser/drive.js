@@ -1,8 +1,12 @@
 // Drives Chromium through the report site for tests/browser.rs: every page
-// in the light and the dark colour scheme; prints one JSON document of what
-// it saw (console errors, failed or outside requests, links, marks per
-// chart, regressions per kernel, flaky rows) for the Rust test to judge.
-// Usage: node drive.js CONFIG.json  (site, screenshots, playwright, chromium)
+// in the light and the dark colour scheme (or those `schemes` names); prints
+// one JSON document of what it saw (console errors, failed or outside
+// requests, links, marks per chart, regressions per kernel, flaky rows, each
+// chart's tick labels and the drawn size of its golden line and noise band,
+// the pull request cells, the page's text) for the Rust test to judge.
+// Usage: node drive.js CONFIG.json  (site, screenshots, playwright, chromium;
+// optional: schemes, follow_links (default true), shot_names: 'page' for
+// PAGE.png instead of PAGE-SCHEME.png)
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -14,7 +18,9 @@ const PAGES = ['index.html', 'tests.html', 'bench.html', 'integrate.html', 'rele
 (async () => {
   const browser = await chromium.launch({ executablePath: config.chromium, headless: true });
   const out = { pages: {}, errors: [], requests: [], links: [] };
-  for (const scheme of ['light', 'dark']) {
+  const schemes = config.schemes || ['light', 'dark'];
+  const followLinks = config.follow_links !== false;
+  for (const scheme of schemes) {
     const context = await browser.newContext({ colorScheme: scheme, viewport: { width: 1280, height: 900 } });
     // Nothing may be fetched from outside the site's directory.
     await context.route('**/*', (route) => {
@@ -31,6 +37,15 @@ const PAGES = ['index.html', 'tests.html', 'bench.html', 'integrate.html', 'rele
       const url = 'file://' + path.join(config.site, name);
       const response = await page.goto(url);
       const facts = await page.evaluate(() => {
+        // The drawn size of the first element matching `selector` in `f`
+        // (null when there is none): a line of one point is 0 by 0.
+        const size = (f, selector) => {
+          const e = f.querySelector(selector);
+          if (!e) return null;
+          const b = e.getBBox();
+          return { width: b.width, height: b.height };
+        };
+        const texts = (f, selector) => [...f.querySelectorAll(selector)].map((t) => t.textContent);
         const charts = [...document.querySelectorAll('figure.chart')].map((f) => {
           const section = f.closest('section[data-kernel]');
           return {
@@ -44,6 +59,10 @@ const PAGES = ['index.html', 'tests.html', 'bench.html', 'integrate.html', 'rele
             title: (f.querySelector('svg > title') || {}).textContent || null,
             desc: (f.querySelector('svg > desc') || {}).textContent || null,
             axis_texts: f.querySelectorAll('svg text').length,
+            y_ticks: texts(f, 'svg text.ytick'),
+            x_ticks: texts(f, 'svg text.xtick'),
+            golden: size(f, 'svg .golden'),
+            band: size(f, 'svg .band'),
           };
         });
         return {
@@ -55,15 +74,22 @@ const PAGES = ['index.html', 'tests.html', 'bench.html', 'integrate.html', 'rele
           charts,
           flaky: [...document.querySelectorAll('tr[data-flaky]')].map((r) => r.dataset.flaky),
           scripts: document.querySelectorAll('script[src], link[rel=stylesheet]').length,
+          pulls: [...document.querySelectorAll('td.pull')].map((td) => {
+            const a = td.querySelector('a[href]');
+            return { text: td.textContent, href: a ? a.getAttribute('href') : null };
+          }),
+          // Hover titles included: they are read too.
+          text: document.body.textContent,
         };
       });
       facts.ok = response === null || response.ok();
       out.pages[`${scheme}/${name}`] = facts;
       fs.mkdirSync(config.screenshots, { recursive: true });
-      await page.screenshot({ path: path.join(config.screenshots, `${name.replace('.html', '')}-${scheme}.png`), fullPage: true });
+      const shot = config.shot_names === 'page' ? name.replace('.html', '') : `${name.replace('.html', '')}-${scheme}`;
+      await page.screenshot({ path: path.join(config.screenshots, `${shot}.png`), fullPage: true });
     }
     // Follow every link between pages (and to anchors) once, in light.
-    if (scheme === 'light') {
+    if (scheme === 'light' && followLinks) {
       for (const name of PAGES) {
         const hrefs = out.pages[`light/${name}`].links;
         for (const href of hrefs) {

@@ -35,8 +35,9 @@ fn plan(
 ) -> Result<(lockstep_ci::Plan, lockstep_ci::config::CiConfig), Error> {
     let loaded = ctx.loaded()?;
     if loaded.path.is_none() {
-        return Err(Error::usage("lockstep ci needs a lockstep.toml")
-            .hint("create one with [pkg] packages (docs/pkg.md, docs/ci.md)"));
+        return Err(Error::usage("lockstep ci needs a lockstep.toml").hint(
+            "`lockstep init` writes one from your repository (docs/getting-started.md, docs/ci.md)",
+        ));
     }
     let ci: lockstep_ci::config::CiConfig = loaded.section()?;
     let release = match loaded.has_section("release") {
@@ -49,6 +50,23 @@ fn plan(
         }
         false => None,
     };
+    // Unset [ci] lockstep: this version's release, when its index has it.
+    let released = match &ci.lockstep {
+        Some(_) => None,
+        None => {
+            let index = lockstep_ci::released::index_from_env();
+            match lockstep_ci::released::lookup(&index, env!("CARGO_PKG_VERSION")) {
+                Ok(found) => Some(found),
+                Err(e) => {
+                    ctx.sink().note(format!(
+                        "{}; runners install lockstep another way",
+                        e.message
+                    ));
+                    None
+                }
+            }
+        }
+    };
     let plan = lockstep_ci::plan(&lockstep_ci::PlanInputs {
         ci: &ci,
         test: &loaded.section()?,
@@ -57,6 +75,7 @@ fn plan(
         config_path: loaded.path.as_deref(),
         out: out.map(|dir| ctx.cwd.join(dir)),
         built_from: built_from(),
+        released,
         release,
         integrate: match loaded.has_section("integrate") {
             true => {

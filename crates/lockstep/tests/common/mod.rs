@@ -134,6 +134,10 @@ pub fn isolate(cmd: &mut Command, home: &Path, cache: &Path) {
         .env("LOCKSTEP_UV", shared_uv())
         .env("NO_PROXY", "127.0.0.1,localhost")
         .env("no_proxy", "127.0.0.1,localhost")
+        // `ci generate` without [ci] lockstep looks lockstep-cli's hashes
+        // up on PyPI: the tests never reach it (a closed loopback port: the
+        // lookup fails at once), unless a test serves an index itself.
+        .env("LOCKSTEP_CLI_INDEX", "http://127.0.0.1:9/simple")
         .stdin(Stdio::null());
     for var in [
         "LOCKSTEP_IREE_BIN",
