@@ -146,9 +146,25 @@ pub fn run(
         let recording =
             history.start(lockstep_history::Kind::Integrate, ig.superproject().dir())?;
         let report = ig.run_loop(&opts)?;
+        // As `integrate loop --publish` does: publish (and call for help on
+        // a halt) before the run is recorded, so the record has the pull
+        // request the site's integrate page links.
+        let published = match &report.end {
+            LoopEnd::AtHead | LoopEnd::Halted { .. } => Some(ig.publish()?),
+            _ => None,
+        };
+        let posted = match &report.end {
+            LoopEnd::Halted { halt } => ig.call_for_help(halt)?,
+            _ => false,
+        };
         history.finish(
             recording,
-            &lockstep_core::output::document(&report)?,
+            &lockstep_core::output::document(&lockstep_integrate::outcome::Looped {
+                resumed: None,
+                report: report.clone(),
+                published: published.clone(),
+                called_for_help: posted,
+            })?,
             None,
             out,
         )?;
@@ -165,11 +181,12 @@ pub fn run(
         match report.end {
             LoopEnd::AtHead => {
                 w(out, "   at upstream head".into())?;
-                let published = ig.publish()?;
-                w(
-                    out,
-                    format!("   {}", lockstep_integrate::human::published(&published)),
-                )?;
+                if let Some(published) = &published {
+                    w(
+                        out,
+                        format!("   {}", lockstep_integrate::human::published(published)),
+                    )?;
+                }
                 break;
             }
             LoopEnd::Halted { halt } => {
@@ -178,13 +195,14 @@ pub fn run(
                     out,
                     format!("\n== lockstep integrate report\n{}", indent(&text)),
                 )?;
-                let published = ig.publish()?;
-                let posted = ig.call_for_help(&halt)?;
                 w(
                     out,
                     format!(
                         "\n== calling for help\n   {}\n   {}",
-                        lockstep_integrate::human::published(&published),
+                        published
+                            .as_ref()
+                            .map(lockstep_integrate::human::published)
+                            .unwrap_or_default(),
                         if posted {
                             "posted the halt report to the webhook"
                         } else {

@@ -80,6 +80,15 @@ fn demo_runs_end_to_end() {
         stdout.contains("PASS") && !stdout.contains("FAIL ("),
         "{stdout}"
     );
+    // The site links the pull request the integrate loops opened and
+    // updated, and lists the release the demo published.
+    let integrate = std::fs::read_to_string(demo.join("site/integrate.html")).unwrap();
+    assert!(
+        integrate.contains("<td class=\"pull\"><a") && integrate.contains("#1</a>"),
+        "the integrate page does not link PR #1"
+    );
+    let releases = std::fs::read_to_string(demo.join("site/releases.html")).unwrap();
+    assert!(!releases.contains("No release store"), "{releases}");
     // The README's account of the demo's end is the demo's.
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
         .expect("README.md");

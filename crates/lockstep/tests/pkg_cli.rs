@@ -181,7 +181,7 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
             .env("LOCKSTEP_CLI_INDEX", served.url()),
         0,
     );
-    let workflow: serde_yaml::Value = serde_yaml::from_str(
+    let workflow: yaml_serde::Value = yaml_serde::from_str(
         &std::fs::read_to_string(project.join(".github/workflows/lockstep-pkgci.yml")).unwrap(),
     )
     .unwrap();
