@@ -166,6 +166,48 @@ pub fn metadata_version(wheel: &std::path::Path, max_bytes: u64) -> Result<Strin
         .ok_or_else(|| format!("the METADATA of {} has no Version", wheel.display()))
 }
 
+/// The program `script` a wheel carries (`*.data/scripts/SCRIPT`), read
+/// from the wheel's bytes (at most `max_bytes` of it); `None` when the
+/// wheel has none by that name.
+pub fn script(wheel: &[u8], script: &str, max_bytes: u64) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(wheel))
+        .map_err(|e| format!("not a wheel (zip): {e}"))?;
+    let members = lockstep_core::archive::members(
+        &mut archive,
+        std::path::Path::new("the wheel"),
+        "the wheel",
+        "rebuild the wheel",
+    )
+    .map_err(|e| e.render())?;
+    let found = members.iter().find(|m| {
+        let parts: Vec<_> = m.path.components().collect();
+        !m.dir
+            && parts.len() == 3
+            && parts[0].as_os_str().to_string_lossy().ends_with(".data")
+            && parts[1].as_os_str() == "scripts"
+            && parts[2].as_os_str() == script
+    });
+    let Some(member) = found else {
+        return Ok(None);
+    };
+    let entry = archive
+        .by_index(member.index)
+        .map_err(|e| format!("cannot read {}: {e}", member.path.display()))?;
+    let mut bytes = Vec::new();
+    entry
+        .take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {}: {e}", member.path.display()))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(format!(
+            "{} is larger than {max_bytes} bytes",
+            member.path.display()
+        ));
+    }
+    Ok(Some(bytes))
+}
+
 /// The one `*.whl` a tool (uv build, auditwheel repair) wrote into `dir`;
 /// `tool` names it when there is not exactly one.
 pub fn single_wheel_in(dir: &std::path::Path, tool: &str) -> Result<std::path::PathBuf, String> {

@@ -39,6 +39,20 @@ pub struct ReleaseConfig {
     pub keep: KeepConfig,
     /// Branches whose manifests and pin files `release prune` never prunes a version of.
     pub branches: Vec<String>,
+    /// Programs the GitHub Release also carries as standalone files, taken
+    /// from the published wheels (`{ package, script }`: the wheel's
+    /// `*.data/scripts/SCRIPT`), listed in its SHA256SUMS.
+    pub binaries: Vec<BinaryConfig>,
+}
+
+/// One `[release] binaries` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BinaryConfig {
+    /// The distribution whose wheels carry it (`lockstep-cli`).
+    pub package: String,
+    /// The program's file name in the wheel's scripts (`lockstep`).
+    pub script: String,
 }
 
 impl Default for ReleaseConfig {
@@ -58,6 +72,7 @@ impl Default for ReleaseConfig {
             dependency_index: DEFAULT_DEPENDENCY_INDEX.into(),
             keep: KeepConfig::default(),
             branches: vec!["main".into()],
+            binaries: Vec::new(),
         }
     }
 }

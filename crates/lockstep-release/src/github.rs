@@ -18,6 +18,7 @@ use lockstep_github::releases::{AssetUpload, NewRelease};
 use lockstep_github::{Client, Repo};
 use serde::Serialize;
 
+use crate::config::BinaryConfig;
 use crate::store;
 
 /// The checksum file's asset name.
@@ -114,6 +115,7 @@ impl Target {
         version: &str,
         channel: Option<&str>,
         source: Option<&str>,
+        binaries: &[BinaryConfig],
         sink: &dyn Sink,
     ) -> Result<GithubRelease, Error> {
         if version.contains('+') {
@@ -170,26 +172,25 @@ impl Target {
                 (f.filename.clone(), kind)
             })
             .collect();
+        // The standalone programs, taken out of the stored wheels before
+        // anything is uploaded: a missing one fails the whole publish.
+        let programs = programs(&dir, &record, version, binaries)?;
+        for (name, _) in &programs {
+            assets.push((name.clone(), "application/octet-stream"));
+        }
         assets.push((SUMS.to_string(), "text/plain"));
+        let program_sums: Vec<(String, String)> = programs
+            .iter()
+            .map(|(name, bytes)| (name.clone(), lockstep_core::hash::sha256_bytes(bytes)))
+            .collect();
         for (name, content_type) in &assets {
             // One file in memory at a time, checked against the record.
             let bytes = if name == SUMS {
-                sums(&record).into_bytes()
+                sums_with(&record, &program_sums).into_bytes()
+            } else if let Some((_, bytes)) = programs.iter().find(|(n, _)| n == name) {
+                bytes.clone()
             } else {
-                let bytes = fs_err::read(dir.join(name))?;
-                let want = record
-                    .files
-                    .iter()
-                    .find(|f| &f.filename == name)
-                    .map(|f| f.sha256.clone())
-                    .unwrap_or_default();
-                if lockstep_core::hash::sha256_bytes(&bytes) != want {
-                    return Err(Error::failed(format!(
-                        "{name} in the store does not match its sha256 in release.json"
-                    ))
-                    .hint("the store was changed by hand: restore the file, or yank the version"));
-                }
-                bytes
+                stored_file(&dir, &record, name)?
             };
             if let Some(have) = release.assets.iter().find(|a| &a.name == name) {
                 if have.size != bytes.len() as u64 {
@@ -222,12 +223,89 @@ impl Target {
 
 /// `SHA256SUMS`: `sha256  file` per file, by name (what `sha256sum -c` reads).
 pub fn sums(record: &store::Release) -> String {
-    let mut files: Vec<&store::StoredFile> = record.files.iter().collect();
-    files.sort_by(|a, b| a.filename.cmp(&b.filename));
+    sums_with(record, &[])
+}
+
+/// [`sums`] with more assets (`(name, sha256)`: the standalone programs).
+fn sums_with(record: &store::Release, more: &[(String, String)]) -> String {
+    let mut files: Vec<(&str, &str)> = record
+        .files
+        .iter()
+        .map(|f| (f.filename.as_str(), f.sha256.as_str()))
+        .chain(more.iter().map(|(n, h)| (n.as_str(), h.as_str())))
+        .collect();
+    files.sort();
     files
         .iter()
-        .map(|f| format!("{}  {}\n", f.sha256, f.filename))
+        .map(|(name, sha256)| format!("{sha256}  {name}\n"))
         .collect()
+}
+
+/// A stored file's bytes, checked against its sha256 in release.json.
+fn stored_file(dir: &Path, record: &store::Release, name: &str) -> Result<Vec<u8>, Error> {
+    let bytes = fs_err::read(dir.join(name))?;
+    let want = record
+        .files
+        .iter()
+        .find(|f| f.filename == name)
+        .map(|f| f.sha256.clone())
+        .unwrap_or_default();
+    if lockstep_core::hash::sha256_bytes(&bytes) != want {
+        return Err(Error::failed(format!(
+            "{name} in the store does not match its sha256 in release.json"
+        ))
+        .hint("the store was changed by hand: restore the file, or yank the version"));
+    }
+    Ok(bytes)
+}
+
+/// The largest program taken out of a wheel.
+const MAX_PROGRAM_BYTES: u64 = 512 << 20;
+
+/// `[release] binaries` of `version`: each program out of each stored
+/// wheel of its package, named `SCRIPT-VERSION-PLATFORM` (the wheel's
+/// first platform tag), with its bytes. A package with no wheel, or a
+/// wheel without the program, is an error: the release would miss it.
+fn programs(
+    dir: &Path,
+    record: &store::Release,
+    version: &str,
+    binaries: &[BinaryConfig],
+) -> Result<Vec<(String, Vec<u8>)>, Error> {
+    let mut out = Vec::new();
+    for binary in binaries {
+        let package = lockstep_python::wheel::normalize(&binary.package);
+        let wheels: Vec<(&str, lockstep_python::wheel::WheelName)> = record
+            .files
+            .iter()
+            .filter_map(|f| {
+                let name = lockstep_python::wheel::WheelName::parse(&f.filename)?;
+                (name.name == package).then_some((f.filename.as_str(), name))
+            })
+            .collect();
+        if wheels.is_empty() {
+            return Err(Error::usage(format!(
+                "[release] binaries: {version} has no wheel of {}",
+                binary.package
+            ))
+            .hint("publish a set that builds it, or remove the entry; nothing was uploaded"));
+        }
+        for (file, wheel) in wheels {
+            let bytes = stored_file(dir, record, file)?;
+            let program = lockstep_python::wheel::script(&bytes, &binary.script, MAX_PROGRAM_BYTES)
+                .map_err(|e| Error::failed(format!("cannot read {file}")).cause(e))?
+                .ok_or_else(|| {
+                    Error::usage(format!(
+                        "[release] binaries: {file} has no program `{}` in its scripts",
+                        binary.script
+                    ))
+                    .hint("name the program the wheel installs (its .data/scripts file); nothing was uploaded")
+                })?;
+            let platform = wheel.platform.split('.').next().unwrap_or(&wheel.platform);
+            out.push((format!("{}-{version}-{platform}", binary.script), program));
+        }
+    }
+    Ok(out)
 }
 
 /// The release's description: version, channel, source and pins.

@@ -32,6 +32,8 @@ pub struct Settings {
     pub smoke: Option<String>,
     /// `[release] dependency-index`, checked (`None` for `"none"`).
     pub dependency_index: Option<String>,
+    /// `[release] binaries`, checked.
+    pub binaries: Vec<crate::config::BinaryConfig>,
 }
 
 /// Checks `[release]`; the base version is read separately (only `cut` needs it).
@@ -68,7 +70,11 @@ pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error>
         pin_files.push(text);
     }
     let dependency_index = dependency_index(&release.dependency_index)?;
+    for binary in &release.binaries {
+        check_binary(binary)?;
+    }
     Ok(Settings {
+        binaries: release.binaries.clone(),
         dependency_index,
         name,
         index: root.join(&release.index),
@@ -79,6 +85,33 @@ pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error>
         pins_in_files: Vec::new(),
         smoke: release.smoke.clone(),
     })
+}
+
+/// A `[release] binaries` entry: a distribution name, and a script name
+/// that is a plain file name (it becomes a release asset's name).
+fn check_binary(binary: &crate::config::BinaryConfig) -> Result<(), Error> {
+    if !lockstep_python::wheel::is_valid_name(&binary.package) {
+        return Err(Error::usage(format!(
+            "[release] binaries: package `{}` is not a distribution name",
+            binary.package.escape_debug()
+        ))
+        .hint("name the package whose wheels carry the program, e.g. \"lockstep-cli\""));
+    }
+    let plain = !binary.script.is_empty()
+        && binary.script.len() <= 100
+        && binary
+            .script
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !binary.script.starts_with('.');
+    if !plain {
+        return Err(Error::usage(format!(
+            "[release] binaries: script `{}` is not a program's file name",
+            binary.script.escape_debug()
+        ))
+        .hint("the file name in the wheel's scripts (letters, digits, `-`, `_`, `.`), e.g. \"lockstep\""));
+    }
+    Ok(())
 }
 
 /// `[release] dependency-index`: `"none"`, or an https URL (http only to
