@@ -149,13 +149,51 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
         0,
     );
     assert!(stderr(&built).contains("(cached)"), "{}", stderr(&built));
+    // With its GitHub Release (the loopback GitHub): the wheels, the
+    // binary itself out of the wheel, and SHA256SUMS over all of them.
+    let tag = format!("v{version}");
+    git(&clone, &["tag", &tag]);
+    let github = lockstep_sandbox::github::FakeGithub::start("o/lockstep", "ghp_test_token")
+        .expect("loopback GitHub");
     let published = expect(
-        p.cmd_in(&clone, &["release", "publish", "--json"])
-            .arg(&set),
+        p.cmd_in(
+            &clone,
+            &[
+                "release",
+                "publish",
+                "--json",
+                "--tag",
+                &tag,
+                "--github-release",
+            ],
+        )
+        .arg(&set)
+        .env("GITHUB_API_URL", github.url())
+        .env("GITHUB_REPOSITORY", "o/lockstep")
+        .env("GITHUB_TOKEN", "ghp_test_token"),
         0,
     );
     let doc: serde_json::Value = serde_json::from_slice(&published.stdout).expect("JSON");
-    assert_eq!(doc["version"], version, "{doc}");
+    assert_eq!(doc["published"]["version"], version, "{doc}");
+    let releases = github.releases();
+    let release = releases.iter().find(|r| r.tag == tag).expect("the release");
+    let program = format!("lockstep-{version}-linux_x86_64");
+    let binary = release
+        .assets
+        .get(&program)
+        .unwrap_or_else(|| panic!("no {program} among {:?}", release.assets.keys()));
+    let sums = String::from_utf8(release.assets["SHA256SUMS"].clone()).unwrap();
+    let standalone = p.root().join(&program);
+    std::fs::write(&standalone, binary).unwrap();
+    assert!(
+        sums.contains(&format!("{}  {program}\n", sha256_of(&standalone))),
+        "{sums}"
+    );
+    assert!(sums.lines().any(|l| l.ends_with(".whl")), "{sums}");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&standalone, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ran = Command::new(&standalone).arg("--version").output().unwrap();
+    assert_eq!(text(&ran.stdout).trim(), format!("lockstep {version}"));
     let simple = clone.join("release/index/simple");
     assert!(simple.join("lockstep-cli/index.html").is_file());
 
