@@ -222,7 +222,7 @@ impl Request {
 }
 
 /// Reads one request from `stream` (a 10 s read timeout, bodies of at most
-/// 16 MiB): the one request reader of the tests' loopback servers.
+/// 256 MiB: a release asset may be a whole program): the one request reader of the tests' loopback servers.
 pub fn read_request(stream: &TcpStream) -> std::io::Result<Request> {
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
@@ -246,7 +246,7 @@ pub fn read_request(stream: &TcpStream) -> std::io::Result<Request> {
         .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0)
-        .min(16 << 20);
+        .min(256 << 20);
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body)?;
     Ok(Request {

@@ -174,7 +174,7 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
         0,
     );
     let doc: serde_json::Value = serde_json::from_slice(&published.stdout).expect("JSON");
-    assert_eq!(doc["published"]["version"], version, "{doc}");
+    assert_eq!(doc["version"], version, "{doc}");
     let releases = github.releases();
     let release = releases.iter().find(|r| r.tag == tag).expect("the release");
     let program = format!("lockstep-{version}-linux_x86_64");
