@@ -118,6 +118,16 @@ fn matrix_of(job: &Value) -> BTreeMap<String, Vec<String>> {
 }
 
 /// The structural checks of the issue; returns the jobs by id.
+/// The names of a job's steps, in order.
+fn step_names(job: &Value) -> Vec<String> {
+    job["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|s| str_of(&s["name"]))
+        .collect()
+}
+
 fn check_structure(workflow: &Value, shards: &BTreeMap<&str, u32>) -> BTreeMap<String, Value> {
     assert_eq!(
         workflow["permissions"]["contents"].as_str(),
@@ -899,12 +909,7 @@ fn tests_only_gives_test_jobs_with_the_toolchain_from_pypi() {
         jobs.keys().map(String::as_str).collect::<Vec<_>>(),
         ["summary", "test-cpu"]
     );
-    let names: Vec<String> = jobs["test-cpu"]["steps"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(|s| str_of(&s["name"]))
-        .collect();
+    let names = step_names(&jobs["test-cpu"]);
     assert!(
         names.contains(&"Install the IREE toolchain from PyPI".to_string()),
         "{names:?}"
@@ -1150,12 +1155,7 @@ fn runners_install_lockstep_from_its_release_pinned_by_hash() {
         assert_eq!(str_of(&install["env"]["LOCKSTEP_INDEX"]), index);
         assert!(str_of(&install["run"]).contains("--require-hashes"));
         // No Rust, no cargo: a wheel.
-        let names: Vec<String> = job["steps"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .map(|s| str_of(&s["name"]))
-            .collect();
+        let names = step_names(job);
         assert!(
             !names
                 .iter()

@@ -22,46 +22,6 @@ fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `lockstep release serve` of the store of `dir`'s lockstep.toml, stopped
-/// when dropped.
-struct ServedStore {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl ServedStore {
-    fn start(p: &Project, dir: &Path) -> ServedStore {
-        use std::io::{BufRead, BufReader};
-        let mut child = p
-            .cmd_in(dir, &["release", "serve"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("release serve");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let port = first
-            .trim()
-            .strip_prefix("serving http://127.0.0.1:")
-            .and_then(|rest| rest.strip_suffix("/simple/"))
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("first line: {first:?}"));
-        ServedStore { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/simple", self.port)
-    }
-}
-
-impl Drop for ServedStore {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The workspace's `version` in Cargo.toml.
 fn cargo_version() -> String {
     let text = std::fs::read_to_string(repository().join("Cargo.toml")).unwrap();
@@ -200,7 +160,7 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
     // A workflow generated without [ci] lockstep installs this very
     // release, pinned by the hash `ci generate` read from the index; its
     // install step, run as a runner would, gives a `lockstep` that runs.
-    let served = ServedStore::start(&p, &clone);
+    let served = Served::start_in(&p, &clone);
     let project = p.root().join("project");
     write(
         &project.join("lockstep.toml"),

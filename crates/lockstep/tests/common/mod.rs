@@ -634,9 +634,14 @@ pub struct Served {
 
 impl Served {
     pub fn start(p: &Project) -> Served {
+        Served::start_in(p, &p.path())
+    }
+
+    /// [`Served::start`] of the lockstep.toml in `dir`.
+    pub fn start_in(p: &Project, dir: &Path) -> Served {
         use std::io::{BufRead, BufReader};
         let mut child = p
-            .cmd(&["release", "serve", "--access-log"])
+            .cmd_in(dir, &["release", "serve", "--access-log"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
