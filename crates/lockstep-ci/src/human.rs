@@ -28,15 +28,19 @@ pub fn notes(plan: &Plan, ci: &CiConfig) -> Vec<String> {
             LockstepInstall::Git { url, rev } => format!("{url} at {rev}"),
             LockstepInstall::Path { path } => format!("the checkout's {path}"),
             LockstepInstall::Release(r) => format!(
-                "its release {}=={} (pinned by hash; to keep it, set [ci] lockstep = {{ version = \"{}\", sha256 = [{}] }})",
+                "its release {}=={} (pinned by hash; to keep it without a lookup, set [ci] lockstep = {{ version = \"{}\", sha256 = [{}] }})",
                 crate::released::DISTRIBUTION,
                 r.version,
                 r.version,
                 r.sha256.iter().map(|h| format!("\"{h}\"")).collect::<Vec<_>>().join(", ")
             ),
         };
+        let pin = match &plan.lockstep {
+            LockstepInstall::Release(_) => "",
+            _ => " (set it to pin the version)",
+        };
         notes.push(format!(
-            "[ci] lockstep is unset: runners install lockstep from {from} (set it to pin the version)"
+            "[ci] lockstep is unset: runners install lockstep from {from}{pin}"
         ));
     }
     if plan.targets.is_empty() {
