@@ -76,35 +76,34 @@ pub enum NoiseModel {
     WithinRun,
 }
 
-/// What a kernel's comparison says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// What a kernel's comparison says: lockstep-stats' verdict (the one
+/// rule, the one set of words), or that the kernel is on one side only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    Regression,
-    Improvement,
-    Unchanged,
-    /// The ratio is outside the noise band, its interval inside it.
-    Inconclusive,
-    NotEnoughSamples,
-    /// One run on a side and nothing else to show the noise between runs:
-    /// the ratio without a verdict.
-    NotEnoughRuns,
+    Judged(Change),
     /// The kernel is in BASE only.
     OnlyInBase,
     /// The kernel is in NEW only.
     OnlyInNew,
 }
 
+impl Serialize for Outcome {
+    /// `regression` ... as lockstep-stats names them, `only_in_base`,
+    /// `only_in_new` (docs/schemas/bench-compare.json).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Outcome::Judged(change) => change.serialize(serializer),
+            Outcome::OnlyInBase => serializer.serialize_str("only_in_base"),
+            Outcome::OnlyInNew => serializer.serialize_str("only_in_new"),
+        }
+    }
+}
+
 impl Outcome {
     /// In words: lockstep-stats' for a verdict (the site says the same).
     fn word(self) -> &'static str {
         match self {
-            Outcome::Regression => Change::Regression.word(),
-            Outcome::Improvement => Change::Improvement.word(),
-            Outcome::Unchanged => Change::Unchanged.word(),
-            Outcome::Inconclusive => Change::Inconclusive.word(),
-            Outcome::NotEnoughSamples => Change::NotEnoughSamples.word(),
-            Outcome::NotEnoughRuns => Change::NotEnoughRuns.word(),
+            Outcome::Judged(change) => change.word(),
             Outcome::OnlyInBase => "only in BASE",
             Outcome::OnlyInNew => "only in NEW",
         }
@@ -222,8 +221,8 @@ pub fn compare(base: &Side, new: &Side, rule: &Rule) -> CompareReport {
         confidence: rule.confidence,
         noise_model,
         run_noise,
-        regressions: count(Outcome::Regression),
-        improvements: count(Outcome::Improvement),
+        regressions: count(Outcome::Judged(Change::Regression)),
+        improvements: count(Outcome::Judged(Change::Improvement)),
         kernels,
     }
 }
@@ -247,14 +246,7 @@ fn compared(
         ratio: c.ratio,
         interval: c.interval,
         p: c.p,
-        outcome: match c.verdict {
-            Change::Regression => Outcome::Regression,
-            Change::Improvement => Outcome::Improvement,
-            Change::Unchanged => Outcome::Unchanged,
-            Change::Inconclusive => Outcome::Inconclusive,
-            Change::NotEnoughSamples => Outcome::NotEnoughSamples,
-            Change::NotEnoughRuns => Outcome::NotEnoughRuns,
-        },
+        outcome: Outcome::Judged(c.verdict),
     }
 }
 
@@ -594,10 +586,10 @@ pub fn render(report: &CompareReport) -> String {
         "{}, {}, {} unchanged, {} inconclusive, {} with not enough samples, {} with not enough runs, {} only on one side (noise band ±{}%, {confidence}% confidence; BASE {}, NEW {})\n",
         counted(report.regressions, "regression", "regressions"),
         counted(report.improvements, "improvement", "improvements"),
-        count(Outcome::Unchanged),
-        count(Outcome::Inconclusive),
-        count(Outcome::NotEnoughSamples),
-        count(Outcome::NotEnoughRuns),
+        count(Outcome::Judged(Change::Unchanged)),
+        count(Outcome::Judged(Change::Inconclusive)),
+        count(Outcome::Judged(Change::NotEnoughSamples)),
+        count(Outcome::Judged(Change::NotEnoughRuns)),
         count(Outcome::OnlyInBase) + count(Outcome::OnlyInNew),
         report.threshold * 100.0,
         counted(report.base_runs, "run", "runs"),
@@ -678,7 +670,7 @@ mod tests {
         let regressed: Vec<&str> = report
             .kernels
             .iter()
-            .filter(|k| k.outcome == Outcome::Regression)
+            .filter(|k| k.outcome == Outcome::Judged(Change::Regression))
             .map(|k| k.kernel.as_str())
             .collect();
         assert_eq!(regressed, ["k19"]);
@@ -744,13 +736,13 @@ mod tests {
                 .unwrap()
                 .outcome
         };
-        assert_eq!(outcome("a"), Outcome::Unchanged);
+        assert_eq!(outcome("a"), Outcome::Judged(Change::Unchanged));
         // One run a side and two kernels: the noise between runs is not
         // known, so 1.2x is a ratio without a verdict.
-        assert_eq!(outcome("b"), Outcome::NotEnoughRuns);
+        assert_eq!(outcome("b"), Outcome::Judged(Change::NotEnoughRuns));
         assert_eq!(outcome("gone"), Outcome::OnlyInBase);
         assert_eq!(outcome("added"), Outcome::OnlyInNew);
-        assert_eq!(outcome("few"), Outcome::NotEnoughSamples);
+        assert_eq!(outcome("few"), Outcome::Judged(Change::NotEnoughSamples));
         assert_eq!(report.regressions, 0);
         let text = render(&report);
         assert!(

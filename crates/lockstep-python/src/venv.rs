@@ -94,15 +94,7 @@ pub fn create_exact(
             seed: false,
         },
     )?;
-    sink.note(format!(
-        "installing {} from {} (offline, hashes checked)",
-        count(
-            checked.iter().filter(|c| !c.sdist).count(),
-            "wheel",
-            "wheels"
-        ),
-        manifest_path.display()
-    ));
+    sink.note(installing(&checked, &manifest_path));
     uv.sync(&venv, &manifest_path).map_err(|e| {
         e.context(format!("cannot install the wheels of {}", manifest_path.display()))
             .hint("the manifest may hold no wheel for this Python (see the cause); build one with `lockstep pkg build --python VERSION`")
@@ -184,15 +176,7 @@ fn requirement_name(requirement: &str) -> String {
 pub fn add_exact(uv: &Uv, venv: &Venv, from: From<'_>, sink: &dyn Sink) -> Result<Made, Error> {
     let (lock, manifest, _scratch) = load(&from)?;
     let checked = pylock::verify(&lock, &manifest)?;
-    sink.note(format!(
-        "installing {} from {} (offline, hashes checked)",
-        count(
-            checked.iter().filter(|c| !c.sdist).count(),
-            "wheel",
-            "wheels"
-        ),
-        manifest.display()
-    ));
+    sink.note(installing(&checked, &manifest));
     uv.install(venv, Install::Manifest(&manifest))
         .map_err(|e| {
             e.context(format!(
@@ -292,4 +276,18 @@ fn check_installed(lock: &Lock, installed: &[(String, String)]) -> Result<(), Er
         }
     }
     Ok(())
+}
+
+/// The note an exact install starts with: how many wheels, from which
+/// manifest.
+fn installing(checked: &[pylock::Checked], manifest: &Path) -> String {
+    format!(
+        "installing {} from {} (offline, hashes checked)",
+        count(
+            checked.iter().filter(|c| !c.sdist).count(),
+            "wheel",
+            "wheels"
+        ),
+        manifest.display()
+    )
 }
