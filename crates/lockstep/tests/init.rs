@@ -19,8 +19,7 @@ fn project(p: &Project) -> PathBuf {
     let upstream = p.root().join("upstream/llvm-project");
     write(&upstream.join("README.md"), "llvm\n");
     git(&upstream, &["init", "-q", "-b", "main"]);
-    git(&upstream, &["add", "."]);
-    git(&upstream, &["commit", "-q", "-m", "llvm"]);
+    commit_as_tester(&upstream, "llvm", true);
     let proj = p.root().join("proj");
     write(
         &proj.join("python/pyproject.toml"),
@@ -49,8 +48,7 @@ fn project(p: &Project) -> PathBuf {
             "third_party/llvm-project",
         ],
     );
-    git(&proj, &["add", "."]);
-    git(&proj, &["commit", "-q", "-m", "project"]);
+    commit_as_tester(&proj, "project", true);
     proj
 }
 
