@@ -53,6 +53,22 @@ pub const ENV_IREE_BIN: &str = "LOCKSTEP_IREE_BIN";
 /// The PyPI packages a provisioned toolchain consists of.
 pub const PACKAGES: [&str; 2] = ["iree-base-compiler", "iree-base-runtime"];
 
+/// Which part of IREE a distribution is, whatever its variant suffix:
+/// `iree-base-compiler`, `iree-base-compiler-asserts` ... are the compiler
+/// (index 0 of [`PACKAGES`]), `iree-base-runtime*` the runtime (1). A
+/// variant of a project's build is named with a suffix; recognising only
+/// the exact names would take such a set for "not IREE" and install PyPI's
+/// compiler under it.
+pub fn iree_part(distribution: &str) -> Option<usize> {
+    let name = lockstep_python::wheel::normalize(distribution);
+    PACKAGES.iter().position(|base| {
+        name == *base
+            || name
+                .strip_prefix(base)
+                .is_some_and(|rest| rest.starts_with('-') && rest.len() > 1)
+    })
+}
+
 /// The manifest that marks a provisioned toolchain complete.
 const MANIFEST: &str = "toolchain.json";
 
@@ -711,9 +727,13 @@ fn package_versions(site: &Path) -> Result<Vec<(String, String)>, Error> {
         .filter_map(|e| e.ok())
         .filter_map(|e| parse_dist_info(&e.file_name().to_string_lossy()))
         .collect();
-    Ok(PACKAGES
-        .iter()
-        .filter_map(|want| found.iter().find(|(name, _)| name == want).cloned())
+    Ok((0..PACKAGES.len())
+        .filter_map(|part| {
+            found
+                .iter()
+                .find(|(name, _)| iree_part(name) == Some(part))
+                .cloned()
+        })
         .collect())
 }
 
@@ -919,7 +939,7 @@ fn user_dir_content(compile: &Path) -> Result<Vec<String>, Error> {
         dist_infos(dir).is_ok_and(|infos| {
             infos.iter().any(|e| {
                 parse_dist_info(&e.file_name().to_string_lossy())
-                    .is_some_and(|(name, _)| name == PACKAGES[0])
+                    .is_some_and(|(name, _)| iree_part(&name) == Some(0))
             })
         })
     });

@@ -743,7 +743,7 @@ fn toolchain_from_built_iree_wheels_runs_the_tests() {
         2,
     );
     assert!(
-        stderr(&out).contains("holds iree-base-compiler but not iree-base-runtime"),
+        stderr(&out).contains("holds iree-base-compiler but no iree-base-runtime"),
         "{}",
         stderr(&out)
     );

@@ -119,28 +119,59 @@ fn describe(from: &SetFrom<'_>) -> String {
     }
 }
 
-/// Whether the set holds the whole of IREE (both packages); one without the
-/// other is an error.
+/// Whether the set holds the whole of IREE (a compiler and a runtime, of
+/// one variant: `iree-base-compiler-asserts` with `iree-base-runtime-asserts`);
+/// one without the other, or two variants of a part, is an error.
 fn iree_packages(lock: &Lock) -> Result<bool, Error> {
-    let has = |name: &str| {
-        lock.packages
+    let names: Vec<String> = lock
+        .packages
+        .iter()
+        .map(|p| wheel::normalize(&p.name))
+        .collect();
+    iree_parts(&names)
+}
+
+/// [`iree_packages`] over the set's distribution names (normalised).
+fn iree_parts(names: &[String]) -> Result<bool, Error> {
+    let of = |part: usize| -> Vec<&String> {
+        names
             .iter()
-            .any(|p| wheel::normalize(&p.name) == name)
+            .filter(|n| iree_part(n) == Some(part))
+            .collect()
     };
-    match (has(PACKAGES[0]), has(PACKAGES[1])) {
-        (true, true) => Ok(true),
-        (false, false) => Ok(false),
-        (compiler, _) => {
-            let (present, missing) = if compiler {
-                (PACKAGES[0], PACKAGES[1])
+    let (compilers, runtimes) = (of(0), of(1));
+    for (found, what) in [(&compilers, "compilers"), (&runtimes, "runtimes")] {
+        if found.len() > 1 {
+            let listed: Vec<&str> = found.iter().map(|n| n.as_str()).collect();
+            return Err(Error::usage(format!(
+                "the set mixes variants: it holds {} IREE {what} ({})",
+                found.len(),
+                listed.join(", ")
+            ))
+            .cause("a toolchain is one compiler and one runtime; which one the tools would come from is not defined")
+            .hint("install the manifest of one variant (`pylock.VARIANT.toml`)"));
+        }
+    }
+    let suffix = |n: &String, part: usize| n[PACKAGES[part].len()..].to_string();
+    match (compilers.first(), runtimes.first()) {
+        (Some(c), Some(r)) if suffix(c, 0) != suffix(r, 1) => Err(Error::usage(format!(
+            "the set mixes variants: {c} with {r}"
+        ))
+        .cause("a compiler and runtime from different builds do not work together")
+        .hint("install the manifest of one variant (`pylock.VARIANT.toml`)")),
+        (Some(_), Some(_)) => Ok(true),
+        (None, None) => Ok(false),
+        (Some(present), None) | (None, Some(present)) => {
+            let missing = if compilers.is_empty() {
+                PACKAGES[0]
             } else {
-                (PACKAGES[1], PACKAGES[0])
+                PACKAGES[1]
             };
             Err(
-                Error::usage(format!("the set holds {present} but not {missing}"))
+                Error::usage(format!("the set holds {present} but no {missing}"))
                     .cause("a compiler and runtime from different builds do not work together")
                     .hint(format!(
-                        "build or fetch {missing} with the same version into the set"
+                        "build or fetch {missing} (of the same variant and version) into the set"
                     )),
             )
         }
@@ -254,4 +285,53 @@ fn build_set(
     };
     write_manifest(&tmp.join(MANIFEST), &toolchain)?;
     Ok(toolchain)
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|n| wheel::normalize(n)).collect()
+    }
+
+    #[test]
+    fn variants_are_iree_and_mixed_variants_are_refused() {
+        assert_eq!(iree_part("iree_base_compiler"), Some(0));
+        assert_eq!(iree_part("iree-base-compiler-asserts"), Some(0));
+        assert_eq!(iree_part("IREE.Base.Runtime-Tracy"), Some(1));
+        assert_eq!(iree_part("iree-base-compilers"), None);
+        assert_eq!(iree_part("iree-turbine"), None);
+        // A suffixed variant is the whole toolchain: PyPI's IREE is not
+        // installed under it.
+        assert!(iree_parts(&names(&[
+            "iree-base-compiler-asserts",
+            "iree-base-runtime-asserts",
+            "numpy"
+        ]))
+        .unwrap());
+        assert!(iree_parts(&names(&["iree-base-compiler", "iree-base-runtime"])).unwrap());
+        assert!(!iree_parts(&names(&["my-plugin"])).unwrap());
+        for (set, says) in [
+            (
+                &[
+                    "iree-base-compiler",
+                    "iree-base-compiler-asserts",
+                    "iree-base-runtime",
+                ][..],
+                "holds 2 IREE compilers",
+            ),
+            (
+                &["iree-base-compiler-asserts", "iree-base-runtime"][..],
+                "mixes variants: iree-base-compiler-asserts with iree-base-runtime",
+            ),
+            (
+                &["iree-base-runtime-asserts"][..],
+                "holds iree-base-runtime-asserts but no iree-base-compiler",
+            ),
+        ] {
+            let err = iree_parts(&names(set)).unwrap_err();
+            assert!(err.message.contains(says), "{set:?}: {}", err.message);
+        }
+    }
 }
