@@ -130,7 +130,15 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
             .map(|s| format!(" and the [release] smoke `{s}`"))
             .unwrap_or_default()
     ));
-    validate(req, &version, &wheels, &packages, &scripts)?;
+    // Each Python the wheels are for gets a venv of its own: a cp312 wheel
+    // does not install under 3.11, nor a cp311 one under uv's default.
+    let pythons = wheel_pythons(&wheels);
+    if pythons.is_empty() {
+        validate(req, None, &version, &wheels, &packages, &scripts)?;
+    }
+    for python in &pythons {
+        validate(req, Some(python), &version, &wheels, &packages, &scripts)?;
+    }
 
     let info = lock.set_info();
     let mut pins = req.pins.clone();
@@ -198,9 +206,45 @@ fn check_tag(req: &PublishRequest, version: &str, source: Option<&str>) -> Resul
     Ok(())
 }
 
-/// Installs the set from a staged index into a fresh venv and runs its scripts.
+/// The Pythons the set's wheels name (`cp311` -> `3.11`), in order;
+/// empty when every wheel is pure or abi3 (one venv of uv's default, or
+/// of the first Python another wheel names, fits them).
+pub fn wheel_pythons(files: &[PathBuf]) -> Vec<String> {
+    let mut found: Vec<(u32, u32)> = Vec::new();
+    for file in files {
+        let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+        let Some(wheel) = name
+            .as_deref()
+            .and_then(lockstep_python::wheel::WheelName::parse)
+        else {
+            continue;
+        };
+        if wheel.abi == "abi3" || wheel.abi == "none" {
+            continue;
+        }
+        for tag in wheel.python.split('.') {
+            let Some(digits) = tag.strip_prefix("cp3") else {
+                continue;
+            };
+            if let Ok(minor) = digits.parse::<u32>() {
+                if !found.contains(&(3, minor)) {
+                    found.push((3, minor));
+                }
+            }
+        }
+    }
+    found.sort();
+    found
+        .iter()
+        .map(|(major, minor)| format!("{major}.{minor}"))
+        .collect()
+}
+
+/// Installs the set from a staged index into a fresh venv (of `python`,
+/// else uv's default) and runs its scripts.
 fn validate(
     req: &PublishRequest,
+    python: Option<&str>,
     version: &str,
     wheels: &[PathBuf],
     packages: &[String],
@@ -221,8 +265,21 @@ fn validate(
     index::write_index(&staged_index, None)?;
     let venv = req
         .uv
-        .create_venv(&stage.path().join("venv"), &NewVenv::default())
-        .map_err(|e| e.context("cannot create the release validation venv"))?;
+        .create_venv(
+            &stage.path().join("venv"),
+            &NewVenv {
+                python,
+                ..NewVenv::default()
+            },
+        )
+        .map_err(|e| match python {
+            Some(python) => e
+                .context(format!(
+                    "cannot create the release validation venv of Python {python}, which the set's wheels are for"
+                ))
+                .hint(format!("install Python {python} (or name it in [tools] python); nothing was published")),
+            None => e.context("cannot create the release validation venv"),
+        })?;
     let url = format!("file://{}/", staged_index.join(index::SIMPLE).display());
     let requirements: Vec<String> = packages
         .iter()
@@ -242,7 +299,8 @@ fn validate(
                 Some(deps) => format!("its own index and the dependency index {deps}"),
                 None => "its own index (`[release] dependency-index = \"none\"`)".to_string(),
             };
-            e.context(format!("{version} does not install from {from}"))
+            let under = python.map(|p| format!(" (in Python {p})")).unwrap_or_default();
+            e.context(format!("{version} does not install from {from}{under}"))
                 .hint("a dependency missing from every index is named above; set [release] dependency-index to an index that has it. Nothing was published")
         })?;
     for script in scripts {
@@ -304,4 +362,27 @@ fn run_checked(
 /// never in the user's tree (the index or the repository around it).
 pub fn work_dir() -> PathBuf {
     lockstep_core::paths::home().join("release-work")
+}
+
+#[cfg(test)]
+mod pythons_tests {
+    use super::*;
+
+    #[test]
+    fn each_python_a_wheel_names_once_and_pure_wheels_none() {
+        let files: Vec<PathBuf> = [
+            "demo_native-1.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "demo_native-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+            "demo_native_asserts-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+            "demo_pure-1.0-py3-none-any.whl",
+            "demo_abi3-1.0-cp38-abi3-linux_x86_64.whl",
+            "demo-1.0.tar.gz",
+            "not a wheel.whl",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(wheel_pythons(&files), ["3.11", "3.12"]);
+        assert!(wheel_pythons(&files[3..]).is_empty());
+    }
 }
