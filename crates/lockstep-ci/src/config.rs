@@ -23,6 +23,9 @@ pub struct CiConfig {
     pub shards: u32,
     /// The variant test jobs install (default `release`).
     pub test_variant: Option<String>,
+    /// The Pythons test jobs run under: `"all"` of `[pkg] python` (a job
+    /// per Python and shard; the default) or `"first"`.
+    pub test_pythons: TestPythons,
     pub build_timeout_minutes: u32,
     pub test_timeout_minutes: u32,
     /// `uses:` by commit SHA with the version as a comment (default), or by
@@ -46,6 +49,7 @@ impl Default for CiConfig {
             runs_on: RunsOn::default(),
             shards: 1,
             test_variant: None,
+            test_pythons: TestPythons::All,
             build_timeout_minutes: 60,
             test_timeout_minutes: 60,
             pin_actions: true,
@@ -137,6 +141,14 @@ impl Default for CiIntegrateConfig {
             submodules: None,
         }
     }
+}
+
+/// `[ci] test-pythons`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TestPythons {
+    All,
+    First,
 }
 
 /// `[ci] lockstep`: where the runners install lockstep from.

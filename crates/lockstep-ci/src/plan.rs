@@ -66,6 +66,9 @@ pub struct Plan {
     pub builds: bool,
     pub build_runs_on: Vec<String>,
     pub test_python: String,
+    /// The Pythons the test jobs run under (`[ci] test-pythons`): every
+    /// `[pkg] python` when the workflow builds, else the first.
+    pub test_pythons: Vec<String>,
     pub test_variant: String,
     /// Empty when lockstep.toml names no tests (no `[test] paths`, no suite
     /// configs, no `suites/` beside it): the workflow then only builds.
@@ -234,6 +237,23 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         )
         .hint("add the packages to release (docs/pkg.md), or remove [ci.release]; nothing was written"));
     }
+    let test_pythons: Vec<String> = match (builds, ci.test_pythons) {
+        (true, crate::config::TestPythons::All) => pythons.clone(),
+        _ => vec![pkg.python[0].clone()],
+    };
+    for target in &targets {
+        let jobs = target.shards as usize * test_pythons.len();
+        if jobs > MAX_SHARDS as usize {
+            return Err(Error::usage(format!(
+                "test target `{}` makes {jobs} jobs ({} shards x {} Pythons)",
+                target.name,
+                target.shards,
+                test_pythons.len()
+            ))
+            .cause(format!("GitHub runs at most {MAX_SHARDS} jobs of a matrix"))
+            .hint("fewer shards, or [ci] test-pythons = \"first\""));
+        }
+    }
     let build_timeout_minutes = timeout("[ci] build-timeout-minutes", ci.build_timeout_minutes)?;
     let test_timeout_minutes = timeout("[ci] test-timeout-minutes", ci.test_timeout_minutes)?;
     let lockstep = lockstep_install(
@@ -276,6 +296,7 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         builds,
         build_runs_on,
         test_python: pkg.python[0].clone(),
+        test_pythons,
         test_variant,
         targets,
         lockstep,

@@ -227,10 +227,6 @@ pub(crate) fn setup_python(plan: &Plan, version: &str) -> Node {
     )
 }
 
-/// The steps that put lockstep on the runner's PATH, cached. The cache key
-/// names the runner (its labels: a binary built on one image may not run on
-/// another) and the source (the URL's hash and the revision, or the hash of
-/// the sources).
 /// The script installing a release of lockstep: its requirement line
 /// (every wheel's hash) into a file, a venv of its own, pip with
 /// `--require-hashes` (nothing unpinned runs), its `bin` on `PATH`.
@@ -241,7 +237,10 @@ python3 -m venv "$RUNNER_TEMP/lockstep-cli"
 echo "$RUNNER_TEMP/lockstep-cli/bin" >> "$GITHUB_PATH"
 "#;
 
-/// The steps that put `lockstep` on the job's `PATH`.
+/// The steps that put `lockstep` on the job's `PATH`: a release by hash, or
+/// a cargo build cached under a key that names the runner (its labels: a
+/// binary built on one image may not run on another) and the source (the
+/// URL's hash and the revision, or the hash of the sources).
 pub(crate) fn install_lockstep(plan: &Plan, runs_on: &[String]) -> Vec<Node> {
     if let LockstepInstall::Release(released) = &plan.lockstep {
         let hashes: Vec<String> = released
@@ -553,8 +552,9 @@ fn install_lockstep_in_container(plan: &Plan) -> Vec<Node> {
     steps
 }
 
-/// The test variant's wheelhouse, built by the build job.
-fn download_wheelhouse(plan: &Plan) -> Node {
+/// The test variant's wheelhouse of `python` (a version or a matrix
+/// expression), built by the build job.
+fn download_wheelhouse(plan: &Plan, python: &str) -> Node {
     step(
         "Download the wheelhouse",
         vec![
@@ -562,10 +562,7 @@ fn download_wheelhouse(plan: &Plan) -> Node {
             (
                 "with",
                 with(vec![
-                    (
-                        "name",
-                        s(wheels_artifact(&plan.test_python, &plan.test_variant)),
-                    ),
+                    ("name", s(wheels_artifact(python, &plan.test_variant))),
                     ("path", s(workspace_path(plan, WHEELHOUSE))),
                 ]),
             ),
@@ -574,7 +571,7 @@ fn download_wheelhouse(plan: &Plan) -> Node {
 }
 
 /// The compile cache of a test target, kept across runs.
-fn restore_lockstep_cache(plan: &Plan, target: &TargetJob) -> Node {
+fn restore_lockstep_cache(plan: &Plan, target: &TargetJob, suffix: &str) -> Node {
     step(
         "Restore the lockstep cache",
         vec![
@@ -586,14 +583,14 @@ fn restore_lockstep_cache(plan: &Plan, target: &TargetJob) -> Node {
                     (
                         "key",
                         s(format!(
-                            "lockstep-cache-${{{{ runner.os }}}}-${{{{ runner.arch }}}}-{}-${{{{ github.run_id }}}}-${{{{ matrix.shard }}}}",
+                            "lockstep-cache-${{{{ runner.os }}}}-${{{{ runner.arch }}}}-{}{suffix}-${{{{ github.run_id }}}}-${{{{ matrix.shard }}}}",
                             target.name
                         )),
                     ),
                     (
                         "restore-keys",
                         Node::Block(format!(
-                            "lockstep-cache-${{{{ runner.os }}}}-${{{{ runner.arch }}}}-{}-\nlockstep-cache-${{{{ runner.os }}}}-${{{{ runner.arch }}}}-\n",
+                            "lockstep-cache-${{{{ runner.os }}}}-${{{{ runner.arch }}}}-{}{suffix}-\nlockstep-cache-${{{{ runner.os }}}}-${{{{ runner.arch }}}}-\n",
                             target.name
                         )),
                     ),
@@ -629,15 +626,28 @@ pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node
     let manifest = plan
         .builds
         .then(|| join_slash(WHEELHOUSE, &manifest_name(&plan.test_variant)));
+    // Several Pythons: one more matrix axis, named in every artifact and
+    // cache key so the jobs of one shard never collide.
+    let several = plan.test_pythons.len() > 1;
+    let python = if several {
+        "${{ matrix.python }}".to_string()
+    } else {
+        plan.test_pythons[0].clone()
+    };
+    let suffix = if several {
+        "-py${{ matrix.python }}"
+    } else {
+        ""
+    };
     let mut steps = vec![
         checkout_at(plan, source.commit, false),
-        setup_python(plan, &plan.test_python),
+        setup_python(plan, &python),
     ];
     steps.extend(install_lockstep(plan, &target.runs_on));
     if plan.builds {
-        steps.push(download_wheelhouse(plan));
+        steps.push(download_wheelhouse(plan, &python));
     }
-    steps.push(restore_lockstep_cache(plan, target));
+    steps.push(restore_lockstep_cache(plan, target, suffix));
     steps.push(install_toolchain(plan));
     let update = if plan.xfail_configs.is_empty() {
         ""
@@ -657,7 +667,7 @@ pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node
         plan,
         "Upload the JUnit report",
         Some("always()"),
-        format!("junit-{}-${{{{ matrix.shard }}}}", target.name),
+        format!("junit-{}{suffix}-${{{{ matrix.shard }}}}", target.name),
         s(workspace_path(plan, "junit")),
         "warn",
     ));
@@ -671,7 +681,7 @@ pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node
             plan,
             "Upload the updated xfail lists",
             Some("failure()"),
-            format!("xfails-{}-${{{{ matrix.shard }}}}", target.name),
+            format!("xfails-{}{suffix}-${{{{ matrix.shard }}}}", target.name),
             Node::Block(paths.join("\n") + "\n"),
             "warn",
         ));
@@ -683,10 +693,17 @@ pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node
     }
     let mut job = vec![(
         "name".into(),
-        s(format!(
-            "test {} (${{{{ matrix.shard }}}}/{})",
-            target.name, target.shards
-        )),
+        s(if several {
+            format!(
+                "test {} (py${{{{ matrix.python }}}}, ${{{{ matrix.shard }}}}/{})",
+                target.name, target.shards
+            )
+        } else {
+            format!(
+                "test {} (${{{{ matrix.shard }}}}/{})",
+                target.name, target.shards
+            )
+        }),
     )];
     if !needs.is_empty() {
         job.push(("needs".into(), needs_node(&needs)));
@@ -704,7 +721,17 @@ pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node
             "strategy".into(),
             map([
                 ("fail-fast", Node::Bool(false)),
-                ("matrix", map([("shard", Node::Flow(shards))])),
+                ("matrix", {
+                    let mut axes = Vec::new();
+                    if several {
+                        axes.push((
+                            "python",
+                            Node::Flow(plan.test_pythons.iter().cloned().map(s).collect()),
+                        ));
+                    }
+                    axes.push(("shard", Node::Flow(shards)));
+                    with(axes)
+                }),
             ]),
         ),
         (

@@ -201,13 +201,16 @@ fn check_structure(workflow: &Value, shards: &BTreeMap<&str, u32>) -> BTreeMap<S
         for step in job["steps"].as_sequence().unwrap() {
             let uses = step.get("uses").map(str_of).unwrap_or_default();
             if uses.starts_with("actions/download-artifact@") {
-                let name = str_of(&step["with"]["name"]);
-                assert!(
-                    needs
-                        .iter()
-                        .any(|n| uploads.get(n).is_some_and(|u| u.contains(&name))),
-                    "{id} downloads {name}, which no job it needs ({needs:?}) uploads: {uploads:?}"
-                );
+                // Each name the job's matrix makes of it (a job per Python
+                // downloads that Python's wheels).
+                for name in expand(&str_of(&step["with"]["name"]), &matrix_of(job)) {
+                    assert!(
+                        needs
+                            .iter()
+                            .any(|n| uploads.get(n).is_some_and(|u| u.contains(&name))),
+                        "{id} downloads {name}, which no job it needs ({needs:?}) uploads: {uploads:?}"
+                    );
+                }
             }
         }
     }
@@ -340,6 +343,14 @@ fn a_full_matrix_in_a_subdirectory_lints_clean_and_keeps_everything_in_step() {
     let build = &jobs["build"];
     assert_eq!(matrix_of(build)["python"], vec!["3.11", "3.12"]);
     assert_eq!(matrix_of(build)["variant"], vec!["release", "asserts"]);
+    // Test jobs run under every Python ([ci] test-pythons = "all").
+    for target in ["test-cpu", "test-cpu-sync", "test-gpu"] {
+        assert_eq!(
+            matrix_of(&jobs[target])["python"],
+            vec!["3.11", "3.12"],
+            "{target}"
+        );
+    }
     assert_eq!(
         str_of(&jobs["test-gpu"]["env"]["LOCKSTEP_IREE_MANIFEST"]),
         "wheelhouse/pylock.asserts.toml"
