@@ -546,13 +546,13 @@ fn lockstep_install(
                 path: relative_slash(&crate_dir, top),
             })
         }
-        None => match built_from {
-            _ if released.is_some() => Ok(LockstepInstall::Release(check_release(
-                &released.map(|r| r.version.clone()).unwrap_or_default(),
-                &released.map(|r| r.sha256.clone()).unwrap_or_default(),
-                released.and_then(|r| r.index.as_deref()),
+        None => match (released, built_from) {
+            (Some(r), _) => Ok(LockstepInstall::Release(check_release(
+                &r.version,
+                &r.sha256,
+                r.index.as_deref(),
             )?)),
-            Some((url, rev)) if check_git_url(url).is_ok() && check_rev(rev).is_ok() => Ok(LockstepInstall::Git {
+            (None, Some((url, rev))) if check_git_url(url).is_ok() && check_rev(rev).is_ok() => Ok(LockstepInstall::Git {
                 url: url.clone(),
                 rev: rev.clone(),
             }),

@@ -242,34 +242,9 @@ echo "$RUNNER_TEMP/lockstep-cli/bin" >> "$GITHUB_PATH"
 /// binary built on one image may not run on another) and the source (the
 /// URL's hash and the revision, or the hash of the sources).
 pub(crate) fn install_lockstep(plan: &Plan, runs_on: &[String]) -> Vec<Node> {
-    if let LockstepInstall::Release(released) = &plan.lockstep {
-        let hashes: Vec<String> = released
-            .sha256
-            .iter()
-            .map(|h| format!(" --hash=sha256:{h}"))
-            .collect();
-        let mut env = vec![(
-            "LOCKSTEP_REQUIREMENT",
-            s(format!(
-                "{}=={}{}",
-                crate::released::DISTRIBUTION,
-                released.version,
-                hashes.concat()
-            )),
-        )];
-        if let Some(index) = &released.index {
-            env.push(("LOCKSTEP_INDEX", s(index.clone())));
-        }
-        return vec![step(
-            "Install lockstep",
-            vec![
-                ("env", with(env)),
-                ("run", Node::Block(RELEASE_INSTALL.into())),
-            ],
-        )];
-    }
     let runner = runner_slug(runs_on);
     let (key, script, env) = match &plan.lockstep {
+        LockstepInstall::Release(released) => return install_release(released),
         LockstepInstall::Git { url, rev } => (
             format!(
                 "lockstep-${{{{ runner.os }}}}-${{{{ runner.arch }}}}-{runner}-git-{}-{rev}",
@@ -286,7 +261,6 @@ pub(crate) fn install_lockstep(plan: &Plan, runs_on: &[String]) -> Vec<Node> {
             "cargo install --locked --path \"$LOCKSTEP_PATH\"\n",
             vec![("LOCKSTEP_PATH", s(path.clone()))],
         ),
-        LockstepInstall::Release(_) => unreachable!("a release is installed above"),
     };
     let mut install = vec![
         ("if", s("steps.lockstep-bin.outputs.cache-hit != 'true'")),
@@ -311,6 +285,35 @@ pub(crate) fn install_lockstep(plan: &Plan, runs_on: &[String]) -> Vec<Node> {
         ),
         step("Install lockstep", install),
     ]
+}
+
+/// The step installing a release of lockstep from its index, every wheel
+/// pinned by hash ([`RELEASE_INSTALL`]).
+fn install_release(released: &crate::released::Released) -> Vec<Node> {
+    let hashes: Vec<String> = released
+        .sha256
+        .iter()
+        .map(|h| format!(" --hash=sha256:{h}"))
+        .collect();
+    let mut env = vec![(
+        "LOCKSTEP_REQUIREMENT",
+        s(format!(
+            "{}=={}{}",
+            crate::released::DISTRIBUTION,
+            released.version,
+            hashes.concat()
+        )),
+    )];
+    if let Some(index) = &released.index {
+        env.push(("LOCKSTEP_INDEX", s(index.clone())));
+    }
+    vec![step(
+        "Install lockstep",
+        vec![
+            ("env", with(env)),
+            ("run", Node::Block(RELEASE_INSTALL.into())),
+        ],
+    )]
 }
 
 /// The runner's labels as a cache-key part (letters, digits, `-`, `.`).

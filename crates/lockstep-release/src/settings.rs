@@ -200,3 +200,41 @@ fn parse_base(text: &str, from: &str, explicit: bool) -> Result<String, Error> {
         .collect::<Vec<_>>()
         .join("."))
 }
+
+#[cfg(test)]
+mod binaries_tests {
+    use super::*;
+    use crate::config::BinaryConfig;
+
+    #[test]
+    fn binaries_name_a_distribution_and_a_plain_program() {
+        let good = BinaryConfig {
+            package: "lockstep-cli".into(),
+            script: "lockstep".into(),
+        };
+        assert!(check_binary(&good).is_ok());
+        for (package, script, says) in [
+            ("not a name!", "lockstep", "is not a distribution name"),
+            ("lockstep-cli", "", "is not a program's file name"),
+            (
+                "lockstep-cli",
+                "../lockstep",
+                "is not a program's file name",
+            ),
+            ("lockstep-cli", ".hidden", "is not a program's file name"),
+            ("lockstep-cli", "a b", "is not a program's file name"),
+        ] {
+            let err = check_binary(&BinaryConfig {
+                package: package.into(),
+                script: script.into(),
+            })
+            .unwrap_err();
+            assert!(
+                err.message.contains(says),
+                "{package:?} {script:?}: {}",
+                err.message
+            );
+            assert_eq!(err.kind, lockstep_core::ErrorKind::Usage);
+        }
+    }
+}

@@ -770,6 +770,14 @@ fn bad_ci_configs_are_clear_errors_and_write_nothing() {
             "holds no Cargo.toml",
         ),
         (
+            "[ci]\ntest-pythons = \"some\"\nlockstep = { path = \"x\" }\n",
+            "unknown variant `some`, expected `all` or `first`",
+        ),
+        (
+            "[pkg]\npython = [\"3.11\", \"3.12\"]\n[test]\npaths = [\"s\"]\n[test.targets.gpu]\nshards = 200\n",
+            "makes 400 jobs (200 shards x 2 Pythons)",
+        ),
+        (
             "[ci]\nbuild-timeout-minutes = 0\n",
             "build-timeout-minutes = 0 is out of range",
         ),
