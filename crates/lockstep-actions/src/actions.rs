@@ -408,31 +408,75 @@ fn capture(job: &JobRun, io: &StepIo, dir: &Path, argv: &[&str]) -> Result<Strin
 }
 
 fn setup_python(job: &JobRun, io: &StepIo, with: &BTreeMap<String, String>) -> ActionResult {
-    let python = job.run.cfg.python.clone().ok_or(
-        "setup-python: the runner was given no interpreter (RunnerConfig::python is None)",
-    )?;
+    if job.run.cfg.pythons.is_empty() {
+        return Err(
+            "setup-python: the runner was given no interpreter (RunnerConfig::pythons is empty)"
+                .into(),
+        );
+    }
     let code = "import sys; print('%d.%d.%d' % sys.version_info[:3])";
-    let py = python.display().to_string();
-    let version = capture(job, io, &job.dirs.workspace, &[&py, "-c", code])?
-        .trim()
-        .to_string();
-    if let Some(wanted) = input(with, "python-version") {
-        if !version_matches(wanted, &version) {
-            return Err(format!(
-                "setup-python: python-version `{wanted}` was requested, but the runner's interpreter {py} is Python {version}"
-            ));
-        }
+    let mut known = Vec::new();
+    for python in &job.run.cfg.pythons {
+        let py = python.display().to_string();
+        let version = capture(job, io, &job.dirs.workspace, &[&py, "-c", code])?
+            .trim()
+            .to_string();
+        known.push((python.clone(), version));
     }
-    let dir = python.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut path_lines = vec![dir.display().to_string()];
-    if let Some(shims) = shim_dir(job, io, &python, &dir)? {
-        path_lines.insert(0, shims.display().to_string());
+    // One version per line, as setup-python takes them; the last listed is
+    // the default `python`.
+    let wanted: Vec<&str> = input(with, "python-version")
+        .map(|v| v.lines().map(str::trim).filter(|l| !l.is_empty()).collect())
+        .unwrap_or_default();
+    let chosen: Vec<(PathBuf, String)> = if wanted.is_empty() {
+        known[..1].to_vec()
+    } else {
+        wanted
+            .iter()
+            .map(|w| {
+                known
+                    .iter()
+                    .find(|(_, v)| version_matches(w, v))
+                    .cloned()
+                    .ok_or_else(|| {
+                        format!(
+                            "setup-python: python-version `{w}` was requested, but the runner has Python {}",
+                            known.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(", ")
+                        )
+                    })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let shims = job.dirs.temp.join(format!("setup-python-{}", io.index));
+    fs_err::create_dir_all(&shims).map_err(|e| e.to_string())?;
+    for (python, version) in &chosen {
+        let minor: Vec<&str> = version.splitn(3, '.').take(2).collect();
+        let name = format!("python{}", minor.join("."));
+        let _ = std::fs::remove_file(shims.join(&name));
+        std::os::unix::fs::symlink(python, shims.join(&name))
+            .map_err(|e| format!("python shim: {e}"))?;
     }
+    let (default, version) = chosen.last().cloned().unwrap_or_default();
+    for name in ["python", "python3"] {
+        std::os::unix::fs::symlink(&default, shims.join(name))
+            .map_err(|e| format!("python shim: {e}"))?;
+    }
+    // A later GITHUB_PATH line comes first on PATH: the last version's
+    // directory before the others, the shims before all.
+    let mut path_lines: Vec<String> = chosen
+        .iter()
+        .map(|(python, _)| {
+            let dir = python.parent().map(Path::to_path_buf).unwrap_or_default();
+            dir.display().to_string()
+        })
+        .collect();
+    path_lines.push(shims.display().to_string());
     let mut path_file = fs_err::read_to_string(&io.files.path).unwrap_or_default();
     for line in &path_lines {
         path_file.push_str(&format!("{line}\n"));
     }
     fs_err::write(&io.files.path, path_file).map_err(|e| e.to_string())?;
+    let dir = default.parent().map(Path::to_path_buf).unwrap_or_default();
     let location = dir.parent().unwrap_or(&dir).display().to_string();
     fs_err::write(
         &io.files.env,
@@ -441,7 +485,18 @@ fn setup_python(job: &JobRun, io: &StepIo, with: &BTreeMap<String, String>) -> A
         ),
     )
     .map_err(|e| e.to_string())?;
-    note(&io.log, &format!("Python {version} from {py}"));
+    let py = default.display().to_string();
+    note(
+        &io.log,
+        &format!(
+            "Python {} (default {version} from {py})",
+            chosen
+                .iter()
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
     Ok((
         true,
         vec![
@@ -455,26 +510,6 @@ fn setup_python(job: &JobRun, io: &StepIo, with: &BTreeMap<String, String>) -> A
 fn version_matches(wanted: &str, actual: &str) -> bool {
     let wanted = wanted.trim().trim_end_matches(".x");
     actual == wanted || actual.starts_with(&format!("{wanted}."))
-}
-
-/// A directory with `python` and `python3` links to the interpreter when
-/// its own directory lacks one of those names (setup-python gives both).
-fn shim_dir(
-    job: &JobRun,
-    io: &StepIo,
-    python: &Path,
-    dir: &Path,
-) -> Result<Option<PathBuf>, String> {
-    if dir.join("python").exists() && dir.join("python3").exists() {
-        return Ok(None);
-    }
-    let shims = job.dirs.temp.join(format!("setup-python-{}", io.index));
-    fs_err::create_dir_all(&shims).map_err(|e| e.to_string())?;
-    for name in ["python", "python3"] {
-        std::os::unix::fs::symlink(python, shims.join(name))
-            .map_err(|e| format!("python shim: {e}"))?;
-    }
-    Ok(Some(shims))
 }
 
 fn github_script(job: &JobRun, io: &StepIo, with: &BTreeMap<String, String>) -> ActionResult {

@@ -60,8 +60,9 @@ pub struct RunnerConfig {
     pub server_url: String,
     /// What deploy-pages reports as `page_url`.
     pub pages_url: String,
-    /// The interpreter setup-python provides.
-    pub python: Option<PathBuf>,
+    /// The interpreters setup-python may provide, one per version (it
+    /// picks each `python-version` line's among them).
+    pub pythons: Vec<PathBuf>,
     /// Extra environment for every step (after the runner's defaults).
     pub env: BTreeMap<String, String>,
     /// Jobs (matrix cells) run at once.

@@ -68,7 +68,7 @@ fn config(tmp: &Path) -> RunnerConfig {
         api_url: "http://127.0.0.1:9/api".into(),
         server_url: "http://127.0.0.1:9".into(),
         pages_url: "https://octo.example/proj/".into(),
-        python: None,
+        pythons: Vec::new(),
         env: BTreeMap::from([("SHARED_SETTING".to_string(), "from-cfg".to_string())]),
         max_parallel: 2,
     }
@@ -829,7 +829,9 @@ fn setup_python_provides_the_configured_interpreter() {
         .output()
         .unwrap();
     let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    cfg.python = Some(python);
+    let second = other_python(&version);
+    cfg.pythons = vec![python];
+    cfg.pythons.extend(second.clone());
     let yaml = format!(
         r#"
 on: push
@@ -864,6 +866,65 @@ jobs:
     assert_eq!(wrong.result, Conclusion::Failure);
     let log = log_of(wrong, 0);
     assert!(log.contains("2.7") && log.contains(&version), "{log}");
+
+    // Several versions, one per line: each on PATH as pythonX.Y, the last
+    // the default `python`.
+    let Some(second) = second else {
+        panic!("the runner test needs a second Python beside {version} (pyenv's 3.12)");
+    };
+    let out = Command::new(&second)
+        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        .output()
+        .unwrap();
+    let other = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let yaml = format!(
+        r#"
+on: push
+jobs:
+  both:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/setup-python@v5
+        with:
+          python-version: |
+            {version}
+            {other}
+      - run: |
+          python{version} -c 'import sys; assert sys.version.startswith("{version}")'
+          python{other} -c 'import sys; assert sys.version.startswith("{other}")'
+          python -c 'import sys; assert sys.version.startswith("{other}")'
+"#
+    );
+    cfg.run_id += 1;
+    let report = run(tmp.path(), "pythons", &yaml, &cfg);
+    assert_eq!(
+        one(&report, "both").result,
+        Conclusion::Success,
+        "{}",
+        report.describe()
+    );
+}
+
+/// An interpreter of another minor version than `version` (pyenv's 3.12
+/// or 3.11 on the test image), if the machine has one.
+fn other_python(version: &str) -> Option<PathBuf> {
+    let want = if version == "3.12" { "3.11" } else { "3.12" };
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".pyenv"));
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join("versions"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .filter(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{want}.")))
+        })
+        .map(|d| d.join("bin").join(format!("python{want}")))
+        .find(|p| p.exists())
 }
 
 #[test]

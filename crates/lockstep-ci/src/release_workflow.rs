@@ -20,9 +20,9 @@ use crate::actions;
 use crate::plan::Plan;
 use crate::stages::ReleaseStage;
 use crate::workflow::{
-    build_job, checkout_at, document, install_lockstep, needs_node, runs_on, setup_python, step,
-    summary_job, test_job, test_job_id, uses, wheels_artifact, with, workspace_path, Source,
-    GIT_AUTH, WHEELHOUSE,
+    build_job, checkout_at, document, install_lockstep, needs_node, runs_on, setup_python,
+    setup_pythons, step, summary_job, test_job, test_job_id, uses, wheels_artifact, with,
+    workspace_path, Source, GIT_AUTH, WHEELHOUSE,
 };
 use crate::yaml::{map, s, Node};
 
@@ -238,9 +238,11 @@ pub const PAGES_ARTIFACT: &str = "github-pages";
 /// every build and test job succeeded.
 fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
     let variant = plan.variants[0].clone();
+    // Every Python the wheels are for: publish validates each Python's
+    // wheelhouse in a venv of that Python.
     let mut steps = vec![
         checkout_at(plan, Some("${{ needs.cut.outputs.sha }}"), false),
-        setup_python(plan, &plan.test_python),
+        setup_pythons(plan, &plan.pythons),
     ];
     steps.extend(install_lockstep(plan, &plan.build_runs_on));
     for python in &plan.pythons {
@@ -284,12 +286,18 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
     } else {
         ""
     };
-    let mut script = String::new();
-    for python in &plan.pythons {
-        script.push_str(&format!(
-            "lockstep release publish {WHEELHOUSE}-py{python} --tag \"$TAG\"{github_release}\n"
-        ));
-    }
+    // One command for every Python: all validated before anything is
+    // published, so the store and the GitHub Release hold the whole version
+    // or none of it.
+    let houses: Vec<String> = plan
+        .pythons
+        .iter()
+        .map(|python| format!("{WHEELHOUSE}-py{python}"))
+        .collect();
+    let script = format!(
+        "lockstep release publish {} --tag \"$TAG\"{github_release}\n",
+        houses.join(" ")
+    );
     let mut env = vec![("TAG", s("${{ needs.cut.outputs.tag }}"))];
     if stage.github_release {
         env.push(("GITHUB_TOKEN", s("${{ github.token }}")));

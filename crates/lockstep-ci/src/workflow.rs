@@ -218,11 +218,21 @@ pub(crate) fn with_submodules(checkout: Node) -> Node {
 }
 
 pub(crate) fn setup_python(plan: &Plan, version: &str) -> Node {
+    setup_pythons(plan, std::slice::from_ref(&version.to_string()))
+}
+
+/// setup-python with several versions (one per line; the last is the
+/// default `python`, each is on `PATH` as `pythonX.Y`).
+pub(crate) fn setup_pythons(plan: &Plan, versions: &[String]) -> Node {
+    let version = match versions {
+        [one] => s(one.clone()),
+        many => Node::Block(many.iter().map(|v| format!("{v}\n")).collect()),
+    };
     step(
         "Set up Python",
         vec![
             ("uses", uses(plan, actions::SETUP_PYTHON)),
-            ("with", with(vec![("python-version", s(version))])),
+            ("with", with(vec![("python-version", version)])),
         ],
     )
 }

@@ -107,7 +107,7 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
     }
     let published = lockstep_release::publish::publish(
         &lockstep_release::publish::PublishRequest {
-            manifest: house.join(lockstep_python::pylock::FILE),
+            manifests: vec![house.join(lockstep_python::pylock::FILE)],
             index: settings.index.clone(),
             uv: &uv,
             tag: Some(made.tag.clone()),

@@ -296,10 +296,18 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
         revision: revision.clone(),
         dirty,
     });
+    // The commit's time as SOURCE_DATE_EPOCH: the backends stamp it into
+    // the archives instead of the clock, so a pure wheel built in every
+    // Python's cell is the same bytes (one file in the index).
+    let epoch = repo
+        .git(&["show", "-s", "--format=%ct", &revision])?
+        .trim()
+        .to_string();
     let ctx = Context {
         req,
         repo: &repo,
         revision: &revision,
+        epoch: &epoch,
         tree: &tree,
         pythons: &pythons,
         scratch: &scratch,
@@ -831,6 +839,8 @@ struct Context<'a> {
     req: &'a BuildRequest<'a>,
     repo: &'a Repo,
     revision: &'a str,
+    /// The revision's committer time (seconds): SOURCE_DATE_EPOCH.
+    epoch: &'a str,
     tree: &'a str,
     pythons: &'a [Python],
     scratch: &'a Scratch,
@@ -980,6 +990,8 @@ fn build_cell(
         .as_ref()
         .map(|c| c.env().to_vec())
         .unwrap_or_default();
+    env.push(("SOURCE_DATE_EPOCH".into(), ctx.epoch.to_string()));
+    // A package's own [pkg] env comes after, so it may set another epoch.
     env.extend(group.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     if group.dist != group.package {
         stage::stamp_name(

@@ -114,6 +114,14 @@ pub enum Install<'a> {
     },
     /// Pinned requirements from PyPI (`name==version`).
     Pypi(&'a [String]),
+    /// A set's declared dependencies from `index` alone, under
+    /// `constraints` (the set's own packages pinned to what is installed:
+    /// the index never replaces them).
+    Dependencies {
+        index: &'a str,
+        requirements: &'a [String],
+        constraints: &'a Path,
+    },
 }
 
 /// A requirement a venv does not meet (`uv pip check`).
@@ -311,6 +319,18 @@ impl Uv {
                 rest.extend(requirements.iter().cloned());
             }
             Install::Pypi(requirements) => rest.extend(requirements.iter().cloned()),
+            Install::Dependencies {
+                index,
+                requirements,
+                constraints,
+            } => {
+                rest.extend(["--index-url".to_string(), index.to_string()]);
+                rest.extend([
+                    "--constraint".to_string(),
+                    constraints.to_string_lossy().into_owned(),
+                ]);
+                rest.extend(requirements.iter().cloned());
+            }
         }
         let argv = self.uv(&["pip", "install"], rest);
         self.run(

@@ -50,6 +50,14 @@ pub struct Made {
     /// ([`add_exact`] reports them; [`create_exact`] refuses them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmet: Vec<Unmet>,
+    /// The index the set's declared dependencies came from
+    /// ([`create_with_dependencies`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency_index: Option<String>,
+    /// (normalised name, version) of each package installed from it: the
+    /// venv's record of what did not come from the set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<(String, String)>,
 }
 
 /// Where the packages come from.
@@ -81,6 +89,32 @@ pub fn create_exact(
     python: Option<&str>,
     sink: &dyn Sink,
 ) -> Result<Made, Error> {
+    create(uv, dest, from, python, None, sink)
+}
+
+/// As [`create_exact`], then what the set's wheels require and the set
+/// does not hold (numpy ...) from `index` alone, the set's own packages
+/// pinned (never replaced from the index). What came from the index is
+/// recorded in the venv's record ([`Made::dependencies`]).
+pub fn create_with_dependencies(
+    uv: &Uv,
+    dest: &Path,
+    from: From<'_>,
+    python: Option<&str>,
+    index: &str,
+    sink: &dyn Sink,
+) -> Result<Made, Error> {
+    create(uv, dest, from, python, Some(index), sink)
+}
+
+fn create(
+    uv: &Uv,
+    dest: &Path,
+    from: From<'_>,
+    python: Option<&str>,
+    index: Option<&str>,
+    sink: &dyn Sink,
+) -> Result<Made, Error> {
     let dest = std::path::absolute(dest).unwrap_or_else(|_| dest.to_path_buf());
     let (lock, manifest_path, scratch) = load(&from)?;
     let checked = pylock::verify(&lock, &manifest_path)?;
@@ -100,12 +134,28 @@ pub fn create_exact(
             .hint("the manifest may hold no wheel for this Python (see the cause); build one with `lockstep pkg build --python VERSION`")
     })?;
     drop(scratch);
-    let installed = venv.packages()?;
-    check_installed(&lock, &installed)?;
-    let unmet = uv.check(&venv)?;
+    let from_set = venv.packages()?;
+    check_installed(&lock, &from_set)?;
+    let mut unmet = uv.check(&venv)?;
+    let mut dependencies = Vec::new();
+    if let (Some(index), false) = (index, unmet.is_empty()) {
+        // A set package at the wrong version is the set's own fault: the
+        // index must not paper over it.
+        let conflicts: Vec<Unmet> = unmet
+            .iter()
+            .filter(|u| u.installed.is_some())
+            .cloned()
+            .collect();
+        if !conflicts.is_empty() {
+            return Err(would_not_import(&conflicts, &from, &dest));
+        }
+        dependencies = install_dependencies(uv, &venv, index, &from_set, &unmet, sink)?;
+        unmet = uv.check(&venv)?;
+    }
     if !unmet.is_empty() {
         return Err(would_not_import(&unmet, &from, &dest));
     }
+    let installed = venv.packages()?;
     let made = Made {
         dir: dest.clone(),
         python: venv.python_version(),
@@ -116,12 +166,63 @@ pub fn create_exact(
             From::Wheels(_) => None,
         },
         unmet: Vec::new(),
+        dependency_index: index.map(str::to_string),
+        dependencies,
     };
     let marker = serde_json::to_string_pretty(&made)
         .map_err(|e| Error::failed("cannot encode the venv record").cause(e.to_string()))?;
     lockstep_core::fs::write_atomic(&staged.path().join(MARKER), marker.as_bytes())?;
     staged.install()?;
     Ok(made)
+}
+
+/// Installs the requirements `unmet` names from `index` alone, the set's
+/// packages (`from_set`) pinned; returns what was added.
+fn install_dependencies(
+    uv: &Uv,
+    venv: &Venv,
+    index: &str,
+    from_set: &[(String, String)],
+    unmet: &[Unmet],
+    sink: &dyn Sink,
+) -> Result<Vec<(String, String)>, Error> {
+    let mut requirements: Vec<String> = unmet.iter().map(|u| u.requirement.clone()).collect();
+    requirements.sort();
+    requirements.dedup();
+    sink.note(format!(
+        "installing the set's dependencies {} from {index}",
+        requirements.join(", ")
+    ));
+    let pins: String = from_set
+        .iter()
+        .map(|(name, version)| format!("{name}=={version}\n"))
+        .collect();
+    let constraints = tempfile::Builder::new()
+        .prefix("lockstep-set-pins-")
+        .suffix(".txt")
+        .tempfile()
+        .map_err(|e| Error::failed("cannot write the set's pins").cause(e.to_string()))?;
+    fs_err::write(constraints.path(), pins)?;
+    uv.install(
+        venv,
+        Install::Dependencies {
+            index,
+            requirements: &requirements,
+            constraints: constraints.path(),
+        },
+    )
+    .map_err(|e| {
+        e.context(format!(
+            "cannot install the set's dependencies ({}) from {index}",
+            requirements.join(", ")
+        ))
+        .hint("the index must hold each dependency in a version the set allows (the set's own packages are never taken from it); nothing was changed at the destination")
+    })?;
+    let after = venv.packages()?;
+    Ok(after
+        .into_iter()
+        .filter(|p| !from_set.iter().any(|(name, _)| *name == p.0))
+        .collect())
 }
 
 /// The error for requirements a set does not hold.
@@ -194,6 +295,8 @@ pub fn add_exact(uv: &Uv, venv: &Venv, from: From<'_>, sink: &dyn Sink) -> Resul
         wheels: wheel_hashes(&checked),
         manifest: None,
         unmet,
+        dependency_index: None,
+        dependencies: Vec::new(),
     })
 }
 

@@ -28,8 +28,8 @@ pub struct PublishReport {
 /// What `release publish` is given, resolved.
 pub struct Publication<'a> {
     pub settings: &'a Settings,
-    /// The wheelhouse's manifest.
-    pub manifest: PathBuf,
+    /// Each wheelhouse's manifest (one per Python), published as one version.
+    pub manifests: Vec<PathBuf>,
     /// `--tag`: the tag `release cut` made.
     pub tag: Option<String>,
     pub uv: &'a Uv,
@@ -58,7 +58,7 @@ pub fn publish_release(p: Publication, sink: &dyn Sink) -> Result<PublishReport,
     let (channel, source) = (facts.channel.clone(), facts.source.clone());
     let published = publish::publish(
         &PublishRequest {
-            manifest: p.manifest,
+            manifests: p.manifests,
             index: p.settings.index.clone(),
             uv: p.uv,
             tag: p.tag,

@@ -36,7 +36,9 @@ const HELP_TIMEOUT: Duration = Duration::from_secs(60);
 const SMOKE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 pub struct PublishRequest<'a> {
-    pub manifest: PathBuf,
+    /// One manifest per wheelhouse (each Python's set), published as one
+    /// version: all validated before any enters the store.
+    pub manifests: Vec<PathBuf>,
     /// The index directory (the store is under it).
     pub index: PathBuf,
     pub uv: &'a Uv,
@@ -69,57 +71,40 @@ pub struct Published {
 }
 
 pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error> {
-    let lock = Lock::load(&req.manifest)?;
-    lock.require_whole(&req.manifest, "a release")?;
-    let checked = pylock::verify(&lock, &req.manifest)?;
-    let versions: std::collections::BTreeSet<&str> =
-        checked.iter().map(|c| c.version.as_str()).collect();
-    let version = match versions.iter().collect::<Vec<_>>().as_slice() {
-        [one] => one.to_string(),
-        [] => {
-            return Err(Error::usage(format!(
-                "{} lists no wheels",
-                req.manifest.display()
-            )))
-        }
-        many => {
-            return Err(Error::usage(format!(
-                "the set in {} is not at one version",
-                req.manifest.display()
-            ))
-            .cause(format!(
-                "versions: {}",
-                many.iter()
-                    .map(|v| v.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-            .hint("build the whole set with `lockstep pkg build --version V`"))
-        }
-    };
-    check_tag(
-        req,
-        &version,
-        lock.set_info().and_then(|i| i.source_revision.as_deref()),
-    )?;
-    for package in &lock.packages {
-        if package.wheels.is_empty() {
-            return Err(Error::usage(format!(
-                "{} has no wheel in {}: the set is incomplete",
-                package.name,
-                req.manifest.display()
-            )));
-        }
+    if req.manifests.is_empty() {
+        return Err(Error::usage("release publish was given no wheelhouse")
+            .hint("pass the wheelhouse `lockstep pkg build --out DIR` wrote (one per Python)"));
     }
+    let sets: Vec<Set> = req
+        .manifests
+        .iter()
+        .map(|m| Set::load(m))
+        .collect::<Result<_, _>>()?;
+    let version = one_version(&sets)?;
+    for set in &sets {
+        check_tag(
+            req,
+            &version,
+            set.lock
+                .set_info()
+                .and_then(|i| i.source_revision.as_deref()),
+        )?;
+    }
+    let wheels = distinct_files(&sets)?;
+    let mut packages: Vec<String> = Vec::new();
     let mut scripts = Vec::new();
-    for c in checked.iter().filter(|c| !c.sdist) {
-        scripts.extend(lockstep_python::wheel::wheel_facts(&c.file)?.console_scripts);
+    for set in &sets {
+        for package in &set.lock.packages {
+            if !packages.contains(&package.name) {
+                packages.push(package.name.clone());
+            }
+        }
+        for c in set.checked.iter().filter(|c| !c.sdist) {
+            scripts.extend(lockstep_python::wheel::wheel_facts(&c.file)?.console_scripts);
+        }
     }
     scripts.sort();
     scripts.dedup();
-    // Wheels and sdists: both go to the staged index and the store.
-    let wheels: Vec<PathBuf> = checked.iter().map(|c| c.file.clone()).collect();
-    let packages: Vec<String> = lock.packages.iter().map(|p| p.name.clone()).collect();
 
     sink.note(format!(
         "validating {} {version}: install from a staged index, run {}{}",
@@ -130,38 +115,54 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
             .map(|s| format!(" and the [release] smoke `{s}`"))
             .unwrap_or_default()
     ));
-    // Each Python the wheels are for gets a venv of its own: a cp312 wheel
-    // does not install under 3.11, nor a cp311 one under uv's default.
-    let pythons = wheel_pythons(&wheels);
-    if pythons.is_empty() {
-        validate(req, None, &version, &wheels, &packages, &scripts)?;
-    }
-    for python in &pythons {
-        validate(req, Some(python), &version, &wheels, &packages, &scripts)?;
-    }
-
-    let info = lock.set_info();
-    let mut pins = req.pins.clone();
-    if let Some(info) = info {
-        for (path, commit) in &info.submodules {
-            pins.entry(path.clone()).or_insert_with(|| commit.clone());
+    // Every wheelhouse is validated in a venv of each Python its wheels
+    // are for (a cp312 wheel does not install under 3.11, nor a cp311 one
+    // under uv's default) before anything enters the store: a two-Python
+    // version is published whole or not at all.
+    for set in &sets {
+        let files = set.files();
+        let pythons = wheel_pythons(&files);
+        if pythons.is_empty() {
+            validate(req, None, &version, &files, &set.packages(), &scripts)?;
+        }
+        for python in &pythons {
+            validate(
+                req,
+                Some(python),
+                &version,
+                &files,
+                &set.packages(),
+                &scripts,
+            )?;
         }
     }
-    for package in &lock.packages {
-        if let Some(rev) = package
-            .tool
-            .as_ref()
-            .and_then(|t| t.lockstep.as_ref())
-            .and_then(|i| i.upstream_revision.clone())
-        {
-            pins.entry("upstream".to_string()).or_insert(rev);
+
+    let mut pins = req.pins.clone();
+    let mut source = None;
+    for set in &sets {
+        let info = set.lock.set_info();
+        if let Some(info) = info {
+            for (path, commit) in &info.submodules {
+                pins.entry(path.clone()).or_insert_with(|| commit.clone());
+            }
+            source = source.or(info.source_revision.clone());
+        }
+        for package in &set.lock.packages {
+            if let Some(rev) = package
+                .tool
+                .as_ref()
+                .and_then(|t| t.lockstep.as_ref())
+                .and_then(|i| i.upstream_revision.clone())
+            {
+                pins.entry("upstream".to_string()).or_insert(rev);
+            }
         }
     }
     let release = Release {
         version: version.clone(),
         tag: req.tag.clone(),
         channel: req.channel.clone(),
-        source: info.and_then(|i| i.source_revision.clone()),
+        source,
         pins,
         ..Release::default()
     };
@@ -176,6 +177,110 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
         smoke: req.smoke.clone(),
         index: report,
     })
+}
+
+/// One wheelhouse's manifest, verified: every file present with its hash.
+struct Set {
+    manifest: PathBuf,
+    lock: Lock,
+    checked: Vec<pylock::Checked>,
+}
+
+impl Set {
+    fn load(manifest: &Path) -> Result<Set, Error> {
+        let lock = Lock::load(manifest)?;
+        lock.require_whole(manifest, "a release")?;
+        let checked = pylock::verify(&lock, manifest)?;
+        if checked.is_empty() {
+            return Err(Error::usage(format!(
+                "{} lists no wheels",
+                manifest.display()
+            )));
+        }
+        for package in &lock.packages {
+            if package.wheels.is_empty() {
+                return Err(Error::usage(format!(
+                    "{} has no wheel in {}: the set is incomplete",
+                    package.name,
+                    manifest.display()
+                )));
+            }
+        }
+        Ok(Set {
+            manifest: manifest.to_path_buf(),
+            lock,
+            checked,
+        })
+    }
+
+    /// Wheels and sdists: both go to the staged index and the store.
+    fn files(&self) -> Vec<PathBuf> {
+        self.checked.iter().map(|c| c.file.clone()).collect()
+    }
+
+    fn packages(&self) -> Vec<String> {
+        self.lock.packages.iter().map(|p| p.name.clone()).collect()
+    }
+}
+
+/// The one version every wheelhouse's files are at.
+fn one_version(sets: &[Set]) -> Result<String, Error> {
+    let mut versions: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for set in sets {
+        for c in &set.checked {
+            let at = versions.entry(c.version.as_str()).or_default();
+            let shown = set.manifest.display().to_string();
+            if !at.contains(&shown) {
+                at.push(shown);
+            }
+        }
+    }
+    match versions.keys().collect::<Vec<_>>().as_slice() {
+        [one] => Ok(one.to_string()),
+        _ => {
+            let what = match sets {
+                [one] => format!("the set in {}", one.manifest.display()),
+                _ => "the wheelhouses".to_string(),
+            };
+            Err(Error::usage(format!("{what} is not at one version"))
+                .cause(format!(
+                    "versions: {}",
+                    versions
+                        .iter()
+                        .map(|(v, at)| format!("{v} ({})", at.join(", ")))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ))
+                .hint("build every Python's set with the same `lockstep pkg build --version V`"))
+        }
+    }
+}
+
+/// Every file of every wheelhouse once. A pure wheel or sdist built in two
+/// wheelhouses must be the same bytes: the index can hold one file per name.
+fn distinct_files(sets: &[Set]) -> Result<Vec<PathBuf>, Error> {
+    let mut seen: BTreeMap<String, (String, PathBuf)> = BTreeMap::new();
+    let mut files = Vec::new();
+    for set in sets {
+        for c in &set.checked {
+            let name = lockstep_core::fs::file_name(&c.file);
+            match seen.get(&name) {
+                Some((sha, _)) if *sha == c.sha256 => {}
+                Some((_, first)) => {
+                    return Err(Error::usage(format!(
+                        "{name} is in two wheelhouses with different bytes"
+                    ))
+                    .cause(format!("{} and {}", first.display(), c.file.display()))
+                    .hint("publish one copy: build pure packages and sdists in one cell (or reproducibly, SOURCE_DATE_EPOCH); nothing was published"))
+                }
+                None => {
+                    seen.insert(name, (c.sha256.clone(), c.file.clone()));
+                    files.push(c.file.clone());
+                }
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// The tag was cut for this version and this commit (when it says).
@@ -263,12 +368,25 @@ fn validate(
         fs_err::copy(wheel, files.join(name))?;
     }
     index::write_index(&staged_index, None)?;
+    // The interpreter is found where `pkg build` finds one (PATH, pyenv,
+    // asdf, mise, uv's installs, [tools] python), never downloaded.
+    let interpreter = match python {
+        Some(version) => Some(
+            lockstep_python::pythons::find(req.uv, version, stage.path()).map_err(|e| {
+                e.context(format!(
+                    "the set's wheels are for Python {version}, which this machine lacks; nothing was published"
+                ))
+            })?,
+        ),
+        None => None,
+    };
+    let interpreter = interpreter.map(|p| p.display().to_string());
     let venv = req
         .uv
         .create_venv(
             &stage.path().join("venv"),
             &NewVenv {
-                python,
+                python: interpreter.as_deref(),
                 ..NewVenv::default()
             },
         )

@@ -121,11 +121,22 @@ fn dependency_index(text: &str) -> Result<Option<String>, Error> {
     if text.trim() == "none" {
         return Ok(None);
     }
-    match lockstep_http::address::parse_url(text, lockstep_http::address::UrlRules::CREDENTIALED) {
-        Ok(url) => Ok(Some(url.to_string())),
-        Err(why) => Err(Error::usage(format!("[release] dependency-index is refused: {why}"))
-            .hint("give a PEP 503 simple index such as https://pypi.org/simple/ (the default), an http:// URL of this machine, or \"none\"")),
-    }
+    index_url(text, "[release] dependency-index")
+        .map(Some)
+        .map_err(|e| e.hint("give a PEP 503 simple index such as https://pypi.org/simple/ (the default), an http:// URL of this machine, or \"none\""))
+}
+
+/// An index whose packages are installed and run (`what` names the
+/// setting or flag): https, or http only to this machine, without
+/// `user:password@`.
+pub fn index_url(text: &str, what: &str) -> Result<String, Error> {
+    lockstep_http::address::parse_url(text, lockstep_http::address::UrlRules::CREDENTIALED)
+        .map(|url| url.to_string())
+        .map_err(|why| {
+            Error::usage(format!("{what} is refused: {why}")).hint(
+                "give a PEP 503 simple index such as https://pypi.org/simple/, or an http:// URL of this machine",
+            )
+        })
 }
 
 /// The base version: `[release] version-base`, else the `version-file`

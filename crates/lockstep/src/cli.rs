@@ -224,6 +224,9 @@ pub struct PkgVenvArgs {
     /// The interpreter (default: uv's default Python).
     #[arg(long, value_name = "VERSION")]
     pub python: Option<String>,
+    /// Also install what the set's wheels require and the set lacks (numpy ...) from this index, recorded in the venv's record; the set's own packages still come only from the manifest.
+    #[arg(long, value_name = "URL", help_heading = INPUT)]
+    pub dependency_index: Option<String>,
     #[command(flatten)]
     pub json: Json,
 }
@@ -332,11 +335,12 @@ pub enum Release {
         #[command(flatten)]
         json: Json,
     },
-    /// Validate a wheelhouse (install from a staged index, run its scripts) and add it to the release store.
+    /// Validate wheelhouses (install from a staged index in each Python, run their scripts) and add them to the release store as one version.
     Publish {
-        /// What `lockstep pkg build --version V --out DIR` wrote.
-        wheelhouse: PathBuf,
-        /// The manifest (default: WHEELHOUSE/pylock.toml).
+        /// What `lockstep pkg build --version V --out DIR` wrote; one per Python, all published together or none.
+        #[arg(required = true, num_args = 1..)]
+        wheelhouse: Vec<PathBuf>,
+        /// The manifest, with one wheelhouse (default: WHEELHOUSE/pylock.toml).
         #[arg(long, value_name = "FILE", help_heading = INPUT)]
         manifest: Option<PathBuf>,
         /// The tag the version was cut as (recorded in release.json).

@@ -207,7 +207,7 @@ impl Pipeline {
             api_url: self.github.url(),
             server_url: "https://github.com".into(),
             pages_url: "https://lockstep-dev.github.io/demo/".into(),
-            python: Some(self.pythons.join("cp311-cp311/bin/python")),
+            pythons: vec![self.pythons.join("cp311-cp311/bin/python")],
             env,
             max_parallel: 2,
         };

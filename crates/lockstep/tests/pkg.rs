@@ -748,3 +748,133 @@ fn toolchain_from_built_iree_wheels_runs_the_tests() {
         stderr(&out)
     );
 }
+
+/// A wheel of `project` at `version` requiring `requires` (Requires-Dist
+/// lines), written into `dir`.
+fn wheel_requiring(dir: &Path, project: &str, version: &str, requires: &[&str]) {
+    std::fs::create_dir_all(dir).expect("create");
+    let script = r#"
+import sys, zipfile
+d, project, version = sys.argv[1:4]
+requires = "".join(f"Requires-Dist: {r}\n" for r in sys.argv[4:])
+mod = project.replace('-', '_')
+info = f"{mod}-{version}.dist-info"
+with zipfile.ZipFile(f"{d}/{mod}-{version}-py3-none-any.whl", "w") as z:
+    z.writestr(f"{mod}/__init__.py", f"VERSION = {version!r}\n")
+    z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n{requires}\n")
+    z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr(f"{info}/RECORD", "")
+"#;
+    expect(
+        Command::new("python3")
+            .args(["-c", script])
+            .arg(dir)
+            .args([project, version])
+            .args(requires),
+        0,
+    );
+}
+
+#[test]
+fn venv_takes_the_sets_dependencies_from_an_index_and_never_the_set_itself() {
+    // The index: `dep` 1.0 and a newer `app` the set must not be replaced by.
+    let index = Project::new();
+    index.write(
+        "lockstep.toml",
+        "[release]\nname = \"deps\"\nversion-base = \"1.0.0\"\ndependency-index = \"none\"\n",
+    );
+    for (project, version) in [("dep", "1.0"), ("app", "9.0")] {
+        let dir = index.path().join(format!("wh-{project}"));
+        wheel_requiring(&dir, project, version, &[]);
+        index.run(&["pkg", "manifest", dir.to_str().expect("utf-8")], 0);
+        index.run(&["release", "publish", dir.to_str().expect("utf-8")], 0);
+    }
+    let served = Served::start(&index);
+    let url = served.url();
+
+    // The set: app 1.0, which requires dep (not in the set).
+    let p = Project::new();
+    let set = p.path().join("set");
+    wheel_requiring(&set, "app", "1.0", &["dep>=1.0"]);
+    p.run(&["pkg", "manifest", "set"], 0);
+    let venv = p.root().join("v");
+    let venv_arg = venv.to_str().expect("utf-8");
+    let err = stderr(&p.run(
+        &["pkg", "venv", venv_arg, "--manifest", "set/pylock.toml"],
+        1,
+    ));
+    assert!(
+        err.contains("dep>=1.0") && err.contains("does not hold"),
+        "{err}"
+    );
+    assert!(!venv.exists());
+
+    let out = p.run(
+        &[
+            "pkg",
+            "venv",
+            venv_arg,
+            "--manifest",
+            "set/pylock.toml",
+            "--dependency-index",
+            &url,
+            "--json",
+        ],
+        0,
+    );
+    let made: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert_eq!(
+        made["dependencies"],
+        serde_json::json!([["dep", "1.0"]]),
+        "{made}"
+    );
+    assert_eq!(made["dependency_index"], url.as_str(), "{made}");
+    assert_eq!(
+        python_in(&venv, "import app, dep; print(app.VERSION, dep.VERSION)"),
+        "1.0 1.0"
+    );
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(venv.join(".lockstep-venv.json")).expect("record"),
+    )
+    .expect("json");
+    assert_eq!(record["dependencies"], made["dependencies"]);
+
+    // A dependency the index lacks: named, and the venv is left as it was.
+    let missing = p.path().join("set2");
+    wheel_requiring(&missing, "app", "1.0", &["dep>=5"]);
+    p.run(&["pkg", "manifest", "set2"], 0);
+    let err = stderr(&p.run(
+        &[
+            "pkg",
+            "venv",
+            venv_arg,
+            "--manifest",
+            "set2/pylock.toml",
+            "--dependency-index",
+            &url,
+        ],
+        1,
+    ));
+    assert!(
+        err.contains("cannot install the set's dependencies (dep>=5)"),
+        "{err}"
+    );
+    assert_eq!(python_in(&venv, "import dep; print(dep.VERSION)"), "1.0");
+
+    // An index that is not https (or http to this machine) is refused first.
+    let err = stderr(&p.run(
+        &[
+            "pkg",
+            "venv",
+            "v3",
+            "--manifest",
+            "set/pylock.toml",
+            "--dependency-index",
+            "ftp://example.com/simple/",
+        ],
+        2,
+    ));
+    assert!(err.contains("--dependency-index is refused"), "{err}");
+    assert!(!p.path().join("v3").exists());
+    drop(served);
+}

@@ -1376,3 +1376,144 @@ fn promote_refuses_a_candidate_cut_from_a_commit_marked_not_stable() {
     p.run(&["release", "publish", house.to_str().unwrap()], 0);
     p.run(&["release", "promote", rc2, "--to", "3.14.0"], 0);
 }
+
+/// The fixture built for `python` alone into its own wheelhouse, as a CI
+/// build job per Python does.
+fn built_for(p: &Project, version: &str, python: &str) -> PathBuf {
+    let out = format!("wh-{version}-py{python}");
+    p.run(
+        &[
+            "pkg",
+            "build",
+            "--variant",
+            "release",
+            "--python",
+            python,
+            "--version",
+            version,
+            "--out",
+            &out,
+        ],
+        0,
+    );
+    p.path().join(out)
+}
+
+#[test]
+fn two_pythons_publish_as_one_version_validated_in_each_python() {
+    let p = fixture();
+    let v = "3.14.0rc2026112701";
+    let h311 = built_for(&p, v, "3.11");
+    let h312 = built_for(&p, v, "3.12");
+    let index = p.path().join("release/index");
+
+    // Each Python's wheelhouse is validated in a venv of that Python: the
+    // cp311 set alone publishes whatever uv's default interpreter is.
+    let out = p.run(
+        &[
+            "release",
+            "publish",
+            h311.to_str().unwrap(),
+            h312.to_str().unwrap(),
+            "--json",
+        ],
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["version"], v);
+    let added: Vec<String> = doc["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    for tag in ["cp311-cp311", "cp312-cp312"] {
+        assert!(
+            added
+                .iter()
+                .any(|f| f.contains("demo_cext") && f.contains(tag)),
+            "{added:?}"
+        );
+    }
+    // The pure wheel built in both wheelhouses is one file.
+    assert_eq!(
+        added.iter().filter(|f| f.contains("demo_pure")).count(),
+        1,
+        "{added:?}"
+    );
+    for python in ["3.11", "3.12"] {
+        let venv = p.root().join(format!("venv-{python}"));
+        let out = output(
+            Command::new(python_of(python))
+                .args(["-m", "venv"])
+                .arg(&venv),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let py = venv.join("bin/python");
+        let file_url = format!("file://{}/", index.join("simple").display());
+        let out = pip_install(&py, &file_url, &[&format!("demo-cext=={v}")]);
+        assert!(out.status.success(), "{python}: {}", stderr(&out));
+        assert_eq!(installed(&py, "demo-cext"), v);
+    }
+
+    // Wheelhouses at two versions, or a pure wheel whose bytes differ
+    // between them, publish nothing.
+    let w = "3.14.0rc2026112702";
+    let other = built_for(&p, w, "3.12");
+    let err = stderr(&p.run(
+        &[
+            "release",
+            "publish",
+            h311.to_str().unwrap(),
+            other.to_str().unwrap(),
+        ],
+        2,
+    ));
+    assert!(err.contains("not at one version"), "{err}");
+    assert!(err.contains(v) && err.contains(w), "{err}");
+    assert!(!index.join("files").join(w).exists());
+
+    let odd = p.root().join("wh-odd-pure");
+    copy_dir(&built_for(&p, w, "3.11"), &odd);
+    let pure = walk(&odd)
+        .into_iter()
+        .find(|f| {
+            f.to_string_lossy().contains("demo_pure") && f.extension().is_some_and(|e| e == "whl")
+        })
+        .unwrap();
+    // Same name, other bytes (a comment in the zip), the manifest rewritten.
+    let script = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1], 'a')\nz.comment = b'rebuilt'\nz.close()\n";
+    expect(Command::new("python3").args(["-c", script]).arg(&pure), 0);
+    p.run(&["pkg", "manifest", odd.to_str().unwrap()], 0);
+    let err = stderr(&p.run(
+        &[
+            "release",
+            "publish",
+            odd.to_str().unwrap(),
+            other.to_str().unwrap(),
+        ],
+        2,
+    ));
+    assert!(
+        err.contains("in two wheelhouses with different bytes"),
+        "{err}"
+    );
+    assert!(!index.join("files").join(w).exists());
+
+    // --manifest names one wheelhouse's manifest.
+    let err = stderr(&p.run(
+        &[
+            "release",
+            "publish",
+            h311.to_str().unwrap(),
+            h312.to_str().unwrap(),
+            "--manifest",
+            "x/pylock.toml",
+        ],
+        2,
+    ));
+    assert!(
+        err.contains("--manifest names the manifest of one wheelhouse"),
+        "{err}"
+    );
+}

@@ -22,7 +22,21 @@ pub fn run(cmd: cli::Pkg, ctx: &Ctx) -> Result<i32, Error> {
             let manifest = pylock::variant_manifest(&args.manifest, args.variant.as_deref())?;
             let from = From::Manifest(&manifest);
             let python = args.python.as_deref();
-            let made = venv::create_exact(&find_uv(ctx)?, &args.dir, from, python, ctx.sink())?;
+            let uv = find_uv(ctx)?;
+            let made = match &args.dependency_index {
+                Some(index) => {
+                    let index = lockstep_release::settings::index_url(index, "--dependency-index")?;
+                    venv::create_with_dependencies(
+                        &uv,
+                        &args.dir,
+                        from,
+                        python,
+                        &index,
+                        ctx.sink(),
+                    )?
+                }
+                None => venv::create_exact(&uv, &args.dir, from, python, ctx.sink())?,
+            };
             ctx.show(&made, human::venv)
         }
         cli::Pkg::Manifest { dir } => {

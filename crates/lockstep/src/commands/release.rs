@@ -69,14 +69,22 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
                 )?),
                 false => None,
             };
-            let wheelhouse = ctx.cwd.join(wheelhouse);
-            let manifest = manifest
-                .map(|m| ctx.cwd.join(m))
-                .unwrap_or_else(|| wheelhouse.join(lockstep_python::pylock::FILE));
+            let manifests =
+                match (manifest, wheelhouse.as_slice()) {
+                    (Some(m), [_]) => vec![ctx.cwd.join(m)],
+                    (Some(_), _) => return Err(Error::usage(
+                        "--manifest names the manifest of one wheelhouse, but several were given",
+                    )
+                    .hint("drop --manifest: each wheelhouse's pylock.toml is read")),
+                    (None, houses) => houses
+                        .iter()
+                        .map(|h| ctx.cwd.join(h).join(lockstep_python::pylock::FILE))
+                        .collect(),
+                };
             let uv = super::pkg::find_uv(ctx)?;
             let publication = lockstep_release::publication::Publication {
                 settings: &settings,
-                manifest,
+                manifests,
                 tag,
                 uv: &uv,
                 github: github.as_ref(),

@@ -898,3 +898,32 @@ pub fn upstream_with_break(dir: &Path, n: usize, breaks: usize) -> Vec<String> {
     }
     shas
 }
+
+/// The interpreter of Python `version` (`3.12`): `pythonX.Y` on PATH when it
+/// runs, else pyenv's install (the image's Pythons beside its default).
+pub fn python_of(version: &str) -> PathBuf {
+    let name = format!("python{version}");
+    if Command::new(&name)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return PathBuf::from(name);
+    }
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".pyenv"));
+    let mut found: Vec<PathBuf> = std::fs::read_dir(root.join("versions"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{version}.")))
+        })
+        .map(|p| p.join("bin").join(&name))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("the tests need Python {version} (on PATH or in pyenv)"))
+}
