@@ -249,7 +249,7 @@ impl Client {
 
     /// The URL of `path` under the API (which may itself have a path, as
     /// GitHub Enterprise's `/api/v3` does).
-    fn endpoint(&self, path: &str) -> Url {
+    pub(crate) fn endpoint(&self, path: &str) -> Url {
         let mut url = self.api.clone();
         let joined = format!("{}{path}", self.api.path().trim_end_matches('/'));
         url.set_path(&joined);
@@ -334,7 +334,7 @@ impl Client {
         self.token.is_some()
     }
 
-    fn get_json<T: for<'de> Deserialize<'de>>(
+    pub(crate) fn get_json<T: for<'de> Deserialize<'de>>(
         &self,
         request: Request<'_>,
         what: &str,

@@ -19,6 +19,12 @@ use crate::repo::Repo;
 #[derive(Debug, Clone, Deserialize)]
 pub struct Release {
     pub id: u64,
+    #[serde(default)]
+    pub tag_name: String,
+    #[serde(default)]
+    pub prerelease: bool,
+    #[serde(default)]
+    pub draft: bool,
     pub upload_url: String,
     #[serde(default)]
     pub html_url: Option<String>,
@@ -29,10 +35,18 @@ pub struct Release {
 /// One asset of a release.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Asset {
+    #[serde(default)]
+    pub id: u64,
     pub name: String,
     #[serde(default)]
     pub size: u64,
+    /// `sha256:HEX`, where GitHub reports it.
+    #[serde(default)]
+    pub digest: Option<String>,
 }
+
+/// At most this many pages of 100 releases are listed (10,000 releases).
+const MAX_RELEASE_PAGES: u32 = 100;
 
 /// What a new release says.
 #[derive(Debug, Clone, Serialize)]
@@ -65,6 +79,57 @@ impl Client {
             Err(HttpError::Status(s)) if s.status == 404 => Ok(None),
             Err(e) => Err(self.error(e, &what)),
         }
+    }
+
+    /// Every release of `repo`, newest first as GitHub lists them (pages
+    /// of 100).
+    pub fn list_releases(&self, repo: &Repo) -> Result<Vec<Release>, Error> {
+        let what = format!("the releases of {repo}");
+        let mut all = Vec::new();
+        for page in 1..=MAX_RELEASE_PAGES {
+            let request = self
+                .api_request(&format!("/repos/{repo}/releases"))
+                .query("per_page", "100")
+                .query("page", &page.to_string());
+            let answer: Vec<Release> = self.get_json(request, &what)?;
+            let short = answer.len() < 100;
+            all.extend(answer);
+            if short {
+                return Ok(all);
+            }
+        }
+        Err(Error::failed(format!(
+            "{repo} has more than {} releases: more than lockstep lists",
+            MAX_RELEASE_PAGES * 100
+        ))
+        .hint("prune old snapshots ([release] keep)"))
+    }
+
+    /// The bytes of `asset` (at most `max_bytes`): the API's asset URL with
+    /// `Accept: application/octet-stream`, whose redirect to storage is
+    /// followed without the token.
+    pub fn download_asset(&self, repo: &Repo, asset: &Asset, max_bytes: u64) -> Result<Vec<u8>, Error> {
+        let what = format!(
+            "asset {} of {repo}",
+            lockstep_core::error::printable_line(&asset.name)
+        );
+        self.api_request(&format!("/repos/{repo}/releases/assets/{}", asset.id))
+            .header("Accept", "application/octet-stream")
+            .redirects(lockstep_http::Redirects::AnyOriginCredentialsFirstOnly)
+            .deadline(crate::client::DOWNLOAD_TIMEOUT)
+            .fetch(max_bytes)
+            .map(|f| f.body)
+            .map_err(|e| self.error(e, &what))
+    }
+
+    /// Deletes `release` (its tag stays).
+    pub fn delete_release(&self, repo: &Repo, release: &Release) -> Result<(), Error> {
+        let what = format!("release {} of {repo}", release.tag_name);
+        let url = self.endpoint(&format!("/repos/{repo}/releases/{}", release.id));
+        self.authorised(self.http().request("DELETE", &url))
+            .call()
+            .map(drop)
+            .map_err(|e| self.error(e, &what))
     }
 
     /// Creates a release (`POST /repos/{o}/{r}/releases`).

@@ -39,6 +39,10 @@ pub struct ReleaseConfig {
     pub keep: KeepConfig,
     /// Branches whose manifests and pin files `release prune` never prunes a version of.
     pub branches: Vec<String>,
+    /// Where the released files live: `pages` (in the store, deployed with
+    /// the index) or `github-releases` (assets of each version's GitHub
+    /// Release; the store and the Pages site keep only records and pages).
+    pub hosting: Hosting,
     /// Programs the GitHub Release also carries as standalone files, taken
     /// from the published wheels (`{ package, script }`: the wheel's
     /// `*.data/scripts/SCRIPT`), listed in its SHA256SUMS.
@@ -73,8 +77,22 @@ impl Default for ReleaseConfig {
             keep: KeepConfig::default(),
             branches: vec!["main".into()],
             binaries: Vec::new(),
+            hosting: Hosting::Pages,
         }
     }
+}
+
+/// `[release] hosting`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Hosting {
+    /// The files sit in the store and go to Pages with the index (small
+    /// projects: Pages refuses a site over 1 GB).
+    #[default]
+    Pages,
+    /// The files are assets of each version's GitHub Release; the index
+    /// links to them and `release sync --from-github` rebuilds the store.
+    GithubReleases,
 }
 
 /// PyPI's simple API: where dependencies come from by default.

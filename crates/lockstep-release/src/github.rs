@@ -18,7 +18,7 @@ use lockstep_github::releases::{AssetUpload, NewRelease};
 use lockstep_github::{Client, Repo};
 use serde::Serialize;
 
-use crate::config::BinaryConfig;
+use crate::config::{BinaryConfig, Hosting};
 use crate::store;
 
 /// The checksum file's asset name.
@@ -116,6 +116,7 @@ impl Target {
         channel: Option<&str>,
         source: Option<&str>,
         binaries: &[BinaryConfig],
+        hosting: Hosting,
         sink: &dyn Sink,
     ) -> Result<GithubRelease, Error> {
         if version.contains('+') {
@@ -126,7 +127,7 @@ impl Target {
             .hint("publish GitHub Releases of snapshot, candidate or final versions only"));
         }
         let dir = index.join(store::FILES).join(version);
-        let record = store::load_or_scan(&dir)?;
+        let mut record = store::load_or_scan(&dir)?;
         let (release, created) = match self.client.release_for_tag(&self.repo, &self.tag)? {
             Some(release) => (release, false),
             None => {
@@ -172,23 +173,64 @@ impl Target {
                 (f.filename.clone(), kind)
             })
             .collect();
+        // Hosted here: each wheel's core metadata (PEP 658: the index
+        // promises `URL.metadata`) goes beside it.
+        let hosted = match hosting {
+            Hosting::GithubReleases => Some(download_base(&release, &self.tag)?),
+            Hosting::Pages => None,
+        };
+        if hosted.is_some() {
+            for f in record.files.iter().filter(|f| f.metadata_sha256.is_some()) {
+                assets.push((format!("{}.metadata", f.filename), "text/plain"));
+            }
+        }
         // The standalone programs, taken out of the stored wheels before
         // anything is uploaded: a missing one fails the whole publish.
-        let programs = programs(&dir, &record, version, binaries)?;
+        let programs = match record.hosted {
+            // Published before: the wheels are no longer here.
+            Some(_) => Vec::new(),
+            None => programs(&dir, &record, version, binaries)?,
+        };
         for (name, _) in &programs {
             assets.push((name.clone(), "application/octet-stream"));
         }
         assets.push((SUMS.to_string(), "text/plain"));
+        // The record last: a Release holding it is complete, which is what
+        // `release sync --from-github` trusts.
+        if let Some(base) = &hosted {
+            record.hosted = Some(base.clone());
+            assets.push((store::RELEASE_JSON.to_string(), "application/json"));
+        }
         let program_sums: Vec<(String, String)> = programs
             .iter()
             .map(|(name, bytes)| (name.clone(), lockstep_core::hash::sha256_bytes(bytes)))
             .collect();
         for (name, content_type) in &assets {
+            let stored = record.files.iter().find(|f| &f.filename == name);
+            if let (Some(have), Some(file)) =
+                (release.assets.iter().find(|a| &a.name == name), stored)
+            {
+                // A released file GitHub has: compared without reading it
+                // (a hosted store no longer holds it).
+                if have.size != file.size {
+                    return Err(Error::failed(format!(
+                        "the GitHub Release of {} has an asset {name} of {} bytes, not the {} published",
+                        self.tag, have.size, file.size
+                    ))
+                    .hint("released files are immutable: delete that asset on GitHub if it is wrong, then publish again"));
+                }
+                report.already_there.push(name.clone());
+                continue;
+            }
             // One file in memory at a time, checked against the record.
             let bytes = if name == SUMS {
                 sums_with(&record, &program_sums).into_bytes()
+            } else if name == store::RELEASE_JSON {
+                store::record_bytes(&record)?
             } else if let Some((_, bytes)) = programs.iter().find(|(n, _)| n == name) {
                 bytes.clone()
+            } else if let Some(wheel) = name.strip_suffix(".metadata") {
+                metadata_file(&dir, &record, wheel)?
             } else {
                 stored_file(&dir, &record, name)?
             };
@@ -217,8 +259,56 @@ impl Target {
                 AssetUpload::AlreadyThere => report.already_there.push(name.clone()),
             }
         }
+        if let Some(base) = &hosted {
+            store::mark_hosted(index, version, base)?;
+        }
         Ok(report)
     }
+}
+
+/// Where a Release's assets download from: its page's URL with
+/// `/releases/tag/TAG` turned into `/releases/download/TAG/`.
+fn download_base(release: &lockstep_github::releases::Release, tag: &str) -> Result<String, Error> {
+    let page = release.html_url.as_deref().unwrap_or_default();
+    match page.rsplit_once("/releases/tag/") {
+        Some((repo, _)) if page.starts_with("https://") => {
+            Ok(format!("{repo}/releases/download/{}/", encode_tag(tag)))
+        }
+        _ => Err(Error::failed(format!(
+            "GitHub did not say where the Release of {tag} is (html_url `{}`)",
+            lockstep_core::error::printable(page)
+        ))
+        .hint("[release] hosting = \"github-releases\" links the index to the Release's downloads; nothing was published to the index")),
+    }
+}
+
+/// A tag as one URL path segment.
+fn encode_tag(tag: &str) -> String {
+    tag.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A wheel's stored core metadata, checked against its sha256.
+fn metadata_file(dir: &Path, record: &store::Release, wheel: &str) -> Result<Vec<u8>, Error> {
+    let name = format!("{wheel}.metadata");
+    let bytes = fs_err::read(dir.join(&name))?;
+    let want = record
+        .files
+        .iter()
+        .find(|f| f.filename == wheel)
+        .and_then(|f| f.metadata_sha256.clone())
+        .unwrap_or_default();
+    if lockstep_core::hash::sha256_bytes(&bytes) != want {
+        return Err(Error::failed(format!(
+            "{name} in the store does not match its sha256 in release.json"
+        ))
+        .hint("the store was changed by hand: restore the file, or yank the version"));
+    }
+    Ok(bytes)
 }
 
 /// `SHA256SUMS`: `sha256  file` per file, by name (what `sha256sum -c` reads).

@@ -128,3 +128,24 @@ pub fn pruned(p: &Pruned, dry_run: bool, yank: bool) -> String {
     }
     text
 }
+
+/// `release sync --from-github` into the store at `index`.
+pub fn synced(s: &crate::sync::Synced, index: &Path) -> String {
+    let mut text = format!(
+        "{} from {}: {} restored, {} already in the store; index: {}, {} in {}\n",
+        count(s.releases, "GitHub Release", "GitHub Releases"),
+        s.repository,
+        count(s.restored.len(), "version", "versions"),
+        count(s.already_there.len(), "version", "versions"),
+        count(s.index.projects, "project", "projects"),
+        count(s.index.files, "file", "files"),
+        index.join(SIMPLE).display()
+    );
+    if !s.not_lockstep.is_empty() {
+        text.push_str(&format!(
+            "left alone (no release.json): {}\n",
+            s.not_lockstep.join(" ")
+        ));
+    }
+    text
+}

@@ -37,6 +37,8 @@ struct Listed<'a> {
     file: &'a StoredFile,
     version: &'a str,
     yanked: Option<&'a str>,
+    /// The release's files are hosted there, not under `files/`.
+    hosted: Option<&'a str>,
 }
 
 /// Refuses a store without an index (nothing to serve).
@@ -104,6 +106,7 @@ pub fn write_index(index: &Path, base_url: Option<&str>) -> Result<IndexReport, 
                     file,
                     version: dir.as_str(),
                     yanked: release.yanked.as_deref(),
+                    hosted: release.hosted.as_deref(),
                 });
         }
     }
@@ -161,6 +164,9 @@ fn write_simple(
 }
 
 fn url_of(prefix: &str, listed: &Listed) -> String {
+    if let Some(hosted) = listed.hosted {
+        return format!("{hosted}{}", listed.file.filename);
+    }
     format!(
         "{prefix}{}/{}/{}",
         store::FILES,

@@ -20,6 +20,7 @@ pub mod publish;
 pub mod serve;
 pub mod settings;
 pub mod store;
+pub mod sync;
 pub mod template;
 pub mod upload;
 

@@ -11,6 +11,7 @@ use lockstep_core::Error;
 use lockstep_python::uv::Uv;
 use serde::Serialize;
 
+use crate::config::Hosting;
 use crate::github::{GithubRelease, Target};
 use crate::publish::{self, PublishRequest, Published};
 use crate::settings::Settings;
@@ -42,6 +43,12 @@ pub struct Publication<'a> {
 /// Publishes; see the module doc. A tag `release cut` did not make is a
 /// warning: the release then records no channel or pins.
 pub fn publish_release(p: Publication, sink: &dyn Sink) -> Result<PublishReport, Error> {
+    if p.settings.hosting == Hosting::GithubReleases && p.github.is_none() {
+        return Err(Error::usage(
+            "[release] hosting = \"github-releases\": the files are served from the version's GitHub Release, so publish needs --github-release",
+        )
+        .hint("pass --github-release --tag TAG (with $GITHUB_TOKEN), or set [release] hosting = \"pages\"; nothing was published"));
+    }
     if let Some(tag) = &p.tag {
         crate::template::check_tag_name(tag)?;
     }
@@ -79,6 +86,7 @@ pub fn publish_release(p: Publication, sink: &dyn Sink) -> Result<PublishReport,
             channel.as_deref(),
             source.as_deref(),
             &p.settings.binaries,
+            p.settings.hosting,
             sink,
         )?),
         None => None,

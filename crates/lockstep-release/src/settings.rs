@@ -34,6 +34,8 @@ pub struct Settings {
     pub dependency_index: Option<String>,
     /// `[release] binaries`, checked.
     pub binaries: Vec<crate::config::BinaryConfig>,
+    /// `[release] hosting`.
+    pub hosting: crate::config::Hosting,
 }
 
 /// Checks `[release]`; the base version is read separately (only `cut` needs it).
@@ -75,6 +77,7 @@ pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error>
     }
     Ok(Settings {
         binaries: release.binaries.clone(),
+        hosting: release.hosting,
         dependency_index,
         name,
         index: root.join(&release.index),

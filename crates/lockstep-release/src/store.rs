@@ -40,6 +40,11 @@ pub struct Release {
     /// Promoted from this version.
     #[serde(default)]
     pub promoted_from: Option<String>,
+    /// Where the files are served from when they are not kept here
+    /// (`[release] hosting = "github-releases"`: the GitHub Release's
+    /// download URL, ending in `/`); the index links `HOSTED + filename`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosted: Option<String>,
     pub files: Vec<StoredFile>,
 }
 
@@ -308,9 +313,36 @@ fn names_version(index: &Path, version: &str) -> bool {
 }
 
 /// Writes `release` as the version directory's record (atomically).
+/// A record as `release.json` holds it.
+pub fn record_bytes(release: &Release) -> Result<Vec<u8>, Error> {
+    let mut text = serde_json::to_string_pretty(release)
+        .map_err(|e| Error::failed("cannot encode release.json").cause(e.to_string()))?;
+    text.push('\n');
+    Ok(text.into_bytes())
+}
+
+/// After `version`'s files became assets of its GitHub Release: the record
+/// says where they are served from, and the store keeps only the record and
+/// the core metadata (the Actions cache and the Pages site stay small). The
+/// index is rewritten to link there.
+pub fn mark_hosted(index: &Path, version: &str, base: &str) -> Result<(), Error> {
+    let _lock = lock(index)?;
+    let dir = index.join(FILES).join(version);
+    let mut record = load_or_scan(&dir)?;
+    record.hosted = Some(base.to_string());
+    save(&dir, &record)?;
+    for file in &record.files {
+        let path = dir.join(&file.filename);
+        if path.exists() {
+            fs_err::remove_file(&path)?;
+        }
+    }
+    crate::index::write_index(index, None)?;
+    Ok(())
+}
+
 pub fn save(dir: &Path, release: &Release) -> Result<(), Error> {
-    let text = serde_json::to_string_pretty(release).map_err(|e| Error::failed(e.to_string()))?;
-    lockstep_core::fs::write_atomic(&dir.join(RELEASE_JSON), format!("{text}\n").as_bytes())
+    lockstep_core::fs::write_atomic(&dir.join(RELEASE_JSON), &record_bytes(release)?)
 }
 
 /// Adds `wheels` to the store as `release` (immutably); returns the files

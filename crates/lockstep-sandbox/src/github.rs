@@ -129,6 +129,28 @@ impl FakeGithub {
         self.state().releases.clone()
     }
 
+    /// Adds a release with these assets, as if made earlier (benchmarks,
+    /// and stores rebuilt from Releases).
+    pub fn add_release(&self, tag: &str, prerelease: bool, assets: Vec<(String, Vec<u8>)>) {
+        let mut s = self.state();
+        let id = s.releases.iter().map(|r| r.id).max().unwrap_or(0) + 1;
+        s.releases.push(Release {
+            id,
+            tag: tag.to_string(),
+            prerelease,
+            assets: assets.into_iter().collect(),
+        });
+    }
+
+    /// Deletes an asset as a person would in the web UI; whether it was there.
+    pub fn delete_asset(&self, tag: &str, name: &str) -> bool {
+        let mut s = self.state();
+        s.releases
+            .iter_mut()
+            .find(|r| r.tag == tag)
+            .is_some_and(|r| r.assets.remove(name).is_some())
+    }
+
     pub fn requests(&self) -> Vec<Seen> {
         self.state().seen.clone()
     }
@@ -441,14 +463,34 @@ fn route(
     }
 }
 
+/// An asset's id: stable while the release's assets are not removed.
+fn asset_id(release: &Release, position: usize) -> u64 {
+    release.id * 1_000_000 + position as u64
+}
+
 fn release_json(release: &Release, port: u16, repository: &str) -> Value {
+    let assets: Vec<Value> = release
+        .assets
+        .iter()
+        .enumerate()
+        .map(|(i, (n, b))| {
+            json!({
+                "id": asset_id(release, i),
+                "name": n,
+                "size": b.len(),
+                "digest": format!("sha256:{}", lockstep_core::hash::sha256_bytes(b)),
+                "browser_download_url": format!("https://github.example/{repository}/releases/download/{}/{n}", release.tag),
+            })
+        })
+        .collect();
     json!({
         "id": release.id,
         "tag_name": release.tag,
         "prerelease": release.prerelease,
+        "draft": false,
         "html_url": format!("https://github.example/{repository}/releases/tag/{}", release.tag),
         "upload_url": format!("http://127.0.0.1:{port}/uploads/repos/{repository}/releases/{}/assets{{?name,label}}", release.id),
-        "assets": release.assets.iter().map(|(n, b)| json!({"name": n, "size": b.len()})).collect::<Vec<_>>(),
+        "assets": assets,
     })
 }
 
@@ -468,6 +510,60 @@ fn releases(
         return reply(401, json!({"message": "Bad credentials"}));
     }
     let api = format!("/repos/{repository}/releases");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if method == "GET" && path == api {
+        let number = |name: &str, default: usize| {
+            query
+                .split('&')
+                .filter_map(|kv| kv.split_once('='))
+                .find(|(k, _)| *k == name)
+                .and_then(|(_, v)| v.parse::<usize>().ok())
+                .unwrap_or(default)
+        };
+        let (per_page, page) = (number("per_page", 30).clamp(1, 100), number("page", 1).max(1));
+        let listed: Vec<Value> = s
+            .releases
+            .iter()
+            .rev()
+            .skip((page - 1) * per_page)
+            .take(per_page)
+            .map(|r| release_json(r, port, repository))
+            .collect();
+        return reply(200, Value::Array(listed));
+    }
+    if let Some(id) = path.strip_prefix(&format!("{api}/assets/")) {
+        let id: u64 = id.parse().unwrap_or(0);
+        let found = s.releases.iter().find_map(|r| {
+            r.assets
+                .values()
+                .enumerate()
+                .find(|(i, _)| asset_id(r, *i) == id)
+                .map(|(_, bytes)| bytes.clone())
+        });
+        return match found {
+            Some(bytes) => Scripted {
+                status: 200,
+                headers: vec![("Content-Type".into(), "application/octet-stream".into())],
+                body: String::from_utf8_lossy(&bytes).into_owned(),
+            },
+            None => not_found(),
+        };
+    }
+    if method == "DELETE" {
+        if let Some(id) = path.strip_prefix(&format!("{api}/")) {
+            let id: u64 = id.parse().unwrap_or(0);
+            let before = s.releases.len();
+            s.releases.retain(|r| r.id != id);
+            return match s.releases.len() < before {
+                true => Scripted {
+                    status: 204,
+                    headers: Vec::new(),
+                    body: String::new(),
+                },
+                false => not_found(),
+            };
+        }
+    }
     if let Some(tag) = target.strip_prefix(&format!("{api}/tags/")) {
         return match s.releases.iter().find(|r| r.tag == tag) {
             Some(release) => reply(200, release_json(release, port, repository)),
@@ -483,7 +579,7 @@ fn releases(
             return reply(422, json!({"message": "Validation Failed"}));
         }
         let release = Release {
-            id: s.releases.len() as u64 + 1,
+            id: s.releases.iter().map(|r| r.id).max().unwrap_or(0) + 1,
             tag,
             prerelease: asked["prerelease"].as_bool().unwrap_or(false),
             assets: Default::default(),

@@ -352,6 +352,14 @@ pub enum Release {
         #[command(flatten)]
         json: Json,
     },
+    /// Rebuild the store's records and the index from the repository's GitHub Releases ([release] hosting = "github-releases"): after an evicted cache, nothing is lost.
+    Sync {
+        /// Read the Releases of $GITHUB_REPOSITORY (else origin's) through $GITHUB_API_URL with $GITHUB_TOKEN.
+        #[arg(long, required = true)]
+        from_github: bool,
+        #[command(flatten)]
+        json: Json,
+    },
     /// Regenerate the static index (PEP 503 HTML + PEP 691 JSON + a find-links page) from the store.
     Index {
         /// Make file links absolute under this URL (default: relative links).

@@ -172,3 +172,90 @@ fn publish_creates_and_completes_the_github_release_with_checksums() {
         );
     }
 }
+
+/// `release sync --from-github` against the loopback GitHub.
+fn sync(p: &Project, github: &FakeGithub, code: i32) -> std::process::Output {
+    let mut cmd = p.cmd(&["release", "sync", "--from-github", "--json"]);
+    cmd.env("GITHUB_API_URL", github.url())
+        .env("GITHUB_REPOSITORY", "o/r")
+        .env("GITHUB_TOKEN", TOKEN);
+    expect(&mut cmd, code)
+}
+
+#[test]
+fn hosted_on_github_releases_the_index_links_assets_and_sync_rebuilds_an_evicted_store() {
+    let p = Project::new();
+    lockstep_sandbox::packages::create(
+        &p.path(),
+        "3.14.0",
+        "\n[release]\nname = \"demo\"\nversion-base = \"3.14.0\"\nhosting = \"github-releases\"\n",
+    )
+    .expect("fixture");
+    let github = FakeGithub::start("o/r", TOKEN).expect("loopback GitHub");
+    let index = p.path().join("release/index");
+    let versions = ["3.14.0rc1", "3.14.0rc2"];
+    for v in versions {
+        let out = format!("wh-{v}");
+        p.run(
+            &["pkg", "build", "--variant", "release", "--version", v, "--out", &out],
+            0,
+        );
+        git(&p.path(), &["tag", &format!("demo-{v}")]);
+    }
+
+    // Hosted on GitHub, a publish without its Release is refused first.
+    let out = publish(&p, &github, &["wh-3.14.0rc1", "--tag", "demo-3.14.0rc1"], true, 2);
+    assert!(stderr(&out).contains("needs --github-release"), "{}", stderr(&out));
+    assert!(!index.join("files").exists());
+
+    for v in versions {
+        let tag = format!("demo-{v}");
+        let house = format!("wh-{v}");
+        publish(&p, &github, &[&house, "--tag", &tag, "--github-release"], true, 0);
+        // The store keeps the record and the core metadata, not the files.
+        let kept: Vec<String> = std::fs::read_dir(index.join("files").join(v))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(kept.iter().all(|n| n == "release.json" || n.ends_with(".metadata")), "{kept:?}");
+        let release = github.releases().into_iter().find(|r| r.tag == tag).expect("release");
+        let assets: Vec<&String> = release.assets.keys().collect();
+        assert!(assets.iter().any(|n| n.ends_with(".whl.metadata")), "{assets:?}");
+        assert!(release.assets.contains_key("release.json"), "{assets:?}");
+    }
+    let page = std::fs::read_to_string(index.join("simple/demo-pure/index.html")).unwrap();
+    assert!(
+        page.contains("href=\"https://github.example/o/r/releases/download/demo-3.14.0rc1/demo_pure-3.14.0rc1-py3-none-any.whl#sha256="),
+        "{page}"
+    );
+    assert!(page.contains("data-core-metadata=\"sha256="), "{page}");
+    let json_page = std::fs::read_to_string(index.join("simple/demo-pure/index.json")).unwrap();
+
+    // The Actions cache evicted: the store comes back from the Releases.
+    std::fs::remove_dir_all(&index).unwrap();
+    let out = sync(&p, &github, 0);
+    let synced: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(synced["restored"], serde_json::json!(versions), "{synced}");
+    assert_eq!(
+        std::fs::read_to_string(index.join("simple/demo-pure/index.html")).unwrap(),
+        page
+    );
+    let json_again = std::fs::read_to_string(index.join("simple/demo-pure/index.json")).unwrap();
+    assert_eq!(json_again, json_page);
+    let out = sync(&p, &github, 0);
+    let synced: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(synced["already_there"], serde_json::json!(versions), "{synced}");
+
+    // A Release whose wheel a person deleted: named, the store unchanged.
+    assert!(github.delete_asset("demo-3.14.0rc2", "demo_pure-3.14.0rc2-py3-none-any.whl"));
+    std::fs::remove_dir_all(index.join("files/3.14.0rc1")).unwrap();
+    let before = walk(&index);
+    let err = stderr(&sync(&p, &github, 1));
+    assert!(
+        err.contains("the GitHub Release demo-3.14.0rc2 lacks demo_pure-3.14.0rc2-py3-none-any.whl"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was changed"), "{err}");
+    assert!(!index.join("files/3.14.0rc1").exists());
+    assert_eq!(walk(&index), before);
+}

@@ -93,6 +93,12 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             let report = lockstep_release::publication::publish_release(publication, ctx.sink())?;
             ctx.show(&report, |r| human::published(r, &settings.index))
         }
+        cli::Release::Sync { .. } => {
+            let (client, repo) = lockstep_release::sync::connect(root)?;
+            let synced =
+                lockstep_release::sync::from_github(&settings.index, &client, &repo, ctx.sink())?;
+            ctx.show(&synced, |s| human::synced(s, &settings.index))
+        }
         cli::Release::Index { base_url } => {
             let report = lockstep_release::index::rebuild(&settings.index, base_url.as_deref())?;
             ctx.out().print(&human::indexed(&report, &settings.index));
