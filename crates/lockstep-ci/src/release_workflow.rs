@@ -267,6 +267,7 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
     steps.push(step(
         "Restore the release store",
         vec![
+            ("id", s("store")),
             ("uses", uses(plan, actions::CACHE)),
             (
                 "with",
@@ -298,6 +299,19 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
         "lockstep release publish {} --tag \"$TAG\"{github_release}\n",
         houses.join(" ")
     );
+    if stage.hosted_on_github {
+        // The cache is only a copy: evicted (7 days unused, 10 GB), the
+        // store comes back from the Releases, so no snapshot drops out of
+        // the index.
+        steps.push(step(
+            "Rebuild the release store from the GitHub Releases",
+            vec![
+                ("if", s("steps.store.outputs.cache-matched-key == ''")),
+                ("env", with(vec![("GITHUB_TOKEN", s("${{ github.token }}"))])),
+                ("run", Node::Block("lockstep release sync --from-github\n".into())),
+            ],
+        ));
+    }
     let mut env = vec![("TAG", s("${{ needs.cut.outputs.tag }}"))];
     if stage.github_release {
         env.push(("GITHUB_TOKEN", s("${{ github.token }}")));
@@ -306,6 +320,24 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
         "Publish",
         vec![("env", with(env)), ("run", Node::Block(script))],
     ));
+    if stage.prunes {
+        // Prune keeps whatever a branch's manifests and pins name: the
+        // checkout is one commit, so the branches are fetched first.
+        let mut script = String::from(GIT_AUTH);
+        for branch in &stage.branches {
+            script.push_str(&format!(
+                "git fetch --no-tags --depth=1 origin '+refs/heads/{branch}:refs/remotes/origin/{branch}'\n"
+            ));
+        }
+        script.push_str("lockstep release prune\n");
+        steps.push(step(
+            "Prune old snapshots ([release] keep)",
+            vec![
+                ("env", with(vec![("GITHUB_TOKEN", s("${{ github.token }}"))])),
+                ("run", Node::Block(script)),
+            ],
+        ));
+    }
     if stage.pages {
         steps.push(step(
             "Upload the index for Pages",

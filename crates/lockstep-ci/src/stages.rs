@@ -21,6 +21,13 @@ pub struct ReleaseFacts {
     pub bumps_pins: bool,
     /// `[release] index`, relative to lockstep.toml's directory.
     pub index: PathBuf,
+    /// `[release] hosting = "github-releases"`: the files are Release
+    /// assets, the store is rebuilt from them when the cache misses.
+    pub hosted_on_github: bool,
+    /// `[release] keep` is set: the workflow prunes after publishing.
+    pub prunes: bool,
+    /// `[release] branches`: prune reads their pins, so the job fetches them.
+    pub branches: Vec<String>,
 }
 
 /// `lockstep-release.yml`.
@@ -34,6 +41,10 @@ pub struct ReleaseStage {
     pub index: String,
     pub pages: bool,
     pub github_release: bool,
+    pub hosted_on_github: bool,
+    pub prunes: bool,
+    /// `[release] branches`, checked as plain branch names.
+    pub branches: Vec<String>,
     pub timeout_minutes: u32,
 }
 
@@ -111,9 +122,34 @@ pub fn release(ci: &CiConfig, facts: Option<&ReleaseFacts>) -> Result<Option<Rel
         bumps_pins: facts.bumps_pins,
         index,
         pages: cfg.pages,
-        github_release: cfg.github_release,
+        github_release: cfg.github_release || facts.hosted_on_github,
+        hosted_on_github: facts.hosted_on_github,
+        prunes: facts.prunes,
+        branches: branches(&facts.branches)?,
         timeout_minutes: timeout("[ci.release] timeout-minutes", cfg.timeout_minutes)?,
     }))
+}
+
+/// `[release] branches` go into the prune step's script: plain branch names
+/// only.
+fn branches(names: &[String]) -> Result<Vec<String>, Error> {
+    for name in names {
+        let plain = !name.is_empty()
+            && name.len() <= 200
+            && !name.starts_with(['-', '/', '.'])
+            && !name.contains("..")
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+        if !plain {
+            return Err(Error::usage(format!(
+                "[release] branches: `{}` is not a branch name the release workflow fetches",
+                name.escape_debug()
+            ))
+            .hint("letters, digits, `-`, `_`, `.` and `/`, e.g. \"main\" or \"release/3.4\""));
+        }
+    }
+    Ok(names.to_vec())
 }
 
 /// `[ci.integrate]`, when it has a schedule.

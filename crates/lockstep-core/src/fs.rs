@@ -224,6 +224,28 @@ fn too_large(what: &str, path: &Path, max_bytes: u64) -> Error {
     .hint("check that it is the file you meant")
 }
 
+/// The bytes of the regular files under `dir` (links not followed; what
+/// cannot be read counts as nothing): how big a site or store is.
+pub fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0u64;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&next) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => pending.push(entry.path()),
+                Ok(t) if t.is_file() => {
+                    total = total.saturating_add(entry.metadata().map(|m| m.len()).unwrap_or(0))
+                }
+                _ => {}
+            }
+        }
+    }
+    total
+}
+
 /// The last component of `path` as text (lossy), empty when it has none:
 /// what listings and messages compare and show.
 pub fn file_name(path: &Path) -> String {

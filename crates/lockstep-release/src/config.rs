@@ -43,6 +43,9 @@ pub struct ReleaseConfig {
     /// the index) or `github-releases` (assets of each version's GitHub
     /// Release; the store and the Pages site keep only records and pages).
     pub hosting: Hosting,
+    /// With `hosting = "pages"`: the largest index (store and pages) in MB
+    /// that `release publish` makes; GitHub Pages refuses sites over 1 GB.
+    pub pages_limit_mb: u64,
     /// Programs the GitHub Release also carries as standalone files, taken
     /// from the published wheels (`{ package, script }`: the wheel's
     /// `*.data/scripts/SCRIPT`), listed in its SHA256SUMS.
@@ -78,6 +81,7 @@ impl Default for ReleaseConfig {
             branches: vec!["main".into()],
             binaries: Vec::new(),
             hosting: Hosting::Pages,
+            pages_limit_mb: DEFAULT_PAGES_LIMIT_MB,
         }
     }
 }
@@ -94,6 +98,9 @@ pub enum Hosting {
     /// links to them and `release sync --from-github` rebuilds the store.
     GithubReleases,
 }
+
+/// Below GitHub Pages' 1 GB site limit, with room for the pages themselves.
+pub const DEFAULT_PAGES_LIMIT_MB: u64 = 900;
 
 /// PyPI's simple API: where dependencies come from by default.
 pub const DEFAULT_DEPENDENCY_INDEX: &str = "https://pypi.org/simple/";

@@ -126,6 +126,12 @@ pub fn pruned(p: &Pruned, dry_run: bool, yank: bool) -> String {
             p.referenced.join(" ")
         ));
     }
+    if !p.releases_deleted.is_empty() {
+        text.push_str(&format!(
+            "deleted their GitHub Releases: {}\n",
+            p.releases_deleted.join(" ")
+        ));
+    }
     text
 }
 

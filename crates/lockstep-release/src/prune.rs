@@ -30,6 +30,9 @@ pub struct PruneRequest<'a> {
     pub pin_files: &'a [String],
     pub yank: bool,
     pub dry_run: bool,
+    /// With `[release] hosting = "github-releases"`: where the pruned
+    /// versions' Releases are deleted (after the store and index dropped them).
+    pub github: Option<(&'a lockstep_github::Client, &'a lockstep_github::Repo)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -39,6 +42,9 @@ pub struct Pruned {
     /// Versions the policy would prune but a branch refers to.
     pub referenced: Vec<String>,
     pub kept: usize,
+    /// The tags whose GitHub Releases were deleted (hosting on GitHub).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub releases_deleted: Vec<String>,
 }
 
 pub fn prune(req: &PruneRequest) -> Result<Pruned, Error> {
@@ -98,6 +104,7 @@ pub fn prune(req: &PruneRequest) -> Result<Pruned, Error> {
         yanked: Vec::new(),
         referenced,
         kept: releases.len() - doomed.len(),
+        releases_deleted: Vec::new(),
     };
     if req.dry_run {
         if req.yank {
@@ -138,6 +145,26 @@ pub fn prune(req: &PruneRequest) -> Result<Pruned, Error> {
             tracing::warn!(path = %gone.display(), error = %e, "cannot delete a pruned version");
         }
         out.removed.push(version);
+    }
+    // The Releases go last: one that fails to go is still a complete
+    // Release the next prune (or a sync) finds, never an index entry
+    // pointing at deleted files.
+    if let Some((client, repo)) = req.github {
+        for version in &out.removed {
+            let record = &releases[version];
+            let Some(tag) = record.tag.as_deref().filter(|_| record.hosted.is_some()) else {
+                continue;
+            };
+            if let Some(release) = client.release_for_tag(repo, tag)? {
+                client.delete_release(repo, &release).map_err(|e| {
+                    e.context(format!(
+                        "{version} left the store and the index, but its GitHub Release {tag} could not be deleted"
+                    ))
+                    .hint("run `lockstep release prune` again, or delete the Release by hand")
+                })?;
+                out.releases_deleted.push(tag.to_string());
+            }
+        }
     }
     Ok(out)
 }

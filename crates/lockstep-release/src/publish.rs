@@ -55,6 +55,8 @@ pub struct PublishRequest<'a> {
     /// Where dependencies come from during validation (`None`: the set's
     /// own index only).
     pub dependency_index: Option<String>,
+    /// The largest the index may grow (files served from Pages).
+    pub pages_limit: Option<u64>,
     pub work: PathBuf,
 }
 
@@ -91,6 +93,9 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
         )?;
     }
     let wheels = distinct_files(&sets)?;
+    if let Some(limit) = req.pages_limit {
+        check_pages_size(&req.index, &version, &wheels, limit)?;
+    }
     let mut packages: Vec<String> = Vec::new();
     let mut scripts = Vec::new();
     for set in &sets {
@@ -177,6 +182,36 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
         smoke: req.smoke.clone(),
         index: report,
     })
+}
+
+/// With the files on Pages, the index after this publish must stay under
+/// `limit` bytes: Pages refuses a site over 1 GB, so the deploy would fail
+/// after the version was already tagged and released.
+fn check_pages_size(index: &Path, version: &str, files: &[PathBuf], limit: u64) -> Result<(), Error> {
+    let have = lockstep_core::fs::dir_size(index);
+    let dir = index.join(store::FILES).join(version);
+    let mut adding = 0u64;
+    for file in files {
+        if !dir.join(lockstep_core::fs::file_name(file)).exists() {
+            adding += fs_err::metadata(file)?.len();
+        }
+    }
+    let after = have.saturating_add(adding);
+    if after <= limit {
+        return Ok(());
+    }
+    let mb = |b: u64| b.div_ceil(1_000_000);
+    Err(Error::usage(format!(
+        "publishing {version} would make the index {} MB, over [release] pages-limit-mb = {}",
+        mb(after),
+        mb(limit)
+    ))
+    .cause(format!(
+        "{} MB there now, {} MB to add; GitHub Pages refuses a site over 1 GB",
+        mb(have),
+        mb(adding)
+    ))
+    .hint("set [release] hosting = \"github-releases\" (the files become assets of each version's GitHub Release), or prune old snapshots ([release] keep, `lockstep release prune`); nothing was published"))
 }
 
 /// One wheelhouse's manifest, verified: every file present with its hash.

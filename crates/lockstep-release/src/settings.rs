@@ -36,6 +36,8 @@ pub struct Settings {
     pub binaries: Vec<crate::config::BinaryConfig>,
     /// `[release] hosting`.
     pub hosting: crate::config::Hosting,
+    /// `[release] pages-limit-mb` in bytes, when the files go to Pages.
+    pub pages_limit: Option<u64>,
 }
 
 /// Checks `[release]`; the base version is read separately (only `cut` needs it).
@@ -78,6 +80,10 @@ pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error>
     Ok(Settings {
         binaries: release.binaries.clone(),
         hosting: release.hosting,
+        pages_limit: match release.hosting {
+            crate::config::Hosting::Pages => Some(release.pages_limit_mb.saturating_mul(1_000_000)),
+            crate::config::Hosting::GithubReleases => None,
+        },
         dependency_index,
         name,
         index: root.join(&release.index),

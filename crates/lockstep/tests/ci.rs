@@ -1217,3 +1217,52 @@ fn runners_install_lockstep_from_its_release_pinned_by_hash() {
         assert!(!dir.join(".github").exists());
     }
 }
+
+#[test]
+fn hosted_on_github_releases_the_publish_job_syncs_a_missed_cache_publishes_every_python_and_prunes() {
+    let config = format!(
+        "{FULL}[release]\nname = \"demo\"\nversion-base = \"0.3.0\"\nhosting = \"github-releases\"\nkeep = {{ snapshots = 30 }}\nbranches = [\"main\", \"release/0.2\"]\n\n[ci.release]\nschedule = \"0 5 * * *\"\n"
+    );
+    let (p, dir) = repo("", &config);
+    std::fs::create_dir_all(dir.join("suites")).unwrap();
+    p.run(&["ci", "generate"], 0);
+    eprintln!("{}", lint(&p.path()));
+    let release = parse(&dir.join(".github/workflows/lockstep-release.yml"));
+    let publish = &release["jobs"]["publish"];
+    assert_eq!(permissions(publish), vec!["contents: write"]);
+    let steps = publish["steps"].as_sequence().unwrap();
+    let named = |name: &str| {
+        steps
+            .iter()
+            .find(|s| s["name"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("no step {name}: {:?}", step_names(publish)))
+    };
+    // Every Python, set up at once; one publish of every wheelhouse.
+    assert_eq!(
+        str_of(&named("Set up Python")["with"]["python-version"]),
+        "3.11\n3.12\n"
+    );
+    assert_eq!(
+        str_of(&named("Publish")["run"]),
+        "lockstep release publish wheelhouse-py3.11 wheelhouse-py3.12 --tag \"$TAG\" --github-release\n"
+    );
+    let sync = named("Rebuild the release store from the GitHub Releases");
+    assert_eq!(str_of(&sync["if"]), "steps.store.outputs.cache-matched-key == ''");
+    assert_eq!(str_of(&sync["run"]), "lockstep release sync --from-github\n");
+    let names = step_names(publish);
+    let at = |n: &str| names.iter().position(|s| s == n).unwrap();
+    assert!(at("Restore the release store") < at("Rebuild the release store from the GitHub Releases"));
+    assert!(at("Rebuild the release store from the GitHub Releases") < at("Publish"));
+    let prune = str_of(&named("Prune old snapshots ([release] keep)")["run"]);
+    assert!(
+        prune.contains("origin '+refs/heads/release/0.2:refs/remotes/origin/release/0.2'")
+            && prune.ends_with("lockstep release prune\n"),
+        "{prune}"
+    );
+    assert!(at("Publish") < at("Prune old snapshots ([release] keep)"));
+
+    // A branch name the script would have to quote is refused.
+    let (p, _) = repo("", &config.replace("\"release/0.2\"", "\"x'; rm -rf /\""));
+    let err = stderr(&p.run(&["ci", "generate"], 2));
+    assert!(err.contains("is not a branch name the release workflow fetches"), "{err}");
+}

@@ -1517,3 +1517,22 @@ fn two_pythons_publish_as_one_version_validated_in_each_python() {
         "{err}"
     );
 }
+
+#[test]
+fn an_index_that_would_outgrow_pages_is_refused_naming_the_setting() {
+    let p = Project::new();
+    lockstep_sandbox::packages::create(
+        &p.path(),
+        "3.14.0",
+        &format!("{RELEASE}pages-limit-mb = 0\n"),
+    )
+    .expect("fixture");
+    let v = "3.14.0rc2026112705";
+    let house = built(&p, v);
+    let err = stderr(&p.run(&["release", "publish", house.to_str().unwrap()], 2));
+    assert!(
+        err.contains("over [release] pages-limit-mb = 0") && err.contains("hosting = \"github-releases\""),
+        "{err}"
+    );
+    assert!(!p.path().join("release/index/files").join(v).exists());
+}

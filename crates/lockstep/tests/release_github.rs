@@ -188,12 +188,12 @@ fn hosted_on_github_releases_the_index_links_assets_and_sync_rebuilds_an_evicted
     lockstep_sandbox::packages::create(
         &p.path(),
         "3.14.0",
-        "\n[release]\nname = \"demo\"\nversion-base = \"3.14.0\"\nhosting = \"github-releases\"\n",
+        "\n[release]\nname = \"demo\"\nversion-base = \"3.14.0\"\nhosting = \"github-releases\"\nkeep = { snapshots = 2 }\n",
     )
     .expect("fixture");
     let github = FakeGithub::start("o/r", TOKEN).expect("loopback GitHub");
     let index = p.path().join("release/index");
-    let versions = ["3.14.0rc1", "3.14.0rc2"];
+    let versions = ["3.14.0rc1", "3.14.0rc2", "3.14.0rc3"];
     for v in versions {
         let out = format!("wh-{v}");
         p.run(
@@ -246,9 +246,24 @@ fn hosted_on_github_releases_the_index_links_assets_and_sync_rebuilds_an_evicted
     let synced: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(synced["already_there"], serde_json::json!(versions), "{synced}");
 
+    // Retention: the oldest snapshot leaves the store, the index and GitHub.
+    let mut cmd = p.cmd(&["release", "prune", "--json"]);
+    cmd.env("GITHUB_API_URL", github.url())
+        .env("GITHUB_REPOSITORY", "o/r")
+        .env("GITHUB_TOKEN", TOKEN);
+    let pruned: serde_json::Value =
+        serde_json::from_slice(&expect(&mut cmd, 0).stdout).expect("JSON");
+    assert_eq!(pruned["removed"], serde_json::json!(["3.14.0rc1"]), "{pruned}");
+    assert_eq!(pruned["releases_deleted"], serde_json::json!(["demo-3.14.0rc1"]), "{pruned}");
+    assert!(github.releases().iter().all(|r| r.tag != "demo-3.14.0rc1"));
+    let page = std::fs::read_to_string(index.join("simple/demo-pure/index.html")).unwrap();
+    assert!(!page.contains("3.14.0rc1") && page.contains("3.14.0rc3"), "{page}");
+    let synced: serde_json::Value = serde_json::from_slice(&sync(&p, &github, 0).stdout).expect("JSON");
+    assert_eq!(synced["already_there"], serde_json::json!(versions[1..]), "{synced}");
+
     // A Release whose wheel a person deleted: named, the store unchanged.
     assert!(github.delete_asset("demo-3.14.0rc2", "demo_pure-3.14.0rc2-py3-none-any.whl"));
-    std::fs::remove_dir_all(index.join("files/3.14.0rc1")).unwrap();
+    std::fs::remove_dir_all(index.join("files/3.14.0rc2")).unwrap();
     let before = walk(&index);
     let err = stderr(&sync(&p, &github, 1));
     assert!(
@@ -256,6 +271,6 @@ fn hosted_on_github_releases_the_index_links_assets_and_sync_rebuilds_an_evicted
         "{err}"
     );
     assert!(err.contains("nothing was changed"), "{err}");
-    assert!(!index.join("files/3.14.0rc1").exists());
+    assert!(!index.join("files/3.14.0rc2").exists());
     assert_eq!(walk(&index), before);
 }

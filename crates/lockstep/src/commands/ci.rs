@@ -46,6 +46,10 @@ fn plan(
             Some(lockstep_ci::stages::ReleaseFacts {
                 bumps_pins: !release.pin_files.is_empty(),
                 index: release.index.clone(),
+                hosted_on_github: release.hosting
+                    == lockstep_release::config::Hosting::GithubReleases,
+                prunes: release.keep.snapshots.is_some() || release.keep.days.is_some(),
+                branches: release.branches.clone(),
             })
         }
         false => None,

@@ -147,7 +147,13 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
         }
         cli::Release::Prune { yank, dry_run, .. } => {
             let repo = lockstep_release::open_repo(&ctx.cwd).ok();
+            let hosted = settings.hosting == lockstep_release::config::Hosting::GithubReleases;
+            let github = match hosted && !dry_run && !yank {
+                true => Some(lockstep_release::sync::connect(root)?),
+                false => None,
+            };
             let pruned = lockstep_release::prune::prune(&lockstep_release::prune::PruneRequest {
+                github: github.as_ref().map(|(client, repo)| (client, repo)),
                 index: &settings.index,
                 keep_snapshots: release.keep.snapshots,
                 keep_days: release.keep.days,
