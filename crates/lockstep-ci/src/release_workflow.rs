@@ -307,8 +307,14 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
             "Rebuild the release store from the GitHub Releases",
             vec![
                 ("if", s("steps.store.outputs.cache-matched-key == ''")),
-                ("env", with(vec![("GITHUB_TOKEN", s("${{ github.token }}"))])),
-                ("run", Node::Block("lockstep release sync --from-github\n".into())),
+                (
+                    "env",
+                    with(vec![("GITHUB_TOKEN", s("${{ github.token }}"))]),
+                ),
+                (
+                    "run",
+                    Node::Block("lockstep release sync --from-github\n".into()),
+                ),
             ],
         ));
     }
@@ -333,7 +339,10 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
         steps.push(step(
             "Prune old snapshots ([release] keep)",
             vec![
-                ("env", with(vec![("GITHUB_TOKEN", s("${{ github.token }}"))])),
+                (
+                    "env",
+                    with(vec![("GITHUB_TOKEN", s("${{ github.token }}"))]),
+                ),
                 ("run", Node::Block(script)),
             ],
         ));

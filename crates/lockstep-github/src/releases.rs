@@ -108,7 +108,12 @@ impl Client {
     /// The bytes of `asset` (at most `max_bytes`): the API's asset URL with
     /// `Accept: application/octet-stream`, whose redirect to storage is
     /// followed without the token.
-    pub fn download_asset(&self, repo: &Repo, asset: &Asset, max_bytes: u64) -> Result<Vec<u8>, Error> {
+    pub fn download_asset(
+        &self,
+        repo: &Repo,
+        asset: &Asset,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, Error> {
         let what = format!(
             "asset {} of {repo}",
             lockstep_core::error::printable_line(&asset.name)

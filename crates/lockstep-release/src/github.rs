@@ -271,7 +271,7 @@ impl Target {
 fn download_base(release: &lockstep_github::releases::Release, tag: &str) -> Result<String, Error> {
     let page = release.html_url.as_deref().unwrap_or_default();
     match page.rsplit_once("/releases/tag/") {
-        Some((repo, _)) if page.starts_with("https://") => {
+        Some((repo, _)) if page.starts_with("https://") || is_loopback_http(page) => {
             Ok(format!("{repo}/releases/download/{}/", encode_tag(tag)))
         }
         _ => Err(Error::failed(format!(
@@ -282,11 +282,25 @@ fn download_base(release: &lockstep_github::releases::Release, tag: &str) -> Res
     }
 }
 
+/// `http://127.0.0.1...` or `http://localhost...`: a GitHub on this machine.
+fn is_loopback_http(url: &str) -> bool {
+    [
+        "http://127.0.0.1:",
+        "http://127.0.0.1/",
+        "http://localhost:",
+        "http://localhost/",
+    ]
+    .iter()
+    .any(|p| url.starts_with(p))
+}
+
 /// A tag as one URL path segment.
 fn encode_tag(tag: &str) -> String {
     tag.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()

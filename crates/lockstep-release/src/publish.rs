@@ -187,7 +187,12 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
 /// With the files on Pages, the index after this publish must stay under
 /// `limit` bytes: Pages refuses a site over 1 GB, so the deploy would fail
 /// after the version was already tagged and released.
-fn check_pages_size(index: &Path, version: &str, files: &[PathBuf], limit: u64) -> Result<(), Error> {
+fn check_pages_size(
+    index: &Path,
+    version: &str,
+    files: &[PathBuf],
+    limit: u64,
+) -> Result<(), Error> {
     let have = lockstep_core::fs::dir_size(index);
     let dir = index.join(store::FILES).join(version);
     let mut adding = 0u64;

@@ -55,7 +55,7 @@ pub struct Seen {
 pub struct Scripted {
     pub status: u16,
     pub headers: Vec<(String, String)>,
-    pub body: String,
+    pub body: Vec<u8>,
 }
 
 /// Decides a commit's CI conclusion (`success`, `failure` ...).
@@ -168,7 +168,7 @@ impl FakeGithub {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            body: body.to_string(),
+            body: body.as_bytes().to_vec(),
         });
     }
 
@@ -330,14 +330,14 @@ fn serve_one(
         }
     };
     let echo = state.lock().map(|s| s.echo).unwrap_or(false);
-    let body = match serde_json::from_str::<Value>(&answer.body) {
+    let body = match serde_json::from_slice::<Value>(&answer.body) {
         Ok(mut value) if echo => {
             echo_in(&mut value, token);
-            value.to_string()
+            value.to_string().into_bytes()
         }
         _ => answer.body,
     };
-    write_response(&mut stream, answer.status, &answer.headers, body.as_bytes())
+    write_response(&mut stream, answer.status, &answer.headers, &body)
 }
 
 /// Puts `token` into every object of `value` ([`FakeGithub::echo_token`]).
@@ -364,7 +364,7 @@ fn reply(status: u16, body: Value) -> Scripted {
     Scripted {
         status,
         headers: Vec::new(),
-        body: body.to_string(),
+        body: body.to_string().into_bytes(),
     }
 }
 
@@ -383,7 +383,7 @@ fn route(
         return Scripted {
             status: 204,
             headers: Vec::new(),
-            body: String::new(),
+            body: Vec::new(),
         };
     }
     if !authorised {
@@ -479,7 +479,7 @@ fn release_json(release: &Release, port: u16, repository: &str) -> Value {
                 "name": n,
                 "size": b.len(),
                 "digest": format!("sha256:{}", lockstep_core::hash::sha256_bytes(b)),
-                "browser_download_url": format!("https://github.example/{repository}/releases/download/{}/{n}", release.tag),
+                "browser_download_url": format!("http://127.0.0.1:{port}/{repository}/releases/download/{}/{n}", release.tag),
             })
         })
         .collect();
@@ -488,7 +488,7 @@ fn release_json(release: &Release, port: u16, repository: &str) -> Value {
         "tag_name": release.tag,
         "prerelease": release.prerelease,
         "draft": false,
-        "html_url": format!("https://github.example/{repository}/releases/tag/{}", release.tag),
+        "html_url": format!("http://127.0.0.1:{port}/{repository}/releases/tag/{}", release.tag),
         "upload_url": format!("http://127.0.0.1:{port}/uploads/repos/{repository}/releases/{}/assets{{?name,label}}", release.id),
         "assets": assets,
     })
@@ -506,6 +506,24 @@ fn releases(
     repository: &str,
 ) -> Scripted {
     let not_found = || reply(404, json!({"message": "Not Found"}));
+    // The public download URLs of assets (what a links page points at).
+    if let Some(rest) = target.strip_prefix(&format!("/{repository}/releases/download/")) {
+        let (tag, name) = rest.split_once('/').unwrap_or_default();
+        let (tag, name) = (percent_decode(tag), percent_decode(name));
+        return match s
+            .releases
+            .iter()
+            .find(|r| r.tag == tag)
+            .and_then(|r| r.assets.get(&name))
+        {
+            Some(bytes) if method == "GET" || method == "HEAD" => Scripted {
+                status: 200,
+                headers: Vec::new(),
+                body: bytes.clone(),
+            },
+            _ => not_found(),
+        };
+    }
     if !authorised {
         return reply(401, json!({"message": "Bad credentials"}));
     }
@@ -520,7 +538,10 @@ fn releases(
                 .and_then(|(_, v)| v.parse::<usize>().ok())
                 .unwrap_or(default)
         };
-        let (per_page, page) = (number("per_page", 30).clamp(1, 100), number("page", 1).max(1));
+        let (per_page, page) = (
+            number("per_page", 30).clamp(1, 100),
+            number("page", 1).max(1),
+        );
         let listed: Vec<Value> = s
             .releases
             .iter()
@@ -544,7 +565,7 @@ fn releases(
             Some(bytes) => Scripted {
                 status: 200,
                 headers: vec![("Content-Type".into(), "application/octet-stream".into())],
-                body: String::from_utf8_lossy(&bytes).into_owned(),
+                body: bytes,
             },
             None => not_found(),
         };
@@ -558,7 +579,7 @@ fn releases(
                 true => Scripted {
                     status: 204,
                     headers: Vec::new(),
-                    body: String::new(),
+                    body: Vec::new(),
                 },
                 false => not_found(),
             };

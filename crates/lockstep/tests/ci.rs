@@ -1219,7 +1219,8 @@ fn runners_install_lockstep_from_its_release_pinned_by_hash() {
 }
 
 #[test]
-fn hosted_on_github_releases_the_publish_job_syncs_a_missed_cache_publishes_every_python_and_prunes() {
+fn hosted_on_github_releases_the_publish_job_syncs_a_missed_cache_publishes_every_python_and_prunes(
+) {
     let config = format!(
         "{FULL}[release]\nname = \"demo\"\nversion-base = \"0.3.0\"\nhosting = \"github-releases\"\nkeep = {{ snapshots = 30 }}\nbranches = [\"main\", \"release/0.2\"]\n\n[ci.release]\nschedule = \"0 5 * * *\"\n"
     );
@@ -1247,11 +1248,19 @@ fn hosted_on_github_releases_the_publish_job_syncs_a_missed_cache_publishes_ever
         "lockstep release publish wheelhouse-py3.11 wheelhouse-py3.12 --tag \"$TAG\" --github-release\n"
     );
     let sync = named("Rebuild the release store from the GitHub Releases");
-    assert_eq!(str_of(&sync["if"]), "steps.store.outputs.cache-matched-key == ''");
-    assert_eq!(str_of(&sync["run"]), "lockstep release sync --from-github\n");
+    assert_eq!(
+        str_of(&sync["if"]),
+        "steps.store.outputs.cache-matched-key == ''"
+    );
+    assert_eq!(
+        str_of(&sync["run"]),
+        "lockstep release sync --from-github\n"
+    );
     let names = step_names(publish);
     let at = |n: &str| names.iter().position(|s| s == n).unwrap();
-    assert!(at("Restore the release store") < at("Rebuild the release store from the GitHub Releases"));
+    assert!(
+        at("Restore the release store") < at("Rebuild the release store from the GitHub Releases")
+    );
     assert!(at("Rebuild the release store from the GitHub Releases") < at("Publish"));
     let prune = str_of(&named("Prune old snapshots ([release] keep)")["run"]);
     assert!(
@@ -1264,5 +1273,8 @@ fn hosted_on_github_releases_the_publish_job_syncs_a_missed_cache_publishes_ever
     // A branch name the script would have to quote is refused.
     let (p, _) = repo("", &config.replace("\"release/0.2\"", "\"x'; rm -rf /\""));
     let err = stderr(&p.run(&["ci", "generate"], 2));
-    assert!(err.contains("is not a branch name the release workflow fetches"), "{err}");
+    assert!(
+        err.contains("is not a branch name the release workflow fetches"),
+        "{err}"
+    );
 }

@@ -1531,7 +1531,8 @@ fn an_index_that_would_outgrow_pages_is_refused_naming_the_setting() {
     let house = built(&p, v);
     let err = stderr(&p.run(&["release", "publish", house.to_str().unwrap()], 2));
     assert!(
-        err.contains("over [release] pages-limit-mb = 0") && err.contains("hosting = \"github-releases\""),
+        err.contains("over [release] pages-limit-mb = 0")
+            && err.contains("hosting = \"github-releases\""),
         "{err}"
     );
     assert!(!p.path().join("release/index/files").join(v).exists());

@@ -197,39 +197,117 @@ fn hosted_on_github_releases_the_index_links_assets_and_sync_rebuilds_an_evicted
     for v in versions {
         let out = format!("wh-{v}");
         p.run(
-            &["pkg", "build", "--variant", "release", "--version", v, "--out", &out],
+            &[
+                "pkg",
+                "build",
+                "--variant",
+                "release",
+                "--version",
+                v,
+                "--out",
+                &out,
+            ],
             0,
         );
         git(&p.path(), &["tag", &format!("demo-{v}")]);
     }
 
     // Hosted on GitHub, a publish without its Release is refused first.
-    let out = publish(&p, &github, &["wh-3.14.0rc1", "--tag", "demo-3.14.0rc1"], true, 2);
-    assert!(stderr(&out).contains("needs --github-release"), "{}", stderr(&out));
+    let out = publish(
+        &p,
+        &github,
+        &["wh-3.14.0rc1", "--tag", "demo-3.14.0rc1"],
+        true,
+        2,
+    );
+    assert!(
+        stderr(&out).contains("needs --github-release"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!index.join("files").exists());
 
     for v in versions {
         let tag = format!("demo-{v}");
         let house = format!("wh-{v}");
-        publish(&p, &github, &[&house, "--tag", &tag, "--github-release"], true, 0);
+        publish(
+            &p,
+            &github,
+            &[&house, "--tag", &tag, "--github-release"],
+            true,
+            0,
+        );
         // The store keeps the record and the core metadata, not the files.
         let kept: Vec<String> = std::fs::read_dir(index.join("files").join(v))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert!(kept.iter().all(|n| n == "release.json" || n.ends_with(".metadata")), "{kept:?}");
-        let release = github.releases().into_iter().find(|r| r.tag == tag).expect("release");
+        assert!(
+            kept.iter()
+                .all(|n| n == "release.json" || n.ends_with(".metadata")),
+            "{kept:?}"
+        );
+        let release = github
+            .releases()
+            .into_iter()
+            .find(|r| r.tag == tag)
+            .expect("release");
         let assets: Vec<&String> = release.assets.keys().collect();
-        assert!(assets.iter().any(|n| n.ends_with(".whl.metadata")), "{assets:?}");
+        assert!(
+            assets.iter().any(|n| n.ends_with(".whl.metadata")),
+            "{assets:?}"
+        );
         assert!(release.assets.contains_key("release.json"), "{assets:?}");
     }
     let page = std::fs::read_to_string(index.join("simple/demo-pure/index.html")).unwrap();
     assert!(
-        page.contains("href=\"https://github.example/o/r/releases/download/demo-3.14.0rc1/demo_pure-3.14.0rc1-py3-none-any.whl#sha256="),
+        page.contains(&format!("href=\"{}/o/r/releases/download/demo-3.14.0rc1/demo_pure-3.14.0rc1-py3-none-any.whl#sha256=", github.url())),
         "{page}"
     );
     assert!(page.contains("data-core-metadata=\"sha256="), "{page}");
     let json_page = std::fs::read_to_string(index.join("simple/demo-pure/index.json")).unwrap();
+
+    // pip installs from the pages, the files coming from the Release (and
+    // the core metadata beside them).
+    let served = Served::start(&p);
+    let venv = p.root().join("pip-venv");
+    expect(
+        std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv),
+        0,
+    );
+    expect(
+        std::process::Command::new(venv.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args([
+                "--index-url",
+                &served.url(),
+                "demo-cext==3.14.0rc3",
+                "demo-pure==3.14.0rc3",
+            ])
+            .env_remove("PIP_FIND_LINKS")
+            .env("NO_PROXY", "127.0.0.1,localhost"),
+        0,
+    );
+    let log = served.stop();
+    assert!(log.contains("GET /simple/demo-cext/"), "{log}");
+    let downloads: Vec<String> = github
+        .requests()
+        .into_iter()
+        .filter(|r| r.target.contains("/releases/download/demo-3.14.0rc3/"))
+        .map(|r| r.target)
+        .collect();
+    assert!(
+        downloads.iter().any(|t| t.ends_with(".whl")),
+        "{downloads:?}"
+    );
 
     // The Actions cache evicted: the store comes back from the Releases.
     std::fs::remove_dir_all(&index).unwrap();
@@ -244,7 +322,11 @@ fn hosted_on_github_releases_the_index_links_assets_and_sync_rebuilds_an_evicted
     assert_eq!(json_again, json_page);
     let out = sync(&p, &github, 0);
     let synced: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert_eq!(synced["already_there"], serde_json::json!(versions), "{synced}");
+    assert_eq!(
+        synced["already_there"],
+        serde_json::json!(versions),
+        "{synced}"
+    );
 
     // Retention: the oldest snapshot leaves the store, the index and GitHub.
     let mut cmd = p.cmd(&["release", "prune", "--json"]);
@@ -253,13 +335,29 @@ fn hosted_on_github_releases_the_index_links_assets_and_sync_rebuilds_an_evicted
         .env("GITHUB_TOKEN", TOKEN);
     let pruned: serde_json::Value =
         serde_json::from_slice(&expect(&mut cmd, 0).stdout).expect("JSON");
-    assert_eq!(pruned["removed"], serde_json::json!(["3.14.0rc1"]), "{pruned}");
-    assert_eq!(pruned["releases_deleted"], serde_json::json!(["demo-3.14.0rc1"]), "{pruned}");
+    assert_eq!(
+        pruned["removed"],
+        serde_json::json!(["3.14.0rc1"]),
+        "{pruned}"
+    );
+    assert_eq!(
+        pruned["releases_deleted"],
+        serde_json::json!(["demo-3.14.0rc1"]),
+        "{pruned}"
+    );
     assert!(github.releases().iter().all(|r| r.tag != "demo-3.14.0rc1"));
     let page = std::fs::read_to_string(index.join("simple/demo-pure/index.html")).unwrap();
-    assert!(!page.contains("3.14.0rc1") && page.contains("3.14.0rc3"), "{page}");
-    let synced: serde_json::Value = serde_json::from_slice(&sync(&p, &github, 0).stdout).expect("JSON");
-    assert_eq!(synced["already_there"], serde_json::json!(versions[1..]), "{synced}");
+    assert!(
+        !page.contains("3.14.0rc1") && page.contains("3.14.0rc3"),
+        "{page}"
+    );
+    let synced: serde_json::Value =
+        serde_json::from_slice(&sync(&p, &github, 0).stdout).expect("JSON");
+    assert_eq!(
+        synced["already_there"],
+        serde_json::json!(versions[1..]),
+        "{synced}"
+    );
 
     // A Release whose wheel a person deleted: named, the store unchanged.
     assert!(github.delete_asset("demo-3.14.0rc2", "demo_pure-3.14.0rc2-py3-none-any.whl"));
@@ -267,7 +365,9 @@ fn hosted_on_github_releases_the_index_links_assets_and_sync_rebuilds_an_evicted
     let before = walk(&index);
     let err = stderr(&sync(&p, &github, 1));
     assert!(
-        err.contains("the GitHub Release demo-3.14.0rc2 lacks demo_pure-3.14.0rc2-py3-none-any.whl"),
+        err.contains(
+            "the GitHub Release demo-3.14.0rc2 lacks demo_pure-3.14.0rc2-py3-none-any.whl"
+        ),
         "{err}"
     );
     assert!(err.contains("nothing was changed"), "{err}");
