@@ -175,6 +175,9 @@ pub struct Build<'a> {
 pub struct Credentials {
     pub username: Option<String>,
     pub password: Option<String>,
+    /// No credentials: PyPI's trusted publishing (`--trusted-publishing
+    /// always`), the job's OIDC request variables handed to uv.
+    pub trusted: bool,
 }
 
 impl Uv {
@@ -490,21 +493,38 @@ impl Uv {
         let rest: Vec<String> = vec![
             "--no-progress".into(),
             "--trusted-publishing".into(),
-            "never".into(),
+            if credentials.trusted {
+                "always"
+            } else {
+                "never"
+            }
+            .into(),
             "--publish-url".into(),
             url.to_string(),
             file.to_string_lossy().into_owned(),
         ];
         let argv = self.uv(&["publish"], rest);
         let mut env = vec![("NO_COLOR".to_string(), "1".to_string())];
-        let user = match (&credentials.username, &credentials.password) {
-            (Some(user), _) => user.clone(),
-            (None, Some(_)) => "__token__".into(),
-            (None, None) => "anonymous".into(),
-        };
-        env.push(("UV_PUBLISH_USERNAME".into(), user));
-        if let Some(password) = &credentials.password {
-            env.push(("UV_PUBLISH_PASSWORD".into(), password.clone()));
+        if credentials.trusted {
+            // The one child that may ask GitHub for the job's OIDC token.
+            for var in [
+                "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+                "ACTIONS_ID_TOKEN_REQUEST_URL",
+            ] {
+                if let Ok(value) = std::env::var(var) {
+                    env.push((var.to_string(), value));
+                }
+            }
+        } else {
+            let user = match (&credentials.username, &credentials.password) {
+                (Some(user), _) => user.clone(),
+                (None, Some(_)) => "__token__".into(),
+                (None, None) => "anonymous".into(),
+            };
+            env.push(("UV_PUBLISH_USERNAME".into(), user));
+            if let Some(password) = &credentials.password {
+                env.push(("UV_PUBLISH_PASSWORD".into(), password.clone()));
+            }
         }
         let ran = policy::run(
             &self.policy,

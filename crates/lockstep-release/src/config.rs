@@ -46,6 +46,12 @@ pub struct ReleaseConfig {
     /// With `hosting = "pages"`: the largest index (store and pages) in MB
     /// that `release publish` makes; GitHub Pages refuses sites over 1 GB.
     pub pages_limit_mb: u64,
+    /// The tag of a final release (`release promote --tag`): `{version}`,
+    /// `{name}`.
+    pub final_tag: String,
+    /// The release branch `release promote --release-branch` creates at the
+    /// candidate's commit: `{major}`, `{minor}`, `{patch}`, `{version}`.
+    pub branch: String,
     /// Programs the GitHub Release also carries as standalone files, taken
     /// from the published wheels (`{ package, script }`: the wheel's
     /// `*.data/scripts/SCRIPT`), listed in its SHA256SUMS.
@@ -81,6 +87,8 @@ impl Default for ReleaseConfig {
             branches: vec!["main".into()],
             binaries: Vec::new(),
             hosting: Hosting::Pages,
+            final_tag: "v{version}".into(),
+            branch: "release/{major}.{minor}".into(),
             pages_limit_mb: DEFAULT_PAGES_LIMIT_MB,
         }
     }

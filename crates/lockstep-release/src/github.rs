@@ -19,6 +19,7 @@ use lockstep_github::{Client, Repo};
 use serde::Serialize;
 
 use crate::config::{BinaryConfig, Hosting};
+use crate::settings::Settings;
 use crate::store;
 
 /// The checksum file's asset name.
@@ -111,14 +112,13 @@ impl Target {
     /// `version` in the store under `index`.
     pub fn publish(
         &self,
-        index: &Path,
+        settings: &Settings,
         version: &str,
         channel: Option<&str>,
         source: Option<&str>,
-        binaries: &[BinaryConfig],
-        hosting: Hosting,
         sink: &dyn Sink,
     ) -> Result<GithubRelease, Error> {
+        let (index, binaries, hosting) = (&settings.index, &settings.binaries, settings.hosting);
         if version.contains('+') {
             // GitHub renames asset names with `+`: SHA256SUMS would not match them.
             return Err(Error::usage(format!(

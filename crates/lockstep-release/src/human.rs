@@ -104,6 +104,38 @@ pub fn promoted(p: &Promoted) -> String {
     format!("promoted {} to {}: {}\n", p.from, p.to, p.wheels.join(" "))
 }
 
+/// `release promote` with what it shipped.
+pub fn shipped(s: &crate::final_release::Shipped) -> String {
+    use crate::final_release::RefOutcome;
+    let mut text = promoted(&s.promoted);
+    let said = |o: Option<RefOutcome>| match o {
+        Some(RefOutcome::Created) => "created",
+        Some(RefOutcome::AlreadyThere) => "already there",
+        None => "not made",
+    };
+    if let Some(tag) = &s.tag {
+        text.push_str(&format!("tag {tag}: {}\n", said(s.tag_outcome)));
+    }
+    if let Some(g) = &s.github_release {
+        text.push_str(&format!(
+            "GitHub Release {}: {} uploaded, {} already there\n",
+            g.tag,
+            g.uploaded.len(),
+            g.already_there.len()
+        ));
+    }
+    if let Some(branch) = &s.branch {
+        text.push_str(&format!(
+            "release branch {branch}: {}\n",
+            said(s.branch_outcome)
+        ));
+    }
+    if let Some(out) = &s.out {
+        text.push_str(&format!("final files copied to {}\n", out.display()));
+    }
+    text
+}
+
 /// `release prune` (`--dry-run`, `--yank`).
 pub fn pruned(p: &Pruned, dry_run: bool, yank: bool) -> String {
     let verb = match (dry_run, yank) {
@@ -154,4 +186,15 @@ pub fn synced(s: &crate::sync::Synced, index: &Path) -> String {
         ));
     }
     text
+}
+
+/// `release upload`.
+pub fn uploaded(r: &crate::upload::UploadReport) -> String {
+    let sent = r.files.iter().filter(|f| f.uploaded).count();
+    format!(
+        "{} to {}: {sent} uploaded, {} already there\n",
+        count(r.files.len(), "file", "files"),
+        r.url,
+        r.files.len() - sent
+    )
 }

@@ -10,6 +10,7 @@
 pub mod bump;
 pub mod config;
 pub mod cut;
+pub mod final_release;
 pub mod github;
 pub mod human;
 pub mod index;

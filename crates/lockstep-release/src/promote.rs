@@ -40,13 +40,35 @@ pub fn promote_and_upload(
     repo: Option<&Path>,
     sink: &dyn lockstep_core::events::Sink,
 ) -> Result<Promoted, Error> {
+    promote_tagged(index, from, to, None, rewrite_stamps, upload, repo, sink)
+}
+
+/// [`promote_and_upload`], the final's record naming `tag`.
+#[allow(clippy::too_many_arguments)]
+pub fn promote_tagged(
+    index: &Path,
+    from: &str,
+    to: &str,
+    tag: Option<&str>,
+    rewrite_stamps: bool,
+    upload: Option<(&str, &lockstep_python::uv::Uv)>,
+    repo: Option<&Path>,
+    sink: &dyn lockstep_core::events::Sink,
+) -> Result<Promoted, Error> {
     if let Some((url, _)) = upload {
         crate::upload::check_url(url)?;
     }
     if let Some(repo) = repo {
         check_stable_gate(index, from, repo, sink)?;
     }
-    let promoted = promote(index, from, to, rewrite_stamps, &crate::publish::work_dir())?;
+    let promoted = promote(
+        index,
+        from,
+        to,
+        tag,
+        rewrite_stamps,
+        &crate::publish::work_dir(),
+    )?;
     if let Some((url, uv)) = upload {
         let dir = index.join(store::FILES).join(to);
         let record = store::load_or_scan(&dir)?;
@@ -123,6 +145,7 @@ pub fn promote(
     index: &Path,
     from: &str,
     to: &str,
+    tag: Option<&str>,
     rewrite_stamps: bool,
     work: &Path,
 ) -> Result<Promoted, Error> {
@@ -180,7 +203,7 @@ pub fn promote(
     }
     let release = Release {
         version: to.to_string(),
-        tag: None,
+        tag: tag.map(str::to_string),
         channel: Some("final".into()),
         source: candidate.source.clone(),
         pins: candidate.pins.clone(),

@@ -82,12 +82,10 @@ pub fn publish_release(p: Publication, sink: &dyn Sink) -> Result<PublishReport,
     )?;
     let github_release = match p.github {
         Some(target) => Some(target.publish(
-            &p.settings.index,
+            p.settings,
             &published.version,
             channel.as_deref(),
             source.as_deref(),
-            &p.settings.binaries,
-            p.settings.hosting,
             sink,
         )?),
         None => None,

@@ -349,15 +349,27 @@ pub fn save(dir: &Path, release: &Release) -> Result<(), Error> {
 /// that were new. Nothing is added unless every file can be.
 pub fn add(index: &Path, release: &Release, wheels: &[PathBuf]) -> Result<Vec<String>, Error> {
     let dir = index.join(FILES).join(&release.version);
+    // A version hosted elsewhere keeps only its record: what it lists is there.
+    let recorded: BTreeMap<String, String> = match dir.join(RELEASE_JSON).is_file() {
+        true => load_or_scan(&dir)?
+            .files
+            .into_iter()
+            .map(|f| (f.filename, f.sha256))
+            .collect(),
+        false => BTreeMap::new(),
+    };
     // Check every name first: a different file under an existing name is refused.
     let mut new = Vec::new();
     for wheel in wheels {
         let name = lockstep_core::fs::file_name(wheel);
         let existing = dir.join(&name);
-        if existing.exists() {
-            if lockstep_core::hash::sha256_file(&existing)?
-                != lockstep_core::hash::sha256_file(wheel)?
-            {
+        let have = match (existing.exists(), recorded.get(&name)) {
+            (true, _) => Some(lockstep_core::hash::sha256_file(&existing)?),
+            (false, Some(sha256)) => Some(sha256.clone()),
+            (false, None) => None,
+        };
+        if let Some(have) = have {
+            if have != lockstep_core::hash::sha256_file(wheel)? {
                 return Err(Error::usage(format!(
                     "{name} is already released with different bytes"
                 ))

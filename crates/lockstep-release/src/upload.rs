@@ -42,19 +42,85 @@ pub fn upload(uv: &Uv, url: &str, wheel: &Path) -> Result<Uploaded, Error> {
             "{file_name} is not a wheel or an sdist"
         )));
     }
-    uv.publish(url, wheel, &credentials())
+    uv.publish(url, wheel, &credentials(false))
+}
+
+/// Every wheel and sdist directly in `dir` (in name order) to `url`:
+/// `lockstep release upload`. With `trusted` and no credentials in the
+/// environment, PyPI's trusted publishing (a GitHub job with `id-token:
+/// write`); credentials, when set, win (a token to a private index).
+pub fn upload_dir(
+    uv: &Uv,
+    url: &str,
+    dir: &Path,
+    trusted: bool,
+    sink: &dyn lockstep_core::events::Sink,
+) -> Result<UploadReport, Error> {
+    check_url(url)?;
+    let mut files: Vec<std::path::PathBuf> = fs_err::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let name = lockstep_core::fs::file_name(p);
+            WheelName::parse(&name).is_some() || SdistName::parse(&name).is_some()
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(
+            Error::usage(format!("{} holds no wheel or sdist", dir.display()))
+                .hint("give the directory `release promote --copy-to DIR` wrote"),
+        );
+    }
+    let credentials = credentials(trusted);
+    let mut done = Vec::new();
+    for file in files {
+        let name = lockstep_core::fs::file_name(&file);
+        sink.note(format!("uploading {name} to {}", without_userinfo(url)));
+        let sent = uv.publish(url, &file, &credentials)?;
+        if sent == Uploaded::AlreadyThere {
+            sink.note(format!(
+                "{name} is on the server already: skipped (released files are immutable)"
+            ));
+        }
+        done.push(UploadedFile {
+            file: name,
+            uploaded: sent == Uploaded::Sent,
+        });
+    }
+    Ok(UploadReport {
+        url: without_userinfo(url),
+        files: done,
+    })
+}
+
+/// `release upload --json`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct UploadReport {
+    pub url: String,
+    pub files: Vec<UploadedFile>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct UploadedFile {
+    pub file: String,
+    /// False: the server had it already (skipped).
+    pub uploaded: bool,
 }
 
 /// `$TWINE_USERNAME` / `$TWINE_PASSWORD`, else uv's own variables
-/// (`$UV_PUBLISH_TOKEN` counts as a password).
-fn credentials() -> Credentials {
+/// (`$UV_PUBLISH_TOKEN` counts as a password); trusted publishing only when
+/// asked for and none is set.
+fn credentials(trusted: bool) -> Credentials {
     let var = |names: &[&str]| {
         names
             .iter()
             .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()))
     };
+    let username = var(&["TWINE_USERNAME", "UV_PUBLISH_USERNAME"]);
+    let password = var(&["TWINE_PASSWORD", "UV_PUBLISH_PASSWORD", "UV_PUBLISH_TOKEN"]);
     Credentials {
-        username: var(&["TWINE_USERNAME", "UV_PUBLISH_USERNAME"]),
-        password: var(&["TWINE_PASSWORD", "UV_PUBLISH_PASSWORD", "UV_PUBLISH_TOKEN"]),
+        trusted: trusted && username.is_none() && password.is_none(),
+        username,
+        password,
     }
 }

@@ -379,15 +379,47 @@ pub enum Release {
     Promote {
         /// The published version to promote (a snapshot or candidate, e.g. 3.14.0rc2026112501).
         version: String,
-        /// The final version.
+        /// The final version (default: VERSION's release segment, 3.14.0rc2026112501 -> 3.14.0).
         #[arg(long, value_name = "FINAL")]
-        to: String,
+        to: Option<String>,
         /// Also rewrite text files that still hold the old version (listed either way).
         #[arg(long)]
         rewrite_stamps: bool,
         /// Then upload the final wheels with the standard upload API (twine's; $TWINE_USERNAME/$TWINE_PASSWORD).
         #[arg(long, value_name = "URL")]
         upload: Option<String>,
+        /// Tag the final ([release] final-tag, default v{version}) at the candidate's source commit and push the tag.
+        #[arg(long)]
+        tag: bool,
+        /// Create the final's GitHub Release (not a prerelease) with its files (implies --tag; $GITHUB_TOKEN).
+        #[arg(long)]
+        github_release: bool,
+        /// Create the release branch ([release] branch, default release/{major}.{minor}) at the candidate's commit unless it exists.
+        #[arg(long)]
+        release_branch: bool,
+        /// Copy the final files into DIR (for a job that uploads them).
+        #[arg(long, value_name = "DIR")]
+        copy_to: Option<PathBuf>,
+        /// The remote the tag and branch are pushed to.
+        #[arg(long, default_value = "origin", value_name = "NAME")]
+        remote: String,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Upload every wheel and sdist in DIR (what `promote --copy-to` wrote) to a package index: PyPI's trusted publishing on GitHub Actions, or a token.
+    Upload {
+        /// The directory of files.
+        dir: PathBuf,
+        /// The upload endpoint.
+        #[arg(
+            long,
+            value_name = "URL",
+            default_value = "https://upload.pypi.org/legacy/"
+        )]
+        url: String,
+        /// Without credentials in the environment ($TWINE_PASSWORD, $UV_PUBLISH_TOKEN), use trusted publishing (a job with id-token: write).
+        #[arg(long)]
+        trusted_publishing: bool,
         #[command(flatten)]
         json: Json,
     },

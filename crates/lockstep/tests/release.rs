@@ -757,7 +757,7 @@ fn promote_rewrites_the_wheels_deterministically_and_pip_sees_only_the_final() {
     let err = stderr(&p.run(&["release", "promote", rc, "--to", "3.13.0"], 2));
     assert!(err.contains("does not sort above"), "{err}");
     let err = stderr(&p.run(&["release", "promote", "9.9.9rc1", "--to", "9.9.9"], 2));
-    assert!(err.contains("is not in the release store"), "{err}");
+    assert!(err.contains("is not a published version"), "{err}");
 }
 
 #[test]
@@ -1055,8 +1055,65 @@ fn promote_uploads_to_a_real_pypiserver_that_pip_installs_from() {
         err.contains("demo_pure-3.14.0-py3-none-any.whl is on the server already: skipped"),
         "{err}"
     );
+
+    // The CI's upload job: what `promote --copy-to` wrote, with a token
+    // (trusted publishing is asked for, and the token wins).
+    p.run(
+        &[
+            "release",
+            "promote",
+            rc,
+            "--to",
+            "3.14.1",
+            "--copy-to",
+            "final",
+        ],
+        0,
+    );
+    let mut cmd = p.cmd(&[
+        "release",
+        "upload",
+        "final",
+        "--url",
+        &url,
+        "--trusted-publishing",
+        "--json",
+    ]);
+    cmd.env("UV_PUBLISH_TOKEN", "pypi-loopback-token");
+    let sent: serde_json::Value = serde_json::from_slice(&expect(&mut cmd, 0).stdout).unwrap();
+    let sent = sent["files"].as_array().unwrap();
+    assert!(
+        sent.len() >= 2 && sent.iter().all(|f| f["uploaded"] == true),
+        "{sent:?}"
+    );
+    let out = pip_install(&venv, &format!("{url}simple/"), &["demo-pure==3.14.1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(installed(&venv, "demo-pure"), "3.14.1");
     let _ = server.kill();
     let _ = server.wait();
+
+    // An index that refuses the upload: its status and words, exit 1.
+    let refusing = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let refused_url = format!("http://{}/legacy/", refusing.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut stream in refusing.incoming().flatten() {
+            let mut buf = [0u8; 65536];
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_millis(500)));
+            while stream.read(&mut buf).map(|n| n > 0).unwrap_or(false) {}
+            let body = "Invalid or non-existent authentication information.";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let mut cmd = p.cmd(&["release", "upload", "final", "--url", &refused_url]);
+    cmd.env("UV_PUBLISH_TOKEN", "pypi-wrong-token");
+    let err = stderr(&expect(&mut cmd, 1));
+    assert!(err.contains("HTTP 403"), "{err}");
+    assert!(!err.contains("pypi-wrong-token"), "{err}");
 }
 
 #[test]

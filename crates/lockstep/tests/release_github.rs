@@ -374,3 +374,157 @@ fn hosted_on_github_releases_the_index_links_assets_and_sync_rebuilds_an_evicted
     assert!(!index.join("files/3.14.0rc2").exists());
     assert_eq!(walk(&index), before);
 }
+
+#[test]
+fn a_final_is_promoted_tagged_released_and_branched_from_a_hosted_candidate() {
+    let p = Project::new();
+    lockstep_sandbox::packages::create(
+        &p.path(),
+        "3.14.0",
+        "\n[release]\nname = \"demo\"\nversion-base = \"3.14.0\"\nhosting = \"github-releases\"\n",
+    )
+    .expect("fixture");
+    let github = FakeGithub::start("o/r", TOKEN).expect("loopback GitHub");
+    let origin = p.root().join("origin.git");
+    git(
+        p.root(),
+        &["init", "-q", "--bare", origin.to_str().unwrap()],
+    );
+    git(
+        &p.path(),
+        &["remote", "add", "origin", origin.to_str().unwrap()],
+    );
+    git(&p.path(), &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    let head = git(&p.path(), &["rev-parse", "HEAD"]).trim().to_string();
+    let index = p.path().join("release/index");
+    for v in ["3.14.0rc1", "3.14.0rc2"] {
+        let out = format!("wh-{v}");
+        p.run(
+            &[
+                "pkg",
+                "build",
+                "--variant",
+                "release",
+                "--version",
+                v,
+                "--out",
+                &out,
+            ],
+            0,
+        );
+        git(&p.path(), &["tag", &format!("demo-{v}")]);
+        publish(
+            &p,
+            &github,
+            &[&out, "--tag", &format!("demo-{v}"), "--github-release"],
+            true,
+            0,
+        );
+    }
+    let promote = |args: &[&str], code: i32| {
+        let mut all = vec!["release", "promote"];
+        all.extend_from_slice(args);
+        let mut cmd = p.cmd(&all);
+        cmd.env("GITHUB_API_URL", github.url())
+            .env("GITHUB_REPOSITORY", "o/r")
+            .env("GITHUB_TOKEN", TOKEN);
+        expect(&mut cmd, code)
+    };
+
+    // Refused before anything: unknown, yanked, hosted without a Release.
+    let err = stderr(&promote(&["3.14.0rc9", "--github-release"], 2));
+    assert!(
+        err.contains("3.14.0rc9 is not a published version"),
+        "{err}"
+    );
+    p.run(
+        &["release", "yank", "3.14.0rc2", "--reason", "broken runtime"],
+        0,
+    );
+    let err = stderr(&promote(&["3.14.0rc2", "--github-release"], 2));
+    assert!(err.contains("3.14.0rc2 is yanked: broken runtime"), "{err}");
+    let err = stderr(&promote(&["3.14.0rc1"], 2));
+    assert!(err.contains("promote needs --github-release"), "{err}");
+    assert!(!index.join("files/3.14.0").exists());
+
+    let args = [
+        "3.14.0rc1",
+        "--github-release",
+        "--release-branch",
+        "--copy-to",
+        "final",
+        "--json",
+    ];
+    let shipped: serde_json::Value =
+        serde_json::from_slice(&promote(&args, 0).stdout).expect("JSON");
+    assert_eq!(shipped["to"], "3.14.0", "{shipped}");
+    assert_eq!(shipped["tag"], "v3.14.0");
+    assert_eq!(shipped["tag_outcome"], "created");
+    assert_eq!(shipped["branch"], "release/3.14");
+    assert_eq!(shipped["branch_outcome"], "created");
+    // The tag and the branch at the candidate's commit, on origin.
+    let tag_at = git(&origin, &["rev-parse", "v3.14.0^{commit}"]);
+    assert_eq!(tag_at.trim(), head);
+    assert_eq!(git(&origin, &["rev-parse", "release/3.14"]).trim(), head);
+    // A GitHub Release that is not a prerelease, with the final files.
+    let release = github
+        .releases()
+        .into_iter()
+        .find(|r| r.tag == "v3.14.0")
+        .expect("the final's Release");
+    assert!(!release.prerelease);
+    let finals: Vec<String> = std::fs::read_dir(p.path().join("final"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        finals.iter().any(|f| f.starts_with("demo_pure-3.14.0-")),
+        "{finals:?}"
+    );
+    for file in &finals {
+        assert!(
+            release.assets.contains_key(file),
+            "{file} not on the Release"
+        );
+    }
+    // The index links the final's assets; the store keeps records only.
+    let page = std::fs::read_to_string(index.join("simple/demo-pure/index.html")).unwrap();
+    assert!(
+        page.contains("/releases/download/v3.14.0/demo_pure-3.14.0-py3-none-any.whl#sha256="),
+        "{page}"
+    );
+    for v in ["3.14.0", "3.14.0rc1"] {
+        let kept: Vec<String> = std::fs::read_dir(index.join("files").join(v))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            kept.iter()
+                .all(|n| n == "release.json" || n.ends_with(".metadata")),
+            "{v}: {kept:?}"
+        );
+    }
+
+    // A rerun completes nothing new and moves nothing.
+    let again: serde_json::Value = serde_json::from_slice(&promote(&args, 0).stdout).expect("JSON");
+    assert_eq!(again["tag_outcome"], "already-there", "{again}");
+    assert_eq!(again["branch_outcome"], "already-there");
+    assert_eq!(
+        again["github_release"]["uploaded"].as_array().map(Vec::len),
+        Some(0),
+        "{again}"
+    );
+
+    // A final tag already at another commit is refused before anything is
+    // written.
+    write(&p.path().join("NOTES.md"), "later\n");
+    commit_as_tester(&p.path(), "Later", true);
+    git(&p.path(), &["tag", "v3.14.5"]);
+    git(&p.path(), &["push", "-q", "origin", "v3.14.5"]);
+    let err = stderr(&promote(
+        &["3.14.0rc1", "--to", "3.14.5", "--github-release"],
+        2,
+    ));
+    assert!(err.contains("tag v3.14.5 exists on `origin` at"), "{err}");
+    assert!(!index.join("files/3.14.5").exists());
+}

@@ -128,22 +128,53 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             to,
             rewrite_stamps,
             upload,
+            tag,
+            github_release,
+            release_branch,
+            copy_to,
+            remote,
             ..
         } => {
             let uv = match &upload {
                 Some(_) => Some(super::pkg::find_uv(ctx)?),
                 None => None,
             };
-            let promoted = lockstep_release::promote::promote_and_upload(
-                &settings.index,
-                &version,
-                &to,
-                rewrite_stamps,
-                upload.as_deref().zip(uv.as_ref()),
-                Some(root),
+            let out = copy_to.map(|o| ctx.cwd.join(o));
+            let shipped = lockstep_release::final_release::ship(
+                &lockstep_release::final_release::Ship {
+                    settings: &settings,
+                    final_tag: &release.final_tag,
+                    branch_template: &release.branch,
+                    from: &version,
+                    to: to.as_deref(),
+                    rewrite_stamps,
+                    tag,
+                    github_release,
+                    release_branch,
+                    out,
+                    remote: &remote,
+                    root,
+                    upload: upload.as_deref().zip(uv.as_ref()),
+                },
                 ctx.sink(),
             )?;
-            ctx.show(&promoted, human::promoted)
+            ctx.show(&shipped, human::shipped)
+        }
+        cli::Release::Upload {
+            dir,
+            url,
+            trusted_publishing,
+            ..
+        } => {
+            let uv = super::pkg::find_uv(ctx)?;
+            let report = lockstep_release::upload::upload_dir(
+                &uv,
+                &url,
+                &ctx.cwd.join(dir),
+                trusted_publishing,
+                ctx.sink(),
+            )?;
+            ctx.show(&report, human::uploaded)
         }
         cli::Release::Prune { yank, dry_run, .. } => {
             let repo = lockstep_release::open_repo(&ctx.cwd).ok();
