@@ -348,6 +348,7 @@ pub fn ship(req: &Ship, sink: &dyn lockstep_core::events::Sink) -> Result<Shippe
         Some(to) => to.to_string(),
         None => final_of(req.from)?,
     };
+    crate::promote::check_versions(req.from, &to)?;
     let hosted = req.settings.hosting == Hosting::GithubReleases;
     if hosted && !req.github_release {
         return Err(Error::usage(

@@ -140,15 +140,8 @@ fn check_stable_gate(
     Err(err.hint("nothing was promoted: fix what the mark names, clear it (`lockstep integrate mark --stable`), cut and publish a new candidate, and promote that"))
 }
 
-/// Promotes `from` in the store under `index` to `to`.
-pub fn promote(
-    index: &Path,
-    from: &str,
-    to: &str,
-    tag: Option<&str>,
-    rewrite_stamps: bool,
-    work: &Path,
-) -> Result<Promoted, Error> {
+/// `to` is a final version: not local, sorting above `from`.
+pub fn check_versions(from: &str, to: &str) -> Result<(), Error> {
     let final_version = lockstep_python::wheel::check_stamp_version("--to", to)?;
     if !final_version.local().is_empty() {
         return Err(Error::usage(format!("--to {to} is a local version"))
@@ -162,6 +155,19 @@ pub fn promote(
             ),
         );
     }
+    Ok(())
+}
+
+/// Promotes `from` in the store under `index` to `to`.
+pub fn promote(
+    index: &Path,
+    from: &str,
+    to: &str,
+    tag: Option<&str>,
+    rewrite_stamps: bool,
+    work: &Path,
+) -> Result<Promoted, Error> {
+    check_versions(from, to)?;
     let dir = index.join(store::FILES).join(from);
     if !dir.join(store::RELEASE_JSON).is_file() {
         return Err(Error::usage(format!("{from} is not in the release store"))
