@@ -50,12 +50,21 @@ pub(crate) fn job_level_contexts(
     needs: &Map<String, Value>,
 ) -> Map<String, Value> {
     let cfg = run.cfg;
-    let mut secrets = Map::new();
+    let mut secrets: Map<String, Value> = cfg
+        .secrets
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
     secrets.insert("GITHUB_TOKEN".into(), Value::String(cfg.token.clone()));
+    let vars: Map<String, Value> = cfg
+        .vars
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
     let mut m = Map::new();
     m.insert("github".into(), github_context(run, job_id, None));
     m.insert("inputs".into(), Value::Object(run.inputs.clone()));
-    m.insert("vars".into(), json!({}));
+    m.insert("vars".into(), Value::Object(vars));
     m.insert("secrets".into(), Value::Object(secrets));
     m.insert("needs".into(), Value::Object(needs.clone()));
     m

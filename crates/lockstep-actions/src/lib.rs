@@ -65,6 +65,10 @@ pub struct RunnerConfig {
     pub pythons: Vec<PathBuf>,
     /// Extra environment for every step (after the runner's defaults).
     pub env: BTreeMap<String, String>,
+    /// The repository's secrets (`secrets.NAME`; `GITHUB_TOKEN` is `token`).
+    pub secrets: BTreeMap<String, String>,
+    /// The repository's configuration variables (`vars.NAME`).
+    pub vars: BTreeMap<String, String>,
     /// Jobs (matrix cells) run at once.
     pub max_parallel: usize,
 }

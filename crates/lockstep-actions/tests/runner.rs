@@ -70,6 +70,8 @@ fn config(tmp: &Path) -> RunnerConfig {
         pages_url: "https://octo.example/proj/".into(),
         pythons: Vec::new(),
         env: BTreeMap::from([("SHARED_SETTING".to_string(), "from-cfg".to_string())]),
+        secrets: BTreeMap::new(),
+        vars: BTreeMap::new(),
         max_parallel: 2,
     }
 }

@@ -82,6 +82,9 @@ pub struct CiReleaseConfig {
     pub pages: bool,
     /// Create a GitHub Release per cut with its files and SHA256SUMS.
     pub github_release: bool,
+    /// A manual `promote` run uploads the final to PyPI (trusted publishing,
+    /// environment `pypi`).
+    pub pypi: bool,
     /// Minutes the cut and publish jobs may take.
     pub timeout_minutes: u32,
 }
@@ -93,6 +96,7 @@ impl Default for CiReleaseConfig {
             channel: "snapshot".into(),
             pages: true,
             github_release: true,
+            pypi: true,
             timeout_minutes: 60,
         }
     }

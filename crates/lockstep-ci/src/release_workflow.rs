@@ -32,6 +32,30 @@ pub const FILE: &str = "lockstep-release.yml";
 /// The expression every job after `cut` runs under.
 const WHEN_CUT: &str = "needs.cut.outputs.cut == 'true'";
 
+/// A scheduled run, or a manual one without `promote`.
+const WHEN_NOT_PROMOTING: &str = "inputs.promote == '' || inputs.promote == null";
+
+/// A manual run asked to promote.
+const WHEN_PROMOTING: &str = "inputs.promote != '' && inputs.promote != null";
+
+/// The artifact the promote job hands to the PyPI job.
+pub const FINAL_ARTIFACT: &str = "final-dist";
+
+/// Reads `release promote --json` into the step's outputs and the summary.
+const PROMOTE_OUTPUTS: &str = r###"python3 - "$RUNNER_TEMP/promote.json" <<'EOF'
+import json
+import os
+import sys
+
+done = json.load(open(sys.argv[1], encoding="utf-8"))
+with open(os.environ["GITHUB_OUTPUT"], "a", encoding="utf-8") as out:
+    out.write(f"version={done['to']}\n")
+    out.write(f"tag={done.get('tag', '')}\n")
+with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as summary:
+    summary.write(f"Promoted {done['from']} to {done['to']} (tag {done.get('tag')}, branch {done.get('branch')})\n")
+EOF
+"###;
+
 /// Reads `release cut --json` (in `$RUNNER_TEMP/cut.json`) into the step's
 /// outputs and the run's summary.
 const CUT_OUTPUTS: &str = r###"python3 - "$RUNNER_TEMP/cut.json" <<'EOF'
@@ -73,6 +97,10 @@ pub fn workflow(plan: &Plan, stage: &ReleaseStage) -> Node {
         tested.push(id);
     }
     jobs.push(("publish".to_string(), publish_job(plan, stage, &tested)));
+    jobs.push(("promote".to_string(), promote_job(plan, stage)));
+    if stage.pypi {
+        jobs.push(("pypi".to_string(), pypi_job(plan)));
+    }
     if stage.pages {
         jobs.push(("deploy".to_string(), deploy_job(plan)));
     }
@@ -123,6 +151,30 @@ fn triggers(stage: &ReleaseStage) -> Node {
                             (
                                 "description",
                                 s("The release being prepared (X.Y.Z); empty: [release] version-base"),
+                            ),
+                            ("type", s("string")),
+                            ("required", Node::Bool(false)),
+                            ("default", s("")),
+                        ]),
+                    ),
+                    (
+                        "promote",
+                        map([
+                            (
+                                "description",
+                                s("Instead of a cut: promote this published candidate to a final (tag, GitHub Release, release branch, PyPI)"),
+                            ),
+                            ("type", s("string")),
+                            ("required", Node::Bool(false)),
+                            ("default", s("")),
+                        ]),
+                    ),
+                    (
+                        "final",
+                        map([
+                            (
+                                "description",
+                                s("The final version of a promote; empty: the candidate's X.Y.Z"),
                             ),
                             ("type", s("string")),
                             ("required", Node::Bool(false)),
@@ -201,6 +253,8 @@ fn cut_job(plan: &Plan, stage: &ReleaseStage) -> Node {
                 "cut"
             }),
         ),
+        // A manual run that promotes cuts nothing.
+        ("if".into(), s(WHEN_NOT_PROMOTING)),
         ("runs-on".into(), runs_on(&plan.build_runs_on)),
         (
             "timeout-minutes".into(),
@@ -264,24 +318,7 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
         ));
     }
     let index = workspace_path(plan, &stage.index);
-    steps.push(step(
-        "Restore the release store",
-        vec![
-            ("id", s("store")),
-            ("uses", uses(plan, actions::CACHE)),
-            (
-                "with",
-                with(vec![
-                    ("path", s(index.clone())),
-                    ("key", s("lockstep-release-store-${{ github.run_id }}")),
-                    (
-                        "restore-keys",
-                        Node::Block("lockstep-release-store-\n".into()),
-                    ),
-                ]),
-            ),
-        ],
-    ));
+    steps.extend(restore_store(plan, stage, &index));
     let github_release = if stage.github_release {
         " --github-release"
     } else {
@@ -299,25 +336,6 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
         "lockstep release publish {} --tag \"$TAG\"{github_release}\n",
         houses.join(" ")
     );
-    if stage.hosted_on_github {
-        // The cache is only a copy: evicted (7 days unused, 10 GB), the
-        // store comes back from the Releases, so no snapshot drops out of
-        // the index.
-        steps.push(step(
-            "Rebuild the release store from the GitHub Releases",
-            vec![
-                ("if", s("steps.store.outputs.cache-matched-key == ''")),
-                (
-                    "env",
-                    with(vec![("GITHUB_TOKEN", s("${{ github.token }}"))]),
-                ),
-                (
-                    "run",
-                    Node::Block("lockstep release sync --from-github\n".into()),
-                ),
-            ],
-        ));
-    }
     let mut env = vec![("TAG", s("${{ needs.cut.outputs.tag }}"))];
     if stage.github_release {
         env.push(("GITHUB_TOKEN", s("${{ github.token }}")));
@@ -328,24 +346,36 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
     ));
     if stage.prunes {
         // Prune keeps whatever a branch's manifests and pins name: the
-        // checkout is one commit, so the branches are fetched first.
-        let mut script = String::from(GIT_AUTH);
+        // checkout is one commit, so the branches are fetched first, in a
+        // step of their own (the credential never reaches lockstep).
+        let mut fetch = String::from(GIT_AUTH);
         for branch in &stage.branches {
-            script.push_str(&format!(
+            fetch.push_str(&format!(
                 "git fetch --no-tags --depth=1 origin '+refs/heads/{branch}:refs/remotes/origin/{branch}'\n"
             ));
         }
-        script.push_str("lockstep release prune\n");
         steps.push(step(
-            "Prune old snapshots ([release] keep)",
+            "Fetch the release branches",
             vec![
                 (
                     "env",
                     with(vec![("GITHUB_TOKEN", s("${{ github.token }}"))]),
                 ),
-                ("run", Node::Block(script)),
+                ("run", Node::Block(fetch)),
             ],
         ));
+        let mut prune = vec![("run", Node::Block("lockstep release prune\n".into()))];
+        if stage.hosted_on_github {
+            // Deletes the pruned snapshots' Releases.
+            prune.insert(
+                0,
+                (
+                    "env",
+                    with(vec![("GITHUB_TOKEN", s("${{ github.token }}"))]),
+                ),
+            );
+        }
+        steps.push(step("Prune old snapshots ([release] keep)", prune));
     }
     if stage.pages {
         steps.push(step(
@@ -379,12 +409,213 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
     ])
 }
 
+/// The release store from the Actions cache (the newest entry), and from
+/// the GitHub Releases when hosted there and the cache had none: the cache
+/// is only a copy (evicted after 7 days unused, or over 10 GB), so no
+/// snapshot drops out of the index.
+fn restore_store(plan: &Plan, stage: &ReleaseStage, index: &str) -> Vec<Node> {
+    let mut steps = vec![step(
+        "Restore the release store",
+        vec![
+            ("id", s("store")),
+            ("uses", uses(plan, actions::CACHE)),
+            (
+                "with",
+                with(vec![
+                    ("path", s(index)),
+                    ("key", s("lockstep-release-store-${{ github.run_id }}")),
+                    (
+                        "restore-keys",
+                        Node::Block("lockstep-release-store-\n".into()),
+                    ),
+                ]),
+            ),
+        ],
+    )];
+    if stage.hosted_on_github {
+        steps.push(step(
+            "Rebuild the release store from the GitHub Releases",
+            vec![
+                ("if", s("steps.store.outputs.cache-matched-key == ''")),
+                (
+                    "env",
+                    with(vec![("GITHUB_TOKEN", s("${{ github.token }}"))]),
+                ),
+                (
+                    "run",
+                    Node::Block("lockstep release sync --from-github\n".into()),
+                ),
+            ],
+        ));
+    }
+    steps
+}
+
+/// Promotes a published candidate to a final (a manual run with the
+/// `promote` input): the store restored (and rebuilt from the Releases when
+/// hosted there and the cache missed), `release promote` with the tag, the
+/// GitHub Release and the release branch, the final files handed to the
+/// PyPI job, the index to Pages.
+fn promote_job(plan: &Plan, stage: &ReleaseStage) -> Node {
+    let mut steps = vec![
+        checkout_at(plan, None, true),
+        setup_python(plan, &plan.test_python),
+    ];
+    steps.extend(install_lockstep(plan, &plan.build_runs_on));
+    let index = workspace_path(plan, &stage.index);
+    steps.extend(restore_store(plan, stage, &index));
+    let github_release = if stage.github_release {
+        " --github-release"
+    } else {
+        ""
+    };
+    steps.push(step(
+        "Promote",
+        vec![
+            ("id", s("promote")),
+            (
+                "env",
+                with(vec![
+                    ("GITHUB_TOKEN", s("${{ github.token }}")),
+                    ("VERSION", s("${{ inputs.promote }}")),
+                    ("FINAL", s("${{ inputs.final }}")),
+                ]),
+            ),
+            (
+                "run",
+                Node::Block(format!(
+                    "args=(--tag{github_release} --release-branch --copy-to {FINAL_ARTIFACT} --json)\nif [ -n \"$FINAL\" ]; then args+=(--to \"$FINAL\"); fi\nlockstep release promote \"$VERSION\" \"${{args[@]}}\" > \"$RUNNER_TEMP/promote.json\"\n{PROMOTE_OUTPUTS}"
+                )),
+            ),
+        ],
+    ));
+    steps.push(step(
+        "Hand the final files to the PyPI job",
+        vec![
+            ("uses", uses(plan, actions::UPLOAD_ARTIFACT)),
+            (
+                "with",
+                with(vec![
+                    ("name", s(FINAL_ARTIFACT)),
+                    ("path", s(workspace_path(plan, FINAL_ARTIFACT))),
+                    ("if-no-files-found", s("error")),
+                ]),
+            ),
+        ],
+    ));
+    if stage.pages {
+        steps.push(step(
+            "Upload the index for Pages",
+            vec![
+                ("uses", uses(plan, actions::UPLOAD_PAGES_ARTIFACT)),
+                ("with", with(vec![("path", s(index))])),
+            ],
+        ));
+    }
+    Node::Map(vec![
+        ("name".into(), s("promote ${{ inputs.promote }}")),
+        ("if".into(), s(WHEN_PROMOTING)),
+        ("runs-on".into(), runs_on(&plan.build_runs_on)),
+        (
+            "timeout-minutes".into(),
+            Node::Int(stage.timeout_minutes.into()),
+        ),
+        (
+            "permissions".into(),
+            map([(
+                "contents",
+                Node::Commented(
+                    "write".into(),
+                    "push the final's tag and release branch, create its GitHub Release".into(),
+                ),
+            )]),
+        ),
+        (
+            "outputs".into(),
+            map([
+                ("version", s("${{ steps.promote.outputs.version }}")),
+                ("tag", s("${{ steps.promote.outputs.tag }}")),
+            ]),
+        ),
+        ("steps".into(), Node::Seq(steps)),
+    ])
+}
+
+/// Uploads the final files to PyPI: trusted publishing (the only job with
+/// `id-token: write`, in the `pypi` environment, whose protection rules a
+/// project sets), or a token in `secrets.LOCKSTEP_PYPI_TOKEN`; the endpoint
+/// is `vars.LOCKSTEP_UPLOAD_URL`, PyPI's by default.
+fn pypi_job(plan: &Plan) -> Node {
+    let mut steps = vec![step(
+        "Download the final files",
+        vec![
+            ("uses", uses(plan, actions::DOWNLOAD_ARTIFACT)),
+            (
+                "with",
+                with(vec![
+                    ("name", s(FINAL_ARTIFACT)),
+                    ("path", s(FINAL_ARTIFACT)),
+                ]),
+            ),
+        ],
+    )];
+    steps.push(setup_python(plan, &plan.test_python));
+    steps.extend(install_lockstep(plan, &plan.build_runs_on));
+    steps.push(step(
+        "Upload to PyPI",
+        vec![
+            (
+                "env",
+                with(vec![
+                    (
+                        "UPLOAD_URL",
+                        s("${{ vars.LOCKSTEP_UPLOAD_URL || 'https://upload.pypi.org/legacy/' }}"),
+                    ),
+                    ("UV_PUBLISH_TOKEN", s("${{ secrets.LOCKSTEP_PYPI_TOKEN }}")),
+                ]),
+            ),
+            (
+                "run",
+                Node::Block(format!(
+                    "lockstep release upload {FINAL_ARTIFACT} --url \"$UPLOAD_URL\" --trusted-publishing\n"
+                )),
+            ),
+        ],
+    ));
+    Node::Map(vec![
+        (
+            "name".into(),
+            s("upload ${{ needs.promote.outputs.version }} to PyPI"),
+        ),
+        ("needs".into(), s("promote")),
+        ("runs-on".into(), runs_on(&plan.build_runs_on)),
+        ("timeout-minutes".into(), Node::Int(30)),
+        ("environment".into(), map([("name", s("pypi"))])),
+        (
+            "permissions".into(),
+            map([(
+                "id-token",
+                Node::Commented(
+                    "write".into(),
+                    "PyPI's trusted publishing proves where the upload comes from (OIDC)".into(),
+                ),
+            )]),
+        ),
+        ("steps".into(), Node::Seq(steps)),
+    ])
+}
+
 /// Deploys the index the publish job uploaded: the only job that may write
 /// Pages.
 fn deploy_job(plan: &Plan) -> Node {
     Node::Map(vec![
         ("name".into(), s("deploy the index to Pages")),
-        ("needs".into(), s("publish")),
+        ("needs".into(), needs_node(&["publish", "promote"])),
+        // Whichever of the two ran and succeeded uploaded the index.
+        (
+            "if".into(),
+            s("${{ !cancelled() && (needs.publish.result == 'success' || needs.promote.result == 'success') }}"),
+        ),
         ("runs-on".into(), runs_on(&plan.build_runs_on)),
         ("timeout-minutes".into(), Node::Int(10)),
         (

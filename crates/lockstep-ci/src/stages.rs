@@ -43,6 +43,8 @@ pub struct ReleaseStage {
     pub github_release: bool,
     pub hosted_on_github: bool,
     pub prunes: bool,
+    /// `[ci.release] pypi`.
+    pub pypi: bool,
     /// `[release] branches`, checked as plain branch names.
     pub branches: Vec<String>,
     pub timeout_minutes: u32,
@@ -125,6 +127,7 @@ pub fn release(ci: &CiConfig, facts: Option<&ReleaseFacts>) -> Result<Option<Rel
         github_release: cfg.github_release || facts.hosted_on_github,
         hosted_on_github: facts.hosted_on_github,
         prunes: facts.prunes,
+        pypi: cfg.pypi,
         branches: branches(&facts.branches)?,
         timeout_minutes: timeout("[ci.release] timeout-minutes", cfg.timeout_minutes)?,
     }))

@@ -470,12 +470,37 @@ fn the_release_and_integrate_workflows_lint_clean_with_least_privilege() {
     let ids: Vec<String> = jobs.keys().map(str_of).collect();
     assert_eq!(
         ids,
-        ["cut", "build", "test-cpu", "publish", "deploy", "summary"]
+        ["cut", "build", "test-cpu", "publish", "promote", "pypi", "deploy", "summary"]
     );
     let job = |id: &str| &release["jobs"][id];
     // Write access only where tags, pushes, releases and Pages happen.
     assert_eq!(permissions(job("cut")), vec!["contents: write"]);
     assert_eq!(permissions(job("publish")), vec!["contents: write"]);
+    assert_eq!(permissions(job("promote")), vec!["contents: write"]);
+    // The PyPI upload: OIDC only, in its own environment.
+    assert_eq!(permissions(job("pypi")), vec!["id-token: write"]);
+    assert_eq!(str_of(&job("pypi")["environment"]["name"]), "pypi");
+    assert_eq!(str_of(&job("pypi")["needs"]), "promote");
+    // A manual run with `promote` promotes and cuts nothing.
+    assert!(inputs.get("promote").is_some() && inputs.get("final").is_some());
+    assert_eq!(
+        str_of(&job("cut")["if"]),
+        "inputs.promote == '' || inputs.promote == null"
+    );
+    assert_eq!(
+        str_of(&job("promote")["if"]),
+        "inputs.promote != '' && inputs.promote != null"
+    );
+    let promote_script: String = job("promote")["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.get("run").map(str_of))
+        .collect();
+    assert!(
+        promote_script.contains("--tag --github-release --release-branch --copy-to final-dist"),
+        "{promote_script}"
+    );
     assert_eq!(
         permissions(job("deploy")),
         vec!["pages: write", "id-token: write"]
@@ -499,7 +524,7 @@ fn the_release_and_integrate_workflows_lint_clean_with_least_privilege() {
         seq(&job("publish")["needs"]),
         vec!["cut", "build", "test-cpu"]
     );
-    assert_eq!(str_of(&job("deploy")["needs"]), "publish");
+    assert_eq!(seq(&job("deploy")["needs"]), vec!["publish", "promote"]);
     let cut_script: String = job("cut")["steps"]
         .as_sequence()
         .unwrap()
@@ -553,8 +578,9 @@ fn the_release_and_integrate_workflows_lint_clean_with_least_privilege() {
                 }
                 for line in run.lines() {
                     let auth = line.starts_with("basic=") || line.starts_with("export GIT_CONFIG_");
+                    let git = line.starts_with("git push ") || line.starts_with("git fetch ");
                     assert!(
-                        auth || line.starts_with("git push ") || line.trim().is_empty(),
+                        auth || git || line.trim().is_empty(),
                         "{}: a step with the git credential runs `{line}`",
                         str_of(id)
                     );
@@ -1262,13 +1288,21 @@ fn hosted_on_github_releases_the_publish_job_syncs_a_missed_cache_publishes_ever
         at("Restore the release store") < at("Rebuild the release store from the GitHub Releases")
     );
     assert!(at("Rebuild the release store from the GitHub Releases") < at("Publish"));
-    let prune = str_of(&named("Prune old snapshots ([release] keep)")["run"]);
+    let fetch = str_of(&named("Fetch the release branches")["run"]);
     assert!(
-        prune.contains("origin '+refs/heads/release/0.2:refs/remotes/origin/release/0.2'")
-            && prune.ends_with("lockstep release prune\n"),
-        "{prune}"
+        fetch.contains("origin '+refs/heads/release/0.2:refs/remotes/origin/release/0.2'"),
+        "{fetch}"
     );
-    assert!(at("Publish") < at("Prune old snapshots ([release] keep)"));
+    let prune = named("Prune old snapshots ([release] keep)");
+    assert_eq!(str_of(&prune["run"]), "lockstep release prune\n");
+    assert_eq!(str_of(&prune["env"]["GITHUB_TOKEN"]), "${{ github.token }}");
+    assert!(at("Publish") < at("Fetch the release branches"));
+    assert!(at("Fetch the release branches") < at("Prune old snapshots ([release] keep)"));
+    // The promote job rebuilds a missed store from the Releases too.
+    let promote = &release["jobs"]["promote"];
+    assert!(step_names(promote)
+        .iter()
+        .any(|n| n == "Rebuild the release store from the GitHub Releases"));
 
     // A branch name the script would have to quote is refused.
     let (p, _) = repo("", &config.replace("\"release/0.2\"", "\"x'; rm -rf /\""));

@@ -209,6 +209,8 @@ impl Pipeline {
             pages_url: "https://lockstep-dev.github.io/demo/".into(),
             pythons: vec![self.pythons.join("cp311-cp311/bin/python")],
             env,
+            secrets: BTreeMap::new(),
+            vars: BTreeMap::new(),
             max_parallel: 2,
         };
         let report = run_workflow(&self.workflow(file), &cfg).expect("the workflow runs");
