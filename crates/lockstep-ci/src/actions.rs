@@ -45,6 +45,16 @@ pub const CACHE: Action = Action {
     version: "v5.0.5",
     sha: "27d5ce7f107fe9357f9df03efb73ab90386fccae",
 };
+/// actions/cache's restore-only and save-only halves (the same repository
+/// and commit): a cache whose key is known only after a step ran.
+pub const CACHE_RESTORE: Action = Action {
+    name: "actions/cache/restore",
+    ..CACHE
+};
+pub const CACHE_SAVE: Action = Action {
+    name: "actions/cache/save",
+    ..CACHE
+};
 pub const UPLOAD_ARTIFACT: Action = Action {
     name: "actions/upload-artifact",
     major: "v6",
@@ -71,10 +81,12 @@ pub const DEPLOY_PAGES: Action = Action {
 };
 
 /// Every action a generated workflow may use.
-pub const ALL: [Action; 7] = [
+pub const ALL: [Action; 9] = [
     CHECKOUT,
     SETUP_PYTHON,
     CACHE,
+    CACHE_RESTORE,
+    CACHE_SAVE,
     UPLOAD_ARTIFACT,
     DOWNLOAD_ARTIFACT,
     UPLOAD_PAGES_ARTIFACT,
@@ -169,7 +181,18 @@ impl Pins {
 
     /// The `uses:` node of `action`: `name@SHA # version`, or `name@major`.
     pub fn uses(&self, action: Action) -> Node {
-        if let Some((_, version, sha)) = self.overrides.iter().find(|(n, _, _)| n == action.name) {
+        // A pin of `actions/cache` pins its `restore` and `save` too.
+        let repo: String = action
+            .name
+            .splitn(3, '/')
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("/");
+        if let Some((_, version, sha)) = self
+            .overrides
+            .iter()
+            .find(|(n, _, _)| n == action.name || *n == repo)
+        {
             if self.pinned {
                 return Node::Commented(format!("{}@{sha}", action.name), version.clone());
             }

@@ -290,6 +290,38 @@ impl Client {
         parse(&bytes, what, &self.scrubber())
     }
 
+    /// POSTs `body` as JSON to `url` (the GraphQL endpoint) and decodes
+    /// the answer.
+    pub(crate) fn post_json_to<B: serde::Serialize, T: for<'de> Deserialize<'de>>(
+        &self,
+        url: &Url,
+        body: &B,
+        what: &str,
+    ) -> Result<T, Error> {
+        let payload = serde_json::to_vec(body)
+            .map_err(|e| Error::failed(format!("cannot encode {what}")).cause(e.to_string()))?;
+        let response = self
+            .authorised(self.http.post(url))
+            .retry(lockstep_http::RetryOn::RateLimitOnly)
+            .send("application/json", &payload)
+            .map_err(|e| self.error(e, what))?;
+        let bytes = response
+            .bytes(MAX_JSON_BYTES)
+            .map_err(|e| self.error(e, what))?;
+        parse(&bytes, what, &self.scrubber())
+    }
+
+    /// The GraphQL endpoint: `/graphql` beside the REST API
+    /// (`https://api.github.com/graphql`), `/api/graphql` for a GitHub
+    /// Enterprise API at `/api/v3`.
+    pub(crate) fn graphql_endpoint(&self) -> Url {
+        let mut url = self.api.clone();
+        let path = self.api.path().trim_end_matches('/');
+        let base = path.strip_suffix("/v3").unwrap_or(path);
+        url.set_path(&format!("{base}/graphql"));
+        url
+    }
+
     /// A PATCH of `path` with the API's headers and the token: it sets
     /// fields to given values, so a repeat after a 5xx is safe.
     pub(crate) fn api_patch(&self, path: &str) -> Request<'_> {

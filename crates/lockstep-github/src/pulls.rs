@@ -28,7 +28,32 @@ pub struct PullRequest {
     pub title: String,
     #[serde(default)]
     pub merged_at: Option<String>,
+    /// The GraphQL id (what `markPullRequestReadyForReview` takes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<PullHead>,
 }
+
+/// A pull request's head: its branch and the repository it is in.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+pub struct PullHead {
+    #[serde(rename = "ref")]
+    pub branch: String,
+    #[serde(default)]
+    pub sha: Option<String>,
+    /// `None` when the fork it came from was deleted.
+    #[serde(default)]
+    pub repo: Option<HeadRepo>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+pub struct HeadRepo {
+    pub full_name: String,
+}
+
+/// At most this many pages of 100 open pull requests are read.
+const MAX_PULL_PAGES: u32 = 10;
 
 impl PullRequest {
     pub fn is_open(&self) -> bool {
@@ -77,6 +102,74 @@ impl Client {
             .find(|p| p.is_open())
             .or_else(|| pulls.first())
             .cloned())
+    }
+
+    /// The open pull requests of `repo` whose head is a branch of `repo`
+    /// itself (not a fork), newest first.
+    pub fn open_pulls(&self, repo: &Repo) -> Result<Vec<PullRequest>, Error> {
+        let what = format!("the open pull requests of {repo}");
+        let own = repo.to_string();
+        let mut all = Vec::new();
+        for page in 1..=MAX_PULL_PAGES {
+            let request = self
+                .api_request(&format!("/repos/{repo}/pulls"))
+                .query("state", "open")
+                .query("sort", "created")
+                .query("direction", "desc")
+                .query("per_page", "100")
+                .query("page", &page.to_string());
+            let fetched = request
+                .fetch(MAX_JSON_BYTES)
+                .map_err(|e| self.error(e, &what))?;
+            let pulls: Vec<PullRequest> = parse(&fetched.body, &what, &self.scrubber())?;
+            let short = pulls.len() < 100;
+            all.extend(pulls.into_iter().filter(|p| {
+                p.is_open()
+                    && p.head
+                        .as_ref()
+                        .and_then(|h| h.repo.as_ref())
+                        .is_some_and(|r| r.full_name.eq_ignore_ascii_case(&own))
+            }));
+            if short {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
+    /// Marks a draft pull request ready for review (GraphQL
+    /// `markPullRequestReadyForReview`: the REST API cannot).
+    pub fn mark_ready_for_review(&self, repo: &Repo, pull: &PullRequest) -> Result<(), Error> {
+        let what = format!(
+            "marking pull request #{} of {repo} ready for review",
+            pull.number
+        );
+        let id = pull
+            .node_id
+            .as_deref()
+            .ok_or_else(|| Error::failed(format!("{what}: GitHub gave no node_id for it")))?;
+        let query = serde_json::json!({
+            "query": "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }",
+            "variables": {"id": id},
+        });
+        let answer: serde_json::Value =
+            self.post_json_to(&self.graphql_endpoint(), &query, &what)?;
+        if let Some(errors) = answer
+            .get("errors")
+            .and_then(|e| e.as_array())
+            .filter(|e| !e.is_empty())
+        {
+            let said: Vec<String> = errors
+                .iter()
+                .filter_map(|e| {
+                    e.get("message")
+                        .and_then(|m| m.as_str())
+                        .map(str::to_string)
+                })
+                .collect();
+            return Err(Error::failed(format!("GitHub refused {what}")).cause(said.join("; ")));
+        }
+        Ok(())
     }
 
     /// Opens a pull request (`POST /repos/{o}/{r}/pulls`).

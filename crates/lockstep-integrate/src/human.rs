@@ -337,7 +337,36 @@ pub fn published(p: &crate::publish::Published) -> String {
         } else {
             ""
         }
-    )
+    ) + &match &p.ready {
+        Some(crate::publish::Readiness::Ready) => "; ready for review".to_string(),
+        Some(r) => format!("; still a draft: {}", readiness_reason(r)),
+        None => String::new(),
+    }
+}
+
+fn readiness_reason(r: &crate::publish::Readiness) -> String {
+    use crate::publish::Readiness;
+    match r {
+        Readiness::Ready => "ready".into(),
+        Readiness::Behind(n) => format!("{} upstream to take", count(*n, "commit", "commits")),
+        Readiness::Halted => "halted".into(),
+        Readiness::ChecksPending => "checks still running".into(),
+        Readiness::ChecksFailing(names) => format!("checks fail: {names}"),
+    }
+}
+
+/// What `integrate continue` did.
+pub fn continued(c: &crate::continues::Continued) -> String {
+    let verb = match (c.action, c.dry_run) {
+        (crate::continues::Action::Resume, false) => "continuing",
+        (crate::continues::Action::Resume, true) => "would continue",
+        (crate::continues::Action::Start, false) => "started",
+        (crate::continues::Action::Start, true) => "would start",
+    };
+    match c.pull {
+        Some(n) => format!("{verb} {} (open pull request #{n})\n", c.branch),
+        None => format!("{verb} {} (no integrate pull request is open)\n", c.branch),
+    }
 }
 
 /// One line for what `integrate resume` brought in.

@@ -18,6 +18,7 @@ pub mod checkout;
 pub mod ci;
 pub mod config;
 pub mod context;
+pub mod continues;
 pub mod events;
 pub mod export;
 pub mod follow;

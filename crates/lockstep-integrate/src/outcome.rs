@@ -101,6 +101,18 @@ impl Integrate<'_> {
         publish: bool,
         resumed: Option<Resumed>,
     ) -> Result<Looped, Error> {
+        self.loop_and_publish_ready(opts, publish, false, resumed)
+    }
+
+    /// [`Integrate::loop_and_publish`]; with `ready`, the publish marks a
+    /// draft at upstream's head with green checks ready for review.
+    pub fn loop_and_publish_ready(
+        &self,
+        opts: &LoopOptions,
+        publish: bool,
+        ready: bool,
+        resumed: Option<Resumed>,
+    ) -> Result<Looped, Error> {
         self.check_before_loop(opts, publish)?;
         let report = self.run_loop(opts)?;
         let mut looped = Looped {
@@ -110,7 +122,7 @@ impl Integrate<'_> {
             called_for_help: false,
         };
         if publish {
-            looped.published = Some(self.publish()?);
+            looped.published = Some(self.publish_with(ready)?);
             if let LoopEnd::Halted { halt } = &looped.report.end {
                 looped.called_for_help = self.call_for_help(halt)?;
             }

@@ -68,6 +68,49 @@ pub struct Published {
     pub created: bool,
     /// The integrate is halted: the title asks for help.
     pub needs_help: bool,
+    /// With `--ready`: whether the pull request is ready for review now,
+    /// and why (or why not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready: Option<Readiness>,
+}
+
+/// Whether a draft integrate may be marked ready for review.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(tag = "state", content = "reason", rename_all = "kebab-case")]
+pub enum Readiness {
+    /// At upstream head with green checks: marked ready (or already was).
+    Ready,
+    /// Upstream has commits the pin does not take yet.
+    Behind(usize),
+    /// Halted: it needs a person first.
+    Halted,
+    /// The checks of the pushed head have not all finished.
+    ChecksPending,
+    /// A check failed (or gave no verdict): named.
+    ChecksFailing(String),
+}
+
+impl Readiness {
+    /// The pull request body's line.
+    fn line(&self) -> String {
+        match self {
+            Readiness::Ready => {
+                "**Ready for review**: the pin is at upstream's head and every check passed.".into()
+            }
+            Readiness::Behind(n) => format!(
+                "Still a draft: upstream has {} the pin does not take yet.",
+                lockstep_core::words::count(*n, "commit", "commits")
+            ),
+            Readiness::Halted => "Still a draft: the integrate is halted (see above).".into(),
+            Readiness::ChecksPending => {
+                "Still a draft: at upstream's head, waiting for the checks of this head to finish."
+                    .into()
+            }
+            Readiness::ChecksFailing(name) => {
+                format!("Still a draft: at upstream's head, but checks fail: {name}.")
+            }
+        }
+    }
 }
 
 /// Where the pull request (or a CI bisect's branches) go: checked before
@@ -95,10 +138,25 @@ impl Integrate<'_> {
     /// `integrate publish`: pushes the branch and opens or updates its
     /// draft pull request.
     pub fn publish(&self) -> Result<Published, Error> {
+        self.publish_with(false)
+    }
+
+    /// `integrate publish [--ready]`: with `ready`, a draft whose pin is at
+    /// upstream's head, not halted, and whose pushed head's check runs all
+    /// passed is marked ready for review (GraphQL); otherwise it stays a
+    /// draft and its body says why (the failing checks named).
+    pub fn publish_with(&self, ready: bool) -> Result<Published, Error> {
         let target = self.publish_target()?;
         let halt = self.halt()?;
-        let (title, body) = self.pull_text(halt.as_ref())?;
+        let (title, mut body) = self.pull_text(halt.as_ref())?;
         let head = self.superproject.head()?;
+        let readiness = match ready {
+            true => Some(self.readiness(&target, halt.is_some(), head.as_ref())?),
+            false => None,
+        };
+        if let Some(r) = &readiness {
+            body.push_str(&format!("\n\n{}\n", r.line()));
+        }
         // The API first: a refused token or an unknown repository is found
         // before the push changes anything.
         let existing = target
@@ -129,6 +187,15 @@ impl Integrate<'_> {
                 true,
             ),
         };
+        let mut pull = pull;
+        if readiness == Some(Readiness::Ready) && pull.draft {
+            target.client.mark_ready_for_review(&target.repo, &pull)?;
+            pull.draft = false;
+            self.info(format!(
+                "marked pull request #{} ready for review: at upstream's head, checks green",
+                pull.number
+            ));
+        }
         self.store.set(PULL_RECORD, &pull)?;
         self.info(format!(
             "{} pull request #{} of {}{}",
@@ -149,6 +216,41 @@ impl Integrate<'_> {
             pull,
             created,
             needs_help: halt.is_some(),
+            ready: readiness,
+        })
+    }
+
+    /// Whether the integrate at `head` may leave draft (see
+    /// [`Integrate::publish_with`]).
+    fn readiness(&self, target: &Target, halted: bool, head: &str) -> Result<Readiness, Error> {
+        if halted {
+            return Ok(Readiness::Halted);
+        }
+        let position = self.position()?;
+        if !position.pending.is_empty() {
+            return Ok(Readiness::Behind(position.pending.len()));
+        }
+        let runs = target.client.check_runs(&target.repo, head)?;
+        Ok(match lockstep_github::checks::summarize(&runs) {
+            lockstep_github::checks::Checks::Passed => Readiness::Ready,
+            lockstep_github::checks::Checks::Pending => Readiness::ChecksPending,
+            lockstep_github::checks::Checks::Failed(name)
+            | lockstep_github::checks::Checks::Inconclusive(name) => {
+                let mut failing: Vec<String> = runs
+                    .iter()
+                    .filter(|r| {
+                        !matches!(
+                            r.conclusion.as_deref(),
+                            Some("success" | "neutral" | "skipped")
+                        )
+                    })
+                    .map(|r| format!("{} ({})", r.name, r.conclusion.as_deref().unwrap_or("?")))
+                    .collect();
+                if failing.is_empty() {
+                    failing.push(name);
+                }
+                Readiness::ChecksFailing(failing.join(", "))
+            }
         })
     }
 
@@ -252,6 +354,43 @@ impl Integrate<'_> {
     /// [`Integrate::publish_target`] for `command` (named in errors).
     pub(crate) fn github_target(&self, command: &str) -> Result<Target, Error> {
         let (branch, remote, base_branch, remote_url) = self.branch_and_remote(command)?;
+        let (client, repo) = self.github_client(&remote_url)?;
+        Ok(Target {
+            client,
+            repo,
+            remote,
+            base_branch,
+            branch,
+        })
+    }
+
+    /// The API client and repository with the remote and base branch
+    /// `[integrate] base` names, whatever branch is checked out.
+    pub(crate) fn github_repo(
+        &self,
+        command: &str,
+    ) -> Result<(Client, Repo, String, String), Error> {
+        let (remote, base_branch) = self.cfg.base.split_once('/').ok_or_else(|| {
+            Error::usage(format!(
+                "[integrate] base `{}` names no remote: {command} needs `REMOTE/BRANCH`",
+                self.cfg.base
+            ))
+            .hint("set [integrate] base to e.g. \"origin/main\"")
+        })?;
+        let remote_url = self.superproject.remote_url(remote)?.ok_or_else(|| {
+            Error::usage(format!(
+                "the superproject has no remote `{remote}` ([integrate] base = \"{}\")",
+                self.cfg.base
+            ))
+            .hint(format!(
+                "add it (`git remote add {remote} URL`) or change [integrate] base"
+            ))
+        })?;
+        let (client, repo) = self.github_client(&remote_url)?;
+        Ok((client, repo, remote.to_string(), base_branch.to_string()))
+    }
+
+    fn github_client(&self, remote_url: &str) -> Result<(Client, Repo), Error> {
         let token = match &self.reach.token {
             Some(token) => token.clone(),
             None => self.token()?,
@@ -262,19 +401,13 @@ impl Integrate<'_> {
         };
         let repo = lockstep_github::repo::resolve(
             self.cfg.github.repository.as_deref(),
-            Some(&remote_url),
+            Some(remote_url),
             &client.web_host(),
         )
         .map_err(|e| {
             e.hint("set [integrate.github] repository = \"OWNER/NAME\" in lockstep.toml")
         })?;
-        Ok(Target {
-            client,
-            repo,
-            remote,
-            base_branch,
-            branch,
-        })
+        Ok((client, repo))
     }
 
     /// The token from `[integrate.github] token-env` (for the default

@@ -206,6 +206,32 @@ impl Integrate<'_> {
         dated_branch_name(&self.cfg)
     }
 
+    /// [`Integrate::free_branch_name`], also free on `remote` (a fresh
+    /// clone in CI has none of the earlier integrates' branches locally).
+    pub(crate) fn free_branch_name_here_and_on(&self, remote: &str) -> Result<String, Error> {
+        let name = self.dated_branch_name();
+        let taken = |candidate: &str| -> Result<bool, Error> {
+            Ok(self.superproject.branch_exists(candidate)?
+                || self
+                    .superproject
+                    .ls_remote_branch(remote, candidate)?
+                    .is_some())
+        };
+        if !taken(&name)? {
+            return Ok(name);
+        }
+        for n in 1..=MAX_SAME_DAY {
+            let candidate = format!("{name}_{n}");
+            if !taken(&candidate)? {
+                return Ok(candidate);
+            }
+        }
+        Err(Error::usage(format!(
+            "`{name}` and {MAX_SAME_DAY} numbered variants of it already exist here or on `{remote}`"
+        ))
+        .hint("delete old integrate branches"))
+    }
+
     /// The dated name, with `_1`, `_2` ... appended while taken.
     fn free_branch_name(&self) -> Result<String, Error> {
         let name = self.dated_branch_name();

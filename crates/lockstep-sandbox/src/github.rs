@@ -75,6 +75,8 @@ struct State {
     echo: bool,
     /// Polls of each commit's check runs, in order of first poll.
     polls: Vec<(String, usize)>,
+    /// Pull requests marked ready for review (GraphQL), in order.
+    ready_marked: Vec<u64>,
 }
 
 /// The server; it stops with the process (its thread only accepts).
@@ -195,6 +197,11 @@ impl FakeGithub {
             .collect()
     }
 
+    /// The pull requests marked ready for review through GraphQL.
+    pub fn ready_marked(&self) -> Vec<u64> {
+        self.state().ready_marked.clone()
+    }
+
     /// Closes pull request `number`, as a reviewer would.
     pub fn close_pull(&self, number: u64) {
         for pull in &mut self.state().pulls {
@@ -212,7 +219,8 @@ fn pull_json(pull: &Pull, port: u16, repository: &str) -> Value {
         "draft": pull.draft,
         "title": pull.title,
         "html_url": format!("http://127.0.0.1:{port}/{repository}/pull/{}", pull.number),
-        "head": {"ref": pull.head},
+        "node_id": format!("PR_node_{}", pull.number),
+        "head": {"ref": pull.head, "repo": {"full_name": repository}},
         "base": {"ref": pull.base},
         "merged_at": Value::Null,
     })
@@ -389,6 +397,9 @@ fn route(
     if !authorised {
         return reply(401, json!({"message": "Bad credentials"}));
     }
+    if path == "/graphql" && method == "POST" {
+        return graphql(s, body);
+    }
     let commits = format!("/repos/{repository}/commits/");
     if let Some(sha) = path
         .strip_prefix(&commits)
@@ -406,14 +417,28 @@ fn route(
             let head = query
                 .split('&')
                 .find_map(|kv| kv.strip_prefix("head="))
-                .map(percent_decode)
-                .unwrap_or_default();
-            let branch = head.strip_prefix(&format!("{owner}:")).unwrap_or("");
+                .map(percent_decode);
+            let state = query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("state="))
+                .unwrap_or("open")
+                .to_string();
+            let page: usize = query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("page="))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1);
             let found: Vec<Value> = s
                 .pulls
                 .iter()
                 .rev()
-                .filter(|p| p.head == branch)
+                .filter(|p| match &head {
+                    Some(head) => Some(p.head.as_str()) == head.strip_prefix(&format!("{owner}:")),
+                    None => true,
+                })
+                .filter(|p| state == "all" || p.state == state)
+                .skip((page.max(1) - 1) * 100)
+                .take(100)
                 .map(|p| pull_json(p, port, repository))
                 .collect();
             reply(200, Value::Array(found))
@@ -460,6 +485,39 @@ fn route(
             reply(200, pull_json(&pull, port, repository))
         }
         _ => reply(404, json!({"message": "Not Found"})),
+    }
+}
+
+/// The one GraphQL mutation lockstep sends: marking a draft ready.
+fn graphql(s: &mut State, body: &str) -> Scripted {
+    let Ok(asked) = serde_json::from_str::<Value>(body) else {
+        return reply(400, json!({"message": "Problems parsing JSON"}));
+    };
+    let query = asked["query"].as_str().unwrap_or_default();
+    if !query.contains("markPullRequestReadyForReview") {
+        return reply(
+            200,
+            json!({"errors": [{"message": "not answered by the loopback GitHub"}]}),
+        );
+    }
+    let id = asked["variables"]["id"].as_str().unwrap_or_default();
+    let number: u64 = id
+        .strip_prefix("PR_node_")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    match s.pulls.iter_mut().find(|p| p.number == number) {
+        Some(pull) => {
+            pull.draft = false;
+            s.ready_marked.push(number);
+            reply(
+                200,
+                json!({"data": {"markPullRequestReadyForReview": {"pullRequest": {"isDraft": false}}}}),
+            )
+        }
+        None => reply(
+            200,
+            json!({"data": null, "errors": [{"type": "NOT_FOUND", "message": format!("Could not resolve to a node with the global id of '{id}'")}]}),
+        ),
     }
 }
 

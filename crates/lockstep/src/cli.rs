@@ -619,6 +619,9 @@ pub enum Integrate {
         /// Then push the branch and open or update its draft pull request; on a halt, call for help (as `integrate publish`, plus the webhook once per halt).
         #[arg(long)]
         publish: bool,
+        /// With --publish: mark the draft ready for review when the pin is at upstream's head and the pushed head's checks passed (as `integrate publish --ready`).
+        #[arg(long, requires = "publish")]
+        ready: bool,
         /// `halt` (default) or `revert`: carry a revert of a breaking commit when it applies and makes the smoke pass, then go on.
         #[arg(long, value_name = "WHAT")]
         on_break: Option<lockstep_integrate::search::OnBreak>,
@@ -632,6 +635,17 @@ pub enum Integrate {
     },
     /// Push the integrate branch (never forced) and open or update its draft pull request ([integrate.github]).
     Publish {
+        /// Mark the draft ready for review when the pin is at upstream's head, nothing is halted and the pushed head's check runs passed; else say why in its body.
+        #[arg(long)]
+        ready: bool,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Take up the open integrate (the newest open pull request of an [integrate] branch: its branch fetched and checked out), or start a new one when none is open.
+    Continue {
+        /// Only say which branch it would be; change nothing.
+        #[arg(long)]
+        dry_run: bool,
         #[command(flatten)]
         json: Json,
     },

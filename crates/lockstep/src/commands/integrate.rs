@@ -63,6 +63,7 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
             no_export,
             no_fetch,
             publish,
+            ready,
             on_break,
             bump_followers,
             record,
@@ -85,7 +86,7 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 on_break: on_break.unwrap_or_default(),
                 bump_followers,
             };
-            let looped = ig.loop_and_publish(&opts, publish && !dry_run, None)?;
+            let looped = ig.loop_and_publish_ready(&opts, publish && !dry_run, ready, None)?;
             let printed = ctx.show(&looped, human::loop_run);
             // Recorded whatever the end (a halt too), after the output.
             lockstep_history::recorder::finish(
@@ -122,7 +123,12 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
         cli::Integrate::Mark { unstable, .. } => {
             ctx.show(&ig.mark(unstable.as_deref())?, human::marked)
         }
-        cli::Integrate::Publish { .. } => ctx.show(&ig.publish()?, |p| human::published(p) + "\n"),
+        cli::Integrate::Publish { ready, .. } => {
+            ctx.show(&ig.publish_with(ready)?, |p| human::published(p) + "\n")
+        }
+        cli::Integrate::Continue { dry_run, .. } => {
+            ctx.show(&ig.continue_open(dry_run)?, human::continued)
+        }
         cli::Integrate::Export { .. } => ctx.show(&ig.export()?, |e| e.describe() + "\n"),
         cli::Integrate::Report { post, .. } => {
             let halt = require_halt(ig.halt()?)?;
