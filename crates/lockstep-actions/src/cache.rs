@@ -74,6 +74,20 @@ fn read_entry(dir: &Path) -> Option<Entry> {
     })
 }
 
+/// Removes every entry whose key starts with `prefix`, as GitHub's cache
+/// evicts entries unused for 7 days (or over 10 GB); how many went.
+pub(crate) fn evict(root: &Path, prefix: &str) -> Result<usize, String> {
+    let mut gone = 0;
+    for entry in entries(root)
+        .into_iter()
+        .filter(|e| e.key.starts_with(prefix))
+    {
+        fs_err::remove_dir_all(&entry.dir).map_err(|e| e.to_string())?;
+        gone += 1;
+    }
+    Ok(gone)
+}
+
 /// The `path:` input as a list (one per line), rejecting what the
 /// emulation does not do.
 pub(crate) fn paths_input(raw: &str) -> Result<Vec<String>, String> {

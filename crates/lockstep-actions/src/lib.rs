@@ -305,6 +305,13 @@ pub fn seed_cache(root: &Path, key: &str, files: &[(&str, &Path)]) -> Result<(),
         .map_err(|e| RunnerError::new(format!("cannot seed cache entry `{key}`")).cause(e))
 }
 
+/// Evicts every cache entry whose key starts with `prefix` (GitHub evicts
+/// entries unused for 7 days, and the oldest beyond 10 GB); how many went.
+pub fn evict_cache(root: &Path, prefix: &str) -> Result<usize, RunnerError> {
+    cache::evict(root, prefix)
+        .map_err(|e| RunnerError::new(format!("cannot evict cache entries `{prefix}*`")).cause(e))
+}
+
 impl RunReport {
     /// The reports of job `id` (one per matrix cell).
     pub fn job(&self, id: &str) -> Vec<&JobReport> {

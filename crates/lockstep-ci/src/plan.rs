@@ -60,6 +60,10 @@ pub struct Plan {
     pub pythons: Vec<String>,
     /// The default variant first, then the others by name.
     pub variants: Vec<String>,
+    /// The variants a release publishes: the default, and every other whose
+    /// `name-suffix` gives its distributions names of their own (one index
+    /// can hold them side by side).
+    pub published_variants: Vec<String>,
     /// lockstep.toml has `[[pkg.package]]`s: the workflow builds them, and
     /// the tests use the IREE toolchain of the built wheels. `false`: tests
     /// only, with the toolchain from PyPI (`[toolchain] iree`).
@@ -292,6 +296,19 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         lint_dir,
         branches,
         pythons,
+        published_variants: variants
+            .iter()
+            .enumerate()
+            .filter(|(i, v)| {
+                *i == 0
+                    || pkg
+                        .variants
+                        .get(*v)
+                        .and_then(|c| c.name_suffix.as_deref())
+                        .is_some_and(|suffix| !suffix.is_empty())
+            })
+            .map(|(_, v)| v.clone())
+            .collect(),
         variants,
         builds,
         build_runs_on,

@@ -20,9 +20,9 @@ use crate::actions;
 use crate::plan::Plan;
 use crate::stages::ReleaseStage;
 use crate::workflow::{
-    build_job, checkout_at, document, install_lockstep, needs_node, runs_on, setup_python,
-    setup_pythons, step, summary_job, test_job, test_job_id, uses, wheels_artifact, with,
-    workspace_path, Source, GIT_AUTH, WHEELHOUSE,
+    build_job, checkout_at, document, install_lockstep, manifest_name, needs_node, runs_on,
+    setup_python, setup_pythons, step, summary_job, test_job, test_job_id, uses, wheels_artifact,
+    with, workspace_path, Source, GIT_AUTH, WHEELHOUSE,
 };
 use crate::yaml::{map, s, Node};
 
@@ -291,7 +291,6 @@ pub const PAGES_ARTIFACT: &str = "github-pages";
 /// Release, and uploads the index for Pages. Runs only when the cut and
 /// every build and test job succeeded.
 fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
-    let variant = plan.variants[0].clone();
     // Every Python the wheels are for: publish validates each Python's
     // wheelhouse in a venv of that Python.
     let mut steps = vec![
@@ -299,23 +298,30 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
         setup_pythons(plan, &plan.pythons),
     ];
     steps.extend(install_lockstep(plan, &plan.build_runs_on));
-    for python in &plan.pythons {
-        steps.push(step(
-            &format!("Download the py{python} wheelhouse"),
-            vec![
-                ("uses", uses(plan, actions::DOWNLOAD_ARTIFACT)),
-                (
-                    "with",
-                    with(vec![
-                        ("name", s(wheels_artifact(python, &variant))),
-                        (
-                            "path",
-                            s(workspace_path(plan, &format!("{WHEELHOUSE}-py{python}"))),
-                        ),
-                    ]),
-                ),
-            ],
-        ));
+    // Every Python's wheelhouse of every variant that has names of its
+    // own: one version, one index.
+    let mut houses: Vec<String> = Vec::new();
+    for variant in &plan.published_variants {
+        for python in &plan.pythons {
+            let dir = published_house(python, variant);
+            steps.push(step(
+                &format!("Download the py{python} {variant} wheelhouse"),
+                vec![
+                    ("uses", uses(plan, actions::DOWNLOAD_ARTIFACT)),
+                    (
+                        "with",
+                        with(vec![
+                            ("name", s(wheels_artifact(python, variant))),
+                            ("path", s(workspace_path(plan, &dir))),
+                        ]),
+                    ),
+                ],
+            ));
+            houses.push(match variant == &plan.variants[0] {
+                true => dir,
+                false => format!("{dir}/{}", manifest_name(variant)),
+            });
+        }
     }
     let index = workspace_path(plan, &stage.index);
     steps.extend(restore_store(plan, stage, &index));
@@ -327,11 +333,6 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
     // One command for every Python: all validated before anything is
     // published, so the store and the GitHub Release hold the whole version
     // or none of it.
-    let houses: Vec<String> = plan
-        .pythons
-        .iter()
-        .map(|python| format!("{WHEELHOUSE}-py{python}"))
-        .collect();
     let script = format!(
         "lockstep release publish {} --tag \"$TAG\"{github_release}\n",
         houses.join(" ")
@@ -603,6 +604,14 @@ fn pypi_job(plan: &Plan) -> Node {
         ),
         ("steps".into(), Node::Seq(steps)),
     ])
+}
+
+/// Where the publish job puts one cell's wheelhouse.
+fn published_house(python: &str, variant: &str) -> String {
+    match variant == lockstep_pkg::config::DEFAULT_VARIANT {
+        true => format!("{WHEELHOUSE}-py{python}"),
+        false => format!("{WHEELHOUSE}-py{python}-{variant}"),
+    }
 }
 
 /// Deploys the index the publish job uploaded: the only job that may write

@@ -44,6 +44,23 @@ name = "demo-runtime"
 source = "runtime"
 "#;
 
+/// [`PKG_CONFIG`] with the spec's Pythons and variants.
+fn pkg_config(spec: &NativeSpec) -> String {
+    let pythons: Vec<String> = spec.pythons.iter().map(|p| format!("\"{p}\"")).collect();
+    let mut text = PKG_CONFIG.replace(
+        "python = [\"3.11\"]",
+        &format!("python = [{}]", pythons.join(", ")),
+    );
+    if spec.asserts_variant {
+        text = text.replace(
+            "name = \"demo-compiler\"\nsource = \"compiler\"\n",
+            "name = \"demo-compiler\"\nsource = \"compiler\"\nvariants = [\"release\", \"asserts\"]\n",
+        );
+        text.push_str("\n[pkg.variants.asserts]\nenv = { DEMO_ENABLE_ASSERTS = \"ON\" }\nname-suffix = \"-asserts\"\n");
+    }
+    text
+}
+
 /// How big the fixture is.
 #[derive(Debug, Clone)]
 pub struct NativeSpec {
@@ -53,6 +70,11 @@ pub struct NativeSpec {
     pub version: String,
     /// Appended to lockstep.toml.
     pub extra_config: String,
+    /// `[pkg] python` (default `["3.11"]`).
+    pub pythons: Vec<String>,
+    /// demo-compiler is also built as `demo-compiler-asserts` (the variant
+    /// `asserts`, `name-suffix = "-asserts"`), as IREE's asserts wheels.
+    pub asserts_variant: bool,
 }
 
 impl Default for NativeSpec {
@@ -61,6 +83,8 @@ impl Default for NativeSpec {
             passes: 4,
             version: "0.3.0".into(),
             extra_config: String::new(),
+            pythons: vec!["3.11".into()],
+            asserts_variant: false,
         }
     }
 }
@@ -317,7 +341,7 @@ provider-path = "build_tools"
         (".gitignore".into(), "wheelhouse/\n".into()),
         (
             "lockstep.toml".into(),
-            format!("{PKG_CONFIG}{}", spec.extra_config),
+            format!("{}{}", pkg_config(spec), spec.extra_config),
         ),
     ]
 }

@@ -337,7 +337,7 @@ pub enum Release {
     },
     /// Validate wheelhouses (install from a staged index in each Python, run their scripts) and add them to the release store as one version.
     Publish {
-        /// What `lockstep pkg build --version V --out DIR` wrote; one per Python, all published together or none.
+        /// What `lockstep pkg build --version V --out DIR` wrote (or a variant's manifest in it, WH/pylock.asserts.toml); one per Python and variant, all published together or none.
         #[arg(required = true, num_args = 1..)]
         wheelhouse: Vec<PathBuf>,
         /// The manifest, with one wheelhouse (default: WHEELHOUSE/pylock.toml).

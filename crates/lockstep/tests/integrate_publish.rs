@@ -691,12 +691,20 @@ fn continue_takes_up_the_open_pull_request_and_ready_waits_for_head_and_green_ch
     // A person fixes the break on the branch and pushes; the next night's
     // runner has no local branch (a fresh checkout of main).
     fix_break(&env, &culprit);
-    git(env.sp(), &["push", "-q", "origin", &format!("HEAD:refs/heads/{branch}")]);
+    git(
+        env.sp(),
+        &["push", "-q", "origin", &format!("HEAD:refs/heads/{branch}")],
+    );
     let fixed = git(env.sp(), &["rev-parse", "HEAD"]).trim().to_string();
     git(env.sp(), &["checkout", "-q", "main"]);
     git(env.sp(), &["branch", "-q", "-D", &branch]);
 
-    let (out, _) = run(&env, &gh, &["integrate", "continue", "--dry-run", "--json"], 0);
+    let (out, _) = run(
+        &env,
+        &gh,
+        &["integrate", "continue", "--dry-run", "--json"],
+        0,
+    );
     let which: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(which["branch"], branch.as_str(), "{which}");
     assert_eq!(which["action"], "resume");
@@ -706,19 +714,35 @@ fn continue_takes_up_the_open_pull_request_and_ready_waits_for_head_and_green_ch
     let taken: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(taken["action"], "resume", "{taken}");
     assert_eq!(current_branch(&env), branch);
-    assert_eq!(git(env.sp(), &["rev-parse", "HEAD"]).trim(), fixed, "the fixup is taken");
+    assert_eq!(
+        git(env.sp(), &["rev-parse", "HEAD"]).trim(),
+        fixed,
+        "the fixup is taken"
+    );
 
     // On to upstream's head, the same pull request updated; red checks keep
     // it a draft and its body names them.
     gh.set_ci(std::sync::Arc::new(|_: &str| "failure".to_string()), 0);
-    let (out, _) = run(&env, &gh, &["integrate", "loop", "--publish", "--ready", "--json"], 0);
+    let (out, _) = run(
+        &env,
+        &gh,
+        &["integrate", "loop", "--publish", "--ready", "--json"],
+        0,
+    );
     let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
     assert_eq!(looped["published"]["created"], false, "{looped}");
-    assert_eq!(looped["published"]["ready"]["state"], "checks-failing", "{looped}");
+    assert_eq!(
+        looped["published"]["ready"]["state"], "checks-failing",
+        "{looped}"
+    );
     assert_eq!(gh.pulls().len(), 1);
     let pull = gh.pulls()[0].clone();
     assert!(pull.draft);
-    assert!(pull.body.contains("checks fail: ci (failure)"), "{}", pull.body);
+    assert!(
+        pull.body.contains("checks fail: ci (failure)"),
+        "{}",
+        pull.body
+    );
     assert!(gh.ready_marked().is_empty());
 
     // Green: ready for review, through GraphQL.
@@ -737,7 +761,12 @@ fn continue_takes_up_the_open_pull_request_and_ready_waits_for_head_and_green_ch
     // A person closes it: the next night starts a new integrate, on a name
     // the remote does not have.
     gh.close_pull(1);
-    let (out, _) = run(&env, &gh, &["integrate", "continue", "--dry-run", "--json"], 0);
+    let (out, _) = run(
+        &env,
+        &gh,
+        &["integrate", "continue", "--dry-run", "--json"],
+        0,
+    );
     let which: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(which["action"], "start", "{which}");
     assert_eq!(which["branch"], format!("{branch}_1"), "{which}");

@@ -64,13 +64,26 @@ struct Pipeline {
     origin: PathBuf,
     github: FakeGithub,
     runner_root: PathBuf,
+    /// The image's interpreters (`cp311-cp311/bin/python` ...).
     pythons: PathBuf,
+    /// What setup-python may provide.
+    setup_pythons: Vec<PathBuf>,
     next_run: u64,
     times: Vec<String>,
+    /// The next run's event name and workflow_dispatch inputs.
+    event: (String, BTreeMap<String, String>),
+    vars: BTreeMap<String, String>,
+    secrets: BTreeMap<String, String>,
 }
 
 impl Pipeline {
     fn new() -> Pipeline {
+        Pipeline::create(CONFIG, NativeSpec::default(), &["3.11"])
+    }
+
+    /// The fixture with `config` (`UPSTREAM` replaced by minillvm's path),
+    /// `spec`'s packages, and a runner image with `pythons`.
+    fn create(config: &str, spec: NativeSpec, pythons: &[&str]) -> Pipeline {
         // The pinned IREE from PyPI, shared like a runner image's tools.
         iree_bin();
         let p = Project::new();
@@ -79,8 +92,8 @@ impl Pipeline {
         let native = native::create(
             &dir,
             &NativeSpec {
-                extra_config: CONFIG.replace("UPSTREAM", &upstream.to_string_lossy()),
-                ..NativeSpec::default()
+                extra_config: config.replace("UPSTREAM", &upstream.to_string_lossy()),
+                ..spec
             },
         )
         .expect("IREE-shaped fixture");
@@ -113,16 +126,23 @@ impl Pipeline {
         );
         git(project, &["fetch", "-q", "origin"]);
         let runner_root = p.root().join("runner");
-        let pythons = image_pythons(p.root());
+        let image = image_pythons(p.root(), pythons);
         let pipeline = Pipeline {
             p,
             native,
             origin,
             github: FakeGithub::start(REPOSITORY, TOKEN).expect("loopback GitHub"),
             runner_root,
-            pythons,
+            setup_pythons: pythons
+                .iter()
+                .map(|v| image.join(format!("cp{0}-cp{0}/bin/python", v.replace('.', ""))))
+                .collect(),
+            pythons: image,
             next_run: 1000,
             times: Vec::new(),
+            event: ("schedule".into(), BTreeMap::new()),
+            vars: BTreeMap::new(),
+            secrets: BTreeMap::new(),
         };
         pipeline.seed_lockstep();
         pipeline
@@ -199,18 +219,18 @@ impl Pipeline {
             repository: REPOSITORY.into(),
             sha,
             git_ref: "refs/heads/main".into(),
-            event_name: "schedule".into(),
-            inputs: BTreeMap::new(),
+            event_name: self.event.0.clone(),
+            inputs: self.event.1.clone(),
             root: self.runner_root.clone(),
             run_id: self.next_run,
             token: TOKEN.into(),
             api_url: self.github.url(),
             server_url: "https://github.com".into(),
             pages_url: "https://lockstep-dev.github.io/demo/".into(),
-            pythons: vec![self.pythons.join("cp311-cp311/bin/python")],
+            pythons: self.setup_pythons.clone(),
             env,
-            secrets: BTreeMap::new(),
-            vars: BTreeMap::new(),
+            secrets: self.secrets.clone(),
+            vars: self.vars.clone(),
             max_parallel: 2,
         };
         let report = run_workflow(&self.workflow(file), &cfg).expect("the workflow runs");
@@ -254,19 +274,26 @@ fn write_suite(project: &Path, first: &str) {
     write(&project.join("suites/adds.suite.toml"), &suite);
 }
 
-/// A manylinux-shaped tree of interpreters (`cp311-cp311/bin/python`) over
-/// the machine's Python 3.11: what the build jobs' image provides.
-fn image_pythons(root: &Path) -> PathBuf {
+/// A manylinux-shaped tree of interpreters (`cp311-cp311/bin/python` ...)
+/// over the machine's Pythons: what the build jobs' image provides.
+fn image_pythons(root: &Path, versions: &[&str]) -> PathBuf {
     let dir = root.join("opt-python");
-    let bin = dir.join("cp311-cp311/bin");
-    std::fs::create_dir_all(&bin).expect("create");
-    let found = stdout(&output(
-        Command::new("python3.11").args(["-c", "import sys; print(sys.executable)"]),
-    ));
-    let python = found.trim();
-    assert!(!python.is_empty(), "python3.11 is needed");
-    for name in ["python", "python3", "python3.11"] {
-        std::os::unix::fs::symlink(python, bin.join(name)).expect("link");
+    for version in versions {
+        let tag = version.replace('.', "");
+        let bin = dir.join(format!("cp{tag}-cp{tag}/bin"));
+        std::fs::create_dir_all(&bin).expect("create");
+        let found = stdout(&output(
+            Command::new(python_of(version)).args(["-c", "import sys; print(sys.executable)"]),
+        ));
+        let python = found.trim();
+        assert!(!python.is_empty(), "python{version} is needed");
+        for name in [
+            "python".to_string(),
+            "python3".to_string(),
+            format!("python{version}"),
+        ] {
+            std::os::unix::fs::symlink(python, bin.join(name)).expect("link");
+        }
     }
     dir
 }
@@ -516,5 +543,380 @@ fn the_release_and_integrate_workflows_run_end_to_end() {
             format!("{times}\ncompiler\tfirst\t{hits_1}\t{misses_1}\ncompiler\tsecond\t{hits_2}\t{misses_2}\n"),
         )
         .expect("write the times");
+    }
+}
+
+const CALENDAR: &str = r#"
+[release]
+name = "demo"
+version-base = "0.3.0"
+tag = "snapshot-{version}"
+hosting = "github-releases"
+keep = { snapshots = 6 }
+
+[integrate]
+submodule = "third_party/minillvm"
+upstream-remote = "upstream"
+upstream-url = "UPSTREAM"
+base = "origin/main"
+branch = "integrates/minillvm-{date}"
+smoke = ["sh", "-c", "test ! -f third_party/minillvm/BREAK || test -f ALLOW_BREAK"]
+
+[integrate.github]
+repository = "lockstep-dev/demo"
+
+[ci]
+lockstep = { git = "https://github.com/lockstep-dev/lockstep", rev = "0123456789abcdef0123456789abcdef01234567" }
+shards = 2
+test-pythons = "first"
+
+[ci.release]
+schedule = "0 5 * * *"
+
+[ci.integrate]
+schedule = "30 4 * * *"
+"#;
+
+/// The versions the deployed index lists for `project` (its PEP 691 page).
+fn listed(site: &Path, project: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(site.join(format!("simple/{project}/index.json")))
+        .unwrap_or_else(|e| panic!("{project}'s page: {e}"));
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("PEP 691 JSON");
+    doc["versions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .map(|v| v.as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// A release night: an upstream commit (moved into the project), pushed,
+/// and the scheduled release run.
+fn release_night(pl: &mut Pipeline, n: u32) -> RunReport {
+    native::touch_upstream(&pl.native, n).expect("upstream commit");
+    pl.push();
+    pl.run("lockstep-release.yml")
+}
+
+/// Installs `requirements` from `index` into a new venv of `python` with pip
+/// (PyPI for what the index lacks) or uv; what `code` prints there.
+fn install_and_run(
+    p: &Project,
+    name: &str,
+    python: &str,
+    index: &str,
+    requirements: &[String],
+    with_uv: bool,
+    code: &str,
+) -> String {
+    let venv = p.root().join(name);
+    expect(
+        Command::new(python_of(python))
+            .arg("-m")
+            .arg("venv")
+            .arg(&venv),
+        0,
+    );
+    let python_in = venv.join("bin/python");
+    let mut cmd = if with_uv {
+        let mut cmd = Command::new("python3");
+        cmd.args(["-m", "uv", "pip", "install", "--python"])
+            .arg(&python_in)
+            .args(["--index", index]);
+        cmd
+    } else {
+        let mut cmd = Command::new(&python_in);
+        cmd.args(["-m", "pip", "install", "--quiet", "--index-url", index])
+            .args(["--extra-index-url", "https://pypi.org/simple/"]);
+        cmd
+    };
+    cmd.args(requirements)
+        .env_remove("PIP_FIND_LINKS")
+        .env_remove("UV_INDEX_URL")
+        .env_remove("UV_EXTRA_INDEX_URL")
+        .env("NO_PROXY", "127.0.0.1,localhost");
+    expect(&mut cmd, 0);
+    stdout(&expect(Command::new(&python_in).args(["-c", code]), 0))
+}
+
+#[test]
+fn the_calendar_two_pythons_two_variants_eight_nights_an_eviction_pruning_and_a_final() {
+    let mut pl = Pipeline::create(
+        CALENDAR,
+        NativeSpec {
+            pythons: vec!["3.11".into(), "3.12".into()],
+            asserts_variant: true,
+            ..NativeSpec::default()
+        },
+        &["3.11", "3.12"],
+    );
+    pl.push();
+    let mut published: Vec<String> = Vec::new();
+    let mut site = None;
+
+    for night in 1..=8u32 {
+        if night == 3 {
+            // A wrong expectation: a red shard, nothing published.
+            write_suite(&pl.native.project, "0 0 0 0");
+            commit_as_tester(&pl.native.project, "A wrong expectation", true);
+        }
+        if night == 4 {
+            write_suite(&pl.native.project, "11 22 33 44");
+            commit_as_tester(&pl.native.project, "Fix the expectation", true);
+        }
+        if night == 5 {
+            // Between nights 4 and 5 the Actions cache loses the store.
+            let gone = lockstep_actions::evict_cache(&pl.runner_root, "lockstep-release-store-")
+                .expect("evict");
+            assert!(gone > 0, "no store entry to evict");
+        }
+        let run = release_night(&mut pl, night);
+        let version = outputs(&run, "cut")["version"].clone();
+        if night == 3 {
+            assert_eq!(run.conclusion, Conclusion::Failure, "{}", run.describe());
+            assert_eq!(only(&run, "publish"), Conclusion::Skipped);
+            assert!(pl
+                .github
+                .releases()
+                .iter()
+                .all(|r| !r.tag.ends_with(&version)));
+            continue;
+        }
+        assert_eq!(
+            run.conclusion,
+            Conclusion::Success,
+            "night {night}:\n{}",
+            run.describe()
+        );
+        published.push(version.clone());
+        let deployed = run.site.clone().expect("deployed");
+        // Both variants of every Python, one version, one Release.
+        let tag = format!("snapshot-{version}");
+        let release = pl
+            .github
+            .releases()
+            .into_iter()
+            .find(|r| r.tag == tag)
+            .expect("the night's Release");
+        for wheel in ["demo_compiler-", "demo_compiler_asserts-"] {
+            for py in ["cp311", "cp312"] {
+                assert!(
+                    release
+                        .assets
+                        .keys()
+                        .any(|n| n.starts_with(wheel) && n.contains(&format!("-{py}-"))),
+                    "night {night}: no {wheel}*{py} in {:?}",
+                    release.assets.keys()
+                );
+            }
+        }
+        let sync_ran = run.job("publish")[0].steps.iter().any(|s| {
+            s.name == "Rebuild the release store from the GitHub Releases"
+                && s.outcome == Conclusion::Success
+        });
+        assert_eq!(
+            sync_ran,
+            night == 1 || night == 5,
+            "night {night}: the sync step"
+        );
+        let listed_now = listed(&deployed, "demo-runtime");
+        let expected: Vec<String> = if night == 8 {
+            published[1..].to_vec()
+        } else {
+            published.clone()
+        };
+        assert_eq!(listed_now, expected, "night {night}");
+        assert_eq!(
+            listed(&deployed, "demo-compiler-asserts"),
+            expected,
+            "night {night}"
+        );
+        site = Some(deployed);
+    }
+    assert_eq!(published.len(), 7);
+    // Night 8 pruned the oldest snapshot: its Release is gone too.
+    assert!(pl
+        .github
+        .releases()
+        .iter()
+        .all(|r| r.tag != format!("snapshot-{}", published[0])));
+
+    // A night with nothing new cuts nothing.
+    let idle = pl.run("lockstep-release.yml");
+    assert_eq!(idle.conclusion, Conclusion::Success, "{}", idle.describe());
+    assert_eq!(outputs(&idle, "cut")["cut"], "false");
+
+    // The final: promoted by hand from the last snapshot.
+    let pypi = PypiServer::start(&pl.p.root().join("pypi-packages"));
+    pl.vars.insert("LOCKSTEP_UPLOAD_URL".into(), pypi.url());
+    pl.secrets
+        .insert("LOCKSTEP_PYPI_TOKEN".into(), "pypi-loopback-token".into());
+    let candidate = published.last().expect("a snapshot").clone();
+    pl.event = (
+        "workflow_dispatch".into(),
+        BTreeMap::from([("promote".to_string(), candidate.clone())]),
+    );
+    let promote = pl.run("lockstep-release.yml");
+    assert_eq!(
+        promote.conclusion,
+        Conclusion::Success,
+        "{}",
+        promote.describe()
+    );
+    assert_eq!(only(&promote, "cut"), Conclusion::Skipped);
+    assert_eq!(only(&promote, "pypi"), Conclusion::Success);
+    let source = git(
+        &pl.origin,
+        &["rev-list", "-n1", &format!("snapshot-{candidate}")],
+    )
+    .trim()
+    .to_string();
+    assert_eq!(
+        git(&pl.origin, &["rev-list", "-n1", "v0.3.0"]).trim(),
+        source
+    );
+    assert_eq!(
+        git(&pl.origin, &["rev-parse", "release/0.3"]).trim(),
+        source
+    );
+    let final_release = pl
+        .github
+        .releases()
+        .into_iter()
+        .find(|r| r.tag == "v0.3.0")
+        .expect("the final's Release");
+    assert!(!final_release.prerelease);
+    let on_pypi: Vec<String> = std::fs::read_dir(&pypi.packages)
+        .expect("pypiserver's files")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    for wheel in [
+        "demo_compiler-0.3.0-cp311",
+        "demo_compiler-0.3.0-cp312",
+        "demo_compiler_asserts-0.3.0-cp311",
+        "demo_runtime-0.3.0-",
+    ] {
+        assert!(
+            on_pypi.iter().any(|f| f.starts_with(wheel)),
+            "{wheel} not on PyPI: {on_pypi:?}"
+        );
+    }
+    let site = promote.site.clone().or(site).expect("deployed");
+    assert!(listed(&site, "demo-compiler").contains(&"0.3.0".to_string()));
+
+    // pip and uv install both variants of the final, each Python, from the
+    // index (the files come from the Releases).
+    let (_pages, served) = serve_site(&site);
+    let index = served.url();
+    for python in ["3.11", "3.12"] {
+        let release = install_and_run(
+            &pl.p,
+            &format!("final-release-{python}"),
+            python,
+            &index,
+            &["demo-compiler==0.3.0".into(), "demo-runtime==0.3.0".into()],
+            false,
+            "import demo_compiler, importlib.metadata as m; print(m.version('demo-compiler'), demo_compiler.asserts())",
+        );
+        assert_eq!(release.trim(), "0.3.0 False", "{python}");
+        let asserts = install_and_run(
+            &pl.p,
+            &format!("final-asserts-{python}"),
+            python,
+            &index,
+            &["demo-compiler-asserts==0.3.0".into()],
+            true,
+            "import demo_compiler, importlib.metadata as m; print(m.version('demo-compiler-asserts'), demo_compiler.asserts())",
+        );
+        assert_eq!(asserts.trim(), "0.3.0 True", "{python}");
+    }
+    drop(served);
+
+    // The integrate over three nights: a halt, a person's fixup, resumed on
+    // the same branch and pull request, ready for review at upstream's head.
+    pl.event = ("schedule".into(), BTreeMap::new());
+    let upstream = pl.native.minillvm.clone();
+    write(&upstream.join("BREAK"), "breaks the smoke\n");
+    commit_as_tester(&upstream, "Upstream: a breaking change", true);
+    write(&upstream.join("NOTES.md"), "after the break\n");
+    commit_as_tester(&upstream, "Upstream: notes", true);
+    // The checks of a head answer "in progress" on their first poll.
+    pl.github
+        .set_ci(std::sync::Arc::new(|_: &str| "success".to_string()), 1);
+    let night1 = pl.run("lockstep-integrate.yml");
+    assert_eq!(
+        night1.conclusion,
+        Conclusion::Failure,
+        "a halt is red:\n{}",
+        night1.describe()
+    );
+    let pulls = pl.github.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    assert!(
+        pulls[0].draft && pulls[0].title.starts_with("[needs help]"),
+        "{:?}",
+        pulls[0]
+    );
+    let branch = pulls[0].head.clone();
+
+    // A person's fixup on the integrate branch.
+    let fixer = pl.p.root().join("fixer");
+    git(
+        pl.p.root(),
+        &[
+            "clone",
+            "-q",
+            "--branch",
+            &branch,
+            &pl.origin.to_string_lossy(),
+            &fixer.to_string_lossy(),
+        ],
+    );
+    write(&fixer.join("ALLOW_BREAK"), "the project copes with BREAK\n");
+    commit_as_tester(&fixer, "Cope with upstream's break", true);
+    git(
+        &fixer,
+        &["push", "-q", "origin", &format!("HEAD:refs/heads/{branch}")],
+    );
+
+    let night2 = pl.run("lockstep-integrate.yml");
+    assert_eq!(
+        night2.conclusion,
+        Conclusion::Success,
+        "{}",
+        night2.describe()
+    );
+    let pulls = pl.github.pulls();
+    assert_eq!(pulls.len(), 1, "the same pull request: {pulls:?}");
+    assert_eq!(pulls[0].head, branch);
+    assert!(pulls[0].draft, "checks still running: a draft");
+    assert!(
+        pulls[0].body.contains("waiting for the checks"),
+        "{}",
+        pulls[0].body
+    );
+    let tip = git(&pl.origin, &["rev-parse", &branch]).trim().to_string();
+    let fixup = git(&fixer, &["rev-parse", "HEAD"]).trim().to_string();
+    assert!(
+        is_ancestor(&pl.origin, &fixup, &tip),
+        "the fixup was carried forward"
+    );
+
+    let night3 = pl.run("lockstep-integrate.yml");
+    assert_eq!(
+        night3.conclusion,
+        Conclusion::Success,
+        "{}",
+        night3.describe()
+    );
+    let pulls = pl.github.pulls();
+    assert_eq!(pulls.len(), 1);
+    assert!(!pulls[0].draft, "ready for review: {:?}", pulls[0]);
+    assert_eq!(pl.github.ready_marked(), vec![pulls[0].number]);
+
+    let times = pl.times.join("\n");
+    eprintln!("{times}");
+    if let Ok(file) = std::env::var("LOCKSTEP_CALENDAR_TIMES") {
+        std::fs::write(file, format!("{times}\n")).expect("write the times");
     }
 }

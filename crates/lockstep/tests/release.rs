@@ -969,27 +969,6 @@ fn prune_keeps_the_newest_finals_and_whatever_a_branch_names() {
 
 /// pypiserver from PyPI in a venv beside the shared toolchains (made in
 /// place; a marker written last says it is whole).
-fn pypiserver() -> PathBuf {
-    let venv = toolchains().join("../test-tools/pypiserver-2.4.2");
-    if !venv.join(".complete").exists() {
-        let _ = std::fs::remove_dir_all(&venv);
-        let out = output(Command::new("python3").arg("-m").arg("venv").arg(&venv));
-        assert!(out.status.success());
-        let out = output(Command::new(venv.join("bin/pip")).args([
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "pypiserver==2.4.2",
-        ]));
-        assert!(
-            out.status.success(),
-            "installing pypiserver: {}",
-            stderr(&out)
-        );
-        std::fs::write(venv.join(".complete"), "").unwrap();
-    }
-    venv.join("bin/pypi-server")
-}
 
 #[test]
 fn promote_uploads_to_a_real_pypiserver_that_pip_installs_from() {
@@ -997,37 +976,8 @@ fn promote_uploads_to_a_real_pypiserver_that_pip_installs_from() {
     let rc = "3.14.0rc2026112501";
     let house = built(&p, rc);
     p.run(&["release", "publish", house.to_str().unwrap()], 0);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let packages = p.root().join("pypiserver-packages");
-    std::fs::create_dir_all(&packages).unwrap();
-    let mut server = Command::new(pypiserver())
-        .args([
-            "run",
-            "-i",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-a",
-            ".",
-            "-P",
-            ".",
-        ])
-        .arg(&packages)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}/");
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let server = PypiServer::start(&p.root().join("pypiserver-packages"));
+    let url = server.url();
     let out = p.run(
         &["release", "promote", rc, "--to", "3.14.0", "--upload", &url],
         0,
@@ -1089,8 +1039,7 @@ fn promote_uploads_to_a_real_pypiserver_that_pip_installs_from() {
     let out = pip_install(&venv, &format!("{url}simple/"), &["demo-pure==3.14.1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(installed(&venv, "demo-pure"), "3.14.1");
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
 
     // An index that refuses the upload: its status and words, exit 1.
     let refusing = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -76,9 +76,14 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
                         "--manifest names the manifest of one wheelhouse, but several were given",
                     )
                     .hint("drop --manifest: each wheelhouse's pylock.toml is read")),
+                    // A wheelhouse, or a variant's manifest in one
+                    // (`WH/pylock.asserts.toml`).
                     (None, houses) => houses
                         .iter()
-                        .map(|h| ctx.cwd.join(h).join(lockstep_python::pylock::FILE))
+                        .map(|h| match h.extension().is_some_and(|e| e == "toml") {
+                            true => ctx.cwd.join(h),
+                            false => ctx.cwd.join(h).join(lockstep_python::pylock::FILE),
+                        })
                         .collect(),
                 };
             let uv = super::pkg::find_uv(ctx)?;

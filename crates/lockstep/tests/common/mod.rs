@@ -927,3 +927,76 @@ pub fn python_of(version: &str) -> PathBuf {
         .find(|p| p.exists())
         .unwrap_or_else(|| panic!("the tests need Python {version} (on PATH or in pyenv)"))
 }
+
+/// pypiserver 2.4.2 from PyPI, in a venv kept beside the toolchains.
+pub fn pypiserver() -> PathBuf {
+    let venv = toolchains().join("../test-tools/pypiserver-2.4.2");
+    if !venv.join(".complete").exists() {
+        let _ = std::fs::remove_dir_all(&venv);
+        let out = output(Command::new("python3").arg("-m").arg("venv").arg(&venv));
+        assert!(out.status.success());
+        let out = output(Command::new(venv.join("bin/pip")).args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "pypiserver==2.4.2",
+        ]));
+        assert!(
+            out.status.success(),
+            "installing pypiserver: {}",
+            stderr(&out)
+        );
+        std::fs::write(venv.join(".complete"), "").unwrap();
+    }
+    venv.join("bin/pypi-server")
+}
+
+/// A real pypiserver on a free loopback port, taking uploads without
+/// authentication (any token passes), stopped when dropped.
+pub struct PypiServer {
+    child: std::process::Child,
+    port: u16,
+    pub packages: PathBuf,
+}
+
+impl PypiServer {
+    pub fn start(packages: &Path) -> PypiServer {
+        std::fs::create_dir_all(packages).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(pypiserver())
+            .args(["run", "-i", "127.0.0.1", "-p", &port.to_string()])
+            .args(["-a", ".", "-P", "."])
+            .arg(packages)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        PypiServer {
+            child,
+            port,
+            packages: packages.to_path_buf(),
+        }
+    }
+
+    /// The upload endpoint (and `URL/simple/` the index).
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for PypiServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
