@@ -1543,3 +1543,40 @@ fn an_index_that_would_outgrow_pages_is_refused_naming_the_setting() {
     );
     assert!(!p.path().join("release/index/files").join(v).exists());
 }
+
+#[test]
+fn wheels_for_a_python_the_machine_lacks_are_named_and_nothing_is_published() {
+    let (_tmp, _remote, work) = remote_and_clone(RELEASE);
+    let home = work.parent().unwrap().to_path_buf();
+    let v = "3.14.0rc2026112709";
+    let house = work.join("wh-future");
+    std::fs::create_dir_all(&house).unwrap();
+    let script = r#"
+import sys, zipfile
+d, version = sys.argv[1:3]
+info = f"demo_future-{version}.dist-info"
+with zipfile.ZipFile(f"{d}/demo_future-{version}-cp399-cp399-linux_x86_64.whl", "w") as z:
+    z.writestr("demo_future/__init__.py", "")
+    z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: demo-future\nVersion: {version}\n\n")
+    z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp399-cp399-linux_x86_64\n")
+    z.writestr(f"{info}/RECORD", "")
+"#;
+    expect(
+        Command::new("python3").args(["-c", script]).arg(&house).arg(v),
+        0,
+    );
+    expect(
+        &mut lockstep_in(&work, &home, &["pkg", "manifest", house.to_str().unwrap()]),
+        0,
+    );
+    let err = stderr(&expect(
+        &mut lockstep_in(&work, &home, &["release", "publish", house.to_str().unwrap()]),
+        2,
+    ));
+    assert!(
+        err.contains("the set's wheels are for Python 3.99, which this machine lacks"),
+        "{err}"
+    );
+    assert!(err.contains("Python 3.99 is not installed where lockstep looks"), "{err}");
+    assert!(!work.join("release/index/files").join(v).exists());
+}

@@ -359,6 +359,31 @@ fn hosted_on_github_releases_the_index_links_assets_and_sync_rebuilds_an_evicted
         "{synced}"
     );
 
+    // The store and the Releases disagree: a record whose files differ
+    // from its Release's, then a hosted version no Release holds.
+    let record_path = index.join("files/3.14.0rc3/release.json");
+    let original = std::fs::read_to_string(&record_path).unwrap();
+    let mut record: serde_json::Value = serde_json::from_str(&original).unwrap();
+    record["files"][0]["sha256"] = serde_json::json!("0".repeat(64));
+    std::fs::write(&record_path, record.to_string()).unwrap();
+    let err = stderr(&sync(&p, &github, 1));
+    assert!(
+        err.contains("the store and the GitHub Release disagree about 3.14.0rc3"),
+        "{err}"
+    );
+    std::fs::write(&record_path, &original).unwrap();
+    let orphan = index.join("files/3.14.0rc9");
+    std::fs::create_dir_all(&orphan).unwrap();
+    let mut record: serde_json::Value = serde_json::from_str(&original).unwrap();
+    record["version"] = serde_json::json!("3.14.0rc9");
+    std::fs::write(orphan.join("release.json"), record.to_string()).unwrap();
+    let err = stderr(&sync(&p, &github, 1));
+    assert!(
+        err.contains("the store lists 3.14.0rc9, hosted on GitHub, but no GitHub Release holds it"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&orphan).unwrap();
+
     // A Release whose wheel a person deleted: named, the store unchanged.
     assert!(github.delete_asset("demo-3.14.0rc2", "demo_pure-3.14.0rc2-py3-none-any.whl"));
     std::fs::remove_dir_all(index.join("files/3.14.0rc2")).unwrap();
