@@ -449,7 +449,7 @@ pub fn ship(req: &Ship, sink: &dyn lockstep_core::events::Sink) -> Result<Shippe
     }
     if let Some(base) = &candidate.hosted {
         // Its files were only borrowed back to be rewritten.
-        store::mark_hosted(index, req.from, base)?;
+        crate::index::mark_hosted(index, req.from, base)?;
     }
     if let (Some(branch), Some(git)) = (&branch, &git) {
         shipped.branch_outcome = Some(release_branch(git, req.remote, branch, &commit)?);

@@ -260,7 +260,7 @@ impl Target {
             }
         }
         if let Some(base) = &hosted {
-            store::mark_hosted(index, version, base)?;
+            crate::index::mark_hosted(index, version, base)?;
         }
         Ok(report)
     }

@@ -91,6 +91,26 @@ pub fn yank_and_index(index: &Path, version: &str, reason: &str) -> Result<Relea
     Ok(yanked)
 }
 
+/// After `version`'s files became assets of its GitHub Release: the record
+/// says where they are served from, and the store keeps only the record and
+/// the core metadata (the Actions cache and the Pages site stay small). The
+/// index is rewritten to link there.
+pub fn mark_hosted(index: &Path, version: &str, base: &str) -> Result<(), Error> {
+    let _lock = store::lock(index)?;
+    let dir = index.join(store::FILES).join(version);
+    let mut record = store::load_or_scan(&dir)?;
+    record.hosted = Some(base.to_string());
+    store::save(&dir, &record)?;
+    for file in &record.files {
+        let path = dir.join(&file.filename);
+        if path.exists() {
+            fs_err::remove_file(&path)?;
+        }
+    }
+    write_index(index, None)?;
+    Ok(())
+}
+
 /// Regenerates `simple/` and `links.html` under `index` from the store.
 /// `base_url` makes file links absolute (`URL/files/...`); by default they
 /// are relative, so the directory can be served from anywhere.

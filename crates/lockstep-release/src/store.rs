@@ -321,26 +321,6 @@ pub fn record_bytes(release: &Release) -> Result<Vec<u8>, Error> {
     Ok(text.into_bytes())
 }
 
-/// After `version`'s files became assets of its GitHub Release: the record
-/// says where they are served from, and the store keeps only the record and
-/// the core metadata (the Actions cache and the Pages site stay small). The
-/// index is rewritten to link there.
-pub fn mark_hosted(index: &Path, version: &str, base: &str) -> Result<(), Error> {
-    let _lock = lock(index)?;
-    let dir = index.join(FILES).join(version);
-    let mut record = load_or_scan(&dir)?;
-    record.hosted = Some(base.to_string());
-    save(&dir, &record)?;
-    for file in &record.files {
-        let path = dir.join(&file.filename);
-        if path.exists() {
-            fs_err::remove_file(&path)?;
-        }
-    }
-    crate::index::write_index(index, None)?;
-    Ok(())
-}
-
 pub fn save(dir: &Path, release: &Release) -> Result<(), Error> {
     lockstep_core::fs::write_atomic(&dir.join(RELEASE_JSON), &record_bytes(release)?)
 }

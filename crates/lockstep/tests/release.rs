@@ -1562,7 +1562,10 @@ with zipfile.ZipFile(f"{d}/demo_future-{version}-cp399-cp399-linux_x86_64.whl", 
     z.writestr(f"{info}/RECORD", "")
 "#;
     expect(
-        Command::new("python3").args(["-c", script]).arg(&house).arg(v),
+        Command::new("python3")
+            .args(["-c", script])
+            .arg(&house)
+            .arg(v),
         0,
     );
     expect(
@@ -1570,13 +1573,20 @@ with zipfile.ZipFile(f"{d}/demo_future-{version}-cp399-cp399-linux_x86_64.whl", 
         0,
     );
     let err = stderr(&expect(
-        &mut lockstep_in(&work, &home, &["release", "publish", house.to_str().unwrap()]),
+        &mut lockstep_in(
+            &work,
+            &home,
+            &["release", "publish", house.to_str().unwrap()],
+        ),
         2,
     ));
     assert!(
         err.contains("the set's wheels are for Python 3.99, which this machine lacks"),
         "{err}"
     );
-    assert!(err.contains("Python 3.99 is not installed where lockstep looks"), "{err}");
+    assert!(
+        err.contains("Python 3.99 is not installed where lockstep looks"),
+        "{err}"
+    );
     assert!(!work.join("release/index/files").join(v).exists());
 }
