@@ -262,13 +262,7 @@ fn cut_job(plan: &Plan, stage: &ReleaseStage) -> Node {
         ),
         (
             "permissions".into(),
-            map([(
-                "contents",
-                Node::Commented(
-                    "write".into(),
-                    "push the bumped pins and the version's tag".into(),
-                ),
-            )]),
+            contents_write("push the bumped pins and the version's tag"),
         ),
         (
             "outputs".into(),
@@ -379,13 +373,7 @@ fn publish_job(plan: &Plan, stage: &ReleaseStage, needs: &[String]) -> Node {
         steps.push(step("Prune old snapshots ([release] keep)", prune));
     }
     if stage.pages {
-        steps.push(step(
-            "Upload the index for Pages",
-            vec![
-                ("uses", uses(plan, actions::UPLOAD_PAGES_ARTIFACT)),
-                ("with", with(vec![("path", s(index))])),
-            ],
-        ));
+        steps.push(pages_upload(plan, index));
     }
     let contents = if stage.github_release {
         Node::Commented(
@@ -505,13 +493,7 @@ fn promote_job(plan: &Plan, stage: &ReleaseStage) -> Node {
         ],
     ));
     if stage.pages {
-        steps.push(step(
-            "Upload the index for Pages",
-            vec![
-                ("uses", uses(plan, actions::UPLOAD_PAGES_ARTIFACT)),
-                ("with", with(vec![("path", s(index))])),
-            ],
-        ));
+        steps.push(pages_upload(plan, index));
     }
     Node::Map(vec![
         ("name".into(), s("promote ${{ inputs.promote }}")),
@@ -523,13 +505,7 @@ fn promote_job(plan: &Plan, stage: &ReleaseStage) -> Node {
         ),
         (
             "permissions".into(),
-            map([(
-                "contents",
-                Node::Commented(
-                    "write".into(),
-                    "push the final's tag and release branch, create its GitHub Release".into(),
-                ),
-            )]),
+            contents_write("push the final's tag and release branch, create its GitHub Release"),
         ),
         (
             "outputs".into(),
@@ -604,6 +580,22 @@ fn pypi_job(plan: &Plan) -> Node {
         ),
         ("steps".into(), Node::Seq(steps)),
     ])
+}
+
+/// `permissions: contents: write`, saying why.
+fn contents_write(why: &str) -> Node {
+    map([("contents", Node::Commented("write".into(), why.into()))])
+}
+
+/// The step handing `index` to the deploy job.
+fn pages_upload(plan: &Plan, index: String) -> Node {
+    step(
+        "Upload the index for Pages",
+        vec![
+            ("uses", uses(plan, actions::UPLOAD_PAGES_ARTIFACT)),
+            ("with", with(vec![("path", s(index))])),
+        ],
+    )
 }
 
 /// Where the publish job puts one cell's wheelhouse.

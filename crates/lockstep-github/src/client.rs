@@ -263,13 +263,6 @@ impl Client {
         self.authorised(self.http.get(&self.endpoint(path)))
     }
 
-    /// A POST of `path` with the API's headers and the token (never
-    /// retried but for a 429: a repeat could create twice).
-    pub(crate) fn api_post(&self, path: &str) -> Request<'_> {
-        self.authorised(self.http.post(&self.endpoint(path)))
-            .retry(lockstep_http::RetryOn::RateLimitOnly)
-    }
-
     /// POSTs `body` as JSON to `path` and decodes the answer (`what` names
     /// it in errors): how a release or a pull request is created.
     pub(crate) fn post_json<B: serde::Serialize, T: for<'de> Deserialize<'de>>(
@@ -278,20 +271,11 @@ impl Client {
         body: &B,
         what: &str,
     ) -> Result<T, Error> {
-        let payload = serde_json::to_vec(body)
-            .map_err(|e| Error::failed(format!("cannot encode {what}")).cause(e.to_string()))?;
-        let response = self
-            .api_post(path)
-            .send("application/json", &payload)
-            .map_err(|e| self.error(e, what))?;
-        let bytes = response
-            .bytes(MAX_JSON_BYTES)
-            .map_err(|e| self.error(e, what))?;
-        parse(&bytes, what, &self.scrubber())
+        self.post_json_to(&self.endpoint(path), body, what)
     }
 
-    /// POSTs `body` as JSON to `url` (the GraphQL endpoint) and decodes
-    /// the answer.
+    /// POSTs `body` as JSON to `url` (an API path, or the GraphQL
+    /// endpoint) and decodes the answer; never retried but for a 429.
     pub(crate) fn post_json_to<B: serde::Serialize, T: for<'de> Deserialize<'de>>(
         &self,
         url: &Url,

@@ -198,7 +198,7 @@ impl Client {
 }
 
 /// A tag as one URL path segment (`/` and everything unusual escaped).
-fn encode_segment(text: &str) -> String {
+pub fn encode_segment(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {

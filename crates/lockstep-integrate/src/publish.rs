@@ -316,20 +316,36 @@ impl Integrate<'_> {
         command: &str,
     ) -> Result<(String, String, String, String), Error> {
         let branch = self.branch()?;
-        let (remote, base_branch) = self.cfg.base.split_once('/').ok_or_else(|| {
-            Error::usage(format!(
-                "[integrate] base `{}` names no remote: {command} needs `REMOTE/BRANCH`",
-                self.cfg.base
-            ))
-            .hint("set [integrate] base to e.g. \"origin/main\"")
-        })?;
+        let (remote, base_branch) = self.base_parts(command)?;
         if branch == base_branch {
             return Err(Error::usage(format!(
                 "the superproject is on `{branch}`, the base branch itself: {command} works on an integrate branch"
             ))
             .hint("check out the integrate branch (or start one with `lockstep integrate start`)"));
         }
-        let remote_url = self.superproject.remote_url(remote)?.ok_or_else(|| {
+        let remote_url = self.remote_url_of(remote)?;
+        Ok((
+            branch,
+            remote.to_string(),
+            base_branch.to_string(),
+            remote_url,
+        ))
+    }
+
+    /// The remote and branch `[integrate] base` names (`origin`, `main`).
+    fn base_parts(&self, command: &str) -> Result<(&str, &str), Error> {
+        self.cfg.base.split_once('/').ok_or_else(|| {
+            Error::usage(format!(
+                "[integrate] base `{}` names no remote: {command} needs `REMOTE/BRANCH`",
+                self.cfg.base
+            ))
+            .hint("set [integrate] base to e.g. \"origin/main\"")
+        })
+    }
+
+    /// The URL of `remote`, which must exist.
+    fn remote_url_of(&self, remote: &str) -> Result<String, Error> {
+        self.superproject.remote_url(remote)?.ok_or_else(|| {
             Error::usage(format!(
                 "the superproject has no remote `{remote}` ([integrate] base = \"{}\")",
                 self.cfg.base
@@ -337,13 +353,7 @@ impl Integrate<'_> {
             .hint(format!(
                 "add it (`git remote add {remote} URL`) or change [integrate] base"
             ))
-        })?;
-        Ok((
-            branch,
-            remote.to_string(),
-            base_branch.to_string(),
-            remote_url,
-        ))
+        })
     }
 
     /// The remote, branches, repository and client, all checked.
@@ -370,22 +380,8 @@ impl Integrate<'_> {
         &self,
         command: &str,
     ) -> Result<(Client, Repo, String, String), Error> {
-        let (remote, base_branch) = self.cfg.base.split_once('/').ok_or_else(|| {
-            Error::usage(format!(
-                "[integrate] base `{}` names no remote: {command} needs `REMOTE/BRANCH`",
-                self.cfg.base
-            ))
-            .hint("set [integrate] base to e.g. \"origin/main\"")
-        })?;
-        let remote_url = self.superproject.remote_url(remote)?.ok_or_else(|| {
-            Error::usage(format!(
-                "the superproject has no remote `{remote}` ([integrate] base = \"{}\")",
-                self.cfg.base
-            ))
-            .hint(format!(
-                "add it (`git remote add {remote} URL`) or change [integrate] base"
-            ))
-        })?;
+        let (remote, base_branch) = self.base_parts(command)?;
+        let remote_url = self.remote_url_of(remote)?;
         let (client, repo) = self.github_client(&remote_url)?;
         Ok((client, repo, remote.to_string(), base_branch.to_string()))
     }

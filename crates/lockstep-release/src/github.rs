@@ -272,7 +272,7 @@ fn download_base(release: &lockstep_github::releases::Release, tag: &str) -> Res
     let page = release.html_url.as_deref().unwrap_or_default();
     match page.rsplit_once("/releases/tag/") {
         Some((repo, _)) if page.starts_with("https://") || is_loopback_http(page) => {
-            Ok(format!("{repo}/releases/download/{}/", encode_tag(tag)))
+            Ok(format!("{repo}/releases/download/{}/", lockstep_github::releases::encode_segment(tag)))
         }
         _ => Err(Error::failed(format!(
             "GitHub did not say where the Release of {tag} is (html_url `{}`)",
@@ -294,35 +294,14 @@ fn is_loopback_http(url: &str) -> bool {
     .any(|p| url.starts_with(p))
 }
 
-/// A tag as one URL path segment.
-fn encode_tag(tag: &str) -> String {
-    tag.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// A wheel's stored core metadata, checked against its sha256.
 fn metadata_file(dir: &Path, record: &store::Release, wheel: &str) -> Result<Vec<u8>, Error> {
-    let name = format!("{wheel}.metadata");
-    let bytes = fs_err::read(dir.join(&name))?;
     let want = record
         .files
         .iter()
         .find(|f| f.filename == wheel)
-        .and_then(|f| f.metadata_sha256.clone())
-        .unwrap_or_default();
-    if lockstep_core::hash::sha256_bytes(&bytes) != want {
-        return Err(Error::failed(format!(
-            "{name} in the store does not match its sha256 in release.json"
-        ))
-        .hint("the store was changed by hand: restore the file, or yank the version"));
-    }
-    Ok(bytes)
+        .and_then(|f| f.metadata_sha256.clone());
+    checked_bytes(dir, &format!("{wheel}.metadata"), want)
 }
 
 /// `SHA256SUMS`: `sha256  file` per file, by name (what `sha256sum -c` reads).
@@ -347,14 +326,18 @@ fn sums_with(record: &store::Release, more: &[(String, String)]) -> String {
 
 /// A stored file's bytes, checked against its sha256 in release.json.
 fn stored_file(dir: &Path, record: &store::Release, name: &str) -> Result<Vec<u8>, Error> {
-    let bytes = fs_err::read(dir.join(name))?;
     let want = record
         .files
         .iter()
         .find(|f| f.filename == name)
-        .map(|f| f.sha256.clone())
-        .unwrap_or_default();
-    if lockstep_core::hash::sha256_bytes(&bytes) != want {
+        .map(|f| f.sha256.clone());
+    checked_bytes(dir, name, want)
+}
+
+/// The bytes of `dir/name`, which must hash to `want`.
+fn checked_bytes(dir: &Path, name: &str, want: Option<String>) -> Result<Vec<u8>, Error> {
+    let bytes = fs_err::read(dir.join(name))?;
+    if Some(lockstep_core::hash::sha256_bytes(&bytes)) != want {
         return Err(Error::failed(format!(
             "{name} in the store does not match its sha256 in release.json"
         ))
