@@ -45,11 +45,16 @@ pub struct Synced {
 /// The API client (`$GITHUB_API_URL`, `$GITHUB_TOKEN`) and the repository
 /// (`$GITHUB_REPOSITORY`, else `origin` of the repository around `root`).
 pub fn connect(root: &Path) -> Result<(Client, Repo), Error> {
+    connect_to(root, None)
+}
+
+/// [`connect`], the repository given (`--repo OWNER/NAME`) when `Some`.
+pub fn connect_to(root: &Path, repo: Option<&str>) -> Result<(Client, Repo), Error> {
     let client = Client::from_env()?;
     let origin = lockstep_git::Repo::discover(root)
         .ok()
         .and_then(|git| git.remote_url("origin").ok().flatten());
-    let repo = lockstep_github::repo::resolve(None, origin.as_deref(), &client.web_host())?;
+    let repo = lockstep_github::repo::resolve(repo, origin.as_deref(), &client.web_host())?;
     Ok((client, repo))
 }
 

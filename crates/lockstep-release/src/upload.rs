@@ -57,6 +57,12 @@ pub fn upload_dir(
     sink: &dyn lockstep_core::events::Sink,
 ) -> Result<UploadReport, Error> {
     check_url(url)?;
+    if !dir.is_dir() {
+        return Err(
+            Error::usage(format!("{} is not a directory", dir.display()))
+                .hint("give the directory `release promote --copy-to DIR` wrote"),
+        );
+    }
     let mut files: Vec<std::path::PathBuf> = fs_err::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {

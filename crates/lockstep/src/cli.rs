@@ -354,9 +354,12 @@ pub enum Release {
     },
     /// Rebuild the store's records and the index from the repository's GitHub Releases ([release] hosting = "github-releases"): after an evicted cache, nothing is lost.
     Sync {
-        /// Read the Releases of $GITHUB_REPOSITORY (else origin's) through $GITHUB_API_URL with $GITHUB_TOKEN.
+        /// Read the Releases of --repo (else $GITHUB_REPOSITORY, else origin's) through $GITHUB_API_URL with $GITHUB_TOKEN.
         #[arg(long, required = true)]
         from_github: bool,
+        /// The repository whose Releases to read.
+        #[arg(long, value_name = "OWNER/NAME")]
+        repo: Option<String>,
         #[command(flatten)]
         json: Json,
     },

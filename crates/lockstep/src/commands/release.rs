@@ -98,8 +98,8 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             let report = lockstep_release::publication::publish_release(publication, ctx.sink())?;
             ctx.show(&report, |r| human::published(r, &settings.index))
         }
-        cli::Release::Sync { .. } => {
-            let (client, repo) = lockstep_release::sync::connect(root)?;
+        cli::Release::Sync { repo, .. } => {
+            let (client, repo) = lockstep_release::sync::connect_to(root, repo.as_deref())?;
             let synced =
                 lockstep_release::sync::from_github(&settings.index, &client, &repo, ctx.sink())?;
             ctx.show(&synced, |s| human::synced(s, &settings.index))
