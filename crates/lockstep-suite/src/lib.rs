@@ -12,6 +12,8 @@ pub mod cache;
 pub mod config;
 pub mod events;
 pub mod last_results;
+pub mod lit;
+mod lit_runner;
 pub mod markers;
 pub mod model;
 pub mod names;

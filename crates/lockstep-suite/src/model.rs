@@ -12,6 +12,8 @@ pub enum StepKind {
     Compile,
     Run,
     Benchmark,
+    /// A lit test, run by lit.
+    Lit,
 }
 
 impl StepKind {
@@ -20,6 +22,7 @@ impl StepKind {
             StepKind::Compile => "compile",
             StepKind::Run => "run",
             StepKind::Benchmark => "benchmark",
+            StepKind::Lit => "lit",
         }
     }
 }

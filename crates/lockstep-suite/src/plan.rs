@@ -158,6 +158,8 @@ pub struct Test {
     pub expect_reason: String,
     /// The config this test came from (for `--update-xfails`).
     pub config: Option<PathBuf>,
+    /// A lit test: lit runs it (no compile or run step of lockstep's).
+    pub lit: Option<crate::lit::LitCase>,
 }
 
 /// What to select.
@@ -175,6 +177,10 @@ pub struct Selection {
     /// Every target name there is (built in and `[test.targets.*]`), for
     /// checking the suites' per-test `[test.targets.NAME]`.
     pub known_targets: Vec<String>,
+    /// lit, when the paths hold lit suites (lit lists their tests).
+    pub lit: Option<crate::lit::LitProgram>,
+    /// Where listing lit suites logs.
+    pub work: PathBuf,
 }
 
 /// A per-test `[test.targets.NAME]` must name a target that exists: a typo
@@ -270,9 +276,23 @@ pub fn plan(paths: &[PathBuf], sel: &Selection, sink: &dyn Sink) -> Result<Plann
                 }
             }
         }
+        let lit_suites = crate::lit::find_suites(root);
+        for suite in &lit_suites {
+            tests.extend(lit_tests(suite, sel)?);
+            suite_files.extend(
+                crate::lit::CONFIGS
+                    .iter()
+                    .map(|c| suite.join(c))
+                    .filter(|c| c.is_file()),
+            );
+        }
         if root.is_dir() {
             // The same tree as above: its skipped links were reported there.
             for case in sources::find_layout_cases(root, &lockstep_core::events::NullSink)? {
+                // A lit suite's files are lit's tests.
+                if lit_suites.iter().any(|s| case.dir.starts_with(s)) {
+                    continue;
+                }
                 if sel.configs.is_empty() {
                     for target in &sel.targets {
                         tests.push(layout_on_target(&case, target, sel));
@@ -289,6 +309,41 @@ pub fn plan(paths: &[PathBuf], sel: &Selection, sink: &dyn Sink) -> Result<Plann
     tests.retain(|t| seen.insert(t.id.clone()));
     tests.retain(|t| selected(t, sel));
     Ok(Planned { tests, suite_files })
+}
+
+/// The tests of the lit suite `suite`, as lit lists them: id
+/// `NAME/PATH [lit]` (NAME the suite directory's name), markers `lit` and
+/// each `REQUIRES:` feature.
+fn lit_tests(suite: &Path, sel: &Selection) -> Result<Vec<Test>, Error> {
+    let program = sel.lit.as_ref().ok_or_else(|| {
+        Error::failed(format!(
+            "{} is a lit suite, but lit was not set up for this run",
+            suite.display()
+        ))
+    })?;
+    let name = lockstep_core::fs::file_name(suite);
+    let work = sel.work.join("lit-list").join(&name);
+    let cases = crate::lit::discover(program, suite, &work)?;
+    Ok(cases
+        .into_iter()
+        .map(|case| {
+            let mut markers = vec!["lit".to_string()];
+            markers.extend(case.requires.iter().cloned());
+            Test {
+                id: format!("{name}/{} [lit]", case.path),
+                case: format!("{name}/{}", case.path),
+                group: "lit".into(),
+                markers: distinct(markers),
+                compile: None,
+                run: None,
+                benchmark: None,
+                expect: Expect::Pass,
+                expect_reason: String::new(),
+                config: None,
+                lit: Some(case),
+            }
+        })
+        .collect())
 }
 
 fn selected(t: &Test, sel: &Selection) -> bool {
@@ -357,6 +412,7 @@ fn layout_on_config(case: &LayoutCase, config: &SuiteConfig, sel: &Selection) ->
         expect,
         expect_reason,
         config: Some(config.path.clone()),
+        lit: None,
     }
 }
 
@@ -380,6 +436,7 @@ fn layout_on_target(case: &LayoutCase, target: &Target, sel: &Selection) -> Test
         expect: Expect::Pass,
         expect_reason: String::new(),
         config: None,
+        lit: None,
     }
 }
 
@@ -483,6 +540,7 @@ fn native_test(suite: &NativeSuite, test: &NativeTest, target: &Target, sel: &Se
         expect,
         expect_reason,
         config: None,
+        lit: None,
     }
 }
 

@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub no_cache: bool,
     /// Logs and uncached modules go here.
     pub run_dir: PathBuf,
+    /// lit, for the lit tests among the run's.
+    pub lit: Option<crate::lit::LitProgram>,
 }
 
 /// A compile's result, shared by the tests that need it.
@@ -106,7 +108,7 @@ pub fn run(
     {
         let mut st = lock(&state);
         for (i, t) in tests.iter().enumerate() {
-            if st.done[i].is_none() && t.compile.is_none() {
+            if st.done[i].is_none() && t.compile.is_none() && t.lit.is_none() {
                 st.done[i] = Some(skipped(t));
             }
         }
@@ -139,6 +141,23 @@ pub fn run(
     // the workers that started do all the work; none at all is an error.
     lockstep_core::pool::run_workers("lockstep-test", jobs, |_| worker(&ctx, &state, &wake))?;
     let mut st = state.into_inner().unwrap_or_else(|e| e.into_inner());
+    // lit tests: one lit process per suite.
+    if let Some(program) = &opts.lit {
+        let lit = crate::lit_runner::LitRun {
+            program,
+            toolchain,
+            cache: compiles_area.as_ref(),
+            jobs,
+            timeout: opts.run_timeout,
+            run_dir: &opts.run_dir,
+            sink,
+        };
+        let mut finished = st.finished;
+        for (i, result) in crate::lit_runner::run(&lit, tests, &mut finished, total) {
+            st.done[i] = Some(result);
+        }
+        st.finished = finished;
+    }
     // Benchmarks, one at a time.
     for (i, t) in tests.iter().enumerate() {
         let (Some(bench), Some(result)) = (&t.benchmark, st.done[i].as_mut()) else {

@@ -40,6 +40,8 @@ pub struct Request {
     pub ignore_xfails: bool,
     pub skip_all_runs: bool,
     pub update_xfails: bool,
+    /// lit, when the paths hold lit suites ([`crate::lit::find_suites`]).
+    pub lit: Option<crate::lit::LitProgram>,
 }
 
 impl Request {
@@ -143,6 +145,11 @@ pub fn plan(
             }
         }
     };
+    let run_dir = last_results::state_dir(cwd).join("test-runs").join(
+        jiff::Timestamp::now()
+            .strftime("%Y%m%dT%H%M%S%.3f")
+            .to_string(),
+    );
     let selection = Selection {
         configs,
         targets,
@@ -153,6 +160,8 @@ pub fn plan(
         skip_all_runs: req.skip_all_runs,
         ignore_xfails: req.ignore_xfails,
         known_targets: known.keys().cloned().collect(),
+        lit: req.lit.clone(),
+        work: run_dir.clone(),
     };
     let planned = plan::plan(&paths, &selection, sink)?;
     let mut read: Vec<(&'static str, PathBuf)> = planned
@@ -162,11 +171,6 @@ pub fn plan(
         .collect();
     read.extend(config_paths.into_iter().map(|c| ("the suite config", c)));
     let tests = planned.tests;
-    let run_dir = last_results::state_dir(cwd).join("test-runs").join(
-        jiff::Timestamp::now()
-            .strftime("%Y%m%dT%H%M%S%.3f")
-            .to_string(),
-    );
     Ok(Planned {
         tests,
         read,
@@ -177,6 +181,7 @@ pub fn plan(
             run_timeout,
             no_cache: req.no_cache,
             run_dir,
+            lit: req.lit.clone(),
         },
         update_xfails: req.update_xfails,
     })

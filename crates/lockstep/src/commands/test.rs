@@ -26,9 +26,16 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         ignore_xfails: args.ignore_xfails,
         skip_all_runs: args.skip_all_runs,
         update_xfails: args.update_xfails,
+        lit: None,
     };
     let cfg = loaded.section()?;
     let suite_dirs = request.suite_dirs(&cfg, &loaded.root, &ctx.cwd);
+    // lit lists a lit suite's tests: set up (from PyPI, once) only when
+    // the paths hold one.
+    let request = Request {
+        lit: lit_program(ctx, &suite_dirs)?,
+        ..request
+    };
     let planned = session::plan(
         &request,
         &cfg,
@@ -79,4 +86,26 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
     );
     written?;
     Ok(if report.failed() { 1 } else { 0 })
+}
+
+/// lit and FileCheck when `dirs` hold a lit suite
+/// ([`lockstep_suite::lit::find_suites`]).
+fn lit_program(
+    ctx: &Ctx,
+    dirs: &[std::path::PathBuf],
+) -> Result<Option<lockstep_suite::lit::LitProgram>, Error> {
+    if !dirs
+        .iter()
+        .any(|d| !lockstep_suite::lit::find_suites(d).is_empty())
+    {
+        return Ok(None);
+    }
+    let uv = super::pkg::find_uv(ctx)?;
+    let root = lockstep_core::paths::toolchains_dir()?;
+    let tools = lockstep_python::tools::LitTools::ensure(&uv, &root, ctx.sink())?;
+    Ok(Some(lockstep_suite::lit::LitProgram {
+        lit: tools.lit,
+        path: tools.path,
+        identity: tools.pins,
+    }))
 }
