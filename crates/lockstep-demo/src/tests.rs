@@ -1,5 +1,6 @@
 //! The test part: the embedded smoke suite on the CPU with the real IREE
-//! compiler and runtime, as `lockstep test suites/smoke` runs it.
+//! compiler and runtime, and the embedded lit suite with LLVM's lit and
+//! FileCheck, as `lockstep test suites/smoke suites/lit` runs them.
 
 use std::io::Write;
 use std::path::Path;
@@ -16,9 +17,10 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<bool, Error> {
     let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/smoke");
+    let lit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/lit");
     writeln!(
         out,
-        "\n== lockstep test suites/smoke (the embedded smoke suite, real IREE compiler and runtime)"
+        "\n== lockstep test suites/smoke suites/lit (the embedded smoke suite, real IREE compiler and runtime; the embedded lit suite, LLVM's lit and FileCheck)"
     )?;
     if !smoke.is_dir() {
         writeln!(
@@ -29,8 +31,18 @@ pub fn run(
     }
     // The embedded defaults, whatever lockstep.toml is around.
     let loaded = Loaded::defaults(&smoke);
+    let tools = lockstep_python::tools::LitTools::ensure(
+        &lockstep_python::uv::find_default(sink)?,
+        &lockstep_core::paths::toolchains_dir()?,
+        sink,
+    )?;
     let request = Request {
-        paths: vec![smoke.clone()],
+        paths: vec![smoke.clone(), lit],
+        lit: Some(lockstep_suite::lit::LitProgram {
+            lit: tools.lit,
+            path: tools.path,
+            identity: tools.pins,
+        }),
         ..Request::default()
     };
     let cwd = std::env::current_dir()?;
