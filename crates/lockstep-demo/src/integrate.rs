@@ -164,6 +164,7 @@ pub fn run(
                 report: report.clone(),
                 published: published.clone(),
                 called_for_help: posted,
+                final_checks: None,
             })?,
             None,
             out,

@@ -42,6 +42,14 @@ pub struct IntegrateConfig {
     /// A smoke that runs longer counts as bad.
     #[serde(deserialize_with = "de::duration")]
     pub smoke_timeout: Duration,
+    /// Shell commands run in the superproject when a loop reaches upstream's
+    /// head and at every halt (`lockstep test suites/lit`): they never halt
+    /// the loop; their failures are listed in the pull request as "to fix
+    /// before landing" and keep it a draft.
+    pub final_checks: Vec<String>,
+    /// A final check that runs longer fails.
+    #[serde(deserialize_with = "de::duration")]
+    pub final_check_timeout: Duration,
     /// Other submodules the smoke needs checked out (paths in the
     /// superproject): the generated integrate workflow fetches them (depth
     /// 1) beside the integrated one.
@@ -151,6 +159,8 @@ impl Default for IntegrateConfig {
             skip_subjects: vec!["[Docs]".into(), "Apply clang-tidy fixes".into()],
             smoke: Vec::new(),
             smoke_timeout: Duration::from_secs(2 * 3600),
+            final_checks: Vec::new(),
+            final_check_timeout: crate::final_checks::DEFAULT_TIMEOUT,
             smoke_submodules: Vec::new(),
             strategy: Strategy::Gallop,
             commit_url: None,

@@ -352,6 +352,12 @@ fn readiness_reason(r: &crate::publish::Readiness) -> String {
         Readiness::Halted => "halted".into(),
         Readiness::ChecksPending => "checks still running".into(),
         Readiness::ChecksFailing(names) => format!("checks fail: {names}"),
+        Readiness::FinalChecksFailing(n) => {
+            format!(
+                "{} to fix before landing",
+                count(*n, "final-check failure", "final-check failures")
+            )
+        }
     }
 }
 

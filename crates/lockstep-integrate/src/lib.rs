@@ -21,6 +21,7 @@ pub mod context;
 pub mod continues;
 pub mod events;
 pub mod export;
+pub mod final_checks;
 pub mod follow;
 pub mod halt;
 pub mod human;

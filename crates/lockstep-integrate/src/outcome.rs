@@ -32,6 +32,9 @@ pub struct Looped {
     pub published: Option<Published>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub called_for_help: bool,
+    /// `[integrate] final-checks`, run at upstream's head or the halt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_checks: Option<crate::final_checks::FinalChecks>,
 }
 
 impl Looped {
@@ -115,11 +118,17 @@ impl Integrate<'_> {
     ) -> Result<Looped, Error> {
         self.check_before_loop(opts, publish)?;
         let report = self.run_loop(opts)?;
+        // The checks that do not halt: at the end, or where it halted.
+        let final_checks = match (&report.end, opts.dry_run) {
+            (LoopEnd::AtHead | LoopEnd::Halted { .. }, false) => self.run_final_checks()?,
+            _ => None,
+        };
         let mut looped = Looped {
             resumed,
             report,
             published: None,
             called_for_help: false,
+            final_checks,
         };
         if publish {
             looped.published = Some(self.publish_with(ready)?);

@@ -88,6 +88,8 @@ pub enum Readiness {
     ChecksPending,
     /// A check failed (or gave no verdict): named.
     ChecksFailing(String),
+    /// `[integrate] final-checks` found this many failures to fix first.
+    FinalChecksFailing(usize),
 }
 
 impl Readiness {
@@ -109,6 +111,10 @@ impl Readiness {
             Readiness::ChecksFailing(name) => {
                 format!("Still a draft: at upstream's head, but checks fail: {name}.")
             }
+            Readiness::FinalChecksFailing(n) => format!(
+                "Still a draft: the final checks found {} to fix before landing (above).",
+                lockstep_core::words::count(*n, "failure", "failures")
+            ),
         }
     }
 }
@@ -229,6 +235,11 @@ impl Integrate<'_> {
         let position = self.position()?;
         if !position.pending.is_empty() {
             return Ok(Readiness::Behind(position.pending.len()));
+        }
+        if let Some(checks) = self.final_checks_at_head()? {
+            if checks.failures() > 0 {
+                return Ok(Readiness::FinalChecksFailing(checks.failures()));
+            }
         }
         let runs = target.client.check_runs(&target.repo, head)?;
         Ok(match lockstep_github::checks::summarize(&runs) {
@@ -554,6 +565,10 @@ impl Integrate<'_> {
             link: &|sha: &str| self.commit_link(sha),
         }
         .render();
+        let body = match self.final_checks_at_head()? {
+            Some(checks) => format!("{body}\n{}", crate::final_checks::body_section(&checks)),
+            None => body,
+        };
         Ok((title, body))
     }
 }

@@ -771,3 +771,104 @@ fn continue_takes_up_the_open_pull_request_and_ready_waits_for_head_and_green_ch
     assert_eq!(which["action"], "start", "{which}");
     assert_eq!(which["branch"], format!("{branch}_1"), "{which}");
 }
+
+#[test]
+fn final_checks_never_halt_and_keep_the_pull_request_a_draft_until_fixed() {
+    iree_bin();
+    let env = Env::new(&with_break(20));
+    // A lit suite in the superproject, one test of it broken.
+    let lit = env.sp().join("suites/lit");
+    std::fs::create_dir_all(&lit).unwrap();
+    std::fs::write(
+        lit.join("lit.cfg.py"),
+        "import lit.formats\nconfig.name = 'sp'\nconfig.test_format = lit.formats.ShTest()\nconfig.suffixes = ['.mlir']\n",
+    )
+    .unwrap();
+    std::fs::write(
+        lit.join("ok.mlir"),
+        "// RUN: iree-opt %s | FileCheck %s\n// CHECK: func.func @ok\nfunc.func @ok() { return }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        lit.join("broken.mlir"),
+        "// RUN: iree-opt %s | FileCheck %s\n// CHECK: func.func @renamed\nfunc.func @old() { return }\n",
+    )
+    .unwrap();
+    let check = format!("{} test suites/lit", env!("CARGO_BIN_EXE_lockstep"));
+    let config = env.sp().join("lockstep.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replacen(
+            "[integrate]\n",
+            &format!("[integrate]\nfinal-checks = [\"{check}\"]\n"),
+            1,
+        ),
+    )
+    .unwrap();
+    configure(&env, &github_config(REPO));
+    env.start();
+    let gh = FakeGithub::start(REPO, TOKEN).expect("loopback GitHub");
+
+    // The halt runs the final checks; they do not change the halt.
+    let (out, _) = run(&env, &gh, &["integrate", "loop", "--publish", "--json"], 3);
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    assert_eq!(looped["end"]["result"], "halted", "{looped}");
+    let checks = &looped["final_checks"]["checks"];
+    assert_eq!(checks[0]["passed"], false, "{looped}");
+    assert_eq!(
+        checks[0]["failures"][0]["test"], "lit/broken.mlir [lit]",
+        "{looped}"
+    );
+    let body = gh.pulls()[0].body.clone();
+    assert!(body.contains("## To fix before landing (1)"), "{body}");
+    assert!(body.contains("`lit/broken.mlir [lit]`"), "{body}");
+
+    // Past the break to upstream's head with green CI: still a draft while
+    // a final check fails.
+    let culprit = looped["end"]["halt"]["culprit"]["sha"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fix_break(&env, &culprit);
+    gh.set_ci(std::sync::Arc::new(|_: &str| "success".to_string()), 0);
+    let (out, _) = run(
+        &env,
+        &gh,
+        &["integrate", "loop", "--publish", "--ready", "--json"],
+        0,
+    );
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    assert_eq!(looped["end"]["result"], "at_head", "{looped}");
+    assert_eq!(
+        looped["published"]["ready"]["state"], "final-checks-failing",
+        "{looped}"
+    );
+    assert!(gh.pulls()[0].draft);
+
+    // Fixed: every final check passes, and the pull request is ready.
+    std::fs::write(
+        lit.join("broken.mlir"),
+        "// RUN: iree-opt %s | FileCheck %s\n// CHECK: func.func @renamed\nfunc.func @renamed() { return }\n",
+    )
+    .unwrap();
+    commit_as_tester(env.sp(), "Fix the lit test", true);
+    let (out, _) = run(
+        &env,
+        &gh,
+        &["integrate", "loop", "--publish", "--ready", "--json"],
+        0,
+    );
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    assert_eq!(
+        looped["final_checks"]["checks"][0]["passed"], true,
+        "{looped}"
+    );
+    assert_eq!(looped["published"]["ready"]["state"], "ready", "{looped}");
+    assert!(!gh.pulls()[0].draft);
+    assert!(
+        gh.pulls()[0].body.contains("Every final check passed"),
+        "{}",
+        gh.pulls()[0].body
+    );
+}
