@@ -160,7 +160,7 @@ impl Default for IntegrateConfig {
             smoke: Vec::new(),
             smoke_timeout: Duration::from_secs(2 * 3600),
             final_checks: Vec::new(),
-            final_check_timeout: crate::final_checks::DEFAULT_TIMEOUT,
+            final_check_timeout: Duration::from_secs(2 * 3600),
             smoke_submodules: Vec::new(),
             strategy: Strategy::Gallop,
             commit_url: None,

@@ -13,7 +13,6 @@
 //! other command that fails is one entry with its output's last lines.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use lockstep_core::process::{self, Exit, Spec};
 use lockstep_core::Error;
@@ -206,9 +205,6 @@ pub fn body_section(checks: &FinalChecks) -> String {
     }
     t
 }
-
-/// The default time a final check may take.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
 
 #[cfg(test)]
 mod tests {
