@@ -153,7 +153,10 @@ fn reproduce(r: &LitRun, test: &Test) -> String {
     )
 }
 
-/// The sha256 of the suite's configuration files.
+/// The sha256 of the suite's configuration files and of the submodule
+/// pins of the repository it is in: a lit suite may test tools built from
+/// a submodule (an integrate moves its pin), which lockstep cannot name
+/// one by one, so a moved pin runs the suite's tests again.
 fn config_digest(suite: &Path) -> String {
     let mut text = String::new();
     for name in lit::CONFIGS {
@@ -161,7 +164,27 @@ fn config_digest(suite: &Path) -> String {
             text.push_str(&format!("{name} {sha}\n"));
         }
     }
+    text.push_str(&submodule_pins(suite));
     lockstep_core::hash::sha256_bytes(text.as_bytes())
+}
+
+/// The gitlinks (`160000` entries) of HEAD of the repository around
+/// `dir`; empty outside one.
+fn submodule_pins(dir: &Path) -> String {
+    let Ok(repo) = lockstep_git::Repo::discover(dir) else {
+        return String::new();
+    };
+    repo.try_git(&["ls-tree", "-r", "HEAD"])
+        .ok()
+        .filter(|o| o.code == 0)
+        .map(|o| {
+            o.stdout
+                .lines()
+                .filter(|l| l.starts_with("160000 "))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A test's key: its file, the suite's configuration, the compiler and

@@ -711,11 +711,17 @@ pub enum Integrate {
     /// Find the first bad commit with CMD (git bisect run exit codes), patches replayed.
     Bisect {
         /// A commit where CMD passes.
-        #[arg(long, value_name = "REV")]
-        good: String,
+        #[arg(long, value_name = "REV", required_unless_present_any = ["test", "check"])]
+        good: Option<String>,
         /// A commit where CMD fails.
-        #[arg(long, value_name = "REV")]
-        bad: String,
+        #[arg(long, value_name = "REV", required_unless_present_any = ["test", "check"])]
+        bad: Option<String>,
+        /// Find the advance of this integrate that broke this test, which a final check reports failing (its `lockstep test` run for that test alone at each advance).
+        #[arg(long, value_name = "ID", conflicts_with_all = ["good", "bad", "ci", "check", "superproject"])]
+        test: Option<String>,
+        /// Find the advance of this integrate that broke this final check (its number, 1-based, or its command).
+        #[arg(long, value_name = "N", conflicts_with_all = ["good", "bad", "ci", "superproject"])]
+        check: Option<String>,
         /// Bisect the superproject's integrate branch (submodule updated at each step).
         #[arg(long)]
         superproject: bool,
@@ -736,8 +742,8 @@ pub enum Integrate {
         /// The command, after `--`.
         #[arg(
             last = true,
-            required_unless_present = "ci",
-            conflicts_with = "ci",
+            required_unless_present_any = ["ci", "test", "check"],
+            conflicts_with_all = ["ci", "test", "check"],
             value_name = "CMD"
         )]
         command: Vec<String>,

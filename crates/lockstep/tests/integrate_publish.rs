@@ -872,3 +872,87 @@ fn final_checks_never_halt_and_keep_the_pull_request_a_draft_until_fixed() {
         gh.pulls()[0].body
     );
 }
+
+#[test]
+fn bisect_test_names_the_advance_that_broke_a_failing_final_check_test() {
+    iree_bin();
+    let env = Env::new(&with_break(20));
+    // A lit test of what the pinned upstream provides: its API version.
+    let lit = env.sp().join("suites/lit");
+    std::fs::create_dir_all(&lit).unwrap();
+    std::fs::write(
+        lit.join("lit.cfg.py"),
+        "import lit.formats\nconfig.name = 'sp'\nconfig.test_format = lit.formats.ShTest()\nconfig.suffixes = ['.mlir']\n",
+    )
+    .unwrap();
+    let version = env
+        .sp()
+        .join("third_party/llvm-project/mlir/include/API_VERSION");
+    std::fs::write(
+        lit.join("api.mlir"),
+        format!(
+            "// RUN: cat {} | FileCheck %s\n// CHECK: {{{{^1$}}}}\n",
+            version.display()
+        ),
+    )
+    .unwrap();
+    let check = format!("{} test suites/lit", env!("CARGO_BIN_EXE_lockstep"));
+    let config = env.sp().join("lockstep.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replacen(
+            "[integrate]\n",
+            &format!("[integrate]\nfinal-checks = [\"{check}\"]\n"),
+            1,
+        ),
+    )
+    .unwrap();
+    configure(&env, &github_config(REPO));
+    env.start();
+    let gh = FakeGithub::start(REPO, TOKEN).expect("loopback GitHub");
+
+    // Halt at the break, fix it the way a person would, on to the head: the
+    // lit test fails there, and the loop did not stop for it.
+    let (out, _) = run(&env, &gh, &["integrate", "loop", "--json"], 3);
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    let culprit = looped["end"]["halt"]["culprit"]["sha"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fix_break(&env, &culprit);
+    let broke = git(env.sp(), &["rev-parse", "HEAD~1"]).trim().to_string();
+    let (out, _) = run(&env, &gh, &["integrate", "loop", "--json"], 0);
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    assert_eq!(
+        looped["final_checks"]["checks"][0]["failures"][0]["test"], "lit/api.mlir [lit]",
+        "{looped}"
+    );
+
+    // Which advance broke it: the one that took the culprit.
+    let head = git(env.sp(), &["rev-parse", "HEAD"]).trim().to_string();
+    let (out, _) = run(
+        &env,
+        &gh,
+        &[
+            "integrate",
+            "bisect",
+            "--test",
+            "lit/api.mlir [lit]",
+            "--json",
+        ],
+        0,
+    );
+    let found: serde_json::Value = serde_json::from_str(&out).expect("bisect JSON");
+    assert_eq!(found["first_bad"]["sha"], broke.as_str(), "{found}");
+    assert_eq!(
+        git(env.sp(), &["rev-parse", "HEAD"]).trim(),
+        head,
+        "put back"
+    );
+    assert!(is_clean(env.sp()));
+
+    // A test no check reported, and a check that does not exist.
+    let (_, err) = run(&env, &gh, &["integrate", "bisect", "--check", "7"], 2);
+    assert!(err.contains("--check 7 names no final check"), "{err}");
+}

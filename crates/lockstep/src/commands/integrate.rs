@@ -142,6 +142,8 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
         cli::Integrate::Bisect {
             good,
             bad,
+            test,
+            check,
             superproject,
             timeout,
             ci,
@@ -150,12 +152,21 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
             command,
             ..
         } => {
-            let opts = BisectOptions {
-                good,
-                bad,
-                superproject,
-                command,
-                timeout: timeout.map(Duration::from_secs),
+            let timeout = timeout.map(Duration::from_secs);
+            let target = match (&test, &check) {
+                (Some(id), _) => Some(lockstep_integrate::final_checks::Target::Test(id)),
+                (None, Some(n)) => Some(lockstep_integrate::final_checks::Target::Check(n)),
+                (None, None) => None,
+            };
+            let opts = match target {
+                Some(target) => ig.final_check_bisect(target, timeout)?,
+                None => BisectOptions {
+                    good: good.unwrap_or_default(),
+                    bad: bad.unwrap_or_default(),
+                    superproject,
+                    command,
+                    timeout,
+                },
             };
             let result = if ci {
                 ig.bisect_ci(&opts, &outcome::ci_options(ci_timeout, ci_poll)?)?
