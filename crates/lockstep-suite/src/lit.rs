@@ -179,6 +179,10 @@ pub struct Batch<'a> {
     pub work: PathBuf,
 }
 
+/// Test paths given to one lit process at most (a command line has a
+/// length limit; a suite of thousands of tests runs in several).
+const PATHS_PER_LIT: usize = 1000;
+
 /// Runs `cases` (all of one suite) with lit; each case's result, in order.
 pub fn run(batch: &Batch, suite: &Path, cases: &[LitCase]) -> Result<Vec<LitResult>, Error> {
     if cases.is_empty() {
@@ -186,8 +190,28 @@ pub fn run(batch: &Batch, suite: &Path, cases: &[LitCase]) -> Result<Vec<LitResu
     }
     let copy = batch.work.join("suite");
     copy_suite(suite, &copy)?;
-    let report = batch.work.join("lit.json");
-    let log = batch.work.join("lit.log");
+    let mut results = Vec::with_capacity(cases.len());
+    for (n, chunk) in cases.chunks(PATHS_PER_LIT).enumerate() {
+        results.extend(run_chunk(batch, suite, &copy, chunk, n + 1)?);
+    }
+    Ok(results)
+}
+
+/// The log of the lit process that ran the `n`th (0-based) case of a batch.
+pub fn log_of(work: &Path, n: usize) -> PathBuf {
+    work.join(format!("lit-{}.log", n / PATHS_PER_LIT + 1))
+}
+
+/// One lit process over `cases` (paths in the copy `copy`).
+fn run_chunk(
+    batch: &Batch,
+    suite: &Path,
+    copy: &Path,
+    cases: &[LitCase],
+    n: usize,
+) -> Result<Vec<LitResult>, Error> {
+    let report = batch.work.join(format!("lit-{n}.json"));
+    let log = batch.work.join(format!("lit-{n}.log"));
     let mut argv = vec![
         batch.program.lit.display().to_string(),
         "-q".into(),

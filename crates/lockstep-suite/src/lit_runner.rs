@@ -104,9 +104,9 @@ pub(crate) fn run(
                 Ok(all) => {
                     let mut lit = all[n].clone();
                     lit.output = lit.output.replace(&copy, &original);
-                    from_lit(&tests[*i], &lit, &command, &work)
+                    from_lit(&tests[*i], &lit, &command, &lit::log_of(&work, n))
                 }
-                Err(e) => unrunnable(&tests[*i], e, &command, &work),
+                Err(e) => unrunnable(&tests[*i], e, &command, &lit::log_of(&work, n)),
             };
             if result.outcome == Outcome::Pass {
                 if let (Some(key), Some(bucket)) = (key, r.cache) {
@@ -256,7 +256,7 @@ fn cached_pass(test: &Test) -> TestResult {
 
 /// One test's result from lit's report: the reason is lit's code and the
 /// first line of its output that says what went wrong.
-fn from_lit(test: &Test, lit: &LitResult, command: &str, work: &Path) -> TestResult {
+fn from_lit(test: &Test, lit: &LitResult, command: &str, log: &Path) -> TestResult {
     let status = match lit.outcome {
         Outcome::Pass | Outcome::Xfail => StepStatus::Passed,
         Outcome::Skip => StepStatus::Skipped,
@@ -269,19 +269,19 @@ fn from_lit(test: &Test, lit: &LitResult, command: &str, work: &Path) -> TestRes
             None => format!("lit {}", lit.code),
         },
     };
-    let mut step = lit_step(status, command, Some(work.join("lit.log")), reason.clone());
+    let mut step = lit_step(status, command, Some(log.to_path_buf()), reason.clone());
     step.seconds = lit.seconds;
     step.output_tail = tail(&lit.output);
     result(test, lit.outcome, reason, step)
 }
 
 /// A suite lit could not run: each of its tests fails with lit's words.
-fn unrunnable(test: &Test, e: &lockstep_core::Error, command: &str, work: &Path) -> TestResult {
+fn unrunnable(test: &Test, e: &lockstep_core::Error, command: &str, log: &Path) -> TestResult {
     let reason = e.message.clone();
     let mut step = lit_step(
         StepStatus::Failed,
         command,
-        Some(work.join("lit.log")),
+        Some(log.to_path_buf()),
         reason.clone(),
     );
     step.output_tail = e.causes.join("\n");
