@@ -4,11 +4,13 @@
 //! lit itself lists the tests (`--show-tests`: its configuration decides
 //! what a test is) and runs them; lockstep chooses which (keyword, markers,
 //! `--last-failed`, shard, the cache) and reads the results from lit's own
-//! JSON report (`-o`), never from its console. A lit run gets a copy of the
-//! suite (lit writes `Output/` beside the tests, and the user's tree is not
-//! lockstep's to write), `PATH` with `FileCheck`, lit's venv and the IREE
-//! tools first, and none of lit's `LIT_*` variables (they would override
-//! the command line). A configuration that does not load, or a lit that
+//! JSON report (`-o`), never from its console. A lit run goes through a
+//! site configuration of lockstep's (in the run directory) that keeps the
+//! suite's files where they are (`%s`, `%S` and paths relative to them
+//! unchanged) but sends lit's `Output/` to the run directory: the user's
+//! tree is not lockstep's to write. It gets `PATH` with `FileCheck`, lit's
+//! venv and the IREE tools first, and none of lit's `LIT_*` variables (they
+//! would override the command line). A configuration that does not load, or a lit that
 //! writes no report, is an error naming the suite: no test is recorded as a
 //! pass on a partial result.
 
@@ -188,13 +190,38 @@ pub fn run(batch: &Batch, suite: &Path, cases: &[LitCase]) -> Result<Vec<LitResu
     if cases.is_empty() {
         return Ok(Vec::new());
     }
-    let copy = batch.work.join("suite");
-    copy_suite(suite, &copy)?;
+    let site = site_config(suite, &batch.work)?;
     let mut results = Vec::with_capacity(cases.len());
     for (n, chunk) in cases.chunks(PATHS_PER_LIT).enumerate() {
-        results.extend(run_chunk(batch, suite, &copy, chunk, n + 1)?);
+        results.extend(run_chunk(batch, suite, &site, chunk, n + 1)?);
     }
     Ok(results)
+}
+
+/// A directory holding a `lit.site.cfg.py` that runs `suite`'s own
+/// configuration with its sources where they are and lit's output under
+/// `work/exec`; lit runs a test of the suite as `SITE/PATH`.
+fn site_config(suite: &Path, work: &Path) -> Result<PathBuf, Error> {
+    let site = work.join("site");
+    fs_err::create_dir_all(&site)?;
+    let main = CONFIGS
+        .iter()
+        .map(|c| suite.join(c))
+        .find(|c| c.is_file())
+        .ok_or_else(|| Error::failed(format!("{} has no lit configuration", suite.display())))?;
+    // JSON string literals are Python string literals.
+    let literal = |p: &Path| serde_json::Value::from(p.display().to_string()).to_string();
+    let text = format!(
+        "# Written by lockstep: the suite's own configuration, its output elsewhere.\n\
+         config.test_source_root = {}\n\
+         config.test_exec_root = {}\n\
+         lit_config.load_config(config, {})\n",
+        literal(suite),
+        literal(&work.join("exec")),
+        literal(&main)
+    );
+    fs_err::write(site.join("lit.site.cfg.py"), text)?;
+    Ok(site)
 }
 
 /// The log of the lit process that ran the `n`th (0-based) case of a batch.
@@ -202,11 +229,11 @@ pub fn log_of(work: &Path, n: usize) -> PathBuf {
     work.join(format!("lit-{}.log", n / PATHS_PER_LIT + 1))
 }
 
-/// One lit process over `cases` (paths in the copy `copy`).
+/// One lit process over `cases` (named under the site directory `site`).
 fn run_chunk(
     batch: &Batch,
     suite: &Path,
-    copy: &Path,
+    site: &Path,
     cases: &[LitCase],
     n: usize,
 ) -> Result<Vec<LitResult>, Error> {
@@ -227,7 +254,7 @@ fn run_chunk(
     argv.extend(
         cases
             .iter()
-            .map(|c| copy.join(&c.path).display().to_string()),
+            .map(|c| site.join(&c.path).display().to_string()),
     );
     // The whole batch may take its tests' time one after another, plus lit.
     let limit = batch
@@ -351,30 +378,6 @@ fn config_error(suite: &Path, exit: &lockstep_core::process::Exit, log: &Path) -
         "fix its lit.cfg.py (the lines above are lit's; the whole log is {}); no result was recorded",
         log.display()
     ))
-}
-
-/// Copies `suite` to `to` (lit writes `Output/` beside the tests), leaving
-/// out what earlier lit runs wrote.
-fn copy_suite(suite: &Path, to: &Path) -> Result<(), Error> {
-    let _ = std::fs::remove_dir_all(to);
-    let mut pending = vec![(suite.to_path_buf(), to.to_path_buf())];
-    while let Some((from, into)) = pending.pop() {
-        fs_err::create_dir_all(&into)?;
-        for entry in fs_err::read_dir(&from)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            if name == "Output" || name == ".lit_test_times.txt" || name == "__pycache__" {
-                continue;
-            }
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                pending.push((entry.path(), into.join(&name)));
-            } else if kind.is_file() {
-                fs_err::copy(entry.path(), into.join(&name))?;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[derive(Deserialize)]

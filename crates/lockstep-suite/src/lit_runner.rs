@@ -95,17 +95,10 @@ pub(crate) fn run(
             work: work.clone(),
         };
         let outcome = lit::run(&batch, &suite, &cases);
-        // lit ran on a copy: its messages name the suite's own files.
-        let copy = format!("{}/", work.join("suite").display());
-        let original = format!("{}/", suite.display());
         for (n, (i, key)) in to_run.iter().enumerate() {
             let command = reproduce(r, &tests[*i]);
             let result = match &outcome {
-                Ok(all) => {
-                    let mut lit = all[n].clone();
-                    lit.output = lit.output.replace(&copy, &original);
-                    from_lit(&tests[*i], &lit, &command, &lit::log_of(&work, n))
-                }
+                Ok(all) => from_lit(&tests[*i], &all[n], &command, &lit::log_of(&work, n)),
                 Err(e) => unrunnable(&tests[*i], e, &command, &lit::log_of(&work, n)),
             };
             if result.outcome == Outcome::Pass {

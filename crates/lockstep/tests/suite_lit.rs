@@ -68,6 +68,11 @@ fn standard_tests() -> Vec<(&'static str, String)> {
             "no-tool.mlir",
             "// RUN: iree-no-such-tool %s\nfunc.func @i() { return }\n".into(),
         ),
+        // A file beside the suite, by a path relative to the test's own.
+        (
+            "relative.mlir",
+            "// RUN: cat %S/../expected.txt | FileCheck %s\n// CHECK: beside the suite\n".into(),
+        ),
     ]
 }
 
@@ -100,6 +105,7 @@ fn run_tests(
 fn lit_tests_are_lockstep_tests_with_lits_own_results() {
     iree_bin();
     let p = lit_project(&standard_tests());
+    p.write("suites/expected.txt", "beside the suite\n");
     let (outcomes, doc) = run_tests(&p, &["suites", "--junit", "junit.xml"], 1);
     assert_schema("test-results.json", &doc);
     let expect = [
@@ -111,6 +117,7 @@ fn lit_tests_are_lockstep_tests_with_lits_own_results() {
         ("lit/split.mlir [lit]", "pass"),
         ("lit/diagnostics.mlir [lit]", "pass"),
         ("lit/no-tool.mlir [lit]", "fail"),
+        ("lit/relative.mlir [lit]", "pass"),
     ];
     for (id, outcome) in expect {
         assert_eq!(
@@ -178,9 +185,9 @@ fn lit_tests_are_lockstep_tests_with_lits_own_results() {
         }
     }
     sharded.sort();
-    assert_eq!(sharded.len(), 8, "{sharded:?}");
+    assert_eq!(sharded.len(), 9, "{sharded:?}");
     sharded.dedup();
-    assert_eq!(sharded.len(), 8, "every test in exactly one shard");
+    assert_eq!(sharded.len(), 9, "every test in exactly one shard");
 
     // The cache: passing tests with unchanged inputs are not run again;
     // a changed test is.
