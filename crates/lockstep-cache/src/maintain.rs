@@ -321,7 +321,7 @@ fn scan(
 /// The toolchains directory: `iree-NAME/` toolchains (last used when their
 /// `toolchain.json` was last read), their `.iree-NAME.lock` files,
 /// lockstep's own uv (`uv/VERSION`, and `.uv/` of older lockstep versions,
-/// kept) and the build tools; half-built `.iree-NAME.tmp-*` /
+/// kept), the build tools and lit's tools (with their locks); half-built `.iree-NAME.tmp-*` /
 /// `.iree-NAME.old-*` directories (removed under the install lock); what
 /// else is there is not lockstep's.
 fn scan_toolchains(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>) {
@@ -332,6 +332,7 @@ fn scan_toolchains(dir: &Path, items: &mut Vec<Item>, foreign: &mut Vec<PathBuf>
             || (is_dir && name == "uv")
             || (name.starts_with(".iree-") && name.ends_with(".lock"))
             || name.starts_with(".build-tools-")
+            || name.starts_with(".lit-tools-")
         {
             continue;
         }
