@@ -60,6 +60,11 @@ pub struct SandboxSpec {
     /// `[Docs]` (skipped by the default skip-subjects). They count towards
     /// `affecting_ratio` but are not in [`Sandbox::affecting`].
     pub docs_commits: usize,
+    /// Upstream carries `mlir/tools/mini-opt`, the tool the superproject's
+    /// lit suite (`suites/lit`) tests: one upstream commit changes how it
+    /// prints its count (one lit test trivially broken), a later one
+    /// prefixes every name with its dialect (three broken at once).
+    pub lit_changes: bool,
     /// Seed of the generator choosing positions, files and authors.
     pub seed: u64,
 }
@@ -77,6 +82,7 @@ impl SandboxSpec {
             conflict_at: Some(0.5),
             upstreams_patch_at: Some(0.2),
             docs_commits: 5,
+            lit_changes: false,
             seed: 1,
         }
     }
@@ -112,6 +118,11 @@ pub struct Sandbox {
     pub conflict_commit: Option<String>,
     /// Upstream commit that lands exactly the carried patch on `Upstreamed.cpp`.
     pub upstreamed_commit: Option<String>,
+    /// With [`SandboxSpec::lit_changes`]: the upstream commit that changes
+    /// `mini-opt --count` (breaks one lit test) and the one that prefixes
+    /// names (breaks three).
+    pub tool_format_commit: Option<String>,
+    pub tool_names_commit: Option<String>,
     /// Subjects of the carried patches, oldest first (empty without patches).
     pub patch_subjects: Vec<String>,
     /// Every commit of `base..head`, oldest first (affecting or not).
@@ -258,6 +269,8 @@ const BREAK_SUBJECTS: &[&str] = &[
 ];
 
 const API_VERSION: &str = "mlir/include/API_VERSION";
+/// The tool the superproject's lit suite tests ([`SandboxSpec::lit_changes`]).
+pub const TOOL: &str = "mlir/tools/mini-opt";
 const LEGACY: &str = "mlir/lib/Legacy.cpp";
 const CONFLICT: &str = "mlir/lib/Conflict.cpp";
 const UPSTREAMED: &str = "mlir/lib/Upstreamed.cpp";
@@ -374,7 +387,7 @@ pub fn create(dir: &Path, spec: &SandboxSpec) -> Result<Sandbox, Error> {
     // Superproject origin, then the work tree clone with the submodule.
     init_bare(&super_origin)?;
     fast_import(&super_origin, &root.join(".sandbox-super.marks"), |w| {
-        write_superproject(w, &pin, &upstream, &fork)
+        write_superproject(w, &pin, &upstream, &fork, spec.lit_changes)
     })?;
     let submodule = clone_superproject(&root, &super_origin, &superproject)?;
     let checked_out = git(&submodule, &["rev-parse", "HEAD"])?;
@@ -391,6 +404,8 @@ pub fn create(dir: &Path, spec: &SandboxSpec) -> Result<Sandbox, Error> {
     let breaks = plan.breaks.iter().map(|&i| pick(i)).collect();
     let conflict_commit = plan.conflict.map(pick);
     let upstreamed_commit = plan.upstreamed.map(pick);
+    let tool_format_commit = plan.tool_format.map(pick);
+    let tool_names_commit = plan.tool_names.map(pick);
     let mut levels = HashMap::new();
     for sha in history.iter().chain([&base]).chain(patch_shas.iter()) {
         levels.insert(sha.clone(), 1);
@@ -419,6 +434,8 @@ pub fn create(dir: &Path, spec: &SandboxSpec) -> Result<Sandbox, Error> {
         breaks,
         conflict_commit,
         upstreamed_commit,
+        tool_format_commit,
+        tool_names_commit,
         patch_subjects,
         pending,
         levels,
@@ -444,6 +461,10 @@ enum Kind {
     Conflict,
     /// Lands the carried patch on `Upstreamed.cpp`.
     Upstreamed,
+    /// `mini-opt --count` prints `op count: N` (was `ops: N`).
+    ToolFormat,
+    /// `mini-opt` prints `found DIALECT.NAME` (was `found NAME`).
+    ToolNames,
 }
 
 /// Pending commits by index into the pending range.
@@ -454,6 +475,8 @@ struct Plan {
     breaks: Vec<usize>,
     conflict: Option<usize>,
     upstreamed: Option<usize>,
+    tool_format: Option<usize>,
+    tool_names: Option<usize>,
 }
 
 impl Plan {
@@ -487,7 +510,10 @@ impl Plan {
         let n_aff = n_mlir - spec.docs_commits;
         let conflict_at = spec.conflict_at.filter(|_| spec.patches);
         let upstreams_at = spec.upstreams_patch_at.filter(|_| spec.patches);
-        let special = spec.breaks.len() + conflict_at.iter().count() + upstreams_at.iter().count();
+        let special = spec.breaks.len()
+            + conflict_at.iter().count()
+            + upstreams_at.iter().count()
+            + if spec.lit_changes { 2 } else { 0 };
         if special > n_aff {
             return bad(format!(
                 "{special} special commits (breaks, conflict, upstreamed) but only {n_aff} affecting commits"
@@ -541,6 +567,9 @@ impl Plan {
         let mut breaks: Vec<usize> = spec.breaks.iter().map(|&p| place(p)).collect();
         let conflict = conflict_at.map(&mut place);
         let upstreamed = upstreams_at.map(&mut place);
+        // Placed after the others: their positions never move.
+        let tool_format = spec.lit_changes.then(|| place(0.45));
+        let tool_names = spec.lit_changes.then(|| place(0.85));
         breaks.sort_unstable();
         for (k, &i) in breaks.iter().enumerate() {
             kinds[i] = Kind::Break(k as u32 + 2);
@@ -551,12 +580,20 @@ impl Plan {
         if let Some(i) = upstreamed {
             kinds[i] = Kind::Upstreamed;
         }
+        if let Some(i) = tool_format {
+            kinds[i] = Kind::ToolFormat;
+        }
+        if let Some(i) = tool_names {
+            kinds[i] = Kind::ToolNames;
+        }
         Ok(Plan {
             kinds,
             affecting,
             breaks,
             conflict,
             upstreamed,
+            tool_format,
+            tool_names,
         })
     }
 }
@@ -863,12 +900,20 @@ fn write_upstream(w: &mut dyn Write, spec: &SandboxSpec, plan: &Plan) -> io::Res
         .map(|(p, f)| (p.clone(), f.render()))
         .collect();
     let (conflict, upstreamed, legacy_old) = (conflict_base(), upstreamed_base(), legacy(true));
+    let tool_v0 = mini_opt(0);
     let mut files = vec![
         file(API_VERSION, "1\n"),
         file(CONFLICT, &conflict),
         file(UPSTREAMED, &upstreamed),
         file(LEGACY, &legacy_old),
     ];
+    if spec.lit_changes {
+        files.push(FileChange {
+            mode: Mode::Exec,
+            path: TOOL,
+            data: &tool_v0,
+        });
+    }
     files.extend(mlir_initial.iter().map(|(p, d)| file(p, d)));
     files.extend(docs_initial.iter().map(|(p, d)| file(p, d)));
     write_commit(
@@ -1005,6 +1050,24 @@ fn write_upstream(w: &mut dyn Write, spec: &SandboxSpec, plan: &Plan) -> io::Res
                 UPSTREAMED.to_string(),
                 upstreamed_fixed(),
             ),
+            // The random draws an ordinary mlir/ commit makes, so the
+            // commits after it are the same with or without the tool.
+            Kind::ToolFormat => {
+                let _ = rng.below(MLIR_PASSES as u64);
+                (
+                    "[mlir][mini-opt] Print the operation count as `op count: N`".to_string(),
+                    TOOL.to_string(),
+                    mini_opt(1),
+                )
+            }
+            Kind::ToolNames => {
+                let _ = rng.below(MLIR_PASSES as u64);
+                (
+                    "[mlir][mini-opt] Print operations with their dialect prefix".to_string(),
+                    TOOL.to_string(),
+                    mini_opt(2),
+                )
+            }
         };
         let message =
             format!("{subject}\n\nPull Request: https://github.com/llvm/llvm-project/pull/{pr}\n");
@@ -1016,10 +1079,57 @@ fn write_upstream(w: &mut dyn Write, spec: &SandboxSpec, plan: &Plan) -> io::Res
             message: &message,
             from: None,
         };
-        write_commit(w, &c, &[file(&path, &data)])?;
+        let mode = if path == TOOL { Mode::Exec } else { Mode::File };
+        let change = FileChange {
+            mode,
+            path: &path,
+            data: &data,
+        };
+        write_commit(w, &c, &[change])?;
     }
     w.write_all(b"done\n")
 }
+
+/// `mlir/tools/mini-opt` at `version`: 0 prints `ops: N` and `found NAME`,
+/// 1 prints `op count: N`, 2 also `found mini.NAME` (operations are the
+/// `// op NAME` lines of its input).
+fn mini_opt(version: u32) -> String {
+    let count = if version >= 1 { "op count" } else { "ops" };
+    let prefix = if version >= 2 { "mini." } else { "" };
+    format!(
+        "#!/bin/sh\n# mini-opt: the sandbox's tool under test (the superproject's suites/lit tests it).\ncase \"$1\" in\n  --version) echo \"mini-opt (lockstep sandbox)\" ;;\n  --count) echo \"{count}: $(grep -c '^// op ' \"$2\")\" ;;\n  *) sed -n 's|^// op \\(.*\\)$|found {prefix}\\1|p' \"$1\" ;;\nesac\n"
+    )
+}
+
+/// The superproject's lit suite of `mini-opt` ([`SandboxSpec::lit_changes`]):
+/// `count.mlir` breaks at the count format change, `add`, `mul` and `sub`
+/// at the dialect prefix, `version.mlir` never.
+pub const LIT_SUITE: &[(&str, &str)] = &[
+    (
+        "suites/lit/lit.cfg.py",
+        "# The tests of mini-opt, the tool the pinned upstream builds.\nimport os\nimport lit.formats\n\nconfig.name = \"sandbox\"\nconfig.test_format = lit.formats.ShTest()\nconfig.suffixes = [\".mlir\"]\ntools = os.path.join(os.path.dirname(os.path.abspath(__file__)), \"..\", \"..\", \"third_party\", \"llvm-project\", \"mlir\", \"tools\")\nconfig.environment[\"PATH\"] = os.pathsep.join([tools, config.environment[\"PATH\"]])\n",
+    ),
+    (
+        "suites/lit/count.mlir",
+        "// RUN: mini-opt --count %s | FileCheck %s\n// CHECK: ops: 2\n// op add\n// op mul\n",
+    ),
+    (
+        "suites/lit/add.mlir",
+        "// RUN: mini-opt %s | FileCheck %s\n// CHECK: found add\n// op add\n",
+    ),
+    (
+        "suites/lit/mul.mlir",
+        "// RUN: mini-opt %s | FileCheck %s\n// CHECK: found mul\n// op mul\n",
+    ),
+    (
+        "suites/lit/sub.mlir",
+        "// RUN: mini-opt %s | FileCheck %s\n// CHECK: found sub\n// op sub\n",
+    ),
+    (
+        "suites/lit/version.mlir",
+        "// RUN: mini-opt --version | FileCheck %s\n// CHECK: mini-opt (lockstep sandbox)\n",
+    ),
+];
 
 fn rng_pick_mut<'a, T>(rng: &mut SplitMix64, items: &'a mut [T]) -> &'a mut T {
     let k = rng.below(items.len() as u64) as usize;
@@ -1082,6 +1192,7 @@ fn write_superproject(
     pin: &str,
     upstream: &Path,
     fork: &Path,
+    lit: bool,
 ) -> io::Result<()> {
     let dev = (DEV_NAME, DEV_EMAIL);
     let readme = "# sandbox-compiler\n\nA small compiler project that pins llvm-project as a git submodule in\n`third_party/llvm-project`. Generated by `lockstep` as a sandbox: the\nsmoke test (`build_tools/smoke.sh`) passes when `API_LEVEL` matches the\nsubmodule's `mlir/include/API_VERSION`.\n";
@@ -1103,7 +1214,7 @@ void buildModule(OpBuilder &builder, Location loc) {
 
 int main() { return 0; }
 "#;
-    let files = [
+    let mut files = vec![
         file("README.md", readme),
         file("API_LEVEL", "1\n"),
         file("src/main.cpp", main_cpp),
@@ -1114,6 +1225,9 @@ int main() { return 0; }
         },
         file(".gitignore", "build/\n"),
     ];
+    if lit {
+        files.extend(LIT_SUITE.iter().map(|(path, text)| file(path, text)));
+    }
     let c = CommitInfo {
         branch: "refs/heads/main",
         mark: 1,
@@ -1741,6 +1855,7 @@ mod tests {
             conflict_at: Some(0.5),
             upstreams_patch_at: None,
             docs_commits: 0,
+            lit_changes: false,
             seed: 7,
         };
         let a = tempfile::tempdir().expect("tempdir");

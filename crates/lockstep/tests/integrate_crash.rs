@@ -35,6 +35,7 @@ fn crash_spec() -> SandboxSpec {
         conflict_at: None,
         upstreams_patch_at: Some(0.3),
         docs_commits: 0,
+        lit_changes: false,
         seed: 11,
     }
 }
@@ -49,6 +50,7 @@ fn small_spec() -> SandboxSpec {
         conflict_at: None,
         upstreams_patch_at: Some(0.3),
         docs_commits: 0,
+        lit_changes: false,
         seed: 5,
     }
 }

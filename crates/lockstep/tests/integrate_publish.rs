@@ -956,3 +956,101 @@ fn bisect_test_names_the_advance_that_broke_a_failing_final_check_test() {
     let (_, err) = run(&env, &gh, &["integrate", "bisect", "--check", "7"], 2);
     assert!(err.contains("--check 7 names no final check"), "{err}");
 }
+
+/// The upstream pin `commit` of the superproject has, at `rev`.
+fn pin_at(env: &Env, rev: &str) -> String {
+    git(
+        env.sp(),
+        &["rev-parse", &format!("{rev}:{}", env.sb.submodule_path)],
+    )
+    .trim()
+    .to_string()
+}
+
+#[test]
+fn the_fixtures_lit_suite_breaks_where_upstream_changes_its_tool_and_bisect_names_each() {
+    iree_bin();
+    let env = Env::new(&lockstep_sandbox::SandboxSpec {
+        lit_changes: true,
+        ..with_break(60)
+    });
+    let check = format!("{} test suites/lit", env!("CARGO_BIN_EXE_lockstep"));
+    let config = env.sp().join("lockstep.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replacen(
+            "[integrate]\n",
+            &format!("[integrate]\nfinal-checks = [\"{check}\"]\n"),
+            1,
+        ),
+    )
+    .unwrap();
+    configure(&env, &github_config(REPO));
+    env.start();
+    let gh = FakeGithub::start(REPO, TOKEN).expect("loopback GitHub");
+
+    // At the base every lit test passes.
+    let base = stdout(&expect(
+        &mut std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .args(["test", "suites/lit"])
+            .current_dir(env.sp())
+            .env("NO_PROXY", "127.0.0.1,localhost"),
+        0,
+    ));
+    assert!(base.contains("5 tests: 5 pass"), "{base}");
+
+    // Through the break to upstream's head: four to fix, batched.
+    let (out, _) = run(&env, &gh, &["integrate", "loop", "--json"], 3);
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    let culprit = looped["end"]["halt"]["culprit"]["sha"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fix_break(&env, &culprit);
+    let (out, _) = run(&env, &gh, &["integrate", "loop", "--json"], 0);
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    let mut failing: Vec<String> = looped["final_checks"]["checks"][0]["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["test"].as_str().unwrap().to_string())
+        .collect();
+    failing.sort();
+    assert_eq!(
+        failing,
+        [
+            "lit/add.mlir [lit]",
+            "lit/count.mlir [lit]",
+            "lit/mul.mlir [lit]",
+            "lit/sub.mlir [lit]"
+        ],
+        "{looped}"
+    );
+
+    // Each bisect names the advance that took the upstream change.
+    let sub = env.sp().join(&env.sb.submodule_path);
+    for (test, change) in [
+        (
+            "lit/count.mlir [lit]",
+            env.sb.tool_format_commit.clone().unwrap(),
+        ),
+        (
+            "lit/add.mlir [lit]",
+            env.sb.tool_names_commit.clone().unwrap(),
+        ),
+    ] {
+        let (out, _) = run(
+            &env,
+            &gh,
+            &["integrate", "bisect", "--test", test, "--json"],
+            0,
+        );
+        let found: serde_json::Value = serde_json::from_str(&out).expect("bisect JSON");
+        let advance = found["first_bad"]["sha"].as_str().unwrap().to_string();
+        let pin = pin_at(&env, &advance);
+        let before = pin_at(&env, &format!("{advance}^"));
+        assert!(is_ancestor(&sub, &change, &pin), "{test}: {found}");
+        assert!(!is_ancestor(&sub, &change, &before), "{test}: {found}");
+    }
+}

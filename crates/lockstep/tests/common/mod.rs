@@ -28,6 +28,7 @@ pub fn spec(commits: usize) -> SandboxSpec {
         conflict_at: None,
         upstreams_patch_at: None,
         docs_commits: 0,
+        lit_changes: false,
         seed: 7,
     }
 }
