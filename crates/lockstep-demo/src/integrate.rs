@@ -80,6 +80,12 @@ pub fn run(
     // repository its pull requests go to, and post calls for help as JSON.
     cfg.github.repository = Some(REPOSITORY.into());
     cfg.notify.kind = NotifyKind::Json;
+    // Its lit suite runs at the end (and at each halt), never halting: this
+    // very lockstep runs it.
+    if let Ok(exe) = std::env::current_exe() {
+        let exe = exe.display().to_string().replace('\'', "'\\''");
+        cfg.final_checks = vec![format!("'{exe}' test suites/lit")];
+    }
     let gh = FakeGithub::start(REPOSITORY, TOKEN)?;
     let ig = Integrate::open(&cfg, &loaded.root, sink)?.with_reach(Reach {
         api_url: Some(gh.url()),
@@ -261,6 +267,8 @@ pub fn run(
     )?;
     let revert_ok = carried_revert_story(&ig, &sb, &opts, root, out)?;
     summary.ok &= revert_ok;
+    let checks_ok = final_checks_story(&ig, &sb, out)?;
+    summary.ok &= checks_ok;
     w(
         out,
         format!(
@@ -346,6 +354,8 @@ fn carried_revert_story(
         .iter()
         .chain(sb.conflict_commit.iter())
         .chain(sb.upstreamed_commit.iter())
+        .chain(sb.tool_format_commit.iter())
+        .chain(sb.tool_names_commit.iter())
         .collect();
     let mut carried = None;
     for sha in sb
@@ -406,6 +416,69 @@ fn carried_revert_story(
             .patches
             .iter()
             .all(|p| p.reverts.is_none()))
+}
+
+/// The final checks at upstream's head: the superproject's lit suite of
+/// `mini-opt` batched (one test broken by a format change, three by a
+/// rename), then `integrate bisect --test` naming the advance that took
+/// the rename.
+fn final_checks_story(
+    ig: &Integrate,
+    sb: &sandbox::Sandbox,
+    out: &mut dyn Write,
+) -> Result<bool, Error> {
+    let Some(checks) = ig.run_final_checks()? else {
+        writeln!(out, "\n== final checks: none configured")?;
+        return Ok(false);
+    };
+    writeln!(
+        out,
+        "\n== final checks at upstream head (`lockstep test suites/lit`; they never halt the loop)\n   to fix before landing: {}",
+        count(checks.failures(), "test", "tests")
+    )?;
+    for failure in checks.checks.iter().flat_map(|c| &c.failures) {
+        writeln!(
+            out,
+            "   - {}: {}",
+            failure.test,
+            failure.lines.first().map(String::as_str).unwrap_or("")
+        )?;
+    }
+    let test = "lit/add.mlir [lit]";
+    let opts = ig.final_check_bisect(lockstep_integrate::final_checks::Target::Test(test), None)?;
+    let found = ig.bisect(&opts)?;
+    let sp = ig.superproject();
+    let pin_at = |rev: &str| -> Result<String, Error> {
+        Ok(sp
+            .git(&["rev-parse", &format!("{rev}:{}", sb.submodule_path)])?
+            .trim()
+            .to_string())
+    };
+    let advance = found.first_bad.sha.to_string();
+    let sub = Repo::new(sb.superproject.join(&sb.submodule_path));
+    let took = match &sb.tool_names_commit {
+        Some(change) => {
+            sub.is_ancestor(change, &pin_at(&advance)?)?
+                && !sub.is_ancestor(change, &pin_at(&format!("{advance}^"))?)?
+        }
+        None => false,
+    };
+    let subject = sb
+        .tool_names_commit
+        .as_deref()
+        .map(|c| sub.git(&["log", "-1", "--format=%s", c]))
+        .transpose()?
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "\n== lockstep integrate bisect --test \"{test}\"\n   first bad advance {} in {}: it took upstream {} \"{}\" ({})",
+        short(&advance),
+        count(found.runs, "run", "runs"),
+        sb.tool_names_commit.as_deref().map(short).unwrap_or("?"),
+        subject.trim(),
+        if took { "the culprit" } else { "NOT the culprit" }
+    )?;
+    Ok(checks.failures() == 4 && took)
 }
 
 /// What a person does after an API break: advance to the culprit, fix, commit.

@@ -197,7 +197,7 @@ impl Integrate<'_> {
                         Error::usage(format!("no final check reported `{id}` failing"))
                             .hint("name the check with --check N, or run the loop so the final checks run")
                     })?;
-                if !check.contains("lockstep test") {
+                if !is_lockstep_test(&check) {
                     return Err(Error::usage(format!(
                         "--test needs a `lockstep test` final check to run one test, but the check is `{check}`"
                     ))
@@ -214,6 +214,16 @@ impl Integrate<'_> {
             timeout,
         })
     }
+}
+
+/// Whether `command` runs `lockstep test` (`lockstep test ...`, or a path
+/// to lockstep, quoted or not, then `test`).
+fn is_lockstep_test(command: &str) -> bool {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    words.windows(2).any(|pair| {
+        let program = pair[0].trim_matches(|c| c == '\'' || c == '"');
+        (program == "lockstep" || program.ends_with("/lockstep")) && pair[1] == "test"
+    })
 }
 
 /// `text` as one shell word.
@@ -295,6 +305,17 @@ pub fn body_section(checks: &FinalChecks) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lockstep_test_checks_are_recognised_however_lockstep_is_named() {
+        assert!(is_lockstep_test("lockstep test suites/lit"));
+        assert!(is_lockstep_test("'/opt/x y/bin/lockstep' test suites/lit"));
+        assert!(is_lockstep_test("/usr/bin/lockstep test -j 4 suites"));
+        assert!(!is_lockstep_test("make check-lit"));
+        assert!(!is_lockstep_test("lockstep bench"));
+        assert_eq!(shell_quote("lit/a.mlir [lit]"), "'lit/a.mlir [lit]'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
 
     #[test]
     fn failing_tests_come_from_the_results_and_the_body_lists_them() {

@@ -82,7 +82,7 @@ impl SandboxSpec {
             conflict_at: Some(0.5),
             upstreams_patch_at: Some(0.2),
             docs_commits: 5,
-            lit_changes: false,
+            lit_changes: true,
             seed: 1,
         }
     }
