@@ -574,6 +574,7 @@ fn part_a(
         conflict_at: None,
         upstreams_patch_at: None,
         docs_commits: 0,
+        lit_changes: false,
         seed: 42,
     };
     let sb = create_sandbox(&dir.join("sb"), &spec)?;
@@ -919,6 +920,7 @@ fn part_b(args: &Args, dir: &Path, commits: usize) -> Res<StatusResult> {
         conflict_at: None,
         upstreams_patch_at: None,
         docs_commits: 0,
+        lit_changes: false,
         seed: 1,
     };
     let sb = create_sandbox(&dir.join("sb"), &spec)?;
@@ -1086,6 +1088,7 @@ fn review_sandbox(dir: &Path) -> Res<Sandbox> {
         conflict_at: None,
         upstreams_patch_at: None,
         docs_commits: 0,
+        lit_changes: false,
         seed: 11,
     };
     let sb = create_sandbox(&dir.join("sb"), &spec)?;
@@ -1303,6 +1306,7 @@ fn part_d(args: &Args, dir: &Path) -> Res<bool> {
         conflict_at: None,
         upstreams_patch_at: None,
         docs_commits: 0,
+        lit_changes: false,
         seed: 5,
     };
     let sb = create_sandbox(&dir.join("sb"), &spec)?;

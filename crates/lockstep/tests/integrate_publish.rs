@@ -992,7 +992,7 @@ fn the_fixtures_lit_suite_breaks_where_upstream_changes_its_tool_and_bisect_name
 
     // At the base every lit test passes.
     let base = stdout(&expect(
-        &mut std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
             .args(["test", "suites/lit"])
             .current_dir(env.sp())
             .env("NO_PROXY", "127.0.0.1,localhost"),
