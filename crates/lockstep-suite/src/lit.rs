@@ -465,6 +465,57 @@ mod tests {
         assert!(parse_report(b"{}").unwrap().is_empty());
     }
 
+    /// A "lit" that writes no report: every test of the batch is an error
+    /// naming the suite, never a pass.
+    #[test]
+    fn a_lit_without_a_report_is_an_error_naming_the_suite() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let suite = dir.path().join("suite");
+        std::fs::create_dir_all(&suite).unwrap();
+        std::fs::write(suite.join("lit.cfg.py"), "config.name = 'x'\n").unwrap();
+        std::fs::write(suite.join("a.mlir"), "// RUN: true\n").unwrap();
+        let fake = dir.path().join("lit");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\necho 'lit: something went wrong' >&2\nexit 0\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let program = LitProgram {
+            lit: fake,
+            path: Vec::new(),
+            identity: "fake".into(),
+        };
+        let batch = Batch {
+            program: &program,
+            tools: dir.path(),
+            jobs: 1,
+            timeout: Duration::from_secs(30),
+            work: dir.path().join("work"),
+        };
+        let case = LitCase {
+            suite: suite.clone(),
+            path: "a.mlir".into(),
+            requires: Vec::new(),
+        };
+        let err = run(&batch, &suite, &[case]).unwrap_err();
+        assert!(
+            err.message.contains("lit could not run the suite"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.causes
+                .iter()
+                .any(|c| c.contains("something went wrong")),
+            "{:?}",
+            err.causes
+        );
+        // Nothing was written into the suite.
+        assert!(!suite.join("Output").exists());
+    }
+
     proptest::proptest! {
         #[test]
         fn any_report_text_is_read_without_panicking(text in "(.|\n){0,300}") {
