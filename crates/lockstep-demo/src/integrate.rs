@@ -445,7 +445,7 @@ fn final_checks_story(
         )?;
     }
     let test = "lit/add.mlir [lit]";
-    let opts = ig.final_check_bisect(lockstep_integrate::final_checks::Target::Test(test), None)?;
+    let opts = ig.final_check_bisect(lockstep_integrate::check_bisect::Target::Test(test), None)?;
     let found = ig.bisect(&opts)?;
     let sp = ig.superproject();
     let pin_at = |rev: &str| -> Result<String, Error> {

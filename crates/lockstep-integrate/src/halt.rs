@@ -201,6 +201,11 @@ impl Integrate<'_> {
                 );
             }
         }
+        // The final checks at the halt: what else to fix before landing.
+        if let Ok(Some(checks)) = self.final_checks_at_head() {
+            t += "\n";
+            t += &crate::final_checks::body_section(&checks);
+        }
         t += "\n## Reproduce\n\n```\n";
         t += &format!("cd {}\n", quote(&halt.superproject));
         let smoke_line = |head: &str| {

@@ -14,6 +14,7 @@
 
 pub mod advance;
 pub mod bisect;
+pub mod check_bisect;
 pub mod checkout;
 pub mod ci;
 pub mod config;

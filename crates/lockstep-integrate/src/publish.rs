@@ -565,9 +565,12 @@ impl Integrate<'_> {
             link: &|sha: &str| self.commit_link(sha),
         }
         .render();
-        let body = match self.final_checks_at_head()? {
-            Some(checks) => format!("{body}\n{}", crate::final_checks::body_section(&checks)),
-            None => body,
+        // At a halt the report above holds them already.
+        let body = match (self.final_checks_at_head()?, halt) {
+            (Some(checks), None) => {
+                format!("{body}\n{}", crate::final_checks::body_section(&checks))
+            }
+            _ => body,
         };
         Ok((title, body))
     }

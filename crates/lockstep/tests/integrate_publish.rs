@@ -823,6 +823,14 @@ fn final_checks_never_halt_and_keep_the_pull_request_a_draft_until_fixed() {
     let body = gh.pulls()[0].body.clone();
     assert!(body.contains("## To fix before landing (1)"), "{body}");
     assert!(body.contains("`lit/broken.mlir [lit]`"), "{body}");
+    assert_eq!(
+        body.matches("## To fix before landing").count(),
+        1,
+        "once: {body}"
+    );
+    // The halt report says it too.
+    let (report, _) = run(&env, &gh, &["integrate", "report"], 0);
+    assert!(report.contains("## To fix before landing (1)"), "{report}");
 
     // Past the break to upstream's head with green CI: still a draft while
     // a final check fails.

@@ -154,8 +154,8 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
         } => {
             let timeout = timeout.map(Duration::from_secs);
             let target = match (&test, &check) {
-                (Some(id), _) => Some(lockstep_integrate::final_checks::Target::Test(id)),
-                (None, Some(n)) => Some(lockstep_integrate::final_checks::Target::Check(n)),
+                (Some(id), _) => Some(lockstep_integrate::check_bisect::Target::Test(id)),
+                (None, Some(n)) => Some(lockstep_integrate::check_bisect::Target::Check(n)),
                 (None, None) => None,
             };
             let opts = match target {
