@@ -779,11 +779,7 @@ fn final_checks_never_halt_and_keep_the_pull_request_a_draft_until_fixed() {
     // A lit suite in the superproject, one test of it broken.
     let lit = env.sp().join("suites/lit");
     std::fs::create_dir_all(&lit).unwrap();
-    std::fs::write(
-        lit.join("lit.cfg.py"),
-        "import lit.formats\nconfig.name = 'sp'\nconfig.test_format = lit.formats.ShTest()\nconfig.suffixes = ['.mlir']\n",
-    )
-    .unwrap();
+    write_lit_config(&lit);
     std::fs::write(
         lit.join("ok.mlir"),
         "// RUN: iree-opt %s | FileCheck %s\n// CHECK: func.func @ok\nfunc.func @ok() { return }\n",
@@ -794,21 +790,7 @@ fn final_checks_never_halt_and_keep_the_pull_request_a_draft_until_fixed() {
         "// RUN: iree-opt %s | FileCheck %s\n// CHECK: func.func @renamed\nfunc.func @old() { return }\n",
     )
     .unwrap();
-    let check = format!("{} test suites/lit", env!("CARGO_BIN_EXE_lockstep"));
-    let config = env.sp().join("lockstep.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text.replacen(
-            "[integrate]\n",
-            &format!("[integrate]\nfinal-checks = [\"{check}\"]\n"),
-            1,
-        ),
-    )
-    .unwrap();
-    configure(&env, &github_config(REPO));
-    env.start();
-    let gh = FakeGithub::start(REPO, TOKEN).expect("loopback GitHub");
+    let gh = start_with_final_checks(&env);
 
     // The halt runs the final checks; they do not change the halt.
     let (out, _) = run(&env, &gh, &["integrate", "loop", "--publish", "--json"], 3);
@@ -888,11 +870,7 @@ fn bisect_test_names_the_advance_that_broke_a_failing_final_check_test() {
     // A lit test of what the pinned upstream provides: its API version.
     let lit = env.sp().join("suites/lit");
     std::fs::create_dir_all(&lit).unwrap();
-    std::fs::write(
-        lit.join("lit.cfg.py"),
-        "import lit.formats\nconfig.name = 'sp'\nconfig.test_format = lit.formats.ShTest()\nconfig.suffixes = ['.mlir']\n",
-    )
-    .unwrap();
+    write_lit_config(&lit);
     let version = env
         .sp()
         .join("third_party/llvm-project/mlir/include/API_VERSION");
@@ -904,21 +882,7 @@ fn bisect_test_names_the_advance_that_broke_a_failing_final_check_test() {
         ),
     )
     .unwrap();
-    let check = format!("{} test suites/lit", env!("CARGO_BIN_EXE_lockstep"));
-    let config = env.sp().join("lockstep.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text.replacen(
-            "[integrate]\n",
-            &format!("[integrate]\nfinal-checks = [\"{check}\"]\n"),
-            1,
-        ),
-    )
-    .unwrap();
-    configure(&env, &github_config(REPO));
-    env.start();
-    let gh = FakeGithub::start(REPO, TOKEN).expect("loopback GitHub");
+    let gh = start_with_final_checks(&env);
 
     // Halt at the break, fix it the way a person would, on to the head: the
     // lit test fails there, and the loop did not stop for it.
@@ -982,21 +946,7 @@ fn the_fixtures_lit_suite_breaks_where_upstream_changes_its_tool_and_bisect_name
         lit_changes: true,
         ..with_break(60)
     });
-    let check = format!("{} test suites/lit", env!("CARGO_BIN_EXE_lockstep"));
-    let config = env.sp().join("lockstep.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text.replacen(
-            "[integrate]\n",
-            &format!("[integrate]\nfinal-checks = [\"{check}\"]\n"),
-            1,
-        ),
-    )
-    .unwrap();
-    configure(&env, &github_config(REPO));
-    env.start();
-    let gh = FakeGithub::start(REPO, TOKEN).expect("loopback GitHub");
+    let gh = start_with_final_checks(&env);
 
     // At the base every lit test passes.
     let base = stdout(&expect(
@@ -1061,4 +1011,34 @@ fn the_fixtures_lit_suite_breaks_where_upstream_changes_its_tool_and_bisect_name
         assert!(is_ancestor(&sub, &change, &pin), "{test}: {found}");
         assert!(!is_ancestor(&sub, &change, &before), "{test}: {found}");
     }
+}
+
+/// A minimal lit configuration in `dir`.
+fn write_lit_config(dir: &std::path::Path) {
+    std::fs::write(
+        dir.join("lit.cfg.py"),
+        "import lit.formats\nconfig.name = 'sp'\nconfig.test_format = lit.formats.ShTest()\nconfig.suffixes = ['.mlir']\n",
+    )
+    .unwrap();
+}
+
+/// `[integrate] final-checks = ["lockstep test suites/lit"]` and publishing
+/// configured (committed, pushed), the integrate started; the loopback
+/// GitHub.
+fn start_with_final_checks(env: &Env) -> FakeGithub {
+    let check = format!("{} test suites/lit", env!("CARGO_BIN_EXE_lockstep"));
+    let config = env.sp().join("lockstep.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replacen(
+            "[integrate]\n",
+            &format!("[integrate]\nfinal-checks = [\"{check}\"]\n"),
+            1,
+        ),
+    )
+    .unwrap();
+    configure(env, &github_config(REPO));
+    env.start();
+    FakeGithub::start(REPO, TOKEN).expect("loopback GitHub")
 }
