@@ -156,9 +156,10 @@ fn test(out: &mut String, survey: &Survey) {
         let _ = writeln!(out, "suite-configs = [{}]", list(&survey.suite_configs));
     }
     for lit in &survey.lit_configs {
+        let dir = lit.rsplit_once('/').map(|(d, _)| d).unwrap_or(".");
         let _ = writeln!(
             out,
-            "# Found a lit suite at {lit}: `lockstep test` does not run lit suites yet."
+            "# Found a lit suite at {lit}: add \"{dir}\" to paths to run it with lit\n             # (docs/test.md, \"lit suites\"; its config must load without a build's lit.site.cfg.py)."
         );
     }
 }

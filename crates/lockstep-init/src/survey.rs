@@ -86,7 +86,7 @@ pub struct Survey {
     pub test_paths: Vec<String>,
     /// iree-test-suites configs (`config_name` and compile flags).
     pub suite_configs: Vec<String>,
-    /// `lit.cfg.py` files (a comment: lit suites are not run yet).
+    /// `lit.cfg.py` files (a comment saying how to run each with lit).
     pub lit_configs: Vec<String>,
     /// What was seen and left out, for comments.
     pub notes: Vec<String>,

@@ -78,7 +78,10 @@ fn init_writes_what_it_finds_and_every_command_accepts_it() {
     assert!(!text.contains("not-a-package"), "{text}");
     assert!(text.contains("paths = [\"suites\"]"), "{text}");
     assert!(text.contains("iree = \"3.13.0\""), "{text}");
-    assert!(text.contains("lit suite at test/lit.cfg.py"), "{text}");
+    assert!(
+        text.contains("lit suite at test/lit.cfg.py: add \"test\" to paths"),
+        "{text}"
+    );
     // Every setting says where it came from.
     for setting in ["submodule =", "name =", "paths =", "iree ="] {
         let line = text.lines().position(|l| l.starts_with(setting)).unwrap();
