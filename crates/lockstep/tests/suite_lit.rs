@@ -156,6 +156,27 @@ fn lit_tests_are_lockstep_tests_with_lits_own_results() {
         "{junit}"
     );
 
+    // The history records them; the site's heatmap (what went wrong, per
+    // commit) shows a failing one.
+    for _ in 0..2 {
+        p.run(&["test", "suites", "-k", "wrong", "--record", "hist"], 1);
+    }
+    let recorded: String = walk(&p.path().join("hist"))
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .collect();
+    assert!(recorded.contains("lit/wrong.mlir [lit]"), "not recorded");
+    p.run(&["report", "site", "--history", "hist", "--out", "site"], 0);
+    let pages: String = walk(&p.path().join("site"))
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "html"))
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .collect();
+    assert!(
+        pages.contains("lit/wrong.mlir"),
+        "the site does not show the lit test"
+    );
+
     // Selection: a keyword, a marker from REQUIRES, the last failures, shards.
     let (only, _) = run_tests(&p, &["suites", "-k", "split"], 0);
     assert_eq!(only.keys().collect::<Vec<_>>(), ["lit/split.mlir [lit]"]);
