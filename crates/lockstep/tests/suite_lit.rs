@@ -261,3 +261,31 @@ fn a_config_that_fails_and_a_test_that_hangs_are_named() {
     );
     assert!(err.contains("boom from the config"), "{err}");
 }
+
+#[test]
+fn a_suite_of_thousands_of_tests_runs_in_several_lit_processes() {
+    iree_bin();
+    let tests: Vec<(String, String)> = (0..1_200)
+        .map(|i| (format!("t{i:04}.mlir"), "// RUN: true\n".to_string()))
+        .collect();
+    let p = Project::new();
+    p.write("suites/lit/lit.cfg.py", CONFIG);
+    for (name, text) in &tests {
+        p.write(&format!("suites/lit/{name}"), text);
+    }
+    let (outcomes, doc) = run_tests(&p, &["suites", "--no-cache"], 0);
+    assert_eq!(outcomes.len(), 1_200);
+    assert!(outcomes.values().all(|o| o == "pass"));
+    // Two lit processes: each test's step names its own log.
+    let logs: std::collections::BTreeSet<String> = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["steps"][0]["log"].as_str())
+        .map(|l| l.rsplit('/').next().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        logs.into_iter().collect::<Vec<_>>(),
+        ["lit-1.log", "lit-2.log"]
+    );
+}
