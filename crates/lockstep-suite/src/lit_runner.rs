@@ -146,15 +146,37 @@ fn reproduce(r: &LitRun, test: &Test) -> String {
     )
 }
 
-/// The sha256 of the suite's configuration files and of the submodule
-/// pins of the repository it is in: a lit suite may test tools built from
-/// a submodule (an integrate moves its pin), which lockstep cannot name
-/// one by one, so a moved pin runs the suite's tests again.
+/// The sha256 of every file of the suite (its configuration, and the
+/// inputs its tests read: `Inputs/`, `%S`-relative data) and of the
+/// submodule pins of the repository it is in: a lit suite may test tools
+/// built from a submodule (an integrate moves its pin), which lockstep
+/// cannot name one by one. Any change reruns the suite's tests; lit's own
+/// `Output/` and hidden files do not count.
 fn config_digest(suite: &Path) -> String {
+    let mut files = Vec::new();
+    let mut pending = vec![suite.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || name == "Output" || name == "__pycache__" {
+                continue;
+            }
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => pending.push(entry.path()),
+                Ok(t) if t.is_file() => files.push(entry.path()),
+                _ => {}
+            }
+        }
+    }
+    files.sort();
     let mut text = String::new();
-    for name in lit::CONFIGS {
-        if let Ok(sha) = lockstep_core::hash::sha256_file(&suite.join(name)) {
-            text.push_str(&format!("{name} {sha}\n"));
+    for file in files {
+        if let Ok(sha) = lockstep_core::hash::sha256_file(&file) {
+            let rel = file.strip_prefix(suite).unwrap_or(&file);
+            text.push_str(&format!("{} {sha}\n", rel.display()));
         }
     }
     text.push_str(&submodule_pins(suite));

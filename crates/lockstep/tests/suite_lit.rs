@@ -224,6 +224,10 @@ fn lit_tests_are_lockstep_tests_with_lits_own_results() {
     };
     assert!(cached(&warm, "lit/canonicalize.mlir [lit]"));
     assert!(!cached(&warm, "lit/wrong.mlir [lit]"), "failures run again");
+    // A file of the suite a test may read (Inputs/) changed: run again.
+    p.write("suites/lit/Inputs/data.txt", "new input\n");
+    let (_, inputs) = run_tests(&p, &["suites", "-k", "split"], 0);
+    assert!(!cached(&inputs, "lit/split.mlir [lit]"), "an input changed");
     let text = p.read("suites/lit/canonicalize.mlir");
     p.write(
         "suites/lit/canonicalize.mlir",
