@@ -358,7 +358,8 @@ pub fn ship(req: &Ship, sink: &dyn lockstep_core::events::Sink) -> Result<Shippe
     }
     let wants_tag = req.tag || req.github_release;
     let tag = match wants_tag {
-        true => Some(crate::template::render_tag(
+        true => Some(crate::template::render_tag_of(
+            "[release] final-tag",
             req.final_tag,
             &req.settings.name,
             &to,

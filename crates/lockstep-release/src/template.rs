@@ -297,15 +297,26 @@ pub fn render_tag(
     version: &str,
     channel: &str,
 ) -> Result<String, Error> {
+    render_tag_of("[release] tag", template, name, version, channel)
+}
+
+/// [`render_tag`] of the setting `key` (`[release] final-tag`), named in errors.
+pub fn render_tag_of(
+    key: &str,
+    template: &str,
+    name: &str,
+    version: &str,
+    channel: &str,
+) -> Result<String, Error> {
     if template.starts_with("refs/") {
         return Err(Error::usage(format!(
-            "[release] tag = \"{template}\" starts with refs/"
+            "{key} = \"{template}\" starts with refs/"
         ))
         .hint("write the tag's name only (e.g. \"{name}-{version}\"): lockstep puts it under refs/tags/"));
     }
     if !template.contains("{version}") {
         return Err(
-            Error::usage(format!("[release] tag = \"{template}\" has no {{version}}"))
+            Error::usage(format!("{key} = \"{template}\" has no {{version}}"))
                 .hint("tags must be unique per version, e.g. \"snapshot-{version}\""),
         );
     }
@@ -322,13 +333,13 @@ pub fn render_tag(
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | '+'));
     if tag.len() > MAX_TAG {
         return Err(Error::usage(format!(
-            "[release] tag = \"{template}\" gives a tag of {} bytes, more than {MAX_TAG}",
+            "{key} = \"{template}\" gives a tag of {} bytes, more than {MAX_TAG}",
             tag.len()
         ))
         .hint("shorten [release] name or the tag template"));
     }
     if !ok || tag.contains('{') {
-        return Err(Error::usage(format!("[release] tag = \"{template}\" gives `{tag}`, not a tag name git accepts"))
+        return Err(Error::usage(format!("{key} = \"{template}\" gives `{tag}`, not a tag name git accepts"))
             .hint("use letters, digits, `.`, `_`, `-`, `/`, and the placeholders {version}, {name}, {channel}"));
     }
     Ok(tag)

@@ -1245,6 +1245,19 @@ fn bad_release_settings_and_flags_are_usage_errors_that_write_nothing() {
         &[],
         "is a local version",
     );
+    // The final's tag and branch templates, named by their keys.
+    run(
+        &format!("{RELEASE}final-tag = \"final\"\n"),
+        &["release", "promote", "1.0rc1", "--tag"],
+        &[],
+        "[release] final-tag = \"final\" has no {version}",
+    );
+    run(
+        &format!("{RELEASE}branch = \"rel/{{major}}..x\"\n"),
+        &["release", "promote", "1.0rc1", "--release-branch"],
+        &[],
+        "[release] branch = \"rel/{major}..x\" gives `rel/1..x`, not a branch name",
+    );
     run(
         RELEASE,
         &["release", "promote", "1.0rc1", "--to", "0.9"],
