@@ -107,6 +107,11 @@ fn texts(cfg: &IntegrateConfig) -> Result<(), Error> {
     values.extend(cfg.upstream_url.as_deref().map(|u| ("upstream-url", u)));
     values.extend(cfg.commit_url.as_deref().map(|u| ("commit-url", u)));
     values.extend(cfg.smoke.iter().map(|a| ("smoke", a.as_str())));
+    values.extend(
+        cfg.final_checks
+            .iter()
+            .map(|c| ("final-checks", c.as_str())),
+    );
     values.extend(cfg.track_paths.iter().map(|p| ("track-paths", p.as_str())));
     if let Some((key, value)) = values.into_iter().find(|(_, v)| v.contains('\0')) {
         return Err(bad(key, value, "it contains a NUL character"));
@@ -124,6 +129,10 @@ fn texts(cfg: &IntegrateConfig) -> Result<(), Error> {
         .is_some_and(|program| program.trim().is_empty())
     {
         return Err(bad("smoke", "", "the program (the first word) is empty"));
+    }
+    // An empty command would pass (`sh -c ""` exits 0) without checking anything.
+    if cfg.final_checks.iter().any(|c| c.trim().is_empty()) {
+        return Err(bad("final-checks", "", "a check is an empty command"));
     }
     Ok(())
 }
@@ -210,6 +219,11 @@ fn lengths(cfg: &IntegrateConfig) -> Result<(), Error> {
             .map(|v| ("report.error-patterns", v.as_str(), MAX_TEXT)),
     );
     values.extend(cfg.smoke.iter().map(|v| ("smoke", v.as_str(), MAX_ARG)));
+    values.extend(
+        cfg.final_checks
+            .iter()
+            .map(|v| ("final-checks", v.as_str(), MAX_ARG)),
+    );
     for (key, value, max) in values {
         if value.len() > max {
             return Err(bad(
@@ -222,7 +236,7 @@ fn lengths(cfg: &IntegrateConfig) -> Result<(), Error> {
             ));
         }
     }
-    let lists: [(&str, &[String], bool); 5] = [
+    let lists: [(&str, &[String], bool); 6] = [
         ("track-paths", &cfg.track_paths, true),
         ("smoke-submodules", &cfg.smoke_submodules, false),
         ("skip-subjects", &cfg.skip_subjects, false),
@@ -232,6 +246,7 @@ fn lengths(cfg: &IntegrateConfig) -> Result<(), Error> {
             false,
         ),
         ("smoke", &cfg.smoke, true),
+        ("final-checks", &cfg.final_checks, false),
     ];
     for (key, list, argv) in lists {
         let total: usize = list.iter().map(|v| v.len() + 1).sum();
@@ -566,6 +581,8 @@ mod tests {
             ("commit-url", |c| c.commit_url = Some("\0".into())),
             ("smoke", |c| c.smoke = vec!["./smoke\0.sh".into()]),
             ("smoke", |c| c.smoke = vec!["".into()]),
+            ("final-checks", |c| c.final_checks = vec!["  ".into()]),
+            ("final-checks", |c| c.final_checks = vec!["a\0b".into()]),
             ("track-paths", |c| c.track_paths = vec!["ml\0ir".into()]),
             ("upstream-name", |c| c.upstream_name = "LL\nVM".into()),
             ("upstream-name", |c| c.upstream_name = " ".into()),
@@ -591,6 +608,9 @@ mod tests {
                 c.upstream_url = Some(format!("https://x/{}", "a".repeat(3000)))
             }),
             ("smoke", |c| c.smoke = vec!["x".repeat(70_000)]),
+            ("final-checks", |c| {
+                c.final_checks = vec!["x".repeat(70_000)]
+            }),
             ("upstream-name", |c| c.upstream_name = "L".repeat(201)),
             ("track-paths", |c| c.track_paths = vec!["".into()]),
             ("track-paths", |c| c.track_paths = vec!["/".into()]),
