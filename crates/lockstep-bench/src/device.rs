@@ -6,10 +6,12 @@
 //! (before `://`) picks a built-in:
 //!
 //! - `local-task`, `local-sync`: the host CPU (`--iree-llvmcpu-target-cpu=host`);
-//! - `cuda`, `vulkan`: `--iree-hal-target-device=cuda|vulkan` with the
-//!   compiler's default GPU target;
-//! - `hip`: has no default GPU target in iree-compile, so it must be
-//!   configured (the error says how).
+//! - `cuda`, `hip`: the chip of this machine's GPU (`--iree-cuda-target=sm_90`,
+//!   `--iree-hip-target=gfx942`, lockstep-iree's `gpu::detect`); with no GPU
+//!   here cuda takes the compiler's default target (compile here, run
+//!   there) and hip, which iree-compile has no default for, must be
+//!   configured (the error says how);
+//! - `vulkan`: `--iree-hal-target-device=vulkan`.
 //!
 //! A GPU device compiles here like any other; running it needs the GPU and
 //! its driver library, and the runtime's error lands on the kernel's row.
@@ -73,8 +75,8 @@ pub fn resolve(flag: Option<&str>, config: &BenchConfig) -> Result<Device, Error
 fn builtin_target_flags(name: &str, runtime: &str) -> Result<Vec<String>, Error> {
     match lockstep_iree::driver_target(runtime) {
         DriverTarget::Flags(flags) => Ok(flags),
-        DriverTarget::NeedsTarget => Err(Error::usage(format!(
-            "device `{name}` needs a GPU target: iree-compile has no default for hip"
+        DriverTarget::NeedsTarget(why) => Err(Error::usage(format!(
+            "device `{name}` needs a GPU target: iree-compile has no default for hip, and {why}"
         ))
         .hint(format!(
             "add to lockstep.toml:\n  [bench.devices.{name}]\n  compile-flags = \

@@ -11,7 +11,9 @@
 //! (lockstep-iree resolves them); nothing here prints (the binary does).
 //!
 //! Modules only use modules below them (`scripts/check-module-cycles` checks
-//! it), from the bottom: [`config`], [`device`], [`jobs`], [`cache`] and
+//! it), from the bottom: [`config`], [`device`], [`jobs`], [`cache`] (and
+//! [`modules`], the one path to a compiled kernel, shared with the Python
+//! package) and
 //! [`references`]; [`run`] on top of them, then [`session`]; [`regressions`]
 //! (bench compare), [`bisect`] (the first commit whose packages made a
 //! kernel slower) above that, and [`human`] (how compare's and bisect's
@@ -24,6 +26,7 @@ pub mod device;
 pub mod events;
 pub mod human;
 pub mod jobs;
+pub mod modules;
 pub mod references;
 pub mod regressions;
 pub mod rows;

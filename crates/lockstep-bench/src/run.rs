@@ -10,19 +10,18 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use lockstep_cache::{Bucket, Key};
 use lockstep_core::events::Sink;
-use lockstep_core::process::Exit;
-use lockstep_iree::{Benchmark, Compile, Invocation, Limits, MinTime, RunModule, Toolchain};
+use lockstep_iree::{Benchmark, Invocation, Limits, MinTime, RunModule, Toolchain};
 use serde::Serialize;
 
-use crate::cache;
 use crate::device::Device;
 use crate::events::BenchEvent;
 use crate::jobs::Job;
+use crate::modules::{self, Compiler, Counters};
 use crate::references;
 use crate::rows::{Check, Row, Stats};
 use lockstep_kernels::compare;
@@ -193,7 +192,6 @@ pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
         .chain(&opts.compile_flags)
         .cloned()
         .collect();
-    let key_identity = lockstep_iree::key_identity(&opts.toolchain.identity, &flags);
     let mut planned = Vec::new();
     let mut kernels: Vec<(Key, Kernel)> = Vec::new();
     let mut seen = HashSet::new();
@@ -238,7 +236,7 @@ pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
             }
             match kernel::module(&sig) {
                 Ok(mlir) => {
-                    let key = cache::key(&key_identity, &mlir, &flags);
+                    let key = modules::kernel_key(&opts.toolchain.identity, &mlir, &flags);
                     if seen.insert(key.clone()) {
                         kernels.push((
                             key.clone(),
@@ -571,8 +569,8 @@ fn check(
     verdict.ok_or_else(|| "the kernel has no output".to_string())
 }
 
-/// The module of a kernel: from the cache, or compiled (and cached). The
-/// flag says whether it came from the cache.
+/// The module of a kernel: from the cache, or compiled (and cached); see
+/// [`modules::obtain`].
 fn obtain(
     key: &Key,
     kernel: &Kernel,
@@ -581,105 +579,23 @@ fn obtain(
     compiled: &AtomicUsize,
     hits: &AtomicUsize,
 ) -> Module {
-    let Some(bucket) = &opts.cache else {
-        return compile_uncached(key, kernel, flags, opts, compiled);
-    };
-    let io = |e: lockstep_core::Error| format!("cannot use the kernel cache: {}", e.render());
-    let slot = bucket.slot(key, Some(&kernel.func_name));
-    let hit = |entry: lockstep_cache::Entry| {
-        hits.fetch_add(1, Ordering::Relaxed);
-        let module = entry.file(cache::MODULE).map(Path::to_path_buf);
-        module.map(|m| (m, true, 0.0))
-    };
-    if let Some(found) = slot.get().and_then(hit) {
-        return Ok(found);
-    }
-    // Another run building the same kernel holds the lock: wait for it.
-    let lock = slot.lock().map_err(io)?;
-    if let Some(found) = lock.get().and_then(hit) {
-        return Ok(found);
-    }
-    let mut stage = lock.stage();
-    let source = stage
-        .write(cache::SOURCE, kernel.mlir.as_bytes())
-        .map_err(io)?;
-    let out = stage.path(cache::MODULE).map_err(io)?;
-    // The recorded command names the entry's files, not the staging ones.
-    let command = compile(
-        opts,
-        &slot.path(cache::SOURCE),
+    let compiler = Compiler {
+        toolchain: &opts.toolchain,
         flags,
-        &slot.path(cache::MODULE),
-    )?
-    .words();
-    stage
-        .write(cache::COMMAND, format!("{command}\n").as_bytes())
-        .map_err(io)?;
-    // A failed compile drops the stage: nothing of it stays in the cache.
-    let seconds = run_compile(key, &compile(opts, &source, flags, &out)?, opts, compiled)?;
-    let entry = stage
-        .commit(serde_json::json!({ "command": command }))
-        .map_err(io)?;
-    let module = entry
-        .file(cache::MODULE)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| slot.path(cache::MODULE));
-    Ok((module, false, seconds))
-}
-
-/// Compiles a kernel into the run's work directory (the cache is off).
-fn compile_uncached(
-    key: &Key,
-    kernel: &Kernel,
-    flags: &[String],
-    opts: &Options,
-    compiled: &AtomicUsize,
-) -> Module {
-    let dir = opts.work_dir.join("modules").join(&kernel.func_name);
-    let source = dir.join(format!("{key}.{}", cache::SOURCE));
-    let module = dir.join(format!("{key}.{}", cache::MODULE));
-    lockstep_core::fs::write_atomic(&source, kernel.mlir.as_bytes())
-        .map_err(|e| format!("cannot write the kernel's source: {}", e.render()))?;
-    let seconds = run_compile(
+        timeout: opts.timeout,
+        work_dir: &opts.work_dir,
+        logs_cited: &opts.logs_cited,
+    };
+    let counters = Counters { compiled, hits };
+    modules::obtain(
+        &compiler,
+        opts.cache.as_ref(),
         key,
-        &compile(opts, &source, flags, &module)?,
-        opts,
-        compiled,
-    )?;
-    Ok((module, false, seconds))
-}
-
-/// `iree-compile SOURCE FLAGS -o MODULE`.
-fn compile(
-    opts: &Options,
-    source: &Path,
-    flags: &[String],
-    module: &Path,
-) -> Result<Invocation, String> {
-    opts.toolchain
-        .compile(&Compile {
-            source,
-            flags,
-            output: module,
-            phase: None,
-            statistics: None,
-        })
-        .map_err(|e| e.render())
-}
-
-/// Runs one compile, counted in `compiled`, its log in the work directory.
-fn run_compile(
-    key: &Key,
-    invocation: &Invocation,
-    opts: &Options,
-    compiled: &AtomicUsize,
-) -> Result<f64, String> {
-    let log = opts
-        .work_dir
-        .join("logs")
-        .join(format!("{key}.compile.log"));
-    compiled.fetch_add(1, Ordering::Relaxed);
-    run_tool(invocation, &log, opts, "compile failed")
+        &kernel.func_name,
+        &kernel.mlir,
+        &counters,
+    )
+    .map(|m| (m.path, m.cached, m.seconds))
 }
 
 /// Times one kernel: `iterations` samples after one warm-up run, and the wall
@@ -728,40 +644,19 @@ fn time(
     Ok((seconds, stats))
 }
 
-/// Runs one tool in its own process group under the run's timeout, its
-/// output in `log`; gives its wall seconds, or `"{failure} ({exit}): {first
-/// error line} (log: ...)"`.
+/// Runs one tool under the run's timeout ([`modules::run_tool`]).
 fn run_tool(
     invocation: &Invocation,
     log: &Path,
     opts: &Options,
     failure: &str,
 ) -> Result<f64, String> {
-    let ran = invocation
-        .run(&Limits {
-            cwd: &opts.work_dir,
-            timeout: opts.timeout,
-            log,
-        })
-        .map_err(|e| e.render())?;
-    if ran.exit != Exit::Code(0) {
-        opts.logs_cited.store(true, Ordering::Relaxed);
-    }
-    match ran.exit {
-        Exit::Code(0) => Ok(ran.elapsed.as_secs_f64()),
-        // What a killed process printed last is not the reason.
-        Exit::TimedOut => Err(format!(
-            "{failure} ({}) (log: {})",
-            ran.describe_exit(),
-            log.display()
-        )),
-        _ => Err(format!(
-            "{failure} ({}): {} (log: {})",
-            ran.describe_exit(),
-            ran.first_error(),
-            log.display()
-        )),
-    }
+    let limits = Limits {
+        cwd: &opts.work_dir,
+        timeout: opts.timeout,
+        log,
+    };
+    modules::run_tool(invocation, &limits, &opts.logs_cited, failure)
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub fn info(info: &Info) -> String {
             if area.enabled {
                 ""
             } else {
-                " (off: BOO_CACHE_ON=0)"
+                " (off: LOCKSTEP_KERNEL_CACHE=0 or BOO_CACHE_ON=0)"
             }
         ));
     }

@@ -8,8 +8,9 @@
 //!
 //! Where each area lives is decided here and nowhere else: under
 //! `$LOCKSTEP_CACHE` (default `$LOCKSTEP_HOME/cache`), except the kernel area,
-//! which `$BOO_CACHE_DIR` or `[bench] cache-dir` may move (and `BOO_CACHE_ON=0`
-//! turns off), as BOO's driver does.
+//! which `$LOCKSTEP_KERNEL_CACHE_DIR`, `$BOO_CACHE_DIR` or `[bench] cache-dir`
+//! may move (and `LOCKSTEP_KERNEL_CACHE=0` or `BOO_CACHE_ON=0` turn off), as
+//! BOO's driver does.
 //!
 //! lockstep only ever removes files it recognises as its own (sealed entries,
 //! its staging files, its lock stripes and the layouts of earlier lockstep
@@ -29,6 +30,11 @@ use std::path::{Path, PathBuf};
 pub use key::{Key, KeyBuilder};
 pub use maintain::{format_size, parse_size, AreaInfo, Info, Policy, Pruned, PrunedArea};
 pub use slot::{Entry, Slot, SlotLock, Stage};
+
+/// Moves the kernel area (lockstep's own name for `BOO_CACHE_DIR`).
+pub const ENV_KERNEL_CACHE_DIR: &str = "LOCKSTEP_KERNEL_CACHE_DIR";
+/// `0` turns the kernel area off (lockstep's own name for `BOO_CACHE_ON`).
+pub const ENV_KERNEL_CACHE: &str = "LOCKSTEP_KERNEL_CACHE";
 
 /// A named part of the cache, with its own directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -124,21 +130,36 @@ impl Cache {
     }
 
     /// The cache as a command sees it: `$LOCKSTEP_CACHE`; the kernel area at
-    /// `$BOO_CACHE_DIR`, else `kernels_configured` (`[bench] cache-dir`, which
-    /// the bench engine resolves), else `$LOCKSTEP_CACHE/bench`;
-    /// `BOO_CACHE_ON=0` turns the kernel area off.
+    /// `$LOCKSTEP_KERNEL_CACHE_DIR`, else `$BOO_CACHE_DIR`, else
+    /// `kernels_configured` (`[bench] cache-dir`, which the bench engine
+    /// resolves), else `$LOCKSTEP_CACHE/bench`; `LOCKSTEP_KERNEL_CACHE=0`
+    /// (else `BOO_CACHE_ON=0`) turns the kernel area off. The Python
+    /// package reads the same variables, so both share one kernel cache.
     pub fn from_env(kernels_configured: Option<PathBuf>) -> Cache {
         let mut cache = Cache::at(lockstep_core::paths::cache());
-        let boo_dir = std::env::var_os("BOO_CACHE_DIR").filter(|v| !v.is_empty());
-        if let Some(dir) = boo_dir.map(PathBuf::from).or(kernels_configured) {
+        let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        let dir = set(ENV_KERNEL_CACHE_DIR).or_else(|| set("BOO_CACHE_DIR"));
+        if let Some(dir) = dir.map(PathBuf::from).or(kernels_configured) {
             cache.kernels = dir;
         }
-        cache.kernels_on = !std::env::var("BOO_CACHE_ON").is_ok_and(|v| v.trim() == "0");
+        let switch = std::env::var(ENV_KERNEL_CACHE)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .or_else(|| std::env::var("BOO_CACHE_ON").ok());
+        cache.kernels_on = switch.is_none_or(|v| v.trim() != "0");
         // Toolchains keep their own variable: tests share them while
         // isolating everything else.
         cache.toolchains = std::path::absolute(lockstep_core::paths::toolchains())
             .unwrap_or_else(|_| lockstep_core::paths::toolchains());
         cache
+    }
+
+    /// The same cache with the kernel area at `dir`, on (the Python
+    /// package's resolved kernel cache).
+    pub fn with_kernels_at(mut self, dir: impl Into<PathBuf>) -> Cache {
+        self.kernels = dir.into();
+        self.kernels_on = true;
+        self
     }
 
     /// `$LOCKSTEP_CACHE` (or what [`Cache::at`] was given).

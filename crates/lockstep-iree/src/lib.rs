@@ -9,7 +9,9 @@
 
 pub mod benchmark;
 pub mod config;
+pub mod gpu;
 pub mod invoke;
+pub mod python_env;
 pub mod toolchain;
 
 pub use invoke::{Benchmark, Compile, Invocation, Limits, MinTime, Phase, Ran, RunModule};
@@ -30,8 +32,9 @@ pub enum DriverTarget {
     /// iree-compile's flags for it.
     Flags(Vec<String>),
     /// A driver iree-compile has no default target for (hip: the GPU's
-    /// architecture must be named).
-    NeedsTarget,
+    /// architecture must be named), on a machine where none was detected
+    /// (why: what [`gpu::detect`] said).
+    NeedsTarget(String),
     /// A driver IREE does not have.
     Unknown,
 }
@@ -41,14 +44,20 @@ pub fn driver(device: &str) -> &str {
     device.split("://").next().unwrap_or(device)
 }
 
-/// The default target flags for `runtime_device`'s driver.
+/// The default target flags for `runtime_device`'s driver: the host CPU's
+/// for the local drivers; for `cuda` and `hip` the chip of this machine's
+/// GPU ([`gpu::detect`]), else for cuda the compiler's default target (a
+/// compile-only machine) and for hip [`DriverTarget::NeedsTarget`].
 pub fn driver_target(runtime_device: &str) -> DriverTarget {
     let owned = |flags: &[&str]| DriverTarget::Flags(flags.iter().map(|f| f.to_string()).collect());
     match driver(runtime_device) {
         "local-task" | "local-sync" => owned(HOST_CPU_FLAGS),
-        "cuda" => owned(&["--iree-hal-target-device=cuda"]),
+        d @ ("cuda" | "hip") => match gpu::detect(d) {
+            Ok(chip) => DriverTarget::Flags(gpu::chip_flags(d, &chip)),
+            Err(_) if d == "cuda" => owned(&["--iree-hal-target-device=cuda"]),
+            Err(why) => DriverTarget::NeedsTarget(why),
+        },
         "vulkan" => owned(&["--iree-hal-target-device=vulkan"]),
-        "hip" => DriverTarget::NeedsTarget,
         _ => DriverTarget::Unknown,
     }
 }
@@ -95,11 +104,23 @@ mod tests {
             DriverTarget::Flags(host.clone())
         );
         assert_eq!(driver_target("local-sync://"), DriverTarget::Flags(host));
-        assert_eq!(
-            driver_target("cuda://0"),
-            DriverTarget::Flags(vec!["--iree-hal-target-device=cuda".into()])
-        );
-        assert_eq!(driver_target("hip://1"), DriverTarget::NeedsTarget);
+        // The GPU drivers name this machine's chip, or (none here) fall
+        // back to the compiler's default (cuda) or say why not (hip).
+        match (gpu::detect("cuda"), driver_target("cuda://0")) {
+            (Ok(chip), target) => {
+                assert_eq!(target, DriverTarget::Flags(gpu::chip_flags("cuda", &chip)))
+            }
+            (Err(_), target) => assert_eq!(
+                target,
+                DriverTarget::Flags(vec!["--iree-hal-target-device=cuda".into()])
+            ),
+        }
+        match (gpu::detect("hip"), driver_target("hip://1")) {
+            (Ok(chip), target) => {
+                assert_eq!(target, DriverTarget::Flags(gpu::chip_flags("hip", &chip)))
+            }
+            (Err(why), target) => assert_eq!(target, DriverTarget::NeedsTarget(why)),
+        }
         assert_eq!(driver_target("tpu"), DriverTarget::Unknown);
         assert_eq!(driver("vulkan://2"), "vulkan");
     }

@@ -76,7 +76,7 @@ const MANIFEST: &str = "toolchain.json";
 const COMPILER_LIB: &str = "libIREECompiler.so";
 
 /// How identities are computed (a manifest of another version is recomputed).
-const IDENTITY_VERSION: u32 = 3;
+pub(crate) const IDENTITY_VERSION: u32 = 3;
 
 /// Folders inside site-packages whose native `iree-*` executables are linked
 /// into `bin/` (compiler first; `_runtime_libs_tracy` is deliberately absent).
@@ -90,6 +90,9 @@ pub enum Source {
     Env,
     Config,
     Provisioned,
+    /// The `iree-base-compiler` of the running Python environment (the
+    /// `lockstep_kernels` package).
+    Python,
 }
 
 impl Source {
@@ -100,15 +103,17 @@ impl Source {
             Source::Env => "$LOCKSTEP_IREE_BIN",
             Source::Config => "[toolchain] iree-bin",
             Source::Provisioned => "the provisioned toolchain",
+            Source::Python => "the Python environment's iree-base-compiler",
         }
     }
 
-    fn fix_hint(self) -> &'static str {
+    pub(crate) fn fix_hint(self) -> &'static str {
         match self {
             Source::Flag => "pass --iree-bin a directory holding iree-compile and iree-run-module, or omit it to use the provisioned IREE",
             Source::Env => "set LOCKSTEP_IREE_BIN to a directory holding iree-compile and iree-run-module, or unset it to use the provisioned IREE",
             Source::Config => "fix `iree-bin` in the [toolchain] table of lockstep.toml (relative to the file), or remove it to use the provisioned IREE",
             Source::Provisioned => "reinstall it: remove the toolchain directory and run `lockstep toolchain install`",
+            Source::Python => "install iree-base-compiler in this Python environment (`pip install iree-base-compiler`), or set LOCKSTEP_IREE_BIN to a directory holding iree-compile",
         }
     }
 }
@@ -423,7 +428,7 @@ fn user_dir(dir: &Path, source: Source) -> Result<Toolchain, Error> {
 
 /// `libIREECompiler.so` next to `bin`, next to the real iree-compile (a pip
 /// layout), or in `../lib` of either (a build tree).
-fn compiler_lib_near(compile: &Path) -> Option<PathBuf> {
+pub(crate) fn compiler_lib_near(compile: &Path) -> Option<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(d) = compile.parent() {
         dirs.push(d.to_path_buf());
@@ -758,12 +763,12 @@ fn write_manifest(path: &Path, toolchain: &Toolchain) -> Result<(), Error> {
 /// Size and mtime of a file (following symlinks): what the per-process
 /// memo of `--version` output is keyed by (never an identity).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub(crate) struct Stamp {
     size: u64,
     mtime_ns: u128,
 }
 
-fn stamp(path: &Path) -> Option<Stamp> {
+pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
     let mtime_ns = meta
         .modified()
@@ -777,7 +782,7 @@ fn stamp(path: &Path) -> Option<Stamp> {
 }
 
 /// `iree-compile --version` output, memoized per process by path, size and mtime.
-fn version_output(compile: &Path) -> Result<String, Error> {
+pub(crate) fn version_output(compile: &Path) -> Result<String, Error> {
     static SEEN: Mutex<Option<HashMap<PathBuf, (Stamp, String)>>> = Mutex::new(None);
     let key = std::fs::canonicalize(compile).unwrap_or_else(|_| compile.to_path_buf());
     let current = stamp(&key);
@@ -841,7 +846,7 @@ fn run_version(compile: &Path) -> Result<String, Error> {
 }
 
 /// The `IREE compiler version ...` line, else the first non-empty line.
-fn compiler_version_line(output: &str) -> String {
+pub(crate) fn compiler_version_line(output: &str) -> String {
     let lines = || output.lines().map(str::trim).filter(|l| !l.is_empty());
     lines()
         .find(|l| l.contains("IREE compiler version"))
@@ -852,7 +857,7 @@ fn compiler_version_line(output: &str) -> String {
 
 /// The identity: sha256 over the version output and the content lines
 /// ([`wheel_content`] or [`binary_content`]).
-fn identity(version_output: &str, content: &[String]) -> String {
+pub(crate) fn identity(version_output: &str, content: &[String]) -> String {
     Framed::new("lockstep-iree", "identity", IDENTITY_VERSION)
         .part("version-output", version_output)
         .parts("content", content)
@@ -932,7 +937,7 @@ fn record_digest(record: &str) -> String {
 /// The content lines of a user's tools directory: the wheel records when the
 /// real iree-compile sits in a pip-installed package, else the binaries'
 /// own sha256 ([`binary_content`]).
-fn user_dir_content(compile: &Path) -> Result<Vec<String>, Error> {
+pub(crate) fn user_dir_content(compile: &Path) -> Result<Vec<String>, Error> {
     let real = std::fs::canonicalize(compile).unwrap_or_else(|_| compile.to_path_buf());
     // `site-packages/iree/compiler/_mlir_libs/iree-compile`.
     let site = real.ancestors().skip(1).take(4).find(|dir| {
@@ -976,7 +981,7 @@ fn refresh_identity(dir: &Path, manifest: &Path, toolchain: &mut Toolchain) -> R
     write_manifest(manifest, toolchain)
 }
 
-fn is_executable(path: &Path) -> bool {
+pub(crate) fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
