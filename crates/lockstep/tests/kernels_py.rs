@@ -78,6 +78,18 @@ fn the_kernels_package_builds_publishes_installs_and_launches() {
         assert!(copied.status.success(), "{}", text(&copied.stderr));
     }
 
+    // The set is this one package (lockstep.toml's whole set, with
+    // lockstep-cli's binary, is tests/pkg_cli.rs's), released with a
+    // smoke that imports it.
+    write(
+        &clone.join("lockstep.toml"),
+        "[pkg]\npython = [\"3.11\"]\nout = \"wheelhouse\"\ncompiler-cache = \"none\"\n\
+         manylinux = \"off\"\n\n[[pkg.package]]\nname = \"lockstep-kernels\"\n\
+         source = \"python/lockstep-kernels\"\n\n[release]\nname = \"kernels\"\n\
+         version-base = \"0.1.0\"\nindex = \"release/index\"\n\
+         smoke = \"python -c 'import lockstep_kernels'\"\n",
+    );
+    commit_as_tester(&clone, "only lockstep-kernels", true);
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lockstep-cli-wheel");
     let build_env: [(&str, &Path); 3] = [
         ("CARGO_TARGET_DIR", &target),
@@ -86,20 +98,9 @@ fn the_kernels_package_builds_publishes_installs_and_launches() {
     ];
     let wheelhouse = p.root().join("wheelhouse");
     let built = expect(
-        p.cmd_in(
-            &clone,
-            &[
-                "pkg",
-                "build",
-                "--package",
-                "lockstep-kernels",
-                "--version",
-                "0.1.0",
-                "--out",
-            ],
-        )
-        .arg(&wheelhouse)
-        .envs(build_env),
+        p.cmd_in(&clone, &["pkg", "build", "--version", "0.1.0", "--out"])
+            .arg(&wheelhouse)
+            .envs(build_env),
         0,
     );
     let wheels: Vec<String> = std::fs::read_dir(&wheelhouse)
@@ -110,24 +111,16 @@ fn the_kernels_package_builds_publishes_installs_and_launches() {
         .collect();
     assert_eq!(wheels.len(), 1, "{wheels:?} {}", stderr(&built));
     assert!(
-        wheels[0].starts_with("lockstep_kernels-0.1.0-cp3") && wheels[0].contains("linux_x86_64"),
+        wheels[0].starts_with("lockstep_kernels-0.1.0-cp311-cp311-") && wheels[0].ends_with("linux_x86_64.whl"),
         "{wheels:?}"
     );
 
-    // Published by a project of its own (the set is this one wheel),
-    // validated in a fresh venv with NumPy and IREE from PyPI.
-    let releaser = p.root().join("releaser");
-    write(
-        &releaser.join("lockstep.toml"),
-        "[release]\nname = \"kernels\"\nversion-base = \"0.1.0\"\nindex = \"index\"\n\
-         smoke = \"python -c 'import lockstep_kernels'\"\n",
-    );
+    // Published: validated in a fresh venv, NumPy and IREE from PyPI.
     expect(
-        p.cmd_in(&releaser, &["release", "publish"])
-            .arg(&wheelhouse),
+        p.cmd_in(&clone, &["release", "publish"]).arg(&wheelhouse),
         0,
     );
-    let served = Served::start_in(&p, &releaser);
+    let served = Served::start_in(&p, &clone);
 
     // A fresh venv, the package from the served index.
     let venv = p.root().join("venv");
