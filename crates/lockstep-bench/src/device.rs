@@ -21,7 +21,7 @@ use lockstep_core::Error;
 use lockstep_iree::DriverTarget;
 
 /// The device every kernel of a run is compiled for and run on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Device {
     /// The name given (`--device`, `[bench] device` or `local-task`).
     pub name: String,
@@ -31,6 +31,10 @@ pub struct Device {
     pub target_flags: Vec<String>,
     /// Extra flags for the runtime tools.
     pub run_flags: Vec<String>,
+    /// Why there are no target flags (hip with no GPU here to detect and
+    /// none configured): such a device can be skipped on a machine without
+    /// it, never compiled for.
+    pub unresolved: Option<Error>,
 }
 
 impl Device {
@@ -59,15 +63,27 @@ pub fn resolve(flag: Option<&str>, config: &BenchConfig) -> Result<Device, Error
         .and_then(|d| d.runtime_device.clone())
         .unwrap_or_else(|| name.clone());
     let run_flags = configured.map(|d| d.run_flags.clone()).unwrap_or_default();
-    let target_flags = match configured.and_then(|d| d.compile_flags.clone()) {
-        Some(flags) => flags,
-        None => builtin_target_flags(&name, &runtime)?,
+    let (target_flags, unresolved) = match configured.and_then(|d| d.compile_flags.clone()) {
+        Some(flags) => (flags, None),
+        None => match builtin_target_flags(&name, &runtime) {
+            Ok(flags) => (flags, None),
+            Err(e)
+                if matches!(
+                    lockstep_iree::driver_target(&runtime),
+                    DriverTarget::NeedsTarget(_)
+                ) =>
+            {
+                (Vec::new(), Some(e))
+            }
+            Err(e) => return Err(e),
+        },
     };
     Ok(Device {
         name,
         runtime,
         target_flags,
         run_flags,
+        unresolved,
     })
 }
 
@@ -133,7 +149,11 @@ mod tests {
 
     #[test]
     fn hip_and_unknown_devices_say_how_to_configure_them() {
-        let err = resolve(Some("hip"), &BenchConfig::default()).unwrap_err();
+        let hip = resolve(Some("hip"), &BenchConfig::default()).unwrap();
+        if lockstep_iree::gpu::detect("hip").is_ok() {
+            return;
+        }
+        let err = hip.unresolved.unwrap();
         assert_eq!(err.exit_code(), 2);
         assert!(
             err.render().contains("[bench.devices.hip]"),

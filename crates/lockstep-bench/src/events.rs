@@ -104,6 +104,9 @@ impl Event for BenchEvent {
                 ..
             } => Human::Done {
                 line: match (ok, cached) {
+                    (false, _) if message.starts_with(crate::rows::SKIPPED) => {
+                        format!("{func_name}: not compiled, {message}")
+                    }
                     (false, _) => format!("{func_name}: compile failed: {message}"),
                     (true, true) => format!("{func_name}: from the cache"),
                     (true, false) => format!("{func_name}: compiled in {seconds:.1}s"),

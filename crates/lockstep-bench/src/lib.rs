@@ -20,6 +20,7 @@
 //! results read, printed by the binary) on top.
 
 pub mod bisect;
+pub mod bundle;
 pub mod cache;
 pub mod config;
 pub mod device;

@@ -8,6 +8,11 @@ use serde::Serialize;
 /// The CSV header, exactly.
 pub const CSV_HEADER: &str = "arguments,min_time (us),max_time (us),mean_time (us),median_time (us),stddev (us),gflops,gbps,func_name,verify,status";
 
+/// The status prefix of a row whose device is missing here.
+pub const SKIPPED: &str = "skipped: ";
+/// The status of a row compiled with `--compile-only`.
+pub const COMPILED_ONLY: &str = "compiled (--compile-only)";
+
 /// Statistics over the timed samples, in microseconds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Stats {
@@ -122,6 +127,12 @@ impl Row {
         self.status == "ok"
     }
 
+    /// Compiled but not run: `--compile-only`, or its device is not on this
+    /// machine (`skipped: ...`). Neither ok nor failed.
+    pub fn skipped(&self) -> bool {
+        self.status.starts_with(SKIPPED) || self.status == COMPILED_ONLY
+    }
+
     /// The `>>>` lines BOO prints after the command.
     pub fn boo_lines(&self) -> Vec<String> {
         let mut lines = Vec::new();
@@ -142,6 +153,7 @@ impl Row {
                 s.min, s.max, s.mean, s.median, s.stddev
             )),
             None if self.ok() => lines.push(">>> not timed (-t 0)".to_string()),
+            _ if self.skipped() => lines.push(format!(">>> {}", self.status)),
             _ => lines.push(format!(">>> failed: {}", self.status)),
         }
         if let Some(check) = &self.check {

@@ -62,6 +62,12 @@ pub struct Options {
     /// Set when a row's reason cites a log in `work_dir` (which must then
     /// be kept).
     pub logs_cited: std::sync::atomic::AtomicBool,
+    /// Compile (and, with a references area, compute references) but run
+    /// nothing: why, as the rows' status (`--compile-only`, or the device
+    /// missing on this machine: `skipped: ...`).
+    pub no_runs: Option<String>,
+    /// Nothing may be compiled: every module must be in `cache` (a bundle).
+    pub no_compile: bool,
 }
 
 /// The bytes a kernel needs in memory and on disk: its operands, the padded
@@ -152,8 +158,13 @@ impl Summary {
     pub fn failed(&self) -> usize {
         self.rows
             .iter()
-            .filter(|r| !r.ok() || r.verify == "FAIL")
+            .filter(|r| !(r.ok() || r.skipped()) || r.verify == "FAIL")
             .count()
+    }
+
+    /// Rows compiled but not run (`--compile-only`, or no such device here).
+    pub fn skipped(&self) -> usize {
+        self.rows.iter().filter(|r| r.skipped()).count()
     }
 }
 
@@ -281,7 +292,14 @@ pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
     let tasks = kernels.len() + references.len();
     let done = lockstep_core::pool::map_all("bench", opts.jobs, tasks, |i| {
         if let Some((key, kernel)) = kernels.get(i) {
-            let result = obtain(key, kernel, &flags, opts, &compiled, &hits);
+            let result = if let (Some(why), Some(_)) = (&opts.no_runs, &opts.device.unresolved) {
+                // No target to compile for, and no device to run on.
+                Err(why.clone())
+            } else if opts.no_compile {
+                from_bundle(key, kernel, opts, &hits)
+            } else {
+                obtain(key, kernel, &flags, opts, &compiled, &hits)
+            };
             sink.emit(&compiled_event(key, kernel, &result));
             Some((key.clone(), result))
         } else {
@@ -314,7 +332,10 @@ pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
                     if charged.insert(work.key.clone()) {
                         row.compile_seconds = *seconds;
                     }
-                    execute(&mut row, module, &work, opts, rows.len());
+                    match &opts.no_runs {
+                        Some(why) => row.status = why.clone(),
+                        None => execute(&mut row, module, &work, opts, rows.len()),
+                    }
                 }
             }
         }
@@ -596,6 +617,25 @@ fn obtain(
         &counters,
     )
     .map(|m| (m.path, m.cached, m.seconds))
+}
+
+/// The module of a kernel from a bundle's kernel area: never compiled.
+fn from_bundle(key: &Key, kernel: &Kernel, opts: &Options, hits: &AtomicUsize) -> Module {
+    let found = opts
+        .cache
+        .as_ref()
+        .and_then(|bucket| bucket.slot(key, Some(&kernel.func_name)).peek())
+        .and_then(|entry| entry.file(crate::cache::MODULE).map(Path::to_path_buf));
+    match found {
+        Some(module) => {
+            hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok((module, true, 0.0))
+        }
+        None => Err(format!(
+            "not in the bundle: {} (key {key}) is missing or corrupt there",
+            kernel.func_name
+        )),
+    }
 }
 
 /// Times one kernel: `iterations` samples after one warm-up run, and the wall

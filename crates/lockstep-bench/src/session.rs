@@ -39,6 +39,24 @@ pub struct Request {
     pub threads: Option<usize>,
     pub splat_input_value: Option<String>,
     pub max_bytes: Option<String>,
+    /// Compile (into the cache) and run nothing.
+    pub compile_only: bool,
+    /// Compile only, and write a bundle of the batch to this directory.
+    pub bundle: Option<PathBuf>,
+    /// Run the bundle in this directory (nothing is compiled).
+    pub from_bundle: Option<PathBuf>,
+}
+
+/// What a batch does besides compiling.
+enum Mode {
+    /// Compile, then time (and verify) on the device.
+    Run,
+    /// Compile only.
+    CompileOnly,
+    /// Compile only, then write a bundle here.
+    Bundle(PathBuf),
+    /// Run a bundle's modules; compile nothing.
+    FromBundle(Box<crate::bundle::Loaded>),
 }
 
 /// The jobs and settings of a batch, checked.
@@ -52,6 +70,7 @@ pub struct Prepared {
     splat: Option<String>,
     verify: bool,
     max_bytes: Option<u64>,
+    mode: Mode,
 }
 
 /// A finished batch.
@@ -63,8 +82,26 @@ pub struct Finished {
 
 /// Parses and checks everything `req` and `cfg` say; nothing runs.
 pub fn prepare(req: &Request, cfg: &BenchConfig, sink: &dyn Sink) -> Result<Prepared, Error> {
-    let jobs = jobs::jobs(req.commands_file.as_deref(), &req.command, sink)?;
-    let device = device::resolve(req.device.as_deref(), cfg)?;
+    let mode = mode(req)?;
+    let (jobs, device) = match &mode {
+        Mode::FromBundle(loaded) => {
+            let jobs = jobs::jobs(Some(&loaded.dir.join(crate::bundle::COMMANDS)), &[], sink)?;
+            crate::bundle::check_jobs(loaded, &jobs)?;
+            let d = &loaded.manifest.device;
+            let device = Device {
+                name: d.name.clone(),
+                runtime: d.runtime.clone(),
+                target_flags: loaded.manifest.flags.clone(),
+                run_flags: d.run_flags.clone(),
+                unresolved: None,
+            };
+            (jobs, device)
+        }
+        _ => (
+            jobs::jobs(req.commands_file.as_deref(), &req.command, sink)?,
+            device::resolve(req.device.as_deref(), cfg)?,
+        ),
+    };
     let timeout = match req.timeout {
         Some(secs) => lockstep_core::config::seconds("--timeout", secs)?,
         None => cfg.timeout.unwrap_or(Duration::from_secs(600)),
@@ -84,21 +121,84 @@ pub fn prepare(req: &Request, cfg: &BenchConfig, sink: &dyn Sink) -> Result<Prep
             })?),
             None => None,
         };
-    Ok(Prepared {
-        jobs,
-        device,
-        compile_flags: cfg
+    // A bundle's flags are all in its device's target flags.
+    let compile_flags = match &mode {
+        Mode::FromBundle(_) => Vec::new(),
+        _ => cfg
             .compile_flags
             .iter()
             .chain(&req.compile_flags)
             .cloned()
             .collect(),
+    };
+    Ok(Prepared {
+        jobs,
+        device,
+        compile_flags,
+        mode,
         workers,
         timeout,
         threads: req.threads,
         splat: req.splat_input_value.clone(),
         verify: req.verify,
         max_bytes,
+    })
+}
+
+/// The mode `req` asks for; conflicting flags are a usage error.
+fn mode(req: &Request) -> Result<Mode, Error> {
+    match (&req.bundle, &req.from_bundle) {
+        (Some(_), Some(_)) => Err(Error::usage("--bundle and --from-bundle: pick one")
+            .hint("--bundle DIR writes a bundle (compiling here), --from-bundle DIR runs one")),
+        (None, Some(dir)) => {
+            if req.commands_file.is_some() || !req.command.is_empty() || req.compile_only {
+                return Err(Error::usage(
+                    "--from-bundle runs the bundle's own commands: give no command, --commands-file or --compile-only",
+                ));
+            }
+            if req.device.is_some() || !req.compile_flags.is_empty() {
+                return Err(Error::usage(
+                    "--from-bundle runs on the device the bundle was compiled for: give no --device or --compile-flag",
+                ));
+            }
+            Ok(Mode::FromBundle(Box::new(crate::bundle::load(dir)?)))
+        }
+        (Some(dir), None) => {
+            crate::bundle::check_target(dir)?;
+            Ok(Mode::Bundle(dir.clone()))
+        }
+        (None, None) if req.compile_only => Ok(Mode::CompileOnly),
+        (None, None) => Ok(Mode::Run),
+    }
+}
+
+/// The tools a mode needs (a missing one is an error before any compile).
+fn needed_tools(mode: &Mode) -> &'static [&'static str] {
+    match mode {
+        Mode::Run => &["iree-compile", "iree-benchmark-module", "iree-run-module"],
+        Mode::CompileOnly | Mode::Bundle(_) => &["iree-compile"],
+        Mode::FromBundle(_) => &["iree-benchmark-module", "iree-run-module"],
+    }
+}
+
+/// Why the rows will not run on this machine: its device is missing here
+/// (a GPU the runtime finds no device of). Local devices are always here;
+/// a listing that fails lets the runs say what is wrong.
+fn missing_device(device: &Device, toolchain: &Toolchain) -> Option<String> {
+    if matches!(
+        lockstep_iree::driver(&device.runtime),
+        "local-task" | "local-sync"
+    ) {
+        return None;
+    }
+    let run_module = toolchain.tool("iree-run-module").ok()?;
+    let found = lockstep_iree::gpu::runtime_devices(&run_module).ok()?;
+    found.missing(&device.runtime).map(|why| {
+        format!(
+            "{}no `{}` device on this machine: {why}",
+            crate::rows::SKIPPED,
+            device.name
+        )
     })
 }
 
@@ -109,9 +209,45 @@ pub fn run(
     cache: &Cache,
     sink: &dyn Sink,
 ) -> Result<Finished, Error> {
-    // Every row needs these: a missing one is an error before any compile.
-    for tool in ["iree-compile", "iree-benchmark-module", "iree-run-module"] {
+    for tool in needed_tools(&prepared.mode) {
         toolchain.tool(tool)?;
+    }
+    let (mut kernels, mut references) = (
+        cache.enabled(Area::Kernels),
+        cache.enabled(Area::References),
+    );
+    let mut verify = prepared.verify;
+    let (no_runs, no_compile) = match &prepared.mode {
+        Mode::Run => {
+            let missing = missing_device(&prepared.device, toolchain);
+            if let (None, Some(unresolved)) = (&missing, &prepared.device.unresolved) {
+                return Err(unresolved.clone());
+            }
+            (missing, false)
+        }
+        Mode::CompileOnly | Mode::Bundle(_) => {
+            if let Some(unresolved) = &prepared.device.unresolved {
+                return Err(unresolved.clone());
+            }
+            if let Mode::Bundle(dir) = &prepared.mode {
+                // Every kernel's reference goes into the bundle.
+                references = Some(crate::bundle::references_area(dir));
+                verify = true;
+            }
+            (Some(crate::rows::COMPILED_ONLY.to_string()), false)
+        }
+        Mode::FromBundle(loaded) => {
+            crate::bundle::check_runtime(loaded, toolchain)?;
+            kernels = Some(loaded.kernels.clone());
+            references = Some(loaded.references.clone());
+            (missing_device(&prepared.device, toolchain), true)
+        }
+    };
+    let mut toolchain = toolchain.clone();
+    if let Mode::FromBundle(loaded) = &prepared.mode {
+        // The keys are the bundle's compiler's (the runtime here may have
+        // no compiler at all).
+        toolchain.identity = loaded.manifest.compiler.identity.clone();
     }
     let work = work_dir()?;
     let opts = Options {
@@ -122,22 +258,51 @@ pub fn run(
         timeout: prepared.timeout,
         threads: prepared.threads,
         splat: prepared.splat,
-        verify: prepared.verify,
-        cache: cache.enabled(Area::Kernels),
-        references: cache.enabled(Area::References),
+        verify,
+        cache: kernels,
+        references,
         max_bytes: prepared
             .max_bytes
             .unwrap_or_else(|| run::default_max_bytes(work.path())),
         work_dir: work.path().to_path_buf(),
         logs_cited: AtomicBool::new(false),
+        no_runs,
+        no_compile,
     };
     let summary = run::run(&prepared.jobs, &opts, sink);
+    if let Mode::Bundle(dir) = &prepared.mode {
+        let flags: Vec<String> = opts
+            .device
+            .target_flags
+            .iter()
+            .chain(&opts.compile_flags)
+            .cloned()
+            .collect();
+        let written = crate::bundle::write(
+            dir,
+            &prepared.jobs,
+            &summary,
+            &toolchain,
+            &opts.device,
+            &flags,
+            run::VERIFY_SEED,
+        )?;
+        sink.note(format!(
+            "bundle written to {} ({} for {}, compiled by {})",
+            dir.display(),
+            lockstep_core::words::count(written.kernels.len(), "kernel", "kernels"),
+            opts.device.runtime,
+            toolchain.compiler_stamp()
+        ));
+    }
     let failed = summary.failed();
+    let skipped = summary.skipped();
     sink.note(format!(
-        "{}: {} ok, {} failed ({} compiled, {} from the cache)",
+        "{}: {} ok, {} failed, {} not run ({} compiled, {} from the cache)",
         lockstep_core::words::count(summary.rows.len(), "kernel", "kernels"),
-        summary.rows.len() - failed,
+        summary.rows.len() - failed - skipped,
         failed,
+        skipped,
         summary.compiled,
         summary.cache_hits
     ));

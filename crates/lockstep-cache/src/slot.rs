@@ -172,6 +172,15 @@ impl Slot {
         }))
     }
 
+    /// The entry when it is whole, without touching anything: a corrupt
+    /// one stays (a bundle's entries are the user's files, not a cache's).
+    pub fn peek(&self) -> Option<Entry> {
+        match self.check() {
+            Check::Good(entry) => Some(entry),
+            Check::Missing | Check::Corrupt(_) => None,
+        }
+    }
+
     fn stripe(&self) -> PathBuf {
         Slot::stripe_path(&self.area_dir, self.key.as_str())
     }

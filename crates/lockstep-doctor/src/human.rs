@@ -46,6 +46,29 @@ pub fn report(d: &Doctor) -> String {
             ));
         }
     }
+    out.push_str("\nIREE runtime devices (--device):\n");
+    let rt = &d.devices.runtime;
+    match &d.devices.error {
+        Some(why) => out.push_str(&format!("  not listed: {why}\n")),
+        None => {
+            out.push_str(&format!("  HAL drivers: {}\n", rt.drivers.join(", ")));
+            out.push_str(&format!(
+                "  devices:     {}\n",
+                if rt.devices.is_empty() {
+                    "none".to_string()
+                } else {
+                    rt.devices.join(", ")
+                }
+            ));
+        }
+    }
+    for g in &d.devices.gpus {
+        match (&g.chip, &g.note) {
+            (Some(chip), _) => out.push_str(&format!("  {:<5} GPU: {chip}\n", g.driver)),
+            (None, Some(why)) => out.push_str(&format!("  {:<5} GPU: none ({why})\n", g.driver)),
+            (None, None) => {}
+        }
+    }
     out.push_str("\nDirectories lockstep writes:\n");
     for dir in &d.dirs {
         let size = if dir.exists {

@@ -35,6 +35,29 @@ pub struct Doctor {
     /// The managed-install directories looked in, and what they held.
     pub python_dirs: Vec<Looked>,
     pub dirs: Vec<Dir>,
+    /// The IREE runtime's HAL drivers and devices, and the GPUs' chips.
+    pub devices: Devices,
+}
+
+/// What the IREE runtime can run on here.
+#[derive(Debug, Clone, Serialize)]
+pub struct Devices {
+    /// Drivers and devices as `iree-run-module --list_drivers/--list_devices`
+    /// print them (empty when the tools are not installed yet).
+    pub runtime: lockstep_iree::gpu::RuntimeDevices,
+    /// Why they could not be listed (the tools missing, or failing).
+    pub error: Option<String>,
+    /// Per GPU driver (`cuda`, `hip`): the chip `--device` compiles for, or
+    /// why none was found.
+    pub gpus: Vec<Gpu>,
+}
+
+/// One GPU driver's chip.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gpu {
+    pub driver: String,
+    pub chip: Option<String>,
+    pub note: Option<String>,
 }
 
 /// One tool.
@@ -96,6 +119,48 @@ pub fn examine(inputs: &Inputs<'_>) -> Doctor {
         pythons,
         python_dirs,
         dirs: dirs(inputs),
+        devices: devices(inputs),
+    }
+}
+
+/// The runtime's drivers and devices (when its tools are there) and the
+/// chip of each GPU driver.
+fn devices(inputs: &Inputs<'_>) -> Devices {
+    let located = lockstep_iree::toolchain::locate(inputs.toolchain, inputs.root);
+    let run_module = located.bin.join("iree-run-module");
+    let (runtime, error) = if run_module.is_file() {
+        match lockstep_iree::gpu::runtime_devices(&run_module) {
+            Ok(found) => (found, None),
+            Err(e) => (Default::default(), Some(e)),
+        }
+    } else {
+        (
+            Default::default(),
+            Some(format!(
+                "no iree-run-module in {} yet (installed on first use)",
+                located.bin.display()
+            )),
+        )
+    };
+    let gpus = ["cuda", "hip"]
+        .iter()
+        .map(|driver| match lockstep_iree::gpu::detect(driver) {
+            Ok(chip) => Gpu {
+                driver: driver.to_string(),
+                chip: Some(chip),
+                note: None,
+            },
+            Err(why) => Gpu {
+                driver: driver.to_string(),
+                chip: None,
+                note: Some(why),
+            },
+        })
+        .collect();
+    Devices {
+        runtime,
+        error,
+        gpus,
     }
 }
 

@@ -43,17 +43,29 @@ fn detect_cuda() -> Result<String, String> {
     let Some(smi) = process::on_path("nvidia-smi") else {
         return Err("no NVIDIA GPU found: nvidia-smi is not on PATH".into());
     };
+    let text = capture(&smi, &["--query-gpu=compute_cap", "--format=csv,noheader"])
+        .map_err(|e| format!("no NVIDIA GPU found: {e}"))?;
+    text.lines()
+        .find_map(sm_of_compute_cap)
+        .ok_or_else(|| "no NVIDIA GPU found: nvidia-smi lists no GPU".to_string())
+}
+
+/// What `program ARGS` prints (stdout and stderr together), or why it did
+/// not run or failed (its first line).
+fn capture(program: &Path, args: &[&str]) -> Result<String, String> {
+    let name = program.file_name().map_or_else(
+        || program.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let mut argv = vec![program.to_string_lossy().into_owned()];
+    argv.extend(args.iter().map(|a| a.to_string()));
     let finished = process::run_with(
         &process::Spec {
-            argv: vec![
-                smi.to_string_lossy().into_owned(),
-                "--query-gpu=compute_cap".into(),
-                "--format=csv,noheader".into(),
-            ],
+            argv,
             cwd: std::env::temp_dir(),
             env: Vec::new(),
-            timeout: Some(Duration::from_secs(20)),
+            timeout: Some(Duration::from_secs(30)),
             log: log.path().to_path_buf(),
             header: None,
         },
@@ -64,15 +76,82 @@ fn detect_cuda() -> Result<String, String> {
         },
         |_| {},
     )
-    .map_err(|e| format!("cannot run nvidia-smi: {}", e.render()))?;
+    .map_err(|e| format!("cannot run {name}: {}", e.render()))?;
     let text = std::fs::read_to_string(log.path()).unwrap_or_default();
     if finished.exit != process::Exit::Code(0) {
         let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-        return Err(format!("no NVIDIA GPU found: nvidia-smi failed: {first}"));
+        return Err(format!(
+            "{name} failed ({}): {first}",
+            finished.exit.describe()
+        ));
     }
-    text.lines()
-        .find_map(sm_of_compute_cap)
-        .ok_or_else(|| "no NVIDIA GPU found: nvidia-smi lists no GPU".to_string())
+    Ok(text)
+}
+
+/// The HAL drivers and devices an IREE runtime has here, as
+/// `iree-run-module --list_drivers` and `--list_devices` print them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RuntimeDevices {
+    /// Every driver compiled into the runtime (`cuda`, `hip`, `local-task` ...).
+    pub drivers: Vec<String>,
+    /// Every device found (`local-task://`, `cuda://GPU-...`).
+    pub devices: Vec<String>,
+}
+
+impl RuntimeDevices {
+    /// Whether `runtime_device`'s driver has a device here.
+    pub fn has(&self, runtime_device: &str) -> bool {
+        let driver = crate::driver(runtime_device);
+        self.devices.iter().any(|d| crate::driver(d) == driver)
+    }
+
+    /// Why `runtime_device` cannot run here (`None` when it can).
+    pub fn missing(&self, runtime_device: &str) -> Option<String> {
+        let driver = crate::driver(runtime_device);
+        if !self.drivers.iter().any(|d| d == driver) {
+            return Some(format!(
+                "this IREE runtime has no `{driver}` HAL driver (it has {})",
+                self.drivers.join(", ")
+            ));
+        }
+        (!self.has(runtime_device)).then(|| {
+            let found: Vec<&str> = self.devices.iter().map(String::as_str).collect();
+            format!(
+                "the `{driver}` HAL driver finds no device on this machine (devices here: {})",
+                if found.is_empty() {
+                    "none".to_string()
+                } else {
+                    found.join(", ")
+                }
+            )
+        })
+    }
+}
+
+/// Lists the drivers and devices of the runtime whose `iree-run-module` is
+/// `run_module`.
+pub fn runtime_devices(run_module: &Path) -> Result<RuntimeDevices, String> {
+    let drivers = capture(run_module, &["--list_drivers"])?;
+    let devices = capture(run_module, &["--list_devices"])?;
+    Ok(parse_runtime_devices(&drivers, &devices))
+}
+
+/// [`runtime_devices`] from the two outputs.
+pub fn parse_runtime_devices(drivers: &str, devices: &str) -> RuntimeDevices {
+    let drivers = drivers
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once(':'))
+        .map(|(name, _)| name.trim().to_string())
+        .filter(|name| !name.is_empty() && !name.contains(' '))
+        .collect();
+    let devices = devices
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#') && l.contains("://"))
+        .map(|l| l.split_whitespace().next().unwrap_or(l).to_string())
+        .collect();
+    RuntimeDevices { drivers, devices }
 }
 
 /// `9.0` -> `sm_90`.
@@ -145,6 +224,25 @@ mod tests {
         assert_eq!(gfx_of_properties(&props("0")), None);
         assert_eq!(gfx_of_properties("nothing"), None);
         assert_eq!(gfx_of_properties(&props("-1")), None);
+    }
+
+    #[test]
+    fn runtime_listings_parse_into_drivers_and_devices() {
+        let drivers = "# ====\n# Available HAL drivers\n# ====\n# Use --list_devices={driver name} to enumerate available devices.\n\n            cuda: NVIDIA CUDA HAL driver (via dylib)\n             hip: HIP HAL driver (via dylib)\n      local-sync: Local execution\n      local-task: Local execution using the IREE multithreading task system\n";
+        let devices = "local-sync://\nlocal-task://\n";
+        let found = parse_runtime_devices(drivers, devices);
+        assert_eq!(found.drivers, ["cuda", "hip", "local-sync", "local-task"]);
+        assert_eq!(found.devices, ["local-sync://", "local-task://"]);
+        assert!(found.has("local-task"));
+        assert!(found.missing("local-sync://0").is_none());
+        let cuda = found.missing("cuda").unwrap();
+        assert!(cuda.contains("`cuda` HAL driver finds no device"), "{cuda}");
+        assert!(found
+            .missing("metal")
+            .unwrap()
+            .contains("no `metal` HAL driver"));
+        let gpu = parse_runtime_devices(drivers, "cuda://GPU-1234 (NVIDIA H100)\nlocal-task://\n");
+        assert!(gpu.has("cuda://0"));
     }
 
     #[test]

@@ -234,6 +234,55 @@ pub fn for_command(
     )
 }
 
+/// The IREE runtime tools a command that compiles nothing uses (`lockstep
+/// bench --from-bundle`): by [`for_command`]'s precedence, except that a
+/// named directory needs only `iree-run-module` (a GPU machine may have the
+/// runtime alone, e.g. iree-base-runtime's `iree/_runtime_libs`). Such a
+/// toolchain has no compiler identity; its packages are the IREE
+/// distributions installed around it, when it sits in a site-packages.
+pub fn runtime_for_command(
+    flag: Option<&Path>,
+    cfg: &ToolchainConfig,
+    root: &Path,
+    sink: &dyn Sink,
+) -> Result<Toolchain, Error> {
+    let env = std::env::var_os(ENV_IREE_BIN).filter(|v| !v.is_empty());
+    let named = match (flag, env, &cfg.iree_bin) {
+        (Some(dir), _, _) => Some((dir.to_path_buf(), Source::Flag)),
+        (None, Some(dir), _) => Some((PathBuf::from(dir), Source::Env)),
+        (None, None, Some(dir)) => Some((root.join(dir), Source::Config)),
+        _ => None,
+    };
+    match named {
+        Some((dir, source)) if !is_executable(&dir.join("iree-compile")) => {
+            let bin = std::path::absolute(&dir).unwrap_or(dir);
+            if !is_executable(&bin.join("iree-run-module")) {
+                return Err(Error::usage(format!(
+                    "the IREE tools directory {} (from {}) holds no executable iree-run-module",
+                    bin.display(),
+                    source.describe()
+                ))
+                .hint(source.fix_hint()));
+            }
+            let packages = bin
+                .ancestors()
+                .skip(1)
+                .take(3)
+                .find_map(|d| package_versions(d).ok().filter(|p| !p.is_empty()))
+                .unwrap_or_default();
+            Ok(Toolchain {
+                bin,
+                source,
+                packages,
+                compiler_version: String::new(),
+                identity: String::new(),
+                identity_version: IDENTITY_VERSION,
+            })
+        }
+        _ => for_command(flag, cfg, root, sink),
+    }
+}
+
 /// Where the IREE tools a command would use are, by [`for_command`]'s
 /// precedence, without installing anything (`lockstep doctor`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -909,7 +909,7 @@ pub struct BenchArgs {
     /// Compile workers (default: all cores).
     #[arg(short = 'j', long = "jobs", value_name = "N")]
     pub jobs: Option<usize>,
-    /// Device: local-task (default), local-sync, cuda, vulkan, or a [bench.devices.NAME] of lockstep.toml.
+    /// Device: local-task (default), local-sync, cuda, hip (the GPU's chip detected), vulkan, or a [bench.devices.NAME] of lockstep.toml; one this machine lacks is skipped.
     #[arg(long, value_name = "D")]
     pub device: Option<String>,
     /// Extra iree-compile flag (repeatable).
@@ -930,6 +930,15 @@ pub struct BenchArgs {
     /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).
     #[arg(long, value_name = "DIR")]
     pub iree_bin: Option<PathBuf>,
+    /// Compile every kernel (into the kernel cache) and run none: for a device this machine does not have.
+    #[arg(long)]
+    pub compile_only: bool,
+    /// Compile only, and write a bundle to DIR (new or empty): the modules, references, input checksums and the compiler's identity, for `--from-bundle` on a machine with only the IREE runtime.
+    #[arg(long, value_name = "DIR", conflicts_with = "from_bundle")]
+    pub bundle: Option<PathBuf>,
+    /// Run the bundle in DIR (made by `--bundle`): nothing is compiled; a bundle made by another compiler than its keys say, or for another IREE runtime, is refused.
+    #[arg(long, value_name = "DIR")]
+    pub from_bundle: Option<PathBuf>,
     #[command(flatten)]
     pub record: Record,
     /// The MIOpenDriver command (e.g. `convbfp16 -n 16 ...`); with --commands-file, extra flags for every line.

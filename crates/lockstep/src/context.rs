@@ -117,6 +117,17 @@ impl<'a> Ctx<'a> {
         lockstep_iree::toolchain::for_command(flag, &self.section()?, self.root()?, self.rep)
     }
 
+    /// The IREE runtime tools of a command that compiles nothing
+    /// (`lockstep_iree::toolchain::runtime_for_command`).
+    pub fn runtime_toolchain(&self, flag: Option<&Path>) -> Result<Toolchain, Error> {
+        lockstep_iree::toolchain::runtime_for_command(
+            flag,
+            &self.section()?,
+            self.root()?,
+            self.rep,
+        )
+    }
+
     /// Prints a command's result: with `--json`, `value` as the versioned
     /// JSON document on standard output; otherwise its human form.
     pub fn result<T: serde::Serialize>(

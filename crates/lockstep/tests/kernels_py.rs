@@ -68,7 +68,11 @@ fn the_kernels_package_builds_publishes_installs_and_launches() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     // The working tree's package and docs (this test may run before they
     // are committed).
-    for rel in ["python/lockstep-kernels", "crates/lockstep-kernels-py", "docs"] {
+    for rel in [
+        "python/lockstep-kernels",
+        "crates/lockstep-kernels-py",
+        "docs",
+    ] {
         let copied = Command::new("cp")
             .args(["-a", "-T"])
             .arg(repository().join(rel))
@@ -111,7 +115,8 @@ fn the_kernels_package_builds_publishes_installs_and_launches() {
         .collect();
     assert_eq!(wheels.len(), 1, "{wheels:?} {}", stderr(&built));
     assert!(
-        wheels[0].starts_with("lockstep_kernels-0.1.0-cp311-cp311-") && wheels[0].ends_with("linux_x86_64.whl"),
+        wheels[0].starts_with("lockstep_kernels-0.1.0-cp311-cp311-")
+            && wheels[0].ends_with("linux_x86_64.whl"),
         "{wheels:?}"
     );
 
@@ -217,7 +222,10 @@ fn the_kernels_package_builds_publishes_installs_and_launches() {
         text(&out.stderr)
     );
     let report = text(&out.stderr);
-    assert!(report.contains("test_gpu_devices_launch_or_skip_naming_what_is_missing"), "{report}");
+    assert!(
+        report.contains("test_gpu_devices_launch_or_skip_naming_what_is_missing"),
+        "{report}"
+    );
 
     // lockstep bench and the package share one cache: a kernel benchmarked
     // launches without compiling, and one launched is a bench hit.

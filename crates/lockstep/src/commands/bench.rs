@@ -24,10 +24,19 @@ pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
         threads: args.threads,
         splat_input_value: args.splat_input_value,
         max_bytes: args.max_bytes,
+        compile_only: args.compile_only,
+        bundle: args.bundle.map(|d| ctx.cwd.join(d)),
+        from_bundle: args.from_bundle.map(|d| ctx.cwd.join(d)),
     };
     let prepared = session::prepare(&request, &ctx.section()?, ctx.sink())?;
+    let request_from_bundle = request.from_bundle.is_some();
     let recording = super::history::start(ctx, &args.record, lockstep_history::Kind::Bench, &[])?;
-    let toolchain = ctx.toolchain(args.iree_bin.as_deref())?;
+    let toolchain = match request_from_bundle {
+        // A bundle needs only the runtime tools (a GPU machine may have
+        // no compiler).
+        true => ctx.runtime_toolchain(args.iree_bin.as_deref())?,
+        false => ctx.toolchain(args.iree_bin.as_deref())?,
+    };
     let finished = session::run(prepared, &toolchain, &ctx.cache()?, ctx.sink())?;
     let summary = &finished.summary;
     let written = ctx

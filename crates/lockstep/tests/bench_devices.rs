@@ -1,0 +1,301 @@
+//! `lockstep bench` beyond this machine's CPU, with the real IREE tools:
+//!
+//! - a GPU device this machine lacks (`--device cuda`, `--device hip`) is
+//!   skipped, naming the driver and the devices found, exit 0, never a
+//!   failed row; `--compile-only` compiles for it here (cuda's default
+//!   target; hip needs a chip named when none is detected);
+//! - compile here, run there: `--bundle DIR` writes the modules, references
+//!   and the compiler's identity, `--from-bundle DIR` runs them with only
+//!   the runtime's tools (iree-base-runtime's directory: no iree-compile),
+//!   compiling nothing; altered or mismatched bundles are refused before
+//!   anything runs and left as they were;
+//! - `lockstep doctor` lists the HAL drivers and devices.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+const COMMANDS: &str = "conv -n 2 -c 16 -H 8 -W 8 -k 8 -y 1 -x 1 -F 1 -i 3\n\
+                        convbfp16 -n 2 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -F 4 -i 3\n\
+                        gemm -m 8 -n 8 -k 8 -i 3\n";
+
+/// The runtime-only tools of the provisioned IREE (its iree-base-runtime's
+/// native directory, which holds no iree-compile).
+fn runtime_only_dir() -> PathBuf {
+    let lib = toolchains().join("iree-3.13.0/venv/lib");
+    let site = std::fs::read_dir(&lib)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("site-packages/iree/_runtime_libs"))
+        .find(|p| p.join("iree-run-module").is_file())
+        .expect("iree-base-runtime's tools");
+    assert!(!site.join("iree-compile").exists());
+    site
+}
+
+fn gpu_here(driver: &str) -> bool {
+    lockstep_iree::gpu::detect(driver).is_ok()
+}
+
+#[test]
+fn gpu_devices_this_machine_lacks_are_skipped_by_name() {
+    let p = Project::new();
+    for device in ["cuda", "hip"] {
+        if gpu_here(device) {
+            continue;
+        }
+        let out = p.run(
+            &[
+                "bench", "--device", device, "--json", "-", "gemm", "-m", "4", "-n", "4", "-k",
+                "4", "-i", "2",
+            ],
+            0,
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let status = doc["rows"][0]["status"].as_str().unwrap().to_string();
+        assert!(
+            status.starts_with(&format!("skipped: no `{device}` device on this machine")),
+            "{status}"
+        );
+        assert!(status.contains("local-task://"), "{status}");
+        assert!(stdout(&out).is_empty() || !stdout(&out).contains("failed"));
+    }
+    // Compiled here for cuda (the compiler's default target), run nowhere.
+    if !gpu_here("cuda") {
+        let out = p.run(
+            &[
+                "bench",
+                "--compile-only",
+                "--device",
+                "cuda",
+                "gemm",
+                "-m",
+                "4",
+                "-n",
+                "4",
+                "-k",
+                "6",
+            ],
+            0,
+        );
+        assert!(
+            stdout(&out).contains(">>> compiled (--compile-only)"),
+            "{}",
+            stdout(&out)
+        );
+        assert!(stderr(&out).contains("1 compiled"), "{}", stderr(&out));
+    }
+    // hip with no chip to detect cannot be compiled for: the error says how.
+    if !gpu_here("hip") {
+        let out = p.run(
+            &[
+                "bench",
+                "--compile-only",
+                "--device",
+                "hip",
+                "gemm",
+                "-m",
+                "4",
+                "-n",
+                "4",
+                "-k",
+                "4",
+            ],
+            2,
+        );
+        let err = stderr(&out);
+        assert!(
+            err.contains("needs a GPU target") && err.contains("[bench.devices.hip]"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_bundle_compiled_here_runs_with_the_runtime_alone() {
+    let p = Project::new();
+    let commands = p.write("commands.txt", COMMANDS);
+    let bundle = p.root().join("bundle");
+    let out = p.run(
+        &[
+            "bench",
+            "-j",
+            "2",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "--commands-file",
+            commands.to_str().unwrap(),
+        ],
+        0,
+    );
+    assert_eq!(
+        stdout(&out)
+            .matches(">>> compiled (--compile-only)")
+            .count(),
+        3,
+        "{}",
+        stdout(&out)
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("bundle.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["kernels"].as_array().unwrap().len(), 3);
+    assert!(manifest["compiler"]["version"]
+        .as_str()
+        .unwrap()
+        .contains("IREE compiler version"));
+
+    // On "another machine": the runtime's tools alone, an empty cache.
+    let runtime = runtime_only_dir();
+    let other = Project::new();
+    let out = other.run(
+        &[
+            "bench",
+            "--from-bundle",
+            bundle.to_str().unwrap(),
+            "--iree-bin",
+            runtime.to_str().unwrap(),
+            "--verify",
+            "--json",
+            "-",
+        ],
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["compiled"], 0, "{doc}");
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        assert_eq!(row["status"], "ok", "{row}");
+        assert_eq!(row["verify"], "PASS", "{row}");
+    }
+}
+
+/// A copy of `bundle` with `edit` applied to its manifest text.
+fn altered(p: &Project, bundle: &Path, name: &str, edit: impl Fn(&str) -> String) -> PathBuf {
+    let copy = p.root().join(name);
+    let ok = std::process::Command::new("cp")
+        .args(["-a", "-T"])
+        .arg(bundle)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let manifest = copy.join("bundle.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, edit(&text)).unwrap();
+    copy
+}
+
+#[test]
+fn altered_or_mismatched_bundles_are_refused_and_kept() {
+    let p = Project::new();
+    let bundle = p.root().join("bundle");
+    p.run(
+        &[
+            "bench",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "gemm",
+            "-m",
+            "8",
+            "-n",
+            "8",
+            "-k",
+            "8",
+        ],
+        0,
+    );
+    let refused = |dir: &Path, needle: &str| {
+        let out = p.run(&["bench", "--from-bundle", dir.to_str().unwrap()], 2);
+        let err = stderr(&out);
+        assert!(err.contains(needle), "{needle}: {err}");
+        assert!(stdout(&out).is_empty(), "nothing ran: {}", stdout(&out));
+    };
+    // Made by another compiler than its keys say.
+    let other = altered(&p, &bundle, "other-compiler", |t| {
+        let doc: serde_json::Value = serde_json::from_str(t).unwrap();
+        let id = doc["compiler"]["identity"].as_str().unwrap().to_string();
+        t.replace(&id, &"ab".repeat(32))
+    });
+    refused(&other, "was not built by the compiler its manifest names");
+    // Compiled by another IREE than the runtime here.
+    let older = altered(&p, &bundle, "older", |t| {
+        t.replacen("\"3.13.0\"", "\"3.12.0\"", 1)
+    });
+    refused(
+        &older,
+        "compiled by IREE 3.12.0, the runtime here is IREE 3.13.0",
+    );
+    // A module that does not match its seal: refused, and left as it was.
+    let tampered = altered(&p, &bundle, "tampered", |t| t.to_string());
+    let mlir = walk(&tampered.join("kernels"))
+        .into_iter()
+        .find(|f| f.extension().is_some_and(|e| e == "vmfb"))
+        .unwrap();
+    std::fs::write(&mlir, b"not a module").unwrap();
+    refused(&tampered, "does not match its seal");
+    assert_eq!(std::fs::read(&mlir).unwrap(), b"not a module");
+    // Not a bundle; a newer format; a bundle never overwrites.
+    refused(p.root(), "no bundle.json: not a bundle");
+    let future = altered(&p, &bundle, "future", |t| {
+        t.replace("\"schema\": 1", "\"schema\": 9")
+    });
+    refused(&future, "schema 9");
+    let out = p.run(
+        &[
+            "bench",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "gemm",
+            "-m",
+            "2",
+            "-n",
+            "2",
+            "-k",
+            "2",
+        ],
+        2,
+    );
+    assert!(stderr(&out).contains("is not empty"), "{}", stderr(&out));
+    let out = p.run(
+        &[
+            "bench",
+            "--from-bundle",
+            bundle.to_str().unwrap(),
+            "--device",
+            "cuda",
+        ],
+        2,
+    );
+    assert!(
+        stderr(&out).contains("give no --device"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn doctor_lists_the_runtime_drivers_and_devices() {
+    let p = Project::new();
+    // The provisioned toolchain is there (the other tests use it).
+    p.run(&["toolchain", "install"], 0);
+    let out = p.run(&["doctor"], 0);
+    let text = stdout(&out);
+    assert!(text.contains("IREE runtime devices (--device):"), "{text}");
+    assert!(
+        text.contains("HAL drivers: ") && text.contains("local-task"),
+        "{text}"
+    );
+    assert!(
+        text.contains("devices:     ") && text.contains("local-task://"),
+        "{text}"
+    );
+    assert!(text.contains("cuda  GPU: "), "{text}");
+    let out = p.run(&["doctor", "--json"], 0);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let drivers = doc["devices"]["runtime"]["drivers"].as_array().unwrap();
+    assert!(drivers.iter().any(|d| d == "local-sync"), "{doc}");
+}
