@@ -474,11 +474,15 @@ fn configured_devices_choose_target_flags_and_runtime_device() {
         "{commands:?}"
     );
 
-    // hip has no default GPU target: a usage error that says what to add.
-    let mut hip = vec!["--device", "hip"];
+    // hip has no default GPU target: with no AMD GPU here to detect, a
+    // compile for it is a usage error that says what to add (a run is
+    // skipped: tests/bench_devices.rs).
+    let mut hip = vec!["--compile-only", "--device", "hip"];
     hip.extend(words(SMALL));
     let (_, stderr) = env.run(&mut env.cmd(&hip), 2);
-    assert!(stderr.contains("[bench.devices.hip]"), "{stderr}");
+    if lockstep_iree::gpu::detect("hip").is_err() {
+        assert!(stderr.contains("[bench.devices.hip]"), "{stderr}");
+    }
     let mut unknown = vec!["--device", "tpu"];
     unknown.extend(words(SMALL));
     let (_, stderr) = env.run(&mut env.cmd(&unknown), 2);
@@ -486,7 +490,7 @@ fn configured_devices_choose_target_flags_and_runtime_device() {
 }
 
 #[test]
-fn a_gpu_device_compiles_for_its_target_and_a_missing_gpu_fails_its_row() {
+fn a_gpu_device_compiles_for_its_target_and_a_missing_gpu_is_skipped() {
     let env = Env::new();
     let mut args = vec!["--device", "vulkan", "--json", "out.json"];
     args.extend(words(SMALL));
@@ -500,24 +504,17 @@ fn a_gpu_device_compiles_for_its_target_and_a_missing_gpu_fails_its_row() {
         commands[0].contains("--iree-hal-target-device=vulkan") && !commands[0].contains("llvmcpu"),
         "{commands:?}"
     );
-    // Without a Vulkan driver (CI, this machine) the runtime's error lands on
-    // the row and the run exits 1; with one, the kernel runs.
+    // Without a Vulkan device (CI, this machine) the row is skipped, naming
+    // the driver and the devices found, and the run exits 0; with one, the
+    // kernel runs.
     let status = row["status"].as_str().unwrap();
-    if out.status.code() == Some(1) {
-        assert!(status.starts_with("run failed"), "{status}");
-        assert!(status.to_lowercase().contains("vulkan"), "{status}");
-        // The log the row cites outlives the run.
-        let log = status
-            .rsplit("(log: ")
-            .next()
-            .unwrap()
-            .trim_end_matches(')');
-        assert!(Path::new(log).is_file(), "{status}");
-        let _ = std::fs::remove_dir_all(Path::new(log).parent().unwrap().parent().unwrap());
-        assert!(row["min_time"].is_null() || row["stats"].is_null(), "{row}");
-    } else {
-        assert_eq!(out.status.code(), Some(0));
-        assert_eq!(status, "ok");
+    assert_eq!(out.status.code(), Some(0), "{status}");
+    if status != "ok" {
+        assert!(
+            status.starts_with("skipped: no `vulkan` device on this machine"),
+            "{status}"
+        );
+        assert!(row["stats"].is_null(), "{row}");
     }
 }
 
