@@ -20,6 +20,9 @@ pub struct Target {
     pub compile_flags: Vec<String>,
     pub run_flags: Vec<String>,
     pub markers: Vec<String>,
+    /// Why its tests cannot even compile here (the built-in `hip` with no
+    /// AMD GPU to take the chip from): they are skipped, saying so.
+    pub unavailable: Option<String>,
 }
 
 /// Compile flags for the host CPU with IREE's llvm-cpu backend.
@@ -89,6 +92,7 @@ pub fn targets(config: &TestConfig) -> BTreeMap<String, Target> {
                 compile_flags: cpu_compile_flags(),
                 run_flags: vec![format!("--device={device}")],
                 markers: vec!["cpu".into()],
+                unavailable: None,
             },
         );
     }
@@ -100,10 +104,40 @@ pub fn targets(config: &TestConfig) -> BTreeMap<String, Target> {
                 compile_flags: t.compile_flags.clone(),
                 run_flags: t.run_flags.clone(),
                 markers: t.markers.clone(),
+                unavailable: None,
             },
         );
     }
     all
+}
+
+/// The names of the built-in GPU targets.
+pub const GPU_TARGETS: [&str; 2] = ["cuda", "hip"];
+
+/// The built-in GPU targets `cuda` and `hip` (unless `[test.targets]`
+/// names them): the chip of this machine's GPU, else cuda's compiler
+/// default and, for hip, a target whose tests are skipped saying why. On a
+/// machine without the device their runs are skipped ([`crate::session`]).
+pub fn gpu_target(name: &str) -> Option<Target> {
+    use lockstep_iree::DriverTarget;
+    let (compile_flags, unavailable) = match lockstep_iree::driver_target(name) {
+        DriverTarget::Flags(flags) => (flags, None),
+        DriverTarget::NeedsTarget(why) => (
+            Vec::new(),
+            Some(format!(
+                "no `{name}` chip to compile for: {why}; name one in [test.targets.{name}] compile-flags \
+                 (e.g. \"--iree-hip-target=gfx942\")"
+            )),
+        ),
+        DriverTarget::Unknown => return None,
+    };
+    Some(Target {
+        name: name.into(),
+        compile_flags,
+        run_flags: vec![format!("--device={name}")],
+        markers: vec!["gpu".into()],
+        unavailable,
+    })
 }
 
 /// Where a program comes from.
@@ -160,6 +194,9 @@ pub struct Test {
     pub config: Option<PathBuf>,
     /// A lit test: lit runs it (no compile or run step of lockstep's).
     pub lit: Option<crate::lit::LitCase>,
+    /// Why the test is skipped though selected (its target's device is not
+    /// on this machine): with `compile` set, only the run is skipped.
+    pub skip_reason: Option<String>,
 }
 
 /// What to select.
@@ -341,6 +378,7 @@ fn lit_tests(suite: &Path, sel: &Selection) -> Result<Vec<Test>, Error> {
                 expect_reason: String::new(),
                 config: None,
                 lit: Some(case),
+                skip_reason: None,
             }
         })
         .collect())
@@ -413,6 +451,7 @@ fn layout_on_config(case: &LayoutCase, config: &SuiteConfig, sel: &Selection) ->
         expect_reason,
         config: Some(config.path.clone()),
         lit: None,
+        skip_reason: None,
     }
 }
 
@@ -425,7 +464,7 @@ fn layout_on_target(case: &LayoutCase, target: &Target, sel: &Selection) -> Test
         case: case.name.clone(),
         group: target.name.clone(),
         markers,
-        compile: Some(CompileSpec {
+        compile: target.unavailable.is_none().then(|| CompileSpec {
             source: Source::File(case.model.clone()),
             flags: target.compile_flags.clone(),
             cwd: case.dir.clone(),
@@ -437,6 +476,7 @@ fn layout_on_target(case: &LayoutCase, target: &Target, sel: &Selection) -> Test
         expect_reason: String::new(),
         config: None,
         lit: None,
+        skip_reason: target.unavailable.clone(),
     }
 }
 
@@ -525,7 +565,7 @@ fn native_test(suite: &NativeSuite, test: &NativeTest, target: &Target, sel: &Se
         case: format!("{}/{}", suite.name(), test.name),
         group: target.name.clone(),
         markers,
-        compile: Some(CompileSpec {
+        compile: target.unavailable.is_none().then(|| CompileSpec {
             source,
             flags: compile_flags,
             cwd: dir.clone(),
@@ -541,6 +581,7 @@ fn native_test(suite: &NativeSuite, test: &NativeTest, target: &Target, sel: &Se
         expect_reason,
         config: None,
         lit: None,
+        skip_reason: target.unavailable.clone(),
     }
 }
 

@@ -874,6 +874,10 @@ pub fn decide(t: &Test, compile: StepResult, run: Option<StepResult>) -> TestRes
                 run.as_ref().map(|r| r.message.clone()).unwrap_or_default()
             ),
         ),
+        // Compiled, but its device is not on this machine.
+        (true, _, None) if t.skip_reason.is_some() => {
+            (Outcome::Skip, t.skip_reason.clone().unwrap_or_default())
+        }
         (true, _, _) => (Outcome::Pass, String::new()),
     };
     let mut steps = vec![compile];
@@ -884,6 +888,8 @@ pub fn decide(t: &Test, compile: StepResult, run: Option<StepResult>) -> TestRes
                 "compile failed"
             } else if t.expect == Expect::CompileFail {
                 "compile was expected to fail"
+            } else if let Some(why) = &t.skip_reason {
+                why.as_str()
             } else {
                 "run skipped"
             };
@@ -909,26 +915,33 @@ pub fn decide(t: &Test, compile: StepResult, run: Option<StepResult>) -> TestRes
 }
 
 fn skipped(t: &Test) -> TestResult {
+    let (reason, message) = match &t.skip_reason {
+        Some(why) => (why.clone(), why.clone()),
+        None => (
+            "listed in skip_compile_tests".to_string(),
+            "skipped by configuration".to_string(),
+        ),
+    };
     TestResult {
         id: t.id.clone(),
         case: t.case.clone(),
         group: t.group.clone(),
         outcome: Outcome::Skip,
-        reason: "listed in skip_compile_tests".into(),
+        reason,
         steps: vec![
             step(
                 StepKind::Compile,
                 StepStatus::Skipped,
                 String::new(),
                 None,
-                "skipped by configuration".into(),
+                message.clone(),
             ),
             step(
                 StepKind::Run,
                 StepStatus::Skipped,
                 String::new(),
                 None,
-                "skipped by configuration".into(),
+                message,
             ),
         ],
         seconds: 0.0,

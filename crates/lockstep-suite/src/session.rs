@@ -119,10 +119,17 @@ pub fn plan(
     let targets = target_names
         .iter()
         .map(|n| {
-            known.get(n).cloned().ok_or_else(|| {
+            let builtin_gpu = || {
+                plan::GPU_TARGETS
+                    .contains(&n.as_str())
+                    .then(|| plan::gpu_target(n))
+                    .flatten()
+            };
+            known.get(n).cloned().or_else(builtin_gpu).ok_or_else(|| {
                 Error::usage(format!("unknown target `{n}`")).hint(format!(
-                    "known targets: {} (define more in [test.targets.NAME])",
-                    known.keys().cloned().collect::<Vec<_>>().join(", ")
+                    "known targets: {}, and the GPUs {} (define more in [test.targets.NAME])",
+                    known.keys().cloned().collect::<Vec<_>>().join(", "),
+                    plan::GPU_TARGETS.join(", ")
                 ))
             })
         })
@@ -159,7 +166,11 @@ pub fn plan(
         only,
         skip_all_runs: req.skip_all_runs,
         ignore_xfails: req.ignore_xfails,
-        known_targets: known.keys().cloned().collect(),
+        known_targets: known
+            .keys()
+            .cloned()
+            .chain(plan::GPU_TARGETS.iter().map(|t| t.to_string()))
+            .collect(),
         lit: req.lit.clone(),
         work: run_dir.clone(),
     };
@@ -228,6 +239,7 @@ pub fn run(
     cache: &Cache,
     sink: &dyn Sink,
 ) -> Result<Finished, Error> {
+    skip_missing_devices(&mut planned.tests, toolchain);
     let mut report = runner::run(&planned.tests, toolchain, cache, &planned.opts, sink)?;
     report.changes = planned.history.record(&report)?;
     if planned.update_xfails {
@@ -252,6 +264,43 @@ pub fn run(
         report,
         run_dir: planned.opts.run_dir,
     })
+}
+
+/// Tests whose run names a device this machine lacks (`--device=cuda` of
+/// a GPU target, with no NVIDIA GPU here) still compile, but their run is
+/// skipped saying which driver found no device: never a failure.
+fn skip_missing_devices(tests: &mut [Test], toolchain: &Toolchain) {
+    let mut verdicts: std::collections::HashMap<String, Option<String>> =
+        std::collections::HashMap::new();
+    for t in tests.iter_mut().filter(|t| t.skip_reason.is_none()) {
+        let Some(device) = t.run.as_ref().and_then(|r| {
+            r.flags
+                .iter()
+                .rev()
+                .find_map(|f| f.strip_prefix("--device="))
+                .map(str::to_string)
+        }) else {
+            continue;
+        };
+        if matches!(lockstep_iree::driver(&device), "local-task" | "local-sync") {
+            continue;
+        }
+        let missing = verdicts.entry(device.clone()).or_insert_with(|| {
+            let run_module = toolchain.tool("iree-run-module").ok()?;
+            let found = lockstep_iree::gpu::runtime_devices(&run_module).ok()?;
+            found.missing(&device).map(|why| {
+                format!(
+                    "no `{}` device on this machine: {why}",
+                    lockstep_iree::driver(&device)
+                )
+            })
+        });
+        if let Some(why) = missing {
+            t.run = None;
+            t.benchmark = None;
+            t.skip_reason = Some(why.clone());
+        }
+    }
 }
 
 /// PATH arguments, else `[test] paths`, else `suites/` next to lockstep.toml.

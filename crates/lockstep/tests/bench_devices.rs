@@ -9,6 +9,9 @@
 //!   the runtime's tools (iree-base-runtime's directory: no iree-compile),
 //!   compiling nothing; altered or mismatched bundles are refused before
 //!   anything runs and left as they were;
+//! - `lockstep test --target cuda|hip` (built-in GPU targets): compiled
+//!   for the GPU where a chip is known, runs skipped by name where the
+//!   device is missing, exit 0;
 //! - `lockstep doctor` lists the HAL drivers and devices.
 
 mod common;
@@ -298,4 +301,42 @@ fn doctor_lists_the_runtime_drivers_and_devices() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let drivers = doc["devices"]["runtime"]["drivers"].as_array().unwrap();
     assert!(drivers.iter().any(|d| d == "local-sync"), "{doc}");
+}
+
+#[test]
+fn test_gpu_targets_compile_and_skip_where_the_device_is_missing() {
+    let p = Project::new();
+    p.add_suite(&[("add", "11 22 33 44")]);
+    let out = p.run(
+        &[
+            "test", "s", "--target", "cuda", "--target", "hip", "--json", "-",
+        ],
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for t in doc["tests"].as_array().unwrap() {
+        let group = t["group"].as_str().unwrap();
+        if gpu_here(group) {
+            continue;
+        }
+        assert_eq!(t["outcome"], "skip", "{t}");
+        let reason = t["reason"].as_str().unwrap();
+        match group {
+            "cuda" => {
+                // Compiled for the GPU, run skipped naming the driver.
+                assert_eq!(t["steps"][0]["status"], "passed", "{t}");
+                assert!(
+                    reason.starts_with("no `cuda` device on this machine"),
+                    "{reason}"
+                );
+            }
+            _ => assert!(reason.contains("no `hip` chip to compile for"), "{reason}"),
+        }
+    }
+    let out = p.run(&["test", "--target", "tpu"], 2);
+    assert!(
+        stderr(&out).contains("the GPUs cuda, hip"),
+        "{}",
+        stderr(&out)
+    );
 }
