@@ -333,7 +333,7 @@ fn test_gpu_targets_compile_and_skip_where_the_device_is_missing() {
             _ => assert!(reason.contains("no `hip` chip to compile for"), "{reason}"),
         }
     }
-    let out = p.run(&["test", "--target", "tpu"], 2);
+    let out = p.run(&["test", "s", "--target", "tpu"], 2);
     assert!(
         stderr(&out).contains("the GPUs cuda, hip"),
         "{}",
