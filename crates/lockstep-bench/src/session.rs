@@ -248,6 +248,7 @@ pub fn run(
         // The keys are the bundle's compiler's (the runtime here may have
         // no compiler at all).
         toolchain.identity = loaded.manifest.compiler.identity.clone();
+        toolchain.compiler_version = loaded.manifest.compiler.version.clone();
     }
     let work = work_dir()?;
     let opts = Options {

@@ -8,6 +8,7 @@
 //! `--events` reporters are lockstep-reporters'.
 //! It must not know how the toolchain is installed (lockstep-iree does).
 
+pub mod bundle;
 pub mod cache;
 pub mod config;
 pub mod events;

@@ -569,7 +569,9 @@ fn native_test(suite: &NativeSuite, test: &NativeTest, target: &Target, sel: &Se
             source,
             flags: compile_flags,
             cwd: dir.clone(),
-            statistics: benchmark.is_some(),
+            // Whether or not this run benchmarks: a compile-only run (a
+            // bundle) builds the module the benchmarking run will look up.
+            statistics: test.benchmark.is_some(),
         }),
         run: (!sel.skip_all_runs).then(|| RunSpec {
             cwd: dir.clone(),

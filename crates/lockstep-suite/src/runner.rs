@@ -38,6 +38,8 @@ pub struct RunOptions {
     pub run_dir: PathBuf,
     /// lit, for the lit tests among the run's.
     pub lit: Option<crate::lit::LitProgram>,
+    /// Compile nothing: every module comes from the cache (a bundle's).
+    pub no_compile: bool,
 }
 
 /// A compile's result, shared by the tests that need it.
@@ -73,7 +75,9 @@ pub fn run(
     let compiles_area = (!opts.no_cache).then(|| cache.bucket(lockstep_cache::Area::Compile));
     fs_err::create_dir_all(&opts.run_dir)?;
     // Checked before anything runs: without these nothing can.
-    toolchain.tool("iree-compile")?;
+    if !opts.no_compile {
+        toolchain.tool("iree-compile")?;
+    }
     toolchain.tool("iree-run-module")?;
     let Compiles {
         keys,
@@ -469,6 +473,16 @@ fn compile_inner(
         (Some(bucket), Some(key)) => Some(bucket.slot(&key, None)),
         _ => None,
     };
+    if ctx.opts.no_compile {
+        // A bundle's entries are read, never rebuilt or removed.
+        return match slot.as_ref().and_then(|s| s.peek()) {
+            Some(entry) => Ok(from_entry(&entry, statistics)),
+            None => Err(Error::failed(format!(
+                "not in the bundle: no module for {} with these flags",
+                source.display()
+            ))),
+        };
+    }
     if let Some(entry) = slot.as_ref().and_then(|s| s.get()) {
         return Ok(from_entry(&entry, statistics));
     }

@@ -193,12 +193,20 @@ pub fn plan(
             no_cache: req.no_cache,
             run_dir,
             lit: req.lit.clone(),
+            no_compile: false,
         },
         update_xfails: req.update_xfails,
     })
 }
 
 impl Planned {
+    /// Compile nothing: every module must be in the cache the run is
+    /// given (a bundle's, [`crate::bundle`]).
+    pub fn without_compiles(mut self) -> Planned {
+        self.opts.no_compile = true;
+        self
+    }
+
     /// `test --list`: one line per selected test, with its markers.
     pub fn listing(&self) -> String {
         self.tests

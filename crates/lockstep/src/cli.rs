@@ -545,7 +545,7 @@ pub struct TestArgs {
     #[arg(long)]
     pub ignore_xfails: bool,
     /// Compile only.
-    #[arg(long)]
+    #[arg(long, visible_alias = "compile-only")]
     pub skip_all_runs: bool,
     /// Rewrite the configs' expected-failure lists from this run's results.
     #[arg(long)]
@@ -553,6 +553,12 @@ pub struct TestArgs {
     /// Use the IREE tools in DIR (else $LOCKSTEP_IREE_BIN, [toolchain] iree-bin, the provisioned toolchain).
     #[arg(long, value_name = "DIR")]
     pub iree_bin: Option<PathBuf>,
+    /// Compile only, and write a bundle to DIR (new or empty): the selected suites, their compiled modules and the compiler's identity, for `--from-bundle` on a machine with only the IREE runtime.
+    #[arg(long, value_name = "DIR", conflicts_with = "from_bundle")]
+    pub bundle: Option<PathBuf>,
+    /// Run the bundle in DIR (made by `--bundle`): nothing is compiled; a bundle whose modules are not under the keys its compiler gives, or for another IREE runtime, is refused.
+    #[arg(long, value_name = "DIR")]
+    pub from_bundle: Option<PathBuf>,
     #[command(flatten)]
     pub record: Record,
 }

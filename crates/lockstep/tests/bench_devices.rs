@@ -12,6 +12,10 @@
 //! - `lockstep test --target cuda|hip` (built-in GPU targets): compiled
 //!   for the GPU where a chip is known, runs skipped by name where the
 //!   device is missing, exit 0;
+//! - `lockstep test --bundle DIR` / `--from-bundle DIR`: the suites, their
+//!   modules and the compiler's identity; run with the runtime alone,
+//!   nothing compiled, a bundle missing a module under its compiler's key
+//!   refused;
 //! - `lockstep doctor` lists the HAL drivers and devices.
 
 mod common;
@@ -339,4 +343,105 @@ fn test_gpu_targets_compile_and_skip_where_the_device_is_missing() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn a_test_bundle_compiled_here_runs_with_the_runtime_alone() {
+    let p = Project::new();
+    p.add_suite(&[("add", "11 22 33 44"), ("wrong", "0 0 0 0")]);
+    let bundle = p.root().join("tests-bundle");
+    let out = p.run(
+        &[
+            "test",
+            "s",
+            "--target",
+            "cpu",
+            "--target",
+            "cuda",
+            "--bundle",
+            bundle.to_str().unwrap(),
+        ],
+        0,
+    );
+    assert!(
+        stderr(&out).contains("bundle written to"),
+        "{}",
+        stderr(&out)
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("bundle.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["kind"], "test");
+    assert_eq!(manifest["tests"].as_array().unwrap().len(), 4);
+    assert!(bundle.join("suites/s/adds.suite.toml").is_file());
+
+    // Elsewhere: the runtime's tools alone; nothing compiled; the wrong
+    // expectation still fails (the bundle carries the expected outputs).
+    let runtime = runtime_only_dir();
+    let other = Project::new();
+    let out = other.run(
+        &[
+            "test",
+            "--from-bundle",
+            bundle.to_str().unwrap(),
+            "--iree-bin",
+            runtime.to_str().unwrap(),
+            "--json",
+            "-",
+        ],
+        1,
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let outcome = |id: &str| {
+        doc["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap_or_else(|| panic!("{id} in {doc}"))["outcome"]
+            .clone()
+    };
+    assert_eq!(outcome("adds/add [cpu]"), "pass");
+    assert_eq!(outcome("adds/wrong [cpu]"), "fail");
+    if !gpu_here("cuda") {
+        assert_eq!(outcome("adds/add [cuda]"), "skip");
+    }
+    assert!(stdout(&out).is_empty() || !text(&out.stderr).contains("compiles: 1"));
+    assert!(
+        text(&out.stderr).contains("compiles: 0 run"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A module missing under its compiler's key: refused, nothing runs.
+    let entry = walk(&bundle.join("cache/compile"))
+        .into_iter()
+        .find(|f| f.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    std::fs::remove_file(&entry).unwrap();
+    let out = other.run(&["test", "--from-bundle", bundle.to_str().unwrap()], 2);
+    assert!(
+        stderr(&out).contains("not in the bundle under the keys its compiler"),
+        "{}",
+        stderr(&out)
+    );
+    let out = other.run(
+        &[
+            "test",
+            "--from-bundle",
+            bundle.to_str().unwrap(),
+            "--target",
+            "cpu",
+        ],
+        2,
+    );
+    assert!(
+        stderr(&out).contains("give no PATH, --target"),
+        "{}",
+        stderr(&out)
+    );
+    let out = other.run(&["test", "--from-bundle", p.root().to_str().unwrap()], 2);
+    assert!(stderr(&out).contains("not a bundle"), "{}", stderr(&out));
+    let out = p.run(&["test", "s", "--bundle", bundle.to_str().unwrap()], 2);
+    assert!(stderr(&out).contains("is not empty"), "{}", stderr(&out));
 }

@@ -11,6 +11,13 @@ use crate::cli::TestArgs;
 use crate::context::Ctx;
 
 pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
+    if let Some(dir) = args.from_bundle.clone() {
+        return run_bundle(args, ctx, &ctx.cwd.join(dir));
+    }
+    let bundle_dir = args.bundle.as_ref().map(|d| ctx.cwd.join(d));
+    if let Some(dir) = &bundle_dir {
+        lockstep_suite::bundle::check_target(dir)?;
+    }
     let loaded = ctx.loaded()?;
     let request = Request {
         paths: args.paths,
@@ -24,7 +31,7 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         timeout: args.timeout,
         no_cache: args.no_cache,
         ignore_xfails: args.ignore_xfails,
-        skip_all_runs: args.skip_all_runs,
+        skip_all_runs: args.skip_all_runs || bundle_dir.is_some(),
         update_xfails: args.update_xfails,
         lit: None,
     };
@@ -67,7 +74,106 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         .collect();
     let recording = super::history::start(ctx, &args.record, Kind::Test, &suites)?;
     let toolchain = ctx.toolchain(args.iree_bin.as_deref())?;
-    let finished = session::run(planned, &toolchain, &ctx.cache()?, ctx.sink())?;
+    let Some(dir) = bundle_dir else {
+        let finished = session::run(planned, &toolchain, &ctx.cache()?, ctx.sink())?;
+        return finish(ctx, finished, &toolchain, recording);
+    };
+    // A bundle: compiled into its own cache, then the suites, the [test]
+    // table and the manifest beside them.
+    let tests = planned.tests.clone();
+    let finished = session::run(
+        planned,
+        &toolchain,
+        &lockstep_suite::bundle::cache(&dir),
+        ctx.sink(),
+    )?;
+    let mut targets: Vec<String> = tests.iter().map(|t| t.group.clone()).collect();
+    targets.sort();
+    targets.dedup();
+    let written = lockstep_suite::bundle::write(
+        &dir,
+        &suite_dirs,
+        lockstep_suite::bundle::test_table(loaded.path.as_deref())?,
+        &tests,
+        &targets,
+        &toolchain,
+    )?;
+    ctx.sink().note(format!(
+        "bundle written to {} ({} for {}, compiled by {})",
+        dir.display(),
+        lockstep_core::words::count(written.tests.len(), "test", "tests"),
+        targets.join(", "),
+        toolchain.compiler_stamp()
+    ));
+    finish(ctx, finished, &toolchain, recording)
+}
+
+/// `lockstep test --from-bundle DIR`: the bundle's tests, from its copied
+/// suites and compiled modules, on the runtime's tools alone.
+fn run_bundle(args: TestArgs, ctx: &Ctx, dir: &std::path::Path) -> Result<i32, Error> {
+    if !args.paths.is_empty()
+        || !args.targets.is_empty()
+        || !args.suite_configs.is_empty()
+        || args.skip_all_runs
+        || args.update_xfails
+        || args.no_cache
+        || args.last_failed
+    {
+        return Err(Error::usage(
+            "--from-bundle runs the bundle's own suites and targets: give no PATH, --target, --suite-config, --skip-all-runs, --update-xfails, --no-cache or --last-failed",
+        )
+        .hint("-k, -m, --shard, -j and --timeout still select and pace its tests"));
+    }
+    let manifest = lockstep_suite::bundle::load(dir)?;
+    let loaded = crate::config::load(None, dir)?;
+    let cfg = loaded.section()?;
+    let request = Request {
+        paths: Vec::new(),
+        suite_configs: Vec::new(),
+        targets: manifest.targets.clone(),
+        markers: args.markers,
+        keyword: args.keyword,
+        jobs: args.jobs,
+        shard: args.shard,
+        last_failed: false,
+        timeout: args.timeout,
+        no_cache: false,
+        ignore_xfails: args.ignore_xfails,
+        skip_all_runs: false,
+        update_xfails: false,
+        lit: None,
+    };
+    let planned = session::plan(
+        &request,
+        &cfg,
+        &loaded.root,
+        loaded.origin(),
+        dir,
+        ctx.sink(),
+    )?;
+    let mut toolchain = ctx.runtime_toolchain(args.iree_bin.as_deref())?;
+    // The keys are the bundle's compiler's (the runtime here may have no
+    // compiler at all).
+    toolchain.identity = manifest.identity.clone();
+    toolchain.compiler_version = manifest.compiler_version.clone();
+    lockstep_suite::bundle::check(dir, &manifest, &planned.tests, &toolchain)?;
+    let recording = super::history::start(ctx, &args.record, Kind::Test, &[])?;
+    let finished = session::run(
+        planned.without_compiles(),
+        &toolchain,
+        &lockstep_suite::bundle::cache(dir),
+        ctx.sink(),
+    )?;
+    finish(ctx, finished, &toolchain, recording)
+}
+
+/// The summary, the result formats and the history record of a run.
+fn finish(
+    ctx: &Ctx,
+    finished: session::Finished,
+    toolchain: &lockstep_iree::Toolchain,
+    recording: Option<lockstep_history::collect::Recording>,
+) -> Result<i32, Error> {
     let report = &finished.report;
     let out = ctx.out();
     out.print(&results::console_summary(report));
