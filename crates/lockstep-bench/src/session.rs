@@ -229,8 +229,9 @@ pub fn run(
             if let Some(unresolved) = &prepared.device.unresolved {
                 return Err(unresolved.clone());
             }
-            if let Mode::Bundle(dir) = &prepared.mode {
-                // Every kernel's reference goes into the bundle.
+            if let (Mode::Bundle(dir), true) = (&prepared.mode, prepared.verify) {
+                // With --verify, every kernel's reference goes into the
+                // bundle (without, a verifying run computes its own).
                 references = Some(crate::bundle::references_area(dir));
                 verify = true;
             }

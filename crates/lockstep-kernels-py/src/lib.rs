@@ -191,6 +191,26 @@ fn obtain(
     .map_err(PyRuntimeError::new_err)
 }
 
+/// The cached module of a kernel compiled elsewhere by the compiler of
+/// `identity` (a machine with only the IREE runtime): `(path, key)`, or
+/// None when the cache does not hold it. Nothing is compiled or removed.
+#[pyfunction]
+fn lookup(
+    func_name: &str,
+    mlir: &str,
+    flags: Vec<String>,
+    identity: &str,
+    cache_dir: PathBuf,
+) -> Option<(PathBuf, String)> {
+    let key = modules::kernel_key(identity, mlir, &flags);
+    let bucket = Cache::at(&cache_dir)
+        .with_kernels_at(&cache_dir)
+        .bucket(Area::Kernels);
+    let entry = bucket.slot(&key, Some(func_name)).peek()?;
+    let path = entry.file(lockstep_bench::cache::MODULE)?.to_path_buf();
+    Some((path, key.to_string()))
+}
+
 /// A compile failure with the first error lines of its log (the one-line
 /// reason names only the first).
 fn with_log_errors(message: &str, work_dir: &Path, key: &str) -> String {
@@ -329,6 +349,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernel_cache, m)?)?;
     m.add_function(wrap_pyfunction!(compiler, m)?)?;
     m.add_function(wrap_pyfunction!(obtain, m)?)?;
+    m.add_function(wrap_pyfunction!(lookup, m)?)?;
     m.add_function(wrap_pyfunction!(sample_inputs, m)?)?;
     m.add_function(wrap_pyfunction!(reference, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;

@@ -130,6 +130,7 @@ fn a_bundle_compiled_here_runs_with_the_runtime_alone() {
             "bench",
             "-j",
             "2",
+            "--verify",
             "--bundle",
             bundle.to_str().unwrap(),
             "--commands-file",
@@ -149,6 +150,14 @@ fn a_bundle_compiled_here_runs_with_the_runtime_alone() {
         serde_json::from_str(&std::fs::read_to_string(bundle.join("bundle.json")).unwrap())
             .unwrap();
     assert_eq!(manifest["kernels"].as_array().unwrap().len(), 3);
+    // --verify: the references travel in the bundle.
+    assert_eq!(
+        walk(&bundle.join("references"))
+            .iter()
+            .filter(|f| f.to_string_lossy().ends_with(".out0.f64"))
+            .count(),
+        3
+    );
     assert!(manifest["compiler"]["version"]
         .as_str()
         .unwrap()

@@ -246,6 +246,37 @@ class CacheTest(unittest.TestCase):
             lk.get_launchable("gemm -m 2 -n 2 -k 9")
 
 
+class RuntimeOnlyTest(unittest.TestCase):
+    def test_kernels_compiled_elsewhere_launch_with_no_compiler(self) -> None:
+        cache = fresh_cache(self)
+        command = "gemm -m 3 -n 5 -k 2"
+        # "Elsewhere": compiled into the cache, for a device (here the
+        # same CPU) that compile_kernel never opens.
+        path = lk.compile_kernel(command)
+        self.assertTrue(path.startswith(str(cache)) and path.endswith(".vmfb"))
+        # A GPU kernel compiles where there is no GPU.
+        if not os.path.exists("/dev/nvidia0"):
+            gpu = lk.compile_kernel(command, device="cuda")
+            self.assertTrue(os.path.isfile(gpu))
+        identity = lk.compiler_identity()
+        _launch._LAUNCHABLES.clear()
+        os.environ["LOCKSTEP_KERNEL_COMPILER_IDENTITY"] = identity
+        # No compiler can be reached: a compile would fail.
+        os.environ["LOCKSTEP_IREE_BIN"] = str(cache / "no-compiler-here")
+        self.addCleanup(os.environ.pop, "LOCKSTEP_KERNEL_COMPILER_IDENTITY", None)
+        self.addCleanup(os.environ.pop, "LOCKSTEP_IREE_BIN", None)
+        f = lk.get_launchable(command)
+        self.assertTrue(f.cached)
+        a, b = lk.sample_inputs(command)
+        self.assertTrue(lk.check(command, [a, b], [f(a, b)])[0][0])
+        with self.assertRaisesRegex(lk.KernelError, "nothing is compiled here"):
+            lk.get_launchable("gemm -m 3 -n 5 -k 3")
+        os.environ["LOCKSTEP_KERNEL_COMPILER_IDENTITY"] = "another-compiler"
+        _launch._LAUNCHABLES.clear()
+        with self.assertRaisesRegex(lk.KernelError, "is not in the kernel cache"):
+            lk.get_launchable(command)
+
+
 class GpuTest(unittest.TestCase):
     def test_gpu_devices_launch_or_skip_naming_what_is_missing(self) -> None:
         fresh_cache(self)

@@ -13,7 +13,9 @@ Settings (environment): ``LOCKSTEP_KERNEL_CACHE_DIR`` (where compiled
 kernels are kept; default ``$LOCKSTEP_CACHE/bench``), ``LOCKSTEP_KERNEL_CACHE=0``
 (no cache); BOO's ``BOO_CACHE_DIR`` and ``BOO_CACHE_ON`` are honoured when
 set; ``LOCKSTEP_IREE_BIN`` (a directory holding the iree-compile to use
-instead of this environment's iree-base-compiler).
+instead of this environment's iree-base-compiler);
+``LOCKSTEP_KERNEL_COMPILER_IDENTITY`` (compile nothing: launch only the
+kernels that compiler put in the cache, on a machine with the runtime alone).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ._launch import (
     _command_of,
     _dtype,
     _one_kernel,
+    compile_kernel,
     get_launchable,
 )
 from ._signature import ConvSignature, GemmSignature, LayerNormSignature, Signature
@@ -50,10 +53,22 @@ __all__ = [
     "TensorSpec",
     "cache_dir",
     "check",
+    "compile_kernel",
+    "compiler_identity",
     "get_launchable",
     "reference",
     "sample_inputs",
 ]
+
+
+def compiler_identity() -> str:
+    """The identity of the compiler get_launchable uses (what the kernel
+    cache's keys cover). On a machine with only the IREE runtime,
+    ``LOCKSTEP_KERNEL_COMPILER_IDENTITY`` set to this value launches the
+    kernels it compiled, from a copy of the cache, compiling nothing."""
+    from ._launch import _compiler_path, _work_dir
+
+    return _native.compiler(_compiler_path(), _work_dir())[1]
 
 
 def cache_dir() -> Union[str, None]:

@@ -221,6 +221,19 @@ def get_launchable(
     config = _runtime_config(runtime_device)
     _notice_boo_variables()
     cache_dir, cache_on = _native.kernel_cache()
+    identity = os.environ.get("LOCKSTEP_KERNEL_COMPILER_IDENTITY")
+    if identity:
+        # No compiler here: only kernels compiled elsewhere by that compiler.
+        found = _native.lookup(kernel["func_name"], kernel["mlir"], list(flags), identity, str(cache_dir))
+        if found is None:
+            raise KernelError(
+                f"{kernel['func_name']} is not in the kernel cache {cache_dir} for the compiler "
+                f"LOCKSTEP_KERNEL_COMPILER_IDENTITY names, and nothing is compiled here: compile it where "
+                "the compiler is (same device and flags), or unset the variable to compile"
+            )
+        launchable = Launchable(command, kernel, runtime_device, flags, str(found[0]), True, 0.0, found[1], config)
+        with _LOCK:
+            return _LAUNCHABLES.setdefault(memo, launchable)
     work = _work_dir()
     try:
         path, cached, seconds, key = _native.obtain(
@@ -237,6 +250,35 @@ def get_launchable(
     launchable = Launchable(command, kernel, runtime_device, flags, str(path), cached, seconds, key, config)
     with _LOCK:
         return _LAUNCHABLES.setdefault(memo, launchable)
+
+
+def compile_kernel(
+    sig: Union[str, Signature],
+    device: str = "local-task",
+    *,
+    compile_flags: Optional[Sequence[str]] = None,
+) -> str:
+    """Compiles the kernel of ``sig`` for ``device`` into the kernel cache
+    and returns the module's path, without opening the device: compile
+    here (a machine without the GPU), launch there with
+    ``LOCKSTEP_KERNEL_COMPILER_IDENTITY`` and a copy of the cache."""
+    command = _command_of(sig).strip()
+    kernel = _one_kernel(command)
+    if compile_flags is None:
+        flags = _native.device_target(device)[1]
+    else:
+        _native.device_target(device)
+        flags = list(compile_flags)
+    cache_dir, cache_on = _native.kernel_cache()
+    work = _work_dir()
+    try:
+        path = _native.obtain(
+            kernel["func_name"], kernel["mlir"], flags, _compiler_path(), work,
+            str(cache_dir) if cache_on else None, work,
+        )[0]
+    except RuntimeError as e:
+        raise _classify(str(e), str(cache_dir)) from None
+    return str(path)
 
 
 def _classify(message: str, cache_dir: str) -> KernelError:
