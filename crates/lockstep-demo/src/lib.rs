@@ -2,7 +2,9 @@
 //! defaults and the sandbox fixtures, in order (an integrate to upstream
 //! head, the smoke suite, the kernel benchmarks, packages built and
 //! installed exactly, an IREE-shaped snapshot cut, built from its submodule,
-//! published with its PyPI dependency, served and installed with pip),
+//! published with its PyPI dependency, served and installed with pip, with
+//! lockstep's own Python kernels launched from it when the demo runs from a
+//! checkout),
 //! every test, bench and integrate loop run recorded in the demo's own
 //! results history and a report site written from it, then one line per
 //! part and whether all passed.
@@ -12,6 +14,7 @@
 
 mod bench;
 mod integrate;
+mod kernels;
 mod packages;
 mod release;
 mod report;

@@ -105,9 +105,27 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
             lockstep_core::words::count(c.hits as usize, "hit", "hits")
         )?;
     }
+    // lockstep's own Python kernels join the snapshot when the demo runs
+    // from a checkout (crate::kernels).
+    let mut manifests = vec![house.join(lockstep_python::pylock::FILE)];
+    let kernels_source = crate::kernels::source();
+    match &kernels_source {
+        Some(source) => manifests.push(crate::kernels::build(
+            source,
+            &dir.join("kernels"),
+            &made.version,
+            &uv,
+            sink,
+            out,
+        )?),
+        None => writeln!(
+            out,
+            "   (lockstep-kernels, lockstep's Python kernels, joins the snapshot when the demo runs from a lockstep checkout)"
+        )?,
+    }
     let published = lockstep_release::publish::publish(
         &lockstep_release::publish::PublishRequest {
-            manifests: vec![house.join(lockstep_python::pylock::FILE)],
+            manifests,
             index: settings.index.clone(),
             uv: &uv,
             tag: Some(made.tag.clone()),
@@ -199,6 +217,12 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
             "(WRONG)"
         }
     )?;
+    let ok = match kernels_source {
+        Some(_) => {
+            crate::kernels::launch(&dir.join("kernels"), &url, &made.version, &uv, out)? && ok
+        }
+        None => ok,
+    };
     Ok(Released {
         ok,
         store: settings.index.clone(),
