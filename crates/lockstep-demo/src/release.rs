@@ -107,22 +107,7 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
     }
     // lockstep's own Python kernels join the snapshot when the demo runs
     // from a checkout (crate::kernels).
-    let mut manifests = vec![house.join(lockstep_python::pylock::FILE)];
-    let kernels_source = crate::kernels::source();
-    match &kernels_source {
-        Some(source) => manifests.push(crate::kernels::build(
-            source,
-            &dir.join("kernels"),
-            &made.version,
-            &uv,
-            sink,
-            out,
-        )?),
-        None => writeln!(
-            out,
-            "   (lockstep-kernels, lockstep's Python kernels, joins the snapshot when the demo runs from a lockstep checkout)"
-        )?,
-    }
+    let manifests = vec![house.join(lockstep_python::pylock::FILE)];
     let published = lockstep_release::publish::publish(
         &lockstep_release::publish::PublishRequest {
             manifests,
@@ -140,6 +125,48 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
         },
         sink,
     )?;
+    // lockstep's own Python kernels join the snapshot's version when the
+    // demo runs from a checkout (crate::kernels): built from that checkout,
+    // so published as a set of their own (not from the tag's commit).
+    let kernels_source = crate::kernels::source();
+    match &kernels_source {
+        Some(source) => {
+            let manifest = crate::kernels::build(
+                source,
+                &dir.join("kernels"),
+                &made.version,
+                &uv,
+                sink,
+                out,
+            )?;
+            let added = lockstep_release::publish::publish(
+                &lockstep_release::publish::PublishRequest {
+                    manifests: vec![manifest],
+                    index: settings.index.clone(),
+                    uv: &uv,
+                    tag: None,
+                    channel: Some("snapshot".into()),
+                    pins: Vec::new(),
+                    tag_version: None,
+                    tag_source: None,
+                    dependency_index: settings.dependency_index.clone(),
+                    pages_limit: settings.pages_limit,
+                    smoke: None,
+                    work: lockstep_release::publish::work_dir(),
+                },
+                sink,
+            )?;
+            writeln!(
+                out,
+                "   published {} (validated with NumPy and IREE from PyPI)",
+                lockstep_core::words::count(added.added.len(), "file", "files")
+            )?;
+        }
+        None => writeln!(
+            out,
+            "   (lockstep-kernels, lockstep's Python kernels, joins the snapshot when the demo runs from a lockstep checkout)"
+        )?,
+    }
     let simple = settings.index.join(lockstep_release::index::SIMPLE);
     writeln!(
         out,
