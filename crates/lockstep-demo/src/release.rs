@@ -125,6 +125,14 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
         },
         sink,
     )?;
+    let simple = settings.index.join(lockstep_release::index::SIMPLE);
+    writeln!(
+        out,
+        "   published {} (validated with `packaging` from {}); index at {}",
+        lockstep_core::words::count(published.added.len(), "file", "files"),
+        settings.dependency_index.as_deref().unwrap_or("nowhere"),
+        simple.display()
+    )?;
     // lockstep's own Python kernels join the snapshot's version when the
     // demo runs from a checkout (crate::kernels): built from that checkout,
     // so published as a set of their own (not from the tag's commit).
@@ -167,14 +175,6 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
             "   (lockstep-kernels, lockstep's Python kernels, joins the snapshot when the demo runs from a lockstep checkout)"
         )?,
     }
-    let simple = settings.index.join(lockstep_release::index::SIMPLE);
-    writeln!(
-        out,
-        "   published {} (validated with `packaging` from {}); index at {}",
-        lockstep_core::words::count(published.added.len(), "file", "files"),
-        settings.dependency_index.as_deref().unwrap_or("nowhere"),
-        simple.display()
-    )?;
 
     let (listener, port) = lockstep_release::serve::bind(0)?;
     let root = settings.index.clone();
