@@ -117,7 +117,7 @@ pub fn stderr(out: &Output) -> String {
 
 /// Isolates `cmd` from the user's settings: `home` and `cache` as
 /// `$LOCKSTEP_HOME` and `$LOCKSTEP_CACHE`, the shared toolchains, no
-/// `LOCKSTEP_IREE_BIN`, `BOO_CACHE_*`, `MAKEFLAGS`, webhook, step summary,
+/// `LOCKSTEP_IREE_BIN`, `BOO_CACHE_*`, `LOCKSTEP_KERNEL_*`, `MAKEFLAGS`, webhook, step summary,
 /// GitHub token, API URL and repository, or HTTP proxy (loopback servers
 /// are reached directly), stdin closed; `TMPDIR` inside the test's own
 /// directory (beside `home`), so whatever a command leaves in the system's
@@ -145,6 +145,9 @@ pub fn isolate(cmd: &mut Command, home: &Path, cache: &Path) {
         "LOCKSTEP_WEBHOOK_URL",
         "BOO_CACHE_DIR",
         "BOO_CACHE_ON",
+        "LOCKSTEP_KERNEL_CACHE_DIR",
+        "LOCKSTEP_KERNEL_CACHE",
+        "LOCKSTEP_KERNEL_COMPILER_IDENTITY",
         "MAKEFLAGS",
         "GITHUB_STEP_SUMMARY",
         "GITHUB_TOKEN",
