@@ -11,9 +11,13 @@
 //!   kernel its function, key and the sha256 of its encoded inputs;
 //! - `commands.txt`: the batch's commands;
 //! - `kernels/`: the kernel-cache entries (`FUNC/KEY.{vmfb,mlir,cmd,json}`,
-//!   sealed with their sizes and sha256);
-//! - `references/`: the f64 references of the seeded inputs (a
-//!   reference-cache area).
+//!   sealed with their sizes and sha256), compiled into the bundle itself
+//!   (whatever the kernel cache's settings);
+//! - with `--verify`, `references/`: the f64 references of the seeded
+//!   inputs (a reference-cache area).
+//!
+//! The bundle is built beside its directory and moved there whole: a
+//! failed one leaves nothing behind.
 //!
 //! Inputs are not copied: they are generated from the seed (the same bytes
 //! everywhere, which the recorded sha256 checks), so a bundle stays small.
@@ -100,8 +104,8 @@ pub fn areas(dir: &Path) -> (Bucket, Bucket) {
     )
 }
 
-/// The references area a bundle is written with (`dir/references`).
-pub fn references_area(dir: &Path) -> Bucket {
+/// The references area of a bundle (`dir/references`).
+fn references_area(dir: &Path) -> Bucket {
     areas(dir).1
 }
 
@@ -123,9 +127,11 @@ pub fn check_target(dir: &Path) -> Result<(), Error> {
     }
 }
 
-/// Writes the bundle of a finished compile-only batch: every compiled
-/// kernel's cache entry copied from `kernels`, the references already in
-/// `dir/references`, the commands and the manifest (written last).
+/// Writes the manifest and commands of a finished compile-only batch whose
+/// modules were compiled into `dir/kernels` (and, with `verify`, whose
+/// references are in `dir/references`): every kernel must have compiled and,
+/// with `verify`, have its reference.
+#[allow(clippy::too_many_arguments)]
 pub fn write(
     dir: &Path,
     jobs: &[Job],
@@ -134,12 +140,13 @@ pub fn write(
     device: &Device,
     flags: &[String],
     seed: u64,
+    verify: bool,
 ) -> Result<Manifest, Error> {
-    let failed: Vec<&str> = summary
+    let failed: Vec<String> = summary
         .rows
         .iter()
         .filter(|r| r.module.is_none())
-        .map(|r| r.arguments.as_str())
+        .map(|r| format!("{}: {}", r.arguments, r.status))
         .collect();
     if !failed.is_empty() {
         return Err(Error::failed(format!(
@@ -149,7 +156,7 @@ pub fn write(
         .cause(failed.join("\n"))
         .hint("fix or remove those commands, then write the bundle again"));
     }
-    let kernels_dir = dir.join(KERNELS);
+    let references = references_area(dir);
     let mut kernels = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (row, job) in summary.rows.iter().map(|r| (r, &jobs[r.command])) {
@@ -161,19 +168,29 @@ pub fn write(
         if !seen.insert(key.clone()) {
             continue;
         }
-        copy_entry(module, &kernels_dir.join(&row.func_name), &key)?;
-        let inputs = match &job.parsed {
+        let sig = match &job.parsed {
             Ok(command) => signatures(&command.op)
                 .into_iter()
-                .find(|s| s.func_name == row.func_name)
-                .map(|sig| inputs_sha256(&sig, seed))
-                .unwrap_or_default(),
-            Err(_) => Vec::new(),
+                .find(|s| s.func_name == row.func_name),
+            Err(_) => None,
         };
+        let Some(sig) = sig else { continue };
+        if verify
+            && references
+                .slot(&crate::references::key(&sig, seed), None)
+                .peek()
+                .is_none()
+        {
+            return Err(Error::failed(format!(
+                "no bundle written: the reference of {} could not be computed",
+                sig.func_name
+            ))
+            .hint("write the bundle without --verify (a verifying run then computes it where it runs)"));
+        }
         kernels.push(BundledKernel {
             func_name: row.func_name.clone(),
             key,
-            inputs_sha256: inputs,
+            inputs_sha256: inputs_sha256(&sig, seed),
         });
     }
     let commands: String = jobs.iter().map(|j| format!("{}\n", j.arguments)).collect();
@@ -200,21 +217,6 @@ pub fn write(
         .map_err(|e| Error::failed("cannot encode the bundle manifest").cause(e.to_string()))?;
     lockstep_core::fs::write_atomic(&dir.join(MANIFEST), format!("{text}\n").as_bytes())?;
     Ok(manifest)
-}
-
-/// Copies `FUNC/KEY.*` (module, source, command, seal) next to `module`
-/// into `to`.
-fn copy_entry(module: &Path, to: &Path, key: &str) -> Result<(), Error> {
-    let from = module.parent().unwrap_or(Path::new("."));
-    fs_err::create_dir_all(to)?;
-    for suffix in [cache::MODULE, cache::SOURCE, cache::COMMAND, "json"] {
-        let name = format!("{key}.{suffix}");
-        let source = from.join(&name);
-        if source.is_file() {
-            fs_err::copy(&source, to.join(&name))?;
-        }
-    }
-    Ok(())
 }
 
 /// The sha256 of each of `sig`'s seeded inputs, encoded.

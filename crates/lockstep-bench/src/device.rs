@@ -6,8 +6,8 @@
 //! (before `://`) picks a built-in:
 //!
 //! - `local-task`, `local-sync`: the host CPU (`--iree-llvmcpu-target-cpu=host`);
-//! - `cuda`, `hip`: the chip of this machine's GPU (`--iree-cuda-target=sm_90`,
-//!   `--iree-hip-target=gfx942`, lockstep-iree's `gpu::detect`); with no GPU
+//! - `cuda`, `hip`: the chip of this machine's GPU (`--iree-cuda-target=sm_86`,
+//!   `--iree-rocm-target=gfx942`, lockstep-iree's `gpu::detect`); with no GPU
 //!   here cuda takes the compiler's default target (compile here, run
 //!   there) and hip, which iree-compile has no default for, must be
 //!   configured (the error says how);
@@ -96,7 +96,7 @@ fn builtin_target_flags(name: &str, runtime: &str) -> Result<Vec<String>, Error>
         ))
         .hint(format!(
             "add to lockstep.toml:\n  [bench.devices.{name}]\n  compile-flags = \
-             [\"--iree-hal-target-device=hip\", \"--iree-hip-target=gfx942\"]\n\
+             [\"--iree-hal-target-device=hip\", \"--iree-rocm-target=gfx942\"]\n\
              with your GPU's architecture (rocminfo names it)"
         ))),
         DriverTarget::Unknown => Err(Error::usage(format!(
@@ -173,7 +173,7 @@ mod tests {
     fn configured_devices_win_and_the_config_picks_the_default() {
         let mi300 = BenchDeviceConfig {
             runtime_device: Some("hip://1".into()),
-            compile_flags: Some(vec!["--iree-hip-target=gfx942".into()]),
+            compile_flags: Some(vec!["--iree-rocm-target=gfx942".into()]),
             run_flags: vec!["--hip_use_streams=true".into()],
         };
         let cpu = BenchDeviceConfig {
@@ -185,7 +185,7 @@ mod tests {
         let d = resolve(None, &c).unwrap();
         assert_eq!(d.name, "mi300");
         assert_eq!(d.runtime, "hip://1");
-        assert_eq!(d.target_flags, ["--iree-hip-target=gfx942"]);
+        assert_eq!(d.target_flags, ["--iree-rocm-target=gfx942"]);
         assert_eq!(d.run_flags, ["--hip_use_streams=true"]);
         // A configured name without flags falls back to its driver's built-in.
         let cpu = resolve(Some("cpu"), &c).unwrap();

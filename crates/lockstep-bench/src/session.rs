@@ -165,7 +165,9 @@ fn mode(req: &Request) -> Result<Mode, Error> {
         }
         (Some(dir), None) => {
             crate::bundle::check_target(dir)?;
-            Ok(Mode::Bundle(dir.clone()))
+            // Written through a link to the directory, never over the link.
+            let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+            Ok(Mode::Bundle(dir))
         }
         (None, None) if req.compile_only => Ok(Mode::CompileOnly),
         (None, None) => Ok(Mode::Run),
@@ -217,6 +219,12 @@ pub fn run(
         cache.enabled(Area::References),
     );
     let mut verify = prepared.verify;
+    // A bundle is built beside its place and moved there whole at the end
+    // (a failed one leaves nothing); its modules are compiled into it.
+    let staged = match &prepared.mode {
+        Mode::Bundle(dir) => Some(lockstep_core::fs::StagedDir::beside(dir)?),
+        _ => None,
+    };
     let (no_runs, no_compile) = match &prepared.mode {
         Mode::Run => {
             let missing = missing_device(&prepared.device, toolchain);
@@ -229,18 +237,24 @@ pub fn run(
             if let Some(unresolved) = &prepared.device.unresolved {
                 return Err(unresolved.clone());
             }
-            if let (Mode::Bundle(dir), true) = (&prepared.mode, prepared.verify) {
+            if let Some(staged) = &staged {
+                let (bundle_kernels, bundle_references) = crate::bundle::areas(staged.path());
+                kernels = Some(bundle_kernels);
                 // With --verify, every kernel's reference goes into the
                 // bundle (without, a verifying run computes its own).
-                references = Some(crate::bundle::references_area(dir));
-                verify = true;
+                references = prepared.verify.then_some(bundle_references);
+                verify = prepared.verify;
             }
             (Some(crate::rows::COMPILED_ONLY.to_string()), false)
         }
         Mode::FromBundle(loaded) => {
             crate::bundle::check_runtime(loaded, toolchain)?;
             kernels = Some(loaded.kernels.clone());
-            references = Some(loaded.references.clone());
+            // The bundle's references when it carries them (--verify);
+            // else the cache's: a bundle is read, never written.
+            if loaded.dir.join("references").is_dir() {
+                references = Some(loaded.references.clone());
+            }
             (missing_device(&prepared.device, toolchain), true)
         }
     };
@@ -272,7 +286,7 @@ pub fn run(
         no_compile,
     };
     let summary = run::run(&prepared.jobs, &opts, sink);
-    if let Mode::Bundle(dir) = &prepared.mode {
+    if let (Mode::Bundle(dir), Some(staged)) = (&prepared.mode, staged) {
         let flags: Vec<String> = opts
             .device
             .target_flags
@@ -281,14 +295,18 @@ pub fn run(
             .cloned()
             .collect();
         let written = crate::bundle::write(
-            dir,
+            staged.path(),
             &prepared.jobs,
             &summary,
             &toolchain,
             &opts.device,
             &flags,
             run::VERIFY_SEED,
+            verify,
         )?;
+        staged
+            .install()
+            .map_err(|e| e.context(format!("cannot move the bundle into {}", dir.display())))?;
         sink.note(format!(
             "bundle written to {} ({} for {}, compiled by {})",
             dir.display(),

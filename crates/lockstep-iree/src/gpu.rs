@@ -1,9 +1,10 @@
 //! GPUs: the target chip of the machine's `cuda` or `hip` device, so
 //! `--device cuda` and `--device hip` compile for the GPU that will run the
 //! kernel without hand configuration (IREE's own package CI names the chip:
-//! `--iree-cuda-target=sm_90`, `--iree-hip-target=gfx942`).
+//! `--iree-cuda-target=sm_80`, `--iree-rocm-target=gfx942`).
 //!
-//! - NVIDIA: `nvidia-smi --query-gpu=compute_cap` (`9.0` -> `sm_90`).
+//! - NVIDIA: `nvidia-smi --query-gpu=compute_cap` (`8.6` -> `sm_86`; newer
+//!   than the compiler's newest target, that one: [`NEWEST_CUDA_TARGET`]).
 //! - AMD: the kernel driver's topology, no process needed
 //!   (`/sys/class/kfd/kfd/topology/nodes/N/properties`, `gfx_target_version
 //!   90402` -> `gfx942`), as rocminfo reads it.
@@ -21,20 +22,34 @@ use lockstep_core::process;
 const KFD_NODES: &str = "/sys/class/kfd/kfd/topology/nodes";
 
 /// The target chip of the first GPU of `driver` (`cuda` or `hip`), or why
-/// there is none.
+/// there is none; asked once per process (a GPU does not come and go, and
+/// nvidia-smi takes a while).
 pub fn detect(driver: &str) -> Result<String, String> {
-    match driver {
+    static SEEN: std::sync::Mutex<Vec<(String, Result<String, String>)>> =
+        std::sync::Mutex::new(Vec::new());
+    if let Some((_, found)) = SEEN
+        .lock()
+        .ok()
+        .and_then(|seen| seen.iter().find(|(d, _)| d == driver).cloned())
+    {
+        return found;
+    }
+    let found = match driver {
         "cuda" => detect_cuda(),
         "hip" => detect_hip(Path::new(KFD_NODES)),
         other => Err(format!("no GPU target for driver `{other}`")),
+    };
+    if let Ok(mut seen) = SEEN.lock() {
+        seen.push((driver.to_string(), found.clone()));
     }
+    found
 }
 
 /// The iree-compile flags that pin `chip` for `driver`.
 pub fn chip_flags(driver: &str, chip: &str) -> Vec<String> {
     let target = match driver {
         "cuda" => format!("--iree-cuda-target={chip}"),
-        _ => format!("--iree-hip-target={chip}"),
+        _ => format!("--iree-rocm-target={chip}"),
     };
     vec![format!("--iree-hal-target-device={driver}"), target]
 }
@@ -154,11 +169,24 @@ pub fn parse_runtime_devices(drivers: &str, devices: &str) -> RuntimeDevices {
     RuntimeDevices { drivers, devices }
 }
 
-/// `9.0` -> `sm_90`.
+/// The newest CUDA target the IREE compiler lockstep provisions (3.13)
+/// knows: its target table stops at Ada, so `--iree-cuda-target=sm_90`
+/// fails with "missing GPU target in #hal.executable.target" (and
+/// `hopper` crashes it). A newer GPU gets code for this target: IREE embeds
+/// PTX, which the driver compiles for the GPU it runs on.
+pub const NEWEST_CUDA_TARGET: (u32, u32) = (8, 9);
+
+/// `8.6` -> `sm_86`; a capability newer than [`NEWEST_CUDA_TARGET`] (`9.0`,
+/// an H100) -> that target (`sm_89`).
 pub fn sm_of_compute_cap(line: &str) -> Option<String> {
     let (major, minor) = line.trim().split_once('.')?;
     let digits = |s: &str| !s.is_empty() && s.len() <= 2 && s.bytes().all(|b| b.is_ascii_digit());
-    (digits(major) && digits(minor)).then(|| format!("sm_{major}{minor}"))
+    if !(digits(major) && digits(minor)) {
+        return None;
+    }
+    let cap: (u32, u32) = (major.parse().ok()?, minor.parse().ok()?);
+    let (major, minor) = cap.min(NEWEST_CUDA_TARGET);
+    Some(format!("sm_{major}{minor}"))
 }
 
 fn detect_hip(nodes: &Path) -> Result<String, String> {
@@ -198,7 +226,9 @@ mod tests {
 
     #[test]
     fn compute_capabilities_name_sm_targets() {
-        assert_eq!(sm_of_compute_cap("9.0").as_deref(), Some("sm_90"));
+        // Hopper: the newest target the provisioned compiler knows.
+        assert_eq!(sm_of_compute_cap("9.0").as_deref(), Some("sm_89"));
+        assert_eq!(sm_of_compute_cap("8.0").as_deref(), Some("sm_80"));
         assert_eq!(sm_of_compute_cap(" 8.6 \n").as_deref(), Some("sm_86"));
         assert_eq!(sm_of_compute_cap("[N/A]"), None);
         assert_eq!(sm_of_compute_cap("9."), None);
@@ -262,7 +292,7 @@ mod tests {
         assert!(detect("tpu").is_err());
         assert_eq!(
             chip_flags("hip", "gfx942"),
-            ["--iree-hal-target-device=hip", "--iree-hip-target=gfx942"]
+            ["--iree-hal-target-device=hip", "--iree-rocm-target=gfx942"]
         );
     }
 }

@@ -82,17 +82,13 @@ fn operands(list: &[Operand]) -> Vec<OperandTuple> {
 /// `cuda`, `hip://0` ...): the flags lockstep bench compiles with, the GPU's
 /// chip detected where there is one.
 #[pyfunction]
-fn device_target(device: &str) -> PyResult<(String, Vec<String>)> {
-    if device.trim().is_empty() || device.len() > 200 {
-        return Err(PyValueError::new_err(
-            "device must name a runtime device such as local-task, local-sync, cuda or hip",
-        ));
-    }
-    match lockstep_iree::driver_target(device) {
+fn device_target(py: Python<'_>, device: &str) -> PyResult<(String, Vec<String>)> {
+    check_device(device)?;
+    match py.detach(|| lockstep_iree::driver_target(device)) {
         DriverTarget::Flags(flags) => Ok((device.to_string(), flags)),
         DriverTarget::NeedsTarget(why) => Err(PyValueError::new_err(format!(
             "device {device:?} needs a GPU target: iree-compile has no default for hip, and {why}; \
-             pass compile_flags=[\"--iree-hal-target-device=hip\", \"--iree-hip-target=gfx942\"] \
+             pass compile_flags=[\"--iree-hal-target-device=hip\", \"--iree-rocm-target=gfx942\"] \
              with your GPU's architecture (rocminfo names it)"
         ))),
         DriverTarget::Unknown => Err(PyValueError::new_err(format!(
@@ -100,6 +96,25 @@ fn device_target(device: &str) -> PyResult<(String, Vec<String>)> {
             lockstep_iree::driver(device)
         ))),
     }
+}
+
+/// A runtime device name IREE has a driver for (`local-task`, `cuda://1`
+/// ...), without looking for the device or its chip.
+#[pyfunction]
+fn check_device(device: &str) -> PyResult<()> {
+    let known = ["local-task", "local-sync", "cuda", "hip", "vulkan"];
+    if device.trim().is_empty() || device.len() > 200 {
+        return Err(PyValueError::new_err(
+            "device must name a runtime device such as local-task, local-sync, cuda or hip",
+        ));
+    }
+    let driver = lockstep_iree::driver(device);
+    if !known.contains(&driver) {
+        return Err(PyValueError::new_err(format!(
+            "unknown device {device:?} (driver {driver:?}): use local-task, local-sync, cuda, hip or vulkan"
+        )));
+    }
+    Ok(())
 }
 
 /// `(directory, on)` of the kernel cache, as `lockstep bench` resolves it:
@@ -228,13 +243,30 @@ fn with_log_errors(message: &str, work_dir: &Path, key: &str) -> String {
     }
 }
 
-/// The signature `func_name` of `command`.
+/// The most bytes `sample_inputs`, `reference` and `check` may hold for one
+/// kernel (its tensors and, for references, their f64 copies): what `lockstep
+/// bench` allows by default (half the free memory), so a huge command line
+/// raises instead of aborting the interpreter.
+fn max_bytes() -> u64 {
+    lockstep_bench::run::default_max_bytes(&std::env::temp_dir())
+}
+
+/// The signature `func_name` of `command`, refused when its tensors (and
+/// their f64 references) would not fit in memory.
 fn signature(command: &str, func_name: &str) -> PyResult<OpSignature> {
     let parsed = lockstep_kernels::commands::parse_line(command).map_err(PyValueError::new_err)?;
-    signatures(&parsed.op)
+    let sig = signatures(&parsed.op)
         .into_iter()
         .find(|s| s.func_name == func_name)
-        .ok_or_else(|| PyValueError::new_err(format!("`{command}` has no kernel {func_name}")))
+        .ok_or_else(|| PyValueError::new_err(format!("`{command}` has no kernel {func_name}")))?;
+    let needed = lockstep_bench::run::bytes_needed(&sig, true);
+    let limit = max_bytes();
+    if needed > limit {
+        return Err(PyValueError::new_err(format!(
+            "{func_name}: its tensors and f64 references need {needed} bytes, more than the {limit} bytes of memory this allows"
+        )));
+    }
+    Ok(sig)
 }
 
 /// The inputs `lockstep bench` feeds the kernel (seeded, deterministic),
@@ -270,7 +302,11 @@ fn decode_inputs(sig: &OpSignature, inputs: &[Vec<u8>]) -> PyResult<Vec<Vec<f64>
         .map(|(bytes, op)| {
             let values = tensor_data::decode(bytes, op.elem)
                 .map_err(|e| PyValueError::new_err(format!("{}: {e}", op.name)))?;
-            let want: u64 = op.shape.iter().product();
+            let want = op
+                .shape
+                .iter()
+                .try_fold(1u64, |n, d| n.checked_mul(*d))
+                .unwrap_or(u64::MAX);
             if values.len() as u64 != want {
                 return Err(PyValueError::new_err(format!(
                     "{}: {} elements, the signature needs {want}",
@@ -346,6 +382,7 @@ fn check(
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(device_target, m)?)?;
+    m.add_function(wrap_pyfunction!(check_device, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_cache, m)?)?;
     m.add_function(wrap_pyfunction!(compiler, m)?)?;
     m.add_function(wrap_pyfunction!(obtain, m)?)?;

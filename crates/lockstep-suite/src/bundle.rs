@@ -8,7 +8,8 @@
 //! - `bundle.json`: the compiler (version line, identity, packages), the
 //!   targets and the ids of the tests it holds;
 //! - `lockstep.toml`: the project's `[test]` table, its `paths` pointing at
-//!   the copied suites;
+//!   the copied suites and every selected target pinned as it was resolved
+//!   here (a GPU's detected chip included), so the keys agree there;
 //! - `suites/NAME/`: a copy of each suite directory (sources, inputs and
 //!   expected outputs);
 //! - `cache/compile/`: the compiled modules, sealed (the keys cover the
@@ -27,7 +28,7 @@ use lockstep_core::Error;
 use lockstep_iree::Toolchain;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Test;
+use crate::plan::{Target, Test};
 
 /// The manifest's name in a bundle.
 pub const MANIFEST: &str = "bundle.json";
@@ -43,6 +44,10 @@ pub struct Manifest {
     pub lockstep: String,
     pub compiler_version: String,
     pub identity: String,
+    /// The key identity of host-CPU builds (the compiling machine's CPU
+    /// included): another CPU gives another one.
+    #[serde(default)]
+    pub host_key_identity: String,
     pub packages: Vec<(String, String)>,
     pub targets: Vec<String>,
     pub tests: Vec<String>,
@@ -74,7 +79,7 @@ pub fn write(
     suite_dirs: &[PathBuf],
     test_table: Option<toml::Table>,
     tests: &[Test],
-    targets: &[String],
+    targets: &[Target],
     toolchain: &Toolchain,
 ) -> Result<Manifest, Error> {
     let mut paths = Vec::new();
@@ -99,6 +104,27 @@ pub fn write(
         "paths".into(),
         toml::Value::Array(paths.into_iter().map(toml::Value::String).collect()),
     );
+    // Each target as it was resolved here (a GPU's detected chip, say):
+    // the machine that runs the bundle computes the same keys.
+    let strings =
+        |v: &[String]| toml::Value::Array(v.iter().cloned().map(toml::Value::String).collect());
+    let mut pinned = match table.remove("targets") {
+        Some(toml::Value::Table(t)) => t,
+        _ => toml::Table::new(),
+    };
+    for target in targets {
+        let mut t = toml::Table::new();
+        t.insert("compile-flags".into(), strings(&target.compile_flags));
+        t.insert("run-flags".into(), strings(&target.run_flags));
+        t.insert("markers".into(), strings(&target.markers));
+        if let Some(toml::Value::Table(old)) = pinned.get(&target.name) {
+            for (k, v) in old {
+                t.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        pinned.insert(target.name.clone(), toml::Value::Table(t));
+    }
+    table.insert("targets".into(), toml::Value::Table(pinned));
     let mut top = toml::Table::new();
     top.insert("test".into(), toml::Value::Table(table));
     let text = toml::to_string(&top).map_err(|e| {
@@ -114,8 +140,9 @@ pub fn write(
         lockstep: env!("CARGO_PKG_VERSION").into(),
         compiler_version: toolchain.compiler_version.clone(),
         identity: toolchain.identity.clone(),
+        host_key_identity: host_key_identity(&toolchain.identity),
         packages: toolchain.packages.clone(),
-        targets: targets.to_vec(),
+        targets: targets.iter().map(|t| t.name.clone()).collect(),
         tests: tests.iter().map(|t| t.id.clone()).collect(),
     };
     let json = serde_json::to_string_pretty(&manifest)
@@ -135,6 +162,15 @@ pub fn test_table(path: Option<&Path>) -> Result<Option<toml::Table>, Error> {
         Some(toml::Value::Table(t)) => Some(t),
         _ => None,
     })
+}
+
+/// The key identity a host-CPU build on this machine gets.
+fn host_key_identity(identity: &str) -> String {
+    let host: Vec<String> = lockstep_iree::HOST_CPU_FLAGS
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+    lockstep_iree::key_identity(identity, &host)
 }
 
 /// Copies a directory tree (regular files and directories; links are
@@ -221,6 +257,21 @@ pub fn check(
         if bucket.slot(&key, None).peek().is_none() {
             missing.push(t.id.clone());
         }
+    }
+    let host_cpu = host_key_identity(&manifest.identity) != manifest.host_key_identity
+        && tests.iter().any(|t| {
+            missing.contains(&t.id)
+                && t.compile.as_ref().is_some_and(|c| {
+                    c.flags
+                        .iter()
+                        .any(|f| f == "--iree-llvmcpu-target-cpu=host")
+                })
+        });
+    if host_cpu {
+        return Err(refuse(
+            "its modules for the host CPU were compiled on another CPU (--iree-llvmcpu-target-cpu=host)".into(),
+        )
+        .hint("make the bundle on a machine like this one, or for a target with an explicit CPU (--iree-llvmcpu-target-cpu=NAME in [test.targets.NAME] compile-flags)"));
     }
     if !missing.is_empty() {
         let shown: Vec<&str> = missing.iter().take(5).map(String::as_str).collect();

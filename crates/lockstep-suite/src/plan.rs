@@ -126,7 +126,7 @@ pub fn gpu_target(name: &str) -> Option<Target> {
             Vec::new(),
             Some(format!(
                 "no `{name}` chip to compile for: {why}; name one in [test.targets.{name}] compile-flags \
-                 (e.g. \"--iree-hip-target=gfx942\")"
+                 (e.g. \"--iree-rocm-target=gfx942\")"
             )),
         ),
         DriverTarget::Unknown => return None,

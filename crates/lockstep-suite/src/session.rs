@@ -108,32 +108,8 @@ pub fn plan(
             config.path.display()
         ));
     }
+    let targets = selected_targets(req, cfg)?;
     let known = plan::targets(cfg);
-    let target_names: Vec<String> = if !req.targets.is_empty() {
-        req.targets.clone()
-    } else if !cfg.default_targets.is_empty() {
-        cfg.default_targets.clone()
-    } else {
-        vec!["cpu".into()]
-    };
-    let targets = target_names
-        .iter()
-        .map(|n| {
-            let builtin_gpu = || {
-                plan::GPU_TARGETS
-                    .contains(&n.as_str())
-                    .then(|| plan::gpu_target(n))
-                    .flatten()
-            };
-            known.get(n).cloned().or_else(builtin_gpu).ok_or_else(|| {
-                Error::usage(format!("unknown target `{n}`")).hint(format!(
-                    "known targets: {}, and the GPUs {} (define more in [test.targets.NAME])",
-                    known.keys().cloned().collect::<Vec<_>>().join(", "),
-                    plan::GPU_TARGETS.join(", ")
-                ))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     let markers = req.markers.as_deref().map(MarkerExpr::parse).transpose()?;
     let shard = req.shard.as_deref().map(plan::parse_shard).transpose()?;
     let jobs = lockstep_core::pool::jobs(req.jobs, "-j")?;
@@ -272,6 +248,39 @@ pub fn run(
         report,
         run_dir: planned.opts.run_dir,
     })
+}
+
+/// The targets a request selects: `--target`, else `[test]
+/// default-targets`, else `cpu`; built-ins, `[test.targets.NAME]` and the
+/// built-in GPUs (an unknown name is a usage error listing the known ones).
+pub fn selected_targets(req: &Request, cfg: &TestConfig) -> Result<Vec<plan::Target>, Error> {
+    let known = plan::targets(cfg);
+    let target_names: Vec<String> = if !req.targets.is_empty() {
+        req.targets.clone()
+    } else if !cfg.default_targets.is_empty() {
+        cfg.default_targets.clone()
+    } else {
+        vec!["cpu".into()]
+    };
+    let targets = target_names
+        .iter()
+        .map(|n| {
+            let builtin_gpu = || {
+                plan::GPU_TARGETS
+                    .contains(&n.as_str())
+                    .then(|| plan::gpu_target(n))
+                    .flatten()
+            };
+            known.get(n).cloned().or_else(builtin_gpu).ok_or_else(|| {
+                Error::usage(format!("unknown target `{n}`")).hint(format!(
+                    "known targets: {}, and the GPUs {} (define more in [test.targets.NAME])",
+                    known.keys().cloned().collect::<Vec<_>>().join(", "),
+                    plan::GPU_TARGETS.join(", ")
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(targets)
 }
 
 /// Tests whose run names a device this machine lacks (`--device=cuda` of

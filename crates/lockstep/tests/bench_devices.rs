@@ -454,3 +454,159 @@ fn a_test_bundle_compiled_here_runs_with_the_runtime_alone() {
     let out = p.run(&["test", "s", "--bundle", bundle.to_str().unwrap()], 2);
     assert!(stderr(&out).contains("is not empty"), "{}", stderr(&out));
 }
+
+#[test]
+fn bundles_are_whole_or_absent_whatever_the_cache_settings() {
+    let p = Project::new();
+    // With the kernel cache off, the modules are compiled into the bundle.
+    let bundle = p.root().join("no-cache-bundle");
+    let mut cmd = p.cmd(&[
+        "bench",
+        "--bundle",
+        bundle.to_str().unwrap(),
+        "gemm",
+        "-m",
+        "4",
+        "-n",
+        "4",
+        "-k",
+        "4",
+    ]);
+    expect(cmd.env("LOCKSTEP_KERNEL_CACHE", "0"), 0);
+    let out = p.run(
+        &[
+            "bench",
+            "--from-bundle",
+            bundle.to_str().unwrap(),
+            "--json",
+            "-",
+        ],
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["rows"][0]["status"], "ok", "{doc}");
+    // A batch with a kernel that does not compile writes no bundle at all
+    // (and leaves no staging directory).
+    let commands = p.write(
+        "bad.txt",
+        "gemm -m 4 -n 4 -k 4\nconv -n 1 -c 1 -H 4 -W 4 -k 1 -y 1 -x 1 -F 1\n",
+    );
+    let failed = p.root().join("failed-bundle");
+    let out = p.run(
+        &[
+            "bench",
+            "--bundle",
+            failed.to_str().unwrap(),
+            "--compile-flag=--iree-this-flag-does-not-exist",
+            "--commands-file",
+            commands.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        stderr(&out).contains("no bundle written"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!failed.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(p.root())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("failed-bundle"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // A test bundle needs the cache and a target it can compile for.
+    p.add_suite(&[("add", "11 22 33 44")]);
+    let t = p.root().join("t-bundle");
+    let out = p.run(
+        &["test", "s", "--no-cache", "--bundle", t.to_str().unwrap()],
+        2,
+    );
+    assert!(
+        stderr(&out).contains("give no --no-cache"),
+        "{}",
+        stderr(&out)
+    );
+    if !gpu_here("hip") {
+        let out = p.run(
+            &[
+                "test",
+                "s",
+                "--target",
+                "hip",
+                "--bundle",
+                t.to_str().unwrap(),
+            ],
+            2,
+        );
+        assert!(
+            stderr(&out).contains("nothing to compile for"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!t.exists());
+    }
+}
+
+#[test]
+fn gpu_targets_with_their_chip_named_compile_here() {
+    // The flags lockstep writes for a detected chip (and the docs show),
+    // compiled by the real iree-compile on a machine without either GPU.
+    let p = Project::new();
+    let flags = |driver: &str, chip: &str| {
+        lockstep_iree::gpu::chip_flags(driver, chip)
+            .iter()
+            .map(|f| format!("{f:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    p.write(
+        "lockstep.toml",
+        &format!(
+            "[bench.devices.ampere]\nruntime-device = \"cuda\"\ncompile-flags = [{}]\n\
+             [bench.devices.mi300]\nruntime-device = \"hip\"\ncompile-flags = [{}]\n",
+            flags(
+                "cuda",
+                &lockstep_iree::gpu::sm_of_compute_cap("9.0").unwrap()
+            ),
+            flags("hip", "gfx942"),
+        ),
+    );
+    for device in ["ampere", "mi300"] {
+        let out = p.run(
+            &[
+                "bench",
+                "--compile-only",
+                "--device",
+                device,
+                "conv",
+                "-n",
+                "1",
+                "-c",
+                "8",
+                "-H",
+                "8",
+                "-W",
+                "8",
+                "-k",
+                "8",
+                "-y",
+                "3",
+                "-x",
+                "3",
+                "-p",
+                "1",
+                "-q",
+                "1",
+                "-F",
+                "1",
+            ],
+            0,
+        );
+        assert!(
+            stdout(&out).contains(">>> compiled (--compile-only)"),
+            "{device}: {}",
+            stdout(&out)
+        );
+    }
+}

@@ -277,6 +277,51 @@ class RuntimeOnlyTest(unittest.TestCase):
             lk.get_launchable(command)
 
 
+class SettingsTest(unittest.TestCase):
+    def test_a_changed_cache_setting_gives_a_new_launchable(self) -> None:
+        first = fresh_cache(self)
+        a = lk.get_launchable("gemm -m 2 -n 3 -k 3")
+        second = tempfile.TemporaryDirectory()
+        self.addCleanup(second.cleanup)
+        os.environ["LOCKSTEP_KERNEL_CACHE_DIR"] = second.name
+        b = lk.get_launchable("gemm -m 2 -n 3 -k 3")
+        self.assertIsNot(a, b)
+        self.assertTrue(b.module_path.startswith(second.name))
+        self.assertEqual(len(entries(first)), 1)
+
+    def test_a_work_directory_others_can_write_is_refused(self) -> None:
+        fresh_cache(self)
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        shared = Path(tmp.name) / "shared"
+        shared.mkdir()
+        shared.chmod(0o777)
+        os.environ["LOCKSTEP_KERNEL_WORK_DIR"] = str(shared)
+        self.addCleanup(os.environ.pop, "LOCKSTEP_KERNEL_WORK_DIR", None)
+        with self.assertRaisesRegex(lk.KernelError, "not a directory of this user's alone"):
+            lk.get_launchable("gemm -m 2 -n 9 -k 3")
+
+    def test_check_and_reference_take_the_kernel_order_and_check_each_array(self) -> None:
+        fresh_cache(self)
+        command = "gemm -m 2 -n 3 -k 4"
+        a, b = lk.sample_inputs(command)
+        with self.assertRaisesRegex(ValueError, r"argument 'b' \(#2\) must have shape"):
+            lk.reference(command, [a, b.T.copy()])
+        with self.assertRaisesRegex(ValueError, "dtype float32, got .* float16"):
+            lk.check(command, [a, b], [np.zeros((4, 3), np.float16)])
+        with self.assertRaisesRegex(ValueError, "1 inputs given, the kernel has 2"):
+            lk.reference(command, [a])
+
+    def test_gpu_kernels_compile_here_with_their_chip_named(self) -> None:
+        fresh_cache(self)
+        # hip with the chip named compiles on a machine with no AMD GPU.
+        flags = ["--iree-hal-target-device=hip", "--iree-rocm-target=gfx942"]
+        path = lk.compile_kernel("gemm -m 8 -n 8 -k 8", "hip", compile_flags=flags)
+        self.assertTrue(os.path.isfile(path))
+        with self.assertRaisesRegex(ValueError, 'unknown device "tpu"'):
+            lk.compile_kernel("gemm -m 8 -n 8 -k 8", "tpu", compile_flags=flags)
+
+
 class GpuTest(unittest.TestCase):
     def test_gpu_devices_launch_or_skip_naming_what_is_missing(self) -> None:
         fresh_cache(self)

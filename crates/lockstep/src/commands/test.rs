@@ -17,7 +17,14 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
     let bundle_dir = args.bundle.as_ref().map(|d| ctx.cwd.join(d));
     if let Some(dir) = &bundle_dir {
         lockstep_suite::bundle::check_target(dir)?;
+        if args.no_cache || args.update_xfails {
+            return Err(Error::usage(
+                "--bundle compiles into the bundle's own cache: give no --no-cache or --update-xfails",
+            ));
+        }
     }
+    // Written through a link to the directory, never over the link.
+    let bundle_dir = bundle_dir.map(|d| std::fs::canonicalize(&d).unwrap_or(d));
     let loaded = ctx.loaded()?;
     let request = Request {
         paths: args.paths,
@@ -79,30 +86,43 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         return finish(ctx, finished, &toolchain, recording);
     };
     // A bundle: compiled into its own cache, then the suites, the [test]
-    // table and the manifest beside them.
+    // table and the manifest beside them, built beside its place and moved
+    // there whole.
+    if let Some(why) = planned
+        .tests
+        .iter()
+        .find(|t| t.compile.is_none() && t.lit.is_none())
+        .and_then(|t| t.skip_reason.clone())
+    {
+        return Err(Error::usage(format!(
+            "--bundle: nothing to compile for: {why}"
+        )));
+    }
+    let targets = session::selected_targets(&request, &cfg)?;
     let tests = planned.tests.clone();
+    let staged = lockstep_core::fs::StagedDir::beside(&dir)?;
     let finished = session::run(
         planned,
         &toolchain,
-        &lockstep_suite::bundle::cache(&dir),
+        &lockstep_suite::bundle::cache(staged.path()),
         ctx.sink(),
     )?;
-    let mut targets: Vec<String> = tests.iter().map(|t| t.group.clone()).collect();
-    targets.sort();
-    targets.dedup();
     let written = lockstep_suite::bundle::write(
-        &dir,
+        staged.path(),
         &suite_dirs,
         lockstep_suite::bundle::test_table(loaded.path.as_deref())?,
         &tests,
         &targets,
         &toolchain,
     )?;
+    staged
+        .install()
+        .map_err(|e| e.context(format!("cannot move the bundle into {}", dir.display())))?;
     ctx.sink().note(format!(
         "bundle written to {} ({} for {}, compiled by {})",
         dir.display(),
         lockstep_core::words::count(written.tests.len(), "test", "tests"),
-        targets.join(", "),
+        written.targets.join(", "),
         toolchain.compiler_stamp()
     ));
     finish(ctx, finished, &toolchain, recording)

@@ -89,26 +89,43 @@ def sample_inputs(sig: Union[str, Signature], seed: int = 0x5EED) -> List[np.nda
     ]
 
 
-def reference(sig: Union[str, Signature], inputs: Sequence[np.ndarray]) -> List[np.ndarray]:
-    """The f64 reference of every output for ``inputs`` (kernel order)."""
+def reference(sig: Union[str, Signature], inputs: Sequence[Any]) -> List[np.ndarray]:
+    """The f64 reference of every output for ``inputs``, given in the
+    kernel's argument order (``Launchable.inputs``), each checked against
+    its shape and dtype."""
     command = _command_of(sig)
     kernel = _one_kernel(command)
-    raw = _native.reference(command, kernel["func_name"], [_bytes(a) for a in inputs])
+    raw = _native.reference(command, kernel["func_name"], _checked(inputs, kernel["inputs"], "inputs"))
     return [np.frombuffer(bytes(b), dtype=np.float64).reshape(t[1]) for b, t in zip(raw, kernel["outputs"])]
 
 
 def check(
-    sig: Union[str, Signature], inputs: Sequence[np.ndarray], outputs: Sequence[Any]
+    sig: Union[str, Signature], inputs: Sequence[Any], outputs: Sequence[Any]
 ) -> List[Tuple[bool, float, float, int]]:
     """Compares each output with the f64 reference under the tolerances of
     ``lockstep bench --verify``: per output ``(passed, max_abs, max_rel,
-    failures)``."""
+    failures)``. ``inputs`` and ``outputs`` are in the kernel's order
+    (``Launchable.inputs`` and ``.outputs``, what ``sample_inputs`` gives and
+    ``Launchable.run`` returns), each checked against its shape and dtype."""
     command = _command_of(sig)
     kernel = _one_kernel(command)
     return _native.check(
-        command, kernel["func_name"], [_bytes(a) for a in inputs], [_bytes(o) for o in outputs]
+        command,
+        kernel["func_name"],
+        _checked(inputs, kernel["inputs"], "inputs"),
+        _checked(outputs, kernel["outputs"], "outputs"),
     )
 
 
-def _bytes(array: Any) -> bytes:
-    return np.ascontiguousarray(np.asarray(array)).tobytes()
+def _checked(arrays: Sequence[Any], specs: List[Any], what: str) -> List[bytes]:
+    """The raw bytes of each array, after the checks a launch makes."""
+    from ._arrays import from_host
+
+    if len(arrays) != len(specs):
+        names = ", ".join(s[0] for s in specs)
+        raise ValueError(f"{len(arrays)} {what} given, the kernel has {len(specs)} ({names})")
+    out = []
+    for i, (array, spec) in enumerate(zip(arrays, specs)):
+        t = TensorSpec(*spec)
+        out.append(from_host(array, t, _dtype(t.dtype), i, None)[0].tobytes())
+    return out

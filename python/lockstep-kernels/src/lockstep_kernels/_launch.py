@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import stat
 import sys
 import tempfile
 import threading
@@ -80,7 +81,9 @@ class TensorSpec:
 
 # Settings read once per process: the cache, the compiler, the work dir.
 _LOCK = threading.Lock()
-_LAUNCHABLES: Dict[Tuple[str, str, Tuple[str, ...]], "Launchable"] = {}
+_LAUNCHABLES: Dict[Tuple[Any, ...], "Launchable"] = {}
+# One lock per kernel being compiled in this process.
+_COMPILING: Dict[Tuple[Any, ...], threading.Lock] = {}
 _CONFIGS: Dict[str, Any] = {}
 _NOTICED = False
 
@@ -105,11 +108,19 @@ def _notice_boo_variables() -> None:
 
 
 def _work_dir() -> str:
-    """Compile logs, uncached modules and the compiler's remembered version."""
+    """Compile logs, uncached modules and the compiler's remembered version:
+    a directory of this user's alone (a predictable name in the shared
+    temporary directory could have been made by someone else first)."""
     base = os.environ.get("LOCKSTEP_KERNEL_WORK_DIR") or os.path.join(
         tempfile.gettempdir(), f"lockstep-kernels-{os.getuid()}"
     )
     os.makedirs(base, mode=0o700, exist_ok=True)
+    st = os.lstat(base)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise KernelError(
+            f"the work directory {base} is not a directory of this user's alone (owner uid {st.st_uid}, "
+            f"mode {stat.S_IMODE(st.st_mode):o}): remove it, or set LOCKSTEP_KERNEL_WORK_DIR to a directory of your own"
+        )
     return base
 
 
@@ -182,6 +193,64 @@ def _one_kernel(command: str) -> Dict[str, Any]:
     return kernel
 
 
+def _flags_for(device: str, compile_flags: Optional[Sequence[str]]) -> Tuple[str, List[str]]:
+    """The runtime device and the compile flags: the device's own (its
+    GPU's chip detected), or ``compile_flags`` as given (then only the
+    driver's name is checked: the chip may not be on this machine)."""
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a str, got {type(device).__name__}")
+    if compile_flags is None:
+        runtime_device, flags = _native.device_target(device)
+        return runtime_device, list(flags)
+    _native.check_device(device)
+    flags = list(compile_flags)
+    if not all(isinstance(f, str) and f for f in flags):
+        raise ValueError(f"compile_flags must be non-empty strings, got {compile_flags!r}")
+    return device, flags
+
+
+def _settings() -> Tuple[str, bool, Optional[str], Optional[str]]:
+    """What a kernel's module depends on besides its MLIR and flags: the
+    cache directory and switch, the compiler named by LOCKSTEP_IREE_BIN and
+    LOCKSTEP_KERNEL_COMPILER_IDENTITY (read at each call: a change mid-process
+    gets new launchables)."""
+    cache_dir, cache_on = _native.kernel_cache()
+    return (
+        str(cache_dir),
+        bool(cache_on),
+        os.environ.get("LOCKSTEP_IREE_BIN") or None,
+        os.environ.get("LOCKSTEP_KERNEL_COMPILER_IDENTITY") or None,
+    )
+
+
+def _obtain(kernel: Dict[str, Any], flags: List[str], settings: Tuple[str, bool, Optional[str], Optional[str]]) -> Tuple[str, bool, float, str]:
+    """The kernel's module from the cache, else compiled: once per kernel
+    in a process (other processes wait on the cache's lock)."""
+    cache_dir, cache_on, _, _ = settings
+    key = (kernel["mlir"], tuple(flags), settings)
+    with _LOCK:
+        lock = _COMPILING.setdefault(key, threading.Lock())
+    with lock:
+        work = _work_dir()
+        if not cache_on:
+            # Uncached modules of this process alone: no other compile
+            # writes over a module this process has mapped.
+            work = os.path.join(work, f"pid-{os.getpid()}")
+        try:
+            path, cached, seconds, digest = _native.obtain(
+                kernel["func_name"],
+                kernel["mlir"],
+                flags,
+                _compiler_path(),
+                work,
+                cache_dir if cache_on else None,
+                _work_dir(),
+            )
+        except RuntimeError as e:
+            raise _classify(str(e), cache_dir) from None
+    return str(path), bool(cached), float(seconds), str(digest)
+
+
 def get_launchable(
     sig: Union[str, Signature],
     device: str = "local-task",
@@ -205,49 +274,30 @@ def get_launchable(
     errors, KernelCacheError for a cache that cannot be written.
     """
     command = _command_of(sig).strip()
-    if not isinstance(device, str):
-        raise TypeError(f"device must be a str, got {type(device).__name__}")
     kernel = _one_kernel(command)
-    runtime_device, flags = _native.device_target(device) if compile_flags is None else (device, list(compile_flags))
-    if compile_flags is not None:
-        _native.device_target(device)  # an unknown device is still an error
-        if not all(isinstance(f, str) and f for f in flags):
-            raise ValueError(f"compile_flags must be non-empty strings, got {compile_flags!r}")
-    memo = (kernel["mlir"], runtime_device, tuple(flags))
+    runtime_device, flags = _flags_for(device, compile_flags)
+    settings = _settings()
+    memo = (kernel["mlir"], runtime_device, tuple(flags), settings)
     with _LOCK:
         found = _LAUNCHABLES.get(memo)
     if found is not None:
         return found
     config = _runtime_config(runtime_device)
     _notice_boo_variables()
-    cache_dir, cache_on = _native.kernel_cache()
-    identity = os.environ.get("LOCKSTEP_KERNEL_COMPILER_IDENTITY")
+    cache_dir, cache_on, _, identity = settings
     if identity:
         # No compiler here: only kernels compiled elsewhere by that compiler.
-        found = _native.lookup(kernel["func_name"], kernel["mlir"], list(flags), identity, str(cache_dir))
-        if found is None:
+        hit = _native.lookup(kernel["func_name"], kernel["mlir"], list(flags), identity, cache_dir)
+        if hit is None:
             raise KernelError(
                 f"{kernel['func_name']} is not in the kernel cache {cache_dir} for the compiler "
                 f"LOCKSTEP_KERNEL_COMPILER_IDENTITY names, and nothing is compiled here: compile it where "
-                "the compiler is (same device and flags), or unset the variable to compile"
+                "the compiler is (same device and compile flags), or unset the variable to compile"
             )
-        launchable = Launchable(command, kernel, runtime_device, flags, str(found[0]), True, 0.0, found[1], config)
-        with _LOCK:
-            return _LAUNCHABLES.setdefault(memo, launchable)
-    work = _work_dir()
-    try:
-        path, cached, seconds, key = _native.obtain(
-            kernel["func_name"],
-            kernel["mlir"],
-            flags,
-            _compiler_path(),
-            work,
-            str(cache_dir) if cache_on else None,
-            work,
-        )
-    except RuntimeError as e:
-        raise _classify(str(e), str(cache_dir)) from None
-    launchable = Launchable(command, kernel, runtime_device, flags, str(path), cached, seconds, key, config)
+        path, cached, seconds, key = str(hit[0]), True, 0.0, str(hit[1])
+    else:
+        path, cached, seconds, key = _obtain(kernel, flags, settings)
+    launchable = Launchable(command, kernel, runtime_device, flags, path, cached, seconds, key, config)
     with _LOCK:
         return _LAUNCHABLES.setdefault(memo, launchable)
 
@@ -261,24 +311,12 @@ def compile_kernel(
     """Compiles the kernel of ``sig`` for ``device`` into the kernel cache
     and returns the module's path, without opening the device: compile
     here (a machine without the GPU), launch there with
-    ``LOCKSTEP_KERNEL_COMPILER_IDENTITY`` and a copy of the cache."""
+    ``LOCKSTEP_KERNEL_COMPILER_IDENTITY``, a copy of the cache and the same
+    ``compile_flags`` (a GPU's detected chip is part of the key: name it)."""
     command = _command_of(sig).strip()
     kernel = _one_kernel(command)
-    if compile_flags is None:
-        flags = _native.device_target(device)[1]
-    else:
-        _native.device_target(device)
-        flags = list(compile_flags)
-    cache_dir, cache_on = _native.kernel_cache()
-    work = _work_dir()
-    try:
-        path = _native.obtain(
-            kernel["func_name"], kernel["mlir"], flags, _compiler_path(), work,
-            str(cache_dir) if cache_on else None, work,
-        )[0]
-    except RuntimeError as e:
-        raise _classify(str(e), str(cache_dir)) from None
-    return str(path)
+    _, flags = _flags_for(device, compile_flags)
+    return _obtain(kernel, flags, _settings())[0]
 
 
 def _classify(message: str, cache_dir: str) -> KernelError:
