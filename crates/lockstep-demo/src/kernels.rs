@@ -70,7 +70,7 @@ pub fn build(
         jobs: 1,
         ..BuildRequest::configured(&pkg, source, None, None, uv)?
     };
-    crate::release::build_wheels(&request, sink, out)?;
+    crate::wheels::build_wheels(&request, sink, out)?;
     Ok(house.join(lockstep_python::pylock::FILE))
 }
 
@@ -106,7 +106,7 @@ pub fn launch(
         y = f(x, w)\n\
         ok = lk.check(c, [x, w], [y])[0][0]\n\
         print(f.func_name, tuple(y.shape), 'agrees with the f64 reference' if ok else 'DISAGREES')";
-    let text = crate::release::python(uv, &venv_dir, &["-c", script])?;
+    let text = crate::wheels::python(uv, &venv_dir, &["-c", script])?;
     let ok = text.ends_with("agrees with the f64 reference");
     writeln!(out, "   launched: {text}")?;
     Ok(ok)

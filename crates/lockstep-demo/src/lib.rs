@@ -19,6 +19,7 @@ mod packages;
 mod release;
 mod report;
 mod tests;
+mod wheels;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -18,14 +18,14 @@ pub fn run(project: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool,
     let loaded = lockstep_core::config::load(None, project, &[SectionSpec::of::<PkgConfig>()])?;
     let pkg: PkgConfig = loaded.section()?;
     writeln!(out, "\n== lockstep pkg build --version 1.0.0rc1 -j 2")?;
-    let uv = crate::release::uv(sink)?;
+    let uv = crate::wheels::uv(sink)?;
     let request = BuildRequest {
         out: project.join("wheelhouse"),
         version: Some("1.0.0rc1".into()),
         jobs: 2,
         ..BuildRequest::configured(&pkg, &loaded.root, None, None, &uv)?
     };
-    crate::release::build_wheels(&request, sink, out)?;
+    crate::wheels::build_wheels(&request, sink, out)?;
     let mut ok = true;
     for variant in ["release", "asserts"] {
         let manifest = project.join("wheelhouse").join(pylock::file_name(variant));
@@ -42,7 +42,7 @@ pub fn run(project: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool,
             .map(|(n, v)| format!("{n}=={v}"))
             .collect();
         writeln!(out, "   installed {}", packages.join(" "))?;
-        let printed = crate::release::python(
+        let printed = crate::wheels::python(
             &uv,
             &venv_dir,
             &["-c", "import demo_cext; print(demo_cext.asserts())"],

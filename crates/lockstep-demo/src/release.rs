@@ -13,7 +13,6 @@ use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_pkg::config::PkgConfig;
 use lockstep_pkg::BuildRequest;
-use lockstep_python::uv::Uv;
 use lockstep_release::config::ReleaseConfig;
 use lockstep_release::cut::Channel;
 use lockstep_sandbox::native::{self, NativeSpec};
@@ -85,7 +84,7 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
         "\n== lockstep pkg build --version {} && lockstep release publish",
         made.version
     )?;
-    let uv = uv(sink)?;
+    let uv = crate::wheels::uv(sink)?;
     let pkg: PkgConfig = loaded.section()?;
     let house = project.join("wheelhouse");
     let request = BuildRequest {
@@ -95,7 +94,7 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
         compiler_area: Some(dir.join("compiler-cache")),
         ..BuildRequest::configured(&pkg, &loaded.root, None, None, &uv)?
     };
-    let report = build_wheels(&request, sink, out)?;
+    let report = crate::wheels::build_wheels(&request, sink, out)?;
     if let Some(c) = &report.compiler_cache {
         writeln!(
             out,
@@ -197,7 +196,7 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
     )?;
     let compiler = format!("demo-compiler=={}", made.version);
     let runtime = format!("demo-runtime=={}", made.version);
-    let installed = python(
+    let installed = crate::wheels::python(
         &uv,
         &venv,
         &[
@@ -222,7 +221,7 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
             store: settings.index.clone(),
         });
     }
-    let text = python(
+    let text = crate::wheels::python(
         &uv,
         &venv,
         &[
@@ -254,52 +253,4 @@ pub fn run(dir: &Path, sink: &dyn Sink, out: &mut dyn Write) -> Result<Released,
         ok,
         store: settings.index.clone(),
     })
-}
-
-/// uv, found or installed the way every command finds it.
-pub(crate) fn uv(sink: &dyn Sink) -> Result<Uv, Error> {
-    lockstep_python::uv::find_default(sink)
-}
-
-/// What `venv`'s Python prints for `args` (through the Python layer: no
-/// index variables or secrets reach it), trimmed; a failure is an error.
-pub(crate) fn python(uv: &Uv, venv: &Path, args: &[&str]) -> Result<String, Error> {
-    let mut argv = vec!["python".to_string()];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let ran = uv.venv(venv).run(
-        &argv,
-        &lockstep_python::venv::RunIn {
-            what: "python",
-            cwd: venv,
-            timeout: std::time::Duration::from_secs(1800),
-            log: None,
-        },
-    )?;
-    Ok(ran.require_success()?.output().trim().to_string())
-}
-
-/// `pkg build` as the demo shows it: a line per wheel, with its variant and,
-/// for a native wheel, the manylinux platform it was repaired to.
-pub(crate) fn build_wheels(
-    request: &BuildRequest,
-    sink: &dyn Sink,
-    out: &mut dyn Write,
-) -> Result<lockstep_pkg::build::BuildReport, Error> {
-    let report = lockstep_pkg::build(request, sink)?;
-    for wheel in &report.wheels {
-        let file = wheel.file.file_name().map(|n| n.to_string_lossy());
-        let repaired = wheel
-            .manylinux
-            .as_deref()
-            .map(|p| format!(" (repaired to {p})"));
-        writeln!(
-            out,
-            "   {} ({}): {}{}",
-            wheel.package,
-            wheel.variant,
-            file.unwrap_or_default(),
-            repaired.unwrap_or_default()
-        )?;
-    }
-    Ok(report)
 }
