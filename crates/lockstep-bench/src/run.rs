@@ -194,15 +194,22 @@ struct Kernel {
     mlir: String,
 }
 
+impl Options {
+    /// Every iree-compile flag of the batch: the device's target flags,
+    /// then `[bench] compile-flags` and `--compile-flag`.
+    pub fn all_flags(&self) -> Vec<String> {
+        self.device
+            .target_flags
+            .iter()
+            .chain(&self.compile_flags)
+            .cloned()
+            .collect()
+    }
+}
+
 /// Runs every job; each row goes out as an event as soon as it is final, in order.
 pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
-    let flags: Vec<String> = opts
-        .device
-        .target_flags
-        .iter()
-        .chain(&opts.compile_flags)
-        .cloned()
-        .collect();
+    let flags = opts.all_flags();
     let mut planned = Vec::new();
     let mut kernels: Vec<(Key, Kernel)> = Vec::new();
     let mut seen = HashSet::new();

@@ -287,13 +287,7 @@ pub fn run(
     };
     let summary = run::run(&prepared.jobs, &opts, sink);
     if let (Mode::Bundle(dir), Some(staged)) = (&prepared.mode, staged) {
-        let flags: Vec<String> = opts
-            .device
-            .target_flags
-            .iter()
-            .chain(&opts.compile_flags)
-            .cloned()
-            .collect();
+        let flags = opts.all_flags();
         let written = crate::bundle::write(
             staged.path(),
             &prepared.jobs,
