@@ -34,6 +34,10 @@ for section in ("kernels", "bf16"):
             verdict = "FAIL: " + status
         median = (r.get("stats") or {}).get("median")
         rows.append((section, r.get("func_name") or r.get("arguments"), median, verdict))
+failures = os.path.join(sys.argv[2], "bf16-compile-failures.json") if len(sys.argv) > 2 else ""
+if failures and os.path.exists(failures):
+    for r in json.load(open(failures)):
+        rows.append(("bf16", r["func_name"], None, "FAIL: compiled where prepared: " + r["status"]))
 doc = load("smoke.json")
 for t in (doc or {}).get("tests", []):
     outcome = t.get("outcome", "")
