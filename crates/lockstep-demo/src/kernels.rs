@@ -2,8 +2,8 @@
 //! from a lockstep checkout (the README's `cargo run --release -- demo`),
 //! `lockstep-kernels` (maturin over PyO3, python/lockstep-kernels) is built
 //! from it at the snapshot's version, published with the snapshot, installed
-//! from the served index into a fresh venv and a kernel launched from it, as
-//! docs/kernels-python.md shows. An installed lockstep has no source to
+//! from the served index into a fresh venv, and the examples of
+//! docs/kernels-python.md run there as written. An installed lockstep has no source to
 //! build it from: the part says so and is left out.
 
 use std::io::Write;
@@ -75,8 +75,8 @@ pub fn build(
 }
 
 /// Installs lockstep-kernels from the served index (its NumPy and IREE from
-/// PyPI) into a fresh venv and launches a convolution from it; whether the
-/// result agreed with the reference.
+/// PyPI) into a fresh venv and runs the examples of docs/kernels-python.md
+/// there, as written; whether every one ran.
 pub fn launch(
     dir: &Path,
     url: &str,
@@ -86,7 +86,7 @@ pub fn launch(
 ) -> Result<bool, Error> {
     writeln!(
         out,
-        "\n== uv pip install --index {url} lockstep-kernels=={version} && python -c 'get_launchable(...)(x, w)'"
+        "\n== uv pip install --index {url} lockstep-kernels=={version} && the examples of docs/kernels-python.md"
     )?;
     let venv_dir = dir.join("venv-kernels");
     let venv = uv.create_venv(&venv_dir, &NewVenv::default())?;
@@ -99,15 +99,68 @@ pub fn launch(
             requirements: &[requirement],
         },
     )?;
-    let script = "import lockstep_kernels as lk\n\
-        c = 'conv -n 2 -c 8 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -F 1'\n\
-        f = lk.get_launchable(c)\n\
-        x, w = lk.sample_inputs(c)\n\
-        y = f(x, w)\n\
-        ok = lk.check(c, [x, w], [y])[0][0]\n\
-        print(f.func_name, tuple(y.shape), 'agrees with the f64 reference' if ok else 'DISAGREES')";
-    let text = crate::wheels::python(uv, &venv_dir, &["-c", script])?;
-    let ok = text.ends_with("agrees with the f64 reference");
-    writeln!(out, "   launched: {text}")?;
+    let script = examples_script(DOCS_PAGE);
+    let text = crate::wheels::python(uv, &venv_dir, &["-c", &script])?;
+    let ran = text.lines().filter(|l| l.starts_with("example ")).count();
+    let ok = ran == examples(DOCS_PAGE).len() && ran > 0;
+    for line in text.lines().filter(|l| !l.starts_with("example ")) {
+        writeln!(out, "   {line}")?;
+    }
+    writeln!(
+        out,
+        "   ran the {ran} examples of docs/kernels-python.md {}",
+        if ok { "as written" } else { "(NOT ALL)" }
+    )?;
     Ok(ok)
+}
+
+/// The page whose examples the demo runs.
+const DOCS_PAGE: &str = include_str!("../../../docs/kernels-python.md");
+
+/// The ```python blocks of a Markdown page.
+fn examples(page: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut block: Option<String> = None;
+    for line in page.lines() {
+        match (block.as_mut(), line.trim_end()) {
+            (None, "```python") => block = Some(String::new()),
+            (Some(_), "```") => blocks.extend(block.take()),
+            (Some(body), _) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+/// One Python script running each example in a function of its own (their
+/// names do not leak into each other), printing `example N ok` after each.
+fn examples_script(page: &str) -> String {
+    let mut script = String::new();
+    for (n, body) in examples(page).iter().enumerate() {
+        script.push_str(&format!("def example_{n}():\n"));
+        for line in body.lines() {
+            script.push_str(&format!("    {line}\n"));
+        }
+        script.push_str(&format!("example_{n}()\nprint('example {n} ok')\n"));
+    }
+    script
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_docs_page_has_examples_and_each_runs_in_its_own_function() {
+        let blocks = examples(DOCS_PAGE);
+        assert!(blocks.len() >= 4, "{}", blocks.len());
+        let script = examples_script("x\n```python\nprint(1)\n```\n```sh\nls\n```\n");
+        assert_eq!(
+            script,
+            "def example_0():\n    print(1)\nexample_0()\nprint('example 0 ok')\n"
+        );
+    }
 }
