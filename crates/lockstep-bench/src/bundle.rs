@@ -109,24 +109,6 @@ fn references_area(dir: &Path) -> Bucket {
     areas(dir).1
 }
 
-/// A bundle directory that may be written: missing, or empty.
-pub fn check_target(dir: &Path) -> Result<(), Error> {
-    match std::fs::read_dir(dir) {
-        Ok(mut entries) => {
-            if entries.next().is_some() {
-                return Err(Error::usage(format!(
-                    "--bundle {}: the directory is not empty",
-                    dir.display()
-                ))
-                .hint("name a new or empty directory: a bundle never overwrites files"));
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::usage(format!("--bundle {}: {e}", dir.display()))),
-    }
-}
-
 /// Writes the manifest and commands of a finished compile-only batch whose
 /// modules were compiled into `dir/kernels` (and, with `verify`, whose
 /// references are in `dir/references`): every kernel must have compiled and,
@@ -358,20 +340,12 @@ pub fn check_jobs(loaded: &Loaded, jobs: &[Job]) -> Result<(), Error> {
 /// The runtime here must be the IREE version that compiled the bundle
 /// (a module's format follows its compiler); unknown versions pass.
 pub fn check_runtime(loaded: &Loaded, toolchain: &Toolchain) -> Result<(), Error> {
-    let version = |packages: &[(String, String)], name: &str| {
-        packages
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-    };
-    let built = version(&loaded.manifest.compiler.packages, "iree-base-compiler");
-    let here = version(&toolchain.packages, "iree-base-runtime");
-    match (built, here) {
-        (Some(built), Some(here)) if built != here => Err(Error::usage(format!(
+    match lockstep_iree::toolchain::runtime_mismatch(&loaded.manifest.compiler.packages, &toolchain.packages) {
+        Some((built, here)) => Err(Error::usage(format!(
             "--from-bundle {}: its modules were compiled by IREE {built}, the runtime here is IREE {here}",
             loaded.dir.display()
         ))
         .hint(format!("run it with iree-base-runtime {built} (--iree-bin DIR, or [toolchain] iree = \"{built}\")"))),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }

@@ -164,7 +164,7 @@ fn mode(req: &Request) -> Result<Mode, Error> {
             Ok(Mode::FromBundle(Box::new(crate::bundle::load(dir)?)))
         }
         (Some(dir), None) => {
-            crate::bundle::check_target(dir)?;
+            lockstep_core::fs::require_new_or_empty_dir("--bundle", dir)?;
             // Written through a link to the directory, never over the link.
             let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
             Ok(Mode::Bundle(dir))
@@ -187,15 +187,8 @@ fn needed_tools(mode: &Mode) -> &'static [&'static str] {
 /// (a GPU the runtime finds no device of). Local devices are always here;
 /// a listing that fails lets the runs say what is wrong.
 fn missing_device(device: &Device, toolchain: &Toolchain) -> Option<String> {
-    if matches!(
-        lockstep_iree::driver(&device.runtime),
-        "local-task" | "local-sync"
-    ) {
-        return None;
-    }
     let run_module = toolchain.tool("iree-run-module").ok()?;
-    let found = lockstep_iree::gpu::runtime_devices(&run_module).ok()?;
-    found.missing(&device.runtime).map(|why| {
+    lockstep_iree::gpu::missing_device(&run_module, &device.runtime).map(|why| {
         format!(
             "{}no `{}` device on this machine: {why}",
             crate::rows::SKIPPED,

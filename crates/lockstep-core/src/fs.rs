@@ -254,6 +254,23 @@ pub fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// `dir` may receive a new tree: it does not exist, or is an empty
+/// directory. Otherwise a usage error naming `flag` and `dir` (an output
+/// never overwrites files).
+pub fn require_new_or_empty_dir(flag: &str, dir: &Path) -> Result<()> {
+    match std::fs::read_dir(dir).map(|mut entries| entries.next().is_some()) {
+        Ok(true) => Err(Error::usage(format!(
+            "{flag} {}: the directory is not empty",
+            dir.display()
+        ))
+        .hint("name a new or empty directory: nothing is ever written over files")),
+        Ok(false) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::usage(format!("{flag} {}: {e}", dir.display()))
+            .hint("name a new or empty directory")),
+    }
+}
+
 /// A directory being built beside its final place, so that the final place
 /// only ever holds a whole one: `.NAME.tmp-PID-N` in the same directory
 /// (created fresh: nothing planted in advance is written through), moved

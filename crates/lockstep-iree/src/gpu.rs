@@ -151,6 +151,35 @@ pub fn runtime_devices(run_module: &Path) -> Result<RuntimeDevices, String> {
     Ok(parse_runtime_devices(&drivers, &devices))
 }
 
+/// Why `runtime_device` cannot run with the runtime whose iree-run-module is
+/// `run_module` ([`RuntimeDevices::missing`]): `None` for the local drivers
+/// (always there, nothing is launched), when the device is there, or when
+/// the runtime cannot list its devices (the run then says what is wrong).
+/// Each runtime is listed once per process.
+pub fn missing_device(run_module: &Path, runtime_device: &str) -> Option<String> {
+    if matches!(crate::driver(runtime_device), "local-task" | "local-sync") {
+        return None;
+    }
+    static LISTED: std::sync::Mutex<Vec<(std::path::PathBuf, Option<RuntimeDevices>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let known = LISTED.lock().ok().and_then(|l| {
+        l.iter()
+            .find(|(p, _)| p == run_module)
+            .map(|(_, d)| d.clone())
+    });
+    let found = match known {
+        Some(found) => found,
+        None => {
+            let found = runtime_devices(run_module).ok();
+            if let Ok(mut listed) = LISTED.lock() {
+                listed.push((run_module.to_path_buf(), found.clone()));
+            }
+            found
+        }
+    };
+    found?.missing(runtime_device)
+}
+
 /// [`runtime_devices`] from the two outputs.
 pub fn parse_runtime_devices(drivers: &str, devices: &str) -> RuntimeDevices {
     let drivers = drivers

@@ -234,6 +234,25 @@ pub fn for_command(
     )
 }
 
+/// `(compiler version, runtime version)` when modules compiled with the
+/// IREE of `built` (a bundle's packages) meet another IREE runtime here
+/// (a module's format follows its compiler); `None` when they agree or
+/// either version is unknown.
+pub fn runtime_mismatch(
+    built: &[(String, String)],
+    here: &[(String, String)],
+) -> Option<(String, String)> {
+    let version = |packages: &[(String, String)], name: &str| {
+        packages
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    let built = version(built, PACKAGES[0])?;
+    let here = version(here, PACKAGES[1])?;
+    (built != here).then_some((built, here))
+}
+
 /// The IREE runtime tools a command that compiles nothing uses (`lockstep
 /// bench --from-bundle`): by [`for_command`]'s precedence, except that a
 /// named directory needs only `iree-run-module` (a GPU machine may have the

@@ -58,20 +58,6 @@ pub fn cache(dir: &Path) -> Cache {
     Cache::at(dir.join("cache"))
 }
 
-/// A bundle directory that may be written: missing, or empty.
-pub fn check_target(dir: &Path) -> Result<(), Error> {
-    match std::fs::read_dir(dir).map(|mut entries| entries.next().is_some()) {
-        Ok(true) => Err(Error::usage(format!(
-            "--bundle {}: the directory is not empty",
-            dir.display()
-        ))
-        .hint("name a new or empty directory: a bundle never overwrites files")),
-        Ok(false) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::usage(format!("--bundle {}: {e}", dir.display()))),
-    }
-}
-
 /// Writes the rest of a bundle whose compiles are already in
 /// [`cache`]`(dir)`: the suites, the configuration and the manifest (last).
 pub fn write(
@@ -222,24 +208,15 @@ pub fn check(
     toolchain: &Toolchain,
 ) -> Result<(), Error> {
     let refuse = |what: String| Error::usage(format!("--from-bundle {}: {what}", dir.display()));
-    let version = |packages: &[(String, String)], name: &str| {
-        packages
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-    };
-    if let (Some(built), Some(here)) = (
-        version(&manifest.packages, "iree-base-compiler"),
-        version(&toolchain.packages, "iree-base-runtime"),
-    ) {
-        if built != here {
-            return Err(refuse(format!(
-                "its modules were compiled by IREE {built}, the runtime here is IREE {here}"
-            ))
-            .hint(format!(
-                "run it with iree-base-runtime {built} (--iree-bin DIR)"
-            )));
-        }
+    if let Some((built, here)) =
+        lockstep_iree::toolchain::runtime_mismatch(&manifest.packages, &toolchain.packages)
+    {
+        return Err(refuse(format!(
+            "its modules were compiled by IREE {built}, the runtime here is IREE {here}"
+        ))
+        .hint(format!(
+            "run it with iree-base-runtime {built} (--iree-bin DIR)"
+        )));
     }
     let bucket = cache(dir).bucket(Area::Compile);
     let mut missing = Vec::new();

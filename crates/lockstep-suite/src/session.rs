@@ -287,8 +287,9 @@ pub fn selected_targets(req: &Request, cfg: &TestConfig) -> Result<Vec<plan::Tar
 /// a GPU target, with no NVIDIA GPU here) still compile, but their run is
 /// skipped saying which driver found no device: never a failure.
 fn skip_missing_devices(tests: &mut [Test], toolchain: &Toolchain) {
-    let mut verdicts: std::collections::HashMap<String, Option<String>> =
-        std::collections::HashMap::new();
+    let Ok(run_module) = toolchain.tool("iree-run-module") else {
+        return;
+    };
     for t in tests.iter_mut().filter(|t| t.skip_reason.is_none()) {
         let Some(device) = t.run.as_ref().and_then(|r| {
             r.flags
@@ -299,23 +300,13 @@ fn skip_missing_devices(tests: &mut [Test], toolchain: &Toolchain) {
         }) else {
             continue;
         };
-        if matches!(lockstep_iree::driver(&device), "local-task" | "local-sync") {
-            continue;
-        }
-        let missing = verdicts.entry(device.clone()).or_insert_with(|| {
-            let run_module = toolchain.tool("iree-run-module").ok()?;
-            let found = lockstep_iree::gpu::runtime_devices(&run_module).ok()?;
-            found.missing(&device).map(|why| {
-                format!(
-                    "no `{}` device on this machine: {why}",
-                    lockstep_iree::driver(&device)
-                )
-            })
-        });
-        if let Some(why) = missing {
+        if let Some(why) = lockstep_iree::gpu::missing_device(&run_module, &device) {
             t.run = None;
             t.benchmark = None;
-            t.skip_reason = Some(why.clone());
+            t.skip_reason = Some(format!(
+                "no `{}` device on this machine: {why}",
+                lockstep_iree::driver(&device)
+            ));
         }
     }
 }

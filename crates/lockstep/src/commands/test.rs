@@ -16,7 +16,7 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
     }
     let bundle_dir = args.bundle.as_ref().map(|d| ctx.cwd.join(d));
     if let Some(dir) = &bundle_dir {
-        lockstep_suite::bundle::check_target(dir)?;
+        lockstep_core::fs::require_new_or_empty_dir("--bundle", dir)?;
         if args.no_cache || args.update_xfails {
             return Err(Error::usage(
                 "--bundle compiles into the bundle's own cache: give no --no-cache or --update-xfails",
