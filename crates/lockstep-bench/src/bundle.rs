@@ -56,6 +56,9 @@ const MAX_MANIFEST_BYTES: u64 = 16 << 20;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
     pub schema: u32,
+    /// `bench` (a `lockstep test` bundle says `test`).
+    #[serde(default = "bench_kind")]
+    pub kind: String,
     /// The lockstep that wrote it.
     pub lockstep: String,
     pub compiler: Compiler,
@@ -65,6 +68,10 @@ pub struct Manifest {
     /// The seed of every kernel's inputs.
     pub seed: u64,
     pub kernels: Vec<BundledKernel>,
+}
+
+fn bench_kind() -> String {
+    "bench".into()
 }
 
 /// The compiler that built a bundle's modules.
@@ -179,6 +186,7 @@ pub fn write(
     lockstep_core::fs::write_atomic(&dir.join(COMMANDS), commands.as_bytes())?;
     let manifest = Manifest {
         schema: SCHEMA,
+        kind: bench_kind(),
         lockstep: env!("CARGO_PKG_VERSION").to_string(),
         compiler: Compiler {
             version: toolchain.compiler_version.clone(),
@@ -230,8 +238,22 @@ pub fn load(dir: &Path) -> Result<Loaded, Error> {
             .hint("make one with `lockstep bench --bundle DIR` on a machine with the compiler"));
     }
     let text = lockstep_core::fs::read_input_text("--from-bundle", &path, MAX_MANIFEST_BYTES)?;
-    let manifest: Manifest = serde_json::from_str(&text)
+    let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| refuse(format!("{MANIFEST} is not a bundle manifest: {e}")))?;
+    if let Some(kind) = value
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .filter(|k| *k != "bench")
+    {
+        return Err(refuse(format!("{MANIFEST} is a {kind} bundle"))
+            .hint("run a test bundle with `lockstep test --from-bundle`"));
+    }
+    let manifest: Manifest = serde_json::from_value(value)
+        .map_err(|e| refuse(format!("{MANIFEST} is not a bundle manifest: {e}")))?;
+    if manifest.kind != "bench" {
+        return Err(refuse(format!("{MANIFEST} is a {} bundle", manifest.kind))
+            .hint("run a test bundle with `lockstep test --from-bundle`"));
+    }
     if manifest.schema != SCHEMA {
         return Err(refuse(format!(
             "{MANIFEST} has schema {}, this lockstep reads {SCHEMA}",

@@ -186,9 +186,15 @@ pub fn load(dir: &Path) -> Result<Manifest, Error> {
             .hint("make one with `lockstep test --bundle DIR` on a machine with the compiler"));
     }
     let text = lockstep_core::fs::read_input_text("--from-bundle", &path, MAX_MANIFEST_BYTES)?;
-    let manifest: Manifest = serde_json::from_str(&text)
+    let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| refuse(format!("{MANIFEST} is not a bundle manifest: {e}")))?;
-    if manifest.schema != SCHEMA || manifest.kind != "test" {
+    if value.get("kind").and_then(|k| k.as_str()) != Some("test") {
+        return Err(refuse(format!("{MANIFEST} is not a test bundle's"))
+            .hint("run a bench bundle with `lockstep bench --from-bundle`; make a test bundle with `lockstep test --bundle DIR`"));
+    }
+    let manifest: Manifest = serde_json::from_value(value)
+        .map_err(|e| refuse(format!("{MANIFEST} is not a bundle manifest: {e}")))?;
+    if manifest.schema != SCHEMA {
         return Err(refuse(format!(
             "{MANIFEST} is a {} bundle of schema {}; `lockstep test` reads test bundles of schema {SCHEMA}",
             manifest.kind, manifest.schema

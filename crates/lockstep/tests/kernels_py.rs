@@ -94,17 +94,12 @@ fn the_kernels_package_builds_publishes_installs_and_launches() {
          smoke = \"python -c 'import lockstep_kernels'\"\n",
     );
     commit_as_tester(&clone, "only lockstep-kernels", true);
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lockstep-cli-wheel");
-    let build_env: [(&str, &Path); 3] = [
-        ("CARGO_TARGET_DIR", &target),
-        ("MATURIN_PEP517_ARGS", Path::new("--profile dev")),
-        ("CARGO_PROFILE_DEV_DEBUG", Path::new("false")),
-    ];
+    let build_env = wheel_build_env();
     let wheelhouse = p.root().join("wheelhouse");
     let built = expect(
         p.cmd_in(&clone, &["pkg", "build", "--version", "0.1.0", "--out"])
             .arg(&wheelhouse)
-            .envs(build_env),
+            .envs(build_env.clone()),
         0,
     );
     let wheels: Vec<String> = std::fs::read_dir(&wheelhouse)

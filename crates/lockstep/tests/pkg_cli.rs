@@ -60,12 +60,7 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
 
     // The crate's own version: what `ci generate` looks up below.
     let version = base.clone();
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lockstep-cli-wheel");
-    let build_env: [(&str, &Path); 3] = [
-        ("CARGO_TARGET_DIR", &target),
-        ("MATURIN_PEP517_ARGS", Path::new("--profile dev")),
-        ("CARGO_PROFILE_DEV_DEBUG", Path::new("false")),
-    ];
+    let build_env = wheel_build_env();
     let wheelhouse = p.root().join("wheelhouse");
     let built = expect(
         p.cmd_in(
@@ -81,7 +76,7 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
             ],
         )
         .arg(&wheelhouse)
-        .envs(build_env),
+        .envs(build_env.clone()),
         0,
     );
     let wheels: Vec<String> = std::fs::read_dir(&wheelhouse)
@@ -105,7 +100,7 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
     let built = expect(
         p.cmd_in(&clone, &["pkg", "build", "--version", &version, "--out"])
             .arg(&set)
-            .envs(build_env),
+            .envs(build_env.clone()),
         0,
     );
     assert!(stderr(&built).contains("(cached)"), "{}", stderr(&built));

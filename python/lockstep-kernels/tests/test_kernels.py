@@ -143,6 +143,12 @@ class BadInputTest(unittest.TestCase):
             lk.get_launchable(lk.ConvSignature(n=1, c=1, h=4, w=4, k=1, dtype="float64"))
         with self.assertRaisesRegex(ValueError, 'unknown device "tpu"'):
             lk.get_launchable("gemm -m 2 -n 2 -k 2", device="tpu")
+        with self.assertRaisesRegex(ValueError, "device must name a runtime device"):
+            lk.get_launchable("gemm -m 2 -n 2 -k 2", device="")
+        with self.assertRaisesRegex(ValueError, "compile_flags must be non-empty strings"):
+            lk.get_launchable("gemm -m 2 -n 2 -k 2", compile_flags=[""])
+        with self.assertRaisesRegex(ValueError, "more than the .* bytes of memory"):
+            lk.sample_inputs("gemm -m 2000000 -n 2000000 -k 2000000")
         with self.assertRaisesRegex(TypeError, "sig must be"):
             lk.get_launchable(42)  # type: ignore[arg-type]
         g = lk.get_launchable("gemm -m 2 -n 3 -k 4")

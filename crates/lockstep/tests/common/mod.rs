@@ -1004,3 +1004,19 @@ impl Drop for PypiServer {
         let _ = self.child.wait();
     }
 }
+
+/// The environment of a maturin wheel built by a test (`pkg build` of
+/// lockstep-cli or lockstep-kernels): the dev profile without debug info
+/// (the release profile would make each a ten-minute build), in one target
+/// directory kept between runs and shared by those tests (and by the demo
+/// run from a checkout; cargo's lock serializes them).
+pub fn wheel_build_env() -> Vec<(&'static str, PathBuf)> {
+    vec![
+        (
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("lockstep-cli-wheel"),
+        ),
+        ("MATURIN_PEP517_ARGS", PathBuf::from("--profile dev")),
+        ("CARGO_PROFILE_DEV_DEBUG", PathBuf::from("false")),
+    ]
+}
