@@ -206,6 +206,110 @@ fn read_fifo(
     }
 }
 
+/// Opens a file lockstep finds in a tree it did not write (a repository's
+/// tracked files, a bundle, a suite) for reading, never blocking: opened
+/// non-blocking (a FIFO opens at once), then refused unless what was opened
+/// is a regular file (a link to a FIFO, `/dev/zero` or a socket is named as
+/// such) outside the kernel's own filesystems (`/proc/kmsg` is "regular" and
+/// blocks), and no larger than `max_bytes`. The check is made on the opened
+/// file, so a link swapped between a check and the open cannot pass. Returns
+/// the file (reads on it do not block) and its length.
+pub fn open_tree_file(what: &str, path: &Path, max_bytes: u64) -> Result<(std::fs::File, u64)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |problem: String| {
+        Error::usage(format!("{what} {} {problem}", path.display()))
+            .hint("it must be a regular file in the tree (not a FIFO, a device or a kernel file); replace it with one")
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => fail("does not exist".to_string()),
+            _ => fail(format!("cannot be read: {e}")),
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| fail(format!("cannot be read: {e}")))?;
+    let kind = meta.file_type();
+    let not_regular = if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if !kind.is_file() {
+        Some("not a regular file")
+    } else if on_kernel_filesystem(&file) {
+        Some("a kernel file (/proc, /sys)")
+    } else {
+        None
+    };
+    if let Some(kind) = not_regular {
+        let link = path
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink());
+        let through = if link { " (through a link)" } else { "" };
+        return Err(fail(format!("is {kind}{through}, not a regular file")));
+    }
+    if meta.len() > max_bytes {
+        return Err(too_large(what, path, max_bytes));
+    }
+    Ok((file, meta.len()))
+}
+
+/// Reads the file [`open_tree_file`] opens, whole (at most `max_bytes`: a
+/// file that grows while read is cut there and refused).
+pub fn read_tree_file(what: &str, path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
+    let (file, len) = open_tree_file(what, path, max_bytes)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| {
+            Error::failed(format!("{what} {} cannot be read", path.display())).cause(e.to_string())
+        })?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large(what, path, max_bytes));
+    }
+    Ok(bytes)
+}
+
+/// [`read_tree_file`] for text: invalid UTF-8 is an error naming the file.
+pub fn read_tree_text(what: &str, path: &Path, max_bytes: u64) -> Result<String> {
+    String::from_utf8(read_tree_file(what, path, max_bytes)?).map_err(|e| {
+        Error::usage(format!("{what} {} is not UTF-8 text", path.display())).cause(format!(
+            "invalid byte at offset {}",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// Whether `file` lives on one of the kernel's pseudo filesystems, whose
+/// "regular" files may block a reader or never end.
+fn on_kernel_filesystem(file: &std::fs::File) -> bool {
+    use nix::sys::statfs::{
+        fstatfs, BPF_FS_MAGIC, CGROUP2_SUPER_MAGIC, CGROUP_SUPER_MAGIC, DEBUGFS_MAGIC,
+        DEVPTS_SUPER_MAGIC, NSFS_MAGIC, PROC_SUPER_MAGIC, SECURITYFS_MAGIC, SELINUX_MAGIC,
+        SYSFS_MAGIC, TRACEFS_MAGIC,
+    };
+    let kernel = [
+        PROC_SUPER_MAGIC,
+        SYSFS_MAGIC,
+        DEBUGFS_MAGIC,
+        TRACEFS_MAGIC,
+        SECURITYFS_MAGIC,
+        SELINUX_MAGIC,
+        CGROUP_SUPER_MAGIC,
+        CGROUP2_SUPER_MAGIC,
+        DEVPTS_SUPER_MAGIC,
+        BPF_FS_MAGIC,
+        NSFS_MAGIC,
+    ];
+    fstatfs(file).is_ok_and(|fs| kernel.contains(&fs.filesystem_type()))
+}
+
 /// [`read_input`] for text: invalid UTF-8 is an error naming the file.
 pub fn read_input_text(what: &str, path: &Path, max_bytes: u64) -> Result<String> {
     String::from_utf8(read_input(what, path, max_bytes)?).map_err(|e| {
@@ -448,6 +552,46 @@ mod tests {
         std::fs::create_dir_all(blocked.join("inner")).unwrap();
         assert!(write_atomic(&blocked, b"x").is_err());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn tree_files_must_be_regular_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let cases = [
+            (dir.path().join("fifo"), "is a FIFO"),
+            (dir.path().to_path_buf(), "is a directory"),
+            (PathBuf::from("/dev/zero"), "is a device"),
+            (PathBuf::from("/proc/self/status"), "kernel file"),
+        ];
+        for (path, said) in cases {
+            let err = read_tree_file("FILE", &path, 1000).unwrap_err();
+            assert!(err.message.contains(said), "{path:?}: {}", err.message);
+        }
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        let err = read_tree_file("FILE", &link, 1000).unwrap_err();
+        assert!(
+            err.message.contains("FIFO (through a link)"),
+            "{}",
+            err.message
+        );
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'x'; 11]).unwrap();
+        let err = read_tree_file("FILE", &big, 10).unwrap_err();
+        assert!(
+            err.message.contains("larger than 10 bytes"),
+            "{}",
+            err.message
+        );
+        assert_eq!(read_tree_file("FILE", &big, 11).unwrap().len(), 11);
+        let missing = read_tree_file("FILE", &dir.path().join("none"), 10).unwrap_err();
+        assert!(
+            missing.message.contains("does not exist"),
+            "{}",
+            missing.message
+        );
     }
 
     #[test]
