@@ -116,7 +116,7 @@ impl JobRun<'_> {
         let options = process::Options {
             env_remove: host_runner_vars(),
             die_with_parent: true,
-            stdout: None,
+            ..Default::default()
         };
         let finished = process::run_with(&spec, &options, |_| {}).map_err(|e| e.render())?;
         let text = fs_err::read(&part).map_err(|e| e.to_string())?;

@@ -19,6 +19,7 @@ pub mod output;
 pub mod paths;
 pub mod pool;
 pub mod process;
+pub mod scrub;
 pub mod words;
 
 pub use error::{Error, ErrorKind, Result};

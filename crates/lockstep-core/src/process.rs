@@ -369,6 +369,11 @@ pub struct Options {
     /// stdout goes to this file instead of the log (stderr still goes to
     /// the log), for callers that read what the child printed.
     pub stdout: Option<PathBuf>,
+    /// The credentials the caller handed this child (in [`Spec::env`]):
+    /// scrubbed from the log and from [`Options::stdout`] once the child
+    /// has ended, so what a server echoed (`you sent Basic user:PASSWORD`)
+    /// never stays on disk or reaches an error.
+    pub scrub: Option<crate::scrub::Scrubber>,
 }
 
 /// Runs `spec` to completion. `on_spawn` receives the child's process group id
@@ -422,11 +427,40 @@ pub fn run_with(spec: &Spec, options: &Options, on_spawn: impl FnOnce(i32)) -> R
     })?;
     let pgid = child.id() as i32;
     on_spawn(pgid);
-    let exit = wait_group(&mut child, spec.timeout)?;
+    let exit = wait_group(&mut child, spec.timeout);
+    if let Some(scrubber) = options.scrub.as_ref().filter(|s| !s.is_empty()) {
+        scrub_file(&spec.log, scrubber);
+        if let Some(path) = &options.stdout {
+            scrub_file(path, scrubber);
+        }
+    }
+    let exit = exit?;
     Ok(Finished {
         exit,
         elapsed: start.elapsed(),
     })
+}
+
+/// The most of a child's output file that is scrubbed in place; a larger
+/// one (a credentialed child never writes that much) is replaced by a note.
+const MAX_SCRUBBED_BYTES: u64 = 256 << 20;
+
+/// Rewrites `path` with every secret `scrubber` knows replaced (best effort:
+/// a file that cannot be rewritten is removed rather than left holding one).
+fn scrub_file(path: &Path, scrubber: &crate::scrub::Scrubber) {
+    let text = match std::fs::metadata(path) {
+        Ok(meta) if meta.len() > MAX_SCRUBBED_BYTES => {
+            "(output removed: too large to scrub for credentials)\n".to_string()
+        }
+        Ok(_) => match std::fs::read(path) {
+            Ok(bytes) => scrubber.apply(&String::from_utf8_lossy(&bytes)),
+            Err(_) => return,
+        },
+        Err(_) => return,
+    };
+    if crate::fs::write_atomic(path, text.as_bytes()).is_err() {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// The child gets SIGKILL when the thread that started it dies (the thread
@@ -595,7 +629,7 @@ pub fn version_line(program: &Path, args: &[&str], timeout: Duration) -> Option<
     let options = Options {
         env_remove: secret_vars(&[]),
         die_with_parent: true,
-        stdout: None,
+        ..Options::default()
     };
     let finished = run_with(&spec, &options, |_| {});
     let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -828,6 +862,39 @@ mod tests {
     }
 
     #[test]
+    fn credentials_handed_to_a_child_never_stay_in_its_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = Spec {
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "echo \"server: you sent Basic $U:$P\"; echo \"$P\" >&2; exit 3".into(),
+            ],
+            cwd: dir.path().to_path_buf(),
+            env: vec![
+                ("U".into(), "alice".into()),
+                ("P".into(), "pypi-s3cret-t0ken".into()),
+            ],
+            timeout: Some(Duration::from_secs(60)),
+            log: dir.path().join("log.txt"),
+            header: None,
+        };
+        let mut scrubber = crate::scrub::Scrubber::new();
+        scrubber.add_basic("alice", "pypi-s3cret-t0ken");
+        let options = Options {
+            stdout: Some(dir.path().join("out.txt")),
+            scrub: Some(scrubber),
+            ..Options::default()
+        };
+        let done = run_with(&spec, &options, |_| {}).unwrap();
+        assert_eq!(done.exit, Exit::Code(3));
+        let out = std::fs::read_to_string(dir.path().join("out.txt")).unwrap();
+        let log = std::fs::read_to_string(dir.path().join("log.txt")).unwrap();
+        assert_eq!(out, "server: you sent Basic <token>\n");
+        assert_eq!(log, "<token>\n");
+    }
+
+    #[test]
     fn options_strip_variables_and_keep_stdout_apart() {
         let dir = tempfile::tempdir().unwrap();
         std::env::set_var("LOCKSTEP_TEST_STRIPPED", "secret");
@@ -847,6 +914,7 @@ mod tests {
             env_remove: vec!["LOCKSTEP_TEST_STRIPPED".into(), "KEPT".into()],
             die_with_parent: true,
             stdout: Some(dir.path().join("out.txt")),
+            scrub: None,
         };
         let done = run_with(&spec, &options, |_| {}).unwrap();
         assert_eq!(done.exit, Exit::Code(0));

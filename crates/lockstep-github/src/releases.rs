@@ -93,7 +93,13 @@ impl Client {
                 .query("page", &page.to_string());
             let answer: Vec<Release> = self.get_json(request, &what)?;
             let short = answer.len() < 100;
-            all.extend(answer);
+            // A release created or deleted between two pages shifts the
+            // pages: the same release may be listed twice. Once is enough.
+            for release in answer {
+                if !all.iter().any(|r: &Release| r.id == release.id) {
+                    all.push(release);
+                }
+            }
             if short {
                 return Ok(all);
             }
@@ -125,6 +131,62 @@ impl Client {
             .fetch(max_bytes)
             .map(|f| f.body)
             .map_err(|e| self.error(e, &what))
+    }
+
+    /// Where the assets of `release` (a Release of `repo`) download from,
+    /// `https://HOST/OWNER/REPO/releases/download/TAG/`, derived from its
+    /// `html_url` only when that is exactly the Release's page on this
+    /// GitHub: https (plain http only for a GitHub on this machine), the web
+    /// host of the API (github.com for api.github.com; the same host and port
+    /// for GitHub Enterprise), no `user:password@`, query or fragment, and
+    /// the path `/OWNER/REPO/releases/tag/TAG` of this repository and tag.
+    /// Anything else is an error naming the Release: a server's URL is
+    /// data, never a link lockstep publishes as it is.
+    pub fn release_download_base(&self, repo: &Repo, release: &Release) -> Result<String, Error> {
+        let page = release.html_url.as_deref().unwrap_or_default();
+        let refuse = |why: &str| {
+            Error::failed(format!(
+                "GitHub's page of the Release {} is not where lockstep links downloads (html_url `{}`)",
+                lockstep_core::error::printable_line(&release.tag_name),
+                lockstep_core::error::printable_line(page)
+            ))
+            .cause(why.to_string())
+            .hint("check $GITHUB_API_URL and the repository; nothing was published to the index")
+        };
+        let url = parse_url(page, UrlRules::CREDENTIALED).map_err(|e| refuse(&e.to_string()))?;
+        let api = self.api_url();
+        let same_host = if api.host_str() == Some("api.github.com") {
+            url.scheme() == "https" && url.host_str() == Some("github.com") && url.port().is_none()
+        } else {
+            url.scheme() == api.scheme()
+                && url.host_str() == api.host_str()
+                && url.port_or_known_default() == api.port_or_known_default()
+        };
+        if !same_host {
+            return Err(refuse("it is not on the web host of $GITHUB_API_URL"));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(refuse("it carries a query or fragment"));
+        }
+        let tag = encode_segment(&release.tag_name);
+        let segments: Vec<&str> = url.path().trim_end_matches('/').split('/').collect();
+        let shaped = matches!(
+            segments.as_slice(),
+            ["", owner, name, "releases", "tag", at]
+                if owner.eq_ignore_ascii_case(&repo.owner)
+                    && name.eq_ignore_ascii_case(&repo.name)
+                    && *at == tag
+        );
+        if !shaped || release.tag_name.is_empty() {
+            return Err(refuse(&format!(
+                "its path is not /{repo}/releases/tag/{tag}"
+            )));
+        }
+        let origin = url.origin().ascii_serialization();
+        Ok(format!(
+            "{origin}/{}/{}/releases/download/{tag}/",
+            segments[1], segments[2]
+        ))
     }
 
     /// Deletes `release` (its tag stays).

@@ -122,6 +122,23 @@ pub fn redacted(url: &Url) -> String {
     out
 }
 
+/// A URL given as text (a server's answer, a record), fit for a message:
+/// [`redacted`] when it is an http(s) URL, else its printable first 120
+/// characters with anything before an `@` left out.
+pub fn shown(text: &str) -> String {
+    match Url::parse(text.trim()) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") => redacted(&url),
+        _ => {
+            let bare = lockstep_core::error::without_userinfo(text);
+            let line = lockstep_core::error::printable_line(&bare);
+            match line.char_indices().nth(120) {
+                Some((at, _)) => format!("{}…", &line[..at]),
+                None => line.to_string(),
+            }
+        }
+    }
+}
+
 /// Resolves `host:port` like the system does, except that `localhost` only
 /// ever yields loopback addresses: plain http is allowed to `localhost`
 /// because it is this machine, so it must be this machine that is reached.

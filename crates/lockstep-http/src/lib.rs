@@ -28,9 +28,13 @@ pub mod download;
 pub mod error;
 pub mod multipart;
 pub mod retry;
-pub mod scrub;
+/// Secret scrubbing lives in lockstep-core (every child's log and every
+/// answer go through the one [`Scrubber`]); re-exported where HTTP users look.
+pub mod scrub {
+    pub use lockstep_core::scrub::*;
+}
 
-pub use address::{parse_url, redacted, same_origin, PlainHttp, UrlError, UrlRules};
+pub use address::{parse_url, redacted, same_origin, shown, PlainHttp, UrlError, UrlRules};
 pub use client::{Client, ClientConfig, Fetched, Redirects, Request, Response};
 pub use download::Downloaded;
 pub use error::{HttpError, RedirectError, StatusError, TransportError, TransportKind};

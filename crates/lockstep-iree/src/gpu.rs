@@ -88,6 +88,7 @@ fn capture(program: &Path, args: &[&str]) -> Result<String, String> {
             env_remove: process::secret_vars(&[]),
             die_with_parent: true,
             stdout: None,
+            scrub: None,
         },
         |_| {},
     )

@@ -87,6 +87,7 @@ impl Venv {
                 timeout: how.timeout,
                 log: how.log,
                 capture_stdout: false,
+                scrub: None,
             },
         )
     }
@@ -128,6 +129,7 @@ fn version_of(interpreter: &Path, policy: &Policy, logs: &Path) -> String {
             timeout: VERSION_TIMEOUT,
             log: None,
             capture_stdout: true,
+            scrub: None,
         },
     );
     match ran {

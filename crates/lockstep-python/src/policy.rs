@@ -104,6 +104,9 @@ pub(crate) struct Child<'a> {
     pub log: Option<&'a Path>,
     /// stdout apart from the log, for [`Ran::stdout`].
     pub capture_stdout: bool,
+    /// The credentials handed to this child: scrubbed from its log and
+    /// output before anything reads them (lockstep-core's one rule).
+    pub scrub: Option<lockstep_core::scrub::Scrubber>,
 }
 
 /// How a child ended, and where its output is.
@@ -292,6 +295,7 @@ pub(crate) fn run(policy: &Policy, logs: &Path, child: Child<'_>) -> Result<Ran,
         env_remove,
         die_with_parent: true,
         stdout: stdout_file.clone(),
+        scrub: child.scrub,
     };
     let finished = match process::run_with(&spec, &options, |_| {}) {
         Ok(finished) => finished,
@@ -383,6 +387,7 @@ mod tests {
                 timeout: Duration::from_secs(60),
                 log: None,
                 capture_stdout: true,
+                scrub: None,
             },
         )
         .unwrap();

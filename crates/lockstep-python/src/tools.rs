@@ -115,6 +115,7 @@ pub fn run_program(
             timeout,
             log: None,
             capture_stdout: capture,
+            scrub: None,
         },
     )
 }

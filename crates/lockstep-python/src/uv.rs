@@ -180,6 +180,20 @@ pub struct Credentials {
     pub trusted: bool,
 }
 
+impl Credentials {
+    /// What a server may echo of these credentials (and of a URL's own
+    /// `user:password@`): hidden from uv's log, its output and every error.
+    pub fn scrubber(&self, url: &str) -> lockstep_core::scrub::Scrubber {
+        let mut scrubber = lockstep_core::scrub::Scrubber::new();
+        if let Some(password) = &self.password {
+            let user = self.username.as_deref().unwrap_or("__token__");
+            scrubber.add_basic(user, password);
+        }
+        scrubber.add_url_text_secrets(url);
+        scrubber
+    }
+}
+
 impl Uv {
     /// A uv started by these words (`["uv"]`, `["python3", "-m", "uv"]`, a
     /// path), with the default timeouts and logs under
@@ -254,6 +268,7 @@ impl Uv {
                 timeout,
                 log: None,
                 capture_stdout: false,
+                scrub: None,
             },
         )
     }
@@ -417,6 +432,7 @@ impl Uv {
                 timeout: self.timeouts.quick,
                 log: None,
                 capture_stdout: true,
+                scrub: None,
             },
         )?;
         let path = ran.stdout().trim().to_string();
@@ -472,6 +488,7 @@ impl Uv {
                 timeout: build.timeout,
                 log: Some(build.log),
                 capture_stdout: false,
+                scrub: None,
             },
         )
     }
@@ -526,6 +543,7 @@ impl Uv {
                 env.push(("UV_PUBLISH_PASSWORD".into(), password.clone()));
             }
         }
+        let scrub = credentials.scrubber(url);
         let ran = policy::run(
             &self.policy,
             &self.logs,
@@ -538,6 +556,7 @@ impl Uv {
                 timeout: self.timeouts.publish,
                 log: None,
                 capture_stdout: false,
+                scrub: Some(scrub),
             },
         )?;
         if ran.success() {

@@ -90,24 +90,17 @@ pub fn candidate(index: &Path, from: &str) -> Result<Release, Error> {
     Ok(record)
 }
 
-/// Puts back the files of a candidate hosted on GitHub (the store keeps
-/// only its record): each asset of its Release, checked against the
-/// record's sha256 before it enters the store.
+/// The files of a candidate hosted on GitHub (the store keeps only its
+/// record), fetched from its Release into `into` (a staging directory, never
+/// the store), each checked against the record's sha256: a tampered file is
+/// an error and nothing of it is kept. The Release must be the version's own
+/// (its `release.json` names this version and tag).
 pub fn fetch_hosted(
-    index: &Path,
     record: &Release,
+    into: &Path,
     client: &lockstep_github::Client,
     repo: &lockstep_github::Repo,
 ) -> Result<(), Error> {
-    let dir = index.join(store::FILES).join(&record.version);
-    let missing: Vec<&store::StoredFile> = record
-        .files
-        .iter()
-        .filter(|f| !dir.join(&f.filename).is_file())
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
     let tag = record.tag.as_deref().ok_or_else(|| {
         Error::failed(format!(
             "{} is hosted on GitHub but records no tag",
@@ -121,7 +114,8 @@ pub fn fetch_hosted(
         ))
         .hint("`lockstep release sync --from-github` shows what the Releases hold; nothing was promoted")
     })?;
-    for file in missing {
+    crate::prune::require_owned(client, repo, &release, &record.version, tag)?;
+    for file in &record.files {
         let asset = release
             .assets
             .iter()
@@ -130,7 +124,7 @@ pub fn fetch_hosted(
                 Error::failed(format!("the GitHub Release {tag} lacks {}", file.filename))
                     .hint("nothing was promoted")
             })?;
-        let bytes = client.download_asset(repo, asset, MAX_FILE_BYTES)?;
+        let bytes = client.download_asset(repo, asset, MAX_FILE_BYTES.min(file.size))?;
         if lockstep_core::hash::sha256_bytes(&bytes) != file.sha256 {
             return Err(Error::failed(format!(
                 "{} downloaded from the GitHub Release {tag} is not the file {} lists",
@@ -138,7 +132,7 @@ pub fn fetch_hosted(
             ))
             .hint("nothing was promoted"));
         }
-        lockstep_core::fs::write_atomic(&dir.join(&file.filename), &bytes)?;
+        fs_err::write(into.join(&file.filename), &bytes)?;
     }
     Ok(())
 }
@@ -339,9 +333,13 @@ pub struct Shipped {
     pub out: Option<std::path::PathBuf>,
 }
 
-/// Checks everything that can be checked, then: the candidate's files back
-/// from GitHub when hosted there, the final written into the store, copied
-/// to `--out`, tagged, its GitHub Release, the release branch.
+/// Checks everything that can be checked (versions, tag, branch, the
+/// candidate, `--copy-to`, `--upload`, the stable gate), then: the
+/// candidate's files (from its GitHub Release when hosted there, into a
+/// staging directory), rewritten and staged in one store transaction, then
+/// uploaded, tagged and released on GitHub from the staged files, and only
+/// then the store and index swapped in; `--copy-to` and the release branch
+/// last. A failure before the swap leaves the store and index as they were.
 pub fn ship(req: &Ship, sink: &dyn lockstep_core::events::Sink) -> Result<Shipped, Error> {
     use crate::config::Hosting;
     let to = match req.to {
@@ -349,6 +347,9 @@ pub fn ship(req: &Ship, sink: &dyn lockstep_core::events::Sink) -> Result<Shippe
         None => final_of(req.from)?,
     };
     crate::promote::check_versions(req.from, &to)?;
+    if let Some((url, _)) = req.upload {
+        crate::upload::check_url(url)?;
+    }
     let hosted = req.settings.hosting == Hosting::GithubReleases;
     if hosted && !req.github_release {
         return Err(Error::usage(
@@ -372,6 +373,9 @@ pub fn ship(req: &Ship, sink: &dyn lockstep_core::events::Sink) -> Result<Shippe
         false => None,
     };
     let index = &req.settings.index;
+    if let Some(out) = &req.out {
+        check_copy_dir(out, index)?;
+    }
     let candidate = candidate(index, req.from)?;
     let source = candidate.source.clone();
     if (tag.is_some() || branch.is_some()) && source.is_none() {
@@ -381,6 +385,7 @@ pub fn ship(req: &Ship, sink: &dyn lockstep_core::events::Sink) -> Result<Shippe
         ))
         .hint("promote a candidate `release publish` published from a tag `release cut` made; nothing was promoted"));
     }
+    crate::promote::check_stable_gate(index, req.from, req.root, sink)?;
     let git = match tag.is_some() || branch.is_some() {
         true => Some(Repo::discover(req.root)?),
         false => None,
@@ -400,37 +405,44 @@ pub fn ship(req: &Ship, sink: &dyn lockstep_core::events::Sink) -> Result<Shippe
     if let (Some(tag), Some(git)) = (&tag, &git) {
         check_tag_free(git, req.remote, tag, source.as_deref().unwrap_or_default())?;
     }
-    if let (Some(_), Some((client, repo))) = (&candidate.hosted, &github) {
-        sink.note(format!(
-            "fetching the files of {} from its GitHub Release",
-            req.from
-        ));
-        fetch_hosted(index, &candidate, client, repo)?;
-    }
-    let promoted = crate::promote::promote_tagged(
-        index,
-        req.from,
+    let work = crate::publish::work_dir();
+    fs_err::create_dir_all(&work)?;
+    let fetched = tempfile::Builder::new()
+        .prefix("candidate-")
+        .tempdir_in(&work)
+        .map_err(|e| Error::failed("cannot create a staging directory").cause(e.to_string()))?;
+    let candidate_dir = match (&candidate.hosted, &github) {
+        (Some(_), Some((client, repo))) => {
+            sink.note(format!(
+                "fetching the files of {} from its GitHub Release",
+                req.from
+            ));
+            fetch_hosted(&candidate, fetched.path(), client, repo)?;
+            fetched.path().to_path_buf()
+        }
+        _ => index.join(store::FILES).join(req.from),
+    };
+    let rewritten = crate::promote::rewrite_candidate(
+        &candidate,
+        &candidate_dir,
         &to,
-        tag.as_deref(),
         req.rewrite_stamps,
-        req.upload,
-        Some(req.root),
-        sink,
+        &work,
     )?;
-    let final_dir = index.join(store::FILES).join(&to);
     if let Some(out) = &req.out {
-        fs_err::create_dir_all(out)?;
-        let record = store::load_or_scan(&final_dir)?;
-        if let (Some(_), Some((client, repo))) = (&record.hosted, &github) {
-            // Promoted and released before: its files are on its Release.
-            fetch_hosted(index, &record, client, repo)?;
-        }
-        for file in &record.files {
-            fs_err::copy(final_dir.join(&file.filename), out.join(&file.filename))?;
-        }
+        check_copy_targets(out, &rewritten.outputs)?;
+    }
+    let mut tx = store::Transaction::begin(index)?;
+    if let Some(tag) = &tag {
+        crate::publish::check_tag_owner(tx.view(), tag, &to)?;
+    }
+    let record = crate::promote::final_record(&candidate, &to, tag.as_deref());
+    tx.add(&record, &rewritten.outputs)?;
+    if let Some((url, uv)) = req.upload {
+        crate::promote::upload_all(url, uv, &rewritten.outputs, sink)?;
     }
     let mut shipped = Shipped {
-        promoted,
+        promoted: rewritten.promoted.clone(),
         tag: tag.clone(),
         tag_outcome: None,
         branch: branch.clone(),
@@ -445,15 +457,133 @@ pub fn ship(req: &Ship, sink: &dyn lockstep_core::events::Sink) -> Result<Shippe
     }
     if req.github_release {
         let target = crate::github::Target::prepare(tag.as_deref(), req.root)?;
-        shipped.github_release =
-            Some(target.publish(req.settings, &to, Some("final"), Some(&commit), sink)?);
+        let dir = tx.staged_dir(&to)?;
+        let staged = tx
+            .view()
+            .get(&to)
+            .cloned()
+            .ok_or_else(|| Error::failed(format!("{to} is not staged in the release store")))?;
+        let (report, hosted) = target.publish(
+            req.settings,
+            &dir,
+            &staged,
+            Some("final"),
+            Some(&commit),
+            sink,
+        )?;
+        if let Some(base) = hosted {
+            tx.mark_hosted(&to, &base)?;
+        }
+        shipped.github_release = Some(report);
     }
-    if let Some(base) = &candidate.hosted {
-        // Its files were only borrowed back to be rewritten.
-        crate::index::mark_hosted(index, req.from, base)?;
+    tx.commit()?;
+    if let Some(out) = &req.out {
+        copy_out(out, &rewritten.outputs)?;
     }
     if let (Some(branch), Some(git)) = (&branch, &git) {
         shipped.branch_outcome = Some(release_branch(git, req.remote, branch, &commit)?);
     }
+    for (wheel, members) in &shipped.promoted.stamps {
+        let verb = match req.rewrite_stamps {
+            true => "rewrote",
+            false => "still holds the old version",
+        };
+        sink.warn(format!("{wheel}: {} {verb}", members.join(", ")));
+    }
     Ok(shipped)
+}
+
+/// `--copy-to DIR` before anything is written: a directory (or a path
+/// whose nearest existing parent is one), outside the release store and
+/// off the kernel's filesystems.
+fn check_copy_dir(out: &Path, index: &Path) -> Result<(), Error> {
+    let refuse = |why: String| {
+        Error::usage(format!("--copy-to {}: {why}", out.display()))
+            .hint("name a new or existing directory for the final's files (outside the release store); nothing was promoted")
+    };
+    let mut existing = out.to_path_buf();
+    while existing.symlink_metadata().is_err() {
+        match existing.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => existing = parent.to_path_buf(),
+            _ => {
+                existing = std::path::PathBuf::from(".");
+                break;
+            }
+        }
+    }
+    let meta = std::fs::metadata(&existing).map_err(|e| refuse(format!("cannot be read ({e})")))?;
+    if !meta.is_dir() {
+        let what = if existing == out {
+            "it is"
+        } else {
+            "its parent is"
+        };
+        return Err(refuse(format!("{what} not a directory")));
+    }
+    let real = existing
+        .canonicalize()
+        .map_err(|e| refuse(format!("cannot be resolved ({e})")))?;
+    if ["/proc", "/sys", "/dev"]
+        .iter()
+        .any(|k| real.starts_with(k))
+    {
+        return Err(refuse(format!(
+            "it is under {}, not a directory for files",
+            real.display()
+        )));
+    }
+    if let Ok(store) = index.canonicalize() {
+        if real.starts_with(&store) {
+            return Err(refuse("it is inside the release store".to_string()));
+        }
+    }
+    Ok(())
+}
+
+/// The files `--copy-to` will write, checked: each name is new there, or
+/// already holds the same bytes (a rerun); a link or other file in the way
+/// is refused, naming it.
+fn check_copy_targets(out: &Path, files: &[std::path::PathBuf]) -> Result<(), Error> {
+    for file in files {
+        let dest = out.join(lockstep_core::fs::file_name(file));
+        let Ok(meta) = dest.symlink_metadata() else {
+            continue;
+        };
+        let same = meta.is_file()
+            && lockstep_core::hash::sha256_file(&dest).ok()
+                == lockstep_core::hash::sha256_file(file).ok();
+        if !same {
+            let what = if meta.file_type().is_symlink() {
+                "a link"
+            } else {
+                "another file"
+            };
+            return Err(Error::usage(format!(
+                "--copy-to: {} is {what}, not this final's file",
+                dest.display()
+            ))
+            .hint("remove it or name another directory; lockstep never writes through a link or over a file; nothing was promoted"));
+        }
+    }
+    Ok(())
+}
+
+/// Copies the final's files into `out`, each created new (never through a
+/// link); one already there with the same bytes is kept.
+fn copy_out(out: &Path, files: &[std::path::PathBuf]) -> Result<(), Error> {
+    fs_err::create_dir_all(out)?;
+    for file in files {
+        let dest = out.join(lockstep_core::fs::file_name(file));
+        if dest.symlink_metadata().is_ok() {
+            check_copy_targets(out, std::slice::from_ref(file))?;
+            continue;
+        }
+        let mut from = fs_err::File::open(file)?;
+        let mut to = fs_err::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&dest)?;
+        std::io::copy(&mut from, &mut to)?;
+    }
+    Ok(())
 }

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
-use lockstep_github::releases::{AssetUpload, NewRelease};
+use lockstep_github::releases::{AssetUpload, NewRelease, Release as GithubReleaseData};
 use lockstep_github::{Client, Repo};
 use serde::Serialize;
 
@@ -108,17 +108,34 @@ impl Target {
         })
     }
 
-    /// Creates or completes the release of the tag with the files of
-    /// `version` in the store under `index`.
+    /// The repository the Release goes to.
+    pub fn repo(&self) -> &Repo {
+        &self.repo
+    }
+
+    /// The tag.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// Creates or completes the Release of the tag with the files of
+    /// `record`, read from `dir` (the version's staged store directory:
+    /// nothing is in the store yet). Returns what it did and, with hosting
+    /// on GitHub, the download base the index links (the caller records it
+    /// in the same store transaction). A Release of the tag that holds
+    /// another version's `release.json` is refused (exit 2) before any
+    /// upload: a tag belongs to one version.
     pub fn publish(
         &self,
         settings: &Settings,
-        version: &str,
+        dir: &Path,
+        record: &store::Release,
         channel: Option<&str>,
         source: Option<&str>,
         sink: &dyn Sink,
-    ) -> Result<GithubRelease, Error> {
-        let (index, binaries, hosting) = (&settings.index, &settings.binaries, settings.hosting);
+    ) -> Result<(GithubRelease, Option<String>), Error> {
+        let (binaries, hosting) = (&settings.binaries, settings.hosting);
+        let version = record.version.as_str();
         if version.contains('+') {
             // GitHub renames asset names with `+`: SHA256SUMS would not match them.
             return Err(Error::usage(format!(
@@ -126,10 +143,12 @@ impl Target {
             ))
             .hint("publish GitHub Releases of snapshot, candidate or final versions only"));
         }
-        let dir = index.join(store::FILES).join(version);
-        let mut record = store::load_or_scan(&dir)?;
+        let mut record = record.clone();
         let (release, created) = match self.client.release_for_tag(&self.repo, &self.tag)? {
-            Some(release) => (release, false),
+            Some(release) => {
+                self.check_owner(&release, version)?;
+                (release, false)
+            }
             None => {
                 sink.note(format!(
                     "creating the GitHub Release of {} in {}",
@@ -176,7 +195,9 @@ impl Target {
         // Hosted here: each wheel's core metadata (PEP 658: the index
         // promises `URL.metadata`) goes beside it.
         let hosted = match hosting {
-            Hosting::GithubReleases => Some(download_base(&release, &self.tag)?),
+            Hosting::GithubReleases => {
+                Some(self.client.release_download_base(&self.repo, &release)?)
+            }
             Hosting::Pages => None,
         };
         if hosted.is_some() {
@@ -189,7 +210,7 @@ impl Target {
         let programs = match record.hosted {
             // Published before: the wheels are no longer here.
             Some(_) => Vec::new(),
-            None => programs(&dir, &record, version, binaries)?,
+            None => programs(dir, &record, version, binaries)?,
         };
         for (name, _) in &programs {
             assets.push((name.clone(), "application/octet-stream"));
@@ -210,15 +231,9 @@ impl Target {
             if let (Some(have), Some(file)) =
                 (release.assets.iter().find(|a| &a.name == name), stored)
             {
-                // A released file GitHub has: compared without reading it
-                // (a hosted store no longer holds it).
-                if have.size != file.size {
-                    return Err(Error::failed(format!(
-                        "the GitHub Release of {} has an asset {name} of {} bytes, not the {} published",
-                        self.tag, have.size, file.size
-                    ))
-                    .hint("released files are immutable: delete that asset on GitHub if it is wrong, then publish again"));
-                }
+                // A released file GitHub has: compared by its digest (a
+                // hosted store no longer holds it).
+                self.require_same(have, file.size, &file.sha256)?;
                 report.already_there.push(name.clone());
                 continue;
             }
@@ -230,20 +245,13 @@ impl Target {
             } else if let Some((_, bytes)) = programs.iter().find(|(n, _)| n == name) {
                 bytes.clone()
             } else if let Some(wheel) = name.strip_suffix(".metadata") {
-                metadata_file(&dir, &record, wheel)?
+                metadata_file(dir, &record, wheel)?
             } else {
-                stored_file(&dir, &record, name)?
+                stored_file(dir, &record, name)?
             };
             if let Some(have) = release.assets.iter().find(|a| &a.name == name) {
-                if have.size != bytes.len() as u64 {
-                    return Err(Error::failed(format!(
-                        "the GitHub Release of {} has an asset {name} of {} bytes, not the {} published",
-                        self.tag,
-                        have.size,
-                        bytes.len()
-                    ))
-                    .hint("released files are immutable: delete that asset on GitHub if it is wrong, then publish again"));
-                }
+                let sha256 = lockstep_core::hash::sha256_bytes(&bytes);
+                self.require_same(have, bytes.len() as u64, &sha256)?;
                 report.already_there.push(name.clone());
                 continue;
             }
@@ -259,39 +267,110 @@ impl Target {
                 AssetUpload::AlreadyThere => report.already_there.push(name.clone()),
             }
         }
-        if let Some(base) = &hosted {
-            crate::index::mark_hosted(index, version, base)?;
+        Ok((report, hosted))
+    }
+
+    /// Refuses a Release of the tag whose `release.json` names another
+    /// version or tag (it belongs to that version; lockstep never adds to
+    /// or deletes what another version published).
+    fn check_owner(&self, release: &GithubReleaseData, version: &str) -> Result<(), Error> {
+        let Some(owner) = release_record(&self.client, &self.repo, release)? else {
+            return Ok(());
+        };
+        let same_version = owner
+            .version
+            .parse::<pep440_rs::Version>()
+            .ok()
+            .zip(version.parse::<pep440_rs::Version>().ok())
+            .is_some_and(|(a, b)| a == b);
+        if !same_version || owner.tag.as_deref() != Some(self.tag.as_str()) {
+            return Err(Error::usage(format!(
+                "the GitHub Release of {} holds {}, not {version}",
+                self.tag,
+                lockstep_core::error::printable(&owner.version)
+            ))
+            .cause("its release.json says so: a tag and its Release belong to one version")
+            .hint(
+                "cut a new tag for this version (`lockstep release cut`); nothing was published",
+            ));
         }
-        Ok(report)
+        Ok(())
+    }
+
+    /// An asset GitHub has under a name lockstep would upload must be the
+    /// same file: same size and, by GitHub's digest or else by its bytes,
+    /// the same sha256. Released files are immutable: a different one is an
+    /// error, never "already there".
+    fn require_same(
+        &self,
+        have: &lockstep_github::releases::Asset,
+        size: u64,
+        sha256: &str,
+    ) -> Result<(), Error> {
+        let differs = || {
+            let digest = have
+                .digest
+                .as_deref()
+                .map(|d| format!(", {}", lockstep_core::error::printable_line(d)))
+                .unwrap_or_default();
+            Error::failed(format!(
+                "the GitHub Release of {} has an asset {} that is not the file published",
+                self.tag,
+                lockstep_core::error::printable_line(&have.name)
+            ))
+            .cause(format!(
+                "GitHub: {} bytes{digest}; published: {size} bytes, sha256 {sha256}",
+                have.size
+            ))
+            .hint("released files are immutable: delete that asset on GitHub if it is wrong, then publish again")
+        };
+        if have.size != size {
+            return Err(differs());
+        }
+        let same = match have
+            .digest
+            .as_deref()
+            .and_then(|d| d.strip_prefix("sha256:"))
+        {
+            Some(digest) => digest.eq_ignore_ascii_case(sha256),
+            None => {
+                let bytes = self.client.download_asset(&self.repo, have, size)?;
+                lockstep_core::hash::sha256_bytes(&bytes) == sha256
+            }
+        };
+        match same {
+            true => Ok(()),
+            false => Err(differs()),
+        }
     }
 }
 
-/// Where a Release's assets download from: its page's URL with
-/// `/releases/tag/TAG` turned into `/releases/download/TAG/`.
-fn download_base(release: &lockstep_github::releases::Release, tag: &str) -> Result<String, Error> {
-    let page = release.html_url.as_deref().unwrap_or_default();
-    match page.rsplit_once("/releases/tag/") {
-        Some((repo, _)) if page.starts_with("https://") || is_loopback_http(page) => {
-            Ok(format!("{repo}/releases/download/{}/", lockstep_github::releases::encode_segment(tag)))
-        }
-        _ => Err(Error::failed(format!(
-            "GitHub did not say where the Release of {tag} is (html_url `{}`)",
-            lockstep_core::error::printable(page)
+/// The largest `release.json` asset read.
+pub const MAX_RECORD_BYTES: u64 = 4 << 20;
+
+/// The version record `release` carries as its `release.json` asset
+/// (parsed, not yet checked); `None` when it carries none.
+pub fn release_record(
+    client: &Client,
+    repo: &Repo,
+    release: &GithubReleaseData,
+) -> Result<Option<store::Release>, Error> {
+    let Some(asset) = release
+        .assets
+        .iter()
+        .find(|a| a.name == store::RELEASE_JSON)
+    else {
+        return Ok(None);
+    };
+    let tag = lockstep_core::error::printable_line(&release.tag_name);
+    let bytes = client.download_asset(repo, asset, MAX_RECORD_BYTES)?;
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        Error::failed(format!(
+            "the release.json of the GitHub Release {tag} is not a release record"
         ))
-        .hint("[release] hosting = \"github-releases\" links the index to the Release's downloads; nothing was published to the index")),
-    }
-}
-
-/// `http://127.0.0.1...` or `http://localhost...`: a GitHub on this machine.
-fn is_loopback_http(url: &str) -> bool {
-    [
-        "http://127.0.0.1:",
-        "http://127.0.0.1/",
-        "http://localhost:",
-        "http://localhost/",
-    ]
-    .iter()
-    .any(|p| url.starts_with(p))
+        .cause(e.to_string())
+        .hint("delete that asset if it is not lockstep's; nothing was changed")
+    })
 }
 
 /// A wheel's stored core metadata, checked against its sha256.

@@ -164,6 +164,14 @@ pub fn pruned(p: &Pruned, dry_run: bool, yank: bool) -> String {
             p.releases_deleted.join(" ")
         ));
     }
+    for left in &p.releases_left {
+        text.push_str(&format!(
+            "left the GitHub Release of {} alone ({}): {}\n",
+            lockstep_core::error::printable_line(&left.tag),
+            left.version,
+            lockstep_core::error::printable_line(&left.why)
+        ));
+    }
     text
 }
 

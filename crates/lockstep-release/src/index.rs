@@ -83,41 +83,88 @@ pub fn check_base_url(url: &str) -> Result<(), Error> {
 }
 
 /// `release yank`: marks `version` yanked (PEP 592) and regenerates the
-/// index, under the store's lock.
+/// index, in one store transaction.
 pub fn yank_and_index(index: &Path, version: &str, reason: &str) -> Result<Release, Error> {
-    let _lock = store::lock_existing(index)?;
-    let yanked = yank(index, version, reason)?;
-    write_index(index, None)?;
+    if version.parse::<pep440_rs::Version>().is_err() {
+        return Err(Error::usage(format!(
+            "`{}` is not a PEP 440 version",
+            version.escape_debug()
+        )));
+    }
+    if !index.is_dir() {
+        return Err(
+            Error::usage(format!("{version} is not in the release store"))
+                .cause(format!("{} holds no store yet", index.display())),
+        );
+    }
+    let mut tx = store::Transaction::begin(index)?;
+    let yanked = yank(&mut tx, version, reason)?;
+    tx.commit()?;
     Ok(yanked)
 }
 
-/// After `version`'s files became assets of its GitHub Release: the record
-/// says where they are served from, and the store keeps only the record and
-/// the core metadata (the Actions cache and the Pages site stay small). The
-/// index is rewritten to link there.
-pub fn mark_hosted(index: &Path, version: &str, base: &str) -> Result<(), Error> {
-    let _lock = store::lock(index)?;
-    let dir = index.join(store::FILES).join(version);
-    let mut record = store::load_or_scan(&dir)?;
-    record.hosted = Some(base.to_string());
-    store::save(&dir, &record)?;
-    for file in &record.files {
-        let path = dir.join(&file.filename);
-        if path.exists() {
-            fs_err::remove_file(&path)?;
-        }
-    }
-    write_index(index, None)?;
-    Ok(())
-}
-
-/// Regenerates `simple/` and `links.html` under `index` from the store.
-/// `base_url` makes file links absolute (`URL/files/...`); by default they
-/// are relative, so the directory can be served from anywhere.
+/// Regenerates `simple/` and `links.html` under `index` from the store
+/// (`release index`, and the validation index of a publish). `base_url`
+/// makes file links absolute (`URL/files/...`); by default they are
+/// relative, so the directory can be served from anywhere.
 pub fn write_index(index: &Path, base_url: Option<&str>) -> Result<IndexReport, Error> {
     let releases = store::releases(index)?;
+    let staged = stage_index(index, &releases, base_url)?;
+    let report = staged.report();
+    let simple = index.join(SIMPLE);
+    let old = lockstep_core::fs::temp_name(&simple);
+    let had_old = simple.is_dir();
+    if had_old {
+        fs_err::rename(&simple, &old)?;
+    }
+    if let Err(e) = fs_err::rename(staged.simple(), &simple) {
+        if had_old {
+            let _ = std::fs::rename(&old, &simple);
+        }
+        return Err(e.into());
+    }
+    if had_old {
+        let _ = std::fs::remove_dir_all(&old);
+    }
+    fs_err::rename(staged.links(), index.join(LINKS))?;
+    Ok(report)
+}
+
+/// An index built beside the live one (`simple/` in a staging directory,
+/// `links.html` in a temporary file), not yet swapped in; dropped, it
+/// leaves nothing.
+pub struct StagedIndex {
+    simple: lockstep_core::fs::StagedDir,
+    links: tempfile::TempPath,
+    report: IndexReport,
+}
+
+impl StagedIndex {
+    /// The staged `simple/`.
+    pub fn simple(&self) -> &Path {
+        self.simple.path()
+    }
+
+    /// The staged `links.html`.
+    pub fn links(&self) -> &Path {
+        &self.links
+    }
+
+    /// What the index holds.
+    pub fn report(&self) -> IndexReport {
+        self.report.clone()
+    }
+}
+
+/// The index of `releases` (the store as it is or will be), staged under
+/// `index`.
+pub fn stage_index(
+    index: &Path,
+    releases: &BTreeMap<String, Release>,
+    base_url: Option<&str>,
+) -> Result<StagedIndex, Error> {
     let mut projects: BTreeMap<&str, Vec<Listed>> = BTreeMap::new();
-    for (dir, release) in &releases {
+    for (dir, release) in releases {
         for file in &release.files {
             projects
                 .entry(file.project.as_str())
@@ -130,12 +177,17 @@ pub fn write_index(index: &Path, base_url: Option<&str>) -> Result<IndexReport, 
                 });
         }
     }
-    let staging = lockstep_core::fs::StagedDir::beside(&index.join(SIMPLE))?;
-    write_simple(staging.path(), &projects, base_url)?;
-    staging.install()?;
-    let links = links_page(&projects, base_url, "");
-    lockstep_core::fs::write_atomic(&index.join(LINKS), links.as_bytes())?;
-    Ok(IndexReport {
+    fs_err::create_dir_all(index)?;
+    let simple = lockstep_core::fs::StagedDir::beside(&index.join(SIMPLE))?;
+    write_simple(simple.path(), &projects, base_url)?;
+    let links_page = links_page(&projects, base_url, "");
+    let links_path = lockstep_core::fs::temp_name(&index.join(LINKS));
+    fs_err::write(&links_path, links_page.as_bytes())?;
+    let links = tempfile::TempPath::try_from_path(&links_path).map_err(|e| {
+        let _ = std::fs::remove_file(&links_path);
+        Error::failed(format!("cannot stage {}", links_path.display())).cause(e.to_string())
+    })?;
+    let report = IndexReport {
         projects: projects.len(),
         versions: releases.len(),
         files: projects.values().map(Vec::len).sum(),
@@ -144,6 +196,11 @@ pub fn write_index(index: &Path, base_url: Option<&str>) -> Result<IndexReport, 
             .filter(|r| r.yanked.is_some())
             .map(|r| r.files.len())
             .sum(),
+    };
+    Ok(StagedIndex {
+        simple,
+        links,
+        report,
     })
 }
 
@@ -290,8 +347,8 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Marks every file of `version` yanked with `reason`.
-pub fn yank(index: &Path, version: &str, reason: &str) -> Result<Release, Error> {
+/// Marks every file of `version` yanked with `reason`, in `tx`.
+pub fn yank(tx: &mut store::Transaction, version: &str, reason: &str) -> Result<Release, Error> {
     let Ok(wanted) = version.parse::<pep440_rs::Version>() else {
         return Err(Error::usage(format!(
             "`{}` is not a PEP 440 version",
@@ -299,13 +356,13 @@ pub fn yank(index: &Path, version: &str, reason: &str) -> Result<Release, Error>
         )));
     };
     // `7.0.0RC2` is the stored `7.0.0rc2`: versions compare as PEP 440 says.
-    let stored = store::releases(index)?
-        .into_keys()
-        .find(|v| v.parse::<pep440_rs::Version>().is_ok_and(|v| v == wanted));
-    let version = stored.as_deref().unwrap_or(version);
-    let dir = index.join(store::FILES).join(version);
-    if !dir.is_dir() || version.starts_with('.') || version.contains('/') {
-        let known: Vec<String> = store::releases(index)?.into_keys().collect();
+    let stored = tx
+        .view()
+        .keys()
+        .find(|v| v.parse::<pep440_rs::Version>().is_ok_and(|v| v == wanted))
+        .cloned();
+    let Some(version) = stored else {
+        let known: Vec<String> = tx.view().keys().cloned().collect();
         return Err(
             Error::usage(format!("{version} is not in the release store")).cause(format!(
                 "released: {}",
@@ -316,14 +373,14 @@ pub fn yank(index: &Path, version: &str, reason: &str) -> Result<Release, Error>
                 }
             )),
         );
-    }
+    };
     if reason.trim().is_empty() || reason.len() > 1000 || reason.chars().any(char::is_control) {
         return Err(Error::usage(
             "--reason must be one line of 1 to 1000 characters",
         ));
     }
-    let mut release: Release = store::load_or_scan(&dir)?;
+    let mut release = tx.view()[&version].clone();
     release.yanked = Some(reason.to_string());
-    store::save(&dir, &release)?;
+    tx.set_record(release.clone())?;
     Ok(release)
 }

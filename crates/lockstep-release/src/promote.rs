@@ -26,81 +26,10 @@ pub struct Promoted {
     pub dropped: BTreeMap<String, Vec<String>>,
 }
 
-/// `release promote`: [`promote`], then, with `upload`, every final wheel
-/// to that URL (the URL is checked before anything is written). With
-/// `repo` (the project's repository), a candidate whose source commit holds
-/// the stable-release gate ([`lockstep_core::marks::UNSTABLE_MARK`]) is
-/// refused before anything is written.
-pub fn promote_and_upload(
-    index: &Path,
-    from: &str,
-    to: &str,
-    rewrite_stamps: bool,
-    upload: Option<(&str, &lockstep_python::uv::Uv)>,
-    repo: Option<&Path>,
-    sink: &dyn lockstep_core::events::Sink,
-) -> Result<Promoted, Error> {
-    promote_tagged(index, from, to, None, rewrite_stamps, upload, repo, sink)
-}
-
-/// [`promote_and_upload`], the final's record naming `tag`.
-#[allow(clippy::too_many_arguments)]
-pub fn promote_tagged(
-    index: &Path,
-    from: &str,
-    to: &str,
-    tag: Option<&str>,
-    rewrite_stamps: bool,
-    upload: Option<(&str, &lockstep_python::uv::Uv)>,
-    repo: Option<&Path>,
-    sink: &dyn lockstep_core::events::Sink,
-) -> Result<Promoted, Error> {
-    if let Some((url, _)) = upload {
-        crate::upload::check_url(url)?;
-    }
-    if let Some(repo) = repo {
-        check_stable_gate(index, from, repo, sink)?;
-    }
-    let promoted = promote(
-        index,
-        from,
-        to,
-        tag,
-        rewrite_stamps,
-        &crate::publish::work_dir(),
-    )?;
-    if let Some((url, uv)) = upload {
-        let dir = index.join(store::FILES).join(to);
-        let record = store::load_or_scan(&dir)?;
-        for file in &record.files {
-            sink.note(format!(
-                "uploading {} to {}",
-                file.filename,
-                crate::upload::without_userinfo(url)
-            ));
-            let sent = crate::upload::upload(uv, url, &dir.join(&file.filename))?;
-            if sent == lockstep_python::uv::Uploaded::AlreadyThere {
-                sink.note(format!(
-                    "{} is on the server already: skipped (released files are immutable)",
-                    file.filename
-                ));
-            }
-        }
-    }
-    for (wheel, members) in &promoted.stamps {
-        let verb = match rewrite_stamps {
-            true => "rewrote",
-            false => "still holds the old version",
-        };
-        sink.warn(format!("{wheel}: {} {verb}", members.join(", ")));
-    }
-    Ok(promoted)
-}
-
 /// Refuses a candidate whose source commit is marked not ok for a stable
 /// release (`lockstep integrate mark --unstable`), naming the reasons. A
 /// source commit this repository does not have cannot be checked: a warning.
-fn check_stable_gate(
+pub fn check_stable_gate(
     index: &Path,
     from: &str,
     repo: &Path,
@@ -158,22 +87,27 @@ pub fn check_versions(from: &str, to: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Promotes `from` in the store under `index` to `to`.
-pub fn promote(
-    index: &Path,
-    from: &str,
+/// A candidate's files rewritten at the final version, in a staging
+/// directory of their own (removed when this is dropped): nothing is in the
+/// store yet.
+pub struct Rewritten {
+    pub outputs: Vec<std::path::PathBuf>,
+    pub promoted: Promoted,
+    _stage: tempfile::TempDir,
+}
+
+/// Rewrites every file of `candidate` (read from `dir`, each checked
+/// against its sha256 in the record first) at `to`, into a new staging
+/// directory under `work`.
+pub fn rewrite_candidate(
+    candidate: &Release,
+    dir: &Path,
     to: &str,
-    tag: Option<&str>,
     rewrite_stamps: bool,
     work: &Path,
-) -> Result<Promoted, Error> {
+) -> Result<Rewritten, Error> {
+    let from = candidate.version.as_str();
     check_versions(from, to)?;
-    let dir = index.join(store::FILES).join(from);
-    if !dir.join(store::RELEASE_JSON).is_file() {
-        return Err(Error::usage(format!("{from} is not in the release store"))
-            .hint("publish it first (lockstep release publish)"));
-    }
-    let candidate = store::load_or_scan(&dir)?;
     if candidate.files.is_empty() {
         return Err(Error::usage(format!("{from} has no wheels in the store")));
     }
@@ -186,18 +120,20 @@ pub fn promote(
     let mut stamps = BTreeMap::new();
     let mut dropped = BTreeMap::new();
     for file in &candidate.files {
+        let path = dir.join(&file.filename);
+        if lockstep_core::hash::sha256_file(&path)? != file.sha256 {
+            return Err(Error::failed(format!(
+                "{} of {from} is not the file its release.json lists",
+                file.filename
+            ))
+            .hint("the store was changed by hand: restore the file, or yank the version; nothing was promoted"));
+        }
         let rewrite = if SdistName::looks_like(&file.filename) {
             rewrite_sdist
         } else {
             rewrite_wheel
         };
-        let (out, found, gone) = rewrite(
-            &dir.join(&file.filename),
-            stage.path(),
-            from,
-            to,
-            rewrite_stamps,
-        )?;
+        let (out, found, gone) = rewrite(&path, stage.path(), from, to, rewrite_stamps)?;
         let name = lockstep_core::fs::file_name(&out);
         if !found.is_empty() {
             stamps.insert(name.clone(), found);
@@ -207,34 +143,59 @@ pub fn promote(
         }
         outputs.push(out);
     }
-    let release = Release {
+    let promoted = Promoted {
+        from: from.to_string(),
+        to: to.to_string(),
+        wheels: outputs
+            .iter()
+            .map(|p| lockstep_core::fs::file_name(p))
+            .collect(),
+        stamps,
+        rewrote_stamps: rewrite_stamps,
+        dropped,
+    };
+    Ok(Rewritten {
+        outputs,
+        promoted,
+        _stage: stage,
+    })
+}
+
+/// The final's record (before its files are added): the candidate's
+/// source and pins, channel `final`.
+pub fn final_record(candidate: &Release, to: &str, tag: Option<&str>) -> Release {
+    Release {
         version: to.to_string(),
         tag: tag.map(str::to_string),
         channel: Some("final".into()),
         source: candidate.source.clone(),
         pins: candidate.pins.clone(),
-        promoted_from: Some(from.to_string()),
+        promoted_from: Some(candidate.version.clone()),
         ..Release::default()
-    };
-    let _lock = store::lock(index)?;
-    store::add(index, &release, &outputs)?;
-    crate::index::write_index(index, None)?;
-    Ok(Promoted {
-        from: from.to_string(),
-        to: to.to_string(),
-        wheels: outputs
-            .iter()
-            .map(|p| {
-                p.file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect(),
-        stamps,
-        rewrote_stamps: rewrite_stamps,
-        dropped,
-    })
+    }
+}
+
+/// Uploads the final's files with `uv publish` (the URL was checked before
+/// anything was written).
+pub fn upload_all(
+    url: &str,
+    uv: &lockstep_python::uv::Uv,
+    files: &[std::path::PathBuf],
+    sink: &dyn lockstep_core::events::Sink,
+) -> Result<(), Error> {
+    for file in files {
+        let name = lockstep_core::fs::file_name(file);
+        sink.note(format!(
+            "uploading {name} to {}",
+            crate::upload::without_userinfo(url)
+        ));
+        if crate::upload::upload(uv, url, file)? == lockstep_python::uv::Uploaded::AlreadyThere {
+            sink.note(format!(
+                "{name} is on the server already: skipped (released files are immutable)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub use lockstep_python::restamp::{rewrite_sdist, rewrite_wheel};

@@ -63,7 +63,7 @@ pub fn publish_release(p: Publication, sink: &dyn Sink) -> Result<PublishReport,
     }
     let facts = facts.unwrap_or_default();
     let (channel, source) = (facts.channel.clone(), facts.source.clone());
-    let published = publish::publish(
+    let mut staged = publish::stage(
         &PublishRequest {
             manifests: p.manifests,
             index: p.settings.index.clone(),
@@ -80,16 +80,29 @@ pub fn publish_release(p: Publication, sink: &dyn Sink) -> Result<PublishReport,
         },
         sink,
     )?;
+    // The GitHub Release is made from the staged files, before the store
+    // changes: a failed upload leaves the store and index as they were
+    // (the Release keeps what it got; a rerun completes it).
     let github_release = match p.github {
-        Some(target) => Some(target.publish(
-            p.settings,
-            &published.version,
-            channel.as_deref(),
-            source.as_deref(),
-            sink,
-        )?),
+        Some(target) => {
+            let dir = staged.dir()?;
+            let record = staged.record()?;
+            let (report, hosted) = target.publish(
+                p.settings,
+                &dir,
+                &record,
+                channel.as_deref(),
+                source.as_deref(),
+                sink,
+            )?;
+            if let Some(base) = hosted {
+                staged.tx.mark_hosted(&record.version, &base)?;
+            }
+            Some(report)
+        }
         None => None,
     };
+    let published = staged.commit()?;
     Ok(PublishReport {
         published,
         github_release,

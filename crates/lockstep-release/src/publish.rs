@@ -72,7 +72,84 @@ pub struct Published {
     pub index: IndexReport,
 }
 
+/// A publish validated and staged in a store transaction, not yet
+/// committed: what `release publish --github-release` uploads from before
+/// the store and the index change.
+pub struct Staged {
+    pub tx: store::Transaction,
+    pub version: String,
+    pub packages: Vec<String>,
+    pub added: Vec<String>,
+    pub scripts_checked: Vec<String>,
+    pub smoke: Option<String>,
+}
+
+impl Staged {
+    /// The staged directory of the version (every file it will hold).
+    pub fn dir(&mut self) -> Result<PathBuf, Error> {
+        self.tx.staged_dir(&self.version)
+    }
+
+    /// The version's record as it will be stored.
+    pub fn record(&self) -> Result<Release, Error> {
+        self.tx.view().get(&self.version).cloned().ok_or_else(|| {
+            Error::failed(format!(
+                "{} is not staged in the release store",
+                self.version
+            ))
+        })
+    }
+
+    /// Swaps the staged store and index in.
+    pub fn commit(self) -> Result<Published, Error> {
+        let index = self.tx.commit()?;
+        Ok(Published {
+            version: self.version,
+            packages: self.packages,
+            added: self.added,
+            scripts_checked: self.scripts_checked,
+            smoke: self.smoke,
+            index,
+        })
+    }
+}
+
+/// Validates, stages and commits (see the module doc).
 pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error> {
+    stage(req, sink)?.commit()
+}
+
+/// Refuses a tag that another version of the store records: a tag names one
+/// version, and `release prune` deletes a pruned version's Release by its
+/// tag (two versions on one tag would lose the kept one's files).
+pub fn check_tag_owner(
+    releases: &BTreeMap<String, Release>,
+    tag: &str,
+    version: &str,
+) -> Result<(), Error> {
+    let same = |v: &str| {
+        v.parse::<pep440_rs::Version>()
+            .ok()
+            .zip(version.parse::<pep440_rs::Version>().ok())
+            .is_some_and(|(a, b)| a == b)
+            || v == version
+    };
+    if let Some((other, _)) = releases
+        .iter()
+        .find(|(v, r)| r.tag.as_deref() == Some(tag) && !same(v))
+    {
+        return Err(Error::usage(format!(
+            "tag {tag} already names {other} in the release store, not {version}"
+        ))
+        .cause("a tag belongs to one version: its GitHub Release, its pruning and its promotion follow the tag")
+        .hint("cut a new tag for this version (`lockstep release cut` makes one per version); nothing was published"));
+    }
+    Ok(())
+}
+
+/// Validates the wheelhouses and stages them in a store transaction (the
+/// store's lock held), returning it uncommitted.
+pub fn stage(req: &PublishRequest, sink: &dyn Sink) -> Result<Staged, Error> {
     if req.manifests.is_empty() {
         return Err(Error::usage("release publish was given no wheelhouse")
             .hint("pass the wheelhouse `lockstep pkg build --out DIR` wrote (one per Python)"));
@@ -91,6 +168,10 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
                 .set_info()
                 .and_then(|i| i.source_revision.as_deref()),
         )?;
+    }
+    if let Some(tag) = &req.tag {
+        // Checked again under the store's lock before anything is staged.
+        check_tag_owner(&store::releases(&req.index)?, tag, &version)?;
     }
     let wheels = distinct_files(&sets)?;
     if let Some(limit) = req.pages_limit {
@@ -171,16 +252,18 @@ pub fn publish(req: &PublishRequest, sink: &dyn Sink) -> Result<Published, Error
         pins,
         ..Release::default()
     };
-    let _lock = store::lock(&req.index)?;
-    let added = store::add(&req.index, &release, &wheels)?;
-    let report = index::write_index(&req.index, None)?;
-    Ok(Published {
+    let mut tx = store::Transaction::begin(&req.index)?;
+    if let Some(tag) = &req.tag {
+        check_tag_owner(tx.view(), tag, &version)?;
+    }
+    let added = tx.add(&release, &wheels)?;
+    Ok(Staged {
+        tx,
         version,
         packages,
         added,
         scripts_checked: scripts,
         smoke: req.smoke.clone(),
-        index: report,
     })
 }
 

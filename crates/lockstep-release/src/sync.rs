@@ -23,9 +23,6 @@ use serde::Serialize;
 use crate::index::IndexReport;
 use crate::store::{self, Release};
 
-/// The largest `release.json` asset read.
-const MAX_RECORD_BYTES: u64 = 4 << 20;
-
 /// What `release sync` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Synced {
@@ -91,8 +88,8 @@ pub fn from_github(
             None => not_lockstep.push(release.tag_name.clone()),
         }
     }
-    let _lock = store::lock(index)?;
-    let stored = store::releases(index)?;
+    let mut tx = store::Transaction::begin(index)?;
+    let stored = tx.view().clone();
     let mut restored = Vec::new();
     let mut already_there = Vec::new();
     for (version, record) in &records {
@@ -116,11 +113,9 @@ pub fn from_github(
         }
     }
     for version in &restored {
-        let dir = index.join(store::FILES).join(version);
-        fs_err::create_dir_all(&dir)?;
-        store::save(&dir, &records[version])?;
+        tx.set_record(records[version].clone())?;
     }
-    let report = crate::index::write_index(index, None)?;
+    let report = tx.commit()?;
     Ok(Synced {
         repository: repo.to_string(),
         releases: listed.len(),
@@ -138,33 +133,50 @@ fn record_of(
     repo: &Repo,
     release: &GithubRelease,
 ) -> Result<Option<Release>, Error> {
-    let Some(asset) = release
-        .assets
-        .iter()
-        .find(|a| a.name == store::RELEASE_JSON)
-    else {
+    let Some(record) = crate::github::release_record(client, repo, release)? else {
         return Ok(None);
     };
-    let tag = &release.tag_name;
-    let bytes = client.download_asset(repo, asset, MAX_RECORD_BYTES)?;
-    let record: Release = serde_json::from_slice(&bytes).map_err(|e| {
+    let tag = lockstep_core::error::printable_line(&release.tag_name);
+    let refuse = |what: String| {
         Error::failed(format!(
-            "the release.json of the GitHub Release {tag} is not a release record"
+            "the release.json of the GitHub Release {tag} {what}"
         ))
-        .cause(e.to_string())
-        .hint("delete that asset if it is not lockstep's; nothing was changed")
-    })?;
-    let version_ok = record.version.parse::<pep440_rs::Version>().is_ok()
-        && !record.version.contains(['/', '\\'])
-        && !record.version.starts_with('.');
-    if !version_ok || record.hosted.is_none() {
-        return Err(Error::failed(format!(
-            "the release.json of the GitHub Release {tag} names version `{}`{}",
-            lockstep_core::error::printable(&record.version),
-            if version_ok { " but no download URL" } else { "" }
-        ))
-        .hint("it was not written by `release publish --github-release` with hosting on GitHub; delete it. Nothing was changed"));
+        .hint("it was not written by `release publish --github-release` with hosting on GitHub for this Release: delete that asset (or the Release). Nothing was changed")
+    };
+    let normal = record
+        .version
+        .parse::<pep440_rs::Version>()
+        .is_ok_and(|v| v.to_string() == record.version);
+    if !normal || store::check_version_name(&record.version).is_err() {
+        return Err(refuse(format!(
+            "names version `{}`, not a PEP 440 version in normal form",
+            lockstep_core::error::printable(&record.version)
+        )));
     }
+    if record.tag.as_deref() != Some(release.tag_name.as_str()) {
+        return Err(refuse(format!(
+            "names the tag `{}`, not its own",
+            lockstep_core::error::printable(record.tag.as_deref().unwrap_or("none"))
+        )));
+    }
+    let expected = client.release_download_base(repo, release)?;
+    match record.hosted.as_deref() {
+        Some(hosted) if hosted == expected => {}
+        Some(hosted) => {
+            return Err(refuse(format!(
+                "says its files are at `{}`, not at this Release's downloads ({expected})",
+                lockstep_http::shown(hosted)
+            )))
+        }
+        None => return Err(refuse("gives no download URL".to_string())),
+    }
+    store::check_record_named(
+        &format!("the release.json of the GitHub Release {tag}"),
+        &record,
+    )
+    .map_err(|e| {
+        e.hint("delete that asset (or the Release) if it is not lockstep's; nothing was changed")
+    })?;
     for file in &record.files {
         let Some(have) = release.assets.iter().find(|a| a.name == file.filename) else {
             return Err(Error::failed(format!(

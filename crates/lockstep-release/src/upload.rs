@@ -21,28 +21,52 @@ use lockstep_python::wheel::WheelName;
 
 pub use lockstep_core::error::without_userinfo;
 
-/// Refuses an upload URL that is not http(s) (checked before anything is
-/// promoted).
+/// Refuses an upload URL that is not http(s), and plain `http://` to
+/// anything but this machine when a credential would travel with the upload
+/// (`$TWINE_PASSWORD` and the other variables, `user:password@` in the URL,
+/// a trusted-publishing token): checked before anything is promoted or sent.
 pub fn check_url(url: &str) -> Result<(), Error> {
-    if !(url.starts_with("https://") || url.starts_with("http://")) {
-        return Err(Error::usage(format!(
-            "--upload `{}` is not an http(s) URL",
-            without_userinfo(url)
-        )));
-    }
-    Ok(())
+    check_url_for(url, &credentials(false))
+}
+
+fn check_url_for(url: &str, credentials: &Credentials) -> Result<(), Error> {
+    use lockstep_http::{PlainHttp, UrlRules};
+    let sends_secret = credentials.trusted
+        || credentials.password.is_some()
+        || credentials.username.is_some()
+        || lockstep_http::Url::parse(url.trim())
+            .is_ok_and(|u| !u.username().is_empty() || u.password().is_some());
+    let rules = UrlRules {
+        userinfo: true,
+        plain_http: match sends_secret {
+            true => PlainHttp::LoopbackOnly,
+            false => PlainHttp::Anywhere,
+        },
+    };
+    lockstep_http::parse_url(url, rules).map(drop).map_err(|why| {
+        let bare = without_userinfo(url);
+        let shown = lockstep_core::error::printable(&bare);
+        let err = Error::usage(format!("--upload `{shown}` is refused")).cause(why.to_string());
+        match why {
+            lockstep_http::UrlError::PlainHttpNotLoopback(_) => err.hint(
+                "the upload carries credentials: use the server's https:// URL (plain http is only for a server on this machine); nothing was uploaded",
+            ),
+            _ => err.hint("give the index's upload URL, e.g. https://upload.pypi.org/legacy/; nothing was uploaded"),
+        }
+    })
 }
 
 /// Uploads `wheel` (a wheel or an sdist) to the upload endpoint `url` with `uv`.
 pub fn upload(uv: &Uv, url: &str, wheel: &Path) -> Result<Uploaded, Error> {
-    check_url(url)?;
     let file_name = lockstep_core::fs::file_name(wheel);
     if WheelName::parse(&file_name).is_none() && SdistName::parse(&file_name).is_none() {
         return Err(Error::usage(format!(
             "{file_name} is not a wheel or an sdist"
         )));
     }
-    uv.publish(url, wheel, &credentials(false))
+    let credentials = credentials(false);
+    check_url_for(url, &credentials)?;
+    uv.publish(url, wheel, &credentials)
 }
 
 /// Every wheel and sdist directly in `dir` (in name order) to `url`:
@@ -56,7 +80,8 @@ pub fn upload_dir(
     trusted: bool,
     sink: &dyn lockstep_core::events::Sink,
 ) -> Result<UploadReport, Error> {
-    check_url(url)?;
+    let credentials = credentials(trusted);
+    check_url_for(url, &credentials)?;
     if !dir.is_dir() {
         return Err(
             Error::usage(format!("{} is not a directory", dir.display()))
@@ -77,7 +102,6 @@ pub fn upload_dir(
                 .hint("give the directory `release promote --copy-to DIR` wrote"),
         );
     }
-    let credentials = credentials(trusted);
     let mut done = Vec::new();
     for file in files {
         let name = lockstep_core::fs::file_name(&file);

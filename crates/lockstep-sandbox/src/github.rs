@@ -77,6 +77,11 @@ struct State {
     polls: Vec<(String, usize)>,
     /// Pull requests marked ready for review (GraphQL), in order.
     ready_marked: Vec<u64>,
+    /// Release listings repeat each release (pages shifted by a release
+    /// made between two of them).
+    list_twice: bool,
+    /// Assets are described without `digest` (as GitHub did before 2025).
+    no_digests: bool,
 }
 
 /// The server; it stops with the process (its thread only accepts).
@@ -144,6 +149,27 @@ impl FakeGithub {
         });
     }
 
+    /// Replaces an asset's bytes (or adds it) as a person with write access
+    /// could: the same name, other content.
+    pub fn set_asset(&self, tag: &str, name: &str, bytes: Vec<u8>) -> bool {
+        let mut s = self.state();
+        s.releases
+            .iter_mut()
+            .find(|r| r.tag == tag)
+            .map(|r| r.assets.insert(name.to_string(), bytes))
+            .is_some()
+    }
+
+    /// From now on every release listing names each release twice.
+    pub fn list_each_release_twice(&self) {
+        self.state().list_twice = true;
+    }
+
+    /// From now on assets are described without their `digest`.
+    pub fn without_digests(&self) {
+        self.state().no_digests = true;
+    }
+
     /// Deletes an asset as a person would in the web UI; whether it was there.
     pub fn delete_asset(&self, tag: &str, name: &str) -> bool {
         let mut s = self.state();
@@ -172,6 +198,11 @@ impl FakeGithub {
                 .collect(),
             body: body.as_bytes().to_vec(),
         });
+    }
+
+    /// Forgets the scripted answers not served yet.
+    pub fn clear_scripts(&self) {
+        self.state().scripted.clear();
     }
 
     /// A hostile or careless server: from now on every JSON answer repeats
@@ -526,19 +557,25 @@ fn asset_id(release: &Release, position: usize) -> u64 {
     release.id * 1_000_000 + position as u64
 }
 
-fn release_json(release: &Release, port: u16, repository: &str) -> Value {
+fn release_json(release: &Release, port: u16, repository: &str, digests: bool) -> Value {
     let assets: Vec<Value> = release
         .assets
         .iter()
         .enumerate()
         .map(|(i, (n, b))| {
-            json!({
+            let mut asset = json!({
                 "id": asset_id(release, i),
                 "name": n,
                 "size": b.len(),
                 "digest": format!("sha256:{}", lockstep_core::hash::sha256_bytes(b)),
                 "browser_download_url": format!("http://127.0.0.1:{port}/{repository}/releases/download/{}/{n}", release.tag),
-            })
+            });
+            if !digests {
+                if let Some(fields) = asset.as_object_mut() {
+                    fields.remove("digest");
+                }
+            }
+            asset
         })
         .collect();
     json!({
@@ -600,13 +637,16 @@ fn releases(
             number("per_page", 30).clamp(1, 100),
             number("page", 1).max(1),
         );
+        let twice = if s.list_twice { 2 } else { 1 };
+        let digests = !s.no_digests;
         let listed: Vec<Value> = s
             .releases
             .iter()
             .rev()
+            .flat_map(|r| std::iter::repeat_n(r, twice))
             .skip((page - 1) * per_page)
             .take(per_page)
-            .map(|r| release_json(r, port, repository))
+            .map(|r| release_json(r, port, repository, digests))
             .collect();
         return reply(200, Value::Array(listed));
     }
@@ -645,7 +685,7 @@ fn releases(
     }
     if let Some(tag) = target.strip_prefix(&format!("{api}/tags/")) {
         return match s.releases.iter().find(|r| r.tag == tag) {
-            Some(release) => reply(200, release_json(release, port, repository)),
+            Some(release) => reply(200, release_json(release, port, repository, !s.no_digests)),
             None => not_found(),
         };
     }
@@ -663,7 +703,7 @@ fn releases(
             prerelease: asked["prerelease"].as_bool().unwrap_or(false),
             assets: Default::default(),
         };
-        let answer = release_json(&release, port, repository);
+        let answer = release_json(&release, port, repository, !s.no_digests);
         s.releases.push(release);
         return reply(201, answer);
     }

@@ -348,6 +348,7 @@ fn spawn(
         env_remove: lit_variables(),
         die_with_parent: true,
         stdout: stdout.map(Path::to_path_buf),
+        scrub: None,
     };
     lockstep_core::process::run_with(&spec, &options, |_| {})
 }

@@ -375,10 +375,14 @@ fn install_from(p: &Project, index: &str, version: &str, with_uv: bool) -> Strin
         format!("demo-runtime=={version}"),
     ];
     let mut cmd = if with_uv {
-        let mut cmd = Command::new("python3");
-        cmd.args(["-m", "uv", "pip", "install", "--python"])
-            .arg(&python)
-            .args(["--index", index, "--prerelease", "allow"]);
+        // lockstep's own pinned uv: a fresh machine's python3 has no uv module.
+        let mut cmd = Command::new(shared_uv());
+        cmd.args(["pip", "install", "--python"]).arg(&python).args([
+            "--index",
+            index,
+            "--prerelease",
+            "allow",
+        ]);
         cmd
     } else {
         let mut cmd = Command::new(&python);
@@ -619,8 +623,9 @@ fn install_and_run(
     );
     let python_in = venv.join("bin/python");
     let mut cmd = if with_uv {
-        let mut cmd = Command::new("python3");
-        cmd.args(["-m", "uv", "pip", "install", "--python"])
+        // lockstep's own pinned uv: a fresh machine's python3 has no uv module.
+        let mut cmd = Command::new(shared_uv());
+        cmd.args(["pip", "install", "--python"])
             .arg(&python_in)
             .args(["--index", index]);
         cmd

@@ -440,14 +440,10 @@ fn published_sets_install_with_pip_and_uv_from_the_index_and_yanks_are_skipped()
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let uv_dir = p.root().join("uvvenv");
-    let uv = ["python3", "-m", "uv"];
+    // lockstep's own pinned uv: a fresh machine's python3 has no uv module.
+    let uv = shared_uv();
     let run_uv = |args: &[&str]| {
-        let out = output(
-            Command::new(uv[0])
-                .args(&uv[1..])
-                .args(args)
-                .env("UV_NO_CACHE", "1"),
-        );
+        let out = output(Command::new(uv).args(args).env("UV_NO_CACHE", "1"));
         assert!(out.status.success(), "uv {args:?}: {}", stderr(&out));
         out
     };

@@ -553,3 +553,450 @@ fn a_final_is_promoted_tagged_released_and_branched_from_a_hosted_candidate() {
     assert!(err.contains("tag v3.14.5 exists on `origin` at"), "{err}");
     assert!(!index.join("files/3.14.5").exists());
 }
+
+/// Every file under `dir` with its sha256 (a link as `-> TARGET`): what a
+/// failed command must leave exactly as it was. The store's lock file says
+/// who held the lock last, not what the store holds: left out.
+fn snapshot(dir: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&next) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let kind = entry.file_type().unwrap();
+            if rel == ".lock" {
+                continue;
+            }
+            if kind.is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.insert(rel, format!("-> {}", target.display()));
+            } else if kind.is_dir() {
+                out.insert(format!("{rel}/"), String::new());
+                pending.push(path);
+            } else {
+                out.insert(rel, sha256_of(&path));
+            }
+        }
+    }
+    out
+}
+
+/// A project hosted on GitHub Releases with `versions` built and tagged
+/// (not published).
+fn hosted_project(versions: &[&str], keep: &str) -> Project {
+    let p = Project::new();
+    lockstep_sandbox::packages::create(
+        &p.path(),
+        "3.14.0",
+        &format!("\n[release]\nname = \"demo\"\nversion-base = \"3.14.0\"\nhosting = \"github-releases\"\n{keep}"),
+    )
+    .expect("fixture");
+    for v in versions {
+        let out = format!("wh-{v}");
+        p.run(
+            &[
+                "pkg",
+                "build",
+                "--variant",
+                "release",
+                "--version",
+                v,
+                "--out",
+                &out,
+            ],
+            0,
+        );
+        git(&p.path(), &["tag", &format!("demo-{v}")]);
+    }
+    p
+}
+
+#[test]
+fn a_tag_names_one_version_and_prune_deletes_only_releases_that_prove_they_are_its() {
+    let versions = ["3.14.0rc1", "3.14.0rc2", "3.14.0rc3"];
+    let p = hosted_project(&versions, "keep = { snapshots = 2 }\n");
+    let github = FakeGithub::start("o/r", TOKEN).expect("loopback GitHub");
+    let index = p.path().join("release/index");
+    for v in &versions[..2] {
+        let (house, tag) = (format!("wh-{v}"), format!("demo-{v}"));
+        publish(
+            &p,
+            &github,
+            &[&house, "--tag", &tag, "--github-release"],
+            true,
+            0,
+        );
+    }
+    // A second version on a tag that names one already: refused before
+    // anything (a prune of one would delete the other's files).
+    let before = snapshot(&index);
+    let requests = github.requests().len();
+    let out = publish(
+        &p,
+        &github,
+        &[
+            "wh-3.14.0rc3",
+            "--tag",
+            "demo-3.14.0rc1",
+            "--github-release",
+        ],
+        true,
+        2,
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "tag demo-3.14.0rc1 already names 3.14.0rc1 in the release store, not 3.14.0rc3"
+        ),
+        "{err}"
+    );
+    assert_eq!(snapshot(&index), before);
+    assert_eq!(github.requests().len(), requests, "nothing sent to GitHub");
+    publish(
+        &p,
+        &github,
+        &[
+            "wh-3.14.0rc3",
+            "--tag",
+            "demo-3.14.0rc3",
+            "--github-release",
+        ],
+        true,
+        0,
+    );
+
+    // A store record whose tag names another version's Release (edited, or
+    // synced from a Release that lied in an earlier lockstep): the pruned
+    // version leaves the store, but the Release it names is not its own and
+    // stays, named.
+    let record_path = index.join("files/3.14.0rc1/release.json");
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record_path).unwrap()).unwrap();
+    record["tag"] = serde_json::json!("demo-3.14.0rc3");
+    std::fs::write(&record_path, record.to_string()).unwrap();
+    let mut cmd = p.cmd(&["release", "prune", "--json"]);
+    cmd.env("GITHUB_API_URL", github.url())
+        .env("GITHUB_REPOSITORY", "o/r")
+        .env("GITHUB_TOKEN", TOKEN);
+    let pruned: serde_json::Value =
+        serde_json::from_slice(&expect(&mut cmd, 0).stdout).expect("JSON");
+    assert_eq!(
+        pruned["removed"],
+        serde_json::json!(["3.14.0rc1"]),
+        "{pruned}"
+    );
+    assert!(pruned.get("releases_deleted").is_none(), "{pruned}");
+    assert_eq!(
+        pruned["releases_left"][0]["tag"], "demo-3.14.0rc3",
+        "{pruned}"
+    );
+    let why = pruned["releases_left"][0]["why"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("its release.json names 3.14.0rc3"), "{why}");
+    let tags: Vec<String> = github.releases().into_iter().map(|r| r.tag).collect();
+    assert!(tags.contains(&"demo-3.14.0rc3".to_string()), "{tags:?}");
+    assert!(tags.contains(&"demo-3.14.0rc1".to_string()), "{tags:?}");
+}
+
+/// A change to a release record.
+type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+/// A scripted answer: status, headers, body.
+type Answer<'a> = (u16, Vec<(&'a str, &'a str)>, String);
+
+#[test]
+fn sync_refuses_every_record_it_cannot_prove_and_changes_nothing() {
+    let p = hosted_project(&["3.14.0rc1"], "");
+    let github = FakeGithub::start("o/r", TOKEN).expect("loopback GitHub");
+    let index = p.path().join("release/index");
+    publish(
+        &p,
+        &github,
+        &[
+            "wh-3.14.0rc1",
+            "--tag",
+            "demo-3.14.0rc1",
+            "--github-release",
+        ],
+        true,
+        0,
+    );
+    let good: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(index.join("files/3.14.0rc1/release.json")).unwrap(),
+    )
+    .unwrap();
+    let wheel = good["files"][0]["filename"].as_str().unwrap().to_string();
+    let wheel_bytes = github.releases()[0].assets[&wheel].clone();
+    let base = format!("{}/o/r/releases/download/foreign/", github.url());
+    let other_tag_base = base.replace("/foreign/", "/demo-3.14.0rc1/");
+    // A Release of another tag whose release.json is lockstep's shape, each
+    // time with one thing it cannot prove.
+    let foreign = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut record = good.clone();
+        record["version"] = serde_json::json!("3.14.0rc7");
+        record["tag"] = serde_json::json!("foreign");
+        record["hosted"] = serde_json::json!(base);
+        edit(&mut record);
+        record.to_string().into_bytes()
+    };
+    github.add_release(
+        "foreign",
+        true,
+        vec![
+            (wheel.clone(), wheel_bytes.clone()),
+            ("release.json".into(), foreign(&|_| {})),
+        ],
+    );
+    let before = snapshot(&index);
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "not a PEP 440 version in normal form",
+            Box::new(|r| r["version"] = serde_json::json!("3.14.0rc7 ")),
+        ),
+        (
+            "has a bad file entry",
+            Box::new(|r| {
+                r["files"][0]["filename"] =
+                    serde_json::json!("../demo_pure-3.14.0rc7-py3-none-any.whl")
+            }),
+        ),
+        (
+            "has a bad file entry",
+            Box::new(|r| {
+                r["files"][0]["filename"] =
+                    serde_json::json!("a/demo_pure-3.14.0rc7-py3-none-any.whl")
+            }),
+        ),
+        (
+            "names the tag `demo-3.14.0rc1`, not its own",
+            Box::new(|r| r["tag"] = serde_json::json!("demo-3.14.0rc1")),
+        ),
+        (
+            "not at this Release's downloads",
+            Box::new(|r| r["hosted"] = serde_json::json!("javascript:alert(1)//")),
+        ),
+        (
+            "not at this Release's downloads",
+            Box::new(|r| r["hosted"] = serde_json::json!("data:text/html,<script>x</script>/")),
+        ),
+        (
+            "not at this Release's downloads",
+            Box::new(|r| r["hosted"] = serde_json::json!("file:///etc/")),
+        ),
+        (
+            "not at this Release's downloads",
+            Box::new(|r| {
+                r["hosted"] = serde_json::json!(
+                    "https://ghp_leaked_T0KEN@github.com/o/r/releases/download/foreign/"
+                )
+            }),
+        ),
+        (
+            "not at this Release's downloads",
+            Box::new(|r| {
+                r["hosted"] =
+                    serde_json::json!("https://evil.example/o/r/releases/download/foreign/")
+            }),
+        ),
+        (
+            "not at this Release's downloads",
+            Box::new(move |r| r["hosted"] = serde_json::json!(other_tag_base.clone())),
+        ),
+        (
+            "gives no download URL",
+            Box::new(|r| r["hosted"] = serde_json::Value::Null),
+        ),
+    ];
+    for (said, edit) in &cases {
+        assert!(github.set_asset("foreign", "release.json", foreign(edit.as_ref())));
+        let err = stderr(&sync(&p, &github, 1));
+        assert!(err.contains("GitHub Release foreign"), "{said}: {err}");
+        assert!(err.contains(said), "{said}: {err}");
+        assert!(err.contains("othing was changed"), "{said}: {err}");
+        assert!(
+            !err.contains("ghp_leaked_T0KEN") || said.is_empty(),
+            "{err}"
+        );
+        assert_eq!(snapshot(&index), before, "{said}");
+    }
+    // The same with the store evicted: nothing is created.
+    std::fs::remove_dir_all(&index).unwrap();
+    sync(&p, &github, 1);
+    assert!(!index.exists());
+    // Not lockstep's once its record is gone; each Release listed twice
+    // (pages shifted while listing) is still one Release.
+    assert!(github.delete_asset("foreign", "release.json"));
+    github.list_each_release_twice();
+    let synced: serde_json::Value =
+        serde_json::from_slice(&sync(&p, &github, 0).stdout).expect("JSON");
+    assert_eq!(
+        synced["restored"],
+        serde_json::json!(["3.14.0rc1"]),
+        "{synced}"
+    );
+    assert_eq!(
+        synced["not_lockstep"],
+        serde_json::json!(["foreign"]),
+        "{synced}"
+    );
+    for page in walk(&index.join("simple")) {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for bad in ["javascript:", "data:", "file:", "evil.example", "T0KEN"] {
+            assert!(!text.contains(bad), "{bad} in {}", page.display());
+        }
+    }
+}
+
+#[test]
+fn a_failed_github_step_leaves_the_store_and_index_as_they_were() {
+    let versions = ["3.14.0rc1", "3.14.0rc2"];
+    let p = hosted_project(&versions, "");
+    let github = FakeGithub::start("o/r", TOKEN).expect("loopback GitHub");
+    let index = p.path().join("release/index");
+    publish(
+        &p,
+        &github,
+        &[
+            "wh-3.14.0rc1",
+            "--tag",
+            "demo-3.14.0rc1",
+            "--github-release",
+        ],
+        true,
+        0,
+    );
+    let before = snapshot(&index);
+    let rc2 = [
+        "wh-3.14.0rc2",
+        "--tag",
+        "demo-3.14.0rc2",
+        "--github-release",
+    ];
+    let elsewhere = serde_json::json!({
+        "id": 77, "tag_name": "demo-3.14.0rc2", "draft": false, "prerelease": true,
+        "html_url": "https://evil.example/o/r/releases/tag/demo-3.14.0rc2",
+        "upload_url": format!("{}/uploads/repos/o/r/releases/77/assets{{?name,label}}", github.url()),
+        "assets": [],
+    })
+    .to_string();
+    let failures: Vec<(&str, Vec<Answer>)> = vec![
+        (
+            "HTTP 500",
+            vec![(500, vec![], "{\"message\":\"boom\"}".into()); 6],
+        ),
+        (
+            "401",
+            vec![(401, vec![], "{\"message\":\"Bad credentials\"}".into())],
+        ),
+        ("not", vec![(200, vec![], "<html>not JSON</html>".into())]),
+        (
+            "redirect",
+            vec![(302, vec![("Location", "http://192.0.2.1/x")], String::new())],
+        ),
+        ("web host", vec![(200, vec![], elsewhere.clone())]),
+    ];
+    for (said, answers) in &failures {
+        for (status, headers, body) in answers {
+            github.script(*status, headers, body);
+        }
+        let err = stderr(&publish(&p, &github, &rc2, true, 1));
+        assert!(
+            err.to_lowercase().contains(&said.to_lowercase()),
+            "{said}: {err}"
+        );
+        assert_eq!(snapshot(&index), before, "{said}: the store changed");
+        // What a failed run left scripted is not the next case's.
+        github.clear_scripts();
+    }
+    publish(&p, &github, &rc2, true, 0);
+
+    // A same-size asset with other bytes is not "already there", with or
+    // without GitHub's digest.
+    let release = github
+        .releases()
+        .into_iter()
+        .find(|r| r.tag == "demo-3.14.0rc2")
+        .unwrap();
+    let sums = release.assets["SHA256SUMS"].clone();
+    let mut other = sums.clone();
+    other[0] = if other[0] == b'0' { b'1' } else { b'0' };
+    for digests in [true, false] {
+        if !digests {
+            github.without_digests();
+        }
+        assert!(github.set_asset("demo-3.14.0rc2", "SHA256SUMS", other.clone()));
+        let before = snapshot(&index);
+        let err = stderr(&publish(&p, &github, &rc2, true, 1));
+        assert!(
+            err.contains("has an asset SHA256SUMS that is not the file published"),
+            "{err}"
+        );
+        assert_eq!(snapshot(&index), before);
+    }
+    assert!(github.set_asset("demo-3.14.0rc2", "SHA256SUMS", sums));
+
+    // promote: the candidate's files come from its Release, checked; a
+    // tampered one, or a final whose Release holds something else, fails
+    // with the store as it was and nothing fetched left behind.
+    let origin = p.root().join("origin.git");
+    git(
+        p.root(),
+        &["init", "-q", "--bare", origin.to_str().unwrap()],
+    );
+    git(
+        &p.path(),
+        &["remote", "add", "origin", origin.to_str().unwrap()],
+    );
+    git(&p.path(), &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    let promote = |code: i32| {
+        let mut cmd = p.cmd(&["release", "promote", "3.14.0rc1", "--github-release"]);
+        cmd.env("GITHUB_API_URL", github.url())
+            .env("GITHUB_REPOSITORY", "o/r")
+            .env("GITHUB_TOKEN", TOKEN);
+        expect(&mut cmd, code)
+    };
+    let candidate = github
+        .releases()
+        .into_iter()
+        .find(|r| r.tag == "demo-3.14.0rc1")
+        .unwrap();
+    let (name, bytes) = candidate
+        .assets
+        .iter()
+        .find(|(n, _)| n.ends_with(".whl"))
+        .map(|(n, b)| (n.clone(), b.clone()))
+        .unwrap();
+    let mut tampered = bytes.clone();
+    let last = tampered.len() - 1;
+    tampered[last] ^= 1;
+    assert!(github.set_asset("demo-3.14.0rc1", &name, tampered));
+    let before = snapshot(&index);
+    let err = stderr(&promote(1));
+    assert!(err.contains("is not the file 3.14.0rc1 lists"), "{err}");
+    assert_eq!(snapshot(&index), before);
+    assert!(github.set_asset("demo-3.14.0rc1", &name, bytes));
+    github.add_release(
+        "v3.14.0",
+        false,
+        vec![(
+            "demo_pure-3.14.0-py3-none-any.whl".into(),
+            b"not the final".to_vec(),
+        )],
+    );
+    let err = stderr(&promote(1));
+    assert!(
+        err.contains(
+            "has an asset demo_pure-3.14.0-py3-none-any.whl that is not the file published"
+        ),
+        "{err}"
+    );
+    assert_eq!(snapshot(&index), before);
+}

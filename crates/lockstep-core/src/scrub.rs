@@ -1,11 +1,16 @@
-//! Keeping secrets out of everything that leaves the HTTP module.
+//! Keeping secrets out of everything lockstep prints, logs or emits: the one
+//! rule for every credential lockstep holds or hands a tool (a GitHub token,
+//! a webhook URL, a PyPI token, a Twine password).
 //!
 //! A request knows its secrets (a bearer token, a webhook URL, a signed
-//! storage URL's query, userinfo); text that comes back from a server or from
-//! the HTTP stack may repeat them (a 401 body echoing the token, a DNS error
+//! storage URL's query, userinfo); a child lockstep hands a credential to
+//! (`uv publish`) knows its own. Text that comes back from a server, from the
+//! HTTP stack or from that child may repeat them (a 401 body echoing the
+//! token, a server answering `you sent Basic user:PASSWORD`, a DNS error
 //! naming the webhook host). Every such text goes through a [`Scrubber`]
-//! before it reaches an error or a log line, then through [`excerpt`] so a
-//! server cannot put raw newlines or terminal escapes into lockstep's output.
+//! before it reaches an error, a log file or an event, then through
+//! [`excerpt`] so a server cannot put raw newlines or terminal escapes into
+//! lockstep's output.
 
 use url::Url;
 
@@ -58,6 +63,19 @@ impl Scrubber {
         self.add(token, TOKEN_LABEL)
     }
 
+    /// Hides the credentials of an HTTP Basic login (what `uv publish` and
+    /// twine send): the password alone, `user:password`, and the base64 form
+    /// of the Authorization header, which a server may echo back.
+    pub fn add_basic(&mut self, user: &str, password: &str) -> &mut Self {
+        use base64::Engine;
+        self.add(password, TOKEN_LABEL);
+        let pair = format!("{user}:{password}");
+        self.add(&pair, TOKEN_LABEL);
+        let engine = base64::engine::general_purpose::STANDARD;
+        self.add(&engine.encode(pair.as_bytes()), TOKEN_LABEL);
+        self
+    }
+
     /// Hides the secret parts of an otherwise public URL: userinfo, the
     /// query (signed storage URLs carry their signature there) and fragment.
     pub fn add_url_secrets(&mut self, url: &Url) -> &mut Self {
@@ -79,6 +97,20 @@ impl Scrubber {
         }
         if let Some(fragment) = url.fragment() {
             self.add(fragment, URL_LABEL);
+        }
+        self
+    }
+
+    /// [`Scrubber::add_url_secrets`] of `text` when it parses as a URL (a
+    /// `user:password@` in an upload URL is a Basic login, hidden in every
+    /// form [`Scrubber::add_basic`] knows).
+    pub fn add_url_text_secrets(&mut self, text: &str) -> &mut Self {
+        if let Ok(url) = Url::parse(text.trim()) {
+            if let Some(password) = url.password() {
+                let user = percent_decode(url.username());
+                self.add_basic(&user, &percent_decode(password));
+            }
+            self.add_url_secrets(&url);
         }
         self
     }
@@ -185,6 +217,31 @@ fn is_unprintable(c: char) -> bool {
         || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
+/// `%XX` escapes decoded (invalid ones kept as they are).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// `%XX` for every byte outside the unreserved set (how a secret looks once
 /// a server has put it into a URL of its own).
 fn percent_encode(text: &str) -> String {
@@ -238,6 +295,16 @@ mod tests {
         assert!(!out.contains("abc"), "{out}");
         assert!(!out.contains("hunter22"), "{out}");
         assert!(out.contains("blob") || out.contains("/x.zip"), "{out}");
+    }
+
+    #[test]
+    fn basic_logins_are_hidden_in_every_form_a_server_echoes() {
+        let mut s = Scrubber::new();
+        s.add_basic("alice", "pypi-AgEIcHlwaS5vcmc");
+        let out = s.apply(
+            "you sent Basic alice:pypi-AgEIcHlwaS5vcmc (YWxpY2U6cHlwaS1BZ0VJY0hsd2FTNXZjbWM=) token pypi-AgEIcHlwaS5vcmc",
+        );
+        assert_eq!(out, "you sent Basic <token> (<token>) token <token>");
     }
 
     #[test]
