@@ -947,6 +947,30 @@ fn prune_keeps_the_newest_finals_and_whatever_a_branch_names() {
         std::fs::read_to_string(work.join("release/index/simple/demo-pure/index.html")).unwrap();
     assert!(!page.contains("3.14.0rc2026112201"), "{page}");
 
+    // A local main ahead of a stale origin/main pins the next snapshot:
+    // both are read, so it stays.
+    write(
+        &work.join("deploy/requirements.txt"),
+        "demo-pure==3.14.0rc2026112401\n",
+    );
+    git(&work, &["add", "deploy"]);
+    commit_as_tester(&work, "pin another snapshot, not pushed yet", false);
+    write(
+        &work.join("lockstep.toml"),
+        &format!("{RELEASE}keep = {{ snapshots = 1 }}\n"),
+    );
+    let out = expect(
+        &mut lockstep_in(&work, &home, &["release", "prune", "--json"]),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        doc["referenced"],
+        serde_json::json!(["3.14.0rc2026112101", "3.14.0rc2026112401"]),
+        "{doc}"
+    );
+    assert!(index.join("3.14.0rc2026112401").exists());
+
     // A branch that cannot be checked keeps everything (fail closed).
     write(
         &work.join("lockstep.toml"),
@@ -1598,4 +1622,224 @@ with zipfile.ZipFile(f"{d}/demo_future-{version}-cp399-cp399-linux_x86_64.whl", 
         "{err}"
     );
     assert!(!work.join("release/index/files").join(v).exists());
+}
+
+/// Every file under `dir` with its sha256 (the store's lock file left out:
+/// it says who held the lock last).
+fn tree(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    walk(dir)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n != ".lock"))
+        .map(|p| {
+            let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            (rel, sha256_of(&p))
+        })
+        .collect()
+}
+
+#[test]
+fn promote_checks_copy_to_before_anything_and_never_writes_through_a_link() {
+    let p = fixture();
+    let house = built(&p, "3.14.0rc1");
+    p.run(&["release", "publish", house.to_str().unwrap()], 0);
+    let index = p.path().join("release/index");
+    let before = tree(&index);
+    let file = p.write("a-file", "keep\n");
+    for (dir, said) in [
+        ("/dev/null", "not a directory"),
+        (file.to_str().unwrap(), "not a directory"),
+        ("/proc/self", "not a directory for files"),
+        ("release/index/files", "inside the release store"),
+    ] {
+        let err = stderr(&p.run(&["release", "promote", "3.14.0rc1", "--copy-to", dir], 2));
+        assert!(err.contains("--copy-to"), "{dir}: {err}");
+        assert!(err.contains(said), "{dir}: {err}");
+        assert!(err.contains("nothing was promoted"), "{dir}: {err}");
+        assert_eq!(tree(&index), before, "{dir}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep\n");
+    // A link already in DIR under a final file's name: refused, its target
+    // untouched, the store as it was.
+    let out = p.path().join("final");
+    std::fs::create_dir_all(&out).unwrap();
+    let victim = p.write("victim.txt", "victim\n");
+    std::os::unix::fs::symlink(&victim, out.join("demo_pure-3.14.0-py3-none-any.whl")).unwrap();
+    let err = stderr(&p.run(
+        &["release", "promote", "3.14.0rc1", "--copy-to", "final"],
+        2,
+    ));
+    assert!(err.contains("is a link, not this final's file"), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim\n");
+    assert_eq!(tree(&index), before);
+    std::fs::remove_file(out.join("demo_pure-3.14.0-py3-none-any.whl")).unwrap();
+    p.run(
+        &["release", "promote", "3.14.0rc1", "--copy-to", "final"],
+        0,
+    );
+    assert!(out.join("demo_pure-3.14.0-py3-none-any.whl").is_file());
+    // A rerun finds the same files there and keeps them.
+    p.run(
+        &["release", "promote", "3.14.0rc1", "--copy-to", "final"],
+        0,
+    );
+}
+
+/// An upload endpoint that answers every request with `status` and a body
+/// repeating the credentials it was sent (decoded), as careless servers
+/// do. Returns its URL.
+fn echoing_index(status: u16) -> String {
+    use base64::Engine;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let Ok(request) = lockstep_sandbox::github::read_request(&stream) else {
+                continue;
+            };
+            let auth = request
+                .header("authorization")
+                .unwrap_or("none")
+                .to_string();
+            let decoded = auth
+                .strip_prefix("Basic ")
+                .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            let body = format!(
+                "you sent {auth} (Basic {decoded}); token {}",
+                decoded.split(':').nth(1).unwrap_or("")
+            );
+            let _ =
+                lockstep_sandbox::github::write_response(&mut stream, status, &[], body.as_bytes());
+        }
+    });
+    format!("http://127.0.0.1:{port}/legacy/")
+}
+
+#[test]
+fn upload_credentials_never_travel_in_clear_nor_stay_in_output_or_logs() {
+    let p = fixture();
+    let dist = p.path().join("dist");
+    synthetic_wheel(&dist, "demo-pure", "3.14.0");
+    const PASSWORD: &str = "s3cret-Passw0rd";
+    const TOKEN: &str = "pypi-AgEIcHlwaS5vcmcCJGZha2U";
+    for (status, vars) in [
+        (
+            403,
+            vec![("TWINE_USERNAME", "alice"), ("TWINE_PASSWORD", PASSWORD)],
+        ),
+        (400, vec![("UV_PUBLISH_TOKEN", TOKEN)]),
+        (500, vec![("UV_PUBLISH_TOKEN", TOKEN)]),
+    ] {
+        let url = echoing_index(status);
+        let mut cmd = p.cmd(&["release", "upload", "dist", "--url", &url]);
+        for (k, v) in &vars {
+            cmd.env(k, v);
+        }
+        let out = expect(&mut cmd, 1);
+        let said = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            said.contains("you sent"),
+            "{status}: the server's answer is shown: {said}"
+        );
+        for secret in [PASSWORD, TOKEN, "YWxpY2U6czNjcmV0LVBhc3N3MHJk"] {
+            assert!(!said.contains(secret), "{status}: {secret} in {said}");
+            for file in walk(&p.home()) {
+                let bytes = std::fs::read(&file).unwrap_or_default();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(secret),
+                    "{status}: {secret} kept in {}",
+                    file.display()
+                );
+            }
+        }
+    }
+    // Plain http to another machine with credentials: refused before
+    // anything (promote's --upload too, with the store untouched).
+    for url in [
+        "http://10.11.12.13/legacy/",
+        "http://alice:pw@10.11.12.13/legacy/",
+    ] {
+        let mut cmd = p.cmd(&["release", "upload", "dist", "--url", url]);
+        cmd.env("TWINE_PASSWORD", PASSWORD);
+        let err = stderr(&expect(&mut cmd, 2));
+        assert!(
+            err.contains("plain http:// is only used to this machine"),
+            "{err}"
+        );
+        assert!(!err.contains(PASSWORD) && !err.contains(":pw@"), "{err}");
+    }
+    let house = built(&p, "3.14.0rc1");
+    p.run(&["release", "publish", house.to_str().unwrap()], 0);
+    let index = p.path().join("release/index");
+    let before = tree(&index);
+    let mut cmd = p.cmd(&[
+        "release",
+        "promote",
+        "3.14.0rc1",
+        "--upload",
+        "http://10.11.12.13/legacy/",
+    ]);
+    cmd.env("TWINE_PASSWORD", PASSWORD);
+    let err = stderr(&expect(&mut cmd, 2));
+    assert!(
+        err.contains("plain http:// is only used to this machine"),
+        "{err}"
+    );
+    assert_eq!(tree(&index), before);
+}
+
+#[test]
+fn a_killed_store_write_is_rolled_back_by_the_next_writer() {
+    let p = fixture();
+    let house = built(&p, "3.14.0rc1");
+    p.run(&["release", "publish", house.to_str().unwrap()], 0);
+    let index = p.path().join("release/index");
+    let before = tree(&index);
+    // What a writer killed between two swaps leaves: rc1's directory moved
+    // aside, a new one in its place, a new version added, the journal.
+    let files = index.join("files");
+    let dead = 99999999;
+    std::fs::rename(
+        files.join("3.14.0rc1"),
+        files.join(format!(".3.14.0rc1.old-{dead}-0")),
+    )
+    .unwrap();
+    std::fs::create_dir_all(files.join("3.14.0rc1")).unwrap();
+    std::fs::write(files.join("3.14.0rc1/release.json"), "{}").unwrap();
+    std::fs::create_dir_all(files.join("3.14.0rc9")).unwrap();
+    std::fs::create_dir_all(files.join(format!(".3.14.0rc5.tmp-{dead}-3"))).unwrap();
+    let journal = serde_json::json!([
+        {"dest": "files/3.14.0rc1", "aside": format!("files/.3.14.0rc1.old-{dead}-0"), "had_old": true},
+        {"dest": "files/3.14.0rc9", "aside": format!("files/.3.14.0rc9.old-{dead}-1"), "had_old": false},
+        {"dest": "simple", "aside": format!(".simple.old-{dead}-2"), "had_old": true},
+    ]);
+    std::fs::write(files.join(format!(".txn-{dead}.json")), journal.to_string()).unwrap();
+    p.run(
+        &[
+            "release",
+            "yank",
+            "3.14.0rc1",
+            "--reason",
+            "after the crash",
+        ],
+        0,
+    );
+    let after = tree(&index);
+    assert!(
+        !after.keys().any(|k| k.contains("rc9")
+            || k.contains(".txn-")
+            || k.contains(".tmp-")
+            || k.contains(".old-")),
+        "{after:?}"
+    );
+    let record = std::fs::read_to_string(files.join("3.14.0rc1/release.json")).unwrap();
+    assert!(record.contains("after the crash"), "{record}");
+    // Everything else is what the publish wrote.
+    for (path, sha) in &before {
+        if !path.ends_with("release.json") && !path.starts_with("simple") && path != "links.html" {
+            assert_eq!(after.get(path), Some(sha), "{path}");
+        }
+    }
 }
