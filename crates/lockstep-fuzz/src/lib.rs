@@ -17,6 +17,7 @@
 mod lockstep_config;
 pub mod mutate;
 pub mod run;
+pub mod surface;
 pub mod targets;
 
 pub use run::{fuzz, Limits, Report};

@@ -14,6 +14,10 @@ pub struct Target {
     pub run: fn(&[u8]) -> Outcome,
     /// Words the mutator splices in (keywords, flags, delimiters).
     pub dictionary: &'static [&'static str],
+    /// Each input starts a process or a server exchange that takes a tenth
+    /// of a second or more: the contract test in `scripts/test` tries fewer
+    /// of its mutations (`scripts/fuzz` as many as its time allows).
+    pub heavy: bool,
 }
 
 /// What one input did.
@@ -59,6 +63,7 @@ pub fn all() -> Vec<Target> {
                 "-1",
                 "\"2h\"",
             ],
+            heavy: false,
         },
         Target {
             name: "native-suite",
@@ -88,6 +93,7 @@ pub fn all() -> Vec<Target> {
                 "\"a b\"",
                 "[suite]",
             ],
+            heavy: false,
         },
         Target {
             name: "suite-config",
@@ -114,6 +120,7 @@ pub fn all() -> Vec<Target> {
                 "1e999",
                 "NaN",
             ],
+            heavy: false,
         },
         Target {
             name: "markers",
@@ -121,6 +128,7 @@ pub fn all() -> Vec<Target> {
             dictionary: &[
                 "and", "or", "not", "(", ")", " ", "a", "gpu", "slow", "-", ".",
             ],
+            heavy: false,
         },
         Target {
             name: "miopen-line",
@@ -156,6 +164,7 @@ pub fn all() -> Vec<Target> {
                 " 1000000",
                 " --in_layout NHWC",
             ],
+            heavy: false,
         },
         Target {
             name: "commands-file",
@@ -172,6 +181,7 @@ pub fn all() -> Vec<Target> {
                 "-y 2147483647",
                 "\u{feff}",
             ],
+            heavy: false,
         },
         Target {
             name: "mlir-scan",
@@ -193,6 +203,7 @@ pub fn all() -> Vec<Target> {
                 "// c {\n",
                 "@\"q\"",
             ],
+            heavy: false,
         },
         Target {
             name: "state-db",
@@ -203,6 +214,7 @@ pub fn all() -> Vec<Target> {
                 "\u{1}\u{1}",
                 "CREATE TABLE",
             ],
+            heavy: false,
         },
         Target {
             name: "pylock",
@@ -226,16 +238,19 @@ pub fn all() -> Vec<Target> {
                 "=",
                 "\n",
             ],
+            heavy: false,
         },
         Target {
             name: "artifact-zip",
             run: artifact_zip,
             dictionary: &["PK\u{3}\u{4}", "PK\u{1}\u{2}", "PK\u{5}\u{6}", "../", "/etc/", "\0", "\u{ff}\u{ff}\u{ff}\u{ff}"],
+            heavy: false,
         },
         Target {
             name: "version-template",
             run: version_template,
             dictionary: &["{base}", "{date}", "{n}", "{n:02}", "{n:09}", "{n:0", "rc", ".dev", ".post", "+", "{", "}", "-"],
+            heavy: false,
         },
         Target {
             name: "integrate-branch",
@@ -245,6 +260,7 @@ pub fn all() -> Vec<Target> {
                 "remotes/", "FETCH_HEAD", "_HEAD", "@", "@{", "..", ".lock", "-", "~", "^", ":",
                 " ", "\t", "integrates/llvm-",
             ],
+            heavy: false,
         },
         Target {
             name: "integrate-config",
@@ -284,26 +300,31 @@ pub fn all() -> Vec<Target> {
                 "\n",
                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
             ],
+            heavy: false,
         },
         Target {
             name: "ci-out",
             run: ci_out,
             dictionary: &["..", ".", "/", ".github", "workflows", "/tmp", "~", "\0", "//", "a"],
+            heavy: false,
         },
         Target {
             name: "cron",
             run: cron,
             dictionary: &["*", "*/5", "0", "59", "23", "1-5", ",", "/", "-", " ", "MON", "jan", "?", "L", "#", "@daily", "7", "31", "2", "\t"],
+            heavy: false,
         },
         Target {
             name: "wheel-members",
             run: wheel_members,
             dictionary: &["PK\u{3}\u{4}", "PK\u{1}\u{2}", "PK\u{5}\u{6}", ".dist-info/", "METADATA", "../", "/", "\\", "\0"],
+            heavy: false,
         },
         Target {
             name: "sdist-members",
             run: sdist_members,
             dictionary: &["fuzz_sdist-1.0/", "fuzz_sdist-1.0/PKG-INFO", "Name: fuzz-sdist\n", "Version: 1.0\n", "ustar\u{0}00", "ustar  \u{0}", "../", "/", "\0", "0000644\u{0}", "00000000012\u{0}"],
+            heavy: false,
         },
         Target {
             name: "release-config",
@@ -322,16 +343,19 @@ pub fn all() -> Vec<Target> {
                 "\\n",
                 "\"",
             ],
+            heavy: false,
         },
         Target {
             name: "url",
             run: url,
             dictionary: &["https://", "http://", "file://", "127.0.0.1", "localhost", "[::1]", "@", ":", "%40", "#", "?", "/", "api.github.com", "user:pw@"],
+            heavy: false,
         },
         Target {
             name: "serve-request",
             run: serve_request,
             dictionary: &["/simple/", "/files/", "%2e%2e/", "..", "//", "%00", "%2F", "\n", "bytes=", "0-", "-5", ",", "=", "99999999999999999999"],
+            heavy: false,
         },
         Target {
             name: "pkg-config",
@@ -351,6 +375,7 @@ pub fn all() -> Vec<Target> {
                 "\"",
                 "_",
             ],
+            heavy: false,
         },
         Target {
             name: "build-tool-output",
@@ -369,6 +394,7 @@ pub fn all() -> Vec<Target> {
                 "manylinux_",
                 "_",
             ],
+            heavy: false,
         },
         Target {
             name: "history-run",
@@ -388,6 +414,7 @@ pub fn all() -> Vec<Target> {
                 "<script>",
                 "&amp",
             ],
+            heavy: false,
         },
         Target {
             name: "github-answer",
@@ -409,9 +436,71 @@ pub fn all() -> Vec<Target> {
                 "{",
                 "}",
             ],
+            heavy: false,
+        },
+        Target {
+            name: "release-sync",
+            run: crate::surface::release_sync,
+            dictionary: RELEASE_RECORD_WORDS,
+            heavy: false,
+        },
+        Target {
+            name: "release-prune",
+            run: crate::surface::release_prune,
+            dictionary: RELEASE_RECORD_WORDS,
+            heavy: false,
+        },
+        Target {
+            name: "release-upload-answer",
+            run: crate::surface::release_upload_answer,
+            dictionary: &[
+                "you sent Basic ",
+                "YWxpY2U6",
+                "fuzz-S3cret-pw",
+                "FUZZ-S3CRET-PW",
+                "fuzz%2DS3cret%2Dpw",
+                "File already exists",
+                "status code ",
+                "<html><body>",
+                "\u{1b}[2J",
+                "\r\n",
+                "\u{202e}",
+            ],
+            heavy: true,
         },
     ]
 }
+
+/// What the release targets' records are made of: placeholders for the
+/// Release's own base, tag and asset digest, and the shapes a hostile
+/// record tries.
+const RELEASE_RECORD_WORDS: &[&str] = &[
+    "{BASE}",
+    "{TAG}",
+    "{SHA}",
+    "\"version\":\"3.14.0rc1\"",
+    "\"version\":\"3.14.0rc1 \"",
+    "\"version\":\"3.14.0RC1\"",
+    "\"tag\":\"v3.14.0\"",
+    "\"hosted\":\"javascript:alert(1)//\"",
+    "\"hosted\":\"data:text/html,x/\"",
+    "\"hosted\":\"file:///etc/\"",
+    "\"hosted\":\"https://ghp_x@github.com/o/r/releases/download/t/\"",
+    "\"hosted\":\"https://evil.example/o/r/releases/download/t/\"",
+    "\"filename\":\"../x.whl\"",
+    "\"filename\":\"a/b.whl\"",
+    "\"yanked\":\"<script>\"",
+    "\"requires_python\":\"\\\">=3\"",
+    "\"size\":-1",
+    "\"files\":[]",
+    "null",
+    "\u{0}",
+    "\\u202e",
+    "?token=",
+    "#",
+    "%2F",
+    "..",
+];
 
 /// The token the `github-answer` target's server echoes.
 const FUZZ_TOKEN: &str = "ghp_fuzz_canary_T0KEN";

@@ -18,7 +18,7 @@ fn every_target_keeps_the_contract() {
         let corpus = load_corpus(&corpus_dir(), target.name);
         assert!(!corpus.is_empty(), "fuzz/corpus/{} has seeds", target.name);
         let limits = Limits {
-            inputs: Some(corpus.len() as u64 + 1500),
+            inputs: Some(corpus.len() as u64 + if target.heavy { 40 } else { 1500 }),
             duration: None,
             per_input: Duration::from_secs(20),
             seed: 20261124,

@@ -200,6 +200,12 @@ impl FakeGithub {
         });
     }
 
+    /// Deletes every Release (a fresh repository's; fuzzing reuses one
+    /// server for many inputs).
+    pub fn reset_releases(&self) {
+        self.state().releases.clear();
+    }
+
     /// Forgets the scripted answers not served yet.
     pub fn clear_scripts(&self) {
         self.state().scripted.clear();
