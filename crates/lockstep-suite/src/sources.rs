@@ -205,9 +205,9 @@ pub struct SuiteHeader {
 pub const MAX_SUITE_BYTES: u64 = 16 << 20;
 
 /// The largest file of a suite hashed or copied (a test's source, its
-/// data): far beyond any real one, so that a file that grows while read
-/// ends the read.
-pub const MAX_SOURCE_BYTES: u64 = 4 << 30;
+/// data, a model's weights): beyond any real one, so that only a file that
+/// grows while read is cut there and refused.
+pub const MAX_SOURCE_BYTES: u64 = 64 << 30;
 
 /// A marker `-m` can select: what the `-m` parser reads as one marker name
 /// (so not `and`, `(` or `a b`).
