@@ -16,6 +16,17 @@
 //! - with `--verify`, `references/`: the f64 references of the seeded
 //!   inputs (a reference-cache area).
 //!
+//! The manifest lists every other file of the bundle with its size and
+//! sha256 (`files`, a [`Listing`]; lock files left out). A bundle is read
+//! only after its directory was checked against that list: a file altered
+//! (a module with its seal recomputed included), missing or added, or one
+//! that is a FIFO, a device or a link to one, is refused naming it, and
+//! every file is read through lockstep-core's tree door, so nothing in a
+//! bundle can make lockstep block or read without end. The manifest is not
+//! signed: a bundle.json rewritten to match altered files passes; its
+//! sha256, printed where the bundle is made and where it runs, is what to
+//! compare when the way between the machines is not trusted.
+//!
 //! The bundle is built beside its directory and moved there whole: a
 //! failed one leaves nothing behind.
 //!
@@ -30,6 +41,7 @@
 use std::path::{Path, PathBuf};
 
 use lockstep_cache::{Area, Bucket, Cache};
+use lockstep_core::listing::Listing;
 use lockstep_core::Error;
 use lockstep_iree::Toolchain;
 use lockstep_kernels::kernel;
@@ -47,10 +59,12 @@ pub const MANIFEST: &str = "bundle.json";
 /// The commands file in a bundle.
 pub const COMMANDS: &str = "commands.txt";
 const KERNELS: &str = "kernels";
-/// The manifest's format.
-const SCHEMA: u32 = 1;
+/// The manifest's format (2: `files`).
+const SCHEMA: u32 = 2;
 /// The largest manifest read.
-const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+/// The largest kernel MLIR read from a bundle.
+const MAX_MLIR_BYTES: u64 = 256 << 20;
 
 /// What a bundle says about itself.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -68,6 +82,17 @@ pub struct Manifest {
     /// The seed of every kernel's inputs.
     pub seed: u64,
     pub kernels: Vec<BundledKernel>,
+    /// Every other file of the bundle, with its size and sha256.
+    pub files: Listing,
+    /// The sha256 of bundle.json as written or read (not in the file).
+    #[serde(skip)]
+    pub sha256: String,
+}
+
+/// What a bundle's listing leaves out: the manifest that holds it, and
+/// the cache areas' lock files.
+fn unlisted(rel: &str) -> bool {
+    rel == MANIFEST || lockstep_cache::is_lock_path(rel)
 }
 
 fn bench_kind() -> String {
@@ -184,7 +209,8 @@ pub fn write(
     }
     let commands: String = jobs.iter().map(|j| format!("{}\n", j.arguments)).collect();
     lockstep_core::fs::write_atomic(&dir.join(COMMANDS), commands.as_bytes())?;
-    let manifest = Manifest {
+    let files = Listing::of(dir, &unlisted, "the bundle")?;
+    let mut manifest = Manifest {
         schema: SCHEMA,
         kind: bench_kind(),
         lockstep: env!("CARGO_PKG_VERSION").to_string(),
@@ -202,10 +228,14 @@ pub fn write(
         flags: flags.to_vec(),
         seed,
         kernels,
+        files,
+        sha256: String::new(),
     };
     let text = serde_json::to_string_pretty(&manifest)
         .map_err(|e| Error::failed("cannot encode the bundle manifest").cause(e.to_string()))?;
-    lockstep_core::fs::write_atomic(&dir.join(MANIFEST), format!("{text}\n").as_bytes())?;
+    let text = format!("{text}\n");
+    lockstep_core::fs::write_atomic(&dir.join(MANIFEST), text.as_bytes())?;
+    manifest.sha256 = lockstep_core::hash::sha256_bytes(text.as_bytes());
     Ok(manifest)
 }
 
@@ -229,15 +259,26 @@ pub struct Loaded {
 }
 
 /// Reads the bundle at `dir` and checks it against this lockstep (see the
-/// module doc); every refusal is a usage error naming the bundle.
+/// module doc); every refusal is a usage error naming the bundle, and
+/// nothing in it is used before its files were checked against the
+/// manifest's listing. The entry point for a hostile bundle directory:
+/// reads files only (never blocking), starts nothing.
 pub fn load(dir: &Path) -> Result<Loaded, Error> {
-    let refuse = |what: String| Error::usage(format!("--from-bundle {}: {what}", dir.display()));
+    let what = format!("--from-bundle {}", dir.display());
+    let refuse =
+        |what_is: String| Error::usage(format!("--from-bundle {}: {what_is}", dir.display()));
     let path = dir.join(MANIFEST);
-    if !path.is_file() {
+    if std::fs::symlink_metadata(&path).is_err() {
         return Err(refuse(format!("no {MANIFEST}: not a bundle"))
             .hint("make one with `lockstep bench --bundle DIR` on a machine with the compiler"));
     }
-    let text = lockstep_core::fs::read_input_text("--from-bundle", &path, MAX_MANIFEST_BYTES)?;
+    let text = lockstep_core::fs::read_tree_text("the bundle file", &path, MAX_MANIFEST_BYTES)
+        .map_err(|e| {
+            e.context(format!(
+                "--from-bundle {}: {MANIFEST} cannot be read",
+                dir.display()
+            ))
+        })?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| refuse(format!("{MANIFEST} is not a bundle manifest: {e}")))?;
     if let Some(kind) = value
@@ -248,19 +289,25 @@ pub fn load(dir: &Path) -> Result<Loaded, Error> {
         return Err(refuse(format!("{MANIFEST} is a {kind} bundle"))
             .hint("run a test bundle with `lockstep test --from-bundle`"));
     }
-    let manifest: Manifest = serde_json::from_value(value)
+    // The schema first: an older manifest lacks what this one reads.
+    match value.get("schema").and_then(|s| s.as_u64()) {
+        Some(schema) if schema == u64::from(SCHEMA) => {}
+        Some(schema) => {
+            return Err(refuse(format!(
+                "{MANIFEST} has schema {schema}, this lockstep reads {SCHEMA}"
+            ))
+            .hint("run it with the lockstep version that made it"))
+        }
+        None => {
+            return Err(refuse(format!(
+                "{MANIFEST} is not a bundle manifest: no schema"
+            )))
+        }
+    }
+    let mut manifest: Manifest = serde_json::from_value(value)
         .map_err(|e| refuse(format!("{MANIFEST} is not a bundle manifest: {e}")))?;
-    if manifest.kind != "bench" {
-        return Err(refuse(format!("{MANIFEST} is a {} bundle", manifest.kind))
-            .hint("run a test bundle with `lockstep test --from-bundle`"));
-    }
-    if manifest.schema != SCHEMA {
-        return Err(refuse(format!(
-            "{MANIFEST} has schema {}, this lockstep reads {SCHEMA}",
-            manifest.schema
-        ))
-        .hint("run it with the lockstep version that made it"));
-    }
+    manifest.sha256 = lockstep_core::hash::sha256_bytes(text.as_bytes());
+    manifest.files.check(dir, &unlisted, &what, MANIFEST)?;
     let (kernels, references) = areas(dir);
     let host_cpu = manifest
         .flags
@@ -307,7 +354,8 @@ fn check_kernel(kernels: &Bucket, manifest: &Manifest, k: &BundledKernel) -> Res
     let source = entry
         .file(cache::SOURCE)
         .ok_or_else(|| format!("the MLIR of {} is missing", k.func_name))?;
-    let mlir = std::fs::read_to_string(source).map_err(|e| format!("{}: {e}", source.display()))?;
+    let mlir = lockstep_core::fs::read_tree_text("the bundle file", source, MAX_MLIR_BYTES)
+        .map_err(|e| e.message)?;
     let expected = cache::key(&manifest.compiler.key_identity, &mlir, &manifest.flags);
     if expected != key {
         return Err(format!(
@@ -369,5 +417,69 @@ pub fn check_runtime(loaded: &Loaded, toolchain: &Toolchain) -> Result<(), Error
         ))
         .hint(format!("run it with iree-base-runtime {built} (--iree-bin DIR, or [toolchain] iree = \"{built}\")"))),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bundle of no kernels: its commands and a manifest listing them.
+    fn minimal(dir: &Path, schema: u32) {
+        std::fs::write(dir.join(COMMANDS), "gemm -m 2 -n 2 -k 2\n").unwrap();
+        let manifest = serde_json::json!({
+            "schema": schema,
+            "kind": "bench",
+            "lockstep": "0",
+            "compiler": {"version": "v", "identity": "i", "key_identity": "i", "packages": []},
+            "device": {"name": "cpu", "runtime": "local-task", "run_flags": []},
+            "flags": [],
+            "seed": 1,
+            "kernels": [],
+            "files": Listing::of(dir, &unlisted, "B").unwrap(),
+        });
+        std::fs::write(dir.join(MANIFEST), manifest.to_string()).unwrap();
+    }
+
+    fn mkfifo(path: &Path) {
+        let _ = std::fs::remove_file(path);
+        nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    }
+
+    #[test]
+    fn a_bundle_is_used_only_once_its_files_match_its_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = dir.path();
+        minimal(b, SCHEMA);
+        let loaded = load(b).unwrap();
+        assert_eq!(loaded.manifest.files.len(), 1);
+        assert_eq!(loaded.manifest.sha256.len(), 64);
+        let refused = |says: &[&str]| {
+            let err = load(b).err().expect("refused");
+            assert_eq!(err.exit_code(), 2);
+            let text = err.render();
+            for said in says {
+                assert!(text.contains(said), "{said}: {text}");
+            }
+        };
+        // Never blocking: a FIFO (nothing writes to it) or a device.
+        mkfifo(&b.join(COMMANDS));
+        refused(&["--from-bundle", "commands.txt cannot be used", "is a FIFO"]);
+        std::fs::remove_file(b.join(COMMANDS)).unwrap();
+        std::os::unix::fs::symlink("/dev/urandom", b.join(COMMANDS)).unwrap();
+        refused(&[
+            "commands.txt cannot be used",
+            "is a device (through a link)",
+        ]);
+        std::fs::remove_file(b.join(COMMANDS)).unwrap();
+        std::fs::write(b.join(COMMANDS), "gemm -m 4 -n 4 -k 4\n").unwrap();
+        refused(&["commands.txt does not match bundle.json"]);
+        mkfifo(&b.join(MANIFEST));
+        refused(&["bundle.json cannot be read", "is a FIFO"]);
+        // An older manifest: its schema, not a missing field.
+        std::fs::remove_file(b.join(MANIFEST)).unwrap();
+        std::fs::remove_file(b.join(COMMANDS)).unwrap();
+        minimal(b, 1);
+        refused(&["has schema 1, this lockstep reads 2"]);
     }
 }

@@ -41,39 +41,52 @@ pub fn jobs(
     } else if let Some(word) = words.first().filter(|w| w.starts_with('-')) {
         return Err(misplaced_option(word));
     }
-    let (text, is_tsv, extra) = match commands_file {
-        Some(path) => {
-            let text = lockstep_core::fs::read_input_text(
-                "--commands-file",
-                path,
-                MAX_COMMANDS_FILE_BYTES,
-            )?;
-            let is_tsv = path.extension().is_some_and(|e| e == "tsv");
-            (text, is_tsv, words.to_vec())
+    let Some(path) = commands_file else {
+        if words.is_empty() {
+            return Ok(from_text(defaults::COMMANDS, false, &[], None, sink));
         }
-        None if words.is_empty() => (defaults::COMMANDS.to_string(), false, Vec::new()),
-        None => {
-            let (_, argv) = commands::strip_prefixes(words.to_vec());
-            let arguments = shell_join(&argv);
-            let parsed = parse_argv(&argv).map_err(|e| e.into_usage_error(&arguments))?;
-            return Ok(vec![Job {
-                line: None,
-                arguments,
-                parsed: Ok(parsed),
-                repeat: None,
-            }]);
-        }
+        let (_, argv) = commands::strip_prefixes(words.to_vec());
+        let arguments = shell_join(&argv);
+        let parsed = parse_argv(&argv).map_err(|e| e.into_usage_error(&arguments))?;
+        return Ok(vec![Job {
+            line: None,
+            arguments,
+            parsed: Ok(parsed),
+            repeat: None,
+        }]);
     };
-    let lines = commands::parse_file(&text, is_tsv);
+    let text =
+        lockstep_core::fs::read_input_text("--commands-file", path, MAX_COMMANDS_FILE_BYTES)?;
+    let is_tsv = path.extension().is_some_and(|e| e == "tsv");
+    Ok(from_text(&text, is_tsv, words, Some(path), sink))
+}
+
+/// The jobs of a bundle's commands file, read as a file of a tree lockstep
+/// did not write (never blocking: a FIFO or a device there is refused).
+pub fn bundled(path: &Path, sink: &dyn Sink) -> Result<Vec<Job>, Error> {
+    let text = lockstep_core::fs::read_tree_text("the bundle file", path, MAX_COMMANDS_FILE_BYTES)?;
+    Ok(from_text(&text, false, &[], Some(path), sink))
+}
+
+/// The jobs of the lines of a commands file's `text` (`extra`: flags for
+/// every line; `origin`: the file, for the warning when it has none).
+fn from_text(
+    text: &str,
+    is_tsv: bool,
+    extra: &[String],
+    origin: Option<&Path>,
+    sink: &dyn Sink,
+) -> Vec<Job> {
+    let lines = commands::parse_file(text, is_tsv);
     if lines.is_empty() {
-        if let Some(path) = commands_file {
+        if let Some(path) = origin {
             sink.warn(format!(
                 "{} has no commands (only blank lines and # comments)",
                 path.display()
             ));
         }
     }
-    Ok(lines
+    lines
         .into_iter()
         .map(|line| {
             if !line.is_ok() {
@@ -85,7 +98,7 @@ pub fn jobs(
                     repeat: line.repeat,
                 };
             }
-            let argv: Vec<String> = line.argv.iter().chain(&extra).cloned().collect();
+            let argv: Vec<String> = line.argv.iter().chain(extra).cloned().collect();
             Job {
                 line: Some(line.number),
                 arguments: shell_join(&argv),
@@ -93,7 +106,7 @@ pub fn jobs(
                 repeat: line.repeat,
             }
         })
-        .collect())
+        .collect()
 }
 
 /// The error for a lockstep option found where the MIOpen command should

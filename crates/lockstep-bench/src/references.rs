@@ -86,8 +86,11 @@ fn store(lock: &SlotLock, expected: &[Expected]) -> Result<(), Error> {
 /// output of `sig`.
 fn load(entry: &lockstep_cache::Entry, sig: &OpSignature) -> Option<Vec<Expected>> {
     let read = |name: String, len: u64| -> Option<Vec<f64>> {
-        let bytes = std::fs::read(entry.file(&name)?).ok()?;
-        (bytes.len() as u64 == len.saturating_mul(8)).then(|| from_bytes(&bytes))
+        // A bundle's references are a tree lockstep did not write here.
+        let want = len.saturating_mul(8);
+        let bytes =
+            lockstep_core::fs::read_tree_file("the reference", entry.file(&name)?, want).ok()?;
+        (bytes.len() as u64 == want).then(|| from_bytes(&bytes))
     };
     sig.outputs
         .iter()

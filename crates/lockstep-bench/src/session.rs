@@ -85,7 +85,13 @@ pub fn prepare(req: &Request, cfg: &BenchConfig, sink: &dyn Sink) -> Result<Prep
     let mode = mode(req)?;
     let (jobs, device) = match &mode {
         Mode::FromBundle(loaded) => {
-            let jobs = jobs::jobs(Some(&loaded.dir.join(crate::bundle::COMMANDS)), &[], sink)?;
+            // What to compare with the sha256 printed where it was made.
+            sink.note(format!(
+                "running the bundle {} (bundle.json sha256 {})",
+                loaded.dir.display(),
+                loaded.manifest.sha256
+            ));
+            let jobs = jobs::bundled(&loaded.dir.join(crate::bundle::COMMANDS), sink)?;
             crate::bundle::check_jobs(loaded, &jobs)?;
             let d = &loaded.manifest.device;
             let device = Device {
@@ -295,11 +301,12 @@ pub fn run(
             .install()
             .map_err(|e| e.context(format!("cannot move the bundle into {}", dir.display())))?;
         sink.note(format!(
-            "bundle written to {} ({} for {}, compiled by {})",
+            "bundle written to {} ({} for {}, compiled by {}; bundle.json sha256 {})",
             dir.display(),
             lockstep_core::words::count(written.kernels.len(), "kernel", "kernels"),
             opts.device.runtime,
-            toolchain.compiler_stamp()
+            toolchain.compiler_stamp(),
+            written.sha256
         ));
     }
     let failed = summary.failed();

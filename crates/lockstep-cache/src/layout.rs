@@ -88,16 +88,16 @@ pub(crate) fn is_legacy(area: Area, path: &Path, top: bool) -> bool {
 fn first_line_starts(path: &Path, prefix: &str) -> bool {
     use std::io::Read;
     let mut head = vec![0u8; prefix.len()];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
+    // A FIFO or a device in the cache is not what this looks for.
+    lockstep_core::fs::open_tree_file("the cache file", path, u64::MAX)
+        .is_ok_and(|(mut f, _)| f.read_exact(&mut head).is_ok())
         && head == prefix.as_bytes()
 }
 
 /// `{"key": KEY, "module_sha256": ..., ...}`: what lockstep's kernel cache
 /// wrote before areas had seals.
 fn is_old_kernel_record(record: &Path, key: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(record) else {
+    let Ok(text) = lockstep_core::fs::read_tree_text("the cache record", record, 1 << 20) else {
         return false;
     };
     let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {

@@ -99,6 +99,13 @@ impl Area {
     }
 }
 
+/// Whether `rel` (a path relative to a cache's root, `/`-separated) is in
+/// an area's lock directory: lock stripes are how writers meet, not what
+/// the cache holds (a bundle's listing leaves them out).
+pub fn is_lock_path(rel: &str) -> bool {
+    rel.split('/').any(|part| part == layout::LOCKS)
+}
+
 /// The name of the tag file that tells backup tools to skip a directory
 /// (<https://bford.info/cachedir/>).
 pub const CACHEDIR_TAG: &str = "CACHEDIR.TAG";

@@ -29,6 +29,8 @@ use crate::{Area, Key};
 
 /// The seal's format version.
 const SEAL_VERSION: u32 = 1;
+/// The largest seal read (a real one is a few hundred bytes).
+const MAX_SEAL_BYTES: u64 = 16 << 20;
 
 /// What a seal records: every payload file's size and sha256, and the
 /// area's own metadata.
@@ -50,8 +52,12 @@ pub(crate) struct FileRecord {
 
 impl Seal {
     /// The seal at `path` when it is lockstep's and names `key`.
+    /// Read through lockstep-core's tree door: a seal that is a FIFO, a
+    /// device or a link to one (a planted or hostile cache, a bundle) is
+    /// no seal, at once.
     pub(crate) fn read(path: &Path, key: &str) -> Option<Seal> {
-        let text = std::fs::read_to_string(path).ok()?;
+        let text =
+            lockstep_core::fs::read_tree_text("the cache seal", path, MAX_SEAL_BYTES).ok()?;
         let seal: Seal = serde_json::from_str(&text).ok()?;
         (seal.lockstep_cache == SEAL_VERSION && seal.key == key).then_some(seal)
     }
@@ -201,9 +207,12 @@ impl Slot {
         let mut files = BTreeMap::new();
         for (suffix, record) in &seal.files {
             let path = self.path(suffix);
+            // Opened as a regular file and hashed no further than the
+            // sealed size: a payload that is a FIFO or a link to
+            // /dev/zero is corrupt at once, never read without end.
             let whole = layout::is_suffix(suffix)
-                && std::fs::metadata(&path).is_ok_and(|m| m.len() == record.size)
-                && lockstep_core::hash::sha256_file(&path).is_ok_and(|h| h == record.sha256);
+                && lockstep_core::fs::sha256_tree_file("the cache file", &path, record.size)
+                    .is_ok_and(|(h, size)| size == record.size && h == record.sha256);
             if !whole {
                 return Check::Corrupt(seal);
             }
@@ -497,6 +506,43 @@ mod tests {
         assert!(slot.try_lock().unwrap().is_some());
         let group = slot.path("vmfb").parent().unwrap().to_path_buf();
         assert_eq!(std::fs::read_dir(group).unwrap().count(), 0);
+    }
+
+    fn mkfifo(path: &Path) {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }
+
+    #[test]
+    fn seals_and_payloads_that_are_fifos_or_devices_are_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::at(dir.path());
+        let slot = cache.bucket(Area::Kernels).slot(&key("d"), Some("gemm"));
+        let lock = slot.lock().unwrap();
+        let mut stage = lock.stage();
+        stage.write("vmfb", b"").unwrap();
+        stage.commit(serde_json::json!({})).unwrap();
+        drop(lock);
+        assert!(slot.peek().is_some());
+        // An empty payload swapped for a link to /dev/zero (its size still
+        // "matches"): corrupt at once, not hashed without end.
+        std::fs::remove_file(slot.path("vmfb")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", slot.path("vmfb")).unwrap();
+        assert!(slot.peek().is_none());
+        // A FIFO: nobody writes to it, and nothing waits for it.
+        std::fs::remove_file(slot.path("vmfb")).unwrap();
+        mkfifo(&slot.path("vmfb"));
+        assert!(slot.peek().is_none());
+        // The seal itself a FIFO, or a link to /dev/urandom: no entry.
+        std::fs::remove_file(slot.path("json")).unwrap();
+        mkfifo(&slot.path("json"));
+        assert!(slot.peek().is_none());
+        std::fs::remove_file(slot.path("json")).unwrap();
+        std::os::unix::fs::symlink("/dev/urandom", slot.path("json")).unwrap();
+        assert!(slot.peek().is_none());
     }
 
     #[test]

@@ -286,6 +286,62 @@ pub fn read_tree_text(what: &str, path: &Path, max_bytes: u64) -> Result<String>
     })
 }
 
+/// The sha256 (hex) and length of the file [`open_tree_file`] opens, hashed
+/// as it streams (at most `max_bytes`: a file that grows while read is
+/// refused): how a module, a seal's payload or a bundle's file is checked
+/// without ever blocking or reading without end.
+pub fn sha256_tree_file(what: &str, path: &Path, max_bytes: u64) -> Result<(String, u64)> {
+    use sha2::{Digest, Sha256};
+    let (file, _) = open_tree_file(what, path, max_bytes)?;
+    let mut hasher = Sha256::new();
+    let read =
+        std::io::copy(&mut file.take(max_bytes.saturating_add(1)), &mut hasher).map_err(|e| {
+            Error::failed(format!("{what} {} cannot be read", path.display())).cause(e.to_string())
+        })?;
+    if read > max_bytes {
+        return Err(too_large(what, path, max_bytes));
+    }
+    Ok((hex::encode(hasher.finalize()), read))
+}
+
+/// `path` as the filesystem resolves it, whether or not it exists: made
+/// absolute (against the working directory), each existing component's
+/// links followed (`..` after a link goes up from where the link leads,
+/// as the kernel does), the components that do not exist yet appended as
+/// written. Two paths that name one place, through links or not, resolve
+/// alike; a path inside a directory resolves inside that directory's
+/// resolved path.
+pub fn real_path(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let absolute = match path.is_absolute() {
+        true => path.to_path_buf(),
+        false => std::env::current_dir()
+            .map(|cwd| cwd.join(path))
+            .unwrap_or_else(|_| path.to_path_buf()),
+    };
+    let mut out = PathBuf::new();
+    let mut exists = true;
+    for part in absolute.components() {
+        match part {
+            Component::Prefix(_) | Component::RootDir => out.push(part.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                if exists {
+                    match std::fs::canonicalize(&out) {
+                        Ok(real) => out = real,
+                        Err(_) => exists = false,
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Whether `file` lives on one of the kernel's pseudo filesystems, whose
 /// "regular" files may block a reader or never end.
 fn on_kernel_filesystem(file: &std::fs::File) -> bool {

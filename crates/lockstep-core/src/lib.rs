@@ -13,6 +13,7 @@ pub mod error;
 pub mod events;
 pub mod fs;
 pub mod hash;
+pub mod listing;
 pub mod lock;
 pub mod marks;
 pub mod output;

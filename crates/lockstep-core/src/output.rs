@@ -211,6 +211,36 @@ pub fn check_all(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Result<
     Ok(dests)
 }
 
+/// Refuses an output file that is, or would be written, inside one of
+/// `trees` (flag, directory): directories a command reads or writes whole
+/// (a bundle holds exactly the files its manifest lists), where a file it
+/// did not put there would replace one of them or be taken for part of it.
+/// Both sides are resolved through links ([`crate::fs::real_path`]), so a
+/// link to a file inside, or a path through a link to the directory, is
+/// refused too. Outputs that cannot be written are left to [`check_all`].
+pub fn check_outside(outputs: &[(&str, &Path)], trees: &[(&str, &Path)]) -> Result<()> {
+    for &(flag, path) in outputs {
+        let Ok(Dest::File(file)) = resolve(flag, &Target::parse(path)) else {
+            continue;
+        };
+        let file = crate::fs::real_path(&file);
+        for &(tree_flag, tree) in trees {
+            if file.starts_with(crate::fs::real_path(tree)) {
+                return Err(Error::usage(format!(
+                    "{flag} {} is inside {tree_flag} {}",
+                    path.display(),
+                    tree.display()
+                ))
+                .cause(format!(
+                    "{tree_flag} names a directory lockstep reads or writes whole: nothing else is written into it"
+                ))
+                .hint(format!("write {flag} outside {}", tree.display())));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What identifies a file: its (device, inode) when it exists, else its
 /// absolute path (two outputs not yet created may still collide).
 #[derive(Debug)]
@@ -499,5 +529,43 @@ mod tests {
             &[("--x", &input)],
         );
         assert_eq!(ok.unwrap().len(), 2);
+    }
+
+    #[test]
+    fn an_output_inside_a_tree_read_whole_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("bundle");
+        std::fs::create_dir_all(bundle.join("kernels")).unwrap();
+        std::fs::write(bundle.join("bundle.json"), "{}").unwrap();
+        let via = dir.path().join("via");
+        std::os::unix::fs::symlink(&bundle, &via).unwrap();
+        let to_manifest = dir.path().join("out.json");
+        std::os::unix::fs::symlink(bundle.join("bundle.json"), &to_manifest).unwrap();
+        let trees: [(&str, &Path); 1] = [("--from-bundle", &bundle)];
+        for inside in [
+            bundle.join("bundle.json"),
+            bundle.join("kernels/new.json"),
+            bundle.join("kernels/../new.json"),
+            via.join("new.json"),
+            to_manifest,
+        ] {
+            let err = check_outside(&[("--json", &inside)], &trees).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(
+                err.message.contains("--json") && err.message.contains("is inside --from-bundle"),
+                "{inside:?}: {}",
+                err.message
+            );
+        }
+        assert_eq!(std::fs::read(bundle.join("bundle.json")).unwrap(), b"{}");
+        let outside = [
+            dir.path().join("results.json"),
+            bundle.join("../results.json"),
+            PathBuf::from("-"),
+            PathBuf::from("/dev/null"),
+        ];
+        for out in &outside {
+            check_outside(&[("--json", out)], &trees).unwrap();
+        }
     }
 }

@@ -3,8 +3,10 @@
 //! (the binary derives them from its clap definitions), and the rules every
 //! command obeys the same way because they are checked here, before
 //! anything runs: at most one output on standard output (`--events -`
-//! beside a `--json` is a usage error naming both), and no output may be
-//! one of the inputs (`lockstep_core::output::check_all`).
+//! beside a `--json` is a usage error naming both), no output may be
+//! one of the inputs (`lockstep_core::output::check_all`), and none may be
+//! inside a directory the command reads or writes whole, such as a bundle
+//! (`lockstep_core::output::check_outside`).
 
 use std::path::{Path, PathBuf};
 
@@ -93,6 +95,14 @@ impl Spec {
     pub fn check_read(&self, read: &[(&str, &Path)]) -> Result<(), Error> {
         let outputs: Vec<(&str, &Path)> = self.output_files().collect();
         lockstep_core::output::check_all(&outputs, read).map(drop)
+    }
+
+    /// Refuses an output inside one of `trees` (flag, directory): the
+    /// directories the command reads or writes whole, such as a bundle
+    /// (`lockstep_core::output::check_outside`).
+    pub fn check_trees(&self, trees: &[(&str, &Path)]) -> Result<(), Error> {
+        let outputs: Vec<(&str, &Path)> = self.output_files().collect();
+        lockstep_core::output::check_outside(&outputs, trees)
     }
 
     /// Every output that is a file (not standard output), as (flag, path).

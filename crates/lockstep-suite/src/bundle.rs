@@ -15,15 +15,31 @@
 //! - `cache/compile/`: the compiled modules, sealed (the keys cover the
 //!   compiler identity, the source's sha256 and the flags, never a path).
 //!
+//! The manifest lists every other file with its size and sha256 (`files`,
+//! a [`Listing`]; lock files left out): a bundle is used only after its
+//! directory was checked against that list, so a file altered (a module
+//! with its seal recomputed, an expected output, the configuration),
+//! missing or added, or one that is a FIFO, a device or a link to one, is
+//! refused naming it; every file is read through lockstep-core's tree
+//! door. The manifest is not signed: its sha256, printed where the bundle
+//! is made and where it runs, is what to compare when the way between the
+//! machines is not trusted. The manifest's test ids are the selection the
+//! bundle was made with (`-k`, `-m`, `--shard`): it runs those, and `-k`
+//! or `-m` there narrow them.
+//!
 //! `lockstep test --from-bundle DIR` plans the same tests from the copied
 //! suites, computes their keys with the bundle's compiler identity and
 //! refuses (before anything runs) when one is not in the bundle: made by
 //! another compiler than its manifest says, or for other flags. Nothing is
 //! compiled there; the runtime here must be the compiler's IREE version.
 
+use std::collections::HashSet;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use lockstep_cache::{Area, Cache, Key};
+use lockstep_core::events::Sink;
+use lockstep_core::listing::Listing;
 use lockstep_core::Error;
 use lockstep_iree::Toolchain;
 use serde::{Deserialize, Serialize};
@@ -32,8 +48,13 @@ use crate::plan::{Target, Test};
 
 /// The manifest's name in a bundle.
 pub const MANIFEST: &str = "bundle.json";
-const SCHEMA: u32 = 1;
-const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+/// The configuration a bundle runs with.
+pub const CONFIG: &str = "lockstep.toml";
+/// The manifest's format (2: `files`).
+const SCHEMA: u32 = 2;
+const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+/// The largest lockstep.toml read from a bundle (a real one is a few KB).
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// What a test bundle says about itself.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -50,9 +71,45 @@ pub struct Manifest {
     pub host_key_identity: String,
     pub packages: Vec<(String, String)>,
     pub targets: Vec<String>,
+    /// The ids of the tests it holds: the selection it was made with.
     pub tests: Vec<String>,
+    /// Every other file of the bundle, with its size and sha256.
+    pub files: Listing,
+    /// The sha256 of bundle.json as written or read (not in the file).
+    #[serde(skip)]
+    pub sha256: String,
 }
 
+/// What a bundle's listing leaves out: the manifest that holds it, and
+/// the cache's lock files.
+fn unlisted(rel: &str) -> bool {
+    rel == MANIFEST || lockstep_cache::is_lock_path(rel)
+}
+
+/// The tests a bundle holds, by id: what `--from-bundle` selects from.
+pub fn held(manifest: &Manifest) -> HashSet<String> {
+    manifest.tests.iter().cloned().collect()
+}
+
+/// `--bundle DIR` must not be inside a suite it copies (the copy would
+/// take in the bundle being built): refused before anything is written,
+/// links resolved on both sides.
+pub fn check_destination(dir: &Path, suite_dirs: &[PathBuf]) -> Result<(), Error> {
+    let real = lockstep_core::fs::real_path(dir);
+    match suite_dirs
+        .iter()
+        .find(|suite| real.starts_with(lockstep_core::fs::real_path(suite)))
+    {
+        Some(suite) => Err(Error::usage(format!(
+            "--bundle {} is inside the suite {}",
+            dir.display(),
+            suite.display()
+        ))
+        .cause("the bundle copies that suite: it would be copied into itself")
+        .hint("write the bundle to a directory outside the suites (e.g. beside the project)")),
+        None => Ok(()),
+    }
+}
 /// The cache a bundle's compiles go to (and are read from).
 pub fn cache(dir: &Path) -> Cache {
     Cache::at(dir.join("cache"))
@@ -67,6 +124,7 @@ pub fn write(
     tests: &[Test],
     targets: &[Target],
     toolchain: &Toolchain,
+    sink: &dyn Sink,
 ) -> Result<Manifest, Error> {
     let mut paths = Vec::new();
     for (i, suite) in suite_dirs.iter().enumerate() {
@@ -82,7 +140,7 @@ pub fn write(
         } else {
             base
         };
-        copy_tree(suite, &dir.join("suites").join(&name))?;
+        copy_suite(suite, &dir.join("suites").join(&name), sink)?;
         paths.push(format!("suites/{name}"));
     }
     let mut table = test_table.unwrap_or_default();
@@ -117,10 +175,11 @@ pub fn write(
         Error::failed("cannot write the bundle's lockstep.toml").cause(e.to_string())
     })?;
     lockstep_core::fs::write_atomic(
-        &dir.join("lockstep.toml"),
+        &dir.join(CONFIG),
         format!("# lockstep test --from-bundle reads this: the [test] table of the project the bundle was made in\n{text}").as_bytes(),
     )?;
-    let manifest = Manifest {
+    let files = Listing::of(dir, &unlisted, "the bundle")?;
+    let mut manifest = Manifest {
         schema: SCHEMA,
         kind: "test".into(),
         lockstep: env!("CARGO_PKG_VERSION").into(),
@@ -130,10 +189,14 @@ pub fn write(
         packages: toolchain.packages.clone(),
         targets: targets.iter().map(|t| t.name.clone()).collect(),
         tests: tests.iter().map(|t| t.id.clone()).collect(),
+        files,
+        sha256: String::new(),
     };
     let json = serde_json::to_string_pretty(&manifest)
         .map_err(|e| Error::failed("cannot encode the bundle manifest").cause(e.to_string()))?;
-    lockstep_core::fs::write_atomic(&dir.join(MANIFEST), format!("{json}\n").as_bytes())?;
+    let json = format!("{json}\n");
+    lockstep_core::fs::write_atomic(&dir.join(MANIFEST), json.as_bytes())?;
+    manifest.sha256 = lockstep_core::hash::sha256_bytes(json.as_bytes());
     Ok(manifest)
 }
 
@@ -159,49 +222,109 @@ fn host_key_identity(identity: &str) -> String {
     lockstep_iree::key_identity(identity, &host)
 }
 
-/// Copies a directory tree (regular files and directories; links are
-/// copied as the files they name, within the tree's size).
-fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
-    fs_err::create_dir_all(to)?;
-    for entry in fs_err::read_dir(from)? {
-        let entry = entry?;
-        let path = entry.path();
-        let target = to.join(entry.file_name());
-        let meta = fs_err::metadata(&path)?;
-        if meta.is_dir() {
-            copy_tree(&path, &target)?;
-        } else if meta.is_file() {
-            fs_err::copy(&path, &target)?;
+/// Copies the suite directory `from` to `to` as discovery sees it: its
+/// directories (a link to one followed once, never into a loop, an
+/// ancestor or the kernel's filesystems: [`crate::walk::Walk`]) and its
+/// regular files, each read as a file of a tree lockstep did not write
+/// (never blocking); what is neither (a FIFO, a device, a dangling link)
+/// is left out with a warning naming it.
+fn copy_suite(from: &Path, to: &Path, sink: &dyn Sink) -> Result<(), Error> {
+    let mut walk = crate::walk::Walk::new(from, sink)?;
+    while let Some((dir, depth, entries)) = walk.next_dir()? {
+        let into = to.join(dir.strip_prefix(from).unwrap_or(Path::new("")));
+        fs_err::create_dir_all(&into)?;
+        for entry in entries {
+            let Some(name) = entry.path.file_name() else {
+                continue;
+            };
+            if entry.is_dir {
+                walk.descend(&entry, depth);
+            } else if entry.is_file {
+                copy_file(&entry.path, &into.join(name))?;
+            } else {
+                sink.warn(format!(
+                    "not copied into the bundle: {} is not a regular file (a FIFO, a device or a dangling link)",
+                    lockstep_core::error::printable_line(&entry.path.display().to_string())
+                ));
+            }
         }
     }
     Ok(())
 }
 
-/// Reads a test bundle's manifest (refusals are usage errors naming it).
+/// Copies one regular file of a suite (at most
+/// [`crate::sources::MAX_SOURCE_BYTES`]), keeping its permissions.
+fn copy_file(from: &Path, to: &Path) -> Result<(), Error> {
+    let max = crate::sources::MAX_SOURCE_BYTES;
+    let (file, _) = lockstep_core::fs::open_tree_file("the suite file", from, max)?;
+    let permissions = file.metadata().map(|m| m.permissions()).ok();
+    let mut out = fs_err::File::create(to)?;
+    let copied = std::io::copy(&mut file.take(max.saturating_add(1)), &mut out).map_err(|e| {
+        Error::failed(format!("cannot copy {} into the bundle", from.display()))
+            .cause(e.to_string())
+    })?;
+    if copied > max {
+        return Err(Error::usage(format!(
+            "the suite file {} is larger than {max} bytes, the most a bundle copies",
+            from.display()
+        )));
+    }
+    if let Some(permissions) = permissions {
+        out.set_permissions(permissions)?;
+    }
+    Ok(())
+}
+
+/// Reads a test bundle's manifest and checks the bundle's files against
+/// its listing (refusals are usage errors naming the bundle and the file).
+/// The entry point for a hostile bundle directory: reads files only (never
+/// blocking), starts nothing.
 pub fn load(dir: &Path) -> Result<Manifest, Error> {
-    let refuse = |what: String| Error::usage(format!("--from-bundle {}: {what}", dir.display()));
+    let what = format!("--from-bundle {}", dir.display());
+    let refuse =
+        |what_is: String| Error::usage(format!("--from-bundle {}: {what_is}", dir.display()));
     let path = dir.join(MANIFEST);
-    if !path.is_file() {
+    if std::fs::symlink_metadata(&path).is_err() {
         return Err(refuse(format!("no {MANIFEST}: not a bundle"))
             .hint("make one with `lockstep test --bundle DIR` on a machine with the compiler"));
     }
-    let text = lockstep_core::fs::read_input_text("--from-bundle", &path, MAX_MANIFEST_BYTES)?;
+    let text = lockstep_core::fs::read_tree_text("the bundle file", &path, MAX_MANIFEST_BYTES)
+        .map_err(|e| e.context(format!("{what}: {MANIFEST} cannot be read")))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| refuse(format!("{MANIFEST} is not a bundle manifest: {e}")))?;
-    if value.get("kind").and_then(|k| k.as_str()) != Some("test") {
+    let kind = value.get("kind").and_then(|k| k.as_str());
+    if kind != Some("test") {
         return Err(refuse(format!("{MANIFEST} is not a test bundle's"))
             .hint("run a bench bundle with `lockstep bench --from-bundle`; make a test bundle with `lockstep test --bundle DIR`"));
     }
-    let manifest: Manifest = serde_json::from_value(value)
-        .map_err(|e| refuse(format!("{MANIFEST} is not a bundle manifest: {e}")))?;
-    if manifest.schema != SCHEMA {
+    // The schema first: an older manifest lacks what this one reads.
+    let schema = value.get("schema").and_then(|s| s.as_u64());
+    if schema != Some(u64::from(SCHEMA)) {
+        let schema = schema.map_or_else(|| "none".to_string(), |s| s.to_string());
         return Err(refuse(format!(
-            "{MANIFEST} is a {} bundle of schema {}; `lockstep test` reads test bundles of schema {SCHEMA}",
-            manifest.kind, manifest.schema
+            "{MANIFEST} is a test bundle of schema {schema}; `lockstep test` reads test bundles of schema {SCHEMA}"
         ))
-        .hint("run a bench bundle with `lockstep bench --from-bundle`, or use the lockstep that made it"));
+        .hint("run it with the lockstep version that made it"));
     }
+    let mut manifest: Manifest = serde_json::from_value(value)
+        .map_err(|e| refuse(format!("{MANIFEST} is not a bundle manifest: {e}")))?;
+    manifest.sha256 = lockstep_core::hash::sha256_bytes(text.as_bytes());
+    manifest.files.check(dir, &unlisted, &what, MANIFEST)?;
     Ok(manifest)
+}
+
+/// The bundle's lockstep.toml (its path and text), read through the tree
+/// door: what `lockstep test --from-bundle` loads its `[test]` table from.
+pub fn config(dir: &Path) -> Result<(PathBuf, String), Error> {
+    let path = dir.join(CONFIG);
+    let text = lockstep_core::fs::read_tree_text("the bundle file", &path, MAX_CONFIG_BYTES)
+        .map_err(|e| {
+            e.context(format!(
+                "--from-bundle {}: {CONFIG} cannot be read",
+                dir.display()
+            ))
+        })?;
+    Ok((path, text))
 }
 
 /// Checks, before anything runs, that every planned test's module is in
@@ -231,10 +354,20 @@ pub fn check(
         let crate::plan::Source::File(source) = &spec.source else {
             continue;
         };
-        let digest = lockstep_core::hash::sha256_file(source)
-            .ok()
-            .and_then(|hex| hex::decode(hex).ok())
-            .ok_or_else(|| refuse(format!("cannot read {}", source.display())))?;
+        let (hex_digest, _) = lockstep_core::fs::sha256_tree_file(
+            "the bundle file",
+            source,
+            crate::sources::MAX_SOURCE_BYTES,
+        )
+        .map_err(|e| {
+            e.context(format!(
+                "--from-bundle {}: the source of {} cannot be read",
+                dir.display(),
+                t.id
+            ))
+        })?;
+        let digest = hex::decode(hex_digest)
+            .map_err(|e| refuse(format!("cannot hash {}: {e}", source.display())))?;
         let identity = lockstep_iree::key_identity(&manifest.identity, &spec.flags);
         let key: Key = crate::cache::key(&identity, &digest, &spec.flags, spec.statistics);
         if bucket.slot(&key, None).peek().is_none() {
@@ -268,4 +401,63 @@ pub fn check(
         .hint("the bundle was made by another compiler than it says, or altered: make it again with `lockstep test --bundle`"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bundle_inside_a_suite_it_copies_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = dir.path().join("s");
+        std::fs::create_dir_all(&suite).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&suite, &link).unwrap();
+        let suites = [suite.clone()];
+        for inside in [suite.join("b"), suite.join("x/../b"), link.join("new/b")] {
+            let err = check_destination(&inside, &suites).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(
+                err.message.contains("is inside the suite") && err.message.contains("--bundle"),
+                "{inside:?}: {}",
+                err.message
+            );
+        }
+        for outside in [
+            dir.path().join("b"),
+            suite.join("../b"),
+            dir.path().join("s2"),
+        ] {
+            check_destination(&outside, &suites).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_test_bundle_s_files_are_checked_before_anything_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = dir.path();
+        std::fs::create_dir_all(b.join("suites/s")).unwrap();
+        std::fs::write(b.join("suites/s/add.mlir"), "func").unwrap();
+        std::fs::write(b.join(CONFIG), "[test]\n").unwrap();
+        let manifest = serde_json::json!({
+            "schema": SCHEMA, "kind": "test", "lockstep": "0", "compiler_version": "v",
+            "identity": "i", "packages": [], "targets": ["cpu"], "tests": ["s/add [cpu]"],
+            "files": Listing::of(b, &unlisted, "B").unwrap(),
+        });
+        std::fs::write(b.join(MANIFEST), manifest.to_string()).unwrap();
+        let loaded = load(b).unwrap();
+        assert_eq!(held(&loaded), HashSet::from(["s/add [cpu]".to_string()]));
+        assert_eq!(config(b).unwrap().1, "[test]\n");
+        std::fs::remove_file(b.join("suites/s/add.mlir")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", b.join("suites/s/add.mlir")).unwrap();
+        let err = load(b).expect_err("refused");
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.message.contains("suites/s/add.mlir cannot be used")
+                && err.message.contains("is a device"),
+            "{}",
+            err.message
+        );
+    }
 }

@@ -375,8 +375,12 @@ fn finished_event(r: &TestResult, done: usize, total: usize) -> TestEvent {
 fn resolve_source(source: &Source, cache: &Cache) -> Result<(PathBuf, Vec<u8>), String> {
     let (path, hex_digest) = match source {
         Source::File(p) if p.is_file() => {
-            let digest = lockstep_core::hash::sha256_file(p)
-                .map_err(|e| format!("cannot read the source: {e}"))?;
+            let (digest, _) = lockstep_core::fs::sha256_tree_file(
+                "the source",
+                p,
+                crate::sources::MAX_SOURCE_BYTES,
+            )
+            .map_err(|e| format!("cannot read the source: {}", e.message))?;
             (p.clone(), digest)
         }
         Source::File(p) => return Err(format!("source file {} {}", p.display(), not_a_file(p))),

@@ -42,6 +42,9 @@ pub struct Request {
     pub update_xfails: bool,
     /// lit, when the paths hold lit suites ([`crate::lit::find_suites`]).
     pub lit: Option<crate::lit::LitProgram>,
+    /// The ids of the tests a bundle holds (`--from-bundle`): nothing else
+    /// is selected, whatever else its copied suites list.
+    pub held: Option<std::collections::HashSet<String>>,
 }
 
 impl Request {
@@ -116,7 +119,7 @@ pub fn plan(
     let compile_timeout = timeout(req.timeout, cfg.compile_timeout)?;
     let run_timeout = timeout(req.timeout, cfg.run_timeout)?;
     let history = LastResults::open(cwd)?;
-    let only = match req.last_failed {
+    let last_failed = match req.last_failed {
         false => None,
         true => {
             let failed = history.failed();
@@ -127,6 +130,10 @@ pub fn plan(
                 Some(failed)
             }
         }
+    };
+    let only = match (last_failed, &req.held) {
+        (Some(failed), Some(held)) => Some(failed.intersection(held).cloned().collect()),
+        (failed, held) => failed.or_else(|| held.clone()),
     };
     let run_dir = last_results::state_dir(cwd).join("test-runs").join(
         jiff::Timestamp::now()

@@ -204,6 +204,11 @@ pub struct SuiteHeader {
 /// The largest suite file or config read (real ones are a few KB).
 pub const MAX_SUITE_BYTES: u64 = 16 << 20;
 
+/// The largest file of a suite hashed or copied (a test's source, its
+/// data, a model's weights): beyond any real one, so that only a file that
+/// grows while read is cut there and refused.
+pub const MAX_SOURCE_BYTES: u64 = 64 << 30;
+
 /// A marker `-m` can select: what the `-m` parser reads as one marker name
 /// (so not `and`, `(` or `a b`).
 fn check_marker(marker: &str, owner: &str, path: &Path) -> Result<(), Error> {
@@ -404,7 +409,9 @@ fn default_repetitions() -> u32 {
 impl NativeSuite {
     /// Reads and checks the suite file `path` (at most [`MAX_SUITE_BYTES`]).
     pub fn load(path: &Path) -> Result<NativeSuite, Error> {
-        let text = lockstep_core::fs::read_input_text("the suite file", path, MAX_SUITE_BYTES)?;
+        // Found in a tree (a repository, a bundle): a regular file or
+        // nothing, never a read that blocks.
+        let text = lockstep_core::fs::read_tree_text("the suite file", path, MAX_SUITE_BYTES)?;
         NativeSuite::parse(&text, path)
     }
 

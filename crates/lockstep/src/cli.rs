@@ -556,7 +556,7 @@ pub struct TestArgs {
     /// Compile only, and write a bundle to DIR (new or empty): the selected suites, their compiled modules and the compiler's identity, for `--from-bundle` on a machine with only the IREE runtime.
     #[arg(long, value_name = "DIR", conflicts_with = "from_bundle")]
     pub bundle: Option<PathBuf>,
-    /// Run the bundle in DIR (made by `--bundle`): nothing is compiled; a bundle whose modules are not under the keys its compiler gives, or for another IREE runtime, is refused.
+    /// Run the tests the bundle in DIR holds (made by `--bundle`, with its selection; -k and -m narrow it): nothing is compiled; a bundle whose files do not match its bundle.json, whose modules are not under the keys its compiler gives, or for another IREE runtime, is refused.
     #[arg(long, value_name = "DIR")]
     pub from_bundle: Option<PathBuf>,
     #[command(flatten)]
@@ -942,7 +942,7 @@ pub struct BenchArgs {
     /// Compile only, and write a bundle to DIR (new or empty): the modules, references, input checksums and the compiler's identity, for `--from-bundle` on a machine with only the IREE runtime.
     #[arg(long, value_name = "DIR", conflicts_with = "from_bundle")]
     pub bundle: Option<PathBuf>,
-    /// Run the bundle in DIR (made by `--bundle`): nothing is compiled; a bundle made by another compiler than its keys say, or for another IREE runtime, is refused.
+    /// Run the bundle in DIR (made by `--bundle`): nothing is compiled; a bundle whose files do not match its bundle.json, made by another compiler than its keys say, or for another IREE runtime, is refused.
     #[arg(long, value_name = "DIR")]
     pub from_bundle: Option<PathBuf>,
     #[command(flatten)]

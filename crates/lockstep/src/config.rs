@@ -31,6 +31,13 @@ pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Loaded, Error> {
     lockstep_core::config::load(explicit, cwd, SECTIONS)
 }
 
+/// The lockstep.toml text read from `path` (a bundle's), every table
+/// checked; relative paths in it are relative to `path`'s directory.
+pub fn parse_at(path: &Path, text: String) -> Result<Loaded, Error> {
+    let root = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    lockstep_core::config::parse(text, Some(path.to_path_buf()), root, SECTIONS)
+}
+
 /// The cache as every command sees it (the kernel area may be moved by
 /// `[bench] cache-dir`).
 pub fn cache(loaded: &Loaded) -> Result<Cache, Error> {

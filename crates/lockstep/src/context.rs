@@ -65,6 +65,18 @@ impl<'a> Ctx<'a> {
         self.rep.open_events()
     }
 
+    /// Refuses an output inside one of `trees` (flag, directory), the
+    /// directories the command reads or writes whole (a bundle): exit 2,
+    /// nothing written, the `--events` file untouched.
+    pub fn trees_kept(&self, trees: &[(&str, PathBuf)]) -> Result<(), Error> {
+        let trees: Vec<(&str, &Path)> = trees.iter().map(|(f, d)| (*f, d.as_path())).collect();
+        if let Err(e) = self.spec.check_trees(&trees) {
+            self.rep.discard_events();
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Refuses an output that is (or would be read as) a run of one of
     /// the history directories `dirs` the command reads: exit 2, nothing
     /// written, the `--events` file untouched.

@@ -250,19 +250,19 @@ fn altered_or_mismatched_bundles_are_refused_and_kept() {
         &older,
         "compiled by IREE 3.12.0, the runtime here is IREE 3.13.0",
     );
-    // A module that does not match its seal: refused, and left as it was.
+    // A module that does not match the manifest: refused, and left as it was.
     let tampered = altered(&p, &bundle, "tampered", |t| t.to_string());
     let mlir = walk(&tampered.join("kernels"))
         .into_iter()
         .find(|f| f.extension().is_some_and(|e| e == "vmfb"))
         .unwrap();
     std::fs::write(&mlir, b"not a module").unwrap();
-    refused(&tampered, "does not match its seal");
+    refused(&tampered, ".vmfb does not match bundle.json");
     assert_eq!(std::fs::read(&mlir).unwrap(), b"not a module");
     // Not a bundle; a newer format; a bundle never overwrites.
     refused(p.root(), "no bundle.json: not a bundle");
     let future = altered(&p, &bundle, "future", |t| {
-        t.replace("\"schema\": 1", "\"schema\": 9")
+        t.replace("\"schema\": 2", "\"schema\": 9")
     });
     refused(&future, "schema 9");
     let out = p.run(
@@ -426,7 +426,19 @@ fn a_test_bundle_compiled_here_runs_with_the_runtime_alone() {
         text(&out.stderr)
     );
 
-    // A module missing under its compiler's key: refused, nothing runs.
+    // Modules not under the keys the compiler its manifest names gives
+    // (made by another compiler than it says): refused, nothing runs.
+    let identity = manifest["identity"].as_str().unwrap().to_string();
+    let claimed = altered(&p, &bundle, "other-compiler", |t| {
+        t.replace(&identity, &"ab".repeat(32))
+    });
+    let out = other.run(&["test", "--from-bundle", claimed.to_str().unwrap()], 2);
+    assert!(
+        stderr(&out).contains("not in the bundle under the keys its compiler"),
+        "{}",
+        stderr(&out)
+    );
+    // A module missing: refused, naming its seal.
     let entry = walk(&bundle.join("cache/compile"))
         .into_iter()
         .find(|f| f.extension().is_some_and(|e| e == "json"))
@@ -434,7 +446,7 @@ fn a_test_bundle_compiled_here_runs_with_the_runtime_alone() {
     std::fs::remove_file(&entry).unwrap();
     let out = other.run(&["test", "--from-bundle", bundle.to_str().unwrap()], 2);
     assert!(
-        stderr(&out).contains("not in the bundle under the keys its compiler"),
+        stderr(&out).contains("cannot be used") && stderr(&out).contains("does not exist"),
         "{}",
         stderr(&out)
     );
@@ -696,4 +708,460 @@ fn bad_bundle_paths_and_manifests_are_usage_errors_naming_them() {
         "{}",
         stderr(&out)
     );
+}
+
+/// `path` replaced by a FIFO nothing writes to.
+fn fifo_at(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+}
+
+/// `path` replaced by a symbolic link to `target`.
+fn link_at(path: &Path, target: &str) {
+    let _ = std::fs::remove_file(path);
+    std::os::unix::fs::symlink(target, path).unwrap();
+}
+
+/// The one file under `dir` whose name ends with `suffix`.
+fn the_file(dir: &Path, suffix: &str) -> PathBuf {
+    let found: Vec<PathBuf> = walk(dir)
+        .into_iter()
+        .filter(|f| f.to_string_lossy().ends_with(suffix))
+        .collect();
+    assert_eq!(found.len(), 1, "{suffix} in {dir:?}: {found:?}");
+    found[0].clone()
+}
+
+/// The seal beside `payload` rewritten to record `bytes` as its content:
+/// what someone who alters a module and recomputes its seal leaves.
+fn reseal(payload: &Path, bytes: &[u8]) {
+    let suffix = payload.extension().unwrap().to_str().unwrap().to_string();
+    let seal = payload.with_extension("json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&seal).unwrap()).unwrap();
+    doc["files"][&suffix]["size"] = bytes.len().into();
+    doc["files"][&suffix]["sha256"] = lockstep_core::hash::sha256_bytes(bytes).into();
+    std::fs::write(&seal, serde_json::to_string(&doc).unwrap()).unwrap();
+    std::fs::write(payload, bytes).unwrap();
+}
+
+#[test]
+fn bundle_files_that_are_fifos_or_devices_are_refused_at_once() {
+    // Issue 41: a module, a seal or the commands of a bundle that is a
+    // FIFO, /dev/zero or /dev/urandom made `--from-bundle` never end. Each
+    // is refused before anything runs (exit 2), naming the file.
+    let p = Project::new();
+    let bundle = p.root().join("bundle");
+    p.run(
+        &[
+            "bench",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "gemm",
+            "-m",
+            "8",
+            "-n",
+            "8",
+            "-k",
+            "8",
+        ],
+        0,
+    );
+    type Plant = fn(&Path);
+    let cases: [(&str, Plant, &str, &str); 7] = [
+        (
+            "zero-module",
+            |b| link_at(&the_file(&b.join("kernels"), ".vmfb"), "/dev/zero"),
+            ".vmfb cannot be used",
+            "is a device (through a link)",
+        ),
+        // Its seal saying it is empty (so that its size "matches"): hashed
+        // without end before.
+        (
+            "zero-module-resealed",
+            |b| {
+                let vmfb = the_file(&b.join("kernels"), ".vmfb");
+                reseal(&vmfb, b"");
+                link_at(&vmfb, "/dev/zero");
+            },
+            ".vmfb cannot be used",
+            "is a device (through a link)",
+        ),
+        (
+            "fifo-seal",
+            |b| fifo_at(&the_file(&b.join("kernels"), ".json")),
+            ".json cannot be used",
+            "is a FIFO",
+        ),
+        (
+            "fifo-mlir",
+            |b| fifo_at(&the_file(&b.join("kernels"), ".mlir")),
+            ".mlir cannot be used",
+            "is a FIFO",
+        ),
+        (
+            "random-commands",
+            |b| link_at(&b.join("commands.txt"), "/dev/urandom"),
+            "commands.txt cannot be used",
+            "is a device (through a link)",
+        ),
+        (
+            "fifo-manifest",
+            |b| fifo_at(&b.join("bundle.json")),
+            "bundle.json cannot be read",
+            "is a FIFO",
+        ),
+        (
+            "proc-manifest",
+            |b| link_at(&b.join("bundle.json"), "/proc/self/status"),
+            "bundle.json cannot be read",
+            "kernel file",
+        ),
+    ];
+    for (name, plant, says, kind) in cases {
+        let copy = altered(&p, &bundle, name, |t| t.to_string());
+        plant(&copy);
+        let out = p.run(&["bench", "--from-bundle", copy.to_str().unwrap()], 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("--from-bundle {}", copy.display())),
+            "{name}: {err}"
+        );
+        assert!(err.contains(says) && err.contains(kind), "{name}: {err}");
+        assert!(stdout(&out).is_empty(), "{name}: nothing ran");
+    }
+}
+
+#[test]
+fn a_module_altered_with_its_seal_recomputed_is_refused() {
+    // The seal covers a module's bytes; the manifest lists every file's
+    // sha256, so a module altered together with its seal no longer
+    // matches the manifest (docs/bench.md: refused).
+    let p = Project::new();
+    let bundle = p.root().join("bundle");
+    p.run(
+        &[
+            "bench",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "gemm",
+            "-m",
+            "8",
+            "-n",
+            "8",
+            "-k",
+            "8",
+        ],
+        0,
+    );
+    let other = p.root().join("other");
+    p.run(
+        &[
+            "bench",
+            "--bundle",
+            other.to_str().unwrap(),
+            "gemm",
+            "-m",
+            "8",
+            "-n",
+            "8",
+            "-k",
+            "4",
+        ],
+        0,
+    );
+    // Another kernel's (valid, runnable) module in its place, resealed.
+    let copy = altered(&p, &bundle, "resealed", |t| t.to_string());
+    let vmfb = the_file(&copy.join("kernels"), ".vmfb");
+    let foreign = std::fs::read(the_file(&other.join("kernels"), ".vmfb")).unwrap();
+    reseal(&vmfb, &foreign);
+    let out = p.run(&["bench", "--from-bundle", copy.to_str().unwrap()], 2);
+    let err = stderr(&out);
+    assert!(err.contains(".vmfb does not match bundle.json"), "{err}");
+    assert!(stdout(&out).is_empty(), "nothing ran: {}", stdout(&out));
+    // A file added to the bundle is refused too, naming it.
+    let copy = altered(&p, &bundle, "added", |t| t.to_string());
+    std::fs::write(copy.join("kernels/extra.vmfb"), b"x").unwrap();
+    let out = p.run(&["bench", "--from-bundle", copy.to_str().unwrap()], 2);
+    assert!(
+        stderr(&out).contains("kernels/extra.vmfb is not one of the files bundle.json lists"),
+        "{}",
+        stderr(&out)
+    );
+    // The sha256 of bundle.json is printed where it is made and where it
+    // runs, to compare when the way between them is not trusted.
+    let sha =
+        lockstep_core::hash::sha256_bytes(&std::fs::read(bundle.join("bundle.json")).unwrap());
+    let out = p.run(&["bench", "--from-bundle", bundle.to_str().unwrap()], 0);
+    assert!(
+        stderr(&out).contains(&format!("bundle.json sha256 {sha}")),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn outputs_inside_a_bundle_are_refused_before_anything_runs() {
+    // Issue 41: `--from-bundle B --json B/bundle.json` overwrote the
+    // manifest. An output inside the bundle read or written (through
+    // links too) is a usage error naming the flag; nothing is written.
+    let p = Project::new();
+    let bundle = p.root().join("bundle");
+    p.run(
+        &[
+            "bench",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "gemm",
+            "-m",
+            "4",
+            "-n",
+            "4",
+            "-k",
+            "4",
+        ],
+        0,
+    );
+    let manifest = std::fs::read(bundle.join("bundle.json")).unwrap();
+    let via = p.root().join("via");
+    std::os::unix::fs::symlink(&bundle, &via).unwrap();
+    let to_manifest = p.root().join("results.json");
+    std::os::unix::fs::symlink(bundle.join("bundle.json"), &to_manifest).unwrap();
+    let b = bundle.to_str().unwrap().to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "bench".into(),
+                "--from-bundle".into(),
+                b.clone(),
+                "--json".into(),
+                format!("{b}/bundle.json"),
+            ],
+            "--json",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "--from-bundle".into(),
+                b.clone(),
+                "--csv".into(),
+                format!("{}/new.csv", via.display()),
+            ],
+            "--csv",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "--from-bundle".into(),
+                b.clone(),
+                "--json".into(),
+                to_manifest.display().to_string(),
+            ],
+            "--json",
+        ),
+        (
+            vec![
+                "--events".into(),
+                format!("{b}/kernels/events.jsonl"),
+                "bench".into(),
+                "--from-bundle".into(),
+                b.clone(),
+            ],
+            "--events",
+        ),
+    ];
+    for (args, flag) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = p.run(&args, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("{flag} "))
+                && err.contains(&format!("is inside --from-bundle {b}")),
+            "{args:?}: {err}"
+        );
+        assert!(stdout(&out).is_empty(), "{args:?} ran: {}", stdout(&out));
+    }
+    assert_eq!(std::fs::read(bundle.join("bundle.json")).unwrap(), manifest);
+    assert!(!bundle.join("kernels/events.jsonl").exists());
+    // The bundle still runs.
+    p.run(&["bench", "--from-bundle", &b], 0);
+
+    // A test bundle, read or being written.
+    p.add_suite(&[("add", "11 22 33 44")]);
+    let tb = p.root().join("tb");
+    p.run(&["test", "s", "--bundle", tb.to_str().unwrap()], 0);
+    let junit = tb.join("suites/s/add.mlir");
+    let source = std::fs::read(&junit).unwrap();
+    let out = p.run(
+        &[
+            "test",
+            "--from-bundle",
+            tb.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(
+        stderr(&out).contains("is inside --from-bundle"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&junit).unwrap(), source);
+    let empty = p.root().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = p.run(
+        &[
+            "test",
+            "s",
+            "--bundle",
+            empty.to_str().unwrap(),
+            "--json",
+            empty.join("results.json").to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(
+        stderr(&out).contains("is inside --bundle"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+}
+
+#[test]
+fn a_test_bundle_runs_the_selection_it_was_made_with() {
+    // Issue 41: a bundle made with `-k` was refused without the same `-k`
+    // and blamed on tampering. It records its tests and runs them; `-k`
+    // and `-m` there narrow them.
+    let p = Project::new();
+    p.add_suite(&[("add", "11 22 33 44"), ("wrong", "0 0 0 0")]);
+    let bundle = p.root().join("k-bundle");
+    p.run(
+        &[
+            "test",
+            "s",
+            "-k",
+            "/add",
+            "--bundle",
+            bundle.to_str().unwrap(),
+        ],
+        0,
+    );
+    let b = bundle.to_str().unwrap();
+    let out = p.run(&["test", "--from-bundle", b, "--json", "-"], 0);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["adds/add [cpu]"], "{doc}");
+    let out = p.run(&["test", "--from-bundle", b, "-k", "/add"], 0);
+    assert!(stdout(&out).contains("1 pass"), "{}", stdout(&out));
+    // Narrowed to nothing: no tests selected, not "altered".
+    let out = p.run(&["test", "--from-bundle", b, "-k", "wrong"], 0);
+    assert!(
+        stderr(&out).contains("no tests selected"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_test_bundle_inside_its_suite_is_refused_before_anything_is_written() {
+    // Issue 41: `test --bundle DIR` with DIR inside a suite copied the
+    // suite into itself.
+    let p = Project::new();
+    p.add_suite(&[("add", "11 22 33 44")]);
+    let suite = p.path().join("s");
+    let before = walk(&suite);
+    let inside = suite.join("bundle");
+    let out = p.run(&["test", "s", "--bundle", inside.to_str().unwrap()], 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("--bundle {}", inside.display()))
+            && err.contains(&format!("is inside the suite {}", suite.display())),
+        "{err}"
+    );
+    // Through a link to the suite too.
+    let link = p.root().join("suite-link");
+    std::os::unix::fs::symlink(&suite, &link).unwrap();
+    let out = p.run(
+        &[
+            "test",
+            "s",
+            "--bundle",
+            link.join("deeper/b").to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(
+        stderr(&out).contains("is inside the suite"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(walk(&suite), before, "nothing written");
+    let leftovers: Vec<_> = std::fs::read_dir(&suite)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 2, "{leftovers:?}");
+}
+
+#[test]
+fn test_bundle_files_that_are_fifos_devices_or_altered_are_refused_at_once() {
+    // Issue 41: a suite source of a test bundle linked to /dev/zero (or a
+    // seal that is a FIFO) made `test --from-bundle` never end; an
+    // expected output altered in the copied suite ran.
+    let p = Project::new();
+    p.add_suite(&[("add", "11 22 33 44")]);
+    let bundle = p.root().join("tb");
+    p.run(&["test", "s", "--bundle", bundle.to_str().unwrap()], 0);
+    type Plant = fn(&Path);
+    let cases: [(&str, Plant, &str); 5] = [
+        (
+            "zero-source",
+            |b| link_at(&b.join("suites/s/add.mlir"), "/dev/zero"),
+            "suites/s/add.mlir cannot be used",
+        ),
+        (
+            "fifo-seal",
+            |b| fifo_at(&the_file(&b.join("cache"), ".json")),
+            ".json cannot be used",
+        ),
+        (
+            "fifo-suite",
+            |b| fifo_at(&b.join("suites/s/adds.suite.toml")),
+            "suites/s/adds.suite.toml cannot be used",
+        ),
+        (
+            "fifo-config",
+            |b| fifo_at(&b.join("lockstep.toml")),
+            "lockstep.toml cannot be used",
+        ),
+        (
+            "expected-output",
+            |b| {
+                let suite = b.join("suites/s/adds.suite.toml");
+                let text = std::fs::read_to_string(&suite).unwrap();
+                std::fs::write(&suite, text.replace("11 22 33 44", "0 0 0 0")).unwrap();
+            },
+            "suites/s/adds.suite.toml does not match bundle.json",
+        ),
+    ];
+    for (name, plant, says) in cases {
+        let copy = altered(&p, &bundle, name, |t| t.to_string());
+        plant(&copy);
+        let out = p.run(&["test", "--from-bundle", copy.to_str().unwrap()], 2);
+        let err = stderr(&out);
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(
+            !stdout(&out).contains("test result"),
+            "{name}: ran: {}",
+            stdout(&out)
+        );
+    }
 }

@@ -23,6 +23,7 @@ use crate::context::Ctx;
 
 /// Runs the command; its exit status.
 pub fn dispatch(command: Command, ctx: &Ctx) -> Result<i32, Error> {
+    ctx.trees_kept(&trees_whole(&command, ctx))?;
     // `lockstep test` finds its inputs (suite files, sources, data) by
     // planning, and says so itself; every other command's are known now.
     if !matches!(command, Command::Test(_)) {
@@ -51,6 +52,21 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<i32, Error> {
 /// (what names it, directory)), known before it runs: no output may be one
 /// of their runs. A default that cannot be found now is left to the
 /// command, which says what is wrong.
+/// The directories `command` reads or writes whole, by flag: a bundle
+/// holds exactly the files its manifest lists, so no output goes inside
+/// the one being read (`--from-bundle`) or written (`--bundle`).
+fn trees_whole(command: &Command, ctx: &Ctx) -> Vec<(&'static str, std::path::PathBuf)> {
+    let (bundle, from_bundle) = match command {
+        Command::Bench(args) if args.action.is_none() => (&args.bundle, &args.from_bundle),
+        Command::Test(args) => (&args.bundle, &args.from_bundle),
+        _ => return Vec::new(),
+    };
+    [("--bundle", bundle), ("--from-bundle", from_bundle)]
+        .into_iter()
+        .filter_map(|(flag, dir)| dir.as_ref().map(|d| (flag, ctx.cwd.join(d))))
+        .collect()
+}
+
 fn history_dirs_read(command: &Command, ctx: &Ctx) -> Vec<(String, std::path::PathBuf)> {
     use crate::cli::{BenchAction, History, Report};
     let configured = || history::configured_dir(ctx).ok().flatten();

@@ -41,9 +41,13 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         skip_all_runs: args.skip_all_runs || bundle_dir.is_some(),
         update_xfails: args.update_xfails,
         lit: None,
+        held: None,
     };
     let cfg = loaded.section()?;
     let suite_dirs = request.suite_dirs(&cfg, &loaded.root, &ctx.cwd);
+    if let Some(dir) = &bundle_dir {
+        lockstep_suite::bundle::check_destination(dir, &suite_dirs)?;
+    }
     // lit lists a lit suite's tests: set up (from PyPI, once) only when
     // the paths hold one.
     let request = Request {
@@ -114,16 +118,18 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         &tests,
         &targets,
         &toolchain,
+        ctx.sink(),
     )?;
     staged
         .install()
         .map_err(|e| e.context(format!("cannot move the bundle into {}", dir.display())))?;
     ctx.sink().note(format!(
-        "bundle written to {} ({} for {}, compiled by {})",
+        "bundle written to {} ({} for {}, compiled by {}; bundle.json sha256 {})",
         dir.display(),
         lockstep_core::words::count(written.tests.len(), "test", "tests"),
         written.targets.join(", "),
-        toolchain.compiler_stamp()
+        toolchain.compiler_stamp(),
+        written.sha256
     ));
     finish(ctx, finished, &toolchain, recording)
 }
@@ -145,7 +151,14 @@ fn run_bundle(args: TestArgs, ctx: &Ctx, dir: &std::path::Path) -> Result<i32, E
         .hint("-k, -m, --shard, -j and --timeout still select and pace its tests"));
     }
     let manifest = lockstep_suite::bundle::load(dir)?;
-    let loaded = crate::config::load(None, dir)?;
+    // What to compare with the sha256 printed where it was made.
+    ctx.sink().note(format!(
+        "running the bundle {} (bundle.json sha256 {})",
+        dir.display(),
+        manifest.sha256
+    ));
+    let (config, text) = lockstep_suite::bundle::config(dir)?;
+    let loaded = crate::config::parse_at(&config, text)?;
     let cfg = loaded.section()?;
     let request = Request {
         paths: Vec::new(),
@@ -162,6 +175,9 @@ fn run_bundle(args: TestArgs, ctx: &Ctx, dir: &std::path::Path) -> Result<i32, E
         skip_all_runs: false,
         update_xfails: false,
         lit: None,
+        // What it was made with (`-k`, `-m`, `--shard` there): those tests,
+        // narrowed by this command line's.
+        held: Some(lockstep_suite::bundle::held(&manifest)),
     };
     let planned = session::plan(
         &request,
@@ -171,6 +187,14 @@ fn run_bundle(args: TestArgs, ctx: &Ctx, dir: &std::path::Path) -> Result<i32, E
         dir,
         ctx.sink(),
     )?;
+    let read = planned.inputs();
+    let read: Vec<(&str, &std::path::Path)> =
+        read.iter().map(|(what, p)| (*what, p.as_path())).collect();
+    ctx.inputs_read(&read)?;
+    if planned.tests.is_empty() {
+        ctx.sink().note("no tests selected");
+        return Ok(0);
+    }
     let mut toolchain = ctx.runtime_toolchain(args.iree_bin.as_deref())?;
     // The keys are the bundle's compiler's (the runtime here may have no
     // compiler at all).
