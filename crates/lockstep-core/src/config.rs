@@ -235,6 +235,17 @@ pub fn shell_words(line: &str) -> std::result::Result<Vec<String>, String> {
     shlex::split(line).ok_or_else(|| format!("cannot split `{line}` into words: unbalanced quotes"))
 }
 
+/// TOML's form of `text` as a value (quoted and escaped by the TOML
+/// serializer, a literal string where that reads better): how every writer
+/// of a configuration (`lockstep init`, the demo, the sandbox) puts a name, a
+/// path or a URL into one, never by formatting quotes itself. A name that
+/// holds a control character is the writer's to refuse first
+/// ([`crate::error::hides_text`]): the serializer escapes it, but a comment
+/// or a terminal would not.
+pub fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
 /// Finds `lockstep.toml` in `start` or its ancestors.
 pub fn discover(start: &Path) -> Option<PathBuf> {
     start

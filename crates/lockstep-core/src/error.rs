@@ -39,6 +39,37 @@ pub fn without_userinfo(url: &str) -> String {
     }
 }
 
+/// Whether `c` changes how the text around it reads: a control character
+/// (newline, CR, ESC, the C1 range, NUL ...), a bidirectional control
+/// (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F, U+061C), which reorders
+/// what a terminal or an editor shows, or a line or paragraph separator
+/// (U+2028, U+2029), which an editor shows as a line break. A name holding one is refused where
+/// lockstep would write it into a configuration (`lockstep init`).
+pub fn hides_text(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `text` with every character [`hides_text`] names escaped (`\n`,
+/// `\u{1b}`, `\u{202e}`): a name from input shown as it is spelled.
+pub fn spelled(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if hides_text(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 impl Error {
     /// An operation failed (exit 1).
     pub fn failed(message: impl Into<String>) -> Self {
@@ -171,6 +202,23 @@ mod tests {
         );
         assert_eq!(without_userinfo("https://host/a@b"), "https://host/a@b");
         assert_eq!(without_userinfo("/srv/git"), "/srv/git");
+    }
+
+    #[test]
+    fn hidden_characters_are_named_and_spelled_out() {
+        for c in [
+            '\n', '\r', '\t', '\u{1b}', '\0', '\u{85}', '\u{9b}', '\u{202e}', '\u{2067}',
+            '\u{200f}', '\u{61c}', '\u{2028}',
+        ] {
+            assert!(hides_text(c), "{c:?}");
+        }
+        for c in ['a', 'é', '中', ' ', '\u{a0}', '\u{200b}'] {
+            assert!(!hides_text(c), "{c:?}");
+        }
+        assert_eq!(
+            spelled("a\n[b]\u{1b}c\u{202e}d é"),
+            "a\\n[b]\\u{1b}c\\u{202e}d é"
+        );
     }
 
     #[test]

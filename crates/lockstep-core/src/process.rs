@@ -75,9 +75,13 @@ pub struct Finished {
 
 /// The variables that hold lockstep's own credentials: the GitHub token
 /// (`pkg fetch`), upload credentials (`release promote --upload`, twine's
-/// and uv's names), GitHub's OIDC request token (trusted publishing), and the
-/// default webhook variable of `[integrate.notify] url-env`. A child that
-/// runs package or user code gets none of them ([`secret_vars`]).
+/// and uv's names), GitHub's OIDC request token (trusted publishing), the
+/// GitHub Actions runtime's token and endpoints (the Actions cache and
+/// artifact services: a workflow that exports them for a cache action, as
+/// sccache-action does, must not hand them to lit.cfg.py or a build
+/// backend), and the default webhook variable of `[integrate.notify]
+/// url-env`. A child that runs package or user code gets none of them
+/// ([`secret_vars`]); one that needs one is given it by name.
 pub const SECRET_VARS: &[&str] = &[
     "GITHUB_TOKEN",
     "GH_TOKEN",
@@ -88,6 +92,10 @@ pub const SECRET_VARS: &[&str] = &[
     "UV_PUBLISH_TOKEN",
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
     "ACTIONS_ID_TOKEN_REQUEST_URL",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_RUNTIME_URL",
+    "ACTIONS_RESULTS_URL",
+    "ACTIONS_CACHE_URL",
     "LOCKSTEP_WEBHOOK_URL",
 ];
 
@@ -957,5 +965,44 @@ mod tests {
             .unwrap();
         let env = String::from_utf8_lossy(&out.stdout);
         assert!(!env.contains("hook-secret") && !env.contains("GIT_CONFIG_VALUE_77"));
+    }
+
+    /// The GitHub Actions runtime's token and endpoints (exported by cache
+    /// actions) reach no child, unless the caller names one.
+    #[test]
+    fn the_actions_runtime_token_and_urls_reach_no_child_unless_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let vars = [
+            "ACTIONS_RUNTIME_TOKEN",
+            "ACTIONS_RUNTIME_URL",
+            "ACTIONS_RESULTS_URL",
+            "ACTIONS_CACHE_URL",
+        ];
+        for var in vars {
+            std::env::set_var(var, format!("actions-secret-{var}"));
+        }
+        let spec = Spec {
+            argv: vec!["sh".into(), "-c".into(), "env".into()],
+            cwd: dir.path().to_path_buf(),
+            env: Vec::new(),
+            timeout: Some(Duration::from_secs(60)),
+            log: dir.path().join("log.txt"),
+            header: None,
+        };
+        assert_eq!(run(&spec, |_| {}).unwrap().exit, Exit::Code(0));
+        let env = std::fs::read_to_string(dir.path().join("log.txt")).unwrap();
+        assert!(!env.contains("actions-secret-"), "{env}");
+        let out = command("sh").args(["-c", "env"]).output().unwrap();
+        let env = String::from_utf8_lossy(&out.stdout);
+        assert!(!env.contains("actions-secret-"), "{env}");
+        // Named by the caller: given.
+        let named = Spec {
+            env: vec![("ACTIONS_CACHE_URL".into(), "named-url".into())],
+            ..spec
+        };
+        assert_eq!(run(&named, |_| {}).unwrap().exit, Exit::Code(0));
+        let env = std::fs::read_to_string(dir.path().join("log.txt")).unwrap();
+        assert!(env.contains("ACTIONS_CACHE_URL=named-url"), "{env}");
+        assert!(!env.contains("actions-secret-"), "{env}");
     }
 }

@@ -50,9 +50,10 @@ pub fn build(
         format!(
             "[pkg]\npython = [\"3.11\"]\ncompiler-cache = \"none\"\nmanylinux = \"off\"\n\n\
              [[pkg.package]]\nname = \"lockstep-kernels\"\nsource = \"python/lockstep-kernels\"\n\
-             env = {{ CARGO_TARGET_DIR = {:?}, MATURIN_PEP517_ARGS = \"--profile dev\", \
+             env = {{ CARGO_TARGET_DIR = {}, MATURIN_PEP517_ARGS = \"--profile dev\", \
              CARGO_PROFILE_DEV_DEBUG = \"false\" }}\n",
-            target.display().to_string()
+            // The TOML serializer's quoting (Rust's `{:?}` is not TOML's).
+            lockstep_core::config::toml_string(&target.display().to_string())
         ),
     )?;
     let loaded =

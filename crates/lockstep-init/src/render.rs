@@ -5,30 +5,58 @@
 
 use std::fmt::Write as _;
 
+use lockstep_core::Error;
+
 use crate::survey::{FoundPin, Survey};
 
 /// The upstream URL a pin that looks like LLVM's is assumed to follow.
 const LLVM_URL: &str = "https://github.com/llvm/llvm-project.git";
 
-/// TOML's form of a string (quoted and escaped).
+/// TOML's form of a string: the TOML serializer's (quoted and escaped, a
+/// literal string where that reads better), never quotes formatted here.
 fn quoted(text: &str) -> String {
-    toml::Value::String(text.to_string()).to_string()
+    lockstep_core::config::toml_string(text)
 }
 
-/// A literal string when the text allows one (patterns read better
-/// without doubled backslashes), else a quoted one.
-fn literal(text: &str) -> String {
-    // A literal string holds no quote and no control character.
-    if text.contains('\'') || text.chars().any(char::is_control) {
-        quoted(text)
-    } else {
-        format!("'{text}'")
-    }
+/// A comment line: `# ` and `text`, where a character that would end the
+/// comment or hide text ([`lockstep_core::error::hides_text`]: a newline,
+/// CR, ESC, a bidi control) is spelled out instead. The survey refuses
+/// names holding one before anything is rendered; this keeps the file one
+/// comment per line whatever it is handed.
+fn comment(out: &mut String, text: &str) {
+    let _ = writeln!(out, "# {}", lockstep_core::error::spelled(text));
 }
 
 /// The whole file; `iree` is the IREE release `[toolchain] iree` pins (the
-/// caller's default: lockstep-iree's).
-pub fn render(survey: &Survey, iree: &str) -> String {
+/// caller's default: lockstep-iree's). A survey holding a name with a
+/// control character or a bidi control is refused
+/// ([`crate::survey::check_names`], exit 2), so the text holds none but
+/// its newlines: it reads the same in an editor, printed by `init
+/// --dry-run` (whose terminal escaping then has nothing to escape) and
+/// written by `init`, byte for byte.
+pub fn render(survey: &Survey, iree: &str) -> Result<String, Error> {
+    crate::survey::check_names(survey)?;
+    if iree.chars().any(lockstep_core::error::hides_text) {
+        return Err(Error::usage(format!(
+            "the IREE release `{}` holds a control character",
+            lockstep_core::error::spelled(iree)
+        )));
+    }
+    let text = render_checked(survey, iree);
+    if let Some(c) = text
+        .chars()
+        .find(|&c| c != '\n' && lockstep_core::error::hides_text(c))
+    {
+        return Err(Error::failed(format!(
+            "lockstep init made a file holding U+{:04X} (a bug: please report it)",
+            u32::from(c)
+        ))
+        .hint("nothing was written"));
+    }
+    Ok(text)
+}
+
+fn render_checked(survey: &Survey, iree: &str) -> String {
     let mut out = String::new();
     out.push_str(
         "# lockstep.toml, written by `lockstep init` from what this repository holds.\n\
@@ -36,7 +64,7 @@ pub fn render(survey: &Survey, iree: &str) -> String {
          # docs/getting-started.md for the first integrate, test run, build and workflow.\n",
     );
     for note in &survey.notes {
-        let _ = writeln!(out, "# note: {note}");
+        comment(&mut out, &format!("note: {note}"));
     }
     integrate(&mut out, survey.pin.as_ref());
     toolchain(&mut out, iree);
@@ -88,23 +116,26 @@ fn integrate(out: &mut String, pin: Option<&FoundPin>) {
             pattern,
             sha256_pattern,
         }) => {
-            let _ = writeln!(
+            comment(
                 out,
-                "# The revision inside {path}{}.",
-                if sha256_pattern.is_some() {
-                    ", with the sha256 of LLVM's source archive beside it"
-                } else {
-                    ""
-                }
+                &format!(
+                    "The revision inside {path}{}.",
+                    if sha256_pattern.is_some() {
+                        ", with the sha256 of LLVM's source archive beside it"
+                    } else {
+                        ""
+                    }
+                ),
             );
+            // Keys lockstep's own, every value the serializer's.
             let mut fields = vec![
                 format!("file = {}", quoted(path)),
-                format!("pattern = {}", literal(pattern)),
+                format!("pattern = {}", quoted(pattern)),
             ];
             if let Some(sum) = sha256_pattern {
                 fields.push(format!(
                     "sha256 = {{ pattern = {}, archive = {} }}",
-                    literal(sum),
+                    quoted(sum),
                     quoted("https://github.com/llvm/llvm-project/archive/{commit}.tar.gz")
                 ));
             }
@@ -146,20 +177,27 @@ fn test(out: &mut String, survey: &Survey) {
             out,
             "# Directories with *.suite.toml files or iree-test-suites cases."
         );
-        let _ = writeln!(out, "paths = [{}]", list(&survey.test_paths));
+        let _ = writeln!(out, "paths = {}", list(&survey.test_paths));
     }
     if !survey.suite_configs.is_empty() {
         let _ = writeln!(
             out,
             "# iree-test-suites configs (config_name and iree_compile_flags)."
         );
-        let _ = writeln!(out, "suite-configs = [{}]", list(&survey.suite_configs));
+        let _ = writeln!(out, "suite-configs = {}", list(&survey.suite_configs));
     }
     for lit in &survey.lit_configs {
         let dir = lit.rsplit_once('/').map(|(d, _)| d).unwrap_or(".");
-        let _ = writeln!(
+        comment(
             out,
-            "# Found a lit suite at {lit}: add \"{dir}\" to paths to run it with lit\n             # (docs/test.md, \"lit suites\"; its config must load without a build's lit.site.cfg.py)."
+            &format!(
+                "Found a lit suite at {lit}: add {} to paths to run it with lit",
+                quoted(dir)
+            ),
+        );
+        comment(
+            out,
+            "(docs/test.md, \"lit suites\"; its config must load without a build's lit.site.cfg.py).",
         );
     }
 }
@@ -177,24 +215,22 @@ fn packages(out: &mut String, survey: &Survey) {
     }
     for package in &survey.packages {
         out.push_str("\n[[pkg.package]]\n");
-        let _ = writeln!(out, "# Named by {}.", package.named_by);
+        comment(out, &format!("Named by {}.", package.named_by));
         let _ = writeln!(out, "name = {}", quoted(&package.name));
         let _ = writeln!(out, "source = {}", quoted(&package.source));
     }
 }
 
+/// A TOML array of strings, as the serializer writes it.
 fn list(items: &[String]) -> String {
-    items
-        .iter()
-        .map(|i| quoted(i))
-        .collect::<Vec<_>>()
-        .join(", ")
+    toml::Value::Array(items.iter().cloned().map(toml::Value::String).collect()).to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::survey::FoundPackage;
+    use lockstep_core::error::hides_text;
 
     fn parsed(text: &str) -> toml::Table {
         toml::from_str(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
@@ -202,7 +238,7 @@ mod tests {
 
     #[test]
     fn an_empty_survey_says_what_to_fill_in() {
-        let text = render(&Survey::default(), "3.13.0");
+        let text = render(&Survey::default(), "3.13.0").unwrap();
         let table = parsed(&text);
         assert_eq!(table["toolchain"]["iree"].as_str(), Some("3.13.0"));
         assert!(table["integrate"].as_table().unwrap().is_empty());
@@ -210,40 +246,135 @@ mod tests {
         assert!(text.contains("# [[pkg.package]]"));
     }
 
+    /// A directory named to write settings of its own (a newline, then a
+    /// table) is refused, as is every other control or bidi character, in
+    /// every field that reaches the file: values and comments alike.
+    #[test]
+    fn names_with_control_characters_are_refused_wherever_they_would_go() {
+        let evil = "suites\n[[integrate.verdicts]]\nmatch = \"\"\nverdict = \"good\"";
+        for name in [
+            evil,
+            "a\u{1b}[31mred",
+            "cr\rhere",
+            "c1\u{85}",
+            "rtl\u{202e}txt.py",
+            "ls\u{2028}x",
+        ] {
+            let surveys = [
+                Survey {
+                    test_paths: vec![name.into()],
+                    ..Survey::default()
+                },
+                Survey {
+                    suite_configs: vec![name.into()],
+                    ..Survey::default()
+                },
+                Survey {
+                    lit_configs: vec![format!("{name}/lit.cfg.py")],
+                    ..Survey::default()
+                },
+                Survey {
+                    pin: Some(FoundPin::File { path: name.into() }),
+                    ..Survey::default()
+                },
+                Survey {
+                    pin: Some(FoundPin::Submodule {
+                        path: "llvm".into(),
+                        url: Some(name.into()),
+                    }),
+                    ..Survey::default()
+                },
+                Survey {
+                    packages: vec![FoundPackage {
+                        name: "p".into(),
+                        source: name.into(),
+                        named_by: "x".into(),
+                    }],
+                    ..Survey::default()
+                },
+            ];
+            for survey in surveys {
+                let err = render(&survey, "3.13.0").unwrap_err();
+                assert_eq!(err.exit_code(), 2, "{}", err.render());
+                assert!(
+                    err.message.contains(&lockstep_core::error::spelled(name)),
+                    "{}",
+                    err.message
+                );
+                assert!(!err.message.chars().any(hides_text), "{:?}", err.message);
+                assert!(err
+                    .hint
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("nothing was written"));
+            }
+        }
+    }
+
+    /// A name in the survey: plain Unicode, or with one character that
+    /// changes how text reads.
+    fn name() -> impl proptest::strategy::Strategy<Value = String> {
+        proptest::prop_oneof![
+            4 => "\\PC{0,40}",
+            1 => "\\PC{0,10}[\n\r\t\x00\x1b\x7f\u{85}\u{9b}\u{202e}\u{2066}\u{200f}\u{2028}]\\PC{0,10}",
+        ]
+    }
+
     proptest::proptest! {
-        /// Whatever the names and paths found (quotes, backslashes, newlines,
-        /// any Unicode), the file parses and holds them unchanged.
+        /// Whatever the names and paths found (quotes, backslashes, any
+        /// Unicode), the file parses, holds them unchanged, and has nothing
+        /// a terminal would escape (`init --dry-run` prints it as written);
+        /// a name with a control or bidi character is refused (exit 2).
         #[test]
-        fn any_names_and_paths_round_trip(
-            name in "\\PC{0,40}",
-            source in "\\PC{0,40}",
+        fn any_names_and_paths_round_trip_or_are_refused(
+            name in name(),
+            source in name(),
             path in "\\PC{1,40}",
             pattern in "[^\\n]{1,40}",
-            url in proptest::option::of("\\PC{0,40}"),
-            test_path in "\\PC{0,40}",
+            url in proptest::option::of(name()),
+            test_path in name(),
+            lit in name(),
         ) {
             let survey = Survey {
                 pin: Some(FoundPin::Submodule { path: path.clone(), url: url.clone() }),
                 packages: vec![FoundPackage { name: name.clone(), source: source.clone(), named_by: "x".into() }],
                 test_paths: vec![test_path.clone()],
+                lit_configs: vec![format!("{lit}/lit.cfg.py")],
                 ..Survey::default()
             };
-            let table = parsed(&render(&survey, "3.13.0"));
-            proptest::prop_assert_eq!(table["integrate"]["submodule"].as_str(), Some(path.as_str()));
-            if let Some(url) = &url {
-                proptest::prop_assert_eq!(table["integrate"]["upstream-url"].as_str(), Some(url.as_str()));
+            let hidden = [&name, &source, &path, &test_path, &lit]
+                .into_iter()
+                .chain(url.as_ref())
+                .any(|n| n.chars().any(hides_text));
+            match render(&survey, "3.13.0") {
+                Err(e) => proptest::prop_assert!(hidden && e.exit_code() == 2, "{}", e.render()),
+                Ok(text) => {
+                    proptest::prop_assert!(!hidden);
+                    proptest::prop_assert_eq!(lockstep_core::error::printable(&text), text.as_str());
+                    let table = parsed(&text);
+                    proptest::prop_assert_eq!(table["integrate"]["submodule"].as_str(), Some(path.as_str()));
+                    if let Some(url) = &url {
+                        proptest::prop_assert_eq!(table["integrate"]["upstream-url"].as_str(), Some(url.as_str()));
+                    }
+                    let package = &table["pkg"]["package"][0];
+                    proptest::prop_assert_eq!(package["name"].as_str(), Some(name.as_str()));
+                    proptest::prop_assert_eq!(package["source"].as_str(), Some(source.as_str()));
+                    proptest::prop_assert_eq!(table["test"]["paths"][0].as_str(), Some(test_path.as_str()));
+                    proptest::prop_assert_eq!(table["test"].as_table().map(|t| t.len()), Some(1));
+                }
             }
-            let package = &table["pkg"]["package"][0];
-            proptest::prop_assert_eq!(package["name"].as_str(), Some(name.as_str()));
-            proptest::prop_assert_eq!(package["source"].as_str(), Some(source.as_str()));
-            proptest::prop_assert_eq!(table["test"]["paths"][0].as_str(), Some(test_path.as_str()));
             let with_pattern = Survey {
                 pin: Some(FoundPin::Pattern { path: path.clone(), pattern: pattern.clone(), sha256_pattern: Some(pattern.clone()) }),
                 ..Survey::default()
             };
-            let table = parsed(&render(&with_pattern, "3.13.0"));
-            proptest::prop_assert_eq!(table["integrate"]["pin"]["pattern"].as_str(), Some(pattern.as_str()));
-            proptest::prop_assert_eq!(table["integrate"]["pin"]["sha256"]["pattern"].as_str(), Some(pattern.as_str()));
+            match render(&with_pattern, "3.13.0") {
+                Err(e) => proptest::prop_assert!(pattern.chars().chain(path.chars()).any(hides_text), "{}", e.render()),
+                Ok(text) => {
+                    let table = parsed(&text);
+                    proptest::prop_assert_eq!(table["integrate"]["pin"]["pattern"].as_str(), Some(pattern.as_str()));
+                    proptest::prop_assert_eq!(table["integrate"]["pin"]["sha256"]["pattern"].as_str(), Some(pattern.as_str()));
+                }
+            }
         }
     }
 }

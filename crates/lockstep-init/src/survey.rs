@@ -5,14 +5,26 @@
 //! Only the files git knows are looked at (`git ls-files`: tracked, and
 //! untracked ones that are not ignored), so a build directory or a venv
 //! never counts, and a submodule's own files are not the superproject's.
-//! Every file read is bounded, and one that cannot be read is an error
-//! naming it: a setting guessed from half the files would be wrong in a
-//! way nobody sees.
+//! Every file read goes through `lockstep_core::fs::open_tree_file`: opened
+//! without blocking, a regular file or refused (a link to a FIFO, a device
+//! or a kernel file such as `/proc/kmsg` would never end), bounded. A file
+//! read for its name (a pin file, a `.bzl` file, pyproject.toml, setup.py,
+//! .gitmodules) that cannot be read, or is not a regular file, is an error
+//! naming it (exit 2, nothing written): a setting guessed from half the
+//! files would be wrong in a way nobody sees. A `*.json` file is only a
+//! candidate config when it is a small regular file; any other is passed
+//! over, as a large one is.
+//!
+//! Names are data: a path, URL or name that would go into lockstep.toml and
+//! holds a control character or a bidi control ([`check_names`]) is refused
+//! with the name spelled out, never written (a newline in a directory's
+//! name would otherwise write settings of its own).
 
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::Path;
 
+use lockstep_core::error::{hides_text, spelled};
 use lockstep_core::Error;
 use lockstep_git::Repo;
 use regex::Regex;
@@ -113,7 +125,73 @@ pub fn survey(dir: &Path, chosen: Option<&str>) -> Result<Survey, Error> {
         .filter(|f| file_name(f) == "lit.cfg.py")
         .cloned()
         .collect();
+    check_names(&survey)?;
     Ok(survey)
+}
+
+/// Refuses a survey holding a name lockstep.toml cannot carry as it reads:
+/// a path, URL or name with a control character (a newline would end the
+/// comment or value it is in, ESC and CR hide text) or a bidi control
+/// ([`hides_text`]). Exit 2, naming the setting and the name spelled out.
+pub fn check_names(survey: &Survey) -> Result<(), Error> {
+    let mut names: Vec<(&str, &str)> = Vec::new();
+    if let Some(pin) = &survey.pin {
+        match pin {
+            FoundPin::Submodule { path, url } => {
+                names.push(("the submodule's path ([integrate] submodule)", path));
+                if let Some(url) = url {
+                    names.push((
+                        "the submodule's URL in .gitmodules ([integrate] upstream-url)",
+                        url,
+                    ));
+                }
+            }
+            FoundPin::File { path } => names.push(("the pin file ([integrate] pin-file)", path)),
+            FoundPin::Pattern {
+                path,
+                pattern,
+                sha256_pattern,
+            } => {
+                names.push(("the file holding the pin ([integrate] pin)", path));
+                names.push(("the pin's pattern", pattern));
+                if let Some(sum) = sha256_pattern {
+                    names.push(("the checksum's pattern", sum));
+                }
+            }
+        }
+    }
+    for package in &survey.packages {
+        names.push((
+            "a package's directory ([[pkg.package]] source)",
+            &package.source,
+        ));
+        names.push(("a package's name ([[pkg.package]] name)", &package.name));
+        names.push(("where a package's name came from", &package.named_by));
+    }
+    for path in &survey.test_paths {
+        names.push(("a suite directory ([test] paths)", path));
+    }
+    for path in &survey.suite_configs {
+        names.push(("an iree-test-suites config ([test] suite-configs)", path));
+    }
+    for path in &survey.lit_configs {
+        names.push(("a lit suite's configuration", path));
+    }
+    for note in &survey.notes {
+        names.push(("a note", note));
+    }
+    for (what, name) in names {
+        if let Some(c) = name.chars().find(|c| hides_text(*c)) {
+            return Err(Error::usage(format!(
+                "lockstep init cannot write {what} `{}` into lockstep.toml: it holds U+{:04X}, a control character",
+                spelled(name),
+                u32::from(c)
+            ))
+            .cause("a name in lockstep.toml must read as it is: a newline would write settings of its own, and CR, ESC or a bidi control would hide or reorder text")
+            .hint("rename it (`git mv`), or take it out of the repository's files and write that setting by hand (docs/getting-started.md); nothing was written"));
+        }
+    }
+    Ok(())
 }
 
 /// The files git knows below `dir` (relative to it, `/`-separated):
@@ -146,28 +224,28 @@ fn parent(path: &str) -> &str {
 }
 
 /// Reads `rel` below `dir`, at most [`MAX_READ_BYTES`]; a file that cannot
-/// be read is an error naming it, a larger one `None`.
+/// be read, or is not a regular file (a link to a FIFO, a device, a kernel
+/// file: refused at once, never waited on), is an error naming it, a larger
+/// one `None`.
 fn read_bounded(dir: &Path, rel: &str) -> Result<Option<String>, Error> {
     let path = dir.join(rel);
-    let unreadable = |e: std::io::Error| {
+    let unreadable = |e: Error| {
         Error::usage(format!("cannot read {}", path.display()))
             .cause(e.to_string())
-            .hint("make it readable (or remove it from the repository), then run `lockstep init` again; nothing was written")
+            .hint("lockstep init reads it for its name (a pin, a package, a config): make it a readable regular file or remove it from the repository, then run `lockstep init` again; nothing was written")
     };
-    let file = std::fs::File::open(&path).map_err(unreadable)?;
-    let meta = file.metadata().map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(unreadable(std::io::Error::other(
-            "not a regular file (a FIFO or a device would never end)",
-        )));
-    }
-    if meta.len() > MAX_READ_BYTES {
+    let (file, len) =
+        lockstep_core::fs::open_tree_file("the file", &path, u64::MAX).map_err(unreadable)?;
+    if len > MAX_READ_BYTES {
         return Ok(None);
     }
     let mut bytes = Vec::new();
     file.take(MAX_READ_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
+        .map_err(|e| unreadable(Error::failed(e.to_string())))?;
+    if bytes.len() as u64 > MAX_READ_BYTES {
+        return Ok(None);
+    }
     Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
@@ -180,7 +258,9 @@ fn looks_like_llvm(text: &str) -> bool {
 
 /// Submodules that look like the pinned upstream, from .gitmodules.
 fn submodule_pins(repo: &Repo, dir: &Path) -> Result<Vec<FoundPin>, Error> {
-    if !dir.join(".gitmodules").is_file() {
+    // Present, even as a link to nothing or to a FIFO: reading it then
+    // says why not (git would wait on a FIFO forever).
+    if dir.join(".gitmodules").symlink_metadata().is_err() {
         return Ok(Vec::new());
     }
     if read_bounded(dir, ".gitmodules")?.is_none() {
@@ -189,6 +269,7 @@ fn submodule_pins(repo: &Repo, dir: &Path) -> Result<Vec<FoundPin>, Error> {
     let out = repo.try_git_env(
         &[
             "config",
+            "-z",
             "--file",
             ".gitmodules",
             "--get-regexp",
@@ -203,8 +284,10 @@ fn submodule_pins(repo: &Repo, dir: &Path) -> Result<Vec<FoundPin>, Error> {
     }
     let mut paths: Vec<(String, String)> = Vec::new();
     let mut urls: Vec<(String, String)> = Vec::new();
-    for line in out.stdout.lines() {
-        let Some((key, value)) = line.split_once(' ') else {
+    // `-z`: "KEY\nVALUE\0" per entry, so a value holding a newline is read
+    // whole (and then refused by check_names), never split into two.
+    for entry in out.stdout.split('\0') {
+        let Some((key, value)) = entry.split_once('\n') else {
             continue;
         };
         if let Some(name) = key
@@ -300,14 +383,15 @@ fn choose_pin(pins: Vec<FoundPin>, chosen: Option<&str>) -> Result<Option<FoundP
         return match pins.iter().find(|p| p.path() == chosen) {
             Some(pin) => Ok(Some(pin.clone())),
             None => Err(Error::usage(format!(
-                "--pin {chosen} is not a pin lockstep init found"
+                "--pin {} is not a pin lockstep init found",
+                spelled(chosen)
             ))
             .cause(if pins.is_empty() {
                 "found none: no submodule or file that looks like an LLVM pin".to_string()
             } else {
                 format!(
                     "found: {}",
-                    pins.iter().map(FoundPin::describe).collect::<Vec<_>>().join(", ")
+                    pins.iter().map(|p| spelled(&p.describe())).collect::<Vec<_>>().join(", ")
                 )
             })
             .hint("name one of those, or leave --pin out and set [integrate] by hand (docs/integrate.md); nothing was written")),
@@ -318,11 +402,11 @@ fn choose_pin(pins: Vec<FoundPin>, chosen: Option<&str>) -> Result<Option<FoundP
         _ => Err(Error::usage(format!(
             "found {} candidate pins of the upstream: {}",
             pins.len(),
-            pins.iter().map(FoundPin::describe).collect::<Vec<_>>().join(", ")
+            pins.iter().map(|p| spelled(&p.describe())).collect::<Vec<_>>().join(", ")
         ))
         .hint(format!(
             "choose the one lockstep integrate moves with --pin PATH (e.g. --pin {}); nothing was written",
-            pins[0].path()
+            spelled(pins[0].path())
         ))),
     }
 }
@@ -496,7 +580,10 @@ fn tests(dir: &Path, files: &[String]) -> Result<(Vec<String>, Vec<String>), Err
         } else if name.ends_with(".json") || name.ends_with(".json5") {
             // Only small files can be configs; reading every JSON file of a
             // large tree would be slow for nothing.
-            let small = std::fs::metadata(dir.join(rel)).is_ok_and(|m| m.len() <= 64 << 10);
+            // Nor other than regular files: a JSON name on a FIFO or a
+            // device is not a config (and would never end).
+            let small =
+                std::fs::metadata(dir.join(rel)).is_ok_and(|m| m.is_file() && m.len() <= 64 << 10);
             if small {
                 if let Some(text) = read_bounded(dir, rel)? {
                     if text.contains("\"config_name\"") && text.contains("iree_compile_flags") {

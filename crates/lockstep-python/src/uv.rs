@@ -482,9 +482,10 @@ impl Uv {
                 argv,
                 cwd: build.cwd,
                 env,
-                // The Actions cache's token is the compiler cache's, not the
-                // build backend's (nor any build dependency's).
-                remove: ACTIONS_CACHE_VARS,
+                // The Actions runtime's token and URLs are lockstep secrets
+                // (lockstep_core::process::SECRET_VARS): no build backend
+                // (nor build dependency) gets them.
+                remove: &[],
                 timeout: build.timeout,
                 log: Some(build.log),
                 capture_stdout: false,
@@ -587,14 +588,6 @@ impl Uv {
         Err(err)
     }
 }
-
-/// The GitHub Actions cache's endpoint and token (`ci generate` hands them
-/// to sccache): never given to a build backend.
-pub const ACTIONS_CACHE_VARS: &[&str] = &[
-    "ACTIONS_RUNTIME_TOKEN",
-    "ACTIONS_RESULTS_URL",
-    "ACTIONS_CACHE_URL",
-];
 
 /// What an upload did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1280,13 +1280,13 @@ pub(crate) fn superproject_config(
         fork.display()
     );
     let commit_url = commit_url
-        .map(|u| format!("commit-url = \"{}\"\n", toml_escape(u)))
+        .map(|u| format!("commit-url = {}\n", toml_string(u)))
         .unwrap_or_default();
     let toml = format!(
         r#"[integrate]
 submodule = "{SUBMODULE_PATH}"
 upstream-remote = "upstream"
-upstream-url = "{}"
+upstream-url = {}
 upstream-branch = "main"
 base = "origin/main"
 branch = "integrates/llvm-{{date}}"
@@ -1297,13 +1297,14 @@ smoke-timeout = "5m"
 [integrate.export]
 remote = "origin"
 "#,
-        toml_escape(&upstream.display().to_string())
+        toml_string(&upstream.display().to_string())
     );
     (gitmodules, toml)
 }
 
-pub(crate) fn toml_escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
+/// TOML's form of a string: the serializer's, never quotes formatted here.
+fn toml_string(s: &str) -> String {
+    lockstep_core::config::toml_string(s)
 }
 
 const SMOKE_SH: &str = r#"#!/usr/bin/env bash

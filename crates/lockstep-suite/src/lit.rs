@@ -10,9 +10,17 @@
 //! unchanged) but sends lit's `Output/` to the run directory: the user's
 //! tree is not lockstep's to write. It gets `PATH` with `FileCheck`, lit's
 //! venv and the IREE tools first, and none of lit's `LIT_*` variables (they
-//! would override the command line). A configuration that does not load, or a lit that
-//! writes no report, is an error naming the suite: no test is recorded as a
-//! pass on a partial result.
+//! would override the command line). A configuration that does not load, a
+//! lit that lists no tests (a `lit.cfg.py` that calls `sys.exit(0)` or
+//! `os._exit(0)` ends lit with status 0 and no list), a lit that writes no
+//! report, or a report missing a test it was given, is an error naming the
+//! suite: no test is recorded as a pass on a partial result, and a suite
+//! that exits early is never "no tests". What lockstep reads back from a lit
+//! run (the list, the report, the log) goes through
+//! `lockstep_core::fs::read_tree_file`: a path the configuration replaced
+//! with a FIFO is refused at once, never waited on. Every lit process has a
+//! time bound ([`LIST_TIMEOUT`]; a run: its tests' timeouts one after
+//! another, plus [`LIT_MARGIN`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,7 +38,25 @@ pub const CONFIGS: [&str; 2] = ["lit.cfg.py", "lit.site.cfg.py"];
 const MAX_REPORT_BYTES: u64 = 256 << 20;
 
 /// How long listing a suite's tests may take.
-const LIST_TIMEOUT: Duration = Duration::from_secs(300);
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What a lit run may take beyond its tests' own timeouts (lit's start,
+/// loading the configuration, writing the report).
+pub const LIT_MARGIN: Duration = Duration::from_secs(300);
+
+/// The largest listing or log read back.
+const MAX_LISTING_BYTES: u64 = 64 << 20;
+
+/// The line `lit --show-tests` prints before its list.
+const LIST_HEADER: &str = "-- Available Tests --";
+
+/// Reads back a file of a lit run (its list, report or log): a regular
+/// file only (the suite's configuration runs inside lit and may have put a
+/// FIFO where lockstep reads), at most `max` bytes.
+fn read_back(what: &str, path: &Path, max: u64) -> Result<String, Error> {
+    let bytes = lockstep_core::fs::read_tree_file(what, path, max)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
 
 /// lit, and the directories put first on the RUN lines' `PATH`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,12 +136,29 @@ pub fn discover(program: &LitProgram, suite: &Path, work: &Path) -> Result<Vec<L
         suite.display().to_string(),
     ];
     let finished = spawn(program, None, &argv, work, &log, Some(&out), LIST_TIMEOUT)?;
-    let listed = fs_err::read_to_string(&out).unwrap_or_default();
     if finished.exit != lockstep_core::process::Exit::Code(0) {
         return Err(config_error(suite, &finished.exit, &log));
     }
+    let listed = read_back("lit's list of tests", &out, MAX_LISTING_BYTES).map_err(|e| {
+        e.context(format!(
+            "cannot read lit's list of the suite {}",
+            suite.display()
+        ))
+    })?;
+    // lit prints its list under a header, and lists at least one test or
+    // exits 2 itself: no header is a lit that never listed (a lit.cfg.py
+    // that ended the process), never a suite without tests.
+    let Some((_, list)) = listed.split_once(LIST_HEADER) else {
+        return Err(Error::failed(format!(
+            "lit listed no tests of the suite {} ({}, but no list)",
+            suite.display(),
+            finished.exit.describe()
+        ))
+        .cause(format!("log: {}", log.display()))
+        .hint("its lit.cfg.py ends lit early (sys.exit or os._exit while loading?): make it load to the end; no result was recorded"));
+    };
     let mut cases = Vec::new();
-    for line in listed.lines() {
+    for line in list.lines() {
         // "  NAME :: PATH" under "-- Available Tests --".
         let Some((_, path)) = line.trim().split_once(" :: ") else {
             continue;
@@ -132,13 +175,33 @@ pub fn discover(program: &LitProgram, suite: &Path, work: &Path) -> Result<Vec<L
             requires,
         });
     }
+    if cases.is_empty() {
+        return Err(Error::failed(format!(
+            "lit listed no test files of the suite {}",
+            suite.display()
+        ))
+        .cause(format!("log: {}", log.display()))
+        .hint(
+            "check its lit.cfg.py (config.suffixes, config.test_format); no result was recorded",
+        ));
+    }
     cases.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(cases)
 }
 
-/// `REQUIRES:` features of a test (each a marker), from its first 64 KiB.
+/// `REQUIRES:` features of a test (each a marker), from its first 64 KiB
+/// (a regular file only: a link to a FIFO reads as nothing, never waited
+/// on).
 fn requires_of(file: &Path) -> Vec<String> {
-    let text = lockstep_core::fs::read_input_text("a lit test", file, 64 << 10).unwrap_or_default();
+    use std::io::Read;
+    let text = lockstep_core::fs::open_tree_file("a lit test", file, u64::MAX)
+        .ok()
+        .map(|(f, _)| {
+            let mut bytes = Vec::new();
+            let _ = f.take(64 << 10).read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+        .unwrap_or_default();
     let mut features = Vec::new();
     for line in text.lines() {
         let Some((_, rest)) = line.split_once("REQUIRES:") else {
@@ -260,7 +323,7 @@ fn run_chunk(
     let limit = batch
         .timeout
         .saturating_mul(u32::try_from(cases.len()).unwrap_or(u32::MAX))
-        .saturating_add(Duration::from_secs(300));
+        .saturating_add(LIT_MARGIN);
     let finished = spawn(
         batch.program,
         Some(batch.tools),
@@ -272,26 +335,30 @@ fn run_chunk(
     )
     .map_err(|e| e.context(format!("cannot run lit on {}", suite.display())))?;
     let code = finished.exit;
-    let parsed = match std::fs::metadata(&report) {
-        Ok(meta) if meta.len() <= MAX_REPORT_BYTES => {
-            let bytes = fs_err::read(&report)?;
-            parse_report(&bytes).map_err(|why| {
-                Error::failed(format!(
-                    "lit's report on {} cannot be read",
-                    suite.display()
-                ))
-                .cause(why)
-                .cause(format!("log: {}", log.display()))
-            })?
-        }
-        Ok(_) => {
-            return Err(Error::failed(format!(
-                "lit's report on {} is larger than lockstep reads",
+    // Not there: lit ended before writing it (a configuration that does not
+    // load, or one that ends the process). Anything but a regular file (a
+    // FIFO the configuration put there) is refused at once.
+    if report.symlink_metadata().is_err() {
+        return Err(config_error(suite, &code, &log));
+    }
+    let bytes = lockstep_core::fs::read_tree_file("lit's report", &report, MAX_REPORT_BYTES)
+        .map_err(|e| {
+            Error::failed(format!(
+                "lit's report on {} cannot be read",
                 suite.display()
-            )))
-        }
-        Err(_) => return Err(config_error(suite, &code, &log)),
-    };
+            ))
+            .cause(e.message)
+            .cause(format!("log: {}", log.display()))
+            .hint("its lit.cfg.py must leave lit's report (-o) alone; no result was recorded")
+        })?;
+    let parsed = parse_report(&bytes).map_err(|why| {
+        Error::failed(format!(
+            "lit's report on {} cannot be read",
+            suite.display()
+        ))
+        .cause(why)
+        .cause(format!("log: {}", log.display()))
+    })?;
     let by_path: BTreeMap<String, LitResult> = parsed
         .into_iter()
         .filter_map(|(name, result)| {
@@ -299,21 +366,31 @@ fn run_chunk(
             Some((path, result))
         })
         .collect();
-    Ok(cases
+    // Every test lit was given has its result, or the run is not lit's
+    // whole answer: an error naming the suite, never a partial result.
+    let missing: Vec<&str> = cases
         .iter()
-        .map(|c| {
-            by_path.get(&c.path).cloned().unwrap_or_else(|| LitResult {
-                outcome: Outcome::Fail,
-                code: "NO RESULT".into(),
-                seconds: 0.0,
-                output: format!(
-                    "lit reported no result for this test (it exited with {}; log: {})",
-                    code.describe(),
-                    log.display()
-                ),
-            })
-        })
-        .collect())
+        .filter(|c| !by_path.contains_key(&c.path))
+        .map(|c| c.path.as_str())
+        .collect();
+    if let Some(first) = missing.first() {
+        return Err(Error::failed(format!(
+            "lit reported {} of the {} tests it listed in the suite {}",
+            cases.len() - missing.len(),
+            cases.len(),
+            suite.display()
+        ))
+        .cause(format!(
+            "no result for {first}{}",
+            match missing.len() {
+                1 => String::new(),
+                n => format!(" and {} more", n - 1),
+            }
+        ))
+        .cause(format!("lit: {}; log: {}", code.describe(), log.display()))
+        .hint("its lit.cfg.py decides differently when the tests run than when they are listed (or ends lit early): fix it; no result was recorded"));
+    }
+    Ok(cases.iter().map(|c| by_path[&c.path].clone()).collect())
 }
 
 /// Runs lit with the RUN lines' `PATH` (lit's tools, then `tools`, then
@@ -365,7 +442,7 @@ fn lit_variables() -> Vec<String> {
 /// The error for a suite whose configuration lit could not load (or a lit
 /// that wrote no report): the end of its output.
 fn config_error(suite: &Path, exit: &lockstep_core::process::Exit, log: &Path) -> Error {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let text = read_back("lit's log", log, MAX_LISTING_BYTES).unwrap_or_default();
     let tail: Vec<&str> = text.lines().rev().take(12).collect();
     let mut err = Error::failed(format!(
         "lit could not run the suite {} ({})",
@@ -515,6 +592,152 @@ mod tests {
         );
         // Nothing was written into the suite.
         assert!(!suite.join("Output").exists());
+    }
+
+    /// A "lit" (a shell script standing in for it) in a fresh directory,
+    /// with a one-test suite beside it.
+    fn fake_lit(script: &str) -> (tempfile::TempDir, LitProgram, PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let suite = dir.path().join("suite");
+        std::fs::create_dir_all(&suite).unwrap();
+        std::fs::write(suite.join("lit.cfg.py"), "config.name = 'x'\n").unwrap();
+        std::fs::write(suite.join("a.mlir"), "// RUN: false\n").unwrap();
+        std::fs::write(suite.join("b.mlir"), "// RUN: false\n").unwrap();
+        let fake = dir.path().join("lit");
+        std::fs::write(&fake, format!("#!/bin/sh\n{script}")).unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let program = LitProgram {
+            lit: fake,
+            path: Vec::new(),
+            identity: "fake".into(),
+        };
+        (dir, program, suite)
+    }
+
+    fn case(suite: &Path, path: &str) -> LitCase {
+        LitCase {
+            suite: suite.to_path_buf(),
+            path: path.into(),
+            requires: Vec::new(),
+        }
+    }
+
+    /// The report path: the argument after `-o`.
+    const REPORT: &str = "while [ \"$1\" != -o ]; do shift; done; r=\"$2\"\n";
+
+    /// A lit.cfg.py that calls `sys.exit(0)` or `os._exit(0)` ends lit
+    /// with status 0 and no list: an error naming the suite, never "no
+    /// tests".
+    #[test]
+    fn a_lit_that_exits_0_without_a_list_is_an_error_naming_the_suite() {
+        let (dir, program, suite) = fake_lit("exit 0\n");
+        let err = discover(&program, &suite, &dir.path().join("work")).unwrap_err();
+        assert!(
+            err.message.contains("lit listed no tests of the suite"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message.contains(&suite.display().to_string()),
+            "{}",
+            err.message
+        );
+        assert!(err.hint.unwrap().contains("sys.exit"));
+        // A list that names no file of the suite: the same.
+        let (dir, program, suite) =
+            fake_lit("echo '-- Available Tests --'\necho '  x :: gone.mlir'\n");
+        let err = discover(&program, &suite, &dir.path().join("work")).unwrap_err();
+        assert!(
+            err.message
+                .contains("lit listed no test files of the suite"),
+            "{}",
+            err.message
+        );
+        // lit's own list is read.
+        let (dir, program, suite) =
+            fake_lit("echo '-- Available Tests --'\necho '  x :: b.mlir'\necho '  x :: a.mlir'\n");
+        let cases = discover(&program, &suite, &dir.path().join("work")).unwrap();
+        assert_eq!(
+            cases.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(),
+            ["a.mlir", "b.mlir"]
+        );
+    }
+
+    fn make_batch<'a>(program: &'a LitProgram, dir: &'a Path) -> Batch<'a> {
+        Batch {
+            program,
+            tools: dir,
+            jobs: 1,
+            timeout: Duration::from_secs(30),
+            work: dir.join("work"),
+        }
+    }
+
+    /// A report without a result for every test lit was given: an error
+    /// naming the suite and the test, not a partial result.
+    #[test]
+    fn a_report_missing_a_listed_test_is_an_error_naming_the_suite() {
+        let (dir, program, suite) = fake_lit(&format!(
+            "{REPORT}echo '{{\"tests\":[{{\"name\":\"x :: a.mlir\",\"code\":\"PASS\"}}]}}' > \"$r\"\nexit 0\n"
+        ));
+        let batch = make_batch(&program, dir.path());
+        let err = run(
+            &batch,
+            &suite,
+            &[case(&suite, "a.mlir"), case(&suite, "b.mlir")],
+        )
+        .unwrap_err();
+        assert!(
+            err.message
+                .contains("lit reported 1 of the 2 tests it listed in the suite"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.causes
+                .iter()
+                .any(|c| c.contains("no result for b.mlir")),
+            "{:?}",
+            err.causes
+        );
+        // Both there: both results, in order.
+        let (dir, program, suite) = fake_lit(&format!(
+            "{REPORT}echo '{{\"tests\":[{{\"name\":\"x :: b.mlir\",\"code\":\"FAIL\"}},{{\"name\":\"x :: a.mlir\",\"code\":\"PASS\"}}]}}' > \"$r\"\nexit 1\n"
+        ));
+        let batch = make_batch(&program, dir.path());
+        let results = run(
+            &batch,
+            &suite,
+            &[case(&suite, "a.mlir"), case(&suite, "b.mlir")],
+        )
+        .unwrap();
+        assert_eq!(
+            results.iter().map(|r| r.outcome).collect::<Vec<_>>(),
+            [Outcome::Pass, Outcome::Fail]
+        );
+    }
+
+    /// A report path the configuration replaced with a FIFO (or a link to
+    /// one) is refused at once: lockstep never waits on it.
+    #[test]
+    fn a_report_replaced_by_a_fifo_is_refused_at_once() {
+        let (dir, program, suite) =
+            fake_lit(&format!("{REPORT}rm -f \"$r\"; mkfifo \"$r\"\nexit 0\n"));
+        let batch = make_batch(&program, dir.path());
+        let err = run(&batch, &suite, &[case(&suite, "a.mlir")]).unwrap_err();
+        assert!(err.message.contains("lit's report on"), "{}", err.message);
+        assert!(
+            err.causes.iter().any(|c| c.contains("a FIFO")),
+            "{:?}",
+            err.causes
+        );
+        // The list read back from a lit that replaced its own stdout file
+        // with a FIFO: refused too.
+        let (dir, program, suite) =
+            fake_lit("out=$(readlink /proc/$$/fd/1); rm -f \"$out\"; mkfifo \"$out\"\nexit 0\n");
+        let err = discover(&program, &suite, &dir.path().join("work")).unwrap_err();
+        assert!(err.render().contains("a FIFO"), "{}", err.render());
     }
 
     proptest::proptest! {

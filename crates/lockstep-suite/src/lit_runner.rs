@@ -6,8 +6,9 @@
 //! inputs (the test file's bytes, the suite's configuration, the IREE
 //! compiler's identity and lit's own tools): the next run with nothing
 //! changed does not start lit for it. Anything but a pass is run again.
-//! A suite lit cannot run (its configuration fails to load, no report)
-//! fails each of its selected tests with lit's words: never a pass.
+//! A suite lit cannot run (its configuration fails to load, no report, a
+//! report that is not a regular file or lacks a test lit was given) fails
+//! each of its selected tests with lit's words: never a pass.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

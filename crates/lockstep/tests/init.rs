@@ -216,3 +216,178 @@ fn outside_a_repository_or_with_an_unreadable_file_nothing_is_written() {
         stderr(&out)
     );
 }
+
+/// Runs `lockstep init` in `dir` and checks its exit code, failing the test
+/// (instead of hanging it) when the command never ends: a file init reads
+/// must be refused at once, never waited on. The bound is a guard against
+/// a hang, not a measure of speed.
+fn init_bounded(p: &Project, dir: &Path, args: &[&str], code: i32) -> std::process::Output {
+    use std::process::Stdio;
+    let mut all = vec!["init"];
+    all.extend_from_slice(args);
+    let mut cmd = p.cmd_in(dir, &all);
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start lockstep");
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().expect("wait for lockstep").is_none() {
+        if std::time::Instant::now() > guard {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("lockstep {all:?} never ended (it waited on a file it should have refused)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("lockstep's output");
+    expect_code(&out, code, &format!("{cmd:?}"));
+    out
+}
+
+fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+fn link(target: &Path, at: &Path) {
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(target, at).unwrap();
+}
+
+/// A link to a FIFO (or a device) where init reads a file for its name (a
+/// pin file, a `.bzl` file, pyproject.toml, setup.py, .gitmodules): an error
+/// naming it at once (exit 2, nothing written), never a wait. A `*.json`
+/// on one is no suite config: passed over.
+#[test]
+fn a_link_to_a_fifo_or_a_device_where_init_reads_is_refused_at_once() {
+    let p = Project::new();
+    let proj = project(&p);
+    let fifo = p.root().join("a-fifo");
+    mkfifo(&fifo);
+    let gitmodules = std::fs::read_to_string(proj.join(".gitmodules")).unwrap();
+    for (rel, target, kind) in [
+        ("build_tools/llvm_version.txt", fifo.as_path(), "a FIFO"),
+        ("third_party/llvm/workspace.bzl", fifo.as_path(), "a FIFO"),
+        ("pkg/pyproject.toml", fifo.as_path(), "a FIFO"),
+        ("pkg/setup.py", fifo.as_path(), "a FIFO"),
+        ("pkg/pyproject.toml", Path::new("/dev/zero"), "a device"),
+        (".gitmodules", fifo.as_path(), "a FIFO"),
+    ] {
+        let at = proj.join(rel);
+        let _ = std::fs::remove_file(&at);
+        link(target, &at);
+        for args in [&["--dry-run"][..], &[][..]] {
+            let out = init_bounded(&p, &proj, args, 2);
+            let err = stderr(&out);
+            assert!(
+                err.contains("cannot read") && err.contains(rel),
+                "{rel}: {err}"
+            );
+            assert!(err.contains(kind), "{rel}: {err}");
+            assert!(err.contains("nothing was written"), "{rel}: {err}");
+            assert!(stdout(&out).is_empty(), "{rel}");
+            assert!(!proj.join("lockstep.toml").exists(), "{rel}");
+        }
+        std::fs::remove_file(&at).unwrap();
+    }
+    std::fs::write(proj.join(".gitmodules"), gitmodules).unwrap();
+    // A JSON name on a FIFO: not a config, so passed over, never read.
+    link(&fifo, &proj.join("configs/onnx_cpu.json"));
+    let out = init_bounded(&p, &proj, &["--dry-run"], 0);
+    let text = stdout(&out);
+    assert!(!text.contains("onnx_cpu.json"), "{text}");
+    assert!(text.contains("paths = [\"suites\"]"), "{text}");
+}
+
+/// A directory named to write settings of its own (a newline, then a
+/// `[[integrate.verdicts]]` rule counting every failing smoke as good),
+/// or holding ESC, CR or a bidi control: refused, exit 2, the name spelled
+/// out, nothing written, with or without --dry-run.
+#[test]
+fn directory_names_with_control_characters_are_refused_never_written() {
+    let p = Project::new();
+    let proj = project(&p);
+    let injected = "evil\n[[integrate.verdicts]]\nverdict = \"good\"\n#";
+    for (name, spelled) in [
+        (
+            injected,
+            "evil\\n[[integrate.verdicts]]\\nverdict = \"good\"\\n#",
+        ),
+        ("esc\u{1b}[31mred", "esc\\u{1b}[31mred"),
+        ("cr\rname", "cr\\rname"),
+        ("bidi\u{202e}txt.cfg", "bidi\\u{202e}txt.cfg"),
+    ] {
+        // As a lit suite (named in a comment) and as a suite directory
+        // (named in [test] paths).
+        for (file, text) in [
+            ("lit.cfg.py", "config.name = 'x'\n".to_string()),
+            (
+                "adds.suite.toml",
+                native_add_test("add2", "add.mlir", "4xf32=2 4 6 8"),
+            ),
+        ] {
+            let dir = proj.join(name);
+            write(&dir.join(file), &text);
+            for args in [&["--dry-run"][..], &[][..]] {
+                let out = init_bounded(&p, &proj, args, 2);
+                let err = stderr(&out);
+                assert!(
+                    err.contains("lockstep init cannot write"),
+                    "{name:?}: {err}"
+                );
+                assert!(err.contains(spelled), "{name:?}: {spelled} not in {err}");
+                assert!(err.contains("hint: rename it"), "{err}");
+                assert!(
+                    !err.contains('\u{1b}') && !err.contains('\r') && !err.contains('\u{202e}'),
+                    "{err:?}"
+                );
+                assert!(stdout(&out).is_empty(), "{name:?}: {}", stdout(&out));
+                assert!(!proj.join("lockstep.toml").exists(), "{name:?}");
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+}
+
+/// `init --dry-run` prints exactly the bytes `init` writes: with names in
+/// any script (é, CJK) both are the same file; a C1 control (U+0085,
+/// which the terminal rule would escape in the dry run only) is refused by
+/// both alike.
+#[test]
+fn the_dry_run_prints_the_bytes_init_writes() {
+    let p = Project::new();
+    let proj = project(&p);
+    write(
+        &proj.join("régression-测试/adds.suite.toml"),
+        &native_add_test("add3", "add.mlir", "4xf32=2 4 6 8"),
+    );
+    write(&proj.join("régression-测试/add.mlir"), ADD);
+    write(&proj.join("模型/lit.cfg.py"), "config.name = 'x'\n");
+    write(
+        &proj.join("café/pyproject.toml"),
+        "[project]\nname = \"cafe\"\n",
+    );
+    let dry = init_bounded(&p, &proj, &["--dry-run"], 0);
+    let text = stdout(&dry);
+    assert!(text.contains("\"régression-测试\""), "{text}");
+    assert!(text.contains("模型/lit.cfg.py"), "{text}");
+    init_bounded(&p, &proj, &[], 0);
+    let written = std::fs::read(proj.join("lockstep.toml")).unwrap();
+    assert_eq!(dry.stdout, written, "the dry run and the file differ");
+    std::fs::remove_file(proj.join("lockstep.toml")).unwrap();
+
+    write(
+        &proj.join("c1\u{85}name/adds.suite.toml"),
+        &native_add_test("add4", "add.mlir", "4xf32=2 4 6 8"),
+    );
+    let dry = init_bounded(&p, &proj, &["--dry-run"], 2);
+    let wet = init_bounded(&p, &proj, &[], 2);
+    assert!(stderr(&dry).contains("c1\\u{85}name"), "{}", stderr(&dry));
+    assert_eq!(stderr(&dry), stderr(&wet));
+    assert!(dry.stdout.is_empty() && wet.stdout.is_empty());
+    assert!(!proj.join("lockstep.toml").exists());
+}

@@ -293,3 +293,70 @@ fn a_suite_of_thousands_of_tests_runs_in_several_lit_processes() {
         ["lit-1.log", "lit-2.log"]
     );
 }
+
+/// A `lit.cfg.py` that ends lit early (`sys.exit(0)`, `os._exit(0)`: status
+/// 0 and no list) in a suite holding a failing test: an error naming the
+/// suite (exit 1), never "no tests selected". One that puts a FIFO where lit
+/// writes its report and ends lit: every test of the suite fails naming
+/// the report, at once (lockstep never waits on the FIFO).
+#[test]
+fn a_config_that_exits_early_or_plants_a_fifo_is_an_error_naming_the_suite() {
+    iree_bin();
+    let p = lit_project(&[("fails.mlir", "// RUN: false\n".into())]);
+    for ending in ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n"] {
+        p.write("suites/lit/lit.cfg.py", &format!("{CONFIG}{ending}"));
+        let err = stderr(&p.run(&["test", "suites"], 1));
+        assert!(
+            err.contains("lit listed no tests of the suite") && err.contains("suites/lit"),
+            "{ending}: {err}"
+        );
+        assert!(!err.contains("no tests selected"), "{err}");
+    }
+    // Listed in full; when run, the report path becomes a FIFO and lit ends.
+    p.write(
+        "suites/lit/lit.cfg.py",
+        &format!(
+            "{CONFIG}import os, sys\nif '-o' in sys.argv:\n    report = sys.argv[sys.argv.index('-o') + 1]\n    os.mkfifo(report)\n    os._exit(0)\n"
+        ),
+    );
+    let (outcomes, doc) = run_tests(&p, &["suites"], 1);
+    assert_eq!(outcomes["lit/fails.mlir [lit]"], "fail");
+    let test = &doc["tests"][0];
+    let reason = test["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("lit's report on") && reason.contains("suites/lit"),
+        "{reason}"
+    );
+    let tail = test["steps"][0]["output_tail"].as_str().unwrap_or_default();
+    assert!(tail.contains("a FIFO"), "{tail}");
+}
+
+/// The GitHub Actions runtime's token and URLs (exported by cache actions
+/// into later steps) never reach lit or its lit.cfg.py.
+#[test]
+fn the_actions_runtime_token_never_reaches_lit_cfg_py() {
+    iree_bin();
+    let p = lit_project(&[("ok.mlir", "// RUN: true\n".into())]);
+    let seen = p.root().join("seen-env.txt");
+    p.write(
+        "suites/lit/lit.cfg.py",
+        &format!(
+            "{CONFIG}import os\nwith open({:?}, 'a') as f:\n    f.write(''.join(f'{{k}}={{v}}\\n' for k, v in os.environ.items()))\n",
+            seen.display().to_string()
+        ),
+    );
+    let mut cmd = p.cmd(&["test", "suites", "--no-cache"]);
+    for var in [
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_RUNTIME_URL",
+        "ACTIONS_RESULTS_URL",
+        "ACTIONS_CACHE_URL",
+    ] {
+        cmd.env(var, format!("actions-secret-{var}"));
+    }
+    cmd.env("LOCKSTEP_TEST_VISIBLE", "visible");
+    expect(&mut cmd, 0);
+    let env = std::fs::read_to_string(&seen).expect("lit.cfg.py wrote its environment");
+    assert!(env.contains("LOCKSTEP_TEST_VISIBLE=visible"), "{env}");
+    assert!(!env.contains("actions-secret-"), "{env}");
+}

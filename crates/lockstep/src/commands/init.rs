@@ -14,7 +14,10 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> Result<i32, Error> {
     };
     let path = lockstep_init::target(&dir)?;
     let survey = lockstep_init::survey(&dir, args.pin.as_deref())?;
-    let text = lockstep_init::render(&survey, lockstep_iree::config::DEFAULT_IREE_VERSION);
+    // A name with a control or bidi character is refused here (exit 2), so
+    // the text holds nothing the terminal rule escapes: `--dry-run` prints
+    // the bytes `init` writes.
+    let text = lockstep_init::render(&survey, lockstep_iree::config::DEFAULT_IREE_VERSION)?;
     // What init writes, every command must accept.
     lockstep_core::config::parse(
         text.clone(),
