@@ -364,6 +364,16 @@ impl Repo {
         })
     }
 
+    /// The size in bytes of the object at `spec` (`rev:path`): what a
+    /// caller checks before reading a blob whole (`git show` has no bound).
+    pub fn blob_size(&self, spec: &str) -> Result<u64, Error> {
+        let out = self.git(&["cat-file", "-s", "--end-of-options", spec])?;
+        out.trim().parse().map_err(|_| {
+            Error::failed(format!("`git cat-file -s {spec}` printed no size"))
+                .cause(out.trim().chars().take(80).collect::<String>())
+        })
+    }
+
     pub fn head(&self) -> Result<Oid, Error> {
         self.must_resolve("HEAD")
     }
