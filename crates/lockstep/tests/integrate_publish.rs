@@ -758,9 +758,11 @@ fn continue_takes_up_the_open_pull_request_and_ready_waits_for_head_and_green_ch
         .iter()
         .any(|r| r.target == "/graphql" && r.body.contains("markPullRequestReadyForReview")));
 
-    // A person closes it: the next night starts a new integrate, on a name
-    // the remote does not have.
+    // A person closes it: the next night (a fresh checkout of main) starts
+    // a new integrate, on a name the remote does not have.
     gh.close_pull(1);
+    git(env.sp(), &["checkout", "-q", "main"]);
+    git(env.sp(), &["submodule", "update", "-q"]);
     let (out, _) = run(
         &env,
         &gh,
@@ -770,6 +772,53 @@ fn continue_takes_up_the_open_pull_request_and_ready_waits_for_head_and_green_ch
     let which: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(which["action"], "start", "{which}");
     assert_eq!(which["branch"], format!("{branch}_1"), "{which}");
+}
+
+#[test]
+fn continue_dry_run_fails_where_continue_would() {
+    // Started, nothing published: no open pull request, so `continue`
+    // would start a new integrate, which it refuses on an integrate
+    // branch; the dry run says so too, instead of "start".
+    let (env, gh) = publishing(6);
+    let branch = current_branch(&env);
+    let (_, real) = run(&env, &gh, &["integrate", "continue"], 2);
+    assert!(real.contains("is on the integrate branch"), "{real}");
+    let (out, dry) = run(
+        &env,
+        &gh,
+        &["integrate", "continue", "--dry-run", "--json"],
+        2,
+    );
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        dry.lines().next(),
+        real.lines().next(),
+        "the dry run fails as the run does:\n{dry}\n{real}"
+    );
+    assert_eq!(current_branch(&env), branch);
+
+    // Back on main with uncommitted changes: both refuse, naming them.
+    git(env.sp(), &["checkout", "-q", "main"]);
+    write(&env.sp().join("notes.txt"), "mine\n");
+    for args in [
+        &["integrate", "continue", "--dry-run"][..],
+        &["integrate", "continue"],
+    ] {
+        let (_, err) = run(&env, &gh, args, 2);
+        assert!(err.contains("has uncommitted changes"), "{args:?}: {err}");
+        assert!(err.contains("notes.txt"), "{args:?}: {err}");
+    }
+    std::fs::remove_file(env.sp().join("notes.txt")).unwrap();
+    // Clean on main: the dry run says start, and changes nothing.
+    let (out, _) = run(
+        &env,
+        &gh,
+        &["integrate", "continue", "--dry-run", "--json"],
+        0,
+    );
+    let which: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(which["action"], "start", "{which}");
+    assert_eq!(current_branch(&env), "main");
 }
 
 /// `n` check runs that passed, named `check N`, with ids from 1.
