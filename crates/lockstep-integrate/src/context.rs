@@ -349,11 +349,11 @@ impl<'a> Integrate<'a> {
         match (&before.url, &now) {
             // Removing the remote removes its tracking refs too.
             (None, Some(_)) => {
-                let _ = self.sub.try_git(&["remote", "remove", remote]);
+                let _ = self.sub.try_git(&["remote", "remove", "--", remote]);
                 return;
             }
             (Some(old), Some(new)) if old != new => {
-                let _ = self.sub.try_git(&["remote", "set-url", remote, old]);
+                let _ = self.sub.try_git(&["remote", "set-url", "--", remote, old]);
             }
             _ => {}
         }

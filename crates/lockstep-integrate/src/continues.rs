@@ -102,6 +102,7 @@ impl Integrate<'_> {
         sp.git(&[
             "fetch",
             "--quiet",
+            "--",
             remote,
             &format!("+refs/heads/{branch}:{tracking}"),
         ])?;

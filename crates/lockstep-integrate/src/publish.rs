@@ -453,9 +453,10 @@ impl Integrate<'_> {
             return Ok(false);
         }
         let spec = format!("{head}:refs/heads/{}", target.branch);
-        let out = self
-            .superproject
-            .try_git_remote(&target.remote, &["push", "--quiet", &target.remote, &spec])?;
+        let out = self.superproject.try_git_remote(
+            &target.remote,
+            &["push", "--quiet", "--", &target.remote, &spec],
+        )?;
         if out.code == 0 {
             self.info(format!(
                 "pushed {} to {} {}",
@@ -471,6 +472,7 @@ impl Integrate<'_> {
             &[
                 "fetch",
                 "--quiet",
+                "--",
                 &target.remote,
                 &format!("refs/heads/{}:{tracking}", target.branch),
             ],
