@@ -208,6 +208,25 @@ pub mod de {
     ) -> std::result::Result<Option<Duration>, D::Error> {
         duration(d).map(Some)
     }
+
+    /// A string that reaches a program as an argument (a URL git fetches,
+    /// a remote's name), refused when it starts with `-`: the program
+    /// would read it as an option. `key` names the setting; the loader
+    /// adds the value's `file:line:col`.
+    pub fn not_an_option<'de, D: Deserializer<'de>>(
+        d: D,
+        key: &str,
+    ) -> std::result::Result<String, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.starts_with('-') {
+            let shown: String = text.chars().take(60).collect();
+            return Err(serde::de::Error::custom(format!(
+                "{key} `{}` starts with `-`: git would read it as an option, not a value",
+                crate::error::printable_line(&shown)
+            )));
+        }
+        Ok(text)
+    }
 }
 
 /// A `--timeout SECS`-style flag's value as a duration: a usage error

@@ -40,34 +40,21 @@ pub fn without_userinfo(url: &str) -> String {
 }
 
 /// Whether `c` changes how the text around it reads: a control character
-/// (newline, CR, ESC, the C1 range, NUL ...), a bidirectional control
-/// (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F, U+061C), which reorders
-/// what a terminal or an editor shows, or a line or paragraph separator
-/// (U+2028, U+2029), which an editor shows as a line break. A name holding one is refused where
-/// lockstep would write it into a configuration (`lockstep init`).
+/// (newline, CR, ESC, the C1 range, NUL ...) or an invisible format
+/// character ([`is_invisible_format`]: bidirectional controls, which reorder
+/// what a terminal or an editor shows, line and paragraph separators, which
+/// an editor shows as a line break, zero-width characters). The one
+/// predicate behind the terminal rule ([`printable`]) and the refusal of
+/// such names where lockstep would write them into a configuration
+/// (`lockstep init`).
 pub fn hides_text(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2066}'..='\u{2069}'
-        )
+    c.is_control() || is_invisible_format(c)
 }
 
 /// `text` with every character [`hides_text`] names escaped (`\n`,
 /// `\u{1b}`, `\u{202e}`): a name from input shown as it is spelled.
 pub fn spelled(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if hides_text(c) {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    escape_controls(text, |_| false).into_owned()
 }
 
 impl Error {
@@ -135,7 +122,11 @@ impl Error {
 }
 
 /// `text` with every control character but newline and tab escaped
-/// (`\u{1b}`, `\0` ...), for printing text that came from input.
+/// (`\u{1b}`, `\0` ...), and every invisible format character
+/// ([`is_invisible_format`]: bidi overrides such as U+202E, zero-width
+/// characters, line and paragraph separators), for printing text that came
+/// from input: a commit subject must not reorder or hide what the terminal
+/// shows around it.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     escape_controls(text, |c| c == '\n' || c == '\t')
 }
@@ -145,8 +136,42 @@ pub fn printable_line(text: &str) -> std::borrow::Cow<'_, str> {
     escape_controls(text, |c| c == '\t')
 }
 
+/// Whether `c` is a character a terminal shows as nothing, or that changes
+/// how the text around it is shown, without being a control character:
+/// Unicode's format characters (category Cf: the bidi marks U+061C,
+/// U+200E/F, embeddings and overrides U+202A-202E, isolates U+2066-2069,
+/// zero-width U+200B-200D, U+2060-2064, the BOM U+FEFF, the soft hyphen,
+/// tags U+E0000-E007F ...) and the line and paragraph separators
+/// U+2028/2029. Unicode 15's list.
+pub fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
+}
+
 fn escape_controls(text: &str, keep: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
-    let escape = |c: char| c.is_control() && !keep(c);
+    let escape = |c: char| hides_text(c) && !keep(c);
     if !text.chars().any(escape) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -208,11 +233,11 @@ mod tests {
     fn hidden_characters_are_named_and_spelled_out() {
         for c in [
             '\n', '\r', '\t', '\u{1b}', '\0', '\u{85}', '\u{9b}', '\u{202e}', '\u{2067}',
-            '\u{200f}', '\u{61c}', '\u{2028}',
+            '\u{200f}', '\u{61c}', '\u{2028}', '\u{200b}', '\u{feff}',
         ] {
             assert!(hides_text(c), "{c:?}");
         }
-        for c in ['a', 'é', '中', ' ', '\u{a0}', '\u{200b}'] {
+        for c in ['a', 'é', '中', ' ', '\u{a0}'] {
             assert!(!hides_text(c), "{c:?}");
         }
         assert_eq!(
@@ -235,5 +260,47 @@ mod tests {
             printable("plain\ntext"),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn bidi_and_invisible_format_characters_are_escaped() {
+        // A commit subject that reorders what follows it (Trojan Source).
+        let subject = "Fix \u{202E}}lanigiro{ \u{2066}x\u{2069} \u{061C}\u{200E}\u{200F}";
+        let shown = printable_line(subject);
+        assert_eq!(
+            shown,
+            "Fix \\u{202e}}lanigiro{ \\u{2066}x\\u{2069} \\u{61c}\\u{200e}\\u{200f}"
+        );
+        for c in [
+            '\u{202A}',
+            '\u{202B}',
+            '\u{202C}',
+            '\u{202D}',
+            '\u{202E}',
+            '\u{2066}',
+            '\u{2067}',
+            '\u{2068}',
+            '\u{2069}',
+            '\u{200B}',
+            '\u{200D}',
+            '\u{2060}',
+            '\u{FEFF}',
+            '\u{00AD}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{E0041}',
+            '\u{13439}',
+        ] {
+            let text = format!("a{c}b");
+            assert!(!printable(&text).contains(c), "{:?}", c);
+            assert!(!Error::failed(text.clone()).render().contains(c), "{:?}", c);
+        }
+        // Letters of every script, emoji and combining marks are text.
+        for plain in ["Ändere 変更 تغيير", "fix 🚀", "e\u{301}"] {
+            assert!(
+                matches!(printable(plain), std::borrow::Cow::Borrowed(_)),
+                "{plain}"
+            );
+        }
     }
 }

@@ -211,10 +211,9 @@ pub fn excerpt(text: &str, max_chars: usize) -> String {
 }
 
 /// Control characters and the Unicode formatting characters that reorder
-/// or hide text on a terminal.
+/// or hide text on a terminal (lockstep-core's one list).
 fn is_unprintable(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    c.is_control() || crate::error::is_invisible_format(c)
 }
 
 /// `%XX` escapes decoded (invalid ones kept as they are).
@@ -315,6 +314,12 @@ mod tests {
             format!("{}…", "x".repeat(199))
         );
         assert_eq!(excerpt("  ", 10), "");
+        // Every bidi control and invisible format character, as the
+        // terminal rule has them (U+061C, U+2028 were missed before).
+        assert_eq!(
+            excerpt("a\u{061c}b\u{2028}c\u{2067}d\u{00ad}e", 100),
+            "a b c d e"
+        );
     }
 
     proptest! {

@@ -364,6 +364,16 @@ impl Repo {
         })
     }
 
+    /// The size in bytes of the object at `spec` (`rev:path`): what a
+    /// caller checks before reading a blob whole (`git show` has no bound).
+    pub fn blob_size(&self, spec: &str) -> Result<u64, Error> {
+        let out = self.git(&["cat-file", "-s", "--end-of-options", spec])?;
+        out.trim().parse().map_err(|_| {
+            Error::failed(format!("`git cat-file -s {spec}` printed no size"))
+                .cause(out.trim().chars().take(80).collect::<String>())
+        })
+    }
+
     pub fn head(&self) -> Result<Oid, Error> {
         self.must_resolve("HEAD")
     }
@@ -721,7 +731,7 @@ impl Repo {
     }
 
     pub fn remote_url(&self, name: &str) -> Result<Option<String>, Error> {
-        let out = self.try_git(&["remote", "get-url", name])?;
+        let out = self.try_git(&["remote", "get-url", "--", name])?;
         Ok(if out.code == 0 {
             Some(out.stdout.trim().to_string())
         } else {
@@ -729,23 +739,26 @@ impl Repo {
         })
     }
 
-    /// Makes `name` point at `url`, adding the remote (without tags) if missing.
+    /// Makes `name` point at `url`, adding the remote (without tags) if
+    /// missing. Here and in every call below that takes a remote's name or
+    /// URL, `--` ends git's options: a value from input that starts with
+    /// `-` is a name or URL to git, never an option.
     pub fn ensure_remote(&self, name: &str, url: &str) -> Result<(), Error> {
         match self.remote_url(name)? {
             Some(existing) if existing == url => Ok(()),
             Some(_) => {
-                self.git(&["remote", "set-url", name, url])?;
+                self.git(&["remote", "set-url", "--", name, url])?;
                 Ok(())
             }
             None => {
-                self.git(&["remote", "add", "--no-tags", name, url])?;
+                self.git(&["remote", "add", "--no-tags", "--", name, url])?;
                 Ok(())
             }
         }
     }
 
     pub fn fetch(&self, remote: &str, refspecs: &[&str]) -> Result<(), Error> {
-        let mut args = vec!["fetch", "--quiet", "--no-tags", remote];
+        let mut args = vec!["fetch", "--quiet", "--no-tags", "--", remote];
         args.extend_from_slice(refspecs);
         self.git(&args)
             .map_err(|e| e.hint(format!("check that remote `{remote}` is reachable")))?;
@@ -755,7 +768,7 @@ impl Repo {
     /// The commit a remote branch points at, asked of the remote itself.
     pub fn ls_remote_branch(&self, remote: &str, branch: &str) -> Result<Option<Oid>, Error> {
         let refname = format!("refs/heads/{branch}");
-        let out = self.git_remote(remote, &["ls-remote", remote, &refname])?;
+        let out = self.git_remote(remote, &["ls-remote", "--", remote, &refname])?;
         Ok(parse::parse_ls_remote(&out, &refname))
     }
 
@@ -763,7 +776,7 @@ impl Repo {
     /// non-fast-forward is rejected by git and reported as an error.
     pub fn push(&self, remote: &str, sha: &str, branch: &str) -> Result<(), Error> {
         let spec = format!("{sha}:refs/heads/{branch}");
-        self.git_remote(remote, &["push", "--quiet", remote, &spec])?;
+        self.git_remote(remote, &["push", "--quiet", "--", remote, &spec])?;
         Ok(())
     }
 
@@ -789,6 +802,37 @@ mod tests {
         assert!(!format!("{err:?}").contains("install git"), "{err:?}");
         let missing = spawn_error(std::io::Error::from(std::io::ErrorKind::NotFound));
         assert!(missing.hint.unwrap().contains("install git"));
+    }
+
+    #[test]
+    fn a_remote_url_or_name_from_input_is_never_an_option() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::new(dir.path());
+        repo.git(&["init", "-q"]).unwrap();
+        // A URL that starts with `-` is stored as the URL it is.
+        repo.ensure_remote("up", "-oProxyCommand=x").unwrap();
+        assert_eq!(
+            repo.remote_url("up").unwrap().as_deref(),
+            Some("-oProxyCommand=x")
+        );
+        repo.ensure_remote("up", "--upload-pack=y").unwrap();
+        assert_eq!(
+            repo.remote_url("up").unwrap().as_deref(),
+            Some("--upload-pack=y")
+        );
+        // A remote "named" like an option is looked up as a name.
+        assert_eq!(repo.remote_url("-v").unwrap(), None);
+        // Fetching "from" an option: git would run it as the upload-pack
+        // of the default remote (a local repository here).
+        let other = tempfile::tempdir().unwrap();
+        Repo::new(other.path()).git(&["init", "-q"]).unwrap();
+        repo.ensure_remote("origin", &other.path().display().to_string())
+            .unwrap();
+        let ran = dir.path().join("upload-pack-ran");
+        let option = format!("--upload-pack=touch {}; false", ran.display());
+        assert!(repo.fetch(&option, &[]).is_err());
+        assert!(repo.ls_remote_branch(&option, "main").is_err());
+        assert!(!ran.exists(), "git took a remote's name as an option");
     }
 
     #[test]

@@ -32,8 +32,32 @@ pub const MAX_JSON_BYTES: u64 = 8 << 20;
 pub const JSON_TIMEOUT: Duration = Duration::from_secs(60);
 /// The longest an artifact download may take in all, resumes included.
 pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(3600);
-/// Pages of artifacts read at most (100 per page).
-const MAX_PAGES: u32 = 10;
+/// Items asked for per page of a list (GitHub's most).
+pub const PER_PAGE: u32 = 100;
+/// Pages of one list read at most ([`Client::list`]): 1,000 items at 100
+/// a page. A list that goes on past it is an error, never a short answer.
+pub const MAX_PAGES: u32 = 10;
+
+/// One page of a list the API answers in pages: its items and, when the
+/// answer says it (`total_count`), how many the whole list has.
+pub struct ListPage<T> {
+    pub items: Vec<T>,
+    pub total: Option<u64>,
+}
+
+/// What [`Client::list`] does with a list longer than [`MAX_PAGES`] pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PastLastPage {
+    /// An error: a verdict over the list (every check run passed) must not
+    /// be drawn from part of it.
+    Fail,
+    /// Keep the first pages (a newest-first search that may stop early).
+    Stop,
+}
+
+/// How many items lists may answer before one is refused (a server that
+/// pages forever, or answers huge pages, is bounded by pages times this).
+const MAX_LIST_ITEMS: usize = (MAX_PAGES * PER_PAGE) as usize * 2;
 
 /// A token and the variable it came from (the error for a 401 names it).
 #[derive(Clone)]
@@ -123,7 +147,7 @@ pub struct Artifact {
 #[derive(Deserialize)]
 struct ArtifactPage {
     #[serde(default)]
-    total_count: u64,
+    total_count: Option<u64>,
     #[serde(default)]
     artifacts: Vec<Artifact>,
 }
@@ -306,6 +330,22 @@ impl Client {
         url
     }
 
+    /// Runs one GraphQL operation whose answer's top field is `field`
+    /// (`markPullRequestReadyForReview`) and returns that field's value:
+    /// never retried but for a 429 (a mutation). GitHub answers 200 to
+    /// refused operations, so the body decides ([`graphql_field`]).
+    pub(crate) fn graphql(
+        &self,
+        query: &str,
+        variables: serde_json::Value,
+        field: &str,
+        what: &str,
+    ) -> Result<serde_json::Value, Error> {
+        let body = serde_json::json!({"query": query, "variables": variables});
+        let answer: serde_json::Value = self.post_json_to(&self.graphql_endpoint(), &body, what)?;
+        graphql_field(answer, field, what)
+    }
+
     /// A PATCH of `path` with the API's headers and the token: it sets
     /// fields to given values, so a repeat after a 5xx is safe.
     pub(crate) fn api_patch(&self, path: &str) -> Request<'_> {
@@ -377,23 +417,120 @@ impl Client {
         }
     }
 
+    /// Every item of a list the API answers in pages: `path` with `query`
+    /// and `per_page=100`, then each page the answer's `Link: <URL>;
+    /// rel="next"` names (on the API's origin and under its path, with the
+    /// token; anything else is refused), at most [`MAX_PAGES`] pages
+    /// (`past_last` says what more pages mean). `page` decodes one answer
+    /// (its items, and `total_count` when the list has one). When the
+    /// answers said how many the list has, fewer items than that is an
+    /// error naming `what`, never a shorter list.
+    pub fn list<T>(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+        what: &str,
+        past_last: PastLastPage,
+        page: impl Fn(&[u8]) -> Result<ListPage<T>, Error>,
+    ) -> Result<Vec<T>, Error> {
+        let mut url = self.endpoint(path);
+        for (name, value) in query {
+            url.query_pairs_mut().append_pair(name, value);
+        }
+        url.query_pairs_mut()
+            .append_pair("per_page", &PER_PAGE.to_string());
+        let mut items = Vec::new();
+        let mut total: Option<u64> = None;
+        let mut pages = 0;
+        let mut cut = false;
+        let mut next = Some(url);
+        while let Some(url) = next.take() {
+            if pages == MAX_PAGES {
+                match past_last {
+                    PastLastPage::Stop => {
+                        cut = true;
+                        break;
+                    }
+                    PastLastPage::Fail => {
+                        return Err(Error::failed(format!(
+                            "{what} go on past {MAX_PAGES} pages of {PER_PAGE}: more than lockstep reads"
+                        ))
+                        .hint("nothing was decided from part of the list; check the repository on GitHub"))
+                    }
+                }
+            }
+            pages += 1;
+            let fetched = self
+                .authorised(self.http.get(&url))
+                .fetch(MAX_JSON_BYTES)
+                .map_err(|e| self.error(e, what))?;
+            let answer = page(&fetched.body)?;
+            if let Some(count) = answer.total {
+                total = Some(total.map_or(count, |t| t.max(count)));
+            }
+            items.extend(answer.items);
+            if items.len() > MAX_LIST_ITEMS {
+                return Err(Error::failed(format!(
+                    "GitHub's answer for {what} holds more than {MAX_LIST_ITEMS} items"
+                )));
+            }
+            next = match fetched.header("link").and_then(next_link) {
+                Some(link) => Some(self.next_page(&link, what)?),
+                None => None,
+            };
+        }
+        if let Some(total) = total {
+            if (items.len() as u64) < total && !cut {
+                return Err(Error::failed(format!(
+                    "GitHub listed {} of the {total} {what}",
+                    items.len()
+                ))
+                .cause("its answers say the list is longer than the pages they link")
+                .hint("nothing was decided from part of the list: run it again (a list that changes while read is read again)"));
+            }
+        }
+        Ok(items)
+    }
+
+    /// The URL a `Link: <...>; rel="next"` names, checked: on the API's
+    /// origin and under its path (the token goes with it).
+    fn next_page(&self, link: &str, what: &str) -> Result<Url, Error> {
+        let refused = |why: String| {
+            Error::failed(format!(
+                "GitHub's answer for {what} links its next page somewhere lockstep does not go"
+            ))
+            .cause(why)
+        };
+        let url = parse_url(link, UrlRules::CREDENTIALED).map_err(|e| refused(e.to_string()))?;
+        let base = self.api.path().trim_end_matches('/');
+        let under = url.path() == base || url.path().starts_with(&format!("{base}/"));
+        if !lockstep_http::same_origin(&url, &self.api) || !under {
+            return Err(refused(format!(
+                "{} is not on the API at {}",
+                lockstep_http::redacted(&url),
+                lockstep_http::redacted(&self.api)
+            )));
+        }
+        Ok(url)
+    }
+
     /// Every artifact of run `run_id`.
     pub fn run_artifacts(&self, repo: &Repo, run_id: u64) -> Result<Vec<Artifact>, Error> {
         let what = format!("the artifacts of run {run_id} in {repo}");
-        let mut artifacts = Vec::new();
-        for page in 1..=MAX_PAGES {
-            let request = self
-                .api_request(&format!("/repos/{repo}/actions/runs/{run_id}/artifacts"))
-                .query("per_page", "100")
-                .query("page", &page.to_string());
-            let answer: ArtifactPage = self.get_json(request, &what)?;
-            let short = answer.artifacts.len() < 100;
-            artifacts.extend(answer.artifacts);
-            if short || artifacts.len() as u64 >= answer.total_count {
-                break;
-            }
-        }
-        Ok(artifacts)
+        let scrub = self.scrubber();
+        self.list(
+            &format!("/repos/{repo}/actions/runs/{run_id}/artifacts"),
+            &[],
+            &what,
+            PastLastPage::Fail,
+            |bytes| {
+                let answer: ArtifactPage = parse(bytes, &what, &scrub)?;
+                Ok(ListPage {
+                    items: answer.artifacts,
+                    total: answer.total_count,
+                })
+            },
+        )
     }
 
     /// The newest run on `branch` that succeeded (its conclusion is
@@ -469,6 +606,103 @@ impl Client {
         })?;
         Ok(())
     }
+}
+
+/// The value of `data.FIELD` in a GraphQL answer, or an error naming the
+/// operation (`what`, and `field`): an answer with `errors` (any but an
+/// empty list), without `data`, with `data: null` or without the field (or
+/// with it null) is a failure, never a success: GitHub answers HTTP 200 to
+/// an operation it refused.
+pub fn graphql_field(
+    answer: serde_json::Value,
+    field: &str,
+    what: &str,
+) -> Result<serde_json::Value, Error> {
+    use serde_json::Value;
+    let shown = |text: &str| {
+        let text: String = text.chars().take(300).collect();
+        lockstep_core::error::printable_line(&text).into_owned()
+    };
+    let Value::Object(mut answer) = answer else {
+        return Err(Error::failed(format!(
+            "GitHub's GraphQL answer to {what} ({field}) is not an object"
+        )));
+    };
+    match answer.get("errors") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(errors)) if errors.is_empty() => {}
+        Some(errors) => {
+            let said: Vec<String> = match errors {
+                Value::Array(errors) => errors
+                    .iter()
+                    .take(10)
+                    .map(|e| match e.get("message").and_then(Value::as_str) {
+                        Some(message) => shown(message),
+                        None => shown(&e.to_string()),
+                    })
+                    .collect(),
+                other => vec![shown(&other.to_string())],
+            };
+            let mut error = Error::failed(format!("GitHub refused {what} ({field})"));
+            for line in said {
+                error = error.cause(format!("GitHub said: {line}"));
+            }
+            return Err(error);
+        }
+    }
+    let data = match answer.remove("data") {
+        Some(Value::Object(data)) => data,
+        None | Some(Value::Null) => {
+            return Err(Error::failed(format!(
+                "GitHub's GraphQL answer to {what} ({field}) holds no data"
+            ))
+            .cause("it said neither what was done nor what went wrong")
+            .hint("nothing is assumed done: check on GitHub, then run it again"))
+        }
+        Some(_) => {
+            return Err(Error::failed(format!(
+                "GitHub's GraphQL answer to {what} ({field}) is not what lockstep expects"
+            ))
+            .cause("`data` is not an object"))
+        }
+    };
+    match data.get(field) {
+        Some(value) if !value.is_null() => Ok(value.clone()),
+        _ => Err(Error::failed(format!(
+            "GitHub's GraphQL answer to {what} has no `{field}`"
+        ))
+        .hint("nothing is assumed done: check on GitHub, then run it again")),
+    }
+}
+
+/// The target of the `rel="next"` link of a `Link` header
+/// (`<https://...&page=2>; rel="next", <...>; rel="last"`), if any.
+pub fn next_link(header: &str) -> Option<String> {
+    let mut rest = header;
+    while let Some(open) = rest.find('<') {
+        let after = &rest[open + 1..];
+        let close = after.find('>')?;
+        let target = &after[..close];
+        let params_end = after[close..].find('<').map_or(after.len(), |i| close + i);
+        // `; rel="next"` up to the `,` before the next link.
+        let params = after[close + 1..params_end].split(',').next().unwrap_or("");
+        let is_next = params.split(';').any(|p| {
+            let Some((key, value)) = p.split_once('=') else {
+                return false;
+            };
+            key.trim().eq_ignore_ascii_case("rel")
+                && value
+                    .trim()
+                    .trim_matches('"')
+                    .split_ascii_whitespace()
+                    .any(|r| r.eq_ignore_ascii_case("next"))
+        });
+        if is_next {
+            return Some(target.trim().to_string());
+        }
+        rest = &after[params_end..];
+    }
+    None
 }
 
 /// A workflow file name (`lockstep-pkgci.yml`) or numeric id: it goes into
@@ -637,6 +871,52 @@ mod tests {
         assert!(check_workflow("12345").is_ok());
         for bad in ["", "../x.yml", "a/b.yml", "x.yml?y=1", ".hidden"] {
             assert!(check_workflow(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_next_link_is_found_among_others() {
+        let header = r#"<https://api.github.com/r?page=1>; rel="prev", <https://api.github.com/r?page=3>; rel="next", <https://api.github.com/r?page=9>; rel="last""#;
+        assert_eq!(
+            next_link(header).as_deref(),
+            Some("https://api.github.com/r?page=3")
+        );
+        assert_eq!(
+            next_link(r#"<https://x/a?b=1>;rel=next"#).as_deref(),
+            Some("https://x/a?b=1")
+        );
+        for none in [
+            "",
+            "garbage",
+            r#"<https://x/a>; rel="last""#,
+            "<unclosed; rel=next",
+        ] {
+            assert_eq!(next_link(none), None, "{none}");
+        }
+    }
+
+    #[test]
+    fn a_next_page_off_the_api_is_refused() {
+        let c = Client::new("https://ghe.example.com/api/v3", None).unwrap();
+        assert!(c
+            .next_page("https://ghe.example.com/api/v3/repos/o/r/x?page=2", "it")
+            .is_ok());
+        for off in [
+            "https://evil.example.com/api/v3/repos/o/r/x?page=2",
+            "http://ghe.example.com/api/v3/repos/o/r/x?page=2",
+            "https://ghe.example.com:444/api/v3/repos/o/r/x",
+            "https://ghe.example.com/elsewhere?page=2",
+            "https://ghe.example.com/api/v30/x",
+            "https://user:pw@ghe.example.com/api/v3/x",
+            "/api/v3/relative",
+        ] {
+            let err = c.next_page(off, "the check runs").expect_err(off);
+            assert!(
+                err.render()
+                    .contains("links its next page somewhere lockstep does not go"),
+                "{}",
+                err.render()
+            );
         }
     }
 

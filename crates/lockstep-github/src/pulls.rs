@@ -11,7 +11,7 @@ use lockstep_core::Error;
 use lockstep_http::HttpError;
 use serde::{Deserialize, Serialize};
 
-use crate::client::{parse, Client, MAX_JSON_BYTES};
+use crate::client::{parse, Client, ListPage, PastLastPage, MAX_JSON_BYTES};
 use crate::repo::Repo;
 
 /// A pull request as the API describes it (the fields lockstep reads).
@@ -51,9 +51,6 @@ pub struct PullHead {
 pub struct HeadRepo {
     pub full_name: String,
 }
-
-/// At most this many pages of 100 open pull requests are read.
-const MAX_PULL_PAGES: u32 = 10;
 
 impl PullRequest {
     pub fn is_open(&self) -> bool {
@@ -105,40 +102,44 @@ impl Client {
     }
 
     /// The open pull requests of `repo` whose head is a branch of `repo`
-    /// itself (not a fork), newest first.
+    /// itself (not a fork), newest first: the first [`crate::client::MAX_PAGES`] pages
+    /// (1,000 pull requests; an integrate's is among the newest).
     pub fn open_pulls(&self, repo: &Repo) -> Result<Vec<PullRequest>, Error> {
         let what = format!("the open pull requests of {repo}");
         let own = repo.to_string();
-        let mut all = Vec::new();
-        for page in 1..=MAX_PULL_PAGES {
-            let request = self
-                .api_request(&format!("/repos/{repo}/pulls"))
-                .query("state", "open")
-                .query("sort", "created")
-                .query("direction", "desc")
-                .query("per_page", "100")
-                .query("page", &page.to_string());
-            let fetched = request
-                .fetch(MAX_JSON_BYTES)
-                .map_err(|e| self.error(e, &what))?;
-            let pulls: Vec<PullRequest> = parse(&fetched.body, &what, &self.scrubber())?;
-            let short = pulls.len() < 100;
-            all.extend(pulls.into_iter().filter(|p| {
+        let scrub = self.scrubber();
+        let all = self.list(
+            &format!("/repos/{repo}/pulls"),
+            &[
+                ("state", "open"),
+                ("sort", "created"),
+                ("direction", "desc"),
+            ],
+            &what,
+            PastLastPage::Stop,
+            |bytes| {
+                Ok(ListPage {
+                    items: parse::<Vec<PullRequest>>(bytes, &what, &scrub)?,
+                    total: None,
+                })
+            },
+        )?;
+        Ok(all
+            .into_iter()
+            .filter(|p| {
                 p.is_open()
                     && p.head
                         .as_ref()
                         .and_then(|h| h.repo.as_ref())
                         .is_some_and(|r| r.full_name.eq_ignore_ascii_case(&own))
-            }));
-            if short {
-                break;
-            }
-        }
-        Ok(all)
+            })
+            .collect())
     }
 
     /// Marks a draft pull request ready for review (GraphQL
-    /// `markPullRequestReadyForReview`: the REST API cannot).
+    /// `markPullRequestReadyForReview`: the REST API cannot). Done only
+    /// when GitHub's answer says the pull request is no longer a draft:
+    /// errors, a null `data` or a missing field are failures.
     pub fn mark_ready_for_review(&self, repo: &Repo, pull: &PullRequest) -> Result<(), Error> {
         let what = format!(
             "marking pull request #{} of {repo} ready for review",
@@ -148,28 +149,14 @@ impl Client {
             .node_id
             .as_deref()
             .ok_or_else(|| Error::failed(format!("{what}: GitHub gave no node_id for it")))?;
-        let query = serde_json::json!({
-            "query": "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }",
-            "variables": {"id": id},
-        });
-        let answer: serde_json::Value =
-            self.post_json_to(&self.graphql_endpoint(), &query, &what)?;
-        if let Some(errors) = answer
-            .get("errors")
-            .and_then(|e| e.as_array())
-            .filter(|e| !e.is_empty())
-        {
-            let said: Vec<String> = errors
-                .iter()
-                .filter_map(|e| {
-                    e.get("message")
-                        .and_then(|m| m.as_str())
-                        .map(str::to_string)
-                })
-                .collect();
-            return Err(Error::failed(format!("GitHub refused {what}")).cause(said.join("; ")));
-        }
-        Ok(())
+        let field = "markPullRequestReadyForReview";
+        let done = self.graphql(
+            "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }",
+            serde_json::json!({"id": id}),
+            field,
+            &what,
+        )?;
+        ready_answer(&done, &what)
     }
 
     /// Opens a pull request (`POST /repos/{o}/{r}/pulls`).
@@ -203,5 +190,95 @@ impl Client {
             .bytes(MAX_JSON_BYTES)
             .map_err(|e| self.error(e, &what))?;
         parse(&bytes, &what, &self.scrubber())
+    }
+}
+
+/// Whether `markPullRequestReadyForReview`'s value says the pull request is
+/// ready now (`pullRequest.isDraft` is `false`): anything else is a failure
+/// naming `what`.
+pub fn ready_answer(done: &serde_json::Value, what: &str) -> Result<(), Error> {
+    match done
+        .get("pullRequest")
+        .and_then(|p| p.get("isDraft"))
+        .and_then(serde_json::Value::as_bool)
+    {
+        Some(false) => Ok(()),
+        Some(true) => Err(Error::failed(format!(
+            "GitHub answered {what}, but the pull request is still a draft"
+        ))
+        .hint("check the pull request on GitHub, then run it again")),
+        None => Err(Error::failed(format!(
+            "GitHub's answer to {what} does not say whether the pull request is still a draft"
+        ))
+        .hint("nothing is assumed done: check the pull request on GitHub, then run it again")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::graphql_field;
+    use serde_json::json;
+
+    fn mark(answer: serde_json::Value) -> Result<(), Error> {
+        let what = "marking pull request #1 of o/r ready for review";
+        let done = graphql_field(answer, "markPullRequestReadyForReview", what)?;
+        ready_answer(&done, what)
+    }
+
+    #[test]
+    fn only_an_answer_that_says_ready_is_ready() {
+        assert!(mark(
+            json!({"data": {"markPullRequestReadyForReview": {"pullRequest": {"isDraft": false}}}})
+        )
+        .is_ok());
+        for (answer, said) in [
+            (json!({"data": null}), "holds no data"),
+            (json!({}), "holds no data"),
+            (
+                json!({"data": {}}),
+                "has no `markPullRequestReadyForReview`",
+            ),
+            (
+                json!({"data": {"markPullRequestReadyForReview": null}}),
+                "has no",
+            ),
+            (
+                json!({"data": {"markPullRequestReadyForReview": {}}}),
+                "does not say",
+            ),
+            (
+                json!({"data": {"markPullRequestReadyForReview": {"pullRequest": {"isDraft": true}}}}),
+                "still a draft",
+            ),
+            (
+                json!({"data": {"markPullRequestReadyForReview": {"pullRequest": {"isDraft": false}}}, "errors": [{"message": "Resource not accessible by integration"}]}),
+                "refused",
+            ),
+            (
+                json!({"data": null, "errors": [{"type": "NOT_FOUND"}]}),
+                "refused",
+            ),
+            (json!({"errors": "nope"}), "refused"),
+            (json!([1, 2]), "not an object"),
+            (json!({"data": [1]}), "not what lockstep expects"),
+        ] {
+            let err = mark(answer.clone()).expect_err(&answer.to_string());
+            let text = err.render();
+            assert!(text.contains(said), "{answer}: {text}");
+            assert!(
+                text.contains("markPullRequestReadyForReview") || text.contains("ready for review"),
+                "{text}"
+            );
+            assert_eq!(err.exit_code(), 1);
+        }
+        let err = mark(json!({"errors": [{"message": "Resource not accessible by integration"}]}))
+            .unwrap_err();
+        assert!(
+            err.render()
+                .contains("GitHub said: Resource not accessible by integration"),
+            "{}",
+            err.render()
+        );
     }
 }

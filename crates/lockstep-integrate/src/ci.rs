@@ -62,8 +62,9 @@ impl Drop for Pushed<'_, '_> {
                 &[
                     "push",
                     "--quiet",
-                    remote,
                     "--delete",
+                    "--",
+                    remote,
                     &format!("refs/heads/{branch}"),
                 ],
             );
@@ -274,6 +275,7 @@ impl Integrate<'_> {
             &[
                 "push",
                 "--quiet",
+                "--",
                 remote,
                 &format!("{sha}:refs/heads/{branch}"),
             ],

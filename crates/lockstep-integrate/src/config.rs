@@ -23,7 +23,9 @@ pub struct IntegrateConfig {
     pub pin: Option<lockstep_pin::PinSpec>,
     /// Remote inside the submodule that tracks upstream.
     pub upstream_remote: String,
-    /// When set, the upstream remote is created (or corrected) with this URL.
+    /// When set, the upstream remote is created (or corrected) with this URL
+    /// (never one starting with `-`: refused where the file says it).
+    #[serde(deserialize_with = "upstream_url")]
     pub upstream_url: Option<String>,
     pub upstream_branch: String,
     /// How the upstream is named in messages ("Advance LLVM to ...").
@@ -125,6 +127,11 @@ pub enum RuleVerdict {
     Good,
     Bad,
     Skip,
+}
+
+/// `upstream-url`, refused at load when git would read it as an option.
+fn upstream_url<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    de::not_an_option(d, "upstream-url").map(Some)
 }
 
 impl IntegrateConfig {

@@ -349,11 +349,11 @@ impl<'a> Integrate<'a> {
         match (&before.url, &now) {
             // Removing the remote removes its tracking refs too.
             (None, Some(_)) => {
-                let _ = self.sub.try_git(&["remote", "remove", remote]);
+                let _ = self.sub.try_git(&["remote", "remove", "--", remote]);
                 return;
             }
             (Some(old), Some(new)) if old != new => {
-                let _ = self.sub.try_git(&["remote", "set-url", remote, old]);
+                let _ = self.sub.try_git(&["remote", "set-url", "--", remote, old]);
             }
             _ => {}
         }
@@ -498,13 +498,18 @@ impl<'a> Integrate<'a> {
         if !dirt.is_empty() {
             return Err(dirty_error(self.superproject.dir(), &dirt));
         }
-        if let Some(file) = self.pin_file() {
-            // The pin file is lockstep's to move, but only from a revision.
-            if self.checked_out().is_err() {
-                return Err(dirty_error(
-                    self.superproject.dir(),
-                    &[format!(" M {file}")],
-                ));
+        if let Some(pin) = &self.pin {
+            // The pin file is lockstep's to move, but only from a revision:
+            // gone, or holding something else, it was changed by hand. One
+            // lockstep will not read (too large, a FIFO, a device) is named
+            // as such, not blamed on uncommitted changes.
+            let dir = self.superproject.dir();
+            if dir.join(pin.path()).symlink_metadata().is_err() {
+                return Err(dirty_error(dir, &[format!(" D {}", pin.path())]));
+            }
+            let text = pin.worktree_text(dir)?;
+            if pin.parse(&text).is_err() {
+                return Err(dirty_error(dir, &[format!(" M {}", pin.path())]));
             }
             return Ok(());
         }

@@ -9,7 +9,10 @@
 //! the one `loop --publish` updates. Only when none is open (the last was
 //! merged, or a person closed it) does a new integrate start, on a dated
 //! name free both here and on the remote. `--dry-run` only says which
-//! branch it would be (the workflow keys its verdict cache by it).
+//! branch it would be (the workflow keys its verdict cache by it), after the
+//! same checks the real run makes before it changes anything: where
+//! `continue` would exit 2 (on an integrate branch, uncommitted changes, the
+//! submodule off its pin), so does the dry run.
 //!
 //! Nothing is checked out over local work: a local branch of that name that
 //! has diverged from the remote one is an error, as in `integrate resume`.
@@ -51,7 +54,10 @@ impl Integrate<'_> {
         });
         let Some(pull) = open else {
             let branch = self.free_branch_name_here_and_on(&remote)?;
-            if !dry_run {
+            if dry_run {
+                // What `start` would refuse is refused here too (exit 2).
+                self.check_start(Some(&branch))?;
+            } else {
                 self.start(Some(&branch), true)?;
             }
             return Ok(Continued {
@@ -66,7 +72,10 @@ impl Integrate<'_> {
             .as_ref()
             .map(|h| h.branch.clone())
             .unwrap_or_default();
-        if !dry_run {
+        if dry_run {
+            // What taking it up refuses before it fetches (exit 2).
+            self.require_clean()?;
+        } else {
             self.take_up(&remote, &branch)?;
             self.info(format!(
                 "continuing the integrate of pull request #{} on {branch}",
@@ -93,6 +102,7 @@ impl Integrate<'_> {
         sp.git(&[
             "fetch",
             "--quiet",
+            "--",
             remote,
             &format!("+refs/heads/{branch}:{tracking}"),
         ])?;

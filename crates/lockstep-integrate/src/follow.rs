@@ -144,6 +144,7 @@ impl Integrate<'_> {
             let fetched = repo.try_git(&[
                 "fetch",
                 "--quiet",
+                "--",
                 &f.remote,
                 &format!("+refs/heads/{}:{tracking}", f.branch),
             ])?;

@@ -119,6 +119,33 @@ impl Readiness {
     }
 }
 
+/// What the check runs of the pushed head (every page of them) say about
+/// leaving draft: ready only when every run completed and passed; the runs
+/// that did not pass are named (a run without a name by its id).
+pub fn readiness_of_checks(runs: &[lockstep_github::checks::CheckRun]) -> Readiness {
+    use lockstep_github::checks::{passed, summarize, Checks};
+    match summarize(runs) {
+        Checks::Passed => Readiness::Ready,
+        Checks::Pending => Readiness::ChecksPending,
+        Checks::Failed(name) | Checks::Inconclusive(name) => {
+            let mut failing: Vec<String> = runs
+                .iter()
+                .filter(|r| !passed(r))
+                .take(20)
+                .map(|r| r.described())
+                .collect();
+            let more = runs.iter().filter(|r| !passed(r)).count() - failing.len();
+            if more > 0 {
+                failing.push(format!("and {more} more"));
+            }
+            if failing.is_empty() {
+                failing.push(name);
+            }
+            Readiness::ChecksFailing(failing.join(", "))
+        }
+    }
+}
+
 /// Where the pull request (or a CI bisect's branches) go: checked before
 /// anything is pushed.
 pub(crate) struct Target {
@@ -242,27 +269,7 @@ impl Integrate<'_> {
             }
         }
         let runs = target.client.check_runs(&target.repo, head)?;
-        Ok(match lockstep_github::checks::summarize(&runs) {
-            lockstep_github::checks::Checks::Passed => Readiness::Ready,
-            lockstep_github::checks::Checks::Pending => Readiness::ChecksPending,
-            lockstep_github::checks::Checks::Failed(name)
-            | lockstep_github::checks::Checks::Inconclusive(name) => {
-                let mut failing: Vec<String> = runs
-                    .iter()
-                    .filter(|r| {
-                        !matches!(
-                            r.conclusion.as_deref(),
-                            Some("success" | "neutral" | "skipped")
-                        )
-                    })
-                    .map(|r| format!("{} ({})", r.name, r.conclusion.as_deref().unwrap_or("?")))
-                    .collect();
-                if failing.is_empty() {
-                    failing.push(name);
-                }
-                Readiness::ChecksFailing(failing.join(", "))
-            }
-        })
+        Ok(readiness_of_checks(&runs))
     }
 
     /// The webhook URL to call for help: the one this run was given, else
@@ -446,9 +453,10 @@ impl Integrate<'_> {
             return Ok(false);
         }
         let spec = format!("{head}:refs/heads/{}", target.branch);
-        let out = self
-            .superproject
-            .try_git_remote(&target.remote, &["push", "--quiet", &target.remote, &spec])?;
+        let out = self.superproject.try_git_remote(
+            &target.remote,
+            &["push", "--quiet", "--", &target.remote, &spec],
+        )?;
         if out.code == 0 {
             self.info(format!(
                 "pushed {} to {} {}",
@@ -464,6 +472,7 @@ impl Integrate<'_> {
             &[
                 "fetch",
                 "--quiet",
+                "--",
                 &target.remote,
                 &format!("refs/heads/{}:{tracking}", target.branch),
             ],

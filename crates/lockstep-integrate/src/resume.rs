@@ -51,6 +51,7 @@ impl Integrate<'_> {
             self.superproject.git(&[
                 "fetch",
                 "--quiet",
+                "--",
                 &remote,
                 &format!("+refs/heads/{branch}:{tracking}"),
             ])?;
@@ -120,6 +121,7 @@ impl Integrate<'_> {
         self.superproject.git(&[
             "fetch",
             "--quiet",
+            "--",
             remote,
             &format!("+refs/heads/{base_branch}:{base}"),
         ])?;

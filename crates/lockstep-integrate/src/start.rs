@@ -137,8 +137,11 @@ fn check_branch_name(name: &str, source: &str) -> Result<(), Error> {
 }
 
 impl Integrate<'_> {
-    /// `integrate start [--branch NAME]`.
-    pub fn start(&self, branch: Option<&str>, fetch: bool) -> Result<Started, Error> {
+    /// What `start` checks before it changes anything: the branch name, the
+    /// branch checked out (not an integrate branch), no uncommitted
+    /// changes, the submodule at its pin. `continue --dry-run` runs these
+    /// same checks, so that it fails (exit 2) where `continue` would.
+    pub(crate) fn check_start(&self, branch: Option<&str>) -> Result<(), Error> {
         check_start_names(&self.cfg, self.superproject.dir(), branch)?;
         if let (Some(current), Some(record)) = (
             self.superproject.current_branch()?,
@@ -148,8 +151,12 @@ impl Integrate<'_> {
                 return Err(on_integrate_branch(&current));
             }
         }
-        let _lock = self.lock("integrate start")?;
-        let _session = self.begin_session("integrate start")?;
+        self.check_clean_at_pin()
+    }
+
+    /// No uncommitted changes, and the submodule at the commit the
+    /// superproject pins.
+    fn check_clean_at_pin(&self) -> Result<(), Error> {
         self.require_clean()?;
         let pin = self.pin()?;
         if self.checked_out()? != pin {
@@ -158,6 +165,16 @@ impl Integrate<'_> {
                     .hint("run `git submodule update` (or commit the submodule change) first"),
             );
         }
+        Ok(())
+    }
+
+    /// `integrate start [--branch NAME]`.
+    pub fn start(&self, branch: Option<&str>, fetch: bool) -> Result<Started, Error> {
+        self.check_start(branch)?;
+        let _lock = self.lock("integrate start")?;
+        let _session = self.begin_session("integrate start")?;
+        // Again under the lock: nothing changed the tree meanwhile.
+        self.check_clean_at_pin()?;
         if fetch {
             if let Some((remote, _)) = self.cfg.base.split_once('/') {
                 if self.superproject.remote_url(remote)?.is_some() {

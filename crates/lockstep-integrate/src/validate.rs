@@ -116,6 +116,13 @@ fn texts(cfg: &IntegrateConfig) -> Result<(), Error> {
     if let Some((key, value)) = values.into_iter().find(|(_, v)| v.contains('\0')) {
         return Err(bad(key, value, "it contains a NUL character"));
     }
+    if let Some(url) = cfg.upstream_url.as_deref().filter(|u| u.starts_with('-')) {
+        return Err(bad(
+            "upstream-url",
+            url,
+            "it starts with `-`: git would read it as an option, not a URL",
+        ));
+    }
     if cfg.upstream_name.trim().is_empty() || cfg.upstream_name.chars().any(char::is_control) {
         return Err(bad(
             "upstream-name",
@@ -577,6 +584,9 @@ mod tests {
         let cases: Vec<(&str, Change)> = vec![
             ("upstream-url", |c| {
                 c.upstream_url = Some("https://x\0y".into())
+            }),
+            ("upstream-url", |c| {
+                c.upstream_url = Some("--upload-pack=touch x".into())
             }),
             ("commit-url", |c| c.commit_url = Some("\0".into())),
             ("smoke", |c| c.smoke = vec!["./smoke\0.sh".into()]),

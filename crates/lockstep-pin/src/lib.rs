@@ -82,7 +82,10 @@ struct Archive {
 /// The longest pattern taken (a regular expression's size is bounded by
 /// the regex crate too; this keeps the error readable).
 const MAX_PATTERN: usize = 1024;
-/// The largest file a pin is read from or written into.
+/// The largest file a pin is read from or written into, in the work tree
+/// or at a revision (4 MiB: a pin file is one line, a file with a pin
+/// inside is a few KiB of build source). A larger one is named as too
+/// large, never guessed at.
 pub const MAX_PIN_FILE: u64 = 4 << 20;
 
 impl Pin {
@@ -157,11 +160,22 @@ impl Pin {
         }
     }
 
-    /// The commit pinned at `rev` of `repo`.
+    /// The commit pinned at `rev` of `repo` (the file at most
+    /// [`MAX_PIN_FILE`] bytes there).
     pub fn read_at(&self, repo: &Repo, rev: &str) -> Result<Oid, Error> {
+        let spec = format!("{rev}:{}", self.path);
+        let missing = |e: Error| e.context(format!("{rev} has no pin file `{}`", self.path));
+        let size = repo.blob_size(&spec).map_err(missing)?;
+        if size > MAX_PIN_FILE {
+            return Err(Error::usage(format!(
+                "the pin file {} at {rev} is {size} bytes, larger than {MAX_PIN_FILE}, the most lockstep reads from it",
+                self.path
+            ))
+            .hint("a pin file is one line (a pin inside a file: a few KiB of build source); check [integrate] pin / pin-file names the right file"));
+        }
         let text = repo
-            .git(&["show", &format!("{rev}:{}", self.path)])
-            .map_err(|e| e.context(format!("{rev} has no pin file `{}`", self.path)))?;
+            .git(&["show", "--end-of-options", &spec])
+            .map_err(missing)?;
         self.parse(&text)
     }
 
@@ -170,11 +184,12 @@ impl Pin {
         self.parse(&self.worktree_text(root)?)
     }
 
-    fn worktree_text(&self, root: &Path) -> Result<String, Error> {
+    /// The pin's file in the work tree at `root`, whole: a regular file
+    /// inside the repository (a FIFO, a device, a link out of the tree are
+    /// refused at once, never read), at most [`MAX_PIN_FILE`] bytes, UTF-8.
+    pub fn worktree_text(&self, root: &Path) -> Result<String, Error> {
         let path = lockstep_core::fs::inside_tree(root, &self.path, "the pin file")?;
-        let bytes = lockstep_core::fs::read_input("the pin file", &path, MAX_PIN_FILE)?;
-        String::from_utf8(bytes)
-            .map_err(|_| Error::usage(format!("the pin file {} is not UTF-8 text", self.path)))
+        lockstep_core::fs::read_tree_text("the pin file", &path, MAX_PIN_FILE)
     }
 
     /// The archive whose checksum goes with `commit`, when the pin has one.
@@ -188,10 +203,21 @@ impl Pin {
     }
 
     /// `text` with the pin set to `commit` (and its checksum to `sha256`),
-    /// every other byte as it was.
+    /// every other byte as it was. Checked whole before anything is
+    /// written: each group matches what it must now (the commit's 40 hex
+    /// digits, the checksum's 64) and the new text reads back as exactly
+    /// `commit` and `sha256`, so that a pattern whose group is not the
+    /// value (a name, part of a checksum) is refused, never written.
     pub fn render(&self, text: &str, commit: &str, sha256: Option<&str>) -> Result<String, Error> {
-        match &self.kind {
-            Kind::File => Ok(format!("{commit}\n")),
+        if !is_hex(commit, 40) {
+            return Err(Error::failed(format!(
+                "internal: `{}` is not a full commit id to pin in {}",
+                lockstep_core::error::printable_line(commit),
+                self.path
+            )));
+        }
+        let out = match &self.kind {
+            Kind::File => format!("{commit}\n"),
             Kind::Pattern {
                 commit: pattern,
                 sha256: archive,
@@ -205,7 +231,18 @@ impl Pin {
                             self.path
                         ))
                     })?;
-                    let (_, sum_at) = one_match(&a.pattern, text, &self.path, "sha256 pattern")?;
+                    if !is_hex(sum, 64) {
+                        return Err(Error::failed(format!(
+                            "the checksum for the pin in {} is not 64 hex digits: `{}`",
+                            self.path,
+                            lockstep_core::error::printable_line(&sum.chars().take(80).collect::<String>())
+                        ))
+                        .hint("nothing was written; run it again (a remembered checksum is computed again)"));
+                    }
+                    let (old, sum_at) = one_match(&a.pattern, text, &self.path, "sha256 pattern")?;
+                    if !is_hex(&old, 64) {
+                        return Err(not_a_checksum(&self.path, &old));
+                    }
                     if sum_at.start < commit_at.end && commit_at.start < sum_at.end {
                         return Err(Error::usage(format!(
                             "in {}, the commit's and the checksum's matches overlap",
@@ -220,16 +257,58 @@ impl Pin {
                 for (at, value) in edits {
                     out.replace_range(at, &value);
                 }
-                Ok(out)
+                out
+            }
+        };
+        self.check_rendered(&out, commit, sha256)?;
+        Ok(out)
+    }
+
+    /// That `new`, the text about to be written, reads back as `commit`
+    /// (and its checksum as `sha256`): a pattern that matches the written
+    /// value differently (more, less, twice) is refused before the write.
+    fn check_rendered(&self, new: &str, commit: &str, sha256: Option<&str>) -> Result<(), Error> {
+        let differs = |what: &str, found: &str| {
+            Error::usage(format!(
+                "the pin's {what} would not read back from {} after writing it",
+                self.path
+            ))
+            .cause(format!(
+                "it would read `{}`",
+                lockstep_core::error::printable_line(&found.chars().take(80).collect::<String>())
+            ))
+            .hint("make the pattern's group match exactly the value, e.g. \"([0-9a-f]{40})\" for the commit and \"([0-9a-f]{64})\" for the checksum; nothing was written")
+        };
+        let read = self.parse(new).map_err(|e| {
+            e.context(format!(
+                "the pin would not read back from {} after writing it",
+                self.path
+            ))
+        })?;
+        if !read.eq_ignore_ascii_case(commit) {
+            return Err(differs("commit", &read));
+        }
+        if let (
+            Kind::Pattern {
+                sha256: Some(a), ..
+            },
+            Some(sum),
+        ) = (&self.kind, sha256)
+        {
+            let (found, _) = one_match(&a.pattern, new, &self.path, "sha256 pattern")?;
+            if !found.eq_ignore_ascii_case(sum) {
+                return Err(differs("checksum", &found));
             }
         }
+        Ok(())
     }
 
     /// Sets the pin in the work tree at `root` to `commit`, with its
     /// archive's checksum from `checksums` when it has one (computed before
     /// the file is touched: a failed download leaves the file as it was).
-    /// The file is replaced atomically, through a link that stays inside
-    /// the repository.
+    /// The new text is checked whole first ([`Pin::render`]); the file is
+    /// replaced atomically, through a link that stays inside the
+    /// repository.
     pub fn write(&self, root: &Path, commit: &str, checksums: &dyn Checksums) -> Result<(), Error> {
         let sha256 = match self.archive_url(commit) {
             Some(url) => Some(checksums.sha256(&url)?),
@@ -247,6 +326,20 @@ impl Pin {
             new.as_bytes(),
         )
     }
+}
+
+/// Whether `text` is `len` hex digits.
+fn is_hex(text: &str, len: usize) -> bool {
+    text.len() == len && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The sha256 pattern's group matched something that is not a checksum.
+fn not_a_checksum(path: &str, found: &str) -> Error {
+    Error::usage(format!(
+        "the sha256 pattern's group matches `{}` in {path}, not a checksum (64 hex digits)",
+        lockstep_core::error::printable_line(&found.chars().take(80).collect::<String>())
+    ))
+    .hint("make the group match the checksum's value exactly, e.g. sha256 = { pattern = 'LLVM_SHA256 = \"([0-9a-f]{64})\"', ... }; nothing was written")
 }
 
 /// The revision a pin file holds: exactly one line of 40 hex digits (a

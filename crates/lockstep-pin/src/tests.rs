@@ -111,6 +111,114 @@ fn a_pin_file_is_one_line() {
     );
 }
 
+#[test]
+fn a_checksum_group_that_is_not_a_checksum_is_refused_before_the_write() {
+    let with_sum_pattern = |sum_pattern: &str| {
+        Pin::from_spec(
+            &PinSpec {
+                file: "third_party/llvm/workspace.bzl".into(),
+                pattern: Some(r#"LLVM_COMMIT = "([0-9a-f]{40})""#.into()),
+                sha256: Some(ArchiveSpec {
+                    pattern: sum_pattern.into(),
+                    archive: "https://h/{commit}.tar.gz".into(),
+                }),
+            },
+            "[integrate] pin",
+        )
+        .unwrap()
+    };
+    let (commit, sum) = ("f".repeat(40), "b".repeat(64));
+    for (pattern, said) in [
+        // The name, not the value.
+        ("sha256 = (LLVM_SHA256)", "not a checksum"),
+        // Part of the value.
+        (r#"LLVM_SHA256 = "([0-9a-f]{8})"#, "not a checksum"),
+        // More than the value.
+        (r#"LLVM_SHA256 = ("[0-9a-f]{64}")"#, "not a checksum"),
+    ] {
+        let err = with_sum_pattern(pattern)
+            .render(BZL, &commit, Some(&sum))
+            .unwrap_err();
+        assert_eq!(err.exit_code(), 2, "{pattern}");
+        assert!(err.message.contains(said), "{pattern}: {}", err.render());
+    }
+    // A checksum that is not one (a damaged remembered value) is never written.
+    let err = bzl_pin().render(BZL, &commit, Some("xyz")).unwrap_err();
+    assert!(err.message.contains("not 64 hex digits"), "{}", err.message);
+    // Nor is a commit that is not one.
+    assert!(bzl_pin().render(BZL, "main", Some(&sum)).is_err());
+
+    // A pattern that would not find the written value again (letters only,
+    // and the new commit has digits): refused before the write.
+    let letters = Pin::from_spec(
+        &PinSpec {
+            file: "p.txt".into(),
+            pattern: Some("C=([a-f]{40})".into()),
+            sha256: None,
+        },
+        "[integrate] pin",
+    )
+    .unwrap();
+    let text = format!("C={}\n", "a".repeat(40));
+    assert!(letters.render(&text, &"b".repeat(40), None).is_ok());
+    let err = letters
+        .render(&text, "0123456789abcdef0123456789abcdef01234567", None)
+        .unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(
+        err.message.contains("would not read back"),
+        "{}",
+        err.render()
+    );
+
+    // The file on disk is untouched by a refused write.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("third_party/llvm");
+    std::fs::create_dir_all(&path).unwrap();
+    std::fs::write(path.join("workspace.bzl"), BZL).unwrap();
+    struct Fixed;
+    impl Checksums for Fixed {
+        fn sha256(&self, _: &str) -> Result<String, Error> {
+            Ok("c".repeat(64))
+        }
+    }
+    let err = with_sum_pattern("sha256 = (LLVM_SHA256)")
+        .write(dir.path(), &commit, &Fixed)
+        .unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert_eq!(
+        std::fs::read_to_string(path.join("workspace.bzl")).unwrap(),
+        BZL
+    );
+}
+
+#[test]
+fn a_pin_file_lockstep_cannot_read_is_named_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let pin = Pin::file("llvm.version", "[integrate] pin-file").unwrap();
+    std::fs::write(
+        dir.path().join("llvm.version"),
+        vec![b'a'; (MAX_PIN_FILE + 1) as usize],
+    )
+    .unwrap();
+    let err = pin.read_worktree(dir.path()).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(
+        err.message.contains("larger than 4194304 bytes"),
+        "{}",
+        err.render()
+    );
+    std::fs::remove_file(dir.path().join("llvm.version")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("llvm.version")).unwrap();
+    let err = pin.read_worktree(dir.path()).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(
+        err.message.contains("symbolic link out of the repository"),
+        "{}",
+        err.render()
+    );
+}
+
 struct Refused;
 impl Checksums for Refused {
     fn sha256(&self, url: &str) -> Result<String, Error> {

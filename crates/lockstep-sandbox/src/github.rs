@@ -61,6 +61,20 @@ pub struct Scripted {
 /// Decides a commit's CI conclusion (`success`, `failure` ...).
 pub type Oracle = Arc<dyn Fn(&str) -> String + Send + Sync>;
 
+/// Check runs every commit answers with instead of the CI's one run
+/// ([`FakeGithub::set_check_runs`]): served in pages of `per_page` (the
+/// request's, GitHub's default 30, at most 100) with `Link: <...>;
+/// rel="next"` headers as GitHub does.
+#[derive(Debug, Clone, Default)]
+pub struct CheckRuns {
+    /// The runs, as GitHub's JSON objects (a `name` may be null or absent).
+    pub runs: Vec<Value>,
+    /// `total_count` claimed instead of the number of runs.
+    pub claimed_total: Option<u64>,
+    /// No `Link` headers: a careless server that pages without saying so.
+    pub no_links: bool,
+}
+
 #[derive(Default)]
 struct State {
     pulls: Vec<Pull>,
@@ -82,6 +96,10 @@ struct State {
     list_twice: bool,
     /// Assets are described without `digest` (as GitHub did before 2025).
     no_digests: bool,
+    /// Check runs served instead of the CI's.
+    check_runs: Option<CheckRuns>,
+    /// The answer to every GraphQL request instead of doing it.
+    graphql_answer: Option<Value>,
 }
 
 /// The server; it stops with the process (its thread only accepts).
@@ -223,6 +241,18 @@ impl FakeGithub {
     /// first `delay` polls, then `completed` with `oracle(sha)`.
     pub fn set_ci(&self, oracle: Oracle, delay: usize) {
         self.state().ci = Some((oracle, delay));
+    }
+
+    /// Every commit's check runs are `runs` from now on, paged as GitHub
+    /// pages them (`None`: the CI's, [`FakeGithub::set_ci`]).
+    pub fn set_check_runs(&self, runs: Option<CheckRuns>) {
+        self.state().check_runs = runs;
+    }
+
+    /// Every GraphQL request is answered `answer` (HTTP 200) without doing
+    /// anything (`{"data": null}`, errors ...); `None`: answered for real.
+    pub fn set_graphql_answer(&self, answer: Option<Value>) {
+        self.state().graphql_answer = answer;
     }
 
     /// The commits whose check runs were polled (the CI rounds), in order.
@@ -435,6 +465,9 @@ fn route(
         return reply(401, json!({"message": "Bad credentials"}));
     }
     if path == "/graphql" && method == "POST" {
+        if let Some(answer) = &s.graphql_answer {
+            return reply(200, answer.clone());
+        }
         return graphql(s, body);
     }
     let commits = format!("/repos/{repository}/commits/");
@@ -442,6 +475,15 @@ fn route(
         .strip_prefix(&commits)
         .and_then(|r| r.strip_suffix("/check-runs"))
     {
+        if let Some(listed) = &s.check_runs {
+            return paged(
+                &listed.runs,
+                query,
+                &format!("http://127.0.0.1:{port}{path}"),
+                !listed.no_links,
+                |runs, total| json!({"total_count": listed.claimed_total.unwrap_or(total as u64), "check_runs": runs}),
+            );
+        }
         return check_runs(s, sha);
     }
     let prefix = format!("/repos/{repository}/pulls");
@@ -460,11 +502,6 @@ fn route(
                 .find_map(|kv| kv.strip_prefix("state="))
                 .unwrap_or("open")
                 .to_string();
-            let page: usize = query
-                .split('&')
-                .find_map(|kv| kv.strip_prefix("page="))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1);
             let found: Vec<Value> = s
                 .pulls
                 .iter()
@@ -474,11 +511,15 @@ fn route(
                     None => true,
                 })
                 .filter(|p| state == "all" || p.state == state)
-                .skip((page.max(1) - 1) * 100)
-                .take(100)
                 .map(|p| pull_json(p, port, repository))
                 .collect();
-            reply(200, Value::Array(found))
+            paged(
+                &found,
+                query,
+                &format!("http://127.0.0.1:{port}{path}"),
+                true,
+                |items, _| Value::Array(items),
+            )
         }
         ("POST", "") => {
             let Ok(new) = serde_json::from_str::<Value>(body) else {
@@ -731,6 +772,56 @@ fn releases(
         return reply(201, json!({"name": name}));
     }
     not_found()
+}
+
+/// One page of `items` as GitHub answers a list: `per_page` (default 30,
+/// at most 100) and `page` from `query` (the other parameters kept in the
+/// links), the body made by `body` from the page's items and the whole
+/// list's length, and with `links` a `Link` header naming the next and
+/// last pages when there are more.
+fn paged(
+    items: &[Value],
+    query: &str,
+    base: &str,
+    links: bool,
+    body: impl Fn(Vec<Value>, usize) -> Value,
+) -> Scripted {
+    let mut others = Vec::new();
+    let (mut per_page, mut page) = (30usize, 1usize);
+    for kv in query.split('&').filter(|kv| !kv.is_empty()) {
+        match kv.split_once('=') {
+            Some(("per_page", v)) => per_page = v.parse().unwrap_or(30),
+            Some(("page", v)) => page = v.parse().unwrap_or(1),
+            _ => others.push(kv),
+        }
+    }
+    let (per_page, page) = (per_page.clamp(1, 100), page.max(1));
+    let last = items.len().div_ceil(per_page).max(1);
+    let shown: Vec<Value> = items
+        .iter()
+        .skip((page - 1).saturating_mul(per_page))
+        .take(per_page)
+        .cloned()
+        .collect();
+    let mut answer = reply(200, body(shown, items.len()));
+    if links && page < last {
+        let link = |n: usize| {
+            let mut q = others.clone();
+            let (pp, p) = (format!("per_page={per_page}"), format!("page={n}"));
+            q.push(&pp);
+            q.push(&p);
+            format!("{base}?{}", q.join("&"))
+        };
+        answer.headers.push((
+            "Link".into(),
+            format!(
+                "<{}>; rel=\"next\", <{}>; rel=\"last\"",
+                link(page + 1),
+                link(last)
+            ),
+        ));
+    }
+    answer
 }
 
 /// The check runs of `sha` as the CI answers them now.

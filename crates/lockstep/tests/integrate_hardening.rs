@@ -252,6 +252,45 @@ fn config_values_git_cannot_take_leave_every_git_byte_alone() {
 }
 
 #[test]
+fn an_upstream_url_git_would_read_as_an_option_is_refused_where_the_file_says_it() {
+    let env = Env::new(&spec(4));
+    let marker = env.dir.path().join("proxy-ran");
+    set_integrate_key(
+        &env,
+        &format!(
+            "upstream-url = \"-oProxyCommand=touch {}\"",
+            marker.display()
+        ),
+    );
+    let text = std::fs::read_to_string(env.sp().join("lockstep.toml")).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("upstream-url"))
+        .expect("the key")
+        + 1;
+    let before = git_bytes(&env);
+    for args in [
+        &["integrate", "status"][..],
+        &["integrate", "status", "--fetch"],
+        &["integrate", "start"],
+        &["integrate", "loop", "--dry-run"],
+    ] {
+        let out = env.run(args);
+        let (_, err) = expect_code(&out, 2, &format!("{args:?}"));
+        assert!(
+            err.contains(&format!("lockstep.toml:{line}:")),
+            "{args:?} names no file:line: {err}"
+        );
+        assert!(
+            err.contains("upstream-url `-oProxyCommand=touch") && err.contains("starts with `-`"),
+            "{args:?}: {err}"
+        );
+        assert!(git_bytes(&env) == before, "{args:?} changed git's files");
+    }
+    assert!(!marker.exists());
+}
+
+#[test]
 fn a_path_that_is_not_a_submodule_lists_those_there_are() {
     let env = Env::new(&spec(4));
     set_integrate_key(&env, r#"submodule = "build_tools""#);

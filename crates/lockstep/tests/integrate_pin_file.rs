@@ -184,6 +184,99 @@ fn a_pin_file_edited_by_hand_is_never_overwritten() {
 }
 
 #[test]
+fn a_pin_file_lockstep_will_not_read_is_named_not_blamed_on_uncommitted_changes() {
+    let p = PinProject::new(3, 99);
+    let file = p.sp.join("llvm-project.version");
+    let committed = std::fs::read_to_string(&file).unwrap();
+    let refused = |what: &str, said: &str| {
+        for args in [&["integrate", "loop"][..], &["integrate", "start"]] {
+            let err = stderr(&expect(&mut p.cmd(args), 2));
+            assert!(err.contains(said), "{what}, {args:?}: {err}");
+            assert!(!err.contains("uncommitted changes"), "{what}: {err}");
+        }
+    };
+
+    // 5 MiB in the work tree: too large, by the stated bound.
+    write(&file, &"0".repeat(5 << 20));
+    refused("5 MiB", "is larger than 4194304 bytes");
+
+    // A FIFO, and a link to one inside the tree: refused at once, never
+    // waited on (nothing writes to it).
+    std::fs::remove_file(&file).unwrap();
+    nix::unistd::mkfifo(&file, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    refused("a FIFO", "is a FIFO, not a regular file");
+    std::fs::remove_file(&file).unwrap();
+    let fifo = p.sp.join("pin.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::os::unix::fs::symlink("pin.fifo", &file).unwrap();
+    refused("a link to a FIFO", "is a FIFO (through a link)");
+    std::fs::remove_file(&fifo).unwrap();
+
+    // A link to /dev/zero: out of the repository.
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &file).unwrap();
+    refused("/dev/zero", "symbolic link out of the repository");
+
+    // Committed at 5 MiB: named at the revision, not parsed.
+    std::fs::remove_file(&file).unwrap();
+    write(&file, &format!("{committed}{}", "0".repeat(5 << 20)));
+    commit_as_tester(&p.sp, "a huge pin file", true);
+    let err = stderr(&expect(&mut p.cmd(&["integrate", "status"]), 2));
+    assert!(
+        err.contains("at HEAD is") && err.contains("larger than 4194304"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bidi_controls_in_commit_subjects_never_reach_the_terminal_raw() {
+    let p = PinProject::new(2, 99);
+    // An upstream commit whose subject reorders what a terminal shows after
+    // it (U+202E), with isolates and marks besides; it breaks the smoke.
+    let up = p.home.join("upstream");
+    let subject = "Fix parser \u{202E}txt.exe\u{2066}x\u{2069}\u{200F}\u{061C}";
+    write(&up.join("state.txt"), "broken 3\n");
+    git(&up, &["add", "."]);
+    git(
+        &up,
+        &[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@e",
+            "commit",
+            "-qm",
+            subject,
+        ],
+    );
+    let raw = ['\u{202E}', '\u{2066}', '\u{2069}', '\u{200F}', '\u{061C}'];
+    let shown = "Fix parser \\u{202e}txt.exe\\u{2066}x\\u{2069}\\u{200f}\\u{61c}";
+    let clean = |what: &str, text: &str| {
+        assert!(
+            !text.contains(raw),
+            "{what} holds a raw bidi control: {text:?}"
+        );
+        assert!(
+            text.contains(shown),
+            "{what} does not show the subject escaped: {text}"
+        );
+    };
+    let out = expect(&mut p.cmd(&["integrate", "status", "--fetch"]), 0);
+    clean("status", &stdout(&out));
+    // The halt at it, and its report.
+    let out = expect(&mut p.cmd(&["integrate", "loop"]), 3);
+    clean("the halt", &format!("{}{}", stdout(&out), stderr(&out)));
+    let out = expect(&mut p.cmd(&["integrate", "report"]), 0);
+    clean("the report", &stdout(&out));
+    // Machine output keeps the subject as it is (JSON is data).
+    let status = p.json(&["integrate", "status", "--json"], 0);
+    assert!(
+        status.to_string().contains('\u{202E}') || status.to_string().contains("\\u202e"),
+        "{status}"
+    );
+}
+
+#[test]
 fn release_bump_smoke_goes_through_the_integrate_engine_and_its_verdict_cache() {
     let p = PinProject::new(6, 6);
     let counter = p.home.join("smoke-runs");

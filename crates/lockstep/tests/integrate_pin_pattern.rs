@@ -241,3 +241,36 @@ fn a_pattern_that_does_not_match_once_is_refused_before_anything_moves() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_checksum_pattern_whose_group_is_not_a_checksum_leaves_the_tree_clean() {
+    // The group matches the name `LLVM_SHA256` (in `sha256 = LLVM_SHA256,`),
+    // or part of the checksum: refused before the file is written, exit 2,
+    // and the tree as it was.
+    for sum_pattern in ["sha256 = (LLVM_SHA256)", r#"LLVM_SHA256 = "([0-9a-f]{8})"#] {
+        let p = Project::new(4, 99);
+        let config = std::fs::read_to_string(p.sp.join("lockstep.toml")).unwrap();
+        let old = r#"pattern = 'LLVM_SHA256 = "([0-9a-f]{64})"'"#;
+        assert!(config.contains(old), "{config}");
+        write(
+            &p.sp.join("lockstep.toml"),
+            &config.replace(old, &format!("pattern = '{sum_pattern}'")),
+        );
+        commit_as_tester(&p.sp, "a bad checksum pattern", true);
+        let before = p.workspace();
+        let head = git(&p.sp, &["rev-parse", "HEAD"]);
+        let out = expect(&mut p.cmd(&["integrate", "loop"]), 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("not a checksum (64 hex digits)"),
+            "{sum_pattern}: {err}"
+        );
+        assert_eq!(p.workspace(), before, "{sum_pattern}");
+        assert_eq!(git(&p.sp, &["rev-parse", "HEAD"]), head);
+        assert_eq!(
+            git(&p.sp, &["status", "--porcelain"]),
+            "",
+            "{sum_pattern}: the tree is clean"
+        );
+    }
+}

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use lockstep_sandbox::github::FakeGithub;
+use lockstep_sandbox::github::{CheckRuns, FakeGithub};
 use lockstep_sandbox::{api_level_at, SandboxSpec};
 
 const TOKEN: &str = "ghp_integrate_token_never_printed";
@@ -758,9 +758,11 @@ fn continue_takes_up_the_open_pull_request_and_ready_waits_for_head_and_green_ch
         .iter()
         .any(|r| r.target == "/graphql" && r.body.contains("markPullRequestReadyForReview")));
 
-    // A person closes it: the next night starts a new integrate, on a name
-    // the remote does not have.
+    // A person closes it: the next night (a fresh checkout of main) starts
+    // a new integrate, on a name the remote does not have.
     gh.close_pull(1);
+    git(env.sp(), &["checkout", "-q", "main"]);
+    git(env.sp(), &["submodule", "update", "-q"]);
     let (out, _) = run(
         &env,
         &gh,
@@ -770,6 +772,170 @@ fn continue_takes_up_the_open_pull_request_and_ready_waits_for_head_and_green_ch
     let which: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(which["action"], "start", "{which}");
     assert_eq!(which["branch"], format!("{branch}_1"), "{which}");
+}
+
+#[test]
+fn continue_dry_run_fails_where_continue_would() {
+    // Started, nothing published: no open pull request, so `continue`
+    // would start a new integrate, which it refuses on an integrate
+    // branch; the dry run says so too, instead of "start".
+    let (env, gh) = publishing(6);
+    let branch = current_branch(&env);
+    let (_, real) = run(&env, &gh, &["integrate", "continue"], 2);
+    assert!(real.contains("is on the integrate branch"), "{real}");
+    let (out, dry) = run(
+        &env,
+        &gh,
+        &["integrate", "continue", "--dry-run", "--json"],
+        2,
+    );
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        dry.lines().next(),
+        real.lines().next(),
+        "the dry run fails as the run does:\n{dry}\n{real}"
+    );
+    assert_eq!(current_branch(&env), branch);
+
+    // Back on main with uncommitted changes: both refuse, naming them.
+    git(env.sp(), &["checkout", "-q", "main"]);
+    write(&env.sp().join("notes.txt"), "mine\n");
+    for args in [
+        &["integrate", "continue", "--dry-run"][..],
+        &["integrate", "continue"],
+    ] {
+        let (_, err) = run(&env, &gh, args, 2);
+        assert!(err.contains("has uncommitted changes"), "{args:?}: {err}");
+        assert!(err.contains("notes.txt"), "{args:?}: {err}");
+    }
+    std::fs::remove_file(env.sp().join("notes.txt")).unwrap();
+    // Clean on main: the dry run says start, and changes nothing.
+    let (out, _) = run(
+        &env,
+        &gh,
+        &["integrate", "continue", "--dry-run", "--json"],
+        0,
+    );
+    let which: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(which["action"], "start", "{which}");
+    assert_eq!(current_branch(&env), "main");
+}
+
+/// `n` check runs that passed, named `check N`, with ids from 1.
+fn green_runs(n: usize) -> Vec<serde_json::Value> {
+    (1..=n)
+        .map(|i| serde_json::json!({"id": i, "name": format!("check {i}"), "status": "completed", "conclusion": "success"}))
+        .collect()
+}
+
+#[test]
+fn ready_reads_every_page_of_check_runs_and_takes_no_graphql_answer_on_trust() {
+    // No break: the loop reaches upstream's head; only the checks decide.
+    let env = Env::new(&spec(8));
+    configure(&env, &github_config(REPO));
+    env.start();
+    let gh = FakeGithub::start(REPO, TOKEN).expect("loopback GitHub");
+    let (out, _) = run(&env, &gh, &["integrate", "loop", "--json"], 0);
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    assert_eq!(looped["end"]["result"], "at_head", "{looped}");
+    let check_polls = |gh: &FakeGithub| {
+        gh.requests()
+            .iter()
+            .filter(|r| r.target.contains("/check-runs"))
+            .count()
+    };
+
+    // 250 runs over three pages: the one that fails is on the last page
+    // and has no name.
+    let mut runs = green_runs(249);
+    runs.push(serde_json::json!({"id": 9001, "name": null, "status": "completed", "conclusion": "failure"}));
+    gh.set_check_runs(Some(CheckRuns {
+        runs: runs.clone(),
+        ..CheckRuns::default()
+    }));
+    let (out, _) = run(&env, &gh, &["integrate", "publish", "--ready", "--json"], 0);
+    let published: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(published["ready"]["state"], "checks-failing", "{published}");
+    assert_eq!(
+        published["ready"]["reason"], "(unnamed check run 9001) (failure)",
+        "{published}"
+    );
+    assert_eq!(check_polls(&gh), 3, "every page read, by its Link");
+    assert!(gh.ready_marked().is_empty());
+    let pull = gh.pulls()[0].clone();
+    assert!(pull.draft);
+    assert!(
+        pull.body
+            .contains("checks fail: (unnamed check run 9001) (failure)"),
+        "{}",
+        pull.body
+    );
+    // A run with an absent name and no status yet: pending, not a failure
+    // of the command.
+    gh.set_check_runs(Some(CheckRuns {
+        runs: vec![serde_json::json!({"id": 7})],
+        ..CheckRuns::default()
+    }));
+    let (out, _) = run(&env, &gh, &["integrate", "publish", "--ready", "--json"], 0);
+    let published: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(published["ready"]["state"], "checks-pending", "{published}");
+
+    // Answers that say there are more runs than their pages link (or that
+    // page without links) are errors, never a pass; nothing is pushed or
+    // marked.
+    let tip = origin_tip(&env, &current_branch(&env));
+    for (listed, claimed, no_links, said) in [
+        (150, Some(400), false, "GitHub listed 150 of the 400"),
+        (150, None, true, "GitHub listed 100 of the 150"),
+    ] {
+        gh.set_check_runs(Some(CheckRuns {
+            runs: green_runs(listed),
+            claimed_total: claimed,
+            no_links,
+        }));
+        let (_, err) = run(&env, &gh, &["integrate", "publish", "--ready"], 1);
+        assert!(err.contains(said), "{said}: {err}");
+        assert!(err.contains("check runs of"), "{err}");
+        assert!(gh.ready_marked().is_empty());
+        assert!(gh.pulls()[0].draft);
+    }
+    assert_eq!(origin_tip(&env, &current_branch(&env)), tip);
+
+    // Every check green (over two pages), but GraphQL answers with no data,
+    // or with errors: the command fails naming the operation, never
+    // "marked ready".
+    gh.set_check_runs(Some(CheckRuns {
+        runs: green_runs(120),
+        ..CheckRuns::default()
+    }));
+    for (answer, said) in [
+        (serde_json::json!({"data": null}), "holds no data"),
+        (
+            serde_json::json!({"data": {"markPullRequestReadyForReview": null}, "errors": [{"message": "Resource not accessible by integration"}]}),
+            "GitHub said: Resource not accessible by integration",
+        ),
+        (
+            serde_json::json!({"data": {}}),
+            "has no `markPullRequestReadyForReview`",
+        ),
+    ] {
+        gh.set_graphql_answer(Some(answer.clone()));
+        let (out, err) = run(&env, &gh, &["integrate", "publish", "--ready"], 1);
+        assert!(err.contains(said), "{answer}: {err}");
+        assert!(err.contains("ready for review"), "{err}");
+        assert!(
+            !out.contains("marked pull request") && !err.contains("marked pull request"),
+            "{out}{err}"
+        );
+        assert!(gh.pulls()[0].draft);
+    }
+    // Answered for real: ready.
+    gh.set_graphql_answer(None);
+    let (out, _) = run(&env, &gh, &["integrate", "publish", "--ready", "--json"], 0);
+    let published: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(published["ready"]["state"], "ready", "{published}");
+    assert_eq!(gh.ready_marked(), vec![1]);
+    assert!(!gh.pulls()[0].draft);
 }
 
 #[test]
