@@ -223,7 +223,7 @@ fn target(req: &BumpRequest) -> Result<String, Error> {
         ],
         None => vec![format!("refs/heads/{}", req.upstream_branch)],
     };
-    let listed = req.repo.try_git(&["ls-remote", url])?;
+    let listed = req.repo.try_git(&["ls-remote", "--", url])?;
     if listed.code != 0 {
         return Err(Error::failed(format!(
             "cannot read upstream {}",

@@ -23,7 +23,9 @@ pub struct ReleaseConfig {
     pub tag: String,
     /// Files holding one upstream revision each (40 hex digits).
     pub pin_files: Vec<PathBuf>,
-    /// Where `release bump` reads upstream's head.
+    /// Where `release bump` reads upstream's head (never one starting with
+    /// `-`: refused where the file says it).
+    #[serde(deserialize_with = "upstream_url")]
     pub upstream_url: Option<String>,
     /// The upstream branch `release bump` follows.
     pub upstream_branch: String,
@@ -126,4 +128,9 @@ pub struct KeepConfig {
 impl Section for ReleaseConfig {
     const NAME: &'static str = "release";
     const DOCS: &'static str = "release.md";
+}
+
+/// `upstream-url`, refused at load when git would read it as an option.
+fn upstream_url<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    lockstep_core::config::de::not_an_option(d, "upstream-url").map(Some)
 }

@@ -250,6 +250,7 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
             &[
                 "push",
                 "--porcelain",
+                "--",
                 req.remote,
                 &format!("refs/tags/{tag}:refs/tags/{tag}"),
             ],
@@ -298,7 +299,7 @@ fn all_tags(req: &CutRequest) -> Result<BTreeMap<String, Option<String>>, Error>
     let mut tags = BTreeMap::new();
     let listed = req
         .repo
-        .try_git_remote(req.remote, &["ls-remote", "--tags", req.remote])?;
+        .try_git_remote(req.remote, &["ls-remote", "--tags", "--", req.remote])?;
     if listed.code != 0 {
         let mut err = Error::failed(format!("cannot list the tags of remote `{}`", req.remote))
             .hint("check --remote and network access");
@@ -368,6 +369,7 @@ fn own_tag(
                 "fetch",
                 "--quiet",
                 "--no-tags",
+                "--",
                 req.remote,
                 &format!("+refs/tags/{tag}:{local_ref}"),
             ],
@@ -539,6 +541,7 @@ fn remote_has_tag(req: &CutRequest, tag: &str) -> Result<bool, Error> {
         &[
             "ls-remote",
             "--tags",
+            "--",
             req.remote,
             &format!("refs/tags/{tag}"),
         ],

@@ -223,7 +223,7 @@ pub fn tag_message(name: &str, version: &str, record: &Release, from: &str) -> S
 /// The commit `name` names on `remote` (a tag peeled when `peel`).
 fn remote_ref(repo: &Repo, remote: &str, name: &str, peel: bool) -> Result<Option<String>, Error> {
     let peeled = format!("{name}^{{}}");
-    let mut args = vec!["ls-remote", remote, name];
+    let mut args = vec!["ls-remote", "--", remote, name];
     if peel {
         args.push(&peeled);
     }
@@ -246,7 +246,7 @@ fn remote_ref(repo: &Repo, remote: &str, name: &str, peel: bool) -> Result<Optio
 }
 
 fn push(repo: &Repo, remote: &str, refspec: &str, what: &str) -> Result<(), Error> {
-    let pushed = repo.try_git_remote(remote, &["push", "--porcelain", remote, refspec])?;
+    let pushed = repo.try_git_remote(remote, &["push", "--porcelain", "--", remote, refspec])?;
     if pushed.code != 0 {
         return Err(
             Error::failed(format!("the remote `{remote}` refused {what}"))

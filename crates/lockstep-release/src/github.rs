@@ -43,7 +43,10 @@ fn tag_commit(git: &lockstep_git::Repo, tag: &str) -> Option<String> {
     }
     let peeled = format!("{name}^{{}}");
     let listed = git
-        .try_git_remote("origin", &["ls-remote", "--tags", "origin", &name, &peeled])
+        .try_git_remote(
+            "origin",
+            &["ls-remote", "--tags", "--", "origin", &name, &peeled],
+        )
         .ok()
         .filter(|o| o.code == 0)?;
     let entries: Vec<(&str, &str)> = listed

@@ -17,8 +17,13 @@ pub fn esc(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            // Control characters are not allowed in HTML text.
-            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
+            // Control characters are not allowed in HTML text, and the
+            // invisible format characters (bidi overrides, zero-width
+            // marks) would reorder or hide what a reader sees: the same
+            // rule as the terminal's (lockstep_core::error::hides_text).
+            c if lockstep_core::error::hides_text(c) && c != '\n' && c != '\t' => {
+                out.push('\u{fffd}')
+            }
             c => out.push(c),
         }
     }
@@ -166,4 +171,17 @@ pub fn page(current: &str, title: &str, body: &str, footer: &str) -> String {
         " · <a href=\"index.html\">back to the overview</a></footer>\n</body>\n</html>\n",
     );
     html
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_that_would_reorder_or_hide_what_a_reader_sees_is_replaced() {
+        assert_eq!(
+            esc("a<b>\u{202e}c\u{200b}d\u{1b}[2J\te\n"),
+            "a&lt;b&gt;\u{fffd}c\u{fffd}d\u{fffd}[2J\te\n"
+        );
+    }
 }

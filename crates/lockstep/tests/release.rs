@@ -1259,6 +1259,13 @@ fn bad_release_settings_and_flags_are_usage_errors_that_write_nothing() {
         &[],
         "is not a PEP 440 version",
     );
+    // A URL git would read as an option is refused where the file says it.
+    run(
+        &format!("{RELEASE}upstream-url = \"--upload-pack=touch /tmp/x\"\n"),
+        &["release", "bump"],
+        &[],
+        "upstream-url `--upload-pack=touch /tmp/x` starts with `-`",
+    );
     run(
         RELEASE,
         &["release", "promote", "1.0rc1", "--to", "1.0+local"],
