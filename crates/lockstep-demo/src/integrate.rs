@@ -312,11 +312,13 @@ fn colleague_fixup(
         .probe_head
         .clone()
         .unwrap_or_else(|| halt.culprit.sha.clone());
-    clone.git(&[
-        "update-index",
-        "--cacheinfo",
-        &format!("160000,{patched},{}", ig.config().submodule),
-    ])?;
+    let entry = ig.pin_of().index_entry(
+        &clone,
+        "HEAD",
+        &patched,
+        &lockstep_pin::Downloads::default(),
+    )?;
+    clone.git(&["update-index", "--cacheinfo", &entry.cacheinfo()])?;
     clone.git(&["add", "API_LEVEL"])?;
     clone.git(&[
         "-c",
@@ -528,7 +530,8 @@ fn resolve_conflict(ig: &Integrate, culprit: &str, out: &mut dyn Write) -> Resul
     }
     let head = sub.head()?;
     let sp = ig.superproject();
-    sp.stage_gitlink(&ig.config().submodule, &head)?;
+    ig.pin_of()
+        .stage(sp, &head, &lockstep_pin::Downloads::default())?;
     sp.commit_staged(
         &format!(
             "Advance {} to {culprit} by hand, dropping: {}\n",

@@ -258,21 +258,6 @@ pub fn cpu_model(cpuinfo: &str) -> Option<String> {
     })
 }
 
-/// The pins a run's provenance reads: `[release] pin-files` and the
-/// integrate pin when it lives in a file (`[integrate] pin-file` or
-/// `pin`), each file once (the integrate pin wins: it may be a pattern).
-pub fn pins(release: &[PathBuf], integrate: Option<Pin>) -> Vec<Pin> {
-    let mut pins: Vec<Pin> = release
-        .iter()
-        .filter_map(|p| Pin::file(&p.to_string_lossy(), "[release] pin-files").ok())
-        .filter(|p| integrate.as_ref().is_none_or(|i| i.path() != p.path()))
-        .collect();
-    pins.extend(integrate);
-    pins.sort_by(|a, b| a.path().cmp(b.path()));
-    pins.dedup_by(|a, b| a.path() == b.path());
-    pins
-}
-
 /// The commit `rev` of the repository holding `dir`, its branch and whether
 /// tracked files differ (for `HEAD`), and its pins: every gitlink, and each
 /// of `pin_files` that holds one revision. Empty outside a repository;
@@ -302,7 +287,11 @@ pub fn provenance(dir: &Path, rev: &str, pin_list: &[Pin]) -> Provenance {
             Ok(commit) => {
                 pins.insert(path.to_string(), commit);
             }
-            Err(e) => tracing::warn!("pin file {path} left out of the run record: {}", e.message),
+            Err(e) => tracing::warn!(
+                "{} left out of the run record: {}",
+                pin.describe(),
+                e.message
+            ),
         }
     }
     match repo.gitlinks(&commit) {

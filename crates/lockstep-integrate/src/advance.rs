@@ -323,8 +323,8 @@ impl Integrate<'_> {
             });
             commit
         };
-        // A pin file carries no patches: there is nothing to export.
-        let exported = if state.export && self.pin_file().is_none() {
+        // A pin kept in a file carries no patches: nothing to export.
+        let exported = if state.export && self.pin_of().carries_patches() {
             Some(self.export_head(&state.new_head)?.describe())
         } else {
             None
@@ -357,7 +357,7 @@ impl Integrate<'_> {
             untracked,
             untracked_total,
             smoke: self.cfg.smoke.clone(),
-            submodule: self.cfg.submodule.clone(),
+            pin: self.pin_path().to_string(),
             superproject: self.superproject.dir().display().to_string(),
             link: self.commit_link(&target.sha),
             report_path: String::new(),
@@ -405,8 +405,7 @@ impl crate::journal::Journaled for AdvanceJournal {
             }
         }
         // Unstage the new pin an interrupted commit may have left staged.
-        ig.superproject
-            .git(&["reset", "-q", "--", &ig.cfg.submodule])?;
+        ig.superproject.git(&["reset", "-q", "--", ig.pin_path()])?;
         let current = ig.checked_out()?;
         crate::checkout::checkout_submodule(
             ig,

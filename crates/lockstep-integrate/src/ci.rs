@@ -190,7 +190,7 @@ impl Integrate<'_> {
             Replay::Applied { head, .. } => head,
             Replay::Conflict { .. } => return Ok(None),
         };
-        if self.pin_file().is_none() && patched != commit.sha {
+        if self.pin_of().carries_patches() && patched != commit.sha {
             let branch = format!("{BRANCH_PREFIX}{}", short(&patched));
             self.push_temporary(&self.sub, &self.cfg.export.remote, &patched, &branch)?;
             pushed.branches.push((true, branch));
@@ -210,35 +210,14 @@ impl Integrate<'_> {
         let sp = &self.superproject;
         let result = (|| -> Result<Oid, Error> {
             sp.git_env(&["read-tree", head], &env, None)?;
-            match self.pin_file() {
-                Some(file) => {
-                    let blob = sp.git_env(
-                        &["hash-object", "-w", "--stdin"],
-                        &[],
-                        Some(format!("{patched}\n").as_bytes()),
-                    )?;
-                    sp.git_env(
-                        &[
-                            "update-index",
-                            "--cacheinfo",
-                            &format!("100644,{},{file}", blob.trim()),
-                        ],
-                        &env,
-                        None,
-                    )?;
-                }
-                None => {
-                    sp.git_env(
-                        &[
-                            "update-index",
-                            "--cacheinfo",
-                            &format!("160000,{patched},{}", self.cfg.submodule),
-                        ],
-                        &env,
-                        None,
-                    )?;
-                }
-            }
+            let entry = self
+                .pin_of()
+                .index_entry(sp, head, &patched, &self.checksums())?;
+            sp.git_env(
+                &["update-index", "--cacheinfo", &entry.cacheinfo()],
+                &env,
+                None,
+            )?;
             let tree = sp.git_env(&["write-tree"], &env, None)?.trim().to_string();
             let detail = sp.commit_detail(head)?;
             let message = format!(

@@ -10,8 +10,10 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct IntegrateConfig {
-    /// Path of the pinned upstream checkout (a git submodule), relative to the superproject.
-    pub submodule: String,
+    /// Path of the pinned upstream checkout (a git submodule), relative to
+    /// the superproject; the pin when neither `pin-file` nor `pin` is set
+    /// (default `third_party/llvm-project`, lockstep_pin::DEFAULT_SUBMODULE).
+    pub submodule: Option<String>,
     /// Instead of a submodule: a file holding the pinned upstream revision (one
     /// 40-hex line), relative to the superproject. Upstream's history then lives
     /// in a bare clone of `upstream-url` under `.git/lockstep/`.
@@ -87,6 +89,9 @@ pub struct FollowConfig {
     pub upstream_pin_file: Option<String>,
     #[serde(default)]
     pub upstream_submodule: Option<String>,
+    /// Or a pin inside a larger file of the follower (`{ file, pattern }`).
+    #[serde(default)]
+    pub upstream_pin: Option<lockstep_pin::PinSpec>,
     /// Where `--bump-followers` takes its head from (a remote of the
     /// follower's checkout), default `origin`.
     #[serde(default = "default_follow_remote")]
@@ -134,26 +139,56 @@ fn upstream_url<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>
     de::not_an_option(d, "upstream-url").map(Some)
 }
 
+/// `[integrate]`'s pin when the configuration has that table (release,
+/// pkg, history and ci read it; without the table there is none).
+pub fn configured_pin(
+    loaded: &lockstep_core::config::Loaded,
+) -> Result<Option<lockstep_pin::Pin>, lockstep_core::Error> {
+    if !loaded.has_section("integrate") {
+        return Ok(None);
+    }
+    loaded.section::<IntegrateConfig>()?.pin().map(Some)
+}
+
+impl FollowConfig {
+    /// The pin of upstream inside the follower (`upstream-pin-file`,
+    /// `upstream-submodule` or `upstream-pin`, exactly one), checked.
+    pub fn upstream_pin(&self) -> Result<lockstep_pin::Pin, lockstep_core::Error> {
+        lockstep_pin::Pin::from_prefixed_settings(
+            &format!("[[integrate.follow]] `{}`", self.name),
+            "upstream-",
+            self.upstream_submodule.as_deref(),
+            self.upstream_pin_file.as_deref(),
+            self.upstream_pin.as_ref(),
+        )
+    }
+
+    /// The follower itself: a submodule of the superproject.
+    pub fn pin(&self) -> Result<lockstep_pin::Pin, lockstep_core::Error> {
+        lockstep_pin::Pin::submodule(
+            &self.submodule,
+            &format!("[[integrate.follow]] `{}` submodule", self.name),
+        )
+    }
+}
+
 impl IntegrateConfig {
-    /// The pin when it lives in a file (`pin` or `pin-file`), checked;
-    /// `None` when the submodule is the pin.
-    pub fn file_pin(&self) -> Result<Option<lockstep_pin::Pin>, lockstep_core::Error> {
-        match (&self.pin, &self.pin_file) {
-            (Some(_), Some(_)) => Err(lockstep_core::Error::usage(
-                "[integrate] has both `pin` and `pin-file`",
-            )
-            .hint("keep one: pin-file = \"FILE\" for a one-line pin file, pin = { file, pattern } for a pin inside a larger file")),
-            (Some(spec), None) => lockstep_pin::Pin::from_spec(spec, "[integrate] pin").map(Some),
-            (None, Some(file)) => lockstep_pin::Pin::file(file, "[integrate] pin-file").map(Some),
-            (None, None) => Ok(None),
-        }
+    /// The pin this table describes (`submodule`, `pin-file` or `pin`, one
+    /// at a time), checked: the one place `[integrate]` becomes a pin.
+    pub fn pin(&self) -> Result<lockstep_pin::Pin, lockstep_core::Error> {
+        lockstep_pin::Pin::from_settings(
+            "[integrate]",
+            self.submodule.as_deref(),
+            self.pin_file.as_deref(),
+            self.pin.as_ref(),
+        )
     }
 }
 
 impl Default for IntegrateConfig {
     fn default() -> Self {
         IntegrateConfig {
-            submodule: "third_party/llvm-project".into(),
+            submodule: None,
             pin_file: None,
             pin: None,
             upstream_remote: "upstream".into(),

@@ -61,9 +61,8 @@ pub struct Integrate<'a> {
     /// Where `publish` and `call_for_help` go instead of what the
     /// environment says (the demo's loopback GitHub).
     pub(crate) reach: Reach,
-    /// The pin when it lives in a file (`pin` or `pin-file`); `None`: the
-    /// submodule pins.
-    pin: Option<Pin>,
+    /// The pin: a submodule, a pin file or a pin inside a larger file.
+    pin: Pin,
 }
 
 /// The GitHub API, token and webhook given in code instead of
@@ -76,8 +75,9 @@ pub struct Reach {
 }
 
 impl<'a> Integrate<'a> {
-    /// Resolves the superproject from `root` (lockstep.toml's directory) and
-    /// checks that the submodule is there.
+    /// Resolves the superproject from `root` (lockstep.toml's directory),
+    /// the pin and where upstream's history lives (the submodule's checkout,
+    /// or a bare clone under the state directory for a pin kept in a file).
     pub fn open(
         cfg: &IntegrateConfig,
         root: &Path,
@@ -86,45 +86,19 @@ impl<'a> Integrate<'a> {
         let cfg = cfg.clone();
         // Nothing is touched before the configuration is known to be sane.
         crate::validate::config(&cfg)?;
+        let pin = cfg.pin()?;
         let superproject = Repo::discover(root)?;
-        if let Some(pin) = cfg.file_pin()? {
-            return Self::open_pin_file(cfg.clone(), superproject, pin, sink);
-        }
-        crate::validate::submodule(&superproject, &cfg.submodule)?;
-        let sub_dir = superproject.dir().join(&cfg.submodule);
-        if !sub_dir.join(".git").exists() {
-            return Err(Error::usage(format!(
-                "the submodule `{}` is not checked out in {}",
-                cfg.submodule,
-                superproject.dir().display()
-            ))
-            .hint(format!(
-                "run `git submodule update --init {}`",
-                cfg.submodule
-            )));
-        }
         let state_dir = superproject.state_dir()?;
+        if pin.carries_patches() {
+            // The submodule is checked before anything is created.
+            pin.upstream_history(&superproject, &state_dir, cfg.upstream_url.as_deref())?;
+        }
+        // The store before the clone: it refuses a state directory or
+        // database that is not what it should be before anything is
+        // created there.
         let store = Store::open(&state_dir)?;
-        Ok(Self::assemble(
-            cfg,
-            superproject,
-            Repo::new(sub_dir),
-            (store, state_dir),
-            sink,
-            None,
-        ))
-    }
-
-    /// The integrate of `superproject` whose upstream history is `sub`.
-    fn assemble(
-        cfg: IntegrateConfig,
-        superproject: Repo,
-        sub: Repo,
-        (store, state_dir): (Store, PathBuf),
-        sink: &'a dyn Sink,
-        pin: Option<Pin>,
-    ) -> Integrate<'a> {
-        Integrate {
+        let sub = pin.upstream_history(&superproject, &state_dir, cfg.upstream_url.as_deref())?;
+        Ok(Integrate {
             cfg,
             sub,
             state_dir,
@@ -135,48 +109,7 @@ impl<'a> Integrate<'a> {
             fetched: Default::default(),
             reach: Reach::default(),
             pin,
-        }
-    }
-
-    /// Pin-file mode: the pin is a file in the superproject; upstream's
-    /// history is a bare clone under the state directory (made here, filled
-    /// by the first fetch), so every history query works as with a submodule.
-    fn open_pin_file(
-        cfg: IntegrateConfig,
-        superproject: Repo,
-        pin: Pin,
-        sink: &'a dyn Sink,
-    ) -> Result<Integrate<'a>, Error> {
-        if cfg.upstream_url.is_none() {
-            return Err(
-                Error::usage("[integrate] pin-file needs [integrate] upstream-url")
-                    .hint("set upstream-url to the repository the pin file's revisions come from"),
-            );
-        }
-        pin.read_at(&superproject, "HEAD")?;
-        let state_dir = superproject.state_dir()?;
-        // The store first: it refuses a state directory or database that is
-        // not what it should be before anything is created there.
-        let store = Store::open(&state_dir)?;
-        let upstream_dir = state_dir.join("upstream.git");
-        if !upstream_dir.join("HEAD").exists() {
-            let made =
-                Repo::new(&state_dir).try_git(&["init", "--quiet", "--bare", "upstream.git"])?;
-            if made.code != 0 {
-                return Err(
-                    Error::failed(format!("cannot create {}", upstream_dir.display()))
-                        .cause(made.stderr),
-                );
-            }
-        }
-        Ok(Self::assemble(
-            cfg,
-            superproject,
-            Repo::new(upstream_dir),
-            (store, state_dir),
-            sink,
-            Some(pin),
-        ))
+        })
     }
 
     /// Declares the files this command writes (absolute paths, or relative
@@ -232,55 +165,36 @@ impl<'a> Integrate<'a> {
         &self.sub
     }
 
-    /// The pin file's path when the pin lives in a file.
-    pub fn pin_file(&self) -> Option<&str> {
-        self.pin.as_ref().map(Pin::path)
+    /// The pin.
+    pub fn pin_of(&self) -> &Pin {
+        &self.pin
     }
 
-    /// The pin when it lives in a file.
-    pub fn file_pin(&self) -> Option<&Pin> {
-        self.pin.as_ref()
-    }
-
-    /// The superproject path that holds the pin: the submodule or the pin file.
+    /// The superproject path that holds the pin: the submodule or the pin's file.
     pub fn pin_path(&self) -> &str {
-        self.pin_file().unwrap_or(&self.cfg.submodule)
+        self.pin.path()
     }
 
     /// The upstream commit checked out now: the submodule's HEAD, or the
     /// revision in the work tree's pin file.
     pub fn checked_out(&self) -> Result<Oid, Error> {
-        match &self.pin {
-            None => self.sub.head(),
-            Some(pin) => pin.read_worktree(self.superproject.dir()),
-        }
+        self.pin.checked_out(&self.superproject)
     }
 
-    /// Stages `sha` as the new pin in the superproject's index.
+    /// Stages `sha` as the new pin in the superproject's index (a pin in a
+    /// file is written first, with its archive's checksum when it has one:
+    /// remembered in the store per URL, so a commit probed twice downloads
+    /// once).
     pub(crate) fn stage_pin(&self, sha: &str) -> Result<(), Error> {
-        match &self.pin {
-            None => self.superproject.stage_gitlink(&self.cfg.submodule, sha),
-            Some(pin) => {
-                self.write_pin(pin, sha)?;
-                self.superproject.git(&["add", "--", pin.path()])?;
-                Ok(())
-            }
-        }
+        self.pin.stage(&self.superproject, sha, &self.checksums())
     }
 
-    /// Writes `sha` into the pin's file (atomically; through a link that
-    /// stays inside the repository, never out of it), with its archive's
-    /// checksum when the pin has one (remembered in the store per URL, so a
-    /// commit probed twice downloads once).
-    pub(crate) fn write_pin(&self, pin: &Pin, sha: &str) -> Result<(), Error> {
-        pin.write(
-            self.superproject.dir(),
-            sha,
-            &StoredChecksums {
-                store: &self.store,
-                downloads: lockstep_pin::Downloads::default(),
-            },
-        )
+    /// Archive checksums remembered in the store.
+    pub(crate) fn checksums(&self) -> StoredChecksums<'_> {
+        StoredChecksums {
+            store: &self.store,
+            downloads: lockstep_pin::Downloads::default(),
+        }
     }
 
     /// Takes the per-repository integrate lock.
@@ -464,19 +378,7 @@ impl<'a> Integrate<'a> {
 
     /// The upstream commit recorded in the superproject's commit `rev`.
     pub fn pin_at(&self, rev: &str) -> Result<Oid, Error> {
-        if let Some(pin) = &self.pin {
-            return pin.read_at(&self.superproject, rev);
-        }
-        self.superproject
-            .gitlink(rev, &self.cfg.submodule)?
-            .ok_or_else(|| {
-                Error::usage(format!(
-                    "{rev} of {} has no submodule at `{}`",
-                    self.superproject.dir().display(),
-                    self.cfg.submodule
-                ))
-                .hint("set [integrate] submodule to the path of the pinned submodule")
-            })
+        self.pin.read_at(&self.superproject, rev)
     }
 
     /// Superproject changes other than the submodule pointer and this
@@ -498,30 +400,15 @@ impl<'a> Integrate<'a> {
         if !dirt.is_empty() {
             return Err(dirty_error(self.superproject.dir(), &dirt));
         }
-        if let Some(pin) = &self.pin {
-            // The pin file is lockstep's to move, but only from a revision:
-            // gone, or holding something else, it was changed by hand. One
-            // lockstep will not read (too large, a FIFO, a device) is named
-            // as such, not blamed on uncommitted changes.
-            let dir = self.superproject.dir();
-            if dir.join(pin.path()).symlink_metadata().is_err() {
-                return Err(dirty_error(dir, &[format!(" D {}", pin.path())]));
-            }
-            let text = pin.worktree_text(dir)?;
-            if pin.parse(&text).is_err() {
-                return Err(dirty_error(dir, &[format!(" M {}", pin.path())]));
-            }
-            return Ok(());
-        }
-        let sub_dirt: Vec<String> = self
-            .sub
-            .dirty()?
+        let pin = self.pin.dirt(&self.superproject)?;
+        let pin_dirt: Vec<String> = pin
+            .entries
             .into_iter()
-            .filter(|d| !(d.code == "??" && self.is_own_output(self.sub.dir(), &d.path)))
+            .filter(|d| !(d.code == "??" && self.is_own_output(&pin.dir, &d.path)))
             .map(|d| format!("{} {}", d.code, d.path))
             .collect();
-        if !sub_dirt.is_empty() {
-            return Err(dirty_error(self.sub.dir(), &sub_dirt));
+        if !pin_dirt.is_empty() {
+            return Err(dirty_error(&pin.dir, &pin_dirt));
         }
         Ok(())
     }
@@ -579,16 +466,15 @@ impl<'a> Integrate<'a> {
             ("LOCKSTEP_PROBE_COMMIT".to_string(), commit.sha.clone()),
             ("LOCKSTEP_PROBE_SUBJECT".to_string(), commit.subject.clone()),
             ("LOCKSTEP_PROBE_HEAD".to_string(), head.to_string()),
-            ("LOCKSTEP_SUBMODULE".to_string(), self.cfg.submodule.clone()),
+        ];
+        env.extend(self.pin.smoke_env());
+        env.extend([
             (
                 "LOCKSTEP_SUPERPROJECT".to_string(),
                 self.superproject.dir().display().to_string(),
             ),
             ("LOCKSTEP_LOG".to_string(), log.display().to_string()),
-        ];
-        if let Some(file) = self.pin_file() {
-            env.push(("LOCKSTEP_PIN_FILE".to_string(), file.to_string()));
-        }
+        ]);
         env
     }
 
@@ -604,7 +490,7 @@ impl<'a> Integrate<'a> {
 
 /// Archive checksums remembered in the store by URL (an archive of one
 /// commit does not change), downloaded once.
-struct StoredChecksums<'s> {
+pub(crate) struct StoredChecksums<'s> {
     store: &'s Store,
     downloads: lockstep_pin::Downloads,
 }

@@ -77,12 +77,12 @@ impl Integrate<'_> {
 
     /// Publishes `head` with the splice scheme.
     pub fn export_head(&self, head: &str) -> Result<Exported, Error> {
-        if self.pin_file().is_some() {
-            return Err(
-                Error::usage("nothing to export: a pin file carries no patches").hint(
-                    "pin-file mode pins upstream's own commits; export is for patched submodules",
-                ),
-            );
+        if !self.pin_of().carries_patches() {
+            return Err(Error::usage(format!(
+                "nothing to export: {} carries no patches",
+                self.pin_of().describe()
+            ))
+            .hint("a pin kept in a file pins upstream's own commits; export is for patched submodules"));
         }
         let upstream = self.upstream_head()?;
         if self.sub.is_ancestor(head, &upstream)? {

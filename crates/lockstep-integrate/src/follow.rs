@@ -61,9 +61,12 @@ impl Integrate<'_> {
             ahead: None,
             problem: None,
         };
-        let Some(commit) = self.superproject.gitlink(rev, &f.submodule)? else {
-            out.problem = Some(format!("{rev} has no submodule at {}", f.submodule));
-            return Ok(out);
+        let commit = match f.pin()?.read_at(&self.superproject, rev) {
+            Ok(commit) => commit,
+            Err(e) => {
+                out.problem = Some(e.message);
+                return Ok(out);
+            }
         };
         out.commit = Some(commit.clone());
         let repo = Repo::new(self.superproject.dir().join(&f.submodule));
@@ -130,16 +133,10 @@ impl Integrate<'_> {
                 ))
                 .hint("commit or stash them in the follower, then rerun"));
             }
-            let current = self
-                .superproject
-                .gitlink("HEAD", &f.submodule)?
-                .ok_or_else(|| {
-                    Error::usage(format!(
-                        "follower {}: HEAD has no submodule at {}",
-                        f.name, f.submodule
-                    ))
+            let current = f.pin()?.read_at(&self.superproject, "HEAD").map_err(|e| {
+                e.context(format!("follower {}", f.name))
                     .hint("fix [[integrate.follow]] submodule in lockstep.toml")
-                })?;
+            })?;
             let tracking = format!("refs/remotes/{}/{}", f.remote, f.branch);
             let fetched = repo.try_git(&[
                 "fetch",
@@ -159,7 +156,7 @@ impl Integrate<'_> {
             let head = repo.must_resolve(&tracking)?;
             let pin = follower_pin(&repo, f, &head).map_err(|why| {
                 Error::usage(format!("follower {}: its {} head {}: {why}", f.name, f.branch, short(&head)))
-                    .hint("point [[integrate.follow]] upstream-pin-file / upstream-submodule at where it pins the upstream")
+                    .hint("point [[integrate.follow]] upstream-pin-file / upstream-submodule / upstream-pin at where it pins the upstream")
             })?;
             if head != current {
                 moves.push((f, repo, current, head, pin));
@@ -175,7 +172,7 @@ impl Integrate<'_> {
             for (f, repo, from, to, pin) in &moves {
                 repo.checkout_detached(to)?;
                 moved.push((f, repo, from));
-                self.superproject.stage_gitlink(&f.submodule, to)?;
+                f.pin()?.stage(&self.superproject, to, &self.checksums())?;
                 message.push_str(&format!(
                     "{}: {} -> {} (pins {} {})\n",
                     f.name,
@@ -220,21 +217,18 @@ impl Integrate<'_> {
     }
 }
 
-/// The upstream commit a follower pins at its commit `at`.
+/// The upstream commit a follower pins at its commit `at` (in its
+/// checkout `repo`), by its `[[integrate.follow]]` pin of any kind.
 fn follower_pin(repo: &Repo, f: &FollowConfig, at: &str) -> Result<Oid, String> {
     if !repo.dir().join(".git").exists() {
         return Err(format!("{} is not checked out", f.submodule));
     }
-    if let Some(file) = &f.upstream_pin_file {
-        let pin = lockstep_pin::Pin::file(file, "[[integrate.follow]] upstream-pin-file")
-            .map_err(|e| e.message)?;
-        return match repo.git(&["show", &format!("{at}:{file}")]) {
-            Err(_) => Err(format!("it has no upstream pin file {file}")),
-            Ok(text) => pin.parse(&text).map_err(|e| e.message),
-        };
-    }
-    let path = f.upstream_submodule.as_deref().unwrap_or_default();
-    repo.gitlink(at, path)
-        .map_err(|e| e.message)?
-        .ok_or_else(|| format!("it has no upstream submodule at {path}"))
+    let pin = f.upstream_pin().map_err(|e| e.message)?;
+    pin.read_at(repo, at).map_err(|e| {
+        format!(
+            "it has no upstream {}: {}",
+            pin.describe().trim_start_matches("the "),
+            e.message
+        )
+    })
 }

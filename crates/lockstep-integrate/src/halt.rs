@@ -60,7 +60,9 @@ pub struct Halt {
     pub untracked: Vec<Commit>,
     pub untracked_total: usize,
     pub smoke: Vec<String>,
-    pub submodule: String,
+    /// The pin's path (a submodule, or the file holding the pin).
+    #[serde(alias = "submodule")]
+    pub pin: String,
     pub superproject: String,
     pub link: Option<String>,
     pub report_path: String,
@@ -218,31 +220,45 @@ impl Integrate<'_> {
             words.extend(halt.smoke.iter().map(|w| quote(w)));
             format!("{}\n", words.join(" "))
         };
-        match (&halt.probe_head, halt.kind, self.pin_file()) {
-            (Some(head), _, Some(file)) => {
-                t += &format!(
-                    "printf '%s\\n' {head} > {}   # the culprit (a pin file carries no patches)\n",
-                    quote(file)
-                );
-                t += &smoke_line(head);
-                t += &format!("git checkout -- {}   # back to the pin\n", quote(file));
+        let pin = self.pin_of();
+        let moved = |head: &str, note: &str| {
+            pin.reproduce(
+                &self.superproject,
+                &halt.superproject_head,
+                head,
+                &self.checksums(),
+                note,
+            )
+        };
+        match (&halt.probe_head, halt.kind) {
+            (Some(head), _) => {
+                let note = match pin.carries_patches() {
+                    true => "the culprit with the carried patches",
+                    false => "the culprit",
+                };
+                match moved(head, note) {
+                    Ok(lines) => {
+                        t += &format!("{}\n", lines.set);
+                        t += &smoke_line(head);
+                        t += &format!("{}\n", lines.back);
+                    }
+                    Err(e) => {
+                        t += &format!(
+                            "# {} cannot be put at {head} here: {}\n",
+                            pin.describe(),
+                            lockstep_core::error::printable_line(&e.message)
+                        );
+                    }
+                }
             }
-            (Some(head), _, None) => {
-                t += &format!(
-                    "git -C {} checkout --detach {head}   # culprit with carried patches\n",
-                    quote(&halt.submodule)
-                );
-                t += &smoke_line(head);
-                t += "git submodule update   # back to the pin\n";
-            }
-            (None, HaltKind::Conflict, _) => {
+            (None, HaltKind::Conflict) => {
                 t += &format!(
                     "git -C {} rebase {}   # replays the carried patches\n",
-                    quote(&halt.submodule),
+                    quote(pin.path()),
                     c.sha
                 );
             }
-            (None, HaltKind::Smoke, _) => t += &smoke_line(&c.sha),
+            (None, HaltKind::Smoke) => t += &smoke_line(&c.sha),
         }
         t += "```\n\n## Next\n\n";
         match halt.kind {

@@ -39,12 +39,12 @@ pub struct Reverted {
 impl Integrate<'_> {
     /// `integrate revert`: carries a revert of upstream commit `rev`.
     pub fn revert(&self, rev: &str, reason: &str, export: bool) -> Result<Reverted, Error> {
-        if self.pin_file().is_some() {
-            return Err(
-                Error::usage("a pin file carries no patches, so it cannot carry a revert").hint(
-                    "pin the last good upstream commit instead, or move the pin to a submodule",
-                ),
-            );
+        if !self.pin_of().carries_patches() {
+            return Err(Error::usage(format!(
+                "{} carries no patches, so it cannot carry a revert",
+                self.pin_of().describe()
+            ))
+            .hint("pin the last good upstream commit instead, or move the pin to a submodule"));
         }
         let reason = check_reason(reason)?;
         crate::context::check_rev("COMMIT", rev)?;

@@ -659,7 +659,7 @@ impl Search<'_, '_> {
             untracked,
             untracked_total,
             smoke: self.ig.cfg.smoke.clone(),
-            submodule: self.ig.cfg.submodule.clone(),
+            pin: self.ig.pin_path().to_string(),
             superproject: self.ig.superproject.dir().display().to_string(),
             link: self.ig.commit_link(&probe.commit.sha),
             report_path: String::new(),

@@ -12,7 +12,6 @@ use std::path::{Component, Path};
 
 use crate::config::IntegrateConfig;
 use lockstep_core::Error;
-use lockstep_git::Repo;
 
 /// The longest remote name (bytes).
 pub const MAX_REMOTE: usize = 255;
@@ -68,7 +67,6 @@ pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
     if let Some(url) = &cfg.commit_url {
         placeholders("commit-url", url, COMMIT_URL_PLACEHOLDERS)?;
     }
-    submodule_path(&cfg.submodule)?;
     for path in &cfg.smoke_submodules {
         submodule_path(path).map_err(|e| {
             Error::usage(
@@ -78,8 +76,9 @@ pub fn config(cfg: &IntegrateConfig) -> Result<(), Error> {
             .hint("name each submodule the smoke needs by its path in the superproject, e.g. third_party/stablehlo")
         })?;
     }
-    // `pin` / `pin-file`: the path, the patterns and the archive URL.
-    cfg.file_pin()?;
+    // `submodule` / `pin-file` / `pin`: one of them, its path, its patterns
+    // and its archive URL.
+    cfg.pin()?;
     for path in &cfg.track_paths {
         track_path(path)?;
     }
@@ -183,10 +182,10 @@ fn lengths(cfg: &IntegrateConfig) -> Result<(), Error> {
         ("base", &cfg.base, MAX_REF),
         ("branch", &cfg.branch, MAX_REF),
         ("export.branch", &cfg.export.branch, MAX_REF),
-        ("submodule", &cfg.submodule, MAX_PATH),
         ("upstream-name", &cfg.upstream_name, MAX_UPSTREAM_NAME),
         ("notify.url-env", &cfg.notify.url_env, MAX_TEXT),
     ];
+    values.extend(cfg.submodule.as_deref().map(|v| ("submodule", v, MAX_PATH)));
     values.extend(cfg.pin_file.as_deref().map(|v| ("pin-file", v, MAX_PATH)));
     values.extend(
         cfg.pin
@@ -396,25 +395,6 @@ fn ref_format(key: &str, name: &str, full: &str) -> Result<(), Error> {
     }
 }
 
-/// The configured path must be a submodule (a gitlink) in the
-/// superproject's HEAD; the error lists the submodules there are.
-pub fn submodule(superproject: &Repo, path: &str) -> Result<(), Error> {
-    if superproject.gitlink("HEAD", path)?.is_some() {
-        return Ok(());
-    }
-    let found = superproject.submodule_paths("HEAD").unwrap_or_default();
-    let listed = if found.is_empty() {
-        "it has no submodules".to_string()
-    } else {
-        format!("its submodules: {}", found.join(", "))
-    };
-    Err(Error::usage(format!(
-        "`{path}` ([integrate] submodule) is not a submodule of {} ({listed})",
-        superproject.dir().display()
-    ))
-    .hint("set [integrate] submodule in lockstep.toml to the path of the pinned submodule"))
-}
-
 /// The most `[[integrate.verdicts]]` rules.
 const MAX_VERDICT_RULES: usize = 100;
 
@@ -492,8 +472,8 @@ fn followers(follow: &[crate::config::FollowConfig]) -> Result<(), Error> {
                 "it must be a plain path below the superproject",
             )
         })?;
-        match (&f.upstream_pin_file, &f.upstream_submodule) {
-            (Some(p), None) | (None, Some(p)) => submodule_path(p).map_err(|_| {
+        match (&f.upstream_pin_file, &f.upstream_submodule, &f.upstream_pin) {
+            (Some(p), None, None) | (None, Some(p), None) => submodule_path(p).map_err(|_| {
                 let which = match f.upstream_pin_file {
                     Some(_) => "upstream-pin-file",
                     None => "upstream-submodule",
@@ -504,14 +484,17 @@ fn followers(follow: &[crate::config::FollowConfig]) -> Result<(), Error> {
                     "it must be a plain path inside the follower",
                 )
             })?,
+            (None, None, Some(_)) => {}
             _ => {
                 return Err(bad(
                     &key,
                     &f.name,
-                    "give exactly one of upstream-pin-file and upstream-submodule",
+                    "give exactly one of upstream-pin-file, upstream-submodule and upstream-pin",
                 ))
             }
         }
+        // Its patterns and paths, checked as every pin is.
+        f.upstream_pin()?;
         if lockstep_git::branch_name_problem(&f.branch).is_some() {
             return Err(bad(
                 &format!("{key}.branch"),
@@ -653,6 +636,7 @@ mod tests {
                 submodule: "third_party/stablehlo".into(),
                 upstream_pin_file: pin.map(String::from),
                 upstream_submodule: sub.map(String::from),
+                upstream_pin: None,
                 remote: "origin".into(),
                 branch: "main".into(),
             };

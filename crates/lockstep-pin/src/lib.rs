@@ -1,8 +1,13 @@
-//! Pins: where a project records the upstream revision it builds, read,
-//! written and checked in one place (integrate steps them, release bumps
-//! and records them, history reads them for a run's provenance).
+//! The pin: where a project records the upstream revision it builds, as
+//! one type for every kind, read, staged, described and checked in one
+//! place. integrate steps it, release bumps and records it, pkg stamps it
+//! into wheels, history reads it for a run's provenance, init writes its
+//! configuration; none of them knows which kind it is.
 //!
-//! Kinds (a submodule is git's own pin and lives in lockstep-git):
+//! Kinds:
+//! - a **submodule**: git's own pin, a gitlink in the superproject's tree;
+//!   upstream's history is the submodule's checkout, and the pinned commit
+//!   may carry patches on top of upstream ([`Pin::carries_patches`]);
 //! - a **pin file**: one line of 40 hex digits (`llvm-project.version`);
 //! - a **pin inside a larger file**, found by a regular expression whose
 //!   first group is the commit (TensorFlow, XLA and TFRT pin LLVM in
@@ -11,15 +16,22 @@
 //!   for that commit (`LLVM_SHA256 = "..."`), found by its own pattern and
 //!   computed by downloading the archive ([`Checksums`]).
 //!
+//! For the two kinds kept in files, upstream's history is a bare clone of
+//! the upstream URL under the state directory ([`Pin::upstream_history`]).
 //! Writing a pin keeps every other byte of its file; a pattern must match
 //! exactly once (zero or two matches are an error naming the file), so a
 //! pin is never written to the wrong place. A pin with a checksum is never
 //! written without it: a download that fails is an error naming the URL.
 //!
-//! Adding a kind: its [`PinSpec`] keys, a variant of `Kind` and its arms
-//! here, its docs (docs/integrate.md) and tests; nothing else changes.
+//! Adding a kind: its settings ([`Pin::from_settings`]), a variant of
+//! `Kind` and its arms in this crate, its docs (docs/integrate.md) and
+//! tests; nothing outside this crate changes (`tests/docs.rs` checks that no
+//! other crate names a kind).
 
 mod archive;
+mod checkout;
+mod superproject;
+mod words;
 
 use std::path::Path;
 
@@ -29,6 +41,8 @@ use regex::Regex;
 use serde::Deserialize;
 
 pub use archive::{Checksums, Downloads};
+pub use superproject::{IndexEntry, PinDirt};
+pub use words::Reproduce;
 
 /// How a pin is written in lockstep.toml (`[integrate] pin = { ... }`).
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
@@ -60,10 +74,17 @@ pub struct ArchiveSpec {
 pub struct Pin {
     path: String,
     kind: Kind,
+    /// The setting it came from (`[integrate] pin`), for messages.
+    setting: String,
+    /// Not configured, only assumed: the default submodule of a table that
+    /// names no pin ([`Pin::assumed`]).
+    assumed: bool,
 }
 
 #[derive(Debug, Clone)]
 enum Kind {
+    /// A git submodule: the gitlink at `path` in the superproject's tree.
+    Submodule,
     /// The whole file is one 40-hex line.
     File,
     /// A match inside a larger file, and maybe its archive's checksum.
@@ -88,13 +109,135 @@ const MAX_PATTERN: usize = 1024;
 /// large, never guessed at.
 pub const MAX_PIN_FILE: u64 = 4 << 20;
 
+/// The keys a table gives a pin with.
+struct Keys<'a> {
+    table: &'a str,
+    prefix: &'a str,
+    default: Option<&'a str>,
+}
+
+impl Keys<'_> {
+    fn pin(
+        &self,
+        submodule: Option<&str>,
+        pin_file: Option<&str>,
+        pin: Option<&PinSpec>,
+    ) -> Result<Pin, Error> {
+        let (table, prefix) = (self.table, self.prefix);
+        let key = |name: &str| format!("{prefix}{name}");
+        let given: Vec<String> = [
+            pin.map(|_| key("pin")),
+            pin_file.map(|_| key("pin-file")),
+            submodule.map(|_| key("submodule")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let choices = format!(
+            "{} = \"PATH\" for a submodule, {} = \"FILE\" for a one-line pin file, {} = {{ file, pattern }} for a pin inside a larger file",
+            key("submodule"),
+            key("pin-file"),
+            key("pin")
+        );
+        if given.len() > 1 {
+            return Err(Error::usage(format!(
+                "{table} sets {}: one pin at a time",
+                given.join(" and ")
+            ))
+            .hint(format!("keep one: {choices}")));
+        }
+        let setting = |name: &str| format!("{table} {}", key(name));
+        match (pin, pin_file, submodule.or(self.default)) {
+            (Some(spec), _, _) => Pin::from_spec(spec, &setting("pin")),
+            (None, Some(file), _) => Pin::file(file, &setting("pin-file")),
+            (None, None, Some(path)) => {
+                let mut pin = Pin::submodule(path, &setting("submodule"))?;
+                pin.assumed = submodule.is_none();
+                Ok(pin)
+            }
+            (None, None, None) => Err(Error::usage(format!(
+                "{table}: give exactly one of {}, {} and {}",
+                key("pin-file"),
+                key("submodule"),
+                key("pin")
+            ))
+            .hint(choices)),
+        }
+    }
+}
+
+/// `pins` with one per path, sorted by path: where two name the same path,
+/// the later one wins (list the more specific last: `[integrate]`'s pin,
+/// which may be a pattern, after `[release] pin-files`).
+pub fn one_per_path(pins: impl IntoIterator<Item = Pin>) -> Vec<Pin> {
+    let mut by_path: std::collections::BTreeMap<String, Pin> = Default::default();
+    for pin in pins {
+        by_path.insert(pin.path.clone(), pin);
+    }
+    by_path.into_values().collect()
+}
+
+/// Where `[integrate]` pins upstream when it names nothing: LLVM's
+/// submodule as IREE, torch-mlir and CIRCT keep it.
+pub const DEFAULT_SUBMODULE: &str = "third_party/llvm-project";
+
 impl Pin {
+    /// The pin a configuration table describes (`table`: `[integrate]`),
+    /// from its settings: `pin = { file, pattern, sha256 }`, `pin-file`, or
+    /// `submodule` (the default, [`DEFAULT_SUBMODULE`], when none is set).
+    /// Two of them at once is an error naming both: the one place a
+    /// configuration becomes a pin.
+    pub fn from_settings(
+        table: &str,
+        submodule: Option<&str>,
+        pin_file: Option<&str>,
+        pin: Option<&PinSpec>,
+    ) -> Result<Pin, Error> {
+        let keys = Keys {
+            table,
+            prefix: "",
+            default: Some(DEFAULT_SUBMODULE),
+        };
+        keys.pin(submodule, pin_file, pin)
+    }
+
+    /// [`Pin::from_settings`] for a table whose keys carry `prefix`
+    /// (`[[integrate.follow]]`'s `upstream-submodule`, `upstream-pin-file`,
+    /// `upstream-pin`), with no default: exactly one must be given.
+    pub fn from_prefixed_settings(
+        table: &str,
+        prefix: &str,
+        submodule: Option<&str>,
+        pin_file: Option<&str>,
+        pin: Option<&PinSpec>,
+    ) -> Result<Pin, Error> {
+        let keys = Keys {
+            table,
+            prefix,
+            default: None,
+        };
+        keys.pin(submodule, pin_file, pin)
+    }
+
+    /// A submodule at `path` in the superproject, its path checked.
+    pub fn submodule(path: &str, what: &str) -> Result<Pin, Error> {
+        check_path(path, what)?;
+        Ok(Pin {
+            path: path.to_string(),
+            kind: Kind::Submodule,
+            setting: what.to_string(),
+            assumed: false,
+        })
+    }
+
     /// A pin file (one 40-hex line), its path checked.
     pub fn file(path: &str, what: &str) -> Result<Pin, Error> {
         check_path(path, what)?;
         Ok(Pin {
             path: path.to_string(),
             kind: Kind::File,
+            setting: what.to_string(),
+            assumed: false,
         })
     }
 
@@ -127,7 +270,40 @@ impl Pin {
         Ok(Pin {
             path: spec.file.clone(),
             kind,
+            setting: what.to_string(),
+            assumed: false,
         })
+    }
+
+    /// Whether the pin was only assumed (the default submodule of a table
+    /// that names none), not configured: a command that merely records pins
+    /// (release cut, pkg's upstream revision) leaves out one it cannot read
+    /// instead of failing; integrate itself still requires it.
+    pub fn assumed(&self) -> bool {
+        self.assumed
+    }
+
+    /// The setting the pin came from (`[integrate] pin-file`).
+    pub fn setting(&self) -> &str {
+        &self.setting
+    }
+
+    /// The path a checkout of the superproject must also check out to have
+    /// the pinned upstream (a CI job's `submodules:`): the submodule's;
+    /// none for a pin kept in a file (its history is cloned on demand).
+    pub fn checkout_path(&self) -> Option<&str> {
+        match self.kind {
+            Kind::Submodule => Some(&self.path),
+            _ => None,
+        }
+    }
+
+    /// Whether the pinned commit may carry patches on top of upstream (a
+    /// submodule's checkout is a branch of its own: carried patches,
+    /// reverts, patched heads to export). A pin kept in a file names one of
+    /// upstream's own commits.
+    pub fn carries_patches(&self) -> bool {
+        matches!(self.kind, Kind::Submodule)
     }
 
     /// The file the pin lives in, relative to the repository's top.
@@ -135,14 +311,13 @@ impl Pin {
         &self.path
     }
 
-    /// Whether the pin is the whole file (a pin file).
-    pub fn is_whole_file(&self) -> bool {
-        matches!(self.kind, Kind::File)
-    }
-
     /// The commit the pin holds in `text` (the file's content).
     pub fn parse(&self, text: &str) -> Result<Oid, Error> {
         match &self.kind {
+            Kind::Submodule => Err(Error::failed(format!(
+                "internal: the submodule {} is not read from a file",
+                self.path
+            ))),
             Kind::File => parse_pin_file(&self.path, text),
             Kind::Pattern { commit, .. } => {
                 let (value, _) = one_match(commit, text, &self.path, "pattern")?;
@@ -163,19 +338,20 @@ impl Pin {
     /// The commit pinned at `rev` of `repo` (the file at most
     /// [`MAX_PIN_FILE`] bytes there).
     pub fn read_at(&self, repo: &Repo, rev: &str) -> Result<Oid, Error> {
-        let spec = format!("{rev}:{}", self.path);
-        let missing = |e: Error| e.context(format!("{rev} has no pin file `{}`", self.path));
-        let size = repo.blob_size(&spec).map_err(missing)?;
-        if size > MAX_PIN_FILE {
-            return Err(Error::usage(format!(
-                "the pin file {} at {rev} is {size} bytes, larger than {MAX_PIN_FILE}, the most lockstep reads from it",
-                self.path
-            ))
-            .hint("a pin file is one line (a pin inside a file: a few KiB of build source); check [integrate] pin / pin-file names the right file"));
+        if let Kind::Submodule = self.kind {
+            return repo.gitlink(rev, &self.path)?.ok_or_else(|| {
+                Error::usage(format!(
+                    "{rev} of {} has no submodule at `{}`",
+                    repo.dir().display(),
+                    self.path
+                ))
+                .hint(format!(
+                    "set {} to the path of the pinned submodule",
+                    self.setting
+                ))
+            });
         }
-        let text = repo
-            .git(&["show", "--end-of-options", &spec])
-            .map_err(missing)?;
+        let text = self.text_at(repo, rev)?;
         self.parse(&text)
     }
 
@@ -217,6 +393,12 @@ impl Pin {
             )));
         }
         let out = match &self.kind {
+            Kind::Submodule => {
+                return Err(Error::failed(format!(
+                    "internal: the submodule {} has no file to render",
+                    self.path
+                )))
+            }
             Kind::File => format!("{commit}\n"),
             Kind::Pattern {
                 commit: pattern,
@@ -315,6 +497,12 @@ impl Pin {
             None => None,
         };
         let text = match self.kind {
+            Kind::Submodule => {
+                return Err(Error::failed(format!(
+                    "internal: the submodule {} is staged, not written",
+                    self.path
+                )))
+            }
             Kind::File => String::new(),
             Kind::Pattern { .. } => self.worktree_text(root)?,
         };
@@ -429,7 +617,7 @@ fn check_path(path: &str, what: &str) -> Result<(), Error> {
     };
     match why {
         Some(why) => Err(Error::usage(format!(
-            "{what} file `{}`: {why}",
+            "{what} `{}`: {why}",
             lockstep_core::error::printable_line(path)
         ))
         .hint(

@@ -200,7 +200,7 @@ fn in_scratch<T>(
         version: build.version.clone(),
         jobs: build.jobs,
         rev: commit.to_string(),
-        pin_path: build.pin_path.clone(),
+        pin: build.pin.clone(),
         cache: build.cache.clone(),
         compiler_area: build.compiler_area.clone(),
         uv: build.uv,

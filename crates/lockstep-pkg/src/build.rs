@@ -65,8 +65,9 @@ pub struct BuildRequest<'a> {
     pub jobs: usize,
     /// The commit to build (default `HEAD`).
     pub rev: String,
-    /// `[integrate] submodule`, whose pin goes into the manifest.
-    pub pin_path: Option<String>,
+    /// `[integrate]`'s pin (any kind), whose commit goes into the build
+    /// record and the manifest as the upstream revision.
+    pub pin: Option<lockstep_pin::Pin>,
     /// The cache's `wheels` area (None = no cache).
     pub cache: Option<Bucket>,
     /// The cache's `compiler` area (None = no compiler cache, whatever
@@ -81,7 +82,7 @@ impl<'a> BuildRequest<'a> {
     pub fn configured(
         pkg: &'a PkgConfig,
         root: &'a Path,
-        pin_path: Option<String>,
+        pin: Option<lockstep_pin::Pin>,
         cache: Option<Bucket>,
         uv: &'a Uv,
     ) -> Result<BuildRequest<'a>, Error> {
@@ -95,7 +96,7 @@ impl<'a> BuildRequest<'a> {
             version: None,
             jobs: lockstep_core::pool::jobs(pkg.jobs, "[pkg] jobs")?,
             rev: "HEAD".into(),
-            pin_path,
+            pin,
             cache,
             compiler_area: None,
             uv,
@@ -107,13 +108,13 @@ impl<'a> BuildRequest<'a> {
     pub fn cached(
         pkg: &'a PkgConfig,
         root: &'a Path,
-        pin_path: Option<String>,
+        pin: Option<lockstep_pin::Pin>,
         cache: &lockstep_cache::Cache,
         uv: &'a Uv,
     ) -> Result<BuildRequest<'a>, Error> {
         Ok(BuildRequest {
             compiler_area: Some(cache.dir(Area::Compiler)),
-            ..Self::configured(pkg, root, pin_path, Some(cache.bucket(Area::Wheels)), uv)?
+            ..Self::configured(pkg, root, pin, Some(cache.bucket(Area::Wheels)), uv)?
         })
     }
 }
@@ -231,8 +232,19 @@ pub fn build(req: &BuildRequest<'_>, sink: &dyn Sink) -> Result<BuildReport, Err
             &revision[..12.min(revision.len())]
         ));
     }
-    let pin = match &req.pin_path {
-        Some(path) => repo.gitlink(&revision, path)?.map(|o| o.to_string()),
+    let pin = match &req.pin {
+        Some(pin) => match pin.read_at(&repo, &revision) {
+            Ok(commit) => Some(commit),
+            // A default submodule [integrate] never named, not there.
+            Err(_) if pin.assumed() => None,
+            Err(e) => {
+                return Err(e.context(format!(
+                    "cannot read the upstream revision {} pins at {}",
+                    pin.describe(),
+                    &revision[..12.min(revision.len())]
+                )))
+            }
+        },
         None => None,
     };
     let tree = repo.tree_of(&revision)?.to_string();

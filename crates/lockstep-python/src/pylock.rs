@@ -167,7 +167,8 @@ pub struct PackageTool {
 pub struct PackageInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_revision: Option<String>,
-    /// The upstream pin (`[integrate] submodule`) at that revision.
+    /// The upstream revision `[integrate]`'s pin (a submodule, a pin file or
+    /// a pin inside a larger file) holds at that revision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream_revision: Option<String>,
     #[serde(default)]

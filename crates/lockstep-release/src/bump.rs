@@ -1,27 +1,29 @@
-//! `lockstep release bump`: move every pin file to upstream's head (or
-//! `--to`), in one commit, only when something changed.
+//! `lockstep release bump`: move every pin of the project (`[release]
+//! pin-files`, and `[integrate]`'s pin of any kind: a submodule, a pin
+//! file, a pin inside a larger file with its archive's checksum) to
+//! upstream's head (or `--to`), in one commit, only when something changed.
 //!
 //! Upstream's head is read with `git ls-remote` (no clone). With a smoke
-//! (a [`Probe`]: [`CommandSmoke`], or the integrate engine's prober for a
-//! pin-file integrate) the new pins are tried first and a failing bump is
-//! not committed: the pin files are put back as they were. The working
-//! tree must have no changes to tracked files, so the commit holds the pin
-//! files and nothing else.
+//! (a [`Probe`]: [`CommandSmoke`], or the integrate engine's prober when
+//! the one pin is `[integrate]`'s) the new pins are tried first and a
+//! failing bump is not committed: the pins are put back as they were. The
+//! working tree must have no changes to tracked files, so the commit holds
+//! the pins and nothing else.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use lockstep_bisect::{Probe, Tried, Verdict};
 use lockstep_core::process::{self, Spec};
 use lockstep_core::Error;
 use lockstep_git::Repo;
-use lockstep_pin::Pin;
+use lockstep_pin::{Downloads, Pin};
 use serde::Serialize;
 
 pub struct BumpRequest<'a> {
     pub repo: &'a Repo,
-    /// Pin files relative to the repository's top.
-    pub pin_files: &'a [String],
+    /// The pins to move (`Settings::pins`).
+    pub pins: &'a [Pin],
     pub upstream_url: Option<&'a str>,
     pub upstream_branch: &'a str,
     /// `--to`: a full revision, or a ref name upstream has.
@@ -29,10 +31,10 @@ pub struct BumpRequest<'a> {
 }
 
 /// The plain smoke of `release bump --smoke`: `[integrate] smoke` run in
-/// the repository with every pin file set to the new revision.
+/// the repository with every pin put at the new revision.
 pub struct CommandSmoke {
-    pub top: PathBuf,
-    pub pin_files: Vec<String>,
+    pub repo: Repo,
+    pub pins: Vec<Pin>,
     pub argv: Vec<String>,
     pub timeout: Duration,
     pub log: PathBuf,
@@ -43,13 +45,13 @@ impl CommandSmoke {
     /// directory (`lockstep/release-bump-smoke.log`).
     pub fn in_repo(
         repo: &Repo,
-        pin_files: &[String],
+        pins: &[Pin],
         argv: Vec<String>,
         timeout: Duration,
     ) -> Result<CommandSmoke, Error> {
         Ok(CommandSmoke {
-            top: repo.dir().into(),
-            pin_files: pin_files.to_vec(),
+            repo: repo.clone(),
+            pins: pins.to_vec(),
             argv,
             timeout,
             log: repo
@@ -60,33 +62,43 @@ impl CommandSmoke {
     }
 }
 
-/// Checks `bump --smoke` before anything moves: with `[integrate]
-/// pin-file` (`pin_file`), that file must be the one pin file (the
-/// integrate engine's prober moves it); otherwise `[integrate] smoke`
-/// (`argv`) must be set.
-pub fn check_smoke(
-    pin_file: Option<&str>,
-    pin_files: &[String],
-    argv: &[String],
-) -> Result<(), Error> {
-    match pin_file {
-        Some(file) if pin_files != [file] => Err(Error::usage(format!(
-            "with [integrate] pin-file = \"{file}\", `bump --smoke` moves that file through the integrate engine"
-        ))
-        .hint(format!("set [release] pin-files = [\"{file}\"]"))),
-        None if argv.is_empty() => Err(Error::usage("--smoke needs [integrate] smoke")
-            .hint("set smoke = [\"cmd\", \"arg\"] under [integrate]")),
-        _ => Ok(()),
+/// Checks `bump --smoke` before anything moves: when the one pin to move
+/// is `[integrate]`'s (`integrate`), the integrate engine's prober moves
+/// it; otherwise `[integrate] smoke` (`argv`) must be set.
+pub fn check_smoke(integrate: Option<&Pin>, pins: &[Pin], argv: &[String]) -> Result<(), Error> {
+    if uses_integrate_prober(integrate, pins) {
+        return Ok(());
     }
+    if let Some(pin) = integrate.filter(|p| pins.iter().any(|q| q.path() == p.path())) {
+        return Err(Error::usage(format!(
+            "`bump --smoke` moves {} through the integrate engine, but [release] pin-files lists other pins too",
+            pin.describe()
+        ))
+        .hint("bump the integrate pin on its own (drop the other pin files), or smoke them with [integrate] smoke after a pin of their own"));
+    }
+    if argv.is_empty() {
+        return Err(Error::usage("--smoke needs [integrate] smoke")
+            .hint("set smoke = [\"cmd\", \"arg\"] under [integrate]"));
+    }
+    Ok(())
+}
+
+/// Whether `bump --smoke` tries the new revision with the integrate
+/// engine's prober: `pins` is exactly `[integrate]`'s pin.
+pub fn uses_integrate_prober(integrate: Option<&Pin>, pins: &[Pin]) -> bool {
+    matches!((integrate, pins), (Some(i), [only]) if i.path() == only.path())
 }
 
 impl Probe for CommandSmoke {
     fn probe(&mut self, rev: &str) -> Result<Tried, Error> {
-        write_pins(&self.top, &self.pin_files, rev)?;
+        for pin in &self.pins {
+            let held = pin.read_at(&self.repo, "HEAD")?;
+            pin.put(&self.repo, rev, &[&held], &Downloads::default())?;
+        }
         let finished = process::run(
             &Spec {
                 argv: self.argv.clone(),
-                cwd: self.top.clone(),
+                cwd: self.repo.dir().to_path_buf(),
                 env: Vec::new(),
                 timeout: Some(self.timeout),
                 log: self.log.clone(),
@@ -102,24 +114,6 @@ impl Probe for CommandSmoke {
     }
 }
 
-fn write_pins(top: &Path, pin_files: &[String], rev: &str) -> Result<(), Error> {
-    for path in pin_files {
-        Pin::file(path, "[release] pin-files")?.write(top, rev, &NoChecksums)?;
-    }
-    Ok(())
-}
-
-/// Pin files carry no checksum.
-struct NoChecksums;
-
-impl lockstep_pin::Checksums for NoChecksums {
-    fn sha256(&self, url: &str) -> Result<String, Error> {
-        Err(Error::failed(format!(
-            "internal: a pin file asked for the checksum of {url}"
-        )))
-    }
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct Bumped {
     pub to: String,
@@ -130,41 +124,40 @@ pub struct Bumped {
 
 /// Bumps; with `smoke`, the new revision is tried first.
 pub fn bump(req: &BumpRequest, smoke: Option<&mut dyn Probe>) -> Result<Bumped, Error> {
-    if req.pin_files.is_empty() {
-        return Err(Error::usage("[release] pin-files is empty: nothing to bump")
-            .hint("list the files holding upstream revisions, e.g. pin-files = [\"llvm-project.version\"]"));
+    if req.pins.is_empty() {
+        return Err(Error::usage("[release] pin-files is empty and there is no [integrate] pin: nothing to bump")
+            .hint("list the files holding upstream revisions, e.g. pin-files = [\"llvm-project.version\"], or configure [integrate]'s pin"));
     }
     req.repo.require_clean_tracked()?;
-    // Every pin file is read and checked before upstream is asked anything.
-    let top = Path::new(req.repo.dir());
+    // Every pin is read and checked before upstream is asked anything.
     let mut current = Vec::new();
-    for path in req.pin_files {
-        let pin = Pin::file(path, "[release] pin-files")?;
-        let held = pin.read_worktree(top).map_err(|e| {
-            e.context(format!("cannot read pin file {path}")).hint(
-                "create it with one 40-hex revision and commit it, or fix [release] pin-files",
-            )
+    for pin in req.pins {
+        let held = pin.checked_out(req.repo).map_err(|e| {
+            e.context(format!("cannot read {}", pin.describe()))
+                .hint(format!(
+                    "commit it holding one 40-hex revision, or fix {}",
+                    pin.setting()
+                ))
         })?;
-        current.push((path, held));
+        current.push((pin, held));
     }
     let to = target(req)?;
-    let changed: Vec<String> = current
-        .into_iter()
-        .filter(|(_, rev)| *rev != to)
-        .map(|(path, _)| path.clone())
-        .collect();
+    let changed: Vec<(&Pin, String)> = current.into_iter().filter(|(_, rev)| *rev != to).collect();
     if changed.is_empty() {
         return Ok(Bumped {
             to,
-            changed,
+            changed: Vec::new(),
             commit: None,
             smoke: None,
         });
     }
-    // Each file back from HEAD on its own, so one failure cannot keep the others.
+    let checksums = Downloads::default();
+    // Each pin back to where it was on its own, so one failure cannot keep
+    // the others; the index too.
     let restore = |why: Error| {
-        for path in &changed {
-            let _ = req.repo.try_git(&["checkout", "HEAD", "--", path]);
+        for (pin, held) in &changed {
+            let _ = req.repo.try_git(&["reset", "-q", "--", pin.path()]);
+            let _ = pin.put(req.repo, held, &[&to, held], &checksums);
         }
         why
     };
@@ -179,26 +172,27 @@ pub fn bump(req: &BumpRequest, smoke: Option<&mut dyn Probe>) -> Result<Bumped, 
                     if result.cached { " (a cached verdict)" } else { "" }
                 ))
                 .cause(format!("log: {}", result.log.as_deref().unwrap_or("none (cached)")))
-                .hint("the pin files are back as they were; fix the breakage, or bump with --to an earlier revision (`lockstep integrate loop` finds the last good one)"),
+                .hint("the pins are back as they were; fix the breakage, or bump with --to an earlier revision (`lockstep integrate loop` finds the last good one)"),
             ));
         }
         tried = Some(result.verdict.as_str().to_string());
     }
-    write_pins(top, &changed, &to).map_err(restore)?;
+    for (pin, held) in &changed {
+        pin.put(req.repo, &to, &[held, &to], &checksums)
+            .and_then(|_| pin.stage(req.repo, &to, &checksums))
+            .map_err(restore)?;
+    }
     let name = changed
         .first()
-        .and_then(|p| Path::new(p).file_stem())
+        .and_then(|(p, _)| std::path::Path::new(p.path()).file_stem())
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "upstream".into());
     let message = format!("Bump {name} to {to}");
-    let mut add = vec!["add", "--"];
-    add.extend(changed.iter().map(String::as_str));
-    req.repo.git(&add).map_err(restore)?;
-    // The tree was clean before: the index holds the pin files and nothing else.
+    // The tree was clean before: the index holds the pins and nothing else.
     req.repo.commit_staged(&message, false).map_err(restore)?;
     Ok(Bumped {
         to,
-        changed,
+        changed: changed.iter().map(|(p, _)| p.path().to_string()).collect(),
         commit: Some(req.repo.head()?.to_string()),
         smoke: tried,
     })

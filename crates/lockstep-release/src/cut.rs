@@ -163,11 +163,15 @@ pub fn cut_head(
     }
     repo.require_clean_tracked()?;
     let mut pins = BTreeMap::new();
-    for path in &settings.pin_files {
-        pins.insert(path.clone(), read_pin(repo, "HEAD", path)?);
-    }
-    for pin in &settings.pins_in_files {
-        pins.insert(pin.path().to_string(), pin.read_at(repo, "HEAD")?);
+    for pin in &settings.pins {
+        match pin.read_at(repo, "HEAD") {
+            Ok(commit) => {
+                pins.insert(pin.path().to_string(), commit);
+            }
+            // A default submodule [integrate] never named, not there: nothing to record.
+            Err(_) if pin.assumed() => {}
+            Err(e) => return Err(e),
+        }
     }
     // Submodules pin too (an LLVM submodule is IREE's pin).
     for (path, commit) in repo.gitlinks("HEAD")? {
@@ -547,13 +551,6 @@ fn remote_has_tag(req: &CutRequest, tag: &str) -> Result<bool, Error> {
         ],
     )?;
     Ok(out.code == 0 && !out.stdout.trim().is_empty())
-}
-
-/// The revision a pin file holds at `rev`: exactly one 40-hex line.
-pub fn read_pin(repo: &Repo, rev: &str, path: &str) -> Result<String, Error> {
-    lockstep_pin::Pin::file(path, "[release] pin-files")?
-        .read_at(repo, rev)
-        .map_err(|e| e.context(format!("cannot read pin file {path} at {rev}")))
 }
 
 #[cfg(test)]

@@ -24,11 +24,11 @@ pub struct Settings {
     pub snapshot: VersionTemplate,
     pub candidate: VersionTemplate,
     pub tag: String,
-    pub pin_files: Vec<String>,
-    /// Pins inside larger files (the integrate pin found by a pattern):
-    /// `cut` records them with the pin files; `bump` leaves them to
-    /// `integrate`, which knows their checksums.
-    pub pins_in_files: Vec<lockstep_pin::Pin>,
+    /// Every pin of the project, one per path: `[release] pin-files`, and
+    /// `[integrate]`'s pin (any kind: a submodule, a pin file, a pin inside
+    /// a larger file) when there is that table ([`Settings::with_pin`]).
+    /// `cut` records them, `bump` moves them, `prune` keeps what they name.
+    pub pins: Vec<lockstep_pin::Pin>,
     pub smoke: Option<String>,
     /// `[release] dependency-index`, checked (`None` for `"none"`).
     pub dependency_index: Option<String>,
@@ -38,6 +38,33 @@ pub struct Settings {
     pub hosting: crate::config::Hosting,
     /// `[release] pages-limit-mb` in bytes, when the files go to Pages.
     pub pages_limit: Option<u64>,
+}
+
+impl Settings {
+    /// These settings with `pin` (`[integrate]`'s) among the pins; it wins
+    /// over a `[release] pin-files` entry of the same path (it may be a
+    /// pattern with a checksum).
+    pub fn with_pin(mut self, pin: lockstep_pin::Pin) -> Settings {
+        let pins = std::mem::take(&mut self.pins);
+        self.pins = lockstep_pin::one_per_path(pins.into_iter().chain([pin]));
+        self
+    }
+
+    /// The pins `release bump` moves: those kept in files. A submodule
+    /// (which may carry patches, and whose commits must be fetched into its
+    /// checkout) moves with `lockstep integrate`.
+    pub fn bumped_pins(&self) -> Vec<lockstep_pin::Pin> {
+        self.pins
+            .iter()
+            .filter(|p| !p.carries_patches())
+            .cloned()
+            .collect()
+    }
+
+    /// The paths of the pins (what `prune` searches for references).
+    pub fn pin_paths(&self) -> Vec<String> {
+        self.pins.iter().map(|p| p.path().to_string()).collect()
+    }
 }
 
 /// Checks `[release]`; the base version is read separately (only `cut` needs it).
@@ -59,7 +86,7 @@ pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error>
     let snapshot = VersionTemplate::parse("[release] snapshot", &release.snapshot)?;
     let candidate = VersionTemplate::parse("[release] candidate", &release.candidate)?;
     render_tag(&release.tag, &name, "0.0.0", "snapshot")?;
-    let mut pin_files = Vec::new();
+    let mut pins = Vec::new();
     for path in &release.pin_files {
         let text = path.to_string_lossy().into_owned();
         if path.is_absolute()
@@ -71,7 +98,7 @@ pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error>
                 "[release] pin-files: `{text}` is not inside the repository"
             )));
         }
-        pin_files.push(text);
+        pins.push(lockstep_pin::Pin::file(&text, "[release] pin-files")?);
     }
     let dependency_index = dependency_index(&release.dependency_index)?;
     for binary in &release.binaries {
@@ -90,8 +117,7 @@ pub fn settings(release: &ReleaseConfig, root: &Path) -> Result<Settings, Error>
         snapshot,
         candidate,
         tag: release.tag.clone(),
-        pin_files,
-        pins_in_files: Vec::new(),
+        pins: lockstep_pin::one_per_path(pins),
         smoke: release.smoke.clone(),
     })
 }

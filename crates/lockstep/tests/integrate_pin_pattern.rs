@@ -236,7 +236,7 @@ fn a_pattern_that_does_not_match_once_is_refused_before_anything_moves() {
     );
     let out = expect(&mut p.cmd(&["integrate", "status"]), 2);
     assert!(
-        stderr(&out).contains("both `pin` and `pin-file`"),
+        stderr(&out).contains("[integrate] sets pin and pin-file: one pin at a time"),
         "{}",
         stderr(&out)
     );
@@ -273,4 +273,78 @@ fn a_checksum_pattern_whose_group_is_not_a_checksum_leaves_the_tree_clean() {
             "{sum_pattern}: the tree is clean"
         );
     }
+}
+
+#[test]
+fn the_halt_report_reproduces_the_halt_and_rewrites_only_the_matched_values() {
+    let p = Project::new(6, 4);
+    expect(&mut p.cmd(&["integrate", "loop"]), 3);
+    let pinned = p.workspace();
+    let report = stdout(&expect(&mut p.cmd(&["integrate", "report"]), 0));
+    let block: Vec<&str> = report
+        .split("## Reproduce")
+        .nth(1)
+        .and_then(|r| r.split("```").nth(1))
+        .expect("a reproduce block")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert!(
+        !report.contains("git submodule") && !report.contains("git -C"),
+        "{report}"
+    );
+    assert!(
+        !block.iter().any(|l| l.contains("> third_party")),
+        "never a whole-file write: {report}"
+    );
+    // Run as written, in a copy of the superproject: the smoke's verdict is
+    // the halt's (exit 1, not the 125 of a file it cannot read), and the
+    // file differs from the pinned one only in the commit and its checksum.
+    let copy = p.home.join("copy");
+    git(
+        &p.home,
+        &[
+            "clone",
+            "-q",
+            p.sp.to_str().unwrap(),
+            copy.to_str().unwrap(),
+        ],
+    );
+    let culprit = &p.shas[4];
+    let set_and_smoke = block[1..3].join("\n");
+    let ran = Command::new("sh")
+        .args(["-c", &set_and_smoke])
+        .current_dir(&copy)
+        .output()
+        .expect("sh");
+    assert_eq!(
+        ran.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&ran),
+        stderr(&ran)
+    );
+    let culprit_sum = sha256_hex(&archive_bytes(culprit));
+    let good = &p.shas[3];
+    assert_eq!(
+        std::fs::read_to_string(copy.join(WORKSPACE)).unwrap(),
+        pinned
+            .replace(good.as_str(), culprit)
+            .replace(&sha256_hex(&archive_bytes(good)), &culprit_sum),
+    );
+    assert_eq!(
+        std::fs::read_to_string(copy.join(WORKSPACE)).unwrap(),
+        workspace_bzl(culprit, &culprit_sum)
+    );
+    // The last line puts the file back as the superproject pins it.
+    let back = Command::new("sh")
+        .args(["-c", block[3]])
+        .current_dir(&copy)
+        .status()
+        .expect("sh");
+    assert!(back.success());
+    assert_eq!(
+        std::fs::read_to_string(copy.join(WORKSPACE)).unwrap(),
+        pinned
+    );
 }

@@ -459,7 +459,7 @@ fn a_follower_without_an_upstream_pin_is_named() {
     .expect("write");
     let err = stderr(&env.run(&["integrate", "status"]));
     assert!(
-        err.contains("give exactly one of upstream-pin-file and upstream-submodule"),
+        err.contains("give exactly one of upstream-pin-file, upstream-submodule and upstream-pin"),
         "{err}"
     );
 }

@@ -878,3 +878,57 @@ fn venv_takes_the_sets_dependencies_from_an_index_and_never_the_set_itself() {
     assert!(!p.path().join("v3").exists());
     drop(served);
 }
+
+/// The `lockstep_build.json` inside `wheel`.
+fn build_record(wheel: &Path) -> serde_json::Value {
+    let file = std::fs::File::open(wheel).expect("wheel");
+    let mut zip = zip::ZipArchive::new(file).expect("a zip");
+    let name = (0..zip.len())
+        .map(|i| {
+            zip.by_index(i)
+                .expect("member")
+                .name()
+                .expect("a UTF-8 name")
+                .to_string()
+        })
+        .find(|n| n.ends_with("lockstep_build.json"))
+        .expect("a build record");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut zip.by_name(&name).expect("member"), &mut text)
+        .expect("read");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+#[test]
+fn a_pin_file_or_a_pin_inside_a_file_is_the_upstream_revision_of_every_wheel() {
+    let pinned = "0123456789abcdef0123456789abcdef01234567";
+    for (config, file, text) in [
+        (
+            "\n[integrate]\npin-file = \"llvm-project.version\"\nupstream-url = \"https://example.com/llvm.git\"\n",
+            "llvm-project.version",
+            format!("{pinned}\n"),
+        ),
+        (
+            "\n[integrate]\nupstream-url = \"https://example.com/llvm.git\"\npin = { file = \"third_party/llvm/workspace.bzl\", pattern = 'LLVM_COMMIT = \"([0-9a-f]{40})\"' }\n",
+            "third_party/llvm/workspace.bzl",
+            format!("def repo():\n    LLVM_COMMIT = \"{pinned}\"\n"),
+        ),
+    ] {
+        let p = fixture("2.0.0", config);
+        p.write(file, &text);
+        commit(&p, "pin upstream");
+        p.run(&["pkg", "build", "--variant", "release"], 0);
+        let lock = manifest(&p, "wheelhouse/pylock.toml");
+        for package in lock["packages"].as_array().expect("packages") {
+            assert_eq!(
+                package["tool"]["lockstep"]["upstream-revision"].as_str(),
+                Some(pinned),
+                "{file}: {package}"
+            );
+        }
+        for (_, path, _, _) in wheels_of(&lock) {
+            let record = build_record(&p.path().join("wheelhouse").join(&path));
+            assert_eq!(record["upstream-revision"], pinned, "{file}: {record}");
+        }
+    }
+}

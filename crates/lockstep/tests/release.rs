@@ -1850,3 +1850,75 @@ fn a_killed_store_write_is_rolled_back_by_the_next_writer() {
         }
     }
 }
+
+#[test]
+fn bump_moves_a_pattern_pin_and_its_checksum_from_integrate_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let upstream = tmp.path().join("upstream");
+    std::fs::create_dir_all(&upstream).unwrap();
+    git(&upstream, &["init", "-q", "-b", "main"]);
+    let mut shas = Vec::new();
+    for n in 1..=2 {
+        write(&upstream.join("f.txt"), &n.to_string());
+        git(&upstream, &["add", "."]);
+        commit_as_tester(&upstream, &format!("u{n}"), false);
+        shas.push(git(&upstream, &["rev-parse", "HEAD"]).trim().to_string());
+    }
+    // The archive host: each commit's archive, its checksum what the file records.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let Ok(request) = lockstep_sandbox::github::read_request(&stream) else {
+                continue;
+            };
+            let body = format!("archive of {}", request.target);
+            let _ =
+                lockstep_sandbox::github::write_response(&mut stream, 200, &[], body.as_bytes());
+        }
+    });
+    let sum = |commit: &str| {
+        lockstep_core::hash::sha256_bytes(format!("archive of /archive/{commit}.tar.gz").as_bytes())
+    };
+    let bzl = |commit: &str| {
+        format!(
+            "# LLVM, pinned by lockstep\ndef repo():\n    LLVM_COMMIT = \"{commit}\"\n    LLVM_SHA256 = \"{}\"\n    # keep this line\n",
+            sum(commit)
+        )
+    };
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(work.join("third_party/llvm")).unwrap();
+    git(&work, &["init", "-q", "-b", "main"]);
+    // No [release] pin-files and no [release] upstream-url: [integrate] names both.
+    write(
+        &work.join("lockstep.toml"),
+        &format!(
+            "{RELEASE}\n[integrate]\nupstream-url = \"{}\"\npin = {{ file = \"third_party/llvm/workspace.bzl\", pattern = 'LLVM_COMMIT = \"([0-9a-f]{{40}})\"', sha256 = {{ pattern = 'LLVM_SHA256 = \"([0-9a-f]{{64}})\"', archive = \"{host}/archive/{{commit}}.tar.gz\" }} }}\n",
+            upstream.display()
+        ),
+    );
+    write(&work.join("third_party/llvm/workspace.bzl"), &bzl(&shas[0]));
+    git(&work, &["add", "."]);
+    commit_as_tester(&work, "init", false);
+    let out = expect(
+        &mut lockstep_in(&work, tmp.path(), &["release", "bump", "--json"]),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["to"], shas[1].as_str(), "{doc}");
+    assert_eq!(
+        doc["changed"],
+        serde_json::json!(["third_party/llvm/workspace.bzl"])
+    );
+    // One commit, that file alone, every other byte kept, the checksum moved.
+    assert_eq!(
+        std::fs::read_to_string(work.join("third_party/llvm/workspace.bzl")).unwrap(),
+        bzl(&shas[1])
+    );
+    let changed = git(&work, &["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(changed.trim(), "third_party/llvm/workspace.bzl");
+    assert!(is_clean(&work));
+    // release cut records the pin at the new commit.
+    let cut_pins = git(&work, &["show", "HEAD:third_party/llvm/workspace.bzl"]);
+    assert!(cut_pins.contains(&shas[1]));
+}

@@ -86,10 +86,7 @@ fn plan(
                 let integrate: lockstep_integrate::config::IntegrateConfig = loaded.section()?;
                 lockstep_integrate::validate::config(&integrate)?;
                 Some(lockstep_ci::stages::IntegrateFacts {
-                    submodule: integrate
-                        .file_pin()?
-                        .is_none()
-                        .then(|| integrate.submodule.clone()),
+                    submodule: integrate.pin()?.checkout_path().map(String::from),
                     followers: integrate
                         .follow
                         .iter()

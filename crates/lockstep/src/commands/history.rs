@@ -22,15 +22,15 @@ pub(crate) fn configured_dir(ctx: &Ctx) -> Result<Option<PathBuf>, Error> {
     })
 }
 
-/// The pins the configuration names: `[release] pin-files` and the
-/// integrate pin when it lives in a file.
+/// The pins the configuration names: `[release] pin-files` and
+/// `[integrate]`'s pin (any kind), one per path.
 fn pins(ctx: &Ctx) -> Result<Vec<lockstep_pin::Pin>, Error> {
     let release: lockstep_release::config::ReleaseConfig = ctx.section()?;
-    let integrate: lockstep_integrate::config::IntegrateConfig = ctx.section()?;
-    Ok(lockstep_history::collect::pins(
-        &release.pin_files,
-        integrate.file_pin()?,
-    ))
+    let mut settings = lockstep_release::settings::settings(&release, ctx.root()?)?;
+    if let Some(pin) = lockstep_integrate::config::configured_pin(ctx.loaded()?)? {
+        settings = settings.with_pin(pin);
+    }
+    Ok(settings.pins)
 }
 
 /// Starts recording a `kind` run when asked (`--record DIR` as given,

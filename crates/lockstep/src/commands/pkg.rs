@@ -54,23 +54,16 @@ pub fn find_uv(ctx: &Ctx) -> Result<uv::Uv, Error> {
     uv::find_default(ctx.sink())
 }
 
-/// The configured build of HEAD (`[pkg]`, the cache, and the pin of
-/// `[integrate] submodule` when lockstep.toml has that table).
+/// The configured build of HEAD (`[pkg]`, the cache, and `[integrate]`'s
+/// pin, of any kind, when lockstep.toml has that table).
 pub(crate) fn configured<'a>(
     ctx: &'a Ctx,
     pkg: &'a PkgConfig,
     uv: &'a uv::Uv,
 ) -> Result<BuildRequest<'a>, Error> {
     let loaded = ctx.loaded()?;
-    let pin_path = match loaded.has_section("integrate") {
-        true => Some(
-            loaded
-                .section::<lockstep_integrate::config::IntegrateConfig>()?
-                .submodule,
-        ),
-        false => None,
-    };
-    BuildRequest::cached(pkg, &loaded.root, pin_path, &ctx.cache()?, uv)
+    let pin = lockstep_integrate::config::configured_pin(loaded)?;
+    BuildRequest::cached(pkg, &loaded.root, pin, &ctx.cache()?, uv)
 }
 
 /// The wheelhouse: `--out`, else `[pkg] out` (relative to lockstep.toml).

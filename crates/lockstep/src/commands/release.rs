@@ -15,14 +15,16 @@ use crate::context::Ctx;
 pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
     let release: ReleaseConfig = ctx.section()?;
     let root = ctx.root()?;
+    // [integrate]'s pin, of any kind, is one of the project's pins.
+    let integrate_pin = lockstep_integrate::config::configured_pin(ctx.loaded()?)?;
     let mut settings = settings::settings(&release, root)?;
-    // The integrate pin inside a larger file is recorded by cut too.
-    let integrate: lockstep_integrate::config::IntegrateConfig = ctx.section()?;
-    settings
-        .pins_in_files
-        .extend(integrate.file_pin()?.filter(|pin| !pin.is_whole_file()));
+    if let Some(pin) = &integrate_pin {
+        settings = settings.with_pin(pin.clone());
+    }
     match cmd {
-        cli::Release::Bump { to, smoke, .. } => bump(ctx, &release, &settings, to, smoke),
+        cli::Release::Bump { to, smoke, .. } => {
+            bump(ctx, &release, &settings, integrate_pin.as_ref(), to, smoke)
+        }
         cli::Release::Cut {
             channel,
             remote,
@@ -195,7 +197,7 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
                 keep_days: release.keep.days,
                 repo: repo.as_ref(),
                 branches: &release.branches,
-                pin_files: &settings.pin_files,
+                pin_files: &settings.pin_paths(),
                 yank,
                 dry_run,
             })?;
@@ -212,43 +214,46 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
     }
 }
 
-/// `release bump`: the pin files to upstream's head (or `--to`), with
-/// `--smoke` tried first: through the integrate engine's prober when
-/// `[integrate] pin-file` is that one pin file, else `[integrate] smoke`.
+/// `release bump`: the pins kept in files to upstream's head (or `--to`),
+/// with `--smoke` tried first: through the integrate engine's prober when
+/// `[integrate]`'s pin is the one pin, else `[integrate] smoke`.
 fn bump(
     ctx: &Ctx,
     release: &ReleaseConfig,
     settings: &Settings,
+    integrate_pin: Option<&lockstep_pin::Pin>,
     to: Option<String>,
     smoke: bool,
 ) -> Result<i32, Error> {
     let integrate: IntegrateConfig = ctx.section()?;
     let repo = lockstep_release::open_repo(&ctx.cwd)?;
-    let pin_file = integrate.pin_file.clone().filter(|_| smoke);
+    let pins = settings.bumped_pins();
     if smoke {
-        bump::check_smoke(pin_file.as_deref(), &settings.pin_files, &integrate.smoke)?;
+        bump::check_smoke(integrate_pin, &pins, &integrate.smoke)?;
     }
+    // [integrate]'s pin names its upstream in [integrate]: no second setting.
+    let moves_integrate_pin =
+        integrate_pin.is_some_and(|i| pins.iter().any(|p| p.path() == i.path()));
     let request = BumpRequest {
         repo: &repo,
-        pin_files: &settings.pin_files,
-        // A pin-file integrate names its upstream in [integrate].
-        upstream_url: release
+        pins: &pins,
+        upstream_url: release.upstream_url.as_deref().or(integrate
             .upstream_url
             .as_deref()
-            .or(pin_file.as_ref().and(integrate.upstream_url.as_deref())),
+            .filter(|_| moves_integrate_pin)),
         upstream_branch: &release.upstream_branch,
         to: to.as_deref(),
     };
-    let bumped = match (smoke, &pin_file) {
+    let bumped = match (smoke, bump::uses_integrate_prober(integrate_pin, &pins)) {
         (false, _) => bump::bump(&request, None)?,
-        (true, Some(_)) => {
+        (true, true) => {
             let ig = lockstep_integrate::Integrate::open(&integrate, ctx.root()?, ctx.sink())?;
             bump::bump(&request, Some(&mut ig.pin_smoke()?))?
         }
-        (true, None) => {
+        (true, false) => {
             let argv = integrate.smoke.clone();
             let timeout = integrate.smoke_timeout;
-            let mut probe = CommandSmoke::in_repo(&repo, &settings.pin_files, argv, timeout)?;
+            let mut probe = CommandSmoke::in_repo(&repo, &pins, argv, timeout)?;
             bump::bump(&request, Some(&mut probe))?
         }
     };
