@@ -185,7 +185,8 @@ impl Integrate<'_> {
         };
         let Some(sha) = self.sub.resolve(rev)? else {
             return Err(Error::usage(format!(
-                "`{rev}` does not name exactly one commit in the submodule"
+                "`{rev}` does not name exactly one commit in {}",
+                self.pin_of().history_name()
             ))
             .cause("it is unknown, or an ambiguous abbreviation")
             .hint(range_hint()));

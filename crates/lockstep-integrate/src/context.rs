@@ -312,16 +312,17 @@ impl<'a> Integrate<'a> {
         let existing = self.sub.remote_url(remote)?;
         let same = self.cfg.upstream_url == existing;
         let existing = existing.as_ref().map(plain);
+        let history = self.pin.history_name();
         Ok(match (configured, existing) {
             (Some(url), None) => format!(
-                "add the remote `{remote}` ({url}) to the submodule and fetch its `{branch}`"
+                "add the remote `{remote}` ({url}) to {history} and fetch its `{branch}`"
             ),
             (Some(url), Some(existing)) if !same => format!(
-                "point the submodule's remote `{remote}` at {url} (now {existing}) and fetch its `{branch}`"
+                "point the remote `{remote}` of {history} at {url} (now {existing}) and fetch its `{branch}`"
             ),
-            (_, Some(_)) => format!("fetch `{branch}` of the submodule's remote `{remote}`"),
+            (_, Some(_)) => format!("fetch `{branch}` of the remote `{remote}` of {history}"),
             (None, None) => format!(
-                "nothing: the submodule has no remote `{remote}` and no [integrate] upstream-url is set"
+                "nothing: {history} has no remote `{remote}` and no [integrate] upstream-url is set"
             ),
         })
     }
@@ -339,7 +340,8 @@ impl<'a> Integrate<'a> {
             (None, Some(_)) => {}
             (None, None) => {
                 return Err(Error::usage(format!(
-                    "the submodule has no remote `{remote}` and no upstream-url is configured"
+                    "{} has no remote `{remote}` and no upstream-url is configured",
+                    self.pin.history_name()
                 ))
                 .hint("set [integrate] upstream-url in lockstep.toml, or add the remote with `git remote add`"))
             }

@@ -264,8 +264,12 @@ impl Integrate<'_> {
         match halt.kind {
             HaltKind::Smoke if !halt.at_pin => {
                 t += &format!(
-                    "Advance to the culprit (`lockstep integrate next --to {}`), commit a fix, then `lockstep integrate loop`; or revert it in the submodule.\n",
-                    short(&c.sha)
+                    "Advance to the culprit (`lockstep integrate next --to {}`), commit a fix, then `lockstep integrate loop`{}.\n",
+                    short(&c.sha),
+                    match pin.carries_patches() {
+                        true => "; or carry a revert of it (`lockstep integrate revert`)",
+                        false => "",
+                    }
                 )
             }
             HaltKind::Smoke => t += "Fix the superproject at its current pin, commit, then `lockstep integrate loop`.\n",

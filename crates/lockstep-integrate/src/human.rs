@@ -132,7 +132,7 @@ pub fn status(s: &Status) -> String {
     out.line(format!("pin:          {} ({carrying})", s.pin));
     if s.current != s.pin {
         out.line(format!(
-            "submodule:    HEAD is {} (not the pin; the next advance starts from it)",
+            "checked out:  {} (not the pin; the next advance starts from it)",
             s.current
         ));
     }

@@ -85,38 +85,49 @@ pub struct Resumed {
     pub export: Option<String>,
 }
 
-/// A journaled step, as recovery reads it from the store.
-#[derive(Debug, Clone)]
-pub enum Step {
-    Advance(AdvanceJournal),
-    Probe(ProbeJournal),
-    SuperBisect(SuperBisectJournal),
-    Start(StartJournal),
-    /// A kind this lockstep does not know (a newer one wrote it).
-    Unknown(String),
+/// One kind of journaled step, as recovery dispatches it: its name in the
+/// store and its own module's resume and undo ([`Journaled`]).
+pub(crate) struct Entry {
+    pub kind: &'static str,
+    pub resume: fn(&Integrate, i64, &serde_json::Value) -> Result<Option<Resumed>, Error>,
+    pub undo: fn(&Integrate, &serde_json::Value) -> Result<String, Error>,
 }
 
-/// Reads the journaled state `state` (JSON text) of a step of `kind`; an
-/// error naming the kind and the way out when it is not of that kind's form.
-pub fn parse_step(kind: &str, state: &str) -> Result<Step, lockstep_core::Error> {
-    fn read<T: for<'de> Deserialize<'de>>(
-        kind: &str,
-        state: &str,
-    ) -> Result<T, lockstep_core::Error> {
-        serde_json::from_str(state).map_err(|e| {
-            lockstep_core::Error::failed(format!(
-                "the journaled `{kind}` step in lockstep's state database is unreadable"
-            ))
-            .cause(e.to_string())
-            .hint("`lockstep integrate abort` undoes unfinished steps; if it fails the same way, `lockstep integrate repair --force` moves the database aside (kept) and rebuilds the integrate record from git")
-        })
+impl Entry {
+    const fn of<J: Journaled>() -> Entry {
+        Entry {
+            kind: J::KIND,
+            resume: |ig, id, state| read::<J>(J::KIND, state)?.resume(ig, id),
+            undo: |ig, state| read::<J>(J::KIND, state)?.undo(ig),
+        }
     }
-    Ok(match kind {
-        AdvanceJournal::KIND => Step::Advance(read(kind, state)?),
-        ProbeJournal::KIND => Step::Probe(read(kind, state)?),
-        SuperBisectJournal::KIND => Step::SuperBisect(read(kind, state)?),
-        StartJournal::KIND => Step::Start(read(kind, state)?),
-        other => Step::Unknown(other.to_string()),
+}
+
+/// Every journaled step: the one table recovery (`recover`) dispatches
+/// from. A new journaled command adds its record type here; its resume and
+/// undo stay in its own module.
+pub(crate) const STEPS: &[Entry] = &[
+    Entry::of::<AdvanceJournal>(),
+    Entry::of::<ProbeJournal>(),
+    Entry::of::<SuperBisectJournal>(),
+    Entry::of::<StartJournal>(),
+];
+
+/// The entry of the step kind `kind`; `None` for a kind this lockstep does
+/// not know (a newer one wrote it).
+pub(crate) fn entry(kind: &str) -> Option<&'static Entry> {
+    STEPS.iter().find(|e| e.kind == kind)
+}
+
+/// The journaled state `state` of a step of `kind`; an error naming the kind
+/// and the way out when it is not of that kind's form.
+fn read<T: for<'de> Deserialize<'de>>(kind: &str, state: &serde_json::Value) -> Result<T, Error> {
+    serde_json::from_value(state.clone()).map_err(|e| {
+        Error::failed(format!(
+            "the journaled `{kind}` step in lockstep's state database is unreadable"
+        ))
+        .cause(e.to_string())
+        .hint("`lockstep integrate abort` undoes unfinished steps; if it fails the same way, `lockstep integrate repair --force` moves the database aside (kept) and rebuilds the integrate record from git")
     })
 }
 
@@ -126,31 +137,44 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn a_start_round_trips_and_a_wrong_shape_names_the_way_out() {
+    fn every_kind_has_one_entry_and_a_wrong_shape_names_the_way_out() {
+        let kinds: Vec<&str> = STEPS.iter().map(|e| e.kind).collect();
+        let mut unique = kinds.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), kinds.len(), "{kinds:?}");
         let start = StartJournal {
             branch: "b".into(),
             base: "c".into(),
             original_branch: None,
             original_head: "d".into(),
         };
-        let text = serde_json::to_string(&start).unwrap();
-        assert!(matches!(parse_step("start", &text), Ok(Step::Start(s)) if s.branch == "b"));
-        let err = parse_step("advance", &text).unwrap_err();
+        let value = serde_json::to_value(&start).unwrap();
+        assert!(read::<StartJournal>("start", &value).is_ok_and(|s| s.branch == "b"));
+        let err = read::<AdvanceJournal>("advance", &value).unwrap_err();
         assert!(err.message.contains("`advance`"), "{}", err.message);
         assert!(err.hint.unwrap().contains("lockstep integrate abort"));
+        assert!(entry("no-such-step").is_none());
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
-        /// Any text under any kind: a step or a clean error, never a panic.
+        /// Any JSON under any kind: a record or a clean error, never a panic.
         #[test]
-        fn any_journal_text_parses_or_fails_cleanly(
-            kind in prop_oneof![Just("advance".to_string()), Just("probe".to_string()), Just("bisect-superproject".to_string()), Just("start".to_string()), ".{0,8}"],
+        fn any_journal_value_reads_or_fails_cleanly(
             state in r#"(?s)[{}\[\]":,a-z0-9 \\\x00-\x1f\u{e9}]{0,200}"#,
         ) {
-            if let Err(e) = parse_step(&kind, &state) {
-                let named = format!("`{kind}`");
-                prop_assert!(e.message.contains(&named));
+            let value = serde_json::from_str::<serde_json::Value>(&state).unwrap_or(serde_json::Value::String(state));
+            for kind in ["advance", "probe", "start"] {
+                let read = match kind {
+                    "advance" => read::<AdvanceJournal>(kind, &value).map(drop),
+                    "probe" => read::<ProbeJournal>(kind, &value).map(drop),
+                    _ => read::<StartJournal>(kind, &value).map(drop),
+                };
+                if let Err(e) = read {
+                    let named = format!("`{kind}`");
+                    prop_assert!(e.message.contains(&named));
+                }
             }
         }
     }

@@ -17,10 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use lockstep_core::Error;
 use serde::{Deserialize, Serialize};
 
-use crate::journal::{
-    AdvanceJournal, Journaled, ProbeJournal, Resumed, StartJournal, SuperBisectJournal,
-    INTEGRATE_RECORD,
-};
+use crate::journal::{Journaled, Resumed, StartJournal, INTEGRATE_RECORD};
 use crate::Integrate;
 
 const SESSION_RECORD: &str = "session";
@@ -114,12 +111,9 @@ impl<'a> Integrate<'a> {
     fn roll_forward(&self) -> Result<Vec<Resumed>, Error> {
         let mut resumed = Vec::new();
         for op in self.store.unfinished_all()? {
-            let finished = match op.kind.as_str() {
-                AdvanceJournal::KIND => resume::<AdvanceJournal>(self, op.id, &op.state)?,
-                ProbeJournal::KIND => resume::<ProbeJournal>(self, op.id, &op.state)?,
-                SuperBisectJournal::KIND => resume::<SuperBisectJournal>(self, op.id, &op.state)?,
-                StartJournal::KIND => resume::<StartJournal>(self, op.id, &op.state)?,
-                _ => {
+            let finished = match crate::journal::entry(&op.kind) {
+                Some(step) => (step.resume)(self, op.id, &op.state)?,
+                None => {
                     self.store.finish(op.id, "unknown")?;
                     None
                 }
@@ -136,12 +130,9 @@ impl<'a> Integrate<'a> {
         self.cleanup_after_crash()?;
         let mut undone = Vec::new();
         for op in self.store.unfinished_all()? {
-            let what = match op.kind.as_str() {
-                AdvanceJournal::KIND => Some(undo::<AdvanceJournal>(self, &op.state)?),
-                ProbeJournal::KIND => Some(undo::<ProbeJournal>(self, &op.state)?),
-                SuperBisectJournal::KIND => Some(undo::<SuperBisectJournal>(self, &op.state)?),
-                StartJournal::KIND => Some(undo::<StartJournal>(self, &op.state)?),
-                _ => None,
+            let what = match crate::journal::entry(&op.kind) {
+                Some(step) => Some((step.undo)(self, &op.state)?),
+                None => None,
             };
             undone.extend(what);
             self.store.finish(op.id, "aborted")?;
@@ -165,28 +156,6 @@ impl<'a> Integrate<'a> {
         let _ = self.store.remove(SESSION_RECORD);
         Ok(Aborted { undone })
     }
-}
-
-/// The journaled step `state` of kind `J` rolled forward.
-fn resume<J: Journaled>(
-    ig: &Integrate,
-    id: i64,
-    state: &serde_json::Value,
-) -> Result<Option<Resumed>, Error> {
-    parse_state::<J>(state)?.resume(ig, id)
-}
-
-/// The journaled step `state` of kind `J` undone.
-fn undo<J: Journaled>(ig: &Integrate, state: &serde_json::Value) -> Result<String, Error> {
-    parse_state::<J>(state)?.undo(ig)
-}
-
-fn parse_state<T: for<'de> Deserialize<'de>>(value: &serde_json::Value) -> Result<T, Error> {
-    serde_json::from_value(value.clone()).map_err(|e| {
-        Error::failed("a journaled step in lockstep's state database is unreadable")
-            .cause(e.to_string())
-            .hint("`lockstep integrate abort` undoes unfinished steps; if it fails the same way, `lockstep integrate repair --force` moves the database aside (kept) and rebuilds the integrate record from git")
-    })
 }
 
 /// Lock files at least this new may be the dead command's: from two

@@ -160,10 +160,11 @@ impl Integrate<'_> {
         self.require_clean()?;
         let pin = self.pin()?;
         if self.checked_out()? != pin {
-            return Err(
-                Error::usage("the submodule is not at the commit the superproject pins")
-                    .hint("run `git submodule update` (or commit the submodule change) first"),
-            );
+            return Err(Error::usage(format!(
+                "{} is not at the commit the superproject pins",
+                self.pin_of().describe()
+            ))
+            .hint(self.pin_of().restore_hint()));
         }
         Ok(())
     }

@@ -137,7 +137,8 @@ impl Integrate<'_> {
             .merge_base_memo(&current, &upstream_head)?
             .ok_or_else(|| {
                 Error::failed(format!(
-                "the submodule HEAD {current} shares no history with {}",
+                "the upstream commit checked out ({current}, in {}) shares no history with {}",
+                self.pin_of().history_name(),
                 self.upstream_ref()
             ))
             .hint("check [integrate] upstream-url / upstream-remote point at the right repository")

@@ -29,6 +29,27 @@ impl Pin {
         }
     }
 
+    /// Where upstream's history lives, in words: `the submodule PATH`, or
+    /// `lockstep's clone of upstream` for a pin kept in a file.
+    pub fn history_name(&self) -> String {
+        match self.kind {
+            Kind::Submodule => format!("the submodule {}", self.path),
+            _ => "lockstep's clone of upstream".to_string(),
+        }
+    }
+
+    /// What to do when the work tree's pin is not the one the superproject's
+    /// HEAD records.
+    pub fn restore_hint(&self) -> String {
+        let path = quote(&self.path);
+        match self.kind {
+            Kind::Submodule => format!(
+                "run `git submodule update -- {path}` (or commit the submodule change) first"
+            ),
+            _ => format!("restore it (`git checkout -- {path}`) or commit the change first"),
+        }
+    }
+
     /// The variables a smoke (and its reproduce line) gets naming the pin:
     /// `LOCKSTEP_SUBMODULE` for a submodule, `LOCKSTEP_PIN_FILE` for a pin
     /// kept in a file.
