@@ -138,7 +138,10 @@ pub fn check_names(survey: &Survey) -> Result<(), Error> {
     if let Some(pin) = &survey.pin {
         match pin {
             FoundPin::Submodule { path, url } => {
-                names.push(("the submodule's path ([integrate] submodule)", path));
+                names.push((
+                    "the submodule's path in .gitmodules ([integrate] submodule)",
+                    path,
+                ));
                 if let Some(url) = url {
                     names.push((
                         "the submodule's URL in .gitmodules ([integrate] upstream-url)",
@@ -594,4 +597,30 @@ fn tests(dir: &Path, files: &[String]) -> Result<(Vec<String>, Vec<String>), Err
         }
     }
     Ok((paths.into_iter().collect(), configs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refused name says where it came from: a submodule's path is read
+    /// from .gitmodules (as its URL is), not from a file of that name.
+    #[test]
+    fn a_refused_submodule_path_names_gitmodules() {
+        let survey = Survey {
+            pin: Some(FoundPin::Submodule {
+                path: "llvm\u{1b}]0;x".into(),
+                url: None,
+            }),
+            ..Survey::default()
+        };
+        let err = check_names(&survey).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.message.contains("the submodule's path in .gitmodules")
+                && err.message.contains("llvm\\u{1b}]0;x"),
+            "{}",
+            err.message
+        );
+    }
 }
