@@ -65,6 +65,14 @@ const SCHEMA: u32 = 2;
 const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 /// The largest kernel MLIR read from a bundle.
 const MAX_MLIR_BYTES: u64 = 256 << 20;
+/// How much of a name or value from the manifest a refusal shows.
+const SHOWN_CHARS: usize = 80;
+
+/// A name or value from the manifest as a refusal shows it (escaped,
+/// bounded: the manifest is not lockstep's).
+fn shown(text: &str) -> String {
+    lockstep_core::error::shown(text, SHOWN_CHARS)
+}
 
 /// What a bundle says about itself.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -286,7 +294,7 @@ pub fn load(dir: &Path) -> Result<Loaded, Error> {
         .and_then(|k| k.as_str())
         .filter(|k| *k != "bench")
     {
-        return Err(refuse(format!("{MANIFEST} is a {kind} bundle"))
+        return Err(refuse(format!("{MANIFEST} is a {} bundle", shown(kind)))
             .hint("run a test bundle with `lockstep test --from-bundle`"));
     }
     // The schema first: an older manifest lacks what this one reads.
@@ -337,30 +345,30 @@ pub fn load(dir: &Path) -> Result<Loaded, Error> {
 /// One kernel's module is whole and was built from the MLIR the manifest's
 /// compiler and flags say.
 fn check_kernel(kernels: &Bucket, manifest: &Manifest, k: &BundledKernel) -> Result<(), String> {
+    let func = shown(&k.func_name);
     let Some(key) = lockstep_cache::Key::parse(&k.key) else {
         return Err(format!(
-            "kernel {} has no valid key ({:?})",
-            k.func_name, k.key
+            "kernel {func} has no valid key (`{}`)",
+            shown(&k.key)
         ));
     };
     let slot = kernels.slot(&key, Some(&k.func_name));
     let entry = slot.peek().ok_or_else(|| {
         format!(
-            "the module of {} is missing or does not match its seal (sizes and sha256 in {})",
-            k.func_name,
+            "the module of {func} is missing or does not match its seal (sizes and sha256 in {})",
             slot.path("json").display()
         )
     })?;
     let source = entry
         .file(cache::SOURCE)
-        .ok_or_else(|| format!("the MLIR of {} is missing", k.func_name))?;
+        .ok_or_else(|| format!("the MLIR of {func} is missing"))?;
     let mlir = lockstep_core::fs::read_tree_text("the bundle file", source, MAX_MLIR_BYTES)
         .map_err(|e| e.message)?;
     let expected = cache::key(&manifest.compiler.key_identity, &mlir, &manifest.flags);
     if expected != key {
         return Err(format!(
-            "the module of {} was not built by the compiler its manifest names ({}) with its flags: its key is {key}, they give {expected}",
-            k.func_name, manifest.compiler.version
+            "the module of {func} was not built by the compiler its manifest names ({}) with its flags: its key is {key}, they give {expected}",
+            shown(&manifest.compiler.version)
         ));
     }
     Ok(())
@@ -481,5 +489,35 @@ mod tests {
         std::fs::remove_file(b.join(COMMANDS)).unwrap();
         minimal(b, 1);
         refused(&["has schema 1, this lockstep reads 2"]);
+    }
+
+    /// What a hostile manifest names (its kind, a kernel's name and key, a
+    /// file it lists) is shown escaped and cut: no refusal grows with it.
+    #[test]
+    fn a_manifest_s_names_are_shown_bounded_and_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = dir.path();
+        let long = format!("\u{1b}[2J{}", "x".repeat(20_000));
+        let listed = |extra: &str| {
+            minimal(b, SCHEMA);
+            let mut manifest: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(b.join(MANIFEST)).unwrap()).unwrap();
+            manifest["files"][extra] = serde_json::json!({"size": 1, "sha256": long});
+            manifest
+        };
+        let mut kind = listed("commands.txt");
+        kind["kind"] = long.clone().into();
+        let mut kernel = listed("commands.txt");
+        kernel["files"] = serde_json::to_value(Listing::of(b, &unlisted, "B").unwrap()).unwrap();
+        kernel["kernels"] =
+            serde_json::json!([{"func_name": long, "key": long, "inputs_sha256": []}]);
+        for manifest in [kind, kernel, listed(&long), listed("a/b")] {
+            std::fs::write(b.join(MANIFEST), manifest.to_string()).unwrap();
+            let err = load(b).err().expect("refused");
+            assert_eq!(err.exit_code(), 2);
+            let text = err.render();
+            assert!(text.len() < 4_000, "{} bytes: {}", text.len(), &text[..300]);
+            assert!(!text.contains('\u{1b}'), "{text}");
+        }
     }
 }

@@ -57,6 +57,19 @@ pub fn spelled(text: &str) -> String {
     escape_controls(text, |_| false).into_owned()
 }
 
+/// A name or value from input as an error quotes it: [`spelled`] (every
+/// character [`hides_text`] names escaped) and at most `max_chars` of it,
+/// cut with `…`, so that a hostile file's names (a bundle's manifest, a
+/// server's answer) never make a message unbounded.
+pub fn shown(text: &str, max_chars: usize) -> String {
+    let cut: String = text.chars().take(max_chars).collect();
+    let mut out = spelled(&cut);
+    if text.chars().nth(max_chars).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 impl Error {
     /// An operation failed (exit 1).
     pub fn failed(message: impl Into<String>) -> Self {
@@ -302,5 +315,13 @@ mod tests {
                 "{plain}"
             );
         }
+    }
+
+    #[test]
+    fn shown_escapes_and_cuts() {
+        assert_eq!(shown("plain", 10), "plain");
+        assert_eq!(shown("a\u{1b}b", 10), "a\\u{1b}b");
+        assert_eq!(shown(&"é".repeat(30), 5), format!("{}…", "é".repeat(5)));
+        assert_eq!(shown("12345", 5), "12345");
     }
 }

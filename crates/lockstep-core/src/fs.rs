@@ -206,6 +206,13 @@ fn read_fifo(
     }
 }
 
+/// A path in a tree lockstep did not write as its errors name it: spelled
+/// ([`crate::error::spelled`]), so that a name holding a newline, CR or ESC
+/// stays one line of the message and hides nothing.
+fn shown(path: &Path) -> String {
+    crate::error::spelled(&path.display().to_string())
+}
+
 /// Opens a file lockstep finds in a tree it did not write (a repository's
 /// tracked files, a bundle, a suite) for reading, never blocking: opened
 /// non-blocking (a FIFO opens at once), then refused unless what was opened
@@ -217,7 +224,7 @@ fn read_fifo(
 pub fn open_tree_file(what: &str, path: &Path, max_bytes: u64) -> Result<(std::fs::File, u64)> {
     use std::os::unix::fs::OpenOptionsExt;
     let fail = |problem: String| {
-        Error::usage(format!("{what} {} {problem}", path.display()))
+        Error::usage(format!("{what} {} {problem}", shown(path)))
             .hint("it must be a regular file in the tree (not a FIFO, a device or a kernel file); replace it with one")
     };
     let file = std::fs::OpenOptions::new()
@@ -268,7 +275,7 @@ pub fn read_tree_file(what: &str, path: &Path, max_bytes: u64) -> Result<Vec<u8>
     file.take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| {
-            Error::failed(format!("{what} {} cannot be read", path.display())).cause(e.to_string())
+            Error::failed(format!("{what} {} cannot be read", shown(path))).cause(e.to_string())
         })?;
     if bytes.len() as u64 > max_bytes {
         return Err(too_large(what, path, max_bytes));
@@ -279,7 +286,7 @@ pub fn read_tree_file(what: &str, path: &Path, max_bytes: u64) -> Result<Vec<u8>
 /// [`read_tree_file`] for text: invalid UTF-8 is an error naming the file.
 pub fn read_tree_text(what: &str, path: &Path, max_bytes: u64) -> Result<String> {
     String::from_utf8(read_tree_file(what, path, max_bytes)?).map_err(|e| {
-        Error::usage(format!("{what} {} is not UTF-8 text", path.display())).cause(format!(
+        Error::usage(format!("{what} {} is not UTF-8 text", shown(path))).cause(format!(
             "invalid byte at offset {}",
             e.utf8_error().valid_up_to()
         ))
@@ -296,7 +303,7 @@ pub fn sha256_tree_file(what: &str, path: &Path, max_bytes: u64) -> Result<(Stri
     let mut hasher = Sha256::new();
     let read =
         std::io::copy(&mut file.take(max_bytes.saturating_add(1)), &mut hasher).map_err(|e| {
-            Error::failed(format!("{what} {} cannot be read", path.display())).cause(e.to_string())
+            Error::failed(format!("{what} {} cannot be read", shown(path))).cause(e.to_string())
         })?;
     if read > max_bytes {
         return Err(too_large(what, path, max_bytes));
@@ -379,7 +386,7 @@ pub fn read_input_text(what: &str, path: &Path, max_bytes: u64) -> Result<String
 fn too_large(what: &str, path: &Path, max_bytes: u64) -> Error {
     Error::usage(format!(
         "{what} {} is larger than {max_bytes} bytes, the most lockstep reads from it",
-        path.display()
+        shown(path)
     ))
     .hint("check that it is the file you meant")
 }
@@ -647,6 +654,38 @@ mod tests {
             missing.message.contains("does not exist"),
             "{}",
             missing.message
+        );
+    }
+
+    /// A tree's names are not lockstep's: one holding a newline, a tab
+    /// or ESC is named spelled, one line, whatever the refusal.
+    #[test]
+    fn a_tree_file_is_named_spelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("a\nb\tc\u{1b}[2J");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let big = dir.path().join("big\nfile");
+        std::fs::write(&big, vec![b'x'; 11]).unwrap();
+        let bad = dir.path().join("bad\rtext");
+        std::fs::write(&bad, [0xff, 0xfe]).unwrap();
+        for err in [
+            read_tree_file("FILE", &fifo, 10).unwrap_err(),
+            sha256_tree_file("FILE", &fifo, 10).unwrap_err(),
+            read_tree_file("FILE", &big, 10).unwrap_err(),
+            read_tree_text("FILE", &bad, 10).unwrap_err(),
+            read_tree_file("FILE", &dir.path().join("no\nne"), 10).unwrap_err(),
+        ] {
+            assert!(
+                !err.message.contains(['\n', '\t', '\r', '\u{1b}']),
+                "{:?}",
+                err.message
+            );
+        }
+        let err = read_tree_file("FILE", &fifo, 10).unwrap_err();
+        assert!(
+            err.message.contains("a\\nb\\tc\\u{1b}[2J is a FIFO"),
+            "{}",
+            err.message
         );
     }
 

@@ -26,6 +26,18 @@ pub const MAX_DEPTH: usize = 64;
 pub const MAX_ENTRIES: usize = 1_000_000;
 /// The most files one refusal names.
 const MAX_SHOWN: usize = 10;
+/// The longest path a listing may name (Linux's PATH_MAX), and the longest
+/// part of one (NAME_MAX): a longer one is no path inside the directory.
+const MAX_PATH_BYTES: usize = 4096;
+const MAX_NAME_BYTES: usize = 255;
+/// How much of a listed path a refusal shows.
+const SHOWN_CHARS: usize = 200;
+
+/// A listed path as a refusal names it: escaped and bounded (a manifest's
+/// names are not lockstep's).
+fn shown(rel: &str) -> String {
+    crate::error::shown(rel, SHOWN_CHARS)
+}
 
 /// A directory's files by relative path (`/`-separated, UTF-8).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,25 +90,28 @@ impl Listing {
         for (rel, kind) in entries(dir, skip, what)? {
             if kind != Kind::Dir && !self.0.contains_key(&rel) {
                 problems.push(format!(
-                    "{rel} is not one of the files {manifest} lists (added after it was made)"
+                    "{} is not one of the files {manifest} lists (added after it was made)",
+                    shown(&rel)
                 ));
             }
         }
         for (rel, record) in &self.0 {
             if !is_relative_path(rel) || skip(rel) {
                 problems.push(format!(
-                    "{manifest} lists {:?}, which is not a path inside it",
-                    crate::error::printable_line(rel)
+                    "{manifest} lists `{}`, which is not a path inside it",
+                    shown(rel)
                 ));
                 continue;
             }
             let path = dir.join(rel);
             match crate::fs::sha256_tree_file("the file", &path, record.size) {
-                Err(e) => problems.push(format!("{rel} cannot be used: {}", e.message)),
+                Err(e) => problems.push(format!("{} cannot be used: {}", shown(rel), e.message)),
                 Ok((sha256, size)) if size != record.size || sha256 != record.sha256 => {
                     problems.push(format!(
-                        "{rel} does not match {manifest} ({size} bytes, sha256 {sha256}; {manifest} records {} bytes, sha256 {})",
-                        record.size, record.sha256
+                        "{} does not match {manifest} ({size} bytes, sha256 {sha256}; {manifest} records {} bytes, sha256 {})",
+                        shown(rel),
+                        record.size,
+                        crate::error::shown(&record.sha256, 64)
                     ))
                 }
                 Ok(_) => {}
@@ -134,9 +149,12 @@ impl Listing {
     }
 }
 
-/// `rel` is a plain relative path: no `..`, `.`, root, empty or NUL part.
+/// `rel` is a plain relative path: no `..`, `.`, root, empty or NUL part,
+/// no longer than a path or a name can be.
 fn is_relative_path(rel: &str) -> bool {
     !rel.is_empty()
+        && rel.len() <= MAX_PATH_BYTES
+        && rel.split('/').all(|part| part.len() <= MAX_NAME_BYTES)
         && !rel.contains('\0')
         && !rel.contains('\\')
         && rel.split('/').all(|part| !part.is_empty())
@@ -200,7 +218,8 @@ fn entries(dir: &Path, skip: Skip<'_>, what: &str) -> Result<Vec<(String, Kind)>
             if kind == Kind::Dir {
                 if depth + 1 > MAX_DEPTH {
                     return Err(Error::usage(format!(
-                        "{what}: {rel} is more than {MAX_DEPTH} levels deep"
+                        "{what}: {} is more than {MAX_DEPTH} levels deep",
+                        shown(&rel)
                     )));
                 }
                 pending.push((rel.clone(), depth + 1));
@@ -322,6 +341,44 @@ mod tests {
                 err.message.contains("which is not a path inside it"),
                 "{bad}: {err:?}"
             );
+        }
+    }
+
+    /// A listing is the manifest's word: a path longer than a path can
+    /// be, or one holding control characters, is named escaped and cut,
+    /// so no refusal grows with it or rewrites the terminal.
+    #[test]
+    fn listed_names_are_shown_bounded_and_escaped() {
+        let dir = tree();
+        let long = "x".repeat(20_000);
+        let deep = "a/".repeat(3000) + "x";
+        let wide = format!("{}/x", "n".repeat(300));
+        for bad in [
+            long.as_str(),
+            deep.as_str(),
+            wide.as_str(),
+            "esc\u{1b}[2J\u{202e}",
+        ] {
+            let mut listing = Listing::of(dir.path(), &skip, "B").unwrap();
+            listing.0.insert(
+                bad.to_string(),
+                FileRecord {
+                    size: 1,
+                    sha256: "\u{1b}]0;x".repeat(10_000),
+                },
+            );
+            let err = listing
+                .check(dir.path(), &skip, "B", "manifest.json")
+                .unwrap_err();
+            let text = err.render();
+            assert!(text.len() < 2_000, "{} bytes", text.len());
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+                "{text:?}"
+            );
+            if bad.len() > 4096 || bad.split('/').any(|p| p.len() > 255) {
+                assert!(text.contains("which is not a path inside it"), "{text}");
+            }
         }
     }
 }

@@ -10,15 +10,18 @@
 //! inputs (part of `scripts/test`); `scripts/fuzz` runs each for minutes and
 //! keeps inputs with new outcomes in the corpus.
 
+pub mod lit;
 /// The binary's list of lockstep.toml's tables, compiled from its own file
 /// so that the fuzz target checks exactly what the binary loads.
 #[path = "../../lockstep/src/config.rs"]
 #[allow(dead_code)]
 mod lockstep_config;
 pub mod mutate;
+pub mod ready;
 pub mod run;
 pub mod surface;
 pub mod targets;
+pub mod trees;
 
 pub use run::{fuzz, Limits, Report};
 pub use targets::{all, find, Outcome, Target};

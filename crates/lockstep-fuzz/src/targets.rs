@@ -468,8 +468,166 @@ pub fn all() -> Vec<Target> {
             ],
             heavy: true,
         },
+        Target {
+            name: "bench-bundle",
+            run: crate::trees::bench_bundle,
+            dictionary: BUNDLE_WORDS,
+            heavy: false,
+        },
+        Target {
+            name: "test-bundle",
+            run: crate::trees::test_bundle,
+            dictionary: BUNDLE_WORDS,
+            heavy: false,
+        },
+        Target {
+            name: "init-repo",
+            run: crate::trees::init_repo,
+            dictionary: &[
+                "\nfile ",
+                "\nlink ",
+                "\nfifo ",
+                "\ndir ",
+                "\npin ",
+                " @outside-fifo",
+                " @outside",
+                " /dev/zero",
+                " /proc/self/status",
+                "pyproject.toml",
+                "setup.py",
+                "workspace.bzl",
+                "llvm_version.txt",
+                "llvm-hash.txt",
+                ".gitmodules",
+                ".gitignore",
+                "lit.cfg.py",
+                "a.suite.toml",
+                "config.json",
+                "run_module_io_flags.txt",
+                "model.mlir",
+                "third_party/llvm-project",
+                "[project]\\nname = \"demo\"",
+                "LLVM_COMMIT = \"0123456789abcdef0123456789abcdef01234567\"",
+                "LLVM_SHA256 = \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"",
+                "[submodule \"llvm\"]\\n\\tpath = third_party/llvm-project\\n\\turl = https://github.com/llvm/llvm-project.git\\n",
+                "{\"config_name\": \"c\", \"iree_compile_flags\": []}",
+                "\\n[[integrate.verdicts]]\\nverdict = \"good\"\\n",
+                "\\n",
+                "\\r",
+                "\\e[31m",
+                "\\u{202e}",
+                "\\u{85}",
+                "\\t",
+                "\\s",
+                "\"",
+                "'",
+                "/",
+            ],
+            heavy: true,
+        },
+        Target {
+            name: "lit-config",
+            run: crate::lit::lit_config,
+            dictionary: &[
+                "import sys\nsys.exit(0)\n",
+                "import os\nos._exit(0)\n",
+                "import lit.formats\n",
+                "config.test_format = lit.formats.ShTest()\n",
+                "config.suffixes = ['.txt']\n",
+                "config.suffixes = []\n",
+                "config.excludes = ['b.txt']\n",
+                "config.name = ''\n",
+                "config.unsupported = True\n",
+                "raise ValueError('fuzz')\n",
+                "if '-o' in sys.argv:\n    os._exit(0)\n",
+                "if '--show-tests' in sys.argv:\n    ",
+                "#--- a.txt\n",
+                "#--- sub/b.txt\n",
+                "#--- lit.local.cfg\n",
+                "# RUN: true\n",
+                "# RUN: false\n",
+                "# RUN: echo x | FileCheck %s\n# CHECK: x\n",
+                "# XFAIL: *\n",
+                "# REQUIRES: gpu\n",
+                "# UNSUPPORTED: true\n",
+                "\\e",
+                "\n",
+            ],
+            heavy: true,
+        },
+        Target {
+            name: "ready-answer",
+            run: crate::ready::ready_answer,
+            dictionary: &[
+                "\n--\n",
+                "{\"total_count\":1,\"check_runs\":[",
+                "{\"id\":1,\"name\":\"build\",\"status\":\"completed\",\"conclusion\":\"success\"}",
+                "{\"id\":2,\"name\":null,\"status\":\"completed\",\"conclusion\":\"failure\"}",
+                "{\"status\":\"in_progress\",\"conclusion\":null}",
+                "\"conclusion\":\"neutral\"",
+                "\"conclusion\":\"skipped\"",
+                "\"conclusion\":\"cancelled\"",
+                "\"conclusion\":\"timed_out\"",
+                "\"total_count\":101",
+                "<https://api.github.com/repos/o/r/commits/x/check-runs?page=2>; rel=\"next\"",
+                "; rel=\"last\", ",
+                "rel=next",
+                "{\"data\":{\"markPullRequestReadyForReview\":{\"pullRequest\":{\"isDraft\":false}}}}",
+                "{\"data\":null}",
+                "\"errors\":[{\"message\":\"no\"}]",
+                "\"errors\":[]",
+                "\"isDraft\":true",
+                "\"isDraft\":\"false\"",
+                "null",
+                "[]",
+                "{}",
+                ",",
+            ],
+            heavy: false,
+        },
     ]
 }
+
+/// What the bundle targets' programs are made of: operations, the hostile
+/// things a bundle holds, and a manifest's fields.
+const BUNDLE_WORDS: &[&str] = &[
+    "\nfile ",
+    "\nfifo ",
+    "\nlink ",
+    "\ndir ",
+    "\ndeep 70",
+    "\nsparse ",
+    "\nrm ",
+    "\nlisting",
+    "\nkernel gemm_2x2 ",
+    "\nmanifest ",
+    " /dev/zero",
+    " /dev/urandom",
+    " /proc/self/status",
+    " @outside",
+    " @outside-fifo",
+    " @outside-dir",
+    "bundle.json",
+    "commands.txt",
+    "lockstep.toml",
+    "kernels/",
+    "suites/s/",
+    ".locks/",
+    "{FILES}",
+    "{KERNELS}",
+    "\"schema\":2",
+    "\"schema\":1",
+    "\"kind\":\"bench\"",
+    "\"kind\":\"test\"",
+    "\"files\":{}",
+    "\"files\":{\"../x\":{\"size\":1,\"sha256\":\"00\"}}",
+    "\"size\":18446744073709551615",
+    "\"flags\":[\"--iree-llvmcpu-target-cpu=host\"]",
+    "[test]\\npaths = [\"suites/s\"]",
+    "\\n",
+    "\\e",
+    "\"",
+];
 
 /// What the release targets' records are made of: placeholders for the
 /// Release's own base, tag and asset digest, and the shapes a hostile
@@ -831,10 +989,35 @@ fn named_key(message: &str, key: &str) -> Outcome {
 /// The kind of a refusal: its first line up to the first quote, where the
 /// quoted input begins (the runner tells outcomes apart by their text, and
 /// the input's own quote characters would make every refusal look new).
-fn kind_of(message: &str) -> String {
+pub(crate) fn kind_of(message: &str) -> String {
     let first = message.lines().next().unwrap_or("");
     let end = first.find(['`', '"', '\'']).unwrap_or(first.len());
     first[..end].to_string()
+}
+
+/// [`kind_of`] for refusals that name what the input made (paths, keys,
+/// names, values from a hostile tree or answer): every word the input
+/// holds (of 3 characters or more), and every word holding a `/`, a `.`,
+/// a backslash, a character outside ASCII or a digit, becomes `P` (a run
+/// of them one `P`), and only the first 16 words count, so that the runner
+/// tells refusals apart by the product's own words, not by the names in
+/// them.
+pub(crate) fn kind_of_named(message: &str, input: &[u8]) -> String {
+    let kind = kind_of(message);
+    let mut words: Vec<&str> = Vec::new();
+    for word in kind.split_whitespace() {
+        let bare = word.trim_matches(|c: char| c.is_ascii_punctuation());
+        let named = word.contains(['/', '.', '\\'])
+            || !word.is_ascii()
+            || word.contains(|c: char| c.is_ascii_digit())
+            || (bare.len() >= 3 && input.windows(bare.len()).any(|w| w == bare.as_bytes()));
+        let word = if named { "P" } else { word };
+        if !(word == "P" && words.last() == Some(&"P")) {
+            words.push(word);
+        }
+    }
+    words.truncate(16);
+    words.join(" ")
 }
 
 /// [`refused`], with the outcome's text cut by [`kind_of`].

@@ -50,3 +50,44 @@ fn every_target_keeps_the_contract() {
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
+
+/// The seeds of the targets over hostile trees and answers say what they
+/// are: a seed named `valid*` is accepted, every other one refused (a
+/// refusal that names the bundle, suite, path or answer), so the corpus
+/// reaches both sides of each check.
+#[test]
+fn the_seeds_of_the_tree_and_answer_targets_are_what_their_names_say() {
+    let mut wrong = Vec::new();
+    for name in [
+        "bench-bundle",
+        "test-bundle",
+        "init-repo",
+        "lit-config",
+        "ready-answer",
+    ] {
+        let target = lockstep_fuzz::find(name).expect("a target");
+        let mut files: Vec<_> = std::fs::read_dir(corpus_dir().join(name))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        files.sort();
+        for file in files {
+            let seed = file.file_name().unwrap().to_string_lossy().into_owned();
+            if seed.len() == 16 && seed.chars().all(|c| c.is_ascii_hexdigit()) {
+                // Saved by `scripts/fuzz --save`: a new outcome, either way.
+                continue;
+            }
+            let outcome = (target.run)(&std::fs::read(&file).unwrap());
+            let fine = match &outcome {
+                lockstep_fuzz::Outcome::Accepted => seed.starts_with("valid"),
+                lockstep_fuzz::Outcome::Refused(_) => !seed.starts_with("valid"),
+                lockstep_fuzz::Outcome::Unnamed(_) => false,
+            };
+            if !fine {
+                wrong.push(format!("{name}/{seed}: {outcome:?}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -138,7 +138,10 @@ pub fn check_names(survey: &Survey) -> Result<(), Error> {
     if let Some(pin) = &survey.pin {
         match pin {
             FoundPin::Submodule { path, url } => {
-                names.push(("the submodule's path ([integrate] submodule)", path));
+                names.push((
+                    "the submodule's path in .gitmodules ([integrate] submodule)",
+                    path,
+                ));
                 if let Some(url) = url {
                     names.push((
                         "the submodule's URL in .gitmodules ([integrate] upstream-url)",
@@ -230,7 +233,10 @@ fn parent(path: &str) -> &str {
 fn read_bounded(dir: &Path, rel: &str) -> Result<Option<String>, Error> {
     let path = dir.join(rel);
     let unreadable = |e: Error| {
-        Error::usage(format!("cannot read {}", path.display()))
+        Error::usage(format!(
+            "cannot read {}",
+            spelled(&path.display().to_string())
+        ))
             .cause(e.to_string())
             .hint("lockstep init reads it for its name (a pin, a package, a config): make it a readable regular file or remove it from the repository, then run `lockstep init` again; nothing was written")
     };
@@ -594,4 +600,44 @@ fn tests(dir: &Path, files: &[String]) -> Result<(Vec<String>, Vec<String>), Err
         }
     }
     Ok((paths.into_iter().collect(), configs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file init cannot read is named spelled, on one line, whatever its
+    /// name holds (a newline would split the message into two).
+    #[test]
+    fn an_unreadable_file_is_named_spelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "a\nb\tllvm_version.txt";
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(name)).unwrap();
+        let err = read_bounded(dir.path(), name).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let text = format!("{}\n{}", err.message, err.causes.join("\n"));
+        assert!(text.contains(&spelled(name)), "{text}");
+        assert_eq!(text.lines().count(), 2, "{text:?}");
+    }
+
+    /// A refused name says where it came from: a submodule's path is read
+    /// from .gitmodules (as its URL is), not from a file of that name.
+    #[test]
+    fn a_refused_submodule_path_names_gitmodules() {
+        let survey = Survey {
+            pin: Some(FoundPin::Submodule {
+                path: "llvm\u{1b}]0;x".into(),
+                url: None,
+            }),
+            ..Survey::default()
+        };
+        let err = check_names(&survey).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.message.contains("the submodule's path in .gitmodules")
+                && err.message.contains("llvm\\u{1b}]0;x"),
+            "{}",
+            err.message
+        );
+    }
 }

@@ -237,7 +237,9 @@ pub fn for_command(
 /// `(compiler version, runtime version)` when modules compiled with the
 /// IREE of `built` (a bundle's packages) meet another IREE runtime here
 /// (a module's format follows its compiler); `None` when they agree or
-/// either version is unknown.
+/// either version is unknown. Both as a message shows them: the bundle's
+/// is the bundle's word, escaped and cut
+/// ([`lockstep_core::error::shown`]).
 pub fn runtime_mismatch(
     built: &[(String, String)],
     here: &[(String, String)],
@@ -250,7 +252,12 @@ pub fn runtime_mismatch(
     };
     let built = version(built, PACKAGES[0])?;
     let here = version(here, PACKAGES[1])?;
-    (built != here).then_some((built, here))
+    (built != here).then(|| {
+        (
+            lockstep_core::error::shown(&built, 80),
+            lockstep_core::error::shown(&here, 80),
+        )
+    })
 }
 
 /// The IREE runtime tools a command that compiles nothing uses (`lockstep

@@ -394,7 +394,7 @@ pub fn check(
         return Err(refuse(format!(
             "{} not in the bundle under the keys its compiler ({}) gives: {}{}",
             lockstep_core::words::count(missing.len(), "test's module is", "tests' modules are"),
-            manifest.compiler_version,
+            lockstep_core::error::shown(&manifest.compiler_version, 80),
             shown.join(", "),
             if missing.len() > shown.len() { ", ..." } else { "" }
         ))
