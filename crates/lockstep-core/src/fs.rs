@@ -227,6 +227,22 @@ pub fn open_tree_file(what: &str, path: &Path, max_bytes: u64) -> Result<(std::f
         Error::usage(format!("{what} {} {problem}", shown(path)))
             .hint("it must be a regular file in the tree (not a FIFO, a device or a kernel file); replace it with one")
     };
+    let refuse = |kind: &str| {
+        let link = path
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink());
+        let through = if link { " (through a link)" } else { "" };
+        fail(format!("is {kind}{through}, not a regular file"))
+    };
+    // Looked at before it is opened: opening a device can act (a watchdog
+    // arms, a tape rewinds, a terminal becomes the controlling one).
+    let before = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => fail("does not exist".to_string()),
+        _ => fail(format!("cannot be read: {e}")),
+    })?;
+    if let Some(kind) = not_regular(&before) {
+        return Err(refuse(kind));
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
@@ -235,11 +251,27 @@ pub fn open_tree_file(what: &str, path: &Path, max_bytes: u64) -> Result<(std::f
             std::io::ErrorKind::NotFound => fail("does not exist".to_string()),
             _ => fail(format!("cannot be read: {e}")),
         })?;
+    // And again what was opened: a path swapped between the look and the
+    // open cannot pass.
     let meta = file
         .metadata()
         .map_err(|e| fail(format!("cannot be read: {e}")))?;
+    if let Some(kind) = not_regular(&meta) {
+        return Err(refuse(kind));
+    }
+    if on_kernel_filesystem(&file) {
+        return Err(refuse("a kernel file (/proc, /sys)"));
+    }
+    if meta.len() > max_bytes {
+        return Err(too_large(what, path, max_bytes));
+    }
+    Ok((file, meta.len()))
+}
+
+/// What a file is when it is not a regular one.
+fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
     let kind = meta.file_type();
-    let not_regular = if kind.is_dir() {
+    if kind.is_dir() {
         Some("a directory")
     } else if kind.is_fifo() {
         Some("a FIFO")
@@ -249,22 +281,9 @@ pub fn open_tree_file(what: &str, path: &Path, max_bytes: u64) -> Result<(std::f
         Some("a socket")
     } else if !kind.is_file() {
         Some("not a regular file")
-    } else if on_kernel_filesystem(&file) {
-        Some("a kernel file (/proc, /sys)")
     } else {
         None
-    };
-    if let Some(kind) = not_regular {
-        let link = path
-            .symlink_metadata()
-            .is_ok_and(|m| m.file_type().is_symlink());
-        let through = if link { " (through a link)" } else { "" };
-        return Err(fail(format!("is {kind}{through}, not a regular file")));
     }
-    if meta.len() > max_bytes {
-        return Err(too_large(what, path, max_bytes));
-    }
-    Ok((file, meta.len()))
 }
 
 /// Reads the file [`open_tree_file`] opens, whole (at most `max_bytes`: a
@@ -615,6 +634,15 @@ mod tests {
         std::fs::create_dir_all(blocked.join("inner")).unwrap();
         assert!(write_atomic(&blocked, b"x").is_err());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_device_is_named_before_it_is_ever_opened() {
+        // /dev/tty cannot be opened without a controlling terminal (a test
+        // run has none, or has one it must not take): named as a device,
+        // not an error from opening it.
+        let err = read_tree_file("FILE", Path::new("/dev/tty"), 10).unwrap_err();
+        assert!(err.message.contains("is a device"), "{}", err.message);
     }
 
     #[test]
