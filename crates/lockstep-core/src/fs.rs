@@ -634,7 +634,11 @@ mod tests {
         let venv = real.join("iree-3.13.0/venv");
         std::fs::create_dir_all(venv.join("bin")).unwrap();
         std::fs::create_dir_all(venv.join("lib/python3.12/site-packages/m")).unwrap();
-        std::fs::write(venv.join("lib/python3.12/site-packages/m/big.so"), vec![1u8; 3000]).unwrap();
+        std::fs::write(
+            venv.join("lib/python3.12/site-packages/m/big.so"),
+            vec![1u8; 3000],
+        )
+        .unwrap();
         std::fs::write(venv.join("pyvenv.cfg"), b"home = /x\n").unwrap();
         std::os::unix::fs::symlink(outside.join("python3.12"), venv.join("bin/python")).unwrap();
         std::os::unix::fs::symlink("python", venv.join("bin/python3")).unwrap();

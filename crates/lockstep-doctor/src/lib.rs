@@ -424,8 +424,10 @@ mod tests {
     /// An IREE toolchain added to `toolchains`; returns its bytes.
     fn install_iree(toolchains: &Path, python: &Path) -> u64 {
         let venv = toolchains.join("iree-3.13.0/venv");
-        let total = file(&venv.join("lib/python3.12/site-packages/iree/compiler.so"), 5000)
-            + file(&toolchains.join("iree-3.13.0/toolchain.json"), 200);
+        let total = file(
+            &venv.join("lib/python3.12/site-packages/iree/compiler.so"),
+            5000,
+        ) + file(&toolchains.join("iree-3.13.0/toolchain.json"), 200);
         std::fs::create_dir_all(venv.join("bin")).unwrap();
         std::os::unix::fs::symlink(python, venv.join("bin/python")).unwrap();
         total

@@ -254,7 +254,10 @@ with zipfile.ZipFile(sys.argv[1] + "/tiny-1.0-py3-none-any.whl", "w") as z:
     common::expect(&mut cmd, 0);
     let started = std::fs::read_to_string(pyenv.join("versions/3.99.1/started"))
         .expect("uv ran the pyenv interpreter");
-    assert!(started.contains("versions/3.99.1/bin/python3.99"), "{started}");
+    assert!(
+        started.contains("versions/3.99.1/bin/python3.99"),
+        "{started}"
+    );
     assert!(venv.join("lib").is_dir() && venv.join(".lockstep-venv.json").is_file());
     // Nowhere: the message of `pkg build`, exit 2, nothing made.
     let other = p.root().join("v2");
