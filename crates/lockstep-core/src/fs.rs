@@ -410,12 +410,23 @@ fn too_large(what: &str, path: &Path, max_bytes: u64) -> Error {
     .hint("check that it is the file you meant")
 }
 
-/// The bytes of the regular files under `dir` (links not followed; what
-/// cannot be read counts as nothing): how big a site or store is.
+/// The bytes of the regular files under `dir` (links inside not followed;
+/// what cannot be read counts as nothing): how big a site, a store or one
+/// of lockstep's directories is. `dir` itself may be a link to the
+/// directory (`$LOCKSTEP_TOOLCHAINS` on another disk).
 pub fn dir_size(dir: &Path) -> u64 {
+    dir_size_without(dir, &[])
+}
+
+/// As [`dir_size`], leaving out the directories in `skip` (paths as they
+/// appear under `dir`: another line of a listing counts them).
+pub fn dir_size_without(dir: &Path, skip: &[&Path]) -> u64 {
     let mut total = 0u64;
     let mut pending = vec![dir.to_path_buf()];
     while let Some(next) = pending.pop() {
+        if skip.contains(&next.as_path()) {
+            continue;
+        }
         let Ok(entries) = std::fs::read_dir(&next) else {
             continue;
         };
@@ -634,6 +645,42 @@ mod tests {
         std::fs::create_dir_all(blocked.join("inner")).unwrap();
         assert!(write_atomic(&blocked, b"x").is_err());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    /// The shapes of lockstep's directories: venvs whose `bin/python` is a
+    /// link out of the tree, a linked directory, a FIFO, the directory
+    /// itself reached through a link: only the regular files inside count.
+    #[test]
+    fn dir_size_counts_the_regular_files_inside_and_follows_only_the_top_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("python3.12"), vec![0u8; 5000]).unwrap();
+        let venv = real.join("iree-3.13.0/venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::create_dir_all(venv.join("lib/python3.12/site-packages/m")).unwrap();
+        std::fs::write(
+            venv.join("lib/python3.12/site-packages/m/big.so"),
+            vec![1u8; 3000],
+        )
+        .unwrap();
+        std::fs::write(venv.join("pyvenv.cfg"), b"home = /x\n").unwrap();
+        std::os::unix::fs::symlink(outside.join("python3.12"), venv.join("bin/python")).unwrap();
+        std::os::unix::fs::symlink("python", venv.join("bin/python3")).unwrap();
+        std::os::unix::fs::symlink("lib", venv.join("lib64")).unwrap();
+        std::os::unix::fs::symlink(&outside, real.join("elsewhere")).unwrap();
+        std::fs::create_dir_all(real.join("uv/0.9.0")).unwrap();
+        std::fs::write(real.join("uv/0.9.0/uv"), vec![2u8; 700]).unwrap();
+        std::fs::write(real.join(".iree-3.13.0.lock"), b"pid 1\n").unwrap();
+        nix::unistd::mkfifo(&real.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let expected = 3000 + 10 + 700 + 6;
+        assert_eq!(dir_size(&real), expected);
+        let link = dir.path().join("toolchains");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(dir_size(&link), expected);
+        assert_eq!(dir_size_without(&link, &[&link.join("uv")]), expected - 700);
+        assert_eq!(dir_size(&dir.path().join("missing")), 0);
     }
 
     #[test]

@@ -522,10 +522,14 @@ fn resolve_conflict(ig: &Integrate, culprit: &str, out: &mut dyn Write) -> Resul
     sub.checkout_detached(culprit)?;
     let mut dropped = Vec::new();
     for p in &status.patches {
-        let picked = sub.try_git(&["cherry-pick", "--empty=drop", &p.sha])?;
-        if picked.code != 0 {
-            sub.git(&["cherry-pick", "--abort"])?;
-            dropped.push(p.subject.clone());
+        match sub.cherry_pick(&["--empty=drop", &p.sha]) {
+            Ok(()) => {}
+            // The patch upstream's change made obsolete: dropped.
+            Err(lockstep_git::GitError::Conflict { .. }) => {
+                sub.git(&["cherry-pick", "--abort"])?;
+                dropped.push(p.subject.clone());
+            }
+            Err(e) => return Err(e.into()),
         }
     }
     let head = sub.head()?;

@@ -312,70 +312,173 @@ fn iree(inputs: &Inputs<'_>) -> Tool {
     }
 }
 
-/// Each directory walked once: the cache's areas by `cache info` (the
-/// toolchains are one of them), `$LOCKSTEP_HOME` without them.
+/// Each directory with the bytes of the regular files in it
+/// ([`lockstep_core::fs::dir_size`]), each walked once: the toolchains; the
+/// cache's areas; the cache, its areas inside it counted by their lines;
+/// `$LOCKSTEP_HOME` besides the cache and the toolchains. These are the
+/// directories' own bytes, not what `cache info` counts as prunable
+/// entries: lockstep's uv, build tools and locks live beside the
+/// toolchains and are never entries.
 fn dirs(inputs: &Inputs<'_>) -> Vec<Dir> {
-    let info = inputs.cache.info();
-    let toolchains = info
-        .areas
+    use lockstep_cache::Area;
+    use lockstep_core::fs::{dir_size, dir_size_without};
+    let root = inputs.cache.root();
+    let toolchains = inputs.toolchains;
+    let mut sized: Vec<(PathBuf, u64)> = vec![(toolchains.to_path_buf(), dir_size(toolchains))];
+    let areas: Vec<(Area, PathBuf)> = Area::ALL
         .iter()
-        .find(|a| a.path == inputs.toolchains)
-        .map(|a| a.bytes);
-    let skip = [info.root.as_path(), inputs.toolchains];
+        .map(|&a| (a, inputs.cache.dir(a)))
+        .collect();
+    for (_, path) in &areas {
+        if !sized.iter().any(|(p, _)| p == path) {
+            sized.push((path.clone(), dir_size(path)));
+        }
+    }
+    let bytes_of = |path: &Path| {
+        sized
+            .iter()
+            .find(|(p, _)| p == path)
+            .map_or(0, |(_, bytes)| *bytes)
+    };
+    // The directories inside the cache already sized (not within another).
+    let inside: Vec<&Path> = sized
+        .iter()
+        .map(|(p, _)| p.as_path())
+        .filter(|p| p.starts_with(root) && *p != root)
+        .collect();
+    let outer: Vec<&Path> = inside
+        .iter()
+        .copied()
+        .filter(|p| !inside.iter().any(|q| q != p && p.starts_with(q)))
+        .collect();
+    let cache_bytes = outer
+        .iter()
+        .filter(|p| **p != toolchains)
+        .fold(dir_size_without(root, &outer), |total, p| {
+            total.saturating_add(bytes_of(p))
+        });
     let mut out = vec![
         Dir {
             name: "home ($LOCKSTEP_HOME, besides these)".into(),
             exists: inputs.home.is_dir(),
-            bytes: size_of(inputs.home, &skip, 0),
+            bytes: dir_size_without(inputs.home, &[root, toolchains]),
             path: inputs.home.to_path_buf(),
         },
         Dir {
             name: "toolchains ($LOCKSTEP_TOOLCHAINS)".into(),
-            exists: inputs.toolchains.is_dir(),
-            bytes: toolchains.unwrap_or_else(|| size_of(inputs.toolchains, &[], 0)),
-            path: inputs.toolchains.to_path_buf(),
+            exists: toolchains.is_dir(),
+            bytes: bytes_of(toolchains),
+            path: toolchains.to_path_buf(),
         },
         Dir {
             name: "cache ($LOCKSTEP_CACHE)".into(),
-            exists: info.root.is_dir(),
-            bytes: info
-                .areas
-                .iter()
-                .filter(|a| a.path.starts_with(&info.root))
-                .map(|a| a.bytes)
-                .sum(),
-            path: info.root.clone(),
+            exists: root.is_dir(),
+            bytes: cache_bytes,
+            path: root.to_path_buf(),
         },
     ];
-    for area in &info.areas {
+    for (area, path) in areas {
         out.push(Dir {
-            name: format!("cache area {}", area.name),
-            exists: area.path.is_dir(),
-            bytes: area.bytes,
-            path: area.path.clone(),
+            name: format!("cache area {}", area.name()),
+            exists: path.is_dir(),
+            bytes: bytes_of(&path),
+            path,
         });
     }
     out
 }
 
-/// Bytes of the files under `path` (links not followed, at most 64
-/// levels), leaving out the directories in `skip`.
-fn size_of(path: &Path, skip: &[&Path], depth: usize) -> u64 {
-    if skip.contains(&path) {
-        return 0;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: &Path, bytes: usize) -> u64 {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, vec![7u8; bytes]).unwrap();
+        bytes as u64
     }
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return 0;
-    };
-    if !meta.is_dir() || depth > 64 {
-        return if meta.is_file() { meta.len() } else { 0 };
+
+    fn bytes(dirs: &[Dir], name: &str) -> u64 {
+        dirs.iter()
+            .find(|d| d.name.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name}"))
+            .bytes
     }
-    std::fs::read_dir(path)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| size_of(&e.path(), skip, depth + 1))
-                .sum()
-        })
-        .unwrap_or(0)
+
+    /// lockstep's uv and build tools with their locks, venvs whose
+    /// `bin/python` links out of the tree: what a toolchains directory holds
+    /// before any IREE is installed. Returns the bytes of its files.
+    fn fill(toolchains: &Path, python: &Path) -> u64 {
+        let mut total = file(&toolchains.join("uv/0.9.5/bin/uv"), 4000);
+        total += file(&toolchains.join(".build-tools-v1.lock"), 20);
+        let tools = toolchains.join(".build-tools-v1/venv");
+        total += file(&tools.join("pyvenv.cfg"), 100);
+        total += file(&tools.join("lib/python3.12/site-packages/x/big.so"), 3000);
+        std::fs::create_dir_all(tools.join("bin")).unwrap();
+        std::os::unix::fs::symlink(python, tools.join("bin/python")).unwrap();
+        std::os::unix::fs::symlink("python", tools.join("bin/python3")).unwrap();
+        std::os::unix::fs::symlink("lib", tools.join("lib64")).unwrap();
+        total + file(&toolchains.join(".lit-tools-v1/venv/bin/lit"), 50)
+    }
+
+    /// An IREE toolchain added to `toolchains`; returns its bytes.
+    fn install_iree(toolchains: &Path, python: &Path) -> u64 {
+        let venv = toolchains.join("iree-3.13.0/venv");
+        let total = file(
+            &venv.join("lib/python3.12/site-packages/iree/compiler.so"),
+            5000,
+        ) + file(&toolchains.join("iree-3.13.0/toolchain.json"), 200);
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::os::unix::fs::symlink(python, venv.join("bin/python")).unwrap();
+        total
+    }
+
+    /// The toolchains directory's size is the bytes of its files, not the
+    /// prunable entries `cache info` counts (which leave lockstep's uv and
+    /// build tools out: 0 B for ~100 MB), whether it is the cache's
+    /// toolchains area or a link to another disk; the cache and home lines
+    /// count their own files once.
+    #[test]
+    fn directories_are_sized_by_their_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let python = tmp.path().join("python/bin/python3.12");
+        file(&python, 9000);
+        let home = tmp.path().join("home");
+        let cache_root = home.join("cache");
+        let compile = file(&cache_root.join("compile/ab/KEY.vmfb"), 300);
+        let tag = file(&cache_root.join("CACHEDIR.TAG"), 43);
+        let logs = file(&home.join("logs/python/uv.log"), 11);
+        let cache = Cache::at(&cache_root);
+        let config = ToolchainConfig::default();
+        let sized = |toolchains: &Path| {
+            dirs(&Inputs {
+                toolchain: &config,
+                root: tmp.path(),
+                cache: &cache,
+                toolchains,
+                home: &home,
+            })
+        };
+
+        // The cache's own toolchains area (as `Cache::from_env` sets it).
+        let area = cache.dir(lockstep_cache::Area::Toolchains);
+        let mut expected = fill(&area, &python);
+        let found = sized(&area);
+        assert_eq!(bytes(&found, "toolchains"), expected, "{found:?}");
+        assert_eq!(bytes(&found, "cache area toolchains"), expected);
+        assert_eq!(bytes(&found, "cache area compile"), compile);
+        assert_eq!(bytes(&found, "cache ("), compile + tag);
+        assert_eq!(bytes(&found, "home"), logs);
+        expected += install_iree(&area, &python);
+        assert_eq!(bytes(&sized(&area), "toolchains"), expected);
+
+        // `$LOCKSTEP_TOOLCHAINS` a link to a directory on another disk.
+        let real = tmp.path().join("disk/toolchains");
+        let expected = fill(&real, &python) + install_iree(&real, &python);
+        let link = home.join("toolchains");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let found = sized(&link);
+        assert_eq!(bytes(&found, "toolchains"), expected, "{found:?}");
+        assert_eq!(bytes(&found, "home"), logs);
+    }
 }

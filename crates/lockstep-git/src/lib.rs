@@ -4,6 +4,9 @@
 //! and credentials), never through a reimplementation. Each function here runs
 //! one git command with an argv vector, parses porcelain or `-z` output, and
 //! returns errors that name the repository, the command and git's own message.
+//! Failures a caller decides on (outside a repository, no such ref, a
+//! conflict, a ref taken) are [`GitError`] variants, told apart by exit
+//! status and by asking git, never by reading its words.
 //!
 //! This crate knows nothing about integrates, submodule policies or the store:
 //! it only wraps git.
@@ -16,8 +19,10 @@ use lockstep_core::process;
 use lockstep_core::Error;
 
 pub mod auth;
+mod error;
 pub mod parse;
 pub use auth::RemoteAuth;
+pub use error::GitError;
 pub use parse::{Commit, CommitDetail, Dirty, Merge, Oid, TreeEntry};
 use parse::{DETAIL_FORMAT, LOG_FORMAT};
 
@@ -44,33 +49,25 @@ const REPO_ENV: &[&str] = &[
 /// about installing git: an argument git cannot be given (a NUL byte from a
 /// configuration value, say) is the input's fault and says so.
 pub fn spawn_error(e: std::io::Error) -> Error {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => Error::failed(CANNOT_RUN_GIT)
-            .cause(e.to_string())
-            .hint("install git and put it on PATH"),
-        std::io::ErrorKind::InvalidInput => {
-            Error::usage("cannot pass an argument to git: it contains a NUL character")
-                .cause(e.to_string())
-                .hint("check the names and paths in lockstep.toml and on the command line")
-        }
-        _ => Error::failed(CANNOT_RUN_GIT).cause(e.to_string()),
-    }
+    GitError::Spawn(e).into()
 }
-
-/// The message of [`spawn_error`] when git itself cannot be started.
-const CANNOT_RUN_GIT: &str = "cannot run git";
 
 /// Refuses an argument or environment value git cannot be given (the OS
 /// takes no NUL inside one), naming it, before anything is spawned: such a
 /// value comes from lockstep.toml or the command line, not from a missing
 /// git.
-fn check_args<'s>(values: impl IntoIterator<Item = &'s str>) -> Result<(), Error> {
+fn check_args<'s>(values: impl IntoIterator<Item = &'s str>) -> Result<(), GitError> {
     match values.into_iter().find(|v| v.contains('\0')) {
         None => Ok(()),
-        Some(bad) => Err(Error::usage(format!(
-            "cannot pass {bad:?} to git: it contains a NUL character"
-        ))
-        .hint("remove the NUL (`\\u0000`) from that name or path in lockstep.toml or on the command line")),
+        Some(bad) => Err(GitError::Nul(bad.to_string())),
+    }
+}
+
+/// What git said on stderr, or its exit status when it said nothing.
+fn said(stderr: &str, code: i32) -> String {
+    match stderr.trim() {
+        "" => format!("exit status {code}"),
+        said => said.to_string(),
     }
 }
 
@@ -198,23 +195,30 @@ impl Repo {
         env: &[(&str, &str)],
         input: Option<&[u8]>,
     ) -> Result<Output, Error> {
+        Ok(self.run(args, env, input)?)
+    }
+
+    /// [`Repo::try_git_env`] with its error as a value to match on.
+    pub fn run(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        input: Option<&[u8]>,
+    ) -> Result<Output, GitError> {
         check_args(args.iter().copied())?;
         check_args(env.iter().map(|(_, v)| *v))?;
         let mut cmd = self.command(args);
         cmd.envs(env.iter().copied());
         tracing::debug!(repo = %self.dir.display(), "git {}", args.join(" "));
         let out = process::capture(&mut cmd, input, Some(GIT_TIMEOUT), GIT_BOUNDS)
-            .map_err(spawn_error)?;
+            .map_err(GitError::Spawn)?;
         let code = match out.exit {
             process::Exit::Code(code) => code,
             process::Exit::TimedOut => {
-                return Err(Error::failed(format!(
-                    "`git {}` in {} did not finish within {} minutes and was stopped",
-                    args.join(" "),
-                    self.dir.display(),
-                    GIT_TIMEOUT.as_secs() / 60
-                ))
-                .hint("check for a stalled network connection or a held lock (index.lock), then run it again"))
+                return Err(GitError::TimedOut {
+                    command: args.join(" "),
+                    dir: self.dir.clone(),
+                })
             }
             process::Exit::Signal(_) => -1,
         };
@@ -223,6 +227,20 @@ impl Repo {
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         })
+    }
+
+    /// [`Repo::run`]; a non-zero exit is [`GitError::Failed`].
+    fn checked(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        input: Option<&[u8]>,
+    ) -> Result<String, GitError> {
+        let out = self.run(args, env, input)?;
+        if out.code != 0 {
+            return Err(self.failure(args, &out));
+        }
+        Ok(out.stdout)
     }
 
     /// Runs git; a non-zero exit is an error naming the command and git's message.
@@ -236,11 +254,7 @@ impl Repo {
         env: &[(&str, &str)],
         input: Option<&[u8]>,
     ) -> Result<String, Error> {
-        let out = self.try_git_env(args, env, input)?;
-        if out.code != 0 {
-            return Err(self.failure(args, &out));
-        }
-        Ok(out.stdout)
+        Ok(self.checked(args, env, input)?)
     }
 
     /// [`Repo::try_git`] for a command that talks to `remote` (a remote's
@@ -262,23 +276,18 @@ impl Repo {
     pub fn git_remote(&self, remote: &str, args: &[&str]) -> Result<String, Error> {
         let out = self.try_git_remote(remote, args)?;
         if out.code != 0 {
-            return Err(self.failure(args, &out));
+            return Err(self.failure(args, &out).into());
         }
         Ok(out.stdout)
     }
 
-    fn failure(&self, args: &[&str], out: &Output) -> Error {
-        let msg = out.stderr.trim();
-        Error::failed(format!(
-            "`git {}` failed in {}",
-            args.join(" "),
-            self.dir.display()
-        ))
-        .cause(if msg.is_empty() {
-            format!("exit status {}", out.code)
-        } else {
-            msg.to_string()
-        })
+    fn failure(&self, args: &[&str], out: &Output) -> GitError {
+        GitError::Failed {
+            command: args.join(" "),
+            dir: self.dir.clone(),
+            code: out.code,
+            stderr: out.stderr.trim().to_string(),
+        }
     }
 
     /// A new bare repository at `path` (a remote for tags and exports).
@@ -288,22 +297,24 @@ impl Repo {
         Ok(Repo::new(path))
     }
 
-    /// The top of the work tree containing `dir`.
-    pub fn discover(dir: &Path) -> Result<Repo, Error> {
-        let top = Repo::new(dir)
-            .git(&["rev-parse", "--show-toplevel"])
-            .map_err(|e| {
-                // git that cannot run is not a missing repository.
-                if e.message == CANNOT_RUN_GIT {
-                    return e;
-                }
-                let mut err = e
-                    .context(format!("{} is not inside a git work tree", dir.display()))
-                    .hint("run lockstep from the superproject's checkout, or pass --config");
-                err.kind = lockstep_core::ErrorKind::Usage;
-                err
-            })?;
-        Ok(Repo::new(top.trim()))
+    /// The top of the work tree containing `dir`; [`GitError::NotARepository`]
+    /// when there is none (git that cannot run is not that).
+    pub fn discover(dir: &Path) -> Result<Repo, GitError> {
+        let args = ["rev-parse", "--show-toplevel"];
+        match Repo::new(dir).checked(&args, &[], None) {
+            Ok(top) => Ok(Repo::new(top.trim())),
+            Err(GitError::Failed {
+                command,
+                code,
+                stderr,
+                ..
+            }) => Err(GitError::NotARepository {
+                dir: dir.to_path_buf(),
+                command,
+                git_said: said(&stderr, code),
+            }),
+            Err(e) => Err(e),
+        }
     }
 
     /// The directory shared by all work trees (`.git` for a plain clone).
@@ -328,14 +339,22 @@ impl Repo {
 
     /// Resolves `rev` to a commit; `None` when it names nothing (or is ambiguous).
     pub fn resolve(&self, rev: &str) -> Result<Option<Oid>, Error> {
+        Ok(self.resolved(rev)?)
+    }
+
+    fn resolved(&self, rev: &str) -> Result<Option<Oid>, GitError> {
         let spec = format!("{rev}^{{commit}}");
-        let out = self.try_git(&[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            &spec,
-        ])?;
+        let out = self.run(
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                &spec,
+            ],
+            &[],
+            None,
+        )?;
         Ok(if out.code == 0 {
             Some(out.stdout.trim().to_string())
         } else {
@@ -343,14 +362,12 @@ impl Repo {
         })
     }
 
-    /// Like [`Repo::resolve`] but an error when the revision does not exist.
-    pub fn must_resolve(&self, rev: &str) -> Result<Oid, Error> {
-        self.resolve(rev)?.ok_or_else(|| {
-            Error::usage(format!(
-                "`{rev}` does not name a commit in {}",
-                self.dir.display()
-            ))
-            .hint("check the revision (an ambiguous abbreviation also fails); fetch if it is new")
+    /// Like [`Repo::resolve`], but [`GitError::NoSuchRef`] when the
+    /// revision names no commit.
+    pub fn must_resolve(&self, rev: &str) -> Result<Oid, GitError> {
+        self.resolved(rev)?.ok_or_else(|| GitError::NoSuchRef {
+            rev: rev.to_string(),
+            dir: self.dir.clone(),
         })
     }
 
@@ -375,7 +392,7 @@ impl Repo {
     }
 
     pub fn head(&self) -> Result<Oid, Error> {
-        self.must_resolve("HEAD")
+        Ok(self.must_resolve("HEAD")?)
     }
 
     /// The checked-out branch (short name), `None` when HEAD is detached.
@@ -398,7 +415,9 @@ impl Repo {
         match out.code {
             0 => Ok(true),
             1 => Ok(false),
-            _ => Err(self.failure(&["merge-base", "--is-ancestor", ancestor, descendant], &out)),
+            _ => Err(self
+                .failure(&["merge-base", "--is-ancestor", ancestor, descendant], &out)
+                .into()),
         }
     }
 
@@ -549,9 +568,9 @@ impl Repo {
     /// `-c user.name=... -c user.email=...` when git has no identity here (a
     /// CI machine may have none): lockstep's commits and tags are then made
     /// as `lockstep <lockstep@localhost>`; empty when git knows who commits.
-    pub fn fallback_identity(&self) -> Result<Vec<&'static str>, Error> {
-        let known = self.try_git(&["var", "GIT_COMMITTER_IDENT"])?.code == 0
-            && self.try_git(&["var", "GIT_AUTHOR_IDENT"])?.code == 0;
+    pub fn fallback_identity(&self) -> Result<Vec<&'static str>, GitError> {
+        let known = self.run(&["var", "GIT_COMMITTER_IDENT"], &[], None)?.code == 0
+            && self.run(&["var", "GIT_AUTHOR_IDENT"], &[], None)?.code == 0;
         Ok(if known {
             Vec::new()
         } else {
@@ -624,7 +643,8 @@ impl Repo {
             theirs,
         ];
         let out = self.try_git(&args)?;
-        parse::parse_merge_tree(out.code, &out.stdout).ok_or_else(|| self.failure(&args, &out))
+        parse::parse_merge_tree(out.code, &out.stdout)
+            .ok_or_else(|| self.failure(&args, &out).into())
     }
 
     /// Creates a commit object (no ref moves). Author from `author`, committer
@@ -780,6 +800,89 @@ impl Repo {
         Ok(())
     }
 
+    /// `git merge ARGS` (lockstep's fallback identity where git has none);
+    /// [`GitError::Conflict`] naming the unmerged paths when it stops at
+    /// conflicts (the merge is left in progress: `git merge --abort`).
+    pub fn merge(&self, args: &[&str]) -> Result<(), GitError> {
+        self.may_conflict("merge", args)
+    }
+
+    /// `git cherry-pick ARGS`, as [`Repo::merge`] (`git cherry-pick --abort`).
+    pub fn cherry_pick(&self, args: &[&str]) -> Result<(), GitError> {
+        self.may_conflict("cherry-pick", args)
+    }
+
+    /// `git rebase ARGS`, as [`Repo::merge`] (`git rebase --abort`).
+    pub fn rebase(&self, args: &[&str]) -> Result<(), GitError> {
+        self.may_conflict("rebase", args)
+    }
+
+    /// Runs `git SUBCOMMAND ARGS`; a failure that left unmerged paths in
+    /// the index is a conflict, any other [`GitError::Failed`].
+    fn may_conflict(&self, subcommand: &str, args: &[&str]) -> Result<(), GitError> {
+        let mut full = self.fallback_identity()?;
+        full.push(subcommand);
+        full.extend_from_slice(args);
+        let out = self.run(&full, &[], None)?;
+        if out.code == 0 {
+            return Ok(());
+        }
+        let paths = self.unmerged_paths()?;
+        if paths.is_empty() {
+            return Err(self.failure(&full, &out));
+        }
+        Err(GitError::Conflict {
+            command: full.join(" "),
+            dir: self.dir.clone(),
+            paths,
+        })
+    }
+
+    /// The paths the index holds unmerged (conflicted), in index order.
+    pub fn unmerged_paths(&self) -> Result<Vec<String>, GitError> {
+        let out = self.checked(&["diff", "--name-only", "-z", "--diff-filter=U"], &[], None)?;
+        Ok(out
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Creates the annotated tag `name` at `commit` with `message`
+    /// (lockstep's fallback identity where git has none);
+    /// [`GitError::RefExists`] when the tag exists, or another process
+    /// holds its lock while creating it.
+    pub fn create_tag(&self, name: &str, commit: &str, message: &str) -> Result<(), GitError> {
+        let mut args = self.fallback_identity()?;
+        args.extend(["tag", "-a", "-F", "-", name, commit]);
+        let out = self.run(&args, &[], Some(message.as_bytes()))?;
+        if out.code == 0 {
+            return Ok(());
+        }
+        let refname = format!("refs/tags/{name}");
+        // The lock first: a writer holding it has created the ref by the
+        // time the lock is gone.
+        let lock = self.checked(
+            &["rev-parse", "--git-path", &format!("{refname}.lock")],
+            &[],
+            None,
+        )?;
+        let locked = self.dir.join(lock.trim()).symlink_metadata().is_ok();
+        if locked
+            || self
+                .run(&["rev-parse", "--verify", "--quiet", &refname], &[], None)?
+                .code
+                == 0
+        {
+            return Err(GitError::RefExists {
+                name: refname,
+                dir: self.dir.clone(),
+                git_said: said(&out.stderr, out.code),
+            });
+        }
+        Err(self.failure(&args, &out))
+    }
+
     /// Whether a commit object is present locally.
     pub fn has_commit(&self, sha: &str) -> Result<bool, Error> {
         let out = self.try_git(&["cat-file", "-e", &format!("{sha}^{{commit}}")])?;
@@ -833,6 +936,142 @@ mod tests {
         assert!(repo.fetch(&option, &[]).is_err());
         assert!(repo.ls_remote_branch(&option, "main").is_err());
         assert!(!ran.exists(), "git took a remote's name as an option");
+    }
+
+    const WHO: [(&str, &str); 4] = [
+        ("GIT_AUTHOR_NAME", "t"),
+        ("GIT_AUTHOR_EMAIL", "t@e"),
+        ("GIT_COMMITTER_NAME", "t"),
+        ("GIT_COMMITTER_EMAIL", "t@e"),
+    ];
+
+    /// A repository on `main` whose `f` is `base`, with branch `other`
+    /// changing it to `theirs` and `main` to `ours`: the two conflict.
+    fn conflicting() -> (tempfile::TempDir, Repo) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::new(dir.path());
+        let git = |args: &[&str]| repo.git_env(args, &WHO, None).unwrap();
+        git(&["init", "-q", "-b", "main"]);
+        let write = |text: &str| std::fs::write(dir.path().join("f"), text).unwrap();
+        write("base\n");
+        git(&["add", "f"]);
+        git(&["commit", "-q", "-m", "base"]);
+        git(&["checkout", "-q", "-b", "other"]);
+        write("theirs\n");
+        git(&["commit", "-q", "-am", "theirs"]);
+        git(&["checkout", "-q", "main"]);
+        write("ours\n");
+        git(&["commit", "-q", "-am", "ours"]);
+        (dir, repo)
+    }
+
+    fn conflict_paths(result: Result<(), GitError>) -> Vec<String> {
+        match result {
+            Err(GitError::Conflict { paths, .. }) => paths,
+            other => panic!("not a conflict: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn outside_a_repository_is_its_own_variant_and_a_usage_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Repo::discover(dir.path()).unwrap_err();
+        assert!(
+            matches!(&err, GitError::NotARepository { dir: d, .. } if d == dir.path()),
+            "{err:?}"
+        );
+        let shown = Error::from(err);
+        assert_eq!(shown.kind, lockstep_core::ErrorKind::Usage);
+        assert!(shown.message.contains("is not inside a git work tree"));
+        assert!(shown.hint.unwrap().contains("--config"));
+        // A missing directory is outside any repository too.
+        let gone = dir.path().join("gone");
+        assert!(matches!(
+            Repo::discover(&gone),
+            Err(GitError::NotARepository { .. })
+        ));
+        // Inside one, the top of its work tree.
+        let (top, _repo) = conflicting();
+        std::fs::create_dir(top.path().join("sub")).unwrap();
+        let found = Repo::discover(&top.path().join("sub")).unwrap();
+        assert_eq!(
+            found.dir().canonicalize().unwrap(),
+            top.path().canonicalize().unwrap()
+        );
+        // git that cannot be started is not "outside a repository".
+        let missing = spawn_error(std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(missing.kind, lockstep_core::ErrorKind::Failed);
+    }
+
+    #[test]
+    fn a_revision_naming_nothing_is_no_such_ref() {
+        let (_dir, repo) = conflicting();
+        assert!(repo.must_resolve("other").is_ok());
+        for rev in ["no-such-branch", "refs/tags/v9", "0123456789abcdef0123"] {
+            match repo.must_resolve(rev) {
+                Err(GitError::NoSuchRef { rev: r, .. }) => assert_eq!(r, rev),
+                other => panic!("{rev}: {other:?}"),
+            }
+        }
+        let shown = Error::from(repo.must_resolve("nope").unwrap_err());
+        assert_eq!(shown.kind, lockstep_core::ErrorKind::Usage);
+        assert!(shown.message.contains("`nope` does not name a commit"));
+    }
+
+    #[test]
+    fn merge_cherry_pick_and_rebase_conflicts_name_the_unmerged_paths() {
+        let (_dir, repo) = conflicting();
+        assert_eq!(conflict_paths(repo.merge(&["--no-edit", "other"])), ["f"]);
+        repo.git(&["merge", "--abort"]).unwrap();
+        assert_eq!(conflict_paths(repo.cherry_pick(&["other"])), ["f"]);
+        repo.git(&["cherry-pick", "--abort"]).unwrap();
+        assert_eq!(conflict_paths(repo.rebase(&["other"])), ["f"]);
+        repo.git(&["rebase", "--abort"]).unwrap();
+        // A failure without conflicts is not one.
+        assert!(matches!(
+            repo.merge(&["no-such-branch"]),
+            Err(GitError::Failed { .. })
+        ));
+        // Clean ones succeed.
+        repo.git_env(&["checkout", "-q", "-b", "side", "main~1"], &WHO, None)
+            .unwrap();
+        repo.merge(&["--no-edit", "--ff-only", "other"]).unwrap();
+        let shown = Error::from(GitError::Conflict {
+            command: "merge other".into(),
+            dir: "/r".into(),
+            paths: vec!["f".into()],
+        });
+        assert_eq!(shown.causes, ["conflict: f"]);
+    }
+
+    #[test]
+    fn a_tag_that_exists_or_is_being_created_is_ref_exists() {
+        let (dir, repo) = conflicting();
+        repo.create_tag("v1", "main", "first\n").unwrap();
+        assert_eq!(
+            repo.git(&["cat-file", "-p", "refs/tags/v1"])
+                .unwrap()
+                .lines()
+                .last(),
+            Some("first")
+        );
+        assert!(matches!(
+            repo.create_tag("v1", "other", "again\n"),
+            Err(GitError::RefExists { .. })
+        ));
+        // Another process creating v2 holds its lock.
+        let lock = dir.path().join(".git/refs/tags/v2.lock");
+        std::fs::write(&lock, "").unwrap();
+        match repo.create_tag("v2", "main", "second\n") {
+            Err(GitError::RefExists { name, .. }) => assert_eq!(name, "refs/tags/v2"),
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_file(&lock).unwrap();
+        // Any other failure is not that.
+        assert!(matches!(
+            repo.create_tag("v3", "no-such-commit", "third\n"),
+            Err(GitError::Failed { .. })
+        ));
     }
 
     #[test]

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use lockstep_core::Error;
 use lockstep_http::{
-    parse_url, ClientConfig, HttpError, Redirects, Request, Scrubber, StatusError, Url, UrlError,
-    UrlRules,
+    parse_url, ClientConfig, HttpError, Redirects, Request, Scrubber, StatusClass, StatusError,
+    Url, UrlError, UrlRules,
 };
 use serde::Deserialize;
 
@@ -740,10 +740,9 @@ fn newest_green(runs: Vec<Run>, branch: &str, repo: &str) -> Option<Run> {
         .max_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)))
 }
 
-/// The error for an HTTP status other than 2xx.
+/// The error for an HTTP status other than 2xx, by its class.
 fn status_error(status: &StatusError, what: &str, token: Option<&Token>) -> Error {
     let code = status.status;
-    let remaining = status.header("x-ratelimit-remaining").map(str::trim);
     let reset = status
         .header("x-ratelimit-reset")
         .and_then(|v| v.trim().parse::<i64>().ok());
@@ -755,32 +754,30 @@ fn status_error(status: &StatusError, what: &str, token: Option<&Token>) -> Erro
         Some(s) => e.cause(s.clone()),
         None => e,
     };
-    let rate_limited =
-        remaining == Some("0") || (code == 429) || (code == 403 && retry_after.is_some());
-    if matches!(code, 403 | 429) && rate_limited {
-        let when = match (reset, retry_after) {
-            (Some(reset), _) => format!("it resets at {}", format_reset(reset)),
-            (None, Some(secs)) => format!(
-                "retry after {}",
-                lockstep_core::words::count(secs as usize, "second", "seconds")
-            ),
-            (None, None) => "GitHub did not say when it resets".to_string(),
-        };
-        let hint = if token.is_some() {
-            "wait until then, or use another token"
-        } else {
-            "wait until then, or set GITHUB_TOKEN for a higher limit"
-        };
-        return with_said(
-            Error::failed(format!(
-                "GitHub's API rate limit is exhausted (HTTP {code}) reading {what}"
-            ))
-            .cause(when),
-        )
-        .hint(hint);
-    }
-    let error = match code {
-        401 => match token {
+    let error = match status.class() {
+        StatusClass::RateLimited => {
+            let when = match (reset, retry_after) {
+                (Some(reset), _) => format!("it resets at {}", format_reset(reset)),
+                (None, Some(secs)) => format!(
+                    "retry after {}",
+                    lockstep_core::words::count(secs as usize, "second", "seconds")
+                ),
+                (None, None) => "GitHub did not say when it resets".to_string(),
+            };
+            let hint = if token.is_some() {
+                "wait until then, or use another token"
+            } else {
+                "wait until then, or set GITHUB_TOKEN for a higher limit"
+            };
+            return with_said(
+                Error::failed(format!(
+                    "GitHub's API rate limit is exhausted (HTTP {code}) reading {what}"
+                ))
+                .cause(when),
+            )
+            .hint(hint);
+        }
+        StatusClass::Unauthorized => match token {
             Some(token) => Error::failed(format!(
                 "GitHub refused the token from ${} (HTTP 401) reading {what}",
                 token.source
@@ -792,16 +789,20 @@ fn status_error(status: &StatusError, what: &str, token: Option<&Token>) -> Erro
             None => Error::failed(format!("GitHub wants a token (HTTP 401) for {what}"))
                 .hint("set GITHUB_TOKEN (or GH_TOKEN) to a token with actions:read"),
         },
-        403 => Error::failed(format!("GitHub refused access (HTTP 403) to {what}"))
-            .hint("the token needs actions:read on the repository"),
-        404 => Error::failed(format!("not found (HTTP 404): {what}")).hint(if token.is_some() {
-            "check --repo and --run, and that the token can see the repository"
-        } else {
-            "check --repo and --run; a private repository needs GITHUB_TOKEN"
-        }),
-        410 => Error::failed(format!("{what} expired (HTTP 410)"))
+        StatusClass::Forbidden => {
+            Error::failed(format!("GitHub refused access (HTTP 403) to {what}"))
+                .hint("the token needs actions:read on the repository")
+        }
+        StatusClass::NotFound => {
+            Error::failed(format!("not found (HTTP 404): {what}")).hint(if token.is_some() {
+                "check --repo and --run, and that the token can see the repository"
+            } else {
+                "check --repo and --run; a private repository needs GITHUB_TOKEN"
+            })
+        }
+        StatusClass::Gone => Error::failed(format!("{what} expired (HTTP 410)"))
             .hint("rerun the workflow, or build the packages locally with `lockstep pkg build`"),
-        500..=599 if status.attempts > 1 => Error::failed(format!(
+        StatusClass::ServerError if status.attempts > 1 => Error::failed(format!(
             "GitHub answered HTTP {code} for {what} ({} attempts)",
             status.attempts
         ))

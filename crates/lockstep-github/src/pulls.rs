@@ -8,7 +8,7 @@
 //! updating is a PATCH of the same fields, safe to repeat.
 
 use lockstep_core::Error;
-use lockstep_http::HttpError;
+use lockstep_http::{HttpError, StatusClass};
 use serde::{Deserialize, Serialize};
 
 use crate::client::{parse, Client, ListPage, PastLastPage, MAX_JSON_BYTES};
@@ -180,7 +180,7 @@ impl Client {
             .api_patch(&format!("/repos/{repo}/pulls/{number}"))
             .send("application/json", &payload)
             .map_err(|e| match e {
-                HttpError::Status(s) if s.status == 404 => Error::failed(format!(
+                HttpError::Status(s) if s.class() == StatusClass::NotFound => Error::failed(format!(
                     "{what} does not exist (any more)"
                 ))
                 .hint("a deleted pull request is not recreated: publish again from a new integrate branch"),

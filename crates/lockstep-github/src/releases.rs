@@ -9,7 +9,7 @@
 //! reported as there, never replaced.
 
 use lockstep_core::Error;
-use lockstep_http::{parse_url, HttpError, Url, UrlRules};
+use lockstep_http::{parse_url, HttpError, StatusClass, Url, UrlRules};
 use serde::{Deserialize, Serialize};
 
 use crate::client::{parse, Client, MAX_JSON_BYTES};
@@ -76,7 +76,7 @@ impl Client {
         let path = format!("/repos/{repo}/releases/tags/{}", encode_segment(tag));
         match self.api_request(&path).fetch(MAX_JSON_BYTES) {
             Ok(fetched) => parse(&fetched.body, &what, &self.scrubber()).map(Some),
-            Err(HttpError::Status(s)) if s.status == 404 => Ok(None),
+            Err(HttpError::Status(s)) if s.class() == StatusClass::NotFound => Ok(None),
             Err(e) => Err(self.error(e, &what)),
         }
     }
@@ -223,7 +223,8 @@ impl Client {
         {
             Ok(_) => Ok(AssetUpload::Sent),
             Err(HttpError::Status(s))
-                if s.status == 422 && s.excerpt().contains("already_exists") =>
+                if s.class() == StatusClass::Unprocessable
+                    && s.has_error_code("already_exists") =>
             {
                 Ok(AssetUpload::AlreadyThere)
             }

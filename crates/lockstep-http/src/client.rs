@@ -284,10 +284,8 @@ impl<'a> Request<'a> {
                         &self.scrub,
                     );
                     // A 403 rate limit is retried as a 429 is (never with
-                    // RetryOn::Never).
-                    let rate_limited =
-                        error.is_rate_limit_403() && status_is_retryable(429, self.retry);
-                    if !(rate_limited || status_is_retryable(status, self.retry)) {
+                    // RetryOn::Never): its class is a rate limit.
+                    if !status_is_retryable(error.class(), self.retry) {
                         let mut error = error;
                         error.attempts = attempt;
                         return Err(HttpError::Status(error));

@@ -5,8 +5,9 @@
 //! came from a server or the HTTP stack is scrubbed of the request's secrets
 //! and cut to one short printable line before it is stored here. Callers
 //! that know what a status means to the user (401 naming the token's
-//! variable, 410 an expired artifact) match on [`HttpError::Status`]; the
-//! rest use [`HttpError::into_error`].
+//! variable, 410 an expired artifact) match on [`StatusError::class`] (a
+//! [`StatusClass`], never the number or the body's text); the rest use
+//! [`HttpError::into_error`].
 
 use std::time::Duration;
 
@@ -51,6 +52,54 @@ pub enum HttpError {
     },
 }
 
+/// What a non-2xx status means, the one thing callers decide on (retry,
+/// "not there", "expired", which credential to blame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusClass {
+    /// 401: no credential, or one the server refused.
+    Unauthorized,
+    /// 403 that is not a rate limit: the credential may not do this.
+    Forbidden,
+    /// 404.
+    NotFound,
+    /// 409: the request conflicts with what the server holds.
+    Conflict,
+    /// 410: it was there and is gone (an expired artifact).
+    Gone,
+    /// 422: understood and refused (GitHub's validation errors).
+    Unprocessable,
+    /// 429, or a 403 that carries a rate limit's headers.
+    RateLimited,
+    /// 5xx.
+    ServerError,
+    /// Any other status.
+    Other,
+}
+
+impl StatusClass {
+    /// The class of a bare status (a 403 is [`StatusClass::Forbidden`]
+    /// here: only [`StatusError::class`] sees the headers of a rate limit).
+    pub fn of(status: u16) -> StatusClass {
+        match status {
+            401 => StatusClass::Unauthorized,
+            403 => StatusClass::Forbidden,
+            404 => StatusClass::NotFound,
+            409 => StatusClass::Conflict,
+            410 => StatusClass::Gone,
+            422 => StatusClass::Unprocessable,
+            429 => StatusClass::RateLimited,
+            500..=599 => StatusClass::ServerError,
+            _ => StatusClass::Other,
+        }
+    }
+
+    /// Whether the server may answer otherwise later (a rate limit, a
+    /// server error).
+    pub fn is_transient(self) -> bool {
+        matches!(self, StatusClass::RateLimited | StatusClass::ServerError)
+    }
+}
+
 /// A non-2xx answer, with what lockstep may want to say about it.
 #[derive(Debug, Clone)]
 pub struct StatusError {
@@ -61,6 +110,9 @@ pub struct StatusError {
     excerpt: String,
     /// The JSON body's `message` field (GitHub's, Discord's), scrubbed and cut.
     message: Option<String>,
+    /// The `code` of each entry of the JSON body's `errors` list (GitHub's
+    /// validation errors: `already_exists`, `missing_field` ...).
+    codes: Vec<String>,
     /// Attempts made before giving up.
     pub attempts: u32,
 }
@@ -90,8 +142,9 @@ impl StatusError {
             })
             .collect();
         let text = String::from_utf8_lossy(body);
-        let message = serde_json::from_slice::<serde_json::Value>(body)
-            .ok()
+        let json = serde_json::from_slice::<serde_json::Value>(body).ok();
+        let message = json
+            .as_ref()
             .and_then(|v| {
                 v.get("message")
                     .and_then(|m| m.as_str())
@@ -99,11 +152,25 @@ impl StatusError {
             })
             .map(|m| excerpt(&scrub.apply(&m), EXCERPT_CHARS))
             .filter(|m| !m.is_empty());
+        let codes = json
+            .as_ref()
+            .and_then(|v| v.get("errors"))
+            .and_then(|e| e.as_array())
+            .map(|errors| {
+                errors
+                    .iter()
+                    .filter_map(|e| e.get("code").and_then(|c| c.as_str()))
+                    .take(20)
+                    .map(|c| excerpt(&scrub.apply(c), 60))
+                    .collect()
+            })
+            .unwrap_or_default();
         StatusError {
             status,
             headers,
             excerpt: excerpt(&scrub.apply(text.trim()), EXCERPT_CHARS),
             message,
+            codes,
             attempts: 1,
         }
     }
@@ -124,6 +191,23 @@ impl StatusError {
     /// The `message` of a JSON error body, scrubbed and cut.
     pub fn message(&self) -> Option<&str> {
         self.message.as_deref()
+    }
+
+    /// What the status means: [`StatusClass::of`] the status, a 403 with a
+    /// rate limit's headers [`StatusClass::RateLimited`].
+    pub fn class(&self) -> StatusClass {
+        if self.is_rate_limit_403() {
+            StatusClass::RateLimited
+        } else {
+            StatusClass::of(self.status)
+        }
+    }
+
+    /// Whether the JSON body's `errors` list holds an entry with this
+    /// `code` (GitHub answers an asset name it has with 422 and
+    /// `already_exists`).
+    pub fn has_error_code(&self, code: &str) -> bool {
+        self.codes.iter().any(|c| c == code)
     }
 
     /// A 403 that is a rate limit, not a refusal: GitHub answers its
@@ -310,12 +394,12 @@ impl HttpError {
                 if let Some(said) = status.message().or(Some(status.excerpt())).filter(|s| !s.is_empty()) {
                     error = error.cause(format!("{service} said: {said}"));
                 }
-                match status.status {
-                    429 | 500..=599 => error.hint(match status.attempts {
+                match status.class().is_transient() {
+                    true => error.hint(match status.attempts {
                         1 => "try again later".to_string(),
                         n => format!("tried {n} times; try again later"),
                     }),
-                    _ => error,
+                    false => error,
                 }
             }
             HttpError::Transport(t) => Error::failed(format!("cannot reach {service} for {what}: {}", t.reason()))
@@ -334,5 +418,81 @@ impl HttpError {
                 Error::failed(format!("cannot save {what}")).cause(format!("{context}: {source}"))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, headers: &[(&str, &str)], body: &str) -> StatusError {
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        StatusError::new(
+            status,
+            |name| {
+                headers
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| v.clone())
+            },
+            body.as_bytes(),
+            &Scrubber::default(),
+        )
+    }
+
+    #[test]
+    fn each_status_has_its_class_and_a_rate_limited_403_is_one() {
+        for (status, class) in [
+            (401, StatusClass::Unauthorized),
+            (403, StatusClass::Forbidden),
+            (404, StatusClass::NotFound),
+            (409, StatusClass::Conflict),
+            (410, StatusClass::Gone),
+            (422, StatusClass::Unprocessable),
+            (429, StatusClass::RateLimited),
+            (500, StatusClass::ServerError),
+            (503, StatusClass::ServerError),
+            (599, StatusClass::ServerError),
+            (400, StatusClass::Other),
+            (418, StatusClass::Other),
+        ] {
+            assert_eq!(answer(status, &[], "").class(), class, "{status}");
+        }
+        assert_eq!(
+            answer(403, &[("x-ratelimit-remaining", "0")], "").class(),
+            StatusClass::RateLimited
+        );
+        assert_eq!(
+            answer(403, &[("retry-after", "30")], "").class(),
+            StatusClass::RateLimited
+        );
+        assert_eq!(
+            answer(403, &[("x-ratelimit-remaining", "12")], "").class(),
+            StatusClass::Forbidden
+        );
+        assert!(StatusClass::ServerError.is_transient());
+        assert!(!StatusClass::NotFound.is_transient());
+    }
+
+    #[test]
+    fn validation_error_codes_are_read_from_the_json_body_not_its_text() {
+        let taken = answer(
+            422,
+            &[],
+            r#"{"message":"Validation Failed","errors":[{"resource":"ReleaseAsset","code":"already_exists","field":"name"}]}"#,
+        );
+        assert!(taken.has_error_code("already_exists"));
+        assert!(!taken.has_error_code("missing_field"));
+        // The words in a message are not a code.
+        let said = answer(
+            422,
+            &[],
+            r#"{"message":"name already_exists? no: missing"}"#,
+        );
+        assert!(!said.has_error_code("already_exists"));
+        assert!(!answer(422, &[], "already_exists").has_error_code("already_exists"));
     }
 }

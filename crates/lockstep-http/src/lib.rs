@@ -37,7 +37,9 @@ pub mod scrub {
 pub use address::{parse_url, redacted, same_origin, shown, PlainHttp, UrlError, UrlRules};
 pub use client::{Client, ClientConfig, Fetched, Redirects, Request, Response};
 pub use download::Downloaded;
-pub use error::{HttpError, RedirectError, StatusError, TransportError, TransportKind};
+pub use error::{
+    HttpError, RedirectError, StatusClass, StatusError, TransportError, TransportKind,
+};
 pub use multipart::{Encoded, Multipart};
 pub use retry::{RetryOn, RetryPolicy};
 pub use scrub::{excerpt, Scrubber};

@@ -10,6 +10,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::error::StatusClass;
+
 /// What may be retried for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryOn {
@@ -60,11 +62,11 @@ impl RetryPolicy {
     }
 }
 
-/// Whether a status may be retried under `on`.
-pub fn status_is_retryable(status: u16, on: RetryOn) -> bool {
+/// Whether an answer of this class may be retried under `on`.
+pub fn status_is_retryable(class: StatusClass, on: RetryOn) -> bool {
     match on {
-        RetryOn::Transient => status == 429 || (500..600).contains(&status),
-        RetryOn::RateLimitOnly => status == 429,
+        RetryOn::Transient => class.is_transient(),
+        RetryOn::RateLimitOnly => class == StatusClass::RateLimited,
         RetryOn::Never => false,
     }
 }
@@ -209,13 +211,19 @@ mod tests {
 
     #[test]
     fn only_transient_statuses_retry() {
-        assert!(status_is_retryable(503, RetryOn::Transient));
-        assert!(status_is_retryable(429, RetryOn::Transient));
-        assert!(!status_is_retryable(404, RetryOn::Transient));
-        assert!(!status_is_retryable(403, RetryOn::Transient));
-        assert!(status_is_retryable(429, RetryOn::RateLimitOnly));
-        assert!(!status_is_retryable(503, RetryOn::RateLimitOnly));
-        assert!(!status_is_retryable(429, RetryOn::Never));
+        let retries = |status: u16, on: RetryOn| status_is_retryable(StatusClass::of(status), on);
+        assert!(retries(503, RetryOn::Transient));
+        assert!(retries(429, RetryOn::Transient));
+        assert!(!retries(404, RetryOn::Transient));
+        assert!(!retries(403, RetryOn::Transient));
+        assert!(retries(429, RetryOn::RateLimitOnly));
+        assert!(!retries(503, RetryOn::RateLimitOnly));
+        assert!(!retries(429, RetryOn::Never));
+        // A 403 rate limit (its class seen with the headers) is one.
+        assert!(status_is_retryable(
+            StatusClass::RateLimited,
+            RetryOn::RateLimitOnly
+        ));
     }
 
     proptest! {

@@ -32,7 +32,7 @@ pub fn target(dir: &Path) -> Result<PathBuf, Error> {
             .hint("run `lockstep init` in your repository's checkout, or name it: `lockstep init DIR`"));
     }
     lockstep_git::Repo::discover(dir).map_err(|e| {
-        e.hint("`lockstep init` looks at a git repository: run it in your project's checkout (or `git init` first); nothing was written")
+        Error::from(e).hint("`lockstep init` looks at a git repository: run it in your project's checkout (or `git init` first); nothing was written")
     })?;
     let path = dir.join(FILE);
     if path.symlink_metadata().is_ok() {

@@ -189,11 +189,12 @@ impl Integrate<'_> {
             .superproject
             .must_resolve(&self.cfg.base)
             .map_err(|e| {
-                e.context(format!(
-                    "the integrate base `{}` does not exist",
-                    self.cfg.base
-                ))
-                .hint("set [integrate] base in lockstep.toml to an existing ref")
+                Error::from(e)
+                    .context(format!(
+                        "the integrate base `{}` does not exist",
+                        self.cfg.base
+                    ))
+                    .hint("set [integrate] base in lockstep.toml to an existing ref")
             })?;
         let branch = match branch {
             Some(name) => {

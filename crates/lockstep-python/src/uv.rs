@@ -88,8 +88,10 @@ pub struct Uv {
 /// A venv to create.
 #[derive(Debug, Clone, Default)]
 pub struct NewVenv<'a> {
-    /// A Python version uv finds (`3.11`); `None` = uv's default.
-    pub python: Option<&'a str>,
+    /// The interpreter, found by [`crate::pythons::find`] (the one search
+    /// every `--python` goes through: PATH, pyenv, asdf, mise, uv's
+    /// installs, `[tools] python`); `None` = uv's default.
+    pub python: Option<&'a Path>,
     /// Nothing from the network (no Python download either).
     pub offline: bool,
     /// With pip in it (`--seed`), for tools that call pip themselves.
@@ -285,15 +287,18 @@ impl Uv {
         if how.seed {
             rest.push("--seed".into());
         }
-        if let Some(v) = how.python {
-            rest.extend(["--python".to_string(), v.to_string()]);
+        if let Some(python) = how.python {
+            rest.extend([
+                "--python".to_string(),
+                python.to_string_lossy().into_owned(),
+            ]);
         }
         rest.push(dir.to_string_lossy().into_owned());
         let cwd = parent_dir(dir);
         let argv = self.uv(&["venv"], rest);
         self.run("uv venv", argv, &cwd, self.timeouts.quick)?
             .require_success()
-            .map_err(|e| python_error(e, how.python))?;
+            .map_err(|e| e.context("cannot create the venv"))?;
         Ok(self.venv(dir))
     }
 
@@ -609,21 +614,6 @@ fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
-    }
-}
-
-/// uv found no such interpreter: a usage error naming the version.
-fn python_error(err: Error, python: Option<&str>) -> Error {
-    let text = err.causes.join("\n").to_lowercase();
-    match python {
-        Some(v) if text.contains("no interpreter") || text.contains("not found") => {
-            let mut e = Error::usage(format!(
-                "Python {v} is not installed (uv found no such interpreter)"
-            ));
-            e.causes = err.causes;
-            e.hint(format!("install Python {v}, or pick one of `uv python list --only-installed` with --python"))
-        }
-        _ => err.context("cannot create the venv"),
     }
 }
 

@@ -78,8 +78,8 @@ impl From<'_> {
 }
 
 /// Creates (or replaces) the venv `dest` with exactly the wheels `from`
-/// names, for `python` (a version uv finds, e.g. `3.11`; `None` = uv's
-/// default). A requirement of those wheels that the set does not hold is an
+/// names, for `python` (a version, e.g. `3.11`, found where `pkg build`
+/// finds one: [`crate::pythons::find`]; `None` = uv's default). A requirement of those wheels that the set does not hold is an
 /// error naming the package, the requirement and the manifest: the venv
 /// would not import.
 pub fn create_exact(
@@ -119,11 +119,21 @@ fn create(
     let (lock, manifest_path, scratch) = load(&from)?;
     let checked = pylock::verify(&lock, &manifest_path)?;
     check_destination(&dest)?;
+    let interpreter = match python {
+        Some(version) => {
+            let cwd = match manifest_path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            Some(crate::pythons::find(uv, version, cwd)?)
+        }
+        None => None,
+    };
     let staged = StagedDir::beside(&dest)?;
     let venv = uv.create_venv(
         staged.path(),
         &NewVenv {
-            python,
+            python: interpreter.as_deref(),
             offline: true,
             seed: false,
         },

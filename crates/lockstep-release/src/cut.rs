@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use lockstep_core::Error;
-use lockstep_git::Repo;
+use lockstep_git::{GitError, Repo};
 use pep440_rs::Version;
 use serde::Serialize;
 
@@ -202,7 +202,6 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
     let head = req.repo.head()?.to_string();
     req.repo.require_clean_tracked()?;
     let (prefix, suffix) = tag_affixes(req.tag_template, req.name, req.channel)?;
-    let identity = req.repo.fallback_identity()?;
     let made = |version: String, tag: String, reused: bool, attempts: usize| Cut {
         version,
         tag,
@@ -232,22 +231,11 @@ pub fn cut(req: &CutRequest) -> Result<Cut, Error> {
         let version = next_version(req, &tags, &prefix, &suffix)?;
         let tag = render_tag(req.tag_template, req.name, &version, req.channel.name())?;
         let message = tag_message(req, &version, &head);
-        let created = req.repo.try_git(
-            &[
-                identity.as_slice(),
-                &["tag", "-a", &tag, "-m", &message, &head],
-            ]
-            .concat(),
-        )?;
-        if created.code != 0 {
+        match req.repo.create_tag(&tag, &head, &message) {
+            Ok(()) => {}
             // Another cut in this same clone took the name first: next number.
-            if created.stderr.contains("already exists")
-                || created.stderr.contains("cannot lock ref")
-            {
-                continue;
-            }
-            return Err(Error::failed(format!("cannot create tag {tag}"))
-                .cause(created.stderr.trim().to_string()));
+            Err(GitError::RefExists { .. }) => continue,
+            Err(e) => return Err(Error::from(e).context(format!("cannot create tag {tag}"))),
         }
         let pushed = req.repo.try_git_remote(
             req.remote,
@@ -512,7 +500,8 @@ pub fn tag_facts(repo: &Repo, tag: &str) -> Result<Option<TagFacts>, Error> {
 pub fn tag_facts_at(dir: &std::path::Path, tag: &str) -> Result<Option<TagFacts>, Error> {
     match Repo::discover(dir) {
         Ok(repo) => tag_facts(&repo, tag),
-        Err(_) => Ok(None),
+        Err(GitError::NotARepository { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -27,5 +27,5 @@ pub mod upload;
 
 /// The git repository around `dir` (cut reads HEAD and pushes tags from it).
 pub fn open_repo(dir: &std::path::Path) -> Result<lockstep_git::Repo, lockstep_core::Error> {
-    lockstep_git::Repo::discover(dir)
+    Ok(lockstep_git::Repo::discover(dir)?)
 }

@@ -503,7 +503,6 @@ fn validate(
         ),
         None => None,
     };
-    let interpreter = interpreter.map(|p| p.display().to_string());
     let venv = req
         .uv
         .create_venv(

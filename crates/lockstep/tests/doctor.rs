@@ -1,8 +1,8 @@
 //! `lockstep doctor` lists every tool lockstep would use, where it lives
 //! and its version (a missing one listed as missing, exit 0), the Pythons
 //! installed outside PATH, and each directory lockstep writes with its
-//! size; it installs nothing. And `pkg build` finds a pyenv Python that is
-//! not activated, or says where it looked.
+//! size; it installs nothing. And `pkg build` and `pkg venv` find a pyenv
+//! Python that is not activated by one search, or say where it looked.
 
 mod common;
 
@@ -11,13 +11,14 @@ use std::path::Path;
 use common::{assert_schema, stderr, stdout, write, write_executable, Project};
 
 /// A pyenv root holding a "3.99.1" whose interpreter answers `--version`
-/// as that version (and is otherwise the machine's python3).
+/// as that version (and is otherwise the machine's python3, noting each
+/// such start in `versions/3.99.1/started`).
 fn fake_pyenv(root: &Path) {
     let python = root.join("versions/3.99.1/bin/python3.99");
     std::fs::create_dir_all(python.parent().unwrap()).unwrap();
     write_executable(
         &python,
-        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Python 3.99.1'; exit 0; fi\nexec python3 \"$@\"\n",
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Python 3.99.1'; exit 0; fi\necho \"$0\" >> \"$(dirname \"$0\")/../started\"\nexec python3 \"$@\"\n",
     );
     std::fs::create_dir_all(root.join("versions/3.98-dev")).unwrap();
 }
@@ -210,4 +211,72 @@ fn bad_tools_settings_are_named() {
         )),
         "{err}"
     );
+}
+
+/// `pkg venv --python` goes through the search `pkg build` uses: the pyenv
+/// Python that is not on PATH is the venv's interpreter, and a version
+/// found nowhere is the same exit 2 naming where lockstep looked.
+#[test]
+fn pkg_venv_finds_a_pyenv_python_exactly_as_pkg_build() {
+    let p = Project::new();
+    let pyenv = p.root().join("pyenv");
+    fake_pyenv(&pyenv);
+    let set = p.path().join("set");
+    std::fs::create_dir_all(&set).unwrap();
+    let wheel = r#"
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1] + "/tiny-1.0-py3-none-any.whl", "w") as z:
+    z.writestr("tiny/__init__.py", "VERSION = '1.0'\n")
+    z.writestr("tiny-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: tiny\nVersion: 1.0\n\n")
+    z.writestr("tiny-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("tiny-1.0.dist-info/RECORD", "")
+"#;
+    common::expect(
+        std::process::Command::new("python3")
+            .args(["-c", wheel])
+            .arg(&set),
+        0,
+    );
+    p.run(&["pkg", "manifest", "set"], 0);
+    let venv = p.root().join("v");
+    let venv_arg = venv.to_str().unwrap();
+    let args = [
+        "pkg",
+        "venv",
+        venv_arg,
+        "--manifest",
+        "set/pylock.toml",
+        "--python",
+        "3.99",
+    ];
+    let mut cmd = p.cmd(&args);
+    cmd.env("PYENV_ROOT", &pyenv);
+    common::expect(&mut cmd, 0);
+    let started = std::fs::read_to_string(pyenv.join("versions/3.99.1/started"))
+        .expect("uv ran the pyenv interpreter");
+    assert!(
+        started.contains("versions/3.99.1/bin/python3.99"),
+        "{started}"
+    );
+    assert!(venv.join("lib").is_dir() && venv.join(".lockstep-venv.json").is_file());
+    // Nowhere: the message of `pkg build`, exit 2, nothing made.
+    let other = p.root().join("v2");
+    let mut args = args;
+    args[2] = other.to_str().unwrap();
+    args[6] = "3.98";
+    let mut cmd = p.cmd(&args);
+    cmd.env("PYENV_ROOT", &pyenv);
+    let err = stderr(&common::expect(&mut cmd, 2));
+    assert!(
+        err.contains("Python 3.98 is not installed where lockstep looks"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{} (pyenv): 3.98-dev, 3.99.1",
+            pyenv.join("versions").display()
+        )),
+        "{err}"
+    );
+    assert!(!other.exists());
 }
