@@ -40,6 +40,15 @@ pub struct BenchDeviceConfig {
     pub run_flags: Vec<String>,
 }
 
+impl BenchConfig {
+    /// The cache as every command sees it: `$LOCKSTEP_CACHE`, the kernel
+    /// area moved by `cache-dir` (relative to lockstep.toml's directory
+    /// `root`).
+    pub fn cache(&self, root: &std::path::Path) -> lockstep_cache::Cache {
+        lockstep_cache::Cache::from_env(self.cache_dir.as_ref().map(|dir| root.join(dir)))
+    }
+}
+
 impl Section for BenchConfig {
     const NAME: &'static str = "bench";
     const DOCS: &'static str = "bench.md";

@@ -151,6 +151,14 @@ pub fn prepare(req: &Request, cfg: &BenchConfig, sink: &dyn Sink) -> Result<Prep
     })
 }
 
+impl Prepared {
+    /// Whether the batch needs only IREE's runtime tools (a bundle's: a
+    /// GPU machine may have no compiler).
+    pub fn runtime_only(&self) -> bool {
+        matches!(self.mode, Mode::FromBundle(_))
+    }
+}
+
 /// The mode `req` asks for; conflicting flags are a usage error.
 fn mode(req: &Request) -> Result<Mode, Error> {
     match (&req.bundle, &req.from_bundle) {

@@ -31,18 +31,9 @@ pub fn run(
     }
     // The embedded defaults, whatever lockstep.toml is around.
     let loaded = Loaded::defaults(&smoke);
-    let tools = lockstep_python::tools::LitTools::ensure(
-        &lockstep_python::uv::find_default(sink)?,
-        &lockstep_core::paths::toolchains_dir()?,
-        sink,
-    )?;
     let request = Request {
         paths: vec![smoke.clone(), lit],
-        lit: Some(lockstep_suite::lit::LitProgram {
-            lit: tools.lit,
-            path: tools.path,
-            identity: tools.pins,
-        }),
+        lit: Some(lockstep_suite::lit::LitProgram::provision(sink)?),
         ..Request::default()
     };
     let cwd = std::env::current_dir()?;

@@ -148,6 +148,26 @@ pub fn would_read(dir: &Path, file: &Path) -> bool {
     }
 }
 
+/// Refuses (a usage error) an output of `outputs` (flag, path) that is,
+/// or would be read as, a run of one of the history directories `dirs`
+/// (what names it, directory) the command reads: [`would_read`].
+pub fn check_outputs(dirs: &[(String, PathBuf)], outputs: &[(&str, &Path)]) -> Result<(), Error> {
+    for (what, dir) in dirs {
+        if let Some((flag, out)) = outputs.iter().find(|(_, out)| would_read(dir, out)) {
+            return Err(Error::usage(format!(
+                "{flag} {} is a run file of the history {what} {}",
+                out.display(),
+                dir.display()
+            ))
+            .hint(format!(
+                "write {flag} outside {}: history runs are never overwritten, and a file there is read as a run",
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn is_run_name(name: &str) -> bool {
     name.ends_with(".json") && !name.starts_with('.')
 }

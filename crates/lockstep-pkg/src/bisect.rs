@@ -154,6 +154,23 @@ pub struct CommitVenvs<'a> {
     pub python: Option<String>,
 }
 
+impl<'a> CommitVenvs<'a> {
+    /// Each commit's `build` in `variant` (default release) for `python`
+    /// (default: the first of `[pkg] python`).
+    pub fn new(
+        build: BuildRequest<'a>,
+        variant: Option<String>,
+        python: Option<String>,
+        pkg: &crate::config::PkgConfig,
+    ) -> CommitVenvs<'a> {
+        CommitVenvs {
+            build,
+            variant: variant.unwrap_or_else(|| crate::config::DEFAULT_VARIANT.into()),
+            python: python.or_else(|| pkg.python.first().cloned()),
+        }
+    }
+}
+
 impl lockstep_bisect::CommitVenvs for CommitVenvs<'_> {
     fn variant(&self) -> &str {
         &self.variant

@@ -67,6 +67,33 @@ pub struct LitProgram {
     pub identity: String,
 }
 
+impl LitProgram {
+    /// lit and FileCheck, set up (from PyPI, once, under the toolchains
+    /// directory) with lockstep's own uv.
+    pub fn provision(sink: &dyn lockstep_core::events::Sink) -> Result<LitProgram, Error> {
+        let uv = lockstep_python::uv::find_default(sink)?;
+        let root = lockstep_core::paths::toolchains_dir()?;
+        let tools = lockstep_python::tools::LitTools::ensure(&uv, &root, sink)?;
+        Ok(LitProgram {
+            lit: tools.lit,
+            path: tools.path,
+            identity: tools.pins,
+        })
+    }
+
+    /// [`LitProgram::provision`] when `dirs` hold a lit suite
+    /// ([`find_suites`]): lit lists a lit suite's tests.
+    pub fn for_suites(
+        dirs: &[PathBuf],
+        sink: &dyn lockstep_core::events::Sink,
+    ) -> Result<Option<LitProgram>, Error> {
+        match dirs.iter().any(|d| !find_suites(d).is_empty()) {
+            true => LitProgram::provision(sink).map(Some),
+            false => Ok(None),
+        }
+    }
+}
+
 /// Whether `dir` is a lit suite.
 pub fn is_suite(dir: &Path) -> bool {
     CONFIGS.iter().any(|c| dir.join(c).is_file())

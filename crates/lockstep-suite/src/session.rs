@@ -1,18 +1,24 @@
 //! One `lockstep test` from request to results: which suites and configs,
 //! which targets, markers, keyword and shard (resolved against `[test]`),
 //! the plan, then the run with its history, run directory and expected-
-//! failure updates. The binary parses flags into a [`Request`], prints, and
-//! writes the result formats ([`crate::results`]); the demo and CI use the
-//! same two calls.
+//! failure updates. The demo and CI use the two calls [`plan`] and [`run`].
+//!
+//! The command line adds where it compiles and runs ([`Mode`]: here, into
+//! a bundle, a bundle's tests): its flags checked before lockstep.toml is
+//! read ([`mode`]), the plan in that mode ([`prepare`]), the run
+//! ([`execute`]). The binary parses flags into a [`Request`], resolves the
+//! toolchain, prints, and writes the result formats ([`crate::results`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lockstep_cache::Cache;
+use lockstep_core::config::{Loaded, SectionSpec};
 use lockstep_core::events::Sink;
 use lockstep_core::Error;
 use lockstep_iree::Toolchain;
 
+use crate::bundle::{self, Manifest};
 use crate::config::TestConfig;
 use crate::last_results::{self, LastResults};
 use crate::markers::MarkerExpr;
@@ -45,6 +51,10 @@ pub struct Request {
     /// The ids of the tests a bundle holds (`--from-bundle`): nothing else
     /// is selected, whatever else its copied suites list.
     pub held: Option<std::collections::HashSet<String>>,
+    /// `--bundle DIR`: compile only, into a bundle written to DIR.
+    pub bundle: Option<PathBuf>,
+    /// `--from-bundle DIR`: run the tests of the bundle in DIR.
+    pub from_bundle: Option<PathBuf>,
 }
 
 impl Request {
@@ -79,6 +89,240 @@ pub struct Finished {
     pub report: RunReport,
     /// Where the logs are.
     pub run_dir: PathBuf,
+}
+
+impl Finished {
+    /// The console summary and where the logs are.
+    pub fn human(&self) -> String {
+        format!(
+            "{}logs: {}\n",
+            crate::results::console_summary(&self.report),
+            self.run_dir.display()
+        )
+    }
+}
+
+/// Where a `lockstep test` compiles and runs ([`crate::bundle`]).
+pub enum Mode {
+    /// Compile (through the cache) and run here.
+    Here,
+    /// `--bundle`: compile only, into a bundle moved to this directory
+    /// whole at the end.
+    Bundle(PathBuf),
+    /// `--from-bundle`: the bundle's tests, from its copied suites and
+    /// compiled modules, on the runtime's tools alone.
+    FromBundle(PathBuf, Box<Manifest>),
+}
+
+/// The mode `req` asks for, its flags checked before lockstep.toml is
+/// read (what a mode excludes is a usage error); a bundle to run is read
+/// and checked against its listing here.
+pub fn mode(req: &Request, sink: &dyn Sink) -> Result<Mode, Error> {
+    if let Some(dir) = &req.from_bundle {
+        if !req.paths.is_empty()
+            || !req.targets.is_empty()
+            || !req.suite_configs.is_empty()
+            || req.skip_all_runs
+            || req.update_xfails
+            || req.no_cache
+            || req.last_failed
+        {
+            return Err(Error::usage(
+                "--from-bundle runs the bundle's own suites and targets: give no PATH, --target, --suite-config, --skip-all-runs, --update-xfails, --no-cache or --last-failed",
+            )
+            .hint("-k, -m, --shard, -j and --timeout still select and pace its tests"));
+        }
+        let manifest = bundle::load(dir)?;
+        // What to compare with the sha256 printed where it was made.
+        sink.note(format!(
+            "running the bundle {} (bundle.json sha256 {})",
+            dir.display(),
+            manifest.sha256
+        ));
+        return Ok(Mode::FromBundle(dir.clone(), Box::new(manifest)));
+    }
+    let Some(dir) = &req.bundle else {
+        return Ok(Mode::Here);
+    };
+    lockstep_core::fs::require_new_or_empty_dir("--bundle", dir)?;
+    if req.no_cache || req.update_xfails {
+        return Err(Error::usage(
+            "--bundle compiles into the bundle's own cache: give no --no-cache or --update-xfails",
+        ));
+    }
+    // Written through a link to the directory, never over the link.
+    Ok(Mode::Bundle(
+        std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()),
+    ))
+}
+
+impl Mode {
+    /// The configuration a bundle's tests run with: its own lockstep.toml
+    /// (relative paths in it relative to the bundle), every table checked
+    /// by `sections`; `None` outside `--from-bundle`.
+    pub fn config(&self, sections: &[SectionSpec]) -> Result<Option<Loaded>, Error> {
+        let Mode::FromBundle(dir, _) = self else {
+            return Ok(None);
+        };
+        let (path, text) = bundle::config(dir)?;
+        let root = path.parent().unwrap_or(dir).to_path_buf();
+        lockstep_core::config::parse(text, Some(path), root, sections).map(Some)
+    }
+}
+
+/// A `lockstep test` planned in its mode.
+pub struct Prepared {
+    pub planned: Planned,
+    mode: Mode,
+    /// The suite directories it reads (a bundle copies them).
+    suite_dirs: Vec<PathBuf>,
+    /// The lockstep.toml whose `[test]` table a bundle carries.
+    config_path: Option<PathBuf>,
+    targets: Vec<plan::Target>,
+}
+
+/// Plans `req` in `mode` with the configuration `loaded` (a bundle's own:
+/// [`Mode::config`]); `cwd` is where relative flags point. lit is set up
+/// (from PyPI, once) only when the suites hold a lit suite.
+pub fn prepare(
+    req: Request,
+    mode: Mode,
+    loaded: &Loaded,
+    cwd: &Path,
+    sink: &dyn Sink,
+) -> Result<Prepared, Error> {
+    let cfg: TestConfig = loaded.section()?;
+    if let Mode::FromBundle(dir, manifest) = &mode {
+        // What it was made with (`-k`, `-m`, `--shard` there): those
+        // tests, narrowed by this command line's.
+        let req = Request {
+            targets: manifest.targets.clone(),
+            held: Some(bundle::held(manifest)),
+            ..req
+        };
+        let planned = plan(&req, &cfg, &loaded.root, loaded.origin(), dir, sink)?;
+        return Ok(Prepared {
+            planned,
+            mode,
+            suite_dirs: Vec::new(),
+            config_path: None,
+            targets: Vec::new(),
+        });
+    }
+    let bundle_dir = match &mode {
+        Mode::Bundle(dir) => Some(dir),
+        _ => None,
+    };
+    let suite_dirs = req.suite_dirs(&cfg, &loaded.root, cwd);
+    if let Some(dir) = bundle_dir {
+        bundle::check_destination(dir, &suite_dirs)?;
+    }
+    let req = Request {
+        skip_all_runs: req.skip_all_runs || bundle_dir.is_some(),
+        lit: crate::lit::LitProgram::for_suites(&suite_dirs, sink)?,
+        ..req
+    };
+    let planned = plan(&req, &cfg, &loaded.root, loaded.origin(), cwd, sink)?;
+    let targets = match bundle_dir {
+        Some(_) => selected_targets(&req, &cfg)?,
+        None => Vec::new(),
+    };
+    Ok(Prepared {
+        planned,
+        mode,
+        suite_dirs,
+        config_path: loaded.path.clone(),
+        targets,
+    })
+}
+
+impl Prepared {
+    /// The suite directories the run reads (a results history must not be
+    /// one of them).
+    pub fn suites(&self) -> Vec<(&'static str, &Path)> {
+        self.suite_dirs
+            .iter()
+            .map(|d| ("the suite directory", d.as_path()))
+            .collect()
+    }
+
+    /// Whether the run needs only IREE's runtime tools (a bundle's tests:
+    /// nothing is compiled; a GPU machine may have no compiler).
+    pub fn runtime_only(&self) -> bool {
+        matches!(self.mode, Mode::FromBundle(..))
+    }
+
+    /// The runtime `toolchain` a bundle's tests run with, checked against
+    /// the bundle before anything runs: its keys are the bundle's
+    /// compiler's (the runtime here may have no compiler at all).
+    pub fn bundle_runtime(&self, mut toolchain: Toolchain) -> Result<Toolchain, Error> {
+        if let Mode::FromBundle(dir, manifest) = &self.mode {
+            toolchain.identity = manifest.identity.clone();
+            toolchain.compiler_version = manifest.compiler_version.clone();
+            bundle::check(dir, manifest, &self.planned.tests, &toolchain)?;
+        }
+        Ok(toolchain)
+    }
+}
+
+/// Runs a prepared `lockstep test` in its mode: here through `cache`,
+/// into a bundle (built beside its place from the suites, the `[test]`
+/// table and the compiled modules, then moved there whole), or a
+/// bundle's tests from its modules ([`Prepared::bundle_runtime`] first).
+pub fn execute(
+    prepared: Prepared,
+    toolchain: &Toolchain,
+    cache: &Cache,
+    sink: &dyn Sink,
+) -> Result<Finished, Error> {
+    let dir = match &prepared.mode {
+        Mode::Here => return run(prepared.planned, toolchain, cache, sink),
+        Mode::FromBundle(dir, _) => {
+            let cache = bundle::cache(dir);
+            return run(prepared.planned.without_compiles(), toolchain, &cache, sink);
+        }
+        Mode::Bundle(dir) => dir,
+    };
+    if let Some(why) = prepared
+        .planned
+        .tests
+        .iter()
+        .find(|t| t.compile.is_none() && t.lit.is_none())
+        .and_then(|t| t.skip_reason.clone())
+    {
+        return Err(Error::usage(format!(
+            "--bundle: nothing to compile for: {why}"
+        )));
+    }
+    let tests = prepared.planned.tests.clone();
+    let staged = lockstep_core::fs::StagedDir::beside(dir)?;
+    let finished = run(
+        prepared.planned,
+        toolchain,
+        &bundle::cache(staged.path()),
+        sink,
+    )?;
+    let written = bundle::write(
+        staged.path(),
+        &prepared.suite_dirs,
+        bundle::test_table(prepared.config_path.as_deref())?,
+        &tests,
+        &prepared.targets,
+        toolchain,
+        sink,
+    )?;
+    staged
+        .install()
+        .map_err(|e| e.context(format!("cannot move the bundle into {}", dir.display())))?;
+    sink.note(format!(
+        "bundle written to {} ({} for {}, compiled by {}; bundle.json sha256 {})",
+        dir.display(),
+        lockstep_core::words::count(written.tests.len(), "test", "tests"),
+        written.targets.join(", "),
+        toolchain.compiler_stamp(),
+        written.sha256
+    ));
+    Ok(finished)
 }
 
 /// Resolves `req` against `cfg` (`root`: lockstep.toml's directory, `cwd`:
@@ -357,6 +601,55 @@ fn timeout(flag: Option<u64>, default: Duration) -> Result<Duration, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mode_s_excluded_flags_are_refused_before_anything_is_read() {
+        use lockstep_core::events::NullSink;
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("absent");
+        let from = |edit: fn(&mut Request)| {
+            let mut req = Request {
+                from_bundle: Some(bundle.clone()),
+                ..Request::default()
+            };
+            edit(&mut req);
+            mode(&req, &NullSink)
+        };
+        for edit in [
+            (|r| r.paths = vec!["s".into()]) as fn(&mut Request),
+            |r| r.targets = vec!["cpu".into()],
+            |r| r.suite_configs = vec!["c.json".into()],
+            |r| r.skip_all_runs = true,
+            |r| r.update_xfails = true,
+            |r| r.no_cache = true,
+            |r| r.last_failed = true,
+        ] {
+            let err = from(edit).err().expect("refused");
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.message.contains("the bundle's own suites"), "{}", err.message);
+        }
+        // Otherwise the bundle is read: here, none.
+        let err = from(|_| {}).err().expect("not a bundle");
+        assert!(err.message.contains("not a bundle"), "{}", err.message);
+        for edit in [
+            (|r| r.no_cache = true) as fn(&mut Request),
+            |r| r.update_xfails = true,
+        ] {
+            let mut req = Request {
+                bundle: Some(dir.path().join("new")),
+                ..Request::default()
+            };
+            edit(&mut req);
+            let err = mode(&req, &NullSink).err().expect("refused");
+            assert!(err.message.contains("the bundle's own cache"), "{}", err.message);
+        }
+        let req = Request {
+            bundle: Some(dir.path().join("new")),
+            ..Request::default()
+        };
+        assert!(matches!(mode(&req, &NullSink), Ok(Mode::Bundle(_))));
+        assert!(matches!(mode(&Request::default(), &NullSink), Ok(Mode::Here)));
+    }
 
     #[test]
     fn zero_timeouts_are_refused() {

@@ -1,5 +1,4 @@
-//! The tables lockstep.toml may have (each owned by its engine crate) and
-//! the values several commands resolve from them the same way.
+//! The tables lockstep.toml may have (each owned by its engine crate).
 //!
 //! lockstep-fuzz compiles this very file (`#[path]`) and fuzzes the
 //! configuration through [`SECTIONS`], so the list has one home. It is not
@@ -8,7 +7,6 @@
 
 use std::path::Path;
 
-use lockstep_cache::Cache;
 use lockstep_core::config::{Loaded, SectionSpec};
 use lockstep_core::Error;
 
@@ -29,20 +27,4 @@ pub const SECTIONS: &[SectionSpec] = &[
 /// lockstep.toml from `--config` or found from `cwd`, every table checked.
 pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Loaded, Error> {
     lockstep_core::config::load(explicit, cwd, SECTIONS)
-}
-
-/// The lockstep.toml text read from `path` (a bundle's), every table
-/// checked; relative paths in it are relative to `path`'s directory.
-pub fn parse_at(path: &Path, text: String) -> Result<Loaded, Error> {
-    let root = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-    lockstep_core::config::parse(text, Some(path.to_path_buf()), root, SECTIONS)
-}
-
-/// The cache as every command sees it (the kernel area may be moved by
-/// `[bench] cache-dir`).
-pub fn cache(loaded: &Loaded) -> Result<Cache, Error> {
-    let bench: lockstep_bench::config::BenchConfig = loaded.section()?;
-    Ok(Cache::from_env(
-        bench.cache_dir.as_ref().map(|dir| loaded.root.join(dir)),
-    ))
 }

@@ -58,11 +58,16 @@ impl<'a> Ctx<'a> {
     /// nothing written, the `--events` file untouched); otherwise the event
     /// stream opens.
     pub fn inputs_read(&self, read: &[(&str, &Path)]) -> Result<(), Error> {
-        if let Err(e) = self.spec.check_read(read) {
-            self.rep.discard_events();
-            return Err(e);
-        }
+        self.refused(self.spec.check_read(read))?;
         self.rep.open_events()
+    }
+
+    /// `checked`, the `--events` file left untouched when it failed.
+    fn refused(&self, checked: Result<(), Error>) -> Result<(), Error> {
+        if checked.is_err() {
+            self.rep.discard_events();
+        }
+        checked
     }
 
     /// Refuses an output inside one of `trees` (flag, directory), the
@@ -70,34 +75,15 @@ impl<'a> Ctx<'a> {
     /// nothing written, the `--events` file untouched.
     pub fn trees_kept(&self, trees: &[(&str, PathBuf)]) -> Result<(), Error> {
         let trees: Vec<(&str, &Path)> = trees.iter().map(|(f, d)| (*f, d.as_path())).collect();
-        if let Err(e) = self.spec.check_trees(&trees) {
-            self.rep.discard_events();
-            return Err(e);
-        }
-        Ok(())
+        self.refused(self.spec.check_trees(&trees))
     }
 
     /// Refuses an output that is (or would be read as) a run of one of
     /// the history directories `dirs` the command reads: exit 2, nothing
     /// written, the `--events` file untouched.
     pub fn history_read(&self, dirs: &[(String, PathBuf)]) -> Result<(), Error> {
-        for (what, dir) in dirs {
-            for (flag, out) in self.spec.output_files() {
-                if lockstep_history::store::would_read(dir, out) {
-                    self.rep.discard_events();
-                    return Err(Error::usage(format!(
-                        "{flag} {} is a run file of the history {what} {}",
-                        out.display(),
-                        dir.display()
-                    ))
-                    .hint(format!(
-                        "write {flag} outside {}: history runs are never overwritten, and a file there is read as a run",
-                        dir.display()
-                    )));
-                }
-            }
-        }
-        Ok(())
+        let outputs: Vec<(&str, &Path)> = self.spec.output_files().collect();
+        self.refused(lockstep_history::store::check_outputs(dirs, &outputs))
     }
 
     /// One table of lockstep.toml.
@@ -121,7 +107,8 @@ impl<'a> Ctx<'a> {
 
     /// The cache every command shares.
     pub fn cache(&self) -> Result<Cache, Error> {
-        crate::config::cache(self.loaded()?)
+        let bench: lockstep_bench::config::BenchConfig = self.section()?;
+        Ok(bench.cache(self.root()?))
     }
 
     /// The IREE tools (lockstep-iree's precedence; `flag` is `--iree-bin`).

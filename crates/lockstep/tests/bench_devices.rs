@@ -1060,6 +1060,13 @@ fn a_test_bundle_runs_the_selection_it_was_made_with() {
     assert_eq!(ids, ["adds/add [cpu]"], "{doc}");
     let out = p.run(&["test", "--from-bundle", b, "-k", "/add"], 0);
     assert!(stdout(&out).contains("1 pass"), "{}", stdout(&out));
+    // `--list` lists the bundle's selection and runs nothing.
+    let out = p.run(&["test", "--from-bundle", b, "--list"], 0);
+    assert!(
+        stdout(&out).starts_with("adds/add [cpu]") && !stdout(&out).contains("pass"),
+        "{}",
+        stdout(&out)
+    );
     // Narrowed to nothing: no tests selected, not "altered".
     let out = p.run(&["test", "--from-bundle", b, "-k", "wrong"], 0);
     assert!(

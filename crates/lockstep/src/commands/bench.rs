@@ -29,11 +29,8 @@ pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
         from_bundle: args.from_bundle.map(|d| ctx.cwd.join(d)),
     };
     let prepared = session::prepare(&request, &ctx.section()?, ctx.sink())?;
-    let request_from_bundle = request.from_bundle.is_some();
     let recording = super::history::start(ctx, &args.record, lockstep_history::Kind::Bench, &[])?;
-    let toolchain = match request_from_bundle {
-        // A bundle needs only the runtime tools (a GPU machine may have
-        // no compiler).
+    let toolchain = match prepared.runtime_only() {
         true => ctx.runtime_toolchain(args.iree_bin.as_deref())?,
         false => ctx.toolchain(args.iree_bin.as_deref())?,
     };
@@ -72,13 +69,8 @@ fn bisect_commits(args: crate::cli::BenchBisectArgs, ctx: &Ctx) -> Result<i32, E
     let rule = bisect::rule(&args.threshold, args.max_repeats)?;
     let pkg: lockstep_pkg::config::PkgConfig = ctx.section()?;
     let uv = super::pkg::find_uv(ctx)?;
-    let venvs = lockstep_pkg::bisect::CommitVenvs {
-        build: super::pkg::configured(ctx, &pkg, &uv)?,
-        variant: args
-            .variant
-            .unwrap_or_else(|| lockstep_pkg::config::DEFAULT_VARIANT.into()),
-        python: args.python.or_else(|| pkg.python.first().cloned()),
-    };
+    let build = super::pkg::configured(ctx, &pkg, &uv)?;
+    let venvs = lockstep_pkg::bisect::CommitVenvs::new(build, args.variant, args.python, &pkg);
     let request = bisect::BisectRequest {
         root: venvs.build.root,
         venvs: &venvs,

@@ -48,10 +48,6 @@ pub fn dispatch(command: Command, ctx: &Ctx) -> Result<i32, Error> {
     }
 }
 
-/// The history directories `command` reads every run of (as
-/// (what names it, directory)), known before it runs: no output may be one
-/// of their runs. A default that cannot be found now is left to the
-/// command, which says what is wrong.
 /// The directories `command` reads or writes whole, by flag: a bundle
 /// holds exactly the files its manifest lists, so no output goes inside
 /// the one being read (`--from-bundle`) or written (`--bundle`).
@@ -67,6 +63,10 @@ fn trees_whole(command: &Command, ctx: &Ctx) -> Vec<(&'static str, std::path::Pa
         .collect()
 }
 
+/// The history directories `command` reads every run of (as
+/// (what names it, directory)), known before it runs: no output may be one
+/// of their runs. A default that cannot be found now is left to the
+/// command, which says what is wrong.
 fn history_dirs_read(command: &Command, ctx: &Ctx) -> Vec<(String, std::path::PathBuf)> {
     use crate::cli::{BenchAction, History, Report};
     let configured = || history::configured_dir(ctx).ok().flatten();
