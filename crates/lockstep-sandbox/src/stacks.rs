@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use lockstep_core::Error;
 
 use crate::repos::{
-    clone_superproject, fast_import, file, git, init_bare, path_arg, write_commit, CommitInfo,
-    FileChange, Mode, SplitMix64, SUBMODULE_PATH,
+    clone_superproject, fast_import, file, git, init_bare, path_arg, try_git, write_commit,
+    CommitInfo, FileChange, Mode, SplitMix64, SUBMODULE_PATH,
 };
 
 /// Numbered source files under the tracked path.
@@ -698,16 +698,13 @@ pub fn replay_by_hand(
             &head,
             patch,
         ];
-        let out = crate::repos::git_command(repo, &args)
-            .output()
-            .map_err(lockstep_git::spawn_error)?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mut lines = text.lines();
+        let out = try_git(repo, &args, None)?;
+        let mut lines = out.stdout.lines();
         let tree = lines.next().unwrap_or_default().to_string();
-        match out.status.code() {
-            Some(0) => {}
-            Some(1) if drop_conflicts => continue,
-            Some(1) => {
+        match out.code {
+            0 => {}
+            1 if drop_conflicts => continue,
+            1 => {
                 let files = lines
                     .take_while(|l| !l.is_empty())
                     .map(str::to_string)
@@ -721,7 +718,7 @@ pub fn replay_by_hand(
             _ => {
                 return Err(
                     Error::failed(format!("`git merge-tree` failed in {}", repo.display()))
-                        .cause(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+                        .cause(out.stderr.trim().to_string()),
                 )
             }
         }
@@ -962,7 +959,7 @@ mod tests {
             ],
         )
         .expect("push the pin upstream");
-        let out = crate::repos::git_command(
+        let out = try_git(
             &sb.upstream,
             &[
                 "merge-tree",
@@ -972,9 +969,9 @@ mod tests {
                 &sb.head,
                 &sb.pin,
             ],
+            None,
         )
-        .output()
         .expect("merge-tree");
-        assert_eq!(out.status.code(), Some(1), "a conflict at head");
+        assert_eq!(out.code, 1, "a conflict at head");
     }
 }

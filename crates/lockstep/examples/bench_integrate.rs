@@ -45,6 +45,10 @@
 //! something failed unexpectedly (a lockstep command exited with an unexpected
 //! status, unparsable output, a git error).
 
+// A benchmark/fixture program, not product code: it starts processes
+// directly; product code goes through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,6 +3,10 @@
 //! crate cannot land undocumented, a moved file cannot leave a stale
 //! pointer).
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::path::{Path, PathBuf};
 
 fn top() -> PathBuf {

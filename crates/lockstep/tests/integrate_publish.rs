@@ -4,6 +4,10 @@
 //! updated, a halt calls for help once, and every bad answer is named
 //! without the token, leaving the integrate resumable.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::*;

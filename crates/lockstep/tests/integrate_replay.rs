@@ -7,6 +7,10 @@
 //! that the current stack really has, or at a named smoke failure; never
 //! at an internal error.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::PathBuf;

@@ -14,6 +14,10 @@
 //! the draft pull request. Set `LOCKSTEP_PIPELINE_TIMES=FILE` to have the
 //! per-job wall times written there (`scripts/bench-pipeline`).
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::collections::BTreeMap;

