@@ -9,7 +9,7 @@
 mod common;
 
 use common::*;
-use lockstep_sandbox::github::FakeGithub;
+use lockstep_testkit::github::FakeGithub;
 
 const TOKEN: &str = "ghp_release_token_never_printed";
 
