@@ -3,6 +3,10 @@
 //! artifacts, unknown actions, templates, working directories, checkout and
 //! push, Pages, github-script, timeouts, setup-python, fail-fast.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -11,8 +11,9 @@
 //! input and output lockstep holds in memory (git, preprocess's tools; each
 //! stream bounded), [`command`] and [`spawn_group`] for the pipelines a
 //! caller wires itself (`git archive | tar`), waited with [`wait_group`]'s
-//! timeout. `scripts/check-spawn` fails when another crate the released
-//! binary links calls `Command::new`.
+//! timeout. The workspace's `clippy.toml` forbids `Command::new`, `spawn`,
+//! `output` and `status` everywhere else (`clippy::disallowed_methods`;
+//! only test code allows them, once per test root).
 //!
 //! No child inherits lockstep's secrets ([`SECRET_VARS`], a configured webhook
 //! variable, a job's `GIT_CONFIG_*` credentials): [`run`] and [`command`]
@@ -25,6 +26,12 @@
 //! taken out of the inherited environment, the child dying with lockstep even
 //! when lockstep is killed with SIGKILL, and stdout kept apart from the log
 //! when the caller reads it.
+
+// The one door: this module is where `Command::new` and `spawn` are
+// allowed (clippy.toml's `disallowed-methods` forbid them everywhere else),
+// because every child it makes loses lockstep's secrets, gets its own
+// process group and is waited with a timeout.
+#![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

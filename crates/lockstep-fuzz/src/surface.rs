@@ -23,7 +23,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use lockstep_sandbox::github::FakeGithub;
+use lockstep_testkit::github::FakeGithub;
 
 use crate::targets::Outcome;
 

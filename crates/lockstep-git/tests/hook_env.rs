@@ -2,6 +2,10 @@
 //! directory when lockstep runs under such an environment. This is its own
 //! test binary because it sets process-wide environment variables.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::path::Path;
 use std::process::Command;
 

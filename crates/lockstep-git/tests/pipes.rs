@@ -1,5 +1,9 @@
 //! Commands that take large stdin and answer as they read must not deadlock.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;

@@ -4,6 +4,10 @@
 //! `~/.local`). (Its own test binary: it changes HOME and PATH for the
 //! whole process.)
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use lockstep_core::events::NullSink;
 use lockstep_python::uv::{find_uv, locate_uv, UvLocation, PINNED_UV};
 

@@ -1,12 +1,15 @@
-//! A loopback stand-in for the parts of GitHub's REST API that lockstep
-//! uses (`integrate publish`: pull requests listed by head branch, created,
-//! updated, and check runs; `release publish --github-release`: releases by
-//! tag, created, and asset uploads on a separate `upload_url`) plus a
-//! webhook receiver, for the demo and the tests: real HTTP
-//! on 127.0.0.1, answering like GitHub does (401 for a bad token, 404 for
-//! an unknown repository, 422 for a second open pull request of a branch).
-//! Tests script failures in front of the normal answers (a 429 with
-//! `Retry-After`, a 500, garbage) and read back every request it saw.
+//! A loopback stand-in for the parts of GitHub's REST API that the demo
+//! drives (`integrate publish`: pull requests listed by head branch,
+//! created, updated, marked ready through GraphQL) plus a webhook receiver:
+//! real HTTP on 127.0.0.1, answering like GitHub does (401 for a bad token,
+//! 404 for an unknown repository, 422 for a second open pull request of a
+//! branch). Tests script failures in front of the normal answers (a 429
+//! with `Retry-After`, a 500, garbage) and read back every request it saw.
+//!
+//! The parts only tests use (GitHub Releases and their assets, a CI's check
+//! runs) are served by lockstep-testkit's `github`, plugged in through
+//! [`Routes`]: the released binary (which links this crate through the
+//! demo) does not carry them.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -29,16 +32,6 @@ pub struct Pull {
     pub state: String,
 }
 
-/// A GitHub Release the server holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Release {
-    pub id: u64,
-    pub tag: String,
-    pub prerelease: bool,
-    /// Asset name -> bytes.
-    pub assets: std::collections::BTreeMap<String, Vec<u8>>,
-}
-
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
 pub struct Seen {
@@ -58,48 +51,44 @@ pub struct Scripted {
     pub body: Vec<u8>,
 }
 
-/// Decides a commit's CI conclusion (`success`, `failure` ...).
-pub type Oracle = Arc<dyn Fn(&str) -> String + Send + Sync>;
+/// A part of GitHub's API served in front of this server's own (the
+/// tests' releases and CI, in lockstep-testkit); [`FakeGithub::add_routes`]
+/// plugs one in. The demo plugs in none.
+pub trait Routes: Send + Sync {
+    /// The answer to `request`, or `None` to leave it to the next routes
+    /// and then to this server's own.
+    fn answer(&self, request: &Asked<'_>) -> Option<Scripted>;
+}
 
-/// Check runs every commit answers with instead of the CI's one run
-/// ([`FakeGithub::set_check_runs`]): served in pages of `per_page` (the
-/// request's, GitHub's default 30, at most 100) with `Link: <...>;
-/// rel="next"` headers as GitHub does.
-#[derive(Debug, Clone, Default)]
-pub struct CheckRuns {
-    /// The runs, as GitHub's JSON objects (a `name` may be null or absent).
-    pub runs: Vec<Value>,
-    /// `total_count` claimed instead of the number of runs.
-    pub claimed_total: Option<u64>,
-    /// No `Link` headers: a careless server that pages without saying so.
-    pub no_links: bool,
+/// A request as [`Routes`] see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Asked<'a> {
+    pub method: &'a str,
+    /// Path and query.
+    pub target: &'a str,
+    pub body: &'a [u8],
+    /// It carried the right token.
+    pub authorised: bool,
+    /// The server's port (the host is 127.0.0.1).
+    pub port: u16,
+    /// `OWNER/NAME` the server serves.
+    pub repository: &'a str,
 }
 
 #[derive(Default)]
 struct State {
     pulls: Vec<Pull>,
-    releases: Vec<Release>,
     seen: Vec<Seen>,
     scripted: VecDeque<Scripted>,
     webhook_posts: Vec<String>,
-    /// The CI: its oracle and how many polls of a commit answer
-    /// `in_progress` first.
-    ci: Option<(Oracle, usize)>,
     /// Every answer repeats the token ([`FakeGithub::echo_token`]).
     echo: bool,
-    /// Polls of each commit's check runs, in order of first poll.
-    polls: Vec<(String, usize)>,
     /// Pull requests marked ready for review (GraphQL), in order.
     ready_marked: Vec<u64>,
-    /// Release listings repeat each release (pages shifted by a release
-    /// made between two of them).
-    list_twice: bool,
-    /// Assets are described without `digest` (as GitHub did before 2025).
-    no_digests: bool,
-    /// Check runs served instead of the CI's.
-    check_runs: Option<CheckRuns>,
     /// The answer to every GraphQL request instead of doing it.
     graphql_answer: Option<Value>,
+    /// Served in front of the server's own answers, in order.
+    routes: Vec<Arc<dyn Routes>>,
 }
 
 /// The server; it stops with the process (its thread only accepts).
@@ -149,52 +138,10 @@ impl FakeGithub {
         self.state().pulls.clone()
     }
 
-    /// The GitHub Releases created, in order.
-    pub fn releases(&self) -> Vec<Release> {
-        self.state().releases.clone()
-    }
-
-    /// Adds a release with these assets, as if made earlier (benchmarks,
-    /// and stores rebuilt from Releases).
-    pub fn add_release(&self, tag: &str, prerelease: bool, assets: Vec<(String, Vec<u8>)>) {
-        let mut s = self.state();
-        let id = s.releases.iter().map(|r| r.id).max().unwrap_or(0) + 1;
-        s.releases.push(Release {
-            id,
-            tag: tag.to_string(),
-            prerelease,
-            assets: assets.into_iter().collect(),
-        });
-    }
-
-    /// Replaces an asset's bytes (or adds it) as a person with write access
-    /// could: the same name, other content.
-    pub fn set_asset(&self, tag: &str, name: &str, bytes: Vec<u8>) -> bool {
-        let mut s = self.state();
-        s.releases
-            .iter_mut()
-            .find(|r| r.tag == tag)
-            .map(|r| r.assets.insert(name.to_string(), bytes))
-            .is_some()
-    }
-
-    /// From now on every release listing names each release twice.
-    pub fn list_each_release_twice(&self) {
-        self.state().list_twice = true;
-    }
-
-    /// From now on assets are described without their `digest`.
-    pub fn without_digests(&self) {
-        self.state().no_digests = true;
-    }
-
-    /// Deletes an asset as a person would in the web UI; whether it was there.
-    pub fn delete_asset(&self, tag: &str, name: &str) -> bool {
-        let mut s = self.state();
-        s.releases
-            .iter_mut()
-            .find(|r| r.tag == tag)
-            .is_some_and(|r| r.assets.remove(name).is_some())
+    /// Serves `routes` in front of this server's own answers (after any
+    /// scripted one): lockstep-testkit's releases and CI.
+    pub fn add_routes(&self, routes: Arc<dyn Routes>) {
+        self.state().routes.push(routes);
     }
 
     pub fn requests(&self) -> Vec<Seen> {
@@ -218,12 +165,6 @@ impl FakeGithub {
         });
     }
 
-    /// Deletes every Release (a fresh repository's; fuzzing reuses one
-    /// server for many inputs).
-    pub fn reset_releases(&self) {
-        self.state().releases.clear();
-    }
-
     /// Forgets the scripted answers not served yet.
     pub fn clear_scripts(&self) {
         self.state().scripted.clear();
@@ -237,31 +178,10 @@ impl FakeGithub {
         self.state().echo = true;
     }
 
-    /// Runs a CI: the check runs of a commit answer `in_progress` for the
-    /// first `delay` polls, then `completed` with `oracle(sha)`.
-    pub fn set_ci(&self, oracle: Oracle, delay: usize) {
-        self.state().ci = Some((oracle, delay));
-    }
-
-    /// Every commit's check runs are `runs` from now on, paged as GitHub
-    /// pages them (`None`: the CI's, [`FakeGithub::set_ci`]).
-    pub fn set_check_runs(&self, runs: Option<CheckRuns>) {
-        self.state().check_runs = runs;
-    }
-
     /// Every GraphQL request is answered `answer` (HTTP 200) without doing
     /// anything (`{"data": null}`, errors ...); `None`: answered for real.
     pub fn set_graphql_answer(&self, answer: Option<Value>) {
         self.state().graphql_answer = answer;
-    }
-
-    /// The commits whose check runs were polled (the CI rounds), in order.
-    pub fn ci_commits(&self) -> Vec<String> {
-        self.state()
-            .polls
-            .iter()
-            .map(|(sha, _)| sha.clone())
-            .collect()
     }
 
     /// The pull requests marked ready for review through GraphQL.
@@ -386,7 +306,7 @@ fn serve_one(
     let body = String::from_utf8_lossy(&request.body).into_owned();
     let bytes = request.body;
     let (method, target) = (request.method, request.target);
-    let answer = {
+    let (scripted, routes) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         s.seen.push(Seen {
             method: method.clone(),
@@ -394,15 +314,27 @@ fn serve_one(
             authorised,
             body: body.clone(),
         });
-        match s.scripted.pop_front() {
-            Some(scripted) => scripted,
-            None if target.contains("/releases") => releases(
-                &mut s, &method, &target, bytes, authorised, port, repository,
-            ),
-            None => route(
-                &mut s, &method, &target, &body, authorised, port, repository,
-            ),
-        }
+        (s.scripted.pop_front(), s.routes.clone())
+    };
+    let asked = Asked {
+        method: &method,
+        target: &target,
+        body: &bytes,
+        authorised,
+        port,
+        repository,
+    };
+    let answer = match scripted {
+        Some(scripted) => scripted,
+        None => match routes.iter().find_map(|r| r.answer(&asked)) {
+            Some(answer) => answer,
+            None => {
+                let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+                route(
+                    &mut s, &method, &target, &body, authorised, port, repository,
+                )
+            }
+        },
     };
     let echo = state.lock().map(|s| s.echo).unwrap_or(false);
     let body = match serde_json::from_slice::<Value>(&answer.body) {
@@ -435,7 +367,8 @@ fn echo_in(value: &mut Value, token: &str) {
     }
 }
 
-fn reply(status: u16, body: Value) -> Scripted {
+/// A JSON answer with `status`.
+pub fn reply(status: u16, body: Value) -> Scripted {
     Scripted {
         status,
         headers: Vec::new(),
@@ -471,20 +404,9 @@ fn route(
         return graphql(s, body);
     }
     let commits = format!("/repos/{repository}/commits/");
-    if let Some(sha) = path
-        .strip_prefix(&commits)
-        .and_then(|r| r.strip_suffix("/check-runs"))
-    {
-        if let Some(listed) = &s.check_runs {
-            return paged(
-                &listed.runs,
-                query,
-                &format!("http://127.0.0.1:{port}{path}"),
-                !listed.no_links,
-                |runs, total| json!({"total_count": listed.claimed_total.unwrap_or(total as u64), "check_runs": runs}),
-            );
-        }
-        return check_runs(s, sha);
+    if path.starts_with(&commits) && path.ends_with("/check-runs") {
+        // No CI here (lockstep-testkit's routes run one): no check runs.
+        return reply(200, json!({"total_count": 0, "check_runs": []}));
     }
     let prefix = format!("/repos/{repository}/pulls");
     let Some(rest) = path.strip_prefix(&prefix) else {
@@ -599,187 +521,12 @@ fn graphql(s: &mut State, body: &str) -> Scripted {
     }
 }
 
-/// An asset's id: stable while the release's assets are not removed.
-fn asset_id(release: &Release, position: usize) -> u64 {
-    release.id * 1_000_000 + position as u64
-}
-
-fn release_json(release: &Release, port: u16, repository: &str, digests: bool) -> Value {
-    let assets: Vec<Value> = release
-        .assets
-        .iter()
-        .enumerate()
-        .map(|(i, (n, b))| {
-            let mut asset = json!({
-                "id": asset_id(release, i),
-                "name": n,
-                "size": b.len(),
-                "digest": format!("sha256:{}", lockstep_core::hash::sha256_bytes(b)),
-                "browser_download_url": format!("http://127.0.0.1:{port}/{repository}/releases/download/{}/{n}", release.tag),
-            });
-            if !digests {
-                if let Some(fields) = asset.as_object_mut() {
-                    fields.remove("digest");
-                }
-            }
-            asset
-        })
-        .collect();
-    json!({
-        "id": release.id,
-        "tag_name": release.tag,
-        "prerelease": release.prerelease,
-        "draft": false,
-        "html_url": format!("http://127.0.0.1:{port}/{repository}/releases/tag/{}", release.tag),
-        "upload_url": format!("http://127.0.0.1:{port}/uploads/repos/{repository}/releases/{}/assets{{?name,label}}", release.id),
-        "assets": assets,
-    })
-}
-
-/// Releases: by tag, created, and their assets uploaded (a second asset of
-/// a name is GitHub's 422 `already_exists`).
-fn releases(
-    s: &mut State,
-    method: &str,
-    target: &str,
-    body: Vec<u8>,
-    authorised: bool,
-    port: u16,
-    repository: &str,
-) -> Scripted {
-    let not_found = || reply(404, json!({"message": "Not Found"}));
-    // The public download URLs of assets (what a links page points at).
-    if let Some(rest) = target.strip_prefix(&format!("/{repository}/releases/download/")) {
-        let (tag, name) = rest.split_once('/').unwrap_or_default();
-        let (tag, name) = (percent_decode(tag), percent_decode(name));
-        return match s
-            .releases
-            .iter()
-            .find(|r| r.tag == tag)
-            .and_then(|r| r.assets.get(&name))
-        {
-            Some(bytes) if method == "GET" || method == "HEAD" => Scripted {
-                status: 200,
-                headers: Vec::new(),
-                body: bytes.clone(),
-            },
-            _ => not_found(),
-        };
-    }
-    if !authorised {
-        return reply(401, json!({"message": "Bad credentials"}));
-    }
-    let api = format!("/repos/{repository}/releases");
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    if method == "GET" && path == api {
-        let number = |name: &str, default: usize| {
-            query
-                .split('&')
-                .filter_map(|kv| kv.split_once('='))
-                .find(|(k, _)| *k == name)
-                .and_then(|(_, v)| v.parse::<usize>().ok())
-                .unwrap_or(default)
-        };
-        let (per_page, page) = (
-            number("per_page", 30).clamp(1, 100),
-            number("page", 1).max(1),
-        );
-        let twice = if s.list_twice { 2 } else { 1 };
-        let digests = !s.no_digests;
-        let listed: Vec<Value> = s
-            .releases
-            .iter()
-            .rev()
-            .flat_map(|r| std::iter::repeat_n(r, twice))
-            .skip((page - 1) * per_page)
-            .take(per_page)
-            .map(|r| release_json(r, port, repository, digests))
-            .collect();
-        return reply(200, Value::Array(listed));
-    }
-    if let Some(id) = path.strip_prefix(&format!("{api}/assets/")) {
-        let id: u64 = id.parse().unwrap_or(0);
-        let found = s.releases.iter().find_map(|r| {
-            r.assets
-                .values()
-                .enumerate()
-                .find(|(i, _)| asset_id(r, *i) == id)
-                .map(|(_, bytes)| bytes.clone())
-        });
-        return match found {
-            Some(bytes) => Scripted {
-                status: 200,
-                headers: vec![("Content-Type".into(), "application/octet-stream".into())],
-                body: bytes,
-            },
-            None => not_found(),
-        };
-    }
-    if method == "DELETE" {
-        if let Some(id) = path.strip_prefix(&format!("{api}/")) {
-            let id: u64 = id.parse().unwrap_or(0);
-            let before = s.releases.len();
-            s.releases.retain(|r| r.id != id);
-            return match s.releases.len() < before {
-                true => Scripted {
-                    status: 204,
-                    headers: Vec::new(),
-                    body: Vec::new(),
-                },
-                false => not_found(),
-            };
-        }
-    }
-    if let Some(tag) = target.strip_prefix(&format!("{api}/tags/")) {
-        return match s.releases.iter().find(|r| r.tag == tag) {
-            Some(release) => reply(200, release_json(release, port, repository, !s.no_digests)),
-            None => not_found(),
-        };
-    }
-    if method == "POST" && target == api {
-        let Ok(asked) = serde_json::from_slice::<Value>(&body) else {
-            return reply(400, json!({"message": "Problems parsing JSON"}));
-        };
-        let tag = asked["tag_name"].as_str().unwrap_or_default().to_string();
-        if tag.is_empty() || s.releases.iter().any(|r| r.tag == tag) {
-            return reply(422, json!({"message": "Validation Failed"}));
-        }
-        let release = Release {
-            id: s.releases.iter().map(|r| r.id).max().unwrap_or(0) + 1,
-            tag,
-            prerelease: asked["prerelease"].as_bool().unwrap_or(false),
-            assets: Default::default(),
-        };
-        let answer = release_json(&release, port, repository, !s.no_digests);
-        s.releases.push(release);
-        return reply(201, answer);
-    }
-    let uploads = format!("/uploads/repos/{repository}/releases/");
-    if let Some(rest) = target.strip_prefix(&uploads) {
-        let (id, name) = rest.split_once("/assets?name=").unwrap_or_default();
-        let id: u64 = id.parse().unwrap_or(0);
-        let name = percent_decode(name);
-        let Some(release) = s.releases.iter_mut().find(|r| r.id == id) else {
-            return not_found();
-        };
-        if release.assets.contains_key(&name) {
-            return reply(
-                422,
-                json!({"message": "Validation Failed", "errors": [{"resource": "ReleaseAsset", "code": "already_exists", "field": "name"}]}),
-            );
-        }
-        release.assets.insert(name.clone(), body);
-        return reply(201, json!({"name": name}));
-    }
-    not_found()
-}
-
 /// One page of `items` as GitHub answers a list: `per_page` (default 30,
 /// at most 100) and `page` from `query` (the other parameters kept in the
 /// links), the body made by `body` from the page's items and the whole
 /// list's length, and with `links` a `Link` header naming the next and
 /// last pages when there are more.
-fn paged(
+pub fn paged(
     items: &[Value],
     query: &str,
     base: &str,
@@ -824,31 +571,8 @@ fn paged(
     answer
 }
 
-/// The check runs of `sha` as the CI answers them now.
-fn check_runs(s: &mut State, sha: &str) -> Scripted {
-    let Some((oracle, delay)) = s.ci.clone() else {
-        return reply(200, json!({"total_count": 0, "check_runs": []}));
-    };
-    let polls = match s.polls.iter_mut().find(|(c, _)| c == sha) {
-        Some((_, n)) => {
-            *n += 1;
-            *n
-        }
-        None => {
-            s.polls.push((sha.to_string(), 1));
-            1
-        }
-    };
-    let run = if polls <= delay {
-        json!({"name": "ci", "status": "in_progress", "conclusion": Value::Null})
-    } else {
-        json!({"name": "ci", "status": "completed", "conclusion": oracle(sha)})
-    };
-    reply(200, json!({"total_count": 1, "check_runs": [run]}))
-}
-
 /// `%XX` escapes of a query value decoded (`+` is a space).
-fn percent_decode(text: &str) -> String {
+pub fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

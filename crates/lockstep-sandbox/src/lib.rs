@@ -5,19 +5,26 @@
 //! ([`native`]), and a loopback GitHub REST API with a webhook receiver
 //! ([`github`]).
 //!
-//! The GitHub Actions emulator the tests run generated workflows on is not
-//! here: it is `lockstep-actions`, a dev-dependency only, so that the
-//! released binary (which links this crate through the demo) never carries it.
+//! The released binary links this crate (through the demo), so it holds
+//! what the demo needs and no more. What only the tests and benchmarks use
+//! is in dev-only crates the binary never carries: the GitHub Actions
+//! emulator (`lockstep-actions`), and random carried stacks, real-shaped
+//! native packages, the loopback GitHub's Releases and CI and the fixture
+//! programs (`lockstep-testkit`, which builds on [`repos`]' public building
+//! blocks and plugs into [`github::Routes`]). `crates/lockstep/tests/docs.rs`
+//! checks that neither is in the binary's dependencies.
 //!
 //! It knows git, not lockstep's engines: the demo's story (lockstep-demo)
 //! and the tests drive the engines on these fixtures. No engine may depend
 //! on it.
 
+// Unit tests start their fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml), checked without cfg(test).
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
+
 pub mod github;
 pub mod native;
 pub mod packages;
 pub mod repos;
-pub mod shapes;
-pub mod stacks;
 
 pub use repos::{api_level_at, create, Sandbox, SandboxSpec};

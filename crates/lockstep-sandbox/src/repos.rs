@@ -29,9 +29,8 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::fs;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use lockstep_core::Error;
 use lockstep_git::Repo;
@@ -280,18 +279,18 @@ const PATCH_CONFLICT_SUBJECT: &str = "[mlir] Local fix in Conflict.cpp";
 const UPSTREAMED_SUBJECT: &str = "[mlir] Fix off-by-one in Upstreamed.cpp";
 
 /// Where a sandbox's repositories go (absolute, under `root`).
-pub(crate) struct Layout {
-    pub(crate) root: PathBuf,
-    pub(crate) upstream: PathBuf,
-    pub(crate) fork: PathBuf,
-    pub(crate) super_origin: PathBuf,
-    pub(crate) superproject: PathBuf,
+pub struct Layout {
+    pub root: PathBuf,
+    pub upstream: PathBuf,
+    pub fork: PathBuf,
+    pub super_origin: PathBuf,
+    pub superproject: PathBuf,
 }
 
 impl Layout {
     /// The layout in `dir` (created if missing), which must not already
     /// hold any of the repositories.
-    pub(crate) fn new(dir: &Path) -> Result<Layout, Error> {
+    pub fn new(dir: &Path) -> Result<Layout, Error> {
         fs::create_dir_all(dir).map_err(|e| {
             Error::from(e).context(format!("cannot create sandbox directory {}", dir.display()))
         })?;
@@ -610,10 +609,10 @@ fn choose(rng: &mut SplitMix64, n: usize, k: usize) -> Vec<usize> {
 }
 
 /// splitmix64: tiny, fast, deterministic across platforms.
-pub(crate) struct SplitMix64(pub(crate) u64);
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    pub(crate) fn next(&mut self) -> u64 {
+    fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -622,11 +621,11 @@ impl SplitMix64 {
     }
 
     /// Uniform in `0..n` (`n > 0`).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         ((self.next() as u128 * n as u128) >> 64) as u64
     }
 
-    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len() as u64) as usize]
     }
 }
@@ -771,7 +770,7 @@ fn legacy(with_registration: bool) -> String {
 const HISTORY_COMMITS: usize = 5;
 const BASE_MARK: usize = HISTORY_COMMITS + 1;
 
-pub(crate) enum Mode {
+pub enum Mode {
     File,
     Exec,
     /// A submodule entry; the data is the commit's object name (which need
@@ -779,22 +778,22 @@ pub(crate) enum Mode {
     Gitlink,
 }
 
-pub(crate) struct FileChange<'a> {
-    pub(crate) mode: Mode,
-    pub(crate) path: &'a str,
-    pub(crate) data: &'a str,
+pub struct FileChange<'a> {
+    pub mode: Mode,
+    pub path: &'a str,
+    pub data: &'a str,
 }
 
-pub(crate) struct CommitInfo<'a> {
-    pub(crate) branch: &'a str,
-    pub(crate) mark: usize,
-    pub(crate) author: (&'a str, &'a str),
-    pub(crate) time: i64,
-    pub(crate) message: &'a str,
-    pub(crate) from: Option<&'a str>,
+pub struct CommitInfo<'a> {
+    pub branch: &'a str,
+    pub mark: usize,
+    pub author: (&'a str, &'a str),
+    pub time: i64,
+    pub message: &'a str,
+    pub from: Option<&'a str>,
 }
 
-pub(crate) fn write_commit(
+pub fn write_commit(
     w: &mut dyn Write,
     c: &CommitInfo<'_>,
     files: &[FileChange<'_>],
@@ -829,7 +828,7 @@ pub(crate) fn write_commit(
     writeln!(w)
 }
 
-pub(crate) fn file<'a>(path: &'a str, data: &'a str) -> FileChange<'a> {
+pub fn file<'a>(path: &'a str, data: &'a str) -> FileChange<'a> {
     FileChange {
         mode: Mode::File,
         path,
@@ -1270,7 +1269,7 @@ int main() { return 0; }
 
 /// The superproject's `.gitmodules` (the submodule from `fork`) and
 /// `lockstep.toml` (integrating `upstream`'s `mlir/` with the sandbox smoke).
-pub(crate) fn superproject_config(
+pub fn superproject_config(
     fork: &Path,
     upstream: &Path,
     commit_url: Option<&str>,
@@ -1346,7 +1345,7 @@ exit 1
 "#;
 
 /// Writes `files` (path relative to `dir`, text), creating directories.
-pub(crate) fn write_files<P: AsRef<Path>, T: AsRef<str>>(
+pub fn write_files<P: AsRef<Path>, T: AsRef<str>>(
     dir: &Path,
     files: &[(P, T)],
 ) -> Result<(), Error> {
@@ -1364,7 +1363,7 @@ pub(crate) fn write_files<P: AsRef<Path>, T: AsRef<str>>(
 /// by template recursion, `tables` of them, 400 entries each), defining
 /// `long FUNCTION(long)`; `kTweak` (of type `tweak_type`) is the constant a
 /// one-line change rewrites.
-pub(crate) fn heavy_source(
+pub fn heavy_source(
     header: &str,
     function: &str,
     seed: usize,
@@ -1411,7 +1410,7 @@ long {function}(long x) {{ return fold_all<{seeds}>(x + kTweak); }}
 /// Clones the superproject origin into `superproject` with the sandbox's
 /// identity, and initialises its submodule (file transport allowed, as the
 /// fork is a local path); returns the submodule's work tree.
-pub(crate) fn clone_superproject(
+pub fn clone_superproject(
     root: &Path,
     super_origin: &Path,
     superproject: &Path,
@@ -1460,18 +1459,25 @@ const DEV_ENV: &[(&str, &str)] = &[
     ("GIT_COMMITTER_EMAIL", DEV_EMAIL),
 ];
 
-/// A git command in `dir` for streaming callers (fast-import).
-pub(crate) fn git_command(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Repo::new(dir).command(args);
-    cmd.envs(DEV_ENV.iter().copied());
-    cmd
-}
-
-pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<String, Error> {
+/// Runs git in `dir` with the sandbox's identity; a non-zero exit is an
+/// error naming the command and git's message. Through lockstep-git's door
+/// (lockstep_core::process): its own process group, lockstep-git's
+/// timeout, no lockstep secret in its environment.
+pub fn git(dir: &Path, args: &[&str]) -> Result<String, Error> {
     Repo::new(dir).git_env(args, DEV_ENV, None)
 }
 
-pub(crate) fn path_arg(path: &Path) -> Result<&str, Error> {
+/// [`git`] whatever the exit status (`merge-tree` answers 1 for a
+/// conflict), with `input` on its stdin.
+pub fn try_git(
+    dir: &Path,
+    args: &[&str],
+    input: Option<&[u8]>,
+) -> Result<lockstep_git::Output, Error> {
+    Repo::new(dir).try_git_env(args, DEV_ENV, input)
+}
+
+pub fn path_arg(path: &Path) -> Result<&str, Error> {
     path.to_str().ok_or_else(|| {
         Error::usage(format!(
             "sandbox path {} is not valid UTF-8",
@@ -1481,7 +1487,7 @@ pub(crate) fn path_arg(path: &Path) -> Result<&str, Error> {
     })
 }
 
-pub(crate) fn init_bare(path: &Path) -> Result<(), Error> {
+pub fn init_bare(path: &Path) -> Result<(), Error> {
     let arg = path_arg(path)?;
     let parent = path.parent().unwrap_or(path);
     git(
@@ -1491,9 +1497,10 @@ pub(crate) fn init_bare(path: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// Streams `write` into `git fast-import` in the bare repository `repo` and
+/// Writes the stream `write` makes and feeds it to `git fast-import` in the
+/// bare repository `repo` ([`try_git`]: a process group and a timeout);
 /// returns the marks it assigned (mark number -> object name).
-pub(crate) fn fast_import(
+pub fn fast_import(
     repo: &Path,
     marks_file: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
@@ -1507,39 +1514,15 @@ pub(crate) fn fast_import(
         marks_arg.as_str(),
     ];
     let fail = || Error::failed(format!("`git fast-import` failed in {}", repo.display()));
-    let mut child = git_command(repo, &args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(lockstep_git::spawn_error)?;
-    // Drain stderr concurrently so a chatty git can never block the stream.
-    let mut stderr = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(err) = stderr.as_mut() {
-            let _ = err.read_to_string(&mut text);
-        }
-        text
-    });
-    let written = match child.stdin.take() {
-        Some(stdin) => {
-            let mut w = BufWriter::with_capacity(1 << 20, stdin);
-            write(&mut w).and_then(|()| w.flush())
-        }
-        None => Err(io::Error::other("no stdin")),
-    };
-    let status = child.wait().map_err(|e| fail().cause(e.to_string()))?;
-    let stderr = reader.join().unwrap_or_default();
-    if !status.success() || written.is_err() {
+    let mut stream = Vec::with_capacity(1 << 20);
+    write(&mut stream).map_err(|e| fail().cause(format!("writing the stream: {e}")))?;
+    let out = try_git(repo, &args, Some(&stream))?;
+    if out.code != 0 {
         let mut err = fail();
-        if !stderr.trim().is_empty() {
-            err = err.cause(stderr.trim().to_string());
+        if !out.stderr.trim().is_empty() {
+            err = err.cause(out.stderr.trim().to_string());
         }
-        if let Err(e) = written {
-            err = err.cause(format!("writing the stream: {e}"));
-        }
-        return Err(err.cause(format!("exit status {status}")));
+        return Err(err.cause(format!("exit status {}", out.code)));
     }
     let text = fs::read_to_string(marks_file).map_err(|e| {
         Error::from(e).context(format!(
@@ -1562,6 +1545,7 @@ pub(crate) fn fast_import(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
     use std::time::Instant;
 
     fn lines(dir: &Path, args: &[&str]) -> Vec<String> {
@@ -1742,11 +1726,14 @@ mod tests {
         );
         assert_eq!(trailer, "needed until upstream fixes line 5");
         assert!(
-            !git_command(up, &["cat-file", "-e", &format!("{}^{{commit}}", sb.pin)])
-                .output()
-                .expect("git")
-                .status
-                .success()
+            try_git(
+                up,
+                &["cat-file", "-e", &format!("{}^{{commit}}", sb.pin)],
+                None
+            )
+            .expect("git")
+            .code
+                != 0
         );
 
         // Superproject.
@@ -1803,7 +1790,7 @@ mod tests {
         assert!(smoke(&sb, None).0);
 
         // The conflict commit conflicts with the carried patch; the upstreamed one equals its patch.
-        let merge = git_command(
+        let merge = try_git(
             &sub,
             &[
                 "merge-tree",
@@ -1812,30 +1799,15 @@ mod tests {
                 &conflict,
                 &format!("{}~1", sb.pin),
             ],
+            None,
         )
-        .output()
         .expect("merge-tree");
-        assert_eq!(
-            merge.status.code(),
-            Some(1),
-            "{}",
-            String::from_utf8_lossy(&merge.stdout)
-        );
+        assert_eq!(merge.code, 1, "{}", merge.stdout);
         let patch_id = |rev: &str| {
             let diff = git(&sub, &["diff-tree", "-p", "--full-index", rev]).expect("diff");
-            let mut child = git_command(&sub, &["patch-id", "--stable"])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("patch-id");
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(diff.as_bytes())
-                .expect("write");
-            let out = child.wait_with_output().expect("patch-id");
-            String::from_utf8_lossy(&out.stdout)
+            let out =
+                try_git(&sub, &["patch-id", "--stable"], Some(diff.as_bytes())).expect("patch-id");
+            out.stdout
                 .split_whitespace()
                 .next()
                 .unwrap_or("")

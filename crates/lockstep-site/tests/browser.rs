@@ -24,6 +24,10 @@
 //! Never skipped: without Chromium the test fails and says how to install
 //! it (scripts/test installs it on Debian).
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -33,7 +33,7 @@
 //! Part E, carried stacks nobody planned: 50 random stacks of two carried
 //! patches (backports whose lines upstream rewrites later, local edits next
 //! to upstream changes, patches upstream lands, carried reverts, new files;
-//! lockstep_sandbox::stacks) over 300 upstream commits with planted breaks,
+//! lockstep_testkit::stacks) over 300 upstream commits with planted breaks,
 //! each driven to upstream head with `integrate loop` (gallop), every halt
 //! resolved as a person does. Target: 0 internal errors (every loop ends at
 //! head, at a named conflict or at a named smoke failure), and each loop's
@@ -44,6 +44,10 @@
 //! Exits 0 whether or not the targets are met (it is a benchmark) and 1 when
 //! something failed unexpectedly (a lockstep command exited with an unexpected
 //! status, unparsable output, a git error).
+
+// A benchmark/fixture program, not product code: it starts processes
+// directly; product code goes through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -1184,7 +1188,7 @@ fn part_c(args: &Args, dir: &Path) -> Res<bool> {
     eprintln!("\n[C] loop --publish --on-break revert");
     let review_dir = dir.join("review");
     let sb = review_sandbox(&review_dir)?;
-    let gh = lockstep_sandbox::github::FakeGithub::start(REVIEW_REPO, REVIEW_TOKEN)
+    let gh = lockstep_testkit::github::FakeGithub::start(REVIEW_REPO, REVIEW_TOKEN)
         .map_err(|e| format!("cannot start the loopback GitHub: {e}"))?;
     publish_settings(&sb, "\n[integrate.notify]\nkind = \"json\"\n")?;
     let log = review_dir.join("smoke.log");
@@ -1311,7 +1315,7 @@ fn part_d(args: &Args, dir: &Path) -> Res<bool> {
     };
     let sb = create_sandbox(&dir.join("sb"), &spec)?;
     publish_settings(&sb, "")?;
-    let gh = lockstep_sandbox::github::FakeGithub::start(REVIEW_REPO, REVIEW_TOKEN)
+    let gh = lockstep_testkit::github::FakeGithub::start(REVIEW_REPO, REVIEW_TOKEN)
         .map_err(|e| format!("cannot start the loopback GitHub: {e}"))?;
     let (origin, fork, path) = (
         sb.super_origin.clone(),
@@ -1404,7 +1408,7 @@ struct StackRun {
 }
 
 fn part_e(args: &Args, dir: &Path) -> Res<bool> {
-    use lockstep_sandbox::stacks;
+    use lockstep_testkit::stacks;
     println!(
         "\n== E. {} random carried stacks of {STACK_PATCHES} patches over {STACK_COMMITS} upstream commits, driven to head (gallop)",
         args.stacks
@@ -1469,9 +1473,9 @@ fn part_e(args: &Args, dir: &Path) -> Res<bool> {
 fn drive_stack(
     args: &Args,
     dir: &Path,
-    sb: &lockstep_sandbox::stacks::StackSandbox,
+    sb: &lockstep_testkit::stacks::StackSandbox,
 ) -> Res<StackRun> {
-    use lockstep_sandbox::stacks;
+    use lockstep_testkit::stacks;
     let log = dir.join("smoke.log");
     let ctx = Ctx {
         lockstep: &args.lockstep,

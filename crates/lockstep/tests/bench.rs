@@ -1,6 +1,10 @@
 //! `lockstep bench` with the real binary and the real IREE tools (provisioned
 //! once through `lockstep toolchain path`); every test has its own cache.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -18,6 +18,10 @@
 //!   refused;
 //! - `lockstep doctor` lists the HAL drivers and devices.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
-use lockstep_sandbox::github::FakeGithub;
+use lockstep_testkit::github::FakeGithub;
 
 const TOKEN: &str = "ghs_bench_token";
 const SNAPSHOTS: usize = 365;

@@ -4,6 +4,10 @@
 //! state database, history file, site page and the smoke's environment is
 //! searched for them: none may hold one.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -5,6 +5,10 @@
 //! job it needs, the summary needs every job, shards are exactly 1..N,
 //! every job has a timeout, no `${{ }}` inside a script.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,6 +3,10 @@
 //! crate cannot land undocumented, a moved file cannot leave a stale
 //! pointer).
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::path::{Path, PathBuf};
 
 fn top() -> PathBuf {
@@ -143,20 +147,126 @@ fn the_crate_table_draws_every_arrow_and_no_other() {
     );
 }
 
-#[test]
-fn the_actions_emulator_is_a_dev_dependency_only() {
-    let graph = crate_graph();
-    let normal_users: Vec<&String> = graph
+/// The crates the released `lockstep` binary links: its normal (not dev,
+/// not build) dependencies, followed transitively, and itself; each with
+/// the chain of crates that pulls it in.
+fn released_closure(
+    graph: &std::collections::BTreeMap<String, (Vec<String>, Vec<String>)>,
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut seen = std::collections::BTreeMap::new();
+    let mut todo = vec![vec!["lockstep".to_string()]];
+    while let Some(chain) = todo.pop() {
+        let name = chain.last().expect("a chain names a crate").clone();
+        if seen.contains_key(&name) {
+            continue;
+        }
+        if let Some((normal, _)) = graph.get(&name) {
+            for dep in normal {
+                let mut longer = chain.clone();
+                longer.push(dep.clone());
+                todo.push(longer);
+            }
+        }
+        seen.insert(name, chain);
+    }
+    seen
+}
+
+/// The crates whose row in docs/architecture.md says "dev-only" (what only
+/// tests, benchmarks and examples use).
+fn dev_only_crates(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split(" | ").collect();
+            let name = cells.first()?.strip_prefix("| `")?.strip_suffix('`')?;
+            cells
+                .get(2)?
+                .starts_with("dev-only")
+                .then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// Each dev-only crate of `dev_only` that the released binary would link,
+/// with the chain of normal dependencies that pulls it in.
+fn dev_only_problems(
+    graph: &std::collections::BTreeMap<String, (Vec<String>, Vec<String>)>,
+    dev_only: &[String],
+) -> Vec<String> {
+    let closure = released_closure(graph);
+    dev_only
         .iter()
-        .filter(|(_, (normal, _))| normal.iter().any(|d| d == "lockstep-actions"))
-        .map(|(name, _)| name)
-        .collect();
+        .filter_map(|name| {
+            closure.get(name).map(|chain| {
+                format!(
+                    "{name} is in the released binary: {} (make the last arrow a dev-dependency)",
+                    chain.join(" -> ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// The released binary carries no test-only code: no crate the
+/// architecture calls dev-only (the Actions emulator, the testkit's
+/// fixtures, releases and CI of the loopback GitHub) is in the normal
+/// dependency closure of the `lockstep` package.
+#[test]
+fn no_dev_only_crate_is_in_the_released_binary() {
+    let dev_only = dev_only_crates(&architecture());
+    for must in ["lockstep-actions", "lockstep-testkit"] {
+        assert!(
+            dev_only.iter().any(|d| d == must),
+            "docs/architecture.md's row for {must} must say dev-only: {dev_only:?}"
+        );
+    }
+    let graph = crate_graph();
+    let problems = dev_only_problems(&graph, &dev_only);
     assert!(
-        normal_users.is_empty(),
-        "lockstep-actions is a normal dependency of {normal_users:?}: the released binary would carry the emulator"
+        problems.is_empty(),
+        "test-only code would ship:\n{}",
+        problems.join("\n")
     );
-    assert!(graph["lockstep"].1.iter().any(|d| d == "lockstep-actions"));
-    // Nor may the engines reach lockstep-pkg sideways through bench again.
+    let closure = released_closure(&graph);
+    assert!(
+        closure.contains_key("lockstep-sandbox") && closure.contains_key("lockstep-core"),
+        "the closure walk found too little: {closure:?}"
+    );
+    for name in ["lockstep-actions", "lockstep-testkit"] {
+        assert!(
+            graph["lockstep"].1.iter().any(|d| d == name),
+            "{name}: the binary's tests use it as a dev-dependency"
+        );
+    }
+}
+
+/// The check above fails on a planted normal edge, however deep, naming
+/// the chain; a crate outside the binary (the fuzz runner) may use it.
+#[test]
+fn the_dev_only_check_finds_a_planted_edge() {
+    let dev_only = vec!["lockstep-testkit".to_string()];
+    let edge = |normal: &[&str]| -> (Vec<String>, Vec<String>) {
+        (normal.iter().map(|s| s.to_string()).collect(), Vec::new())
+    };
+    let mut graph = std::collections::BTreeMap::new();
+    graph.insert("lockstep".to_string(), edge(&["lockstep-demo"]));
+    graph.insert("lockstep-demo".to_string(), edge(&["lockstep-sandbox"]));
+    graph.insert("lockstep-sandbox".to_string(), edge(&[]));
+    graph.insert("lockstep-testkit".to_string(), edge(&["lockstep-sandbox"]));
+    graph.insert("lockstep-fuzz".to_string(), edge(&["lockstep-testkit"]));
+    assert!(dev_only_problems(&graph, &dev_only).is_empty());
+    graph.insert("lockstep-sandbox".to_string(), edge(&["lockstep-testkit"]));
+    let problems = dev_only_problems(&graph, &dev_only);
+    assert_eq!(
+        problems,
+        ["lockstep-testkit is in the released binary: lockstep -> lockstep-demo -> lockstep-sandbox -> lockstep-testkit (make the last arrow a dev-dependency)"]
+    );
+}
+
+/// The engines do not reach lockstep-pkg sideways through bench again.
+#[test]
+fn bench_does_not_use_pkg() {
+    let graph = crate_graph();
     assert!(!graph["lockstep-bench"]
         .0
         .iter()

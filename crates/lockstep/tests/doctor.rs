@@ -4,6 +4,10 @@
 //! size; it installs nothing. And `pkg build` and `pkg venv` find a pyenv
 //! Python that is not activated by one search, or say where it looked.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::Path;

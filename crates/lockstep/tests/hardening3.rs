@@ -2,6 +2,10 @@
 //! inputs, reads that cannot block, checks before the first side effect,
 //! terminal-safe output. Each case failed before its fix.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::Path;

@@ -5,6 +5,10 @@
 //! `history import` of earlier `--json` files; `history list` over a
 //! directory holding bad files.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

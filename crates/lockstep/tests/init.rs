@@ -4,6 +4,10 @@
 //! repository, a lockstep.toml already there, two candidate pins, an
 //! unreadable file) are clear errors that write nothing.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -2,6 +2,10 @@
 //! one-integrate-at-a-time lock, and smoke process groups that outlive a
 //! killed lockstep. Real git repositories, the real binary.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::fs;

@@ -1,3 +1,7 @@
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,5 +1,9 @@
 //! `integrate start/status/next/loop` on real git repositories.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{ceil_log2, git, is_clean, smoke_count, spec, subjects, Env};

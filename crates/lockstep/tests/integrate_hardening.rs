@@ -6,6 +6,10 @@
 //! record so that status works again; numbers no clock holds, from the
 //! command line or the database, are errors, not panics.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

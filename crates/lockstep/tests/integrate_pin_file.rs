@@ -4,6 +4,10 @@
 //! rewrites the pin file, bisect and report, with a real upstream
 //! repository and the bare clone lockstep keeps under `.git/lockstep/`.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::PathBuf;

@@ -8,6 +8,10 @@
 //! download that fails is an error naming the URL, never a pin without its
 //! checksum.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::net::TcpListener;

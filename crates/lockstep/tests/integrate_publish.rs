@@ -4,11 +4,15 @@
 //! updated, a halt calls for help once, and every bad answer is named
 //! without the token, leaving the integrate resumable.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::*;
-use lockstep_sandbox::github::{CheckRuns, FakeGithub};
 use lockstep_sandbox::{api_level_at, SandboxSpec};
+use lockstep_testkit::github::{CheckRuns, FakeGithub};
 
 const TOKEN: &str = "ghp_integrate_token_never_printed";
 const REPO: &str = "acme/super";
@@ -529,7 +533,7 @@ fn resume_stops_with_nothing_changed_on_divergence_or_a_conflicting_merge() {
 /// The loopback CI's verdict on a superproject commit pushed to origin:
 /// what the sandbox's smoke says (the pinned API_VERSION, read from the
 /// fork the patched head was pushed to, equals API_LEVEL).
-fn ci_oracle(env: &Env) -> lockstep_sandbox::github::Oracle {
+fn ci_oracle(env: &Env) -> lockstep_testkit::github::Oracle {
     let origin = env.sb.super_origin.clone();
     let fork = env.sb.fork.clone();
     let path = env.sb.submodule_path.clone();

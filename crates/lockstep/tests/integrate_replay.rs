@@ -1,11 +1,15 @@
 //! One replay rule: `integrate loop`'s conflict search and its advances
 //! replay the same carried patches (the stack as it stands after the last
-//! advance), on stacks nobody planned (lockstep_sandbox::stacks): backports
+//! advance), on stacks nobody planned (lockstep_testkit::stacks): backports
 //! whose lines upstream rewrites later, local edits next to upstream
 //! changes, patches upstream lands, carried reverts upstream reverts too.
 //! Whatever the stack, the loop ends at upstream head, at a named conflict
 //! that the current stack really has, or at a named smoke failure; never
 //! at an internal error.
+
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 
@@ -13,7 +17,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use common::{git, isolate};
-use lockstep_sandbox::stacks::{self, Carried, StackSandbox, StackSpec};
+use lockstep_testkit::stacks::{self, Carried, StackSandbox, StackSpec};
 use proptest::prelude::*;
 
 struct StackEnv {

@@ -16,6 +16,10 @@
 //! The wheel is built with the dev profile in the target directory
 //! tests/pkg_cli.rs uses (kept between runs; cargo's lock serializes them).
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -5,6 +5,10 @@
 //! MIOpen command word are lockstep's while after it they are MIOpen's
 //! (`-q` there is the pad width) (docs/output.md).
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::Project;

@@ -5,6 +5,10 @@
 //! left behind); and an output that is one of the inputs (refused, the input
 //! unchanged). See lockstep_core::output and docs/reliability.md.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};

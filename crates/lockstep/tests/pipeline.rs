@@ -14,6 +14,10 @@
 //! the draft pull request. Set `LOCKSTEP_PIPELINE_TIMES=FILE` to have the
 //! per-job wall times written there (`scripts/bench-pipeline`).
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -22,8 +26,8 @@ use std::process::Command;
 
 use common::*;
 use lockstep_actions::{run_workflow, seed_cache, Conclusion, RunReport, RunnerConfig};
-use lockstep_sandbox::github::FakeGithub;
 use lockstep_sandbox::native::{self, Native, NativeSpec};
+use lockstep_testkit::github::FakeGithub;
 
 const TOKEN: &str = "ghs_pipeline_token_never_printed";
 const REPOSITORY: &str = "lockstep-dev/demo";
@@ -466,7 +470,7 @@ fn the_release_and_integrate_workflows_run_end_to_end() {
 
     // A new upstream commit and a test that now fails: cut and built (only
     // the changed source recompiled), a red shard, nothing published.
-    native::touch_upstream(&pl.native, 1).expect("upstream commit");
+    lockstep_testkit::native::touch_upstream(&pl.native, 1).expect("upstream commit");
     write_suite(&pl.native.project, "0 0 0 0");
     commit_as_tester(&pl.native.project, "A wrong expectation", true);
     pl.push();
@@ -597,7 +601,7 @@ fn listed(site: &Path, project: &str) -> Vec<String> {
 /// A release night: an upstream commit (moved into the project), pushed,
 /// and the scheduled release run.
 fn release_night(pl: &mut Pipeline, n: u32) -> RunReport {
-    native::touch_upstream(&pl.native, n).expect("upstream commit");
+    lockstep_testkit::native::touch_upstream(&pl.native, n).expect("upstream commit");
     pl.push();
     pl.run("lockstep-release.yml")
 }

@@ -2,6 +2,10 @@
 //! a pure-Python package and a C extension, and the manifests read back by
 //! uv and pip; the bad inputs of docs/pkg.md.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! The compiler cache on packages shaped like real ones (lockstep_sandbox::
+//! The compiler cache on packages shaped like real ones (lockstep_testkit::
 //! shapes): scikit-build-core with pybind11 from PyPI, a setup.py that runs
 //! CMake, a plain setuptools Extension. None sets anything for a cache; each
 //! builds in a fresh staged tree and a freshly named isolated environment.
@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use lockstep_sandbox::shapes::{self, Shape, ShapeSpec};
+use lockstep_testkit::shapes::{self, Shape, ShapeSpec};
 
 fn build(p: &Project, dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
     let mut all = vec!["pkg", "build", "--json"];

@@ -10,6 +10,10 @@
 //! in a target directory of its own (kept between runs): the release
 //! profile would make this test a ten-minute build.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -108,7 +112,7 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
     // binary itself out of the wheel, and SHA256SUMS over all of them.
     let tag = format!("v{version}");
     git(&clone, &["tag", &tag]);
-    let github = lockstep_sandbox::github::FakeGithub::start("o/lockstep", "ghp_test_token")
+    let github = lockstep_testkit::github::FakeGithub::start("o/lockstep", "ghp_test_token")
         .expect("loopback GitHub");
     let published = expect(
         p.cmd_in(

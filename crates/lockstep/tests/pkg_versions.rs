@@ -4,6 +4,10 @@
 //! pyproject without `[project]`, and a set whose packages keep their own
 //! versions. Real uv and setuptools builds, wheels installed and read back.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::path::Path;

@@ -6,6 +6,10 @@
 //! (default `~/.cache/lockstep/toolchains`, provisioned once per test binary);
 //! caches and the token pool are isolated per test.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;

@@ -4,6 +4,10 @@
 //! and over HTTP from `release serve`; immutability, yanks, and the bad
 //! inputs of the issue.
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::io::{Read, Write};

@@ -2,10 +2,14 @@
 //! (lockstep-sandbox's `FakeGithub`: release by tag, create release, asset
 //! uploads on a separate `upload_url`, 422 `already_exists`).
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::*;
-use lockstep_sandbox::github::FakeGithub;
+use lockstep_testkit::github::FakeGithub;
 
 const TOKEN: &str = "ghp_release_token_never_printed";
 

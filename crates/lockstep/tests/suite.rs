@@ -10,6 +10,10 @@
 //! directory (not a git repository) with its own `$LOCKSTEP_HOME` (history,
 //! logs) and `$LOCKSTEP_CACHE` (compile cache, downloads).
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

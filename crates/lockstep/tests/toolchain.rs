@@ -6,6 +6,10 @@
 //! tests about installing itself use a fresh temporary directory (uv's own
 //! cache keeps those fast after the first download).
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use std::io::Read;

@@ -4,6 +4,9 @@
 //! repositories ([`Env`]), running the real `lockstep` binary in them, and
 //! checking its machine output against docs/schemas ([`assert_schema`]).
 
+// Test code starts its fixtures' processes directly; product code goes
+// through lockstep_core::process (clippy.toml).
+#![allow(clippy::disallowed_methods)]
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

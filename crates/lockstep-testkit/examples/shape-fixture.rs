@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use lockstep_sandbox::shapes::{self, Shape, ShapeSpec};
+use lockstep_testkit::shapes::{self, Shape, ShapeSpec};
 
 const USAGE: &str = "usage: shape-fixture create DIR SHAPE SOURCES WEIGHT [EXTRA_CONFIG_FILE] | readme DIR N | source DIR I N";
 

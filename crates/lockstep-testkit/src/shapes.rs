@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use lockstep_core::Error;
 use lockstep_git::Repo;
 
-use crate::packages::commit_all;
+use lockstep_sandbox::packages::commit_all;
 
 /// Which real project it is shaped like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,7 +78,7 @@ pub fn create(dir: &Path, spec: &ShapeSpec) -> Result<PathBuf, Error> {
         Shape::SetupPyCmake => setup_cmake_files(sources),
         Shape::SetuptoolsExtension => extension_files(sources),
     });
-    crate::repos::write_files(dir, &files)?;
+    lockstep_sandbox::repos::write_files(dir, &files)?;
     let repo = Repo::new(dir);
     repo.git(&["init", "-q", "-b", "main"])?;
     commit_all(&repo, &format!("{}: a native package", spec.shape.name()))?;
@@ -147,7 +147,7 @@ fn kernel_source(i: usize, weight: usize, pybind: bool) -> String {
     } else {
         ""
     };
-    crate::repos::heavy_source(
+    lockstep_sandbox::repos::heavy_source(
         &format!("// Kernel {i}.\n{include}"),
         &format!("kernel_{i}"),
         i,

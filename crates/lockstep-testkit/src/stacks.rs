@@ -1,7 +1,7 @@
 //! Random carried stacks over random upstream histories: the fixtures of
 //! `integrate loop`'s replay property test and benchmark.
 //!
-//! [`crate::repos`] builds one hand-made story (three carried patches, one
+//! [`lockstep_sandbox::repos`] builds one hand-made story (three carried patches, one
 //! planted conflict). Real integrates break on stacks nobody planned: a
 //! backport of an upstream commit whose lines upstream rewrites later, a
 //! local edit next to lines upstream changes, a patch upstream lands and
@@ -11,9 +11,9 @@
 //! also touch the patches' lines. It returns where every planted commit is,
 //! so a test can tell a right halt from a wrong one.
 //!
-//! The layout is [`crate::repos`]' (`upstream.git`, `fork.git`,
+//! The layout is [`lockstep_sandbox::repos`]' (`upstream.git`, `fork.git`,
 //! `super-origin.git`, `super` with the submodule at
-//! [`crate::repos::SUBMODULE_PATH`]), and so is the speed: each repository
+//! [`lockstep_sandbox::repos::SUBMODULE_PATH`]), and so is the speed: each repository
 //! is streamed through one `git fast-import`. The smoke fails while a file
 //! under the submodule's `mlir/` holds a planted break `BROKEN_<n>` that the
 //! superproject's `ACCEPTED_BREAKS` does not list (a person's fix for break
@@ -25,9 +25,9 @@ use std::path::{Path, PathBuf};
 
 use lockstep_core::Error;
 
-use crate::repos::{
-    clone_superproject, fast_import, file, git, init_bare, path_arg, write_commit, CommitInfo,
-    FileChange, Mode, SplitMix64, SUBMODULE_PATH,
+use lockstep_sandbox::repos::{
+    clone_superproject, fast_import, file, git, init_bare, path_arg, try_git, write_commit,
+    CommitInfo, FileChange, Mode, SplitMix64, SUBMODULE_PATH,
 };
 
 /// Numbered source files under the tracked path.
@@ -516,13 +516,13 @@ impl Files {
 /// the repositories).
 pub fn create(dir: &Path, spec: &StackSpec) -> Result<StackSandbox, Error> {
     let plan = Plan::new(spec)?;
-    let crate::repos::Layout {
+    let lockstep_sandbox::repos::Layout {
         root,
         upstream,
         fork,
         super_origin,
         superproject,
-    } = crate::repos::Layout::new(dir)?;
+    } = lockstep_sandbox::repos::Layout::new(dir)?;
     let mark_of = |marks: &std::collections::HashMap<usize, String>, m: usize| {
         marks
             .get(&m)
@@ -698,16 +698,13 @@ pub fn replay_by_hand(
             &head,
             patch,
         ];
-        let out = crate::repos::git_command(repo, &args)
-            .output()
-            .map_err(lockstep_git::spawn_error)?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mut lines = text.lines();
+        let out = try_git(repo, &args, None)?;
+        let mut lines = out.stdout.lines();
         let tree = lines.next().unwrap_or_default().to_string();
-        match out.status.code() {
-            Some(0) => {}
-            Some(1) if drop_conflicts => continue,
-            Some(1) => {
+        match out.code {
+            0 => {}
+            1 if drop_conflicts => continue,
+            1 => {
                 let files = lines
                     .take_while(|l| !l.is_empty())
                     .map(str::to_string)
@@ -721,7 +718,7 @@ pub fn replay_by_hand(
             _ => {
                 return Err(
                     Error::failed(format!("`git merge-tree` failed in {}", repo.display()))
-                        .cause(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+                        .cause(out.stderr.trim().to_string()),
                 )
             }
         }
@@ -857,7 +854,7 @@ fn write_superproject(
     upstream: &Path,
     fork: &Path,
 ) -> io::Result<()> {
-    let (gitmodules, toml) = crate::repos::superproject_config(fork, upstream, None);
+    let (gitmodules, toml) = lockstep_sandbox::repos::superproject_config(fork, upstream, None);
     let message = format!("Add llvm-project at {}\n", &pin[..pin.len().min(12)]);
     let info = CommitInfo {
         branch: "refs/heads/main",
@@ -962,7 +959,7 @@ mod tests {
             ],
         )
         .expect("push the pin upstream");
-        let out = crate::repos::git_command(
+        let out = try_git(
             &sb.upstream,
             &[
                 "merge-tree",
@@ -972,9 +969,9 @@ mod tests {
                 &sb.head,
                 &sb.pin,
             ],
+            None,
         )
-        .output()
         .expect("merge-tree");
-        assert_eq!(out.status.code(), Some(1), "a conflict at head");
+        assert_eq!(out.code, 1, "a conflict at head");
     }
 }

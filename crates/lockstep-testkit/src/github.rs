@@ -1,0 +1,396 @@
+//! The loopback GitHub as the tests drive it: lockstep-sandbox's
+//! [`lockstep_sandbox::github::FakeGithub`] (pull requests, GraphQL, the
+//! webhook receiver, scripted answers; what the demo uses) plus what only
+//! tests use, served through its [`Routes`]: GitHub Releases (by tag,
+//! created, listed in pages, deleted, assets uploaded and downloaded,
+//! a 422 `already_exists` for a second asset of a name) and a CI whose
+//! check runs a commit answers (`in_progress` for a while, then an
+//! oracle's conclusion, or a fixed paged list).
+//!
+//! [`FakeGithub`] dereferences to the sandbox's server, so a test calls
+//! both kinds of method on one value.
+
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use lockstep_sandbox::github::{paged, percent_decode, reply, Asked, Routes, Scripted};
+use serde_json::{json, Value};
+
+/// A GitHub Release the server holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    pub id: u64,
+    pub tag: String,
+    pub prerelease: bool,
+    /// Asset name -> bytes.
+    pub assets: std::collections::BTreeMap<String, Vec<u8>>,
+}
+
+/// Decides a commit's CI conclusion (`success`, `failure` ...).
+pub type Oracle = Arc<dyn Fn(&str) -> String + Send + Sync>;
+
+/// Check runs every commit answers with instead of the CI's one run
+/// ([`FakeGithub::set_check_runs`]): served in pages of `per_page` (the
+/// request's, GitHub's default 30, at most 100) with `Link: <...>;
+/// rel="next"` headers as GitHub does.
+#[derive(Debug, Clone, Default)]
+pub struct CheckRuns {
+    /// The runs, as GitHub's JSON objects (a `name` may be null or absent).
+    pub runs: Vec<Value>,
+    /// `total_count` claimed instead of the number of runs.
+    pub claimed_total: Option<u64>,
+    /// No `Link` headers: a careless server that pages without saying so.
+    pub no_links: bool,
+}
+
+#[derive(Default)]
+struct State {
+    releases: Vec<Release>,
+    /// Release listings repeat each release (pages shifted by a release
+    /// made between two of them).
+    list_twice: bool,
+    /// Assets are described without `digest` (as GitHub did before 2025).
+    no_digests: bool,
+    /// The CI: its oracle and how many polls of a commit answer
+    /// `in_progress` first.
+    ci: Option<(Oracle, usize)>,
+    /// Polls of each commit's check runs, in order of first poll.
+    polls: Vec<(String, usize)>,
+    /// Check runs served instead of the CI's.
+    check_runs: Option<CheckRuns>,
+}
+
+/// The releases and the CI, served in front of the sandbox server's answers.
+#[derive(Default)]
+struct Host {
+    state: Mutex<State>,
+}
+
+impl Host {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Routes for Host {
+    fn answer(&self, asked: &Asked<'_>) -> Option<Scripted> {
+        let mut s = self.state();
+        if asked.target.contains("/releases") {
+            return Some(releases(&mut s, asked));
+        }
+        let (path, query) = asked.target.split_once('?').unwrap_or((asked.target, ""));
+        let sha = path
+            .strip_prefix(&format!("/repos/{}/commits/", asked.repository))
+            .and_then(|r| r.strip_suffix("/check-runs"))?;
+        if !asked.authorised {
+            return None;
+        }
+        if let Some(listed) = &s.check_runs {
+            return Some(paged(
+                &listed.runs,
+                query,
+                &format!("http://127.0.0.1:{}{path}", asked.port),
+                !listed.no_links,
+                |runs, total| json!({"total_count": listed.claimed_total.unwrap_or(total as u64), "check_runs": runs}),
+            ));
+        }
+        check_runs(&mut s, sha)
+    }
+}
+
+/// The loopback GitHub with releases and a CI; it stops with the process.
+pub struct FakeGithub {
+    server: lockstep_sandbox::github::FakeGithub,
+    host: Arc<Host>,
+}
+
+impl Deref for FakeGithub {
+    type Target = lockstep_sandbox::github::FakeGithub;
+
+    fn deref(&self) -> &Self::Target {
+        &self.server
+    }
+}
+
+impl FakeGithub {
+    /// Serves `repository` (`OWNER/NAME`) to requests bearing `token`.
+    pub fn start(repository: &str, token: &str) -> std::io::Result<FakeGithub> {
+        let server = lockstep_sandbox::github::FakeGithub::start(repository, token)?;
+        let host = Arc::new(Host::default());
+        server.add_routes(host.clone());
+        Ok(FakeGithub { server, host })
+    }
+
+    /// The GitHub Releases created, in order.
+    pub fn releases(&self) -> Vec<Release> {
+        self.host.state().releases.clone()
+    }
+
+    /// Adds a release with these assets, as if made earlier (benchmarks,
+    /// and stores rebuilt from Releases).
+    pub fn add_release(&self, tag: &str, prerelease: bool, assets: Vec<(String, Vec<u8>)>) {
+        let mut s = self.host.state();
+        let id = s.releases.iter().map(|r| r.id).max().unwrap_or(0) + 1;
+        s.releases.push(Release {
+            id,
+            tag: tag.to_string(),
+            prerelease,
+            assets: assets.into_iter().collect(),
+        });
+    }
+
+    /// Replaces an asset's bytes (or adds it) as a person with write access
+    /// could: the same name, other content.
+    pub fn set_asset(&self, tag: &str, name: &str, bytes: Vec<u8>) -> bool {
+        let mut s = self.host.state();
+        s.releases
+            .iter_mut()
+            .find(|r| r.tag == tag)
+            .map(|r| r.assets.insert(name.to_string(), bytes))
+            .is_some()
+    }
+
+    /// From now on every release listing names each release twice.
+    pub fn list_each_release_twice(&self) {
+        self.host.state().list_twice = true;
+    }
+
+    /// From now on assets are described without their `digest`.
+    pub fn without_digests(&self) {
+        self.host.state().no_digests = true;
+    }
+
+    /// Deletes an asset as a person would in the web UI; whether it was there.
+    pub fn delete_asset(&self, tag: &str, name: &str) -> bool {
+        let mut s = self.host.state();
+        s.releases
+            .iter_mut()
+            .find(|r| r.tag == tag)
+            .is_some_and(|r| r.assets.remove(name).is_some())
+    }
+
+    /// Deletes every Release (a fresh repository's; fuzzing reuses one
+    /// server for many inputs).
+    pub fn reset_releases(&self) {
+        self.host.state().releases.clear();
+    }
+
+    /// Runs a CI: the check runs of a commit answer `in_progress` for the
+    /// first `delay` polls, then `completed` with `oracle(sha)`.
+    pub fn set_ci(&self, oracle: Oracle, delay: usize) {
+        self.host.state().ci = Some((oracle, delay));
+    }
+
+    /// Every commit's check runs are `runs` from now on, paged as GitHub
+    /// pages them (`None`: the CI's, [`FakeGithub::set_ci`]).
+    pub fn set_check_runs(&self, runs: Option<CheckRuns>) {
+        self.host.state().check_runs = runs;
+    }
+
+    /// The commits whose check runs were polled (the CI rounds), in order.
+    pub fn ci_commits(&self) -> Vec<String> {
+        self.host
+            .state()
+            .polls
+            .iter()
+            .map(|(sha, _)| sha.clone())
+            .collect()
+    }
+}
+
+/// An asset's id: stable while the release's assets are not removed.
+fn asset_id(release: &Release, position: usize) -> u64 {
+    release.id * 1_000_000 + position as u64
+}
+
+fn release_json(release: &Release, port: u16, repository: &str, digests: bool) -> Value {
+    let assets: Vec<Value> = release
+        .assets
+        .iter()
+        .enumerate()
+        .map(|(i, (n, b))| {
+            let mut asset = json!({
+                "id": asset_id(release, i),
+                "name": n,
+                "size": b.len(),
+                "digest": format!("sha256:{}", lockstep_core::hash::sha256_bytes(b)),
+                "browser_download_url": format!("http://127.0.0.1:{port}/{repository}/releases/download/{}/{n}", release.tag),
+            });
+            if !digests {
+                if let Some(fields) = asset.as_object_mut() {
+                    fields.remove("digest");
+                }
+            }
+            asset
+        })
+        .collect();
+    json!({
+        "id": release.id,
+        "tag_name": release.tag,
+        "prerelease": release.prerelease,
+        "draft": false,
+        "html_url": format!("http://127.0.0.1:{port}/{repository}/releases/tag/{}", release.tag),
+        "upload_url": format!("http://127.0.0.1:{port}/uploads/repos/{repository}/releases/{}/assets{{?name,label}}", release.id),
+        "assets": assets,
+    })
+}
+
+/// Releases: by tag, created, and their assets uploaded (a second asset of
+/// a name is GitHub's 422 `already_exists`).
+fn releases(s: &mut State, asked: &Asked<'_>) -> Scripted {
+    let (method, target, authorised, port, repository) = (
+        asked.method,
+        asked.target,
+        asked.authorised,
+        asked.port,
+        asked.repository,
+    );
+    let body = asked.body.to_vec();
+    let not_found = || reply(404, json!({"message": "Not Found"}));
+    // The public download URLs of assets (what a links page points at).
+    if let Some(rest) = target.strip_prefix(&format!("/{repository}/releases/download/")) {
+        let (tag, name) = rest.split_once('/').unwrap_or_default();
+        let (tag, name) = (percent_decode(tag), percent_decode(name));
+        return match s
+            .releases
+            .iter()
+            .find(|r| r.tag == tag)
+            .and_then(|r| r.assets.get(&name))
+        {
+            Some(bytes) if method == "GET" || method == "HEAD" => Scripted {
+                status: 200,
+                headers: Vec::new(),
+                body: bytes.clone(),
+            },
+            _ => not_found(),
+        };
+    }
+    if !authorised {
+        return reply(401, json!({"message": "Bad credentials"}));
+    }
+    let api = format!("/repos/{repository}/releases");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if method == "GET" && path == api {
+        let number = |name: &str, default: usize| {
+            query
+                .split('&')
+                .filter_map(|kv| kv.split_once('='))
+                .find(|(k, _)| *k == name)
+                .and_then(|(_, v)| v.parse::<usize>().ok())
+                .unwrap_or(default)
+        };
+        let (per_page, page) = (
+            number("per_page", 30).clamp(1, 100),
+            number("page", 1).max(1),
+        );
+        let twice = if s.list_twice { 2 } else { 1 };
+        let digests = !s.no_digests;
+        let listed: Vec<Value> = s
+            .releases
+            .iter()
+            .rev()
+            .flat_map(|r| std::iter::repeat_n(r, twice))
+            .skip((page - 1) * per_page)
+            .take(per_page)
+            .map(|r| release_json(r, port, repository, digests))
+            .collect();
+        return reply(200, Value::Array(listed));
+    }
+    if let Some(id) = path.strip_prefix(&format!("{api}/assets/")) {
+        let id: u64 = id.parse().unwrap_or(0);
+        let found = s.releases.iter().find_map(|r| {
+            r.assets
+                .values()
+                .enumerate()
+                .find(|(i, _)| asset_id(r, *i) == id)
+                .map(|(_, bytes)| bytes.clone())
+        });
+        return match found {
+            Some(bytes) => Scripted {
+                status: 200,
+                headers: vec![("Content-Type".into(), "application/octet-stream".into())],
+                body: bytes,
+            },
+            None => not_found(),
+        };
+    }
+    if method == "DELETE" {
+        if let Some(id) = path.strip_prefix(&format!("{api}/")) {
+            let id: u64 = id.parse().unwrap_or(0);
+            let before = s.releases.len();
+            s.releases.retain(|r| r.id != id);
+            return match s.releases.len() < before {
+                true => Scripted {
+                    status: 204,
+                    headers: Vec::new(),
+                    body: Vec::new(),
+                },
+                false => not_found(),
+            };
+        }
+    }
+    if let Some(tag) = target.strip_prefix(&format!("{api}/tags/")) {
+        return match s.releases.iter().find(|r| r.tag == tag) {
+            Some(release) => reply(200, release_json(release, port, repository, !s.no_digests)),
+            None => not_found(),
+        };
+    }
+    if method == "POST" && target == api {
+        let Ok(asked) = serde_json::from_slice::<Value>(&body) else {
+            return reply(400, json!({"message": "Problems parsing JSON"}));
+        };
+        let tag = asked["tag_name"].as_str().unwrap_or_default().to_string();
+        if tag.is_empty() || s.releases.iter().any(|r| r.tag == tag) {
+            return reply(422, json!({"message": "Validation Failed"}));
+        }
+        let release = Release {
+            id: s.releases.iter().map(|r| r.id).max().unwrap_or(0) + 1,
+            tag,
+            prerelease: asked["prerelease"].as_bool().unwrap_or(false),
+            assets: Default::default(),
+        };
+        let answer = release_json(&release, port, repository, !s.no_digests);
+        s.releases.push(release);
+        return reply(201, answer);
+    }
+    let uploads = format!("/uploads/repos/{repository}/releases/");
+    if let Some(rest) = target.strip_prefix(&uploads) {
+        let (id, name) = rest.split_once("/assets?name=").unwrap_or_default();
+        let id: u64 = id.parse().unwrap_or(0);
+        let name = percent_decode(name);
+        let Some(release) = s.releases.iter_mut().find(|r| r.id == id) else {
+            return not_found();
+        };
+        if release.assets.contains_key(&name) {
+            return reply(
+                422,
+                json!({"message": "Validation Failed", "errors": [{"resource": "ReleaseAsset", "code": "already_exists", "field": "name"}]}),
+            );
+        }
+        release.assets.insert(name.clone(), body);
+        return reply(201, json!({"name": name}));
+    }
+    not_found()
+}
+
+/// The check runs of `sha` as the CI answers them now.
+fn check_runs(s: &mut State, sha: &str) -> Option<Scripted> {
+    // No CI: the sandbox server answers (no check runs).
+    let (oracle, delay) = s.ci.clone()?;
+    let polls = match s.polls.iter_mut().find(|(c, _)| c == sha) {
+        Some((_, n)) => {
+            *n += 1;
+            *n
+        }
+        None => {
+            s.polls.push((sha.to_string(), 1));
+            1
+        }
+    };
+    let run = if polls <= delay {
+        json!({"name": "ci", "status": "in_progress", "conclusion": Value::Null})
+    } else {
+        json!({"name": "ci", "status": "completed", "conclusion": oracle(sha)})
+    };
+    Some(reply(200, json!({"total_count": 1, "check_runs": [run]})))
+}
