@@ -10,6 +10,7 @@
 //! inputs (part of `scripts/test`); `scripts/fuzz` runs each for minutes and
 //! keeps inputs with new outcomes in the corpus.
 
+pub mod contract;
 pub mod lit;
 /// The binary's list of lockstep.toml's tables, compiled from its own file
 /// so that the fuzz target checks exactly what the binary loads.

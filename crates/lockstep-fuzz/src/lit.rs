@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use lockstep_suite::lit::{self, LitProgram};
 
-use crate::targets::Outcome;
+use crate::contract::Outcome;
 use crate::trees::{Op, Tree};
 
 /// lit, installed once per process (or why it could not be).
@@ -63,7 +63,7 @@ fn files(input: &[u8]) -> Vec<Op> {
 fn refusal(suite: &Path, err: &lockstep_core::Error, input: &[u8]) -> Outcome {
     let text = err.render();
     let shown = suite.display().to_string();
-    let first = crate::targets::kind_of_named(&text.replace(&shown, "SUITE"), input);
+    let first = crate::contract::kind_of_named(&text.replace(&shown, "SUITE"), input);
     match text.contains(&shown) {
         true => Outcome::Refused(first),
         false => Outcome::Unnamed(first),

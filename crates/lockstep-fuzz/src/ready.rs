@@ -18,7 +18,7 @@
 
 use serde_json::Value;
 
-use crate::targets::Outcome;
+use crate::contract::Outcome;
 
 const CHECKS: &str = "the check runs of 0123456789ab in o/r";
 const MARKING: &str = "marking pull request #1 of o/r ready for review";
@@ -61,7 +61,7 @@ fn says_ready(answer: &Value) -> bool {
 }
 
 fn refusal(text: &str, what: &str) -> Outcome {
-    let first = crate::targets::kind_of(text);
+    let first = crate::contract::kind_of(text);
     match text.contains(what) {
         true => Outcome::Refused(first),
         false => Outcome::Unnamed(first),

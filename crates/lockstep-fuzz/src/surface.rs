@@ -25,7 +25,7 @@ use std::sync::{Mutex, OnceLock};
 
 use lockstep_testkit::github::FakeGithub;
 
-use crate::targets::Outcome;
+use crate::contract::Outcome;
 
 const REPO: &str = "o/r";
 const TOKEN: &str = "ghp_fuzz_release_T0KEN";

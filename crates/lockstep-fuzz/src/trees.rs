@@ -45,7 +45,7 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::targets::Outcome;
+use crate::contract::Outcome;
 
 /// The most operations one input runs.
 const MAX_OPS: usize = 200;
@@ -480,7 +480,7 @@ fn accepted_bundle(root: &Path) -> Outcome {
 /// A refusal about the bundle at `root`: its first line, which must name it.
 fn bundle_refusal(root: &Path, err: &lockstep_core::Error, input: &[u8]) -> Outcome {
     let text = err.render();
-    let first = crate::targets::kind_of_named(&text, input);
+    let first = crate::contract::kind_of_named(&text, input);
     // Bounded whatever the names in the bundle: a path is at most
     // PATH_MAX, a name from the manifest is shown cut.
     let longest = text.lines().map(str::len).max().unwrap_or(0);
@@ -691,7 +691,7 @@ pub fn init_repo(input: &[u8]) -> Outcome {
         for name in &names {
             shown = shown.replace(name.as_str(), " P ");
         }
-        let first = crate::targets::kind_of_named(&shown, input);
+        let first = crate::contract::kind_of_named(&shown, input);
         if text.contains("a bug") {
             return Outcome::Unnamed(first);
         }

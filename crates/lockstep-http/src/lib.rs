@@ -28,6 +28,7 @@ pub mod download;
 pub mod error;
 pub mod multipart;
 pub mod retry;
+pub mod status;
 /// Secret scrubbing lives in lockstep-core (every child's log and every
 /// answer go through the one [`Scrubber`]); re-exported where HTTP users look.
 pub mod scrub {

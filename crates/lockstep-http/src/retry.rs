@@ -10,7 +10,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::error::StatusClass;
+use crate::status::StatusClass;
 
 /// What may be retried for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -120,10 +120,13 @@ mod tests {
             std::fs::create_dir_all(dir.path().join(".git").join(sub)).unwrap();
         }
         std::fs::write(dir.path().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
-        let err = make(dir.path(), None, "3.13.0", &[]).err().expect("refused");
+        let err = make(dir.path(), None, "3.13.0", &[])
+            .err()
+            .expect("refused");
         assert_eq!(err.exit_code(), 1);
         assert!(
-            err.message.contains("lockstep init made a configuration lockstep refuses"),
+            err.message
+                .contains("lockstep init made a configuration lockstep refuses"),
             "{}",
             err.render()
         );

@@ -432,7 +432,7 @@ pub fn ship(req: &Ship, sink: &dyn lockstep_core::events::Sink) -> Result<Shippe
     if let Some(out) = &req.out {
         check_copy_targets(out, &rewritten.outputs)?;
     }
-    let mut tx = store::Transaction::begin(index)?;
+    let mut tx = crate::txn::Transaction::begin(index)?;
     if let Some(tag) = &tag {
         crate::publish::check_tag_owner(tx.view(), tag, &to)?;
     }

@@ -52,16 +52,6 @@ pub fn require(index: &Path) -> Result<(), Error> {
     )
 }
 
-/// `release index`: checks `base_url`, then regenerates the index under
-/// the store's lock.
-pub fn rebuild(index: &Path, base_url: Option<&str>) -> Result<IndexReport, Error> {
-    if let Some(url) = base_url {
-        check_base_url(url)?;
-    }
-    let _lock = store::lock(index)?;
-    write_index(index, base_url)
-}
-
 /// A base URL file links may start with: http(s) or file, nothing that
 /// could break out of an HTML attribute.
 pub fn check_base_url(url: &str) -> Result<(), Error> {
@@ -80,27 +70,6 @@ pub fn check_base_url(url: &str) -> Result<(), Error> {
         .hint("give the URL the index directory is served at, e.g. https://example.com/index"));
     }
     Ok(())
-}
-
-/// `release yank`: marks `version` yanked (PEP 592) and regenerates the
-/// index, in one store transaction.
-pub fn yank_and_index(index: &Path, version: &str, reason: &str) -> Result<Release, Error> {
-    if version.parse::<pep440_rs::Version>().is_err() {
-        return Err(Error::usage(format!(
-            "`{}` is not a PEP 440 version",
-            version.escape_debug()
-        )));
-    }
-    if !index.is_dir() {
-        return Err(
-            Error::usage(format!("{version} is not in the release store"))
-                .cause(format!("{} holds no store yet", index.display())),
-        );
-    }
-    let mut tx = store::Transaction::begin(index)?;
-    let yanked = yank(&mut tx, version, reason)?;
-    tx.commit()?;
-    Ok(yanked)
 }
 
 /// Regenerates `simple/` and `links.html` under `index` from the store
@@ -345,42 +314,4 @@ fn escape(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
-}
-
-/// Marks every file of `version` yanked with `reason`, in `tx`.
-pub fn yank(tx: &mut store::Transaction, version: &str, reason: &str) -> Result<Release, Error> {
-    let Ok(wanted) = version.parse::<pep440_rs::Version>() else {
-        return Err(Error::usage(format!(
-            "`{}` is not a PEP 440 version",
-            version.escape_debug()
-        )));
-    };
-    // `7.0.0RC2` is the stored `7.0.0rc2`: versions compare as PEP 440 says.
-    let stored = tx
-        .view()
-        .keys()
-        .find(|v| v.parse::<pep440_rs::Version>().is_ok_and(|v| v == wanted))
-        .cloned();
-    let Some(version) = stored else {
-        let known: Vec<String> = tx.view().keys().cloned().collect();
-        return Err(
-            Error::usage(format!("{version} is not in the release store")).cause(format!(
-                "released: {}",
-                if known.is_empty() {
-                    "nothing yet".into()
-                } else {
-                    known.join(", ")
-                }
-            )),
-        );
-    };
-    if reason.trim().is_empty() || reason.len() > 1000 || reason.chars().any(char::is_control) {
-        return Err(Error::usage(
-            "--reason must be one line of 1 to 1000 characters",
-        ));
-    }
-    let mut release = tx.view()[&version].clone();
-    release.yanked = Some(reason.to_string());
-    tx.set_record(release.clone())?;
-    Ok(release)
 }

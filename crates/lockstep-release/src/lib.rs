@@ -23,6 +23,7 @@ pub mod settings;
 pub mod store;
 pub mod sync;
 pub mod template;
+pub mod txn;
 pub mod upload;
 
 /// The git repository around `dir` (cut reads HEAD and pushes tags from it).

@@ -73,7 +73,7 @@ pub fn prune(req: &PruneRequest) -> Result<Pruned, Error> {
     }
     let mut tx = match req.dry_run {
         true => None,
-        false => Some(store::Transaction::begin(req.index)?),
+        false => Some(crate::txn::Transaction::begin(req.index)?),
     };
     let releases = match &tx {
         Some(tx) => tx.view().clone(),
@@ -116,7 +116,7 @@ pub fn prune(req: &PruneRequest) -> Result<Pruned, Error> {
     };
     if req.yank {
         for version in &doomed {
-            crate::index::yank(&mut tx, version, "pruned by the retention policy")?;
+            crate::txn::yank(&mut tx, version, "pruned by the retention policy")?;
         }
         tx.commit()?;
         out.yanked = doomed;

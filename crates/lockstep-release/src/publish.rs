@@ -76,7 +76,7 @@ pub struct Published {
 /// committed: what `release publish --github-release` uploads from before
 /// the store and the index change.
 pub struct Staged {
-    pub tx: store::Transaction,
+    pub tx: crate::txn::Transaction,
     pub version: String,
     pub packages: Vec<String>,
     pub added: Vec<String>,
@@ -252,7 +252,7 @@ pub fn stage(req: &PublishRequest, sink: &dyn Sink) -> Result<Staged, Error> {
         pins,
         ..Release::default()
     };
-    let mut tx = store::Transaction::begin(&req.index)?;
+    let mut tx = crate::txn::Transaction::begin(&req.index)?;
     if let Some(tag) = &req.tag {
         check_tag_owner(tx.view(), tag, &version)?;
     }

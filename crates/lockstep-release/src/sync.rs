@@ -88,7 +88,7 @@ pub fn from_github(
             None => not_lockstep.push(release.tag_name.clone()),
         }
     }
-    let mut tx = store::Transaction::begin(index)?;
+    let mut tx = crate::txn::Transaction::begin(index)?;
     let stored = tx.view().clone();
     let mut restored = Vec::new();
     let mut already_there = Vec::new();

@@ -626,29 +626,39 @@ mod tests {
         ] {
             let err = from(edit).err().expect("refused");
             assert_eq!(err.exit_code(), 2);
-            assert!(err.message.contains("the bundle's own suites"), "{}", err.message);
+            assert!(
+                err.message.contains("the bundle's own suites"),
+                "{}",
+                err.message
+            );
         }
         // Otherwise the bundle is read: here, none.
         let err = from(|_| {}).err().expect("not a bundle");
         assert!(err.message.contains("not a bundle"), "{}", err.message);
-        for edit in [
-            (|r| r.no_cache = true) as fn(&mut Request),
-            |r| r.update_xfails = true,
-        ] {
+        for edit in [(|r| r.no_cache = true) as fn(&mut Request), |r| {
+            r.update_xfails = true
+        }] {
             let mut req = Request {
                 bundle: Some(dir.path().join("new")),
                 ..Request::default()
             };
             edit(&mut req);
             let err = mode(&req, &NullSink).err().expect("refused");
-            assert!(err.message.contains("the bundle's own cache"), "{}", err.message);
+            assert!(
+                err.message.contains("the bundle's own cache"),
+                "{}",
+                err.message
+            );
         }
         let req = Request {
             bundle: Some(dir.path().join("new")),
             ..Request::default()
         };
         assert!(matches!(mode(&req, &NullSink), Ok(Mode::Bundle(_))));
-        assert!(matches!(mode(&Request::default(), &NullSink), Ok(Mode::Here)));
+        assert!(matches!(
+            mode(&Request::default(), &NullSink),
+            Ok(Mode::Here)
+        ));
     }
 
     #[test]

@@ -107,7 +107,7 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             ctx.show(&synced, |s| human::synced(s, &settings.index))
         }
         cli::Release::Index { base_url } => {
-            let report = lockstep_release::index::rebuild(&settings.index, base_url.as_deref())?;
+            let report = lockstep_release::txn::rebuild(&settings.index, base_url.as_deref())?;
             ctx.out().print(&human::indexed(&report, &settings.index));
             Ok(0)
         }
@@ -204,7 +204,7 @@ pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
             ctx.show(&pruned, |p| human::pruned(p, dry_run, yank))
         }
         cli::Release::Yank { version, reason } => {
-            lockstep_release::index::yank_and_index(&settings.index, &version, &reason)?;
+            lockstep_release::txn::yank_and_index(&settings.index, &version, &reason)?;
             ctx.sink().note(format!(
                 "{version} is yanked: installers skip it unless it is pinned with =="
             ));
