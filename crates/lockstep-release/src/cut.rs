@@ -170,7 +170,7 @@ pub fn cut_head(
             }
             // A default submodule [integrate] never named, not there: nothing to record.
             Err(_) if pin.assumed() => {}
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.context(format!("cannot read {}", pin.describe()))),
         }
     }
     // Submodules pin too (an LLVM submodule is IREE's pin).

@@ -204,7 +204,7 @@ fn bad_cut_inputs_are_clear_errors_and_leave_no_tag() {
         1,
     ));
     assert!(
-        err.contains("cannot read pin file llvm-project.version"),
+        err.contains("cannot read the pin file llvm-project.version"),
         "{err}"
     );
     write(&work.join("llvm-project.version"), "main\n");
@@ -1303,7 +1303,7 @@ fn bad_release_settings_and_flags_are_usage_errors_that_write_nothing() {
         &pinned,
         &["release", "bump"],
         &[],
-        "cannot read pin file p.version",
+        "cannot read the pin file p.version",
     );
     write(
         &work.join("p.version"),
