@@ -248,7 +248,10 @@ fn bump(
         (false, _) => bump::bump(&request, None)?,
         (true, true) => {
             let ig = lockstep_integrate::Integrate::open(&integrate, ctx.root()?, ctx.sink())?;
-            bump::bump(&request, Some(&mut ig.pin_smoke()?))?
+            bump::bump(
+                &request,
+                Some(&mut lockstep_integrate::probe::pin_smoke(&ig)?),
+            )?
         }
         (true, false) => {
             let argv = integrate.smoke.clone();
