@@ -13,8 +13,8 @@ use lockstep_integrate::outcome;
 use lockstep_integrate::search::LoopOptions;
 use lockstep_integrate::Integrate;
 
-use crate::cli;
 use crate::context::Ctx;
+use lockstep_cmdline as cli;
 
 pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
     let cfg: IntegrateConfig = ctx.section()?;

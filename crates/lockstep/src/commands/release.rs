@@ -9,8 +9,8 @@ use lockstep_release::cut::Channel;
 use lockstep_release::human;
 use lockstep_release::settings::{self, Settings};
 
-use crate::cli::{self, ReleaseChannel};
 use crate::context::Ctx;
+use lockstep_cmdline::{self as cli, ReleaseChannel};
 
 pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
     let release: ReleaseConfig = ctx.section()?;
