@@ -3,8 +3,11 @@
 //! stream that engines emit and reporters consume, and the error type every
 //! command reports through.
 //!
-//! This crate must not know about git, SQLite or any one area's engine: it is the
-//! layer the others stand on.
+//! This crate must not run git, know SQLite, HTTP or any one area's engine or
+//! table: it is the layer the others stand on. Of git it knows only the
+//! `GIT_CONFIG_*` credentials a job hands git (kept from every other child)
+//! and the format of the stable-release mark (`marks`), which integrate
+//! writes and release reads.
 
 // Unit tests start their fixtures' processes directly; product code goes
 // through lockstep_core::process (clippy.toml), checked without cfg(test).

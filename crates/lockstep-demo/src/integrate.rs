@@ -97,7 +97,7 @@ pub fn run(
         format!("   a loopback GitHub for {REPOSITORY} at {}", gh.url()),
     )?;
 
-    let started = ig.start(None, true)?;
+    let started = lockstep_integrate::start::start(&ig, None, true)?;
     w(
         out,
         format!(
@@ -105,7 +105,7 @@ pub fn run(
             started.branch
         ),
     )?;
-    let status = ig.status(false)?;
+    let status = lockstep_integrate::status::status(&ig, false)?;
     w(
         out,
         format!(
@@ -151,16 +151,18 @@ pub fn run(
         )?;
         let recording =
             history.start(lockstep_history::Kind::Integrate, ig.superproject().dir())?;
-        let report = ig.run_loop(&opts)?;
+        let report = lockstep_integrate::search::run_loop(&ig, &opts)?;
         // As `integrate loop --publish` does: publish (and call for help on
         // a halt) before the run is recorded, so the record has the pull
         // request the site's integrate page links.
         let published = match &report.end {
-            LoopEnd::AtHead | LoopEnd::Halted { .. } => Some(ig.publish()?),
+            LoopEnd::AtHead | LoopEnd::Halted { .. } => {
+                Some(lockstep_integrate::publish::publish(&ig)?)
+            }
             _ => None,
         };
         let posted = match &report.end {
-            LoopEnd::Halted { halt } => ig.call_for_help(halt)?,
+            LoopEnd::Halted { halt } => lockstep_integrate::publish::call_for_help(&ig, halt)?,
             _ => false,
         };
         history.finish(
@@ -197,7 +199,7 @@ pub fn run(
                 break;
             }
             LoopEnd::Halted { halt } => {
-                let text = ig.render(&halt).text;
+                let text = lockstep_integrate::halt::render(&ig, &halt).text;
                 w(
                     out,
                     format!("\n== lockstep integrate report\n{}", indent(&text)),
@@ -331,7 +333,7 @@ fn colleague_fixup(
         &format!("Fix build for upstream API level {level}"),
     ])?;
     clone.git(&["push", "--quiet", "origin", &branch])?;
-    let resumed = ig.resume(false)?;
+    let resumed = lockstep_integrate::resume::resume(ig, false)?;
     writeln!(
         out,
         "\n== a colleague pushes a fixup (pin onto {}, API level {level}); lockstep integrate resume\n   {}",
@@ -367,7 +369,8 @@ fn carried_revert_story(
         .filter(|s| !planted.contains(s))
         .take(20)
     {
-        if ig.revert(sha, "breaks our lowering (demo)", false).is_ok() {
+        if lockstep_integrate::revert::revert(ig, sha, "breaks our lowering (demo)", false).is_ok()
+        {
             carried = Some(sha.clone());
             break;
         }
@@ -380,7 +383,7 @@ fn carried_revert_story(
         out,
         "\n== lockstep integrate revert {} --reason \"breaks our lowering (demo)\"\n   carried; status: not ok for a stable release: {}",
         short(&target),
-        ig.status(false)?.not_stable.join("; ")
+        lockstep_integrate::status::status(ig, false)?.not_stable.join("; ")
     )?;
     let work = root.join("upstream-work");
     let upstream = sb.upstream.display().to_string();
@@ -397,7 +400,7 @@ fn carried_revert_story(
     ])?;
     up.git(&["push", "--quiet", "origin", "HEAD:main"])?;
     ig.fetch_upstream()?;
-    let report = ig.run_loop(opts)?;
+    let report = lockstep_integrate::search::run_loop(ig, opts)?;
     let message = ig.superproject().git(&["log", "-1", "--format=%B"])?;
     let dropped = message
         .lines()
@@ -413,8 +416,7 @@ fn carried_revert_story(
     )?;
     Ok(dropped.is_some()
         && matches!(report.end, LoopEnd::AtHead)
-        && ig
-            .status(false)?
+        && lockstep_integrate::status::status(ig, false)?
             .patches
             .iter()
             .all(|p| p.reverts.is_none()))
@@ -429,7 +431,7 @@ fn final_checks_story(
     sb: &sandbox::Sandbox,
     out: &mut dyn Write,
 ) -> Result<bool, Error> {
-    let Some(checks) = ig.run_final_checks()? else {
+    let Some(checks) = lockstep_integrate::final_checks::run_final_checks(ig)? else {
         writeln!(out, "\n== final checks: none configured")?;
         return Ok(false);
     };
@@ -447,8 +449,12 @@ fn final_checks_story(
         )?;
     }
     let test = "lit/add.mlir [lit]";
-    let opts = ig.final_check_bisect(lockstep_integrate::check_bisect::Target::Test(test), None)?;
-    let found = ig.bisect(&opts)?;
+    let opts = lockstep_integrate::check_bisect::final_check_bisect(
+        ig,
+        lockstep_integrate::check_bisect::Target::Test(test),
+        None,
+    )?;
+    let found = lockstep_integrate::bisect::bisect(ig, &opts)?;
     let sp = ig.superproject();
     let pin_at = |rev: &str| -> Result<String, Error> {
         Ok(sp
@@ -490,11 +496,14 @@ fn fix_api_break(
     culprit: &str,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    ig.next(&NextOptions {
-        to: Some(culprit.to_string()),
-        no_export: false,
-        dry_run: false,
-    })?;
+    lockstep_integrate::advance::next(
+        ig,
+        &NextOptions {
+            to: Some(culprit.to_string()),
+            no_export: false,
+            dry_run: false,
+        },
+    )?;
     let level = sandbox::api_level_at(sb, culprit).unwrap_or(1);
     fs_err::write(
         ig.superproject().dir().join("API_LEVEL"),
@@ -517,7 +526,7 @@ fn fix_api_break(
 /// What a person does after a conflict: rebase by hand, dropping the local fix
 /// that upstream's change makes obsolete, and commit the new pin.
 fn resolve_conflict(ig: &Integrate, culprit: &str, out: &mut dyn Write) -> Result<(), Error> {
-    let status = ig.status(false)?;
+    let status = lockstep_integrate::status::status(ig, false)?;
     let sub: &Repo = ig.upstream();
     sub.checkout_detached(culprit)?;
     let mut dropped = Vec::new();

@@ -566,46 +566,34 @@ pub fn test_bundle(input: &[u8]) -> Outcome {
     }
 }
 
-/// The upstream URL init assumes for a pin that looks like LLVM's.
-const LLVM_URL: &str = "https://github.com/llvm/llvm-project.git";
-
 /// The settings a survey should become, as a TOML table.
 fn expected(survey: &lockstep_init::Survey, iree: &str) -> toml::Table {
-    use lockstep_init::FoundPin;
     use toml::Value;
     let s = |t: &str| Value::String(t.to_string());
     let strings = |v: &[String]| Value::Array(v.iter().map(|t| s(t)).collect());
     let mut integrate = toml::Table::new();
-    match &survey.pin {
-        None => {}
-        Some(FoundPin::Submodule { path, url }) => {
+    if let Some(found) = &survey.pin {
+        if let Some(path) = &found.submodule {
             integrate.insert("submodule".into(), s(path));
-            integrate.insert("upstream-url".into(), s(url.as_deref().unwrap_or(LLVM_URL)));
         }
-        Some(FoundPin::File { path }) => {
+        if let Some(path) = &found.pin_file {
             integrate.insert("pin-file".into(), s(path));
-            integrate.insert("upstream-url".into(), s(LLVM_URL));
         }
-        Some(FoundPin::Pattern {
-            path,
-            pattern,
-            sha256_pattern,
-        }) => {
+        if let Some(spec) = &found.pin {
             let mut pin = toml::Table::new();
-            pin.insert("file".into(), s(path));
-            pin.insert("pattern".into(), s(pattern));
-            if let Some(sum) = sha256_pattern {
+            pin.insert("file".into(), s(&spec.file));
+            if let Some(pattern) = &spec.pattern {
+                pin.insert("pattern".into(), s(pattern));
+            }
+            if let Some(sum) = &spec.sha256 {
                 let mut sha = toml::Table::new();
-                sha.insert("pattern".into(), s(sum));
-                sha.insert(
-                    "archive".into(),
-                    s("https://github.com/llvm/llvm-project/archive/{commit}.tar.gz"),
-                );
+                sha.insert("pattern".into(), s(&sum.pattern));
+                sha.insert("archive".into(), s(&sum.archive));
                 pin.insert("sha256".into(), Value::Table(sha));
             }
             integrate.insert("pin".into(), Value::Table(pin));
-            integrate.insert("upstream-url".into(), s(LLVM_URL));
         }
+        integrate.insert("upstream-url".into(), s(&found.upstream_url));
     }
     let mut toolchain = toml::Table::new();
     toolchain.insert("iree".into(), s(iree));

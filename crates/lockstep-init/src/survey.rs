@@ -27,6 +27,7 @@ use std::path::Path;
 use lockstep_core::error::{hides_text, spelled};
 use lockstep_core::Error;
 use lockstep_git::Repo;
+use lockstep_pin::{ArchiveSpec, Pin, PinSpec};
 use regex::Regex;
 use serde::Serialize;
 
@@ -38,41 +39,110 @@ pub const MAX_READ_BYTES: u64 = 1 << 20;
 /// The most packages written (more are listed in a comment).
 pub const MAX_PACKAGES: usize = 32;
 
-/// Where the upstream revision is pinned.
+/// The URL a pin that looks like LLVM's is assumed to follow.
+pub const LLVM_URL: &str = "https://github.com/llvm/llvm-project.git";
+/// LLVM's source archive of a commit (a `.bzl` pin's checksum is its sha256).
+pub const LLVM_ARCHIVE: &str = "https://github.com/llvm/llvm-project/archive/{commit}.tar.gz";
+
+/// Where the upstream revision is pinned, in the settings `[integrate]`
+/// reads it back from (exactly one of `submodule`, `pin-file` and `pin`:
+/// the one configuration form of a pin, lockstep_pin's), with the upstream
+/// URL to follow and why lockstep took it for the upstream's pin.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum FoundPin {
-    /// A git submodule (`[integrate] submodule`), with its URL from
-    /// .gitmodules.
-    Submodule { path: String, url: Option<String> },
-    /// A file holding the 40-hex revision (`[integrate] pin-file`).
-    File { path: String },
-    /// A revision inside a larger file (`[integrate] pin`), maybe with the
-    /// sha256 of the upstream's archive beside it.
-    Pattern {
-        path: String,
-        pattern: String,
-        sha256_pattern: Option<String>,
-    },
+pub struct FoundPin {
+    pub submodule: Option<String>,
+    pub pin_file: Option<String>,
+    pub pin: Option<PinSpec>,
+    /// What `upstream-url` is set to.
+    pub upstream_url: String,
+    /// The comment above the pin's setting.
+    pub why: String,
+    /// The comment above `upstream-url`.
+    pub url_note: String,
 }
 
 impl FoundPin {
-    /// The path it lives at, as `--pin` names it.
-    pub fn path(&self) -> &str {
-        match self {
-            FoundPin::Submodule { path, .. }
-            | FoundPin::File { path }
-            | FoundPin::Pattern { path, .. } => path,
+    /// A submodule from .gitmodules, with its URL there when it has one.
+    pub fn submodule(path: String, url: Option<String>) -> FoundPin {
+        let url_note = match url {
+            Some(_) => "Its URL in .gitmodules; when that is your fork, put the upstream's here.",
+            None => ".gitmodules gives no URL: the upstream's.",
+        };
+        FoundPin {
+            submodule: Some(path),
+            pin_file: None,
+            pin: None,
+            upstream_url: url.unwrap_or_else(|| LLVM_URL.to_string()),
+            why: "The submodule in .gitmodules that looks like LLVM.".into(),
+            url_note: url_note.into(),
         }
     }
 
-    /// What it is, in words.
-    pub fn describe(&self) -> String {
-        match self {
-            FoundPin::Submodule { path, .. } => format!("{path} (a submodule)"),
-            FoundPin::File { path } => format!("{path} (a pin file)"),
-            FoundPin::Pattern { path, .. } => format!("{path} (a pin inside the file)"),
+    /// A file holding one 40-hex revision, named for LLVM.
+    pub fn file(path: String) -> FoundPin {
+        FoundPin {
+            submodule: None,
+            pin_file: Some(path),
+            pin: None,
+            upstream_url: LLVM_URL.into(),
+            why: "A file holding one 40-hex revision, named for LLVM.".into(),
+            url_note: "Guessed from the file's name: change it if you pin another upstream.".into(),
         }
+    }
+
+    /// A revision inside a larger file found by `pattern`, maybe with the
+    /// sha256 of LLVM's source archive beside it (`sha256_pattern`).
+    pub fn pattern(path: String, pattern: String, sha256_pattern: Option<String>) -> FoundPin {
+        let why = format!(
+            "The revision inside {path}{}.",
+            if sha256_pattern.is_some() {
+                ", with the sha256 of LLVM's source archive beside it"
+            } else {
+                ""
+            }
+        );
+        FoundPin {
+            submodule: None,
+            pin_file: None,
+            pin: Some(PinSpec {
+                file: path,
+                pattern: Some(pattern),
+                sha256: sha256_pattern.map(|pattern| ArchiveSpec {
+                    pattern,
+                    archive: LLVM_ARCHIVE.into(),
+                }),
+            }),
+            upstream_url: LLVM_URL.into(),
+            why,
+            url_note: "Guessed from the variable's name: change it if you pin another upstream."
+                .into(),
+        }
+    }
+
+    /// The pin these settings make, as `[integrate]` will read it back.
+    pub fn pin(&self) -> Result<Pin, Error> {
+        Pin::from_settings(
+            "[integrate]",
+            self.submodule.as_deref(),
+            self.pin_file.as_deref(),
+            self.pin.as_ref(),
+        )
+    }
+
+    /// The path it lives at, as `--pin` names it.
+    pub fn path(&self) -> &str {
+        self.submodule
+            .as_deref()
+            .or(self.pin_file.as_deref())
+            .or(self.pin.as_ref().map(|p| p.file.as_str()))
+            .unwrap_or_default()
+    }
+
+    /// What it is, in words (the pin's own description).
+    pub fn describe(&self) -> String {
+        self.pin()
+            .map(|p| p.describe())
+            .unwrap_or_else(|_| self.path().to_string())
     }
 }
 
@@ -135,33 +205,29 @@ pub fn survey(dir: &Path, chosen: Option<&str>) -> Result<Survey, Error> {
 /// ([`hides_text`]). Exit 2, naming the setting and the name spelled out.
 pub fn check_names(survey: &Survey) -> Result<(), Error> {
     let mut names: Vec<(&str, &str)> = Vec::new();
-    if let Some(pin) = &survey.pin {
-        match pin {
-            FoundPin::Submodule { path, url } => {
-                names.push((
-                    "the submodule's path in .gitmodules ([integrate] submodule)",
-                    path,
-                ));
-                if let Some(url) = url {
-                    names.push((
-                        "the submodule's URL in .gitmodules ([integrate] upstream-url)",
-                        url,
-                    ));
-                }
-            }
-            FoundPin::File { path } => names.push(("the pin file ([integrate] pin-file)", path)),
-            FoundPin::Pattern {
+    if let Some(found) = &survey.pin {
+        if let Some(path) = &found.submodule {
+            names.push((
+                "the submodule's path in .gitmodules ([integrate] submodule)",
                 path,
-                pattern,
-                sha256_pattern,
-            } => {
-                names.push(("the file holding the pin ([integrate] pin)", path));
+            ));
+        }
+        if let Some(path) = &found.pin_file {
+            names.push(("the pin file ([integrate] pin-file)", path));
+        }
+        if let Some(spec) = &found.pin {
+            names.push(("the file holding the pin ([integrate] pin)", &spec.file));
+            if let Some(pattern) = &spec.pattern {
                 names.push(("the pin's pattern", pattern));
-                if let Some(sum) = sha256_pattern {
-                    names.push(("the checksum's pattern", sum));
-                }
+            }
+            if let Some(sum) = &spec.sha256 {
+                names.push(("the checksum's pattern", &sum.pattern));
             }
         }
+        names.push((
+            "the submodule's URL in .gitmodules ([integrate] upstream-url)",
+            &found.upstream_url,
+        ));
     }
     for package in &survey.packages {
         names.push((
@@ -318,7 +384,7 @@ fn submodule_pins(repo: &Repo, dir: &Path) -> Result<Vec<FoundPin>, Error> {
             (path, url)
         })
         .filter(|(path, url)| looks_like_llvm(path) || url.as_deref().is_some_and(looks_like_llvm))
-        .map(|(path, url)| FoundPin::Submodule { path, url })
+        .map(|(path, url)| FoundPin::submodule(path, url))
         .collect())
 }
 
@@ -351,7 +417,7 @@ fn file_pins(dir: &Path, files: &[String]) -> Result<Vec<FoundPin>, Error> {
                 .collect();
             if let [only] = lines.as_slice() {
                 if hex40.is_match(only) {
-                    found.push(FoundPin::File { path: rel.clone() });
+                    found.push(FoundPin::file(rel.clone()));
                 }
             }
         } else if name.ends_with(".bzl") {
@@ -369,14 +435,14 @@ fn file_pins(dir: &Path, files: &[String]) -> Result<Vec<FoundPin>, Error> {
                 .captures_iter(&text)
                 .filter_map(|c| c.get(1).map(|m| m.as_str()))
                 .collect();
-            found.push(FoundPin::Pattern {
-                path: rel.clone(),
-                pattern: format!(r#"{variable} = "([0-9a-f]{{40}})""#),
-                sha256_pattern: match sums.as_slice() {
+            found.push(FoundPin::pattern(
+                rel.clone(),
+                format!(r#"{variable} = "([0-9a-f]{{40}})""#),
+                match sums.as_slice() {
                     [sum] => Some(format!(r#"{sum} = "([0-9a-f]{{64}})""#)),
                     _ => None,
                 },
-            });
+            ));
         }
     }
     Ok(found)
@@ -625,10 +691,7 @@ mod tests {
     #[test]
     fn a_refused_submodule_path_names_gitmodules() {
         let survey = Survey {
-            pin: Some(FoundPin::Submodule {
-                path: "llvm\u{1b}]0;x".into(),
-                url: None,
-            }),
+            pin: Some(FoundPin::submodule("llvm\u{1b}]0;x".into(), None)),
             ..Survey::default()
         };
         let err = check_names(&survey).unwrap_err();

@@ -65,206 +65,219 @@ pub(crate) struct Trail {
     pub runs: usize,
 }
 
-impl Integrate<'_> {
-    /// `integrate bisect`.
-    pub fn bisect(&self, opts: &BisectOptions) -> Result<BisectResult, Error> {
-        if opts.command.is_empty() {
-            return Err(Error::usage("no command to bisect with").hint(
-                "pass it after `--`: lockstep integrate bisect --good A --bad B -- ./repro.sh",
-            ));
-        }
-        crate::context::check_rev("--good", &opts.good)?;
-        crate::context::check_rev("--bad", &opts.bad)?;
-        let _lock = self.lock("integrate bisect")?;
-        let _session = self.begin_session("integrate bisect")?;
-        self.require_clean()?;
-        if opts.superproject {
-            self.bisect_superproject(opts)
-        } else {
-            // A usage error (a revision unknown even after the fetch) puts
-            // the upstream remote and its tracking ref back.
-            self.or_restore_upstream(|| self.bisect_submodule(opts))
-        }
+/// `integrate bisect`.
+pub fn bisect(ig: &Integrate, opts: &BisectOptions) -> Result<BisectResult, Error> {
+    if opts.command.is_empty() {
+        return Err(Error::usage("no command to bisect with")
+            .hint("pass it after `--`: lockstep integrate bisect --good A --bad B -- ./repro.sh"));
     }
-
-    pub(crate) fn candidates_in(
-        &self,
-        repo: &lockstep_git::Repo,
-        good: &str,
-        bad: &str,
-        first_parent: bool,
-    ) -> Result<Vec<Commit>, Error> {
-        let good_sha = repo.must_resolve(good)?;
-        let bad_sha = repo.must_resolve(bad)?;
-        lockstep_bisect::require_range(&good_sha.to_string(), &bad_sha.to_string(), good, bad)?;
-        if !repo.is_ancestor(&good_sha, &bad_sha)? {
-            return Err(
-                Error::usage(format!("--good {good} is not an ancestor of --bad {bad}"))
-                    .hint("give an older good commit and a newer bad one"),
-            );
-        }
-        let exclude = format!("^{good_sha}");
-        let mut args = vec![bad_sha.as_str(), exclude.as_str()];
-        if first_parent {
-            args.insert(0, "--first-parent");
-        } else {
-            args.insert(0, "--ancestry-path");
-        }
-        repo.log(&args, &[])
+    crate::context::check_rev("--good", &opts.good)?;
+    crate::context::check_rev("--bad", &opts.bad)?;
+    let _lock = ig.lock("integrate bisect")?;
+    let _session = crate::recover::begin_session(ig, "integrate bisect")?;
+    ig.require_clean()?;
+    if opts.superproject {
+        crate::bisect::bisect_superproject(ig, opts)
+    } else {
+        // A usage error (a revision unknown even after the fetch) puts
+        // the upstream remote and its tracking ref back.
+        ig.or_restore_upstream(|| crate::bisect::bisect_submodule(ig, opts))
     }
+}
 
-    /// The upstream commits a submodule bisect steps through (`good..bad`,
-    /// patched commits standing for their upstream base), the good commit
-    /// and the carried patch stack replayed at each step.
-    pub(crate) fn upstream_range(
-        &self,
-        opts: &BisectOptions,
-    ) -> Result<(Vec<Commit>, Oid, Vec<crate::replay::StackEntry>), Error> {
-        let upstream = self.upstream_head()?;
-        let current = self.checked_out()?;
-        let merge_base = self
-            .sub
-            .merge_base(&current, &upstream)?
-            .unwrap_or_else(|| current.clone());
-        // Patched commits given as good/bad stand for their upstream base.
-        let to_upstream = |rev: &str| -> Result<Oid, Error> {
-            let sha = self.sub.must_resolve(rev)?;
-            Ok(self.sub.merge_base(&sha, &upstream)?.unwrap_or(sha))
-        };
-        let good = to_upstream(&opts.good)?;
-        let bad = to_upstream(&opts.bad)?;
-        let candidates = self.candidates_in(&self.sub, &good, &bad, false)?;
-        let stack = load_stack(&self.sub, &merge_base, &current)?;
-        Ok((candidates, good, stack))
+pub(crate) fn candidates_in(
+    repo: &lockstep_git::Repo,
+    good: &str,
+    bad: &str,
+    first_parent: bool,
+) -> Result<Vec<Commit>, Error> {
+    let good_sha = repo.must_resolve(good)?;
+    let bad_sha = repo.must_resolve(bad)?;
+    lockstep_bisect::require_range(&good_sha.to_string(), &bad_sha.to_string(), good, bad)?;
+    if !repo.is_ancestor(&good_sha, &bad_sha)? {
+        return Err(
+            Error::usage(format!("--good {good} is not an ancestor of --bad {bad}"))
+                .hint("give an older good commit and a newer bad one"),
+        );
     }
+    let exclude = format!("^{good_sha}");
+    let mut args = vec![bad_sha.as_str(), exclude.as_str()];
+    if first_parent {
+        args.insert(0, "--first-parent");
+    } else {
+        args.insert(0, "--ancestry-path");
+    }
+    repo.log(&args, &[])
+}
 
-    fn bisect_submodule(&self, opts: &BisectOptions) -> Result<BisectResult, Error> {
-        let (candidates, good, stack) = self.upstream_range(opts)?;
-        let mut prober = Prober::new(self, stack, opts.command.clone(), opts.timeout, "bisect")?;
-        prober.abort_on_crash = true;
-        let n = candidates.len();
-        let mut trail = Trail::default();
-        let result = narrow(-1, n - 1, &mut trail.skipped, |m| {
-            let probe = prober.probe(&candidates[m], m + 1, n)?;
-            trail.steps.push(Step {
-                commit: probe.commit.clone(),
-                verdict: probe.verdict,
-                cached: probe.cached,
-                log: probe.log.clone(),
-            });
-            Ok(probe.verdict)
+/// The upstream commits a submodule bisect steps through (`good..bad`,
+/// patched commits standing for their upstream base), the good commit
+/// and the carried patch stack replayed at each step.
+pub(crate) fn upstream_range(
+    ig: &Integrate,
+    opts: &BisectOptions,
+) -> Result<(Vec<Commit>, Oid, Vec<crate::replay::StackEntry>), Error> {
+    let upstream = ig.upstream_head()?;
+    let current = ig.checked_out()?;
+    let merge_base = ig
+        .sub
+        .merge_base(&current, &upstream)?
+        .unwrap_or_else(|| current.clone());
+    // Patched commits given as good/bad stand for their upstream base.
+    let to_upstream = |rev: &str| -> Result<Oid, Error> {
+        let sha = ig.sub.must_resolve(rev)?;
+        Ok(ig.sub.merge_base(&sha, &upstream)?.unwrap_or(sha))
+    };
+    let good = to_upstream(&opts.good)?;
+    let bad = to_upstream(&opts.bad)?;
+    let candidates = crate::bisect::candidates_in(&ig.sub, &good, &bad, false)?;
+    let stack = load_stack(&ig.sub, &merge_base, &current)?;
+    Ok((candidates, good, stack))
+}
+
+fn bisect_submodule(ig: &Integrate, opts: &BisectOptions) -> Result<BisectResult, Error> {
+    let (candidates, good, stack) = crate::bisect::upstream_range(ig, opts)?;
+    let mut prober = Prober::new(ig, stack, opts.command.clone(), opts.timeout, "bisect")?;
+    prober.abort_on_crash = true;
+    let n = candidates.len();
+    let mut trail = Trail::default();
+    let result = narrow(-1, n - 1, &mut trail.skipped, |m| {
+        let probe = prober.probe(&candidates[m], m + 1, n)?;
+        trail.steps.push(Step {
+            commit: probe.commit.clone(),
+            verdict: probe.verdict,
+            cached: probe.cached,
+            log: probe.log.clone(),
         });
-        trail.runs = prober.runs;
-        let restored = prober.finish();
-        let bounds = result?;
-        restored?;
-        Ok(self.bisect_result("submodule", &candidates, bounds, trail, &good))
-    }
+        Ok(probe.verdict)
+    });
+    trail.runs = prober.runs;
+    let restored = prober.finish();
+    let bounds = result?;
+    restored?;
+    Ok(crate::bisect::bisect_result(
+        ig,
+        "submodule",
+        &candidates,
+        bounds,
+        trail,
+        &good,
+    ))
+}
 
-    /// The result of a search over `candidates` that ended between `lo`
-    /// (last good; -1: `good` itself) and `hi` (first bad), with the steps
-    /// it took and the candidates it skipped.
-    pub(crate) fn bisect_result(
-        &self,
-        mode: &str,
-        candidates: &[Commit],
-        (lo, hi): (isize, usize),
-        trail: Trail,
-        good: &str,
-    ) -> BisectResult {
-        let Trail {
-            steps,
-            skipped,
-            runs,
-        } = trail;
-        let last_good = if lo >= 0 {
-            Some(candidates[lo as usize].clone())
-        } else {
-            self.sub
-                .commit(good)
-                .ok()
-                .or_else(|| self.superproject.commit(good).ok())
+/// The result of a search over `candidates` that ended between `lo`
+/// (last good; -1: `good` itself) and `hi` (first bad), with the steps
+/// it took and the candidates it skipped.
+pub(crate) fn bisect_result(
+    ig: &Integrate,
+    mode: &str,
+    candidates: &[Commit],
+    (lo, hi): (isize, usize),
+    trail: Trail,
+    good: &str,
+) -> BisectResult {
+    let Trail {
+        steps,
+        skipped,
+        runs,
+    } = trail;
+    let last_good = if lo >= 0 {
+        Some(candidates[lo as usize].clone())
+    } else {
+        ig.sub
+            .commit(good)
+            .ok()
+            .or_else(|| ig.superproject.commit(good).ok())
+    };
+    BisectResult {
+        mode: mode.into(),
+        first_bad: candidates[hi].clone(),
+        last_good,
+        ambiguous: skipped
+            .iter()
+            .filter(|&&s| (s as isize) > lo && s < hi)
+            .map(|&s| candidates[s].sha.clone())
+            .collect(),
+        candidates: candidates.len(),
+        steps,
+        runs,
+    }
+}
+
+fn bisect_superproject(ig: &Integrate, opts: &BisectOptions) -> Result<BisectResult, Error> {
+    let sp = &ig.superproject;
+    let candidates = crate::bisect::candidates_in(sp, &opts.good, &opts.bad, true)?;
+    let good_sha = sp.must_resolve(&opts.good)?;
+    let state = SuperBisectJournal {
+        original_branch: sp.current_branch()?,
+        original_head: sp.head()?,
+    };
+    let id = ig.store.begin(
+        <SuperBisectJournal as crate::journal::Journaled>::KIND,
+        &state,
+    )?;
+    let run_dir = ig.run_dir("bisect")?;
+    let n = candidates.len();
+    let mut trail = Trail::default();
+    let result = narrow(-1, n - 1, &mut trail.skipped, |m| {
+        let commit = &candidates[m];
+        let key = Framed::new("lockstep-integrate", "superproject-bisect", 2)
+            .part("tree", sp.tree_of(&commit.sha)?)
+            .parts("command", &opts.command)
+            .hex();
+        let log = run_dir.join(format!("bisect-{}.log", crate::halt::short(&commit.sha)));
+        let run = CachedRun {
+            key,
+            context: "superproject-bisect".into(),
+            commit,
+            position: m + 1,
+            total: n,
+            spec: Spec {
+                argv: opts.command.clone(),
+                cwd: sp.dir().to_path_buf(),
+                env: vec![("LOCKSTEP_PROBE_COMMIT".into(), commit.sha.clone())],
+                timeout: opts.timeout,
+                log,
+                header: None,
+            },
+            abort_on_crash: true,
         };
-        BisectResult {
-            mode: mode.into(),
-            first_bad: candidates[hi].clone(),
-            last_good,
-            ambiguous: skipped
-                .iter()
-                .filter(|&&s| (s as isize) > lo && s < hi)
-                .map(|&s| candidates[s].sha.clone())
-                .collect(),
-            candidates: candidates.len(),
-            steps,
-            runs,
+        let ran = run_cached(ig, run, || {
+            sp.checkout_detached(&commit.sha)?;
+            crate::checkout::sync_submodule_to_pin(ig)?;
+            Ok(Some((id, journal_value(&state)?)))
+        })?;
+        if !ran.cached {
+            trail.runs += 1;
         }
-    }
-
-    fn bisect_superproject(&self, opts: &BisectOptions) -> Result<BisectResult, Error> {
-        let sp = &self.superproject;
-        let candidates = self.candidates_in(sp, &opts.good, &opts.bad, true)?;
-        let good_sha = sp.must_resolve(&opts.good)?;
-        let state = SuperBisectJournal {
-            original_branch: sp.current_branch()?,
-            original_head: sp.head()?,
-        };
-        let id = self.store.begin(
-            <SuperBisectJournal as crate::journal::Journaled>::KIND,
-            &state,
-        )?;
-        let run_dir = self.run_dir("bisect")?;
-        let n = candidates.len();
-        let mut trail = Trail::default();
-        let result = narrow(-1, n - 1, &mut trail.skipped, |m| {
-            let commit = &candidates[m];
-            let key = Framed::new("lockstep-integrate", "superproject-bisect", 2)
-                .part("tree", sp.tree_of(&commit.sha)?)
-                .parts("command", &opts.command)
-                .hex();
-            let log = run_dir.join(format!("bisect-{}.log", crate::halt::short(&commit.sha)));
-            let run = CachedRun {
-                key,
-                context: "superproject-bisect".into(),
-                commit,
-                position: m + 1,
-                total: n,
-                spec: Spec {
-                    argv: opts.command.clone(),
-                    cwd: sp.dir().to_path_buf(),
-                    env: vec![("LOCKSTEP_PROBE_COMMIT".into(), commit.sha.clone())],
-                    timeout: opts.timeout,
-                    log,
-                    header: None,
-                },
-                abort_on_crash: true,
-            };
-            let ran = run_cached(self, run, || {
-                sp.checkout_detached(&commit.sha)?;
-                self.sync_submodule_to_pin()?;
-                Ok(Some((id, journal_value(&state)?)))
-            })?;
-            if !ran.cached {
-                trail.runs += 1;
-            }
-            trail.steps.push(Step {
-                commit: commit.clone(),
-                verdict: ran.verdict,
-                cached: ran.cached,
-                log: ran.log,
-            });
-            Ok(ran.verdict)
+        trail.steps.push(Step {
+            commit: commit.clone(),
+            verdict: ran.verdict,
+            cached: ran.cached,
+            log: ran.log,
         });
-        let restored = self.restore_superproject(&state);
-        self.store.finish(id, "done")?;
-        let bounds = result?;
-        restored?;
-        Ok(self.bisect_result("superproject", &candidates, bounds, trail, &good_sha))
-    }
+        Ok(ran.verdict)
+    });
+    let restored = crate::bisect::restore_superproject(ig, &state);
+    ig.store.finish(id, "done")?;
+    let bounds = result?;
+    restored?;
+    Ok(crate::bisect::bisect_result(
+        ig,
+        "superproject",
+        &candidates,
+        bounds,
+        trail,
+        &good_sha,
+    ))
+}
 
-    /// Returns the superproject (and its submodule) to where the user was.
-    pub(crate) fn restore_superproject(&self, state: &SuperBisectJournal) -> Result<(), Error> {
-        self.return_to(state.original_branch.as_deref(), &state.original_head)
-    }
+/// Returns the superproject (and its submodule) to where the user was.
+pub(crate) fn restore_superproject(
+    ig: &Integrate,
+    state: &SuperBisectJournal,
+) -> Result<(), Error> {
+    crate::checkout::return_to(ig, state.original_branch.as_deref(), &state.original_head)
 }
 
 /// A superproject bisect's checkout is put back after a crash and by
@@ -273,13 +286,13 @@ impl crate::journal::Journaled for SuperBisectJournal {
     const KIND: &'static str = "bisect-superproject";
 
     fn resume(&self, ig: &Integrate, id: i64) -> Result<Option<crate::journal::Resumed>, Error> {
-        ig.restore_superproject(self)?;
+        crate::bisect::restore_superproject(ig, self)?;
         ig.store.finish(id, "interrupted")?;
         Ok(None)
     }
 
     fn undo(&self, ig: &Integrate) -> Result<String, Error> {
-        ig.restore_superproject(self)?;
+        crate::bisect::restore_superproject(ig, self)?;
         Ok("superproject bisect checkout".into())
     }
 }

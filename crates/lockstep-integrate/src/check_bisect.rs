@@ -15,77 +15,76 @@ pub enum Target<'a> {
     Check(&'a str),
 }
 
-impl Integrate<'_> {
-    /// The bisect over the integrate's advances (its superproject commits
-    /// since the commit it started from, the submodule at each one's pin)
-    /// that finds the one that broke `target`: for a test, its check run
-    /// for that test alone (`-k ID`: a `lockstep test` check), for a check,
-    /// the check itself. No upstream commit is fetched.
-    pub fn final_check_bisect(
-        &self,
-        target: Target,
-        timeout: Option<std::time::Duration>,
-    ) -> Result<crate::bisect::BisectOptions, Error> {
-        let checks = &self.cfg.final_checks;
-        if checks.is_empty() {
-            return Err(Error::usage("[integrate] final-checks is empty: there is no check to bisect")
-                .hint("add final-checks = [\"lockstep test suites/lit\"] to [integrate], or bisect a command: --good REV --bad REV -- CMD"));
-        }
-        let start: crate::journal::StartJournal = self
-            .store
-            .get(crate::journal::INTEGRATE_RECORD)?
-            .ok_or_else(|| {
-                Error::usage("no integrate in progress: its advances are what is bisected").hint(
-                    "run it on the integrate branch (`lockstep integrate continue` checks it out)",
-                )
-            })?;
-        let command = match target {
-            Target::Check(which) => {
-                let found = which
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|n| n.checked_sub(1))
-                    .and_then(|i| checks.get(i))
-                    .or_else(|| checks.iter().find(|c| c.as_str() == which));
-                found.cloned().ok_or_else(|| {
-                    Error::usage(format!("--check {which} names no final check")).hint(format!(
-                        "give its number (1 to {}) or its command",
-                        checks.len()
-                    ))
-                })?
-            }
-            Target::Test(id) => {
-                let recorded = self.store.get::<FinalChecks>(RECORD)?;
-                let check = recorded
-                    .as_ref()
-                    .and_then(|r| {
-                        r.checks
-                            .iter()
-                            .find(|c| c.failures.iter().any(|f| f.test == id))
-                            .map(|c| c.command.clone())
-                    })
-                    .or_else(|| (checks.len() == 1).then(|| checks[0].clone()))
-                    .ok_or_else(|| {
-                        Error::usage(format!("no final check reported `{id}` failing"))
-                            .hint("name the check with --check N, or run the loop so the final checks run")
-                    })?;
-                if !is_lockstep_test(&check) {
-                    return Err(Error::usage(format!(
-                        "--test needs a `lockstep test` final check to run one test, but the check is `{check}`"
-                    ))
-                    .hint("bisect the whole check with --check instead"));
-                }
-                format!("{check} -k {}", shell_quote(id))
-            }
-        };
-        Ok(crate::bisect::BisectOptions {
-            good: start.base.to_string(),
-            bad: "HEAD".into(),
-            superproject: true,
-            command: vec!["sh".into(), "-c".into(), command],
-            timeout,
-        })
+/// The bisect over the integrate's advances (its superproject commits
+/// since the commit it started from, the submodule at each one's pin)
+/// that finds the one that broke `target`: for a test, its check run
+/// for that test alone (`-k ID`: a `lockstep test` check), for a check,
+/// the check itself. No upstream commit is fetched.
+pub fn final_check_bisect(
+    ig: &Integrate,
+    target: Target,
+    timeout: Option<std::time::Duration>,
+) -> Result<crate::bisect::BisectOptions, Error> {
+    let checks = &ig.cfg.final_checks;
+    if checks.is_empty() {
+        return Err(Error::usage("[integrate] final-checks is empty: there is no check to bisect")
+            .hint("add final-checks = [\"lockstep test suites/lit\"] to [integrate], or bisect a command: --good REV --bad REV -- CMD"));
     }
+    let start: crate::journal::StartJournal = ig
+        .store
+        .get(crate::journal::INTEGRATE_RECORD)?
+        .ok_or_else(|| {
+            Error::usage("no integrate in progress: its advances are what is bisected").hint(
+                "run it on the integrate branch (`lockstep integrate continue` checks it out)",
+            )
+        })?;
+    let command = match target {
+        Target::Check(which) => {
+            let found = which
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .and_then(|i| checks.get(i))
+                .or_else(|| checks.iter().find(|c| c.as_str() == which));
+            found.cloned().ok_or_else(|| {
+                Error::usage(format!("--check {which} names no final check")).hint(format!(
+                    "give its number (1 to {}) or its command",
+                    checks.len()
+                ))
+            })?
+        }
+        Target::Test(id) => {
+            let recorded = ig.store.get::<FinalChecks>(RECORD)?;
+            let check = recorded
+                .as_ref()
+                .and_then(|r| {
+                    r.checks
+                        .iter()
+                        .find(|c| c.failures.iter().any(|f| f.test == id))
+                        .map(|c| c.command.clone())
+                })
+                .or_else(|| (checks.len() == 1).then(|| checks[0].clone()))
+                .ok_or_else(|| {
+                    Error::usage(format!("no final check reported `{id}` failing")).hint(
+                        "name the check with --check N, or run the loop so the final checks run",
+                    )
+                })?;
+            if !is_lockstep_test(&check) {
+                return Err(Error::usage(format!(
+                    "--test needs a `lockstep test` final check to run one test, but the check is `{check}`"
+                ))
+                .hint("bisect the whole check with --check instead"));
+            }
+            format!("{check} -k {}", shell_quote(id))
+        }
+    };
+    Ok(crate::bisect::BisectOptions {
+        good: start.base.to_string(),
+        bad: "HEAD".into(),
+        superproject: true,
+        command: vec!["sh".into(), "-c".into(), command],
+        timeout,
+    })
 }
 
 /// Whether `command` runs `lockstep test` (`lockstep test ...`, or a path

@@ -11,24 +11,22 @@ use lockstep_core::Error;
 
 use crate::Integrate;
 
-impl Integrate<'_> {
-    /// Checks the submodule out at the pin recorded in the superproject's HEAD.
-    pub(crate) fn sync_submodule_to_pin(&self) -> Result<(), Error> {
-        let pin = self.pin()?;
-        let current = self.checked_out()?;
-        checkout_submodule(self, &pin, &[&current, &pin])
-    }
+/// Checks the submodule out at the pin recorded in the superproject's HEAD.
+pub(crate) fn sync_submodule_to_pin(ig: &Integrate) -> Result<(), Error> {
+    let pin = ig.pin()?;
+    let current = ig.checked_out()?;
+    checkout_submodule(ig, &pin, &[&current, &pin])
+}
 
-    /// Checks out the branch (or detached commit) the user had, with its pin.
-    pub(crate) fn return_to(&self, branch: Option<&str>, head: &str) -> Result<(), Error> {
-        match branch {
-            Some(b) => {
-                self.superproject.git(&["checkout", "-q", b])?;
-            }
-            None => self.superproject.checkout_detached(head)?,
+/// Checks out the branch (or detached commit) the user had, with its pin.
+pub(crate) fn return_to(ig: &Integrate, branch: Option<&str>, head: &str) -> Result<(), Error> {
+    match branch {
+        Some(b) => {
+            ig.superproject.git(&["checkout", "-q", b])?;
         }
-        self.sync_submodule_to_pin()
+        None => ig.superproject.checkout_detached(head)?,
     }
+    crate::checkout::sync_submodule_to_pin(ig)
 }
 
 /// Puts the work tree's pin at `target` (the submodule checked out, or the

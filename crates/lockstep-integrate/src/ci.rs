@@ -77,236 +77,231 @@ impl Drop for Pushed<'_, '_> {
     }
 }
 
-impl Integrate<'_> {
-    /// `integrate bisect --ci`.
-    pub fn bisect_ci(&self, opts: &BisectOptions, ci: &CiOptions) -> Result<BisectResult, Error> {
-        crate::context::check_rev("--good", &opts.good)?;
-        crate::context::check_rev("--bad", &opts.bad)?;
-        let target = self.github_target("bisect --ci")?;
-        let _lock = self.lock("integrate bisect --ci")?;
-        let _session = self.begin_session("integrate bisect --ci")?;
-        self.require_clean()?;
-        let mut pushed = Pushed {
-            ig: self,
-            remote: target.remote.clone(),
-            branches: Vec::new(),
+/// `integrate bisect --ci`.
+pub fn bisect_ci(
+    ig: &Integrate,
+    opts: &BisectOptions,
+    ci: &CiOptions,
+) -> Result<BisectResult, Error> {
+    crate::context::check_rev("--good", &opts.good)?;
+    crate::context::check_rev("--bad", &opts.bad)?;
+    let target = crate::publish::github_target(ig, "bisect --ci")?;
+    let _lock = ig.lock("integrate bisect --ci")?;
+    let _session = crate::recover::begin_session(ig, "integrate bisect --ci")?;
+    ig.require_clean()?;
+    let mut pushed = Pushed {
+        ig,
+        remote: target.remote.clone(),
+        branches: Vec::new(),
+    };
+    let head = ig.superproject.head()?;
+    let (candidates, good, stack) = if opts.superproject {
+        let good = ig.superproject.must_resolve(&opts.good)?;
+        (
+            crate::bisect::candidates_in(&ig.superproject, &opts.good, &opts.bad, true)?,
+            good,
+            None,
+        )
+    } else {
+        let (candidates, good, stack) = crate::bisect::upstream_range(ig, opts)?;
+        (candidates, good, Some(stack))
+    };
+    let n = candidates.len();
+    let mut steps = Vec::new();
+    let mut skipped = Vec::new();
+    let mut rounds = 0;
+    let (lo, hi) = lockstep_bisect::narrow(-1, n - 1, &mut skipped, |m| {
+        let commit = &candidates[m];
+        let built = match &stack {
+            None => Some(commit.sha.clone()),
+            Some(stack) => crate::ci::ci_commit(ig, &head, commit, stack, &mut pushed)?,
         };
-        let head = self.superproject.head()?;
-        let (candidates, good, stack) = if opts.superproject {
-            let good = self.superproject.must_resolve(&opts.good)?;
-            (
-                self.candidates_in(&self.superproject, &opts.good, &opts.bad, true)?,
-                good,
-                None,
-            )
-        } else {
-            let (candidates, good, stack) = self.upstream_range(opts)?;
-            (candidates, good, Some(stack))
-        };
-        let n = candidates.len();
-        let mut steps = Vec::new();
-        let mut skipped = Vec::new();
-        let mut rounds = 0;
-        let (lo, hi) = lockstep_bisect::narrow(-1, n - 1, &mut skipped, |m| {
-            let commit = &candidates[m];
-            let built = match &stack {
-                None => Some(commit.sha.clone()),
-                Some(stack) => self.ci_commit(&head, commit, stack, &mut pushed)?,
-            };
-            let Some(sha) = built else {
-                steps.push(step(
-                    commit,
-                    Verdict::Skip,
-                    false,
-                    "the carried patches conflict here",
-                ));
-                return Ok(Verdict::Skip);
-            };
-            let key = Framed::new("lockstep-integrate", "ci-verdict", 1)
-                .part("repository", target.repo.to_string())
-                .part("commit", &sha)
-                .hex();
-            let recalled = lockstep_bisect::recall_or_judge(
-                &self.store,
-                key,
-                "ci",
-                &commit.sha,
-                || {
-                    rounds += 1;
-                    let branch = format!("{BRANCH_PREFIX}{}", short(&sha));
-                    self.push_temporary(&self.superproject, &target.remote, &sha, &branch)?;
-                    pushed.branches.push((false, branch.clone()));
-                    self.info(format!(
-                        "CI round {rounds}: {} ({} of {n}) pushed as {branch}; waiting for its checks",
-                        short(&commit.sha),
-                        m + 1
-                    ));
-                    let (verdict, detail) = self.wait_for_checks(&target, &sha, ci)?;
-                    self.info(format!(
-                        "  {} {} ({detail})",
-                        short(&commit.sha),
-                        verdict.as_str()
-                    ));
-                    Ok(lockstep_bisect::Judged {
-                        verdict,
-                        detail,
-                        log: None,
-                        seconds: None,
-                    })
-                },
-            )?;
+        let Some(sha) = built else {
             steps.push(step(
                 commit,
-                recalled.verdict,
-                recalled.cached,
-                &recalled.detail,
+                Verdict::Skip,
+                false,
+                "the carried patches conflict here",
             ));
-            Ok(recalled.verdict)
+            return Ok(Verdict::Skip);
+        };
+        let key = Framed::new("lockstep-integrate", "ci-verdict", 1)
+            .part("repository", target.repo.to_string())
+            .part("commit", &sha)
+            .hex();
+        let recalled = lockstep_bisect::recall_or_judge(&ig.store, key, "ci", &commit.sha, || {
+            rounds += 1;
+            let branch = format!("{BRANCH_PREFIX}{}", short(&sha));
+            crate::ci::push_temporary(&ig.superproject, &target.remote, &sha, &branch)?;
+            pushed.branches.push((false, branch.clone()));
+            ig.info(format!(
+                "CI round {rounds}: {} ({} of {n}) pushed as {branch}; waiting for its checks",
+                short(&commit.sha),
+                m + 1
+            ));
+            let (verdict, detail) = crate::ci::wait_for_checks(&target, &sha, ci)?;
+            ig.info(format!(
+                "  {} {} ({detail})",
+                short(&commit.sha),
+                verdict.as_str()
+            ));
+            Ok(lockstep_bisect::Judged {
+                verdict,
+                detail,
+                log: None,
+                seconds: None,
+            })
         })?;
-        drop(pushed);
-        let mode = if opts.superproject {
-            "superproject (ci)"
-        } else {
-            "submodule (ci)"
-        };
-        let trail = Trail {
-            steps,
-            skipped,
-            runs: rounds,
-        };
-        Ok(self.bisect_result(mode, &candidates, (lo, hi), trail, &good))
-    }
+        steps.push(step(
+            commit,
+            recalled.verdict,
+            recalled.cached,
+            &recalled.detail,
+        ));
+        Ok(recalled.verdict)
+    })?;
+    drop(pushed);
+    let mode = if opts.superproject {
+        "superproject (ci)"
+    } else {
+        "submodule (ci)"
+    };
+    let trail = Trail {
+        steps,
+        skipped,
+        runs: rounds,
+    };
+    Ok(crate::bisect::bisect_result(
+        ig,
+        mode,
+        &candidates,
+        (lo, hi),
+        trail,
+        &good,
+    ))
+}
 
-    /// The superproject commit pinning `commit` with the stack replayed
-    /// (its patched head pushed to the export remote); None on a conflict.
-    fn ci_commit(
-        &self,
-        head: &str,
-        commit: &Commit,
-        stack: &[crate::replay::StackEntry],
-        pushed: &mut Pushed,
-    ) -> Result<Option<Oid>, Error> {
-        let patched = match replay(&self.sub, stack, &commit.sha)? {
-            Replay::Applied { head, .. } => head,
-            Replay::Conflict { .. } => return Ok(None),
-        };
-        if self.pin_of().carries_patches() && patched != commit.sha {
-            let branch = format!("{BRANCH_PREFIX}{}", short(&patched));
-            self.push_temporary(&self.sub, &self.cfg.export.remote, &patched, &branch)?;
-            pushed.branches.push((true, branch));
-        }
-        let index = self
-            .state_dir
-            .join(format!("ci-index-{}", std::process::id()));
-        // An empty GIT_INDEX_FILE would be the real index: refuse a path
-        // git cannot be given.
-        let index_path = index.to_str().ok_or_else(|| {
-            Error::failed(format!(
-                "the state directory {} is not a UTF-8 path",
-                self.state_dir.display()
-            ))
-        })?;
-        let env = [("GIT_INDEX_FILE", index_path)];
-        let sp = &self.superproject;
-        let result = (|| -> Result<Oid, Error> {
-            sp.git_env(&["read-tree", head], &env, None)?;
-            let entry = self
-                .pin_of()
-                .index_entry(sp, head, &patched, &self.checksums())?;
-            sp.git_env(
-                &["update-index", "--cacheinfo", &entry.cacheinfo()],
-                &env,
-                None,
-            )?;
-            let tree = sp.git_env(&["write-tree"], &env, None)?.trim().to_string();
-            let detail = sp.commit_detail(head)?;
-            let message = format!(
-                "lockstep bisect --ci: {} at {} {}\n\nA temporary commit for CI; its branch is deleted when the bisect ends.\n",
-                self.cfg.upstream_name, commit.sha, commit.subject
-            );
-            sp.commit_tree(
-                &tree,
-                &[head],
-                &message,
-                Some((
-                    &detail.author_name,
-                    &detail.author_email,
-                    &detail.author_date,
-                )),
-                Some(&detail.committer_date),
-            )
-        })();
-        let _ = std::fs::remove_file(&index);
-        result.map(Some)
+/// The superproject commit pinning `commit` with the stack replayed
+/// (its patched head pushed to the export remote); None on a conflict.
+fn ci_commit(
+    ig: &Integrate,
+    head: &str,
+    commit: &Commit,
+    stack: &[crate::replay::StackEntry],
+    pushed: &mut Pushed,
+) -> Result<Option<Oid>, Error> {
+    let patched = match replay(&ig.sub, stack, &commit.sha)? {
+        Replay::Applied { head, .. } => head,
+        Replay::Conflict { .. } => return Ok(None),
+    };
+    if ig.pin_of().carries_patches() && patched != commit.sha {
+        let branch = format!("{BRANCH_PREFIX}{}", short(&patched));
+        crate::ci::push_temporary(&ig.sub, &ig.cfg.export.remote, &patched, &branch)?;
+        pushed.branches.push((true, branch));
     }
-
-    /// Pushes `sha` to `refs/heads/BRANCH` of `remote` (never forced: the
-    /// branch names a commit, so an existing one holds the same).
-    fn push_temporary(
-        &self,
-        repo: &lockstep_git::Repo,
-        remote: &str,
-        sha: &str,
-        branch: &str,
-    ) -> Result<(), Error> {
-        let out = repo.try_git_remote(
-            remote,
-            &[
-                "push",
-                "--quiet",
-                "--",
-                remote,
-                &format!("{sha}:refs/heads/{branch}"),
-            ],
+    let index = ig
+        .state_dir
+        .join(format!("ci-index-{}", std::process::id()));
+    // An empty GIT_INDEX_FILE would be the real index: refuse a path
+    // git cannot be given.
+    let index_path = index.to_str().ok_or_else(|| {
+        Error::failed(format!(
+            "the state directory {} is not a UTF-8 path",
+            ig.state_dir.display()
+        ))
+    })?;
+    let env = [("GIT_INDEX_FILE", index_path)];
+    let sp = &ig.superproject;
+    let result = (|| -> Result<Oid, Error> {
+        sp.git_env(&["read-tree", head], &env, None)?;
+        let entry = ig
+            .pin_of()
+            .index_entry(sp, head, &patched, &ig.checksums())?;
+        sp.git_env(
+            &["update-index", "--cacheinfo", &entry.cacheinfo()],
+            &env,
+            None,
         )?;
-        if out.code != 0 && repo.ls_remote_branch(remote, branch)?.as_deref() != Some(sha) {
-            return Err(Error::failed(format!("cannot push the temporary branch {branch} to {remote}"))
-                .cause(out.stderr.trim().to_string())
-                .hint("check that the remote accepts pushes (CI bisect pushes lockstep-bisect/* branches and deletes them at the end)"));
-        }
-        Ok(())
-    }
+        let tree = sp.git_env(&["write-tree"], &env, None)?.trim().to_string();
+        let detail = sp.commit_detail(head)?;
+        let message = format!(
+            "lockstep bisect --ci: {} at {} {}\n\nA temporary commit for CI; its branch is deleted when the bisect ends.\n",
+            ig.cfg.upstream_name, commit.sha, commit.subject
+        );
+        sp.commit_tree(
+            &tree,
+            &[head],
+            &message,
+            Some((
+                &detail.author_name,
+                &detail.author_email,
+                &detail.author_date,
+            )),
+            Some(&detail.committer_date),
+        )
+    })();
+    let _ = std::fs::remove_file(&index);
+    result.map(Some)
+}
 
-    /// Polls the check runs of `sha` until they decide, with backoff,
-    /// at most `ci.timeout`.
-    fn wait_for_checks(
-        &self,
-        target: &Target,
-        sha: &str,
-        ci: &CiOptions,
-    ) -> Result<(Verdict, String), Error> {
-        let started = Instant::now();
-        let mut pause = ci.poll;
-        loop {
-            let runs = target.client.check_runs(&target.repo, sha)?;
-            match summarize(&runs) {
-                Checks::Passed => {
-                    return Ok((
-                        Verdict::Good,
-                        format!(
-                            "{} passed",
-                            lockstep_core::words::count(runs.len(), "check run", "check runs")
-                        ),
-                    ))
-                }
-                Checks::Failed(which) => return Ok((Verdict::Bad, format!("check {which}"))),
-                Checks::Inconclusive(which) => {
-                    return Ok((Verdict::Skip, format!("check {which}")))
-                }
-                Checks::Pending => {}
-            }
-            if started.elapsed() + pause > ci.timeout {
-                return Err(Error::failed(format!(
-                    "CI gave no verdict on {} within {} s ({} seen)",
-                    short(sha),
-                    ci.timeout.as_secs(),
-                    lockstep_core::words::count(runs.len(), "check run", "check runs")
+/// Pushes `sha` to `refs/heads/BRANCH` of `remote` (never forced: the
+/// branch names a commit, so an existing one holds the same).
+fn push_temporary(
+    repo: &lockstep_git::Repo,
+    remote: &str,
+    sha: &str,
+    branch: &str,
+) -> Result<(), Error> {
+    let out = repo.try_git_remote(
+        remote,
+        &[
+            "push",
+            "--quiet",
+            "--",
+            remote,
+            &format!("{sha}:refs/heads/{branch}"),
+        ],
+    )?;
+    if out.code != 0 && repo.ls_remote_branch(remote, branch)?.as_deref() != Some(sha) {
+        return Err(Error::failed(format!("cannot push the temporary branch {branch} to {remote}"))
+            .cause(out.stderr.trim().to_string())
+            .hint("check that the remote accepts pushes (CI bisect pushes lockstep-bisect/* branches and deletes them at the end)"));
+    }
+    Ok(())
+}
+
+/// Polls the check runs of `sha` until they decide, with backoff,
+/// at most `ci.timeout`.
+fn wait_for_checks(target: &Target, sha: &str, ci: &CiOptions) -> Result<(Verdict, String), Error> {
+    let started = Instant::now();
+    let mut pause = ci.poll;
+    loop {
+        let runs = target.client.check_runs(&target.repo, sha)?;
+        match summarize(&runs) {
+            Checks::Passed => {
+                return Ok((
+                    Verdict::Good,
+                    format!(
+                        "{} passed",
+                        lockstep_core::words::count(runs.len(), "check run", "check runs")
+                    ),
                 ))
-                .hint("raise --ci-timeout, or check that CI runs on lockstep-bisect/* branches; rerun: verdicts CI gave are kept"));
             }
-            std::thread::sleep(pause);
-            pause = (pause.mul_f64(1.5)).min(Duration::from_secs(300));
+            Checks::Failed(which) => return Ok((Verdict::Bad, format!("check {which}"))),
+            Checks::Inconclusive(which) => return Ok((Verdict::Skip, format!("check {which}"))),
+            Checks::Pending => {}
         }
+        if started.elapsed() + pause > ci.timeout {
+            return Err(Error::failed(format!(
+                "CI gave no verdict on {} within {} s ({} seen)",
+                short(sha),
+                ci.timeout.as_secs(),
+                lockstep_core::words::count(runs.len(), "check run", "check runs")
+            ))
+            .hint("raise --ci-timeout, or check that CI runs on lockstep-bisect/* branches; rerun: verdicts CI gave are kept"));
+        }
+        std::thread::sleep(pause);
+        pause = (pause.mul_f64(1.5)).min(Duration::from_secs(300));
     }
 }
 

@@ -43,112 +43,110 @@ pub enum Action {
     Start,
 }
 
-impl Integrate<'_> {
-    /// `integrate continue [--dry-run]`.
-    pub fn continue_open(&self, dry_run: bool) -> Result<Continued, Error> {
-        let (client, repo, remote, _) = self.github_repo("continue")?;
-        let open = client.open_pulls(&repo)?.into_iter().find(|p| {
-            p.head
-                .as_ref()
-                .is_some_and(|h| crate::start::is_integrate_branch(&self.cfg, &h.branch))
-        });
-        let Some(pull) = open else {
-            let branch = self.free_branch_name_here_and_on(&remote)?;
-            if dry_run {
-                // What `start` would refuse is refused here too (exit 2).
-                self.check_start(Some(&branch))?;
-            } else {
-                self.start(Some(&branch), true)?;
-            }
-            return Ok(Continued {
-                branch,
-                action: Action::Start,
-                pull: None,
-                dry_run,
-            });
-        };
-        let branch = pull
-            .head
+/// `integrate continue [--dry-run]`.
+pub fn continue_open(ig: &Integrate, dry_run: bool) -> Result<Continued, Error> {
+    let (client, repo, remote, _) = crate::publish::github_repo(ig, "continue")?;
+    let open = client.open_pulls(&repo)?.into_iter().find(|p| {
+        p.head
             .as_ref()
-            .map(|h| h.branch.clone())
-            .unwrap_or_default();
+            .is_some_and(|h| crate::start::is_integrate_branch(&ig.cfg, &h.branch))
+    });
+    let Some(pull) = open else {
+        let branch = crate::start::free_branch_name_here_and_on(ig, &remote)?;
         if dry_run {
-            // What taking it up refuses before it fetches (exit 2).
-            self.require_clean()?;
+            // What `start` would refuse is refused here too (exit 2).
+            crate::start::check_start(ig, Some(&branch))?;
         } else {
-            self.take_up(&remote, &branch)?;
-            self.info(format!(
-                "continuing the integrate of pull request #{} on {branch}",
-                pull.number
-            ));
+            crate::start::start(ig, Some(&branch), true)?;
         }
-        Ok(Continued {
+        return Ok(Continued {
             branch,
-            action: Action::Resume,
-            pull: Some(pull.number),
+            action: Action::Start,
+            pull: None,
             dry_run,
-        })
+        });
+    };
+    let branch = pull
+        .head
+        .as_ref()
+        .map(|h| h.branch.clone())
+        .unwrap_or_default();
+    if dry_run {
+        // What taking it up refuses before it fetches (exit 2).
+        ig.require_clean()?;
+    } else {
+        crate::continues::take_up(ig, &remote, &branch)?;
+        ig.info(format!(
+            "continuing the integrate of pull request #{} on {branch}",
+            pull.number
+        ));
     }
+    Ok(Continued {
+        branch,
+        action: Action::Resume,
+        pull: Some(pull.number),
+        dry_run,
+    })
+}
 
-    /// Checks out `branch` as the remote has it (a local branch of that
-    /// name may be behind it, never diverged) and records it as the
-    /// integrate branch.
-    fn take_up(&self, remote: &str, branch: &str) -> Result<(), Error> {
-        let _lock = self.lock("integrate continue")?;
-        let _session = self.begin_session("integrate continue")?;
-        self.require_clean()?;
-        let sp = &self.superproject;
-        let tracking = format!("refs/remotes/{remote}/{branch}");
-        sp.git(&[
-            "fetch",
-            "--quiet",
-            "--",
-            remote,
-            &format!("+refs/heads/{branch}:{tracking}"),
-        ])?;
-        let theirs = sp.must_resolve(&tracking)?.to_string();
-        if sp.branch_exists(branch)? {
-            let mine = sp
-                .must_resolve(&format!("refs/heads/{branch}"))?
-                .to_string();
-            if !sp.is_ancestor(&mine, &theirs)? && !sp.is_ancestor(&theirs, &mine)? {
-                return Err(Error::failed(format!(
-                    "the local branch {branch} and {remote}/{branch} have diverged"
-                ))
-                .hint(format!(
-                    "nothing was changed: rebase or merge your commits onto {remote}/{branch} and push them, then continue"
-                )));
-            }
-            if sp.is_ancestor(&mine, &theirs)? && mine != theirs {
-                // Behind: fast-forward (by merge when it is checked out).
-                if sp.current_branch()?.as_deref() == Some(branch) {
-                    sp.git(&["merge", "--ff-only", "--quiet", &theirs])?;
-                } else {
-                    sp.git(&["branch", "--force", branch, &theirs])?;
-                }
-            }
-        } else {
-            sp.git(&["branch", "--no-track", branch, &theirs])?;
+/// Checks out `branch` as the remote has it (a local branch of that
+/// name may be behind it, never diverged) and records it as the
+/// integrate branch.
+fn take_up(ig: &Integrate, remote: &str, branch: &str) -> Result<(), Error> {
+    let _lock = ig.lock("integrate continue")?;
+    let _session = crate::recover::begin_session(ig, "integrate continue")?;
+    ig.require_clean()?;
+    let sp = &ig.superproject;
+    let tracking = format!("refs/remotes/{remote}/{branch}");
+    sp.git(&[
+        "fetch",
+        "--quiet",
+        "--",
+        remote,
+        &format!("+refs/heads/{branch}:{tracking}"),
+    ])?;
+    let theirs = sp.must_resolve(&tracking)?.to_string();
+    if sp.branch_exists(branch)? {
+        let mine = sp
+            .must_resolve(&format!("refs/heads/{branch}"))?
+            .to_string();
+        if !sp.is_ancestor(&mine, &theirs)? && !sp.is_ancestor(&theirs, &mine)? {
+            return Err(Error::failed(format!(
+                "the local branch {branch} and {remote}/{branch} have diverged"
+            ))
+            .hint(format!(
+                "nothing was changed: rebase or merge your commits onto {remote}/{branch} and push them, then continue"
+            )));
         }
-        let base_ref = sp.must_resolve(&self.cfg.base)?.to_string();
-        let base = sp
-            .merge_base(&base_ref, &format!("refs/heads/{branch}"))?
-            .ok_or_else(|| {
-                Error::failed(format!(
-                    "{branch} shares no history with the integrate base `{}`",
-                    self.cfg.base
-                ))
-            })?;
-        let state = StartJournal {
-            branch: branch.to_string(),
-            base,
-            original_branch: sp.current_branch()?,
-            original_head: sp.head()?,
-        };
-        let id = self
-            .store
-            .begin(<StartJournal as crate::journal::Journaled>::KIND, &state)?;
-        self.finish_start(id, &state)?;
-        Ok(())
+        if sp.is_ancestor(&mine, &theirs)? && mine != theirs {
+            // Behind: fast-forward (by merge when it is checked out).
+            if sp.current_branch()?.as_deref() == Some(branch) {
+                sp.git(&["merge", "--ff-only", "--quiet", &theirs])?;
+            } else {
+                sp.git(&["branch", "--force", branch, &theirs])?;
+            }
+        }
+    } else {
+        sp.git(&["branch", "--no-track", branch, &theirs])?;
     }
+    let base_ref = sp.must_resolve(&ig.cfg.base)?.to_string();
+    let base = sp
+        .merge_base(&base_ref, &format!("refs/heads/{branch}"))?
+        .ok_or_else(|| {
+            Error::failed(format!(
+                "{branch} shares no history with the integrate base `{}`",
+                ig.cfg.base
+            ))
+        })?;
+    let state = StartJournal {
+        branch: branch.to_string(),
+        base,
+        original_branch: sp.current_branch()?,
+        original_head: sp.head()?,
+    };
+    let id = ig
+        .store
+        .begin(<StartJournal as crate::journal::Journaled>::KIND, &state)?;
+    crate::start::finish_start(ig, id, &state)?;
+    Ok(())
 }

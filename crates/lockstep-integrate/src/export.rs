@@ -47,109 +47,117 @@ impl Exported {
     }
 }
 
-impl Integrate<'_> {
-    /// The export branch name for the superproject's current branch.
-    pub fn export_branch(&self) -> Result<String, Error> {
-        let branch = self.branch()?;
-        let name = self
-            .cfg
-            .export
-            .branch
-            .replace("{repo}", &self.repo_name())
-            .replace("{branch}", &branch);
-        match lockstep_git::branch_name_problem(&name) {
-            None => Ok(name),
-            Some(problem) => Err(Error::usage(format!(
-                "the export branch `{name}` ([integrate.export] branch = {:?}) cannot be a branch name: {problem}",
-                self.cfg.export.branch
-            ))
-            .hint("change [integrate.export] branch in lockstep.toml (or the directory name {repo} stands for); nothing was exported")),
-        }
+/// The export branch name for the superproject's current branch.
+pub fn export_branch(ig: &Integrate) -> Result<String, Error> {
+    let branch = ig.branch()?;
+    let name = ig
+        .cfg
+        .export
+        .branch
+        .replace("{repo}", &ig.repo_name())
+        .replace("{branch}", &branch);
+    match lockstep_git::branch_name_problem(&name) {
+        None => Ok(name),
+        Some(problem) => Err(Error::usage(format!(
+            "the export branch `{name}` ([integrate.export] branch = {:?}) cannot be a branch name: {problem}",
+            ig.cfg.export.branch
+        ))
+        .hint("change [integrate.export] branch in lockstep.toml (or the directory name {repo} stands for); nothing was exported")),
     }
+}
 
-    /// `integrate export`: publishes the pin recorded in the superproject's HEAD.
-    pub fn export(&self) -> Result<Exported, Error> {
-        let _lock = self.lock("integrate export")?;
-        let _session = self.begin_session("integrate export")?;
-        let pin = self.pin()?;
-        self.export_head(&pin)
+/// `integrate export`: publishes the pin recorded in the superproject's HEAD.
+pub fn export(ig: &Integrate) -> Result<Exported, Error> {
+    let _lock = ig.lock("integrate export")?;
+    let _session = crate::recover::begin_session(ig, "integrate export")?;
+    let pin = ig.pin()?;
+    crate::export::export_head(ig, &pin)
+}
+
+/// Publishes `head` with the splice scheme.
+pub fn export_head(ig: &Integrate, head: &str) -> Result<Exported, Error> {
+    if !ig.pin_of().carries_patches() {
+        return Err(Error::usage(format!(
+            "nothing to export: {} carries no patches",
+            ig.pin_of().describe()
+        ))
+        .hint(
+            "a pin kept in a file pins upstream's own commits; export is for patched submodules",
+        ));
     }
-
-    /// Publishes `head` with the splice scheme.
-    pub fn export_head(&self, head: &str) -> Result<Exported, Error> {
-        if !self.pin_of().carries_patches() {
-            return Err(Error::usage(format!(
-                "nothing to export: {} carries no patches",
-                self.pin_of().describe()
-            ))
-            .hint("a pin kept in a file pins upstream's own commits; export is for patched submodules"));
-        }
-        let upstream = self.upstream_head()?;
-        if self.sub.is_ancestor(head, &upstream)? {
-            return Ok(Exported::PureUpstream {
-                head: head.to_string(),
-            });
-        }
-        let remote = &self.cfg.export.remote;
-        let branch = self.export_branch()?;
-        let remote_ref = format!("refs/lockstep/export/{branch}");
-        let tip = self.sub.ls_remote_branch(remote, &branch).map_err(|e| {
-            e.context(format!(
-                "cannot read export branch `{branch}` from remote `{remote}`"
-            ))
-            .hint("check [integrate.export] remote in lockstep.toml")
-        })?;
-        let Some(tip) = tip else {
-            self.sub.push(remote, head, &branch)?;
-            return Ok(self.exported(Exported::Created {
+    let upstream = ig.upstream_head()?;
+    if ig.sub.is_ancestor(head, &upstream)? {
+        return Ok(Exported::PureUpstream {
+            head: head.to_string(),
+        });
+    }
+    let remote = &ig.cfg.export.remote;
+    let branch = crate::export::export_branch(ig)?;
+    let remote_ref = format!("refs/lockstep/export/{branch}");
+    let tip = ig.sub.ls_remote_branch(remote, &branch).map_err(|e| {
+        e.context(format!(
+            "cannot read export branch `{branch}` from remote `{remote}`"
+        ))
+        .hint("check [integrate.export] remote in lockstep.toml")
+    })?;
+    let Some(tip) = tip else {
+        ig.sub.push(remote, head, &branch)?;
+        return Ok(crate::export::exported(
+            ig,
+            Exported::Created {
                 branch,
                 head: head.to_string(),
-            }));
-        };
-        if tip == head {
-            return Ok(Exported::AlreadyThere {
-                branch,
-                head: head.to_string(),
-            });
-        }
-        if !self.sub.has_commit(&tip)? {
-            self.sub
-                .fetch(remote, &[&format!("+refs/heads/{branch}:{remote_ref}")])?;
-        }
-        if self.sub.is_ancestor(head, &tip)? {
-            return Ok(Exported::AlreadyThere {
-                branch,
-                head: head.to_string(),
-            });
-        }
-        let tree = self.sub.tree_of(head)?;
-        let message = format!("Splice submodule rebase {head} onto {tip}\n");
-        let splice = self
-            .sub
-            .commit_tree(&tree, &[head, &tip], &message, None, None)?;
-        self.sub.push(remote, &splice, &branch).map_err(|e| {
-            e.context(format!("the export branch `{branch}` moved while exporting"))
-                .hint("rerun `lockstep integrate export`; it splices onto the new tip (never a force push)")
-        })?;
-        Ok(self.exported(Exported::Spliced {
+            },
+        ));
+    };
+    if tip == head {
+        return Ok(Exported::AlreadyThere {
+            branch,
+            head: head.to_string(),
+        });
+    }
+    if !ig.sub.has_commit(&tip)? {
+        ig.sub
+            .fetch(remote, &[&format!("+refs/heads/{branch}:{remote_ref}")])?;
+    }
+    if ig.sub.is_ancestor(head, &tip)? {
+        return Ok(Exported::AlreadyThere {
+            branch,
+            head: head.to_string(),
+        });
+    }
+    let tree = ig.sub.tree_of(head)?;
+    let message = format!("Splice submodule rebase {head} onto {tip}\n");
+    let splice = ig
+        .sub
+        .commit_tree(&tree, &[head, &tip], &message, None, None)?;
+    ig.sub.push(remote, &splice, &branch).map_err(|e| {
+        e.context(format!(
+            "the export branch `{branch}` moved while exporting"
+        ))
+        .hint("rerun `lockstep integrate export`; it splices onto the new tip (never a force push)")
+    })?;
+    Ok(crate::export::exported(
+        ig,
+        Exported::Spliced {
             branch,
             head: head.to_string(),
             splice,
             previous: tip,
-        }))
-    }
+        },
+    ))
+}
 
-    fn exported(&self, e: Exported) -> Exported {
-        if let Exported::Created { branch, .. } | Exported::Spliced { branch, .. } = &e {
-            self.emit(crate::events::IntegrateEvent::Exported {
-                branch: branch.clone(),
-                commit: match &e {
-                    Exported::Spliced { splice, .. } => splice.clone(),
-                    Exported::Created { head, .. } => head.clone(),
-                    _ => String::new(),
-                },
-            });
-        }
-        e
+fn exported(ig: &Integrate, e: Exported) -> Exported {
+    if let Exported::Created { branch, .. } | Exported::Spliced { branch, .. } = &e {
+        ig.emit(crate::events::IntegrateEvent::Exported {
+            branch: branch.clone(),
+            commit: match &e {
+                Exported::Spliced { splice, .. } => splice.clone(),
+                Exported::Created { head, .. } => head.clone(),
+                _ => String::new(),
+            },
+        });
     }
+    e
 }

@@ -69,70 +69,78 @@ pub struct Failure {
     pub lines: Vec<String>,
 }
 
-impl Integrate<'_> {
-    /// Runs every `[integrate] final-checks` command at HEAD and records
-    /// the results; `None` when none is configured.
-    pub fn run_final_checks(&self) -> Result<Option<FinalChecks>, Error> {
-        if self.cfg.final_checks.is_empty() {
-            return Ok(None);
-        }
-        let run_dir = self.run_dir("final-checks")?;
-        let head = self.superproject.head()?.to_string();
-        let mut checks = Vec::new();
-        for (n, command) in self.cfg.final_checks.iter().enumerate() {
-            self.info(format!("final check {}: {command}", n + 1));
-            checks.push(self.final_check(command, &run_dir, n + 1)?);
-        }
-        let done = FinalChecks { head, checks };
-        self.store.set(RECORD, &done)?;
-        let failing = done.failures();
-        if failing > 0 {
-            self.info(format!(
-                "final checks: {} to fix before landing (the loop goes on)",
-                lockstep_core::words::count(failing, "failure", "failures")
-            ));
-        }
-        Ok(Some(done))
+/// Runs every `[integrate] final-checks` command at HEAD and records
+/// the results; `None` when none is configured.
+pub fn run_final_checks(ig: &Integrate) -> Result<Option<FinalChecks>, Error> {
+    if ig.cfg.final_checks.is_empty() {
+        return Ok(None);
     }
+    let run_dir = ig.run_dir("final-checks")?;
+    let head = ig.superproject.head()?.to_string();
+    let mut checks = Vec::new();
+    for (n, command) in ig.cfg.final_checks.iter().enumerate() {
+        ig.info(format!("final check {}: {command}", n + 1));
+        checks.push(crate::final_checks::final_check(
+            ig,
+            command,
+            &run_dir,
+            n + 1,
+        )?);
+    }
+    let done = FinalChecks { head, checks };
+    ig.store.set(RECORD, &done)?;
+    let failing = done.failures();
+    if failing > 0 {
+        ig.info(format!(
+            "final checks: {} to fix before landing (the loop goes on)",
+            lockstep_core::words::count(failing, "failure", "failures")
+        ));
+    }
+    Ok(Some(done))
+}
 
-    /// The final checks recorded at the superproject's HEAD, if any.
-    pub fn final_checks_at_head(&self) -> Result<Option<FinalChecks>, Error> {
-        let head = self.superproject.head()?.to_string();
-        Ok(self
-            .store
-            .get::<FinalChecks>(RECORD)?
-            .filter(|c| c.head == head))
-    }
+/// The final checks recorded at the superproject's HEAD, if any.
+pub fn final_checks_at_head(ig: &Integrate) -> Result<Option<FinalChecks>, Error> {
+    let head = ig.superproject.head()?.to_string();
+    Ok(ig
+        .store
+        .get::<FinalChecks>(RECORD)?
+        .filter(|c| c.head == head))
+}
 
-    fn final_check(&self, command: &str, run_dir: &Path, n: usize) -> Result<CheckResult, Error> {
-        let results = run_dir.join(format!("final-check-{n}.json"));
-        let log = run_dir.join(format!("final-check-{n}.log"));
-        let spec = Spec {
-            argv: vec!["sh".into(), "-c".into(), command.to_string()],
-            cwd: self.superproject.dir().to_path_buf(),
-            env: vec![(RESULTS_VAR.into(), results.display().to_string())],
-            timeout: Some(self.cfg.final_check_timeout),
-            log: log.clone(),
-            header: Some(format!("$ {command}")),
-        };
-        let finished = process::run(&spec, |_| {})?;
-        let passed = finished.exit == Exit::Code(0);
-        let mut failures = failing_tests(&results);
-        if !passed && failures.is_empty() {
-            failures.push(Failure {
-                test: command.to_string(),
-                lines: last_lines(&log, LINES),
-            });
-        }
-        Ok(CheckResult {
-            command: command.to_string(),
-            passed: passed && failures.is_empty(),
-            exit: finished.exit.describe(),
-            failures,
-            log,
-            seconds: finished.elapsed.as_secs_f64(),
-        })
+fn final_check(
+    ig: &Integrate,
+    command: &str,
+    run_dir: &Path,
+    n: usize,
+) -> Result<CheckResult, Error> {
+    let results = run_dir.join(format!("final-check-{n}.json"));
+    let log = run_dir.join(format!("final-check-{n}.log"));
+    let spec = Spec {
+        argv: vec!["sh".into(), "-c".into(), command.to_string()],
+        cwd: ig.superproject.dir().to_path_buf(),
+        env: vec![(RESULTS_VAR.into(), results.display().to_string())],
+        timeout: Some(ig.cfg.final_check_timeout),
+        log: log.clone(),
+        header: Some(format!("$ {command}")),
+    };
+    let finished = process::run(&spec, |_| {})?;
+    let passed = finished.exit == Exit::Code(0);
+    let mut failures = failing_tests(&results);
+    if !passed && failures.is_empty() {
+        failures.push(Failure {
+            test: command.to_string(),
+            lines: last_lines(&log, LINES),
+        });
     }
+    Ok(CheckResult {
+        command: command.to_string(),
+        passed: passed && failures.is_empty(),
+        exit: finished.exit.describe(),
+        failures,
+        log,
+        seconds: finished.elapsed.as_secs_f64(),
+    })
 }
 
 /// The failing tests of `lockstep test`'s JSON results (none when the

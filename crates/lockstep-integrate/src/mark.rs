@@ -24,87 +24,80 @@ pub struct Marked {
     pub commit: Option<String>,
 }
 
-impl Integrate<'_> {
-    /// The reasons committed in HEAD's mark file.
-    pub fn unstable_reasons(&self) -> Result<Vec<String>, Error> {
-        let out = self
-            .superproject
-            .try_git(&["show", &format!("HEAD:{UNSTABLE_MARK}")])?;
-        Ok(if out.code == 0 {
-            reasons(&out.stdout)
-        } else {
-            Vec::new()
-        })
-    }
+/// The reasons committed in HEAD's mark file.
+pub fn unstable_reasons(ig: &Integrate) -> Result<Vec<String>, Error> {
+    let out = ig
+        .superproject
+        .try_git(&["show", &format!("HEAD:{UNSTABLE_MARK}")])?;
+    Ok(if out.code == 0 {
+        reasons(&out.stdout)
+    } else {
+        Vec::new()
+    })
+}
 
-    /// `integrate mark --unstable REASON` (`Some`) or `--stable` (`None`).
-    pub fn mark(&self, unstable: Option<&str>) -> Result<Marked, Error> {
-        let reason = unstable.map(check_reason).transpose()?;
-        let _lock = self.lock("integrate mark")?;
-        let _session = self.begin_session("integrate mark")?;
-        self.require_clean()?;
-        let mut current = self.unstable_reasons()?;
-        let path = lockstep_core::fs::inside_tree(
-            self.superproject.dir(),
-            UNSTABLE_MARK,
-            "the stable-release mark",
-        )?;
-        let message = match &reason {
-            Some(reason) => {
-                if current.contains(reason) {
-                    return Ok(Marked {
-                        reasons: current,
-                        commit: None,
-                    });
-                }
-                current.push(reason.clone());
-                let text = format!(
-                    "# Not ok for a stable release (lockstep integrate mark); one reason per line.\n{}\n",
-                    current.join("\n")
-                );
-                if let Some(dir) = path.parent() {
-                    fs_err::create_dir_all(dir)?;
-                }
-                lockstep_core::fs::write_atomic(&path, text.as_bytes())?;
-                self.superproject.git(&["add", "--", UNSTABLE_MARK])?;
-                format!("Mark the project as not ok for a stable release: {reason}\n")
+/// `integrate mark --unstable REASON` (`Some`) or `--stable` (`None`).
+pub fn mark(ig: &Integrate, unstable: Option<&str>) -> Result<Marked, Error> {
+    let reason = unstable.map(check_reason).transpose()?;
+    let _lock = ig.lock("integrate mark")?;
+    let _session = crate::recover::begin_session(ig, "integrate mark")?;
+    ig.require_clean()?;
+    let mut current = crate::mark::unstable_reasons(ig)?;
+    let path = lockstep_core::fs::inside_tree(
+        ig.superproject.dir(),
+        UNSTABLE_MARK,
+        "the stable-release mark",
+    )?;
+    let message = match &reason {
+        Some(reason) => {
+            if current.contains(reason) {
+                return Ok(Marked {
+                    reasons: current,
+                    commit: None,
+                });
             }
-            None => {
-                if current.is_empty() && !path.exists() {
-                    return Ok(Marked {
-                        reasons: Vec::new(),
-                        commit: None,
-                    });
-                }
-                self.superproject.git(&[
-                    "rm",
-                    "--quiet",
-                    "--ignore-unmatch",
-                    "--",
-                    UNSTABLE_MARK,
-                ])?;
-                current.clear();
-                "Mark the project as ok for a stable release\n".to_string()
+            current.push(reason.clone());
+            let text = format!(
+                "# Not ok for a stable release (lockstep integrate mark); one reason per line.\n{}\n",
+                current.join("\n")
+            );
+            if let Some(dir) = path.parent() {
+                fs_err::create_dir_all(dir)?;
             }
-        };
-        let commit = match self.superproject.commit_staged(&message, false) {
-            Ok(commit) => commit,
-            Err(e) => {
-                // Nothing half-done: the mark goes back to what HEAD holds.
-                let sp = &self.superproject;
-                let _ = sp.try_git(&["reset", "--quiet", "--", UNSTABLE_MARK]);
-                let restored = sp.try_git(&["checkout", "--quiet", "HEAD", "--", UNSTABLE_MARK]);
-                if !restored.is_ok_and(|o| o.code == 0) {
-                    let _ = std::fs::remove_file(&path);
-                }
-                return Err(e);
+            lockstep_core::fs::write_atomic(&path, text.as_bytes())?;
+            ig.superproject.git(&["add", "--", UNSTABLE_MARK])?;
+            format!("Mark the project as not ok for a stable release: {reason}\n")
+        }
+        None => {
+            if current.is_empty() && !path.exists() {
+                return Ok(Marked {
+                    reasons: Vec::new(),
+                    commit: None,
+                });
             }
-        };
-        Ok(Marked {
-            reasons: current,
-            commit: Some(commit),
-        })
-    }
+            ig.superproject
+                .git(&["rm", "--quiet", "--ignore-unmatch", "--", UNSTABLE_MARK])?;
+            current.clear();
+            "Mark the project as ok for a stable release\n".to_string()
+        }
+    };
+    let commit = match ig.superproject.commit_staged(&message, false) {
+        Ok(commit) => commit,
+        Err(e) => {
+            // Nothing half-done: the mark goes back to what HEAD holds.
+            let sp = &ig.superproject;
+            let _ = sp.try_git(&["reset", "--quiet", "--", UNSTABLE_MARK]);
+            let restored = sp.try_git(&["checkout", "--quiet", "HEAD", "--", UNSTABLE_MARK]);
+            if !restored.is_ok_and(|o| o.code == 0) {
+                let _ = std::fs::remove_file(&path);
+            }
+            return Err(e);
+        }
+    };
+    Ok(Marked {
+        reasons: current,
+        commit: Some(commit),
+    })
 }
 
 fn check_reason(reason: &str) -> Result<String, Error> {

@@ -95,86 +95,86 @@ pub fn ci_options(ci_timeout: Option<u64>, ci_poll: Option<f64>) -> Result<CiOpt
     })
 }
 
-impl Integrate<'_> {
-    /// The loop, then (with `publish`) the push, the pull request and, at a
-    /// halt, the call for help.
-    pub fn loop_and_publish(
-        &self,
-        opts: &LoopOptions,
-        publish: bool,
-        resumed: Option<Resumed>,
-    ) -> Result<Looped, Error> {
-        self.loop_and_publish_ready(opts, publish, false, resumed)
-    }
+/// The loop, then (with `publish`) the push, the pull request and, at a
+/// halt, the call for help.
+pub fn loop_and_publish(
+    ig: &Integrate,
+    opts: &LoopOptions,
+    publish: bool,
+    resumed: Option<Resumed>,
+) -> Result<Looped, Error> {
+    crate::outcome::loop_and_publish_ready(ig, opts, publish, false, resumed)
+}
 
-    /// [`Integrate::loop_and_publish`]; with `ready`, the publish marks a
-    /// draft at upstream's head with green checks ready for review.
-    pub fn loop_and_publish_ready(
-        &self,
-        opts: &LoopOptions,
-        publish: bool,
-        ready: bool,
-        resumed: Option<Resumed>,
-    ) -> Result<Looped, Error> {
-        self.check_before_loop(opts, publish)?;
-        let report = self.run_loop(opts)?;
-        // The checks that do not halt: at the end, or where it halted.
-        let final_checks = match (&report.end, opts.dry_run) {
-            (LoopEnd::AtHead | LoopEnd::Halted { .. }, false) => self.run_final_checks()?,
-            _ => None,
-        };
-        let mut looped = Looped {
-            resumed,
-            report,
-            published: None,
-            called_for_help: false,
-            final_checks,
-        };
-        if publish {
-            looped.published = Some(self.publish_with(ready)?);
-            if let LoopEnd::Halted { halt } = &looped.report.end {
-                looped.called_for_help = self.call_for_help(halt)?;
-            }
+/// [`crate::outcome::loop_and_publish`]; with `ready`, the publish marks a
+/// draft at upstream's head with green checks ready for review.
+pub fn loop_and_publish_ready(
+    ig: &Integrate,
+    opts: &LoopOptions,
+    publish: bool,
+    ready: bool,
+    resumed: Option<Resumed>,
+) -> Result<Looped, Error> {
+    crate::outcome::check_before_loop(ig, opts, publish)?;
+    let report = crate::search::run_loop(ig, opts)?;
+    // The checks that do not halt: at the end, or where it halted.
+    let final_checks = match (&report.end, opts.dry_run) {
+        (LoopEnd::AtHead | LoopEnd::Halted { .. }, false) => {
+            crate::final_checks::run_final_checks(ig)?
         }
-        Ok(looped)
+        _ => None,
+    };
+    let mut looped = Looped {
+        resumed,
+        report,
+        published: None,
+        called_for_help: false,
+        final_checks,
+    };
+    if publish {
+        looped.published = Some(crate::publish::publish_with(ig, ready)?);
+        if let LoopEnd::Halted { halt } = &looped.report.end {
+            looped.called_for_help = crate::publish::call_for_help(ig, halt)?;
+        }
     }
+    Ok(looped)
+}
 
-    /// What can be checked before the loop's first side effect (the fetch,
-    /// a smoke, a commit): a branch to commit on, and with `publish` the
-    /// push target, the token and the webhook URL (when one is set: an
-    /// unset one is a warning at the halt). Exit 2 then means nothing
-    /// happened.
-    fn check_before_loop(&self, opts: &LoopOptions, publish: bool) -> Result<(), Error> {
-        if opts.dry_run {
-            return Ok(());
-        }
-        self.branch()?;
-        if !publish {
-            return Ok(());
-        }
-        self.publish_target()?;
-        let var = &self.cfg.notify.url_env;
-        let url = self.webhook_url()?;
-        match url {
-            Some(url) => crate::notify::check_url(&url, var),
-            None => Ok(()),
-        }
+/// What can be checked before the loop's first side effect (the fetch,
+/// a smoke, a commit): a branch to commit on, and with `publish` the
+/// push target, the token and the webhook URL (when one is set: an
+/// unset one is a warning at the halt). Exit 2 then means nothing
+/// happened.
+fn check_before_loop(ig: &Integrate, opts: &LoopOptions, publish: bool) -> Result<(), Error> {
+    if opts.dry_run {
+        return Ok(());
     }
+    ig.branch()?;
+    if !publish {
+        return Ok(());
+    }
+    crate::publish::publish_target(ig)?;
+    let var = &ig.cfg.notify.url_env;
+    let url = crate::publish::webhook_url(ig)?;
+    match url {
+        Some(url) => crate::notify::check_url(&url, var),
+        None => Ok(()),
+    }
+}
 
-    /// `integrate report --post`: the halt report to the webhook of
-    /// `[integrate.notify]`, said once it is sent.
-    pub fn post_report(&self, report: &Report) -> Result<(), Error> {
-        let msg = crate::notify::Message {
-            content: &report.text,
-            errors_txt: &report.errors,
-        };
-        crate::notify::post(self.cfg.notify.kind, &self.cfg.notify.url_env, &msg)?;
-        self.info(format!(
-            "posted the report to the webhook in ${}",
-            self.cfg.notify.url_env
-        ));
-        Ok(())
-    }
+/// `integrate report --post`: the halt report to the webhook of
+/// `[integrate.notify]`, said once it is sent.
+pub fn post_report(ig: &Integrate, report: &Report) -> Result<(), Error> {
+    let msg = crate::notify::Message {
+        content: &report.text,
+        errors_txt: &report.errors,
+    };
+    crate::notify::post(ig.cfg.notify.kind, &ig.cfg.notify.url_env, &msg)?;
+    ig.info(format!(
+        "posted the report to the webhook in ${}",
+        ig.cfg.notify.url_env
+    ));
+    Ok(())
 }
 
 #[cfg(test)]

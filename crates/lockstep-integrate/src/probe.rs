@@ -540,15 +540,13 @@ pub struct PinSmoke<'i, 'a> {
     label: &'static str,
 }
 
-impl<'a> Integrate<'a> {
-    /// The smoke of `release bump` (upstream fetched first).
-    pub fn pin_smoke<'i>(&'i self) -> Result<PinSmoke<'i, 'a>, Error> {
-        self.fetch_upstream()?;
-        Ok(PinSmoke {
-            ig: self,
-            label: "release-bump",
-        })
-    }
+/// The smoke of `release bump` (upstream fetched first).
+pub fn pin_smoke<'i, 'a>(ig: &'i Integrate<'a>) -> Result<PinSmoke<'i, 'a>, Error> {
+    ig.fetch_upstream()?;
+    Ok(PinSmoke {
+        ig,
+        label: "release-bump",
+    })
 }
 
 impl lockstep_bisect::Probe for PinSmoke<'_, '_> {
@@ -573,21 +571,19 @@ impl lockstep_bisect::Probe for PinSmoke<'_, '_> {
     }
 }
 
-impl Integrate<'_> {
-    /// Puts the submodule back where a search found it.
-    fn undo_probe(&self, state: &ProbeJournal) -> Result<(), Error> {
-        let target = if self.superproject.head()? == state.superproject_head {
-            state.restore.clone()
-        } else {
-            self.pin()?
-        };
-        let current = self.checked_out()?;
-        let mut sources = vec![current.as_str(), target.as_str()];
-        if let Some(m) = &state.moving_to {
-            sources.push(m);
-        }
-        crate::checkout::checkout_submodule(self, &target, &sources)
+/// Puts the submodule back where a search found it.
+fn undo_probe(ig: &Integrate, state: &ProbeJournal) -> Result<(), Error> {
+    let target = if ig.superproject.head()? == state.superproject_head {
+        state.restore.clone()
+    } else {
+        ig.pin()?
+    };
+    let current = ig.checked_out()?;
+    let mut sources = vec![current.as_str(), target.as_str()];
+    if let Some(m) = &state.moving_to {
+        sources.push(m);
     }
+    crate::checkout::checkout_submodule(ig, &target, &sources)
 }
 
 /// A probe's checkout is put back after a crash and by `abort` alike.
@@ -595,13 +591,13 @@ impl crate::journal::Journaled for ProbeJournal {
     const KIND: &'static str = "probe";
 
     fn resume(&self, ig: &Integrate, id: i64) -> Result<Option<crate::journal::Resumed>, Error> {
-        ig.undo_probe(self)?;
+        crate::probe::undo_probe(ig, self)?;
         ig.store.finish(id, "interrupted")?;
         Ok(None)
     }
 
     fn undo(&self, ig: &Integrate) -> Result<String, Error> {
-        ig.undo_probe(self)?;
+        crate::probe::undo_probe(ig, self)?;
         Ok("probe checkout".into())
     }
 }

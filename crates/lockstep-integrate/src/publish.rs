@@ -9,7 +9,7 @@
 //! one smoke per commit would have cost, and the halt when there is one (the
 //! title then says the integrate needs help).
 //!
-//! On a halt, [`Integrate::call_for_help`] posts the halt report to the
+//! On a halt, [`crate::publish::call_for_help`] posts the halt report to the
 //! configured webhook once per halt: a rerun of the loop that halts at the
 //! same culprit from the same superproject commit does not post again.
 //!
@@ -156,433 +156,435 @@ pub(crate) struct Target {
     pub branch: String,
 }
 
-impl Integrate<'_> {
-    /// Adds what a loop cost to its branch's total, for the body of the
-    /// next publish.
-    pub fn record_loop_cost(&self, smoke_runs: usize, cached: usize) -> Result<(), Error> {
-        let key = format!("{LOOP_RECORD}:{}", self.branch()?);
-        let mut cost: LoopCost = self.store.get(&key)?.unwrap_or_default();
-        cost.smoke_runs += smoke_runs;
-        cost.cached += cached;
-        cost.loops += 1;
-        self.store.set(&key, &cost)
-    }
+/// Adds what a loop cost to its branch's total, for the body of the
+/// next publish.
+pub fn record_loop_cost(ig: &Integrate, smoke_runs: usize, cached: usize) -> Result<(), Error> {
+    let key = format!("{LOOP_RECORD}:{}", ig.branch()?);
+    let mut cost: LoopCost = ig.store.get(&key)?.unwrap_or_default();
+    cost.smoke_runs += smoke_runs;
+    cost.cached += cached;
+    cost.loops += 1;
+    ig.store.set(&key, &cost)
+}
 
-    /// `integrate publish`: pushes the branch and opens or updates its
-    /// draft pull request.
-    pub fn publish(&self) -> Result<Published, Error> {
-        self.publish_with(false)
-    }
+/// `integrate publish`: pushes the branch and opens or updates its
+/// draft pull request.
+pub fn publish(ig: &Integrate) -> Result<Published, Error> {
+    crate::publish::publish_with(ig, false)
+}
 
-    /// `integrate publish [--ready]`: with `ready`, a draft whose pin is at
-    /// upstream's head, not halted, and whose pushed head's check runs all
-    /// passed is marked ready for review (GraphQL); otherwise it stays a
-    /// draft and its body says why (the failing checks named).
-    pub fn publish_with(&self, ready: bool) -> Result<Published, Error> {
-        let target = self.publish_target()?;
-        let halt = self.halt()?;
-        let (title, mut body) = self.pull_text(halt.as_ref())?;
-        let head = self.superproject.head()?;
-        let readiness = match ready {
-            true => Some(self.readiness(&target, halt.is_some(), head.as_ref())?),
-            false => None,
-        };
-        if let Some(r) = &readiness {
-            body.push_str(&format!("\n\n{}\n", r.line()));
-        }
-        // The API first: a refused token or an unknown repository is found
-        // before the push changes anything.
-        let existing = target
-            .client
-            .pull_for_branch(&target.repo, &target.branch)?;
-        if let Some(pull) = existing.as_ref().filter(|p| !p.is_open()) {
-            return Err(closed_pull(pull, &target));
-        }
-        let pushed = self.push_branch(&target, &head)?;
-        let (pull, created) = match existing {
-            Some(pull) if pull.is_open() => (
-                target
-                    .client
-                    .update_pull(&target.repo, pull.number, &title, &body)?,
-                false,
-            ),
-            _ => (
-                target.client.create_pull(
-                    &target.repo,
-                    &NewPull {
-                        title: &title,
-                        head: &target.branch,
-                        base: &target.base_branch,
-                        body: &body,
-                        draft: self.cfg.github.draft,
-                    },
-                )?,
-                true,
-            ),
-        };
-        let mut pull = pull;
-        if readiness == Some(Readiness::Ready) && pull.draft {
-            target.client.mark_ready_for_review(&target.repo, &pull)?;
-            pull.draft = false;
-            self.info(format!(
-                "marked pull request #{} ready for review: at upstream's head, checks green",
-                pull.number
-            ));
-        }
-        self.store.set(PULL_RECORD, &pull)?;
-        self.info(format!(
-            "{} pull request #{} of {}{}",
-            if created { "opened" } else { "updated" },
-            pull.number,
-            target.repo,
-            pull.html_url
-                .as_deref()
-                .map(|u| format!(": {u}"))
-                .unwrap_or_default()
+/// `integrate publish [--ready]`: with `ready`, a draft whose pin is at
+/// upstream's head, not halted, and whose pushed head's check runs all
+/// passed is marked ready for review (GraphQL); otherwise it stays a
+/// draft and its body says why (the failing checks named).
+pub fn publish_with(ig: &Integrate, ready: bool) -> Result<Published, Error> {
+    let target = crate::publish::publish_target(ig)?;
+    let halt = crate::halt::halt(ig)?;
+    let (title, mut body) = crate::publish::pull_text(ig, halt.as_ref())?;
+    let head = ig.superproject.head()?;
+    let readiness = match ready {
+        true => Some(crate::publish::readiness(
+            ig,
+            &target,
+            halt.is_some(),
+            head.as_ref(),
+        )?),
+        false => None,
+    };
+    if let Some(r) = &readiness {
+        body.push_str(&format!("\n\n{}\n", r.line()));
+    }
+    // The API first: a refused token or an unknown repository is found
+    // before the push changes anything.
+    let existing = target
+        .client
+        .pull_for_branch(&target.repo, &target.branch)?;
+    if let Some(pull) = existing.as_ref().filter(|p| !p.is_open()) {
+        return Err(closed_pull(pull, &target));
+    }
+    let pushed = crate::publish::push_branch(ig, &target, &head)?;
+    let (pull, created) = match existing {
+        Some(pull) if pull.is_open() => (
+            target
+                .client
+                .update_pull(&target.repo, pull.number, &title, &body)?,
+            false,
+        ),
+        _ => (
+            target.client.create_pull(
+                &target.repo,
+                &NewPull {
+                    title: &title,
+                    head: &target.branch,
+                    base: &target.base_branch,
+                    body: &body,
+                    draft: ig.cfg.github.draft,
+                },
+            )?,
+            true,
+        ),
+    };
+    let mut pull = pull;
+    if readiness == Some(Readiness::Ready) && pull.draft {
+        target.client.mark_ready_for_review(&target.repo, &pull)?;
+        pull.draft = false;
+        ig.info(format!(
+            "marked pull request #{} ready for review: at upstream's head, checks green",
+            pull.number
         ));
-        Ok(Published {
-            repository: target.repo.to_string(),
-            remote: target.remote,
-            branch: target.branch,
-            head: head.to_string(),
-            pushed,
-            pull,
-            created,
-            needs_help: halt.is_some(),
-            ready: readiness,
-        })
     }
+    ig.store.set(PULL_RECORD, &pull)?;
+    ig.info(format!(
+        "{} pull request #{} of {}{}",
+        if created { "opened" } else { "updated" },
+        pull.number,
+        target.repo,
+        pull.html_url
+            .as_deref()
+            .map(|u| format!(": {u}"))
+            .unwrap_or_default()
+    ));
+    Ok(Published {
+        repository: target.repo.to_string(),
+        remote: target.remote,
+        branch: target.branch,
+        head: head.to_string(),
+        pushed,
+        pull,
+        created,
+        needs_help: halt.is_some(),
+        ready: readiness,
+    })
+}
 
-    /// Whether the integrate at `head` may leave draft (see
-    /// [`Integrate::publish_with`]).
-    fn readiness(&self, target: &Target, halted: bool, head: &str) -> Result<Readiness, Error> {
-        if halted {
-            return Ok(Readiness::Halted);
-        }
-        let position = self.position()?;
-        if !position.pending.is_empty() {
-            return Ok(Readiness::Behind(position.pending.len()));
-        }
-        if let Some(checks) = self.final_checks_at_head()? {
-            if checks.failures() > 0 {
-                return Ok(Readiness::FinalChecksFailing(checks.failures()));
-            }
-        }
-        let runs = target.client.check_runs(&target.repo, head)?;
-        Ok(readiness_of_checks(&runs))
+/// Whether the integrate at `head` may leave draft (see
+/// [`crate::publish::publish_with`]).
+fn readiness(
+    ig: &Integrate,
+    target: &Target,
+    halted: bool,
+    head: &str,
+) -> Result<Readiness, Error> {
+    if halted {
+        return Ok(Readiness::Halted);
     }
-
-    /// The webhook URL to call for help: the one this run was given, else
-    /// `$[integrate.notify] url-env` when set and not empty.
-    pub(crate) fn webhook_url(&self) -> Result<Option<String>, Error> {
-        if let Some(url) = &self.reach.webhook_url {
-            return Ok(Some(url.clone()));
-        }
-        let var = &self.cfg.notify.url_env;
-        match std::env::var(var) {
-            Ok(url) => Ok(Some(url).filter(|u| !u.trim().is_empty())),
-            Err(std::env::VarError::NotPresent) => Ok(None),
-            Err(std::env::VarError::NotUnicode(_)) => Err(Error::usage(format!(
-                "the webhook URL in ${var} is not valid UTF-8"
-            ))
-            .hint(format!("export {var}=<webhook url>"))),
+    let position = crate::status::position(ig)?;
+    if !position.pending.is_empty() {
+        return Ok(Readiness::Behind(position.pending.len()));
+    }
+    if let Some(checks) = crate::final_checks::final_checks_at_head(ig)? {
+        if checks.failures() > 0 {
+            return Ok(Readiness::FinalChecksFailing(checks.failures()));
         }
     }
+    let runs = target.client.check_runs(&target.repo, head)?;
+    Ok(readiness_of_checks(&runs))
+}
 
-    /// Posts `halt`'s report to the webhook unless this halt was posted
-    /// already; returns whether it posted. No webhook configured (its
-    /// variable unset) is a warning, not an error: the pull request
-    /// already says the integrate needs help.
-    pub fn call_for_help(&self, halt: &Halt) -> Result<bool, Error> {
-        // The same culprit, kind and superproject commit is the same halt
-        // (a rerun that halts there again); a new commit that still fails
-        // is news.
-        let id = format!(
-            "{} {} {}",
-            halt.kind.as_str(),
-            halt.culprit.sha,
-            halt.superproject_head
-        );
-        if self.store.get::<String>(POSTED_RECORD)?.as_deref() == Some(id.as_str()) {
-            self.info("the halt was posted already: not posting again");
-            return Ok(false);
-        }
-        let var = &self.cfg.notify.url_env;
-        let Some(url) = self.webhook_url()? else {
-            self.warn(format!(
-                "no webhook to call for help: ${var} is unset ([integrate.notify] url-env)"
-            ));
-            return Ok(false);
-        };
-        let report = self.render(halt);
-        let msg = crate::notify::Message {
-            content: &report.text,
-            errors_txt: &report.errors,
-        };
-        crate::notify::post_to(self.cfg.notify.kind, url.trim(), var, &msg)?;
-        self.store.set(POSTED_RECORD, &id)?;
-        self.info(format!("posted the halt report to the webhook in ${var}"));
-        Ok(true)
+/// The webhook URL to call for help: the one this run was given, else
+/// `$[integrate.notify] url-env` when set and not empty.
+pub(crate) fn webhook_url(ig: &Integrate) -> Result<Option<String>, Error> {
+    if let Some(url) = &ig.reach.webhook_url {
+        return Ok(Some(url.clone()));
     }
-
-    /// The integrate branch and the remote and branch `[integrate] base`
-    /// names (`origin`, `main` for `origin/main`), checked: the remote
-    /// exists and the superproject is not on the base branch itself.
-    /// Returns (branch, remote, base branch, remote URL).
-    pub(crate) fn branch_and_remote(
-        &self,
-        command: &str,
-    ) -> Result<(String, String, String, String), Error> {
-        let branch = self.branch()?;
-        let (remote, base_branch) = self.base_parts(command)?;
-        if branch == base_branch {
-            return Err(Error::usage(format!(
-                "the superproject is on `{branch}`, the base branch itself: {command} works on an integrate branch"
-            ))
-            .hint("check out the integrate branch (or start one with `lockstep integrate start`)"));
-        }
-        let remote_url = self.remote_url_of(remote)?;
-        Ok((
-            branch,
-            remote.to_string(),
-            base_branch.to_string(),
-            remote_url,
+    let var = &ig.cfg.notify.url_env;
+    match std::env::var(var) {
+        Ok(url) => Ok(Some(url).filter(|u| !u.trim().is_empty())),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(Error::usage(format!(
+            "the webhook URL in ${var} is not valid UTF-8"
         ))
+        .hint(format!("export {var}=<webhook url>"))),
     }
+}
 
-    /// The remote and branch `[integrate] base` names (`origin`, `main`).
-    fn base_parts(&self, command: &str) -> Result<(&str, &str), Error> {
-        self.cfg.base.split_once('/').ok_or_else(|| {
-            Error::usage(format!(
-                "[integrate] base `{}` names no remote: {command} needs `REMOTE/BRANCH`",
-                self.cfg.base
-            ))
-            .hint("set [integrate] base to e.g. \"origin/main\"")
-        })
+/// Posts `halt`'s report to the webhook unless this halt was posted
+/// already; returns whether it posted. No webhook configured (its
+/// variable unset) is a warning, not an error: the pull request
+/// already says the integrate needs help.
+pub fn call_for_help(ig: &Integrate, halt: &Halt) -> Result<bool, Error> {
+    // The same culprit, kind and superproject commit is the same halt
+    // (a rerun that halts there again); a new commit that still fails
+    // is news.
+    let id = format!(
+        "{} {} {}",
+        halt.kind.as_str(),
+        halt.culprit.sha,
+        halt.superproject_head
+    );
+    if ig.store.get::<String>(POSTED_RECORD)?.as_deref() == Some(id.as_str()) {
+        ig.info("the halt was posted already: not posting again");
+        return Ok(false);
     }
+    let var = &ig.cfg.notify.url_env;
+    let Some(url) = crate::publish::webhook_url(ig)? else {
+        ig.warn(format!(
+            "no webhook to call for help: ${var} is unset ([integrate.notify] url-env)"
+        ));
+        return Ok(false);
+    };
+    let report = crate::halt::render(ig, halt);
+    let msg = crate::notify::Message {
+        content: &report.text,
+        errors_txt: &report.errors,
+    };
+    crate::notify::post_to(ig.cfg.notify.kind, url.trim(), var, &msg)?;
+    ig.store.set(POSTED_RECORD, &id)?;
+    ig.info(format!("posted the halt report to the webhook in ${var}"));
+    Ok(true)
+}
 
-    /// The URL of `remote`, which must exist.
-    fn remote_url_of(&self, remote: &str) -> Result<String, Error> {
-        self.superproject.remote_url(remote)?.ok_or_else(|| {
-            Error::usage(format!(
-                "the superproject has no remote `{remote}` ([integrate] base = \"{}\")",
-                self.cfg.base
-            ))
-            .hint(format!(
-                "add it (`git remote add {remote} URL`) or change [integrate] base"
-            ))
-        })
-    }
-
-    /// The remote, branches, repository and client, all checked.
-    pub(crate) fn publish_target(&self) -> Result<Target, Error> {
-        self.github_target("publish")
-    }
-
-    /// [`Integrate::publish_target`] for `command` (named in errors).
-    pub(crate) fn github_target(&self, command: &str) -> Result<Target, Error> {
-        let (branch, remote, base_branch, remote_url) = self.branch_and_remote(command)?;
-        let (client, repo) = self.github_client(&remote_url)?;
-        Ok(Target {
-            client,
-            repo,
-            remote,
-            base_branch,
-            branch,
-        })
-    }
-
-    /// The API client and repository with the remote and base branch
-    /// `[integrate] base` names, whatever branch is checked out.
-    pub(crate) fn github_repo(
-        &self,
-        command: &str,
-    ) -> Result<(Client, Repo, String, String), Error> {
-        let (remote, base_branch) = self.base_parts(command)?;
-        let remote_url = self.remote_url_of(remote)?;
-        let (client, repo) = self.github_client(&remote_url)?;
-        Ok((client, repo, remote.to_string(), base_branch.to_string()))
-    }
-
-    fn github_client(&self, remote_url: &str) -> Result<(Client, Repo), Error> {
-        let token = match &self.reach.token {
-            Some(token) => token.clone(),
-            None => self.token()?,
-        };
-        let client = match &self.reach.api_url {
-            Some(api) => Client::new(api, Some(token))?,
-            None => Client::with_token(Some(token))?,
-        };
-        let repo = lockstep_github::repo::resolve(
-            self.cfg.github.repository.as_deref(),
-            Some(remote_url),
-            &client.web_host(),
-        )
-        .map_err(|e| {
-            e.hint("set [integrate.github] repository = \"OWNER/NAME\" in lockstep.toml")
-        })?;
-        Ok((client, repo))
-    }
-
-    /// The token from `[integrate.github] token-env` (for the default
-    /// `GITHUB_TOKEN`, `GH_TOKEN` too), or a usage error naming it.
-    fn token(&self) -> Result<Token, Error> {
-        let var = self.cfg.github.token_env.as_str();
-        let vars: &[&str] = if var == "GITHUB_TOKEN" {
-            &["GITHUB_TOKEN", "GH_TOKEN"]
-        } else {
-            &[var]
-        };
-        Token::from_vars(vars).ok_or_else(|| {
-            Error::usage(format!(
-                "no GitHub token: ${var} is unset ([integrate.github] token-env)"
-            ))
-            .hint(format!(
-                "export {var} with a token that may push branches and open pull requests (contents: write, pull-requests: write); nothing was pushed"
-            ))
-        })
-    }
-
-    /// Pushes the branch (never forced). A rejected push fetches the
-    /// remote branch and reports what it has that this one lacks.
-    fn push_branch(&self, target: &Target, head: &str) -> Result<bool, Error> {
-        let remote_tip = self
-            .superproject
-            .ls_remote_branch(&target.remote, &target.branch)?;
-        if remote_tip.as_deref() == Some(head) {
-            return Ok(false);
-        }
-        let spec = format!("{head}:refs/heads/{}", target.branch);
-        let out = self.superproject.try_git_remote(
-            &target.remote,
-            &["push", "--quiet", "--", &target.remote, &spec],
-        )?;
-        if out.code == 0 {
-            self.info(format!(
-                "pushed {} to {} {}",
-                short(head),
-                target.remote,
-                target.branch
-            ));
-            return Ok(true);
-        }
-        let tracking = format!("refs/remotes/{}/{}", target.remote, target.branch);
-        let fetched = self.superproject.try_git_remote(
-            &target.remote,
-            &[
-                "fetch",
-                "--quiet",
-                "--",
-                &target.remote,
-                &format!("refs/heads/{}:{tracking}", target.branch),
-            ],
-        )?;
-        let ahead = if fetched.code == 0 {
-            self.superproject
-                .rev_list(&[&format!("{head}..{tracking}")])
-                .map(|c| c.len())
-                .unwrap_or(0)
-        } else {
-            0
-        };
-        Err(Error::failed(format!(
-            "{} refused the push of {} to {}",
-            target.remote,
-            short(head),
-            target.branch
+/// The integrate branch and the remote and branch `[integrate] base`
+/// names (`origin`, `main` for `origin/main`), checked: the remote
+/// exists and the superproject is not on the base branch itself.
+/// Returns (branch, remote, base branch, remote URL).
+pub(crate) fn branch_and_remote(
+    ig: &Integrate,
+    command: &str,
+) -> Result<(String, String, String, String), Error> {
+    let branch = ig.branch()?;
+    let (remote, base_branch) = crate::publish::base_parts(ig, command)?;
+    if branch == base_branch {
+        return Err(Error::usage(format!(
+            "the superproject is on `{branch}`, the base branch itself: {command} works on an integrate branch"
         ))
-        .cause(out.stderr.trim().to_string())
-        .cause(if ahead > 0 {
-            format!(
-                "{} {} has {} this branch lacks (fetched into {tracking})",
-                target.remote,
-                target.branch,
-                lockstep_core::words::count(ahead, "commit", "commits")
-            )
-        } else {
-            "the remote branch could not be compared".to_string()
-        })
+        .hint("check out the integrate branch (or start one with `lockstep integrate start`)"));
+    }
+    let remote_url = crate::publish::remote_url_of(ig, remote)?;
+    Ok((
+        branch,
+        remote.to_string(),
+        base_branch.to_string(),
+        remote_url,
+    ))
+}
+
+/// The remote and branch `[integrate] base` names (`origin`, `main`).
+fn base_parts<'i>(ig: &'i Integrate<'_>, command: &str) -> Result<(&'i str, &'i str), Error> {
+    ig.cfg.base.split_once('/').ok_or_else(|| {
+        Error::usage(format!(
+            "[integrate] base `{}` names no remote: {command} needs `REMOTE/BRANCH`",
+            ig.cfg.base
+        ))
+        .hint("set [integrate] base to e.g. \"origin/main\"")
+    })
+}
+
+/// The URL of `remote`, which must exist.
+fn remote_url_of(ig: &Integrate, remote: &str) -> Result<String, Error> {
+    ig.superproject.remote_url(remote)?.ok_or_else(|| {
+        Error::usage(format!(
+            "the superproject has no remote `{remote}` ([integrate] base = \"{}\")",
+            ig.cfg.base
+        ))
         .hint(format!(
-            "nothing was forced: bring their commits in (`git merge --ff-only {tracking}`, then `git submodule update`), then publish again"
-        )))
-    }
+            "add it (`git remote add {remote} URL`) or change [integrate] base"
+        ))
+    })
+}
 
-    /// The pull request's title and body.
-    fn pull_text(&self, halt: Option<&Halt>) -> Result<(String, String), Error> {
-        let name = &self.cfg.upstream_name;
-        let new_pin = self.pin()?;
-        let old_pin = self
-            .pin_at(&self.cfg.base)
-            .unwrap_or_else(|_| new_pin.clone());
-        let upstream = self.upstream_head()?;
-        let new_base = self
-            .sub
-            .merge_base(&new_pin, &upstream)?
-            .unwrap_or_else(|| new_pin.clone());
-        let old_base = self
-            .sub
-            .merge_base(&old_pin, &upstream)?
-            .unwrap_or_else(|| old_pin.clone());
-        let mut title = format!("Integrate {name} at {}", short(&new_base));
-        if halt.is_some() {
-            title = format!("[needs help] {title}");
-        }
-        let taken = if old_base == new_base {
-            Vec::new()
-        } else {
-            self.pending(&old_base, &new_base)?
-        };
-        let all_upstream = if old_base == new_base {
-            0
-        } else {
-            self.sub
-                .rev_list(&[&format!("{old_base}..{new_base}")])?
-                .len()
-        };
-        let carried = if new_base == new_pin {
-            Vec::new()
-        } else {
-            self.patches(&new_base, &new_pin, &upstream)?
-        };
-        let old_subjects: Vec<String> = if old_base == old_pin {
-            Vec::new()
-        } else {
-            self.sub
-                .log(&[&old_pin, &format!("^{old_base}")], &[])?
-                .into_iter()
-                .map(|c| c.subject)
-                .collect()
-        };
-        let cost: Option<LoopCost> = self
-            .store
-            .get(&format!("{LOOP_RECORD}:{}", self.branch()?))?;
-        let body = PullBody {
-            name,
-            old_base: &old_base,
-            new_base: &new_base,
-            all_upstream,
-            taken: &taken,
-            carried: &carried,
-            dropped: old_subjects
-                .iter()
-                .filter(|s| !carried.iter().any(|p| &p.subject == *s))
-                .cloned()
-                .collect(),
-            cost,
-            not_stable: self.not_stable_because(&carried)?,
-            halt: halt.map(|h| (h, self.render(h))),
-            link: &|sha: &str| self.commit_link(sha),
-        }
-        .render();
-        // At a halt the report above holds them already.
-        let body = match (self.final_checks_at_head()?, halt) {
-            (Some(checks), None) => {
-                format!("{body}\n{}", crate::final_checks::body_section(&checks))
-            }
-            _ => body,
-        };
-        Ok((title, body))
+/// The remote, branches, repository and client, all checked.
+pub(crate) fn publish_target(ig: &Integrate) -> Result<Target, Error> {
+    crate::publish::github_target(ig, "publish")
+}
+
+/// [`crate::publish::publish_target`] for `command` (named in errors).
+pub(crate) fn github_target(ig: &Integrate, command: &str) -> Result<Target, Error> {
+    let (branch, remote, base_branch, remote_url) = crate::publish::branch_and_remote(ig, command)?;
+    let (client, repo) = crate::publish::github_client(ig, &remote_url)?;
+    Ok(Target {
+        client,
+        repo,
+        remote,
+        base_branch,
+        branch,
+    })
+}
+
+/// The API client and repository with the remote and base branch
+/// `[integrate] base` names, whatever branch is checked out.
+pub(crate) fn github_repo(
+    ig: &Integrate,
+    command: &str,
+) -> Result<(Client, Repo, String, String), Error> {
+    let (remote, base_branch) = crate::publish::base_parts(ig, command)?;
+    let remote_url = crate::publish::remote_url_of(ig, remote)?;
+    let (client, repo) = crate::publish::github_client(ig, &remote_url)?;
+    Ok((client, repo, remote.to_string(), base_branch.to_string()))
+}
+
+fn github_client(ig: &Integrate, remote_url: &str) -> Result<(Client, Repo), Error> {
+    let token = match &ig.reach.token {
+        Some(token) => token.clone(),
+        None => crate::publish::token(ig)?,
+    };
+    let client = match &ig.reach.api_url {
+        Some(api) => Client::new(api, Some(token))?,
+        None => Client::with_token(Some(token))?,
+    };
+    let repo = lockstep_github::repo::resolve(
+        ig.cfg.github.repository.as_deref(),
+        Some(remote_url),
+        &client.web_host(),
+    )
+    .map_err(|e| e.hint("set [integrate.github] repository = \"OWNER/NAME\" in lockstep.toml"))?;
+    Ok((client, repo))
+}
+
+/// The token from `[integrate.github] token-env` (for the default
+/// `GITHUB_TOKEN`, `GH_TOKEN` too), or a usage error naming it.
+fn token(ig: &Integrate) -> Result<Token, Error> {
+    let var = ig.cfg.github.token_env.as_str();
+    let vars: &[&str] = if var == "GITHUB_TOKEN" {
+        &["GITHUB_TOKEN", "GH_TOKEN"]
+    } else {
+        &[var]
+    };
+    Token::from_vars(vars).ok_or_else(|| {
+        Error::usage(format!(
+            "no GitHub token: ${var} is unset ([integrate.github] token-env)"
+        ))
+        .hint(format!(
+            "export {var} with a token that may push branches and open pull requests (contents: write, pull-requests: write); nothing was pushed"
+        ))
+    })
+}
+
+/// Pushes the branch (never forced). A rejected push fetches the
+/// remote branch and reports what it has that this one lacks.
+fn push_branch(ig: &Integrate, target: &Target, head: &str) -> Result<bool, Error> {
+    let remote_tip = ig
+        .superproject
+        .ls_remote_branch(&target.remote, &target.branch)?;
+    if remote_tip.as_deref() == Some(head) {
+        return Ok(false);
     }
+    let spec = format!("{head}:refs/heads/{}", target.branch);
+    let out = ig.superproject.try_git_remote(
+        &target.remote,
+        &["push", "--quiet", "--", &target.remote, &spec],
+    )?;
+    if out.code == 0 {
+        ig.info(format!(
+            "pushed {} to {} {}",
+            short(head),
+            target.remote,
+            target.branch
+        ));
+        return Ok(true);
+    }
+    let tracking = format!("refs/remotes/{}/{}", target.remote, target.branch);
+    let fetched = ig.superproject.try_git_remote(
+        &target.remote,
+        &[
+            "fetch",
+            "--quiet",
+            "--",
+            &target.remote,
+            &format!("refs/heads/{}:{tracking}", target.branch),
+        ],
+    )?;
+    let ahead = if fetched.code == 0 {
+        ig.superproject
+            .rev_list(&[&format!("{head}..{tracking}")])
+            .map(|c| c.len())
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    Err(Error::failed(format!(
+        "{} refused the push of {} to {}",
+        target.remote,
+        short(head),
+        target.branch
+    ))
+    .cause(out.stderr.trim().to_string())
+    .cause(if ahead > 0 {
+        format!(
+            "{} {} has {} this branch lacks (fetched into {tracking})",
+            target.remote,
+            target.branch,
+            lockstep_core::words::count(ahead, "commit", "commits")
+        )
+    } else {
+        "the remote branch could not be compared".to_string()
+    })
+    .hint(format!(
+        "nothing was forced: bring their commits in (`git merge --ff-only {tracking}`, then `git submodule update`), then publish again"
+    )))
+}
+
+/// The pull request's title and body.
+fn pull_text(ig: &Integrate, halt: Option<&Halt>) -> Result<(String, String), Error> {
+    let name = &ig.cfg.upstream_name;
+    let new_pin = ig.pin()?;
+    let old_pin = ig.pin_at(&ig.cfg.base).unwrap_or_else(|_| new_pin.clone());
+    let upstream = ig.upstream_head()?;
+    let new_base = ig
+        .sub
+        .merge_base(&new_pin, &upstream)?
+        .unwrap_or_else(|| new_pin.clone());
+    let old_base = ig
+        .sub
+        .merge_base(&old_pin, &upstream)?
+        .unwrap_or_else(|| old_pin.clone());
+    let mut title = format!("Integrate {name} at {}", short(&new_base));
+    if halt.is_some() {
+        title = format!("[needs help] {title}");
+    }
+    let taken = if old_base == new_base {
+        Vec::new()
+    } else {
+        crate::status::pending(ig, &old_base, &new_base)?
+    };
+    let all_upstream = if old_base == new_base {
+        0
+    } else {
+        ig.sub
+            .rev_list(&[&format!("{old_base}..{new_base}")])?
+            .len()
+    };
+    let carried = if new_base == new_pin {
+        Vec::new()
+    } else {
+        crate::status::patches(ig, &new_base, &new_pin, &upstream)?
+    };
+    let old_subjects: Vec<String> = if old_base == old_pin {
+        Vec::new()
+    } else {
+        ig.sub
+            .log(&[&old_pin, &format!("^{old_base}")], &[])?
+            .into_iter()
+            .map(|c| c.subject)
+            .collect()
+    };
+    let cost: Option<LoopCost> = ig.store.get(&format!("{LOOP_RECORD}:{}", ig.branch()?))?;
+    let body = PullBody {
+        name,
+        old_base: &old_base,
+        new_base: &new_base,
+        all_upstream,
+        taken: &taken,
+        carried: &carried,
+        dropped: old_subjects
+            .iter()
+            .filter(|s| !carried.iter().any(|p| &p.subject == *s))
+            .cloned()
+            .collect(),
+        cost,
+        not_stable: crate::status::not_stable_because(ig, &carried)?,
+        halt: halt.map(|h| (h, crate::halt::render(ig, h))),
+        link: &|sha: &str| ig.commit_link(sha),
+    }
+    .render();
+    // At a halt the report above holds them already.
+    let body = match (crate::final_checks::final_checks_at_head(ig)?, halt) {
+        (Some(checks), None) => {
+            format!("{body}\n{}", crate::final_checks::body_section(&checks))
+        }
+        _ => body,
+    };
+    Ok((title, body))
 }
 
 /// The inputs of the pull request's body.

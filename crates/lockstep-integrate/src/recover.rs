@@ -49,113 +49,114 @@ pub struct Aborted {
     pub undone: Vec<String>,
 }
 
-impl<'a> Integrate<'a> {
-    /// Starts a mutating command: recovers from a dead predecessor, then
-    /// rolls unfinished steps forward.
-    pub fn begin_session<'i>(&'i self, command: &str) -> Result<Session<'i, 'a>, Error> {
-        self.cleanup_after_crash()?;
-        self.store.set(
-            SESSION_RECORD,
-            &SessionMarker {
-                pid: std::process::id(),
-                command: command.to_string(),
-                started_at: lockstep_store::now(),
-            },
-        )?;
-        let mut session = Session {
-            ig: self,
-            resumed: Vec::new(),
+/// Starts a mutating command: recovers from a dead predecessor, then
+/// rolls unfinished steps forward.
+pub fn begin_session<'i, 'a>(
+    ig: &'i Integrate<'a>,
+    command: &str,
+) -> Result<Session<'i, 'a>, Error> {
+    crate::recover::cleanup_after_crash(ig)?;
+    ig.store.set(
+        SESSION_RECORD,
+        &SessionMarker {
+            pid: std::process::id(),
+            command: command.to_string(),
+            started_at: lockstep_store::now(),
+        },
+    )?;
+    let mut session = Session {
+        ig,
+        resumed: Vec::new(),
+    };
+    session.resumed = crate::recover::roll_forward(ig)?;
+    Ok(session)
+}
+
+/// Removes lock files and processes left by a lockstep that died.
+fn cleanup_after_crash<'a>(ig: &Integrate<'a>) -> Result<(), Error> {
+    let Some(marker) = ig.store.get::<SessionMarker>(SESSION_RECORD)? else {
+        return Ok(());
+    };
+    ig.warn(format!(
+        "the previous `{}` (pid {}) did not finish; cleaning up after it",
+        marker.command, marker.pid
+    ));
+    for op in ig.store.unfinished_all()? {
+        // Only a process group id a smoke could have had: an out-of-range
+        // number in the database must not wrap to another group.
+        let pgid = op.state.get("pgid").and_then(|v| v.as_i64());
+        if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()) {
+            lockstep_core::process::kill_group(pgid);
+        }
+    }
+    let since = lock_files_since(marker.started_at);
+    let mut dirs = vec![ig.superproject.git_dir()?, ig.sub.git_dir()?];
+    if let Some(url) = ig.sub.remote_url(&ig.cfg.export.remote)? {
+        let path = PathBuf::from(&url);
+        if path.is_dir() {
+            dirs.push(git_dir_of_path(&path));
+        }
+    }
+    for dir in dirs {
+        for lock in stale_locks(&dir, since) {
+            ig.warn(format!(
+                "removing {} left by the killed process",
+                lock.display()
+            ));
+            let _ = fs_err::remove_file(&lock);
+        }
+    }
+    Ok(())
+}
+
+/// Finishes every journaled step a killed process left unfinished.
+fn roll_forward<'a>(ig: &Integrate<'a>) -> Result<Vec<Resumed>, Error> {
+    let mut resumed = Vec::new();
+    for op in ig.store.unfinished_all()? {
+        let finished = match crate::journal::entry(&op.kind) {
+            Some(step) => (step.resume)(ig, op.id, &op.state)?,
+            None => {
+                ig.store.finish(op.id, "unknown")?;
+                None
+            }
         };
-        session.resumed = self.roll_forward()?;
-        Ok(session)
+        resumed.extend(finished);
     }
+    Ok(resumed)
+}
 
-    /// Removes lock files and processes left by a lockstep that died.
-    fn cleanup_after_crash(&self) -> Result<(), Error> {
-        let Some(marker) = self.store.get::<SessionMarker>(SESSION_RECORD)? else {
-            return Ok(());
+/// `integrate abort`: undoes the last unfinished step, or with `all` the
+/// whole integrate (back to the branch and pin `start` recorded). Commits
+/// are never deleted: the integrate branch is kept.
+pub fn abort<'a>(ig: &Integrate<'a>, all: bool) -> Result<Aborted, Error> {
+    crate::recover::cleanup_after_crash(ig)?;
+    let mut undone = Vec::new();
+    for op in ig.store.unfinished_all()? {
+        let what = match crate::journal::entry(&op.kind) {
+            Some(step) => Some((step.undo)(ig, &op.state)?),
+            None => None,
         };
-        self.warn(format!(
-            "the previous `{}` (pid {}) did not finish; cleaning up after it",
-            marker.command, marker.pid
-        ));
-        for op in self.store.unfinished_all()? {
-            // Only a process group id a smoke could have had: an out-of-range
-            // number in the database must not wrap to another group.
-            let pgid = op.state.get("pgid").and_then(|v| v.as_i64());
-            if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()) {
-                lockstep_core::process::kill_group(pgid);
-            }
-        }
-        let since = lock_files_since(marker.started_at);
-        let mut dirs = vec![self.superproject.git_dir()?, self.sub.git_dir()?];
-        if let Some(url) = self.sub.remote_url(&self.cfg.export.remote)? {
-            let path = PathBuf::from(&url);
-            if path.is_dir() {
-                dirs.push(git_dir_of_path(&path));
-            }
-        }
-        for dir in dirs {
-            for lock in stale_locks(&dir, since) {
-                self.warn(format!(
-                    "removing {} left by the killed process",
-                    lock.display()
-                ));
-                let _ = fs_err::remove_file(&lock);
-            }
-        }
-        Ok(())
+        undone.extend(what);
+        ig.store.finish(op.id, "aborted")?;
     }
-
-    /// Finishes every journaled step a killed process left unfinished.
-    fn roll_forward(&self) -> Result<Vec<Resumed>, Error> {
-        let mut resumed = Vec::new();
-        for op in self.store.unfinished_all()? {
-            let finished = match crate::journal::entry(&op.kind) {
-                Some(step) => (step.resume)(self, op.id, &op.state)?,
-                None => {
-                    self.store.finish(op.id, "unknown")?;
-                    None
-                }
-            };
-            resumed.extend(finished);
+    if all {
+        if let Some(state) = ig.store.get::<StartJournal>(INTEGRATE_RECORD)? {
+            ig.require_clean()?;
+            // The start's own undo (start.rs), as for an unfinished one.
+            state.undo(ig)?;
+            ig.store.remove(INTEGRATE_RECORD)?;
+            crate::halt::clear_halt(ig)?;
+            undone.push(format!(
+                "integrate {} (branch kept; delete it with `git branch -D {}`)",
+                state.branch, state.branch
+            ));
+        } else if undone.is_empty() {
+            return Err(Error::failed("there is no integrate to abort")
+                .hint("`lockstep integrate start` begins one"));
         }
-        Ok(resumed)
     }
-
-    /// `integrate abort`: undoes the last unfinished step, or with `all` the
-    /// whole integrate (back to the branch and pin `start` recorded). Commits
-    /// are never deleted: the integrate branch is kept.
-    pub fn abort(&self, all: bool) -> Result<Aborted, Error> {
-        self.cleanup_after_crash()?;
-        let mut undone = Vec::new();
-        for op in self.store.unfinished_all()? {
-            let what = match crate::journal::entry(&op.kind) {
-                Some(step) => Some((step.undo)(self, &op.state)?),
-                None => None,
-            };
-            undone.extend(what);
-            self.store.finish(op.id, "aborted")?;
-        }
-        if all {
-            if let Some(state) = self.store.get::<StartJournal>(INTEGRATE_RECORD)? {
-                self.require_clean()?;
-                // The start's own undo (start.rs), as for an unfinished one.
-                state.undo(self)?;
-                self.store.remove(INTEGRATE_RECORD)?;
-                self.clear_halt()?;
-                undone.push(format!(
-                    "integrate {} (branch kept; delete it with `git branch -D {}`)",
-                    state.branch, state.branch
-                ));
-            } else if undone.is_empty() {
-                return Err(Error::failed("there is no integrate to abort")
-                    .hint("`lockstep integrate start` begins one"));
-            }
-        }
-        let _ = self.store.remove(SESSION_RECORD);
-        Ok(Aborted { undone })
-    }
+    let _ = ig.store.remove(SESSION_RECORD);
+    Ok(Aborted { undone })
 }
 
 /// Lock files at least this new may be the dead command's: from two

@@ -30,137 +30,135 @@ pub struct Resumed {
     pub merged: Option<String>,
 }
 
-impl Integrate<'_> {
-    /// Fast-forwards the integrate branch from its remote, optionally merges
-    /// the base branch, and puts the submodule at the pin.
-    pub fn resume(&self, merge_main: bool) -> Result<Resumed, Error> {
-        let _lock = self.lock("integrate resume")?;
-        let _session = self.begin_session("integrate resume")?;
-        self.require_clean()?;
-        let (branch, remote, base_branch, _) = self.branch_and_remote("resume")?;
-        let from = self.superproject.head()?.to_string();
-        let tracking = format!("refs/remotes/{remote}/{branch}");
-        // A branch the remote does not have is nothing to bring in; a fetch
-        // that fails otherwise (network, permissions) is an error.
-        let mut pulled = 0;
-        if self
-            .superproject
-            .ls_remote_branch(&remote, &branch)?
-            .is_some()
-        {
-            self.superproject.git(&[
-                "fetch",
-                "--quiet",
-                "--",
-                &remote,
-                &format!("+refs/heads/{branch}:{tracking}"),
-            ])?;
-            pulled = self.fast_forward(&branch, &tracking)?;
-        } else {
-            self.info(format!(
-                "{remote} has no branch {branch} yet: nothing to bring in"
-            ));
-        }
-        let merged = if merge_main {
-            self.merge_base_branch(&remote, &base_branch)?
-        } else {
-            None
-        };
-        self.sync_submodule_to_pin()?;
-        Ok(Resumed {
-            branch,
-            from,
-            to: self.superproject.head()?.to_string(),
-            pulled,
-            merged,
-        })
-    }
-
-    /// `git merge --ff-only` of `tracking`; the number of commits taken.
-    fn fast_forward(&self, branch: &str, tracking: &str) -> Result<usize, Error> {
-        let head = self.superproject.head()?.to_string();
-        let theirs = self.superproject.must_resolve(tracking)?.to_string();
-        if self.superproject.is_ancestor(&theirs, &head)? {
-            return Ok(0);
-        }
-        if !self.superproject.is_ancestor(&head, &theirs)? {
-            let mine = self
-                .superproject
-                .rev_list(&[&format!("{theirs}..{head}")])?;
-            let other = self
-                .superproject
-                .rev_list(&[&format!("{head}..{theirs}")])?;
-            return Err(Error::failed(format!(
-                "{branch} and {tracking} have diverged: {} here, {} there",
-                lockstep_core::words::count(mine.len(), "commit", "commits"),
-                other.len()
-            ))
-            .hint(format!(
-                "nothing was changed: rebase your commits onto theirs (`git rebase {tracking}`) or merge them by hand, then resume"
-            )));
-        }
-        let count = self
-            .superproject
-            .rev_list(&[&format!("{head}..{theirs}")])?
-            .len();
-        self.superproject
-            .git(&["merge", "--ff-only", "--quiet", &theirs])?;
-        self.info(format!(
-            "fast-forwarded {branch} by {} from {tracking} ({} -> {})",
-            lockstep_core::words::count(count, "commit", "commits"),
-            short(&head),
-            short(&theirs)
-        ));
-        Ok(count)
-    }
-
-    /// Merges the freshly fetched base branch; a conflict aborts the merge
-    /// and is an error naming the files.
-    fn merge_base_branch(&self, remote: &str, base_branch: &str) -> Result<Option<String>, Error> {
-        let base = format!("refs/remotes/{remote}/{base_branch}");
-        self.superproject.git(&[
+/// Fast-forwards the integrate branch from its remote, optionally merges
+/// the base branch, and puts the submodule at the pin.
+pub fn resume(ig: &Integrate, merge_main: bool) -> Result<Resumed, Error> {
+    let _lock = ig.lock("integrate resume")?;
+    let _session = crate::recover::begin_session(ig, "integrate resume")?;
+    ig.require_clean()?;
+    let (branch, remote, base_branch, _) = crate::publish::branch_and_remote(ig, "resume")?;
+    let from = ig.superproject.head()?.to_string();
+    let tracking = format!("refs/remotes/{remote}/{branch}");
+    // A branch the remote does not have is nothing to bring in; a fetch
+    // that fails otherwise (network, permissions) is an error.
+    let mut pulled = 0;
+    if ig
+        .superproject
+        .ls_remote_branch(&remote, &branch)?
+        .is_some()
+    {
+        ig.superproject.git(&[
             "fetch",
             "--quiet",
             "--",
-            remote,
-            &format!("+refs/heads/{base_branch}:{base}"),
+            &remote,
+            &format!("+refs/heads/{branch}:{tracking}"),
         ])?;
-        let head = self.superproject.head()?.to_string();
-        if self.superproject.is_ancestor(&base, &head)? {
-            self.info(format!("{remote}/{base_branch} is merged already"));
-            return Ok(None);
-        }
-        let message = format!("Merge {remote}/{base_branch} into the integrate");
-        let merge =
-            self.superproject
-                .try_git(&["merge", "--no-ff", "--no-edit", "-m", &message, &base])?;
-        if merge.code == 0 {
-            let merged = self.superproject.head()?.to_string();
-            self.info(format!(
-                "merged {remote}/{base_branch} ({})",
-                short(&merged)
-            ));
-            return Ok(Some(merged));
-        }
-        let conflicts = self
-            .superproject
-            .git(&["diff", "--name-only", "--diff-filter=U"])
-            .unwrap_or_default();
-        let aborted = self.superproject.try_git(&["merge", "--abort"])?;
-        let mut err = Error::failed(format!(
-            "merging {remote}/{base_branch} into the integrate conflicts"
+        pulled = crate::resume::fast_forward(ig, &branch, &tracking)?;
+    } else {
+        ig.info(format!(
+            "{remote} has no branch {branch} yet: nothing to bring in"
         ));
-        for file in conflicts.lines().filter(|l| !l.is_empty()) {
-            err = err.cause(format!("conflict: {file}"));
-        }
-        if aborted.code != 0 {
-            err = err.cause(format!(
-                "`git merge --abort` failed: {}",
-                aborted.stderr.trim()
-            ));
-        }
-        Err(err.hint(format!(
-            "the merge was aborted and the branch is as it was; merge {remote}/{base_branch} by hand (`git merge {base}`), commit, then `lockstep integrate loop`"
-        )))
     }
+    let merged = if merge_main {
+        crate::resume::merge_base_branch(ig, &remote, &base_branch)?
+    } else {
+        None
+    };
+    crate::checkout::sync_submodule_to_pin(ig)?;
+    Ok(Resumed {
+        branch,
+        from,
+        to: ig.superproject.head()?.to_string(),
+        pulled,
+        merged,
+    })
+}
+
+/// `git merge --ff-only` of `tracking`; the number of commits taken.
+fn fast_forward(ig: &Integrate, branch: &str, tracking: &str) -> Result<usize, Error> {
+    let head = ig.superproject.head()?.to_string();
+    let theirs = ig.superproject.must_resolve(tracking)?.to_string();
+    if ig.superproject.is_ancestor(&theirs, &head)? {
+        return Ok(0);
+    }
+    if !ig.superproject.is_ancestor(&head, &theirs)? {
+        let mine = ig.superproject.rev_list(&[&format!("{theirs}..{head}")])?;
+        let other = ig.superproject.rev_list(&[&format!("{head}..{theirs}")])?;
+        return Err(Error::failed(format!(
+            "{branch} and {tracking} have diverged: {} here, {} there",
+            lockstep_core::words::count(mine.len(), "commit", "commits"),
+            other.len()
+        ))
+        .hint(format!(
+            "nothing was changed: rebase your commits onto theirs (`git rebase {tracking}`) or merge them by hand, then resume"
+        )));
+    }
+    let count = ig
+        .superproject
+        .rev_list(&[&format!("{head}..{theirs}")])?
+        .len();
+    ig.superproject
+        .git(&["merge", "--ff-only", "--quiet", &theirs])?;
+    ig.info(format!(
+        "fast-forwarded {branch} by {} from {tracking} ({} -> {})",
+        lockstep_core::words::count(count, "commit", "commits"),
+        short(&head),
+        short(&theirs)
+    ));
+    Ok(count)
+}
+
+/// Merges the freshly fetched base branch; a conflict aborts the merge
+/// and is an error naming the files.
+fn merge_base_branch(
+    ig: &Integrate,
+    remote: &str,
+    base_branch: &str,
+) -> Result<Option<String>, Error> {
+    let base = format!("refs/remotes/{remote}/{base_branch}");
+    ig.superproject.git(&[
+        "fetch",
+        "--quiet",
+        "--",
+        remote,
+        &format!("+refs/heads/{base_branch}:{base}"),
+    ])?;
+    let head = ig.superproject.head()?.to_string();
+    if ig.superproject.is_ancestor(&base, &head)? {
+        ig.info(format!("{remote}/{base_branch} is merged already"));
+        return Ok(None);
+    }
+    let message = format!("Merge {remote}/{base_branch} into the integrate");
+    let merge =
+        ig.superproject
+            .try_git(&["merge", "--no-ff", "--no-edit", "-m", &message, &base])?;
+    if merge.code == 0 {
+        let merged = ig.superproject.head()?.to_string();
+        ig.info(format!(
+            "merged {remote}/{base_branch} ({})",
+            short(&merged)
+        ));
+        return Ok(Some(merged));
+    }
+    let conflicts = ig
+        .superproject
+        .git(&["diff", "--name-only", "--diff-filter=U"])
+        .unwrap_or_default();
+    let aborted = ig.superproject.try_git(&["merge", "--abort"])?;
+    let mut err = Error::failed(format!(
+        "merging {remote}/{base_branch} into the integrate conflicts"
+    ));
+    for file in conflicts.lines().filter(|l| !l.is_empty()) {
+        err = err.cause(format!("conflict: {file}"));
+    }
+    if aborted.code != 0 {
+        err = err.cause(format!(
+            "`git merge --abort` failed: {}",
+            aborted.stderr.trim()
+        ));
+    }
+    Err(err.hint(format!(
+        "the merge was aborted and the branch is as it was; merge {remote}/{base_branch} by hand (`git merge {base}`), commit, then `lockstep integrate loop`"
+    )))
 }

@@ -36,93 +36,90 @@ pub struct Reverted {
     pub exported: Option<String>,
 }
 
-impl Integrate<'_> {
-    /// `integrate revert`: carries a revert of upstream commit `rev`.
-    pub fn revert(&self, rev: &str, reason: &str, export: bool) -> Result<Reverted, Error> {
-        if !self.pin_of().carries_patches() {
-            return Err(Error::usage(format!(
-                "{} carries no patches, so it cannot carry a revert",
-                self.pin_of().describe()
-            ))
-            .hint("pin the last good upstream commit instead, or move the pin to a submodule"));
-        }
-        let reason = check_reason(reason)?;
-        crate::context::check_rev("COMMIT", rev)?;
-        let _lock = self.lock("integrate revert")?;
-        let _session = self.begin_session("integrate revert")?;
-        self.require_clean()?;
-        let status = self.position()?;
-        let commit = self
-            .sub
-            .resolve(&format!("{rev}^{{commit}}"))?
-            .ok_or_else(|| {
-                Error::usage(format!("`{rev}` is not a commit of the upstream history")).hint(
-                    "name an upstream commit the pin already includes (`git -C SUBMODULE log`)",
-                )
-            })?;
-        if !self.sub.is_ancestor(&commit, &status.merge_base)? {
-            return Err(Error::usage(format!(
-                "{} is not in the pinned upstream history (the pin is based on {})",
-                short(&commit),
-                short(&status.merge_base)
-            ))
-            .hint("only commits the pin includes can be reverted; advance to it first (`lockstep integrate next --to COMMIT`)"));
-        }
-        let carried = self
-            .sub
-            .messages(&[&status.current, &format!("^{}", status.merge_base)], &[])?;
-        if let Some((sha, _)) = carried.iter().find(|(_, m)| {
-            reverted_by_patch(m).is_some_and(|r| commit.starts_with(&r) || r.starts_with(&commit))
-        }) {
-            return Err(Error::usage(format!(
-                "a revert of {} is carried already ({})",
-                short(&commit),
-                short(sha)
-            )));
-        }
-        let detail = self.sub.commit_detail(&commit)?;
-        let parent = detail.parents.first().cloned().ok_or_else(|| {
-            Error::usage(format!(
-                "{} has no parent: it cannot be reverted",
-                short(&commit)
-            ))
-        })?;
-        let head = revert_onto(
-            &self.sub,
-            &commit,
-            &parent,
-            &status.current,
-            &detail.subject,
-            &reason,
-        )?;
-        let message = format!(
-            "Carry a revert of {} in {}: {}\n\n{}\nLockstep-Reason: {reason}\n{REVERT_TRAILER} {commit}\n",
-            short(&commit),
-            self.cfg.upstream_name,
-            detail.subject,
-            self.commit_link(&commit)
-                .map(|l| format!("{l}\n"))
-                .unwrap_or_default(),
-        );
-        let base = self.sub.commit(&status.merge_base)?;
-        let mut plan = self.plan(base, head.clone(), Vec::new(), 0, 0);
-        plan.message = message;
-        let (superproject_commit, exported) = self.commit_advance(&plan, export)?;
-        self.info(format!(
-            "carrying a revert of {} {} ({})",
-            short(&commit),
-            detail.subject,
-            reason
-        ));
-        Ok(Reverted {
-            reverted: commit,
-            subject: detail.subject,
-            reason,
-            head,
-            superproject_commit,
-            exported,
-        })
+/// `integrate revert`: carries a revert of upstream commit `rev`.
+pub fn revert(ig: &Integrate, rev: &str, reason: &str, export: bool) -> Result<Reverted, Error> {
+    if !ig.pin_of().carries_patches() {
+        return Err(Error::usage(format!(
+            "{} carries no patches, so it cannot carry a revert",
+            ig.pin_of().describe()
+        ))
+        .hint("pin the last good upstream commit instead, or move the pin to a submodule"));
     }
+    let reason = check_reason(reason)?;
+    crate::context::check_rev("COMMIT", rev)?;
+    let _lock = ig.lock("integrate revert")?;
+    let _session = crate::recover::begin_session(ig, "integrate revert")?;
+    ig.require_clean()?;
+    let status = crate::status::position(ig)?;
+    let commit = ig
+        .sub
+        .resolve(&format!("{rev}^{{commit}}"))?
+        .ok_or_else(|| {
+            Error::usage(format!("`{rev}` is not a commit of the upstream history"))
+                .hint("name an upstream commit the pin already includes (`git -C SUBMODULE log`)")
+        })?;
+    if !ig.sub.is_ancestor(&commit, &status.merge_base)? {
+        return Err(Error::usage(format!(
+            "{} is not in the pinned upstream history (the pin is based on {})",
+            short(&commit),
+            short(&status.merge_base)
+        ))
+        .hint("only commits the pin includes can be reverted; advance to it first (`lockstep integrate next --to COMMIT`)"));
+    }
+    let carried = ig
+        .sub
+        .messages(&[&status.current, &format!("^{}", status.merge_base)], &[])?;
+    if let Some((sha, _)) = carried.iter().find(|(_, m)| {
+        reverted_by_patch(m).is_some_and(|r| commit.starts_with(&r) || r.starts_with(&commit))
+    }) {
+        return Err(Error::usage(format!(
+            "a revert of {} is carried already ({})",
+            short(&commit),
+            short(sha)
+        )));
+    }
+    let detail = ig.sub.commit_detail(&commit)?;
+    let parent = detail.parents.first().cloned().ok_or_else(|| {
+        Error::usage(format!(
+            "{} has no parent: it cannot be reverted",
+            short(&commit)
+        ))
+    })?;
+    let head = revert_onto(
+        &ig.sub,
+        &commit,
+        &parent,
+        &status.current,
+        &detail.subject,
+        &reason,
+    )?;
+    let message = format!(
+        "Carry a revert of {} in {}: {}\n\n{}\nLockstep-Reason: {reason}\n{REVERT_TRAILER} {commit}\n",
+        short(&commit),
+        ig.cfg.upstream_name,
+        detail.subject,
+        ig.commit_link(&commit)
+            .map(|l| format!("{l}\n"))
+            .unwrap_or_default(),
+    );
+    let base = ig.sub.commit(&status.merge_base)?;
+    let mut plan = crate::advance::plan(ig, base, head.clone(), Vec::new(), 0, 0);
+    plan.message = message;
+    let (superproject_commit, exported) = crate::advance::commit_advance(ig, &plan, export)?;
+    ig.info(format!(
+        "carrying a revert of {} {} ({})",
+        short(&commit),
+        detail.subject,
+        reason
+    ));
+    Ok(Reverted {
+        reverted: commit,
+        subject: detail.subject,
+        reason,
+        head,
+        superproject_commit,
+        exported,
+    })
 }
 
 /// The commit reverting `commit` (whose parent is `parent`) on top of

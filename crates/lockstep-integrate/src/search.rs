@@ -119,138 +119,137 @@ enum SearchEnd {
     Halt(Box<Halt>),
 }
 
-impl Integrate<'_> {
-    /// `integrate loop`.
-    ///
-    /// A usage error (no smoke command configured, say) puts the upstream
-    /// remote and its tracking ref back as they were before its fetch.
-    pub fn run_loop(&self, opts: &LoopOptions) -> Result<LoopReport, Error> {
-        let mut report = self.or_restore_upstream(|| self.loop_steps(opts))?;
-        // Which followers now pin an older upstream than the integrate.
-        if !self.cfg.follow.is_empty() && !opts.dry_run {
-            let base = self.position()?.merge_base;
-            report.followers = self.report_followers(&base)?;
-        }
-        Ok(report)
+/// `integrate loop`.
+///
+/// A usage error (no smoke command configured, say) puts the upstream
+/// remote and its tracking ref back as they were before its fetch.
+pub fn run_loop(ig: &Integrate, opts: &LoopOptions) -> Result<LoopReport, Error> {
+    let mut report = ig.or_restore_upstream(|| crate::search::loop_steps(ig, opts))?;
+    // Which followers now pin an older upstream than the integrate.
+    if !ig.cfg.follow.is_empty() && !opts.dry_run {
+        let base = crate::status::position(ig)?.merge_base;
+        report.followers = crate::follow::report_followers(ig, &base)?;
     }
+    Ok(report)
+}
 
-    fn loop_steps(&self, opts: &LoopOptions) -> Result<LoopReport, Error> {
-        let _lock = if opts.dry_run {
-            None
-        } else {
-            Some(self.lock("integrate loop")?)
-        };
-        let _session = if opts.dry_run {
-            None
-        } else {
-            Some(self.begin_session("integrate loop")?)
-        };
-        let mut report = LoopReport {
-            end: LoopEnd::AtHead,
-            smoke_runs: 0,
-            cached: 0,
-            advances: vec![],
-            candidates: 0,
-            reverted: Vec::new(),
-            bumped: Vec::new(),
-            followers: Vec::new(),
-        };
-        // Uncommitted changes are a usage error: found before the fetch,
-        // which would otherwise have changed the submodule first.
-        self.require_clean()?;
-        if opts.fetch {
-            self.fetch_upstream()?;
+fn loop_steps(ig: &Integrate, opts: &LoopOptions) -> Result<LoopReport, Error> {
+    let _lock = if opts.dry_run {
+        None
+    } else {
+        Some(ig.lock("integrate loop")?)
+    };
+    let _session = if opts.dry_run {
+        None
+    } else {
+        Some(crate::recover::begin_session(ig, "integrate loop")?)
+    };
+    let mut report = LoopReport {
+        end: LoopEnd::AtHead,
+        smoke_runs: 0,
+        cached: 0,
+        advances: vec![],
+        candidates: 0,
+        reverted: Vec::new(),
+        bumped: Vec::new(),
+        followers: Vec::new(),
+    };
+    // Uncommitted changes are a usage error: found before the fetch,
+    // which would otherwise have changed the submodule first.
+    ig.require_clean()?;
+    if opts.fetch {
+        ig.fetch_upstream()?;
+    }
+    if opts.bump_followers && !opts.dry_run {
+        report.bumped = crate::follow::bump_followers(ig)?;
+    }
+    loop {
+        ig.require_clean()?;
+        let status = crate::status::position(ig)?;
+        let (candidates, limited) = candidates(ig, &status, opts.max_steps)?;
+        if opts.dry_run {
+            report.end = LoopEnd::Plan {
+                candidates,
+                strategy: format!("{:?}", opts.strategy).to_lowercase(),
+            };
+            return Ok(report);
         }
-        if opts.bump_followers && !opts.dry_run {
-            report.bumped = self.bump_followers()?;
+        if candidates.is_empty() {
+            if let Some(wait) = opts.wait {
+                ig.info(format!(
+                    "at upstream head; checking again in {}s",
+                    wait.as_secs()
+                ));
+                std::thread::sleep(wait);
+                ig.fetch_upstream()?;
+                continue;
+            }
+            report.end = LoopEnd::AtHead;
+            return Ok(report);
         }
-        loop {
-            self.require_clean()?;
-            let status = self.position()?;
-            let (candidates, limited) = candidates(self, &status, opts.max_steps)?;
-            if opts.dry_run {
-                report.end = LoopEnd::Plan {
-                    candidates,
-                    strategy: format!("{:?}", opts.strategy).to_lowercase(),
+        crate::halt::clear_halt(ig)?;
+        report.candidates += candidates.len();
+        let (runs_before, cached_before) = (report.smoke_runs, report.cached);
+        let end = crate::search::search(ig, &status, &candidates, opts, &mut report)?;
+        crate::publish::record_loop_cost(
+            ig,
+            report.smoke_runs - runs_before,
+            report.cached - cached_before,
+        )?;
+        match end {
+            SearchEnd::Halt(halt) => {
+                report.end = LoopEnd::Halted { halt };
+                return Ok(report);
+            }
+            SearchEnd::Done if limited => {
+                let status = crate::status::position(ig)?;
+                report.end = LoopEnd::StepsExhausted {
+                    pending: status.pending,
                 };
                 return Ok(report);
             }
-            if candidates.is_empty() {
-                if let Some(wait) = opts.wait {
-                    self.info(format!(
-                        "at upstream head; checking again in {}s",
-                        wait.as_secs()
-                    ));
-                    std::thread::sleep(wait);
-                    self.fetch_upstream()?;
-                    continue;
-                }
+            SearchEnd::Done if opts.wait.is_none() => {
                 report.end = LoopEnd::AtHead;
                 return Ok(report);
             }
-            self.clear_halt()?;
-            report.candidates += candidates.len();
-            let (runs_before, cached_before) = (report.smoke_runs, report.cached);
-            let end = self.search(&status, &candidates, opts, &mut report)?;
-            self.record_loop_cost(
-                report.smoke_runs - runs_before,
-                report.cached - cached_before,
-            )?;
-            match end {
-                SearchEnd::Halt(halt) => {
-                    report.end = LoopEnd::Halted { halt };
-                    return Ok(report);
-                }
-                SearchEnd::Done if limited => {
-                    let status = self.position()?;
-                    report.end = LoopEnd::StepsExhausted {
-                        pending: status.pending,
-                    };
-                    return Ok(report);
-                }
-                SearchEnd::Done if opts.wait.is_none() => {
-                    report.end = LoopEnd::AtHead;
-                    return Ok(report);
-                }
-                SearchEnd::Done | SearchEnd::Again => continue,
-            }
+            SearchEnd::Done | SearchEnd::Again => continue,
         }
     }
+}
 
-    fn search(
-        &self,
-        status: &Status,
-        candidates: &[Commit],
-        opts: &LoopOptions,
-        report: &mut LoopReport,
-    ) -> Result<SearchEnd, Error> {
-        let stack = load_stack(&self.sub, &status.merge_base, &status.current)?;
-        let mut prober = Prober::new(
-            self,
-            stack,
-            self.cfg.smoke.clone(),
-            Some(self.cfg.smoke_timeout),
-            "loop",
-        )?;
-        let mut search = Search {
-            ig: self,
-            status,
-            candidates,
-            no_export: opts.no_export,
-            on_break: opts.on_break,
-            report,
-        };
-        let result = match opts.strategy {
-            Strategy::Gallop => search.gallop(&mut prober),
-            Strategy::Each => search.each(&mut prober),
-        };
-        search.report.smoke_runs += prober.runs;
-        search.report.cached += prober.cache_hits;
-        let finished = prober.finish();
-        let end = result?;
-        finished?;
-        Ok(end)
-    }
+fn search(
+    ig: &Integrate,
+    status: &Status,
+    candidates: &[Commit],
+    opts: &LoopOptions,
+    report: &mut LoopReport,
+) -> Result<SearchEnd, Error> {
+    let stack = load_stack(&ig.sub, &status.merge_base, &status.current)?;
+    let mut prober = Prober::new(
+        ig,
+        stack,
+        ig.cfg.smoke.clone(),
+        Some(ig.cfg.smoke_timeout),
+        "loop",
+    )?;
+    let mut search = Search {
+        ig,
+        status,
+        candidates,
+        no_export: opts.no_export,
+        on_break: opts.on_break,
+        report,
+    };
+    let result = match opts.strategy {
+        Strategy::Gallop => search.gallop(&mut prober),
+        Strategy::Each => search.each(&mut prober),
+    };
+    search.report.smoke_runs += prober.runs;
+    search.report.cached += prober.cache_hits;
+    let finished = prober.finish();
+    let end = result?;
+    finished?;
+    Ok(end)
 }
 
 /// The loop's stopping points: pending affecting commits, then upstream head.
@@ -539,14 +538,15 @@ impl Search<'_, '_> {
         // Candidates are the pending list, then possibly upstream head (which
         // includes every pending commit).
         let pending = self.status.pending.len();
-        let plan = self.ig.plan(
+        let plan = crate::advance::plan(
+            self.ig,
             probe.commit.clone(),
             head,
             probe.dropped.clone(),
             (i + 1).min(pending),
             pending,
         );
-        let (commit, _) = self.ig.commit_advance(&plan, !self.no_export)?;
+        let (commit, _) = crate::advance::commit_advance(self.ig, &plan, !self.no_export)?;
         self.report.advances.push(commit);
         // The patch stack is now the replayed one; later probes replay it.
         let merge_base = probe.commit.sha.clone();
@@ -605,7 +605,8 @@ impl Search<'_, '_> {
             return Ok(false);
         }
         let pending = self.status.pending.len();
-        let mut plan = self.ig.plan(
+        let mut plan = crate::advance::plan(
+            self.ig,
             culprit.clone(),
             reverted,
             probe.dropped.clone(),
@@ -618,7 +619,7 @@ impl Search<'_, '_> {
             crate::reverts::REVERT_TRAILER,
             culprit.sha
         ));
-        let (commit, _) = self.ig.commit_advance(&plan, !self.no_export)?;
+        let (commit, _) = crate::advance::commit_advance(self.ig, &plan, !self.no_export)?;
         self.ig.info(format!(
             "the smoke failed at {} {}: carrying its revert and going on",
             crate::halt::short(&culprit.sha),
@@ -641,30 +642,32 @@ impl Search<'_, '_> {
         let (untracked, untracked_total) = if at_pin {
             (vec![], 0)
         } else {
-            self.ig
-                .untracked_between(&last_good.sha, &probe.commit.sha)?
+            crate::status::untracked_between(self.ig, &last_good.sha, &probe.commit.sha)?
         };
-        self.ig.record_halt(Halt {
-            kind: HaltKind::Smoke,
-            culprit: probe.commit.clone(),
-            last_good: last_good.clone(),
-            at_pin,
-            branch: self.ig.superproject.current_branch()?.unwrap_or_default(),
-            superproject_head: self.ig.superproject.head()?,
-            probe_head: probe.head.clone(),
-            conflict: None,
-            log: probe.log.clone(),
-            exit: probe.exit.clone(),
-            skipped,
-            untracked,
-            untracked_total,
-            smoke: self.ig.cfg.smoke.clone(),
-            pin: self.ig.pin_path().to_string(),
-            superproject: self.ig.superproject.dir().display().to_string(),
-            link: self.ig.commit_link(&probe.commit.sha),
-            report_path: String::new(),
-            created_at: jiff::Timestamp::now().to_string(),
-        })
+        crate::halt::record_halt(
+            self.ig,
+            Halt {
+                kind: HaltKind::Smoke,
+                culprit: probe.commit.clone(),
+                last_good: last_good.clone(),
+                at_pin,
+                branch: self.ig.superproject.current_branch()?.unwrap_or_default(),
+                superproject_head: self.ig.superproject.head()?,
+                probe_head: probe.head.clone(),
+                conflict: None,
+                log: probe.log.clone(),
+                exit: probe.exit.clone(),
+                skipped,
+                untracked,
+                untracked_total,
+                smoke: self.ig.cfg.smoke.clone(),
+                pin: self.ig.pin_path().to_string(),
+                superproject: self.ig.superproject.dir().display().to_string(),
+                link: self.ig.commit_link(&probe.commit.sha),
+                report_path: String::new(),
+                created_at: jiff::Timestamp::now().to_string(),
+            },
+        )
     }
 
     fn conflict(&self, probe: &Probe, last_good: &Commit) -> Result<Halt, Error> {
@@ -672,7 +675,6 @@ impl Search<'_, '_> {
             .conflict
             .clone()
             .ok_or_else(|| Error::failed("internal: conflict without details"))?;
-        self.ig
-            .conflict_halt(&probe.commit, &last_good.sha, conflict)
+        crate::advance::conflict_halt(self.ig, &probe.commit, &last_good.sha, conflict)
     }
 }

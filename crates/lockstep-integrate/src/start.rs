@@ -136,171 +136,166 @@ fn check_branch_name(name: &str, source: &str) -> Result<(), Error> {
     }
 }
 
-impl Integrate<'_> {
-    /// What `start` checks before it changes anything: the branch name, the
-    /// branch checked out (not an integrate branch), no uncommitted
-    /// changes, the submodule at its pin. `continue --dry-run` runs these
-    /// same checks, so that it fails (exit 2) where `continue` would.
-    pub(crate) fn check_start(&self, branch: Option<&str>) -> Result<(), Error> {
-        check_start_names(&self.cfg, self.superproject.dir(), branch)?;
-        if let (Some(current), Some(record)) = (
-            self.superproject.current_branch()?,
-            self.store.get::<StartJournal>(INTEGRATE_RECORD)?,
-        ) {
-            if current == record.branch {
-                return Err(on_integrate_branch(&current));
+/// What `start` checks before it changes anything: the branch name, the
+/// branch checked out (not an integrate branch), no uncommitted
+/// changes, the submodule at its pin. `continue --dry-run` runs these
+/// same checks, so that it fails (exit 2) where `continue` would.
+pub(crate) fn check_start(ig: &Integrate, branch: Option<&str>) -> Result<(), Error> {
+    check_start_names(&ig.cfg, ig.superproject.dir(), branch)?;
+    if let (Some(current), Some(record)) = (
+        ig.superproject.current_branch()?,
+        ig.store.get::<StartJournal>(INTEGRATE_RECORD)?,
+    ) {
+        if current == record.branch {
+            return Err(on_integrate_branch(&current));
+        }
+    }
+    crate::start::check_clean_at_pin(ig)
+}
+
+/// No uncommitted changes, and the submodule at the commit the
+/// superproject pins.
+fn check_clean_at_pin(ig: &Integrate) -> Result<(), Error> {
+    ig.require_clean()?;
+    let pin = ig.pin()?;
+    if ig.checked_out()? != pin {
+        return Err(Error::usage(format!(
+            "{} is not at the commit the superproject pins",
+            ig.pin_of().describe()
+        ))
+        .hint(ig.pin_of().restore_hint()));
+    }
+    Ok(())
+}
+
+/// `integrate start [--branch NAME]`.
+pub fn start(ig: &Integrate, branch: Option<&str>, fetch: bool) -> Result<Started, Error> {
+    crate::start::check_start(ig, branch)?;
+    let _lock = ig.lock("integrate start")?;
+    let _session = crate::recover::begin_session(ig, "integrate start")?;
+    // Again under the lock: nothing changed the tree meanwhile.
+    crate::start::check_clean_at_pin(ig)?;
+    if fetch {
+        if let Some((remote, _)) = ig.cfg.base.split_once('/') {
+            if ig.superproject.remote_url(remote)?.is_some() {
+                ig.info(format!("fetching {remote}"));
+                ig.superproject.fetch(remote, &[])?;
             }
         }
-        self.check_clean_at_pin()
+        ig.fetch_upstream()?;
     }
-
-    /// No uncommitted changes, and the submodule at the commit the
-    /// superproject pins.
-    fn check_clean_at_pin(&self) -> Result<(), Error> {
-        self.require_clean()?;
-        let pin = self.pin()?;
-        if self.checked_out()? != pin {
-            return Err(Error::usage(format!(
-                "{} is not at the commit the superproject pins",
-                self.pin_of().describe()
+    let base = ig.superproject.must_resolve(&ig.cfg.base).map_err(|e| {
+        Error::from(e)
+            .context(format!(
+                "the integrate base `{}` does not exist",
+                ig.cfg.base
             ))
-            .hint(self.pin_of().restore_hint()));
-        }
-        Ok(())
-    }
-
-    /// `integrate start [--branch NAME]`.
-    pub fn start(&self, branch: Option<&str>, fetch: bool) -> Result<Started, Error> {
-        self.check_start(branch)?;
-        let _lock = self.lock("integrate start")?;
-        let _session = self.begin_session("integrate start")?;
-        // Again under the lock: nothing changed the tree meanwhile.
-        self.check_clean_at_pin()?;
-        if fetch {
-            if let Some((remote, _)) = self.cfg.base.split_once('/') {
-                if self.superproject.remote_url(remote)?.is_some() {
-                    self.info(format!("fetching {remote}"));
-                    self.superproject.fetch(remote, &[])?;
-                }
+            .hint("set [integrate] base in lockstep.toml to an existing ref")
+    })?;
+    let branch = match branch {
+        Some(name) => {
+            if ig.superproject.branch_exists(name)? {
+                return Err(Error::usage(format!("branch `{name}` already exists"))
+                    .hint("choose another --branch, or omit it for a dated name"));
             }
-            self.fetch_upstream()?;
+            name.to_string()
         }
-        let base = self
-            .superproject
-            .must_resolve(&self.cfg.base)
-            .map_err(|e| {
-                Error::from(e)
-                    .context(format!(
-                        "the integrate base `{}` does not exist",
-                        self.cfg.base
-                    ))
-                    .hint("set [integrate] base in lockstep.toml to an existing ref")
-            })?;
-        let branch = match branch {
-            Some(name) => {
-                if self.superproject.branch_exists(name)? {
-                    return Err(Error::usage(format!("branch `{name}` already exists"))
-                        .hint("choose another --branch, or omit it for a dated name"));
-                }
-                name.to_string()
-            }
-            None => self.free_branch_name()?,
-        };
-        let state = StartJournal {
-            branch: branch.clone(),
-            base,
-            original_branch: self.superproject.current_branch()?,
-            original_head: self.superproject.head()?,
-        };
-        let id = self
-            .store
-            .begin(<StartJournal as crate::journal::Journaled>::KIND, &state)?;
-        self.finish_start(id, &state).map_err(|e| {
-            e.context(format!("cannot start the integrate branch {branch}"))
-                .hint("fix the cause and rerun (the start is finished then), or `lockstep integrate abort` to undo it")
-        })
-    }
+        None => crate::start::free_branch_name(ig)?,
+    };
+    let state = StartJournal {
+        branch: branch.clone(),
+        base,
+        original_branch: ig.superproject.current_branch()?,
+        original_head: ig.superproject.head()?,
+    };
+    let id = ig
+        .store
+        .begin(<StartJournal as crate::journal::Journaled>::KIND, &state)?;
+    crate::start::finish_start(ig, id, &state).map_err(|e| {
+        e.context(format!("cannot start the integrate branch {branch}"))
+            .hint("fix the cause and rerun (the start is finished then), or `lockstep integrate abort` to undo it")
+    })
+}
 
-    fn dated_branch_name(&self) -> String {
-        dated_branch_name(&self.cfg)
+/// [`crate::start::free_branch_name`], also free on `remote` (a fresh
+/// clone in CI has none of the earlier integrates' branches locally).
+pub(crate) fn free_branch_name_here_and_on(ig: &Integrate, remote: &str) -> Result<String, Error> {
+    let name = dated_branch_name(&ig.cfg);
+    let taken = |candidate: &str| -> Result<bool, Error> {
+        Ok(ig.superproject.branch_exists(candidate)?
+            || ig
+                .superproject
+                .ls_remote_branch(remote, candidate)?
+                .is_some())
+    };
+    if !taken(&name)? {
+        return Ok(name);
     }
+    for n in 1..=MAX_SAME_DAY {
+        let candidate = format!("{name}_{n}");
+        if !taken(&candidate)? {
+            return Ok(candidate);
+        }
+    }
+    Err(Error::usage(format!(
+        "`{name}` and {MAX_SAME_DAY} numbered variants of it already exist here or on `{remote}`"
+    ))
+    .hint("delete old integrate branches"))
+}
 
-    /// [`Integrate::free_branch_name`], also free on `remote` (a fresh
-    /// clone in CI has none of the earlier integrates' branches locally).
-    pub(crate) fn free_branch_name_here_and_on(&self, remote: &str) -> Result<String, Error> {
-        let name = self.dated_branch_name();
-        let taken = |candidate: &str| -> Result<bool, Error> {
-            Ok(self.superproject.branch_exists(candidate)?
-                || self
-                    .superproject
-                    .ls_remote_branch(remote, candidate)?
-                    .is_some())
-        };
-        if !taken(&name)? {
-            return Ok(name);
-        }
-        for n in 1..=MAX_SAME_DAY {
-            let candidate = format!("{name}_{n}");
-            if !taken(&candidate)? {
-                return Ok(candidate);
-            }
-        }
-        Err(Error::usage(format!(
-            "`{name}` and {MAX_SAME_DAY} numbered variants of it already exist here or on `{remote}`"
-        ))
-        .hint("delete old integrate branches"))
+/// The dated name, with `_1`, `_2` ... appended while taken.
+fn free_branch_name(ig: &Integrate) -> Result<String, Error> {
+    let name = dated_branch_name(&ig.cfg);
+    if !ig.superproject.branch_exists(&name)? {
+        return Ok(name);
     }
+    for n in 1..=MAX_SAME_DAY {
+        let candidate = format!("{name}_{n}");
+        if !ig.superproject.branch_exists(&candidate)? {
+            return Ok(candidate);
+        }
+    }
+    Err(Error::usage(format!(
+        "`{name}` and {MAX_SAME_DAY} numbered variants of it already exist"
+    ))
+    .hint("delete old integrate branches, or pass --branch NAME"))
+}
 
-    /// The dated name, with `_1`, `_2` ... appended while taken.
-    fn free_branch_name(&self) -> Result<String, Error> {
-        let name = self.dated_branch_name();
-        if !self.superproject.branch_exists(&name)? {
-            return Ok(name);
-        }
-        for n in 1..=MAX_SAME_DAY {
-            let candidate = format!("{name}_{n}");
-            if !self.superproject.branch_exists(&candidate)? {
-                return Ok(candidate);
-            }
-        }
-        Err(Error::usage(format!(
-            "`{name}` and {MAX_SAME_DAY} numbered variants of it already exist"
-        ))
-        .hint("delete old integrate branches, or pass --branch NAME"))
+pub(crate) fn finish_start(
+    ig: &Integrate,
+    id: i64,
+    state: &StartJournal,
+) -> Result<Started, Error> {
+    let sp = &ig.superproject;
+    if !sp.branch_exists(&state.branch)? {
+        sp.git(&["branch", "--no-track", &state.branch, &state.base])?;
     }
+    if sp.current_branch()?.as_deref() != Some(state.branch.as_str()) {
+        sp.git(&["checkout", "-q", &state.branch])?;
+    }
+    crate::checkout::sync_submodule_to_pin(ig)?;
+    let commit = if sp.head()? == state.base {
+        let message = format!(
+            "Start {} integrate {}\n",
+            ig.cfg.upstream_name, state.branch
+        );
+        sp.commit_staged(&message, true)?
+    } else {
+        sp.head()?
+    };
+    ig.store.set(INTEGRATE_RECORD, state)?;
+    crate::halt::clear_halt(ig)?;
+    ig.store.finish(id, "done")?;
+    Ok(Started {
+        branch: state.branch.clone(),
+        base: state.base.clone(),
+        commit,
+    })
+}
 
-    pub(crate) fn finish_start(&self, id: i64, state: &StartJournal) -> Result<Started, Error> {
-        let sp = &self.superproject;
-        if !sp.branch_exists(&state.branch)? {
-            sp.git(&["branch", "--no-track", &state.branch, &state.base])?;
-        }
-        if sp.current_branch()?.as_deref() != Some(state.branch.as_str()) {
-            sp.git(&["checkout", "-q", &state.branch])?;
-        }
-        self.sync_submodule_to_pin()?;
-        let commit = if sp.head()? == state.base {
-            let message = format!(
-                "Start {} integrate {}\n",
-                self.cfg.upstream_name, state.branch
-            );
-            sp.commit_staged(&message, true)?
-        } else {
-            sp.head()?
-        };
-        self.store.set(INTEGRATE_RECORD, state)?;
-        self.clear_halt()?;
-        self.store.finish(id, "done")?;
-        Ok(Started {
-            branch: state.branch.clone(),
-            base: state.base.clone(),
-            commit,
-        })
-    }
-
-    /// Returns to where the user was before `start` (the branch is kept).
-    pub(crate) fn undo_start(&self, state: &StartJournal) -> Result<(), Error> {
-        self.return_to(state.original_branch.as_deref(), &state.original_head)
-    }
+/// Returns to where the user was before `start` (the branch is kept).
+pub(crate) fn undo_start(ig: &Integrate, state: &StartJournal) -> Result<(), Error> {
+    crate::checkout::return_to(ig, state.original_branch.as_deref(), &state.original_head)
 }
 
 /// A start is finished by a rerun and undone by `abort` here.
@@ -312,7 +307,7 @@ impl crate::journal::Journaled for StartJournal {
             "finishing the interrupted start of {}",
             self.branch
         ));
-        ig.finish_start(id, self).map_err(|e| {
+        crate::start::finish_start(ig, id, self).map_err(|e| {
             e.context(format!(
                 "cannot finish the interrupted start of {}",
                 self.branch
@@ -323,7 +318,7 @@ impl crate::journal::Journaled for StartJournal {
     }
 
     fn undo(&self, ig: &Integrate) -> Result<String, Error> {
-        ig.undo_start(self)?;
+        crate::start::undo_start(ig, self)?;
         Ok(format!("start of {}", self.branch))
     }
 }

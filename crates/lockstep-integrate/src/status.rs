@@ -83,196 +83,202 @@ impl From<&Halt> for HaltSummary {
     }
 }
 
-impl Integrate<'_> {
-    /// Computes the status. `fetch` fetches upstream first.
-    /// Without `fetch` it changes nothing: an upstream never fetched is
-    /// reported with what `--fetch` would do (add a remote, fetch).
-    pub fn status(&self, fetch: bool) -> Result<Status, Error> {
-        if fetch {
-            self.fetch_upstream()?;
-        } else if self.fetched_upstream_head()?.is_none() {
-            return self.unfetched_status();
-        }
-        let mut status = self.position()?;
-        if status.merge_base != status.current {
-            status.patches =
-                self.patches(&status.merge_base, &status.current, &status.upstream_head)?;
-            status.clean = status.patches.is_empty();
-        }
-        status.halted = self.halt()?.as_ref().map(HaltSummary::from);
-        status.not_stable = self.not_stable_because(&status.patches)?;
-        status.followers = self.followers(&status.merge_base)?;
-        Ok(status)
+/// Computes the status. `fetch` fetches upstream first.
+/// Without `fetch` it changes nothing: an upstream never fetched is
+/// reported with what `--fetch` would do (add a remote, fetch).
+pub fn status(ig: &Integrate, fetch: bool) -> Result<Status, Error> {
+    if fetch {
+        ig.fetch_upstream()?;
+    } else if ig.fetched_upstream_head()?.is_none() {
+        return crate::status::unfetched_status(ig);
     }
-
-    /// The status of a submodule whose upstream was never fetched.
-    fn unfetched_status(&self) -> Result<Status, Error> {
-        let current = self.checked_out()?;
-        Ok(Status {
-            superproject: self.superproject.dir().display().to_string(),
-            branch: self.superproject.current_branch()?,
-            clean: true,
-            pin: self.pin()?,
-            merge_base: current.clone(),
-            upstream_head: current.clone(),
-            current,
-            upstream_ref: self.upstream_ref(),
-            upstream_fetched: false,
-            fetch_plan: Some(self.fetch_plan()?),
-            patches: Vec::new(),
-            pending: Vec::new(),
-            halted: self.halt()?.as_ref().map(HaltSummary::from),
-            not_stable: self.unstable_reasons()?,
-            followers: Vec::new(),
-        })
+    let mut status = crate::status::position(ig)?;
+    if status.merge_base != status.current {
+        status.patches = crate::status::patches(
+            ig,
+            &status.merge_base,
+            &status.current,
+            &status.upstream_head,
+        )?;
+        status.clean = status.patches.is_empty();
     }
+    status.halted = crate::halt::halt(ig)?.as_ref().map(HaltSummary::from);
+    status.not_stable = crate::status::not_stable_because(ig, &status.patches)?;
+    status.followers = crate::follow::followers(ig, &status.merge_base)?;
+    Ok(status)
+}
 
-    /// Where the pin is and what is pending, without annotating the carried
-    /// patches (what `next` and `loop` need; cheaper than [`Integrate::status`]).
-    pub fn position(&self) -> Result<Status, Error> {
-        let upstream_head = self.upstream_head()?;
-        let pin = self.pin()?;
-        let current = self.checked_out()?;
-        let merge_base = self
-            .merge_base_memo(&current, &upstream_head)?
-            .ok_or_else(|| {
-                Error::failed(format!(
+/// The status of a submodule whose upstream was never fetched.
+fn unfetched_status(ig: &Integrate) -> Result<Status, Error> {
+    let current = ig.checked_out()?;
+    Ok(Status {
+        superproject: ig.superproject.dir().display().to_string(),
+        branch: ig.superproject.current_branch()?,
+        clean: true,
+        pin: ig.pin()?,
+        merge_base: current.clone(),
+        upstream_head: current.clone(),
+        current,
+        upstream_ref: ig.upstream_ref(),
+        upstream_fetched: false,
+        fetch_plan: Some(ig.fetch_plan()?),
+        patches: Vec::new(),
+        pending: Vec::new(),
+        halted: crate::halt::halt(ig)?.as_ref().map(HaltSummary::from),
+        not_stable: crate::mark::unstable_reasons(ig)?,
+        followers: Vec::new(),
+    })
+}
+
+/// Where the pin is and what is pending, without annotating the carried
+/// patches (what `next` and `loop` need; cheaper than [`crate::status::status`]).
+pub fn position(ig: &Integrate) -> Result<Status, Error> {
+    let upstream_head = ig.upstream_head()?;
+    let pin = ig.pin()?;
+    let current = ig.checked_out()?;
+    let merge_base =
+        crate::status::merge_base_memo(ig, &current, &upstream_head)?.ok_or_else(|| {
+            Error::failed(format!(
                 "the upstream commit checked out ({current}, in {}) shares no history with {}",
-                self.pin_of().history_name(),
-                self.upstream_ref()
+                ig.pin_of().history_name(),
+                ig.upstream_ref()
             ))
             .hint("check [integrate] upstream-url / upstream-remote point at the right repository")
-            })?;
-        let pending = self.pending(&merge_base, &upstream_head)?;
-        Ok(Status {
-            superproject: self.superproject.dir().display().to_string(),
-            branch: self.superproject.current_branch()?,
-            clean: merge_base == current,
-            pin,
-            current,
-            merge_base,
-            upstream_ref: self.upstream_ref(),
-            upstream_head,
-            upstream_fetched: true,
-            fetch_plan: None,
-            patches: Vec::new(),
-            pending,
-            halted: None,
-            not_stable: Vec::new(),
-            followers: Vec::new(),
-        })
-    }
+        })?;
+    let pending = crate::status::pending(ig, &merge_base, &upstream_head)?;
+    Ok(Status {
+        superproject: ig.superproject.dir().display().to_string(),
+        branch: ig.superproject.current_branch()?,
+        clean: merge_base == current,
+        pin,
+        current,
+        merge_base,
+        upstream_ref: ig.upstream_ref(),
+        upstream_head,
+        upstream_fetched: true,
+        fetch_plan: None,
+        patches: Vec::new(),
+        pending,
+        halted: None,
+        not_stable: Vec::new(),
+        followers: Vec::new(),
+    })
+}
 
-    /// Affecting commits in `base..head`, oldest first.
-    pub fn pending(&self, base: &str, head: &str) -> Result<Vec<Commit>, Error> {
-        let exclude = format!("^{base}");
-        let commits = self.sub.log(&[head, &exclude], &self.cfg.track_paths)?;
-        Ok(commits
-            .into_iter()
-            .filter(|c| !self.skipped_subject(&c.subject))
-            .collect())
-    }
+/// Affecting commits in `base..head`, oldest first.
+pub fn pending(ig: &Integrate, base: &str, head: &str) -> Result<Vec<Commit>, Error> {
+    let exclude = format!("^{base}");
+    let commits = ig.sub.log(&[head, &exclude], &ig.cfg.track_paths)?;
+    Ok(commits
+        .into_iter()
+        .filter(|c| !crate::status::skipped_subject(ig, &c.subject))
+        .collect())
+}
 
-    /// Untracked upstream commits strictly between `good` and `bad`.
-    pub fn untracked_between(&self, good: &str, bad: &str) -> Result<(Vec<Commit>, usize), Error> {
-        let exclude = format!("^{good}");
-        let parent = format!("{bad}^");
-        let between = self.sub.log(&[&parent, &exclude], &[])?;
-        let affecting: std::collections::HashSet<String> = self
-            .pending(good, &parent)?
-            .into_iter()
-            .map(|c| c.sha)
-            .collect();
-        let untracked: Vec<Commit> = between
-            .into_iter()
-            .filter(|c| !affecting.contains(&c.sha))
-            .collect();
-        let total = untracked.len();
-        Ok((untracked.into_iter().rev().take(50).collect(), total))
-    }
+/// Untracked upstream commits strictly between `good` and `bad`.
+pub fn untracked_between(
+    ig: &Integrate,
+    good: &str,
+    bad: &str,
+) -> Result<(Vec<Commit>, usize), Error> {
+    let exclude = format!("^{good}");
+    let parent = format!("{bad}^");
+    let between = ig.sub.log(&[&parent, &exclude], &[])?;
+    let affecting: std::collections::HashSet<String> = crate::status::pending(ig, good, &parent)?
+        .into_iter()
+        .map(|c| c.sha)
+        .collect();
+    let untracked: Vec<Commit> = between
+        .into_iter()
+        .filter(|c| !affecting.contains(&c.sha))
+        .collect();
+    let total = untracked.len();
+    Ok((untracked.into_iter().rev().take(50).collect(), total))
+}
 
-    /// Why the project is not ok for a stable release: the mark's reasons,
-    /// then one per carried revert.
-    pub fn not_stable_because(&self, patches: &[Patch]) -> Result<Vec<String>, Error> {
-        let mut all = self.unstable_reasons()?;
-        for p in patches {
-            if let Some(reverted) = &p.reverts {
-                all.push(format!(
-                    "carries a revert of {}{}",
-                    crate::halt::short(reverted),
-                    p.reason
-                        .as_deref()
-                        .map(|r| format!(" ({r})"))
-                        .unwrap_or_default()
-                ));
-            }
-        }
-        Ok(all)
-    }
-
-    fn skipped_subject(&self, subject: &str) -> bool {
-        self.cfg
-            .skip_subjects
-            .iter()
-            .any(|s| !s.is_empty() && subject.contains(s.as_str()))
-    }
-
-    /// The carried patches in `base..current`, annotated against `base..upstream`.
-    pub fn patches(&self, base: &str, current: &str, upstream: &str) -> Result<Vec<Patch>, Error> {
-        let range = format!("{base}..{current}");
-        let merges = self.sub.rev_list(&["--merges", &range])?;
-        if let Some(merge) = merges.first() {
-            return Err(Error::usage(format!(
-                "the carried patch stack {range} contains a merge commit {merge}"
-            ))
-            .hint(
-                "lockstep replays linear patch stacks; rebase the submodule's patches into a line",
+/// Why the project is not ok for a stable release: the mark's reasons,
+/// then one per carried revert.
+pub fn not_stable_because(ig: &Integrate, patches: &[Patch]) -> Result<Vec<String>, Error> {
+    let mut all = crate::mark::unstable_reasons(ig)?;
+    for p in patches {
+        if let Some(reverted) = &p.reverts {
+            all.push(format!(
+                "carries a revert of {}{}",
+                crate::halt::short(reverted),
+                p.reason
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
             ));
         }
-        // A handful of git processes for the whole stack, not a few per patch.
-        let details = self.sub.commit_details(&["--reverse", &range])?;
-        let shas: Vec<Oid> = details.iter().map(|d| d.sha.clone()).collect();
-        let sha_refs: Vec<&str> = shas.iter().map(String::as_str).collect();
-        let touched = self.sub.changed_paths_of(&sha_refs)?;
-        let ids: HashMap<Oid, String> = self
-            .sub
-            .patch_ids_of(&sha_refs)?
-            .into_iter()
-            .map(|(id, sha)| (sha, id))
-            .collect();
-        let mut patches: Vec<Patch> = details
-            .iter()
-            .map(|detail| Patch {
-                sha: detail.sha.clone(),
-                subject: detail.subject.clone(),
-                reason: reason(&detail.message),
-                upstreamed: false,
-                upstreamed_by: None,
-                reverts: crate::reverts::reverted_by_patch(&detail.message),
-                reverted_upstream_by: None,
-            })
-            .collect();
-        let scan = self.scan_upstream(base, &shas, &touched, upstream)?;
-        for patch in &mut patches {
-            if let Some(id) = ids.get(&patch.sha) {
-                if let Some(up) = scan.patch_ids.get(id) {
-                    patch.upstreamed = true;
-                    patch.upstreamed_by = Some(up.clone());
-                }
-            }
-            if let Some(reverted) = &patch.reverts {
-                patch.reverted_upstream_by = scan
-                    .reverts
-                    .iter()
-                    .find(|(target, _)| {
-                        target.starts_with(reverted.as_str())
-                            || reverted.starts_with(target.as_str())
-                    })
-                    .map(|(_, by)| by.clone());
+    }
+    Ok(all)
+}
+
+fn skipped_subject(ig: &Integrate, subject: &str) -> bool {
+    ig.cfg
+        .skip_subjects
+        .iter()
+        .any(|s| !s.is_empty() && subject.contains(s.as_str()))
+}
+
+/// The carried patches in `base..current`, annotated against `base..upstream`.
+pub fn patches(
+    ig: &Integrate,
+    base: &str,
+    current: &str,
+    upstream: &str,
+) -> Result<Vec<Patch>, Error> {
+    let range = format!("{base}..{current}");
+    let merges = ig.sub.rev_list(&["--merges", &range])?;
+    if let Some(merge) = merges.first() {
+        return Err(Error::usage(format!(
+            "the carried patch stack {range} contains a merge commit {merge}"
+        ))
+        .hint("lockstep replays linear patch stacks; rebase the submodule's patches into a line"));
+    }
+    // A handful of git processes for the whole stack, not a few per patch.
+    let details = ig.sub.commit_details(&["--reverse", &range])?;
+    let shas: Vec<Oid> = details.iter().map(|d| d.sha.clone()).collect();
+    let sha_refs: Vec<&str> = shas.iter().map(String::as_str).collect();
+    let touched = ig.sub.changed_paths_of(&sha_refs)?;
+    let ids: HashMap<Oid, String> = ig
+        .sub
+        .patch_ids_of(&sha_refs)?
+        .into_iter()
+        .map(|(id, sha)| (sha, id))
+        .collect();
+    let mut patches: Vec<Patch> = details
+        .iter()
+        .map(|detail| Patch {
+            sha: detail.sha.clone(),
+            subject: detail.subject.clone(),
+            reason: reason(&detail.message),
+            upstreamed: false,
+            upstreamed_by: None,
+            reverts: crate::reverts::reverted_by_patch(&detail.message),
+            reverted_upstream_by: None,
+        })
+        .collect();
+    let scan = crate::status::scan_upstream(ig, base, &shas, &touched, upstream)?;
+    for patch in &mut patches {
+        if let Some(id) = ids.get(&patch.sha) {
+            if let Some(up) = scan.patch_ids.get(id) {
+                patch.upstreamed = true;
+                patch.upstreamed_by = Some(up.clone());
             }
         }
-        Ok(patches)
+        if let Some(reverted) = &patch.reverts {
+            patch.reverted_upstream_by = scan
+                .reverts
+                .iter()
+                .find(|(target, _)| {
+                    target.starts_with(reverted.as_str()) || reverted.starts_with(target.as_str())
+                })
+                .map(|(_, by)| by.clone());
+        }
     }
+    Ok(patches)
 }
 
 /// The reason a patch is carried: a `Lockstep-Reason:` trailer wins, else the
@@ -326,60 +332,58 @@ pub struct UpstreamScan {
 const SCAN_RECORD: &str = "upstream-scan";
 const MERGE_BASE_RECORD: &str = "merge-base";
 
-impl Integrate<'_> {
-    /// `git merge-base`, remembered for the last pair asked: commits are
-    /// immutable, and without a commit-graph the walk costs as much as the
-    /// pending list itself.
-    fn merge_base_memo(&self, current: &str, upstream: &str) -> Result<Option<Oid>, Error> {
-        let key = (current.to_string(), upstream.to_string());
-        if let Some((a, b, base)) = self.store.get::<(String, String, Oid)>(MERGE_BASE_RECORD)? {
-            if (a, b) == key {
-                return Ok(Some(base));
-            }
+/// `git merge-base`, remembered for the last pair asked: commits are
+/// immutable, and without a commit-graph the walk costs as much as the
+/// pending list itself.
+fn merge_base_memo(ig: &Integrate, current: &str, upstream: &str) -> Result<Option<Oid>, Error> {
+    let key = (current.to_string(), upstream.to_string());
+    if let Some((a, b, base)) = ig.store.get::<(String, String, Oid)>(MERGE_BASE_RECORD)? {
+        if (a, b) == key {
+            return Ok(Some(base));
         }
-        let base = self.sub.merge_base(current, upstream)?;
-        if let Some(b) = &base {
-            self.store.set(MERGE_BASE_RECORD, &(current, upstream, b))?;
-        }
-        Ok(base)
     }
+    let base = ig.sub.merge_base(current, upstream)?;
+    if let Some(b) = &base {
+        ig.store.set(MERGE_BASE_RECORD, &(current, upstream, b))?;
+    }
+    Ok(base)
+}
 
-    fn scan_upstream(
-        &self,
-        base: &str,
-        patches: &[Oid],
-        touched: &[String],
-        upstream: &str,
-    ) -> Result<UpstreamScan, Error> {
-        let previous: Option<UpstreamScan> = self.store.get(SCAN_RECORD)?;
-        let reusable = previous.filter(|p| p.base == base && p.patches == patches);
-        let mut scan = match reusable {
-            Some(p) if p.upstream == upstream => return Ok(p),
-            Some(p) if self.sub.is_ancestor(&p.upstream, upstream)? => p,
-            _ => UpstreamScan {
-                base: base.to_string(),
-                patches: patches.to_vec(),
-                upstream: base.to_string(),
-                ..UpstreamScan::default()
-            },
-        };
-        if !touched.is_empty() {
-            let exclude = format!("^{}", scan.upstream);
-            let commits = self.sub.messages(&[upstream, &exclude], touched)?;
-            let shas: Vec<&str> = commits.iter().map(|(sha, _)| sha.as_str()).collect();
-            for (id, sha) in self.sub.patch_ids_of(&shas)? {
-                scan.patch_ids.entry(id).or_insert(sha);
-            }
-            for (sha, message) in commits {
-                if let Some(reverted) = reverted_commit(&message) {
-                    scan.reverts.push((reverted, sha));
-                }
+fn scan_upstream(
+    ig: &Integrate,
+    base: &str,
+    patches: &[Oid],
+    touched: &[String],
+    upstream: &str,
+) -> Result<UpstreamScan, Error> {
+    let previous: Option<UpstreamScan> = ig.store.get(SCAN_RECORD)?;
+    let reusable = previous.filter(|p| p.base == base && p.patches == patches);
+    let mut scan = match reusable {
+        Some(p) if p.upstream == upstream => return Ok(p),
+        Some(p) if ig.sub.is_ancestor(&p.upstream, upstream)? => p,
+        _ => UpstreamScan {
+            base: base.to_string(),
+            patches: patches.to_vec(),
+            upstream: base.to_string(),
+            ..UpstreamScan::default()
+        },
+    };
+    if !touched.is_empty() {
+        let exclude = format!("^{}", scan.upstream);
+        let commits = ig.sub.messages(&[upstream, &exclude], touched)?;
+        let shas: Vec<&str> = commits.iter().map(|(sha, _)| sha.as_str()).collect();
+        for (id, sha) in ig.sub.patch_ids_of(&shas)? {
+            scan.patch_ids.entry(id).or_insert(sha);
+        }
+        for (sha, message) in commits {
+            if let Some(reverted) = reverted_commit(&message) {
+                scan.reverts.push((reverted, sha));
             }
         }
-        scan.upstream = upstream.to_string();
-        self.store.set(SCAN_RECORD, &scan)?;
-        Ok(scan)
     }
+    scan.upstream = upstream.to_string();
+    ig.store.set(SCAN_RECORD, &scan)?;
+    Ok(scan)
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ pub use superproject::{IndexEntry, PinDirt};
 pub use words::Reproduce;
 
 /// How a pin is written in lockstep.toml (`[integrate] pin = { ... }`).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct PinSpec {
     /// The file holding the pin, relative to the repository's top.
@@ -58,7 +58,7 @@ pub struct PinSpec {
 }
 
 /// `sha256 = { pattern = '...', archive = "https://.../{commit}.tar.gz" }`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ArchiveSpec {
     /// A regular expression matching the checksum exactly once, its first

@@ -1,17 +1,16 @@
 //! The `lockstep` command: parses arguments, derives what the command line
-//! writes and reads ([`outputs::derive`]), loads the configuration, calls an
+//! writes and reads ([`lockstep_cmdline::outputs::derive`]), loads the configuration, calls an
 //! engine and prints its result. Engines live in the `lockstep-*` crates;
 //! this crate parses, dispatches and prints.
 
-mod cli;
 mod commands;
 mod config;
 mod context;
-mod outputs;
 
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
+use lockstep_cmdline as cli;
 use lockstep_core::output::Target;
 use lockstep_core::Error;
 use lockstep_reporters::spec::Spec;
@@ -31,7 +30,7 @@ fn main() -> ExitCode {
     if let Err(e) = lockstep_core::process::kill_children_on_signals() {
         tracing::warn!("cannot watch for interrupts: {e}");
     }
-    let spec = outputs::derive(&command, &matches);
+    let spec = lockstep_cmdline::outputs::derive(&command, &matches);
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(e) => {

@@ -1162,8 +1162,8 @@ fn runners_install_lockstep_from_its_release_pinned_by_hash() {
     let page: &'static str = Box::leak(
         format!(
             r#"{{"meta": {{"api-version": "1.0"}}, "name": "lockstep-cli", "files": [
-                {{"filename": "lockstep_cli-{version}-py3-none-manylinux_2_28_x86_64.whl", "url": "x", "hashes": {{"sha256": "{hash}"}}}},
-                {{"filename": "lockstep_cli-0.0.1-py3-none-manylinux_2_28_x86_64.whl", "url": "y", "hashes": {{"sha256": "{other}"}}}}
+                {{"filename": "lockstep_cmdline-{version}-py3-none-manylinux_2_28_x86_64.whl", "url": "x", "hashes": {{"sha256": "{hash}"}}}},
+                {{"filename": "lockstep_cmdline-0.0.1-py3-none-manylinux_2_28_x86_64.whl", "url": "y", "hashes": {{"sha256": "{other}"}}}}
             ]}}"#
         )
         .into_boxed_str(),

@@ -329,3 +329,83 @@ fn the_readme_layout_lists_every_crate() {
         "README.md's layout and cargo metadata disagree"
     );
 }
+
+/// Every `.rs` file under `dir`, with its text.
+fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("a source file");
+                out.push((path, text));
+            }
+        }
+    }
+    out
+}
+
+/// Integrate is operations over a small context: no type of
+/// lockstep-integrate has more than 40 methods.
+#[test]
+fn no_integrate_type_has_more_than_40_methods() {
+    let impl_start = regex::Regex::new(
+        r"(?m)^impl(?:<[^>]*>)? (?:[\w:]+(?:<[^>]*>)? for )?(\w+)(?:<[^>]*>)? \{\n",
+    )
+    .unwrap();
+    let method = regex::Regex::new(r"(?m)^    (?:pub(?:\([\w:]+\))? )?(?:const )?fn ").unwrap();
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for (path, text) in sources(&top().join("crates/lockstep-integrate/src")) {
+        for caps in impl_start.captures_iter(&text) {
+            let body_start = caps.get(0).unwrap().end();
+            let body_end = text[body_start..]
+                .find("\n}\n")
+                .map(|e| body_start + e)
+                .unwrap_or_else(|| panic!("an impl block of {} ends", path.display()));
+            *counts.entry(caps[1].to_string()).or_default() +=
+                method.find_iter(&text[body_start..body_end]).count();
+        }
+    }
+    assert!(counts["Integrate"] > 10, "{counts:?}");
+    let big: Vec<_> = counts.iter().filter(|(_, n)| **n > 40).collect();
+    assert!(big.is_empty(), "types with more than 40 methods: {big:?}");
+}
+
+/// No crate but lockstep-pin (and lockstep-git, which wraps git's
+/// gitlinks) names a kind of pin: what a submodule or a pin file does is
+/// asked of the `Pin`, never decided by its kind elsewhere.
+#[test]
+fn no_crate_but_lockstep_pin_names_a_pin_kind() {
+    let kinds = [
+        "stage_gitlink(",
+        ".gitlink(",
+        "pin_file()",
+        "file_pin()",
+        "is_whole_file",
+        "submodule_pin(",
+        "\"LOCKSTEP_PIN_FILE\"",
+        "\"LOCKSTEP_SUBMODULE\"",
+    ];
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(top().join("crates")).expect("crates") {
+        let dir = entry.expect("a crate").path();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        if ["lockstep-pin", "lockstep-git"].contains(&name.as_str()) {
+            continue;
+        }
+        for (path, text) in sources(&dir.join("src")) {
+            for kind in kinds {
+                if text.contains(kind) {
+                    found.push(format!("{} names `{kind}`", path.display()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

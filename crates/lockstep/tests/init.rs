@@ -142,11 +142,11 @@ fn pins_by_file_and_inside_a_larger_file_and_two_candidates_need_a_choice() {
     let err = stderr(&out);
     assert!(err.contains("found 2 candidate pins"), "{err}");
     assert!(
-        err.contains("third_party/llvm-project (a submodule)"),
+        err.contains("the submodule third_party/llvm-project"),
         "{err}"
     );
     assert!(
-        err.contains("build_tools/llvm_version.txt (a pin file)"),
+        err.contains("the pin file build_tools/llvm_version.txt"),
         "{err}"
     );
     assert!(err.contains("--pin"), "{err}");
@@ -176,7 +176,7 @@ fn pins_by_file_and_inside_a_larger_file_and_two_candidates_need_a_choice() {
     git(&tf, &["init", "-q"]);
     let out = init(&p2, &tf, &[], 0);
     let text = std::fs::read_to_string(tf.join("lockstep.toml")).unwrap();
-    assert!(stdout(&out).contains("third_party/llvm/workspace.bzl (a pin inside the file)"));
+    assert!(stdout(&out).contains("the pin in third_party/llvm/workspace.bzl"));
     assert!(
         text.contains(r#"pin = { file = "third_party/llvm/workspace.bzl", pattern = 'LLVM_COMMIT = "([0-9a-f]{40})"', sha256 = { pattern = 'LLVM_SHA256 = "([0-9a-f]{64})"', archive = "https://github.com/llvm/llvm-project/archive/{commit}.tar.gz" } }"#),
         "{text}"

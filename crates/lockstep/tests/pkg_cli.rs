@@ -91,7 +91,9 @@ fn lockstep_cli_builds_publishes_and_installs_with_uv_tool() {
         .collect();
     assert_eq!(
         wheels,
-        [format!("lockstep_cli-{version}-py3-none-linux_x86_64.whl")],
+        [format!(
+            "lockstep_cmdline-{version}-py3-none-linux_x86_64.whl"
+        )],
         "{}",
         stderr(&built)
     );

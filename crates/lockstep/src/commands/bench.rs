@@ -4,13 +4,13 @@
 use lockstep_bench::session::{self, Request};
 use lockstep_core::Error;
 
-use crate::cli::BenchArgs;
 use crate::context::Ctx;
+use lockstep_cmdline::BenchArgs;
 
 pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
     match args.action {
-        Some(crate::cli::BenchAction::Compare(compare)) => return compare_runs(compare, ctx),
-        Some(crate::cli::BenchAction::Bisect(bisect)) => return bisect_commits(*bisect, ctx),
+        Some(lockstep_cmdline::BenchAction::Compare(compare)) => return compare_runs(compare, ctx),
+        Some(lockstep_cmdline::BenchAction::Bisect(bisect)) => return bisect_commits(*bisect, ctx),
         None => {}
     }
     let request = Request {
@@ -53,7 +53,7 @@ pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
 }
 
 /// `lockstep bench compare BASE NEW`: exit 1 when a kernel regressed.
-fn compare_runs(args: crate::cli::BenchCompareArgs, ctx: &Ctx) -> Result<i32, Error> {
+fn compare_runs(args: lockstep_cmdline::BenchCompareArgs, ctx: &Ctx) -> Result<i32, Error> {
     use lockstep_bench::regressions;
     let rule = regressions::rule(&args.threshold, args.confidence)?;
     let (base, new) = regressions::load_sides(&args.base, &args.new, &ctx.cwd, ctx.sink())?;
@@ -64,7 +64,7 @@ fn compare_runs(args: crate::cli::BenchCompareArgs, ctx: &Ctx) -> Result<i32, Er
 
 /// `lockstep bench bisect`: the first commit whose packages made a kernel
 /// slower (lockstep-bench's bisect, handed lockstep-pkg's venvs).
-fn bisect_commits(args: crate::cli::BenchBisectArgs, ctx: &Ctx) -> Result<i32, Error> {
+fn bisect_commits(args: lockstep_cmdline::BenchBisectArgs, ctx: &Ctx) -> Result<i32, Error> {
     use lockstep_bench::bisect;
     let rule = bisect::rule(&args.threshold, args.max_repeats)?;
     let pkg: lockstep_pkg::config::PkgConfig = ctx.section()?;

@@ -5,8 +5,8 @@
 use lockstep_cache::{human, Policy};
 use lockstep_core::Error;
 
-use crate::cli;
 use crate::context::Ctx;
+use lockstep_cmdline as cli;
 
 pub fn run(cmd: cli::Cache, ctx: &Ctx) -> Result<i32, Error> {
     let cache = ctx.cache()?;

@@ -4,8 +4,8 @@
 use lockstep_ci::human;
 use lockstep_core::Error;
 
-use crate::cli;
 use crate::context::Ctx;
+use lockstep_cmdline as cli;
 
 /// The git URL and commit this binary was built from, when the build knew
 /// them (a clean clone with a remote a runner can reach; see build.rs).

@@ -3,8 +3,8 @@
 
 use lockstep_core::Error;
 
-use crate::cli::DemoArgs;
 use crate::context::Ctx;
+use lockstep_cmdline::DemoArgs;
 
 pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<i32, Error> {
     let ok = lockstep_demo::run(args.dir.as_deref(), ctx.sink(), &mut ctx.out())?;

@@ -10,8 +10,8 @@ use lockstep_history::collect::Recording;
 use lockstep_history::list::Listed;
 use lockstep_history::{human, import, HistoryConfig, Kind};
 
-use crate::cli;
 use crate::context::Ctx;
+use lockstep_cmdline as cli;
 
 /// `[history] dir`, relative to lockstep.toml's directory.
 pub(crate) fn configured_dir(ctx: &Ctx) -> Result<Option<PathBuf>, Error> {

@@ -3,8 +3,8 @@
 
 use lockstep_core::Error;
 
-use crate::cli::InitArgs;
 use crate::context::Ctx;
+use lockstep_cmdline::InitArgs;
 
 pub fn run(args: InitArgs, ctx: &Ctx) -> Result<i32, Error> {
     let dir = match &args.dir {

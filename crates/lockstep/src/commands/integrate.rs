@@ -13,8 +13,8 @@ use lockstep_integrate::outcome;
 use lockstep_integrate::search::LoopOptions;
 use lockstep_integrate::Integrate;
 
-use crate::cli;
 use crate::context::Ctx;
+use lockstep_cmdline as cli;
 
 pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
     let cfg: IntegrateConfig = ctx.section()?;
@@ -39,19 +39,28 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
     match cmd {
         cli::Integrate::Start {
             branch, no_fetch, ..
-        } => ctx.show(&ig.start(branch.as_deref(), !no_fetch)?, human::started),
-        cli::Integrate::Status { fetch, .. } => ctx.show(&ig.status(fetch)?, human::status),
+        } => ctx.show(
+            &lockstep_integrate::start::start(&ig, branch.as_deref(), !no_fetch)?,
+            human::started,
+        ),
+        cli::Integrate::Status { fetch, .. } => ctx.show(
+            &lockstep_integrate::status::status(&ig, fetch)?,
+            human::status,
+        ),
         cli::Integrate::Next {
             to,
             no_export,
             dry_run,
             ..
         } => {
-            let next = ig.next(&NextOptions {
-                to,
-                no_export,
-                dry_run,
-            })?;
+            let next = lockstep_integrate::advance::next(
+                &ig,
+                &NextOptions {
+                    to,
+                    no_export,
+                    dry_run,
+                },
+            )?;
             ctx.show(&next, human::next)?;
             Ok(outcome::next_exit(&next))
         }
@@ -86,7 +95,13 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 on_break: on_break.unwrap_or_default(),
                 bump_followers,
             };
-            let looped = ig.loop_and_publish_ready(&opts, publish && !dry_run, ready, None)?;
+            let looped = lockstep_integrate::outcome::loop_and_publish_ready(
+                &ig,
+                &opts,
+                publish && !dry_run,
+                ready,
+                None,
+            )?;
             let printed = ctx.show(&looped, human::loop_run);
             // Recorded whatever the end (a halt too), after the output.
             lockstep_history::recorder::finish(
@@ -105,12 +120,13 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
             on_break,
             ..
         } => {
-            let resumed = ig.resume(merge_main)?;
+            let resumed = lockstep_integrate::resume::resume(&ig, merge_main)?;
             if no_loop {
                 return ctx.show(&resumed, |r| human::resumed(r) + "\n");
             }
             let opts = outcome::resume_loop(&ig, on_break.unwrap_or_default());
-            let looped = ig.loop_and_publish(&opts, publish, Some(resumed))?;
+            let looped =
+                lockstep_integrate::outcome::loop_and_publish(&ig, &opts, publish, Some(resumed))?;
             ctx.show(&looped, human::loop_run)?;
             Ok(looped.exit())
         }
@@ -119,23 +135,31 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
             reason,
             no_export,
             ..
-        } => ctx.show(&ig.revert(&commit, &reason, !no_export)?, human::reverted),
-        cli::Integrate::Mark { unstable, .. } => {
-            ctx.show(&ig.mark(unstable.as_deref())?, human::marked)
-        }
-        cli::Integrate::Publish { ready, .. } => {
-            ctx.show(&ig.publish_with(ready)?, |p| human::published(p) + "\n")
-        }
-        cli::Integrate::Continue { dry_run, .. } => {
-            ctx.show(&ig.continue_open(dry_run)?, human::continued)
-        }
-        cli::Integrate::Export { .. } => ctx.show(&ig.export()?, |e| e.describe() + "\n"),
+        } => ctx.show(
+            &lockstep_integrate::revert::revert(&ig, &commit, &reason, !no_export)?,
+            human::reverted,
+        ),
+        cli::Integrate::Mark { unstable, .. } => ctx.show(
+            &lockstep_integrate::mark::mark(&ig, unstable.as_deref())?,
+            human::marked,
+        ),
+        cli::Integrate::Publish { ready, .. } => ctx.show(
+            &lockstep_integrate::publish::publish_with(&ig, ready)?,
+            |p| human::published(p) + "\n",
+        ),
+        cli::Integrate::Continue { dry_run, .. } => ctx.show(
+            &lockstep_integrate::continues::continue_open(&ig, dry_run)?,
+            human::continued,
+        ),
+        cli::Integrate::Export { .. } => ctx.show(&lockstep_integrate::export::export(&ig)?, |e| {
+            e.describe() + "\n"
+        }),
         cli::Integrate::Report { post, .. } => {
-            let halt = require_halt(ig.halt()?)?;
-            let report = ig.render(&halt);
+            let halt = require_halt(lockstep_integrate::halt::halt(&ig)?)?;
+            let report = lockstep_integrate::halt::render(&ig, &halt);
             ctx.result(&halt, |out| out.print(&report.text))?;
             if post {
-                ig.post_report(&report)?;
+                lockstep_integrate::outcome::post_report(&ig, &report)?;
             }
             Ok(0)
         }
@@ -159,7 +183,9 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 (None, None) => None,
             };
             let opts = match target {
-                Some(target) => ig.final_check_bisect(target, timeout)?,
+                Some(target) => {
+                    lockstep_integrate::check_bisect::final_check_bisect(&ig, target, timeout)?
+                }
                 None => BisectOptions {
                     good: good.unwrap_or_default(),
                     bad: bad.unwrap_or_default(),
@@ -169,13 +195,20 @@ pub fn run(cmd: cli::Integrate, ctx: &Ctx) -> Result<i32, Error> {
                 },
             };
             let result = if ci {
-                ig.bisect_ci(&opts, &outcome::ci_options(ci_timeout, ci_poll)?)?
+                lockstep_integrate::ci::bisect_ci(
+                    &ig,
+                    &opts,
+                    &outcome::ci_options(ci_timeout, ci_poll)?,
+                )?
             } else {
-                ig.bisect(&opts)?
+                lockstep_integrate::bisect::bisect(&ig, &opts)?
             };
             ctx.show(&result, human::bisected)
         }
-        cli::Integrate::Abort { all, .. } => ctx.show(&ig.abort(all)?, human::aborted),
+        cli::Integrate::Abort { all, .. } => ctx.show(
+            &lockstep_integrate::recover::abort(&ig, all)?,
+            human::aborted,
+        ),
         // Handled above, before the store is opened.
         cli::Integrate::Repair { .. } => Ok(0),
     }

@@ -18,8 +18,8 @@ mod toolchain;
 
 use lockstep_core::Error;
 
-use crate::cli::Command;
 use crate::context::Ctx;
+use lockstep_cmdline::Command;
 
 /// Runs the command; its exit status.
 pub fn dispatch(command: Command, ctx: &Ctx) -> Result<i32, Error> {
@@ -68,7 +68,7 @@ fn trees_whole(command: &Command, ctx: &Ctx) -> Vec<(&'static str, std::path::Pa
 /// of their runs. A default that cannot be found now is left to the
 /// command, which says what is wrong.
 fn history_dirs_read(command: &Command, ctx: &Ctx) -> Vec<(String, std::path::PathBuf)> {
-    use crate::cli::{BenchAction, History, Report};
+    use lockstep_cmdline::{BenchAction, History, Report};
     let configured = || history::configured_dir(ctx).ok().flatten();
     let found = |flag: &str, dir: Option<std::path::PathBuf>| {
         dir.map(|d| (flag.to_string(), ctx.cwd.join(d)))

@@ -12,8 +12,8 @@ use lockstep_pkg::{human, BuildRequest};
 use lockstep_python::venv::{self, From};
 use lockstep_python::{pylock, uv};
 
-use crate::cli;
 use crate::context::Ctx;
+use lockstep_cmdline as cli;
 
 pub fn run(cmd: cli::Pkg, ctx: &Ctx) -> Result<i32, Error> {
     match cmd {

@@ -4,8 +4,8 @@
 use lockstep_core::Error;
 use lockstep_preprocess::session::{self, Request};
 
-use crate::cli::PreprocessArgs;
 use crate::context::Ctx;
+use lockstep_cmdline::PreprocessArgs;
 
 pub fn run(args: PreprocessArgs, ctx: &Ctx) -> Result<i32, Error> {
     let loaded = ctx.loaded()?;

@@ -9,8 +9,8 @@ use lockstep_release::cut::Channel;
 use lockstep_release::human;
 use lockstep_release::settings::{self, Settings};
 
-use crate::cli::{self, ReleaseChannel};
 use crate::context::Ctx;
+use lockstep_cmdline::{self as cli, ReleaseChannel};
 
 pub fn run(cmd: cli::Release, ctx: &Ctx) -> Result<i32, Error> {
     let release: ReleaseConfig = ctx.section()?;
@@ -248,7 +248,10 @@ fn bump(
         (false, _) => bump::bump(&request, None)?,
         (true, true) => {
             let ig = lockstep_integrate::Integrate::open(&integrate, ctx.root()?, ctx.sink())?;
-            bump::bump(&request, Some(&mut ig.pin_smoke()?))?
+            bump::bump(
+                &request,
+                Some(&mut lockstep_integrate::probe::pin_smoke(&ig)?),
+            )?
         }
         (true, false) => {
             let argv = integrate.smoke.clone();

@@ -8,8 +8,8 @@ use lockstep_history::Kind;
 use lockstep_suite::results;
 use lockstep_suite::session::{self, Request};
 
-use crate::cli::TestArgs;
 use crate::context::Ctx;
+use lockstep_cmdline::TestArgs;
 
 pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
     let request = Request {

@@ -4,8 +4,8 @@ use lockstep_core::Error;
 use lockstep_iree::toolchain::{self, InstallRequest};
 use lockstep_iree::Toolchain;
 
-use crate::cli;
 use crate::context::Ctx;
+use lockstep_cmdline as cli;
 
 pub fn run(cmd: cli::Toolchain, ctx: &Ctx) -> Result<i32, Error> {
     match cmd {

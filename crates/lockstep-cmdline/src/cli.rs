@@ -3,7 +3,7 @@
 //! Which outputs a command has is said here once, by heading: every flag
 //! under [`OUTPUT`] is an output (a bare flag such as a query's `--json`
 //! writes standard output; a FILE may be `-`), every flag under [`INPUT`]
-//! names a file the command reads. `crate::outputs` derives each command
+//! names a file the command reads. [`crate::outputs`] derives each command
 //! line's output specification from these headings, so no table has to
 //! agree with them.
 
@@ -20,7 +20,11 @@ const GLOBAL: &str = "Global options";
 
 /// Release engineering for compiler projects that track a fast-moving upstream.
 #[derive(Debug, Parser)]
-#[command(name = "lockstep", version, about)]
+#[command(
+    name = "lockstep",
+    version,
+    about = "Release engineering for compiler projects that track a fast-moving upstream"
+)]
 pub struct Cli {
     /// Path of lockstep.toml (default: found by walking up from the current directory).
     #[arg(long, global = true, value_name = "PATH", help_heading = GLOBAL)]
