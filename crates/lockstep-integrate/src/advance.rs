@@ -356,6 +356,7 @@ pub(crate) fn conflict_halt(
             untracked_total,
             smoke: ig.cfg.smoke.clone(),
             pin: ig.pin_path().to_string(),
+            submodule: ig.pin_of().checkout_path().map(String::from),
             superproject: ig.superproject.dir().display().to_string(),
             link: ig.commit_link(&target.sha),
             report_path: String::new(),

@@ -61,8 +61,12 @@ pub struct Halt {
     pub untracked_total: usize,
     pub smoke: Vec<String>,
     /// The pin's path (a submodule, or the file holding the pin).
-    #[serde(alias = "submodule")]
+    #[serde(default)]
     pub pin: String,
+    /// The submodule's path when the pin is a submodule (none for a pin
+    /// kept in a file: there is no submodule to name).
+    #[serde(default)]
+    pub submodule: Option<String>,
     pub superproject: String,
     pub link: Option<String>,
     pub report_path: String,
@@ -87,7 +91,14 @@ pub fn error_summary(log: &str, cfg: &ReportConfig) -> (Vec<String>, usize) {
 }
 
 pub fn halt(ig: &Integrate) -> Result<Option<Halt>, Error> {
-    ig.store.get(HALT_RECORD)
+    let halt: Option<Halt> = ig.store.get(HALT_RECORD)?;
+    // A halt an earlier lockstep recorded names only its submodule.
+    Ok(halt.map(|mut h| {
+        if h.pin.is_empty() {
+            h.pin = h.submodule.clone().unwrap_or_default();
+        }
+        h
+    }))
 }
 
 pub fn clear_halt(ig: &Integrate) -> Result<(), Error> {

@@ -662,6 +662,7 @@ impl Search<'_, '_> {
                 untracked_total,
                 smoke: self.ig.cfg.smoke.clone(),
                 pin: self.ig.pin_path().to_string(),
+                submodule: self.ig.pin_of().checkout_path().map(String::from),
                 superproject: self.ig.superproject.dir().display().to_string(),
                 link: self.ig.commit_link(&probe.commit.sha),
                 report_path: String::new(),
