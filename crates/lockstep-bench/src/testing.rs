@@ -1,7 +1,7 @@
 //! Test support: the one signature of a command line. (The kernels' own
 //! tests, which compile and run them, live in lockstep-kernels; the
 //! verification run bench makes is covered end to end by
-//! `crates/lockstep/tests/bench.rs`.)
+//! `crates/lockstep/tests/testsuite/bench.rs`.)
 
 /// The one signature of a command line with one direction (panics otherwise).
 pub fn sig(line: &str) -> lockstep_kernels::OpSignature {

@@ -1,4 +1,4 @@
-//! lockstep's own release as the runners' lockstep: `lockstep-cmdline` at the
+//! lockstep's own release as the runners' lockstep: `lockstep-cli` at the
 //! version of the running binary, pinned by the sha256 of its wheels,
 //! looked up on the package index that hosts it.
 //!
@@ -38,7 +38,7 @@ pub fn index_from_env() -> String {
         .unwrap_or_else(|| DEFAULT_INDEX.to_string())
 }
 
-/// The wheels of `lockstep-cmdline` `version` on `index`, with their hashes.
+/// The wheels of `lockstep-cli` `version` on `index`, with their hashes.
 pub fn lookup(index: &str, version: &str) -> Result<Released, Error> {
     let base = index.trim_end_matches('/');
     let url = format!("{base}/{DISTRIBUTION}/");
@@ -87,9 +87,9 @@ pub fn lookup(index: &str, version: &str) -> Result<Released, Error> {
     })
 }
 
-/// The sha256 of each `lockstep_cmdline-VERSION-*.whl` an index page lists:
+/// The sha256 of each `lockstep_cli-VERSION-*.whl` an index page lists:
 /// PEP 691 JSON (`files[].filename`, `files[].hashes.sha256`), else PEP
-/// 503 HTML (`href="...lockstep_cmdline-VERSION-....whl#sha256=HEX"`).
+/// 503 HTML (`href="...lockstep_cli-VERSION-....whl#sha256=HEX"`).
 pub fn wheel_hashes(page: &str, version: &str) -> Vec<String> {
     let prefix = format!("{}-{version}-", DISTRIBUTION.replace('-', "_"));
     let is_hex = |h: &str| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
@@ -129,16 +129,16 @@ mod tests {
         let b = "B".repeat(64);
         let json = format!(
             r#"{{"files": [
-                {{"filename": "lockstep_cmdline-0.1.0-py3-none-manylinux_2_28_x86_64.whl", "hashes": {{"sha256": "{a}"}}}},
-                {{"filename": "lockstep_cmdline-0.1.0.tar.gz", "hashes": {{"sha256": "{a}"}}}},
-                {{"filename": "lockstep_cmdline-0.1.1-py3-none-any.whl", "hashes": {{"sha256": "{a}"}}}},
-                {{"filename": "lockstep_cmdline-0.1.0-py3-none-macosx_11_0_arm64.whl", "hashes": {{"sha256": "{b}"}}}},
-                {{"filename": "lockstep_cmdline-0.1.0-py3-none-any.whl", "hashes": {{"sha256": "short"}}}}
+                {{"filename": "lockstep_cli-0.1.0-py3-none-manylinux_2_28_x86_64.whl", "hashes": {{"sha256": "{a}"}}}},
+                {{"filename": "lockstep_cli-0.1.0.tar.gz", "hashes": {{"sha256": "{a}"}}}},
+                {{"filename": "lockstep_cli-0.1.1-py3-none-any.whl", "hashes": {{"sha256": "{a}"}}}},
+                {{"filename": "lockstep_cli-0.1.0-py3-none-macosx_11_0_arm64.whl", "hashes": {{"sha256": "{b}"}}}},
+                {{"filename": "lockstep_cli-0.1.0-py3-none-any.whl", "hashes": {{"sha256": "short"}}}}
             ]}}"#
         );
         assert_eq!(wheel_hashes(&json, "0.1.0"), [a.clone(), b.to_lowercase()]);
         let html = format!(
-            "<a href=\"../../files/lockstep_cmdline-0.1.0-py3-none-linux_x86_64.whl#sha256={a}\">x</a><a href=\"lockstep_cmdline-0.1.0.dev1-py3-none-any.whl#sha256={a}\">y</a>"
+            "<a href=\"../../files/lockstep_cli-0.1.0-py3-none-linux_x86_64.whl#sha256={a}\">x</a><a href=\"lockstep_cli-0.1.0.dev1-py3-none-any.whl#sha256={a}\">y</a>"
         );
         assert_eq!(wheel_hashes(&html, "0.1.0"), [a]);
         assert!(wheel_hashes("not a page", "0.1.0").is_empty());

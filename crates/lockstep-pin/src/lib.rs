@@ -25,7 +25,7 @@
 //!
 //! Adding a kind: its settings ([`Pin::from_settings`]), a variant of
 //! `Kind` and its arms in this crate, its docs (docs/integrate.md) and
-//! tests; nothing outside this crate changes (`tests/docs.rs` checks that no
+//! tests; nothing outside this crate changes (`tests/testsuite/docs.rs` checks that no
 //! other crate names a kind).
 
 mod archive;

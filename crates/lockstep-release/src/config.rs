@@ -64,7 +64,7 @@ pub struct ReleaseConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct BinaryConfig {
-    /// The distribution whose wheels carry it (`lockstep-cmdline`).
+    /// The distribution whose wheels carry it (`lockstep-cli`).
     pub package: String,
     /// The program's file name in the wheel's scripts (`lockstep`).
     pub script: String,

@@ -11,7 +11,7 @@
 //! emulator (`lockstep-actions`), and random carried stacks, real-shaped
 //! native packages, the loopback GitHub's Releases and CI and the fixture
 //! programs (`lockstep-testkit`, which builds on [`repos`]' public building
-//! blocks and plugs into [`github::Routes`]). `crates/lockstep/tests/docs.rs`
+//! blocks and plugs into [`github::Routes`]). `crates/lockstep/tests/testsuite/docs.rs`
 //! checks that neither is in the binary's dependencies.
 //!
 //! It knows git, not lockstep's engines: the demo's story (lockstep-demo)

@@ -10,7 +10,7 @@
 //!
 //! Dev-only, like `lockstep-actions`: a dev-dependency of the tests (and a
 //! dependency of the fuzz runner, which does not ship), never of a crate
-//! the released binary links (`crates/lockstep/tests/docs.rs` checks). What the demo needs stays in
+//! the released binary links (`crates/lockstep/tests/testsuite/docs.rs` checks). What the demo needs stays in
 //! `lockstep-sandbox`, whose repository building blocks (`repos::fast_import`,
 //! `repos::write_commit`, `repos::Layout` ...) these fixtures share.
 
