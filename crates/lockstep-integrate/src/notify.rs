@@ -241,12 +241,13 @@ fn status_error(var: &str, status: &StatusError) -> Error {
     if !status.excerpt().is_empty() {
         err = err.cause(format!("response: {}", status.excerpt()));
     }
-    let hint = match code {
-        401 | 403 | 404 => format!(
+    use lockstep_http::status::StatusClass;
+    let hint = match status.class() {
+        StatusClass::Unauthorized | StatusClass::Forbidden | StatusClass::NotFound => format!(
             "the webhook may have been deleted or its token changed: check the URL in ${var}"
         ),
-        429 => "the webhook is rate-limited: post again later".to_string(),
-        500..=599 => "the chat service failed: post again later".to_string(),
+        StatusClass::RateLimited => "the webhook is rate-limited: post again later".to_string(),
+        StatusClass::ServerError => "the chat service failed: post again later".to_string(),
         _ => format!("check the URL in ${var}"),
     };
     err.hint(hint)

@@ -130,26 +130,26 @@ fn merge_base_branch(
         return Ok(None);
     }
     let message = format!("Merge {remote}/{base_branch} into the integrate");
-    let merge =
-        ig.superproject
-            .try_git(&["merge", "--no-ff", "--no-edit", "-m", &message, &base])?;
-    if merge.code == 0 {
-        let merged = ig.superproject.head()?.to_string();
-        ig.info(format!(
-            "merged {remote}/{base_branch} ({})",
-            short(&merged)
-        ));
-        return Ok(Some(merged));
-    }
-    let conflicts = ig
+    let conflicts = match ig
         .superproject
-        .git(&["diff", "--name-only", "--diff-filter=U"])
-        .unwrap_or_default();
+        .merge(&["--no-ff", "--no-edit", "-m", &message, &base])
+    {
+        Ok(()) => {
+            let merged = ig.superproject.head()?.to_string();
+            ig.info(format!(
+                "merged {remote}/{base_branch} ({})",
+                short(&merged)
+            ));
+            return Ok(Some(merged));
+        }
+        Err(lockstep_git::GitError::Conflict { paths, .. }) => paths,
+        Err(other) => return Err(Error::from(other)),
+    };
     let aborted = ig.superproject.try_git(&["merge", "--abort"])?;
     let mut err = Error::failed(format!(
         "merging {remote}/{base_branch} into the integrate conflicts"
     ));
-    for file in conflicts.lines().filter(|l| !l.is_empty()) {
+    for file in &conflicts {
         err = err.cause(format!("conflict: {file}"));
     }
     if aborted.code != 0 {

@@ -552,14 +552,18 @@ fn one_match(
     path: &str,
     which: &str,
 ) -> Result<(String, std::ops::Range<usize>), Error> {
+    let line_of = |at: usize| text[..at].matches('\n').count() + 1;
     let mut found = re.captures_iter(text);
     let first = found.next();
-    let more = found.next().is_some();
-    match (first, more) {
-        (Some(caps), false) => {
+    let second = found.next();
+    match (first, second) {
+        (Some(caps), None) => {
             let group = caps.get(1).ok_or_else(|| {
-                Error::usage(format!("the {which} matched {path} but its group did not"))
-                    .hint("make the group match whenever the pattern does")
+                Error::usage(format!(
+                    "the {which} matched {path} (line {}) but its group did not",
+                    line_of(caps.get(0).map_or(0, |m| m.start()))
+                ))
+                .hint("make the group match whenever the pattern does")
             })?;
             Ok((group.as_str().to_string(), group.range()))
         }
@@ -568,9 +572,11 @@ fn one_match(
             re.as_str()
         ))
         .hint("check the pattern against the file: it must match the pin exactly once")),
-        (Some(_), true) => Err(Error::usage(format!(
-            "the {which} `{}` matches {path} more than once",
-            re.as_str()
+        (Some(a), Some(b)) => Err(Error::usage(format!(
+            "the {which} `{}` matches {path} more than once (lines {} and {})",
+            re.as_str(),
+            line_of(a.get(0).map_or(0, |m| m.start())),
+            line_of(b.get(0).map_or(0, |m| m.start()))
         ))
         .hint("make the pattern specific enough to match the pin exactly once")),
     }

@@ -63,6 +63,18 @@ fn zero_or_two_matches_are_errors_naming_the_file() {
     let twice = format!("{BZL}\n    LLVM_COMMIT = \"{}\"\n", "1".repeat(40));
     let err = pin.parse(&twice).unwrap_err();
     assert!(err.message.contains("more than once"), "{}", err.message);
+    // Both places are named by line, so the reader can see which to drop.
+    let last = twice.lines().count();
+    let first = twice
+        .lines()
+        .position(|l| l.contains("LLVM_COMMIT = \""))
+        .unwrap()
+        + 1;
+    assert!(
+        err.message.contains(&format!("(lines {first} and {last})")),
+        "{}",
+        err.message
+    );
     let err = pin
         .render(&twice, &"2".repeat(40), Some(&"3".repeat(64)))
         .unwrap_err();
