@@ -35,6 +35,11 @@ struct Args {
     /// Add inputs with new outcomes to the corpus.
     #[arg(long)]
     save: bool,
+    /// With --save, keep at most this many new inputs per target and run: a
+    /// target whose refusals quote the input finds a new outcome in nearly
+    /// every input, and the corpus is for inputs worth committing.
+    #[arg(long, default_value_t = 16)]
+    save_at_most: usize,
     /// Random seed (default: from the clock; printed so a run can be repeated).
     #[arg(long)]
     seed: Option<u64>,
@@ -111,7 +116,7 @@ fn fuzz_all(args: &Args) -> Result<bool, String> {
             report.slowest.as_secs_f64() * 1000.0
         );
         if args.save {
-            for input in &report.novel {
+            for input in report.novel.iter().take(args.save_at_most) {
                 run::save(&args.corpus, target.name, input).map_err(|e| e.to_string())?;
             }
         }

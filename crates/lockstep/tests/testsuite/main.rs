@@ -60,3 +60,4 @@ mod suite;
 mod suite_bad_input;
 mod suite_lit;
 mod toolchain;
+mod torch_ops_numpy;
