@@ -11,7 +11,7 @@ use lockstep_core::error::printable_line;
 use lockstep_core::Error;
 use lockstep_http::{parse_url, redacted, Client, ClientConfig, HttpError, Redirects, UrlRules};
 
-use crate::{Area, Cache, Key};
+use crate::{Area, Cache, Key, KeyBuilder};
 
 /// Longest a download may take.
 pub const TIMEOUT: Duration = Duration::from_secs(600);
@@ -50,6 +50,162 @@ pub fn fetch(cache: &Cache, url: &str, sha256: &str) -> Result<PathBuf, Error> {
         .file(DATA)
         .map(PathBuf::from)
         .ok_or_else(|| Error::failed(format!("internal: the download of {url} has no file")))
+}
+
+/// URL prefixes rewritten before anything is fetched (`[test.mirrors]`,
+/// `LOCKSTEP_TEST_MIRRORS`): a fleet's local copy of a blob host, or the
+/// only way a machine without the internet reaches the files. Entries are
+/// kept under the original URL, so a mirror and the origin share them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mirrors {
+    /// (from, to) prefixes, longest `from` first.
+    rules: Vec<(String, String)>,
+}
+
+impl Mirrors {
+    /// Mirrors from `(from, to)` pairs, each an http(s) URL prefix; `origin`
+    /// names where they were read from in an error.
+    pub fn new(
+        pairs: impl IntoIterator<Item = (String, String)>,
+        origin: &str,
+    ) -> Result<Mirrors, Error> {
+        let mut rules = Vec::new();
+        for (from, to) in pairs {
+            for side in [&from, &to] {
+                check_prefix(side, origin)?;
+            }
+            rules.push((from, to));
+        }
+        rules.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+        Ok(Mirrors { rules })
+    }
+
+    /// `LOCKSTEP_TEST_MIRRORS="FROM=TO,FROM=TO"`.
+    pub fn parse_env(text: &str) -> Result<Mirrors, Error> {
+        let pairs = text
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|pair| {
+                pair.split_once('=')
+                    .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
+                    .ok_or_else(|| {
+                        Error::usage(format!(
+                            "LOCKSTEP_TEST_MIRRORS entry `{}` is not FROM=TO",
+                            printable_line(pair)
+                        ))
+                        .hint("e.g. LOCKSTEP_TEST_MIRRORS=\"https://sharkpublic.blob.core.windows.net/=http://127.0.0.1:8000/\"")
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Mirrors::new(pairs, "LOCKSTEP_TEST_MIRRORS")
+    }
+
+    /// Where `url` is fetched from.
+    pub fn apply(&self, url: &str) -> String {
+        self.rules
+            .iter()
+            .find_map(|(from, to)| {
+                url.strip_prefix(from.as_str())
+                    .map(|rest| format!("{to}{rest}"))
+            })
+            .unwrap_or_else(|| url.to_string())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}
+
+/// A mirror side must be an http(s) URL prefix with a host, no
+/// credentials, no query: anything else would rewrite URLs into nonsense.
+fn check_prefix(prefix: &str, origin: &str) -> Result<(), Error> {
+    let refuse = |why: &str| {
+        Error::usage(format!(
+            "mirror `{}` in {origin} is not an http(s) URL prefix: {why}",
+            printable_line(prefix)
+        ))
+        .hint("a mirror maps a URL prefix to another, e.g. \"https://sharkpublic.blob.core.windows.net/\" = \"http://127.0.0.1:8000/\"")
+    };
+    let rest = prefix
+        .strip_prefix("https://")
+        .or_else(|| prefix.strip_prefix("http://"))
+        .ok_or_else(|| refuse("it does not start with http:// or https://"))?;
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() {
+        return Err(refuse("it has no host"));
+    }
+    if host.contains('@') {
+        return Err(refuse("it holds credentials"));
+    }
+    if prefix.contains(['?', '#']) || prefix.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(refuse(
+            "it holds a query, a fragment, spaces or control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// A file given by URL alone (iree-test-suites names expected outputs with
+/// no checksum): downloaded once into the downloads area under its URL,
+/// through `mirrors`, and reused until `refresh` asks for it again. Returns
+/// its path and the sha256 of what was fetched (for the results).
+pub fn fetch_unpinned(
+    cache: &Cache,
+    url: &str,
+    mirrors: &Mirrors,
+    refresh: bool,
+) -> Result<(PathBuf, String), Error> {
+    let key = KeyBuilder::new(Area::Downloads, 1)
+        .part("url", url)
+        .finish();
+    let slot = cache.bucket(Area::Downloads).slot(&key, None);
+    let kept = |entry: crate::Entry| {
+        let path = entry.file(DATA).map(PathBuf::from)?;
+        let sha = entry.meta()["sha256"].as_str()?.to_string();
+        Some((path, sha))
+    };
+    if !refresh {
+        if let Some(found) = slot.get().and_then(kept) {
+            return Ok(found);
+        }
+    }
+    let lock = slot.lock()?;
+    if !refresh {
+        if let Some(found) = lock.get().and_then(kept) {
+            return Ok(found);
+        }
+    }
+    let source = mirrors.apply(url);
+    let mut stage = lock.stage();
+    let temp = stage.path(DATA)?;
+    let sha = download_to(&source, &temp).map_err(|e| {
+        if source == url {
+            e
+        } else {
+            e.context(format!(
+                "{} is mirrored as {}",
+                printable_line(url),
+                printable_line(&source)
+            ))
+        }
+    })?;
+    let entry = stage.commit(
+        serde_json::json!({ "url": url, "fetched_from": redacted_text(&source), "sha256": sha }),
+    )?;
+    let path = entry
+        .file(DATA)
+        .map(PathBuf::from)
+        .ok_or_else(|| Error::failed(format!("internal: the download of {url} has no file")))?;
+    Ok((path, sha))
+}
+
+/// `url` with any credentials hidden, for what is written down.
+fn redacted_text(url: &str) -> String {
+    match parse_url(url, UrlRules::CHECKED_CONTENT) {
+        Ok(parsed) => redacted(&parsed).to_string(),
+        Err(_) => printable_line(url).into_owned(),
+    }
 }
 
 /// Streams `url` into `path` through lockstep-http (retried and resumed when

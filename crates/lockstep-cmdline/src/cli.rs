@@ -551,6 +551,9 @@ pub struct TestArgs {
     /// Compile only.
     #[arg(long, visible_alias = "compile-only")]
     pub skip_all_runs: bool,
+    /// Fetch again the files tests name by URL alone (torch_ops expected outputs), replacing the downloaded copies.
+    #[arg(long)]
+    pub refresh_downloads: bool,
     /// Rewrite the configs' expected-failure lists from this run's results.
     #[arg(long)]
     pub update_xfails: bool,

@@ -76,6 +76,59 @@ pub fn all() -> Vec<Target> {
             heavy: false,
         },
         Target {
+            name: "torch-case",
+            run: torch_case,
+            dictionary: &[
+                "{",
+                "}",
+                "[",
+                "]",
+                ":",
+                ",",
+                "\"Formula\"",
+                "\"shape\"",
+                "\"dtype\"",
+                "\"float16\"",
+                "\"bfloat16\"",
+                "\"int8\"",
+                "\"coeff\"",
+                "\"offset\"",
+                "\"flat_args\"",
+                "\"seed\"",
+                "\"mode\"",
+                "\"benchmark\"",
+                "\"compare\"",
+                "\"expected_output\"",
+                "\"url\"",
+                "\"value\"",
+                "\"https://h/x.npy\"",
+                "\"file_name\"",
+                "\"../x\"",
+                "-1",
+                "1e308",
+                "4294967296",
+                "null",
+            ],
+            heavy: false,
+        },
+        Target {
+            name: "npy",
+            run: npy,
+            dictionary: &[
+                "\u{93}NUMPY\u{1}\u{0}",
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                "'<f2'",
+                "'|b1'",
+                "'>f4'",
+                "True",
+                "(",
+                ")",
+                ",",
+                "18446744073709551615",
+            ],
+            heavy: false,
+        },
+        Target {
             name: "suite-config",
             run: suite_config,
             dictionary: &[
@@ -776,6 +829,50 @@ fn suite_config(input: &[u8]) -> Outcome {
     match lockstep_suite::sources::SuiteConfig::parse(&text(input), file) {
         Ok(_) => Outcome::Accepted,
         Err(e) => refused(&e.to_string(), file),
+    }
+}
+
+/// A torch_ops case file; an accepted one's small formulas are generated
+/// too (the bound on what a case can make lockstep allocate is the
+/// formula's, checked at parse time).
+fn torch_case(input: &[u8]) -> Outcome {
+    match lockstep_suite::torch_ops::parse(&text(input)) {
+        Ok(spec) => {
+            let mut random = lockstep_numpy::LegacyRandom::seed(spec.seed);
+            for arg in &spec.args {
+                if let lockstep_suite::torch_ops::Arg::Formula(f) = arg {
+                    if f.elements().is_ok_and(|n| n <= 4096) {
+                        let _ = f.generate(&mut random);
+                    }
+                }
+            }
+            Outcome::Accepted
+        }
+        // The caller names the file; the message says what is wrong in it.
+        Err(e) if e.is_empty() => Outcome::Unnamed(e),
+        Err(e) => Outcome::Refused(e.lines().next().unwrap_or("").to_string()),
+    }
+}
+
+/// A `.npy` file; an accepted one is compared with itself (allclose must
+/// find it close wherever it holds no NaN).
+fn npy(input: &[u8]) -> Outcome {
+    match lockstep_numpy::Array::from_npy(input) {
+        Ok(array) => {
+            let same = lockstep_numpy::allclose(
+                &array,
+                &array,
+                lockstep_numpy::Tolerance {
+                    equal_nan: true,
+                    ..Default::default()
+                },
+            );
+            match same {
+                Ok(lockstep_numpy::Verdict::Close) | Err(_) => Outcome::Accepted,
+                Ok(v) => Outcome::Unnamed(format!("an array is not close to itself: {v:?}")),
+            }
+        }
+        Err(e) => Outcome::Refused(e.to_string()),
     }
 }
 

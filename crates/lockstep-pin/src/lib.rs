@@ -141,7 +141,7 @@ impl Keys<'_> {
         );
         if given.len() > 1 {
             return Err(Error::usage(format!(
-                "{table} sets {}: one pin at a time",
+                "{table} in lockstep.toml sets {}: one pin at a time",
                 given.join(" and ")
             ))
             .hint(format!("keep one: {choices}")));
@@ -156,7 +156,7 @@ impl Keys<'_> {
                 Ok(pin)
             }
             (None, None, None) => Err(Error::usage(format!(
-                "{table}: give exactly one of {}, {} and {}",
+                "{table} in lockstep.toml: give exactly one of {}, {} and {}",
                 key("pin-file"),
                 key("submodule"),
                 key("pin")
@@ -249,7 +249,7 @@ impl Pin {
             (None, None) => Kind::File,
             (None, Some(_)) => {
                 return Err(Error::usage(format!(
-                    "{what}: `sha256` needs `pattern` (a checksum goes beside a pin inside a larger file)"
+                    "{what} in lockstep.toml: `sha256` needs `pattern` (a checksum goes beside a pin inside a larger file)"
                 ))
                 .hint("add pattern = 'NAME = \"([0-9a-f]{40})\"' for the commit, or drop sha256"))
             }
@@ -585,21 +585,32 @@ fn one_match(
 fn pattern(text: &str, what: &str) -> Result<Regex, Error> {
     if text.len() > MAX_PATTERN {
         return Err(Error::usage(format!(
-            "{what} is longer than {MAX_PATTERN} bytes"
+            "{what} in lockstep.toml is longer than {MAX_PATTERN} bytes"
         )));
     }
     let re = regex::RegexBuilder::new(text)
         .size_limit(1 << 20)
         .build()
         .map_err(|e| {
-            Error::usage(format!("{what} is not a regular expression"))
-                .cause(lockstep_core::error::printable(&e.to_string()).into_owned())
+            Error::usage(format!(
+                "{what} in lockstep.toml is not a regular expression"
+            ))
+            .cause(lockstep_core::error::printable(&e.to_string()).into_owned())
         })?;
     if re.captures_len() < 2 {
-        return Err(Error::usage(format!("{what} `{text}` has no group"))
-            .hint("put the value in the first group: NAME = \"([0-9a-f]{40})\""));
+        return Err(Error::usage(format!(
+            "{what} `{}` in lockstep.toml has no group",
+            quoted(text)
+        ))
+        .hint("put the value in the first group: NAME = \"([0-9a-f]{40})\""));
     }
     Ok(re)
+}
+
+/// A value from lockstep.toml, fit for a one-line message: escaped, at
+/// most 60 characters (a value can be any length).
+fn quoted(value: &str) -> String {
+    lockstep_core::error::shown(value, 60)
 }
 
 /// A pin's file: relative, below the top, not an option.
@@ -623,8 +634,8 @@ fn check_path(path: &str, what: &str) -> Result<(), Error> {
     };
     match why {
         Some(why) => Err(Error::usage(format!(
-            "{what} `{}`: {why}",
-            lockstep_core::error::printable_line(path)
+            "{what} `{}` in lockstep.toml: {why}",
+            quoted(path)
         ))
         .hint(
             "name the file by its path inside the repository, e.g. third_party/llvm/workspace.bzl",
@@ -638,7 +649,8 @@ fn check_path(path: &str, what: &str) -> Result<(), Error> {
 fn check_archive_url(template: &str, what: &str) -> Result<(), Error> {
     if !template.contains("{commit}") {
         return Err(Error::usage(format!(
-            "{what}.sha256.archive `{template}` has no {{commit}}"
+            "{what}.sha256.archive `{}` in lockstep.toml has no {{commit}}",
+            quoted(template)
         ))
         .hint("e.g. archive = \"https://github.com/llvm/llvm-project/archive/{commit}.tar.gz\""));
     }
@@ -652,7 +664,8 @@ fn check_archive_url(template: &str, what: &str) -> Result<(), Error> {
     )
     .map_err(|e| {
         Error::usage(format!(
-            "{what}.sha256.archive `{template}` is not a URL lockstep downloads"
+            "{what}.sha256.archive `{}` in lockstep.toml is not a URL lockstep downloads",
+            quoted(template)
         ))
         .cause(e.to_string())
         .hint("use an https URL (plain http only to this machine)")

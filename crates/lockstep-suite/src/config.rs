@@ -23,6 +23,9 @@ pub struct TestConfig {
     pub run_timeout: Duration,
     /// Named targets (`[test.targets.NAME]`), beside the built-in `cpu` and `cpu-sync`.
     pub targets: std::collections::BTreeMap<String, TargetConfig>,
+    /// URL prefix -> replacement for every file a test fetches by URL
+    /// (`LOCKSTEP_TEST_MIRRORS="FROM=TO,..."` wins over it).
+    pub mirrors: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for TestConfig {
@@ -34,6 +37,7 @@ impl Default for TestConfig {
             compile_timeout: Duration::from_secs(600),
             run_timeout: Duration::from_secs(300),
             targets: Default::default(),
+            mirrors: Default::default(),
         }
     }
 }

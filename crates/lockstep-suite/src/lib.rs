@@ -1,7 +1,7 @@
 //! Regression tests on the real IREE compiler and runtime.
 //!
-//! It owns test discovery (the iree-test-suites layout with its JSON/JSON5
-//! configs, and native `*.suite.toml` files), the target matrix, the scheduler
+//! It owns test discovery (the iree-test-suites layouts, onnx_ops-style and
+//! [`torch_ops`], with their JSON/JSON5 configs, and native `*.suite.toml` files), the target matrix, the scheduler
 //! that runs compile and run steps on N workers, its events, what it keeps
 //! in the shared cache and each test's last result ([`last_results`]). Its
 //! output formats (JUnit, JSON, Markdown) are [`results`]; the console and
@@ -23,5 +23,6 @@ pub mod results;
 pub mod runner;
 pub mod session;
 pub mod sources;
+pub mod torch_ops;
 pub mod walk;
 pub mod xfails;

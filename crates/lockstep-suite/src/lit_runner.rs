@@ -256,6 +256,7 @@ fn lit_step(
         message,
         output_tail: String::new(),
         metrics: None,
+        fetched: Vec::new(),
     }
 }
 

@@ -98,6 +98,17 @@ pub struct StepResult {
     pub output_tail: String,
     /// Benchmark figures, when this is a benchmark step.
     pub metrics: Option<Metrics>,
+    /// Files the step fetched by URL alone, with the sha256 of what was
+    /// fetched (torch_ops expected outputs: their suites give no checksum).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fetched: Vec<Fetched>,
+}
+
+/// A file fetched by URL, and what it held.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fetched {
+    pub url: String,
+    pub sha256: String,
 }
 
 /// What a benchmark step measured against its goldens.

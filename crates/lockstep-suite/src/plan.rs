@@ -197,6 +197,16 @@ pub struct Test {
     /// Why the test is skipped though selected (its target's device is not
     /// on this machine): with `compile` set, only the run is skipped.
     pub skip_reason: Option<String>,
+    /// A torch_ops case: its inputs are generated, its outputs compared.
+    pub torch: Option<TorchRun>,
+}
+
+/// What a torch_ops test runs with.
+#[derive(Debug, Clone)]
+pub struct TorchRun {
+    pub dir: PathBuf,
+    /// The case, or why it cannot be read (the test fails with it).
+    pub spec: Result<std::sync::Arc<crate::torch_ops::TorchSpec>, String>,
 }
 
 /// What to select.
@@ -342,6 +352,22 @@ pub fn plan(paths: &[PathBuf], sel: &Selection, sink: &dyn Sink) -> Result<Plann
             }
         }
     }
+    let mut torch_names = HashSet::new();
+    for root in paths.iter().filter(|r| r.is_dir()) {
+        for case in crate::torch_ops::find_cases(root, &lockstep_core::events::NullSink)? {
+            torch_names.insert(case.name.clone());
+            if sel.configs.is_empty() {
+                for target in &sel.targets {
+                    tests.push(torch_on_target(&case, target, sel));
+                }
+            } else {
+                for config in &sel.configs {
+                    tests.push(torch_on_config(&case, config, sel));
+                }
+            }
+        }
+    }
+    check_goldens(&sel.configs, &torch_names)?;
     let mut seen = HashSet::new();
     tests.retain(|t| seen.insert(t.id.clone()));
     tests.retain(|t| selected(t, sel));
@@ -379,6 +405,7 @@ fn lit_tests(suite: &Path, sel: &Selection) -> Result<Vec<Test>, Error> {
                 config: None,
                 lit: Some(case),
                 skip_reason: None,
+                torch: None,
             }
         })
         .collect())
@@ -452,6 +479,7 @@ fn layout_on_config(case: &LayoutCase, config: &SuiteConfig, sel: &Selection) ->
         config: Some(config.path.clone()),
         lit: None,
         skip_reason: None,
+        torch: None,
     }
 }
 
@@ -477,6 +505,177 @@ fn layout_on_target(case: &LayoutCase, target: &Target, sel: &Selection) -> Test
         config: None,
         lit: None,
         skip_reason: target.unavailable.clone(),
+        torch: None,
+    }
+}
+
+/// A golden time for a test no suite holds is a typo or a stale entry:
+/// said before anything runs, naming the config and the test.
+fn check_goldens(configs: &[SuiteConfig], torch_names: &HashSet<String>) -> Result<(), Error> {
+    if torch_names.is_empty() {
+        return Ok(());
+    }
+    for config in configs {
+        if let Some(unknown) = config
+            .golden_times_ms
+            .keys()
+            .find(|name| !torch_names.contains(*name))
+        {
+            let near = torch_names
+                .iter()
+                .min_by_key(|n| strsim_distance(n, unknown))
+                .cloned()
+                .unwrap_or_default();
+            return Err(Error::usage(format!(
+                "golden_times_ms in {} names `{}`, which is no torch_ops test of the suites given",
+                config.path.display(),
+                lockstep_core::error::printable_line(unknown)
+            ))
+            .hint(format!(
+                "tests are named <Class>/<case>, e.g. `{near}`; remove the entry or fix its name"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A torch_ops case on one iree-test-suites config.
+fn torch_on_config(
+    case: &crate::torch_ops::TorchCase,
+    config: &SuiteConfig,
+    sel: &Selection,
+) -> Test {
+    let listed = |list: &[String]| list.iter().any(|n| n == &case.name);
+    let (expect, expect_reason) = if sel.ignore_xfails {
+        (Expect::Pass, String::new())
+    } else if listed(&config.expected_compile_failures) {
+        (
+            Expect::CompileFail,
+            format!(
+                "listed in expected_compile_failures of {}",
+                config.path.display()
+            ),
+        )
+    } else if listed(&config.expected_run_failures) {
+        (
+            Expect::RunFail,
+            format!(
+                "listed in expected_run_failures of {}",
+                config.path.display()
+            ),
+        )
+    } else {
+        (Expect::Pass, String::new())
+    };
+    let mut t = torch_test(
+        case,
+        &config.config_name,
+        vec![config.config_name.clone()],
+        &config.iree_compile_flags,
+        (!listed(&config.skip_run_tests) && !sel.skip_all_runs)
+            .then_some(config.iree_run_module_flags.as_slice()),
+        Golden {
+            time_ms: config.golden_times_ms.get(&case.name).copied(),
+            factor: config.tolerance_factor.unwrap_or(1.1),
+        },
+    );
+    if listed(&config.skip_compile_tests) {
+        t.compile = None;
+    }
+    t.expect = expect;
+    t.expect_reason = expect_reason;
+    t.config = Some(config.path.clone());
+    t
+}
+
+/// A torch_ops case on one of lockstep's targets (no config given).
+fn torch_on_target(case: &crate::torch_ops::TorchCase, target: &Target, sel: &Selection) -> Test {
+    let mut markers = target.markers.clone();
+    markers.push(target.name.clone());
+    let mut t = torch_test(
+        case,
+        &target.name,
+        distinct(markers),
+        &target.compile_flags,
+        (!sel.skip_all_runs).then_some(target.run_flags.as_slice()),
+        Golden {
+            time_ms: None,
+            factor: 1.1,
+        },
+    );
+    if target.unavailable.is_some() {
+        t.compile = None;
+    }
+    t.skip_reason = target.unavailable.clone();
+    t
+}
+
+/// A benchmark case's golden time and the factor it may be exceeded by.
+struct Golden {
+    time_ms: Option<f64>,
+    factor: f64,
+}
+
+fn torch_test(
+    case: &crate::torch_ops::TorchCase,
+    group: &str,
+    mut markers: Vec<String>,
+    compile_flags: &[String],
+    run_flags: Option<&[String]>,
+    golden: Golden,
+) -> Test {
+    use crate::torch_ops::Mode;
+    markers.push("torch_ops".into());
+    let program = match &case.spec {
+        Ok(spec) => case.dir.join(&spec.program),
+        Err(_) => case.dir.join("test.mlir"),
+    };
+    let mode = case.spec.as_ref().map(|s| s.mode).unwrap_or(Mode::Compare);
+    let run = run_flags
+        .filter(|_| mode == Mode::Compare)
+        .map(|flags| RunSpec {
+            cwd: case.dir.clone(),
+            flags: flags.to_vec(),
+            files: Vec::new(),
+        });
+    let benchmark = run_flags
+        .filter(|_| mode == Mode::Benchmark)
+        .map(|flags| BenchSpec {
+            goldens: sources::BenchmarkGoldens {
+                time_ms: golden.time_ms,
+                tolerance: golden.factor,
+                dispatch_count: None,
+                vmfb_size: None,
+                repetitions: 3,
+                min_time_s: 0.05,
+            },
+            flags: flags.to_vec(),
+        });
+    if mode == Mode::Benchmark {
+        markers.push("benchmark".into());
+    }
+    Test {
+        id: format!("{} [{group}]", case.name),
+        case: case.name.clone(),
+        group: group.to_string(),
+        markers: distinct(markers),
+        compile: Some(CompileSpec {
+            source: Source::File(program),
+            flags: compile_flags.to_vec(),
+            cwd: case.dir.clone(),
+            statistics: false,
+        }),
+        run,
+        benchmark,
+        expect: Expect::Pass,
+        expect_reason: String::new(),
+        config: None,
+        lit: None,
+        skip_reason: None,
+        torch: Some(TorchRun {
+            dir: case.dir.clone(),
+            spec: case.spec.clone(),
+        }),
     }
 }
 
@@ -584,6 +783,7 @@ fn native_test(suite: &NativeSuite, test: &NativeTest, target: &Target, sel: &Se
         config: None,
         lit: None,
         skip_reason: target.unavailable.clone(),
+        torch: None,
     }
 }
 

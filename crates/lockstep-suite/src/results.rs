@@ -794,6 +794,7 @@ mod tests {
                 String::new()
             },
             metrics: None,
+            fetched: Vec::new(),
         }
     }
 

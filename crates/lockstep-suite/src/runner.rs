@@ -40,6 +40,8 @@ pub struct RunOptions {
     pub lit: Option<crate::lit::LitProgram>,
     /// Compile nothing: every module comes from the cache (a bundle's).
     pub no_compile: bool,
+    /// How files named by URL (torch_ops expected outputs) are fetched.
+    pub downloads: crate::torch_ops::Downloads,
 }
 
 /// A compile's result, shared by the tests that need it.
@@ -137,6 +139,7 @@ pub fn run(
         sources: &sources,
         toolchain,
         cache: compiles_area.as_ref(),
+        whole: cache,
         opts,
         sink,
         total,
@@ -233,6 +236,11 @@ fn compiles(tests: &[Test], toolchain: &Toolchain, cache: &Cache) -> Compiles {
             keys.push(None);
             continue;
         };
+        if let Some(Err(why)) = t.torch.as_ref().map(|torch| &torch.spec) {
+            early[i] = Some(failed_before_compile(t, why));
+            keys.push(None);
+            continue;
+        }
         let (path, digest) = match resolved
             .entry(spec.source.clone())
             .or_insert_with(|| resolve_source(&spec.source, cache))
@@ -272,6 +280,8 @@ struct Ctx<'a> {
     toolchain: &'a Toolchain,
     /// The compile area (`None` with --no-cache).
     cache: Option<&'a Bucket>,
+    /// The whole cache (its downloads area).
+    whole: &'a Cache,
     opts: &'a RunOptions,
     sink: &'a dyn Sink,
     total: usize,
@@ -677,13 +687,17 @@ fn run_module(ctx: &Ctx, t: &Test, compiled: &Compiled) -> StepResult {
     let failed = |command: String, log: Option<PathBuf>, message: String| {
         step(StepKind::Run, StepStatus::Failed, command, log, message)
     };
+    let io = match torch_io(ctx, t, true) {
+        Ok(io) => io,
+        Err(why) => return failed(String::new(), None, why),
+    };
     let invocation = match ctx.toolchain.run_module(&RunModule {
         module,
         device: None,
-        function: None,
+        function: io.function.as_deref(),
         flags: &spec.flags,
-        inputs: &[],
-        outputs: &[],
+        inputs: &io.inputs,
+        outputs: &io.outputs,
     }) {
         Ok(invocation) => invocation,
         Err(e) => return failed(String::new(), None, e.to_string()),
@@ -734,11 +748,72 @@ fn run_module(ctx: &Ctx, t: &Test, compiled: &Compiled) -> StepResult {
             ),
         ),
     };
+    // torch_ops: the outputs against the expected ones (numpy's allclose).
+    let (status, message) = match (&status, t.torch.as_ref().and_then(|r| r.spec.as_ref().ok())) {
+        (StepStatus::Passed, Some(torch)) => {
+            match crate::torch_ops::compare(torch, &io.outputs, &io.expected) {
+                Ok(()) => (status, message),
+                Err(why) => (
+                    StepStatus::Failed,
+                    format!("outputs differ from the expected outputs: {why}"),
+                ),
+            }
+        }
+        _ => (status, message),
+    };
     StepResult {
         seconds: done.elapsed.as_secs_f64(),
         output_tail: done.tail(30),
+        fetched: io.fetched,
         ..step(StepKind::Run, status, command, Some(log), message)
     }
+}
+
+/// A torch_ops test's function, inputs (generated), output files and
+/// expected outputs (fetched); nothing for other tests.
+#[derive(Default)]
+struct TorchIo {
+    function: Option<String>,
+    inputs: Vec<String>,
+    outputs: Vec<PathBuf>,
+    expected: Vec<PathBuf>,
+    /// Files fetched by URL alone, with what they held.
+    fetched: Vec<crate::model::Fetched>,
+}
+
+fn torch_io(ctx: &Ctx, t: &Test, with_outputs: bool) -> Result<TorchIo, String> {
+    let Some(torch) = &t.torch else {
+        return Ok(TorchIo::default());
+    };
+    let spec = torch.spec.as_ref().map_err(|why| why.clone())?;
+    let io_dir = ctx.opts.run_dir.join("io").join(file_stem(&t.id));
+    let mut io = TorchIo {
+        function: Some(spec.function.clone()),
+        inputs: crate::torch_ops::write_inputs(
+            spec,
+            &torch.dir,
+            &io_dir,
+            ctx.whole,
+            &ctx.opts.downloads,
+        )?,
+        ..TorchIo::default()
+    };
+    if with_outputs {
+        for (i, file) in spec.expected.iter().enumerate() {
+            let (path, sha256) =
+                crate::torch_ops::resolve(file, &torch.dir, ctx.whole, &ctx.opts.downloads)
+                    .map_err(|why| format!("expected output {i}: {why}"))?;
+            if let (crate::torch_ops::FileRef::Url(url), Some(sha256)) = (file, sha256) {
+                io.fetched.push(crate::model::Fetched {
+                    url: url.clone(),
+                    sha256,
+                });
+            }
+            io.expected.push(path);
+            io.outputs.push(io_dir.join(format!("output_{i}.npy")));
+        }
+    }
+    Ok(io)
 }
 
 /// The benchmark step; a failure to start it is a failed step, not an
@@ -768,13 +843,17 @@ fn benchmark(
         );
     };
     let g = &bench.goldens;
+    let io = match torch_io(ctx, t, false) {
+        Ok(io) => io,
+        Err(why) => return failed(String::new(), None, why),
+    };
     let invocation = match ctx.toolchain.benchmark_module(&Benchmark {
         run: RunModule {
             module,
             device: None,
-            function: None,
+            function: io.function.as_deref(),
             flags: &bench.flags,
-            inputs: &[],
+            inputs: &io.inputs,
             outputs: &[],
         },
         repetitions: g.repetitions.max(1) as u64,
@@ -786,7 +865,12 @@ fn benchmark(
         // A missing iree-benchmark-module fails this step only.
         Err(e) => return failed(String::new(), None, e.to_string()),
     };
-    let cwd = t.run.as_ref().map(|r| r.cwd.clone()).unwrap_or_default();
+    let cwd = t
+        .run
+        .as_ref()
+        .map(|r| r.cwd.clone())
+        .or_else(|| t.torch.as_ref().map(|r| r.dir.clone()))
+        .unwrap_or_default();
     let log = ctx
         .opts
         .run_dir
@@ -1005,6 +1089,7 @@ fn step(
         message,
         output_tail: String::new(),
         metrics: None,
+        fetched: Vec::new(),
     }
 }
 

@@ -55,6 +55,8 @@ pub struct Request {
     pub bundle: Option<PathBuf>,
     /// `--from-bundle DIR`: run the tests of the bundle in DIR.
     pub from_bundle: Option<PathBuf>,
+    /// `--refresh-downloads`: fetch files named by URL alone again.
+    pub refresh_downloads: bool,
 }
 
 impl Request {
@@ -362,6 +364,10 @@ pub fn plan(
     let jobs = lockstep_core::pool::jobs(req.jobs, "-j")?;
     let compile_timeout = timeout(req.timeout, cfg.compile_timeout)?;
     let run_timeout = timeout(req.timeout, cfg.run_timeout)?;
+    let downloads = crate::torch_ops::Downloads {
+        mirrors: mirrors(cfg, origin)?,
+        refresh: req.refresh_downloads,
+    };
     let history = LastResults::open(cwd)?;
     let last_failed = match req.last_failed {
         false => None,
@@ -421,6 +427,7 @@ pub fn plan(
             run_dir,
             lit: req.lit.clone(),
             no_compile: false,
+            downloads,
         },
         update_xfails: req.update_xfails,
     })
@@ -587,6 +594,19 @@ fn suite_paths(
 
 /// The per-process timeout of `--timeout SECS`, else `default`; 0 is
 /// refused (every process would be stopped at once).
+/// The URL rewrites of this run: `LOCKSTEP_TEST_MIRRORS` when set (it wins:
+/// a fleet's machines set it without editing the project), else `[test.mirrors]`.
+fn mirrors(cfg: &TestConfig, origin: &Path) -> Result<lockstep_cache::download::Mirrors, Error> {
+    use lockstep_cache::download::Mirrors;
+    match std::env::var("LOCKSTEP_TEST_MIRRORS") {
+        Ok(text) if !text.trim().is_empty() => Mirrors::parse_env(&text),
+        _ => Mirrors::new(
+            cfg.mirrors.iter().map(|(a, b)| (a.clone(), b.clone())),
+            &format!("[test.mirrors] of {}", origin.display()),
+        ),
+    }
+}
+
 fn timeout(flag: Option<u64>, default: Duration) -> Result<Duration, Error> {
     match flag {
         Some(0) => Err(

@@ -34,6 +34,13 @@ pub struct SuiteConfig {
     pub expected_compile_failures: Vec<String>,
     #[serde(default)]
     pub expected_run_failures: Vec<String>,
+    /// torch_ops benchmarks: each test's golden time in milliseconds.
+    #[serde(default)]
+    pub golden_times_ms: BTreeMap<String, f64>,
+    /// torch_ops benchmarks pass when golden x this >= the measured time
+    /// (default 1.1).
+    #[serde(default)]
+    pub tolerance_factor: Option<f64>,
     /// Where it was read from (for `--update-xfails` and messages).
     #[serde(skip)]
     pub path: PathBuf,
@@ -62,9 +69,27 @@ impl SuiteConfig {
             };
             Error::usage(format!("invalid suite config at {location}"))
                 .cause(message)
-                .hint("keys: config_name, iree_compile_flags, iree_run_module_flags, skip_compile_tests, skip_run_tests, expected_compile_failures, expected_run_failures")
+                .hint("keys: config_name, iree_compile_flags, iree_run_module_flags, skip_compile_tests, skip_run_tests, expected_compile_failures, expected_run_failures, golden_times_ms, tolerance_factor")
         })?;
         check_name(&config.config_name, "config", origin)?;
+        for (test, ms) in &config.golden_times_ms {
+            if !ms.is_finite() || *ms <= 0.0 {
+                return Err(Error::usage(format!(
+                    "golden_times_ms of `{}` in {} is {ms}, not a time in milliseconds > 0",
+                    printable_line(test),
+                    origin.display()
+                )));
+            }
+        }
+        if let Some(f) = config.tolerance_factor {
+            if !f.is_finite() || f <= 0.0 {
+                return Err(Error::usage(format!(
+                    "tolerance_factor in {} is {f}, not a number > 0",
+                    origin.display()
+                ))
+                .hint("1.1 (the default) lets a benchmark be 10% slower than its golden time"));
+            }
+        }
         config.path = origin.to_path_buf();
         // iree-test-suites writes JSON5 into files named .json: accepted,
         // and said, since a strict JSON reader of the same file would fail.

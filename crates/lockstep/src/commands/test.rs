@@ -26,6 +26,7 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         ignore_xfails: args.ignore_xfails,
         skip_all_runs: args.skip_all_runs,
         update_xfails: args.update_xfails,
+        refresh_downloads: args.refresh_downloads,
         bundle: args.bundle.map(|d| ctx.cwd.join(d)),
         from_bundle: args.from_bundle.map(|d| ctx.cwd.join(d)),
         ..Request::default()

@@ -234,7 +234,8 @@ fn a_pattern_that_does_not_match_once_is_refused_before_anything_moves() {
     );
     let out = expect(&mut p.cmd(&["integrate", "status"]), 2);
     assert!(
-        stderr(&out).contains("[integrate] sets pin and pin-file: one pin at a time"),
+        stderr(&out)
+            .contains("[integrate] in lockstep.toml sets pin and pin-file: one pin at a time"),
         "{}",
         stderr(&out)
     );

@@ -60,4 +60,5 @@ mod suite;
 mod suite_bad_input;
 mod suite_lit;
 mod toolchain;
+mod torch_ops;
 mod torch_ops_numpy;
