@@ -24,6 +24,17 @@ const DATA: &str = "data";
 
 /// The local copy of `url`, whose content must have `sha256`.
 pub fn fetch(cache: &Cache, url: &str, sha256: &str) -> Result<PathBuf, Error> {
+    fetch_mirrored(cache, url, sha256, &Mirrors::default())
+}
+
+/// [`fetch`], the file fetched from where `mirrors` send its URL (the
+/// digest decides what is kept, wherever it came from).
+pub fn fetch_mirrored(
+    cache: &Cache,
+    url: &str,
+    sha256: &str,
+    mirrors: &Mirrors,
+) -> Result<PathBuf, Error> {
     let key = Key::parse(sha256).ok_or_else(|| {
         Error::usage(format!("sha256 `{sha256}` for {url} is not 64 hex digits"))
             .hint("give the sha256 of the file's content (e.g. from `sha256sum FILE`)")
@@ -38,7 +49,7 @@ pub fn fetch(cache: &Cache, url: &str, sha256: &str) -> Result<PathBuf, Error> {
     }
     let mut stage = lock.stage();
     let temp = stage.path(DATA)?;
-    let got = download_to(url, &temp)?;
+    let got = download_to(&mirrors.apply(url), &temp)?;
     if got != key.as_str() {
         return Err(Error::failed(format!(
             "download of {url} has sha256 {got}, expected {key}; nothing was cached"

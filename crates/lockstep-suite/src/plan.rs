@@ -199,6 +199,9 @@ pub struct Test {
     pub skip_reason: Option<String>,
     /// A torch_ops case: its inputs are generated, its outputs compared.
     pub torch: Option<TorchRun>,
+    /// Parameter files handed to the run and benchmark as
+    /// `--parameters=SCOPE=PATH` (native tests' `parameters`).
+    pub parameters: Vec<(String, Source)>,
 }
 
 /// What a torch_ops test runs with.
@@ -406,6 +409,7 @@ fn lit_tests(suite: &Path, sel: &Selection) -> Result<Vec<Test>, Error> {
                 lit: Some(case),
                 skip_reason: None,
                 torch: None,
+                parameters: Vec::new(),
             }
         })
         .collect())
@@ -480,6 +484,7 @@ fn layout_on_config(case: &LayoutCase, config: &SuiteConfig, sel: &Selection) ->
         lit: None,
         skip_reason: None,
         torch: None,
+        parameters: Vec::new(),
     }
 }
 
@@ -506,6 +511,7 @@ fn layout_on_target(case: &LayoutCase, target: &Target, sel: &Selection) -> Test
         lit: None,
         skip_reason: target.unavailable.clone(),
         torch: None,
+        parameters: Vec::new(),
     }
 }
 
@@ -676,6 +682,7 @@ fn torch_test(
             dir: case.dir.clone(),
             spec: case.spec.clone(),
         }),
+        parameters: Vec::new(),
     }
 }
 
@@ -784,6 +791,20 @@ fn native_test(suite: &NativeSuite, test: &NativeTest, target: &Target, sel: &Se
         lit: None,
         skip_reason: target.unavailable.clone(),
         torch: None,
+        parameters: test
+            .parameters
+            .iter()
+            .map(|p| {
+                let source = match (&p.file, &p.url, &p.sha256) {
+                    (None, Some(url), Some(sha)) => Source::Url {
+                        url: url.clone(),
+                        sha256: sha.to_lowercase(),
+                    },
+                    _ => Source::File(dir.join(p.file.as_deref().unwrap_or_default())),
+                };
+                (p.scope.clone(), source)
+            })
+            .collect(),
     }
 }
 

@@ -85,7 +85,7 @@ pub fn run(
         keys,
         sources,
         early,
-    } = compiles(tests, toolchain, cache);
+    } = compiles(tests, toolchain, cache, &opts.downloads.mirrors);
     let mut queue = VecDeque::new();
     let mut queued = std::collections::HashSet::new();
     for k in keys.iter().flatten() {
@@ -223,7 +223,12 @@ struct Compiles {
 }
 
 /// Resolves sources (downloads happen here, once each) and compile keys.
-fn compiles(tests: &[Test], toolchain: &Toolchain, cache: &Cache) -> Compiles {
+fn compiles(
+    tests: &[Test],
+    toolchain: &Toolchain,
+    cache: &Cache,
+    mirrors: &lockstep_cache::download::Mirrors,
+) -> Compiles {
     let mut keys: Vec<Option<String>> = Vec::with_capacity(tests.len());
     let mut sources: HashMap<String, (PathBuf, Vec<String>, PathBuf, bool)> = HashMap::new();
     let mut early: Vec<Option<TestResult>> = vec![None; tests.len()];
@@ -243,7 +248,7 @@ fn compiles(tests: &[Test], toolchain: &Toolchain, cache: &Cache) -> Compiles {
         }
         let (path, digest) = match resolved
             .entry(spec.source.clone())
-            .or_insert_with(|| resolve_source(&spec.source, cache))
+            .or_insert_with(|| resolve_source(&spec.source, cache, mirrors))
         {
             Ok(found) => found.clone(),
             Err(msg) => {
@@ -382,7 +387,11 @@ fn finished_event(r: &TestResult, done: usize, total: usize) -> TestEvent {
 }
 
 /// The source's local path and sha256 (raw bytes).
-fn resolve_source(source: &Source, cache: &Cache) -> Result<(PathBuf, Vec<u8>), String> {
+fn resolve_source(
+    source: &Source,
+    cache: &Cache,
+    mirrors: &lockstep_cache::download::Mirrors,
+) -> Result<(PathBuf, Vec<u8>), String> {
     let (path, hex_digest) = match source {
         Source::File(p) if p.is_file() => {
             let (digest, _) = lockstep_core::fs::sha256_tree_file(
@@ -396,7 +405,8 @@ fn resolve_source(source: &Source, cache: &Cache) -> Result<(PathBuf, Vec<u8>), 
         Source::File(p) => return Err(format!("source file {} {}", p.display(), not_a_file(p))),
         // fetch verified the file against this digest.
         Source::Url { url, sha256 } => (
-            lockstep_cache::download::fetch(cache, url, sha256).map_err(|e| e.to_string())?,
+            lockstep_cache::download::fetch_mirrored(cache, url, sha256, mirrors)
+                .map_err(|e| e.to_string())?,
             sha256.trim().to_lowercase(),
         ),
     };
@@ -691,11 +701,15 @@ fn run_module(ctx: &Ctx, t: &Test, compiled: &Compiled) -> StepResult {
         Ok(io) => io,
         Err(why) => return failed(String::new(), None, why),
     };
+    let flags = match parameter_flags(ctx, t) {
+        Ok(extra) => [spec.flags.clone(), extra].concat(),
+        Err(why) => return failed(String::new(), None, why),
+    };
     let invocation = match ctx.toolchain.run_module(&RunModule {
         module,
         device: None,
         function: io.function.as_deref(),
-        flags: &spec.flags,
+        flags: &flags,
         inputs: &io.inputs,
         outputs: &io.outputs,
     }) {
@@ -767,6 +781,65 @@ fn run_module(ctx: &Ctx, t: &Test, compiled: &Compiled) -> StepResult {
         fetched: io.fetched,
         ..step(StepKind::Run, status, command, Some(log), message)
     }
+}
+
+/// `--parameters=SCOPE=PATH` for each of the test's parameter files: a
+/// file beside the suite (a regular file), or one fetched by URL into the
+/// downloads area and checked against its sha256 (once, whatever the number
+/// of tests and runs that name it).
+fn parameter_flags(ctx: &Ctx, t: &Test) -> Result<Vec<String>, String> {
+    t.parameters
+        .iter()
+        .enumerate()
+        .map(|(i, (scope, source))| {
+            let path = match source {
+                Source::File(p) if p.is_file() => p.clone(),
+                Source::File(p) => {
+                    return Err(format!("parameter file {} {}", p.display(), not_a_file(p)))
+                }
+                Source::Url { url, sha256 } => {
+                    let kept = lockstep_cache::download::fetch_mirrored(
+                        ctx.whole,
+                        url,
+                        sha256,
+                        &ctx.opts.downloads.mirrors,
+                    )
+                    .map_err(|e| format!("parameters of scope `{scope}`: {e}"))?;
+                    named_for_iree(ctx, t, i, url, &kept)?
+                }
+            };
+            Ok(format!("--parameters={scope}={}", path.display()))
+        })
+        .collect()
+}
+
+/// IREE picks a parameter file's format by its extension, and the
+/// downloads area names files by their digest: a link in the run
+/// directory gives the downloaded file the extension its URL has
+/// (`.irpa` when the URL has none IREE reads).
+fn named_for_iree(
+    ctx: &Ctx,
+    t: &Test,
+    i: usize,
+    url: &str,
+    kept: &Path,
+) -> Result<PathBuf, String> {
+    let path_part = url.split(['?', '#']).next().unwrap_or(url);
+    let ext = [".irpa", ".gguf", ".safetensors"]
+        .into_iter()
+        .find(|e| path_part.ends_with(e))
+        .unwrap_or(".irpa");
+    let dir = ctx.opts.run_dir.join("parameters").join(file_stem(&t.id));
+    let link = dir.join(format!("{i}{ext}"));
+    fs_err::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    match std::fs::read_link(&link) {
+        Ok(target) if target == kept => return Ok(link),
+        Ok(_) => fs_err::remove_file(&link).map_err(|e| e.to_string())?,
+        Err(_) => {}
+    }
+    std::os::unix::fs::symlink(kept, &link)
+        .map_err(|e| format!("cannot link {} for IREE: {e}", link.display()))?;
+    Ok(link)
 }
 
 /// A torch_ops test's function, inputs (generated), output files and
@@ -847,12 +920,16 @@ fn benchmark(
         Ok(io) => io,
         Err(why) => return failed(String::new(), None, why),
     };
+    let flags = match parameter_flags(ctx, t) {
+        Ok(extra) => [bench.flags.clone(), extra].concat(),
+        Err(why) => return failed(String::new(), None, why),
+    };
     let invocation = match ctx.toolchain.benchmark_module(&Benchmark {
         run: RunModule {
             module,
             device: None,
             function: io.function.as_deref(),
-            flags: &bench.flags,
+            flags: &flags,
             inputs: &io.inputs,
             outputs: &[],
         },

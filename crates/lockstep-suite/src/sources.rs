@@ -283,7 +283,63 @@ impl NativeTest {
         if let Some(b) = &self.benchmark {
             b.validate(&self.name, path)?;
         }
+        self.check_parameters(path)?;
         self.check_source(path)
+    }
+
+    /// Each parameter file: a scope IREE reads back (letters, digits, `_`,
+    /// `-`, `.`), and exactly one of `file` and `url` (with its sha256).
+    fn check_parameters(&self, path: &Path) -> Result<(), Error> {
+        let bad = |why: String| {
+            Error::usage(format!("test `{}` in {}: {why}", self.name, path.display()))
+                .hint("parameters = [{ scope = \"model\", url = \"https://...\", sha256 = \"<hex>\" }] or [{ scope = \"model\", file = \"weights.irpa\" }]")
+        };
+        if self.parameters.len() > MAX_PARAMETERS {
+            return Err(bad(format!("more than {MAX_PARAMETERS} parameter files")));
+        }
+        for p in &self.parameters {
+            let scope_ok = !p.scope.is_empty()
+                && p.scope.len() <= 128
+                && p.scope
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+            if !scope_ok {
+                return Err(bad(format!(
+                    "parameter scope `{}` must be letters, digits, `_`, `-` or `.`",
+                    printable_line(&p.scope)
+                )));
+            }
+            match (&p.file, &p.url, &p.sha256) {
+                (Some(_), None, None) => {}
+                (None, Some(url), Some(sha)) => {
+                    if !(url.starts_with("https://") || url.starts_with("http://")) {
+                        return Err(bad(format!(
+                            "parameter url `{}` is not an http(s) URL",
+                            printable_line(url)
+                        )));
+                    }
+                    if !(sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit())) {
+                        return Err(bad(format!(
+                            "parameter sha256 `{}` is not a sha256 digest",
+                            printable_line(sha)
+                        )));
+                    }
+                }
+                (None, Some(_), None) => {
+                    return Err(bad(format!(
+                        "parameters of scope `{}` have a url but no sha256",
+                        p.scope
+                    )))
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "parameters of scope `{}` need exactly one of `file` or `url`",
+                        p.scope
+                    )))
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check_sha256(&self, sha: &str, path: &Path) -> Result<(), Error> {
@@ -379,7 +435,25 @@ pub struct NativeTest {
     #[serde(default)]
     pub targets: BTreeMap<String, TargetOverride>,
     pub benchmark: Option<BenchmarkGoldens>,
+    /// Parameter files (`.irpa`, `.safetensors`, `.gguf`) handed to the
+    /// module as `--parameters=SCOPE=PATH`.
+    #[serde(default)]
+    pub parameters: Vec<ParameterFile>,
 }
+
+/// `parameters = [{ scope = "model", url = "...", sha256 = "..." }]` or
+/// `{ scope = "model", file = "weights.irpa" }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParameterFile {
+    pub scope: String,
+    pub file: Option<String>,
+    pub url: Option<String>,
+    pub sha256: Option<String>,
+}
+
+/// The most parameter files one test may name.
+const MAX_PARAMETERS: usize = 64;
 
 fn default_function() -> String {
     "main".into()

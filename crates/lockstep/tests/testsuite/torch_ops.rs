@@ -406,3 +406,139 @@ fn bad_torch_ops_configs_and_mirrors_are_refused_before_anything_runs() {
     );
     refused(&[], &["mirror `ftp://b.example/`", "[test.mirrors]"]);
 }
+
+/// `a + w`, `w` a parameter of scope `model`.
+const WITH_PARAMETER: &str =
+    "util.global private @w = #flow.parameter.named<\"model\"::\"w\"> : tensor<4xf32>
+func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %w = util.global.load @w : tensor<4xf32>
+  %0 = arith.addf %a, %w : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+";
+
+#[test]
+fn parameter_files_from_a_url_or_beside_the_suite_reach_the_module() {
+    let p = Project::new();
+    let served = p.root().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    // A parameter archive whose `w` is 2.5 everywhere, made by IREE's own tool.
+    let irpa = served.join("weights.irpa");
+    expect(
+        Command::new(iree_bin().join("iree-create-parameters")).args([
+            "--splat=w=4xf32=2.5",
+            &format!("--output={}", irpa.display()),
+        ]),
+        0,
+    );
+    let sha = crate::common::sha256_of(&irpa);
+    let mirror = Mirror::start(&served, &p.root().join("served.log"));
+    let suite = p.path().join("suites/params");
+    write(&suite.join("add_w.mlir"), WITH_PARAMETER);
+    std::fs::copy(&irpa, suite.join("local.irpa")).unwrap();
+    let native = |name: &str, parameters: &str, expected: &str| {
+        format!(
+            "[[test]]\nname = \"{name}\"\nsource = \"add_w.mlir\"\ninputs = [\"4xf32=1 2 3 4\"]\noutputs = [\"4xf32={expected}\"]\nparameters = [{parameters}]\n\n"
+        )
+    };
+    // The suite names the model host; this machine reaches it through a mirror.
+    let url = "https://models.example/weights.irpa".to_string();
+    let envs = [(
+        "LOCKSTEP_TEST_MIRRORS",
+        format!("https://models.example/=http://127.0.0.1:{}/", mirror.port),
+    )];
+    let mut text = String::from("[suite]\nname = \"params\"\n\n");
+    text.push_str(&native(
+        "from_url",
+        &format!("{{ scope = \"model\", url = \"{url}\", sha256 = \"{sha}\" }}"),
+        "3.5 4.5 5.5 6.5",
+    ));
+    text.push_str(&native(
+        "from_file",
+        "{ scope = \"model\", file = \"local.irpa\" }",
+        "3.5 4.5 5.5 6.5",
+    ));
+    text.push_str(&native(
+        "wrong_sha",
+        &format!(
+            "{{ scope = \"model\", url = \"{url}\", sha256 = \"{}\" }}",
+            "0".repeat(64)
+        ),
+        "3.5 4.5 5.5 6.5",
+    ));
+    text.push_str(&native(
+        "missing_file",
+        "{ scope = \"model\", file = \"nowhere.irpa\" }",
+        "3.5 4.5 5.5 6.5",
+    ));
+    write(&suite.join("params.suite.toml"), &text);
+    let (json, text_out) = run_json(&p, &["suites/params"], &envs, 1);
+    let want: std::collections::BTreeMap<String, String> = [
+        ("params/from_file [cpu]", "pass"),
+        ("params/from_url [cpu]", "pass"),
+        ("params/missing_file [cpu]", "fail"),
+        ("params/wrong_sha [cpu]", "fail"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(outcomes(&json), want, "{text_out}");
+    let reason = |id: &str| test_reason(&json, id);
+    assert!(
+        reason("params/wrong_sha [cpu]").contains("has sha256"),
+        "{}",
+        reason("params/wrong_sha [cpu]")
+    );
+    assert!(
+        reason("params/missing_file [cpu]").contains("nowhere.irpa"),
+        "{}",
+        reason("params/missing_file [cpu]")
+    );
+    let run = test(&json, "params/from_url [cpu]")["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == "run")
+        .cloned()
+        .unwrap();
+    assert!(
+        run["command"]
+            .as_str()
+            .unwrap()
+            .contains("--parameters=model="),
+        "{run:#}"
+    );
+    // Downloaded once: the second run reads the downloads area.
+    let asked = mirror.requests();
+    run_json(&p, &["suites/params", "-k", "from_url"], &envs, 0);
+    assert_eq!(mirror.requests(), asked);
+    // A url without its sha256, a bad scope: refused before anything runs.
+    for (bad, needle) in [
+        (
+            format!("{{ scope = \"model\", url = \"{url}\" }}"),
+            "no sha256",
+        ),
+        (
+            "{ scope = \"a=b\", file = \"local.irpa\" }".to_string(),
+            "parameter scope `a=b`",
+        ),
+        (
+            "{ scope = \"model\" }".to_string(),
+            "exactly one of `file` or `url`",
+        ),
+    ] {
+        write(
+            &suite.join("params.suite.toml"),
+            &format!(
+                "[suite]\nname = \"params\"\n\n{}",
+                native("bad", &bad, "1 2 3 4")
+            ),
+        );
+        let out = expect(&mut p.cmd(&["test", "suites/params"]), 2);
+        assert!(stderr(&out).contains(needle), "{needle}: {}", stderr(&out));
+    }
+}
+
+fn test_reason(json: &Value, id: &str) -> String {
+    test(json, id)["reason"].as_str().unwrap().to_string()
+}
