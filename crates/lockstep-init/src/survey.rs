@@ -249,6 +249,7 @@ pub fn check_names(survey: &Survey) -> Result<(), Error> {
     for note in &survey.notes {
         names.push(("a note", note));
     }
+    check_found_pin(survey)?;
     for (what, name) in names {
         if let Some(c) = name.chars().find(|c| hides_text(*c)) {
             return Err(Error::usage(format!(
@@ -386,6 +387,31 @@ fn submodule_pins(repo: &Repo, dir: &Path) -> Result<Vec<FoundPin>, Error> {
         .filter(|(path, url)| looks_like_llvm(path) || url.as_deref().is_some_and(looks_like_llvm))
         .map(|(path, url)| FoundPin::submodule(path, url))
         .collect())
+}
+
+/// The pin found must be one `[integrate]` will read back (lockstep_pin's
+/// own checks: a relative path below the top, not an option, ...); a path
+/// git accepted in .gitmodules may still be none (`//host/x.git`). Refused
+/// naming where it came from, before anything is written.
+fn check_found_pin(survey: &Survey) -> Result<(), Error> {
+    let Some(found) = &survey.pin else {
+        return Ok(());
+    };
+    let what = if found.submodule.is_some() {
+        "the submodule's path in .gitmodules ([integrate] submodule)"
+    } else if found.pin_file.is_some() {
+        "the pin file ([integrate] pin-file)"
+    } else {
+        "the file holding the pin ([integrate] pin)"
+    };
+    found.pin().map(|_| ()).map_err(|e| {
+        Error::usage(format!(
+            "lockstep init cannot write {what} `{}` into lockstep.toml: lockstep would refuse it",
+            lockstep_core::error::shown(found.path(), 80)
+        ))
+        .cause(e.message)
+        .hint("fix it where it came from (or pass --pin PATH), or write [integrate] by hand (docs/getting-started.md); nothing was written")
+    })
 }
 
 /// Pin files (`*llvm*version*`, `*llvm*hash*`, `*llvm*commit*` holding one
@@ -684,6 +710,24 @@ mod tests {
         let text = format!("{}\n{}", err.message, err.causes.join("\n"));
         assert!(text.contains(&spelled(name)), "{text}");
         assert_eq!(text.lines().count(), 2, "{text:?}");
+    }
+
+    /// A submodule path git accepts but lockstep would not read back is
+    /// refused naming .gitmodules, not lockstep.toml (fuzz: init-repo).
+    #[test]
+    fn a_submodule_path_lockstep_would_refuse_names_gitmodules() {
+        let survey = Survey {
+            pin: Some(FoundPin::submodule("//github.com/llvm/llvm-project.git".into(), None)),
+            ..Survey::default()
+        };
+        let err = check_names(&survey).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.message.contains("the submodule's path in .gitmodules")
+                && err.message.contains("//github.com/llvm/llvm-project.git"),
+            "{}",
+            err.message
+        );
     }
 
     /// A refused name says where it came from: a submodule's path is read
