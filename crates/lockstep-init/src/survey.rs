@@ -717,7 +717,10 @@ mod tests {
     #[test]
     fn a_submodule_path_lockstep_would_refuse_names_gitmodules() {
         let survey = Survey {
-            pin: Some(FoundPin::submodule("//github.com/llvm/llvm-project.git".into(), None)),
+            pin: Some(FoundPin::submodule(
+                "//github.com/llvm/llvm-project.git".into(),
+                None,
+            )),
             ..Survey::default()
         };
         let err = check_names(&survey).unwrap_err();
