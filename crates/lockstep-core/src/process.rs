@@ -51,7 +51,8 @@ pub struct Spec {
     pub timeout: Option<Duration>,
     /// stdout and stderr both go here (created or truncated).
     pub log: PathBuf,
-    /// Written at the top of the log before the output (e.g. the command).
+    /// Written at the top of the log before the output (e.g. the command),
+    /// on lines of its own (a newline is added when it has none).
     pub header: Option<String>,
 }
 
@@ -414,6 +415,11 @@ pub fn run_with(spec: &Spec, options: &Options, on_spawn: impl FnOnce(i32)) -> R
     if let Some(header) = &spec.header {
         use std::io::Write;
         log.write_all(header.as_bytes())?;
+        // The child's first line starts a line of its own: a header without
+        // its newline once glued lit's error onto the command line.
+        if !header.ends_with('\n') {
+            log.write_all(b"\n")?;
+        }
         log.flush()?;
     }
     let stdout = match &options.stdout {
@@ -858,6 +864,24 @@ mod tests {
         assert_eq!(done.exit, Exit::Code(3));
         let log = std::fs::read_to_string(dir.path().join("log.txt")).unwrap();
         assert!(log.contains("hi") && log.contains("err"));
+    }
+
+    /// The child's first line is never glued onto a header that lacks its
+    /// newline (lit's config errors once read `$ lit ... suitelit: fatal`).
+    #[test]
+    fn the_childs_output_starts_on_a_line_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = Spec {
+            argv: vec!["sh".into(), "-c".into(), "echo 'lit: fatal' >&2".into()],
+            cwd: dir.path().to_path_buf(),
+            env: vec![],
+            timeout: None,
+            log: dir.path().join("log.txt"),
+            header: Some("$ lit --show-tests suite".into()),
+        };
+        run(&spec, |_| {}).unwrap();
+        let log = std::fs::read_to_string(dir.path().join("log.txt")).unwrap();
+        assert_eq!(log, "$ lit --show-tests suite\nlit: fatal\n");
     }
 
     #[test]

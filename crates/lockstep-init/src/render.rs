@@ -67,7 +67,32 @@ fn render_checked(survey: &Survey, iree: &str) -> Result<String, Error> {
     toolchain(&mut out, iree);
     test(&mut out, survey);
     packages(&mut out, survey);
+    release(&mut out, survey);
     Ok(out)
+}
+
+/// `[release]`, commented: what releasing needs (a version base) is the
+/// project's to say, so nothing is set; the defaults are shown where a
+/// person will look for them, with the pin file a release records.
+fn release(out: &mut String, survey: &Survey) {
+    out.push_str(
+        "\n# Releases (docs/release.md): snapshot versions, a PEP 503/691 index, promotion.\n\
+         # Uncomment and set version-base to cut the first: `lockstep release cut`, then\n\
+         # `release publish` and `release serve` (docs/getting-started.md). Shown: the defaults.\n\
+         # [release]\n\
+         # version-base = \"0.1.0\"              # the release being prepared (or version-file = \"...\")\n\
+         # snapshot = \"{base}rc{date}{n:02}\"    # each snapshot's version\n\
+         # tag = \"{name}-{version}\"             # its git tag\n\
+         # index = \"release/index\"              # the release store and its static index\n\
+         # hosting = \"pages\"                    # or \"github-releases\"\n",
+    );
+    if let Some(path) = survey.pin.as_ref().and_then(|p| p.pin_file.as_deref()) {
+        let _ = writeln!(
+            out,
+            "# pin-files = {}            # revisions each release records",
+            list(&[path.to_string()])
+        );
+    }
 }
 
 fn integrate(out: &mut String, pin: Option<&FoundPin>) -> Result<(), Error> {
@@ -187,6 +212,9 @@ mod tests {
         assert_eq!(table["toolchain"]["iree"].as_str(), Some("3.13.0"));
         assert!(table["integrate"].as_table().unwrap().is_empty());
         assert!(text.contains("# submodule = "));
+        // [release] is shown, commented: nothing is set for it.
+        assert!(text.contains("# [release]\n# version-base = "), "{text}");
+        assert!(table.get("release").is_none());
         assert!(text.contains("# [[pkg.package]]"));
     }
 

@@ -189,6 +189,7 @@ pub fn survey(dir: &Path, chosen: Option<&str>) -> Result<Survey, Error> {
     pins.extend(file_pins(dir, &files)?);
     survey.pin = choose_pin(pins, chosen)?;
     survey.packages = packages(dir, &files, &mut survey.notes)?;
+    drop_same_names(&mut survey.packages, &mut survey.notes);
     (survey.test_paths, survey.suite_configs) = tests(dir, &files)?;
     survey.lit_configs = files
         .iter()
@@ -559,6 +560,31 @@ fn packages(
     Ok(found)
 }
 
+/// Packages whose names are one name for lockstep pkg (PEP 503: `hello`,
+/// `Hello`, `he_llo`) cannot all be listed: lockstep would refuse the file
+/// init wrote. None of them is listed, and a note names each with where its
+/// name came from, so the one to build is added by hand.
+fn drop_same_names(found: &mut Vec<FoundPackage>, notes: &mut Vec<String>) {
+    let key = |p: &FoundPackage| lockstep_python::wheel::normalize(&p.name);
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for p in found.iter() {
+        *counts.entry(key(p)).or_default() += 1;
+    }
+    for (name, _) in counts.iter().filter(|(_, n)| **n > 1) {
+        let which: Vec<String> = found
+            .iter()
+            .filter(|p| &key(p) == name)
+            .map(|p| format!("{} ({})", p.source, p.named_by))
+            .collect();
+        notes.push(format!(
+            "{} packages are named `{name}`: {}; none is listed, since lockstep.toml names each package once: add the one to build as [[pkg.package]] (docs/pkg.md)",
+            which.len(),
+            which.join(", ")
+        ));
+    }
+    found.retain(|p| counts.get(&key(p)).is_some_and(|n| *n == 1));
+}
+
 fn package(dir: &Path, folder: &str) -> Result<FoundPackage, Error> {
     // Present, even as a link to nothing: reading it then says why not.
     let present = |rel: &str| dir.join(rel).symlink_metadata().is_ok();
@@ -710,6 +736,35 @@ mod tests {
         let text = format!("{}\n{}", err.message, err.causes.join("\n"));
         assert!(text.contains(&spelled(name)), "{text}");
         assert_eq!(text.lines().count(), 2, "{text:?}");
+    }
+
+    /// Two packages of one name (scikit-build-sample-projects has them)
+    /// are both left out, with a note naming each: a file init writes is
+    /// one lockstep reads.
+    #[test]
+    fn packages_of_one_name_are_named_and_left_out() {
+        let package = |name: &str, source: &str| FoundPackage {
+            name: name.into(),
+            source: source.into(),
+            named_by: format!("[project] name of {source}/pyproject.toml"),
+        };
+        let mut found = vec![
+            package("hello", "a"),
+            package("Hello", "b"),
+            package("other", "c"),
+        ];
+        let mut notes = Vec::new();
+        drop_same_names(&mut found, &mut notes);
+        assert_eq!(
+            found.iter().map(|p| p.source.as_str()).collect::<Vec<_>>(),
+            ["c"]
+        );
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].contains("a ([project] name of a/pyproject.toml)") && notes[0].contains("b ("),
+            "{}",
+            notes[0]
+        );
     }
 
     /// A submodule path git accepts but lockstep would not read back is

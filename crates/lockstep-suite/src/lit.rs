@@ -613,7 +613,7 @@ mod tests {
         assert!(
             err.causes
                 .iter()
-                .any(|c| c.contains("something went wrong")),
+                .any(|c| c.starts_with("lit: something went wrong")),
             "{:?}",
             err.causes
         );
