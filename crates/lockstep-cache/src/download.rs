@@ -254,3 +254,54 @@ fn download_to(url: &str, path: &std::path::Path) -> Result<String, Error> {
         })?;
     Ok(got.sha256)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_longest_prefix_wins_and_only_prefixes_are_rewritten() {
+        let m = Mirrors::parse_env(
+            "https://blob.example/=http://127.0.0.1:8000/, https://blob.example/big/=http://10.0.0.2/big/",
+        )
+        .unwrap();
+        assert_eq!(
+            m.apply("https://blob.example/a.npy"),
+            "http://127.0.0.1:8000/a.npy"
+        );
+        assert_eq!(
+            m.apply("https://blob.example/big/w.irpa"),
+            "http://10.0.0.2/big/w.irpa"
+        );
+        assert_eq!(
+            m.apply("https://other.example/blob.example/"),
+            "https://other.example/blob.example/"
+        );
+    }
+
+    #[test]
+    fn what_is_not_an_http_prefix_is_refused_by_name() {
+        for (text, needle) in [
+            ("https://a/=file:///etc/", "file:///etc/"),
+            ("ftp://a/=http://b/", "ftp://a/"),
+            ("https://u:p@a/=http://b/", "credentials"),
+            ("https://a/=http://b/?x", "query"),
+            ("https:///=http://b/", "no host"),
+            ("nothing", "FROM=TO"),
+        ] {
+            let e = Mirrors::parse_env(text).unwrap_err();
+            let shown = e.to_string();
+            assert!(shown.contains(needle), "{text}: {shown}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn parsing_and_applying_never_panic(text in ".{0,200}", url in ".{0,200}") {
+            if let Ok(m) = Mirrors::parse_env(&text) {
+                let _ = m.apply(&url);
+            }
+        }
+    }
+}
