@@ -439,9 +439,11 @@ fn selected(t: &Test, sel: &Selection) -> bool {
     true
 }
 
-fn layout_on_config(case: &LayoutCase, config: &SuiteConfig, sel: &Selection) -> Test {
-    let listed = |list: &[String]| list.iter().any(|n| n == &case.name);
-    let (expect, expect_reason) = if sel.ignore_xfails {
+/// What a config's expected-failure lists say of the case `name` (both
+/// iree-test-suites layouts read them the same way).
+fn expectation(name: &str, config: &SuiteConfig, sel: &Selection) -> (Expect, String) {
+    let listed = |list: &[String]| list.iter().any(|n| n == name);
+    if sel.ignore_xfails {
         (Expect::Pass, String::new())
     } else if listed(&config.expected_compile_failures) {
         (
@@ -461,7 +463,12 @@ fn layout_on_config(case: &LayoutCase, config: &SuiteConfig, sel: &Selection) ->
         )
     } else {
         (Expect::Pass, String::new())
-    };
+    }
+}
+
+fn layout_on_config(case: &LayoutCase, config: &SuiteConfig, sel: &Selection) -> Test {
+    let listed = |list: &[String]| list.iter().any(|n| n == &case.name);
+    let (expect, expect_reason) = expectation(&case.name, config, sel);
     let compile = (!listed(&config.skip_compile_tests)).then(|| CompileSpec {
         source: Source::File(case.model.clone()),
         flags: config.iree_compile_flags.clone(),
@@ -552,27 +559,7 @@ fn torch_on_config(
     sel: &Selection,
 ) -> Test {
     let listed = |list: &[String]| list.iter().any(|n| n == &case.name);
-    let (expect, expect_reason) = if sel.ignore_xfails {
-        (Expect::Pass, String::new())
-    } else if listed(&config.expected_compile_failures) {
-        (
-            Expect::CompileFail,
-            format!(
-                "listed in expected_compile_failures of {}",
-                config.path.display()
-            ),
-        )
-    } else if listed(&config.expected_run_failures) {
-        (
-            Expect::RunFail,
-            format!(
-                "listed in expected_run_failures of {}",
-                config.path.display()
-            ),
-        )
-    } else {
-        (Expect::Pass, String::new())
-    };
+    let (expect, expect_reason) = expectation(&case.name, config, sel);
     let mut t = torch_test(
         case,
         &config.config_name,

@@ -304,26 +304,14 @@ fn torch_ops_cases_run_compare_and_benchmark_with_outputs_from_a_mirror() {
         reason("AB/32x32_fast_bench [cpu]")
     );
     // A benchmark without a golden is timed and reported, never failed.
-    let timed = test(&json, "AB/32x32_bench [cpu]")["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["kind"] == "benchmark")
-        .cloned()
-        .expect("a benchmark step");
+    let timed = step_of(&json, "AB/32x32_bench [cpu]", "benchmark");
     assert!(
         timed["metrics"]["time_ms"].as_f64().unwrap() > 0.0,
         "{timed:#}"
     );
     assert!(timed["metrics"]["golden_time_ms"].is_null(), "{timed:#}");
     // Inputs are numpy's: the run's commands name the generated .npy files.
-    let run = test(&json, "AB/8x8xf32 [cpu]")["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["kind"] == "run")
-        .cloned()
-        .unwrap();
+    let run = step_of(&json, "AB/8x8xf32 [cpu]", "run");
     let command = run["command"].as_str().unwrap();
     assert!(
         command.contains("--function=main")
@@ -494,13 +482,7 @@ fn parameter_files_from_a_url_or_beside_the_suite_reach_the_module() {
         "{}",
         reason("params/missing_file [cpu]")
     );
-    let run = test(&json, "params/from_url [cpu]")["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["kind"] == "run")
-        .cloned()
-        .unwrap();
+    let run = step_of(&json, "params/from_url [cpu]", "run");
     assert!(
         run["command"]
             .as_str()
@@ -537,6 +519,17 @@ fn parameter_files_from_a_url_or_beside_the_suite_reach_the_module() {
         let out = expect(&mut p.cmd(&["test", "suites/params"]), 2);
         assert!(stderr(&out).contains(needle), "{needle}: {}", stderr(&out));
     }
+}
+
+/// The step of `kind` of test `id`.
+fn step_of(json: &Value, id: &str, kind: &str) -> Value {
+    test(json, id)["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == kind)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {kind} step in {id}"))
 }
 
 fn test_reason(json: &Value, id: &str) -> String {
