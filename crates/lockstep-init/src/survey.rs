@@ -405,6 +405,15 @@ fn check_found_pin(survey: &Survey) -> Result<(), Error> {
     } else {
         "the file holding the pin ([integrate] pin)"
     };
+    // git (and so [integrate] upstream-url) would read a URL starting
+    // with `-` as an option: lockstep.toml refuses it, so init does first.
+    if found.upstream_url.starts_with('-') {
+        return Err(Error::usage(format!(
+            "lockstep init cannot write the submodule's URL in .gitmodules `{}` as [integrate] upstream-url: it starts with `-`, which git reads as an option",
+            lockstep_core::error::shown(&found.upstream_url, 80)
+        ))
+        .hint("fix the URL in .gitmodules, or write [integrate] by hand (docs/getting-started.md); nothing was written"));
+    }
     found.pin().map(|_| ()).map_err(|e| {
         Error::usage(format!(
             "lockstep init cannot write {what} `{}` into lockstep.toml: lockstep would refuse it",
@@ -764,6 +773,26 @@ mod tests {
             notes[0].contains("a ([project] name of a/pyproject.toml)") && notes[0].contains("b ("),
             "{}",
             notes[0]
+        );
+    }
+
+    /// A .gitmodules URL git would read as an option is refused naming
+    /// .gitmodules (fuzz: init-repo wrote it, and the loader refused it).
+    #[test]
+    fn a_submodule_url_starting_with_a_dash_names_gitmodules() {
+        let survey = Survey {
+            pin: Some(FoundPin::submodule(
+                "third_party/llvm-project".into(),
+                Some("-1 https://github.com/llvm/llvm-project.git".into()),
+            )),
+            ..Survey::default()
+        };
+        let err = check_names(&survey).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.message.contains(".gitmodules") && err.message.contains("starts with `-`"),
+            "{}",
+            err.message
         );
     }
 
