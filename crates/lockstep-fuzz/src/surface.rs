@@ -11,6 +11,10 @@
 //!   downloads.
 //! - `release-prune`: a Release is deleted only when its record names the
 //!   pruned version and tag.
+//! - `release-promote`: a hosted candidate's files are fetched from its
+//!   Release (whose `release.json` and asset bytes are the input) only when
+//!   the Release proves it is the candidate's and each file has the
+//!   recorded sha256; nothing fetched is kept otherwise.
 //! - `release-upload-answer`: the credentials handed to `uv publish` never
 //!   reach an error, an event or a log file, whatever the server echoes.
 //!
@@ -232,6 +236,76 @@ pub fn release_prune(input: &[u8]) -> Outcome {
             Some(left) => Outcome::Refused(format!("left alone: {}", left.why)),
             None => Outcome::Unnamed("a Release was neither deleted nor named as left".into()),
         },
+    }
+}
+
+/// Where a `release-promote` input's `release.json` ends and the
+/// candidate's asset bytes begin.
+const ASSET_SEPARATOR: &[u8] = b"\n--asset--\n";
+
+/// `release promote`'s fetch of a hosted candidate (3.14.0rc1, recorded in
+/// the store with the wheel's sha256) from a Release whose `release.json`
+/// and asset bytes are the input (`RECORD\n--asset--\nBYTES`; no separator:
+/// the asset is the wheel the record lists).
+pub fn release_promote(input: &[u8]) -> Outcome {
+    let (Some((client, repo)), Ok(dir)) = (client(), tempfile::tempdir()) else {
+        return Outcome::Accepted;
+    };
+    let index = dir.path().join("index");
+    let staging = dir.path().join("staging");
+    if std::fs::create_dir_all(&staging).is_err() {
+        return Outcome::Accepted;
+    }
+    let tag = next_tag();
+    store_version(&index, "3.14.0rc1", &tag);
+    let (record, asset) = match input
+        .windows(ASSET_SEPARATOR.len())
+        .position(|w| w == ASSET_SEPARATOR)
+    {
+        Some(at) => (&input[..at], input[at + ASSET_SEPARATOR.len()..].to_vec()),
+        None => (input, WHEEL_BYTES.to_vec()),
+    };
+    let filename = "demo_pure-3.14.0rc1-py3-none-any.whl";
+    github().reset_releases();
+    github().add_release(
+        &tag,
+        true,
+        vec![
+            (filename.to_string(), asset.clone()),
+            ("release.json".into(), record_for(record, &tag)),
+        ],
+    );
+    let stored = match lockstep_release::final_release::candidate(&index, "3.14.0rc1") {
+        Ok(stored) => stored,
+        Err(e) => return Outcome::Unnamed(format!("the fixture's candidate: {}", e.message)),
+    };
+    let fetched = || tree(&staging);
+    match lockstep_release::final_release::fetch_hosted(&stored, &staging, &client, &repo) {
+        Ok(()) => {
+            let want = lockstep_core::hash::sha256_bytes(WHEEL_BYTES);
+            match fetched().get(filename) {
+                Some(bytes) if lockstep_core::hash::sha256_bytes(bytes) == want => {
+                    Outcome::Accepted
+                }
+                _ => {
+                    Outcome::Unnamed("fetched a file that is not the one the store records".into())
+                }
+            }
+        }
+        Err(e) => {
+            let text = e.render();
+            let first = text.lines().next().unwrap_or_default().to_string();
+            if fetched().values().any(|b| {
+                lockstep_core::hash::sha256_bytes(b)
+                    != lockstep_core::hash::sha256_bytes(WHEEL_BYTES)
+            }) {
+                return Outcome::Unnamed(format!("refused ({first}) but kept a tampered file"));
+            }
+            match text.contains(&tag) || text.contains("release.json") || text.contains(filename) {
+                true => Outcome::Refused(first),
+                false => Outcome::Unnamed(first),
+            }
+        }
     }
 }
 

@@ -484,6 +484,12 @@ pub fn all() -> Vec<Target> {
             heavy: false,
         },
         Target {
+            name: "release-promote",
+            run: crate::surface::release_promote,
+            dictionary: RELEASE_RECORD_WORDS,
+            heavy: false,
+        },
+        Target {
             name: "release-upload-answer",
             run: crate::surface::release_upload_answer,
             dictionary: &[
