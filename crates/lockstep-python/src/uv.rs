@@ -550,6 +550,7 @@ impl Uv {
             }
         }
         let scrub = credentials.scrubber(url);
+        let quoted = scrub.clone();
         let ran = policy::run(
             &self.policy,
             &self.logs,
@@ -576,7 +577,7 @@ impl Uv {
         }
         let err = match status {
             Some(code) => Error::failed(format!("uploading {name}: HTTP {code}"))
-                .cause(server_said(&output))
+                .cause(server_said_scrubbed(&output, &quoted))
                 .cause(format!("log: {}", log.display()))
                 .hint(match code {
                     401 | 403 => "check $TWINE_USERNAME and $TWINE_PASSWORD",
@@ -629,6 +630,13 @@ fn http_status(output: &str) -> Option<u16> {
 
 /// The status line of a refused upload and the first lines of what the
 /// server said, HTML tags and common entities taken out.
+/// [`server_said`], scrubbed again once tags and entities are gone: a
+/// secret split by a tag (`FUZZ<b>-S3CRET</b>-PW`) passes the log's
+/// scrubbing and reads whole after them (found by fuzzing).
+fn server_said_scrubbed(output: &str, scrub: &lockstep_core::scrub::Scrubber) -> String {
+    scrub.apply(&server_said(output))
+}
+
 fn server_said(output: &str) -> String {
     let mut lines = output
         .lines()
@@ -871,6 +879,18 @@ fn install_own_uv(helper: &Uv, root: &Path, cwd: &Path) -> Result<(), Error> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_secret_split_by_tags_is_scrubbed_from_what_the_server_said() {
+        let mut scrub = lockstep_core::scrub::Scrubber::new();
+        scrub.add_basic("alice", "fuzz-S3cret-pw");
+        let output = "error: Upload failed with status code 400 Bad Request. Server says: you sent FUZZ<b>-S3CRET</b>-PW and fuzz-S3cret&#45;pw";
+        let quoted = server_said_scrubbed(output, &scrub);
+        assert!(
+            !quoted.to_ascii_lowercase().contains("fuzz-s3cret-pw"),
+            "{quoted}"
+        );
+    }
 
     #[test]
     fn only_a_file_the_server_has_counts_as_already_there() {
