@@ -554,6 +554,9 @@ pub struct TestArgs {
     /// Fetch again the files tests name by URL alone (torch_ops expected outputs), replacing the downloaded copies.
     #[arg(long)]
     pub refresh_downloads: bool,
+    /// The wheelhouse manifest (pylock.toml) whose exact wheels [[test.pytest]] suites run against (default: the [pkg] wheelhouse's, when it exists; else the project's venv).
+    #[arg(long, value_name = "FILE")]
+    pub wheels: Option<PathBuf>,
     /// Rewrite the configs' expected-failure lists from this run's results.
     #[arg(long)]
     pub update_xfails: bool,

@@ -20,6 +20,7 @@
 pub mod analysis;
 pub mod collect;
 pub mod config;
+pub mod durations;
 pub mod human;
 pub mod import;
 pub mod list;

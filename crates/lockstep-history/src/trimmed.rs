@@ -190,7 +190,9 @@ mod tests {
         assert_eq!(small["changes"], doc["changes"]);
         let row = &small["tests"][0];
         assert!(row.get("markers").is_none() && row.get("log").is_none());
-        assert!(row.get("reason").is_none() && row.get("seconds").is_none());
+        assert!(row.get("reason").is_none());
+        // `--shard` balances by a row's seconds (crate::durations).
+        assert_eq!(row["seconds"], 1.5);
         // The compile step is gone; the benchmark step keeps its metrics.
         assert_eq!(row["steps"].as_array().unwrap().len(), 1);
         assert!(row["steps"][0].get("message").is_none());

@@ -184,9 +184,10 @@ pub fn test_rows(results: &Value) -> Vec<TestRow<'_>> {
     tests.iter().filter_map(test_row).collect()
 }
 
-/// The keys of a test row [`test_row`] reads (the history's loader keeps
-/// only these: crate::trimmed).
-pub(crate) const TEST_KEYS: &[&str] = &["id", "case", "group", "outcome", "steps"];
+/// The keys of a test row [`test_row`] reads, and `seconds`, which
+/// [`crate::durations`] reads (the history's loader keeps only these:
+/// crate::trimmed).
+pub(crate) const TEST_KEYS: &[&str] = &["id", "case", "group", "outcome", "seconds", "steps"];
 /// The keys of a test row's step it reads.
 pub(crate) const STEP_KEYS: &[&str] = &["kind", "status", "metrics"];
 /// The keys of a step's metrics it reads.

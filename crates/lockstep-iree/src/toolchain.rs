@@ -143,6 +143,19 @@ pub struct Toolchain {
 }
 
 impl Toolchain {
+    /// No IREE at all: what a run of tests that need none (pytest suites
+    /// alone) records, instead of installing a compiler it never starts.
+    pub fn absent() -> Toolchain {
+        Toolchain {
+            bin: PathBuf::new(),
+            source: Source::Provisioned,
+            packages: Vec::new(),
+            compiler_version: "none (no test of this run uses IREE)".into(),
+            identity: String::new(),
+            identity_version: 0,
+        }
+    }
+
     /// Path of a tool ("iree-compile", "iree-run-module", ...) in `bin`; error naming the tool and dir when missing.
     pub fn tool(&self, name: &str) -> Result<PathBuf, Error> {
         let path = self.bin.join(name);

@@ -116,11 +116,13 @@ pub enum Install<'a> {
     },
     /// Pinned requirements from PyPI (`name==version`).
     Pypi(&'a [String]),
-    /// A set's declared dependencies from `index` alone, under
-    /// `constraints` (the set's own packages pinned to what is installed:
-    /// the index never replaces them).
+    /// A set's declared dependencies (and a test suite's requirements)
+    /// from `index` alone (`None`: uv's default index, PyPI unless
+    /// `UV_DEFAULT_INDEX` says otherwise), under `constraints` (the set's
+    /// own packages pinned to what is installed: the index never replaces
+    /// them).
     Dependencies {
-        index: &'a str,
+        index: Option<&'a str>,
         requirements: &'a [String],
         constraints: &'a Path,
     },
@@ -347,7 +349,9 @@ impl Uv {
                 requirements,
                 constraints,
             } => {
-                rest.extend(["--index-url".to_string(), index.to_string()]);
+                if let Some(index) = index {
+                    rest.extend(["--index-url".to_string(), index.to_string()]);
+                }
                 rest.extend([
                     "--constraint".to_string(),
                     constraints.to_string_lossy().into_owned(),

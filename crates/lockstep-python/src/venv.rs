@@ -89,7 +89,7 @@ pub fn create_exact(
     python: Option<&str>,
     sink: &dyn Sink,
 ) -> Result<Made, Error> {
-    create(uv, dest, from, python, None, sink)
+    create(uv, dest, from, python, None, &[], sink)
 }
 
 /// As [`create_exact`], then what the set's wheels require and the set
@@ -104,7 +104,23 @@ pub fn create_with_dependencies(
     index: &str,
     sink: &dyn Sink,
 ) -> Result<Made, Error> {
-    create(uv, dest, from, python, Some(index), sink)
+    create(uv, dest, from, python, Some(index), &[], sink)
+}
+
+/// As [`create_exact`], then `requirements` (a test suite's `pytest` ...)
+/// and what the set's wheels require and the set does not hold, from uv's
+/// default index (PyPI unless `UV_DEFAULT_INDEX` says otherwise), the
+/// set's own packages pinned: the venv a `[[test.pytest]]` suite runs in.
+/// What came from the index is recorded ([`Made::dependencies`]).
+pub fn create_for_tests(
+    uv: &Uv,
+    dest: &Path,
+    from: From<'_>,
+    python: Option<&str>,
+    requirements: &[String],
+    sink: &dyn Sink,
+) -> Result<Made, Error> {
+    create(uv, dest, from, python, None, requirements, sink)
 }
 
 fn create(
@@ -113,6 +129,7 @@ fn create(
     from: From<'_>,
     python: Option<&str>,
     index: Option<&str>,
+    extra: &[String],
     sink: &dyn Sink,
 ) -> Result<Made, Error> {
     let dest = std::path::absolute(dest).unwrap_or_else(|_| dest.to_path_buf());
@@ -148,7 +165,8 @@ fn create(
     check_installed(&lock, &from_set)?;
     let mut unmet = uv.check(&venv)?;
     let mut dependencies = Vec::new();
-    if let (Some(index), false) = (index, unmet.is_empty()) {
+    let from_index = index.is_some() || !extra.is_empty();
+    if from_index && (!unmet.is_empty() || !extra.is_empty()) {
         // A set package at the wrong version is the set's own fault: the
         // index must not paper over it.
         let conflicts: Vec<Unmet> = unmet
@@ -159,7 +177,7 @@ fn create(
         if !conflicts.is_empty() {
             return Err(would_not_import(&conflicts, &from, &dest));
         }
-        dependencies = install_dependencies(uv, &venv, index, &from_set, &unmet, sink)?;
+        dependencies = install_dependencies(uv, &venv, index, extra, &from_set, &unmet, sink)?;
         unmet = uv.check(&venv)?;
     }
     if !unmet.is_empty() {
@@ -186,23 +204,28 @@ fn create(
     Ok(made)
 }
 
-/// Installs the requirements `unmet` names from `index` alone, the set's
-/// packages (`from_set`) pinned; returns what was added.
+/// Installs `extra` and the requirements `unmet` names from `index` alone
+/// (`None`: uv's default index), the set's packages (`from_set`) pinned;
+/// returns what was added.
 fn install_dependencies(
     uv: &Uv,
     venv: &Venv,
-    index: &str,
+    index: Option<&str>,
+    extra: &[String],
     from_set: &[(String, String)],
     unmet: &[Unmet],
     sink: &dyn Sink,
 ) -> Result<Vec<(String, String)>, Error> {
     let mut requirements: Vec<String> = unmet.iter().map(|u| u.requirement.clone()).collect();
+    requirements.extend(extra.iter().cloned());
     requirements.sort();
     requirements.dedup();
-    sink.note(format!(
-        "installing the set's dependencies {} from {index}",
-        requirements.join(", ")
-    ));
+    let index_name = index.unwrap_or("the default index");
+    let what = match extra.is_empty() {
+        true => format!("the set's dependencies ({})", requirements.join(", ")),
+        false => format!("{} beside the set", requirements.join(", ")),
+    };
+    sink.note(format!("installing {what} from {index_name}"));
     let pins: String = from_set
         .iter()
         .map(|(name, version)| format!("{name}=={version}\n"))
@@ -222,10 +245,7 @@ fn install_dependencies(
         },
     )
     .map_err(|e| {
-        e.context(format!(
-            "cannot install the set's dependencies ({}) from {index}",
-            requirements.join(", ")
-        ))
+        e.context(format!("cannot install {what} from {index_name}"))
         .hint("the index must hold each dependency in a version the set allows (the set's own packages are never taken from it); nothing was changed at the destination")
     })?;
     let after = venv.packages()?;

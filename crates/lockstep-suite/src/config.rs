@@ -26,6 +26,8 @@ pub struct TestConfig {
     /// URL prefix -> replacement for every file a test fetches by URL
     /// (`LOCKSTEP_TEST_MIRRORS="FROM=TO,..."` wins over it).
     pub mirrors: std::collections::BTreeMap<String, String>,
+    /// `[[test.pytest]]`: pytest suites run against the packages built.
+    pub pytest: Vec<crate::pytest::PytestConfig>,
 }
 
 impl Default for TestConfig {
@@ -38,6 +40,7 @@ impl Default for TestConfig {
             run_timeout: Duration::from_secs(300),
             targets: Default::default(),
             mirrors: Default::default(),
+            pytest: Vec::new(),
         }
     }
 }

@@ -19,6 +19,8 @@ pub mod markers;
 pub mod model;
 pub mod names;
 pub mod plan;
+pub mod pytest;
+mod pytest_runner;
 pub mod results;
 pub mod runner;
 pub mod session;

@@ -14,6 +14,8 @@ pub enum StepKind {
     Benchmark,
     /// A lit test, run by lit.
     Lit,
+    /// A pytest test, run by pytest.
+    Pytest,
 }
 
 impl StepKind {
@@ -23,6 +25,7 @@ impl StepKind {
             StepKind::Run => "run",
             StepKind::Benchmark => "benchmark",
             StepKind::Lit => "lit",
+            StepKind::Pytest => "pytest",
         }
     }
 }
@@ -150,6 +153,9 @@ pub struct RunReport {
     pub compiles_cached: usize,
     /// Compared with the previous run of the same tests.
     pub changes: Changes,
+    /// `I/N` when the run was one shard of N (`--shard`): a shard's times
+    /// never balance later shards.
+    pub shard: Option<String>,
 }
 
 /// What changed since the previous run (from the store).

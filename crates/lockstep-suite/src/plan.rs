@@ -197,6 +197,8 @@ pub struct Test {
     /// Why the test is skipped though selected (its target's device is not
     /// on this machine): with `compile` set, only the run is skipped.
     pub skip_reason: Option<String>,
+    /// A pytest test: pytest runs it (no compile or run step of lockstep's).
+    pub pytest: Option<crate::pytest::PytestCase>,
     /// A torch_ops case: its inputs are generated, its outputs compared.
     pub torch: Option<TorchRun>,
     /// Parameter files handed to the run and benchmark as
@@ -231,6 +233,11 @@ pub struct Selection {
     pub lit: Option<crate::lit::LitProgram>,
     /// Where listing lit suites logs.
     pub work: PathBuf,
+    /// The `[[test.pytest]]` suites of the run (pytest lists their tests).
+    pub pytest: Vec<std::sync::Arc<crate::pytest::PytestSuite>>,
+    /// Recorded seconds per test id: `--shard` balances by them when any
+    /// selected test has one ([`shards`]).
+    pub durations: Option<BTreeMap<String, f64>>,
 }
 
 /// A per-test `[test.targets.NAME]` must name a target that exists: a typo
@@ -371,9 +378,18 @@ pub fn plan(paths: &[PathBuf], sel: &Selection, sink: &dyn Sink) -> Result<Plann
         }
     }
     check_goldens(&sel.configs, &torch_names)?;
+    for suite in &sel.pytest {
+        tests.extend(pytest_tests(suite, sel));
+    }
     let mut seen = HashSet::new();
     tests.retain(|t| seen.insert(t.id.clone()));
     tests.retain(|t| selected(t, sel));
+    if let Some((i, n)) = sel.shard {
+        let ids: Vec<&str> = tests.iter().map(|t| t.id.as_str()).collect();
+        let assigned = shards(&ids, n, sel.durations.as_ref());
+        let mut assigned = assigned.into_iter();
+        tests.retain(|_| assigned.next() == Some(i));
+    }
     Ok(Planned { tests, suite_files })
 }
 
@@ -407,12 +423,48 @@ fn lit_tests(suite: &Path, sel: &Selection) -> Result<Vec<Test>, Error> {
                 expect_reason: String::new(),
                 config: None,
                 lit: Some(case),
+                pytest: None,
                 skip_reason: None,
                 torch: None,
                 parameters: Vec::new(),
             }
         })
         .collect())
+}
+
+/// The tests of a `[[test.pytest]]` suite, as pytest lists them: id
+/// `NODEID [NAME]`, markers `pytest` and the test's own pytest marks; a
+/// suite that cannot run is one test `NAME [NAME]` carrying why.
+fn pytest_tests(suite: &std::sync::Arc<crate::pytest::PytestSuite>, sel: &Selection) -> Vec<Test> {
+    let work = sel.work.join("pytest");
+    crate::pytest::discover(suite, &work)
+        .into_iter()
+        .map(|(case, marks)| {
+            let mut markers = vec!["pytest".to_string()];
+            markers.extend(marks);
+            let name = match case.nodeid.is_empty() {
+                true => suite.name.clone(),
+                false => case.nodeid.clone(),
+            };
+            Test {
+                id: format!("{name} [{}]", suite.name),
+                case: name,
+                group: suite.name.clone(),
+                markers: distinct(markers),
+                compile: None,
+                run: None,
+                benchmark: None,
+                expect: Expect::Pass,
+                expect_reason: String::new(),
+                config: None,
+                lit: None,
+                pytest: Some(case),
+                skip_reason: None,
+                torch: None,
+                parameters: Vec::new(),
+            }
+        })
+        .collect()
 }
 
 fn selected(t: &Test, sel: &Selection) -> bool {
@@ -431,12 +483,54 @@ fn selected(t: &Test, sel: &Selection) -> bool {
             return false;
         }
     }
-    if let Some((i, n)) = sel.shard {
-        if shard_of(&t.id, n) != i {
-            return false;
-        }
-    }
     true
+}
+
+/// The shard (1-based) of each of `ids`, out of `count`. With recorded
+/// `durations` for any of them: longest first, each to the shard with the
+/// least time so far (the lowest-numbered on a tie), a test without a
+/// recorded time counted at the median of those with one; every shard
+/// computes the same partition from the same data. Without: each id's
+/// stable hash ([`shard_of`]), so adding a test never moves the others.
+pub fn shards(ids: &[&str], count: usize, durations: Option<&BTreeMap<String, f64>>) -> Vec<usize> {
+    let count = count.max(1);
+    let known: Vec<f64> = durations
+        .map(|d| {
+            ids.iter()
+                .filter_map(|id| d.get(*id).copied())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .collect()
+        })
+        .unwrap_or_default();
+    let (Some(durations), false) = (durations, known.is_empty()) else {
+        return ids.iter().map(|id| shard_of(id, count)).collect();
+    };
+    let mut sorted = known;
+    sorted.sort_by(f64::total_cmp);
+    let fill = sorted[sorted.len() / 2];
+    let time = |id: &str| {
+        durations
+            .get(id)
+            .copied()
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .unwrap_or(fill)
+    };
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by(|&a, &b| {
+        time(ids[b])
+            .total_cmp(&time(ids[a]))
+            .then_with(|| ids[a].cmp(ids[b]))
+    });
+    let mut loads = vec![0.0f64; count];
+    let mut assigned = vec![1; ids.len()];
+    for i in order {
+        let lightest = (0..count)
+            .min_by(|&a, &b| loads[a].total_cmp(&loads[b]).then(a.cmp(&b)))
+            .unwrap_or(0);
+        loads[lightest] += time(ids[i]);
+        assigned[i] = lightest + 1;
+    }
+    assigned
 }
 
 /// What a config's expected-failure lists say of the case `name` (both
@@ -489,6 +583,7 @@ fn layout_on_config(case: &LayoutCase, config: &SuiteConfig, sel: &Selection) ->
         expect_reason,
         config: Some(config.path.clone()),
         lit: None,
+        pytest: None,
         skip_reason: None,
         torch: None,
         parameters: Vec::new(),
@@ -516,6 +611,7 @@ fn layout_on_target(case: &LayoutCase, target: &Target, sel: &Selection) -> Test
         expect_reason: String::new(),
         config: None,
         lit: None,
+        pytest: None,
         skip_reason: target.unavailable.clone(),
         torch: None,
         parameters: Vec::new(),
@@ -664,6 +760,7 @@ fn torch_test(
         expect_reason: String::new(),
         config: None,
         lit: None,
+        pytest: None,
         skip_reason: None,
         torch: Some(TorchRun {
             dir: case.dir.clone(),
@@ -776,6 +873,7 @@ fn native_test(suite: &NativeSuite, test: &NativeTest, target: &Target, sel: &Se
         expect_reason,
         config: None,
         lit: None,
+        pytest: None,
         skip_reason: target.unavailable.clone(),
         torch: None,
         parameters: test
@@ -817,6 +915,44 @@ fn resolve_value(value: &str, dir: &Path) -> (String, Option<PathBuf>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_balance_by_recorded_durations() {
+        // 40 tests of very different lengths, a few without a time.
+        let ids: Vec<String> = (0..40).map(|i| format!("t{i:02}")).collect();
+        let durations: BTreeMap<String, f64> = ids
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 13 != 5)
+            .map(|(i, id)| (id.clone(), ((i * 37) % 29 + 1) as f64 * 0.7))
+            .collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let assigned = shards(&refs, 4, Some(&durations));
+        assert_eq!(
+            assigned,
+            shards(&refs, 4, Some(&durations)),
+            "deterministic"
+        );
+        let mut sorted: Vec<f64> = durations.values().copied().collect();
+        sorted.sort_by(f64::total_cmp);
+        let fill = sorted[sorted.len() / 2];
+        let mut loads = [0.0; 4];
+        for (id, shard) in refs.iter().zip(&assigned) {
+            loads[shard - 1] += durations.get(*id).copied().unwrap_or(fill);
+        }
+        let mean = loads.iter().sum::<f64>() / 4.0;
+        for load in loads {
+            assert!((load - mean).abs() <= 0.1 * mean, "{loads:?}");
+        }
+        // Without times: by name, as before.
+        let by_name = shards(&refs, 4, None);
+        assert!(refs
+            .iter()
+            .zip(&by_name)
+            .all(|(id, s)| *s == shard_of(id, 4)));
+        let empty = BTreeMap::new();
+        assert_eq!(shards(&refs, 4, Some(&empty)), by_name);
+    }
 
     #[test]
     fn shards_partition_stably() {
@@ -896,6 +1032,16 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn balanced_shards_never_panic(times in proptest::collection::vec(proptest::prelude::any::<f64>(), 0..20), count in 0usize..8) {
+            let ids: Vec<String> = (0..times.len()).map(|i| format!("t{i}")).collect();
+            let durations: BTreeMap<String, f64> = ids.iter().cloned().zip(times.iter().copied()).collect();
+            let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            for shard in shards(&refs, count, Some(&durations)) {
+                proptest::prop_assert!(shard >= 1 && shard <= count.max(1));
+            }
+        }
 
         #[test]
         fn shards_never_panic(text in "\\PC{0,20}", id in "\\PC{0,20}", count in proptest::prelude::any::<usize>()) {

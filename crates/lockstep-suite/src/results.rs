@@ -204,7 +204,8 @@ fn junit_cases(result: &TestResult) -> Vec<TestCase> {
 ///     "compiles_run": 5,                // compiler processes that ran
 ///     "compiles_cached": 7,             // compiles served from the cache
 ///     "compiler": "IREE compiler version 3.13.0rc20261016 @ 89ece87b...",
-///     "compiler_identity": "<64 hex: the compile cache's compiler identity>"
+///     "compiler_identity": "<64 hex: the compile cache's compiler identity>",
+///     "shard": "2/4" | null              // --shard of the run
 ///   },
 ///   "changes": {                        // compared with the previous run
 ///     "newly_failing": ["<test id>"],
@@ -256,6 +257,7 @@ pub fn json(report: &RunReport) -> Result<String, Error> {
             compiles_cached: report.compiles_cached,
             compiler: &report.compiler,
             compiler_identity: &report.compiler_identity,
+            shard: report.shard.as_deref(),
         },
         changes: JsonChanges {
             newly_failing: &report.changes.newly_failing,
@@ -301,6 +303,7 @@ struct JsonSummary<'a> {
     compiles_cached: usize,
     compiler: &'a str,
     compiler_identity: &'a str,
+    shard: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -900,6 +903,7 @@ mod tests {
                 newly_passing: vec!["onnx/node/generated/test_mul [cpu_llvm_sync]".to_string()],
                 slower: vec![("matmul_f32 [cpu]".to_string(), 3.5)],
             },
+            shard: None,
         }
     }
 

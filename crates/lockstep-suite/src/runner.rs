@@ -76,11 +76,15 @@ pub fn run(
     let started = Instant::now();
     let compiles_area = (!opts.no_cache).then(|| cache.bucket(lockstep_cache::Area::Compile));
     fs_err::create_dir_all(&opts.run_dir)?;
-    // Checked before anything runs: without these nothing can.
-    if !opts.no_compile {
+    // Checked before anything runs: without these nothing can (a run of
+    // pytest tests alone needs no IREE tool).
+    let needs_iree = tests.iter().any(|t| t.pytest.is_none());
+    if needs_iree && !opts.no_compile {
         toolchain.tool("iree-compile")?;
     }
-    toolchain.tool("iree-run-module")?;
+    if needs_iree {
+        toolchain.tool("iree-run-module")?;
+    }
     let Compiles {
         keys,
         sources,
@@ -114,7 +118,8 @@ pub fn run(
     {
         let mut st = lock(&state);
         for (i, t) in tests.iter().enumerate() {
-            if st.done[i].is_none() && t.compile.is_none() && t.lit.is_none() {
+            if st.done[i].is_none() && t.compile.is_none() && t.lit.is_none() && t.pytest.is_none()
+            {
                 st.done[i] = Some(skipped(t));
             }
         }
@@ -165,6 +170,19 @@ pub fn run(
         }
         st.finished = finished;
     }
+    // pytest tests: one pytest process per suite.
+    if tests.iter().any(|t| t.pytest.is_some()) {
+        let py = crate::pytest_runner::PytestRun {
+            timeout: opts.run_timeout,
+            run_dir: &opts.run_dir,
+            sink,
+        };
+        let mut finished = st.finished;
+        for (i, result) in crate::pytest_runner::run(&py, tests, &mut finished, total) {
+            st.done[i] = Some(result);
+        }
+        st.finished = finished;
+    }
     // Benchmarks, one at a time.
     for (i, t) in tests.iter().enumerate() {
         let (Some(bench), Some(result)) = (&t.benchmark, st.done[i].as_mut()) else {
@@ -209,6 +227,7 @@ pub fn run(
         compiles_run,
         compiles_cached,
         changes: Default::default(),
+        shard: None,
     })
 }
 

@@ -57,6 +57,16 @@ pub struct Request {
     pub from_bundle: Option<PathBuf>,
     /// `--refresh-downloads`: fetch files named by URL alone again.
     pub refresh_downloads: bool,
+    /// The wheelhouse manifest `[[test.pytest]]` suites run against
+    /// (`--wheels`, else the `[pkg]` wheelhouse's when it exists); `None`:
+    /// the project's venv.
+    pub wheels: Option<PathBuf>,
+    /// The `[[test.pytest]]` suites of the run, ready to list
+    /// ([`crate::pytest::prepare`]).
+    pub pytest: Vec<std::sync::Arc<crate::pytest::PytestSuite>>,
+    /// Recorded seconds per test id, from the results history: `--shard`
+    /// balances by them ([`crate::plan::shards`]).
+    pub durations: Option<std::collections::BTreeMap<String, f64>>,
 }
 
 impl Request {
@@ -84,6 +94,7 @@ pub struct Planned {
     history: LastResults,
     opts: RunOptions,
     update_xfails: bool,
+    shard: Option<(usize, usize)>,
 }
 
 /// A finished run.
@@ -219,9 +230,19 @@ pub fn prepare(
     if let Some(dir) = bundle_dir {
         bundle::check_destination(dir, &suite_dirs)?;
     }
+    let pytest = match bundle_dir {
+        None => pytest_suites(&req, &cfg, loaded, cwd, sink)?,
+        Some(_) => {
+            if !cfg.pytest.is_empty() {
+                sink.note("[[test.pytest]] suites are not bundled: they run where the packages are installed");
+            }
+            Vec::new()
+        }
+    };
     let req = Request {
         skip_all_runs: req.skip_all_runs || bundle_dir.is_some(),
         lit: crate::lit::LitProgram::for_suites(&suite_dirs, sink)?,
+        pytest,
         ..req
     };
     let planned = plan(&req, &cfg, &loaded.root, loaded.origin(), cwd, sink)?;
@@ -406,6 +427,8 @@ pub fn plan(
             .collect(),
         lit: req.lit.clone(),
         work: run_dir.clone(),
+        pytest: req.pytest.clone(),
+        durations: req.durations.clone(),
     };
     let planned = plan::plan(&paths, &selection, sink)?;
     let mut read: Vec<(&'static str, PathBuf)> = planned
@@ -430,6 +453,7 @@ pub fn plan(
             downloads,
         },
         update_xfails: req.update_xfails,
+        shard,
     })
 }
 
@@ -483,6 +507,7 @@ pub fn run(
 ) -> Result<Finished, Error> {
     skip_missing_devices(&mut planned.tests, toolchain);
     let mut report = runner::run(&planned.tests, toolchain, cache, &planned.opts, sink)?;
+    report.shard = planned.shard.map(|(i, n)| format!("{i}/{n}"));
     report.changes = planned.history.record(&report)?;
     if planned.update_xfails {
         for updated in xfails::update(&planned.tests, &report)? {
@@ -586,10 +611,52 @@ fn suite_paths(
     if default.is_dir() {
         return Ok(vec![default]);
     }
+    if !req.pytest.is_empty() {
+        return Ok(Vec::new());
+    }
     Err(
         Error::usage("no tests to run: give suite directories or files")
             .hint("lockstep test path/to/suite, or set [test] paths in lockstep.toml"),
     )
+}
+
+/// The `[[test.pytest]]` suites a run here takes (all of them without PATH
+/// arguments, else those with a path at, inside or around a PATH), checked
+/// and each with its venv.
+fn pytest_suites(
+    req: &Request,
+    cfg: &TestConfig,
+    loaded: &Loaded,
+    cwd: &Path,
+    sink: &dyn Sink,
+) -> Result<Vec<std::sync::Arc<crate::pytest::PytestSuite>>, Error> {
+    use crate::pytest::{self, Packages};
+    if cfg.pytest.is_empty() {
+        return Ok(Vec::new());
+    }
+    pytest::check_configs(&cfg.pytest, &loaded.root, loaded.origin())?;
+    let real = |p: &Path| lockstep_core::fs::real_path(p);
+    let given: Vec<PathBuf> = req.paths.iter().map(|p| real(&cwd.join(p))).collect();
+    let chosen: Vec<pytest::PytestConfig> = cfg
+        .pytest
+        .iter()
+        .filter(|suite| {
+            given.is_empty()
+                || suite.paths.iter().any(|p| {
+                    let p = real(&loaded.root.join(p));
+                    given.iter().any(|g| p.starts_with(g) || g.starts_with(&p))
+                })
+        })
+        .cloned()
+        .collect();
+    if chosen.is_empty() {
+        return Ok(Vec::new());
+    }
+    let packages = match &req.wheels {
+        Some(manifest) => Packages::Manifest(manifest),
+        None => Packages::Project,
+    };
+    Ok(pytest::prepare(&chosen, &loaded.root, packages, sink))
 }
 
 /// The per-process timeout of `--timeout SECS`, else `default`; 0 is

@@ -37,6 +37,14 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         Some(loaded) => loaded,
         None => ctx.loaded()?,
     };
+    let request = Request {
+        wheels: wheels(args.wheels.as_deref(), loaded, ctx)?,
+        durations: match request.shard {
+            Some(_) => durations(&args.record, ctx)?,
+            None => None,
+        },
+        ..request
+    };
     let prepared = session::prepare(request, mode, loaded, &ctx.cwd, ctx.sink())?;
     let (planned, read) = (&prepared.planned, prepared.planned.inputs());
     let read: Vec<_> = read.iter().map(|(what, p)| (*what, p.as_path())).collect();
@@ -58,8 +66,10 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
         false => None,
     };
     let recording = super::history::start(ctx, &args.record, Kind::Test, &prepared.suites())?;
+    let pytest_only = planned.tests.iter().all(|t| t.pytest.is_some());
     let toolchain = match runtime {
         Some(runtime) => runtime,
+        None if pytest_only && flag.is_none() => lockstep_iree::Toolchain::absent(),
         None => ctx.toolchain(flag)?,
     };
     let finished = session::execute(prepared, &toolchain, &ctx.cache()?, ctx.sink())?;
@@ -84,4 +94,57 @@ pub fn run(args: TestArgs, ctx: &Ctx) -> Result<i32, Error> {
     );
     written?;
     Ok(if report.failed() { 1 } else { 0 })
+}
+
+/// The wheelhouse manifest `[[test.pytest]]` suites run against: `--wheels`
+/// (relative to the working directory; it must exist), else the `[pkg]`
+/// wheelhouse's `pylock.toml` when there is one.
+fn wheels(
+    flag: Option<&std::path::Path>,
+    loaded: &lockstep_core::config::Loaded,
+    ctx: &Ctx,
+) -> Result<Option<std::path::PathBuf>, Error> {
+    if let Some(flag) = flag {
+        let path = ctx.cwd.join(flag);
+        if !path.is_file() {
+            return Err(
+                Error::usage(format!("--wheels {}: no such manifest", flag.display()))
+                    .hint("name the pylock.toml `lockstep pkg build` wrote (in its wheelhouse)"),
+            );
+        }
+        return Ok(Some(path));
+    }
+    let pkg: lockstep_pkg::config::PkgConfig = loaded.section()?;
+    let default = loaded
+        .root
+        .join(&pkg.out)
+        .join(lockstep_python::pylock::FILE);
+    Ok(default.is_file().then_some(default))
+}
+
+/// The recorded test times `--shard` balances by: those of the results
+/// history (`--record DIR`, else `[history] dir`) when it exists and holds
+/// unsharded test runs (`lockstep_history::durations`).
+fn durations(
+    record: &lockstep_cmdline::Record,
+    ctx: &Ctx,
+) -> Result<Option<std::collections::BTreeMap<String, f64>>, Error> {
+    let dir = match &record.record {
+        Some(dir) => Some(ctx.cwd.join(dir)),
+        None => super::history::configured_dir(ctx)?,
+    };
+    let Some(dir) = dir.filter(|d| d.is_dir()) else {
+        return Ok(None);
+    };
+    let loaded = lockstep_history::load(&dir)?;
+    let durations = lockstep_history::durations::test_durations(&loaded);
+    if durations.is_empty() {
+        return Ok(None);
+    }
+    ctx.sink().note(format!(
+        "--shard: balanced by the recorded times of {} in {}",
+        lockstep_core::words::count(durations.len(), "test", "tests"),
+        dir.display()
+    ));
+    Ok(Some(durations))
 }

@@ -51,6 +51,7 @@ mod pkg_fetch;
 mod pkg_native;
 mod pkg_versions;
 mod preprocess;
+mod pytest;
 mod release;
 mod release_github;
 mod report_site;
