@@ -98,6 +98,16 @@ pub struct Plan {
     pub release: Option<crate::stages::ReleaseStage>,
     /// `lockstep-integrate.yml`, when `[ci.integrate] schedule` is set.
     pub integrate: Option<crate::stages::IntegrateStage>,
+    /// lockstep.toml has `[[test.pytest]]` suites: the test jobs run them
+    /// against the built wheels (`--wheels`), in the first target's jobs.
+    pub pytest: bool,
+    /// Its only tests are `[[test.pytest]]` suites: the test jobs install
+    /// no IREE toolchain.
+    pub pytest_only: bool,
+    /// The files naming what tests fetch by URL (`*.suite.toml`,
+    /// torch_ops' `run_module_io.json` under the test paths; relative to
+    /// the repository's top): the downloads area's cache key hashes them.
+    pub suite_globs: Vec<String>,
 }
 
 /// The manylinux images a build job can run in, pinned by digest (an
@@ -221,8 +231,9 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
     let build_runs_on = runs_on("[ci] runs-on", &ci.runs_on)?;
     // `lockstep test` without PATH runs `[test] paths`, the suite configs or
     // `suites/`: with none of them a test job could only fail.
-    let has_tests =
+    let iree_tests =
         !test.paths.is_empty() || !test.suite_configs.is_empty() || root.join("suites").is_dir();
+    let has_tests = iree_tests || !test.pytest.is_empty();
     // Checked either way: a bad [test.targets] table is an error.
     let mut targets = targets(test, ci, &build_runs_on)?;
     if !has_tests {
@@ -232,7 +243,7 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         return Err(Error::usage(
             "lockstep ci generate has nothing to run: lockstep.toml has no [[pkg.package]] and names no tests",
         )
-        .cause("tests are `[test] paths`, `[test] suite-configs` or a `suites/` directory beside lockstep.toml")
+        .cause("tests are `[test] paths`, `[test] suite-configs`, a `suites/` directory beside lockstep.toml or `[[test.pytest]]` suites")
         .hint("add tests (docs/test.md) or a [[pkg.package]] (docs/pkg.md); `lockstep init` writes both from what it finds in the repository; nothing was written"));
     }
     if !builds && ci.release.is_some() {
@@ -289,6 +300,7 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
             (out, lint_dir)
         }
     };
+    let suite_globs = suite_globs(test, &root, &workdir)?;
     Ok(Plan {
         config: join_slash(&workdir, &config_name),
         workdir,
@@ -328,6 +340,9 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         actions: crate::actions::Pins::resolve(ci.pin_actions, &ci.pins)?,
         release: crate::stages::release(ci, inputs.release.as_ref())?,
         integrate: crate::stages::integrate(ci, inputs.integrate.as_ref())?,
+        pytest: !test.pytest.is_empty(),
+        pytest_only: !iree_tests && !test.pytest.is_empty(),
+        suite_globs,
     })
 }
 
@@ -449,6 +464,41 @@ fn variants(pkg: &PkgConfig) -> Result<Vec<String>, Error> {
         names.insert(0, default);
     }
     Ok(names)
+}
+
+/// What the downloads area's key hashes: under each `[test] paths` entry
+/// (else `suites/`), its native suite files and torch_ops cases (a suite
+/// file itself when the path is one), relative to the repository's top.
+fn suite_globs(test: &TestConfig, root: &Path, workdir: &str) -> Result<Vec<String>, Error> {
+    let mut paths = vec!["suites".to_string()];
+    if !test.paths.is_empty() {
+        paths.clear();
+        for path in &test.paths {
+            let path = inside("[test] paths", path)?;
+            // A glob's and an expression's own characters would change
+            // what `hashFiles('...')` reads.
+            if let Some(c) = path.chars().find(|c| "'\"$`{}[]*?!\\".contains(*c)) {
+                return Err(Error::usage(format!(
+                    "[test] paths entry `{}` holds `{c}`, which a workflow's hashFiles() pattern cannot carry",
+                    path.escape_debug()
+                ))
+                .hint("rename the directory; nothing was written"));
+            }
+            check_text("[test] paths", &path)?;
+            paths.push(path);
+        }
+    }
+    let mut globs = Vec::new();
+    for path in paths {
+        let at = join_slash(workdir, &path);
+        if root.join(&path).is_file() {
+            globs.push(at);
+        } else {
+            globs.push(format!("{at}/**/*.suite.toml"));
+            globs.push(format!("{at}/**/run_module_io.json"));
+        }
+    }
+    Ok(globs)
 }
 
 /// The test jobs: every `[test.targets.NAME]` and `[test] default-targets`

@@ -583,7 +583,36 @@ fn download_wheelhouse(plan: &Plan, python: &str) -> Node {
     )
 }
 
-/// The compile cache of a test target, kept across runs.
+/// The downloads area (files tests name by URL: sources, inputs, expected
+/// outputs, parameter files), kept under a key of its own: the hash of the
+/// suite files that name the URLs and checksums, so every target and shard
+/// shares one copy and a changed URL starts a new one (from the last).
+fn restore_downloads(plan: &Plan) -> Node {
+    let patterns: Vec<String> = plan.suite_globs.iter().map(|g| format!("'{g}'")).collect();
+    step(
+        "Restore the downloads area",
+        vec![
+            ("uses", uses(plan, actions::CACHE)),
+            (
+                "with",
+                with(vec![
+                    ("path", s("${{ env.LOCKSTEP_CACHE }}/downloads")),
+                    (
+                        "key",
+                        s(format!(
+                            "lockstep-downloads-${{{{ hashFiles({}) }}}}",
+                            patterns.join(", ")
+                        )),
+                    ),
+                    ("restore-keys", Node::Block("lockstep-downloads-\n".into())),
+                ]),
+            ),
+        ],
+    )
+}
+
+/// The compile cache of a test target, kept across runs (without the
+/// downloads area: [`restore_downloads`] keeps it).
 fn restore_lockstep_cache(plan: &Plan, target: &TargetJob, suffix: &str) -> Node {
     step(
         "Restore the lockstep cache",
@@ -592,7 +621,13 @@ fn restore_lockstep_cache(plan: &Plan, target: &TargetJob, suffix: &str) -> Node
             (
                 "with",
                 with(vec![
-                    ("path", s("${{ env.LOCKSTEP_CACHE }}")),
+                    (
+                        "path",
+                        Node::Block(
+                            "${{ env.LOCKSTEP_CACHE }}\n!${{ env.LOCKSTEP_CACHE }}/downloads\n"
+                                .into(),
+                        ),
+                    ),
                     (
                         "key",
                         s(format!(
@@ -660,13 +695,24 @@ pub(crate) fn test_job(plan: &Plan, target: &TargetJob, source: &Source) -> Node
     if plan.builds {
         steps.push(download_wheelhouse(plan, &python));
     }
+    steps.push(restore_downloads(plan));
     steps.push(restore_lockstep_cache(plan, target, suffix));
-    steps.push(install_toolchain(plan));
-    let update = if plan.xfail_configs.is_empty() {
-        ""
+    if !plan.pytest_only {
+        steps.push(install_toolchain(plan));
+    }
+    let mut update = if plan.xfail_configs.is_empty() {
+        String::new()
     } else {
-        " --update-xfails"
+        " --update-xfails".to_string()
     };
+    // pytest suites test the packages, not a target: the first target's
+    // jobs run them (against the built wheels), the others leave them out.
+    let first = plan.targets.first().is_some_and(|t| t.name == target.name);
+    match (plan.pytest, first, plan.builds) {
+        (true, true, true) => update.push_str(" --wheels \"$LOCKSTEP_IREE_MANIFEST\""),
+        (true, false, _) => update.push_str(" -m \"not pytest\""),
+        _ => {}
+    }
     steps.push(step(
         "Run the tests",
         vec![(

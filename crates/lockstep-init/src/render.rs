@@ -169,6 +169,24 @@ fn test(out: &mut String, survey: &Survey) {
             "(docs/test.md, \"lit suites\"; its config must load without a build's lit.site.cfg.py).",
         );
     }
+    if !survey.pytest_paths.is_empty() {
+        out.push_str(
+            "
+[[test.pytest]]
+",
+        );
+        comment(
+            out,
+            "pytest tests found (test_*.py): run against the wheels `lockstep pkg build` makes, else the project's .venv",
+        );
+        comment(
+            out,
+            "(docs/test.md, \"pytest suites\"). Add what the tests import beyond your packages to requirements.",
+        );
+        out.push_str("name = \"pytest\"\n");
+        let _ = writeln!(out, "paths = {}", list(&survey.pytest_paths));
+        out.push_str("requirements = [\"pytest\"]\n");
+    }
 }
 
 fn packages(out: &mut String, survey: &Survey) {

@@ -170,6 +170,9 @@ pub struct Survey {
     pub suite_configs: Vec<String>,
     /// `lit.cfg.py` files (a comment saying how to run each with lit).
     pub lit_configs: Vec<String>,
+    /// Directories of pytest tests (`test_*.py`, `*_test.py` under a
+    /// `tests` or `test` directory), for a `[[test.pytest]]` suite.
+    pub pytest_paths: Vec<String>,
     /// What was seen and left out, for comments.
     pub notes: Vec<String>,
 }
@@ -196,6 +199,7 @@ pub fn survey(dir: &Path, chosen: Option<&str>) -> Result<Survey, Error> {
         .filter(|f| file_name(f) == "lit.cfg.py")
         .cloned()
         .collect();
+    survey.pytest_paths = pytest_paths(&files, &survey.lit_configs, &mut survey.notes);
     check_names(&survey)?;
     Ok(survey)
 }
@@ -246,6 +250,9 @@ pub fn check_names(survey: &Survey) -> Result<(), Error> {
     }
     for path in &survey.lit_configs {
         names.push(("a lit suite's configuration", path));
+    }
+    for path in &survey.pytest_paths {
+        names.push(("a pytest directory ([[test.pytest]] paths)", path));
     }
     for note in &survey.notes {
         names.push(("a note", note));
@@ -684,6 +691,58 @@ fn join(folder: &str, name: &str) -> String {
     } else {
         format!("{folder}/{name}")
     }
+}
+
+/// The most pytest directories proposed (a large tree lists the rest in a note).
+const MAX_PYTEST_PATHS: usize = 8;
+
+/// The directories of pytest tests: for each `test_*.py` or `*_test.py`
+/// with a `tests` or `test` directory in its path, that path up to the
+/// first such directory (`tests`, `python/test`), outside lit suites and
+/// `third_party`; each once, in order.
+fn pytest_paths(files: &[String], lit_configs: &[String], notes: &mut Vec<String>) -> Vec<String> {
+    let lit_dirs: Vec<&str> = lit_configs.iter().map(|c| parent(c)).collect();
+    let mut found: BTreeSet<String> = BTreeSet::new();
+    for rel in files {
+        let name = file_name(rel);
+        let is_test =
+            name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"));
+        if !is_test || rel.split('/').any(|part| part == "third_party") {
+            continue;
+        }
+        if lit_dirs
+            .iter()
+            .any(|d| !d.is_empty() && rel.starts_with(&format!("{d}/")))
+        {
+            continue;
+        }
+        let parts: Vec<&str> = rel.split('/').collect();
+        let Some(at) = parts[..parts.len().saturating_sub(1)]
+            .iter()
+            .position(|p| *p == "tests" || *p == "test")
+        else {
+            continue;
+        };
+        found.insert(parts[..=at].join("/"));
+    }
+    // A directory inside another found one is covered by it.
+    let all: Vec<String> = found.iter().cloned().collect();
+    let mut paths: Vec<String> = all
+        .iter()
+        .filter(|p| {
+            !all.iter()
+                .any(|q| q != *p && p.starts_with(&format!("{q}/")))
+        })
+        .cloned()
+        .collect();
+    if paths.len() > MAX_PYTEST_PATHS {
+        notes.push(format!(
+            "pytest tests in {} directories; [[test.pytest]] names the first {MAX_PYTEST_PATHS}",
+            paths.len()
+        ));
+        paths.truncate(MAX_PYTEST_PATHS);
+    }
+    paths
 }
 
 /// `[test] paths` (the top directories holding native suites or

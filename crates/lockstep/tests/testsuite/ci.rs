@@ -1310,3 +1310,82 @@ fn hosted_on_github_releases_the_publish_job_syncs_a_missed_cache_publishes_ever
         "{err}"
     );
 }
+
+/// The `run` (or `with.key`) text of the step named `name` of `job`.
+fn step_text(job: &Value, name: &str, key: &str) -> String {
+    let Value::Sequence(steps) = &job["steps"] else {
+        panic!("no steps: {job:?}");
+    };
+    let step = steps
+        .iter()
+        .find(|s| str_of(&s["name"]) == name)
+        .unwrap_or_else(|| panic!("no step {name}"));
+    match key {
+        "run" => str_of(&step["run"]),
+        other => str_of(&step["with"][other]),
+    }
+}
+
+#[test]
+fn pytest_suites_run_in_the_first_targets_jobs_against_the_built_wheels() {
+    let config = format!(
+        "{MINIMAL}\n[test]\ndefault-targets = [\"cpu\", \"cpu-sync\"]\npaths = [\"suites\"]\n\n[[test.pytest]]\nname = \"unit\"\n\n{PINNED}"
+    );
+    let (p, dir) = repo("", &config);
+    std::fs::create_dir_all(dir.join("suites")).unwrap();
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    p.run(&["ci", "generate"], 0);
+    lint(&p.path());
+    let workflow = parse(&dir.join(".github/workflows/lockstep-pkgci.yml"));
+    let jobs = check_structure(&workflow, &BTreeMap::from([("cpu", 1), ("cpu-sync", 1)]));
+    let first = step_text(&jobs["test-cpu"], "Run the tests", "run");
+    assert!(
+        first.contains("--wheels \"$LOCKSTEP_IREE_MANIFEST\""),
+        "{first}"
+    );
+    let other = step_text(&jobs["test-cpu-sync"], "Run the tests", "run");
+    assert!(
+        other.contains("-m \"not pytest\"") && !other.contains("--wheels"),
+        "{other}"
+    );
+    // The downloads area: a key of its own, from the suite files.
+    for job in ["test-cpu", "test-cpu-sync"] {
+        let key = step_text(&jobs[job], "Restore the downloads area", "key");
+        assert_eq!(
+            key,
+            "lockstep-downloads-${{ hashFiles('suites/**/*.suite.toml', 'suites/**/run_module_io.json') }}"
+        );
+        let path = step_text(&jobs[job], "Restore the lockstep cache", "path");
+        assert!(
+            path.contains("!${{ env.LOCKSTEP_CACHE }}/downloads"),
+            "{path}"
+        );
+    }
+
+    // pytest suites alone: test jobs that install no IREE toolchain.
+    let config = format!("{MINIMAL}\n[[test.pytest]]\nname = \"unit\"\n\n{PINNED}");
+    let (p, dir) = repo("", &config);
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    p.run(&["ci", "generate"], 0);
+    lint(&p.path());
+    let workflow = parse(&dir.join(".github/workflows/lockstep-pkgci.yml"));
+    let job = &workflow["jobs"]["test-cpu"];
+    let names = step_names(job);
+    assert!(!names.iter().any(|n| n.contains("toolchain")), "{names:?}");
+    assert_eq!(seq(&job["needs"]), ["build"]);
+    let run = step_text(job, "Run the tests", "run");
+    assert!(
+        run.contains("--wheels \"$LOCKSTEP_IREE_MANIFEST\""),
+        "{run}"
+    );
+
+    // A test path a hashFiles() pattern cannot carry is refused.
+    let config = format!("[test]\npaths = [\"s[1]\"]\n\n{PINNED}");
+    let (p, dir) = repo("", &config);
+    std::fs::create_dir_all(dir.join("s[1]")).unwrap();
+    let err = stderr(&p.run(&["ci", "generate"], 2));
+    assert!(
+        err.contains("which a workflow's hashFiles() pattern cannot carry"),
+        "{err}"
+    );
+}

@@ -33,6 +33,18 @@ fn project(p: &Project) -> PathBuf {
         &native_add_test("add", "add.mlir", "4xf32=2 4 6 8"),
     );
     write(&proj.join("test/lit.cfg.py"), "config.name = 'x'\n");
+    write(
+        &proj.join("test/test_not_pytest.py"),
+        "# a lit suite's file\n",
+    );
+    write(
+        &proj.join("python/tests/test_api.py"),
+        "def test_api():\n    pass\n",
+    );
+    write(
+        &proj.join("python/tests/more/test_more.py"),
+        "def test_more():\n    pass\n",
+    );
     git(&proj, &["init", "-q", "-b", "main"]);
     git(
         &proj,
@@ -80,6 +92,12 @@ fn init_writes_what_it_finds_and_every_command_accepts_it() {
         text.contains("lit suite at test/lit.cfg.py: add \"test\" to paths"),
         "{text}"
     );
+    // pytest tests become a [[test.pytest]] suite (not the lit suite's files).
+    assert!(
+        text.contains("[[test.pytest]]\n# pytest tests found")
+            && text.contains("name = \"pytest\"\npaths = [\"python/tests\"]\n"),
+        "{text}"
+    );
     // Every setting says where it came from.
     for setting in ["submodule =", "name =", "paths =", "iree ="] {
         let line = text.lines().position(|l| l.starts_with(setting)).unwrap();
@@ -99,6 +117,12 @@ fn init_writes_what_it_finds_and_every_command_accepts_it() {
     );
     let listed = expect(&mut p.cmd_in(&proj, &["test", "--list"]), 0);
     assert!(stdout(&listed).contains("add"), "{}", stdout(&listed));
+    // No wheelhouse or .venv yet: the pytest suite is one test saying so.
+    assert!(
+        stdout(&listed).contains("pytest [pytest]  [pytest]"),
+        "{}",
+        stdout(&listed)
+    );
     // With [ci] lockstep named, the workflow of the written file lints clean.
     let mut config = text.clone();
     config.push_str("\n[ci]\nlockstep = { git = \"https://github.com/example/lockstep\", rev = \"0123456789abcdef0123456789abcdef01234567\" }\n");

@@ -142,6 +142,7 @@ pub fn isolate(cmd: &mut Command, home: &Path, cache: &Path) {
         .stdin(Stdio::null());
     for var in [
         "LOCKSTEP_IREE_BIN",
+        "VIRTUAL_ENV",
         "LOCKSTEP_WEBHOOK_URL",
         "BOO_CACHE_DIR",
         "BOO_CACHE_ON",
