@@ -30,12 +30,16 @@ pub fn written(made: &Made) -> String {
             )
         }
     ));
+    let mut tests = survey.test_paths.clone();
+    if !survey.pytest_paths.is_empty() {
+        tests.push(format!("pytest in {}", survey.pytest_paths.join(", ")));
+    }
     lines.push(format!(
         "  tests: {}",
-        if survey.test_paths.is_empty() {
+        if tests.is_empty() {
             "none found".to_string()
         } else {
-            survey.test_paths.join(", ")
+            tests.join(", ")
         }
     ));
     lines.push("next: docs/getting-started.md (lockstep test, lockstep ci generate, lockstep integrate start)".into());

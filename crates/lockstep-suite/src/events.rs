@@ -77,12 +77,20 @@ impl Event for TestEvent {
                 tools,
             } => Human::Begin {
                 total: *tests as u64,
-                line: format!(
-                    "{}, {}, {compiler} ({})",
-                    count(*tests, "test", "tests"),
-                    count(*jobs, "worker", "workers"),
-                    tools.display()
-                ),
+                line: match tools.as_os_str().is_empty() {
+                    // No IREE (pytest suites alone): no tools to name.
+                    true => format!(
+                        "{}, {}, {compiler}",
+                        count(*tests, "test", "tests"),
+                        count(*jobs, "worker", "workers")
+                    ),
+                    false => format!(
+                        "{}, {}, {compiler} ({})",
+                        count(*tests, "test", "tests"),
+                        count(*jobs, "worker", "workers"),
+                        tools.display()
+                    ),
+                },
             },
             TestEvent::TestFinished {
                 id,

@@ -333,6 +333,7 @@ fn wheel_venv(
     let mut key = lockstep_core::hash::sha256_bytes(&bytes);
     key.push_str(&requirements.join("\n"));
     key.push_str(&std::env::var("UV_PYTHON").unwrap_or_default());
+    key.push_str(&wheels_python(manifest).unwrap_or_default());
     let key = lockstep_core::hash::sha256_bytes(key.as_bytes());
     let root = lockstep_core::paths::cache().join("pytest-venvs");
     let dir = root.join(key.get(..24).unwrap_or(&key));
@@ -347,10 +348,52 @@ fn wheel_venv(
     if !ready(&dir) {
         let uv = lockstep_python::uv::find_default(sink).map_err(text)?;
         let from = lockstep_python::venv::From::Manifest(manifest);
-        lockstep_python::venv::create_for_tests(&uv, &dir, from, None, requirements, sink)
-            .map_err(text)?;
+        let python = wheels_python(manifest);
+        lockstep_python::venv::create_for_tests(
+            &uv,
+            &dir,
+            from,
+            python.as_deref(),
+            requirements,
+            sink,
+        )
+        .map_err(text)?;
     }
     Ok(dir.join("bin/python"))
+}
+
+/// The Python the manifest's wheels are built for (`3.11` of `cp311`
+/// wheels), so the venv is made with one they install on; with wheels for
+/// several, the lowest; `None` for pure wheels only, or when `UV_PYTHON`
+/// chooses (uv's own choice then).
+fn wheels_python(manifest: &Path) -> Option<String> {
+    if std::env::var("UV_PYTHON").is_ok_and(|p| !p.trim().is_empty()) {
+        return None;
+    }
+    let lock = lockstep_python::pylock::Lock::load(manifest).ok()?;
+    let mut versions: Vec<(u32, u32)> = lock
+        .packages
+        .iter()
+        .flat_map(|p| p.wheels.iter())
+        .filter_map(|w| w.name.as_deref())
+        .filter_map(cpython_of_wheel)
+        .collect();
+    versions.sort();
+    versions.dedup();
+    versions
+        .first()
+        .map(|(major, minor)| format!("{major}.{minor}"))
+}
+
+/// `(3, 11)` of a wheel file name whose python tag is `cp311` (an abi3
+/// wheel's is its lowest Python, which any later one also installs).
+fn cpython_of_wheel(name: &str) -> Option<(u32, u32)> {
+    let stem = name.strip_suffix(".whl")?;
+    let parts: Vec<&str> = stem.split('-').collect();
+    let tag = parts.get(parts.len().checked_sub(3)?)?;
+    let digits = tag.split('.').next()?.strip_prefix("cp")?;
+    let (major, minor) = digits.split_at_checked(1)?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
 /// Whether pytest imports in the venv of `python` (within a minute).
@@ -971,6 +1014,21 @@ pub fn tail(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wheels_python_is_its_cpython_tag() {
+        assert_eq!(
+            cpython_of_wheel("nanobind_example-0.0.1-cp311-cp311-manylinux_2_34_x86_64.whl"),
+            Some((3, 11))
+        );
+        assert_eq!(
+            cpython_of_wheel("x-1.0-cp39-abi3-linux_x86_64.whl"),
+            Some((3, 9))
+        );
+        assert_eq!(cpython_of_wheel("calc-1.0-py3-none-any.whl"), None);
+        assert_eq!(cpython_of_wheel("nonsense"), None);
+        assert_eq!(cpython_of_wheel("a-cp-b-c.whl"), None);
+    }
 
     #[test]
     fn node_ids_map_to_pytests_junit_addresses() {

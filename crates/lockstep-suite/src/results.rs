@@ -676,13 +676,15 @@ pub fn console_summary(report: &RunReport) -> String {
         out.push('\n');
     }
 
-    let _ = writeln!(
-        out,
-        "compiles: {} run, {} cached ({})",
-        report.compiles_run,
-        report.compiles_cached,
-        nonempty(&report.compiler, &report.compiler_identity)
-    );
+    if !report.compiler_identity.is_empty() {
+        let _ = writeln!(
+            out,
+            "compiles: {} run, {} cached ({})",
+            report.compiles_run,
+            report.compiles_cached,
+            nonempty(&report.compiler, &report.compiler_identity)
+        );
+    }
     let _ = writeln!(
         out,
         "test result: {}. {}: {} pass, {} fail, {} xfail, {} xpass, {} skip; {} on {}",
