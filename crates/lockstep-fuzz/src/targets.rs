@@ -112,6 +112,31 @@ pub fn all() -> Vec<Target> {
             heavy: false,
         },
         Target {
+            name: "pytest-junit",
+            run: pytest_junit,
+            dictionary: &[
+                "<testsuites>",
+                "<testsuite name=\"pytest\">",
+                "<testcase classname=\"t.test_a\" name=\"test_x[1]\" time=\"0.5\">",
+                "<testcase ",
+                "/>",
+                "</testcase>",
+                "<failure message=\"[XPASS(strict)] r\">",
+                "</failure>",
+                "<error message=\"collection failure\">",
+                "<skipped type=\"pytest.xfail\" message=\"m\"/>",
+                "<skipped type=\"pytest.skip\"/>",
+                "<property name=\"lockstep_outcome\" value=\"xpassed\"/>",
+                "<![CDATA[",
+                "]]>",
+                "&amp;",
+                "&#x1F600;",
+                "time=\"nan\"",
+                "time=\"-1\"",
+            ],
+            heavy: false,
+        },
+        Target {
             name: "npy",
             run: npy,
             dictionary: &[
@@ -857,6 +882,24 @@ fn torch_case(input: &[u8]) -> Outcome {
         // The caller names the file; the message says what is wrong in it.
         Err(e) if e.is_empty() => Outcome::Unnamed(e),
         Err(e) => Outcome::Refused(e.lines().next().unwrap_or("").to_string()),
+    }
+}
+
+/// pytest's JUnit report: every case read back has an outcome and a
+/// finite, non-negative time.
+fn pytest_junit(input: &[u8]) -> Outcome {
+    match lockstep_suite::pytest::parse_junit(&text(input)) {
+        Ok(cases) => {
+            for case in cases {
+                let reported = case.reported();
+                if !(reported.seconds.is_finite() && reported.seconds >= 0.0) {
+                    return Outcome::Unnamed(format!("a time of {}", reported.seconds));
+                }
+                let _ = lockstep_suite::pytest::junit_address(&case.name);
+            }
+            Outcome::Accepted
+        }
+        Err(e) => Outcome::Refused(e),
     }
 }
 
