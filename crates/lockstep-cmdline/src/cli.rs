@@ -811,6 +811,12 @@ pub struct PreprocessArgs {
     /// Only executables whose symbol matches this regular expression get the commands.
     #[arg(long, value_name = "REGEX")]
     pub only: Option<String>,
+    /// Only variants whose target (`#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {... triple ...}>`, aliases resolved) matches get the commands; the others are kept byte for byte.
+    #[arg(long, value_name = "REGEX")]
+    pub only_target: Option<String>,
+    /// A file the tools read (a C source, a table; a glob is allowed; repeatable): its contents join the cache key.
+    #[arg(long = "with-input", value_name = "PATH")]
+    pub with_inputs: Vec<String>,
     /// Kill a tool process that runs longer than SECS seconds (fractions allowed).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,

@@ -42,6 +42,9 @@ pub struct Options<'a> {
     pub cache: Option<Cache>,
     /// Only executables whose symbol matches get the steps.
     pub only: Option<regex::Regex>,
+    /// Only variants whose target matches get the steps (the others are
+    /// held back and put back byte for byte: [`crate::variants`]).
+    pub only_target: Option<regex::Regex>,
     pub timeout: Option<Duration>,
     /// Keep every executable's inputs and outputs here.
     pub keep_temps: Option<PathBuf>,
@@ -177,9 +180,16 @@ struct Done {
 }
 
 impl Ctx<'_> {
-    /// Runs every step on one executable. `dir` holds its temporary files.
-    fn process(&self, symbol: &str, op: &str, dir: &Path) -> Result<Done, Box<Failure>> {
-        let mut current = op.to_string();
+    /// Runs every step on one executable (without the variants `held`
+    /// back, put back at the end). `dir` holds its temporary files.
+    fn process(
+        &self,
+        symbol: &str,
+        op: &str,
+        held: Option<&crate::variants::Held>,
+        dir: &Path,
+    ) -> Result<Done, Box<Failure>> {
+        let mut current = held.map_or(op, |h| h.given.as_str()).to_string();
         let mut raw = String::new();
         let mut reports = Vec::with_capacity(self.steps.len());
         // Before or around a step's tool (no exit status, no stderr).
@@ -246,13 +256,21 @@ impl Ctx<'_> {
                     )),
                 }
             };
-            if let Some(hit) = self.cache.and_then(|c| c.get(&key)) {
+            let hit = self
+                .cache
+                .and_then(|c| c.get(&key))
+                .filter(|h| h.objects_unchanged());
+            if let Some(hit) = hit {
                 if self.keep_all {
                     keep_or_fail(&[
                         ("input", &in_path, input.as_bytes()),
-                        ("output", &out_path, hit.as_bytes()),
+                        ("output", &out_path, hit.output.as_bytes()),
                     ])?;
+                    self.keep_objects(&hit.objects, dir).map_err(|e| {
+                        fail_setup(n, "cannot keep its objects (--keep-temps)".into(), e)
+                    })?;
                 }
+                let hit = hit.output;
                 reports.push(StepReport {
                     command: step.display(),
                     cached: true,
@@ -408,8 +426,17 @@ impl Ctx<'_> {
                     }
                 }
             };
+            let objects = match self.check_variants(&input, &accepted) {
+                Ok(objects) => objects,
+                Err(what) => return Err(tool_failed(what)),
+            };
+            if self.keep_all {
+                self.keep_objects(&objects, dir).map_err(|e| {
+                    fail_setup(n, "cannot keep its objects (--keep-temps)".into(), e)
+                })?;
+            }
             if let Some(c) = self.cache {
-                if let Err(e) = c.put(&key, &accepted) {
+                if let Err(e) = c.put(&key, &accepted, &objects) {
                     tracing::warn!("cannot store a preprocess cache entry: {e}");
                 }
             }
@@ -420,10 +447,58 @@ impl Ctx<'_> {
             }
             reports.push(report);
         }
+        if let (Some(held), false) = (held, self.raw_output) {
+            current = crate::variants::restore(&current, held).map_err(|e| {
+                fail_setup(
+                    self.steps.len(),
+                    "cannot put back the variants --only-target held".into(),
+                    Error::failed(e),
+                )
+            })?;
+        }
         Ok(Done {
             output: if self.raw_output { raw } else { current },
             steps: reports,
         })
+    }
+
+    /// The checks on a tool's accepted output that need its input: as many
+    /// variants as it was given, and every object it references readable
+    /// (and, for ELF targets, an object for the triple). Returns the
+    /// objects (file, sha256) for the cache entry.
+    fn check_variants(
+        &self,
+        input: &str,
+        accepted: &str,
+    ) -> Result<Vec<(PathBuf, String)>, String> {
+        if self.raw_output {
+            return Ok(Vec::new());
+        }
+        crate::variants::check_count(input, accepted)?;
+        let objects = crate::variants::check_objects(accepted, self.module, self.text, self.cwd)?;
+        Ok(objects.into_iter().map(|o| (o.file, o.sha256)).collect())
+    }
+
+    /// Copies the objects an output references beside its kept files
+    /// (`DIR/<executable>/objects/`), so a kept run can be compiled again
+    /// elsewhere.
+    fn keep_objects(&self, objects: &[(PathBuf, String)], dir: &Path) -> Result<(), Error> {
+        if objects.is_empty() {
+            return Ok(());
+        }
+        let into = dir.join("objects");
+        fs_err::create_dir_all(&into)?;
+        for (file, sha256) in objects {
+            let name = format!(
+                "{}-{}",
+                sha256.get(..12).unwrap_or(sha256),
+                lockstep_core::fs::file_name(file)
+            );
+            let bytes = fs_err::read(file)?;
+            exec::write_kept(&into.join(name), &bytes)
+                .map_err(|e| Error::failed("cannot keep an object").cause(e))?;
+        }
+        Ok(())
     }
 
     /// (program, argv) that runs `step`.
@@ -645,17 +720,23 @@ pub fn preprocess_scanned(
         raw_output: false,
         keep_all: opts.keep_temps.is_some(),
     };
-    let selected: Vec<usize> = module
+    let by_symbol: Vec<usize> = module
         .executables
         .iter()
         .enumerate()
         .filter(|(_, e)| opts.only.as_ref().is_none_or(|re| re.is_match(&e.symbol)))
         .map(|(i, _)| i)
         .collect();
+    let (selected, held) = select_targets(text, module, &by_symbol, opts.only_target.as_ref())?;
     if module.executables.is_empty() {
         sink.warn("the input holds no hal.executable; the output is the input unchanged");
-    } else if selected.is_empty() {
+    } else if by_symbol.is_empty() {
         sink.warn("--only selected no executable; the output is the input unchanged");
+    } else if selected.is_empty() {
+        sink.warn(format!(
+            "--only-target matched no variant; the output is the input unchanged (targets seen: {})",
+            targets_seen(text, module, &by_symbol)
+        ));
     }
     sink.emit(&PreprocessEvent::ModuleStarted {
         executables: module.executables.len(),
@@ -671,7 +752,7 @@ pub fn preprocess_scanned(
             index: i,
         });
         let original = &text[exe.span.clone()];
-        let result = ctx.process(&exe.symbol, original, &dir);
+        let result = ctx.process(&exe.symbol, original, held.get(&i), &dir);
         sink.emit(&finished_event(&exe.symbol, i, original, &result));
         if result.is_err() {
             // Start nothing new; running tools finish (or time out).
@@ -787,6 +868,67 @@ pub fn preprocess_scanned(
         kept: opts.keep_temps.clone(),
         limiter: opts.limiter.describe(),
     })
+}
+
+/// The executables (of `candidates`) with a variant whose target matches
+/// `only_target`, and for each the variants held back; all of them, none
+/// held, without `--only-target`.
+fn select_targets(
+    text: &str,
+    module: &Module,
+    candidates: &[usize],
+    only_target: Option<&regex::Regex>,
+) -> Result<(Vec<usize>, BTreeMap<usize, crate::variants::Held>), Error> {
+    let Some(re) = only_target else {
+        return Ok((candidates.to_vec(), BTreeMap::new()));
+    };
+    let mut selected = Vec::new();
+    let mut held = BTreeMap::new();
+    for &i in candidates {
+        let exe = &module.executables[i];
+        let op = &text[exe.span.clone()];
+        let split = crate::variants::hold(op, re, module, text).map_err(|e| {
+            Error::failed(format!(
+                "cannot read the variants of hal.executable @{}",
+                exe.symbol
+            ))
+            .cause(e)
+        })?;
+        if let Some(split) = split {
+            selected.push(i);
+            if split.order.iter().any(Option::is_some) {
+                held.insert(i, split);
+            }
+        }
+    }
+    Ok((selected, held))
+}
+
+/// The distinct targets (backend and format) of the candidates' variants,
+/// for the warning when `--only-target` matches none.
+fn targets_seen(text: &str, module: &Module, candidates: &[usize]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for &i in candidates {
+        let op = &text[module.executables[i].span.clone()];
+        for v in scan::variants(op).unwrap_or_default() {
+            let target = crate::variants::resolve_target(&v.target, module, text);
+            let short: String = target
+                .split_once('{')
+                .map_or(target.as_str(), |(head, _)| head)
+                .trim_end_matches([',', ' '])
+                .chars()
+                .take(120)
+                .collect();
+            if !seen.contains(&short) {
+                seen.push(short);
+            }
+        }
+    }
+    if seen.is_empty() {
+        "none".into()
+    } else {
+        seen.join("; ")
+    }
 }
 
 /// The event for an executable whose steps ended with `result`.
@@ -953,7 +1095,7 @@ pub fn wrap(input: &str, opts: &WrapOptions) -> Result<String, Error> {
         raw_output: true,
         keep_all: false,
     };
-    match ctx.process(&symbol, input, &dir) {
+    match ctx.process(&symbol, input, None, &dir) {
         Ok(done) => {
             let _ = std::fs::remove_dir_all(&dir);
             Ok(done.output)
@@ -964,6 +1106,18 @@ pub fn wrap(input: &str, opts: &WrapOptions) -> Result<String, Error> {
             Err((*f).into_error())
         }
     }
+}
+
+/// Compiles an `--only-target` expression.
+pub fn only_target(pattern: &str) -> Result<regex::Regex, Error> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| {
+            Error::usage(format!("invalid --only-target expression `{pattern}`"))
+                .cause(e.to_string())
+                .hint("--only-target takes a regular expression matched against each variant's target, e.g. 'embedded-elf-x86_64' or 'aarch64-'")
+        })
 }
 
 /// Compiles an `--only` expression.

@@ -21,6 +21,7 @@ pub mod limit;
 pub mod scan;
 pub mod session;
 pub mod step;
+pub mod variants;
 
 pub use engine::{preprocess, wrap, Options, Outcome, WrapOptions};
 pub use step::Step;

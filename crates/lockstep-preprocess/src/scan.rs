@@ -608,6 +608,144 @@ fn unquote(s: &str) -> String {
     }
 }
 
+/// A `hal.executable.variant` inside one `hal.executable`'s text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// Without the `@`.
+    pub symbol: String,
+    /// Byte range of the whole variant op in the executable's text.
+    pub span: Range<usize>,
+    /// What is inside `target(...)`: an alias (`#executable_target_...`) or
+    /// the attribute itself.
+    pub target: String,
+    /// The `path`s of its `#hal.executable.object<{path = "..."}>`s.
+    pub objects: Vec<String>,
+}
+
+/// The variants of the `hal.executable` op `op` (its text, as a tool
+/// prints it: the executable alone, aliases before it allowed), in order.
+pub fn variants(op: &str) -> Result<Vec<Variant>, ScanError> {
+    let tokens = tokenize(op)?;
+    let cur = Cursor {
+        text: op,
+        tokens: &tokens,
+    };
+    let Some(start) =
+        (0..tokens.len()).find(|&i| tokens[i].depth == 0 && cur.word_is(i, "hal.executable"))
+    else {
+        return Err(ScanError::new(0, "no hal.executable"));
+    };
+    let open = cur
+        .region_open(start, tokens.len())
+        .ok_or_else(|| ScanError::new(tokens[start].start, "hal.executable has no body"))?;
+    let close = cur.matching(open);
+    let depth = tokens[open].depth + 1;
+    let mut found = Vec::new();
+    let mut i = open + 1;
+    while i < close {
+        if tokens[i].depth != depth || !cur.word_is(i, "hal.executable.variant") {
+            i += 1;
+            continue;
+        }
+        let body = cur
+            .region_open(i, close)
+            .ok_or_else(|| ScanError::new(tokens[i].start, "hal.executable.variant has no body"))?;
+        let mut end = cur.matching(body) + 1;
+        if cur.word_is(end, "loc")
+            && tokens
+                .get(end + 1)
+                .is_some_and(|t| t.kind == Kind::Open(b'('))
+        {
+            end = cur.matching(end + 1) + 1;
+        }
+        let mut symbol = None;
+        let mut target = String::new();
+        let mut objects = Vec::new();
+        let mut k = i + 1;
+        while k < body {
+            let t = &tokens[k];
+            if t.depth == depth && t.kind == Kind::Word {
+                let word = cur.slice(t);
+                let call = tokens
+                    .get(k + 1)
+                    .is_some_and(|n| n.kind == Kind::Open(b'('));
+                if symbol.is_none() && word.starts_with('@') {
+                    symbol = Some(unquote(&word[1..]));
+                } else if word == "target" && call {
+                    let shut = cur.matching(k + 1);
+                    target = op[tokens[k + 1].end..tokens[shut].start].trim().to_string();
+                    k = shut;
+                } else if word == "objects" && call {
+                    let shut = cur.matching(k + 1);
+                    objects = object_paths(&cur, k + 1, shut);
+                    k = shut;
+                }
+            }
+            k += 1;
+        }
+        let symbol = symbol.ok_or_else(|| {
+            ScanError::new(
+                tokens[i].start,
+                "hal.executable.variant without a @symbol name",
+            )
+        })?;
+        found.push(Variant {
+            symbol,
+            span: tokens[i].start..cur.byte_end(end),
+            target,
+            objects,
+        });
+        i = end;
+    }
+    Ok(found)
+}
+
+/// The string after each `path =` between the tokens `from` and `to`.
+fn object_paths(cur: &Cursor, from: usize, to: usize) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut k = from;
+    while k < to {
+        if cur.word_is(k, "path") {
+            let eq = cur.next_significant(k);
+            let value = cur.next_significant(eq);
+            let is_eq = cur
+                .tokens
+                .get(eq)
+                .is_some_and(|t| t.kind == Kind::Other(b'='));
+            if let (true, Some(t)) = (is_eq, cur.tokens.get(value)) {
+                if t.kind == Kind::Str {
+                    paths.push(unescape(cur.slice(t)));
+                }
+            }
+        }
+        k += 1;
+    }
+    paths
+}
+
+/// An MLIR string literal's value (`\"`, `\\` and `\n`-style escapes).
+fn unescape(literal: &str) -> String {
+    let inner = literal
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .unwrap_or(literal);
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
 /// Entries of a `{-# dialect_resources: { DIALECT: { KEY: "VALUE" } } #-}` block.
 #[derive(Debug, Clone, Default)]
 pub struct Resources {
@@ -738,6 +876,31 @@ fn assemble(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn variants_with_their_targets_and_objects() {
+        let op = r#"hal.executable private @ex {
+  hal.executable.variant public @x86 target(#executable_target_embedded_elf_x86_64_) objects([#hal.executable.object<{path = "/tmp/k \"1\".o"}>, #hal.executable.object<{path = "b.o"}>]) {
+    hal.executable.export public @f ordinal(0) layout(#pipeline_layout) { ^bb0(%arg0: !hal.device): hal.return %c1, %c1, %c1 : index, index, index }
+    builtin.module { func.func @f() { return } }
+  }
+  hal.executable.variant public @"arm 64" target(#hal.executable.target<"llvm-cpu", "embedded-elf-arm_64", {target_triple = "aarch64-unknown-unknown-eabi-elf"}>) {
+    builtin.module { }
+  } loc("x.mlir":3:4)
+}"#;
+        let found = variants(op).unwrap();
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].symbol, "x86");
+        assert_eq!(found[0].target, "#executable_target_embedded_elf_x86_64_");
+        assert_eq!(found[0].objects, ["/tmp/k \"1\".o", "b.o"]);
+        assert!(op[found[0].span.clone()].starts_with("hal.executable.variant public @x86"));
+        assert!(op[found[0].span.clone()].ends_with('}'));
+        assert_eq!(found[1].symbol, "arm 64");
+        assert!(found[1].target.contains("aarch64-unknown-unknown-eabi-elf"));
+        assert!(op[found[1].span.clone()].ends_with("loc(\"x.mlir\":3:4)"));
+        assert!(found[1].objects.is_empty());
+        assert!(variants("func.func @f() { return }").is_err());
+    }
+
     use super::*;
 
     const MODULE: &str = r##"#map = affine_map<(d0) -> (d0)>
@@ -882,6 +1045,8 @@ module attributes {hal.device.targets = [#target]} {
             Just("{-#\n  dialect_resources: {\n    builtin: {\n      b: \"0x04\"\n".to_string()),
             Just("#-}".to_string()),
             Just("dense_resource<b>".to_string()),
+            Just("hal.executable.variant public @v target(#t) ".to_string()),
+            Just("objects([#hal.executable.object<{path = \"a.o\"}>]) ".to_string()),
             Just("// comment {\n".to_string()),
             "\\PC{0,8}",
         ]
@@ -902,6 +1067,11 @@ module attributes {hal.device.targets = [#target]} {
                         proptest::prop_assert!(text.get(e.span.clone()).is_some());
                         let alone = self_contained(&text, &m, i);
                         proptest::prop_assert!(!alone.is_empty());
+                        if let Ok(found) = variants(&text[e.span.clone()]) {
+                            for v in found {
+                                proptest::prop_assert!(text[e.span.clone()].get(v.span.clone()).is_some());
+                            }
+                        }
                     }
                     if let Some(block) = &m.resource_block {
                         let _ = resources(&text[block.clone()]);
@@ -917,6 +1087,7 @@ module attributes {hal.device.targets = [#target]} {
         /// Arbitrary bytes made text: no panic.
         #[test]
         fn arbitrary_text_never_panics(text in "\\PC{0,300}") {
+            let _ = variants(&text);
             if let Ok(m) = scan(&text) {
                 for i in 0..m.executables.len() {
                     let _ = self_contained(&text, &m, i);

@@ -32,6 +32,11 @@ pub struct Request {
     pub jobs: Option<usize>,
     pub no_cache: bool,
     pub only: Option<String>,
+    /// `--only-target REGEX`: only variants whose target matches.
+    pub only_target: Option<String>,
+    /// `--with-input PATH|GLOB`: files the tools read (their contents join
+    /// the cache key).
+    pub with_inputs: Vec<String>,
     /// Seconds per tool process.
     pub timeout: Option<f64>,
     pub keep_temps: Option<PathBuf>,
@@ -74,6 +79,7 @@ pub struct Prepared {
     output: Target,
     steps: Vec<Step>,
     only: Option<regex::Regex>,
+    only_target: Option<regex::Regex>,
     common: Common,
     keep_temps: Option<PathBuf>,
     compile: Option<PathBuf>,
@@ -106,11 +112,17 @@ pub fn prepare(
         return Err(Error::usage("nothing to run: no --with command given")
             .hint("add --with 'TOOL ARGS' (stdin to stdout) or --with 'builtin.module(PASSES)', or set [preprocess] with in lockstep.toml"));
     }
+    let inputs = declared_inputs(&req.with_inputs, cwd)?;
     let steps = with
         .iter()
-        .map(|w| Step::parse(w, shell, base))
+        .map(|w| Step::parse(w, shell, base).map(|s| s.reading(&inputs)))
         .collect::<Result<Vec<_>, _>>()?;
     let only = req.only.as_deref().map(engine::only).transpose()?;
+    let only_target = req
+        .only_target
+        .as_deref()
+        .map(engine::only_target)
+        .transpose()?;
     let keep_temps = req.keep_temps.as_ref().map(|d| cwd.join(d));
     if let Some(dir) = &keep_temps {
         keep_temps_dir(dir)?;
@@ -120,12 +132,65 @@ pub fn prepare(
         output: Target::parse(output),
         steps,
         only,
+        only_target,
         common,
         keep_temps,
         compile: req.compile.clone(),
         flags: req.rest.clone(),
         cwd: cwd.to_path_buf(),
     })
+}
+
+/// The files `--with-input` names (paths or globs, relative to `cwd`),
+/// sorted: each must exist as a regular file, each glob match at least one;
+/// a directory is refused (name its files with a glob).
+fn declared_inputs(patterns: &[String], cwd: &Path) -> Result<Vec<PathBuf>, Error> {
+    const MAX_INPUTS: usize = 10_000;
+    let mut files = Vec::new();
+    for pattern in patterns {
+        let full = cwd.join(pattern);
+        let text = full.to_string_lossy().into_owned();
+        let is_glob = pattern.contains(['*', '?', '[']);
+        let matched: Vec<PathBuf> = if is_glob {
+            glob::glob(&text)
+                .map_err(|e| {
+                    Error::usage(format!("--with-input {pattern}: not a glob pattern: {e}"))
+                        .hint("write a path or a glob such as 'kernels/*.c' or 'tables/**/*.json'")
+                })?
+                .filter_map(Result::ok)
+                .filter(|p| p.is_file())
+                .collect()
+        } else {
+            vec![full.clone()]
+        };
+        if matched.is_empty() {
+            return Err(Error::usage(format!("--with-input {pattern} matches no file"))
+                .hint("declare the files your tool reads, relative to the current directory; nothing was run"));
+        }
+        for path in matched {
+            let meta = std::fs::metadata(&path).map_err(|e| {
+                Error::usage(format!("--with-input {}: {e}", path.display()))
+                    .hint("declare files that exist (the tool reads them); nothing was run")
+            })?;
+            if !meta.is_file() {
+                return Err(Error::usage(format!(
+                    "--with-input {} is not a regular file",
+                    path.display()
+                ))
+                .hint("name the files themselves, or a glob such as 'DIR/**/*'; nothing was run"));
+            }
+            files.push(path);
+        }
+        if files.len() > MAX_INPUTS {
+            return Err(
+                Error::usage(format!("--with-input names more than {MAX_INPUTS} files"))
+                    .hint("declare the files the tool reads, not a whole tree"),
+            );
+        }
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
 }
 
 /// `--keep-temps DIR` must be a directory or not exist yet (it is created
@@ -164,6 +229,7 @@ pub fn run(p: Prepared, toolchain: &Toolchain, sink: &dyn Sink) -> Result<Report
         jobs: p.common.jobs,
         cache: p.common.cache,
         only: p.only,
+        only_target: p.only_target,
         timeout: p.common.timeout,
         keep_temps: p.keep_temps,
         runs_dir: lockstep_core::paths::preprocess_runs(),

@@ -17,6 +17,8 @@ pub fn run(args: PreprocessArgs, ctx: &Ctx) -> Result<i32, Error> {
         jobs: args.jobs,
         no_cache: args.no_cache,
         only: args.only,
+        only_target: args.only_target,
+        with_inputs: args.with_inputs,
         timeout: args.timeout,
         keep_temps: args.keep_temps,
         compile: args.compile,
