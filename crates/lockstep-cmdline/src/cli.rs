@@ -817,6 +817,9 @@ pub struct PreprocessArgs {
     /// A file the tools read (a C source, a table; a glob is allowed; repeatable): its contents join the cache key.
     #[arg(long = "with-input", value_name = "PATH")]
     pub with_inputs: Vec<String>,
+    /// Run a pass pipeline with one iree-opt per executable instead of one over all of them.
+    #[arg(long)]
+    pub no_batch: bool,
     /// Kill a tool process that runs longer than SECS seconds (fractions allowed).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,

@@ -45,6 +45,9 @@ pub struct Options<'a> {
     /// Only variants whose target matches get the steps (the others are
     /// held back and put back byte for byte: [`crate::variants`]).
     pub only_target: Option<regex::Regex>,
+    /// Run a pass pipeline over all executables with one `iree-opt`
+    /// (`false`: one per executable, `--no-batch`).
+    pub batch: bool,
     pub timeout: Option<Duration>,
     /// Keep every executable's inputs and outputs here.
     pub keep_temps: Option<PathBuf>,
@@ -62,8 +65,11 @@ pub struct Options<'a> {
 pub struct StepReport {
     pub command: String,
     pub cached: bool,
-    /// Time inside the tool processes (0 for a cache hit).
+    /// Time inside the tool processes (0 for a cache hit; a batched
+    /// pipeline's time shared out evenly).
     pub tool_seconds: f64,
+    /// Run in one iree-opt with the other executables of its batch.
+    pub batched: bool,
 }
 
 /// One executable.
@@ -94,6 +100,10 @@ pub struct Outcome {
     pub seconds: f64,
     /// Where inputs and outputs were kept (`--keep-temps`).
     pub kept: Option<PathBuf>,
+    /// Pipeline steps run together in one iree-opt per batch, and how
+    /// many such processes ran.
+    pub batched: usize,
+    pub batches: usize,
     pub limiter: String,
 }
 
@@ -171,6 +181,8 @@ struct Ctx<'a> {
     raw_output: bool,
     /// Keep cache hits' inputs and outputs too.
     keep_all: bool,
+    /// Batched iree-opt processes run ([`Ctx::batched`]).
+    batches: std::sync::atomic::AtomicUsize,
 }
 
 struct Done {
@@ -192,6 +204,58 @@ impl Ctx<'_> {
         let mut current = held.map_or(op, |h| h.given.as_str()).to_string();
         let mut raw = String::new();
         let mut reports = Vec::with_capacity(self.steps.len());
+        for k in 0..self.steps.len() {
+            let (out, report) = self.step(k, symbol, &current, dir)?;
+            if self.raw_output {
+                raw = out;
+            } else {
+                current = out.trim_end().to_string();
+            }
+            reports.push(report);
+        }
+        if let Some(held) = held {
+            current = self.restore(symbol, &current, held)?;
+        }
+        Ok(Done {
+            output: if self.raw_output { raw } else { current },
+            steps: reports,
+        })
+    }
+
+    /// The held variants put back around `current`.
+    fn restore(
+        &self,
+        symbol: &str,
+        current: &str,
+        held: &crate::variants::Held,
+    ) -> Result<String, Box<Failure>> {
+        crate::variants::restore(current, held).map_err(|e| {
+            Box::new(Failure {
+                symbol: symbol.to_string(),
+                step: self.steps.len(),
+                steps: self.steps.len(),
+                command: self.steps.last().map(Step::display).unwrap_or_default(),
+                what: format!("cannot put back the variants --only-target held: {e}"),
+                exit: None,
+                stderr: Vec::new(),
+                kept: Vec::new(),
+                not_kept: Vec::new(),
+                rerun: None,
+            })
+        })
+    }
+
+    /// Runs step `k` (0-based) on one executable whose text is `current`:
+    /// the step's output (the checked op text, or the raw output in wrap
+    /// form) and its report. `dir` holds its temporary files.
+    fn step(
+        &self,
+        k: usize,
+        symbol: &str,
+        current: &str,
+        dir: &Path,
+    ) -> Result<(String, StepReport), Box<Failure>> {
+        let step = &self.steps[k];
         // Before or around a step's tool (no exit status, no stderr).
         let fail_setup = |n: usize, what: String, e: Error| {
             Box::new(Failure {
@@ -207,259 +271,234 @@ impl Ctx<'_> {
                 rerun: None,
             })
         };
-        for (k, step) in self.steps.iter().enumerate() {
-            let n = k + 1;
-            let input = if self.raw_output {
-                self.text.to_string()
-            } else {
-                scan::self_contained_op(self.text, self.module, &current).map_err(|e| {
-                    fail_setup(
-                        n,
-                        "cannot assemble its input".into(),
-                        Error::failed(e.describe(&current)),
-                    )
-                })?
-            };
-            let iree_id = self.toolchain.map(|t| t.identity.as_str()).unwrap_or("");
-            let key = cache::key(&input, &step.key_material(self.raw_output, iree_id));
-            let in_path = dir.join(format!("{n}.in.mlir"));
-            let out_path = dir.join(format!("{n}.out.mlir"));
-            let err_path = dir.join(format!("{n}.err.txt"));
-            // Files are written only when the step fails or --keep-temps
-            // asks: the tool reads and writes pipes (exec.rs says why).
-            // Each is bounded (exec::MAX_STDOUT, exec::MAX_STDERR); one that
-            // cannot be written (a full disk, `ulimit -f`) is named.
-            let write_kept = |files: &[(&'static str, &PathBuf, &[u8])]| {
-                let mut kept = Vec::new();
-                let mut errors = Vec::new();
-                if let Err(e) = fs_err::create_dir_all(dir) {
-                    errors.push(e.to_string());
-                    return (kept, errors);
-                }
-                for (label, path, bytes) in files {
-                    match exec::write_kept(path, bytes) {
-                        Ok(()) => kept.push((*label, (*path).clone())),
-                        Err(e) => errors.push(format!("{label}: {e}")),
-                    }
-                }
-                (kept, errors)
-            };
-            // --keep-temps asked for them: a file that cannot be kept fails the step.
-            let keep_or_fail = |files: &[(&'static str, &PathBuf, &[u8])]| {
-                let (_, errors) = write_kept(files);
-                match errors.is_empty() {
-                    true => Ok(()),
-                    false => Err(fail_setup(
-                        n,
-                        "cannot keep its files (--keep-temps)".into(),
-                        Error::failed(errors.join("; ")),
-                    )),
-                }
-            };
-            let hit = self
-                .cache
-                .and_then(|c| c.get(&key))
-                .filter(|h| h.objects_unchanged());
-            if let Some(hit) = hit {
-                if self.keep_all {
-                    keep_or_fail(&[
-                        ("input", &in_path, input.as_bytes()),
-                        ("output", &out_path, hit.output.as_bytes()),
-                    ])?;
-                    self.keep_objects(&hit.objects, dir).map_err(|e| {
-                        fail_setup(n, "cannot keep its objects (--keep-temps)".into(), e)
-                    })?;
-                }
-                let hit = hit.output;
-                reports.push(StepReport {
-                    command: step.display(),
-                    cached: true,
-                    tool_seconds: 0.0,
-                });
-                if self.raw_output {
-                    raw = hit;
-                } else {
-                    current = hit.trim_end().to_string();
-                }
-                continue;
+        let n = k + 1;
+        let input = if self.raw_output {
+            self.text.to_string()
+        } else {
+            scan::self_contained_op(self.text, self.module, current).map_err(|e| {
+                fail_setup(
+                    n,
+                    "cannot assemble its input".into(),
+                    Error::failed(e.describe(current)),
+                )
+            })?
+        };
+        let iree_id = self.toolchain.map(|t| t.identity.as_str()).unwrap_or("");
+        let key = cache::key(&input, &step.key_material(self.raw_output, iree_id));
+        let in_path = dir.join(format!("{n}.in.mlir"));
+        let out_path = dir.join(format!("{n}.out.mlir"));
+        let err_path = dir.join(format!("{n}.err.txt"));
+        // Files are written only when the step fails or --keep-temps
+        // asks: the tool reads and writes pipes (exec.rs says why).
+        // Each is bounded (exec::MAX_STDOUT, exec::MAX_STDERR); one that
+        // cannot be written (a full disk, `ulimit -f`) is named.
+        let write_kept = |files: &[(&'static str, &PathBuf, &[u8])]| {
+            let mut kept = Vec::new();
+            let mut errors = Vec::new();
+            if let Err(e) = fs_err::create_dir_all(dir) {
+                errors.push(e.to_string());
+                return (kept, errors);
             }
-            let failure =
-                |what: String, exit: Option<Exit>, output: Option<&[u8]>, stderr: &[u8]| {
-                    let mut files = vec![("input", &in_path, input.as_bytes())];
-                    if let Some(output) = output {
-                        files.push(("output", &out_path, output));
-                    }
-                    files.push(("stderr", &err_path, stderr));
-                    let (kept, not_kept) = write_kept(&files);
-                    Box::new(Failure {
-                        symbol: symbol.to_string(),
-                        step: n,
-                        steps: self.steps.len(),
-                        command: step.display(),
-                        what,
-                        exit: exit.map(|e| e.describe()),
-                        stderr: tail_lines(stderr, STDERR_LINES),
-                        kept,
-                        not_kept,
-                        rerun: Some(rerun_line(step, self, &in_path)),
-                    })
-                };
-            let (program, mut argv) = match self.argv(step) {
-                Ok(x) => x,
-                Err(e) => return Err(failure(e.to_string(), None, None, &[])),
-            };
-            if step.is_pipeline() && !input.contains("loc(") {
-                // No debug locations in: print none (iree-opt would invent `<stdin>` ones).
-                argv.retain(|a| a != "--mlir-print-debuginfo");
+            for (label, path, bytes) in files {
+                match exec::write_kept(path, bytes) {
+                    Ok(()) => kept.push((*label, (*path).clone())),
+                    Err(e) => errors.push(format!("{label}: {e}")),
+                }
             }
-            let ran = self
-                .run_limited(&program, &argv, input.as_bytes())
-                .map_err(|e| match e {
-                    NotRun::Permit(e) => fail_setup(n, "cannot get a permit to run".into(), e),
-                    NotRun::Run(e) => failure(e.to_string(), None, None, &[]),
-                })?;
-            // A kept output the tool was stopped in says so at its end.
-            let shown_stdout: std::borrow::Cow<[u8]> = if ran.stdout_truncated {
-                let mut cut = ran.stdout.clone();
-                cut.extend_from_slice(exec::stdout_cut_marker().as_bytes());
-                cut.into()
-            } else {
-                (&ran.stdout[..]).into()
-            };
+            (kept, errors)
+        };
+        // --keep-temps asked for them: a file that cannot be kept fails the step.
+        let keep_or_fail = |files: &[(&'static str, &PathBuf, &[u8])]| {
+            let (_, errors) = write_kept(files);
+            match errors.is_empty() {
+                true => Ok(()),
+                false => Err(fail_setup(
+                    n,
+                    "cannot keep its files (--keep-temps)".into(),
+                    Error::failed(errors.join("; ")),
+                )),
+            }
+        };
+        let hit = self
+            .cache
+            .and_then(|c| c.get(&key))
+            .filter(|h| h.objects_unchanged());
+        if let Some(hit) = hit {
             if self.keep_all {
                 keep_or_fail(&[
                     ("input", &in_path, input.as_bytes()),
-                    ("output", &out_path, &shown_stdout),
-                    ("stderr", &err_path, &ran.stderr),
+                    ("output", &out_path, hit.output.as_bytes()),
                 ])?;
-            }
-            let mut report = StepReport {
-                command: step.display(),
-                cached: false,
-                tool_seconds: ran.elapsed.as_secs_f64(),
-            };
-            let tool_failed =
-                |what: String| failure(what, Some(ran.exit), Some(&shown_stdout), &ran.stderr);
-            if ran.stdout_truncated {
-                // Before the exit status: the kill that stopped it is lockstep's.
-                return Err(tool_failed(format!(
-                    "the tool printed more than {} bytes on stdout and was stopped (the output is kept up to there)",
-                    exec::MAX_STDOUT
-                )));
-            }
-            match ran.exit {
-                Exit::Code(0) => {}
-                Exit::TimedOut => {
-                    let secs = self.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
-                    return Err(tool_failed(format!(
-                        "the tool did not finish within {secs}s and was killed"
-                    )));
-                }
-                other => {
-                    return Err(tool_failed(format!(
-                        "the tool failed ({})",
-                        other.describe()
-                    )))
-                }
-            }
-            let Ok(out_text) = std::str::from_utf8(&ran.stdout) else {
-                return Err(tool_failed(
-                    "the tool printed bytes that are not UTF-8 text".into(),
-                ));
-            };
-            let checked =
-                match check_output(out_text, symbol, self.module, self.text, self.raw_output) {
-                    Ok(c) => c,
-                    Err(what) => return Err(tool_failed(what)),
-                };
-            let accepted = match checked {
-                Checked::Op(op) => op,
-                Checked::Raw => out_text.to_string(),
-                Checked::NeedsNormalising => {
-                    let Some(print) = self.toolchain.and_then(|t| t.opt_print().ok()) else {
-                        return Err(tool_failed(
-                            "the output defines aliases that differ from the input's, and no iree-opt is available to inline them".into(),
-                        ));
-                    };
-                    let opt = PathBuf::from(&print.argv[0]);
-                    let ran2 =
-                        self.run_limited(&opt, &print.argv, &ran.stdout)
-                            .map_err(|e| match e {
-                                NotRun::Permit(e) => {
-                                    fail_setup(n, "cannot get a permit to run".into(), e)
-                                }
-                                NotRun::Run(e) => tool_failed(e.to_string()),
-                            })?;
-                    report.tool_seconds += ran2.elapsed.as_secs_f64();
-                    let norm = String::from_utf8_lossy(&ran2.stdout);
-                    if self.keep_all {
-                        let norm_path = dir.join(format!("{n}.local-scope.mlir"));
-                        let norm_err = dir.join(format!("{n}.local-scope.err.txt"));
-                        keep_or_fail(&[
-                            ("local scope", &norm_path, &ran2.stdout),
-                            ("local scope stderr", &norm_err, &ran2.stderr),
-                        ])?;
-                    }
-                    if ran2.exit != Exit::Code(0) {
-                        let mut f = failure(
-                            "the output does not parse (iree-opt, inlining its aliases)".into(),
-                            Some(ran2.exit),
-                            Some(&ran.stdout),
-                            &ran.stderr,
-                        );
-                        let norm_err = dir.join(format!("{n}.local-scope.err.txt"));
-                        f.stderr = tail_lines(&ran2.stderr, STDERR_LINES);
-                        match exec::write_kept(&norm_err, &ran2.stderr) {
-                            Ok(()) => f.kept.push(("iree-opt stderr", norm_err)),
-                            Err(e) => f.not_kept.push(format!("iree-opt stderr: {e}")),
-                        }
-                        return Err(f);
-                    }
-                    match check_output(&norm, symbol, self.module, self.text, false) {
-                        Ok(Checked::Op(op)) => op,
-                        Ok(_) => {
-                            return Err(tool_failed(
-                                "iree-opt --mlir-print-local-scope still printed aliases".into(),
-                            ))
-                        }
-                        Err(what) => return Err(tool_failed(what)),
-                    }
-                }
-            };
-            let objects = match self.check_variants(&input, &accepted) {
-                Ok(objects) => objects,
-                Err(what) => return Err(tool_failed(what)),
-            };
-            if self.keep_all {
-                self.keep_objects(&objects, dir).map_err(|e| {
+                self.keep_objects(&hit.objects, dir).map_err(|e| {
                     fail_setup(n, "cannot keep its objects (--keep-temps)".into(), e)
                 })?;
             }
-            if let Some(c) = self.cache {
-                if let Err(e) = c.put(&key, &accepted, &objects) {
-                    tracing::warn!("cannot store a preprocess cache entry: {e}");
+            let hit = hit.output;
+            let report = StepReport {
+                command: step.display(),
+                cached: true,
+                tool_seconds: 0.0,
+                batched: false,
+            };
+            return Ok((hit, report));
+        }
+        let failure = |what: String, exit: Option<Exit>, output: Option<&[u8]>, stderr: &[u8]| {
+            let mut files = vec![("input", &in_path, input.as_bytes())];
+            if let Some(output) = output {
+                files.push(("output", &out_path, output));
+            }
+            files.push(("stderr", &err_path, stderr));
+            let (kept, not_kept) = write_kept(&files);
+            Box::new(Failure {
+                symbol: symbol.to_string(),
+                step: n,
+                steps: self.steps.len(),
+                command: step.display(),
+                what,
+                exit: exit.map(|e| e.describe()),
+                stderr: tail_lines(stderr, STDERR_LINES),
+                kept,
+                not_kept,
+                rerun: Some(rerun_line(step, self, &in_path)),
+            })
+        };
+        let (program, mut argv) = match self.argv(step) {
+            Ok(x) => x,
+            Err(e) => return Err(failure(e.to_string(), None, None, &[])),
+        };
+        if step.is_pipeline() && !input.contains("loc(") {
+            // No debug locations in: print none (iree-opt would invent `<stdin>` ones).
+            argv.retain(|a| a != "--mlir-print-debuginfo");
+        }
+        let ran = self
+            .run_limited(&program, &argv, input.as_bytes())
+            .map_err(|e| match e {
+                NotRun::Permit(e) => fail_setup(n, "cannot get a permit to run".into(), e),
+                NotRun::Run(e) => failure(e.to_string(), None, None, &[]),
+            })?;
+        // A kept output the tool was stopped in says so at its end.
+        let shown_stdout: std::borrow::Cow<[u8]> = if ran.stdout_truncated {
+            let mut cut = ran.stdout.clone();
+            cut.extend_from_slice(exec::stdout_cut_marker().as_bytes());
+            cut.into()
+        } else {
+            (&ran.stdout[..]).into()
+        };
+        if self.keep_all {
+            keep_or_fail(&[
+                ("input", &in_path, input.as_bytes()),
+                ("output", &out_path, &shown_stdout),
+                ("stderr", &err_path, &ran.stderr),
+            ])?;
+        }
+        let mut report = StepReport {
+            command: step.display(),
+            cached: false,
+            tool_seconds: ran.elapsed.as_secs_f64(),
+            batched: false,
+        };
+        let tool_failed =
+            |what: String| failure(what, Some(ran.exit), Some(&shown_stdout), &ran.stderr);
+        if ran.stdout_truncated {
+            // Before the exit status: the kill that stopped it is lockstep's.
+            return Err(tool_failed(format!(
+                "the tool printed more than {} bytes on stdout and was stopped (the output is kept up to there)",
+                exec::MAX_STDOUT
+            )));
+        }
+        match ran.exit {
+            Exit::Code(0) => {}
+            Exit::TimedOut => {
+                let secs = self.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
+                return Err(tool_failed(format!(
+                    "the tool did not finish within {secs}s and was killed"
+                )));
+            }
+            other => {
+                return Err(tool_failed(format!(
+                    "the tool failed ({})",
+                    other.describe()
+                )))
+            }
+        }
+        let Ok(out_text) = std::str::from_utf8(&ran.stdout) else {
+            return Err(tool_failed(
+                "the tool printed bytes that are not UTF-8 text".into(),
+            ));
+        };
+        let checked = match check_output(out_text, symbol, self.module, self.text, self.raw_output)
+        {
+            Ok(c) => c,
+            Err(what) => return Err(tool_failed(what)),
+        };
+        let accepted = match checked {
+            Checked::Op(op) => op,
+            Checked::Raw => out_text.to_string(),
+            Checked::NeedsNormalising => {
+                let Some(print) = self.toolchain.and_then(|t| t.opt_print().ok()) else {
+                    return Err(tool_failed(
+                        "the output defines aliases that differ from the input's, and no iree-opt is available to inline them".into(),
+                    ));
+                };
+                let opt = PathBuf::from(&print.argv[0]);
+                let ran2 =
+                    self.run_limited(&opt, &print.argv, &ran.stdout)
+                        .map_err(|e| match e {
+                            NotRun::Permit(e) => {
+                                fail_setup(n, "cannot get a permit to run".into(), e)
+                            }
+                            NotRun::Run(e) => tool_failed(e.to_string()),
+                        })?;
+                report.tool_seconds += ran2.elapsed.as_secs_f64();
+                let norm = String::from_utf8_lossy(&ran2.stdout);
+                if self.keep_all {
+                    let norm_path = dir.join(format!("{n}.local-scope.mlir"));
+                    let norm_err = dir.join(format!("{n}.local-scope.err.txt"));
+                    keep_or_fail(&[
+                        ("local scope", &norm_path, &ran2.stdout),
+                        ("local scope stderr", &norm_err, &ran2.stderr),
+                    ])?;
+                }
+                if ran2.exit != Exit::Code(0) {
+                    let mut f = failure(
+                        "the output does not parse (iree-opt, inlining its aliases)".into(),
+                        Some(ran2.exit),
+                        Some(&ran.stdout),
+                        &ran.stderr,
+                    );
+                    let norm_err = dir.join(format!("{n}.local-scope.err.txt"));
+                    f.stderr = tail_lines(&ran2.stderr, STDERR_LINES);
+                    match exec::write_kept(&norm_err, &ran2.stderr) {
+                        Ok(()) => f.kept.push(("iree-opt stderr", norm_err)),
+                        Err(e) => f.not_kept.push(format!("iree-opt stderr: {e}")),
+                    }
+                    return Err(f);
+                }
+                match check_output(&norm, symbol, self.module, self.text, false) {
+                    Ok(Checked::Op(op)) => op,
+                    Ok(_) => {
+                        return Err(tool_failed(
+                            "iree-opt --mlir-print-local-scope still printed aliases".into(),
+                        ))
+                    }
+                    Err(what) => return Err(tool_failed(what)),
                 }
             }
-            if self.raw_output {
-                raw = accepted;
-            } else {
-                current = accepted.trim_end().to_string();
+        };
+        let objects = match self.check_variants(&input, &accepted) {
+            Ok(objects) => objects,
+            Err(what) => return Err(tool_failed(what)),
+        };
+        if self.keep_all {
+            self.keep_objects(&objects, dir)
+                .map_err(|e| fail_setup(n, "cannot keep its objects (--keep-temps)".into(), e))?;
+        }
+        if let Some(c) = self.cache {
+            if let Err(e) = c.put(&key, &accepted, &objects) {
+                tracing::warn!("cannot store a preprocess cache entry: {e}");
             }
-            reports.push(report);
         }
-        if let (Some(held), false) = (held, self.raw_output) {
-            current = crate::variants::restore(&current, held).map_err(|e| {
-                fail_setup(
-                    self.steps.len(),
-                    "cannot put back the variants --only-target held".into(),
-                    Error::failed(e),
-                )
-            })?;
-        }
-        Ok(Done {
-            output: if self.raw_output { raw } else { current },
-            steps: reports,
-        })
+        Ok((accepted, report))
     }
 
     /// The checks on a tool's accepted output that need its input: as many
@@ -719,6 +758,7 @@ pub fn preprocess_scanned(
         text,
         raw_output: false,
         keep_all: opts.keep_temps.is_some(),
+        batches: Default::default(),
     };
     let by_symbol: Vec<usize> = module
         .executables
@@ -743,24 +783,16 @@ pub fn preprocess_scanned(
         selected: selected.len(),
         steps: opts.steps.len(),
     });
-    let done = lockstep_core::pool::map("preprocess", opts.jobs, selected.len(), |k, stop| {
-        let i = selected[k];
-        let exe = &module.executables[i];
-        let dir = run_dir.join(label(i, &exe.symbol));
-        sink.emit(&PreprocessEvent::ExecutableStarted {
-            symbol: exe.symbol.clone(),
-            index: i,
-        });
-        let original = &text[exe.span.clone()];
-        let result = ctx.process(&exe.symbol, original, held.get(&i), &dir);
-        sink.emit(&finished_event(&exe.symbol, i, original, &result));
-        if result.is_err() {
-            // Start nothing new; running tools finish (or time out).
-            stop.stop();
-        }
-        (i, result)
-    })?;
-    let results: BTreeMap<usize, Result<Done, Box<Failure>>> = done.into_iter().flatten().collect();
+    let results = run_stages(
+        &ctx,
+        text,
+        module,
+        &selected,
+        &held,
+        &run_dir,
+        (opts.jobs, opts.batch),
+        sink,
+    )?;
     let failures: Vec<Failure> = results
         .values()
         .filter_map(|r| r.as_ref().err().map(|f| (**f).clone()))
@@ -856,6 +888,11 @@ pub fn preprocess_scanned(
         exec::write_kept(&kept, out.as_bytes())
             .map_err(|e| Error::failed("cannot keep the output (--keep-temps)").cause(e))?;
     }
+    let batched = reports
+        .iter()
+        .flat_map(|r| r.steps.iter())
+        .filter(|s| s.batched)
+        .count();
     Ok(Outcome {
         text: out,
         executables: reports,
@@ -866,8 +903,284 @@ pub fn preprocess_scanned(
         validate_seconds,
         seconds: started.elapsed().as_secs_f64(),
         kept: opts.keep_temps.clone(),
+        batched,
+        batches: ctx.batches.load(std::sync::atomic::Ordering::Relaxed),
         limiter: opts.limiter.describe(),
     })
+}
+
+/// Every step on the `selected` executables, step by step: a tool step
+/// runs one process per executable (on `jobs` workers, each holding a
+/// permit), a pipeline step one `iree-opt` over all of them at once
+/// ([`Ctx::batched`]). The first failure stops the next step; an
+/// executable that did not finish is absent from the result.
+#[allow(clippy::too_many_arguments)]
+fn run_stages(
+    ctx: &Ctx,
+    text: &str,
+    module: &Module,
+    selected: &[usize],
+    held: &BTreeMap<usize, crate::variants::Held>,
+    run_dir: &Path,
+    (jobs, batch): (usize, bool),
+    sink: &dyn Sink,
+) -> Result<BTreeMap<usize, Result<Done, Box<Failure>>>, Error> {
+    // Each executable's text so far and its step reports.
+    let mut state: BTreeMap<usize, (String, Vec<StepReport>)> = BTreeMap::new();
+    for &i in selected {
+        let exe = &module.executables[i];
+        let start = held
+            .get(&i)
+            .map_or(&text[exe.span.clone()], |h| h.given.as_str());
+        state.insert(i, (start.to_string(), Vec::new()));
+        sink.emit(&PreprocessEvent::ExecutableStarted {
+            symbol: exe.symbol.clone(),
+            index: i,
+        });
+    }
+    let dir_of = |i: usize| run_dir.join(label(i, &module.executables[i].symbol));
+    let mut failed: BTreeMap<usize, Box<Failure>> = BTreeMap::new();
+    for k in 0..ctx.steps.len() {
+        if !failed.is_empty() {
+            break;
+        }
+        let alive: Vec<(usize, &str, &str)> = state
+            .iter()
+            .map(|(&i, (current, _))| (i, module.executables[i].symbol.as_str(), current.as_str()))
+            .collect();
+        let outcomes = if batch && ctx.steps[k].is_pipeline() && alive.len() > 1 && !ctx.keep_all {
+            ctx.batched(k, &alive, &dir_of, jobs)?
+        } else {
+            ctx.each(k, &alive, &dir_of, jobs)?
+        };
+        let mut finished: std::collections::BTreeSet<usize> = Default::default();
+        for (i, outcome) in outcomes {
+            finished.insert(i);
+            match outcome {
+                Ok((out, report)) => {
+                    if let Some(st) = state.get_mut(&i) {
+                        st.0 = out.trim_end().to_string();
+                        st.1.push(report);
+                    }
+                }
+                Err(f) => {
+                    failed.insert(i, f);
+                }
+            }
+        }
+        // Not reached after a failure: unfinished.
+        state.retain(|i, _| finished.contains(i) && !failed.contains_key(i));
+    }
+    let mut results: BTreeMap<usize, Result<Done, Box<Failure>>> = BTreeMap::new();
+    if failed.is_empty() {
+        for (i, (current, steps)) in state {
+            let exe = &module.executables[i];
+            let output = match held.get(&i) {
+                Some(h) => match ctx.restore(&exe.symbol, &current, h) {
+                    Ok(out) => out,
+                    Err(f) => {
+                        results.insert(i, Err(f));
+                        continue;
+                    }
+                },
+                None => current,
+            };
+            results.insert(i, Ok(Done { output, steps }));
+        }
+    }
+    for (i, f) in failed {
+        results.insert(i, Err(f));
+    }
+    for (&i, result) in &results {
+        let exe = &module.executables[i];
+        sink.emit(&finished_event(
+            &exe.symbol,
+            i,
+            &text[exe.span.clone()],
+            result,
+        ));
+    }
+    Ok(results)
+}
+
+impl Ctx<'_> {
+    /// Step `k` on each of `alive` (index, symbol, text), one process each
+    /// on `jobs` workers; the first failure starts nothing new.
+    #[allow(clippy::type_complexity)]
+    fn each(
+        &self,
+        k: usize,
+        alive: &[(usize, &str, &str)],
+        dir_of: &(dyn Fn(usize) -> PathBuf + Sync),
+        jobs: usize,
+    ) -> Result<Vec<(usize, Result<(String, StepReport), Box<Failure>>)>, Error> {
+        let done = lockstep_core::pool::map("preprocess", jobs, alive.len(), |n, stop| {
+            let (i, symbol, current) = alive[n];
+            let result = self.step(k, symbol, current, &dir_of(i));
+            if result.is_err() {
+                // Start nothing new; running tools finish (or time out).
+                stop.stop();
+            }
+            (i, result)
+        })?;
+        Ok(done.into_iter().flatten().collect())
+    }
+
+    /// The pipeline step `k` on all of `alive` with one `iree-opt`: cache
+    /// hits answered first, the misses printed into one module (the
+    /// module's aliases and resources once, then each executable) and run
+    /// together, IREE's own threads inside. Each executable of the result
+    /// is checked as a tool's output is; one that is missing or fails a
+    /// check, or a batch that fails as a whole, is run again on its own
+    /// ([`Ctx::each`]), so every failure names its executable.
+    #[allow(clippy::type_complexity)]
+    fn batched(
+        &self,
+        k: usize,
+        alive: &[(usize, &str, &str)],
+        dir_of: &(dyn Fn(usize) -> PathBuf + Sync),
+        jobs: usize,
+    ) -> Result<Vec<(usize, Result<(String, StepReport), Box<Failure>>)>, Error> {
+        let step = &self.steps[k];
+        let iree_id = self.toolchain.map(|t| t.identity.as_str()).unwrap_or("");
+        let material = step.key_material(false, iree_id);
+        let mut outcomes = Vec::with_capacity(alive.len());
+        let mut misses: Vec<(usize, &str, &str, String)> = Vec::new();
+        for &(i, symbol, current) in alive {
+            let Ok(input) = scan::self_contained_op(self.text, self.module, current) else {
+                misses.push((i, symbol, current, String::new()));
+                continue;
+            };
+            let key = cache::key(&input, &material);
+            let hit = self
+                .cache
+                .and_then(|c| c.get(&key))
+                .filter(|h| h.objects_unchanged());
+            match hit {
+                Some(hit) => outcomes.push((
+                    i,
+                    Ok((
+                        hit.output,
+                        StepReport {
+                            command: step.display(),
+                            cached: true,
+                            tool_seconds: 0.0,
+                            batched: false,
+                        },
+                    )),
+                )),
+                None => misses.push((i, symbol, current, input)),
+            }
+        }
+        let mut again: Vec<(usize, &str, &str)> = Vec::new();
+        let together: Vec<&(usize, &str, &str, String)> =
+            misses.iter().filter(|m| !m.3.is_empty()).collect();
+        again.extend(
+            misses
+                .iter()
+                .filter(|m| m.3.is_empty())
+                .map(|m| (m.0, m.1, m.2)),
+        );
+        if together.len() < 2 {
+            again.extend(together.iter().map(|m| (m.0, m.1, m.2)));
+        } else {
+            match self.run_batch(step, &together) {
+                Some((printed, scanned, seconds)) => {
+                    let share = seconds / together.len() as f64;
+                    for m in &together {
+                        match self.accept_batched(m, &printed, &scanned, &material) {
+                            Some(out) => outcomes.push((
+                                m.0,
+                                Ok((
+                                    out,
+                                    StepReport {
+                                        command: step.display(),
+                                        cached: false,
+                                        tool_seconds: share,
+                                        batched: true,
+                                    },
+                                )),
+                            )),
+                            None => again.push((m.0, m.1, m.2)),
+                        }
+                    }
+                }
+                None => again.extend(together.iter().map(|m| (m.0, m.1, m.2))),
+            }
+        }
+        if !again.is_empty() {
+            outcomes.extend(self.each(k, &again, dir_of, jobs)?);
+        }
+        Ok(outcomes)
+    }
+
+    /// One `iree-opt` of `step` over the executables of `batch`: the
+    /// printed module (scanned) and the seconds it took, or `None` when it
+    /// failed (each is then run on its own, for its own error).
+    #[allow(clippy::type_complexity)]
+    fn run_batch(
+        &self,
+        step: &Step,
+        batch: &[&(usize, &str, &str, String)],
+    ) -> Option<(String, Module, f64)> {
+        let Step::Pipeline { inner, .. } = step else {
+            return None;
+        };
+        let mut argv = self.toolchain?.opt_pipeline(inner).ok()?.argv;
+        let mut input = String::new();
+        for alias in &self.module.aliases {
+            input.push_str(self.text.get(alias.span.clone())?);
+            input.push('\n');
+        }
+        for m in batch {
+            input.push_str(m.2);
+            input.push('\n');
+        }
+        if let Some(block) = &self.module.resource_block {
+            input.push_str(self.text.get(block.clone())?);
+            input.push('\n');
+        }
+        if !input.contains("loc(") {
+            argv.retain(|a| a != "--mlir-print-debuginfo");
+        }
+        let ran = self
+            .run_limited(Path::new(&argv[0]), &argv, input.as_bytes())
+            .ok()?;
+        if ran.exit != Exit::Code(0) || ran.stdout_truncated {
+            return None;
+        }
+        let printed = String::from_utf8(ran.stdout).ok()?;
+        let scanned = scan::scan(&printed).ok()?;
+        self.batches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some((printed, scanned, ran.elapsed.as_secs_f64()))
+    }
+
+    /// The executable `m` (index, symbol, text, input) of a batch's
+    /// printed module, checked as a tool's output is and stored in the
+    /// cache under its own key; `None` when it is missing or a check fails
+    /// (it is then run on its own).
+    fn accept_batched(
+        &self,
+        m: &(usize, &str, &str, String),
+        printed: &str,
+        scanned: &Module,
+        material: &str,
+    ) -> Option<String> {
+        let exe = scanned.executables.iter().find(|e| e.symbol == m.1)?;
+        let text = printed.get(exe.span.clone())?;
+        let op = match check_output(text, m.1, self.module, self.text, false) {
+            Ok(Checked::Op(op)) => op,
+            _ => return None,
+        };
+        let objects = self.check_variants(&m.3, &op).ok()?;
+        if let Some(c) = self.cache {
+            if let Err(e) = c.put(&cache::key(&m.3, material), &op, &objects) {
+                tracing::warn!("cannot store a preprocess cache entry: {e}");
+            }
+        }
+        Some(op)
+    }
 }
 
 /// The executables (of `candidates`) with a variant whose target matches
@@ -1094,6 +1407,7 @@ pub fn wrap(input: &str, opts: &WrapOptions) -> Result<String, Error> {
         text: input,
         raw_output: true,
         keep_all: false,
+        batches: Default::default(),
     };
     match ctx.process(&symbol, input, None, &dir) {
         Ok(done) => {

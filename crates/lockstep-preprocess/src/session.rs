@@ -37,6 +37,8 @@ pub struct Request {
     /// `--with-input PATH|GLOB`: files the tools read (their contents join
     /// the cache key).
     pub with_inputs: Vec<String>,
+    /// `--no-batch`: a pass pipeline runs one iree-opt per executable.
+    pub no_batch: bool,
     /// Seconds per tool process.
     pub timeout: Option<f64>,
     pub keep_temps: Option<PathBuf>,
@@ -80,6 +82,7 @@ pub struct Prepared {
     steps: Vec<Step>,
     only: Option<regex::Regex>,
     only_target: Option<regex::Regex>,
+    batch: bool,
     common: Common,
     keep_temps: Option<PathBuf>,
     compile: Option<PathBuf>,
@@ -133,6 +136,7 @@ pub fn prepare(
         steps,
         only,
         only_target,
+        batch: !req.no_batch,
         common,
         keep_temps,
         compile: req.compile.clone(),
@@ -160,8 +164,14 @@ fn declared_inputs(patterns: &[String], cwd: &Path) -> Result<Vec<PathBuf>, Erro
                 .filter_map(Result::ok)
                 .filter(|p| p.is_file())
                 .collect()
-        } else {
+        } else if full.exists() {
             vec![full.clone()]
+        } else {
+            return Err(Error::usage(format!(
+                "--with-input {pattern}: no such file ({})",
+                full.display()
+            ))
+            .hint("declare the files your tool reads, relative to the current directory; nothing was run"));
         };
         if matched.is_empty() {
             return Err(Error::usage(format!("--with-input {pattern} matches no file"))
@@ -230,6 +240,7 @@ pub fn run(p: Prepared, toolchain: &Toolchain, sink: &dyn Sink) -> Result<Report
         cache: p.common.cache,
         only: p.only,
         only_target: p.only_target,
+        batch: p.batch,
         timeout: p.common.timeout,
         keep_temps: p.keep_temps,
         runs_dir: lockstep_core::paths::preprocess_runs(),
@@ -251,8 +262,16 @@ pub fn run(p: Prepared, toolchain: &Toolchain, sink: &dyn Sink) -> Result<Report
     let outcome = &report.outcome;
     let selected = outcome.executables.iter().filter(|e| e.selected).count();
     let changed = outcome.executables.iter().filter(|e| e.changed).count();
+    let batched = match outcome.batches {
+        0 => String::new(),
+        n => format!(
+            " ({} of them in {})",
+            outcome.batched,
+            count(n, "batched iree-opt", "batched iree-opts")
+        ),
+    };
     sink.note(format!(
-        "preprocessed {selected} of {} with {}: {}, {} cached, {changed} changed; {:.2}s ({:.2}s in tools, limit {})",
+        "preprocessed {selected} of {} with {}: {}{batched}, {} cached, {changed} changed; {:.2}s ({:.2}s in tools, limit {})",
         count(outcome.executables.len(), "executable", "executables"),
         count(p.steps.len(), "command", "commands"),
         count(outcome.ran, "tool run", "tool runs"),

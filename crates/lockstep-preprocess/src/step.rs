@@ -223,12 +223,12 @@ mod tests {
         let plain = key(Step::parse("cat", false, &cwd).unwrap());
         let first = key(Step::parse("cat", false, &cwd)
             .unwrap()
-            .reading(&[input.clone()]));
+            .reading(std::slice::from_ref(&input)));
         assert_ne!(plain, first);
         std::fs::write(&input, "int f(void) { return 2; }\n").unwrap();
         let second = key(Step::parse("cat", false, &cwd)
             .unwrap()
-            .reading(&[input.clone()]));
+            .reading(std::slice::from_ref(&input)));
         assert_ne!(first, second, "an edited input is a new key");
     }
 

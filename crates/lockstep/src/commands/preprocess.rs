@@ -19,6 +19,7 @@ pub fn run(args: PreprocessArgs, ctx: &Ctx) -> Result<i32, Error> {
         only: args.only,
         only_target: args.only_target,
         with_inputs: args.with_inputs,
+        no_batch: args.no_batch,
         timeout: args.timeout,
         keep_temps: args.keep_temps,
         compile: args.compile,

@@ -1173,3 +1173,316 @@ fn run_directories_are_pruned_by_age_and_total_size() {
     assert!(!big.exists(), "beyond 1 GiB, oldest first");
     assert!(recent.exists(), "young and small: kept");
 }
+
+/// The results document of a run.
+fn results(sb: &Sandbox, name: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(sb.path().join(name)).unwrap()).unwrap()
+}
+
+#[test]
+fn a_pipeline_runs_once_over_all_executables_and_failures_still_name_theirs() {
+    let sb = Sandbox::new();
+    let n = 6;
+    let source = sb.write("prog.mlir", &program(n));
+    let es = sb.executable_sources(&source, "es.mlir");
+    let es = es.to_str().unwrap();
+    let pipeline = "builtin.module(canonicalize,cse)";
+    for (out, extra) in [("batched", None), ("each", Some("--no-batch"))] {
+        let mut args = vec![
+            "preprocess",
+            es,
+            "-o",
+            out,
+            "--with",
+            pipeline,
+            "--no-cache",
+        ];
+        let json = format!("{out}.json");
+        args.extend(["--json", json.as_str()]);
+        args.extend(extra);
+        let o = run(sb.lockstep(&args));
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let batched = results(&sb, "batched.json");
+    assert_eq!(
+        (batched["batches"].as_u64(), batched["batched"].as_u64()),
+        (Some(1), Some(n as u64))
+    );
+    let each = results(&sb, "each.json");
+    assert_eq!(
+        (each["batches"].as_u64(), each["ran"].as_u64()),
+        (Some(0), Some(n as u64))
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("batched")).unwrap(),
+        std::fs::read_to_string(sb.path().join("each")).unwrap(),
+        "one iree-opt over all gives what one per executable gives"
+    );
+    // A tool before the pipeline breaks one executable: the batch fails,
+    // and the failure names that executable, as one per executable would.
+    sb.tool(
+        "break3",
+        "exec sed '/dispatch_3/,$ s/arith.mulf %in, %in : f32/arith.mulf %in, %in : f64/'",
+    );
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es,
+        "-o",
+        "broken.mlir",
+        "--with",
+        "tools/break3",
+        "--with",
+        pipeline,
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("preprocessing executable @main_dispatch_3"),
+        "{err}"
+    );
+    assert!(err.contains("step 2 of 2"), "{err}");
+    assert!(!sb.path().join("broken.mlir").exists());
+}
+
+/// `cc -c -fPIC -ffreestanding` of `source` into `object`.
+fn cc(sb: &Sandbox, source: &str, object: &Path) {
+    let c = sb.write("kernel.c", source);
+    let mut cmd = Command::new("cc");
+    cmd.args(["-c", "-fPIC", "-ffreestanding", "-O2"])
+        .arg(&c)
+        .arg("-o")
+        .arg(object);
+    let o = run(cmd);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn only_target_selects_variants_and_attached_objects_are_checked_hashed_and_linked() {
+    let sb = Sandbox::new();
+    let n = 2;
+    let source = sb.write("prog.mlir", &program(n));
+    let es = sb.executable_sources(&source, "es.mlir");
+    let es = es.to_str().unwrap();
+    let object = sb.path().join("kernel.o");
+    cc(
+        &sb,
+        "float byo_scale(float x) { return 2.0f * x; }\n",
+        &object,
+    );
+    // The tool attaches the object to every variant it gets.
+    sb.tool(
+        "attach",
+        &format!(
+            "exec sed '/hal.executable.variant/ s|) {{$|) objects([#hal.executable.object<{{path = \"{}\"}}>]) {{|'",
+            object.display()
+        ),
+    );
+    // A target regex that matches nothing: a warning naming what is there.
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es,
+        "-o",
+        "none.mlir",
+        "--with",
+        "tools/attach",
+        "--only-target",
+        "aarch64",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--only-target matched no variant") && err.contains("\"embedded-elf-x86_64\""),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("none.mlir")).unwrap(),
+        std::fs::read_to_string(es).unwrap()
+    );
+
+    // The x86_64 variants get the object; the module links it and runs.
+    let vmfb = sb.path().join("out.vmfb");
+    let mut args = vec![
+        "preprocess",
+        es,
+        "-o",
+        "out.mlir",
+        "--with",
+        "tools/attach",
+        "--only-target",
+        "embedded-elf-x86_64",
+        "--json",
+        "out.json",
+        "--compile",
+        vmfb.to_str().unwrap(),
+        "--",
+    ];
+    args.extend(CPU_FLAGS);
+    let o = run(sb.lockstep(&args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(sb.path().join("out.mlir")).unwrap();
+    assert_eq!(text.matches("#hal.executable.object<").count(), n, "{text}");
+    assert!(
+        sb.run_module(&vmfb, n).contains("9"),
+        "3 * 3 from each dispatch"
+    );
+    // Cached while the object is unchanged; a rebuilt object runs the tool again.
+    let rerun = |name: &str| {
+        let json = format!("{name}.json");
+        let o = run(sb.lockstep(&[
+            "preprocess",
+            es,
+            "-o",
+            name,
+            "--with",
+            "tools/attach",
+            "--json",
+            &json,
+        ]));
+        assert!(o.status.success(), "{}", stderr(&o));
+        results(&sb, &json)["cached"].as_u64()
+    };
+    assert_eq!(rerun("again"), Some(n as u64));
+    cc(
+        &sb,
+        "float byo_scale(float x) { return 3.0f * x; }\n",
+        &object,
+    );
+    assert_eq!(
+        rerun("rebuilt"),
+        Some(0),
+        "the object changed: no stale hit"
+    );
+
+    // Objects that cannot be linked are refused naming the executable.
+    let bad = |bytes: &[u8], needle: &str| {
+        std::fs::write(&object, bytes).unwrap();
+        let o = run(sb.lockstep(&[
+            "preprocess",
+            es,
+            "-o",
+            "bad.mlir",
+            "--with",
+            "tools/attach",
+            "--no-cache",
+        ]));
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("preprocessing executable @main_dispatch_"),
+            "{err}"
+        );
+        assert!(err.contains(needle), "{needle}: {err}");
+        assert!(!sb.path().join("bad.mlir").exists());
+    };
+    let mut elf = std::fs::read(sb.path().join("kernel.o")).unwrap();
+    cc(
+        &sb,
+        "float byo_scale(float x) { return 2.0f * x; }\n",
+        &object,
+    );
+    elf.clone_from(&std::fs::read(&object).unwrap());
+    let mut arm = elf.clone();
+    arm[18] = 183;
+    arm[19] = 0;
+    bad(&arm, "not for the variant's triple x86_64");
+    bad(b"not an object", "is not an ELF file");
+    std::fs::remove_file(&object).unwrap();
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es,
+        "-o",
+        "bad.mlir",
+        "--with",
+        "tools/attach",
+        "--no-cache",
+    ]));
+    assert!(
+        stderr(&o).contains("which cannot be read"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A tool that returns two variants where one was given.
+    sb.tool(
+        "twice",
+        "exec python3 -c \"import sys,re; t=sys.stdin.read(); m=re.search(r'( *hal.executable.variant public @)(\\w+)(.*?\\n    }\\n)', t, re.S); print(t[:m.end()] + m.group(1) + m.group(2) + '_copy' + m.group(3) + t[m.end():], end='')\"",
+    );
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es,
+        "-o",
+        "twice.mlir",
+        "--with",
+        "tools/twice",
+        "--no-cache",
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the tool returned 2 variants"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn declared_inputs_join_the_key_so_an_edited_source_is_never_stale() {
+    let sb = Sandbox::new();
+    let source = sb.write("prog.mlir", &program(1));
+    let es = sb.executable_sources(&source, "es.mlir");
+    let es = es.to_str().unwrap();
+    sb.write("table.txt", "addf\n");
+    // The tool's result depends on a file it reads.
+    sb.tool("table", "exec sed \"s/arith.mulf/arith.$(cat table.txt)/\"");
+    let go = |name: &str, declared: bool| {
+        let json = format!("{name}.json");
+        let mut args = vec![
+            "preprocess",
+            es,
+            "-o",
+            name,
+            "--with",
+            "tools/table",
+            "--json",
+            &json,
+        ];
+        if declared {
+            args.extend(["--with-input", "*.txt"]);
+        }
+        let o = run(sb.lockstep(&args));
+        assert!(o.status.success(), "{}", stderr(&o));
+        (
+            results(&sb, &json)["cached"].as_u64(),
+            std::fs::read_to_string(sb.path().join(name)).unwrap(),
+        )
+    };
+    let (cached, first) = go("one", true);
+    assert_eq!(cached, Some(0));
+    assert!(first.contains("arith.addf"));
+    sb.write("table.txt", "subf\n");
+    let (cached, second) = go("two", true);
+    assert_eq!(cached, Some(0), "the edited table is a new key");
+    assert!(second.contains("arith.subf"));
+    // Undeclared, the entry of the first table would answer (stale).
+    let (_, undeclared) = go("three", false);
+    assert!(undeclared.contains("arith.subf"));
+    let (cached, stale) = go("four", false);
+    assert_eq!(cached, Some(1));
+    assert!(stale.contains("arith.subf"));
+    // A declared input that is missing stops the run before anything.
+    let o = run(sb.lockstep(&[
+        "preprocess",
+        es,
+        "-o",
+        "five",
+        "--with",
+        "tools/table",
+        "--with-input",
+        "nope.c",
+    ]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--with-input nope.c: no such file"),
+        "{}",
+        stderr(&o)
+    );
+}
