@@ -1486,3 +1486,26 @@ fn declared_inputs_join_the_key_so_an_edited_source_is_never_stale() {
         stderr(&o)
     );
 }
+
+#[test]
+fn the_byo_kernel_example_runs_as_its_readme_says() {
+    // examples/byo-kernel/check.py with the IREE environment's Python:
+    // compiled with iree-compile's option and with lockstep preprocess, the
+    // C kernel's numbers come out (checked against NumPy), and an edited
+    // kernel.c changes them.
+    let sb = Sandbox::new();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/byo-kernel");
+    let python = iree_bin().parent().unwrap().join("venv/bin/python3");
+    let mut cmd = Command::new(&python);
+    cmd.arg(example.join("check.py"));
+    sb.env(&mut cmd);
+    cmd.current_dir(&example)
+        .env("IREE_BIN", iree_bin())
+        .env("LOCKSTEP", env!("CARGO_BIN_EXE_lockstep"))
+        .env("BYO_KERNEL_OBJECT_DIR", sb.path().join("objects"));
+    let o = run(cmd);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    assert!(out.contains("check: lockstep preprocess ("), "{out}");
+    assert!(out.contains("check: all results match"), "{out}");
+}
