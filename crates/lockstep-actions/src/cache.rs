@@ -1,7 +1,9 @@
 //! actions/cache emulated over `root/cache/`: restore by exact key, else by
 //! prefix (the key, then each restore key, newest entry first); save in the
 //! post phase when the job succeeded without an exact hit; entries are
-//! immutable and written to a temporary directory, then renamed.
+//! immutable and written to a temporary directory, then renamed. A `!PATH`
+//! line of `path:` leaves that path (and what is below it) out of what is
+//! saved, as the real action's exclusion patterns do.
 //!
 //! Why: a workflow's second day must see what the first day saved, exactly
 //! as GitHub's cache service would serve it (an entry only matches a step
@@ -16,7 +18,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::context::{note, JobRun, Post, StepIo};
-use super::glob::copy_tree;
+use super::glob::{copy_tree, copy_tree_except};
 use super::inputs::ActionResult;
 
 /// One stored entry.
@@ -102,7 +104,7 @@ pub(crate) fn paths_input(raw: &str) -> Result<Vec<String>, String> {
     }
     if let Some(p) = paths
         .iter()
-        .find(|p| p.starts_with('!') || super::glob::is_glob(p))
+        .find(|p| super::glob::is_glob(p.strip_prefix('!').unwrap_or(p)))
     {
         return Err(format!(
             "cache path `{p}`: patterns are not supported by the emulation"
@@ -147,6 +149,9 @@ pub(crate) fn restore(
     };
     if !lookup_only {
         for (i, p) in entry.paths.iter().enumerate() {
+            if p.starts_with('!') {
+                continue;
+            }
             let data = entry.dir.join("data").join(i.to_string());
             if fs_err::symlink_metadata(&data).is_ok() {
                 copy_tree(&data, &job.resolve(p)).map_err(|e| format!("restoring `{p}`: {e}"))?;
@@ -162,10 +167,13 @@ pub(crate) fn restore(
 /// Saves `paths` of the job under `key`; the message says what happened
 /// (a failure to save is a warning, as on GitHub).
 pub(crate) fn save(job: &JobRun, key: &str, paths: &[String]) -> String {
-    let sources: Vec<(&str, PathBuf)> =
-        paths.iter().map(|p| (p.as_str(), job.resolve(p))).collect();
+    let sources: Vec<(&str, PathBuf)> = paths
+        .iter()
+        .map(|p| (p.as_str(), job.resolve(p.strip_prefix('!').unwrap_or(p))))
+        .collect();
     if sources
         .iter()
+        .filter(|(p, _)| !p.starts_with('!'))
         .all(|(_, s)| fs_err::symlink_metadata(s).is_err())
     {
         return "warning: none of the cache paths exist, hence no cache is being saved".to_string();
@@ -219,9 +227,17 @@ fn store(root: &Path, key: &str, files: &[(&str, &Path)]) -> Result<bool, String
 fn fill(tmp: &Path, key: &str, files: &[(&str, &Path)]) -> Result<(), String> {
     let _ = fs_err::remove_dir_all(tmp);
     fs_err::create_dir_all(tmp.join("data")).map_err(|e| e.to_string())?;
+    let excluded: Vec<PathBuf> = files
+        .iter()
+        .filter(|(path, _)| path.starts_with('!'))
+        .map(|(_, source)| source.to_path_buf())
+        .collect();
     for (i, (path, source)) in files.iter().enumerate() {
+        if path.starts_with('!') {
+            continue;
+        }
         if fs_err::symlink_metadata(source).is_ok() {
-            copy_tree(source, &tmp.join("data").join(i.to_string()))
+            copy_tree_except(source, &tmp.join("data").join(i.to_string()), &excluded)
                 .map_err(|e| format!("`{path}`: {e}"))?;
         }
     }
@@ -251,7 +267,10 @@ pub(crate) fn action(
         .ok_or("input `key` is required")?;
     let paths: Vec<String> = paths_input(with.get("path").map(String::as_str).unwrap_or_default())?
         .iter()
-        .map(|p| job.portable(p))
+        .map(|p| match p.strip_prefix('!') {
+            Some(excluded) => format!("!{}", job.portable(excluded)),
+            None => job.portable(p),
+        })
         .collect();
     if part == "save" {
         note(&io.log, &save(job, &key, &paths));

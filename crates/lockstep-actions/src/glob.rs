@@ -94,6 +94,19 @@ fn walk_into(
 /// Copies a file, symlink or directory tree from `src` to `dest` (parents
 /// created; symlinks copied as symlinks).
 pub(crate) fn copy_tree(src: &Path, dest: &Path) -> std::io::Result<()> {
+    copy_tree_except(src, dest, &[])
+}
+
+/// [`copy_tree`] leaving out `excluded` paths (and everything below them):
+/// actions/cache's `!PATH` lines.
+pub(crate) fn copy_tree_except(
+    src: &Path,
+    dest: &Path,
+    excluded: &[std::path::PathBuf],
+) -> std::io::Result<()> {
+    if excluded.iter().any(|x| src.starts_with(x)) {
+        return Ok(());
+    }
     let meta = fs_err::symlink_metadata(src)?;
     if let Some(parent) = dest.parent() {
         fs_err::create_dir_all(parent)?;
@@ -102,7 +115,7 @@ pub(crate) fn copy_tree(src: &Path, dest: &Path) -> std::io::Result<()> {
         fs_err::create_dir_all(dest)?;
         for entry in fs_err::read_dir(src)? {
             let entry = entry?;
-            copy_tree(&entry.path(), &dest.join(entry.file_name()))?;
+            copy_tree_except(&entry.path(), &dest.join(entry.file_name()), excluded)?;
         }
     } else if meta.file_type().is_symlink() {
         let target = fs_err::read_link(src)?;
@@ -179,5 +192,19 @@ mod tests {
         let one = hash_files(dir.path(), &["*.lock".into()]).unwrap();
         assert_eq!(one.len(), 64);
         assert_eq!(one, hash_files(dir.path(), &["**/*.lock".into()]).unwrap());
+    }
+
+    #[test]
+    fn copies_leave_out_excluded_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("cache");
+        fs_err::create_dir_all(src.join("compile")).unwrap();
+        fs_err::create_dir_all(src.join("downloads/ab")).unwrap();
+        fs_err::write(src.join("compile/m.vmfb"), "m").unwrap();
+        fs_err::write(src.join("downloads/ab/big"), "b").unwrap();
+        let dest = dir.path().join("copy");
+        copy_tree_except(&src, &dest, &[src.join("downloads")]).unwrap();
+        assert!(dest.join("compile/m.vmfb").is_file());
+        assert!(!dest.join("downloads").exists());
     }
 }

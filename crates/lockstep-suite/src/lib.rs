@@ -22,6 +22,7 @@ pub mod plan;
 pub mod pytest;
 mod pytest_runner;
 pub mod results;
+mod run_cache;
 pub mod runner;
 pub mod session;
 pub mod sources;

@@ -148,6 +148,9 @@ pub fn run(
         opts,
         sink,
         total,
+        runtime: needs_iree
+            .then(|| crate::run_cache::runtime_identity(toolchain))
+            .flatten(),
     };
     // The OS may refuse threads (a -j in the thousands under a low limit):
     // the workers that started do all the work; none at all is an error.
@@ -309,6 +312,9 @@ struct Ctx<'a> {
     opts: &'a RunOptions,
     sink: &'a dyn Sink,
     total: usize,
+    /// `iree-run-module`'s identity, for remembered passes
+    /// ([`crate::run_cache`]); `None`: runs are not remembered.
+    runtime: Option<String>,
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -374,7 +380,34 @@ fn worker(ctx: &Ctx, state: &Mutex<State>, wake: &Condvar) {
                             module: None,
                             statistics: None,
                         });
-                let run_step = run_module(ctx, &ctx.tests[i], &compiled);
+                let t = &ctx.tests[i];
+                let run_key = match (ctx.cache, &ctx.runtime) {
+                    (Some(_), Some(runtime)) => crate::run_cache::key(runtime, &key, t),
+                    _ => None,
+                };
+                let remembered = run_key
+                    .as_ref()
+                    .zip(ctx.cache)
+                    .is_some_and(|(k, bucket)| crate::run_cache::passed(bucket, k));
+                let run_step = if remembered {
+                    let mut cached = step(
+                        StepKind::Run,
+                        StepStatus::Passed,
+                        String::new(),
+                        None,
+                        "passed before with these inputs (cached)".into(),
+                    );
+                    cached.cached = true;
+                    cached
+                } else {
+                    let ran = run_module(ctx, t, &compiled);
+                    if let (Some(k), Some(bucket), StepStatus::Passed) =
+                        (&run_key, ctx.cache, ran.status)
+                    {
+                        crate::run_cache::remember(bucket, k);
+                    }
+                    ran
+                };
                 let mut st = lock(state);
                 let r = decide(&ctx.tests[i], compiled.step.clone(), Some(run_step));
                 finish(ctx, &mut st, i, r);

@@ -2420,3 +2420,51 @@ fn list_shows_each_marker_once() {
         );
     }
 }
+
+#[test]
+fn an_unchanged_test_reads_its_remembered_pass_and_a_changed_one_runs_again() {
+    let p = Project::new();
+    p.add_suite(&[("add", "11 22 33 44"), ("same", "11 22 33 44")]);
+    let runs = |json: &serde_json::Value| -> Vec<(String, bool)> {
+        json["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let run = t["steps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s["kind"] == "run")
+                    .cloned()
+                    .unwrap();
+                (t["id"].as_str().unwrap().to_string(), run["cached"] == true)
+            })
+            .collect()
+    };
+    p.run(&["test", "s", "--json", "one.json"], 0);
+    assert!(runs(&p.json("one.json")).iter().all(|(_, cached)| !cached));
+    // Nothing changed: both runs are read, not run.
+    p.run(&["test", "s", "--json", "two.json"], 0);
+    assert!(runs(&p.json("two.json")).iter().all(|(_, cached)| *cached));
+    // One expected output changes: that test runs again (and fails); the
+    // other is still read.
+    let suite = p.read("s/adds.suite.toml");
+    let changed = suite.replacen("4xf32=11 22 33 44", "4xf32=11 22 33 45", 1);
+    p.write("s/adds.suite.toml", &changed);
+    p.run(&["test", "s", "--json", "three.json"], 1);
+    let three = p.json("three.json");
+    assert_eq!(
+        runs(&three),
+        [
+            ("adds/add [cpu]".to_string(), false),
+            ("adds/same [cpu]".to_string(), true)
+        ]
+    );
+    assert_eq!(three["tests"][0]["outcome"], "fail");
+    // A failure is never remembered; --no-cache runs everything.
+    p.run(&["test", "s", "--json", "four.json"], 1);
+    assert!(!runs(&p.json("four.json"))[0].1);
+    p.run(&["test", "s", "--no-cache", "--json", "five.json"], 1);
+    assert!(runs(&p.json("five.json")).iter().all(|(_, cached)| !cached));
+}
