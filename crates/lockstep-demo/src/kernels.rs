@@ -1,5 +1,5 @@
 //! lockstep's own Python kernels in the demo's release: when the demo runs
-//! from a lockstep checkout (the README's `cargo run --release -- demo`),
+//! from a lockstep checkout (the README's `cargo run -- demo`),
 //! `lockstep-kernels` (maturin over PyO3, python/lockstep-kernels) is built
 //! from it at the snapshot's version, published with the snapshot, installed
 //! from the served index into a fresh venv, and the examples of
