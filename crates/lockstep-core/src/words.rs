@@ -10,6 +10,17 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// The last `n` non-empty lines of `text`, each cut to 300 characters:
+/// what an error quotes of a tool's log.
+pub fn last_lines(text: &str, n: usize) -> Vec<String> {
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.chars().take(300).collect())
+        .collect();
+    lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

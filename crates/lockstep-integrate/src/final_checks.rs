@@ -177,12 +177,7 @@ fn failing_tests(results: &Path) -> Vec<Failure> {
 /// The last `n` non-empty lines of `log`.
 fn last_lines(log: &Path, n: usize) -> Vec<String> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<String> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.chars().take(300).collect())
-        .collect();
-    lines[lines.len().saturating_sub(n)..].to_vec()
+    lockstep_core::words::last_lines(&text, n)
 }
 
 /// The pull request's section: what to fix before landing.

@@ -1003,17 +1003,20 @@ fn run_stages(
     Ok(results)
 }
 
+/// Each executable's (index) outcome of one step: its new text and the
+/// step's report, or the failure.
+type StepOutcomes = Vec<(usize, Result<(String, StepReport), Box<Failure>>)>;
+
 impl Ctx<'_> {
     /// Step `k` on each of `alive` (index, symbol, text), one process each
     /// on `jobs` workers; the first failure starts nothing new.
-    #[allow(clippy::type_complexity)]
     fn each(
         &self,
         k: usize,
         alive: &[(usize, &str, &str)],
         dir_of: &(dyn Fn(usize) -> PathBuf + Sync),
         jobs: usize,
-    ) -> Result<Vec<(usize, Result<(String, StepReport), Box<Failure>>)>, Error> {
+    ) -> Result<StepOutcomes, Error> {
         let done = lockstep_core::pool::map("preprocess", jobs, alive.len(), |n, stop| {
             let (i, symbol, current) = alive[n];
             let result = self.step(k, symbol, current, &dir_of(i));
@@ -1033,14 +1036,13 @@ impl Ctx<'_> {
     /// is checked as a tool's output is; one that is missing or fails a
     /// check, or a batch that fails as a whole, is run again on its own
     /// ([`Ctx::each`]), so every failure names its executable.
-    #[allow(clippy::type_complexity)]
     fn batched(
         &self,
         k: usize,
         alive: &[(usize, &str, &str)],
         dir_of: &(dyn Fn(usize) -> PathBuf + Sync),
         jobs: usize,
-    ) -> Result<Vec<(usize, Result<(String, StepReport), Box<Failure>>)>, Error> {
+    ) -> Result<StepOutcomes, Error> {
         let step = &self.steps[k];
         let iree_id = self.toolchain.map(|t| t.identity.as_str()).unwrap_or("");
         let material = step.key_material(false, iree_id);

@@ -10,6 +10,25 @@ use serde::Serialize;
 
 use crate::model::{Outcome, StepStatus};
 
+/// Counts `result` as the next finished test of `total` and reports it
+/// (the runners of tests lockstep does not schedule itself: lit, pytest).
+pub(crate) fn finished(
+    sink: &dyn lockstep_core::events::Sink,
+    result: &crate::model::TestResult,
+    done: &mut usize,
+    total: usize,
+) {
+    *done += 1;
+    sink.emit(&TestEvent::TestFinished {
+        id: result.id.clone(),
+        outcome: result.outcome,
+        seconds: result.seconds,
+        reason: result.reason.clone(),
+        done: *done,
+        total,
+    });
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum TestEvent {

@@ -66,7 +66,7 @@ pub(crate) fn run(
                 .and_then(|(k, bucket)| bucket.slot(k, None).get());
             if cached.is_some() {
                 let result = cached_pass(&tests[i]);
-                report(r.sink, &result, done, total);
+                crate::events::finished(r.sink, &result, done, total);
                 results.push((i, result));
             } else {
                 to_run.push((i, key));
@@ -107,23 +107,11 @@ pub(crate) fn run(
                     remember_pass(bucket, key);
                 }
             }
-            report(r.sink, &result, done, total);
+            crate::events::finished(r.sink, &result, done, total);
             results.push((*i, result));
         }
     }
     results
-}
-
-fn report(sink: &dyn Sink, result: &TestResult, done: &mut usize, total: usize) {
-    *done += 1;
-    sink.emit(&TestEvent::TestFinished {
-        id: result.id.clone(),
-        outcome: result.outcome,
-        seconds: result.seconds,
-        reason: result.reason.clone(),
-        done: *done,
-        total,
-    });
 }
 
 /// The command that reruns one test by hand, from a shell: lit's tools and

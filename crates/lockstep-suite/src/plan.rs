@@ -411,25 +411,36 @@ fn lit_tests(suite: &Path, sel: &Selection) -> Result<Vec<Test>, Error> {
         .map(|case| {
             let mut markers = vec!["lit".to_string()];
             markers.extend(case.requires.iter().cloned());
+            let path = format!("{name}/{}", case.path);
+            let id = format!("{path} [lit]");
             Test {
-                id: format!("{name}/{} [lit]", case.path),
-                case: format!("{name}/{}", case.path),
-                group: "lit".into(),
-                markers: distinct(markers),
-                compile: None,
-                run: None,
-                benchmark: None,
-                expect: Expect::Pass,
-                expect_reason: String::new(),
-                config: None,
                 lit: Some(case),
-                pytest: None,
-                skip_reason: None,
-                torch: None,
-                parameters: Vec::new(),
+                ..run_elsewhere(id, path, "lit".into(), markers)
             }
         })
         .collect())
+}
+
+/// A test another runner runs (lit, pytest): no compile or run step of
+/// lockstep's; the caller sets which runner.
+fn run_elsewhere(id: String, case: String, group: String, markers: Vec<String>) -> Test {
+    Test {
+        id,
+        case,
+        group,
+        markers: distinct(markers),
+        compile: None,
+        run: None,
+        benchmark: None,
+        expect: Expect::Pass,
+        expect_reason: String::new(),
+        config: None,
+        lit: None,
+        pytest: None,
+        skip_reason: None,
+        torch: None,
+        parameters: Vec::new(),
+    }
 }
 
 /// The tests of a `[[test.pytest]]` suite, as pytest lists them: id
@@ -447,21 +458,13 @@ fn pytest_tests(suite: &std::sync::Arc<crate::pytest::PytestSuite>, sel: &Select
                 false => case.nodeid.clone(),
             };
             Test {
-                id: format!("{name} [{}]", suite.name),
-                case: name,
-                group: suite.name.clone(),
-                markers: distinct(markers),
-                compile: None,
-                run: None,
-                benchmark: None,
-                expect: Expect::Pass,
-                expect_reason: String::new(),
-                config: None,
-                lit: None,
                 pytest: Some(case),
-                skip_reason: None,
-                torch: None,
-                parameters: Vec::new(),
+                ..run_elsewhere(
+                    format!("{name} [{}]", suite.name),
+                    name,
+                    suite.name.clone(),
+                    markers,
+                )
             }
         })
         .collect()

@@ -635,12 +635,7 @@ fn last_lines(log: &Path, n: usize) -> Vec<String> {
     let text = lockstep_core::fs::read_tree_file("pytest's log", log, MAX_READ_BYTES)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
-    let lines: Vec<String> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.chars().take(300).collect())
-        .collect();
-    lines[lines.len().saturating_sub(n)..].to_vec()
+    lockstep_core::words::last_lines(&text, n)
 }
 
 /// One test's outcome as pytest reported it.

@@ -42,7 +42,7 @@ pub(crate) fn run(
         let Some(case) = &t.pytest else { continue };
         if let Some(why) = &case.problem {
             let result = failed(t, why, "", None);
-            report(r.sink, &result, done, total);
+            crate::events::finished(r.sink, &result, done, total);
             results.push((i, result));
             continue;
         }
@@ -81,23 +81,11 @@ pub(crate) fn run(
                 },
                 Err((why, ran)) => failed(test, why, &command, Some(&ran.log)),
             };
-            report(r.sink, &result, done, total);
+            crate::events::finished(r.sink, &result, done, total);
             results.push((*i, result));
         }
     }
     results
-}
-
-fn report(sink: &dyn Sink, result: &TestResult, done: &mut usize, total: usize) {
-    *done += 1;
-    sink.emit(&TestEvent::TestFinished {
-        id: result.id.clone(),
-        outcome: result.outcome,
-        seconds: result.seconds,
-        reason: result.reason.clone(),
-        done: *done,
-        total,
-    });
 }
 
 fn step(status: StepStatus, command: &str, log: Option<&Path>, message: &str) -> StepResult {

@@ -148,7 +148,9 @@ pub fn run(
         opts,
         sink,
         total,
-        runtime: needs_iree
+        // A bundle's tests (`no_compile`) run from a cache lockstep does
+        // not own there: nothing is remembered into it.
+        runtime: (needs_iree && !opts.no_compile)
             .then(|| crate::run_cache::runtime_identity(toolchain))
             .flatten(),
     };

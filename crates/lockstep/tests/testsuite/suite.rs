@@ -305,7 +305,8 @@ fn assert_has_keys(v: &Value, want: &[&str], what: &str) {
 // The compile cache on disk
 
 /// `$LOCKSTEP_CACHE/compile/<2 hex>/<key>` directories.
-/// The seals (`compile/KK/KEY.json`) of the compile area's entries.
+/// The seals (`compile/KK/KEY.json`) of the compile area's entries: its
+/// compiles, not the passes remembered beside them.
 fn cache_entries(cache: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(shards) = std::fs::read_dir(cache.join("compile")) else {
@@ -319,7 +320,14 @@ fn cache_entries(cache: &Path) -> Vec<PathBuf> {
         for entry in std::fs::read_dir(shard.path()).unwrap().flatten() {
             let path = entry.path();
             let file = path.file_name().unwrap().to_string_lossy().into_owned();
-            if file.len() == 64 + ".json".len() && file.ends_with(".json") {
+            // Compile entries: a remembered pass (meta `run`) is not one.
+            let is_run = || {
+                std::fs::read_to_string(&path)
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                    .is_some_and(|v| v["meta"].get("run").is_some())
+            };
+            if file.len() == 64 + ".json".len() && file.ends_with(".json") && !is_run() {
                 found.push(path);
             }
         }
