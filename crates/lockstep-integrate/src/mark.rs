@@ -26,9 +26,12 @@ pub struct Marked {
 
 /// The reasons committed in HEAD's mark file.
 pub fn unstable_reasons(ig: &Integrate) -> Result<Vec<String>, Error> {
-    let out = ig
-        .superproject
-        .try_git(&["show", &format!("HEAD:{UNSTABLE_MARK}")])?;
+    unstable_reasons_in(&ig.superproject)
+}
+
+/// [`unstable_reasons`] of the superproject `sup`.
+pub fn unstable_reasons_in(sup: &lockstep_git::Repo) -> Result<Vec<String>, Error> {
+    let out = sup.try_git(&["show", &format!("HEAD:{UNSTABLE_MARK}")])?;
     Ok(if out.code == 0 {
         reasons(&out.stdout)
     } else {

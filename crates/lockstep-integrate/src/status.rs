@@ -86,26 +86,77 @@ impl From<&Halt> for HaltSummary {
 /// Computes the status. `fetch` fetches upstream first.
 /// Without `fetch` it changes nothing: an upstream never fetched is
 /// reported with what `--fetch` would do (add a remote, fetch).
+///
+/// The git work runs side by side: the path-limited walk of the pending
+/// commits (what takes time on a big upstream) starts as soon as the merge
+/// base is known, and the superproject's branch, pin and stable mark, and
+/// the carried patches, are read while it walks. So status costs about the
+/// walk itself, not the walk plus a dozen small git processes one after
+/// another (`scripts/bench-integrate --status-only`).
 pub fn status(ig: &Integrate, fetch: bool) -> Result<Status, Error> {
     if fetch {
         ig.fetch_upstream()?;
-    } else if ig.fetched_upstream_head()?.is_none() {
-        return crate::status::unfetched_status(ig);
     }
-    let mut status = crate::status::position(ig)?;
-    if status.merge_base != status.current {
-        status.patches = crate::status::patches(
-            ig,
-            &status.merge_base,
-            &status.current,
-            &status.upstream_head,
-        )?;
-        status.clean = status.patches.is_empty();
-    }
-    status.halted = crate::halt::halt(ig)?.as_ref().map(HaltSummary::from);
-    status.not_stable = crate::status::not_stable_because(ig, &status.patches)?;
-    status.followers = crate::follow::followers(ig, &status.merge_base)?;
-    Ok(status)
+    let upstream_head = match ig.fetched_upstream_head()? {
+        Some(head) => head,
+        None if !fetch => return crate::status::unfetched_status(ig),
+        None => ig.upstream_head()?,
+    };
+    let (sup, sub, cfg, pin) = (&ig.superproject, &ig.sub, &ig.cfg, ig.pin_of());
+    std::thread::scope(|s| {
+        let branch = s.spawn(|| sup.current_branch());
+        let pinned = s.spawn(|| pin.read_at(sup, "HEAD"));
+        let unstable = s.spawn(|| crate::mark::unstable_reasons_in(sup));
+        let current = ig.checked_out()?;
+        let merge_base = crate::status::merge_base_memo(ig, &current, &upstream_head)?
+            .ok_or_else(|| no_shared_history(ig, &current))?;
+        let walk = {
+            let (base, head) = (merge_base.clone(), upstream_head.clone());
+            s.spawn(move || pending_in(sub, cfg, &base, &head))
+        };
+        let patches = match merge_base != current {
+            true => crate::status::patches(ig, &merge_base, &current, &upstream_head)?,
+            false => Vec::new(),
+        };
+        let halted = crate::halt::halt(ig)?.as_ref().map(HaltSummary::from);
+        let followers = crate::follow::followers(ig, &merge_base)?;
+        let mut not_stable = joined(unstable)?;
+        not_stable.extend(revert_reasons(&patches));
+        Ok(Status {
+            superproject: sup.dir().display().to_string(),
+            branch: joined(branch)?,
+            clean: patches.is_empty(),
+            pin: joined(pinned)?,
+            current,
+            merge_base,
+            upstream_ref: ig.upstream_ref(),
+            upstream_head: upstream_head.clone(),
+            upstream_fetched: true,
+            fetch_plan: None,
+            patches,
+            pending: joined(walk)?,
+            halted,
+            not_stable,
+            followers,
+        })
+    })
+}
+
+/// What a thread of [`status`] returned (a panic in it is lockstep's bug).
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, Error>>) -> Result<T, Error> {
+    handle
+        .join()
+        .unwrap_or_else(|_| Err(Error::failed("internal: a status thread panicked")))
+}
+
+/// The error for a checkout that shares no history with upstream.
+fn no_shared_history(ig: &Integrate, current: &str) -> Error {
+    Error::failed(format!(
+        "the upstream commit checked out ({current}, in {}) shares no history with {}",
+        ig.pin_of().history_name(),
+        ig.upstream_ref()
+    ))
+    .hint("check [integrate] upstream-url / upstream-remote point at the right repository")
 }
 
 /// The status of a submodule whose upstream was never fetched.
@@ -136,15 +187,8 @@ pub fn position(ig: &Integrate) -> Result<Status, Error> {
     let upstream_head = ig.upstream_head()?;
     let pin = ig.pin()?;
     let current = ig.checked_out()?;
-    let merge_base =
-        crate::status::merge_base_memo(ig, &current, &upstream_head)?.ok_or_else(|| {
-            Error::failed(format!(
-                "the upstream commit checked out ({current}, in {}) shares no history with {}",
-                ig.pin_of().history_name(),
-                ig.upstream_ref()
-            ))
-            .hint("check [integrate] upstream-url / upstream-remote point at the right repository")
-        })?;
+    let merge_base = crate::status::merge_base_memo(ig, &current, &upstream_head)?
+        .ok_or_else(|| no_shared_history(ig, &current))?;
     let pending = crate::status::pending(ig, &merge_base, &upstream_head)?;
     Ok(Status {
         superproject: ig.superproject.dir().display().to_string(),
@@ -167,11 +211,22 @@ pub fn position(ig: &Integrate) -> Result<Status, Error> {
 
 /// Affecting commits in `base..head`, oldest first.
 pub fn pending(ig: &Integrate, base: &str, head: &str) -> Result<Vec<Commit>, Error> {
+    pending_in(&ig.sub, &ig.cfg, base, head)
+}
+
+/// [`pending`] from the upstream history `sub` and the configuration alone
+/// (what a thread of [`status`] can hold).
+fn pending_in(
+    sub: &lockstep_git::Repo,
+    cfg: &crate::config::IntegrateConfig,
+    base: &str,
+    head: &str,
+) -> Result<Vec<Commit>, Error> {
     let exclude = format!("^{base}");
-    let commits = ig.sub.log(&[head, &exclude], &ig.cfg.track_paths)?;
+    let commits = sub.log(&[head, &exclude], &cfg.track_paths)?;
     Ok(commits
         .into_iter()
-        .filter(|c| !crate::status::skipped_subject(ig, &c.subject))
+        .filter(|c| !skipped_subject(cfg, &c.subject))
         .collect())
 }
 
@@ -200,6 +255,13 @@ pub fn untracked_between(
 /// then one per carried revert.
 pub fn not_stable_because(ig: &Integrate, patches: &[Patch]) -> Result<Vec<String>, Error> {
     let mut all = crate::mark::unstable_reasons(ig)?;
+    all.extend(revert_reasons(patches));
+    Ok(all)
+}
+
+/// One reason per carried revert.
+fn revert_reasons(patches: &[Patch]) -> Vec<String> {
+    let mut all = Vec::new();
     for p in patches {
         if let Some(reverted) = &p.reverts {
             all.push(format!(
@@ -212,12 +274,11 @@ pub fn not_stable_because(ig: &Integrate, patches: &[Patch]) -> Result<Vec<Strin
             ));
         }
     }
-    Ok(all)
+    all
 }
 
-fn skipped_subject(ig: &Integrate, subject: &str) -> bool {
-    ig.cfg
-        .skip_subjects
+fn skipped_subject(cfg: &crate::config::IntegrateConfig, subject: &str) -> bool {
+    cfg.skip_subjects
         .iter()
         .any(|s| !s.is_empty() && subject.contains(s.as_str()))
 }
