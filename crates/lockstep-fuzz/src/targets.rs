@@ -964,15 +964,15 @@ fn mlir_scan(input: &[u8]) -> Outcome {
     let text = text(input);
     match lockstep_preprocess::scan::scan(&text) {
         Ok(module) => {
+            // The variants, their targets and objects as --only-target and
+            // the object checks read them.
+            let x86 = regex::Regex::new("x86_64").ok();
             for (i, exe) in module.executables.iter().enumerate() {
                 let _ = lockstep_preprocess::scan::self_contained(&text, &module, i);
-                // The variants, their targets and objects as --only-target
-                // and the object checks read them.
                 let op = &text[exe.span.clone()];
-                let any = regex::Regex::new("x86_64").ok();
-                if let Some(re) = any {
+                if let Some(re) = &x86 {
                     if let Ok(Some(held)) =
-                        lockstep_preprocess::variants::hold(op, &re, &module, &text)
+                        lockstep_preprocess::variants::hold(op, re, &module, &text)
                     {
                         let _ = lockstep_preprocess::variants::restore(&held.given, &held);
                     }

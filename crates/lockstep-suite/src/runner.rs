@@ -260,6 +260,8 @@ fn compiles(
     // computed once, however many tests share them.
     let mut resolved: HashMap<Source, Result<(PathBuf, Vec<u8>), String>> = HashMap::new();
     let mut identities: HashMap<&[String], String> = HashMap::new();
+    // The `#hal.executable.object` paths each source names.
+    let mut objects: HashMap<Source, Vec<String>> = HashMap::new();
     for (i, t) in tests.iter().enumerate() {
         let Some(spec) = &t.compile else {
             keys.push(None);
@@ -270,10 +272,12 @@ fn compiles(
             keys.push(None);
             continue;
         }
-        let (path, digest) = match resolved
-            .entry(spec.source.clone())
-            .or_insert_with(|| resolve_source(&spec.source, cache, mirrors))
-        {
+        let (path, digest) = match resolved.entry(spec.source.clone()).or_insert_with(|| {
+            resolve_source(&spec.source, cache, mirrors).map(|(path, digest, found)| {
+                objects.insert(spec.source.clone(), found);
+                (path, digest)
+            })
+        }) {
             Ok(found) => found.clone(),
             Err(msg) => {
                 early[i] = Some(failed_before_compile(t, msg));
@@ -284,6 +288,11 @@ fn compiles(
         let identity = identities
             .entry(spec.flags.as_slice())
             .or_insert_with(|| lockstep_iree::key_identity(&toolchain.identity, &spec.flags));
+        // Objects a (preprocessed) source links are part of what it compiles to.
+        let digest = match objects.get(&spec.source) {
+            Some(paths) if !paths.is_empty() => with_objects(&digest, paths, &spec.cwd),
+            _ => digest,
+        };
         let key = cache::key(identity, &digest, &spec.flags, spec.statistics).to_string();
         sources.entry(key.clone()).or_insert((
             path,
@@ -440,13 +449,30 @@ fn finished_event(r: &TestResult, done: usize, total: usize) -> TestEvent {
     }
 }
 
-/// The source's local path and sha256 (raw bytes).
+/// The source's local path, sha256 (raw bytes) and the object paths it
+/// names (`#hal.executable.object<{path = "..."}>`: a preprocessed module's
+/// external kernels, read in the same pass as the hash).
 fn resolve_source(
     source: &Source,
     cache: &Cache,
     mirrors: &lockstep_cache::download::Mirrors,
-) -> Result<(PathBuf, Vec<u8>), String> {
+) -> Result<(PathBuf, Vec<u8>, Vec<String>), String> {
+    let mut objects = Vec::new();
     let (path, hex_digest) = match source {
+        Source::File(p)
+            if p.metadata()
+                .is_ok_and(|m| m.is_file() && m.len() <= SCANNED_SOURCE_BYTES) =>
+        {
+            let bytes = lockstep_core::fs::read_tree_file(
+                "the source",
+                p,
+                crate::sources::MAX_SOURCE_BYTES,
+            )
+            .map_err(|e| format!("cannot read the source: {}", e.message))?;
+            objects = object_paths(&bytes);
+            (p.clone(), lockstep_core::hash::sha256_bytes(&bytes))
+        }
+        // A model's weights inline: hashed as it streams, never held.
         Source::File(p) if p.is_file() => {
             let (digest, _) = lockstep_core::fs::sha256_tree_file(
                 "the source",
@@ -465,7 +491,62 @@ fn resolve_source(
         ),
     };
     let digest = hex::decode(&hex_digest).map_err(|e| format!("bad sha256 {hex_digest}: {e}"))?;
-    Ok((path, digest))
+    Ok((path, digest, objects))
+}
+
+/// Sources up to this size are read whole, to find the objects they name
+/// (a preprocessed module with external kernels is small; a model with
+/// its weights inline is hashed as it streams).
+const SCANNED_SOURCE_BYTES: u64 = 64 << 20;
+
+/// The `path`s of the `#hal.executable.object<{path = "..."}>`s in an MLIR
+/// text, each once.
+fn object_paths(bytes: &[u8]) -> Vec<String> {
+    const MARK: &[u8] = b"#hal.executable.object<{";
+    let mut found: Vec<String> = Vec::new();
+    let mut at = 0;
+    while let Some(i) = find(&bytes[at..], MARK) {
+        let start = at + i + MARK.len();
+        at = start;
+        let rest = &bytes[start..bytes.len().min(start + 4096)];
+        let text = String::from_utf8_lossy(rest);
+        let Some(after) = text.trim_start().strip_prefix("path") else {
+            continue;
+        };
+        let Some(after) = after.trim_start().strip_prefix('=') else {
+            continue;
+        };
+        let Some(literal) = after.trim_start().strip_prefix('"') else {
+            continue;
+        };
+        let Some(end) = literal.find('"') else {
+            continue;
+        };
+        let path = literal[..end].to_string();
+        if !found.contains(&path) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// `digest` with the bytes of each object in `paths` (relative to the
+/// compile's directory `cwd`): a rebuilt kernel is a new compile. A missing
+/// object keys as missing (the compile then fails saying so).
+fn with_objects(digest: &[u8], paths: &[String], cwd: &Path) -> Vec<u8> {
+    let mut text = hex::encode(digest);
+    for path in paths {
+        let file = cwd.join(path);
+        let sha =
+            lockstep_core::hash::sha256_file_memo(&file, &lockstep_core::paths::file_hashes())
+                .unwrap_or_else(|_| "missing".into());
+        text.push_str(&format!("\nobject {path} {sha}"));
+    }
+    hex::decode(lockstep_core::hash::sha256_bytes(text.as_bytes())).unwrap_or_default()
 }
 
 fn compile(ctx: &Ctx, key: &str) -> Compiled {
@@ -1242,6 +1323,26 @@ fn short_key(key: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn objects_a_source_names_are_found_and_key_the_compile() {
+        let text = br#"hal.executable.variant public @v target(#t) objects([#hal.executable.object<{path = "k.o"}>, #hal.executable.object<{ path = "/abs/j.o" }>, #hal.executable.object<{path = "k.o"}>]) {"#;
+        assert_eq!(object_paths(text), ["k.o", "/abs/j.o"]);
+        assert!(
+            object_paths(b"#hal.executable.object<{data = dense<0> : vector<1xi8>}>").is_empty()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k.o"), b"one").unwrap();
+        let paths = vec!["k.o".to_string()];
+        let first = with_objects(b"d", &paths, dir.path());
+        assert_eq!(first, with_objects(b"d", &paths, dir.path()));
+        std::fs::write(dir.path().join("k.o"), b"two!").unwrap();
+        assert_ne!(
+            first,
+            with_objects(b"d", &paths, dir.path()),
+            "a rebuilt object"
+        );
+    }
 
     #[test]
     fn what_a_non_file_is_is_said() -> Result<(), Box<dyn std::error::Error>> {
