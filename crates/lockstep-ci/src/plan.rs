@@ -246,6 +246,14 @@ pub fn plan(inputs: &PlanInputs) -> Result<Plan, Error> {
         .cause("tests are `[test] paths`, `[test] suite-configs`, a `suites/` directory beside lockstep.toml or `[[test.pytest]]` suites")
         .hint("add tests (docs/test.md) or a [[pkg.package]] (docs/pkg.md); `lockstep init` writes both from what it finds in the repository; nothing was written"));
     }
+    if !builds && !test.pytest.is_empty() {
+        // A CI job has no project venv: the suite would fail with "no venv".
+        return Err(Error::usage(
+            "[[test.pytest]] suites run against the wheels the build job makes, and lockstep.toml has no [[pkg.package]]",
+        )
+        .cause("a CI test job has no project venv (.venv) to run pytest in")
+        .hint("add the packages the tests import as [[pkg.package]] (docs/pkg.md; `lockstep init` proposes them), or run the pytest suites outside the generated workflow; nothing was written"));
+    }
     if !builds && ci.release.is_some() {
         return Err(Error::usage(
             "[ci.release] publishes packages, and lockstep.toml has no [[pkg.package]]",

@@ -1379,6 +1379,17 @@ fn pytest_suites_run_in_the_first_targets_jobs_against_the_built_wheels() {
         "{run}"
     );
 
+    // pytest suites without packages: nothing to run them against in CI.
+    let config = format!("[[test.pytest]]\nname = \"unit\"\n\n{PINNED}");
+    let (p, dir) = repo("", &config);
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    let err = stderr(&p.run(&["ci", "generate"], 2));
+    assert!(
+        err.contains("[[test.pytest]] suites run against the wheels the build job makes"),
+        "{err}"
+    );
+    assert!(!dir.join(".github").exists());
+
     // A test path a hashFiles() pattern cannot carry is refused.
     let config = format!("[test]\npaths = [\"s[1]\"]\n\n{PINNED}");
     let (p, dir) = repo("", &config);
