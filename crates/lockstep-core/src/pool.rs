@@ -13,6 +13,24 @@ use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 
+/// Runs `body` with a thread scope for a few different things at once
+/// (`integrate status`: the history walk beside the small reads); every
+/// thread spawned in it is joined before this returns. Many like things go
+/// to [`map`] instead.
+pub fn side_by_side<'env, T>(
+    body: impl for<'scope> FnOnce(&'scope std::thread::Scope<'scope, 'env>) -> T,
+) -> T {
+    std::thread::scope(body)
+}
+
+/// What a thread of [`side_by_side`] returned: a panic in it is lockstep's
+/// bug, reported as an internal error naming `what` rather than a crash.
+pub fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T>>, what: &str) -> Result<T> {
+    handle
+        .join()
+        .unwrap_or_else(|_| Err(Error::failed(format!("internal: {what} panicked"))))
+}
+
 /// The cores this process may use (at least 1).
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())

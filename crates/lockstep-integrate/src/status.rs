@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use lockstep_core::pool::joined;
 use lockstep_core::Error;
 use lockstep_git::{Commit, Oid};
 use serde::{Deserialize, Serialize};
@@ -103,7 +104,7 @@ pub fn status(ig: &Integrate, fetch: bool) -> Result<Status, Error> {
         None => ig.upstream_head()?,
     };
     let (sup, sub, cfg, pin) = (&ig.superproject, &ig.sub, &ig.cfg, ig.pin_of());
-    std::thread::scope(|s| {
+    lockstep_core::pool::side_by_side(|s| {
         let branch = s.spawn(|| sup.current_branch());
         let pinned = s.spawn(|| pin.read_at(sup, "HEAD"));
         let unstable = s.spawn(|| crate::mark::unstable_reasons_in(sup));
@@ -120,13 +121,13 @@ pub fn status(ig: &Integrate, fetch: bool) -> Result<Status, Error> {
         };
         let halted = crate::halt::halt(ig)?.as_ref().map(HaltSummary::from);
         let followers = crate::follow::followers(ig, &merge_base)?;
-        let mut not_stable = joined(unstable)?;
+        let mut not_stable = joined(unstable, "the stable mark read")?;
         not_stable.extend(revert_reasons(&patches));
         Ok(Status {
             superproject: sup.dir().display().to_string(),
-            branch: joined(branch)?,
+            branch: joined(branch, "the branch read")?,
             clean: patches.is_empty(),
-            pin: joined(pinned)?,
+            pin: joined(pinned, "the pin read")?,
             current,
             merge_base,
             upstream_ref: ig.upstream_ref(),
@@ -134,19 +135,12 @@ pub fn status(ig: &Integrate, fetch: bool) -> Result<Status, Error> {
             upstream_fetched: true,
             fetch_plan: None,
             patches,
-            pending: joined(walk)?,
+            pending: joined(walk, "the pending walk")?,
             halted,
             not_stable,
             followers,
         })
     })
-}
-
-/// What a thread of [`status`] returned (a panic in it is lockstep's bug).
-fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, Error>>) -> Result<T, Error> {
-    handle
-        .join()
-        .unwrap_or_else(|_| Err(Error::failed("internal: a status thread panicked")))
 }
 
 /// The error for a checkout that shares no history with upstream.
