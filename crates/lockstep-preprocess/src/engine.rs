@@ -513,8 +513,9 @@ impl Ctx<'_> {
         if self.raw_output {
             return Ok(Vec::new());
         }
-        crate::variants::check_count(input, accepted)?;
-        let objects = crate::variants::check_objects(accepted, self.module, self.text, self.cwd)?;
+        let found = crate::variants::check_count(input, accepted)?;
+        let objects =
+            crate::variants::check_objects(accepted, &found, self.module, self.text, self.cwd)?;
         Ok(objects.into_iter().map(|o| (o.file, o.sha256)).collect())
     }
 

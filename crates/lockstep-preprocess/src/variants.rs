@@ -121,12 +121,13 @@ pub fn restore(output: &str, held: &Held) -> Result<String, String> {
 
 /// The variants of `given` (what the tool got) and of `output` (what it
 /// returned) must be as many: a tool that splits or drops a variant
-/// changes what the runtime can select.
-pub fn check_count(given: &str, output: &str) -> Result<(), String> {
+/// changes what the runtime can select. Returns the output's variants
+/// (for [`check_objects`]: scanned once).
+pub fn check_count(given: &str, output: &str) -> Result<Vec<Variant>, String> {
     let before = scan::variants(given).map_err(|e| e.describe(given))?;
     let after = scan::variants(output).map_err(|e| e.describe(output))?;
     if before.len() == after.len() {
-        return Ok(());
+        return Ok(after);
     }
     let names = |vs: &[Variant]| {
         vs.iter()
@@ -157,19 +158,19 @@ pub struct Object {
 /// The largest object file read for its checks and hash.
 const MAX_OBJECT_BYTES: u64 = 1 << 30;
 
-/// Every object the `output` executable's variants reference (new or
-/// not), each checked: a regular file (relative paths against `cwd`), and
-/// for an ELF target format an ELF relocatable (`ET_REL`) for the target
-/// triple's machine and class.
+/// Every object the `output` executable's variants (`found`, from
+/// [`check_count`]) reference, new or not, each checked: a regular file
+/// (relative paths against `cwd`), and for an ELF target format an ELF
+/// relocatable (`ET_REL`) for the target triple's machine and class.
 pub fn check_objects(
     output: &str,
+    found: &[Variant],
     module: &Module,
     text: &str,
     cwd: &Path,
 ) -> Result<Vec<Object>, String> {
-    let found = scan::variants(output).map_err(|e| e.describe(output))?;
     let mut objects = Vec::new();
-    for v in &found {
+    for v in found {
         let target = resolve_target(&v.target, module, text);
         let target = match v.target.starts_with('#') && target == v.target {
             // An alias the tool defined itself: read it from its output.

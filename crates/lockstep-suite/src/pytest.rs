@@ -529,7 +529,7 @@ fn list(suite: &PytestSuite, python: &Path, work: &Path) -> Result<Listed, Strin
         return Err(format!(
             "pytest listed no tests of [[test.pytest]] {:?} ({}): {}",
             suite.name,
-            finished.describe(),
+            finished.exit.describe(),
             last_lines(&log, 6).join(" | ")
         ) + &format!(" (log: {})", log.display()));
     }
@@ -562,17 +562,6 @@ fn base_argv(suite: &PytestSuite, python: &Path, work: &Path) -> Result<Vec<Stri
     Ok(argv)
 }
 
-/// How a spawn ended, in words.
-trait Describe {
-    fn describe(&self) -> String;
-}
-
-impl Describe for lockstep_core::process::Finished {
-    fn describe(&self) -> String {
-        self.exit.describe()
-    }
-}
-
 /// Runs pytest in the suite's root with the plugin on `PYTHONPATH`.
 fn spawn(
     suite: &PytestSuite,
@@ -599,7 +588,10 @@ fn spawn(
         env: vars,
         timeout: Some(timeout),
         log: log.to_path_buf(),
-        header: Some(format!("$ {}", shell_line(argv))),
+        header: Some(format!(
+            "$ {}",
+            lockstep_core::process::shell_command(&suite.root, argv)
+        )),
     };
     let mut remove = lockstep_core::process::secret_vars(&[]);
     remove.extend(
@@ -617,17 +609,6 @@ fn spawn(
         scrub: None,
     };
     lockstep_core::process::run_with(&spec, &options, |_| {}).map_err(|e| e.message)
-}
-
-fn shell_line(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            shlex::try_quote(a)
-                .map(|q| q.into_owned())
-                .unwrap_or_else(|_| a.clone())
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// The last `n` lines of a log (for an error).
@@ -699,7 +680,7 @@ pub fn run(
         Ok(argv) => argv,
         Err(e) => return Err((e, empty(String::new()))),
     };
-    let command = format!("cd {} && {}", suite.root.display(), shell_line(&argv));
+    let command = lockstep_core::process::shell_command(&suite.root, &argv);
     let count = u32::try_from(nodeids.len()).unwrap_or(u32::MAX).max(1);
     let timeout = per_test.saturating_mul(count).saturating_add(MARGIN);
     let finished = spawn(
@@ -711,7 +692,7 @@ pub fn run(
         timeout,
     );
     let ended = match &finished {
-        Ok(f) => f.describe(),
+        Ok(f) => f.exit.describe(),
         Err(e) => return Err((format!("cannot start pytest: {e}"), empty(command))),
     };
     if !junit.is_file() {
@@ -747,7 +728,7 @@ pub fn reproduce(suite: &PytestSuite, nodeid: &str) -> String {
     let mut argv = vec![python, "-m".into(), "pytest".into()];
     argv.extend(suite.args.iter().cloned());
     argv.push(nodeid.to_string());
-    format!("cd {} && {}", suite.root.display(), shell_line(&argv))
+    lockstep_core::process::shell_command(&suite.root, &argv)
 }
 
 /// The files of `nodeids` (what pytest is given), each once, in order.
@@ -1009,6 +990,50 @@ pub fn tail(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bad_suite_configs_are_refused_naming_the_suite_and_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("tests")).unwrap();
+        let origin = dir.path().join("lockstep.toml");
+        let suite = |name: &str, paths: &[&str], args: &[&str], reqs: &[&str]| PytestConfig {
+            name: name.into(),
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            requirements: reqs.iter().map(|r| r.to_string()).collect(),
+        };
+        let refused = |configs: &[PytestConfig], needle: &str| {
+            let e = check_configs(configs, dir.path(), &origin).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e:?}");
+            let text = format!("{} {:?}", e.message, e.causes);
+            assert!(text.contains(needle), "{needle}: {text}");
+        };
+        let good = suite("unit", &["tests"], &[], &["pytest"]);
+        assert!(check_configs(std::slice::from_ref(&good), dir.path(), &origin).is_ok());
+        refused(&[good.clone(), good.clone()], "two [[test.pytest]] suites");
+        refused(
+            &[suite("a/b", &["tests"], &[], &[])],
+            "invalid [[test.pytest]] name",
+        );
+        refused(&[suite("unit", &[], &[], &[])], "has no paths");
+        refused(&[suite("unit", &["nope"], &[], &[])], "does not exist");
+        refused(
+            &[suite("unit", &["../outside"], &[], &[])],
+            "[[test.pytest]] \"unit\"",
+        );
+        refused(
+            &[suite("unit", &["tests"], &["--junit-xml=x"], &[])],
+            "lockstep sets itself",
+        );
+        refused(
+            &[suite("unit", &["tests"], &["--co"], &[])],
+            "lockstep sets itself",
+        );
+        refused(
+            &[suite("unit", &["tests"], &[], &[" "])],
+            "an empty requirement",
+        );
+    }
 
     #[test]
     fn a_wheels_python_is_its_cpython_tag() {
