@@ -1485,6 +1485,32 @@ fn declared_inputs_join_the_key_so_an_edited_source_is_never_stale() {
         "{}",
         stderr(&o)
     );
+    // A glob that matches nothing, a directory, a target regex that does
+    // not parse: refused before anything runs, nothing written.
+    std::fs::create_dir_all(sb.path().join("tables")).unwrap();
+    for (flag, value, needle) in [
+        (
+            "--with-input",
+            "*.nothing",
+            "--with-input *.nothing matches no file",
+        ),
+        ("--with-input", "tables", "is not a regular file"),
+        ("--only-target", "(", "invalid --only-target expression `(`"),
+    ] {
+        let o = run(sb.lockstep(&[
+            "preprocess",
+            es,
+            "-o",
+            "six",
+            "--with",
+            "tools/table",
+            flag,
+            value,
+        ]));
+        assert_eq!(o.status.code(), Some(2), "{value}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{needle}: {}", stderr(&o));
+        assert!(!sb.path().join("six").exists());
+    }
 }
 
 #[test]
