@@ -122,11 +122,9 @@ fn the_kernels_package_builds_publishes_installs_and_launches() {
 
     // A fresh venv, the package from the served index.
     let venv = p.root().join("venv");
-    let uv_cache = p.root().join("uv-cache");
     let uv = |args: &[&str]| {
         let out = Command::new(shared_uv())
             .args(args)
-            .env("UV_CACHE_DIR", &uv_cache)
             .env("VIRTUAL_ENV", &venv)
             .env_remove("UV_INDEX_URL")
             .env_remove("UV_EXTRA_INDEX_URL")

@@ -554,7 +554,7 @@ name = "demo"
 version-base = "0.3.0"
 tag = "snapshot-{version}"
 hosting = "github-releases"
-keep = { snapshots = 6 }
+keep = { snapshots = 3 }
 
 [integrate]
 submodule = "third_party/minillvm"
@@ -643,7 +643,7 @@ fn install_and_run(
 }
 
 #[test]
-fn the_calendar_two_pythons_two_variants_eight_nights_an_eviction_pruning_and_a_final() {
+fn the_calendar_two_pythons_two_variants_five_nights_an_eviction_pruning_and_a_final() {
     let mut pl = Pipeline::create(
         CALENDAR,
         NativeSpec {
@@ -657,25 +657,28 @@ fn the_calendar_two_pythons_two_variants_eight_nights_an_eviction_pruning_and_a_
     let mut published: Vec<String> = Vec::new();
     let mut site = None;
 
-    for night in 1..=8u32 {
-        if night == 3 {
+    // Five nights: a red one (2), its fix (3), the Actions cache losing the
+    // store before 4 (rebuilt from the Releases), and the fourth snapshot
+    // pruning the first (keep 3) on 5.
+    for night in 1..=5u32 {
+        if night == 2 {
             // A wrong expectation: a red shard, nothing published.
             write_suite(&pl.native.project, "0 0 0 0");
             commit_as_tester(&pl.native.project, "A wrong expectation", true);
         }
-        if night == 4 {
+        if night == 3 {
             write_suite(&pl.native.project, "11 22 33 44");
             commit_as_tester(&pl.native.project, "Fix the expectation", true);
         }
-        if night == 5 {
-            // Between nights 4 and 5 the Actions cache loses the store.
+        if night == 4 {
+            // Between nights 3 and 4 the Actions cache loses the store.
             let gone = lockstep_actions::evict_cache(&pl.runner_root, "lockstep-release-store-")
                 .expect("evict");
             assert!(gone > 0, "no store entry to evict");
         }
         let run = release_night(&mut pl, night);
         let version = outputs(&run, "cut")["version"].clone();
-        if night == 3 {
+        if night == 2 {
             assert_eq!(run.conclusion, Conclusion::Failure, "{}", run.describe());
             assert_eq!(only(&run, "publish"), Conclusion::Skipped);
             assert!(pl
@@ -719,11 +722,11 @@ fn the_calendar_two_pythons_two_variants_eight_nights_an_eviction_pruning_and_a_
         });
         assert_eq!(
             sync_ran,
-            night == 1 || night == 5,
+            night == 1 || night == 4,
             "night {night}: the sync step"
         );
         let listed_now = listed(&deployed, "demo-runtime");
-        let expected: Vec<String> = if night == 8 {
+        let expected: Vec<String> = if night == 5 {
             published[1..].to_vec()
         } else {
             published.clone()
@@ -736,8 +739,8 @@ fn the_calendar_two_pythons_two_variants_eight_nights_an_eviction_pruning_and_a_
         );
         site = Some(deployed);
     }
-    assert_eq!(published.len(), 7);
-    // Night 8 pruned the oldest snapshot: its Release is gone too.
+    assert_eq!(published.len(), 4);
+    // Night 5 pruned the oldest snapshot: its Release is gone too.
     assert!(pl
         .github
         .releases()
