@@ -97,7 +97,7 @@ pub fn branch_name_problem(name: &str) -> Option<String> {
         "it contains a NUL character"
     } else if name.split('/').any(|c| c.len() > MAX_REF_COMPONENT) {
         "a part between `/` is longer than 250 bytes, more than a file name can hold"
-    } else if check_ref_format(&["--branch", name]) {
+    } else if ref_name_ok(&format!("refs/heads/{name}")) {
         return None;
     } else {
         "`git check-ref-format --branch` refuses it"
@@ -116,13 +116,14 @@ pub fn is_special_ref_spelling(name: &str) -> bool {
             .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
 }
 
-/// Whether `git check-ref-format ARGS` accepts (true when git cannot be run:
-/// the command that needs git then says so itself).
-pub fn check_ref_format(args: &[&str]) -> bool {
-    let mut cmd = process::command("git");
-    cmd.arg("check-ref-format").args(args);
-    process::capture(&mut cmd, None, Some(GIT_TIMEOUT), GIT_BOUNDS)
-        .map_or(true, |c| c.exit == process::Exit::Code(0))
+/// Whether `full` (a whole ref name: `refs/heads/...`, `refs/tags/...`) is
+/// one `git check-ref-format` accepts. Checked in process by gitoxide's
+/// validator (its rules are git's; `tests::ref_names_are_checked_as_git_checks_them`
+/// holds it to git itself): a command reading its configuration checks a
+/// few names, and a git process each cost more than the rest of
+/// `integrate status` before its walk.
+pub fn ref_name_ok(full: &str) -> bool {
+    gix_validate::reference::name(full.as_bytes().into()).is_ok()
 }
 
 /// A git repository (a work tree, or a bare repository).
@@ -314,6 +315,46 @@ impl Repo {
                 git_said: said(&stderr, code),
             }),
             Err(e) => Err(e),
+        }
+    }
+
+    /// [`Repo::discover`] and the repository's [`Repo::state_dir`], asked of
+    /// git at once (one process where a command's start pays for each).
+    pub fn discover_with_state_dir(dir: &Path) -> Result<(Repo, PathBuf), Error> {
+        let args = [
+            "rev-parse",
+            "--show-toplevel",
+            "--path-format=absolute",
+            "--git-common-dir",
+        ];
+        let out = match Repo::new(dir).checked(&args, &[], None) {
+            Ok(out) => out,
+            Err(GitError::Failed {
+                command,
+                code,
+                stderr,
+                ..
+            }) => {
+                return Err(GitError::NotARepository {
+                    dir: dir.to_path_buf(),
+                    command,
+                    git_said: said(&stderr, code),
+                }
+                .into())
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut lines = out.lines();
+        match (lines.next(), lines.next()) {
+            (Some(top), Some(common)) => Ok((
+                Repo::new(top.trim()),
+                PathBuf::from(common.trim()).join(STATE_DIR),
+            )),
+            _ => {
+                let repo = Repo::discover(dir)?;
+                let state = repo.state_dir()?;
+                Ok((repo, state))
+            }
         }
     }
 
@@ -905,6 +946,63 @@ mod tests {
         assert!(!format!("{err:?}").contains("install git"), "{err:?}");
         let missing = spawn_error(std::io::Error::from(std::io::ErrorKind::NotFound));
         assert!(missing.hint.unwrap().contains("install git"));
+    }
+
+    /// What git itself says of a ref name (`git check-ref-format`, the
+    /// oracle the in-process check is held to).
+    fn git_accepts(full: &str) -> bool {
+        let mut cmd = process::command("git");
+        cmd.arg("check-ref-format").arg(full);
+        process::capture(&mut cmd, None, Some(GIT_TIMEOUT), GIT_BOUNDS)
+            .is_ok_and(|c| c.exit == process::Exit::Code(0))
+    }
+
+    #[test]
+    fn ref_names_git_refuses_for_each_of_its_rules_are_refused() {
+        for name in [
+            "refs/heads/.hidden",
+            "refs/heads/a.lock",
+            "refs/heads/a..b",
+            "refs/heads/a b",
+            "refs/heads/a~1",
+            "refs/heads/a^",
+            "refs/heads/a:b",
+            "refs/heads/a?",
+            "refs/heads/a*",
+            "refs/heads/a[b",
+            "refs/heads/a//b",
+            "refs/heads/a/",
+            "refs/heads/a.",
+            "refs/heads/a@{1}",
+            "@",
+            "refs/heads/a\\b",
+            "refs/heads/a\x7f",
+            "refs/heads/a\tb",
+        ] {
+            assert!(!ref_name_ok(name), "{name:?} passed");
+            assert!(!git_accepts(name), "git accepts {name:?}");
+        }
+        for name in [
+            "refs/heads/main",
+            "refs/remotes/up-stream/x",
+            "refs/tags/v1.0-rc.1",
+            "refs/heads/integrates/llvm-2026-11-29",
+            "refs/heads/caf\u{e9}",
+        ] {
+            assert!(ref_name_ok(name), "{name:?} refused");
+            assert!(git_accepts(name), "git refuses {name:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Names made of the characters git's rules are about: the in-process
+        /// check and `git check-ref-format` always agree.
+        #[test]
+        fn ref_names_are_checked_as_git_checks_them(tail in "[a-z./@{}~^:?*\\[ \\-]{0,12}") {
+            let full = format!("refs/heads/{tail}");
+            proptest::prop_assert_eq!(ref_name_ok(&full), git_accepts(&full), "{:?}", full);
+        }
     }
 
     #[test]

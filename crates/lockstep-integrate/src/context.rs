@@ -87,17 +87,22 @@ impl<'a> Integrate<'a> {
         // Nothing is touched before the configuration is known to be sane.
         crate::validate::config(&cfg)?;
         let pin = cfg.pin()?;
-        let superproject = Repo::discover(root)?;
-        let state_dir = superproject.state_dir()?;
-        if pin.carries_patches() {
-            // The submodule is checked before anything is created.
-            pin.upstream_history(&superproject, &state_dir, cfg.upstream_url.as_deref())?;
-        }
+        let (superproject, state_dir) = Repo::discover_with_state_dir(root)?;
+        let history =
+            || pin.upstream_history(&superproject, &state_dir, cfg.upstream_url.as_deref());
+        // The submodule is checked before anything is created.
+        let checked = match pin.carries_patches() {
+            true => Some(history()?),
+            false => None,
+        };
         // The store before the clone: it refuses a state directory or
         // database that is not what it should be before anything is
         // created there.
         let store = Store::open(&state_dir)?;
-        let sub = pin.upstream_history(&superproject, &state_dir, cfg.upstream_url.as_deref())?;
+        let sub = match checked {
+            Some(sub) => sub,
+            None => history()?,
+        };
         Ok(Integrate {
             cfg,
             sub,

@@ -88,33 +88,45 @@ impl From<&Halt> for HaltSummary {
 /// Without `fetch` it changes nothing: an upstream never fetched is
 /// reported with what `--fetch` would do (add a remote, fetch).
 ///
-/// The git work runs side by side: the path-limited walk of the pending
-/// commits (what takes time on a big upstream) starts as soon as the merge
-/// base is known, and the superproject's branch, pin and stable mark, and
-/// the carried patches, are read while it walks. So status costs about the
-/// walk itself, not the walk plus a dozen small git processes one after
-/// another (`scripts/bench-integrate --status-only`).
+/// The git work runs side by side: the upstream head and the commit checked
+/// out are resolved at once, then the path-limited walk of the pending
+/// commits (what takes time on a big upstream) starts at once: upstream's
+/// commits that the checkout has not (`HEAD..upstream`, which is
+/// `merge-base..upstream` for a checkout sharing history with upstream),
+/// while the merge base, the superproject's branch, pin and stable mark,
+/// and the carried patches are read. The walk's answer is remembered for
+/// its range (upstream head, checkout, tracked paths): between two fetches
+/// a range does not change, so the statuses a release engineer runs all
+/// day read it instead of walking again. A first status after a fetch
+/// costs about the walk itself, later ones less than the walk
+/// (`scripts/bench-integrate --status-only`, and on a real project
+/// `--status-real`).
 pub fn status(ig: &Integrate, fetch: bool) -> Result<Status, Error> {
     if fetch {
         ig.fetch_upstream()?;
     }
-    let upstream_head = match ig.fetched_upstream_head()? {
-        Some(head) => head,
-        None if !fetch => return crate::status::unfetched_status(ig),
-        None => ig.upstream_head()?,
-    };
     let (sup, sub, cfg, pin) = (&ig.superproject, &ig.sub, &ig.cfg, ig.pin_of());
     lockstep_core::pool::side_by_side(|s| {
+        let checked_out = s.spawn(|| pin.checked_out(sup));
+        let upstream_head = match ig.fetched_upstream_head()? {
+            Some(head) => head,
+            None if !fetch => return crate::status::unfetched_status(ig),
+            None => ig.upstream_head()?,
+        };
+        let current = joined(checked_out, "the checkout read")?;
+        let remembered = remembered_walk(ig, &current, &upstream_head)?;
+        let walk = match remembered {
+            Some(_) => None,
+            None => {
+                let (checkout, head) = (current.clone(), upstream_head.clone());
+                Some(s.spawn(move || walk_in(sub, cfg, &checkout, &head)))
+            }
+        };
         let branch = s.spawn(|| sup.current_branch());
         let pinned = s.spawn(|| pin.read_at(sup, "HEAD"));
         let unstable = s.spawn(|| crate::mark::unstable_reasons_in(sup));
-        let current = ig.checked_out()?;
         let merge_base = crate::status::merge_base_memo(ig, &current, &upstream_head)?
             .ok_or_else(|| no_shared_history(ig, &current))?;
-        let walk = {
-            let (base, head) = (merge_base.clone(), upstream_head.clone());
-            s.spawn(move || pending_in(sub, cfg, &base, &head))
-        };
         let patches = match merge_base != current {
             true => crate::status::patches(ig, &merge_base, &current, &upstream_head)?,
             false => Vec::new(),
@@ -123,6 +135,15 @@ pub fn status(ig: &Integrate, fetch: bool) -> Result<Status, Error> {
         let followers = crate::follow::followers(ig, &merge_base)?;
         let mut not_stable = joined(unstable, "the stable mark read")?;
         not_stable.extend(revert_reasons(&patches));
+        let walked = match (remembered, walk) {
+            (Some(commits), _) => commits,
+            (None, Some(walk)) => {
+                let commits = joined(walk, "the pending walk")?;
+                remember_walk(ig, &current, &upstream_head, &commits)?;
+                commits
+            }
+            (None, None) => Vec::new(),
+        };
         Ok(Status {
             superproject: sup.dir().display().to_string(),
             branch: joined(branch, "the branch read")?,
@@ -135,7 +156,7 @@ pub fn status(ig: &Integrate, fetch: bool) -> Result<Status, Error> {
             upstream_fetched: true,
             fetch_plan: None,
             patches,
-            pending: joined(walk, "the pending walk")?,
+            pending: unskipped(cfg, walked),
             halted,
             not_stable,
             followers,
@@ -205,23 +226,70 @@ pub fn position(ig: &Integrate) -> Result<Status, Error> {
 
 /// Affecting commits in `base..head`, oldest first.
 pub fn pending(ig: &Integrate, base: &str, head: &str) -> Result<Vec<Commit>, Error> {
-    pending_in(&ig.sub, &ig.cfg, base, head)
+    Ok(unskipped(&ig.cfg, walk_in(&ig.sub, &ig.cfg, base, head)?))
 }
 
-/// [`pending`] from the upstream history `sub` and the configuration alone
-/// (what a thread of [`status`] can hold).
-fn pending_in(
+/// The commits of `base..head` touching the tracked paths, oldest first,
+/// from the upstream history `sub` and the configuration alone (what a
+/// thread of [`status`] can hold); `skip-subjects` not yet applied.
+fn walk_in(
     sub: &lockstep_git::Repo,
     cfg: &crate::config::IntegrateConfig,
     base: &str,
     head: &str,
 ) -> Result<Vec<Commit>, Error> {
     let exclude = format!("^{base}");
-    let commits = sub.log(&[head, &exclude], &cfg.track_paths)?;
-    Ok(commits
+    sub.log(&[head, &exclude], &cfg.track_paths)
+}
+
+/// `commits` without those `skip-subjects` leaves out.
+fn unskipped(cfg: &crate::config::IntegrateConfig, commits: Vec<Commit>) -> Vec<Commit> {
+    commits
         .into_iter()
         .filter(|c| !skipped_subject(cfg, &c.subject))
-        .collect())
+        .collect()
+}
+
+/// The last walk of [`status`], as the store keeps it: commits are
+/// immutable, so `base..head` over the same paths lists the same commits
+/// until one of the three changes.
+#[derive(Debug, Serialize, Deserialize)]
+struct RememberedWalk {
+    base: Oid,
+    head: Oid,
+    paths: Vec<String>,
+    commits: Vec<Commit>,
+}
+
+const WALK_RECORD: &str = "pending-walk";
+
+/// The most commits a remembered walk holds (about 100 bytes each): a
+/// longer range is walked each time rather than kept.
+const MAX_REMEMBERED_COMMITS: usize = 200_000;
+
+/// The walk of `base..head` remembered for the tracked paths, if it is.
+fn remembered_walk(ig: &Integrate, base: &str, head: &str) -> Result<Option<Vec<Commit>>, Error> {
+    Ok(ig
+        .store
+        .get::<RememberedWalk>(WALK_RECORD)?
+        .filter(|w| w.base == base && w.head == head && w.paths == ig.cfg.track_paths)
+        .map(|w| w.commits))
+}
+
+/// Remembers the walk of `base..head` (only the last range is kept).
+fn remember_walk(ig: &Integrate, base: &str, head: &str, commits: &[Commit]) -> Result<(), Error> {
+    if commits.len() > MAX_REMEMBERED_COMMITS {
+        return Ok(());
+    }
+    ig.store.set(
+        WALK_RECORD,
+        &RememberedWalk {
+            base: base.to_string(),
+            head: head.to_string(),
+            paths: ig.cfg.track_paths.clone(),
+            commits: commits.to_vec(),
+        },
+    )
 }
 
 /// Untracked upstream commits strictly between `good` and `bad`.

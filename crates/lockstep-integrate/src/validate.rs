@@ -388,7 +388,7 @@ fn ref_format(key: &str, name: &str, full: &str) -> Result<(), Error> {
     if name.contains('\0') {
         return Err(bad(key, name, "it contains a NUL character"));
     }
-    if lockstep_git::check_ref_format(&[full]) {
+    if lockstep_git::ref_name_ok(full) {
         Ok(())
     } else {
         Err(bad(key, name, "`git check-ref-format` refuses it"))

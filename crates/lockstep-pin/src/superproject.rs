@@ -118,6 +118,17 @@ impl Pin {
         }
     }
 
+    /// A revision naming what [`Pin::checked_out`] returns, in the
+    /// upstream history, found without starting git: `HEAD` of the
+    /// submodule's checkout, else the commit in the work tree's pin file.
+    /// What a walk that must start before anything else is resolved names.
+    pub fn checked_out_revision(&self, superproject: &Repo) -> Result<String, Error> {
+        match self.kind {
+            Kind::Submodule => Ok("HEAD".to_string()),
+            _ => self.read_worktree(superproject.dir()),
+        }
+    }
+
     /// Stages `commit` as the pin in `superproject`'s index: the gitlink, or
     /// the file written (every other byte kept, the archive's checksum
     /// fetched and written in the same change) and added.

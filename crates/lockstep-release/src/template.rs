@@ -358,7 +358,7 @@ pub fn check_tag_name(tag: &str) -> Result<(), Error> {
         && !tag.starts_with('-')
         && !tag.chars().any(|c| c.is_whitespace() || c.is_control())
         && !tag.contains(['<', '>', '"', '\'', '`', '$'])
-        && lockstep_git::check_ref_format(&[&format!("refs/tags/{tag}")]);
+        && lockstep_git::ref_name_ok(&format!("refs/tags/{tag}"));
     if plain {
         return Ok(());
     }

@@ -78,6 +78,12 @@ struct Args {
     /// Part E's number of random stacks.
     stacks: usize,
     keep: bool,
+    /// Part R: a real upstream repository (path or URL) to measure status on.
+    status_real: Option<String>,
+    /// Part R: how many commits behind that upstream's head the pin sits.
+    status_back: usize,
+    /// Part R: the tracked path.
+    status_track: String,
 }
 
 /// Part C's target: smoke runs of `loop --publish --on-break revert` over
@@ -95,7 +101,12 @@ const USAGE: &str =
   --status-commits N  part B on an upstream of N commits
   --stacks N       part E over N random stacks (default 50)
   --stacks-only    run part E (random carried stacks) only
-  --keep           keep the sandboxes (their directory is printed)";
+  --keep           keep the sandboxes (their directory is printed)
+  --status-real REPO  part R only: status on a real upstream (a path or URL, e.g. a
+                   clone of openxla/stablehlo) pinned --status-back commits behind
+                   its head in a superproject of its own, tracking --status-track
+  --status-back N  part R's range (default 382: torch-mlir's stablehlo range of issue 46)
+  --status-track PATH  part R's tracked path (default stablehlo)";
 
 fn parse_args() -> Res<Args> {
     let mut lockstep = None;
@@ -107,6 +118,9 @@ fn parse_args() -> Res<Args> {
     let mut status_commits = None;
     let mut stacks = 50;
     let mut keep = false;
+    let mut status_real = None;
+    let mut status_back = 382;
+    let mut status_track = "stablehlo".to_string();
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -132,6 +146,17 @@ fn parse_args() -> Res<Args> {
                     .ok_or("--stacks needs a number")?
             }
             "--keep" => keep = true,
+            "--status-real" => {
+                status_real = Some(it.next().ok_or("--status-real needs a repository")?)
+            }
+            "--status-back" => {
+                status_back = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|n| *n > 0)
+                    .ok_or("--status-back needs a positive number")?
+            }
+            "--status-track" => status_track = it.next().ok_or("--status-track needs a path")?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -156,6 +181,9 @@ fn parse_args() -> Res<Args> {
         status_commits,
         stacks,
         keep,
+        status_real,
+        status_back,
+        status_track,
     })
 }
 
@@ -194,6 +222,9 @@ fn run(args: &Args) -> Res<()> {
     if args.keep {
         let kept = tmp.keep();
         println!("sandboxes kept in {}", kept.display());
+    }
+    if let Some(upstream) = &args.status_real {
+        return part_r(args, &root, upstream);
     }
     let commits_a = if args.quick { 400 } else { 2000 };
     let commits_b = args
@@ -1101,6 +1132,176 @@ fn part_b(args: &Args, dir: &Path, commits: usize) -> Res<StatusResult> {
         revlist_count,
         notes,
     })
+}
+
+// ---------------------------------------------------------------------------
+// Part R: status on a real upstream.
+
+/// Runs of each command in part R (alternating, medians compared).
+const REAL_RUNS: usize = 21;
+
+/// `integrate status` on a real upstream's history (issue 46's torch-mlir
+/// range: openxla/stablehlo pinned 382 commits behind its head, tracking
+/// `stablehlo/`) against what a person runs to see the same list, `git log
+/// --format='%H %s %an %aI' PIN..upstream -- PATH`, alternating, medians.
+/// The superproject is one of its own holding only the submodule: what
+/// status reads of a superproject is its pin, branch and stable mark.
+fn part_r(args: &Args, dir: &Path, upstream: &str) -> Res<()> {
+    let back = args.status_back;
+    let track = args.status_track.as_str();
+    eprintln!(
+        "\n[R] status on a real upstream: {upstream}, pinned {back} commits back, tracking {track}"
+    );
+    let sup = dir.join("superproject");
+    let sub_path = "externals/upstream";
+    let sub = sup.join(sub_path);
+    fs::create_dir_all(&sup).map_err(|e| format!("cannot create {}: {e}", sup.display()))?;
+    git(&sup, &["init", "-q", "-b", "main"])?;
+    // The history without a checkout (a mirror may lack large blobs):
+    // status reads commits and the tracked paths' trees, never the files.
+    git(&sup, &["clone", "-q", "--no-checkout", upstream, sub_path])?;
+    let head = git(&sub, &["rev-parse", "HEAD"])?.trim().to_string();
+    let pin = git(&sub, &["rev-parse", &format!("HEAD~{back}")])?
+        .trim()
+        .to_string();
+    git(&sub, &["update-ref", "--no-deref", "HEAD", &pin])?;
+    let gitmodules =
+        format!("[submodule \"{sub_path}\"]\n\tpath = {sub_path}\n\turl = {upstream}\n");
+    fs::write(sup.join(".gitmodules"), gitmodules).map_err(|e| e.to_string())?;
+    let config = format!(
+        "[integrate]\nsubmodule = \"{sub_path}\"\nupstream-url = {upstream:?}\nupstream-branch = {:?}\ntrack-paths = [{track:?}]\nsmoke = [\"true\"]\n",
+        head_branch(&sub)
+    );
+    fs::write(sup.join("lockstep.toml"), config).map_err(|e| e.to_string())?;
+    git(
+        &sup,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{pin},{sub_path}"),
+        ],
+    )?;
+    git(&sup, &["add", ".gitmodules", "lockstep.toml"])?;
+    git(
+        &sup,
+        &[
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.com",
+            "commit",
+            "-q",
+            "-m",
+            "pin",
+        ],
+    )?;
+    let ctx = Ctx {
+        lockstep: &args.lockstep,
+        superproject: &sup,
+        home: dir.join("home"),
+        smoke_log: None,
+    };
+    // Untimed: the fetch, and the first (cold) status that remembers the merge base.
+    ctx.run(&["integrate", "status", "--fetch", "--json"], &[0])?;
+    let sub_arg = sub.to_string_lossy().into_owned();
+    let range = format!("{pin}..refs/remotes/upstream/{}", head_branch(&sub));
+    let log_args = [
+        "-C",
+        sub_arg.as_str(),
+        "log",
+        "--format=%H %s %an %aI",
+        range.as_str(),
+        "--",
+        track,
+    ];
+    let (mut status_times, mut log_times) = (vec![], vec![]);
+    let (mut pending, mut listed) = (0, 0);
+    for _ in 0..REAL_RUNS {
+        let run = ctx.run(&["integrate", "status"], &[0])?;
+        status_times.push(run.secs);
+        let json = ctx.run(&["integrate", "status", "--json"], &[0])?;
+        pending = parse_json(&json, "lockstep integrate status --json")?["pending"]
+            .as_array()
+            .map_or(0, Vec::len);
+        let started = Instant::now();
+        let out = Command::new("git")
+            .args(log_args)
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        let run = check(finish(out, started), "git log --format=...", &[0])?;
+        listed = run.stdout.lines().count();
+        log_times.push(run.secs);
+    }
+    // Cold: the first status after upstream moved (the walk remembered for
+    // one range only): upstream's tracking ref alternates between its head
+    // and the commit before, so every status walks; git log walks the same.
+    let tracking = format!("refs/remotes/upstream/{}", head_branch(&sub));
+    let (mut cold_times, mut cold_log_times) = (vec![], vec![]);
+    for i in 0..REAL_RUNS {
+        let tip = if i % 2 == 0 {
+            format!("{head}~1")
+        } else {
+            head.clone()
+        };
+        git(&sub, &["update-ref", &tracking, &tip])?;
+        cold_times.push(ctx.run(&["integrate", "status"], &[0])?.secs);
+        let cold_range = format!("{pin}..{tip}");
+        let args = [
+            "-C",
+            sub_arg.as_str(),
+            "log",
+            "--format=%H %s %an %aI",
+            cold_range.as_str(),
+            "--",
+            track,
+        ];
+        let started = Instant::now();
+        let out = Command::new("git")
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        cold_log_times.push(check(finish(out, started), "git log --format=...", &[0])?.secs);
+    }
+    git(&sub, &["update-ref", &tracking, &head])?;
+    let (cold_median, cold_log_median) = (median(cold_times), median(cold_log_times));
+    let upstream_commits = git(&sub, &["rev-list", "--count", &range])?
+        .trim()
+        .to_string();
+    let (status_median, log_median) = (median(status_times), median(log_times));
+    let ratio = status_median / log_median;
+    println!(
+        "  range: {upstream_commits} upstream commits ({} .. {}), {listed} touching {track}",
+        short(&pin),
+        short(&head)
+    );
+    println!("  median `lockstep integrate status` {:.1} ms, median git log {:.1} ms, ratio {ratio:.2} over {REAL_RUNS} runs each, alternating", status_median * 1e3, log_median * 1e3);
+    println!(
+        "  pending commits from status: {pending}, listed by git log: {listed} ({})",
+        if pending == listed {
+            "equal"
+        } else {
+            "DIFFERENT"
+        }
+    );
+    println!("  the first status after upstream moved (the range walked, not remembered): median {:.1} ms, git log {:.1} ms, ratio {:.2}", cold_median * 1e3, cold_log_median * 1e3, cold_median / cold_log_median);
+    println!("  target (issue 46): <= 1.1 -> {}", pass(ratio <= 1.1));
+    if pending != listed {
+        return Err(format!(
+            "status lists {pending} pending commits, git log {listed}"
+        ));
+    }
+    Ok(())
+}
+
+/// The branch `origin/HEAD` names in a fresh clone (else `main`).
+fn head_branch(repo: &Path) -> String {
+    git(
+        repo,
+        &["symbolic-ref", "--short", "refs/remotes/origin/HEAD"],
+    )
+    .map(|b| b.trim().trim_start_matches("origin/").to_string())
+    .unwrap_or_else(|_| "main".to_string())
 }
 
 // ---------------------------------------------------------------------------

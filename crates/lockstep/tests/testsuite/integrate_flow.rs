@@ -124,6 +124,104 @@ fn status_lists_pending_oldest_first_with_patch_reasons() {
     assert!(text.contains("already upstream"), "{text}");
 }
 
+/// `integrate status` without fetching, as JSON.
+fn status_unfetched(env: &Env) -> serde_json::Value {
+    serde_json::from_str(&env.ok(&["integrate", "status", "--json"], 0)).expect("status json")
+}
+
+/// The pending commits' ids.
+fn pending_shas(status: &serde_json::Value) -> Vec<String> {
+    status["pending"]
+        .as_array()
+        .expect("pending")
+        .iter()
+        .map(|c| c["sha"].as_str().expect("sha").to_string())
+        .collect()
+}
+
+/// What git lists for the same range and paths, oldest first, without the
+/// subjects `skip` names.
+fn git_listed(env: &Env, paths: &[&str], skip: &[&str]) -> Vec<String> {
+    let range = format!("{}..refs/remotes/upstream/main", env.sb.pin);
+    let mut args = vec!["log", "--reverse", "--format=%H %s", range.as_str(), "--"];
+    args.extend_from_slice(paths);
+    git(&env.sub(), &args)
+        .lines()
+        .filter(|l| !skip.iter().any(|s| l.contains(s)))
+        .map(|l| l.split(' ').next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// status remembers its walk for one range: asked again it answers the
+/// same; other tracked paths, other skip-subjects or an upstream that moved
+/// are each answered as git lists them, never from the walk remembered.
+#[test]
+fn a_remembered_walk_answers_only_for_its_own_range() {
+    let env = Env::new(&with_patches(60));
+    let first = env.status();
+    assert_eq!(pending_shas(&first), env.sb.affecting);
+    assert_eq!(status_unfetched(&env)["pending"], first["pending"]);
+
+    let config = env.sp().join("lockstep.toml");
+    let original = std::fs::read_to_string(&config).unwrap();
+    let every_path = original.replace("track-paths = [\"mlir\"]", "track-paths = []");
+    assert_ne!(every_path, original);
+    std::fs::write(&config, &every_path).unwrap();
+    let all = status_unfetched(&env);
+    assert_eq!(
+        pending_shas(&all),
+        git_listed(&env, &[], &["[Docs]", "Apply clang-tidy fixes"])
+    );
+    assert!(pending_shas(&all).len() > env.sb.affecting.len());
+
+    std::fs::write(
+        &config,
+        every_path.replace("[integrate]\n", "[integrate]\nskip-subjects = []\n"),
+    )
+    .unwrap();
+    let unskipped = status_unfetched(&env);
+    assert_eq!(pending_shas(&unskipped), git_listed(&env, &[], &[]));
+    assert!(unskipped["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["subject"].as_str().unwrap().contains("[Docs]")));
+
+    std::fs::write(&config, &original).unwrap();
+    assert_eq!(status_unfetched(&env)["pending"], first["pending"]);
+    // Upstream moves (a clone of the bare upstream commits and pushes).
+    let work = tempfile::tempdir().unwrap();
+    let clone = work.path().join("upstream");
+    git(
+        work.path(),
+        &["clone", "-q", env.sb.upstream.to_str().unwrap(), "upstream"],
+    );
+    std::fs::write(clone.join("mlir/Late.cpp"), "int late;\n").unwrap();
+    git(&clone, &["add", "."]);
+    git(
+        &clone,
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@x",
+            "commit",
+            "-qm",
+            "[mlir] A late change",
+        ],
+    );
+    git(&clone, &["push", "-q", "origin", "HEAD:main"]);
+    let moved = env.status();
+    let late = git(&env.sb.upstream, &["rev-parse", "HEAD"])
+        .trim()
+        .to_string();
+    assert_eq!(pending_shas(&moved).last(), Some(&late));
+    assert_eq!(
+        pending_shas(&moved),
+        git_listed(&env, &["mlir"], &["[Docs]", "Apply clang-tidy fixes"])
+    );
+}
+
 #[test]
 fn status_sees_a_carried_revert_that_upstream_also_made() {
     let env = Env::new(&spec(30));
