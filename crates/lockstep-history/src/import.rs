@@ -59,7 +59,9 @@ pub fn check_flags(to: &Path, toolchain: Option<&str>) -> Result<(), Error> {
 }
 
 /// What kind of run wrote `doc`: test-results.json has `tests` and
-/// `summary`, bench-results.json `rows`, integrate-loop.json `end`.
+/// `summary`, a lockstep-speed document (`scripts/bench-all --json`)
+/// `document` and `rows`, bench-results.json `rows`, integrate-loop.json
+/// `end`.
 pub fn recognise(doc: &serde_json::Value) -> Option<Kind> {
     let has = |key: &str| doc.get(key).is_some();
     if !doc.is_object() {
@@ -67,6 +69,8 @@ pub fn recognise(doc: &serde_json::Value) -> Option<Kind> {
     }
     if has("tests") && has("summary") {
         Some(Kind::Test)
+    } else if crate::speed::is_speed_document(doc) {
+        Some(Kind::Speed)
     } else if doc.get("rows").is_some_and(serde_json::Value::is_array) {
         Some(Kind::Bench)
     } else if doc.get("end").is_some_and(serde_json::Value::is_object) {
@@ -112,7 +116,7 @@ pub fn prepare(files: &[PathBuf], opts: &Options) -> Result<Vec<Prepared>, Error
             let hint = if doc.get("kind").is_some() && doc.get("results").is_some() {
                 "it looks like a history run already: copy it into the history instead (cp -n)"
             } else {
-                "import the files `--json FILE` wrote: test-results.json (\"tests\" and \"summary\"), bench-results.json (\"rows\"), integrate-loop.json (\"end\")"
+                "import the files `--json FILE` wrote: test-results.json (\"tests\" and \"summary\"), bench-results.json (\"rows\"), integrate-loop.json (\"end\"), scripts/bench-all's (\"document\": \"lockstep-speed\")"
             };
             return Err(Error::usage(format!(
                 "{} is not the results of lockstep test, bench or integrate loop",

@@ -26,6 +26,7 @@ pub mod import;
 pub mod list;
 pub mod record;
 pub mod recorder;
+pub mod speed;
 pub mod store;
 pub mod trimmed;
 pub mod views;

@@ -132,6 +132,15 @@ fn outcome(kind: Kind, doc: &Value) -> (String, bool) {
             }
             (text, bad > 0)
         }
+        Kind::Speed => {
+            let rows = crate::speed::rows(doc);
+            let over = rows.iter().filter(|r| r.over_target()).count();
+            let mut text = count(rows.len(), "benchmark row", "benchmark rows");
+            if over > 0 {
+                text.push_str(&format!(", {over} over target"));
+            }
+            (text, over > 0)
+        }
         Kind::Integrate => {
             let end = doc
                 .pointer("/end/result")

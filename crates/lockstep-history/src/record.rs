@@ -18,6 +18,9 @@ pub enum Kind {
     Bench,
     /// `lockstep integrate loop`: `results` is an integrate-loop.json document.
     Integrate,
+    /// `scripts/bench-all --json`: `results` is a lockstep-speed document
+    /// (lockstep's own benchmarks; [`crate::speed`]).
+    Speed,
 }
 
 impl Kind {
@@ -26,6 +29,7 @@ impl Kind {
             Kind::Test => "test",
             Kind::Bench => "bench",
             Kind::Integrate => "integrate",
+            Kind::Speed => "speed",
         }
     }
 }

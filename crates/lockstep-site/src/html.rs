@@ -84,12 +84,13 @@ pub fn num(x: f64) -> String {
 }
 
 /// The pages, in navigation order: file name and title.
-pub const PAGES: [(&str, &str); 5] = [
+pub const PAGES: [(&str, &str); 6] = [
     ("index.html", "Overview"),
     ("tests.html", "Tests"),
     ("bench.html", "Benchmarks"),
     ("integrate.html", "Integrate"),
     ("releases.html", "Releases"),
+    ("speed.html", "Speed"),
 ];
 
 const STYLE: &str = r#"

@@ -2,9 +2,9 @@
 //! (`lockstep report site`), to read on a laptop or publish with Pages.
 //!
 //! It owns turning an already loaded history (lockstep-history's
-//! [`Loaded`]) and an optional release store into five pages
+//! [`Loaded`]) and an optional release store into six pages
 //! (`index.html`, `tests.html`, `bench.html`, `integrate.html`,
-//! `releases.html`) with hand-written SVG charts. It must not read or
+//! `releases.html`, `speed.html`) with hand-written SVG charts. It must not read or
 //! change the history's files itself (lockstep-history does), decide
 //! regressions (lockstep-stats does, through lockstep-history's analysis)
 //! or print anything (the binary does, from the returned [`SiteReport`]).
@@ -126,6 +126,7 @@ pub fn site(
         ("bench.html", pages::bench(&model)),
         ("integrate.html", pages::integrate(&model)),
         ("releases.html", pages::releases(&model)),
+        ("speed.html", pages::speed(&model)),
     ];
     let replaced = write_site(out, existing, &rendered)?;
     let regressions = model.bench.iter().filter(|s| s.regressions() > 0).count();
@@ -205,6 +206,7 @@ fn analyse<'a>(
         releases,
         release_warnings,
         base_url,
+        speed: lockstep_history::speed::speed_table(runs),
     }
 }
 
@@ -405,6 +407,13 @@ mod tests {
                     json!({"end": {"result": "halted", "halt": {"kind": "smoke", "link": "javascript:alert(1)",
                         "culprit": {"sha": "abc", "subject": "<b>bold</b>", "author": "a", "date": "d"}}}}),
                 ),
+                run(
+                    2,
+                    Kind::Speed,
+                    json!({"schema": 1, "document": "lockstep-speed", "rows": [
+                        {"command": "<script>alert(1)</script>", "work": "<b>bold</b>", "lockstep_s": 1.0,
+                         "reference": "git log", "reference_s": 0.5, "ratio": 2.0, "target": "<= 1.1"}]}),
+                ),
             ],
             skipped: vec![Skipped {
                 path: "h/<bad>.json".into(),
@@ -414,11 +423,50 @@ mod tests {
     }
 
     #[test]
+    fn the_speed_page_shows_the_latest_table_and_marks_a_row_over_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("site");
+        let mut loaded = history();
+        loaded.runs.push(run(
+            3,
+            Kind::Speed,
+            json!({"schema": 1, "document": "lockstep-speed", "rows": [
+                {"command": "<script>alert(1)</script>", "work": "<b>bold</b>", "lockstep_s": 0.6,
+                 "reference": "git log", "reference_s": 0.5, "ratio": 1.2, "target": "<= 1.1"},
+                {"command": "lockstep test (warm)", "work": "40 cases", "lockstep_s": 0.02,
+                 "reference": "lockstep cold", "reference_s": 6.4, "ratio": 0.003, "target": "<= 0.005"}]}),
+        ));
+        site(&loaded, None, &out, None).unwrap();
+        let html = std::fs::read_to_string(out.join("speed.html")).unwrap();
+        assert!(html.contains("The latest of 2 speed runs"), "{html}");
+        assert!(html.contains("1 row over its target"), "{html}");
+        // The first row's ratio now and the run before.
+        assert!(
+            html.contains("<td class=\"n\">1.20</td><td>&lt;= 1.1</td><td class=\"n\">2.00</td>"),
+            "{html}"
+        );
+        assert!(html.contains("lockstep test (warm)"), "{html}");
+        let empty = dir.path().join("empty");
+        site(
+            &Loaded {
+                runs: vec![],
+                skipped: vec![],
+            },
+            None,
+            &empty,
+            None,
+        )
+        .unwrap();
+        let none = std::fs::read_to_string(empty.join("speed.html")).unwrap();
+        assert!(none.contains("No speed runs in the history"), "{none}");
+    }
+
+    #[test]
     fn history_strings_are_escaped_and_scripts_never_linked() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("site");
         let report = site(&history(), None, &out, None).unwrap();
-        assert_eq!(report.pages.len(), 5);
+        assert_eq!(report.pages.len(), 6);
         assert_eq!(report.warnings.len(), 1);
         for (name, _) in &report.pages {
             let html = std::fs::read_to_string(out.join(name)).unwrap();

@@ -1,5 +1,6 @@
-//! The five pages, each built from the analysis of the history
-//! ([`Model`]): the overview, tests, benchmarks, integrate and releases.
+//! The six pages, each built from the analysis of the history
+//! ([`Model`]): the overview, tests, benchmarks, integrate, releases and
+//! lockstep's own speed.
 //! Each page is bounded whatever the history's size: the analysis keeps the
 //! last points and the worst rows, and the tables here stop at a limit and
 //! say how many rows they left out.
@@ -18,6 +19,7 @@ use lockstep_history::analysis::{
     BenchSeries, FlakyTest, GoldenSeries, Heatmap, IntegrateEntry, Release, SuiteLatest,
 };
 use lockstep_history::human::{when, when_to_the_second};
+use lockstep_history::speed::SpeedTable;
 use lockstep_history::{Kind, RunRecord, Skipped};
 use lockstep_stats::Change;
 
@@ -48,6 +50,8 @@ pub struct Model<'a> {
     pub releases: Option<Vec<Release>>,
     pub release_warnings: Vec<String>,
     pub base_url: Option<String>,
+    /// The latest `scripts/bench-all` table, when the history holds one.
+    pub speed: Option<SpeedTable>,
 }
 
 impl Model<'_> {
@@ -596,6 +600,64 @@ fn commit_cell(c: &lockstep_history::views::CommitInfo, link: Option<&str>) -> S
         "<span class=\"mono\">{sha}</span> {}",
         esc_short(&c.subject, 80)
     )
+}
+
+/// speed.html: lockstep's own benchmarks (`scripts/bench-all --json`,
+/// imported with `lockstep history import`), the latest table with each
+/// row's ratio in the run before; a row over its target is marked.
+pub fn speed(m: &Model) -> String {
+    let mut h = String::new();
+    let Some(table) = &m.speed else {
+        h.push_str("<p class=\"muted\">No speed runs in the history: <code>scripts/bench-all --json speed.json</code>, then <code>lockstep history import speed.json --to DIR</code>.</p>\n");
+        return page("speed.html", "lockstep's speed", &h, &m.footer());
+    };
+    let over = table.rows.iter().filter(|r| r.over_target()).count();
+    let _ = writeln!(
+        h,
+        "<p>The latest of {} (<code>scripts/bench-all</code>), {}{}: each row lockstep's time against its reference on the same machine in the same run, and the ratio the run before gave.{}</p>",
+        count(table.runs, "speed run", "speed runs"),
+        when(&table.started),
+        table
+            .commit
+            .as_deref()
+            .map(|c| format!(" at <code>{}</code>", esc(&short(Some(c)))))
+            .unwrap_or_default(),
+        if over > 0 {
+            format!(" <span class=\"badge b-fail\">{}</span>", count(over, "row over its target", "rows over their targets"))
+        } else {
+            String::new()
+        }
+    );
+    h.push_str("<table><thead><tr><th>command</th><th>work</th><th>lockstep (s)</th><th>reference</th><th>reference (s)</th><th>ratio</th><th>target</th><th>ratio before</th></tr></thead><tbody>\n");
+    let number = |x: Option<f64>| x.map(num).unwrap_or_else(|| "-".into());
+    for row in &table.rows {
+        let bad = if row.over_target() {
+            " class=\"bad\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            h,
+            "<tr{bad}><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+            esc_short(&row.command, 90),
+            esc_short(&row.work, 90),
+            number(row.lockstep_s),
+            esc_short(&row.reference, 90),
+            number(row.reference_s),
+            number(row.ratio),
+            esc_short(&row.target, 40),
+            number(row.previous_ratio),
+        );
+    }
+    h.push_str("</tbody></table>\n");
+    if table.hidden > 0 {
+        let _ = writeln!(
+            h,
+            "<p class=\"muted\">{} more left out.</p>",
+            count(table.hidden, "row", "rows")
+        );
+    }
+    page("speed.html", "lockstep's speed", &h, &m.footer())
 }
 
 /// integrate.html.

@@ -252,6 +252,20 @@ fn fixture(dir: &Path) -> (PathBuf, PathBuf) {
                 "created_at": "2026-02-02T00:00:00Z"}}})),
     )
     .unwrap();
+    // Two runs of scripts/bench-all: the speed page's table, one row over
+    // its target.
+    for (i, ratio) in [(0, 0.9), (1, 1.3)] {
+        n += 1;
+        lockstep_history::write(
+            &history,
+            &record(n, Kind::Speed, 2 + i, json!({"schema": 1, "document": "lockstep-speed", "rows": [
+                {"command": "lockstep integrate status", "work": "382 upstream commits", "lockstep_s": 0.02 * ratio,
+                 "reference": "git log --format -- PATH", "reference_s": 0.02, "ratio": ratio, "target": "<= 1.1"},
+                {"command": "lockstep test (warm)", "work": "40 generated cases, -j 2", "lockstep_s": 0.02,
+                 "reference": "lockstep cold", "reference_s": 6.4, "ratio": 0.003, "target": "<= 0.005"}]})),
+        )
+        .unwrap();
+    }
     // A truncated file: listed as a warning, not a crash.
     std::fs::write(
         history.join("test-truncated.json"),
@@ -305,7 +319,7 @@ fn the_site_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let (history, store) = fixture(dir.path());
     let loaded = lockstep_history::load(&history).unwrap();
-    assert_eq!(loaded.runs.len(), TEST_RUNS + BENCH_RUNS + 2);
+    assert_eq!(loaded.runs.len(), TEST_RUNS + BENCH_RUNS + 4);
     assert_eq!(loaded.skipped.len(), 1);
     let site = dir.path().join("site");
     let report = lockstep_site::site(
@@ -339,6 +353,7 @@ fn the_site_in_chromium() {
         "bench.html",
         "integrate.html",
         "releases.html",
+        "speed.html",
     ];
     for scheme in ["light", "dark"] {
         for page in pages {
@@ -565,12 +580,13 @@ fn start_problems(seen: &Value, runs: usize) -> Vec<String> {
     problems
 }
 
-const PAGES: [&str; 5] = [
+const PAGES: [&str; 6] = [
     "index.html",
     "tests.html",
     "bench.html",
     "integrate.html",
     "releases.html",
+    "speed.html",
 ];
 
 /// One time format (`2026-03-01 09:07`, never RFC 3339 at any precision)

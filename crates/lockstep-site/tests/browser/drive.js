@@ -13,7 +13,7 @@ const path = require('path');
 const config = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const { chromium } = require(config.playwright);
 
-const PAGES = ['index.html', 'tests.html', 'bench.html', 'integrate.html', 'releases.html'];
+const PAGES = ['index.html', 'tests.html', 'bench.html', 'integrate.html', 'releases.html', 'speed.html'];
 
 (async () => {
   const browser = await chromium.launch({ executablePath: config.chromium, headless: true });

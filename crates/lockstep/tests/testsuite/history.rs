@@ -368,6 +368,56 @@ fn import_converts_results_files_once_and_refuses_foreign_ones() {
     assert_eq!(files(&to).len(), 2);
 }
 
+/// scripts/bench-all's JSON (a lockstep-speed document) is imported as a
+/// `speed` run, listed with its rows over target, and the report site shows
+/// the latest table beside the run before.
+#[test]
+fn bench_all_tables_import_as_speed_runs_the_site_shows() {
+    let p = Project::new();
+    let table = |ratio: f64| {
+        serde_json::json!({"schema": 1, "document": "lockstep-speed", "rows": [
+            {"command": "lockstep integrate status (repeated)", "work": "382 commits of a real upstream",
+             "lockstep_s": 0.017 * ratio, "reference": "git log --format -- PATH", "reference_s": 0.017,
+             "ratio": ratio, "target": "<= 1.1"},
+            {"command": "lockstep bench --verify (warm)", "work": "the embedded commands",
+             "lockstep_s": 0.3, "reference": "lockstep cold", "reference_s": 2.9, "ratio": 0.103, "target": "<= 0.05"}]})
+        .to_string()
+    };
+    p.write("before.json", &table(1.7));
+    let (out, _) = run(&p, &["history", "import", "before.json", "--to", "h"], 0);
+    assert!(out.contains("imported"), "{out}");
+    // Later, so the site's latest is `after`.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    p.write("after.json", &table(0.8));
+    run(&p, &["history", "import", "after.json", "--to", "h"], 0);
+    let found = runs(&p.path().join("h"));
+    assert_eq!(found.len(), 2);
+    assert!(found.iter().all(|r| r["kind"] == "speed"), "{found:?}");
+    let (list, _) = run(&p, &["history", "list", "h"], 0);
+    assert_eq!(
+        list.matches("2 benchmark rows, 1 over target").count(),
+        1,
+        "{list}"
+    );
+    assert_eq!(
+        list.matches("2 benchmark rows, 2 over target").count(),
+        1,
+        "{list}"
+    );
+    run(
+        &p,
+        &["report", "site", "--history", "h", "--out", "site"],
+        0,
+    );
+    let html = std::fs::read_to_string(p.path().join("site/speed.html")).unwrap();
+    assert!(html.contains("The latest of 2 speed runs"), "{html}");
+    assert!(
+        html.contains("<td class=\"n\">0.80</td><td>&lt;= 1.1</td><td class=\"n\">1.70</td>"),
+        "{html}"
+    );
+    assert!(html.contains("1 row over its target"), "{html}");
+}
+
 #[test]
 fn list_names_every_bad_file_and_exits_0() {
     let p = Project::new();

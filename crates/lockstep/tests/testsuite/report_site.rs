@@ -37,11 +37,11 @@ fn the_site_is_written_with_bad_files_named_and_refuses_to_replace_anything_else
     }
     assert!(err.contains("newer lockstep"), "{err}");
     assert!(
-        stdout(&out).contains("5 pages from 2 runs"),
+        stdout(&out).contains("6 pages from 2 runs"),
         "{}",
         stdout(&out)
     );
-    for page in ["index", "tests", "bench", "integrate", "releases"] {
+    for page in ["index", "tests", "bench", "integrate", "releases", "speed"] {
         assert!(
             p.path().join(format!("site/{page}.html")).is_file(),
             "{page}"
