@@ -60,6 +60,17 @@ pub trait Routes: Send + Sync {
     fn answer(&self, request: &Asked<'_>) -> Option<Scripted>;
 }
 
+/// Sees every exchange the server answers, after it is answered
+/// (lockstep-testkit's conformance layer, which holds it to GitHub's
+/// description). The demo adds none.
+pub trait Observe: Send + Sync {
+    /// `request` was answered `status` with `body`; `played`: the answer
+    /// is a failure a test plays on purpose (a scripted answer,
+    /// [`FakeGithub::script`], or the token echoed, [`FakeGithub::echo_token`]),
+    /// not the stand-in's own.
+    fn exchange(&self, request: &Asked<'_>, status: u16, body: &[u8], played: bool);
+}
+
 /// A request as [`Routes`] see it.
 #[derive(Debug, Clone, Copy)]
 pub struct Asked<'a> {
@@ -67,6 +78,8 @@ pub struct Asked<'a> {
     /// Path and query.
     pub target: &'a str,
     pub body: &'a [u8],
+    /// The request's headers, as sent.
+    pub headers: &'a [(String, String)],
     /// It carried the right token.
     pub authorised: bool,
     /// The server's port (the host is 127.0.0.1).
@@ -89,6 +102,8 @@ struct State {
     graphql_answer: Option<Value>,
     /// Served in front of the server's own answers, in order.
     routes: Vec<Arc<dyn Routes>>,
+    /// Told of every exchange.
+    observers: Vec<Arc<dyn Observe>>,
 }
 
 /// The server; it stops with the process (its thread only accepts).
@@ -142,6 +157,11 @@ impl FakeGithub {
     /// scripted one): lockstep-testkit's releases and CI.
     pub fn add_routes(&self, routes: Arc<dyn Routes>) {
         self.state().routes.push(routes);
+    }
+
+    /// Tells `observer` of every exchange from now on.
+    pub fn add_observer(&self, observer: Arc<dyn Observe>) {
+        self.state().observers.push(observer);
     }
 
     pub fn requests(&self) -> Vec<Seen> {
@@ -199,18 +219,297 @@ impl FakeGithub {
     }
 }
 
-fn pull_json(pull: &Pull, port: u16, repository: &str) -> Value {
+/// When everything the stand-in makes was made (GitHub's timestamps).
+pub const MADE_AT: &str = "2026-01-01T00:00:00Z";
+
+/// A user as GitHub describes one (`simple-user`), served from this host.
+pub fn simple_user(port: u16, login: &str, id: u64) -> Value {
+    let api = format!("http://127.0.0.1:{port}/users/{login}");
     json!({
+        "login": login,
+        "id": id,
+        "node_id": format!("U_{id}"),
+        "avatar_url": format!("http://127.0.0.1:{port}/avatars/{login}"),
+        "gravatar_id": "",
+        "url": api,
+        "html_url": format!("http://127.0.0.1:{port}/{login}"),
+        "followers_url": format!("{api}/followers"),
+        "following_url": format!("{api}/following{{/other_user}}"),
+        "gists_url": format!("{api}/gists{{/gist_id}}"),
+        "starred_url": format!("{api}/starred{{/owner}}{{/repo}}"),
+        "subscriptions_url": format!("{api}/subscriptions"),
+        "organizations_url": format!("{api}/orgs"),
+        "repos_url": format!("{api}/repos"),
+        "events_url": format!("{api}/events{{/privacy}}"),
+        "received_events_url": format!("{api}/received_events"),
+        "type": "User",
+        "site_admin": false,
+    })
+}
+
+/// A repository as GitHub describes one (`repository`), served from this host.
+pub fn repository_json(port: u16, repository: &str) -> Value {
+    let (owner, name) = repository
+        .split_once('/')
+        .unwrap_or((repository, repository));
+    let api = format!("http://127.0.0.1:{port}/repos/{repository}");
+    let web = format!("http://127.0.0.1:{port}/{repository}");
+    let mut fields = serde_json::Map::new();
+    fields.insert(
+        "archive_url".into(),
+        json!(format!("{api}/{{archive_format}}{{/ref}}")),
+    );
+    fields.insert(
+        "assignees_url".into(),
+        json!(format!("{api}/assignees{{/user}}")),
+    );
+    fields.insert(
+        "blobs_url".into(),
+        json!(format!("{api}/git/blobs{{/sha}}")),
+    );
+    fields.insert(
+        "branches_url".into(),
+        json!(format!("{api}/branches{{/branch}}")),
+    );
+    fields.insert(
+        "collaborators_url".into(),
+        json!(format!("{api}/collaborators{{/collaborator}}")),
+    );
+    fields.insert(
+        "comments_url".into(),
+        json!(format!("{api}/comments{{/number}}")),
+    );
+    fields.insert(
+        "commits_url".into(),
+        json!(format!("{api}/commits{{/sha}}")),
+    );
+    fields.insert(
+        "compare_url".into(),
+        json!(format!("{api}/compare/{{base}}...{{head}}")),
+    );
+    fields.insert(
+        "contents_url".into(),
+        json!(format!("{api}/contents/{{+path}}")),
+    );
+    fields.insert(
+        "contributors_url".into(),
+        json!(format!("{api}/contributors")),
+    );
+    fields.insert(
+        "deployments_url".into(),
+        json!(format!("{api}/deployments")),
+    );
+    fields.insert("downloads_url".into(), json!(format!("{api}/downloads")));
+    fields.insert("events_url".into(), json!(format!("{api}/events")));
+    fields.insert("forks_url".into(), json!(format!("{api}/forks")));
+    fields.insert(
+        "git_commits_url".into(),
+        json!(format!("{api}/git/commits{{/sha}}")),
+    );
+    fields.insert(
+        "git_refs_url".into(),
+        json!(format!("{api}/git/refs{{/sha}}")),
+    );
+    fields.insert(
+        "git_tags_url".into(),
+        json!(format!("{api}/git/tags{{/sha}}")),
+    );
+    fields.insert("hooks_url".into(), json!(format!("{api}/hooks")));
+    fields.insert(
+        "issue_comment_url".into(),
+        json!(format!("{api}/issues/comments{{/number}}")),
+    );
+    fields.insert(
+        "issue_events_url".into(),
+        json!(format!("{api}/issues/events{{/number}}")),
+    );
+    fields.insert(
+        "issues_url".into(),
+        json!(format!("{api}/issues{{/number}}")),
+    );
+    fields.insert("keys_url".into(), json!(format!("{api}/keys{{/key_id}}")));
+    fields.insert("labels_url".into(), json!(format!("{api}/labels{{/name}}")));
+    fields.insert("languages_url".into(), json!(format!("{api}/languages")));
+    fields.insert("merges_url".into(), json!(format!("{api}/merges")));
+    fields.insert(
+        "milestones_url".into(),
+        json!(format!("{api}/milestones{{/number}}")),
+    );
+    fields.insert(
+        "notifications_url".into(),
+        json!(format!("{api}/notifications{{?since,all,participating}}")),
+    );
+    fields.insert("pulls_url".into(), json!(format!("{api}/pulls{{/number}}")));
+    fields.insert(
+        "releases_url".into(),
+        json!(format!("{api}/releases{{/id}}")),
+    );
+    fields.insert("stargazers_url".into(), json!(format!("{api}/stargazers")));
+    fields.insert(
+        "statuses_url".into(),
+        json!(format!("{api}/statuses/{{sha}}")),
+    );
+    fields.insert(
+        "subscribers_url".into(),
+        json!(format!("{api}/subscribers")),
+    );
+    fields.insert(
+        "subscription_url".into(),
+        json!(format!("{api}/subscription")),
+    );
+    fields.insert("tags_url".into(), json!(format!("{api}/tags")));
+    fields.insert("teams_url".into(), json!(format!("{api}/teams")));
+    fields.insert(
+        "trees_url".into(),
+        json!(format!("{api}/git/trees{{/sha}}")),
+    );
+    let mut repo = json!({
+        "id": 1,
+        "node_id": "R_1",
+        "name": name,
+        "full_name": repository,
+        "owner": simple_user(port, owner, 2),
+        "private": false,
+        "html_url": web,
+        "description": Value::Null,
+        "fork": false,
+        "url": api,
+        "clone_url": format!("{web}.git"),
+        "git_url": format!("git://127.0.0.1:{port}/{repository}.git"),
+        "ssh_url": format!("git@127.0.0.1:{repository}.git"),
+        "svn_url": web,
+        "mirror_url": Value::Null,
+        "homepage": Value::Null,
+        "language": Value::Null,
+        "default_branch": "main",
+        "forks": 0,
+        "forks_count": 0,
+        "stargazers_count": 0,
+        "watchers": 0,
+        "watchers_count": 0,
+        "size": 0,
+        "open_issues": 0,
+        "open_issues_count": 0,
+        "has_downloads": true,
+        "has_issues": true,
+        "has_projects": true,
+        "has_wiki": true,
+        "has_pages": false,
+        "archived": false,
+        "disabled": false,
+        "license": Value::Null,
+        "pushed_at": MADE_AT,
+        "created_at": MADE_AT,
+        "updated_at": MADE_AT,
+    });
+    if let Some(repo) = repo.as_object_mut() {
+        repo.extend(fields);
+    }
+    repo
+}
+
+/// A pull request as GitHub describes one (`pull-request`): what the
+/// stand-in holds, and GitHub's other fields as a new pull request has them.
+fn pull_json(pull: &Pull, port: u16, repository: &str) -> Value {
+    let owner = repository.split('/').next().unwrap_or_default();
+    let api = format!("http://127.0.0.1:{port}/repos/{repository}");
+    let html = format!("http://127.0.0.1:{port}/{repository}/pull/{}", pull.number);
+    let self_url = format!("{api}/pulls/{}", pull.number);
+    let issue = format!("{api}/issues/{}", pull.number);
+    let link = |href: &str| json!({"href": href});
+    let branch = |name: &str| {
+        json!({
+            "label": format!("{owner}:{name}"),
+            "ref": name,
+            "repo": repository_json(port, repository),
+            "sha": "0".repeat(40),
+            "user": simple_user(port, owner, 2),
+        })
+    };
+    let mut value = json!({
+        "url": self_url,
+        "id": pull.number,
+        "node_id": format!("PR_node_{}", pull.number),
+        "html_url": html,
+        "diff_url": format!("{html}.diff"),
+        "patch_url": format!("{html}.patch"),
+        "issue_url": issue,
+        "commits_url": format!("{self_url}/commits"),
+        "review_comments_url": format!("{self_url}/comments"),
+        "review_comment_url": format!("{api}/pulls/comments{{/number}}"),
+        "comments_url": format!("{issue}/comments"),
+        "statuses_url": format!("{api}/statuses/{}", "0".repeat(40)),
         "number": pull.number,
         "state": pull.state,
-        "draft": pull.draft,
+        "locked": false,
         "title": pull.title,
-        "html_url": format!("http://127.0.0.1:{port}/{repository}/pull/{}", pull.number),
-        "node_id": format!("PR_node_{}", pull.number),
-        "head": {"ref": pull.head, "repo": {"full_name": repository}},
-        "base": {"ref": pull.base},
+        "user": simple_user(port, "lockstep-bot", 1),
+        "body": pull.body,
+        "labels": [],
+        "milestone": Value::Null,
+        "created_at": MADE_AT,
+        "updated_at": MADE_AT,
+        "closed_at": Value::Null,
         "merged_at": Value::Null,
-    })
+        "merge_commit_sha": Value::Null,
+        "assignee": Value::Null,
+    });
+    let rest = json!({
+        "head": branch(&pull.head),
+        "base": branch(&pull.base),
+        "_links": {
+            "self": link(&self_url),
+            "html": link(&html),
+            "issue": link(&issue),
+            "comments": link(&format!("{issue}/comments")),
+            "review_comments": link(&format!("{self_url}/comments")),
+            "review_comment": link(&format!("{api}/pulls/comments{{/number}}")),
+            "commits": link(&format!("{self_url}/commits")),
+            "statuses": link(&format!("{api}/statuses/{}", "0".repeat(40))),
+        },
+        "author_association": "CONTRIBUTOR",
+        "auto_merge": Value::Null,
+        "draft": pull.draft,
+        "merged": false,
+        "mergeable": Value::Null,
+        "mergeable_state": "unknown",
+        "merged_by": Value::Null,
+        "comments": 0,
+        "review_comments": 0,
+        "maintainer_can_modify": false,
+        "commits": 1,
+        "additions": 0,
+        "deletions": 0,
+        "changed_files": 0,
+    });
+    if let (Some(value), Value::Object(rest)) = (value.as_object_mut(), rest) {
+        value.extend(rest);
+    }
+    value
+}
+
+/// A pull request as GitHub lists one (`pull-request-simple`): without
+/// the counts and merge state only a single pull request's answer has.
+fn pull_listed_json(pull: &Pull, port: u16, repository: &str) -> Value {
+    let mut value = pull_json(pull, port, repository);
+    if let Some(fields) = value.as_object_mut() {
+        for detail in [
+            "merged",
+            "mergeable",
+            "mergeable_state",
+            "merged_by",
+            "comments",
+            "review_comments",
+            "maintainer_can_modify",
+            "commits",
+            "additions",
+            "deletions",
+            "changed_files",
+        ] {
+            fields.remove(detail);
+        }
+    }
+    value
 }
 
 /// One HTTP/1.1 request as a loopback test server reads it.
@@ -305,6 +604,7 @@ fn serve_one(
     let authorised = request.has_bearer(token);
     let body = String::from_utf8_lossy(&request.body).into_owned();
     let bytes = request.body;
+    let headers = request.headers;
     let (method, target) = (request.method, request.target);
     let (scripted, routes) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
@@ -320,10 +620,12 @@ fn serve_one(
         method: &method,
         target: &target,
         body: &bytes,
+        headers: &headers,
         authorised,
         port,
         repository,
     };
+    let was_scripted = scripted.is_some();
     let answer = match scripted {
         Some(scripted) => scripted,
         None => match routes.iter().find_map(|r| r.answer(&asked)) {
@@ -336,7 +638,10 @@ fn serve_one(
             }
         },
     };
-    let echo = state.lock().map(|s| s.echo).unwrap_or(false);
+    let (echo, observers) = {
+        let s = state.lock().unwrap_or_else(|e| e.into_inner());
+        (s.echo, s.observers.clone())
+    };
     let body = match serde_json::from_slice::<Value>(&answer.body) {
         Ok(mut value) if echo => {
             echo_in(&mut value, token);
@@ -344,6 +649,9 @@ fn serve_one(
         }
         _ => answer.body,
     };
+    for observer in &observers {
+        observer.exchange(&asked, answer.status, &body, was_scripted || echo);
+    }
     write_response(&mut stream, answer.status, &answer.headers, &body)
 }
 
@@ -433,7 +741,7 @@ fn route(
                     None => true,
                 })
                 .filter(|p| state == "all" || p.state == state)
-                .map(|p| pull_json(p, port, repository))
+                .map(|p| pull_listed_json(p, port, repository))
                 .collect();
             paged(
                 &found,

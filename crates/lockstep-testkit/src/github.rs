@@ -13,7 +13,9 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lockstep_sandbox::github::{paged, percent_decode, reply, Asked, Routes, Scripted};
+use lockstep_sandbox::github::{
+    paged, percent_decode, reply, simple_user, Asked, Routes, Scripted, MADE_AT,
+};
 use serde_json::{json, Value};
 
 /// A GitHub Release the server holds.
@@ -86,22 +88,139 @@ impl Routes for Host {
             return None;
         }
         if let Some(listed) = &s.check_runs {
+            let runs: Vec<Value> = listed
+                .runs
+                .iter()
+                .map(|given| completed_check_run(given, asked.port, asked.repository, sha))
+                .collect();
             return Some(paged(
-                &listed.runs,
+                &runs,
                 query,
                 &format!("http://127.0.0.1:{}{path}", asked.port),
                 !listed.no_links,
                 |runs, total| json!({"total_count": listed.claimed_total.unwrap_or(total as u64), "check_runs": runs}),
             ));
         }
-        check_runs(&mut s, sha)
+        check_runs(&mut s, sha, asked.port, asked.repository)
     }
 }
 
-/// The loopback GitHub with releases and a CI; it stops with the process.
+/// The loopback GitHub with releases and a CI, every exchange held to
+/// GitHub's description ([`crate::conformance`]); it stops with the
+/// process. Dropped with departures found (and no panic under way), it
+/// fails the test, naming each.
 pub struct FakeGithub {
     server: lockstep_sandbox::github::FakeGithub,
     host: Arc<Host>,
+    checks: Arc<Checks>,
+}
+
+/// The conformance layer's findings for one server.
+struct Checks {
+    host: Arc<Host>,
+    /// Operation ids checked, in order (with repeats).
+    operations: Mutex<Vec<String>>,
+    departures: Mutex<Vec<String>>,
+}
+
+impl Checks {
+    fn departures(&self) -> MutexGuard<'_, Vec<String>> {
+        self.departures.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl lockstep_sandbox::github::Observe for Checks {
+    fn exchange(&self, asked: &Asked<'_>, status: u16, body: &[u8], played: bool) {
+        // A failure a test plays on purpose is not the stand-in's answer.
+        let played = played
+            || (asked.target.contains("/check-runs")
+                && self
+                    .host
+                    .state()
+                    .check_runs
+                    .as_ref()
+                    .is_some_and(|c| departs_on_purpose(&c.runs)));
+        let Some(target) = api_target(asked).filter(|_| !played) else {
+            return;
+        };
+        let described = match crate::conformance::github() {
+            Ok(d) => d,
+            Err(e) => {
+                let mut found = self.departures();
+                if found.is_empty() {
+                    found.push(format!("GitHub's description is not at hand: {e}"));
+                }
+                return;
+            }
+        };
+        let accept = asked
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("accept"))
+            .map(|(_, v)| v.as_str());
+        let exchange = crate::conformance::Exchange {
+            method: asked.method,
+            target,
+            accept,
+            request_body: asked.body,
+            status,
+            response_body: body,
+        };
+        match described.check(&exchange) {
+            Ok(id) => {
+                log_operation(&id);
+                self.operations
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(id);
+            }
+            Err(problems) => self.departures().extend(problems),
+        }
+    }
+}
+
+/// The API path of an exchange, or `None` for what is not GitHub's REST
+/// API: the webhook receiver, an asset's public download, GraphQL (checked
+/// against its own schema). Uploads are served under `/uploads` here, as
+/// GitHub serves them from their own host.
+fn api_target<'a>(asked: &Asked<'a>) -> Option<&'a str> {
+    let target = asked.target;
+    if target.starts_with("/hooks/")
+        || target.starts_with("/graphql")
+        || target.starts_with(&format!("/{}/releases/download/", asked.repository))
+    {
+        return None;
+    }
+    Some(target.strip_prefix("/uploads").unwrap_or(target))
+}
+
+/// With `LOCKSTEP_GITHUB_CONFORMANCE_LOG=FILE`, each operation checked is
+/// appended there (what the closing note counts).
+fn log_operation(id: &str) {
+    use std::io::Write as _;
+    let Some(path) = std::env::var_os("LOCKSTEP_GITHUB_CONFORMANCE_LOG") else {
+        return;
+    };
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(file, "{id}");
+    }
+}
+
+impl Drop for FakeGithub {
+    fn drop(&mut self) {
+        let found = self.checks.departures().clone();
+        if !found.is_empty() && !std::thread::panicking() {
+            panic!(
+                "the loopback GitHub departed from GitHub's description ({}):\n{}",
+                crate::conformance::OPENAPI_PACKAGE,
+                found.join("\n")
+            );
+        }
+    }
 }
 
 impl Deref for FakeGithub {
@@ -118,7 +237,33 @@ impl FakeGithub {
         let server = lockstep_sandbox::github::FakeGithub::start(repository, token)?;
         let host = Arc::new(Host::default());
         server.add_routes(host.clone());
-        Ok(FakeGithub { server, host })
+        let checks = Arc::new(Checks {
+            host: host.clone(),
+            operations: Mutex::default(),
+            departures: Mutex::default(),
+        });
+        server.add_observer(checks.clone());
+        Ok(FakeGithub {
+            server,
+            host,
+            checks,
+        })
+    }
+
+    /// The operations of GitHub's description this server's exchanges
+    /// were, in order (with repeats).
+    pub fn operations_checked(&self) -> Vec<String> {
+        self.checks
+            .operations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Where its exchanges departed from GitHub's description (the test
+    /// fails with them when the server is dropped).
+    pub fn departures(&self) -> Vec<String> {
+        self.checks.departures().clone()
     }
 
     /// The GitHub Releases created, in order.
@@ -203,34 +348,70 @@ fn asset_id(release: &Release, position: usize) -> u64 {
     release.id * 1_000_000 + position as u64
 }
 
+/// An asset as GitHub describes one (`release-asset`); without `digests`
+/// its `digest` is null, as GitHub answers for assets uploaded before it
+/// kept them.
+fn asset_json(
+    release: &Release,
+    position: usize,
+    name: &str,
+    bytes: &[u8],
+    port: u16,
+    repository: &str,
+    digests: bool,
+) -> Value {
+    let id = asset_id(release, position);
+    json!({
+        "url": format!("http://127.0.0.1:{port}/repos/{repository}/releases/assets/{id}"),
+        "browser_download_url": format!("http://127.0.0.1:{port}/{repository}/releases/download/{}/{name}", release.tag),
+        "id": id,
+        "node_id": format!("RA_{id}"),
+        "name": name,
+        "label": Value::Null,
+        "state": "uploaded",
+        "content_type": "application/octet-stream",
+        "size": bytes.len(),
+        "digest": match digests {
+            true => json!(format!("sha256:{}", lockstep_core::hash::sha256_bytes(bytes))),
+            false => Value::Null,
+        },
+        "download_count": 0,
+        "created_at": MADE_AT,
+        "updated_at": MADE_AT,
+        "uploader": simple_user(port, "lockstep-bot", 1),
+    })
+}
+
+/// A release as GitHub describes one (`release`).
 fn release_json(release: &Release, port: u16, repository: &str, digests: bool) -> Value {
+    let api = format!(
+        "http://127.0.0.1:{port}/repos/{repository}/releases/{}",
+        release.id
+    );
     let assets: Vec<Value> = release
         .assets
         .iter()
         .enumerate()
-        .map(|(i, (n, b))| {
-            let mut asset = json!({
-                "id": asset_id(release, i),
-                "name": n,
-                "size": b.len(),
-                "digest": format!("sha256:{}", lockstep_core::hash::sha256_bytes(b)),
-                "browser_download_url": format!("http://127.0.0.1:{port}/{repository}/releases/download/{}/{n}", release.tag),
-            });
-            if !digests {
-                if let Some(fields) = asset.as_object_mut() {
-                    fields.remove("digest");
-                }
-            }
-            asset
-        })
+        .map(|(i, (n, b))| asset_json(release, i, n, b, port, repository, digests))
         .collect();
     json!({
-        "id": release.id,
-        "tag_name": release.tag,
-        "prerelease": release.prerelease,
-        "draft": false,
+        "url": api,
         "html_url": format!("http://127.0.0.1:{port}/{repository}/releases/tag/{}", release.tag),
+        "assets_url": format!("{api}/assets"),
         "upload_url": format!("http://127.0.0.1:{port}/uploads/repos/{repository}/releases/{}/assets{{?name,label}}", release.id),
+        "tarball_url": format!("http://127.0.0.1:{port}/repos/{repository}/tarball/{}", release.tag),
+        "zipball_url": format!("http://127.0.0.1:{port}/repos/{repository}/zipball/{}", release.tag),
+        "id": release.id,
+        "node_id": format!("RE_{}", release.id),
+        "tag_name": release.tag,
+        "target_commitish": "main",
+        "name": release.tag,
+        "body": "",
+        "draft": false,
+        "prerelease": release.prerelease,
+        "created_at": MADE_AT,
+        "published_at": MADE_AT,
+        "author": simple_user(port, "lockstep-bot", 1),
         "assets": assets,
     })
 }
@@ -298,19 +479,31 @@ fn releases(s: &mut State, asked: &Asked<'_>) -> Scripted {
     }
     if let Some(id) = path.strip_prefix(&format!("{api}/assets/")) {
         let id: u64 = id.parse().unwrap_or(0);
+        let digests = !s.no_digests;
         let found = s.releases.iter().find_map(|r| {
             r.assets
-                .values()
+                .iter()
                 .enumerate()
                 .find(|(i, _)| asset_id(r, *i) == id)
-                .map(|(_, bytes)| bytes.clone())
+                .map(|(i, (name, bytes))| {
+                    (
+                        asset_json(r, i, name, bytes, port, repository, digests),
+                        bytes.clone(),
+                    )
+                })
+        });
+        // Its bytes when asked for them (`Accept: application/octet-stream`),
+        // else its description.
+        let raw = asked.headers.iter().any(|(n, v)| {
+            n.eq_ignore_ascii_case("accept") && v.contains("application/octet-stream")
         });
         return match found {
-            Some(bytes) => Scripted {
+            Some((_, bytes)) if raw => Scripted {
                 status: 200,
                 headers: vec![("Content-Type".into(), "application/octet-stream".into())],
                 body: bytes,
             },
+            Some((described, _)) => reply(200, described),
             None => not_found(),
         };
     }
@@ -368,13 +561,69 @@ fn releases(s: &mut State, asked: &Asked<'_>) -> Scripted {
             );
         }
         release.assets.insert(name.clone(), body);
-        return reply(201, json!({"name": name}));
+        let position = release.assets.keys().position(|n| *n == name).unwrap_or(0);
+        let bytes = release.assets.get(&name).cloned().unwrap_or_default();
+        let snapshot = release.clone();
+        return reply(
+            201,
+            asset_json(
+                &snapshot,
+                position,
+                &name,
+                &bytes,
+                port,
+                repository,
+                !s.no_digests,
+            ),
+        );
     }
     not_found()
 }
 
+/// A check run as GitHub describes one (`check-run`): the fields a test or
+/// the CI gave over GitHub's others as a run of `sha` has them. A test's
+/// run without a name stays without one (a departure it plays on purpose,
+/// [`departs_on_purpose`]).
+fn completed_check_run(given: &Value, port: u16, repository: &str, sha: &str) -> Value {
+    let id = given["id"].as_u64().unwrap_or(1);
+    let api = format!("http://127.0.0.1:{port}/repos/{repository}/check-runs/{id}");
+    let mut run = json!({
+        "id": id,
+        "node_id": format!("CR_{id}"),
+        "head_sha": sha,
+        "external_id": "",
+        "url": api,
+        "html_url": format!("http://127.0.0.1:{port}/{repository}/runs/{id}"),
+        "details_url": Value::Null,
+        "name": "ci",
+        "status": "queued",
+        "conclusion": Value::Null,
+        "started_at": MADE_AT,
+        "completed_at": Value::Null,
+        "output": {"title": Value::Null, "summary": Value::Null, "text": Value::Null,
+                   "annotations_count": 0, "annotations_url": format!("{api}/annotations")},
+        "check_suite": {"id": 1},
+        "app": Value::Null,
+        "pull_requests": [],
+    });
+    if let (Some(run), Some(given)) = (run.as_object_mut(), given.as_object()) {
+        if !given.contains_key("name") {
+            run.remove("name");
+        }
+        run.extend(given.clone());
+    }
+    run
+}
+
+/// Whether a test's check runs depart from GitHub's description on
+/// purpose (a run whose name is null or absent): such an answer is the
+/// test's, not the stand-in's.
+fn departs_on_purpose(runs: &[Value]) -> bool {
+    runs.iter().any(|r| !r["name"].is_string())
+}
+
 /// The check runs of `sha` as the CI answers them now.
-fn check_runs(s: &mut State, sha: &str) -> Option<Scripted> {
+fn check_runs(s: &mut State, sha: &str, port: u16, repository: &str) -> Option<Scripted> {
     // No CI: the sandbox server answers (no check runs).
     let (oracle, delay) = s.ci.clone()?;
     let polls = match s.polls.iter_mut().find(|(c, _)| c == sha) {
@@ -388,9 +637,10 @@ fn check_runs(s: &mut State, sha: &str) -> Option<Scripted> {
         }
     };
     let run = if polls <= delay {
-        json!({"name": "ci", "status": "in_progress", "conclusion": Value::Null})
+        json!({"id": 1, "name": "ci", "status": "in_progress", "conclusion": Value::Null})
     } else {
-        json!({"name": "ci", "status": "completed", "conclusion": oracle(sha)})
+        json!({"id": 1, "name": "ci", "status": "completed", "conclusion": oracle(sha)})
     };
+    let run = completed_check_run(&run, port, repository, sha);
     Some(reply(200, json!({"total_count": 1, "check_runs": [run]})))
 }

@@ -14,6 +14,7 @@
 //! `lockstep-sandbox`, whose repository building blocks (`repos::fast_import`,
 //! `repos::write_commit`, `repos::Layout` ...) these fixtures share.
 
+pub mod conformance;
 pub mod github;
 pub mod native;
 pub mod shapes;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
-use lockstep_sandbox::github::FakeGithub;
+use lockstep_testkit::github::FakeGithub;
 
 const TOKEN: &str = "ghp_canary_tok3n_0123456789abcdef";
 const HEADER: &str = "AUTHORIZATION: basic Y2FuYXJ5LWhlYWRlcg==";
