@@ -33,6 +33,20 @@ const OPENAPI_INTEGRITY: &str =
 /// The description of api.github.com inside the tarball.
 const OPENAPI_FILE: &str = "package/generated/api.github.com.json";
 
+/// The npm package and version of GitHub's GraphQL schema.
+pub const GRAPHQL_PACKAGE: &str = "@octokit/graphql-schema@15.26.1";
+const GRAPHQL_INTEGRITY: &str =
+    "sha512-RFDC2MpRBd4AxSRvUeBIVeBU7ojN/SxDfALUd7iVYOSeEK3gZaqR2MGOysj4Zh2xj2RY5fQAUT+Oqq7hWTraMA==";
+const GRAPHQL_FILE: &str = "package/schema.graphql";
+
+/// What GitHub's published schema itself gets wrong, as Apollo's compiler
+/// reports it (two fields of `EnterpriseOwnerInfo` defined twice): the
+/// schema is used as parsed despite these, and only these.
+const GRAPHQL_SCHEMA_DEFECTS: [&str; 2] = [
+    "duplicate definitions for the `repositoryDeployKeySetting` field of object type `EnterpriseOwnerInfo`",
+    "duplicate definitions for the `repositoryDeployKeySettingOrganizations` field of object type `EnterpriseOwnerInfo`",
+];
+
 /// The URI the description's `components` are registered under: every
 /// `$ref` points into it.
 const ROOT: &str = "https://api.github.com/lockstep-conformance/description";
@@ -96,7 +110,7 @@ pub fn github() -> Result<&'static Description, String> {
     static DESCRIPTION: OnceLock<Result<Description, String>> = OnceLock::new();
     DESCRIPTION
         .get_or_init(|| {
-            let path = fetched_description()?;
+            let path = fetched(OPENAPI_PACKAGE, OPENAPI_INTEGRITY, OPENAPI_FILE)?;
             let text =
                 std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let doc: Value = serde_json::from_slice(&text)
@@ -119,16 +133,112 @@ fn tools_dir() -> PathBuf {
         .join("../test-tools")
 }
 
-/// The description file, fetched when missing: `npm pack` of the pinned
-/// version into a staging directory, the tarball's sha512 compared with the
-/// pinned integrity, the one file extracted, then moved into place.
-fn fetched_description() -> Result<PathBuf, String> {
-    let dir = tools_dir().join(
-        OPENAPI_PACKAGE
-            .replace(['@', '/'], "-")
-            .trim_start_matches('-'),
-    );
-    let file = dir.join("api.github.com.json");
+/// GitHub's GraphQL schema, fetched and parsed once per process.
+pub fn graphql() -> Result<&'static GraphqlSchema, String> {
+    static SCHEMA: OnceLock<Result<GraphqlSchema, String>> = OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            let path = fetched(GRAPHQL_PACKAGE, GRAPHQL_INTEGRITY, GRAPHQL_FILE)?;
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            GraphqlSchema::parse(&text)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// GitHub's GraphQL schema, ready to validate documents.
+pub struct GraphqlSchema {
+    schema: apollo_compiler::validation::Valid<apollo_compiler::Schema>,
+}
+
+impl GraphqlSchema {
+    /// Parses `sdl`; an error but GitHub's own known ones refuses it.
+    pub fn parse(sdl: &str) -> Result<GraphqlSchema, String> {
+        let schema = match apollo_compiler::Schema::parse_and_validate(sdl, "schema.graphql") {
+            Ok(valid) => valid,
+            Err(with) => {
+                let unknown: Vec<String> = with
+                    .errors
+                    .iter()
+                    .map(|e| {
+                        first_line(&e.to_string())
+                            .trim_start_matches("Error: ")
+                            .to_string()
+                    })
+                    .filter(|e| !GRAPHQL_SCHEMA_DEFECTS.contains(&e.as_str()))
+                    .collect();
+                if !unknown.is_empty() {
+                    return Err(format!(
+                        "GitHub's GraphQL schema does not parse: {}",
+                        unknown.join("; ")
+                    ));
+                }
+                apollo_compiler::validation::Valid::assume_valid(with.partial)
+            }
+        };
+        Ok(GraphqlSchema { schema })
+    }
+
+    /// Checks a GraphQL request's body (`{"query": ..., "variables": ...}`):
+    /// the document against the schema (fields, arguments, input types),
+    /// and every variable it declares non-null without a default given.
+    pub fn check(&self, body: &[u8]) -> Result<(), Vec<String>> {
+        let Ok(request) = serde_json::from_slice::<Value>(body) else {
+            return Err(vec!["the GraphQL request is not JSON".into()]);
+        };
+        let Some(query) = request["query"].as_str() else {
+            return Err(vec!["the GraphQL request has no `query`".into()]);
+        };
+        let document = apollo_compiler::ExecutableDocument::parse_and_validate(
+            &self.schema,
+            query,
+            "request.graphql",
+        )
+        .map_err(|with| {
+            with.errors
+                .iter()
+                .map(|e| {
+                    let said = first_line(&e.to_string())
+                        .trim_start_matches("Error: ")
+                        .to_string();
+                    format!("GraphQL `{query}`: {said}")
+                })
+                .collect::<Vec<_>>()
+        })?;
+        let mut problems = Vec::new();
+        for operation in document.operations.iter() {
+            for variable in &operation.variables {
+                let given = &request["variables"][variable.name.as_str()];
+                if variable.ty.is_non_null() && variable.default_value.is_none() && given.is_null()
+                {
+                    problems.push(format!(
+                        "GraphQL `{query}`: the non-null variable `${}` is not given",
+                        variable.name
+                    ));
+                }
+            }
+        }
+        match problems.is_empty() {
+            true => Ok(()),
+            false => Err(problems),
+        }
+    }
+}
+
+/// The first line of a compiler's report (the rest draws the source).
+fn first_line(report: &str) -> &str {
+    report.lines().next().unwrap_or_default()
+}
+
+/// A file of a pinned npm package, fetched when missing: `npm pack` of the
+/// pinned version into a staging directory, the tarball's sha512 compared
+/// with the pinned integrity, the one file (`member`) extracted, then moved
+/// into place beside the other test tools.
+fn fetched(package: &str, integrity: &str, member: &str) -> Result<PathBuf, String> {
+    let dir = tools_dir().join(package.replace(['@', '/'], "-").trim_start_matches('-'));
+    let file_name = Path::new(member).file_name().unwrap_or_default();
+    let file = dir.join(file_name);
     if file.is_file() {
         return Ok(file);
     }
@@ -138,7 +248,7 @@ fn fetched_description() -> Result<PathBuf, String> {
     let mut npm = lockstep_core::process::command("npm");
     npm.args(["pack", "--silent", "--pack-destination"])
         .arg(staging.path())
-        .arg(OPENAPI_PACKAGE)
+        .arg(package)
         .current_dir(staging.path());
     let bounds = lockstep_core::process::Bounds {
         max_stdout: Some(1 << 20),
@@ -150,10 +260,10 @@ fn fetched_description() -> Result<PathBuf, String> {
         Some(std::time::Duration::from_secs(600)),
         bounds,
     )
-    .map_err(|e| format!("npm (node 20) is required to fetch {OPENAPI_PACKAGE}: {e}"))?;
+    .map_err(|e| format!("npm (node 20) is required to fetch {package}: {e}"))?;
     if out.exit != lockstep_core::process::Exit::Code(0) {
         return Err(format!(
-            "npm pack {OPENAPI_PACKAGE} failed ({:?}): {}",
+            "npm pack {package} failed ({:?}): {}",
             out.exit,
             String::from_utf8_lossy(&out.stderr)
         ));
@@ -161,11 +271,11 @@ fn fetched_description() -> Result<PathBuf, String> {
     let name = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let tarball = staging.path().join(&name);
     let bytes = std::fs::read(&tarball).map_err(|e| format!("cannot read {name}: {e}"))?;
-    check_integrity(&bytes, OPENAPI_INTEGRITY)?;
-    let text = extract(&bytes, OPENAPI_FILE)?;
-    let staged = staging.path().join("description");
+    check_integrity(&bytes, integrity, package)?;
+    let text = extract(&bytes, member, package)?;
+    let staged = staging.path().join("package");
     std::fs::create_dir_all(&staged).map_err(|e| e.to_string())?;
-    std::fs::write(staged.join("api.github.com.json"), text).map_err(|e| e.to_string())?;
+    std::fs::write(staged.join(file_name), text).map_err(|e| e.to_string())?;
     // Another test binary may have won the race; either copy is whole.
     let _ = std::fs::rename(&staged, &dir);
     file.is_file()
@@ -174,7 +284,7 @@ fn fetched_description() -> Result<PathBuf, String> {
 }
 
 /// `bytes` hash to npm's `sha512-BASE64` integrity `expected`.
-fn check_integrity(bytes: &[u8], expected: &str) -> Result<(), String> {
+fn check_integrity(bytes: &[u8], expected: &str, package: &str) -> Result<(), String> {
     use base64::Engine as _;
     let got = format!(
         "sha512-{}",
@@ -183,13 +293,13 @@ fn check_integrity(bytes: &[u8], expected: &str) -> Result<(), String> {
     match got == expected {
         true => Ok(()),
         false => Err(format!(
-            "{OPENAPI_PACKAGE}'s tarball has integrity {got}, not the pinned {expected}"
+            "{package}'s tarball has integrity {got}, not the pinned {expected}"
         )),
     }
 }
 
 /// The file `name` of the gzipped tarball `bytes`.
-fn extract(bytes: &[u8], name: &str) -> Result<Vec<u8>, String> {
+fn extract(bytes: &[u8], name: &str, package: &str) -> Result<Vec<u8>, String> {
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
     for entry in archive.entries().map_err(|e| e.to_string())? {
         let mut entry = entry.map_err(|e| e.to_string())?;
@@ -199,7 +309,7 @@ fn extract(bytes: &[u8], name: &str) -> Result<Vec<u8>, String> {
             return Ok(text);
         }
     }
-    Err(format!("{name} is not in {OPENAPI_PACKAGE}"))
+    Err(format!("{name} is not in {package}"))
 }
 
 impl Description {
@@ -853,9 +963,42 @@ mod tests {
         assert!(problems.contains("invented"), "{problems}");
     }
 
+    /// GitHub's GraphQL schema, fetched as the tests fetch it: the one
+    /// document lockstep sends passes; a misspelt field, a missing
+    /// selection or a variable not given does not.
+    #[test]
+    fn graphql_documents_are_held_to_githubs_schema() {
+        let schema = graphql().expect("GitHub's GraphQL schema");
+        let ready = "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }";
+        let body = |query: &str, variables: Value| {
+            json!({"query": query, "variables": variables}).to_string()
+        };
+        assert_eq!(
+            schema.check(body(ready, json!({"id": "PR_1"})).as_bytes()),
+            Ok(())
+        );
+        let problems = schema
+            .check(body(&ready.replace("isDraft", "isDrafty"), json!({"id": "PR_1"})).as_bytes())
+            .unwrap_err();
+        assert!(problems.join("\n").contains("isDrafty"), "{problems:?}");
+        let problems = schema
+            .check(body(&ready.replace(" { isDraft }", ""), json!({"id": "PR_1"})).as_bytes())
+            .unwrap_err();
+        assert!(
+            problems.join("\n").contains("must have a subselection set"),
+            "{problems:?}"
+        );
+        let problems = schema.check(body(ready, json!({})).as_bytes()).unwrap_err();
+        assert!(
+            problems.join("\n").contains("`$id` is not given"),
+            "{problems:?}"
+        );
+    }
+
     #[test]
     fn a_tarball_is_held_to_its_integrity() {
-        let err = check_integrity(b"not the package", OPENAPI_INTEGRITY).unwrap_err();
+        let err =
+            check_integrity(b"not the package", OPENAPI_INTEGRITY, OPENAPI_PACKAGE).unwrap_err();
         assert!(err.contains("not the pinned"), "{err}");
     }
 }

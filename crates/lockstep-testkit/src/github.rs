@@ -129,6 +129,27 @@ impl Checks {
     }
 }
 
+impl Checks {
+    /// A GraphQL request against GitHub's schema.
+    fn check_graphql(&self, body: &[u8]) {
+        match crate::conformance::graphql() {
+            Ok(schema) => match schema.check(body) {
+                Ok(()) => {
+                    log_operation("graphql");
+                    self.operations
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push("graphql".into());
+                }
+                Err(problems) => self.departures().extend(problems),
+            },
+            Err(e) => self
+                .departures()
+                .push(format!("GitHub's GraphQL schema is not at hand: {e}")),
+        }
+    }
+}
+
 impl lockstep_sandbox::github::Observe for Checks {
     fn exchange(&self, asked: &Asked<'_>, status: u16, body: &[u8], played: bool) {
         // A failure a test plays on purpose is not the stand-in's answer.
@@ -140,7 +161,13 @@ impl lockstep_sandbox::github::Observe for Checks {
                     .check_runs
                     .as_ref()
                     .is_some_and(|c| departs_on_purpose(&c.runs)));
-        let Some(target) = api_target(asked).filter(|_| !played) else {
+        if played {
+            return;
+        }
+        if asked.method == "POST" && asked.target == "/graphql" {
+            return self.check_graphql(asked.body);
+        }
+        let Some(target) = api_target(asked) else {
             return;
         };
         let described = match crate::conformance::github() {
@@ -181,8 +208,8 @@ impl lockstep_sandbox::github::Observe for Checks {
 
 /// The API path of an exchange, or `None` for what is not GitHub's REST
 /// API: the webhook receiver, an asset's public download, GraphQL (checked
-/// against its own schema). Uploads are served under `/uploads` here, as
-/// GitHub serves them from their own host.
+/// against its own schema, [`Checks::check_graphql`]). Uploads are served
+/// under `/uploads` here, as GitHub serves them from their own host.
 fn api_target<'a>(asked: &Asked<'a>) -> Option<&'a str> {
     let target = asked.target;
     if target.starts_with("/hooks/")
