@@ -233,7 +233,8 @@ fn log_operation(id: &str) {
         .append(true)
         .open(path)
     {
-        let _ = writeln!(file, "{id}");
+        // One write per line: tests append side by side.
+        let _ = file.write_all(format!("{id}\n").as_bytes());
     }
 }
 
