@@ -94,6 +94,8 @@ pub struct Description {
     /// `components` in JSON Schema's dialect, registered under [`ROOT`]:
     /// where every `$ref` points.
     registry: jsonschema::Registry<'static>,
+    /// The same components, to walk ([`Description::missing_fields`]).
+    schemas: Value,
     /// Compiled validators, by operation and part.
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
 }
@@ -341,6 +343,7 @@ impl Description {
             json!({"components": {"schemas": doc["components"]["schemas"].clone()}});
         to_json_schema(&mut components);
         open_composed_parts(&mut components, opened);
+        let schemas = components["components"]["schemas"].clone();
         let registry = jsonschema::Registry::new()
             .add(ROOT, components)
             .and_then(|r| r.prepare())
@@ -348,8 +351,73 @@ impl Description {
         Ok(Description {
             operations,
             registry,
+            schemas,
             validators: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Of `paths` (each a field path from an answer's top: property names,
+    /// `[]` for the items of an array), those the response schema of
+    /// operation `id` for `status` does not describe: fields a client reads
+    /// that GitHub never sends.
+    pub fn missing_fields(
+        &self,
+        id: &str,
+        status: &str,
+        paths: &[Vec<String>],
+    ) -> Result<Vec<String>, String> {
+        let op = self
+            .operations
+            .iter()
+            .find(|op| op.id == id)
+            .ok_or_else(|| format!("no operation {id} in GitHub's description"))?;
+        let schema = op
+            .responses
+            .get(status)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| format!("{id} declares no JSON answer for {status}"))?;
+        Ok(paths
+            .iter()
+            .filter(|path| !self.describes(schema, path, 0))
+            .map(|path| format!("{id} {status}: {}", path.join(".")))
+            .collect())
+    }
+
+    /// Whether `schema` describes the field at `path` (from `depth`).
+    fn describes(&self, schema: &Value, path: &[String], depth: usize) -> bool {
+        if depth > 64 {
+            return false;
+        }
+        let schema = self.resolved(schema);
+        let Some(step) = path.first() else {
+            return true;
+        };
+        let parts = ["allOf", "anyOf", "oneOf"]
+            .iter()
+            .flat_map(|k| schema[*k].as_array().map(Vec::as_slice).unwrap_or_default());
+        for part in parts {
+            if self.describes(part, path, depth + 1) {
+                return true;
+            }
+        }
+        let next = match step.as_str() {
+            "[]" => &schema["items"],
+            name => &schema["properties"][name],
+        };
+        !next.is_null() && self.describes(next, &path[1..], depth + 1)
+    }
+
+    /// `schema` with its `$ref` followed (into the components).
+    fn resolved<'a>(&'a self, schema: &'a Value) -> &'a Value {
+        let mut schema = schema;
+        for _ in 0..16 {
+            let Some(target) = schema["$ref"].as_str() else {
+                break;
+            };
+            let name = target.rsplit('/').next().unwrap_or_default();
+            schema = &self.schemas[name];
+        }
+        schema
     }
 
     /// How many operations the description holds.

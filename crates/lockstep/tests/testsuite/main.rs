@@ -27,6 +27,7 @@ mod cli;
 mod docs;
 mod doctor;
 mod events;
+mod github_reads;
 mod hardening3;
 mod history;
 mod init;
