@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::common::{
-    current_branch, expect_code, git, is_ancestor, is_clean, spec, text, with_break,
+    assert_schema, current_branch, expect_code, git, is_ancestor, is_clean, spec, text, with_break,
     write_executable, Env,
 };
 use lockstep_sandbox::SandboxSpec;
@@ -575,6 +575,7 @@ fn check_discord_request(req: &Request, culprit: &str) {
         .find(|p| p.name == "payload_json")
         .expect("payload_json part");
     let payload: serde_json::Value = serde_json::from_slice(&payload.data).expect("payload json");
+    assert_schema("webhook-discord.json", &payload);
     let content = payload["content"].as_str().expect("content");
     assert!(content.contains(culprit), "{content}");
     assert!(content.chars().count() <= 2000, "{}", content.len());
@@ -688,6 +689,7 @@ fn post_to_slack_sends_json_text() {
         "{content_type}"
     );
     let body: serde_json::Value = serde_json::from_slice(&req.body).expect("json body");
+    assert_schema("webhook-slack.json", &body);
     let text = body["text"].as_str().expect("text key");
     assert!(text.contains(&culprit), "{text}");
     assert!(text.contains("```"), "{text}");

@@ -123,6 +123,8 @@ fn loop_publish_opens_a_draft_calls_for_help_once_and_updates_it_at_head() {
     }
     assert_eq!(gh.webhook_posts().len(), 1);
     assert!(gh.webhook_posts()[0].contains(&culprit[..12]));
+    let post: serde_json::Value = serde_json::from_str(&gh.webhook_posts()[0]).expect("JSON");
+    assert_schema("webhook-json.json", &post);
 
     // A rerun halts at the same place: the pull request is updated, the
     // webhook is not posted to again.
