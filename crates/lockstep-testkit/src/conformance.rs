@@ -637,6 +637,13 @@ fn operation(template: &str, method: &str, op: &Value, parameters: &Value) -> Op
         if p["in"] == "query" {
             let mut schema = p["schema"].clone();
             to_json_schema(&mut schema);
+            // GitHub states some bounds only in words (`per_page`: "The
+            // number of results per page (max 100)"): they bind too.
+            if let Some(max) = stated_maximum(p["description"].as_str().unwrap_or_default()) {
+                if schema.get("maximum").is_none() && schema.is_object() {
+                    schema["maximum"] = json!(max);
+                }
+            }
             query.insert(
                 p["name"].as_str().unwrap_or_default().to_string(),
                 (p["required"] == true, schema),
@@ -679,6 +686,12 @@ fn operation(template: &str, method: &str, op: &Value, parameters: &Value) -> Op
         body,
         responses,
     }
+}
+
+/// The bound a parameter's description states as `(max N)`.
+fn stated_maximum(description: &str) -> Option<u64> {
+    let rest = &description[description.find("(max ")? + "(max ".len()..];
+    rest[..rest.find(')')?].trim().parse().ok()
 }
 
 /// A query value as its schema's type reads it (`per_page=30` a number).
@@ -1013,6 +1026,19 @@ mod tests {
             id("GET", "/repos/o/r/commits/abc/check-runs"),
             Some("checks/list-for-ref")
         );
+        // Bounds GitHub states in words bind: at most 100 a page.
+        let page = |n: u32| {
+            d.check(&exchange(
+                "GET",
+                &format!("/repos/o/r/pulls?per_page={n}"),
+                b"",
+                200,
+                b"[]",
+            ))
+        };
+        assert!(page(100).is_ok());
+        let problems = page(101).unwrap_err().join("\n");
+        assert!(problems.contains("per_page=101"), "{problems}");
         // A pull request of a few fields is not GitHub's.
         let problems = d
             .check(&exchange(
