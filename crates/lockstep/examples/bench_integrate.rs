@@ -505,6 +505,20 @@ fn check(run: Run, what: &str, ok: &[i32]) -> Res<Run> {
     }
 }
 
+/// `git ARGS` (the reference a benchmark times), timed; a failure is an error.
+fn timed_git(args: &[&str]) -> Res<Run> {
+    let started = Instant::now();
+    let out = Command::new("git")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    check(
+        finish(out, started),
+        &format!("git {}", args.join(" ")),
+        &[0],
+    )
+}
+
 fn git(dir: &Path, args: &[&str]) -> Res<String> {
     let started = Instant::now();
     let out = Command::new("git")
@@ -1051,13 +1065,7 @@ fn part_b(args: &Args, dir: &Path, commits: usize) -> Res<StatusResult> {
                 format!("git rev-list --count printed {:?}: {e}", run.stdout.trim())
             })?;
         revlist_times.push(run.secs);
-        let started = Instant::now();
-        let out = Command::new("git")
-            .args(log_args)
-            .output()
-            .map_err(|e| format!("cannot run git: {e}"))?;
-        let run = check(finish(out, started), "git log --format=...", &[0])?;
-        log_times.push(run.secs);
+        log_times.push(timed_git(&log_args)?.secs);
         eprintln!(
             "  run {i}/{STATUS_RUNS}: status {:.3} s ({pending} pending), rev-list {:.3} s ({revlist_count})",
             status_times[i - 1],
@@ -1224,12 +1232,7 @@ fn part_r(args: &Args, dir: &Path, upstream: &str) -> Res<()> {
         pending = parse_json(&json, "lockstep integrate status --json")?["pending"]
             .as_array()
             .map_or(0, Vec::len);
-        let started = Instant::now();
-        let out = Command::new("git")
-            .args(log_args)
-            .output()
-            .map_err(|e| format!("cannot run git: {e}"))?;
-        let run = check(finish(out, started), "git log --format=...", &[0])?;
+        let run = timed_git(&log_args)?;
         listed = run.stdout.lines().count();
         log_times.push(run.secs);
     }
@@ -1256,12 +1259,7 @@ fn part_r(args: &Args, dir: &Path, upstream: &str) -> Res<()> {
             "--",
             track,
         ];
-        let started = Instant::now();
-        let out = Command::new("git")
-            .args(args)
-            .output()
-            .map_err(|e| format!("cannot run git: {e}"))?;
-        cold_log_times.push(check(finish(out, started), "git log --format=...", &[0])?.secs);
+        cold_log_times.push(timed_git(&args)?.secs);
     }
     git(&sub, &["update-ref", &tracking, &head])?;
     let (cold_median, cold_log_median) = (median(cold_times), median(cold_log_times));

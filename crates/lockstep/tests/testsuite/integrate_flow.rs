@@ -197,19 +197,7 @@ fn a_remembered_walk_answers_only_for_its_own_range() {
         &["clone", "-q", env.sb.upstream.to_str().unwrap(), "upstream"],
     );
     std::fs::write(clone.join("mlir/Late.cpp"), "int late;\n").unwrap();
-    git(&clone, &["add", "."]);
-    git(
-        &clone,
-        &[
-            "-c",
-            "user.name=T",
-            "-c",
-            "user.email=t@x",
-            "commit",
-            "-qm",
-            "[mlir] A late change",
-        ],
-    );
+    crate::common::commit_as_tester(&clone, "[mlir] A late change", true);
     git(&clone, &["push", "-q", "origin", "HEAD:main"]);
     let moved = env.status();
     let late = git(&env.sb.upstream, &["rev-parse", "HEAD"])
