@@ -275,11 +275,11 @@ fn fetched(package: &str, integrity: &str, member: &str) -> Result<PathBuf, Stri
     let bytes = std::fs::read(&tarball).map_err(|e| format!("cannot read {name}: {e}"))?;
     check_integrity(&bytes, integrity, package)?;
     let text = extract(&bytes, member, package)?;
-    let staged = staging.path().join("package");
-    std::fs::create_dir_all(&staged).map_err(|e| e.to_string())?;
-    std::fs::write(staged.join(file_name), text).map_err(|e| e.to_string())?;
+    let staged = staging.path().join(file_name);
+    std::fs::write(&staged, text).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     // Another test binary may have won the race; either copy is whole.
-    let _ = std::fs::rename(&staged, &dir);
+    let _ = std::fs::rename(&staged, &file);
     file.is_file()
         .then_some(file.clone())
         .ok_or_else(|| format!("{} is missing after the fetch", file.display()))
