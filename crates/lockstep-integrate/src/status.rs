@@ -267,11 +267,18 @@ const WALK_RECORD: &str = "pending-walk";
 /// longer range is walked each time rather than kept.
 const MAX_REMEMBERED_COMMITS: usize = 200_000;
 
-/// The walk of `base..head` remembered for the tracked paths, if it is.
+/// The walk of `base..head` remembered for the tracked paths, if it is. A
+/// record that does not read (another lockstep's shape) is no memory: the
+/// walk is made again and remembered anew, never an error.
 fn remembered_walk(ig: &Integrate, base: &str, head: &str) -> Result<Option<Vec<Commit>>, Error> {
-    Ok(ig
-        .store
-        .get::<RememberedWalk>(WALK_RECORD)?
+    let remembered = match ig.store.get::<RememberedWalk>(WALK_RECORD) {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::debug!(error = %e.message, "the remembered walk does not read; walking");
+            None
+        }
+    };
+    Ok(remembered
         .filter(|w| w.base == base && w.head == head && w.paths == ig.cfg.track_paths)
         .map(|w| w.commits))
 }

@@ -161,6 +161,21 @@ fn a_remembered_walk_answers_only_for_its_own_range() {
     let first = env.status();
     assert_eq!(pending_shas(&first), env.sb.affecting);
     assert_eq!(status_unfetched(&env)["pending"], first["pending"]);
+    // A remembered walk that does not read (another lockstep's shape) is
+    // walked again, never an error.
+    let db = env.sp().join(".git/lockstep/state.db");
+    let foreign = std::process::Command::new("python3")
+        .arg("-c")
+        .arg("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); n = c.execute(\"UPDATE records SET value = '{\\\"not\\\": 1}' WHERE name = 'pending-walk'\").rowcount; c.commit(); print(n)")
+        .arg(&db)
+        .output()
+        .expect("python3");
+    assert_eq!(
+        String::from_utf8_lossy(&foreign.stdout).trim(),
+        "1",
+        "{foreign:?}"
+    );
+    assert_eq!(status_unfetched(&env)["pending"], first["pending"]);
 
     let config = env.sp().join("lockstep.toml");
     let original = std::fs::read_to_string(&config).unwrap();
