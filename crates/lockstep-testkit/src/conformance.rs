@@ -33,6 +33,11 @@ const OPENAPI_INTEGRITY: &str =
 /// The description of api.github.com inside the tarball.
 const OPENAPI_FILE: &str = "package/generated/api.github.com.json";
 
+/// The newest GitHub Enterprise Server description in the same package.
+const ENTERPRISE_FILE: &str = "package/generated/ghes-3.19.json";
+/// The Enterprise Server version [`ENTERPRISE_FILE`] describes.
+pub const ENTERPRISE_VERSION: &str = "3.19";
+
 /// The npm package and version of GitHub's GraphQL schema.
 pub const GRAPHQL_PACKAGE: &str = "@octokit/graphql-schema@15.26.1";
 const GRAPHQL_INTEGRITY: &str =
@@ -133,6 +138,24 @@ fn tools_dir() -> PathBuf {
                 .join(".cache/lockstep/toolchains")
         })
         .join("../test-tools")
+}
+
+/// GitHub Enterprise Server's description ([`ENTERPRISE_VERSION`], the
+/// newest in the package), fetched and prepared once per process: the
+/// same paths under `https://HOST/api/v3`.
+pub fn enterprise() -> Result<&'static Description, String> {
+    static DESCRIPTION: OnceLock<Result<Description, String>> = OnceLock::new();
+    DESCRIPTION
+        .get_or_init(|| {
+            let path = fetched(OPENAPI_PACKAGE, OPENAPI_INTEGRITY, ENTERPRISE_FILE)?;
+            let text =
+                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let doc: Value = serde_json::from_slice(&text)
+                .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+            Description::from_openapi(&doc)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// GitHub's GraphQL schema, fetched and parsed once per process.

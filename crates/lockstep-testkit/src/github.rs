@@ -203,6 +203,20 @@ impl lockstep_sandbox::github::Observe for Checks {
             }
             Err(problems) => self.departures().extend(problems),
         }
+        // The same exchange as GitHub Enterprise Server describes it (under
+        // /api/v3): what lockstep relies on must be there too.
+        match crate::conformance::enterprise() {
+            Ok(enterprise) => {
+                if let Err(problems) = enterprise.check(&exchange) {
+                    let server = crate::conformance::ENTERPRISE_VERSION;
+                    self.departures()
+                        .extend(problems.into_iter().map(|p| format!("GHES {server}: {p}")));
+                }
+            }
+            Err(e) => self
+                .departures()
+                .push(format!("GHES's description is not at hand: {e}")),
+        }
     }
 }
 

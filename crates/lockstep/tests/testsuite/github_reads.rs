@@ -1,5 +1,6 @@
 //! What lockstep reads of GitHub's answers, read against GitHub's own
-//! description: every field of lockstep-github's answer types (traced from
+//! description (api.github.com's, and GitHub Enterprise Server's newest):
+//! every field of lockstep-github's answer types (traced from
 //! their `Deserialize` impls by serde-reflection, so a field added to a
 //! type is checked without anyone listing it) exists in the response
 //! schema of each operation lockstep decodes it from. A field GitHub never
@@ -52,6 +53,8 @@ fn fields_of<T: for<'de> serde::Deserialize<'de>>(prefix: &[&str]) -> Vec<Vec<St
 #[test]
 fn every_field_lockstep_reads_is_one_github_describes() {
     let described = lockstep_testkit::conformance::github().expect("GitHub's description");
+    let enterprise = lockstep_testkit::conformance::enterprise()
+        .expect("GitHub Enterprise Server's description");
     let pulls = fields_of::<PullRequest>(&[]);
     let pulls_listed = fields_of::<PullRequest>(&["[]"]);
     let release = fields_of::<Release>(&[]);
@@ -91,6 +94,11 @@ fn every_field_lockstep_reads_is_one_github_describes() {
                 .missing_fields(operation, status, paths)
                 .expect("the operation"),
         );
+        // GitHub Enterprise Server (the newest in the package) has them too.
+        let on_enterprise = enterprise
+            .missing_fields(operation, status, paths)
+            .unwrap_or_else(|e| vec![e]);
+        missing.extend(on_enterprise.into_iter().map(|m| format!("GHES: {m}")));
         listed.extend(
             paths
                 .iter()
