@@ -896,6 +896,30 @@ mod tests {
         }
     }
 
+    /// GraphQL beside the REST API: api.github.com's `/graphql`, and
+    /// Enterprise Server's `/api/graphql` beside its `/api/v3`.
+    #[test]
+    fn graphql_is_where_github_and_enterprise_server_serve_it() {
+        let at = |api: &str| {
+            Client::new(api, None)
+                .unwrap()
+                .graphql_endpoint()
+                .to_string()
+        };
+        assert_eq!(
+            at("https://api.github.com"),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            at("https://ghe.example.com/api/v3"),
+            "https://ghe.example.com/api/graphql"
+        );
+        assert_eq!(
+            at("https://ghe.example.com/api/v3/"),
+            "https://ghe.example.com/api/graphql"
+        );
+    }
+
     #[test]
     fn a_next_page_off_the_api_is_refused() {
         let c = Client::new("https://ghe.example.com/api/v3", None).unwrap();
