@@ -116,16 +116,18 @@ impl std::fmt::Debug for Description {
 pub fn github() -> Result<&'static Description, String> {
     static DESCRIPTION: OnceLock<Result<Description, String>> = OnceLock::new();
     DESCRIPTION
-        .get_or_init(|| {
-            let path = fetched(OPENAPI_PACKAGE, OPENAPI_INTEGRITY, OPENAPI_FILE)?;
-            let text =
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let doc: Value = serde_json::from_slice(&text)
-                .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
-            Description::from_openapi(&doc)
-        })
+        .get_or_init(|| prepared(OPENAPI_FILE))
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// The description `member` of the OpenAPI package, fetched and prepared.
+fn prepared(member: &str) -> Result<Description, String> {
+    let path = fetched(OPENAPI_PACKAGE, OPENAPI_INTEGRITY, member)?;
+    let text = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let doc: Value = serde_json::from_slice(&text)
+        .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    Description::from_openapi(&doc)
 }
 
 /// Where the tests' tools live: beside the shared toolchains.
@@ -146,14 +148,7 @@ fn tools_dir() -> PathBuf {
 pub fn enterprise() -> Result<&'static Description, String> {
     static DESCRIPTION: OnceLock<Result<Description, String>> = OnceLock::new();
     DESCRIPTION
-        .get_or_init(|| {
-            let path = fetched(OPENAPI_PACKAGE, OPENAPI_INTEGRITY, ENTERPRISE_FILE)?;
-            let text =
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let doc: Value = serde_json::from_slice(&text)
-                .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
-            Description::from_openapi(&doc)
-        })
+        .get_or_init(|| prepared(ENTERPRISE_FILE))
         .as_ref()
         .map_err(Clone::clone)
 }
