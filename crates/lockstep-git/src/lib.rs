@@ -301,61 +301,53 @@ impl Repo {
     /// The top of the work tree containing `dir`; [`GitError::NotARepository`]
     /// when there is none (git that cannot run is not that).
     pub fn discover(dir: &Path) -> Result<Repo, GitError> {
-        let args = ["rev-parse", "--show-toplevel"];
-        match Repo::new(dir).checked(&args, &[], None) {
-            Ok(top) => Ok(Repo::new(top.trim())),
-            Err(GitError::Failed {
-                command,
-                code,
-                stderr,
-                ..
-            }) => Err(GitError::NotARepository {
-                dir: dir.to_path_buf(),
-                command,
-                git_said: said(&stderr, code),
-            }),
-            Err(e) => Err(e),
-        }
+        let top = Repo::rev_parse_in_tree(dir, &["--show-toplevel"])?;
+        Ok(Repo::new(top.trim()))
     }
 
     /// [`Repo::discover`] and the repository's [`Repo::state_dir`], asked of
     /// git at once (one process where a command's start pays for each).
     pub fn discover_with_state_dir(dir: &Path) -> Result<(Repo, PathBuf), Error> {
         let args = [
-            "rev-parse",
             "--show-toplevel",
             "--path-format=absolute",
             "--git-common-dir",
         ];
-        let out = match Repo::new(dir).checked(&args, &[], None) {
-            Ok(out) => out,
-            Err(GitError::Failed {
-                command,
-                code,
-                stderr,
-                ..
-            }) => {
-                return Err(GitError::NotARepository {
-                    dir: dir.to_path_buf(),
-                    command,
-                    git_said: said(&stderr, code),
-                }
-                .into())
-            }
-            Err(e) => return Err(e.into()),
-        };
+        let out = Repo::rev_parse_in_tree(dir, &args)?;
         let mut lines = out.lines();
         match (lines.next(), lines.next()) {
             (Some(top), Some(common)) => Ok((
                 Repo::new(top.trim()),
                 PathBuf::from(common.trim()).join(STATE_DIR),
             )),
-            _ => {
-                let repo = Repo::discover(dir)?;
-                let state = repo.state_dir()?;
-                Ok((repo, state))
-            }
+            _ => Err(Error::failed(format!(
+                "`git rev-parse {}` in {} printed no top and common directory",
+                args.join(" "),
+                dir.display()
+            ))),
         }
+    }
+
+    /// `git rev-parse ARGS` in `dir`, a failure being "not in a work tree".
+    fn rev_parse_in_tree(dir: &Path, args: &[&str]) -> Result<String, GitError> {
+        let args: Vec<&str> = std::iter::once("rev-parse")
+            .chain(args.iter().copied())
+            .collect();
+        Repo::new(dir)
+            .checked(&args, &[], None)
+            .map_err(|e| match e {
+                GitError::Failed {
+                    command,
+                    code,
+                    stderr,
+                    ..
+                } => GitError::NotARepository {
+                    dir: dir.to_path_buf(),
+                    command,
+                    git_said: said(&stderr, code),
+                },
+                e => e,
+            })
     }
 
     /// The directory shared by all work trees (`.git` for a plain clone).

@@ -132,14 +132,7 @@ fn prepared(member: &str) -> Result<Description, String> {
 
 /// Where the tests' tools live: beside the shared toolchains.
 fn tools_dir() -> PathBuf {
-    std::env::var_os("LOCKSTEP_TOOLCHAINS")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/lockstep/toolchains")
-        })
-        .join("../test-tools")
+    crate::toolchains().join("../test-tools")
 }
 
 /// GitHub Enterprise Server's description ([`ENTERPRISE_VERSION`], the
@@ -1057,6 +1050,23 @@ mod tests {
         assert!(page(100).is_ok());
         let problems = page(101).unwrap_err().join("\n");
         assert!(problems.contains("per_page=101"), "{problems}");
+        // Enterprise Server's description has lockstep's operations, and
+        // holds answers to its own schemas.
+        let ghes = enterprise().expect("GHES's description");
+        assert_eq!(
+            ghes.find("GET", "/repos/o/r/commits/abc/check-runs")
+                .map(|op| op.id.as_str()),
+            Some("checks/list-for-ref")
+        );
+        assert!(ghes
+            .check(&exchange(
+                "GET",
+                "/repos/o/r/releases/tags/v1",
+                b"",
+                200,
+                br#"{"id": 1}"#
+            ))
+            .is_err());
         // A pull request of a few fields is not GitHub's.
         let problems = d
             .check(&exchange(

@@ -522,32 +522,29 @@ fn releases(s: &mut State, asked: &Asked<'_>) -> Scripted {
     if let Some(id) = path.strip_prefix(&format!("{api}/assets/")) {
         let id: u64 = id.parse().unwrap_or(0);
         let digests = !s.no_digests;
+        // Its bytes when asked for them (`Accept: application/octet-stream`),
+        // else its description: only the one answered is made.
+        let raw = asked.headers.iter().any(|(n, v)| {
+            n.eq_ignore_ascii_case("accept") && v.contains("application/octet-stream")
+        });
         let found = s.releases.iter().find_map(|r| {
             r.assets
                 .iter()
                 .enumerate()
                 .find(|(i, _)| asset_id(r, *i) == id)
-                .map(|(i, (name, bytes))| {
-                    (
+                .map(|(i, (name, bytes))| match raw {
+                    true => Scripted {
+                        status: 200,
+                        headers: vec![("Content-Type".into(), "application/octet-stream".into())],
+                        body: bytes.clone(),
+                    },
+                    false => reply(
+                        200,
                         asset_json(r, i, name, bytes, port, repository, digests),
-                        bytes.clone(),
-                    )
+                    ),
                 })
         });
-        // Its bytes when asked for them (`Accept: application/octet-stream`),
-        // else its description.
-        let raw = asked.headers.iter().any(|(n, v)| {
-            n.eq_ignore_ascii_case("accept") && v.contains("application/octet-stream")
-        });
-        return match found {
-            Some((_, bytes)) if raw => Scripted {
-                status: 200,
-                headers: vec![("Content-Type".into(), "application/octet-stream".into())],
-                body: bytes,
-            },
-            Some((described, _)) => reply(200, described),
-            None => not_found(),
-        };
+        return found.unwrap_or_else(not_found);
     }
     if method == "DELETE" {
         if let Some(id) = path.strip_prefix(&format!("{api}/")) {
@@ -593,6 +590,7 @@ fn releases(s: &mut State, asked: &Asked<'_>) -> Scripted {
         let (id, name) = rest.split_once("/assets?name=").unwrap_or_default();
         let id: u64 = id.parse().unwrap_or(0);
         let name = percent_decode(name);
+        let digests = !s.no_digests;
         let Some(release) = s.releases.iter_mut().find(|r| r.id == id) else {
             return not_found();
         };
@@ -603,20 +601,12 @@ fn releases(s: &mut State, asked: &Asked<'_>) -> Scripted {
             );
         }
         release.assets.insert(name.clone(), body);
+        let release = &*release;
         let position = release.assets.keys().position(|n| *n == name).unwrap_or(0);
-        let bytes = release.assets.get(&name).cloned().unwrap_or_default();
-        let snapshot = release.clone();
+        let bytes = release.assets.get(&name).map_or(&[][..], Vec::as_slice);
         return reply(
             201,
-            asset_json(
-                &snapshot,
-                position,
-                &name,
-                &bytes,
-                port,
-                repository,
-                !s.no_digests,
-            ),
+            asset_json(release, position, &name, bytes, port, repository, digests),
         );
     }
     not_found()
@@ -685,4 +675,51 @@ fn check_runs(s: &mut State, sha: &str, port: u16, repository: &str) -> Option<S
     };
     let run = completed_check_run(&run, port, repository, sha);
     Some(reply(200, json!({"total_count": 1, "check_runs": [run]})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read as _, Write as _};
+
+    /// `GET target` with the token, as a client sends it; the status line.
+    fn get(server: &FakeGithub, target: &str) -> String {
+        let address = server.url().trim_start_matches("http://").to_string();
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        write!(
+            stream,
+            "GET {target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nContent-Length: 0\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer.lines().next().unwrap_or_default().to_string()
+    }
+
+    /// The layer is on in every server: a conforming exchange is counted,
+    /// a departing one named, and the server fails its test when dropped.
+    #[test]
+    fn a_departure_is_named_and_fails_the_test_that_made_it() {
+        let server = FakeGithub::start("o/r", "t").unwrap();
+        assert!(get(&server, "/repos/o/r/pulls?per_page=100").contains(" 200 "));
+        assert_eq!(server.operations_checked(), ["pulls/list"]);
+        assert!(server.departures().is_empty(), "{:?}", server.departures());
+        get(&server, "/repos/o/r/pulls?page_size=3");
+        let found = server.departures().join("\n");
+        assert!(
+            found.contains("pulls/list") && found.contains("`page_size`"),
+            "{found}"
+        );
+        assert!(
+            found.contains("GHES 3.19"),
+            "checked against Enterprise Server too: {found}"
+        );
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(server)));
+        let said = dropped.expect_err("a departing server fails its test");
+        let said = said.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            said.contains("departed from GitHub's description") && said.contains("page_size"),
+            "{said}"
+        );
+    }
 }

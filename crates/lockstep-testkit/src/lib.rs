@@ -19,3 +19,17 @@ pub mod github;
 pub mod native;
 pub mod shapes;
 pub mod stacks;
+
+/// `$LOCKSTEP_TOOLCHAINS` as the environment sets it, else the default under
+/// the user's home (a test's own `LOCKSTEP_HOME` would move the default):
+/// the toolchains every test shares, and beside them (`../test-tools`) the
+/// tools only tests use.
+pub fn toolchains() -> std::path::PathBuf {
+    std::env::var_os("LOCKSTEP_TOOLCHAINS")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/lockstep/toolchains")
+        })
+}

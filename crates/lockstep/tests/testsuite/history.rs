@@ -383,6 +383,21 @@ fn bench_all_tables_import_as_speed_runs_the_site_shows() {
              "lockstep_s": 0.3, "reference": "lockstep cold", "reference_s": 2.9, "ratio": 0.103, "target": "<= 0.05"}]})
         .to_string()
     };
+    // A speed document without its rows, or with rows that are not a
+    // list, is no results document: exit 2 naming it, nothing written.
+    p.write(
+        "rowless.json",
+        "{\"schema\": 1, \"document\": \"lockstep-speed\"}\n",
+    );
+    p.write(
+        "rows-text.json",
+        "{\"schema\": 1, \"document\": \"lockstep-speed\", \"rows\": \"x\"}\n",
+    );
+    for bad in ["rowless.json", "rows-text.json"] {
+        let (_, err) = run(&p, &["history", "import", bad, "--to", "h"], 2);
+        assert!(err.contains(bad), "{err}");
+    }
+    assert!(files(&p.path().join("h")).is_empty());
     p.write("before.json", &table(1.7));
     let (out, _) = run(&p, &["history", "import", "before.json", "--to", "h"], 0);
     assert!(out.contains("imported"), "{out}");

@@ -344,12 +344,7 @@ pub fn iree_bin() -> &'static Path {
 /// `$LOCKSTEP_TOOLCHAINS` as the environment sets it, else the default under
 /// the user's home (a test's own `LOCKSTEP_HOME` would move the default).
 pub fn toolchains() -> PathBuf {
-    std::env::var_os("LOCKSTEP_TOOLCHAINS")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/lockstep/toolchains")
-        })
+    lockstep_testkit::toolchains()
 }
 
 /// lockstep's own uv, in the shared toolchains directory (installed there
