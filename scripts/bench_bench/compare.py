@@ -77,7 +77,9 @@ def iree_default_us(bench, module, func, device, flags, out):
 
 
 def lockstep_median_us(lockstep, command, splat, device, threads, out, cwd):
-    argv = [lockstep, "bench", "-j", "1", "--device", device,
+    # --no-cache: timed every round (an unchanged row would be answered
+    # from its record); the kernel still comes from the cache.
+    argv = [lockstep, "bench", "-j", "1", "--no-cache", "--device", device,
             "--splat-input-value", splat, "--json", out]
     if threads:
         argv += ["--threads", str(threads)]

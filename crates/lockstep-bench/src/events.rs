@@ -46,6 +46,8 @@ pub enum BenchEvent {
         failed: usize,
         compiled: usize,
         cache_hits: usize,
+        /// Rows answered from their record.
+        recorded: usize,
     },
 }
 

@@ -14,7 +14,8 @@
 //! it), from the bottom: [`config`], [`device`], [`jobs`], [`cache`] (and
 //! [`modules`], the one path to a compiled kernel, shared with the Python
 //! package) and
-//! [`references`]; [`run`] on top of them, then [`session`]; [`regressions`]
+//! [`references`], [`recorded`] (rows remembered: a warm rerun reads them);
+//! [`run`] on top of them, then [`session`]; [`regressions`]
 //! (bench compare), [`bisect`] (the first commit whose packages made a
 //! kernel slower) above that, and [`human`] (how compare's and bisect's
 //! results read, printed by the binary) on top.
@@ -28,6 +29,7 @@ pub mod events;
 pub mod human;
 pub mod jobs;
 pub mod modules;
+pub mod recorded;
 pub mod references;
 pub mod regressions;
 pub mod rows;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The CSV header, exactly.
 pub const CSV_HEADER: &str = "arguments,min_time (us),max_time (us),mean_time (us),median_time (us),stddev (us),gflops,gbps,func_name,verify,status";
@@ -14,7 +14,7 @@ pub const SKIPPED: &str = "skipped: ";
 pub const COMPILED_ONLY: &str = "compiled (--compile-only)";
 
 /// Statistics over the timed samples, in microseconds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     pub min: f64,
     pub max: f64,
@@ -88,10 +88,14 @@ pub struct Row {
     pub check: Option<Check>,
     /// Remarks from parsing the command (flags accepted and ignored).
     pub notes: Vec<String>,
+    /// When the results were measured, for a row answered from its record
+    /// (an unchanged kernel, runtime, device and machine; `--no-cache`
+    /// measures again); `None` when measured by this run.
+    pub recorded: Option<String>,
 }
 
 /// Details of a verification.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// Largest absolute error (`None` when there was no output to compare).
     pub max_abs: Option<f64>,

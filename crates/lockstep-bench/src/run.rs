@@ -68,6 +68,9 @@ pub struct Options {
     pub no_runs: Option<String>,
     /// Nothing may be compiled: every module must be in `cache` (a bundle).
     pub no_compile: bool,
+    /// Where rows are recorded and answered from (`None`: every row is
+    /// measured; `--no-cache`, a cache that is off, a bundle).
+    pub record: Option<crate::recorded::Record>,
 }
 
 /// The bytes a kernel needs in memory and on disk: its operands, the padded
@@ -151,6 +154,8 @@ pub struct Summary {
     pub compiled: usize,
     /// Kernels taken from the cache.
     pub cache_hits: usize,
+    /// Rows answered from their record (neither timed nor verified again).
+    pub recorded: usize,
 }
 
 impl Summary {
@@ -285,6 +290,7 @@ pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
         }
     }
 
+    let recorded = answer_from_record(&mut planned, &mut kernels, opts);
     sink.emit(&BenchEvent::BatchStarted {
         commands: jobs.len(),
         rows: planned.len(),
@@ -341,7 +347,12 @@ pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
                     }
                     match &opts.no_runs {
                         Some(why) => row.status = why.clone(),
-                        None => execute(&mut row, module, &work, opts, rows.len()),
+                        None => {
+                            execute(&mut row, module, &work, opts, rows.len());
+                            if let Some(record) = &opts.record {
+                                record.remember(&work.row_key(), &row);
+                            }
+                        }
                     }
                 }
             }
@@ -362,14 +373,57 @@ pub fn run(jobs: &[Job], opts: &Options, sink: &dyn Sink) -> Summary {
         rows,
         compiled: compiled.into_inner(),
         cache_hits: hits.into_inner(),
+        recorded,
     };
     sink.emit(&BenchEvent::BatchFinished {
         rows: summary.rows.len(),
         failed: summary.failed(),
         compiled: summary.compiled,
         cache_hits: summary.cache_hits,
+        recorded: summary.recorded,
     });
     summary
+}
+
+impl Work {
+    /// What this row's record is keyed by beyond the batch.
+    fn row_key(&self) -> crate::recorded::RowKey<'_> {
+        crate::recorded::RowKey {
+            kernel: &self.key,
+            iterations: self.iterations,
+            time: self.time,
+            verify: self.verify,
+        }
+    }
+}
+
+/// Fills the rows whose record answers them and drops the kernels only
+/// they needed (nothing is compiled, timed or verified for them); how many.
+fn answer_from_record(
+    planned: &mut [Planned],
+    kernels: &mut Vec<(Key, Kernel)>,
+    opts: &Options,
+) -> usize {
+    let Some(record) = &opts.record else {
+        return 0;
+    };
+    let mut answered = 0;
+    for p in planned.iter_mut() {
+        let hit = p
+            .kernel
+            .as_ref()
+            .is_some_and(|work| record.answer(&work.row_key(), &mut p.row));
+        if hit {
+            p.kernel = None;
+            answered += 1;
+        }
+    }
+    let needed: HashSet<&Key> = planned
+        .iter()
+        .filter_map(|p| p.kernel.as_ref().map(|w| &w.key))
+        .collect();
+    kernels.retain(|(key, _)| needed.contains(key));
+    answered
 }
 
 /// The event for a kernel whose module is `module`.

@@ -45,6 +45,8 @@ pub struct Request {
     pub bundle: Option<PathBuf>,
     /// Run the bundle in this directory (nothing is compiled).
     pub from_bundle: Option<PathBuf>,
+    /// Time and verify every row again instead of answering from its record.
+    pub no_cache: bool,
 }
 
 /// What a batch does besides compiling.
@@ -70,6 +72,7 @@ pub struct Prepared {
     splat: Option<String>,
     verify: bool,
     max_bytes: Option<u64>,
+    no_cache: bool,
     mode: Mode,
 }
 
@@ -148,10 +151,19 @@ pub fn prepare(req: &Request, cfg: &BenchConfig, sink: &dyn Sink) -> Result<Prep
         splat: req.splat_input_value.clone(),
         verify: req.verify,
         max_bytes,
+        no_cache: req.no_cache,
     })
 }
 
 impl Prepared {
+    /// Times and verifies every row, answering none from its record: a run
+    /// recorded in the results history is a point of a trend, which must be
+    /// a measurement.
+    pub fn measuring_every_row(mut self) -> Prepared {
+        self.no_cache = true;
+        self
+    }
+
     /// Whether the batch needs only IREE's runtime tools (a bundle's: a
     /// GPU machine may have no compiler).
     pub fn runtime_only(&self) -> bool {
@@ -273,6 +285,25 @@ pub fn run(
         toolchain.compiler_version = loaded.manifest.compiler.version.clone();
     }
     let work = work_dir()?;
+    // Rows are answered from (and recorded in) the results area only when
+    // they would be timed and verified here, with the kernel cache on;
+    // `--no-cache` measures them again and records the new results.
+    let results = cache.enabled(Area::Results).filter(|_| kernels.is_some());
+    let record = match (&prepared.mode, &no_runs, results) {
+        (Mode::Run, None, Some(area)) => crate::recorded::Record::new(
+            area,
+            !prepared.no_cache,
+            runtime_tools(&toolchain),
+            vec![
+                format!("device={}", prepared.device.runtime),
+                format!("run-flags={}", prepared.device.run_flags.join(" ")),
+                format!("splat={:?}", prepared.splat),
+                format!("threads={:?}", prepared.threads),
+                format!("seed={}", run::VERIFY_SEED),
+            ],
+        ),
+        _ => None,
+    };
     let opts = Options {
         toolchain: toolchain.clone(),
         device: prepared.device,
@@ -291,6 +322,7 @@ pub fn run(
         logs_cited: AtomicBool::new(false),
         no_runs,
         no_compile,
+        record,
     };
     let summary = run::run(&prepared.jobs, &opts, sink);
     if let (Mode::Bundle(dir), Some(staged)) = (&prepared.mode, staged) {
@@ -320,13 +352,21 @@ pub fn run(
     let failed = summary.failed();
     let skipped = summary.skipped();
     sink.note(format!(
-        "{}: {} ok, {} failed, {} not run ({} compiled, {} from the cache)",
+        "{}: {} ok, {} failed, {} not run ({} compiled, {} from the cache){}",
         lockstep_core::words::count(summary.rows.len(), "kernel", "kernels"),
         summary.rows.len() - failed - skipped,
         failed,
         skipped,
         summary.compiled,
-        summary.cache_hits
+        summary.cache_hits,
+        match summary.recorded {
+            0 => String::new(),
+            n => format!(
+                "; {} answered from {} record (unchanged kernel, runtime, device and machine; --no-cache measures again)",
+                lockstep_core::words::count(n, "row", "rows"),
+                if n == 1 { "its" } else { "their" }
+            ),
+        }
     ));
     let kept = match opts.logs_cited.load(Ordering::Relaxed) {
         true => {
@@ -339,6 +379,20 @@ pub fn run(
         false => None,
     };
     Ok(Finished { summary, kept })
+}
+
+/// The runtime tools' sha256, part of every row's record key (`None` when
+/// one cannot be read: nothing is recorded).
+fn runtime_tools(toolchain: &Toolchain) -> Option<Vec<String>> {
+    let memo = lockstep_core::paths::file_hashes();
+    ["iree-benchmark-module", "iree-run-module"]
+        .iter()
+        .map(|tool| {
+            let path = toolchain.tool(tool).ok()?;
+            let sha = lockstep_core::hash::sha256_file_memo(&path, &memo).ok()?;
+            Some(format!("{tool}={sha}"))
+        })
+        .collect()
 }
 
 /// The prefix of work directories in the temporary directory.

@@ -53,6 +53,9 @@ pub enum Area {
     Downloads,
     /// The f64 reference outputs `lockstep bench --verify` compares with.
     References,
+    /// Rows `lockstep bench` timed and verified cleanly, keyed by all they
+    /// depend on: what a warm rerun answers from.
+    Results,
     /// Wheels built by `lockstep pkg build`, keyed by the commit's tree, the
     /// package, the version, the interpreter and the variant's settings.
     Wheels,
@@ -68,12 +71,13 @@ pub enum Area {
 
 impl Area {
     /// Every area, in the order `info` and `prune` list them.
-    pub const ALL: [Area; 8] = [
+    pub const ALL: [Area; 9] = [
         Area::Compile,
         Area::Kernels,
         Area::Preprocess,
         Area::Downloads,
         Area::References,
+        Area::Results,
         Area::Wheels,
         Area::Toolchains,
         Area::Compiler,
@@ -87,6 +91,7 @@ impl Area {
             Area::Preprocess => "preprocess",
             Area::Downloads => "downloads",
             Area::References => "references",
+            Area::Results => "results",
             Area::Wheels => "wheels",
             Area::Toolchains => "toolchains",
             Area::Compiler => "compiler",

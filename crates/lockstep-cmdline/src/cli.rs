@@ -964,6 +964,9 @@ pub struct BenchArgs {
     /// Run the bundle in DIR (made by `--bundle`): nothing is compiled; a bundle whose files do not match its bundle.json, made by another compiler than its keys say, or for another IREE runtime, is refused.
     #[arg(long, value_name = "DIR")]
     pub from_bundle: Option<PathBuf>,
+    /// Time and verify every row again and record the new results (by default a row whose kernel, runtime, device, settings and machine are unchanged is answered from its record; compiled kernels still come from the kernel cache, which BOO_CACHE_ON=0 turns off).
+    #[arg(long, conflicts_with_all = ["bundle", "from_bundle", "compile_only"])]
+    pub no_cache: bool,
     #[command(flatten)]
     pub record: Record,
     /// The MIOpenDriver command (e.g. `convbfp16 -n 16 ...`); with --commands-file, extra flags for every line.

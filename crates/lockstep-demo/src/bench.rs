@@ -17,8 +17,11 @@ pub fn run(
         out,
         "\n== lockstep bench --verify (the embedded default commands, real IREE compiler and runtime)"
     )?;
+    // Each run is a point of the history's trends: measured, never
+    // answered from the record an earlier run left (docs/bench.md).
     let request = Request {
         verify: true,
+        no_cache: true,
         device: Some(lockstep_bench::device::DEFAULT_DEVICE.to_string()),
         ..Request::default()
     };

@@ -27,9 +27,14 @@ pub fn run(args: BenchArgs, ctx: &Ctx) -> Result<i32, Error> {
         compile_only: args.compile_only,
         bundle: args.bundle.map(|d| ctx.cwd.join(d)),
         from_bundle: args.from_bundle.map(|d| ctx.cwd.join(d)),
+        no_cache: args.no_cache,
     };
     let prepared = session::prepare(&request, &ctx.section()?, ctx.sink())?;
     let recording = super::history::start(ctx, &args.record, lockstep_history::Kind::Bench, &[])?;
+    let prepared = match recording {
+        Some(_) => prepared.measuring_every_row(),
+        None => prepared,
+    };
     let toolchain = match prepared.runtime_only() {
         true => ctx.runtime_toolchain(args.iree_bin.as_deref())?,
         false => ctx.toolchain(args.iree_bin.as_deref())?,

@@ -49,14 +49,20 @@ impl Env {
 
     /// Files in the cache, not counting hidden ones (its lock stripes are
     /// not entries).
+    /// Files in the cache but for the results area (rows recorded, which
+    /// the tests check through `recorded`), its root's CACHEDIR.TAG and
+    /// hidden lock files.
     fn files_in_cache(&self) -> usize {
         let cache = self.cache();
         walk(&cache)
             .iter()
             .filter(|f| {
                 f.strip_prefix(&cache).is_ok_and(|rel| {
-                    rel.components()
-                        .all(|c| !c.as_os_str().to_string_lossy().starts_with('.'))
+                    !rel.starts_with("results")
+                        && rel != Path::new(lockstep_cache::CACHEDIR_TAG)
+                        && rel
+                            .components()
+                            .all(|c| !c.as_os_str().to_string_lossy().starts_with('.'))
                 })
             })
             .count()
@@ -135,15 +141,47 @@ fn csv_has_a_row_per_direction_and_warm_runs_compile_nothing() {
     // Entries: module, MLIR, compile command and record per kernel.
     assert_eq!(env.files_in_cache(), 12);
 
-    env.run(&mut env.cmd(&args), 0);
+    // Measured again (`--no-cache`): every kernel from the cache.
+    let mut again = args.clone();
+    again.insert(0, "--no-cache");
+    env.run(&mut env.cmd(&again), 0);
     let warm = env.json("out.json");
     assert_eq!(warm["compiled"], 0, "{warm}");
     assert_eq!(warm["cache_hits"], 3);
+    assert_eq!(warm["recorded"], 0);
     for row in warm["rows"].as_array().unwrap() {
         assert_eq!(row["compile_seconds"], 0.0, "{row}");
         assert!(row["timing_seconds"].as_f64().unwrap() > 0.0, "{row}");
         assert!(row["module"].is_string(), "{row}");
+        assert!(row["recorded"].is_null(), "{row}");
     }
+    // Unchanged: every row answered from its record, the last measured.
+    env.run(&mut env.cmd(&args), 0);
+    let answered = env.json("out.json");
+    assert_eq!(
+        (
+            &answered["recorded"],
+            &answered["compiled"],
+            &answered["cache_hits"]
+        ),
+        (&3.into(), &0.into(), &0.into()),
+        "{answered}"
+    );
+    for (row, measured) in answered["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(warm["rows"].as_array().unwrap())
+    {
+        assert!(row["recorded"].is_string(), "{row}");
+        assert_eq!(row["stats"], measured["stats"]);
+        assert_eq!(row["status"], "ok");
+    }
+    assert_eq!(
+        env.files_in_cache(),
+        12,
+        "the kernels' entries are as they were"
+    );
 
     // A corrupt module is rebuilt.
     let bench = env.cache().join("bench");
@@ -155,7 +193,7 @@ fn csv_has_a_row_per_direction_and_warm_runs_compile_nothing() {
         .find(|p| p.extension().is_some_and(|e| e == "vmfb"))
         .unwrap();
     std::fs::write(&module, b"garbage").unwrap();
-    env.run(&mut env.cmd(&args), 0);
+    env.run(&mut env.cmd(&again), 0);
     let repaired = env.json("out.json");
     assert_eq!(repaired["compiled"], 1, "{repaired}");
     assert_eq!(repaired["cache_hits"], 2);
@@ -186,6 +224,109 @@ fn boo_cache_on_0_leaves_the_cache_empty() {
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .count();
     assert_eq!(visible, 1);
+}
+
+/// A warm `--verify` batch answers from its record: an unchanged row is
+/// neither compiled, timed nor verified; changing one line reruns that row
+/// alone; a compile flag reruns every row; `--no-cache` measures all again.
+#[test]
+fn a_warm_batch_reruns_exactly_the_rows_a_change_touches() {
+    let env = Env::new();
+    let lines = |iterations: &str| {
+        format!("{SMALL} -F 1\ngemm -m 4 -k 4 -n 4 -i 3\nconv -n 1 -c 4 -H 6 -W 6 -k 8 -y 1 -x 1 -F 1 -i {iterations}\n")
+    };
+    let batch = env.path().join("batch.txt");
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "--verify",
+            "--commands-file",
+            "batch.txt",
+            "--json",
+            "out.json",
+        ];
+        args.extend(extra);
+        let (_, stderr) = env.run(&mut env.cmd(&args), 0);
+        let doc = env.json("out.json");
+        crate::common::assert_schema("bench-results.json", &doc);
+        let recorded = doc["recorded"].as_u64().unwrap();
+        if recorded > 0 {
+            assert!(
+                stderr.contains(&format!("{recorded} row")) && stderr.contains("answered from"),
+                "{stderr}"
+            );
+        }
+        doc
+    };
+    let answered = |doc: &serde_json::Value| -> Vec<bool> {
+        doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["recorded"].is_string())
+            .collect()
+    };
+    std::fs::write(&batch, lines("3")).unwrap();
+    let cold = run(&[]);
+    assert_eq!(
+        (cold["recorded"].as_u64(), cold["compiled"].as_u64()),
+        (Some(0), Some(3)),
+        "{cold}"
+    );
+    let warm = run(&[]);
+    assert_eq!(answered(&warm), [true, true, true], "{warm}");
+    assert_eq!(warm["compiled"], 0);
+    for (row, first) in warm["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(cold["rows"].as_array().unwrap())
+    {
+        assert_eq!(
+            (&row["stats"], &row["check"], &row["verify"]),
+            (&first["stats"], &first["check"], &first["verify"])
+        );
+        assert_eq!(row["verify"], "PASS", "{row}");
+    }
+    // One line changed (its iterations): that row alone runs again.
+    std::fs::write(&batch, lines("4")).unwrap();
+    let one = run(&[]);
+    assert_eq!(answered(&one), [true, true, false], "{one}");
+    assert_eq!(one["rows"][2]["stats"]["samples"], 4, "{one}");
+    assert_eq!(
+        (one["compiled"].as_u64(), one["cache_hits"].as_u64()),
+        (Some(0), Some(1)),
+        "{one}"
+    );
+    assert_eq!(one["rows"][2]["verify"], "PASS");
+    // A compile flag is part of every kernel: every row runs again.
+    let flagged = run(&["--compile-flag", "--iree-opt-level=O1"]);
+    assert_eq!(answered(&flagged), [false, false, false], "{flagged}");
+    // --no-cache measures again (the kernels still from the cache).
+    let again = run(&["--no-cache"]);
+    assert_eq!(answered(&again), [false, false, false], "{again}");
+    assert_eq!(
+        (again["compiled"].as_u64(), again["cache_hits"].as_u64()),
+        (Some(0), Some(3)),
+        "{again}"
+    );
+    // A run kept in the results history is a trend's point: measured.
+    let kept = run(&["--record", "history"]);
+    assert_eq!(answered(&kept), [false, false, false], "{kept}");
+    // The kernel cache off (BOO_CACHE_ON=0): no record is read.
+    let mut cmd = env.cmd(&[
+        "--verify",
+        "--commands-file",
+        "batch.txt",
+        "--json",
+        "out.json",
+    ]);
+    cmd.env("BOO_CACHE_ON", "0");
+    env.run(&mut cmd, 0);
+    assert_eq!(
+        env.json("out.json")["recorded"],
+        0,
+        "the cache off: no record read"
+    );
 }
 
 #[test]
@@ -580,12 +721,13 @@ fn cache_prune_covers_the_kernel_compile_and_preprocess_caches() {
         walk(old.parent().unwrap()).is_empty(),
         "every file of the entry went"
     );
-    // The surviving kernel is still a cache hit, the pruned one compiles again.
-    let mut args = vec!["--json", "again.json"];
+    // The surviving kernel is still a cache hit, the pruned one compiles
+    // again (measured again: rows answered from their record look up no kernel).
+    let mut args = vec!["--no-cache", "--json", "again.json"];
     args.extend(words("conv -n 1 -c 4 -H 6 -W 6 -k 8 -y 1 -x 1 -i 3 -F 1"));
     env.run(&mut env.cmd(&args), 0);
     assert_eq!(env.json("again.json")["cache_hits"], 1);
-    let mut args = vec!["--json", "again.json"];
+    let mut args = vec!["--no-cache", "--json", "again.json"];
     args.extend(words(SMALL));
     args.extend(["-F", "1"]);
     env.run(&mut env.cmd(&args), 0);

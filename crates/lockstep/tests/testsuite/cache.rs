@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 use crate::common::Project;
 use serde_json::Value;
 
-const AREAS: [&str; 8] = [
+const AREAS: [&str; 9] = [
     "compile",
     "kernels",
     "preprocess",
     "downloads",
     "references",
+    "results",
     "wheels",
     "toolchains",
     "compiler",

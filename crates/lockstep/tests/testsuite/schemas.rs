@@ -179,7 +179,7 @@ fn integrate_outputs_match_their_schemas() {
 #[test]
 fn the_schemas_reject_what_they_should() {
     // A missing required key, a wrong type, a wrong schema version.
-    let areas: Vec<Value> = ["compile", "kernels", "preprocess", "downloads", "references", "wheels", "toolchains", "compiler"]
+    let areas: Vec<Value> = ["compile", "kernels", "preprocess", "downloads", "references", "results", "wheels", "toolchains", "compiler"]
         .iter()
         .map(|name| serde_json::json!({"name": name, "path": format!("/c/{name}"), "entries": 0, "bytes": 0, "enabled": true}))
         .collect();
