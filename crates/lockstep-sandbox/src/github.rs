@@ -86,6 +86,10 @@ pub struct Asked<'a> {
     pub port: u16,
     /// `OWNER/NAME` the server serves.
     pub repository: &'a str,
+    /// Served as a GitHub Enterprise Server ([`FakeGithub::start_enterprise`]):
+    /// `target` is the path under `/api/v3` (`/graphql` for `/api/graphql`,
+    /// `/uploads/...` for `/api/uploads/...`).
+    pub enterprise: bool,
 }
 
 #[derive(Default)]
@@ -111,38 +115,62 @@ pub struct FakeGithub {
     port: u16,
     token: String,
     repository: String,
+    enterprise: bool,
     state: Arc<Mutex<State>>,
 }
 
 impl FakeGithub {
     /// Serves `repository` (`OWNER/NAME`) to requests bearing `token`.
     pub fn start(repository: &str, token: &str) -> std::io::Result<FakeGithub> {
+        Self::serve(repository, token, false)
+    }
+
+    /// Serves `repository` as a GitHub Enterprise Server does: the REST API
+    /// under `/api/v3` (what [`FakeGithub::url`] gives), GraphQL at
+    /// `/api/graphql`, uploads at `/api/uploads`; the URLs in its answers
+    /// name those. A request for the API without the prefix is answered
+    /// 404, as GHES answers it: a client that drops the prefix fails.
+    pub fn start_enterprise(repository: &str, token: &str) -> std::io::Result<FakeGithub> {
+        Self::serve(repository, token, true)
+    }
+
+    fn serve(repository: &str, token: &str, enterprise: bool) -> std::io::Result<FakeGithub> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
         let server = FakeGithub {
             port,
             token: token.to_string(),
             repository: repository.to_string(),
+            enterprise,
             state: Arc::new(Mutex::new(State::default())),
         };
         let shared = server.state.clone();
         let (token, repository) = (server.token.clone(), server.repository.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let _ = serve_one(stream, port, &token, &repository, &shared);
+                let _ = serve_one(stream, port, &token, &repository, enterprise, &shared);
             }
         });
         Ok(server)
     }
 
-    /// The API base (`$GITHUB_API_URL`).
+    /// The API base (`$GITHUB_API_URL`): `http://127.0.0.1:PORT`, or
+    /// `http://127.0.0.1:PORT/api/v3` for an Enterprise Server.
     pub fn url(&self) -> String {
+        match self.enterprise {
+            true => format!("{}{ENTERPRISE_API}", self.origin()),
+            false => self.origin(),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, the web host (webhooks, downloads).
+    fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// A webhook URL on this server (posts are counted, answered 204).
     pub fn webhook_url(&self) -> String {
-        format!("{}/hooks/integrate", self.url())
+        format!("{}/hooks/integrate", self.origin())
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -593,11 +621,61 @@ pub fn write_response(
     stream.flush()
 }
 
+/// Where an Enterprise Server serves its REST API, GraphQL and uploads.
+const ENTERPRISE_API: &str = "/api/v3";
+const ENTERPRISE_GRAPHQL: &str = "/api/graphql";
+const ENTERPRISE_UPLOADS: &str = "/api/uploads/";
+
+/// An Enterprise Server's request target as github.com's would be (the
+/// path under `/api/v3`), or `None` for an API path without its prefix
+/// (answered 404). Webhooks and downloads are on the web host, unprefixed.
+fn enterprise_target(target: &str, repository: &str) -> Option<String> {
+    if let Some(rest) = target
+        .strip_prefix(ENTERPRISE_API)
+        .filter(|r| r.starts_with('/'))
+    {
+        return Some(rest.to_string());
+    }
+    if let Some(rest) = target.strip_prefix(ENTERPRISE_GRAPHQL) {
+        return Some(format!("/graphql{rest}"));
+    }
+    if let Some(rest) = target.strip_prefix(ENTERPRISE_UPLOADS) {
+        return Some(format!("/uploads/{rest}"));
+    }
+    let web = target.starts_with("/hooks/")
+        || target.starts_with(&format!("/{repository}/releases/download/"));
+    web.then(|| target.to_string())
+}
+
+/// An answer's URLs as an Enterprise Server writes them: its API under
+/// `/api/v3`, uploads under `/api/uploads`.
+fn enterprise_urls(value: &mut Value, origin: &str) {
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(|v| enterprise_urls(v, origin)),
+        Value::Object(map) => map.values_mut().for_each(|v| enterprise_urls(v, origin)),
+        // A URL, not text that starts with one (a body, a message).
+        Value::String(text) if !text.contains(char::is_whitespace) => {
+            if let Some(path) = text.strip_prefix(origin) {
+                let api = ["/repos/", "/users/", "/orgs/"]
+                    .iter()
+                    .any(|p| path.starts_with(p));
+                if let Some(rest) = path.strip_prefix("/uploads/") {
+                    *text = format!("{origin}{ENTERPRISE_UPLOADS}{rest}");
+                } else if api {
+                    *text = format!("{origin}{ENTERPRISE_API}{path}");
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 fn serve_one(
     mut stream: TcpStream,
     port: u16,
     token: &str,
     repository: &str,
+    enterprise: bool,
     state: &Arc<Mutex<State>>,
 ) -> std::io::Result<()> {
     let request = read_request(&stream)?;
@@ -605,7 +683,17 @@ fn serve_one(
     let body = String::from_utf8_lossy(&request.body).into_owned();
     let bytes = request.body;
     let headers = request.headers;
-    let (method, target) = (request.method, request.target);
+    let method = request.method;
+    let target = match enterprise {
+        false => request.target,
+        true => match enterprise_target(&request.target, repository) {
+            Some(target) => target,
+            None => {
+                let answer = reply(404, json!({"message": "Not Found"}));
+                return write_response(&mut stream, answer.status, &answer.headers, &answer.body);
+            }
+        },
+    };
     let (scripted, routes) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         s.seen.push(Seen {
@@ -624,6 +712,7 @@ fn serve_one(
         authorised,
         port,
         repository,
+        enterprise,
     };
     let was_scripted = scripted.is_some();
     let answer = match scripted {
@@ -643,8 +732,13 @@ fn serve_one(
         (s.echo, s.observers.clone())
     };
     let body = match serde_json::from_slice::<Value>(&answer.body) {
-        Ok(mut value) if echo => {
-            echo_in(&mut value, token);
+        Ok(mut value) if echo || enterprise => {
+            if enterprise {
+                enterprise_urls(&mut value, &format!("http://127.0.0.1:{port}"));
+            }
+            if echo {
+                echo_in(&mut value, token);
+            }
             value.to_string().into_bytes()
         }
         _ => answer.body,
@@ -901,4 +995,64 @@ pub fn percent_decode(text: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_enterprise_server_serves_its_api_under_its_prefixes_alone() {
+        let at = |t| enterprise_target(t, "o/r");
+        assert_eq!(
+            at("/api/v3/repos/o/r/pulls?state=open").as_deref(),
+            Some("/repos/o/r/pulls?state=open")
+        );
+        assert_eq!(at("/api/graphql").as_deref(), Some("/graphql"));
+        assert_eq!(
+            at("/api/uploads/repos/o/r/releases/1/assets?name=a").as_deref(),
+            Some("/uploads/repos/o/r/releases/1/assets?name=a")
+        );
+        assert_eq!(at("/hooks/integrate").as_deref(), Some("/hooks/integrate"));
+        assert_eq!(
+            at("/o/r/releases/download/v1/a.whl").as_deref(),
+            Some("/o/r/releases/download/v1/a.whl")
+        );
+        for unprefixed in [
+            "/repos/o/r/pulls",
+            "/graphql",
+            "/uploads/repos/o/r/releases/1/assets",
+            "/api/v3",
+            "/api/v3x/repos",
+        ] {
+            assert_eq!(at(unprefixed), None, "{unprefixed}");
+        }
+    }
+
+    #[test]
+    fn an_enterprise_answer_names_its_api_and_uploads() {
+        let origin = "http://127.0.0.1:9";
+        let mut answer = json!({
+            "url": format!("{origin}/repos/o/r/releases/1"),
+            "upload_url": format!("{origin}/uploads/repos/o/r/releases/1/assets{{?name,label}}"),
+            "html_url": format!("{origin}/o/r/releases/tag/v1"),
+            "user": {"url": format!("{origin}/users/octocat")},
+            "body": "http://127.0.0.1:9/repos/ in text is text",
+        });
+        enterprise_urls(&mut answer, origin);
+        assert_eq!(
+            answer["url"],
+            format!("{origin}/api/v3/repos/o/r/releases/1")
+        );
+        assert_eq!(
+            answer["upload_url"],
+            format!("{origin}/api/uploads/repos/o/r/releases/1/assets{{?name,label}}")
+        );
+        assert_eq!(answer["html_url"], format!("{origin}/o/r/releases/tag/v1"));
+        assert_eq!(
+            answer["user"]["url"],
+            format!("{origin}/api/v3/users/octocat")
+        );
+        assert_eq!(answer["body"], "http://127.0.0.1:9/repos/ in text is text");
+    }
 }

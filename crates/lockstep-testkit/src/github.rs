@@ -170,16 +170,6 @@ impl lockstep_sandbox::github::Observe for Checks {
         let Some(target) = api_target(asked) else {
             return;
         };
-        let described = match crate::conformance::github() {
-            Ok(d) => d,
-            Err(e) => {
-                let mut found = self.departures();
-                if found.is_empty() {
-                    found.push(format!("GitHub's description is not at hand: {e}"));
-                }
-                return;
-            }
-        };
         let accept = asked
             .headers
             .iter()
@@ -193,6 +183,20 @@ impl lockstep_sandbox::github::Observe for Checks {
             status,
             response_body: body,
         };
+        // An Enterprise Server is held to its own description alone.
+        if asked.enterprise {
+            return self.check_enterprise(&exchange, true);
+        }
+        let described = match crate::conformance::github() {
+            Ok(d) => d,
+            Err(e) => {
+                let mut found = self.departures();
+                if found.is_empty() {
+                    found.push(format!("GitHub's description is not at hand: {e}"));
+                }
+                return;
+            }
+        };
         match described.check(&exchange) {
             Ok(id) => {
                 log_operation(&id);
@@ -205,14 +209,30 @@ impl lockstep_sandbox::github::Observe for Checks {
         }
         // The same exchange as GitHub Enterprise Server describes it (under
         // /api/v3): what lockstep relies on must be there too.
+        self.check_enterprise(&exchange, false);
+    }
+}
+
+impl Checks {
+    /// Checks `exchange` against GitHub Enterprise Server's description
+    /// (`served`: the server is one, so the operation is counted here).
+    fn check_enterprise(&self, exchange: &crate::conformance::Exchange<'_>, served: bool) {
+        let server = crate::conformance::ENTERPRISE_VERSION;
         match crate::conformance::enterprise() {
-            Ok(enterprise) => {
-                if let Err(problems) = enterprise.check(&exchange) {
-                    let server = crate::conformance::ENTERPRISE_VERSION;
-                    self.departures()
-                        .extend(problems.into_iter().map(|p| format!("GHES {server}: {p}")));
+            Ok(enterprise) => match enterprise.check(exchange) {
+                Ok(id) if served => {
+                    let id = format!("ghes:{id}");
+                    log_operation(&id);
+                    self.operations
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(id);
                 }
-            }
+                Ok(_) => {}
+                Err(problems) => self
+                    .departures()
+                    .extend(problems.into_iter().map(|p| format!("GHES {server}: {p}"))),
+            },
             Err(e) => self
                 .departures()
                 .push(format!("GHES's description is not at hand: {e}")),
@@ -276,7 +296,23 @@ impl Deref for FakeGithub {
 impl FakeGithub {
     /// Serves `repository` (`OWNER/NAME`) to requests bearing `token`.
     pub fn start(repository: &str, token: &str) -> std::io::Result<FakeGithub> {
-        let server = lockstep_sandbox::github::FakeGithub::start(repository, token)?;
+        Self::with(lockstep_sandbox::github::FakeGithub::start(
+            repository, token,
+        )?)
+    }
+
+    /// The same as a GitHub Enterprise Server: the API under `/api/v3`
+    /// (its `url()`), GraphQL at `/api/graphql`, uploads at `/api/uploads`,
+    /// every exchange held to Enterprise Server's description
+    /// ([`crate::conformance::ENTERPRISE_VERSION`]); the operations checked
+    /// are counted as `ghes:ID`.
+    pub fn start_enterprise(repository: &str, token: &str) -> std::io::Result<FakeGithub> {
+        Self::with(lockstep_sandbox::github::FakeGithub::start_enterprise(
+            repository, token,
+        )?)
+    }
+
+    fn with(server: lockstep_sandbox::github::FakeGithub) -> std::io::Result<FakeGithub> {
         let host = Arc::new(Host::default());
         server.add_routes(host.clone());
         let checks = Arc::new(Checks {

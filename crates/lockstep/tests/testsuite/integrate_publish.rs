@@ -1208,3 +1208,55 @@ fn start_with_final_checks(env: &Env) -> FakeGithub {
     env.start();
     FakeGithub::start(REPO, TOKEN).expect("loopback GitHub")
 }
+
+/// The same publishing against a GitHub Enterprise Server: `GITHUB_API_URL`
+/// is `http://HOST/api/v3`, GraphQL is `/api/graphql` beside it, and every
+/// exchange is held to Enterprise Server's own description (the server
+/// answers 404 to an API path without its prefix, so a client that drops
+/// it fails here).
+#[test]
+fn an_enterprise_server_gets_the_pull_request_checks_and_ready_mark_under_api_v3() {
+    let env = Env::new(&with_break(40));
+    configure(&env, &github_config(REPO));
+    env.start();
+    let gh = FakeGithub::start_enterprise(REPO, TOKEN).expect("loopback GitHub Enterprise");
+    assert!(gh.url().ends_with("/api/v3"), "{}", gh.url());
+    let (out, _) = run(&env, &gh, &["integrate", "loop", "--publish", "--json"], 3);
+    let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    assert_eq!(looped["published"]["created"], true, "{looped}");
+    let culprit = looped["end"]["halt"]["culprit"]["sha"]
+        .as_str()
+        .expect("culprit")
+        .to_string();
+    assert!(gh.pulls()[0].draft);
+    fix_break(&env, &culprit);
+    gh.set_ci(std::sync::Arc::new(|_: &str| "success".to_string()), 0);
+    let (out, _) = run(
+        &env,
+        &gh,
+        &["integrate", "loop", "--publish", "--ready", "--json"],
+        0,
+    );
+    let done: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    assert_eq!(done["published"]["ready"]["state"], "ready", "{done}");
+    assert_eq!(gh.ready_marked(), vec![1]);
+    let checked = gh.operations_checked();
+    for op in [
+        "ghes:pulls/create",
+        "ghes:pulls/update",
+        "ghes:pulls/list",
+        "ghes:checks/list-for-ref",
+        "graphql",
+    ] {
+        assert!(
+            checked.iter().any(|c| c == op),
+            "{op} not among {checked:?}"
+        );
+    }
+    assert!(
+        checked
+            .iter()
+            .all(|c| c.starts_with("ghes:") || c == "graphql"),
+        "{checked:?}"
+    );
+}

@@ -998,3 +998,81 @@ fn a_failed_github_step_leaves_the_store_and_index_as_they_were() {
     );
     assert_eq!(snapshot(&index), before);
 }
+
+/// `release publish --github-release` against a GitHub Enterprise Server
+/// (`GITHUB_API_URL` = `http://HOST/api/v3`): the release made, each asset
+/// uploaded where its `upload_url` says (`/api/uploads`), a second publish
+/// finds them there; every exchange held to Enterprise Server's own
+/// description. The same server without `/api/v3` answers 404: publishing
+/// there fails (exit 1, the 404 named) and nothing is published.
+#[test]
+fn an_enterprise_server_gets_the_release_and_its_assets_under_api_v3() {
+    let p = Project::new();
+    lockstep_sandbox::packages::create(
+        &p.path(),
+        "3.14.0",
+        "\n[release]\nname = \"demo\"\nversion-base = \"3.14.0\"\n",
+    )
+    .expect("fixture");
+    let github = FakeGithub::start_enterprise("o/r", TOKEN).expect("loopback GitHub Enterprise");
+    assert!(github.url().ends_with("/api/v3"), "{}", github.url());
+    p.run(
+        &[
+            "pkg",
+            "build",
+            "--variant",
+            "release",
+            "--version",
+            "3.14.0rc1",
+            "--out",
+            "wh",
+        ],
+        0,
+    );
+    git(&p.path(), &["tag", "demo-3.14.0rc1"]);
+    // The web host's root is not the API: 404 there, nothing published.
+    let origin = github.url().trim_end_matches("/api/v3").to_string();
+    let mut cmd = p.cmd(&["release", "publish"]);
+    cmd.args(PUBLISH_JSON)
+        .env("GITHUB_API_URL", &origin)
+        .env("GITHUB_REPOSITORY", "o/r")
+        .env("GITHUB_TOKEN", TOKEN);
+    let out = expect(&mut cmd, 1);
+    assert!(stderr(&out).contains("404"), "{}", stderr(&out));
+    assert!(github.releases().is_empty() && github.requests().is_empty());
+    assert!(!p.path().join("release/index/files/3.14.0rc1").exists());
+
+    let out = publish(&p, &github, &PUBLISH_JSON, true, 0);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["github_release"]["created"], true, "{report}");
+    assert_eq!(
+        report["github_release"]["uploaded"]
+            .as_array()
+            .map(Vec::len),
+        Some(3),
+        "{report}"
+    );
+    let releases = github.releases();
+    assert_eq!(releases.len(), 1);
+    assert_eq!(
+        releases[0].assets.len(),
+        3,
+        "{:?}",
+        releases[0].assets.keys()
+    );
+    let checked = github.operations_checked();
+    for op in [
+        "ghes:repos/get-release-by-tag",
+        "ghes:repos/create-release",
+        "ghes:repos/upload-release-asset",
+    ] {
+        assert!(
+            checked.iter().any(|c| c == op),
+            "{op} not among {checked:?}"
+        );
+    }
+    assert!(
+        checked.iter().all(|c| c.starts_with("ghes:")),
+        "{checked:?}"
+    );
+}
