@@ -87,6 +87,13 @@ pub fn run(
         cfg.final_checks = vec![format!("'{exe}' test suites/lit")];
     }
     let gh = FakeGithub::start(REPOSITORY, TOKEN)?;
+    // Every exchange written down, for a test to hold to GitHub's
+    // description (tests/testsuite/cli.rs; docs/reliability.md).
+    if let Some(path) = std::env::var_os("LOCKSTEP_DEMO_GITHUB_LOG") {
+        gh.add_observer(lockstep_sandbox::github::ExchangeLog::create(
+            std::path::Path::new(&path),
+        )?);
+    }
     let ig = Integrate::open(&cfg, &loaded.root, sink)?.with_reach(Reach {
         api_url: Some(gh.url()),
         token: Some(lockstep_github::Token::new(TOKEN, "the demo's token")),

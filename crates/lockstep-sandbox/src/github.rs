@@ -43,6 +43,82 @@ pub struct Seen {
     pub body: String,
 }
 
+/// Every exchange of a server, written as JSON lines: `lockstep demo` keeps
+/// one when `LOCKSTEP_DEMO_GITHUB_LOG=FILE` is set, so that a test can hold
+/// the demo's own loopback GitHub (which runs inside the lockstep process)
+/// to GitHub's description (lockstep-testkit's `check_exchange_log`). The
+/// token is never written: of the request's headers only `Accept` is.
+pub struct ExchangeLog {
+    file: Mutex<std::fs::File>,
+}
+
+/// One exchange as [`ExchangeLog`] wrote it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Logged {
+    pub method: String,
+    pub target: String,
+    /// The request's `Accept` header, when it had one.
+    pub accept: Option<String>,
+    pub request_body: String,
+    pub status: u16,
+    pub response_body: String,
+    /// A test's (or the demo's) scripted answer, not the stand-in's own.
+    pub played: bool,
+    pub repository: String,
+    pub enterprise: bool,
+}
+
+impl ExchangeLog {
+    /// A log written to `path` (created or truncated).
+    pub fn create(path: &std::path::Path) -> std::io::Result<Arc<ExchangeLog>> {
+        Ok(Arc::new(ExchangeLog {
+            file: Mutex::new(std::fs::File::create(path)?),
+        }))
+    }
+
+    /// The exchanges a log holds, in order (a line that does not read is an
+    /// error naming it).
+    pub fn read(path: &std::path::Path) -> std::io::Result<Vec<Logged>> {
+        let text = std::fs::read_to_string(path)?;
+        text.lines()
+            .enumerate()
+            .filter(|(_, line)| !line.trim().is_empty())
+            .map(|(n, line)| {
+                serde_json::from_str(line).map_err(|e| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("{} line {}: {e}", path.display(), n + 1),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+impl Observe for ExchangeLog {
+    fn exchange(&self, asked: &Asked<'_>, status: u16, body: &[u8], played: bool) {
+        let logged = Logged {
+            method: asked.method.to_string(),
+            target: asked.target.to_string(),
+            accept: asked
+                .headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("accept"))
+                .map(|(_, v)| v.clone()),
+            request_body: String::from_utf8_lossy(asked.body).into_owned(),
+            status,
+            response_body: String::from_utf8_lossy(body).into_owned(),
+            played,
+            repository: asked.repository.to_string(),
+            enterprise: asked.enterprise,
+        };
+        if let Ok(line) = serde_json::to_string(&logged) {
+            let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = writeln!(file, "{line}");
+        }
+    }
+}
+
 /// A canned answer served before the normal ones.
 #[derive(Debug, Clone)]
 pub struct Scripted {

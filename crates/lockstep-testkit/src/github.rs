@@ -240,6 +240,49 @@ impl Checks {
     }
 }
 
+/// Holds the exchanges an [`lockstep_sandbox::github::ExchangeLog`] wrote
+/// (the demo's own loopback GitHub) to GitHub's description, as a running
+/// [`FakeGithub`] holds its own: the operations checked, in order, and the
+/// departures (empty when every exchange conforms).
+pub fn check_exchange_log(path: &std::path::Path) -> std::io::Result<(Vec<String>, Vec<String>)> {
+    let checks = Checks {
+        host: Arc::new(Host::default()),
+        operations: Mutex::default(),
+        departures: Mutex::default(),
+    };
+    for logged in lockstep_sandbox::github::ExchangeLog::read(path)? {
+        let headers: Vec<(String, String)> = logged
+            .accept
+            .iter()
+            .map(|v| ("Accept".to_string(), v.clone()))
+            .collect();
+        let asked = Asked {
+            method: &logged.method,
+            target: &logged.target,
+            body: logged.request_body.as_bytes(),
+            headers: &headers,
+            authorised: true,
+            port: 0,
+            repository: &logged.repository,
+            enterprise: logged.enterprise,
+        };
+        lockstep_sandbox::github::Observe::exchange(
+            &checks,
+            &asked,
+            logged.status,
+            logged.response_body.as_bytes(),
+            logged.played,
+        );
+    }
+    let operations = checks
+        .operations
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let departures = checks.departures().clone();
+    Ok((operations, departures))
+}
+
 /// The API path of an exchange, or `None` for what is not GitHub's REST
 /// API: the webhook receiver, an asset's public download, GraphQL (checked
 /// against its own schema, [`Checks::check_graphql`]). Uploads are served
@@ -730,6 +773,46 @@ mod tests {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
         answer.lines().next().unwrap_or_default().to_string()
+    }
+
+    /// A logged server (the demo's) is held to the description as a running
+    /// one: a few-field pull request is a departure naming the operation; a
+    /// played answer is not the stand-in's.
+    #[test]
+    fn a_logged_exchange_is_checked_like_a_served_one() {
+        use lockstep_sandbox::github::Logged;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("github.jsonl");
+        let exchange = |played| Logged {
+            method: "POST".into(),
+            target: "/repos/o/r/pulls".into(),
+            accept: None,
+            request_body: r#"{"title":"t","head":"h","base":"main","body":"b","draft":true}"#
+                .into(),
+            status: 201,
+            response_body: r#"{"number":1}"#.into(),
+            played,
+            repository: "o/r".into(),
+            enterprise: false,
+        };
+        let lines: Vec<String> = [exchange(false), exchange(true)]
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        std::fs::write(&log, lines.join("\n")).unwrap();
+        let (_, departures) = check_exchange_log(&log).unwrap();
+        assert!(!departures.is_empty());
+        assert!(
+            departures.iter().all(|d| d.contains("pulls/create")),
+            "{departures:?}"
+        );
+        // The played one alone: nothing to hold; a line that does not read
+        // is named.
+        std::fs::write(&log, lines[1].clone()).unwrap();
+        assert!(check_exchange_log(&log).unwrap().1.is_empty());
+        std::fs::write(&log, "{not json").unwrap();
+        let err = check_exchange_log(&log).unwrap_err();
+        assert!(err.to_string().contains("line 1"), "{err}");
     }
 
     /// The layer is on in every server: a conforming exchange is counted,

@@ -61,7 +61,12 @@ fn outside_a_repository_is_a_usage_error_with_a_hint() {
 fn demo_runs_end_to_end() {
     let p = Project::new();
     let demo = p.root().join("demo");
-    let out = crate::common::output(p.cmd(&["demo", "--dir"]).arg(&demo));
+    let exchanges = p.root().join("github.jsonl");
+    let out = crate::common::output(
+        p.cmd(&["demo", "--dir"])
+            .arg(&demo)
+            .env("LOCKSTEP_DEMO_GITHUB_LOG", &exchanges),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -88,6 +93,21 @@ fn demo_runs_end_to_end() {
     );
     let releases = std::fs::read_to_string(demo.join("site/releases.html")).unwrap();
     assert!(!releases.contains("No release store"), "{releases}");
+    // The demo's own loopback GitHub, held to GitHub's description as the
+    // tests' servers are: every exchange it had.
+    let (operations, departures) =
+        lockstep_testkit::github::check_exchange_log(&exchanges).expect("the exchange log");
+    assert!(
+        departures.is_empty(),
+        "the demo's loopback GitHub departed from GitHub's description:\n{}",
+        departures.join("\n")
+    );
+    for op in ["pulls/create", "pulls/update", "pulls/list"] {
+        assert!(
+            operations.iter().any(|o| o == op),
+            "{op} not among {operations:?}"
+        );
+    }
     // The README's account of the demo's end is the demo's.
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
         .expect("README.md");
