@@ -150,7 +150,7 @@ fn machine() -> String {
                 .map(|(_, model)| model.trim().to_string())
         })
         .unwrap_or_default();
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cores = lockstep_core::pool::cpus();
     format!("{}/{cpu}/{cores}", host.trim())
 }
 
@@ -250,6 +250,41 @@ mod tests {
             },
         );
         assert!(!rec.answer(&at, &mut Row::default()));
+    }
+
+    #[test]
+    fn a_record_that_does_not_read_is_measured_again_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let kernel = crate::cache::key("c", "module", &[]);
+        let rec = record(dir.path(), &[]);
+        let at = RowKey {
+            kernel: &kernel,
+            iterations: 10,
+            time: true,
+            verify: true,
+        };
+        rec.remember(&at, &measured_row());
+        let seals: Vec<std::path::PathBuf> = walk(dir.path())
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        assert_eq!(seals.len(), 1, "{seals:?}");
+        std::fs::write(&seals[0], b"{ not a record").unwrap();
+        assert!(!rec.answer(&at, &mut Row::default()));
+        rec.remember(&at, &measured_row());
+        assert!(rec.answer(&at, &mut Row::default()));
+    }
+
+    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match path.is_dir() {
+                true => found.extend(walk(&path)),
+                false => found.push(path),
+            }
+        }
+        found
     }
 
     #[test]

@@ -90,9 +90,15 @@ pub fn run(
     // Every exchange written down, for a test to hold to GitHub's
     // description (tests/testsuite/cli.rs; docs/reliability.md).
     if let Some(path) = std::env::var_os("LOCKSTEP_DEMO_GITHUB_LOG") {
-        gh.add_observer(lockstep_sandbox::github::ExchangeLog::create(
-            std::path::Path::new(&path),
-        )?);
+        let path = std::path::Path::new(&path);
+        let log = lockstep_sandbox::github::ExchangeLog::create(path).map_err(|e| {
+            Error::usage(format!(
+                "LOCKSTEP_DEMO_GITHUB_LOG={}: cannot write there: {e}",
+                path.display()
+            ))
+            .hint("name a file in a directory that exists, or unset it")
+        })?;
+        gh.add_observer(log);
     }
     let ig = Integrate::open(&cfg, &loaded.root, sink)?.with_reach(Reach {
         api_url: Some(gh.url()),

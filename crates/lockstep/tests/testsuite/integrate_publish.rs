@@ -66,6 +66,20 @@ fn origin_tip(env: &Env, branch: &str) -> Option<String> {
     (!tip.is_empty()).then(|| tip.to_string())
 }
 
+/// The break fixed, the checks green: `integrate loop --publish --ready`
+/// to upstream's head, its JSON.
+fn fixed_and_green(env: &Env, gh: &FakeGithub, culprit: &str) -> serde_json::Value {
+    fix_break(env, culprit);
+    gh.set_ci(std::sync::Arc::new(|_: &str| "success".to_string()), 0);
+    let (out, _) = run(
+        env,
+        gh,
+        &["integrate", "loop", "--publish", "--ready", "--json"],
+        0,
+    );
+    serde_json::from_str(&out).expect("loop JSON")
+}
+
 fn fix_break(env: &Env, culprit: &str) {
     env.ok(&["integrate", "next", "--to", culprit], 0);
     let level = api_level_at(&env.sb, culprit).expect("level");
@@ -986,15 +1000,7 @@ fn final_checks_never_halt_and_keep_the_pull_request_a_draft_until_fixed() {
         .as_str()
         .unwrap()
         .to_string();
-    fix_break(&env, &culprit);
-    gh.set_ci(std::sync::Arc::new(|_: &str| "success".to_string()), 0);
-    let (out, _) = run(
-        &env,
-        &gh,
-        &["integrate", "loop", "--publish", "--ready", "--json"],
-        0,
-    );
-    let looped: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    let looped = fixed_and_green(&env, &gh, &culprit);
     assert_eq!(looped["end"]["result"], "at_head", "{looped}");
     assert_eq!(
         looped["published"]["ready"]["state"], "final-checks-failing",
@@ -1229,15 +1235,7 @@ fn an_enterprise_server_gets_the_pull_request_checks_and_ready_mark_under_api_v3
         .expect("culprit")
         .to_string();
     assert!(gh.pulls()[0].draft);
-    fix_break(&env, &culprit);
-    gh.set_ci(std::sync::Arc::new(|_: &str| "success".to_string()), 0);
-    let (out, _) = run(
-        &env,
-        &gh,
-        &["integrate", "loop", "--publish", "--ready", "--json"],
-        0,
-    );
-    let done: serde_json::Value = serde_json::from_str(&out).expect("loop JSON");
+    let done = fixed_and_green(&env, &gh, &culprit);
     assert_eq!(done["published"]["ready"]["state"], "ready", "{done}");
     assert_eq!(gh.ready_marked(), vec![1]);
     let checked = gh.operations_checked();

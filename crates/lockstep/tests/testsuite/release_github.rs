@@ -23,10 +23,21 @@ fn publish(
     token: bool,
     code: i32,
 ) -> std::process::Output {
+    publish_to(p, &github.url(), args, token, code)
+}
+
+/// [`publish`] with `GITHUB_API_URL` = `api`.
+fn publish_to(
+    p: &Project,
+    api: &str,
+    args: &[&str],
+    token: bool,
+    code: i32,
+) -> std::process::Output {
     let mut all = vec!["release", "publish"];
     all.extend_from_slice(args);
     let mut cmd = p.cmd(&all);
-    cmd.env("GITHUB_API_URL", github.url())
+    cmd.env("GITHUB_API_URL", api)
         .env("GITHUB_REPOSITORY", "o/r");
     if token {
         cmd.env("GITHUB_TOKEN", TOKEN);
@@ -36,8 +47,9 @@ fn publish(
     out
 }
 
-#[test]
-fn publish_creates_and_completes_the_github_release_with_checksums() {
+/// A Python project with `[release]` whose wheelhouse `wh` holds
+/// 3.14.0rc1's release variant, built.
+fn built_project() -> Project {
     let p = Project::new();
     lockstep_sandbox::packages::create(
         &p.path(),
@@ -45,7 +57,6 @@ fn publish_creates_and_completes_the_github_release_with_checksums() {
         "\n[release]\nname = \"demo\"\nversion-base = \"3.14.0\"\n",
     )
     .expect("fixture");
-    let github = FakeGithub::start("o/r", TOKEN).expect("loopback GitHub");
     p.run(
         &[
             "pkg",
@@ -59,6 +70,13 @@ fn publish_creates_and_completes_the_github_release_with_checksums() {
         ],
         0,
     );
+    p
+}
+
+#[test]
+fn publish_creates_and_completes_the_github_release_with_checksums() {
+    let p = built_project();
+    let github = FakeGithub::start("o/r", TOKEN).expect("loopback GitHub");
     let index_files = p.path().join("release/index/files/3.14.0rc1");
 
     // Checked before anything is published: a tag name git could not
@@ -1007,37 +1025,13 @@ fn a_failed_github_step_leaves_the_store_and_index_as_they_were() {
 /// there fails (exit 1, the 404 named) and nothing is published.
 #[test]
 fn an_enterprise_server_gets_the_release_and_its_assets_under_api_v3() {
-    let p = Project::new();
-    lockstep_sandbox::packages::create(
-        &p.path(),
-        "3.14.0",
-        "\n[release]\nname = \"demo\"\nversion-base = \"3.14.0\"\n",
-    )
-    .expect("fixture");
+    let p = built_project();
     let github = FakeGithub::start_enterprise("o/r", TOKEN).expect("loopback GitHub Enterprise");
     assert!(github.url().ends_with("/api/v3"), "{}", github.url());
-    p.run(
-        &[
-            "pkg",
-            "build",
-            "--variant",
-            "release",
-            "--version",
-            "3.14.0rc1",
-            "--out",
-            "wh",
-        ],
-        0,
-    );
     git(&p.path(), &["tag", "demo-3.14.0rc1"]);
     // The web host's root is not the API: 404 there, nothing published.
     let origin = github.url().trim_end_matches("/api/v3").to_string();
-    let mut cmd = p.cmd(&["release", "publish"]);
-    cmd.args(PUBLISH_JSON)
-        .env("GITHUB_API_URL", &origin)
-        .env("GITHUB_REPOSITORY", "o/r")
-        .env("GITHUB_TOKEN", TOKEN);
-    let out = expect(&mut cmd, 1);
+    let out = publish_to(&p, &origin, &PUBLISH_JSON, true, 1);
     assert!(stderr(&out).contains("404"), "{}", stderr(&out));
     assert!(github.releases().is_empty() && github.requests().is_empty());
     assert!(!p.path().join("release/index/files/3.14.0rc1").exists());
@@ -1059,6 +1053,17 @@ fn an_enterprise_server_gets_the_release_and_its_assets_under_api_v3() {
         3,
         "{:?}",
         releases[0].assets.keys()
+    );
+    // A rerun finds every asset there (by its digest): nothing uploaded.
+    let out = publish(&p, &github, &PUBLISH_JSON, true, 0);
+    let again: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(again["github_release"]["created"], false, "{again}");
+    assert_eq!(
+        again["github_release"]["already_there"]
+            .as_array()
+            .map(Vec::len),
+        Some(3),
+        "{again}"
     );
     let checked = github.operations_checked();
     for op in [
