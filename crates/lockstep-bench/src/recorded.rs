@@ -180,18 +180,23 @@ mod tests {
         }
     }
 
+    /// The key of a timed, verified row of 10 iterations of `kernel`.
+    fn row_key(kernel: &Key) -> RowKey<'_> {
+        RowKey {
+            kernel,
+            iterations: 10,
+            time: true,
+            verify: true,
+        }
+    }
+
     #[test]
     fn a_clean_row_is_answered_by_its_record_and_nothing_else_is() {
         let dir = tempfile::tempdir().unwrap();
         let kernel = crate::cache::key("c", "module", &[]);
         let other = crate::cache::key("c", "another module", &[]);
         let rec = record(dir.path(), &["device=local-task"]);
-        let at = |k| RowKey {
-            kernel: k,
-            iterations: 10,
-            time: true,
-            verify: true,
-        };
+        let at = |k| row_key(k);
         rec.remember(&at(&kernel), &measured_row());
         let mut row = Row::default();
         assert!(rec.answer(&at(&kernel), &mut row));
@@ -229,12 +234,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let kernel = crate::cache::key("c", "module", &[]);
         let rec = record(dir.path(), &[]);
-        let at = RowKey {
-            kernel: &kernel,
-            iterations: 10,
-            time: true,
-            verify: true,
-        };
+        let at = row_key(&kernel);
         rec.remember(
             &at,
             &Row {
@@ -257,34 +257,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let kernel = crate::cache::key("c", "module", &[]);
         let rec = record(dir.path(), &[]);
-        let at = RowKey {
-            kernel: &kernel,
-            iterations: 10,
-            time: true,
-            verify: true,
-        };
+        let at = row_key(&kernel);
         rec.remember(&at, &measured_row());
-        let seals: Vec<std::path::PathBuf> = walk(dir.path())
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect();
-        assert_eq!(seals.len(), 1, "{seals:?}");
-        std::fs::write(&seals[0], b"{ not a record").unwrap();
+        let seal = rec.bucket.slot(&rec.key(&at), None).path("json");
+        assert!(seal.is_file(), "{}", seal.display());
+        std::fs::write(&seal, b"{ not a record").unwrap();
         assert!(!rec.answer(&at, &mut Row::default()));
         rec.remember(&at, &measured_row());
         assert!(rec.answer(&at, &mut Row::default()));
-    }
-
-    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            match path.is_dir() {
-                true => found.extend(walk(&path)),
-                false => found.push(path),
-            }
-        }
-        found
     }
 
     #[test]
@@ -299,12 +279,7 @@ mod tests {
     fn no_cache_records_without_answering() {
         let dir = tempfile::tempdir().unwrap();
         let kernel = crate::cache::key("c", "module", &[]);
-        let at = RowKey {
-            kernel: &kernel,
-            iterations: 10,
-            time: true,
-            verify: true,
-        };
+        let at = row_key(&kernel);
         let cache = lockstep_cache::Cache::at(dir.path().to_path_buf());
         let bucket = cache.enabled(Area::Results).unwrap();
         let tools = || Some(vec!["iree-benchmark-module=aa".to_string()]);

@@ -11,6 +11,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 
 use lockstep_core::config::{self, SectionSpec};
 use lockstep_core::events::Sink;
@@ -19,7 +20,7 @@ use lockstep_core::Error;
 use lockstep_git::Repo;
 use lockstep_integrate::config::{IntegrateConfig, NotifyKind, Strategy};
 use lockstep_integrate::context::Reach;
-use lockstep_sandbox::github::FakeGithub;
+use lockstep_sandbox::github::{ExchangeLog, FakeGithub};
 
 use lockstep_integrate::advance::NextOptions;
 use lockstep_integrate::halt::{short, HaltKind};
@@ -42,8 +43,27 @@ const REPOSITORY: &str = "demo/superproject";
 const TOKEN: &str = "demo-token-never-printed";
 
 /// Runs the integrate story in `root`, writing it to `out`.
+/// The log of the demo's GitHub exchanges `LOCKSTEP_DEMO_GITHUB_LOG=FILE`
+/// asks for, opened before the demo writes anything (a FILE that cannot be
+/// written is a usage error naming it), for a test to hold each exchange to
+/// GitHub's description (tests/testsuite/cli.rs; docs/reliability.md).
+pub fn exchange_log() -> Result<Option<Arc<ExchangeLog>>, Error> {
+    let Some(path) = std::env::var_os("LOCKSTEP_DEMO_GITHUB_LOG") else {
+        return Ok(None);
+    };
+    let path = Path::new(&path);
+    ExchangeLog::create(path).map(Some).map_err(|e| {
+        Error::usage(format!(
+            "LOCKSTEP_DEMO_GITHUB_LOG={}: cannot write there: {e}",
+            path.display()
+        ))
+        .hint("name a file in a directory that exists, or unset it")
+    })
+}
+
 pub fn run(
     root: &Path,
+    exchanges: Option<Arc<ExchangeLog>>,
     history: &crate::report::History,
     sink: &dyn Sink,
     out: &mut dyn Write,
@@ -87,17 +107,7 @@ pub fn run(
         cfg.final_checks = vec![format!("'{exe}' test suites/lit")];
     }
     let gh = FakeGithub::start(REPOSITORY, TOKEN)?;
-    // Every exchange written down, for a test to hold to GitHub's
-    // description (tests/testsuite/cli.rs; docs/reliability.md).
-    if let Some(path) = std::env::var_os("LOCKSTEP_DEMO_GITHUB_LOG") {
-        let path = std::path::Path::new(&path);
-        let log = lockstep_sandbox::github::ExchangeLog::create(path).map_err(|e| {
-            Error::usage(format!(
-                "LOCKSTEP_DEMO_GITHUB_LOG={}: cannot write there: {e}",
-                path.display()
-            ))
-            .hint("name a file in a directory that exists, or unset it")
-        })?;
+    if let Some(log) = exchanges {
         gh.add_observer(log);
     }
     let ig = Integrate::open(&cfg, &loaded.root, sink)?.with_reach(Reach {

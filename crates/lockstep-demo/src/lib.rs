@@ -32,10 +32,11 @@ use lockstep_core::Error;
 /// temporary directory), writing the story to `out`; whether all passed.
 /// The directory is kept either way (the story ends by naming it).
 pub fn run(dir: Option<&Path>, sink: &dyn Sink, out: &mut dyn Write) -> Result<bool, Error> {
+    let exchanges = integrate::exchange_log()?;
     let root = root(dir)?;
     writeln!(out, "== lockstep demo in {}", root.display())?;
     let history = report::History::new(&root.join("history"));
-    let integrate = integrate::run(&root.join("integrate"), &history, sink, out)?;
+    let integrate = integrate::run(&root.join("integrate"), exchanges, &history, sink, out)?;
     let mut parts = vec![
         (
             "integrate: halts at exactly the planted culprits, to upstream head",

@@ -381,6 +381,23 @@ impl FakeGithub {
             .clone()
     }
 
+    /// What keeps this server's checks from being an Enterprise Server's
+    /// alone: each of `wanted` (`ghes:ID`, or `graphql`) it did not check,
+    /// and each check that was neither Enterprise Server's nor GraphQL's.
+    /// Empty for a test that did what it meant to on an Enterprise Server.
+    pub fn enterprise_gaps(&self, wanted: &[&str]) -> Vec<String> {
+        let checked = self.operations_checked();
+        let missing = wanted
+            .iter()
+            .filter(|w| !checked.iter().any(|c| c == *w))
+            .map(|w| format!("{w}: not checked"));
+        let foreign = checked
+            .iter()
+            .filter(|c| !c.starts_with("ghes:") && *c != "graphql")
+            .map(|c| format!("{c}: checked as api.github.com's"));
+        missing.chain(foreign).collect()
+    }
+
     /// Where its exchanges departed from GitHub's description (the test
     /// fails with them when the server is dropped).
     pub fn departures(&self) -> Vec<String> {
@@ -763,7 +780,11 @@ mod tests {
 
     /// `GET target` with the token, as a client sends it; the status line.
     fn get(server: &FakeGithub, target: &str) -> String {
-        let address = server.url().trim_start_matches("http://").to_string();
+        let address = server
+            .url()
+            .trim_start_matches("http://")
+            .trim_end_matches("/api/v3")
+            .to_string();
         let mut stream = std::net::TcpStream::connect(address).unwrap();
         write!(
             stream,
@@ -773,6 +794,28 @@ mod tests {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
         answer.lines().next().unwrap_or_default().to_string()
+    }
+
+    /// An Enterprise Server answers under `/api/v3` alone, counts its
+    /// checks as `ghes:`, and `enterprise_gaps` names what is missing or
+    /// was checked as api.github.com's.
+    #[test]
+    fn an_enterprise_server_counts_its_checks_and_names_the_gaps() {
+        let ghes = FakeGithub::start_enterprise("o/r", "t").unwrap();
+        assert!(get(&ghes, "/api/v3/repos/o/r/pulls?per_page=100").contains(" 200 "));
+        assert!(get(&ghes, "/repos/o/r/pulls?per_page=100").contains(" 404 "));
+        assert_eq!(ghes.operations_checked(), ["ghes:pulls/list"]);
+        assert!(ghes.enterprise_gaps(&["ghes:pulls/list"]).is_empty());
+        assert_eq!(
+            ghes.enterprise_gaps(&["ghes:pulls/create"]),
+            ["ghes:pulls/create: not checked"]
+        );
+        let plain = FakeGithub::start("o/r", "t").unwrap();
+        get(&plain, "/repos/o/r/pulls?per_page=100");
+        assert_eq!(
+            plain.enterprise_gaps(&[]),
+            ["pulls/list: checked as api.github.com's"]
+        );
     }
 
     /// A logged server (the demo's) is held to the description as a running

@@ -121,6 +121,22 @@ fn demo_runs_end_to_end() {
     );
 }
 
+/// The demo's exchange log where it cannot be written: a usage error
+/// naming the variable, before the demo writes anything.
+#[test]
+fn an_unwritable_demo_exchange_log_is_refused_before_anything_is_written() {
+    let p = Project::new();
+    let demo = p.root().join("demo");
+    let out = crate::common::output(p.cmd(&["demo", "--dir"]).arg(&demo).env(
+        "LOCKSTEP_DEMO_GITHUB_LOG",
+        p.root().join("missing/github.jsonl"),
+    ));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("LOCKSTEP_DEMO_GITHUB_LOG="), "{stderr}");
+    assert!(!demo.exists(), "the demo wrote before refusing");
+}
+
 /// Subcommand paths of `lockstep` (`["bench", "compare"]` ...), from the
 /// help texts themselves.
 fn commands(p: &Project, prefix: &[&str]) -> Vec<Vec<String>> {
