@@ -39,21 +39,23 @@ pub fn build(
     sink: &dyn Sink,
     out: &mut dyn Write,
 ) -> Result<PathBuf, Error> {
-    // The dev profile, in the target directory the tests building this
-    // wheel share (kept between runs): a release build of PyO3 and every
-    // crate would be minutes; the Rust side only prepares kernels.
-    let target = source.join("target/tmp/lockstep-cli-wheel");
     let config = dir.join("lockstep.toml");
     fs_err::create_dir_all(dir)?;
+    let env = build_env(&source.join("target"))
+        .into_iter()
+        .map(|(name, value)| {
+            // The TOML serializer's quoting (Rust's `{:?}` is not TOML's).
+            let value = lockstep_core::config::toml_string(&value.display().to_string());
+            format!("{name} = {value}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     fs_err::write(
         &config,
         format!(
             "[pkg]\npython = [\"3.11\"]\ncompiler-cache = \"none\"\nmanylinux = \"off\"\n\n\
              [[pkg.package]]\nname = \"lockstep-kernels\"\nsource = \"python/lockstep-kernels\"\n\
-             env = {{ CARGO_TARGET_DIR = {}, MATURIN_PEP517_ARGS = \"--profile dev\", \
-             CARGO_PROFILE_DEV_DEBUG = \"false\" }}\n",
-            // The TOML serializer's quoting (Rust's `{:?}` is not TOML's).
-            lockstep_core::config::toml_string(&target.display().to_string())
+             env = {{ {env} }}\n"
         ),
     )?;
     let loaded =
@@ -73,6 +75,32 @@ pub fn build(
     };
     crate::wheels::build_wheels(&request, sink, out)?;
     Ok(house.join(lockstep_python::pylock::FILE))
+}
+
+/// How lockstep's own maturin wheels (lockstep-kernels, lockstep-cli) are
+/// built from a checkout whose cargo target directory is `target`: by the
+/// demo, and by the tests that build them.
+///
+/// The dev profile (the release profile would make each a build of
+/// minutes; the Rust side only prepares kernels), into a target directory
+/// of their own, kept between runs, whose intermediate files live in the
+/// checkout's own build directory (cargo's `build.build-dir`): the
+/// dependencies `cargo build` or `cargo test` compiled there are reused,
+/// not compiled a second time. Without debug info, so lockstep's own crates,
+/// compiled here from the staged commit, are units of their own beside the
+/// checkout's (cargo names a unit by its profile): a wheel build never
+/// replaces what the checkout's next build would take as fresh. A
+/// `CARGO_BUILD_BUILD_DIR` already set is left as it is.
+pub fn build_env(target: &Path) -> Vec<(&'static str, PathBuf)> {
+    let mut env = vec![
+        ("CARGO_TARGET_DIR", target.join("tmp/lockstep-cli-wheel")),
+        ("MATURIN_PEP517_ARGS", PathBuf::from("--profile dev")),
+        ("CARGO_PROFILE_DEV_DEBUG", PathBuf::from("false")),
+    ];
+    if std::env::var_os("CARGO_BUILD_BUILD_DIR").is_none() {
+        env.push(("CARGO_BUILD_BUILD_DIR", target.to_path_buf()));
+    }
+    env
 }
 
 /// Installs lockstep-kernels from the served index (its NumPy and IREE from

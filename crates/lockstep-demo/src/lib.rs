@@ -21,6 +21,8 @@ mod report;
 mod tests;
 mod wheels;
 
+pub use kernels::build_env as wheel_build_env;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

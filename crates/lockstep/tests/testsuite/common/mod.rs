@@ -1002,17 +1002,11 @@ impl Drop for PypiServer {
 }
 
 /// The environment of a maturin wheel built by a test (`pkg build` of
-/// lockstep-cli or lockstep-kernels): the dev profile without debug info
-/// (the release profile would make each a ten-minute build), in one target
-/// directory kept between runs and shared by those tests (and by the demo
-/// run from a checkout; cargo's lock serializes them).
+/// lockstep-cli or lockstep-kernels): the demo's own
+/// (`lockstep_demo::wheel_build_env`), over this suite's target
+/// directory, whose dependencies the wheels' builds reuse; cargo's lock
+/// serializes those builds.
 pub fn wheel_build_env() -> Vec<(&'static str, PathBuf)> {
-    vec![
-        (
-            "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("lockstep-cli-wheel"),
-        ),
-        ("MATURIN_PEP517_ARGS", PathBuf::from("--profile dev")),
-        ("CARGO_PROFILE_DEV_DEBUG", PathBuf::from("false")),
-    ]
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    lockstep_demo::wheel_build_env(tmp.parent().unwrap_or(tmp))
 }
