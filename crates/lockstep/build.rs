@@ -58,11 +58,16 @@ fn main() {
     };
     let git_dir = git(&manifest_dir, &["rev-parse", "--absolute-git-dir"]).unwrap_or_default();
     // Rerun when HEAD moves, the branch it names moves, or the index changes.
-    println!("cargo:rerun-if-changed={git_dir}/HEAD");
-    println!("cargo:rerun-if-changed={git_dir}/index");
-    println!("cargo:rerun-if-changed={git_dir}/packed-refs");
-    if let Some(branch) = git(&manifest_dir, &["symbolic-ref", "-q", "HEAD"]) {
-        println!("cargo:rerun-if-changed={git_dir}/{branch}");
+    // Only files that exist: cargo takes a missing one as changed at every
+    // build (a repository without packed refs rebuilt the binary each time);
+    // a ref packed later removes its loose file, which is a change.
+    let mut watched = vec!["HEAD".to_string(), "index".into(), "packed-refs".into()];
+    watched.extend(git(&manifest_dir, &["symbolic-ref", "-q", "HEAD"]));
+    for file in watched {
+        let path = Path::new(&git_dir).join(file);
+        if path.exists() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
     }
     // Only lockstep's own repository: not an enclosing one (a home directory in git).
     let ours = std::fs::canonicalize(top.join("crates/lockstep")).ok()

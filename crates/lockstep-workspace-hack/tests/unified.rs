@@ -73,6 +73,21 @@ fn the_binary_the_wheels_and_the_tests_build_shared_crates_alike() {
         "`cargo run` and `cargo test` would compile these crates twice; add the test build's features to crates/lockstep-workspace-hack/Cargo.toml:\n{}",
         drifted.join("\n")
     );
+    // scripts/test runs the binary crate's tests beside every other
+    // crate's, both from one build: neither may find a crate to compile.
+    let others = graph(&[
+        "--workspace",
+        "--exclude",
+        "lockstep",
+        "-e",
+        "normal,build,dev",
+    ]);
+    let drifted = drift(&others, &tests);
+    assert!(
+        drifted.is_empty(),
+        "scripts/test's run of every crate but lockstep would compile these crates again, while the binary crate's suite waits for cargo's lock; give them the whole test build's features (in a dev-only crate):\n{}",
+        drifted.join("\n")
+    );
     let drifted = drift(&kernels, &binary);
     assert!(
         drifted.is_empty(),
