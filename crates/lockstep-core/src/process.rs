@@ -584,6 +584,9 @@ pub fn kill_children_on_signals() -> std::io::Result<()> {
         .name("signals".into())
         .spawn(move || {
             if let Some(signal) = signals.forever().next() {
+                // Before any child dies of it: whatever the main thread
+                // makes of a killed child, it must not exit first.
+                TERMINATING.store(true, std::sync::atomic::Ordering::SeqCst);
                 let live = LIVE_GROUPS
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -596,6 +599,25 @@ pub fn kill_children_on_signals() -> std::io::Result<()> {
             }
         })?;
     Ok(())
+}
+
+/// Set by [`kill_children_on_signals`]'s thread when a signal arrived,
+/// before it kills the children: lockstep is about to die of the signal.
+static TERMINATING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// What the binary calls before it exits on its own: when a signal is being
+/// handled, waits for [`kill_children_on_signals`]'s thread to end the
+/// process as the signal. A command whose children the signal killed sees
+/// them fail and finishes; without this wait it could exit first with its
+/// own code (seen under load: an interrupted `bench` exited 1, not of
+/// SIGINT). The flag is set before any child is killed, so a command that
+/// finished because of the signal always finds it set.
+pub fn defer_exit_to_signal() {
+    if TERMINATING.load(std::sync::atomic::Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
 }
 
 /// Sends SIGKILL to a process group; a group that no longer exists is fine.

@@ -42,7 +42,11 @@ fn main() -> ExitCode {
         Err(err) => return fail(&err),
     };
     let ctx = Ctx::new(&reporters, &spec, cwd, cli.config.clone());
-    let code = match commands::dispatch(cli.command, &ctx) {
+    let result = commands::dispatch(cli.command, &ctx);
+    // An interrupted command ends as the signal, not as what it made of
+    // its killed children.
+    lockstep_core::process::defer_exit_to_signal();
+    let code = match result {
         Ok(code) => code,
         Err(err) => reporters.fail(&err),
     };
