@@ -73,6 +73,12 @@ fn built_project() -> Project {
     p
 }
 
+/// How many entries `publish --json`'s `github_release.KEY` lists (`None`
+/// when it is not a list).
+fn listed(report: &serde_json::Value, key: &str) -> Option<usize> {
+    report["github_release"][key].as_array().map(Vec::len)
+}
+
 #[test]
 fn publish_creates_and_completes_the_github_release_with_checksums() {
     let p = built_project();
@@ -131,7 +137,7 @@ fn publish_creates_and_completes_the_github_release_with_checksums() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let g = &report["github_release"];
     assert_eq!(g["created"], true, "{report}");
-    assert_eq!(g["uploaded"].as_array().map(Vec::len), Some(3), "{report}");
+    assert_eq!(listed(&report, "uploaded"), Some(3), "{report}");
     {
         let releases = github.releases();
         let release = releases
@@ -159,18 +165,8 @@ fn publish_creates_and_completes_the_github_release_with_checksums() {
     let out = publish(&p, &github, &PUBLISH_JSON, true, 0);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(report["github_release"]["created"], false, "{report}");
-    assert_eq!(
-        report["github_release"]["uploaded"]
-            .as_array()
-            .map(Vec::len),
-        Some(0)
-    );
-    assert_eq!(
-        report["github_release"]["already_there"]
-            .as_array()
-            .map(Vec::len),
-        Some(3)
-    );
+    assert_eq!(listed(&report, "uploaded"), Some(0));
+    assert_eq!(listed(&report, "already_there"), Some(3));
 
     // A server that echoes the token in every field: it is printed nowhere
     // (`publish` checks stdout and stderr) and stored nowhere.
@@ -550,11 +546,7 @@ fn a_final_is_promoted_tagged_released_and_branched_from_a_hosted_candidate() {
     let again: serde_json::Value = serde_json::from_slice(&promote(&args, 0).stdout).expect("JSON");
     assert_eq!(again["tag_outcome"], "already-there", "{again}");
     assert_eq!(again["branch_outcome"], "already-there");
-    assert_eq!(
-        again["github_release"]["uploaded"].as_array().map(Vec::len),
-        Some(0),
-        "{again}"
-    );
+    assert_eq!(listed(&again, "uploaded"), Some(0), "{again}");
 
     // A final tag already at another commit is refused before anything is
     // written.
@@ -1039,13 +1031,7 @@ fn an_enterprise_server_gets_the_release_and_its_assets_under_api_v3() {
     let out = publish(&p, &github, &PUBLISH_JSON, true, 0);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(report["github_release"]["created"], true, "{report}");
-    assert_eq!(
-        report["github_release"]["uploaded"]
-            .as_array()
-            .map(Vec::len),
-        Some(3),
-        "{report}"
-    );
+    assert_eq!(listed(&report, "uploaded"), Some(3), "{report}");
     let releases = github.releases();
     assert_eq!(releases.len(), 1);
     assert_eq!(
@@ -1058,13 +1044,7 @@ fn an_enterprise_server_gets_the_release_and_its_assets_under_api_v3() {
     let out = publish(&p, &github, &PUBLISH_JSON, true, 0);
     let again: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(again["github_release"]["created"], false, "{again}");
-    assert_eq!(
-        again["github_release"]["already_there"]
-            .as_array()
-            .map(Vec::len),
-        Some(3),
-        "{again}"
-    );
+    assert_eq!(listed(&again, "already_there"), Some(3), "{again}");
     let gaps = github.enterprise_gaps(&[
         "ghes:repos/get-release-by-tag",
         "ghes:repos/create-release",
