@@ -183,6 +183,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn wheel_builds_take_the_checkouts_dependencies_in_units_of_their_own() {
+        let target = Path::new("/checkout/target");
+        let env: std::collections::BTreeMap<_, _> = build_env(target).into_iter().collect();
+        assert_eq!(
+            env["CARGO_TARGET_DIR"],
+            Path::new("/checkout/target/tmp/lockstep-cli-wheel")
+        );
+        // No debug info: lockstep's own crates are not the checkout's units.
+        assert_eq!(env["CARGO_PROFILE_DEV_DEBUG"], Path::new("false"));
+        assert_eq!(env["MATURIN_PEP517_ARGS"], Path::new("--profile dev"));
+        // The checkout's build directory, unless one is set already.
+        match std::env::var_os("CARGO_BUILD_BUILD_DIR") {
+            None => assert_eq!(env["CARGO_BUILD_BUILD_DIR"], target),
+            Some(_) => assert!(!env.contains_key("CARGO_BUILD_BUILD_DIR")),
+        }
+    }
+
+    #[test]
     fn the_docs_page_has_examples_and_each_runs_in_its_own_function() {
         let blocks = examples(DOCS_PAGE);
         assert!(blocks.len() >= 4, "{}", blocks.len());
