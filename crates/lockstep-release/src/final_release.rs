@@ -266,6 +266,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn kernel_filesystems_are_refused_but_dev_shm_is_a_directory_for_files() {
+        assert_eq!(kernel_dir(Path::new("/proc/self")), Some("/proc"));
+        assert_eq!(kernel_dir(Path::new("/sys/kernel")), Some("/sys"));
+        assert_eq!(kernel_dir(Path::new("/dev")), Some("/dev"));
+        assert_eq!(kernel_dir(Path::new("/dev/pts")), Some("/dev"));
+        assert_eq!(kernel_dir(Path::new("/dev/shm")), None);
+        assert_eq!(kernel_dir(Path::new("/dev/shm/ci/final")), None);
+        assert_eq!(kernel_dir(Path::new("/devices")), None);
+        assert_eq!(kernel_dir(Path::new("/tmp/final")), None);
+    }
+
+    #[test]
     fn finals_and_branches_come_from_the_candidate() {
         assert_eq!(final_of("3.14.0rc2026112701").unwrap(), "3.14.0");
         assert_eq!(final_of("0.3.0.dev5").unwrap(), "0.3.0");
@@ -523,13 +535,9 @@ fn check_copy_dir(out: &Path, index: &Path) -> Result<(), Error> {
     let real = existing
         .canonicalize()
         .map_err(|e| refuse(format!("cannot be resolved ({e})")))?;
-    if ["/proc", "/sys", "/dev"]
-        .iter()
-        .any(|k| real.starts_with(k))
-    {
+    if let Some(kernel) = kernel_dir(&real) {
         return Err(refuse(format!(
-            "it is under {}, not a directory for files",
-            real.display()
+            "it is under {kernel}, not a directory for files"
         )));
     }
     if let Ok(store) = index.canonicalize() {
@@ -538,6 +546,18 @@ fn check_copy_dir(out: &Path, index: &Path) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The kernel's filesystem a resolved path lies in (`/proc`, `/sys`, or
+/// `/dev` but for `/dev/shm`, the tmpfs for files many machines keep their
+/// temporary directories in), where no final's files belong.
+fn kernel_dir(real: &Path) -> Option<&'static str> {
+    if real.starts_with("/dev/shm") {
+        return None;
+    }
+    ["/proc", "/sys", "/dev"]
+        .into_iter()
+        .find(|k| real.starts_with(k))
 }
 
 /// The files `--copy-to` will write, checked: each name is new there, or

@@ -1653,7 +1653,7 @@ fn promote_checks_copy_to_before_anything_and_never_writes_through_a_link() {
     for (dir, said) in [
         ("/dev/null", "not a directory"),
         (file.to_str().unwrap(), "not a directory"),
-        ("/proc/self", "not a directory for files"),
+        ("/proc/self", "under /proc, not a directory for files"),
         ("release/index/files", "inside the release store"),
     ] {
         let err = stderr(&p.run(&["release", "promote", "3.14.0rc1", "--copy-to", dir], 2));
