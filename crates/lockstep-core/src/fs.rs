@@ -371,10 +371,20 @@ pub fn real_path(path: &Path) -> PathBuf {
 /// Whether `file` lives on one of the kernel's pseudo filesystems, whose
 /// "regular" files may block a reader or never end.
 fn on_kernel_filesystem(file: &std::fs::File) -> bool {
+    nix::sys::statfs::fstatfs(file).is_ok_and(|fs| is_kernel_filesystem(fs.filesystem_type()))
+}
+
+/// Whether `path` (a directory an output would go in, say) lives on one of
+/// the kernel's pseudo filesystems (proc, sysfs, cgroup, debugfs ...,
+/// wherever they are mounted); false when it cannot be read.
+pub fn on_kernel_filesystem_at(path: &Path) -> bool {
+    nix::sys::statfs::statfs(path).is_ok_and(|fs| is_kernel_filesystem(fs.filesystem_type()))
+}
+
+fn is_kernel_filesystem(kind: nix::sys::statfs::FsType) -> bool {
     use nix::sys::statfs::{
-        fstatfs, BPF_FS_MAGIC, CGROUP2_SUPER_MAGIC, CGROUP_SUPER_MAGIC, DEBUGFS_MAGIC,
-        DEVPTS_SUPER_MAGIC, NSFS_MAGIC, PROC_SUPER_MAGIC, SECURITYFS_MAGIC, SELINUX_MAGIC,
-        SYSFS_MAGIC, TRACEFS_MAGIC,
+        BPF_FS_MAGIC, CGROUP2_SUPER_MAGIC, CGROUP_SUPER_MAGIC, DEBUGFS_MAGIC, DEVPTS_SUPER_MAGIC,
+        NSFS_MAGIC, PROC_SUPER_MAGIC, SECURITYFS_MAGIC, SELINUX_MAGIC, SYSFS_MAGIC, TRACEFS_MAGIC,
     };
     let kernel = [
         PROC_SUPER_MAGIC,
@@ -389,7 +399,7 @@ fn on_kernel_filesystem(file: &std::fs::File) -> bool {
         BPF_FS_MAGIC,
         NSFS_MAGIC,
     ];
-    fstatfs(file).is_ok_and(|fs| kernel.contains(&fs.filesystem_type()))
+    kernel.contains(&kind)
 }
 
 /// [`read_input`] for text: invalid UTF-8 is an error naming the file.

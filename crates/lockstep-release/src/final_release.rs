@@ -278,6 +278,21 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_filesystem_is_refused_wherever_it_is_mounted() {
+        let index = Path::new("/nonexistent/release/index");
+        // By the filesystem's kind, not its path; a temporary directory
+        // (on /dev/shm under scripts/test) is a directory for files.
+        assert!(lockstep_core::fs::on_kernel_filesystem_at(Path::new(
+            "/proc/self"
+        )));
+        assert!(!lockstep_core::fs::on_kernel_filesystem_at(Path::new("/")));
+        let err = check_copy_dir(Path::new("/proc/self/final"), index).unwrap_err();
+        assert!(err.to_string().contains("under /proc"), "{err}");
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(check_copy_dir(&tmp.path().join("final"), index).is_ok());
+    }
+
+    #[test]
     fn finals_and_branches_come_from_the_candidate() {
         assert_eq!(final_of("3.14.0rc2026112701").unwrap(), "3.14.0");
         assert_eq!(final_of("0.3.0.dev5").unwrap(), "0.3.0");
@@ -539,6 +554,12 @@ fn check_copy_dir(out: &Path, index: &Path) -> Result<(), Error> {
         return Err(refuse(format!(
             "it is under {kernel}, not a directory for files"
         )));
+    }
+    // A kernel filesystem mounted elsewhere (a cgroup tree, debugfs).
+    if lockstep_core::fs::on_kernel_filesystem_at(&real) {
+        return Err(refuse(
+            "it is on a kernel filesystem, not a directory for files".to_string(),
+        ));
     }
     if let Ok(store) = index.canonicalize() {
         if real.starts_with(&store) {
