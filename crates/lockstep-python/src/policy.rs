@@ -21,7 +21,13 @@
 //!   whatever variable the caller names, such as `[integrate.notify]
 //!   url-env`); only `uv publish` gets upload credentials, set explicitly;
 //! - inside a venv, also loses `PYTHONPATH` and `PYTHONHOME` ([`VENV_VARS`]),
-//!   so what runs is the installed wheels, not a source tree.
+//!   so what runs is the installed wheels, not a source tree;
+//! - loses the variables cargo sets for the crate it runs
+//!   ([`CARGO_CRATE_VARS`]) when lockstep itself was started by `cargo run`
+//!   or `cargo test`: a build backend's cargo (maturin, setuptools-rust)
+//!   would take them for its own, and every build script that watches one
+//!   (ring's, pest's, libsqlite3-sys's) would run again and rebuild what
+//!   depends on it, in the build directory a wheel shares with its checkout.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,10 +68,32 @@ pub const INDEX_VARS: &[&str] = &[
 /// credentials: `UV_INDEX_<NAME>_URL`, `UV_INDEX_<NAME>_PASSWORD` ...).
 const INDEX_PREFIXES: &[&str] = &["UV_INDEX_"];
 
+/// What cargo sets in the environment of the crate it compiles or runs
+/// (cargo's "environment variables Cargo sets for crates"), and the
+/// prefixes of more ([`CARGO_CRATE_PREFIXES`]): meaningless to a nested
+/// cargo, and watched by build scripts. Cargo's configuration variables
+/// (`CARGO_HOME`, `CARGO_TARGET_DIR`, `CARGO_BUILD_*`, `CARGO_PROFILE_*`)
+/// and `CARGO` itself are kept.
+pub const CARGO_CRATE_VARS: &[&str] = &[
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "CARGO_MANIFEST_LINKS",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_NAME",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "CARGO_RUSTC_CURRENT_DIR",
+    "OUT_DIR",
+];
+
+/// Prefixes of cargo's crate variables: `CARGO_PKG_NAME`,
+/// `CARGO_PKG_VERSION_MAJOR` ..., and `CARGO_BIN_EXE_<name>` of a test.
+const CARGO_CRATE_PREFIXES: &[&str] = &["CARGO_PKG_", "CARGO_BIN_EXE_"];
+
 /// Taken out of the environment of a program run inside a venv.
 pub const VENV_VARS: &[&str] = &["PYTHONPATH", "PYTHONHOME"];
 
-/// Which variables a child never sees: [`INDEX_VARS`] and lockstep's secrets
+/// Which variables a child never sees: [`INDEX_VARS`], [`CARGO_CRATE_VARS`] and lockstep's secrets
 /// (`lockstep_core::process::secret_vars`: the fixed list and the webhook
 /// variable the loaded configuration registered).
 #[derive(Debug, Clone, Default)]
@@ -74,10 +102,18 @@ pub struct Policy {}
 impl Policy {
     /// Every variable taken out of a child's environment, now.
     pub fn stripped(&self) -> Vec<String> {
-        let mut vars: Vec<String> = INDEX_VARS.iter().map(|v| v.to_string()).collect();
+        let mut vars: Vec<String> = INDEX_VARS
+            .iter()
+            .chain(CARGO_CRATE_VARS)
+            .map(|v| v.to_string())
+            .collect();
         for (name, _) in std::env::vars_os() {
             let name = name.to_string_lossy();
-            if INDEX_PREFIXES.iter().any(|p| name.starts_with(p)) {
+            if INDEX_PREFIXES
+                .iter()
+                .chain(CARGO_CRATE_PREFIXES)
+                .any(|p| name.starts_with(p))
+            {
                 vars.push(name.into_owned());
             }
         }
@@ -354,6 +390,31 @@ mod tests {
             assert!(vars.iter().any(|x| x == v), "{v} in {vars:?}");
         }
         assert!(!vars.iter().any(|x| x == "PATH" || x == "HOME"));
+    }
+
+    #[test]
+    fn a_parent_cargos_crate_variables_are_stripped_but_not_cargos_configuration() {
+        // This test runs under `cargo test`: cargo set these for it.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
+        let vars = Policy::default().stripped();
+        for v in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "OUT_DIR",
+        ] {
+            assert!(vars.iter().any(|x| x == v), "{v} in {vars:?}");
+        }
+        for kept in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_BUILD_DIR",
+            "CARGO_PROFILE_DEV_DEBUG",
+        ] {
+            assert!(!vars.iter().any(|x| x == kept), "{kept} kept: {vars:?}");
+        }
     }
 
     #[test]
