@@ -363,11 +363,7 @@ fn serve_site(site: &Path) -> (Project, Served) {
 fn install_from(p: &Project, index: &str, version: &str, with_uv: bool) -> String {
     let venv = p.root().join(if with_uv { "venv-uv" } else { "venv-pip" });
     let _ = std::fs::remove_dir_all(&venv);
-    expect(
-        Command::new("python3.11").arg("-m").arg("venv").arg(&venv),
-        0,
-    );
-    let python = venv.join("bin/python");
+    let python = bare_venv("python3.11", &venv);
     let reqs = [
         format!("demo-compiler=={version}"),
         format!("demo-runtime=={version}"),
@@ -383,8 +379,8 @@ fn install_from(p: &Project, index: &str, version: &str, with_uv: bool) -> Strin
         ]);
         cmd
     } else {
-        let mut cmd = Command::new(&python);
-        cmd.args(["-m", "pip", "install", "--pre", "--index-url", index])
+        let mut cmd = pip_into(&python);
+        cmd.args(["install", "--pre", "--index-url", index])
             .args(["--extra-index-url", "https://pypi.org/simple/"]);
         cmd
     };
@@ -611,15 +607,7 @@ fn install_and_run(
     with_uv: bool,
     code: &str,
 ) -> String {
-    let venv = p.root().join(name);
-    expect(
-        Command::new(python_of(python))
-            .arg("-m")
-            .arg("venv")
-            .arg(&venv),
-        0,
-    );
-    let python_in = venv.join("bin/python");
+    let python_in = bare_venv(python_of(python), &p.root().join(name));
     let mut cmd = if with_uv {
         // lockstep's own pinned uv: a fresh machine's python3 has no uv module.
         let mut cmd = Command::new(shared_uv());
@@ -628,8 +616,8 @@ fn install_and_run(
             .args(["--index", index]);
         cmd
     } else {
-        let mut cmd = Command::new(&python_in);
-        cmd.args(["-m", "pip", "install", "--quiet", "--index-url", index])
+        let mut cmd = pip_into(&python_in);
+        cmd.args(["install", "--quiet", "--index-url", index])
             .args(["--extra-index-url", "https://pypi.org/simple/"]);
         cmd
     };

@@ -211,15 +211,8 @@ fn manifests_install_with_uv_and_pip_directly() {
 
     // pip reads PEP 751 files from pip 25.1 on; the venv gets a current pip.
     let pipenv = p.root().join("pipenv");
-    run_ok(Command::new("python3").args(["-m", "venv"]).arg(&pipenv));
-    run_ok(Command::new(pipenv.join("bin/python")).args([
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "--upgrade",
-        "pip>=25.1",
-    ]));
+    let python = bare_venv("python3", &pipenv);
+    run_ok(pip_into(&python).args(["install", "-q", "pip>=25.1"]));
     run_ok(
         Command::new(pipenv.join("bin/python"))
             .args(["-m", "pip", "install", "-q", "--no-index", "-r"])

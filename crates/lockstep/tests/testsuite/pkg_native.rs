@@ -136,9 +136,9 @@ fn an_iree_shaped_project_builds_with_its_submodule_repaired_and_cached() {
 
     // It imports and runs the submodule's passes.
     let venv = p.root().join("venv");
-    expect(Command::new("python3").args(["-m", "venv"]).arg(&venv), 0);
+    let python = bare_venv("python3", &venv);
     expect(
-        Command::new(venv.join("bin/pip"))
+        pip_into(&python)
             .args(["install", "--quiet", "--no-deps", "--no-index"])
             .arg(&compiler),
         0,
@@ -568,16 +568,10 @@ fn an_iree_shaped_set_publishes_with_its_pypi_dependency_and_installs_with_it() 
         n.project.join("release/index/simple").display()
     );
     let venv = p.root().join("pip-venv");
-    expect(Command::new("python3").args(["-m", "venv"]).arg(&venv), 0);
+    let python = bare_venv("python3", &venv);
     expect(
-        Command::new(venv.join("bin/pip"))
-            .args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-cache-dir",
-                "--pre",
-            ])
+        pip_into(&python)
+            .args(["install", "--quiet", "--no-cache-dir", "--pre"])
             .args(["--index-url", &simple, "--extra-index-url", &deps_url])
             .arg(format!("demo-runtime=={version}"))
             .arg(format!("demo-compiler=={version}"))
@@ -649,9 +643,9 @@ fn dependencies_no_index_has_are_named_and_nothing_is_published() {
 /// What `code` prints in a fresh venv holding `wheel` (no dependencies).
 fn import_from(p: &Project, name: &str, wheel: &Path, code: &str) -> String {
     let venv = p.root().join(name);
-    expect(Command::new("python3").args(["-m", "venv"]).arg(&venv), 0);
+    let python = bare_venv("python3", &venv);
     expect(
-        Command::new(venv.join("bin/pip"))
+        pip_into(&python)
             .args(["install", "--quiet", "--no-deps", "--no-index"])
             .arg(wheel)
             .env_remove("PIP_FIND_LINKS"),
@@ -942,13 +936,12 @@ fn sdists_travel_with_the_set_through_publish_and_promote() {
     // pip builds and installs it from the index when asked for source (its
     // build backend and dependency from the dependency index).
     let venv = p.root().join("sdist-venv");
-    expect(Command::new("python3").args(["-m", "venv"]).arg(&venv), 0);
+    let python = bare_venv("python3", &venv);
     expect(
-        Command::new(venv.join("bin/pip"))
+        pip_into(&python)
             .args([
                 "install",
                 "--quiet",
-                "--disable-pip-version-check",
                 "--no-cache-dir",
                 "--pre",
                 "--no-binary",

@@ -290,26 +290,15 @@ fn fixture() -> Project {
     p
 }
 
-/// A venv with pip, made by python3 itself.
+/// A venv made by python3 itself, that pip installs into ([`pip_into`]).
 fn pip_venv(dir: &Path) -> PathBuf {
-    let out = output(Command::new("python3").arg("-m").arg("venv").arg(dir));
-    assert!(out.status.success());
-    dir.join("bin/python")
+    bare_venv("python3", dir)
 }
 
 fn pip_install(python: &Path, index: &str, reqs: &[&str]) -> std::process::Output {
     output(
-        Command::new(python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-cache-dir",
-                "--index-url",
-                index,
-            ])
+        pip_into(python)
+            .args(["install", "--quiet", "--no-cache-dir", "--index-url", index])
             .args(reqs)
             .env_remove("PIP_FIND_LINKS"),
     )
@@ -611,14 +600,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// A venv with pip and `wheel` (whose `unpack` verifies RECORD).
 fn wheel_tool(dir: &Path) -> PathBuf {
     let py = pip_venv(dir);
-    let out = output(Command::new(&py).args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "wheel",
-    ]));
+    let out = output(pip_into(&py).args(["install", "--quiet", "wheel"]));
     assert!(out.status.success(), "pip install wheel: {}", stderr(&out));
     py
 }
@@ -720,7 +702,7 @@ fn promote_rewrites_the_wheels_deterministically_and_pip_sees_only_the_final() {
     let out = pip_install(&venv, &file_url, &["demo-pure", "demo-cext"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(installed(&venv, "demo-pure"), "3.14.0");
-    let freeze = stdout(&output(Command::new(&venv).args(["-m", "pip", "freeze"])));
+    let freeze = stdout(&output(pip_into(&venv).arg("freeze")));
     assert_eq!(freeze.matches("demo-pure").count(), 1, "{freeze}");
     assert!(freeze.contains("demo-pure==3.14.0"), "{freeze}");
 
@@ -1486,14 +1468,7 @@ fn two_pythons_publish_as_one_version_validated_in_each_python() {
         "{added:?}"
     );
     for python in ["3.11", "3.12"] {
-        let venv = p.root().join(format!("venv-{python}"));
-        let out = output(
-            Command::new(python_of(python))
-                .args(["-m", "venv"])
-                .arg(&venv),
-        );
-        assert!(out.status.success(), "{}", stderr(&out));
-        let py = venv.join("bin/python");
+        let py = bare_venv(python_of(python), &p.root().join(format!("venv-{python}")));
         let file_url = format!("file://{}/", index.join("simple").display());
         let out = pip_install(&py, &file_url, &[&format!("demo-cext=={v}")]);
         assert!(out.status.success(), "{python}: {}", stderr(&out));

@@ -283,21 +283,10 @@ fn hosted_on_github_releases_the_index_links_assets_and_sync_rebuilds_an_evicted
     // the core metadata beside them).
     let served = Served::start(&p);
     let venv = p.root().join("pip-venv");
+    let python = bare_venv("python3", &venv);
     expect(
-        std::process::Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv),
-        0,
-    );
-    expect(
-        std::process::Command::new(venv.join("bin/python"))
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
+        pip_into(&python)
+            .args(["install", "--quiet"])
             .args([
                 "--index-url",
                 &served.url(),

@@ -899,6 +899,33 @@ pub fn upstream_with_break(dir: &Path, n: usize, breaks: usize) -> Vec<String> {
     shas
 }
 
+/// A fresh venv of the interpreter `python` (`python3`, `python3.11`, or a
+/// path) at `dir`, made by that Python itself (`-m venv`) but without a pip
+/// of its own: ensurepip costs about 2.4 CPU-seconds a venv, and the suite
+/// makes dozens. [`pip_into`] installs into it with a real pip; uv needs
+/// none. Its interpreter, `dir/bin/python`.
+pub fn bare_venv(python: impl AsRef<std::ffi::OsStr>, dir: &Path) -> PathBuf {
+    expect(
+        Command::new(python)
+            .args(["-m", "venv", "--without-pip"])
+            .arg(dir),
+        0,
+    );
+    dir.join("bin/python")
+}
+
+/// pip, acting on the venv whose interpreter is `python` (pip's own
+/// `--python`: the machine's `python3 -m pip` runs again under that
+/// interpreter and installs into its venv, as the venv's own pip would).
+/// The caller adds the subcommand: `pip_into(py).args(["install", ...])`.
+pub fn pip_into(python: &Path) -> Command {
+    let mut cmd = Command::new("python3");
+    cmd.args(["-m", "pip", "--python"])
+        .arg(python)
+        .arg("--disable-pip-version-check");
+    cmd
+}
+
 /// The interpreter of Python `version` (`3.12`): `pythonX.Y` on PATH when it
 /// runs, else pyenv's install (the image's Pythons beside its default).
 pub fn python_of(version: &str) -> PathBuf {
