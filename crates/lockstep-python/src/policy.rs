@@ -93,9 +93,9 @@ const CARGO_CRATE_PREFIXES: &[&str] = &["CARGO_PKG_", "CARGO_BIN_EXE_"];
 /// Taken out of the environment of a program run inside a venv.
 pub const VENV_VARS: &[&str] = &["PYTHONPATH", "PYTHONHOME"];
 
-/// Which variables a child never sees: [`INDEX_VARS`], [`CARGO_CRATE_VARS`] and lockstep's secrets
-/// (`lockstep_core::process::secret_vars`: the fixed list and the webhook
-/// variable the loaded configuration registered).
+/// Which variables a child never sees: [`INDEX_VARS`], [`CARGO_CRATE_VARS`]
+/// and lockstep's secrets (`lockstep_core::process::secret_vars`: the fixed
+/// list and the webhook variable the loaded configuration registered).
 #[derive(Debug, Clone, Default)]
 pub struct Policy {}
 

@@ -93,6 +93,10 @@ fn children_never_see_index_variables_or_secrets() {
     // The webhook variable a lockstep.toml names is registered once, for
     // every child.
     lockstep_core::process::also_secret("MY_WEBHOOK");
+    assert!(
+        std::env::var_os("CARGO_MANIFEST_DIR").is_some(),
+        "run by cargo test"
+    );
     let uv = uv();
     let (probe, _) = wheelhouses();
     let dir = tempfile::tempdir().unwrap();
@@ -131,6 +135,9 @@ fn children_never_see_index_variables_or_secrets() {
             "TWINE_PASSWORD",
             "MY_WEBHOOK",
             "PYTHONPATH",
+            // cargo set these for this test; a child's own cargo must not see them.
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_NAME",
         ] {
             assert!(!seen.iter().any(|k| k == hidden), "{argv:?} saw {hidden}");
         }
