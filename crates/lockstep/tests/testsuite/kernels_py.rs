@@ -91,23 +91,10 @@ fn the_kernels_package_builds_publishes_installs_and_launches() {
          version-base = \"0.1.0\"\nindex = \"release/index\"\n\
          smoke = \"python -c 'import lockstep_kernels'\"\n",
     );
-    // Committed at the clone's commit time: `pkg build` sets
-    // SOURCE_DATE_EPOCH from it, and the C compiles of the wheel's
-    // dependencies watch that variable (the cc crate), so this build reuses
-    // what the other builds of this commit (the demo's, pkg_cli's) compiled
-    // in the build directory they share, instead of rebuilding ring,
-    // libsqlite3-sys and what stands on them.
-    let when = git(&clone, &["log", "-1", "--format=%cI"]);
-    git(&clone, &["add", "-A"]);
-    expect(
-        Command::new("git")
-            .arg("-C")
-            .arg(&clone)
-            .args(["-c", "user.name=t", "-c", "user.email=t@e"])
-            .args(["commit", "-qm", "only lockstep-kernels"])
-            .env("GIT_COMMITTER_DATE", &when),
-        0,
-    );
+    // At the clone's commit time: the demo's and pkg_cli's wheel builds of
+    // this commit compiled ring, libsqlite3-sys ... with that
+    // SOURCE_DATE_EPOCH in the build directory this build shares.
+    commit_as_tester_at_head_time(&clone, "only lockstep-kernels");
     let build_env = wheel_build_env();
     let wheelhouse = p.root().join("wheelhouse");
     let built = expect(

@@ -290,11 +290,6 @@ fn fixture() -> Project {
     p
 }
 
-/// A venv made by python3 itself, that pip installs into ([`pip_into`]).
-fn pip_venv(dir: &Path) -> PathBuf {
-    bare_venv("python3", dir)
-}
-
 fn pip_install(python: &Path, index: &str, reqs: &[&str]) -> std::process::Output {
     output(
         pip_into(python)
@@ -373,7 +368,7 @@ fn published_sets_install_with_pip_and_uv_from_the_index_and_yanks_are_skipped()
         "{page}"
     );
     let file_url = format!("file://{}/", index.join("simple").display());
-    let py = pip_venv(&p.root().join("pipvenv"));
+    let py = bare_venv("python3", &p.root().join("pipvenv"));
     let out = pip_install(
         &py,
         &file_url,
@@ -388,7 +383,7 @@ fn published_sets_install_with_pip_and_uv_from_the_index_and_yanks_are_skipped()
     p.run(&["release", "yank", v2, "--reason", "broken runtime"], 0);
     let page = std::fs::read_to_string(index.join("simple/demo-pure/index.html")).unwrap();
     assert!(page.contains("data-yanked=\"broken runtime\""), "{page}");
-    let py2 = pip_venv(&p.root().join("pipvenv2"));
+    let py2 = bare_venv("python3", &p.root().join("pipvenv2"));
     let out = pip_install(&py2, &file_url, &["--pre", "demo-pure"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
@@ -419,7 +414,7 @@ fn published_sets_install_with_pip_and_uv_from_the_index_and_yanks_are_skipped()
         head.contains("text/html") && body.contains("<a href"),
         "{head}"
     );
-    let py3 = pip_venv(&p.root().join("pipvenv3"));
+    let py3 = bare_venv("python3", &p.root().join("pipvenv3"));
     let out = pip_install(
         &py3,
         &url,
@@ -599,7 +594,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// A venv with pip and `wheel` (whose `unpack` verifies RECORD).
 fn wheel_tool(dir: &Path) -> PathBuf {
-    let py = pip_venv(dir);
+    let py = bare_venv("python3", dir);
     let out = output(pip_into(&py).args(["install", "--quiet", "wheel"]));
     assert!(out.status.success(), "pip install wheel: {}", stderr(&out));
     py
@@ -698,7 +693,7 @@ fn promote_rewrites_the_wheels_deterministically_and_pip_sees_only_the_final() {
 
     // pip without --pre takes the final, and reports it once.
     let file_url = format!("file://{}/", index.join("simple").display());
-    let venv = pip_venv(&p.root().join("final"));
+    let venv = bare_venv("python3", &p.root().join("final"));
     let out = pip_install(&venv, &file_url, &["demo-pure", "demo-cext"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(installed(&venv, "demo-pure"), "3.14.0");
@@ -719,7 +714,7 @@ fn promote_rewrites_the_wheels_deterministically_and_pip_sees_only_the_final() {
         0,
     );
     assert!(stderr(&out).contains("rewrote"), "{}", stderr(&out));
-    let venv2 = pip_venv(&p.root().join("final2"));
+    let venv2 = bare_venv("python3", &p.root().join("final2"));
     let out = pip_install(&venv2, &file_url, &["demo-pure==3.14.1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let stamp =
@@ -987,7 +982,7 @@ fn promote_uploads_to_a_real_pypiserver_that_pip_installs_from() {
         "{}",
         stderr(&out)
     );
-    let venv = pip_venv(&p.root().join("from-pypiserver"));
+    let venv = bare_venv("python3", &p.root().join("from-pypiserver"));
     let out = pip_install(
         &venv,
         &format!("{url}simple/"),

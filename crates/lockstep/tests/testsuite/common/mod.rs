@@ -244,21 +244,31 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 /// Commits what is staged (and, with `add_all`, everything) in `dir` as
 /// a test author, whatever git identity the machine has (none in CI).
 pub fn commit_as_tester(dir: &Path, message: &str, add_all: bool) -> String {
+    tester_commit(dir, message, add_all, None)
+}
+
+/// [`commit_as_tester`] of everything, committed at HEAD's commit time:
+/// `pkg build` sets SOURCE_DATE_EPOCH from it, so a wheel built from the
+/// new commit sees the same value as one built from HEAD (and the C
+/// dependencies, which watch it, are not rebuilt between them).
+pub fn commit_as_tester_at_head_time(dir: &Path, message: &str) -> String {
+    let when = git(dir, &["log", "-1", "--format=%cI"]);
+    tester_commit(dir, message, true, Some(&when))
+}
+
+fn tester_commit(dir: &Path, message: &str, add_all: bool, date: Option<&str>) -> String {
     if add_all {
         git(dir, &["add", "-A"]);
     }
-    git(
-        dir,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-qm",
-            message,
-        ],
-    );
+    let mut cmd = Command::new("git");
+    cmd.arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@e"])
+        .args(["commit", "-qm", message]);
+    if let Some(date) = date {
+        cmd.env("GIT_COMMITTER_DATE", date);
+    }
+    expect(&mut cmd, 0);
     git(dir, &["rev-parse", "HEAD"])
 }
 
